@@ -1,0 +1,405 @@
+// Package config is the control plane's configuration: defaults, then a YAML file,
+// then environment variables, then flags, followed by one Validate that refuses to
+// boot on anything unknown or inconsistent.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// Config is the whole configuration. Zero values are replaced by Default's.
+type Config struct {
+	// DataDir holds the store file (agentplane.db). Created if missing.
+	DataDir string `yaml:"data_dir"`
+	// GRPCAddr is the gRPC listen address.
+	GRPCAddr string `yaml:"grpc_addr"`
+	// HTTPAddr is the HTTP/JSON, /metrics and /healthz listen address; "off" disables it.
+	HTTPAddr string `yaml:"http_addr"`
+
+	Log    Log    `yaml:"log"`
+	Store  Store  `yaml:"store"`
+	Limits Limits `yaml:"limits"`
+	Spec   Spec   `yaml:"spec"`
+	Tasks  Tasks  `yaml:"tasks"`
+	HITL   HITL   `yaml:"hitl"`
+	Auth   Auth   `yaml:"auth"`
+	TLS    TLS    `yaml:"tls"`
+	Gates  Gates  `yaml:"gates"`
+	// Tenants holds per-tenant settings; they may tighten the deployment's, never loosen.
+	Tenants map[string]Tenant `yaml:"tenants"`
+
+	baseDir string
+}
+
+// Log configures structured logs (log/slog).
+type Log struct {
+	// Level is debug, info, warn or error.
+	Level string `yaml:"level"`
+	// Format is text or json.
+	Format string `yaml:"format"`
+}
+
+// Store configures the embedded bbolt store.
+type Store struct {
+	// OpenTimeout bounds the wait for the file lock; a second instance on the same
+	// data directory fails after it instead of hanging.
+	OpenTimeout Duration `yaml:"open_timeout"`
+	// MaxBatch is the most writes one group commit takes.
+	MaxBatch int `yaml:"max_batch"`
+}
+
+// Limits bound what a client can make the server hold.
+type Limits struct {
+	// MaxSpecBytes is the largest spec document or typed spec accepted.
+	MaxSpecBytes int64 `yaml:"max_spec_bytes"`
+	// MaxSpecNesting is the deepest JSON/YAML nesting a document may have.
+	MaxSpecNesting int `yaml:"max_spec_nesting"`
+	// MaxInputBytes bounds a task's input and a ContinueTask message.
+	MaxInputBytes int64 `yaml:"max_input_bytes"`
+	// MaxEventBytes bounds one event's payload.
+	MaxEventBytes int64 `yaml:"max_event_bytes"`
+	// MaxTaskHistoryBytes bounds the total payload bytes of one task's events.
+	MaxTaskHistoryBytes int64 `yaml:"max_task_history_bytes"`
+	// MaxTaskEvents bounds the number of events of one task.
+	MaxTaskEvents int64 `yaml:"max_task_events"`
+	// MaxLabels bounds the labels of one task.
+	MaxLabels int `yaml:"max_labels"`
+	// MaxWatchBuffer is how many live events a watcher may have queued before it is
+	// switched back to reading from the store.
+	MaxWatchBuffer int `yaml:"max_watch_buffer"`
+}
+
+// Spec holds deployment knowledge used by validation.
+type Spec struct {
+	// PlatformMaxDepth is the platform's graph nesting cap.
+	PlatformMaxDepth int64 `yaml:"platform_max_depth"`
+	// StaticAgents maps agent ids to files holding AgentSpec documents (YAML or JSON),
+	// relative to the config file.
+	StaticAgents map[string]string `yaml:"static_agents"`
+}
+
+// Tasks configures the task lifecycle and leases.
+type Tasks struct {
+	// LeaseTTL is how long a lease lasts without a heartbeat.
+	LeaseTTL Duration `yaml:"lease_ttl"`
+	// MaxAttempts is how many leases a task may be granted before it fails.
+	MaxAttempts int `yaml:"max_attempts"`
+	// MaxLeaseWait caps a runtime's long poll.
+	MaxLeaseWait Duration `yaml:"max_lease_wait"`
+	// Retention is how long terminal tasks are kept; 0 keeps them forever.
+	Retention Duration `yaml:"retention"`
+	// PurgeInterval is how often retention runs.
+	PurgeInterval Duration `yaml:"purge_interval"`
+}
+
+// HITL configures human approvals.
+type HITL struct {
+	// DefaultTimeout is the deadline of an interrupt when the task sets none; 0 means none.
+	DefaultTimeout Duration `yaml:"default_timeout"`
+	// DeadlineDecision is applied when a deadline passes: reject (default) or approve.
+	DeadlineDecision string `yaml:"deadline_decision"`
+	// MaxUntrustedBytes caps an untrusted reason when the spec sets no cap.
+	MaxUntrustedBytes int64 `yaml:"max_untrusted_bytes"`
+}
+
+// Auth configures identity.
+type Auth struct {
+	// RequirePrincipal makes the deployment multi-tenant: every call is authenticated.
+	RequirePrincipal bool `yaml:"require_principal"`
+	// Tokens maps bearer-token hashes to principals.
+	Tokens []Token `yaml:"tokens"`
+	// ClientCerts maps mTLS client certificate subjects to principals.
+	ClientCerts []ClientCert `yaml:"client_certs"`
+	// AllowInsecure lets a multi-tenant deployment listen on a non-loopback address
+	// without TLS. Say it only when something in front terminates TLS.
+	AllowInsecure bool `yaml:"allow_insecure"`
+}
+
+// Token is one bearer token, stored as the hex SHA-256 of the token.
+type Token struct {
+	Name   string   `yaml:"name"`
+	SHA256 string   `yaml:"sha256"`
+	Tenant string   `yaml:"tenant"`
+	Roles  []string `yaml:"roles"`
+}
+
+// ClientCert maps a certificate's subject common name to a principal.
+type ClientCert struct {
+	CommonName string   `yaml:"common_name"`
+	Tenant     string   `yaml:"tenant"`
+	Roles      []string `yaml:"roles"`
+}
+
+// TLS configures the server's certificate and client verification.
+type TLS struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// ClientCAFile enables mTLS: client certificates signed by it are verified.
+	ClientCAFile string `yaml:"client_ca_file"`
+}
+
+// Gates configures the MCP and A2A trust gates.
+type Gates struct {
+	// LockedKeys are config keys a request may not occupy (mcp, a2a, ...).
+	LockedKeys []string `yaml:"locked_keys"`
+	// CompliancePosture is one of the closed set of postures.
+	CompliancePosture string `yaml:"compliance_posture"`
+	// McpServers is the deployment baseline of MCP servers.
+	McpServers []Peer `yaml:"mcp_servers"`
+	// A2aPeers is the deployment baseline of A2A peers.
+	A2aPeers []Peer `yaml:"a2a_peers"`
+}
+
+// Peer is a baseline MCP server or A2A peer.
+type Peer struct {
+	Name    string            `yaml:"name"`
+	URL     string            `yaml:"url"`
+	Headers map[string]string `yaml:"headers"`
+}
+
+// Tenant holds one tenant's settings.
+type Tenant struct {
+	// MaxDepth is the tenant's graph nesting cap (min with the platform's).
+	MaxDepth int64 `yaml:"max_depth"`
+	// LockedKeys are added to the deployment's.
+	LockedKeys []string `yaml:"locked_keys"`
+	// CompliancePosture may only be stricter than the deployment's.
+	CompliancePosture string `yaml:"compliance_posture"`
+}
+
+// Duration is a time.Duration written as "30s" in YAML.
+type Duration time.Duration
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// UnmarshalYAML parses "1m30s" or a number of seconds.
+func (d *Duration) UnmarshalYAML(b []byte) error {
+	s := strings.Trim(strings.TrimSpace(string(b)), `"'`)
+	if v, err := time.ParseDuration(s); err == nil {
+		*d = Duration(v)
+		return nil
+	}
+	if secs, err := strconv.ParseFloat(s, 64); err == nil {
+		*d = Duration(time.Duration(secs * float64(time.Second)))
+		return nil
+	}
+	return fmt.Errorf("invalid duration %q (write for example 30s, 5m, 1h)", s)
+}
+
+// MarshalYAML writes the duration as text.
+func (d Duration) MarshalYAML() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// DefaultDataDir is where the store lives when nothing says otherwise.
+func DefaultDataDir() string {
+	if dir, err := os.UserHomeDir(); err == nil && dir != "" {
+		return filepath.Join(dir, ".agentplane", "data")
+	}
+	return filepath.Join(os.TempDir(), "agentplane-data")
+}
+
+// Default returns the embedded defaults: single-user, loopback, bbolt under DefaultDataDir.
+func Default() Config {
+	return Config{
+		DataDir:  DefaultDataDir(),
+		GRPCAddr: "127.0.0.1:7233",
+		HTTPAddr: "127.0.0.1:7280",
+		Log:      Log{Level: "info", Format: "text"},
+		Store:    Store{OpenTimeout: Duration(2 * time.Second), MaxBatch: 256},
+		Limits: Limits{
+			MaxSpecBytes:        1 << 20,
+			MaxSpecNesting:      64,
+			MaxInputBytes:       256 << 10,
+			MaxEventBytes:       256 << 10,
+			MaxTaskHistoryBytes: 64 << 20,
+			MaxTaskEvents:       100000,
+			MaxLabels:           32,
+			MaxWatchBuffer:      1024,
+		},
+		Spec: Spec{PlatformMaxDepth: 4},
+		Tasks: Tasks{
+			LeaseTTL:      Duration(30 * time.Second),
+			MaxAttempts:   3,
+			MaxLeaseWait:  Duration(30 * time.Second),
+			PurgeInterval: Duration(10 * time.Minute),
+		},
+		HITL: HITL{DeadlineDecision: "reject", MaxUntrustedBytes: 4096},
+	}
+}
+
+// Load reads a YAML file over the defaults. Unknown keys stop the load with their
+// position. An empty path returns the defaults.
+func Load(path string) (Config, error) {
+	cfg := Default()
+	if path == "" {
+		return cfg, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
+	if err := Parse(data, &cfg); err != nil {
+		return cfg, fmt.Errorf("config %s: %w", path, err)
+	}
+	cfg.baseDir = filepath.Dir(path)
+	return cfg, nil
+}
+
+// Parse decodes YAML into cfg, which holds the defaults; unknown keys are errors.
+func Parse(data []byte, cfg *Config) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data), yaml.DisallowUnknownField(), yaml.Strict())
+	if err := dec.Decode(cfg); err != nil {
+		return errors.New(yaml.FormatError(err, false, true))
+	}
+	return nil
+}
+
+// Environment variables read by ApplyEnv.
+const (
+	EnvDataDir  = "AGENTPLANE_DATA_DIR"
+	EnvGRPCAddr = "AGENTPLANE_GRPC_ADDR"
+	EnvHTTPAddr = "AGENTPLANE_HTTP_ADDR"
+	EnvLogLevel = "AGENTPLANE_LOG_LEVEL"
+	EnvLogFmt   = "AGENTPLANE_LOG_FORMAT"
+)
+
+// ApplyEnv overrides cfg from the environment (lookup is os.LookupEnv in production).
+func (c *Config) ApplyEnv(lookup func(string) (string, bool)) {
+	set := func(key string, dst *string) {
+		if v, ok := lookup(key); ok && v != "" {
+			*dst = v
+		}
+	}
+	set(EnvDataDir, &c.DataDir)
+	set(EnvGRPCAddr, &c.GRPCAddr)
+	set(EnvHTTPAddr, &c.HTTPAddr)
+	set(EnvLogLevel, &c.Log.Level)
+	set(EnvLogFmt, &c.Log.Format)
+}
+
+// BaseDir is the directory relative paths in the config are resolved against.
+func (c *Config) BaseDir() string {
+	if c.baseDir == "" {
+		return "."
+	}
+	return c.baseDir
+}
+
+// StorePath is the bbolt file.
+func (c *Config) StorePath() string { return filepath.Join(c.DataDir, "agentplane.db") }
+
+// Validate refuses anything unknown or inconsistent, naming every problem.
+func (c *Config) Validate() error {
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	if c.DataDir == "" {
+		bad("data_dir is empty")
+	}
+	if _, _, err := net.SplitHostPort(c.GRPCAddr); err != nil {
+		bad("grpc_addr %q: %v", c.GRPCAddr, err)
+	}
+	if c.HTTPAddr != "off" {
+		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+			bad("http_addr %q: %v (use off to disable)", c.HTTPAddr, err)
+		}
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level %q: want debug, info, warn or error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		bad("log.format %q: want text or json", c.Log.Format)
+	}
+	if c.Store.OpenTimeout <= 0 {
+		bad("store.open_timeout must be positive")
+	}
+	if c.Store.MaxBatch < 1 {
+		bad("store.max_batch must be >= 1")
+	}
+	for name, v := range map[string]int64{
+		"limits.max_spec_bytes": c.Limits.MaxSpecBytes, "limits.max_input_bytes": c.Limits.MaxInputBytes,
+		"limits.max_event_bytes": c.Limits.MaxEventBytes, "limits.max_task_history_bytes": c.Limits.MaxTaskHistoryBytes,
+		"limits.max_task_events": c.Limits.MaxTaskEvents, "limits.max_spec_nesting": int64(c.Limits.MaxSpecNesting),
+		"limits.max_labels": int64(c.Limits.MaxLabels), "limits.max_watch_buffer": int64(c.Limits.MaxWatchBuffer),
+		"spec.platform_max_depth": c.Spec.PlatformMaxDepth, "tasks.max_attempts": int64(c.Tasks.MaxAttempts),
+	} {
+		if v < 1 {
+			bad("%s must be >= 1 (got %d)", name, v)
+		}
+	}
+	if c.Tasks.LeaseTTL < Duration(time.Second) {
+		bad("tasks.lease_ttl must be at least 1s")
+	}
+	if c.Tasks.MaxLeaseWait <= 0 {
+		bad("tasks.max_lease_wait must be positive")
+	}
+	if c.Tasks.Retention < 0 || c.HITL.DefaultTimeout < 0 {
+		bad("durations may not be negative")
+	}
+	switch c.HITL.DeadlineDecision {
+	case "reject", "approve":
+	default:
+		bad("hitl.deadline_decision %q: want reject or approve", c.HITL.DeadlineDecision)
+	}
+	if c.HITL.MaxUntrustedBytes < 1 {
+		bad("hitl.max_untrusted_bytes must be >= 1")
+	}
+	for id, path := range c.Spec.StaticAgents {
+		if strings.TrimSpace(id) == "" || path == "" {
+			bad("spec.static_agents: empty id or path")
+		}
+	}
+	for _, t := range c.Auth.Tokens {
+		if t.Name == "" || len(t.SHA256) != 64 {
+			bad("auth.tokens %q: name and a 64-hex-digit sha256 are required (make one with: controlplane token new)", t.Name)
+		}
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		bad("tls.cert_file and tls.key_file go together")
+	}
+	if c.TLS.ClientCAFile != "" && c.TLS.CertFile == "" {
+		bad("tls.client_ca_file needs tls.cert_file and tls.key_file")
+	}
+	if c.Auth.RequirePrincipal && c.TLS.CertFile == "" && !c.Auth.AllowInsecure {
+		for _, addr := range []string{c.GRPCAddr, c.HTTPAddr} {
+			if addr != "off" && !IsLoopback(addr) {
+				bad("auth.require_principal on non-loopback %s without TLS: configure tls or set auth.allow_insecure: true", addr)
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	sort.Strings(errs)
+	return fmt.Errorf("invalid configuration:\n  %s", strings.Join(errs, "\n  "))
+}
+
+// IsLoopback reports whether a host:port listens on loopback only.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
