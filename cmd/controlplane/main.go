@@ -1,0 +1,86 @@
+// Command controlplane runs the agentplane control plane.
+//
+// With no arguments it runs on embedded defaults: single-user mode, a bbolt store under
+// ~/.agentplane/data, gRPC on 127.0.0.1:7233 and HTTP/JSON on 127.0.0.1:7280.
+// Configuration is layered: defaults, then --config FILE (YAML; unknown keys stop the
+// boot), then AGENTPLANE_* environment variables, then flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/agentplane/agentplane/server"
+	"github.com/agentplane/agentplane/server/config"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the process: it returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "version" {
+		fmt.Fprintln(stdout, server.BuildVersion())
+		return 0
+	}
+	fs := flag.NewFlagSet("controlplane", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configFile := fs.String("config", os.Getenv("AGENTPLANE_CONFIG"), "YAML config `file` (env AGENTPLANE_CONFIG)")
+	dataDir := fs.String("data-dir", "", "data `directory` holding agentplane.db (env "+config.EnvDataDir+")")
+	grpcAddr := fs.String("grpc-addr", "", "gRPC listen `host:port` (env "+config.EnvGRPCAddr+")")
+	httpAddr := fs.String("http-addr", "", "HTTP/JSON listen `host:port`, or off (env "+config.EnvHTTPAddr+")")
+	logLevel := fs.String("log-level", "", "debug, info, warn or error (env "+config.EnvLogLevel+")")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: controlplane [flags]\n       controlplane version\n\nRuns the agentplane control plane.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "controlplane: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return 2
+	}
+
+	cfg, err := config.Load(*configFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "controlplane: %v\n", err)
+		return 1
+	}
+	cfg.ApplyEnv(os.LookupEnv)
+	for flagValue, dst := range map[string]*string{*dataDir: &cfg.DataDir, *grpcAddr: &cfg.GRPCAddr, *httpAddr: &cfg.HTTPAddr, *logLevel: &cfg.Log.Level} {
+		if flagValue != "" {
+			*dst = flagValue
+		}
+	}
+
+	srv, err := server.New(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "controlplane: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "agentplane %s\n  gRPC       %s\n", server.BuildVersion(), srv.GRPCAddr())
+	if addr := srv.HTTPAddr(); addr != "" {
+		fmt.Fprintf(stdout, "  HTTP/JSON  http://%s  (metrics at /metrics, health at /healthz)\n", addr)
+	}
+	fmt.Fprintf(stdout, "  store      %s\n", cfg.StorePath())
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := srv.Serve(ctx); err != nil {
+		fmt.Fprintf(stderr, "controlplane: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,197 @@
+// Package cli is ctl's command tree. Every command is built by a constructor taking
+// the shared *globals, binds its flags to an options struct, and prints through the
+// printer to cmd.OutOrStdout(), so tests run commands in-process and read their output.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/status"
+
+	"github.com/agentplane/agentplane/client"
+	"github.com/agentplane/agentplane/cmd/ctl/internal/printer"
+	"github.com/agentplane/agentplane/server/apierr"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailed  = 1 // the call failed, or (spec validate) the spec is invalid
+	exitUsage   = 2 // bad flags or unreadable input
+	defaultAddr = "127.0.0.1:7233"
+)
+
+// globals are the persistent flags, shared by every command.
+type globals struct {
+	addr    string
+	token   string
+	output  string
+	timeout time.Duration
+	tlsCA   string
+	tlsCert string
+	tlsKey  string
+	tls     bool
+	stdin   io.Reader
+}
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageErr marks an error as a usage error (exit 2).
+func usageErr(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// Main runs ctl with args and returns the exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := NewRootCommand(stdin)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && ee.err.Error() != "" {
+			fmt.Fprintf(stderr, "ctl: %s\n", describe(ee.err))
+		}
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "ctl: %s\n", describe(err))
+	if isFlagError(err) {
+		return exitUsage
+	}
+	return exitFailed
+}
+
+// describe renders an error for people: gRPC errors as "CODE (reason): message".
+func describe(err error) string {
+	if st, ok := status.FromError(err); ok {
+		if info := apierr.InfoOf(err); info != nil {
+			return fmt.Sprintf("%s (%s): %s", st.Code(), info.GetReason(), st.Message())
+		}
+		return fmt.Sprintf("%s: %s", st.Code(), st.Message())
+	}
+	return err.Error()
+}
+
+func isFlagError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown flag", "unknown shorthand flag", "unknown command", "flag needs an argument", "invalid argument", "accepts ", "requires at least", "required flag"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// NewRootCommand builds the whole command tree.
+func NewRootCommand(stdin io.Reader) *cobra.Command {
+	g := &globals{stdin: stdin}
+	root := &cobra.Command{
+		Use:           "ctl",
+		Short:         "Operate and use an agentplane control plane",
+		Long:          "ctl talks to an agentplane control plane over gRPC: validate specs, start and watch tasks,\nresolve approvals, run a scripted runtime, and administer the store.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := printer.ParseFormat(g.output); err != nil {
+				return usageErr("%v", err)
+			}
+			return nil
+		},
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.addr, "addr", envOr("AGENTPLANE_ADDR", defaultAddr), "control plane gRPC address (env AGENTPLANE_ADDR)")
+	pf.StringVar(&g.token, "token", os.Getenv("AGENTPLANE_TOKEN"), "bearer token (env AGENTPLANE_TOKEN)")
+	pf.StringVarP(&g.output, "output", "o", "table", "output format: table, json or yaml")
+	pf.DurationVar(&g.timeout, "timeout", 30*time.Second, "deadline of each call (streams are not bounded by it)")
+	pf.BoolVar(&g.tls, "tls", false, "use TLS (implied by --tls-ca/--tls-cert)")
+	pf.StringVar(&g.tlsCA, "tls-ca", "", "CA certificate file to trust")
+	pf.StringVar(&g.tlsCert, "tls-cert", "", "client certificate file (mTLS)")
+	pf.StringVar(&g.tlsKey, "tls-key", "", "client key file (mTLS)")
+
+	root.AddGroup(&cobra.Group{ID: "basic", Title: "Basic commands:"}, &cobra.Group{ID: "areas", Title: "Command groups:"})
+	for _, c := range []*cobra.Command{newVersionCommand(g), newHealthCommand(g), newCapabilitiesCommand(g)} {
+		c.GroupID = "basic"
+		root.AddCommand(c)
+	}
+	for _, c := range []*cobra.Command{newSpecCommand(g), newTaskCommand(g), newHitlCommand(g), newRuntimeCommand(g), newAdminCommand(g)} {
+		c.GroupID = "areas"
+		root.AddCommand(c)
+	}
+	return root
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// dial connects to the control plane per the global flags.
+func (g *globals) dial(ctx context.Context) (*client.Client, error) {
+	var opts []client.Option
+	if g.token != "" {
+		opts = append(opts, client.WithToken(g.token))
+	}
+	if g.tls || g.tlsCA != "" || g.tlsCert != "" {
+		opts = append(opts, client.WithTLSFiles(g.tlsCA, g.tlsCert, g.tlsKey))
+	}
+	return client.Dial(ctx, g.addr, opts...)
+}
+
+// printer returns the printer for cmd.
+func (g *globals) printer(cmd *cobra.Command) *printer.Printer {
+	return &printer.Printer{Format: printer.Format(g.output), Out: cmd.OutOrStdout()}
+}
+
+// call runs fn with a connected client and a per-call deadline.
+func (g *globals) call(cmd *cobra.Command, fn func(ctx context.Context, c *client.Client) error) error {
+	ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
+	defer cancel()
+	c, err := g.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(ctx, c)
+}
+
+// stream is call without the deadline, for watch-like commands.
+func (g *globals) stream(cmd *cobra.Command, fn func(ctx context.Context, c *client.Client) error) error {
+	c, err := g.dial(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(cmd.Context(), c)
+}
+
+// group builds a command group that only holds subcommands.
+func group(use, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return cmd.Help()
+		},
+	}
+}

@@ -1,0 +1,120 @@
+package layering
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/agentplane/agentplane"
+
+// rank places a package in the layering; a package may import only packages of a
+// lower rank, or of its own rank where sameRankOK says so.
+func rank(pkg string) (int, bool) {
+	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
+	switch {
+	case strings.HasPrefix(rel, "gen/"):
+		return 0, false
+	case rel == "server/apierr" || rel == "server/config":
+		return 1, false
+	case rel == "gates" || strings.HasPrefix(rel, "gates/"):
+		return 2, false
+	case strings.HasPrefix(rel, "server/store"):
+		return 3, true
+	case rel == "client" || strings.HasPrefix(rel, "client/"):
+		return 4, true
+	case rel == "server/servertest":
+		return 6, false
+	case rel == "server":
+		return 5, false
+	case strings.HasPrefix(rel, "server/"):
+		return 4, true // domain packages: spec, tasks, hitl, auth, ...
+	case strings.HasPrefix(rel, "cmd/"):
+		return 7, true
+	case strings.HasPrefix(rel, "internal/"):
+		return 8, true
+	}
+	return -1, false
+}
+
+// extra forbids edges the ranks allow but the design does not.
+func forbidden(from, to string) string {
+	rel := func(p string) string { return strings.TrimPrefix(strings.TrimPrefix(p, module), "/") }
+	f, t := rel(from), rel(to)
+	switch {
+	case (f == "gates" || strings.HasPrefix(f, "gates/")) && !strings.HasPrefix(t, "gen/") && !strings.HasPrefix(t, "gates"):
+		return "gates is pure: it may import only gen"
+	case (f == "client" || strings.HasPrefix(f, "client/")) && strings.HasPrefix(t, "server/") && t != "server/apierr":
+		return "the client must not depend on the server's internals"
+	case strings.HasPrefix(f, "server/") && f != "server/servertest" && (t == "client" || strings.HasPrefix(t, "client/")):
+		return "domain packages must not call the API through the client"
+	}
+	return ""
+}
+
+type listedPackage struct {
+	ImportPath   string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+}
+
+func TestImportsFlowOneWay(t *testing.T) {
+	cmd := exec.Command("go", "list", "-json", module+"/...")
+	cmd.Dir = "../.."
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(out)
+	checked := 0
+	for {
+		var p listedPackage
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		from, sameOK := rank(p.ImportPath)
+		if from < 0 {
+			t.Errorf("package %s has no place in the layering; add it to rank()", p.ImportPath)
+			continue
+		}
+		for _, imp := range p.Imports {
+			if !strings.HasPrefix(imp, module) {
+				continue
+			}
+			checked++
+			to, _ := rank(imp)
+			if to > from || (to == from && !sameOK && imp != p.ImportPath) {
+				t.Errorf("%s imports %s: imports must flow cmd -> server -> domain/gates -> store -> gen", p.ImportPath, imp)
+			}
+			if why := forbidden(p.ImportPath, imp); why != "" {
+				t.Errorf("%s imports %s: %s", p.ImportPath, imp, why)
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if checked == 0 {
+		t.Fatal("no internal imports checked; is the module path right?")
+	}
+}
+
+func TestRanksOrderTheLayers(t *testing.T) {
+	order := []string{"gen/agentplane/v1", "server/apierr", "gates", "server/store", "server/tasks", "server", "server/servertest", "cmd/ctl"}
+	prev := -1
+	for _, p := range order {
+		r, _ := rank(module + "/" + p)
+		if r < prev {
+			t.Fatalf("%s ranks below the layer before it", p)
+		}
+		prev = r
+	}
+}

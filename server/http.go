@@ -1,0 +1,77 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+)
+
+// buildHTTP assembles the HTTP/JSON front: grpc-gateway for the API (reaching the gRPC
+// server in process, so interceptors apply exactly as for gRPC), /metrics and /healthz.
+func (s *Server) buildHTTP() error {
+	s.inproc = bufconn.Listen(1 << 20)
+	conn, err := s.dialInProcess()
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	s.gwConn = conn
+
+	gw := runtime.NewServeMux(
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, &bodyMarshaler{JSONPb: runtime.JSONPb{
+			MarshalOptions:   protojson.MarshalOptions{},
+			UnmarshalOptions: protojson.UnmarshalOptions{},
+		}}),
+		runtime.WithHealthzEndpoint(healthpb.NewHealthClient(conn)),
+	)
+	ctx := context.Background()
+	for _, register := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
+		agentplanev1.RegisterSpecServiceHandler,
+		agentplanev1.RegisterTaskServiceHandler,
+		agentplanev1.RegisterHitlServiceHandler,
+		agentplanev1.RegisterCapabilityServiceHandler,
+		agentplanev1.RegisterRuntimeServiceHandler,
+		agentplanev1.RegisterAdminServiceHandler,
+	} {
+		if err := register(ctx, gw, conn); err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+	}
+
+	maxBody := s.cfg.Limits.MaxSpecBytes + (64 << 10)
+	root := http.NewServeMux()
+	root.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+	root.Handle("/", http.MaxBytesHandler(gw, maxBody))
+	s.http = &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second}
+	return nil
+}
+
+// bodyMarshaler is protojson, except that a request body bound to a bytes field
+// receives the raw body. That is how POST /v1/specs/validate takes the qar/v1 document
+// itself as its body (the rule binds body to ValidateSpecRequest.document), so the
+// document decoder sees duplicate keys, key order and positions that protojson would lose.
+type bodyMarshaler struct {
+	runtime.JSONPb
+}
+
+// NewDecoder implements runtime.Marshaler.
+func (m *bodyMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
+	return runtime.DecoderFunc(func(v any) error {
+		if raw, ok := v.(*[]byte); ok {
+			data, err := io.ReadAll(r)
+			*raw = data
+			return err
+		}
+		return m.JSONPb.NewDecoder(r).Decode(v)
+	})
+}

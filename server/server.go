@@ -1,0 +1,217 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/test/bufconn"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/config"
+)
+
+// ShutdownTimeout bounds how long Serve waits for in-flight calls and streams to end
+// after its context is canceled, before it closes the remaining connections.
+const ShutdownTimeout = 10 * time.Second
+
+// Server is one control-plane process.
+type Server struct {
+	cfg     config.Config
+	log     *slog.Logger
+	metrics *metrics
+	start   time.Time
+
+	store *storeHandle
+
+	grpc    *grpc.Server
+	health  *health.Server
+	grpcLis net.Listener
+	// inproc is the in-memory listener the HTTP gateway reaches the gRPC server through,
+	// so HTTP calls run the same interceptors as gRPC ones.
+	inproc  *bufconn.Listener
+	gwConn  *grpc.ClientConn
+	http    *http.Server
+	httpLis net.Listener
+
+	// stopping is closed when shutdown begins; long-lived streams end on it.
+	stopping chan struct{}
+	stopOnce sync.Once
+}
+
+// Option configures New.
+type Option func(*Server)
+
+// WithLogger sets the logger; the default writes to stderr per cfg.Log.
+func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
+
+// New validates cfg, opens the store (failing fast when another process holds it),
+// binds the listeners and registers every service. Nothing is served until Serve.
+func New(cfg config.Config, opts ...Option) (_ *Server, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, metrics: newMetrics(), start: time.Now(), stopping: make(chan struct{})}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.log == nil {
+		s.log = NewLogger(os.Stderr, cfg.Log)
+	}
+	defer func() {
+		if err != nil {
+			s.closeAll()
+		}
+	}()
+
+	if s.store, err = openStore(cfg); err != nil {
+		return nil, err
+	}
+
+	s.grpc = grpc.NewServer(
+		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
+		grpc.ChainStreamInterceptor(s.streamInterceptor),
+		grpc.MaxRecvMsgSize(int(cfg.Limits.MaxSpecBytes)+(64<<10)),
+	)
+	s.registerServices()
+
+	if s.grpcLis, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
+		return nil, fmt.Errorf("grpc listen on %s: %w", cfg.GRPCAddr, err)
+	}
+	if cfg.HTTPAddr != "off" {
+		if err = s.buildHTTP(); err != nil {
+			return nil, err
+		}
+		if s.httpLis, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+			return nil, fmt.Errorf("http listen on %s: %w", cfg.HTTPAddr, err)
+		}
+	}
+	return s, nil
+}
+
+func (s *Server) registerServices() {
+	agentplanev1.RegisterSpecServiceServer(s.grpc, &specService{s: s})
+	agentplanev1.RegisterTaskServiceServer(s.grpc, &taskService{s: s})
+	agentplanev1.RegisterHitlServiceServer(s.grpc, &hitlService{s: s})
+	agentplanev1.RegisterCapabilityServiceServer(s.grpc, &capabilityService{s: s})
+	agentplanev1.RegisterRuntimeServiceServer(s.grpc, &runtimeService{s: s})
+	agentplanev1.RegisterAdminServiceServer(s.grpc, &adminService{s: s})
+
+	s.health = health.NewServer()
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	for name := range s.grpc.GetServiceInfo() {
+		s.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+	}
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	reflection.Register(s.grpc)
+}
+
+// GRPCAddr is the address the gRPC server listens on (useful with port 0).
+func (s *Server) GRPCAddr() string { return s.grpcLis.Addr().String() }
+
+// HTTPAddr is the address of the HTTP/JSON server, or "" when it is off.
+func (s *Server) HTTPAddr() string {
+	if s.httpLis == nil {
+		return ""
+	}
+	return s.httpLis.Addr().String()
+}
+
+// Serve serves until ctx ends or a listener fails, then shuts down gracefully and
+// closes the store. It returns nil after a clean shutdown.
+func (s *Server) Serve(ctx context.Context) error {
+	errc := make(chan error, 3)
+	go func() { errc <- s.grpc.Serve(s.grpcLis) }()
+	if s.inproc != nil {
+		go func() { errc <- s.grpc.Serve(s.inproc) }()
+	}
+	if s.http != nil {
+		go func() {
+			if err := s.http.Serve(s.httpLis); !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+	}
+	s.log.Info("agentplane control plane serving",
+		"version", BuildVersion(), "grpc", s.GRPCAddr(), "http", s.HTTPAddr(),
+		"store", s.cfg.StorePath(), "multi_tenant", s.cfg.Auth.RequirePrincipal)
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+		s.log.Error("listener failed; shutting down", "err", serveErr)
+	}
+	s.shutdown()
+	return serveErr
+}
+
+// shutdown stops accepting, ends long-lived streams, drains in-flight calls (bounded
+// by ShutdownTimeout) and closes the store.
+func (s *Server) shutdown() {
+	s.log.Info("shutting down")
+	s.health.Shutdown()
+	s.stopOnce.Do(func() { close(s.stopping) })
+	ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+	defer cancel()
+	if s.http != nil {
+		if err := s.http.Shutdown(ctx); err != nil {
+			s.log.Warn("http shutdown", "err", err)
+		}
+	}
+	done := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.log.Warn("drain timed out; closing remaining connections")
+		s.grpc.Stop()
+		<-done
+	}
+	s.closeAll()
+	s.log.Info("stopped")
+}
+
+// closeAll releases whatever New acquired; safe on a partly built server.
+func (s *Server) closeAll() {
+	if s.gwConn != nil {
+		_ = s.gwConn.Close()
+	}
+	for _, l := range []net.Listener{s.grpcLis, s.httpLis} {
+		if l != nil {
+			_ = l.Close()
+		}
+	}
+	if s.store != nil {
+		if err := s.store.Close(); err != nil {
+			s.log.Error("closing store", "err", err)
+		}
+		s.store = nil
+	}
+}
+
+// Stopping is closed when shutdown begins; stream handlers select on it.
+func (s *Server) Stopping() <-chan struct{} { return s.stopping }
+
+// dialInProcess connects to the in-memory listener.
+func (s *Server) dialInProcess() (*grpc.ClientConn, error) {
+	return grpc.NewClient("passthrough:///agentplane-inprocess",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return s.inproc.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)),
+	)
+}
+
+// ServiceInfo lists the registered gRPC services and their methods.
+func (s *Server) ServiceInfo() map[string]grpc.ServiceInfo { return s.grpc.GetServiceInfo() }

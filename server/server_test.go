@@ -1,0 +1,218 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	"google.golang.org/grpc/status"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server"
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/servertest"
+)
+
+func TestHealthServing(t *testing.T) {
+	in := servertest.Start(t, nil)
+	ctx := context.Background()
+	for _, svc := range []string{"", "agentplane.v1.TaskService", "agentplane.v1.SpecService"} {
+		resp, err := in.Client.Health.Check(ctx, &healthpb.HealthCheckRequest{Service: svc})
+		if err != nil {
+			t.Fatalf("health %q: %v", svc, err)
+		}
+		if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			t.Fatalf("health %q = %v", svc, resp.GetStatus())
+		}
+	}
+}
+
+// TestReflectionListsAllServices is what grpcurl does: list services by reflection.
+func TestReflectionListsAllServices(t *testing.T) {
+	in := servertest.Start(t, nil)
+	conn, err := grpc.NewClient(in.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	stream, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, s := range resp.GetListServicesResponse().GetService() {
+		got[s.GetName()] = true
+	}
+	for _, want := range []string{"SpecService", "TaskService", "HitlService", "CapabilityService", "RuntimeService", "AdminService"} {
+		if !got["agentplane.v1."+want] {
+			t.Errorf("reflection does not list agentplane.v1.%s (got %v)", want, got)
+		}
+	}
+}
+
+// TestEveryRPCAnswers calls every RPC of every agentplane.v1 service with an empty
+// request: each must answer with a status (never hang, never panic), and an RPC that
+// has not landed must say UNIMPLEMENTED with a message naming it.
+func TestEveryRPCAnswers(t *testing.T) {
+	in := servertest.Start(t, nil)
+	conn := in.Client.Conn()
+	for name, info := range in.Server.ServiceInfo() {
+		if !strings.HasPrefix(name, "agentplane.v1.") {
+			continue
+		}
+		for _, m := range info.Methods {
+			full := "/" + name + "/" + m.Name
+			t.Run(full, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				err := invokeEmpty(ctx, conn, full, m.IsServerStream)
+				if st, ok := status.FromError(err); ok && st.Code() == codes.Unimplemented {
+					if !strings.Contains(st.Message(), m.Name) {
+						t.Errorf("UNIMPLEMENTED message %q does not name %s", st.Message(), m.Name)
+					}
+					if info := apierr.InfoOf(err); info.GetReason() != apierr.ReasonUnimplemented || info.GetDomain() != apierr.Domain {
+						t.Errorf("ErrorInfo = %v", info)
+					}
+				}
+				if status.Code(err) == codes.Unknown || status.Code(err) == codes.DeadlineExceeded {
+					t.Errorf("%s: %v", full, err)
+				}
+			})
+		}
+	}
+}
+
+// invokeEmpty calls a method with an empty request message by its full name.
+func invokeEmpty(ctx context.Context, conn *grpc.ClientConn, full string, serverStream bool) error {
+	in := &emptyMsg{}
+	if !serverStream {
+		return conn.Invoke(ctx, full, in, &emptyMsg{}, grpc.ForceCodecV2(rawCodec{}))
+	}
+	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, full, grpc.ForceCodecV2(rawCodec{}))
+	if err != nil {
+		return err
+	}
+	if err := stream.SendMsg(in); err != nil {
+		return err
+	}
+	if err := stream.CloseSend(); err != nil {
+		return err
+	}
+	for {
+		if err := stream.RecvMsg(&emptyMsg{}); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+func TestCapabilitiesTruthfulForSkeleton(t *testing.T) {
+	in := servertest.Start(t, nil)
+	resp, err := in.Client.Capabilities.GetCapabilities(context.Background(), &agentplanev1.GetCapabilitiesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps := resp.GetCapabilities()
+	if !caps.GetFeatures().GetHttpJson() {
+		t.Errorf("http_json must be true when HTTP is on")
+	}
+	if caps.GetPrincipal().GetTenant() == "" || caps.GetStore() != "bbolt" || caps.GetServerVersion() == "" {
+		t.Errorf("incomplete capabilities: %v", caps)
+	}
+}
+
+func TestHTTPGatewayReachesServer(t *testing.T) {
+	in := servertest.Start(t, nil)
+	base := "http://" + in.HTTPAddr
+	resp, err := http.Get(base + "/v1/capabilities")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || body["capabilities"] == nil {
+		t.Fatalf("GET /v1/capabilities: %d %v", resp.StatusCode, body)
+	}
+	for _, path := range []string{"/healthz", "/metrics"} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+		}
+		if path == "/metrics" && !bytes.Contains(b, []byte("agentplane_grpc_requests_total")) {
+			t.Fatalf("/metrics lacks agentplane_grpc_requests_total")
+		}
+	}
+	// The validate route takes the spec document itself as its body.
+	resp, err = http.Post(base+"/v1/specs/validate", "application/json", strings.NewReader(`{"apiVersion":"qar/v1","kind":"AgentSpec"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		t.Fatalf("POST /v1/specs/validate is not routed")
+	}
+}
+
+func TestSecondInstanceFailsFast(t *testing.T) {
+	in := servertest.Start(t, nil)
+	cfg := in.Config
+	cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", "off"
+	cfg.Store.OpenTimeout = config.Duration(200 * time.Millisecond)
+	start := time.Now()
+	_, err := server.New(cfg)
+	if err == nil || !strings.Contains(err.Error(), "in use by another agentplane process") {
+		t.Fatalf("want a clear lock error, got %v", err)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Fatalf("second instance hung for %s", waited)
+	}
+}
+
+func TestGracefulShutdownReleasesStore(t *testing.T) {
+	in := servertest.Start(t, nil)
+	in.Stop(t)
+	// The store lock is released: the same data directory opens again at once.
+	cfg := in.Config
+	cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", "off"
+	cfg.Store.OpenTimeout = config.Duration(200 * time.Millisecond)
+	again := servertest.StartConfig(t, cfg)
+	if _, err := again.Client.Capabilities.GetCapabilities(context.Background(), &agentplanev1.GetCapabilitiesRequest{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConfigErrorsStopBoot(t *testing.T) {
+	cfg := servertest.Config(t)
+	cfg.Log.Level = "loud"
+	if _, err := server.New(cfg); err == nil || !strings.Contains(err.Error(), "log.level") {
+		t.Fatalf("want config error naming log.level, got %v", err)
+	}
+}
