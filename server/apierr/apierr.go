@@ -52,6 +52,7 @@ const (
 	ReasonObligationInvalid    = "obligation.invalid"
 	ReasonEventInvalid         = "event.invalid"
 	ReasonTaskAlreadyCompleted = "task.already_ended"
+	ReasonObligationNotFound   = "obligation.not_found"
 )
 
 // Error is an error a client may see.
