@@ -384,6 +384,7 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	c.validateGates(bad)
 	if len(errs) == 0 {
 		return nil
 	}

@@ -55,3 +55,36 @@ func TestValidateMultiTenantNeedsTLSOffLoopback(t *testing.T) {
 		t.Fatalf("explicit allow_insecure must pass: %v", err)
 	}
 }
+
+func TestValidateGates(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want string // "" = valid
+	}{
+		{"defaults", "", ""},
+		{"postures and keys", "gates:\n  locked_keys: [mcp, a2a]\n  compliance_posture: restricted\ntenants:\n  acme:\n    compliance_posture: airgapped\n", ""},
+		{"unknown posture", "gates:\n  compliance_posture: relaxed\n", `gates.compliance_posture: unknown compliance posture "relaxed"`},
+		{"unknown key", "gates:\n  locked_keys: [toolPolicy]\n", `gates.locked_keys[0]: unknown locked key "toolPolicy"`},
+		{"tenant loosens", "gates:\n  compliance_posture: airgapped\ntenants:\n  acme:\n    compliance_posture: standard\n", "tenants.acme.compliance_posture"},
+		{"baseline metadata url", "gates:\n  a2a_peers:\n    - name: meta\n      url: http://169.254.169.254/\n", "url.forbidden_host"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Default()
+			if err := Parse([]byte(tt.yaml), &cfg); err != nil {
+				t.Fatal(err)
+			}
+			err := cfg.Validate()
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("want valid, got %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("want an error containing %q, got %v", tt.want, err)
+			}
+		})
+	}
+}
