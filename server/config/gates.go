@@ -3,8 +3,8 @@ package config
 import (
 	"strings"
 
-	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/gates"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
 // GatesConfig converts the auth.require_principal, gates and tenants sections into
