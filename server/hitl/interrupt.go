@@ -1,0 +1,98 @@
+package hitl
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+)
+
+// AutoPauseTool is the tool name of a chat-mode pause's synthetic interrupt.
+const AutoPauseTool = "__auto_pause__"
+
+// InterruptMeta is what an interrupt needs beyond the call: its identity, its task
+// and the run context a reviewer sees.
+type InterruptMeta struct {
+	InterruptID   string
+	TaskID        string
+	Tenant        string
+	SessionID     string
+	OriginalInput string
+	Now           time.Time
+	// Timeout is the time until the deployment default applies; 0 means no deadline.
+	Timeout time.Duration
+}
+
+// NewToolInterrupt builds the pending interrupt for a call the gate answered with
+// INTERRUPT: seed 004's ApprovalRequest plus the deadline and the args digest.
+func NewToolInterrupt(m InterruptMeta, c Call, r GateResult) *agentplanev1.Interrupt {
+	in := newInterrupt(m, agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, c.AgentName, r.ArgsDigest)
+	in.CallId = c.CallID
+	req := in.Request
+	req.ToolName = c.ToolName
+	if c.ToolDescription != "" {
+		req.ToolDescription = &c.ToolDescription
+	}
+	req.Args = c.Args
+	if req.Args == nil {
+		req.Args = structpb.NewNullValue()
+	}
+	req.Context.TripIndex = c.TripIndex
+	req.Context.Tags = r.Tags
+	return in
+}
+
+// NewAutoPauseInterrupt builds the synthetic __auto_pause__ interrupt of a chat-mode
+// turn end by node. It has no deadline: only ContinueTask resolves it.
+func NewAutoPauseInterrupt(m InterruptMeta, node string) *agentplanev1.Interrupt {
+	m.Timeout = 0
+	null := structpb.NewNullValue()
+	digest, _ := ArgsDigest(null) // null always has a digest
+	in := newInterrupt(m, agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE, node, digest)
+	in.Request.ToolName = AutoPauseTool
+	in.Request.Args = null
+	return in
+}
+
+func newInterrupt(m InterruptMeta, kind agentplanev1.InterruptKind, node, digest string) *agentplanev1.Interrupt {
+	in := &agentplanev1.Interrupt{
+		InterruptId: m.InterruptID,
+		TaskId:      m.TaskID,
+		Tenant:      m.Tenant,
+		Kind:        kind,
+		State:       agentplanev1.InterruptState_INTERRUPT_STATE_PENDING,
+		ArgsDigest:  digest,
+		Node:        node,
+		Request: &agentplanev1.ApprovalRequest{
+			InterruptId: m.InterruptID,
+			Context:     &agentplanev1.ApprovalContext{AgentName: node},
+			RequestedAt: timestamppb.New(m.Now),
+		},
+	}
+	if m.SessionID != "" {
+		in.Request.Context.SessionId = &m.SessionID
+	}
+	if m.OriginalInput != "" {
+		in.Request.Context.OriginalInput = &m.OriginalInput
+	}
+	if m.Timeout > 0 {
+		in.Deadline = timestamppb.New(m.Now.Add(m.Timeout))
+	}
+	return in
+}
+
+// Resolved returns a copy of in, RESOLVED with d. in is not modified.
+func Resolved(in *agentplanev1.Interrupt, d *agentplanev1.Decision) *agentplanev1.Interrupt {
+	out := cloneInterrupt(in)
+	out.State = agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED
+	out.Decision = d
+	return out
+}
+
+// DeadlinePassed reports whether in is pending with a deadline at or before now.
+func DeadlinePassed(in *agentplanev1.Interrupt, now time.Time) bool {
+	return in.GetState() == agentplanev1.InterruptState_INTERRUPT_STATE_PENDING &&
+		in.GetDeadline() != nil && !in.GetDeadline().AsTime().After(now)
+}
