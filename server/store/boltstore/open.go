@@ -1,0 +1,242 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/store"
+	"github.com/agentplane/agentplane/server/store/schema"
+)
+
+// ErrLocked is wrapped by Open's error when another process holds the file.
+var ErrLocked = errors.New("store file is locked by another process")
+
+// Options tune Open. Zero values take the defaults.
+type Options struct {
+	// OpenTimeout bounds the wait for the file lock (default 2s).
+	OpenTimeout time.Duration
+	// MaxBatch is the most Updates one commit carries (default 256).
+	MaxBatch int
+	// InitialMmapSize is the initial size of the memory map in bytes (default 256 MiB).
+	// Growing the map blocks new read transactions while it happens, so a map that
+	// fits the working set keeps readers from ever waiting on writers.
+	InitialMmapSize int
+	// Logger receives errors that have no caller to return to (default slog.Default).
+	Logger *slog.Logger
+}
+
+// Store is the bbolt store.Store.
+type Store struct {
+	db       *bolt.DB
+	path     string
+	tokenKey []byte
+	maxBatch int
+	log      *slog.Logger
+
+	// closeMu is held shared by every operation and exclusively by Close, so Close
+	// waits for operations in flight and later ones see closed.
+	closeMu sync.RWMutex
+	closed  bool
+
+	// mu guards the group-commit queue.
+	mu      sync.Mutex
+	queue   []*call
+	leading bool
+
+	commits atomic.Int64
+	updates atomic.Int64
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens or creates the store file at path (creating its directory), taking the
+// file lock within OpenTimeout. A new file gets the current schema; an existing one
+// must carry exactly schema.Version, or Open fails with reason store.schema_mismatch.
+func Open(path string, opts Options) (*Store, error) {
+	if opts.OpenTimeout <= 0 {
+		opts.OpenTimeout = 2 * time.Second
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 256
+	}
+	if opts.InitialMmapSize <= 0 {
+		opts.InitialMmapSize = 256 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("store directory: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout: opts.OpenTimeout,
+		// The freelist is rebuilt by scanning at open instead of being written at every
+		// commit: fewer pages per commit, for a slower open (etcd does the same).
+		NoFreelistSync:  true,
+		FreelistType:    bolt.FreelistMapType,
+		InitialMmapSize: opts.InitialMmapSize,
+	})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("%w: could not lock %s within %s; is another agentplane process using this data directory?",
+			ErrLocked, path, opts.OpenTimeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening store %s: %w", path, err)
+	}
+	s := &Store{db: db, path: path, maxBatch: opts.MaxBatch, log: opts.Logger}
+	info, err := s.initSchema()
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	s.tokenKey = info.GetTokenKey()
+	return s, nil
+}
+
+// initSchema creates the buckets and header of a new file, or checks those of an
+// existing one.
+func (s *Store) initSchema() (*storagev1.SchemaInfo, error) {
+	var info *storagev1.SchemaInfo
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		info, err = s.readSchema(tx)
+		return err
+	})
+	if err != nil || info != nil {
+		return info, err
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		var err error
+		if info, err = s.readSchema(tx); err != nil || info != nil {
+			return err
+		}
+		empty := true
+		_ = tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
+		if !empty {
+			return fmt.Errorf("%s is a bbolt file but not an agentplane store (no schema header)", s.path)
+		}
+		for _, name := range schema.Buckets {
+			if _, err := tx.CreateBucket(name); err != nil {
+				return fmt.Errorf("creating bucket %s: %w", name, err)
+			}
+		}
+		key := make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return err
+		}
+		info = &storagev1.SchemaInfo{Version: schema.Version, CreateTime: timestamppb.Now(), TokenKey: key}
+		v, err := proto.Marshal(info)
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(schema.Meta).Put(schema.MetaSchemaKey, v)
+	})
+	return info, err
+}
+
+// readSchema returns nil, nil for a file without a header.
+func (s *Store) readSchema(tx *bolt.Tx) (*storagev1.SchemaInfo, error) {
+	meta := tx.Bucket(schema.Meta)
+	if meta == nil {
+		return nil, nil
+	}
+	v := meta.Get(schema.MetaSchemaKey)
+	if v == nil {
+		return nil, fmt.Errorf("store %s has a meta bucket but no schema header; the file is damaged or not an agentplane store", s.path)
+	}
+	info := &storagev1.SchemaInfo{}
+	if err := proto.Unmarshal(v, info); err != nil {
+		return nil, fmt.Errorf("store %s: reading schema header: %w", s.path, err)
+	}
+	if info.GetVersion() != schema.Version {
+		return nil, apierr.FailedPrecondition(apierr.ReasonStoreSchemaMismatch,
+			"store %s has schema version %d but this binary reads version %d: run a matching agentplane version, or restore a backup made by this one",
+			s.path, info.GetVersion(), schema.Version)
+	}
+	for _, name := range schema.Buckets {
+		if tx.Bucket(name) == nil {
+			return nil, fmt.Errorf("store %s (schema %d) lacks bucket %s; the file is damaged", s.path, info.GetVersion(), name)
+		}
+	}
+	if len(info.GetTokenKey()) < 16 {
+		return nil, fmt.Errorf("store %s: schema header has no token key; the file is damaged", s.path)
+	}
+	return info, nil
+}
+
+// Path is the store file.
+func (s *Store) Path() string { return s.path }
+
+// TokenKey implements store.Store.
+func (s *Store) TokenKey() []byte { return bytes.Clone(s.tokenKey) }
+
+// enter registers an operation; it fails once the store is closed.
+func (s *Store) enter() error {
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return store.ErrClosed()
+	}
+	return nil
+}
+
+func (s *Store) leave() { s.closeMu.RUnlock() }
+
+// Close implements store.Store.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.db.Close()
+}
+
+// View implements store.Store.
+func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.View(func(tx *bolt.Tx) error { return fn(reader{tx: tx}) })
+}
+
+// Check runs bbolt's consistency check over the whole file and returns every problem
+// it finds, joined; nil means the file is sound.
+func (s *Store) Check(ctx context.Context) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.View(func(tx *bolt.Tx) error {
+		var errs []error
+		// Drain the channel fully: the checker goroutine stops only when it is done.
+		for err := range tx.Check() {
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
+	})
+}

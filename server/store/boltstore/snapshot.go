@@ -1,0 +1,95 @@
+package boltstore
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/store"
+	"github.com/agentplane/agentplane/server/store/schema"
+)
+
+// snapshot holds a read transaction: bbolt's MVCC keeps its pages intact while writers
+// go on, so WriteTo streams a consistent copy without stopping them.
+type snapshot struct {
+	tx   *bolt.Tx
+	once sync.Once
+	s    *Store
+}
+
+// Snapshot implements store.Store. The store cannot close until the snapshot is closed.
+func (s *Store) Snapshot(ctx context.Context) (store.Snapshot, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		s.leave()
+		return nil, err
+	}
+	tx, err := s.db.Begin(false)
+	if err != nil {
+		s.leave()
+		return nil, fmt.Errorf("store: snapshot: %w", err)
+	}
+	return &snapshot{tx: tx, s: s}, nil
+}
+
+func (sn *snapshot) Size() int64 { return sn.tx.Size() }
+
+// WriteTo writes a complete bbolt file. A writer error (a client that went away) stops
+// it.
+func (sn *snapshot) WriteTo(w io.Writer) (int64, error) { return sn.tx.WriteTo(w) }
+
+func (sn *snapshot) Close() error {
+	var err error
+	sn.once.Do(func() {
+		err = sn.tx.Rollback()
+		sn.s.leave()
+	})
+	return err
+}
+
+// Stats implements store.Store.
+func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
+	st := store.Stats{
+		Backend:       "bbolt",
+		Path:          s.path,
+		SchemaVersion: schema.Version,
+		TasksByState:  map[agentplanev1.TaskState]int64{},
+		Commits:       s.commits.Load(),
+		Updates:       s.updates.Load(),
+	}
+	err := s.View(ctx, func(r store.Reader) error {
+		tx := r.(reader).tx
+		st.SizeBytes = tx.Size()
+		return tx.Bucket(schema.Counters).ForEach(func(k, v []byte) error {
+			_, rest, ok := schema.SplitTenant(k)
+			if !ok {
+				return fmt.Errorf("store: malformed counter key %x", k)
+			}
+			n := schema.DecodeCount(v)
+			switch name := string(rest); {
+			case name == schema.CounterEvents:
+				st.Events += n
+			case name == schema.CounterActiveLeases:
+				st.ActiveLeases += n
+			case name == schema.CounterPendingInterrupts:
+				st.PendingInterrupts += n
+			case strings.HasPrefix(name, schema.CounterTasksInState):
+				state, err := strconv.Atoi(strings.TrimPrefix(name, schema.CounterTasksInState))
+				if err != nil {
+					return fmt.Errorf("store: malformed counter %q", name)
+				}
+				st.TasksByState[agentplanev1.TaskState(state)] += n
+			}
+			return nil
+		})
+	})
+	return st, err
+}

@@ -1,0 +1,235 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/binary"
+	"time"
+)
+
+// Version is the layout version this binary reads and writes. Bump it with any change
+// to bucket names, key encodings or the meaning of stored values.
+const Version = 1
+
+// MaxComponent is the longest string component a key may hold.
+const MaxComponent = 255
+
+// Buckets. Each holds one kind of record or one derived index.
+var (
+	// Meta holds the schema header under MetaSchemaKey.
+	Meta = []byte("meta")
+	// Tasks maps TaskKey to a TaskRecord.
+	Tasks = []byte("tasks")
+	// TasksByCreate is the listing index: TaskByCreateKey, empty value.
+	TasksByCreate = []byte("tasks_by_create")
+	// Requests is the idempotency index: RequestKey to a RequestRecord.
+	Requests = []byte("requests")
+	// Events maps EventKey to an EventRecord.
+	Events = []byte("events")
+	// Queue is the run queue: TimeKey(queue time), empty value.
+	Queue = []byte("queue")
+	// LeaseDeadlines indexes active leases: TimeKey(deadline), empty value.
+	LeaseDeadlines = []byte("lease_deadlines")
+	// Ended indexes terminal tasks for retention: TimeKey(end time), empty value.
+	Ended = []byte("tasks_by_end")
+	// Interrupts maps InterruptKey to an InterruptRecord.
+	Interrupts = []byte("interrupts")
+	// PendingInterrupts is the inbox: TimeKey(creation time), empty value.
+	PendingInterrupts = []byte("interrupts_pending")
+	// InterruptDeadlines indexes pending interrupts with a deadline: TimeKey(deadline).
+	InterruptDeadlines = []byte("interrupt_deadlines")
+	// InterruptsByTask lists a task's interrupts: ChildKey(task, interrupt id).
+	InterruptsByTask = []byte("interrupts_by_task")
+	// Verdicts maps SeqKey(task, event sequence) to a VerdictRecord.
+	Verdicts = []byte("verdicts")
+	// Obligations maps SeqKey(task, ordinal) to an ObligationRecord.
+	Obligations = []byte("obligations")
+	// Counters maps CounterKey to an 8-byte big-endian signed count.
+	Counters = []byte("counters")
+)
+
+// Buckets lists every bucket, created together with the store.
+var Buckets = [][]byte{
+	Meta, Tasks, TasksByCreate, Requests, Events, Queue, LeaseDeadlines, Ended,
+	Interrupts, PendingInterrupts, InterruptDeadlines, InterruptsByTask,
+	Verdicts, Obligations, Counters,
+}
+
+// MetaSchemaKey holds the SchemaInfo in Meta.
+var MetaSchemaKey = []byte("schema")
+
+// Counter names (the second component of a CounterKey).
+const (
+	CounterEvents            = "events"
+	CounterActiveLeases      = "leases.active"
+	CounterPendingInterrupts = "interrupts.pending"
+	// CounterTasksInState is followed by the TaskState number.
+	CounterTasksInState = "tasks.state."
+)
+
+// ValidComponent reports whether s fits in a key component.
+func ValidComponent(s string) bool { return s != "" && len(s) <= MaxComponent }
+
+func appendString(b []byte, s string) []byte {
+	b = append(b, byte(len(s)))
+	return append(b, s...)
+}
+
+func appendUint(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(b, v) }
+
+// Nanos is the key form of a time: Unix nanoseconds, clamped at zero so that byte order
+// is time order.
+func Nanos(t time.Time) uint64 {
+	if t.IsZero() {
+		return 0
+	}
+	n := t.UnixNano()
+	if n < 0 {
+		return 0
+	}
+	return uint64(n)
+}
+
+// TenantPrefix is the prefix of every key of tenant.
+func TenantPrefix(tenant string) []byte { return appendString(nil, tenant) }
+
+// TaskKey is the key of a task record.
+func TaskKey(tenant, taskID string) []byte {
+	return appendString(TenantPrefix(tenant), taskID)
+}
+
+// TaskByCreateKey orders a tenant's tasks newest first: the creation time is inverted.
+func TaskByCreateKey(tenant string, created time.Time, taskID string) []byte {
+	return appendString(appendUint(TenantPrefix(tenant), ^Nanos(created)), taskID)
+}
+
+// TaskByCreateBound is the first TasksByCreate key of tenant for tasks created at or
+// before t (newest-first order starts there).
+func TaskByCreateBound(tenant string, t time.Time) []byte {
+	return appendUint(TenantPrefix(tenant), ^Nanos(t))
+}
+
+// RequestKey is the idempotency key of (tenant, request id).
+func RequestKey(tenant, requestID string) []byte {
+	return appendString(TenantPrefix(tenant), requestID)
+}
+
+// ChildPrefix is the prefix of the keys under one parent (a task's events, verdicts,
+// obligations, interrupts).
+func ChildPrefix(tenant, parentID string) []byte {
+	return appendString(TenantPrefix(tenant), parentID)
+}
+
+// SeqKey orders a parent's children by a number: events and verdicts by sequence,
+// obligations by ordinal.
+func SeqKey(tenant, parentID string, seq int64) []byte {
+	return appendUint(ChildPrefix(tenant, parentID), uint64(seq))
+}
+
+// ChildKey names one child by id under a parent (a task's interrupts).
+func ChildKey(tenant, parentID, childID string) []byte {
+	return appendString(ChildPrefix(tenant, parentID), childID)
+}
+
+// InterruptKey is the key of an interrupt record.
+func InterruptKey(tenant, interruptID string) []byte {
+	return appendString(TenantPrefix(tenant), interruptID)
+}
+
+// TimeKey is the key of a time index (queue, lease deadlines, retention, inbox,
+// interrupt deadlines): tenant, time, id, oldest first.
+func TimeKey(tenant string, t time.Time, id string) []byte {
+	return appendString(appendUint(TenantPrefix(tenant), Nanos(t)), id)
+}
+
+// TimeBound is the first TimeKey of tenant after every key at or before t.
+func TimeBound(tenant string, t time.Time) []byte {
+	return appendUint(TenantPrefix(tenant), Nanos(t)+1)
+}
+
+// CounterKey is the key of one of tenant's counters.
+func CounterKey(tenant, name string) []byte {
+	return append(TenantPrefix(tenant), name...)
+}
+
+// SplitTenant returns the tenant of key and what follows it.
+func SplitTenant(key []byte) (tenant string, rest []byte, ok bool) {
+	s, rest, ok := cutString(key)
+	return s, rest, ok
+}
+
+// DecodeTimeKey splits a TimeKey.
+func DecodeTimeKey(key []byte) (tenant string, t time.Time, id string, ok bool) {
+	tenant, rest, ok := cutString(key)
+	if !ok || len(rest) < 8 {
+		return "", time.Time{}, "", false
+	}
+	n := binary.BigEndian.Uint64(rest)
+	id, rest, ok = cutString(rest[8:])
+	if !ok || len(rest) != 0 {
+		return "", time.Time{}, "", false
+	}
+	return tenant, time.Unix(0, int64(n)).UTC(), id, true
+}
+
+// DecodeTaskByCreateKey splits a TaskByCreateKey.
+func DecodeTaskByCreateKey(key []byte) (tenant string, created time.Time, taskID string, ok bool) {
+	tenant, rest, ok := cutString(key)
+	if !ok || len(rest) < 8 {
+		return "", time.Time{}, "", false
+	}
+	n := ^binary.BigEndian.Uint64(rest)
+	taskID, rest, ok = cutString(rest[8:])
+	if !ok || len(rest) != 0 {
+		return "", time.Time{}, "", false
+	}
+	return tenant, time.Unix(0, int64(n)).UTC(), taskID, true
+}
+
+// DecodeSeq returns the number at the end of a SeqKey.
+func DecodeSeq(key []byte) int64 {
+	if len(key) < 8 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(key[len(key)-8:]))
+}
+
+// DecodeChildID returns the id at the end of a ChildKey with the given prefix.
+func DecodeChildID(prefix, key []byte) (string, bool) {
+	if !bytes.HasPrefix(key, prefix) {
+		return "", false
+	}
+	id, rest, ok := cutString(key[len(prefix):])
+	return id, ok && len(rest) == 0
+}
+
+// PrefixEnd is the smallest key greater than every key starting with prefix, or nil
+// when there is none (prefix is all 0xff).
+func PrefixEnd(prefix []byte) []byte {
+	end := bytes.Clone(prefix)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+func cutString(b []byte) (string, []byte, bool) {
+	if len(b) < 1 || len(b) < 1+int(b[0]) {
+		return "", nil, false
+	}
+	n := int(b[0])
+	return string(b[1 : 1+n]), b[1+n:], true
+}
+
+// EncodeCount is the value form of a counter.
+func EncodeCount(n int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(n)) }
+
+// DecodeCount reads a counter value; a missing or malformed one is zero.
+func DecodeCount(v []byte) int64 {
+	if len(v) != 8 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(v))
+}

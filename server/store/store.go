@@ -1,0 +1,241 @@
+package store
+
+import (
+	"context"
+	"io"
+	"time"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
+)
+
+// Store is the durable store. All methods are safe for concurrent use.
+type Store interface {
+	// View runs fn in a read-only transaction over a consistent snapshot: fn sees every
+	// Update that returned before View was called and nothing of one that had not begun
+	// committing. Views run concurrently with each other and with Updates. fn must not
+	// keep the Reader, nor anything it returned by reference, beyond its return; records
+	// it returns are fresh copies that fn may keep and modify.
+	View(ctx context.Context, fn func(Reader) error) error
+
+	// Update runs fn in a read-write transaction. When Update returns nil, every write fn
+	// made is durable (fsynced); when it returns an error, none of them happened. The
+	// error is fn's own error, ctx's error if ctx ended before fn ran, or a commit
+	// failure.
+	//
+	// Updates from concurrent callers are applied one after the other in some serial
+	// order and may share one commit. Because of that:
+	//   - fn may be run more than once (when a batch-mate fails after writing, the batch
+	//     is retried without it), so fn must derive everything from the Writer and from
+	//     values fixed before Update was called (ids, timestamps), and must have no side
+	//     effect other than through the Writer; work that must follow a successful commit
+	//     goes to Writer.OnCommit.
+	//   - fn should check its preconditions before it writes: a fn that returns an error
+	//     without having written costs nothing to the Updates it shares a commit with.
+	// fn must not keep the Writer beyond its return.
+	Update(ctx context.Context, fn func(Writer) error) error
+
+	// Snapshot opens a consistent, point-in-time copy of the whole store for a hot
+	// backup. It does not block writers. The caller must Close it.
+	Snapshot(ctx context.Context) (Snapshot, error)
+
+	// Stats reports sizes and counters, summed over tenants.
+	Stats(ctx context.Context) (Stats, error)
+
+	// TokenKey is a random secret created with the store, stable across restarts and
+	// carried by backups, for sealing page tokens (package pagetoken).
+	TokenKey() []byte
+
+	// Close waits for running transactions and closes the store. Later calls fail with
+	// Unavailable.
+	Close() error
+}
+
+// Reader reads within a transaction. Scans call fn for each item in order until fn
+// returns false or an error (which the scan returns). fn must not write through the
+// same transaction while a scan is running; collect what to change and write after.
+type Reader interface {
+	// GetTask returns a task record, or NotFound (task.not_found) when the tenant has no
+	// such task.
+	GetTask(tenant, taskID string) (*storagev1.TaskRecord, error)
+
+	// TaskForRequest returns the id of the task created under (tenant, request id), or
+	// "" when there is none.
+	TaskForRequest(tenant, requestID string) (string, error)
+
+	// ScanTasks lists a tenant's tasks newest first (by creation time, then by id),
+	// starting after r.After and restricted to r's creation-time range. The cursor given
+	// to fn resumes the scan right after that task when passed back as r.After; a cursor
+	// that does not belong to tenant is InvalidArgument (page_token.invalid).
+	ScanTasks(tenant string, r TaskRange, fn func(cursor []byte, rec *storagev1.TaskRecord) (bool, error)) error
+
+	// ScanEvents reads a task's log in sequence order from afterSeq+1.
+	ScanEvents(tenant, taskID string, afterSeq int64, fn func(*storagev1.EventRecord) (bool, error)) error
+
+	// Tenants lists the tenants that have at least one entry in idx, in key order,
+	// starting after the tenant named after ("" from the first).
+	Tenants(idx Index, after string, fn func(tenant string) (bool, error)) error
+
+	// ScanIndex reads one tenant's entries of a time index, oldest first, starting after
+	// r.After and stopping after the entries at r.Until (zero: no bound).
+	ScanIndex(idx Index, tenant string, r IndexRange, fn func(IndexEntry) (bool, error)) error
+
+	// GetInterrupt returns an interrupt record, or NotFound (interrupt.not_found).
+	GetInterrupt(tenant, interruptID string) (*storagev1.InterruptRecord, error)
+
+	// ScanTaskInterrupts reads every interrupt of a task (pending or not), in id order.
+	ScanTaskInterrupts(tenant, taskID string, fn func(*storagev1.InterruptRecord) (bool, error)) error
+
+	// ScanVerdicts reads a task's verdicts in event-sequence order, after afterSeq.
+	ScanVerdicts(tenant, taskID string, afterSeq int64, fn func(*storagev1.VerdictRecord) (bool, error)) error
+
+	// GetObligation returns one ledger entry by ordinal, or NotFound
+	// (obligation.not_found).
+	GetObligation(tenant, taskID string, ordinal int64) (*storagev1.ObligationRecord, error)
+
+	// ScanObligations reads a task's ledger in ordinal order, after afterOrdinal.
+	ScanObligations(tenant, taskID string, afterOrdinal int64, fn func(*storagev1.ObligationRecord) (bool, error)) error
+}
+
+// Writer writes within a transaction. Writes are visible to later reads in the same
+// transaction.
+type Writer interface {
+	Reader
+
+	// PutTask creates or replaces a task record and brings every index derived from it up
+	// to date: listing (create_time), idempotency (request_id), the run queue
+	// (queue_time), lease deadlines (an active, unrevoked lease's deadline), retention
+	// (end_time) and the per-state counters. tenant, task_id, create_time and request_id
+	// may not change once written. A request_id already used by another task of the
+	// tenant is AlreadyExists (task.request_id_reused).
+	PutTask(rec *storagev1.TaskRecord) error
+
+	// AppendEvents appends events to an existing task's log. Their sequences must
+	// continue the stored log without a gap (last stored + 1, + 2, ...); anything else
+	// is refused, so the log stays gap-free whatever the caller does. The caller keeps
+	// TaskRecord.last_sequence in step.
+	AppendEvents(tenant, taskID string, events ...*storagev1.EventRecord) error
+
+	// PutInterrupt creates or replaces an interrupt and brings its indexes up to date:
+	// the tenant's pending inbox (state PENDING and not closed, by create_time), the
+	// deadline index (pending with a deadline) and the task's list. Its task must exist.
+	PutInterrupt(rec *storagev1.InterruptRecord) error
+
+	// PutVerdict stores a verdict under its task and verdict.sequence. Its task must exist.
+	PutVerdict(tenant string, rec *storagev1.VerdictRecord) error
+
+	// PutObligation creates or replaces a ledger entry under its task and ordinal (>= 1).
+	// Its task must exist.
+	PutObligation(tenant, taskID string, rec *storagev1.ObligationRecord) error
+
+	// DeleteTask removes a task with everything it owns: events, interrupts, verdicts,
+	// obligations and every index entry. A missing task is NotFound.
+	DeleteTask(tenant, taskID string) (Deleted, error)
+
+	// OnCommit registers f to run after the transaction is durable, in commit order
+	// across transactions, before Update returns. f must be quick and must not block
+	// (publish to a channel without waiting, signal a condition). It is dropped if the
+	// transaction does not commit, and is not kept from an earlier run of a retried fn.
+	OnCommit(f func())
+}
+
+// Index names a time index.
+type Index int
+
+// Time indexes, each ordered per tenant by a time, oldest first.
+const (
+	// IndexQueue is the run queue, by TaskRecord.queue_time; ids are task ids.
+	IndexQueue Index = iota + 1
+	// IndexLeaseDeadlines holds active leases by deadline; ids are task ids.
+	IndexLeaseDeadlines
+	// IndexEnded holds terminal tasks by end_time; ids are task ids.
+	IndexEnded
+	// IndexPendingInterrupts is the inbox by InterruptRecord.create_time; ids are
+	// interrupt ids.
+	IndexPendingInterrupts
+	// IndexInterruptDeadlines holds pending interrupts by deadline; ids are interrupt ids.
+	IndexInterruptDeadlines
+)
+
+// String names the index.
+func (i Index) String() string {
+	switch i {
+	case IndexQueue:
+		return "queue"
+	case IndexLeaseDeadlines:
+		return "lease_deadlines"
+	case IndexEnded:
+		return "ended"
+	case IndexPendingInterrupts:
+		return "pending_interrupts"
+	case IndexInterruptDeadlines:
+		return "interrupt_deadlines"
+	}
+	return "unknown"
+}
+
+// TaskRange bounds ScanTasks.
+type TaskRange struct {
+	// After is a cursor from an earlier scan; the scan resumes after it.
+	After []byte
+	// CreatedAfter keeps tasks created at or after it (zero: no bound).
+	CreatedAfter time.Time
+	// CreatedBefore keeps tasks created before it (zero: no bound).
+	CreatedBefore time.Time
+}
+
+// IndexRange bounds ScanIndex.
+type IndexRange struct {
+	// After is an IndexEntry.Cursor from an earlier scan; the scan resumes after it.
+	After []byte
+	// Until stops the scan after the entries at this time (zero: no bound).
+	Until time.Time
+}
+
+// IndexEntry is one entry of a time index.
+type IndexEntry struct {
+	// At is the entry's time.
+	At time.Time
+	// ID is the task or interrupt id.
+	ID string
+	// Cursor resumes a scan after this entry.
+	Cursor []byte
+}
+
+// Deleted counts what DeleteTask removed.
+type Deleted struct {
+	Events, Interrupts, Verdicts, Obligations int64
+}
+
+// Snapshot is a consistent copy of the store, open until Close.
+type Snapshot interface {
+	// Size is the number of bytes WriteTo writes.
+	Size() int64
+	// WriteTo writes the copy: for bbolt, a database file that Open accepts.
+	WriteTo(w io.Writer) (int64, error)
+	// Close releases the snapshot.
+	Close() error
+}
+
+// Stats describes the store.
+type Stats struct {
+	// Backend names the implementation, e.g. "bbolt".
+	Backend string
+	// Path is where the data lives (a file for bbolt).
+	Path string
+	// SizeBytes is the size of the data on disk.
+	SizeBytes int64
+	// SchemaVersion is the layout version in use.
+	SchemaVersion int
+	// TasksByState counts tasks per state.
+	TasksByState map[agentplanev1.TaskState]int64
+	// Events counts stored events.
+	Events int64
+	// PendingInterrupts counts interrupts in the inbox.
+	PendingInterrupts int64
+	// ActiveLeases counts leases that fence writes.
+	ActiveLeases int64
+	// Commits counts transactions committed since open; Updates counts the Update calls
+	// they carried (Updates/Commits is the mean group-commit batch).
+	Commits, Updates int64
+}

@@ -1,0 +1,6 @@
+// Package storetest is the conformance suite of store.Store: every implementation runs
+// Run against fresh instances and must pass all of it. The suite checks the contract
+// written on the interface (atomicity, derived indexes, ordering, tenant isolation,
+// gap-free logs, group-commit isolation of failures, errors), not an implementation's
+// internals.
+package storetest
