@@ -1,0 +1,54 @@
+// Package worker is the Go runtime SDK of agentplane: the loop a runtime process runs
+// to take tasks from the control plane and hand them to its own code.
+//
+// A Worker long-polls RuntimeService.LeaseTasks for up to Options.Capacity tasks at a
+// time and runs each leased task in its own goroutine, calling Handler.Run with a
+// *Task. While the handler runs, the worker heartbeats the lease in the background,
+// at a fraction of the time left before the lease deadline. The task's context is
+// canceled when
+//
+//   - a heartbeat says the task was canceled (context.Cause is ErrCanceled),
+//   - the lease is lost: a write or heartbeat is refused with reason lease.lost, or no
+//     heartbeat succeeded before the deadline (ErrLeaseLost), or
+//   - the worker is stopping and its drain deadline passed (ErrStopping).
+//
+// The Task's methods are fenced: every write names the lease it was granted under, so
+// the control plane refuses them once another runtime holds the task.
+//
+// # The handler contract
+//
+// A handler ends its task with exactly one of Complete, Fail, Pause (chat turn end)
+// or Suspend (durable wait; ToolCall does it and returns ErrSuspended). Then:
+//
+//   - Returning an error without ending the task fails it: FailTask with the reason
+//     and retry flag of a *Failure in the chain, or reason "runtime.error" and
+//     Options.RetryOnError otherwise. A panic is treated the same way.
+//   - Returning nil without ending the task writes nothing. The worker stops
+//     heartbeating, so the lease expires and the control plane queues the task again
+//     (counting an attempt). This is almost always a handler bug and is logged.
+//   - After cancellation or a lost lease the worker writes nothing: the task is no
+//     longer this runtime's to end.
+//   - When the worker stops and a task is still running past the drain deadline, the
+//     worker cancels it and hands it back with FailTask(retry=true), so another runtime
+//     can take it without waiting for the lease to expire.
+//
+// # Gated tool calls
+//
+// Task.ToolCall asks CheckToolCall before a tool runs. On an interrupt it either waits
+// for the decision on AwaitDecision while heartbeats keep the lease (Interactive), or
+// gives the lease up with SuspendTask and returns ErrSuspended (Durable). In durable
+// mode the next lease of the task carries the decision in Lease.resolved_interrupts;
+// calling ToolCall again with the same call id returns that decision without asking
+// the gate again, so a handler that replays its work from the start resumes where it
+// stopped. The worker never runs a tool itself: when the call is allowed, the Gate
+// holds the exact arguments to run with (approved or edited by a reviewer).
+//
+// # Transport errors
+//
+// LeaseTasks, Heartbeat and AwaitDecision are retried with exponential backoff on
+// transient errors (UNAVAILABLE and the like). Writes (ReportEvents, CheckToolCall,
+// Complete, ...) are not retried, since repeating one could apply it twice; their error
+// goes to the handler. A permanent LeaseTasks error (UNIMPLEMENTED, UNAUTHENTICATED,
+// PERMISSION_DENIED, INVALID_ARGUMENT) stops the worker: Run drains the running tasks
+// and returns it.
+package worker

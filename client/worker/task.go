@@ -1,0 +1,463 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+)
+
+// Task is one leased task as a handler sees it: what the lease carries, and fenced
+// writes under the lease. Its methods are safe for concurrent use.
+type Task struct {
+	w      *Worker
+	lease  *agentplanev1.Lease
+	ref    *agentplanev1.LeaseRef
+	log    *slog.Logger
+	cancel context.CancelCauseFunc
+
+	mu       sync.Mutex
+	deadline time.Time
+	ended    string                             // how this runtime ended the task, "" while it runs
+	resolved map[string]*agentplanev1.Interrupt // by call id, until used
+	pending  map[string]*agentplanev1.Interrupt // by call id
+}
+
+func newTask(w *Worker, l *agentplanev1.Lease) *Task {
+	t := &Task{
+		w:        w,
+		lease:    l,
+		ref:      &agentplanev1.LeaseRef{TaskId: l.GetTask().GetTaskId(), LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()},
+		cancel:   func(error) {},
+		deadline: l.GetDeadline().AsTime(),
+		resolved: byCallID(l.GetResolvedInterrupts()),
+		pending:  byCallID(l.GetPendingInterrupts()),
+	}
+	t.log = w.log.With("task_id", t.ref.GetTaskId(), "lease_id", t.ref.GetLeaseId(), "epoch", t.ref.GetEpoch())
+	return t
+}
+
+func byCallID(its []*agentplanev1.Interrupt) map[string]*agentplanev1.Interrupt {
+	m := make(map[string]*agentplanev1.Interrupt)
+	for _, it := range its {
+		if it.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL && it.GetCallId() != "" {
+			m[it.GetCallId()] = it
+		}
+	}
+	return m
+}
+
+// ID is the task id.
+func (t *Task) ID() string { return t.ref.GetTaskId() }
+
+// Lease is the lease as granted: the task, its resolved spec, the history cursor, the
+// attempt, and what a resumed task needs (resolved and pending interrupts, continue
+// messages). Do not modify it.
+func (t *Task) Lease() *agentplanev1.Lease { return t.lease }
+
+// Input is the user's input that started the task.
+func (t *Task) Input() string { return t.lease.GetTask().GetInput() }
+
+// Spec is the resolved spec to run.
+func (t *Task) Spec() *agentplanev1.ResolvedSpec { return t.lease.GetSpec() }
+
+// Attempt is the attempt number of this lease, from 1.
+func (t *Task) Attempt() int32 { return t.lease.GetAttempt() }
+
+// ContinueMessages are the user messages ContinueTask delivered since the last lease
+// (chat mode: what the user said after the turn ended).
+func (t *Task) ContinueMessages() []string { return t.lease.GetContinueMessages() }
+
+// ResolvedInterrupts are the interrupts decided while the task was suspended.
+// ToolCall consults them by call id; they are here for handlers that rebuild their
+// state some other way.
+func (t *Task) ResolvedInterrupts() []*agentplanev1.Interrupt { return t.lease.GetResolvedInterrupts() }
+
+// PendingInterrupts are interrupts still waiting for a decision; their calls must not
+// run. ToolCall waits on them by call id.
+func (t *Task) PendingInterrupts() []*agentplanev1.Interrupt { return t.lease.GetPendingInterrupts() }
+
+// Ref is a copy of the lease reference, for RPCs the Task does not wrap.
+func (t *Task) Ref() *agentplanev1.LeaseRef { return proto.CloneOf(t.ref) }
+
+// Deadline is when the lease expires unless a heartbeat extends it.
+func (t *Task) Deadline() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.deadline
+}
+
+func (t *Task) setDeadline(d time.Time) {
+	t.mu.Lock()
+	t.deadline = d
+	t.mu.Unlock()
+}
+
+// stop cancels the task's context with cause.
+func (t *Task) stop(cause error) {
+	t.log.Info("stopping task", "cause", cause)
+	t.cancel(cause)
+}
+
+func (t *Task) endedAs() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ended
+}
+
+// write makes one fenced call. A refusal that means the task is no longer ours
+// (lease.lost, task.terminal) also stops the task, and the error wraps ErrLeaseLost
+// or ErrCanceled. A successful call that ends the task (end != "") marks it ended.
+func (t *Task) write(ctx context.Context, what, end string, call func(context.Context) error) error {
+	t.mu.Lock()
+	ended := t.ended
+	t.mu.Unlock()
+	if ended != "" {
+		return fmt.Errorf("%s: %w (%s)", what, ErrEnded, ended)
+	}
+	err := call(ctx)
+	if err == nil {
+		if end != "" {
+			t.mu.Lock()
+			t.ended = end
+			t.mu.Unlock()
+		}
+		return nil
+	}
+	if cause := stopCause(err); cause != nil {
+		t.stop(cause)
+		return fmt.Errorf("%s: %w: %w", what, cause, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// Report appends events to the task's log in one transaction and returns the
+// sequence of the last one.
+func (t *Task) Report(ctx context.Context, events ...*agentplanev1.RuntimeEvent) (int64, error) {
+	var last int64
+	err := t.write(ctx, "report events", "", func(ctx context.Context) error {
+		resp, err := t.w.rt.ReportEvents(ctx, &agentplanev1.ReportEventsRequest{Lease: t.ref, Events: events})
+		last = resp.GetLastSequence()
+		return err
+	})
+	return last, err
+}
+
+// Say reports an assistant message.
+func (t *Task) Say(ctx context.Context, text string) error {
+	_, err := t.Report(ctx, MessageEvent(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, text, ""))
+	return err
+}
+
+// Note reports a runtime note (progress, diagnostics).
+func (t *Task) Note(ctx context.Context, text string, attrs map[string]string) error {
+	_, err := t.Report(ctx, &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_Note{
+		Note: &agentplanev1.RuntimeNote{Text: text, Attributes: attrs},
+	}})
+	return err
+}
+
+// MessageEvent builds a message event.
+func MessageEvent(role agentplanev1.MessageRole, text, node string) *agentplanev1.RuntimeEvent {
+	return &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_Message{
+		Message: &agentplanev1.ChatMessage{Role: role, Text: text, Node: node},
+	}}
+}
+
+// Call is a tool call the model wants to make.
+type Call struct {
+	// ID is chosen by the runtime, unique in the task, and stable across replays:
+	// a resumed task finds its decision by it.
+	ID string
+	// Name is the tool's name.
+	Name string
+	// Description is the tool's description, for the policy and the reviewer.
+	Description string
+	// Args are the arguments the model produced.
+	Args *structpb.Value
+	// Node is the agent (graph node) making the call.
+	Node string
+	// Trip is the zero-based model round-trip index.
+	Trip int32
+	// Annotations are the MCP tool annotations, for an MCP tool.
+	Annotations *agentplanev1.McpToolAnnotations
+	// Delivery overrides the worker's Options.Delivery for this call.
+	Delivery Delivery
+}
+
+// Gate is the answer to a tool call.
+type Gate struct {
+	// Call is the call asked about.
+	Call Call
+	// Allowed says the tool may run, with exactly Args.
+	Allowed bool
+	// Args are the arguments to run with: as produced, or as a reviewer approved or
+	// edited them. Nil when not allowed.
+	Args *structpb.Value
+	// Interrupt is the interrupt the call waited on, if it was gated.
+	Interrupt *agentplanev1.Interrupt
+	// Decision is the decision that allowed or rejected it, when there was one.
+	Decision *agentplanev1.Decision
+	// Reason says why the call may not run, in the form meant for the model.
+	Reason string
+}
+
+// ToolCall asks the control plane whether a tool call may run, waits for a decision
+// when it is gated, and, when it may run, reports the call (with the args to run)
+// to the task's log. Running the tool and reporting its result (ToolResult) is the
+// caller's.
+//
+// When the call waits durably, ToolCall gives up the lease and returns ErrSuspended;
+// the handler should return. When the task is leased again, calling ToolCall with the
+// same Call.ID returns the decision carried by the new lease.
+func (t *Task) ToolCall(ctx context.Context, c Call) (*Gate, error) {
+	if c.ID == "" || c.Name == "" {
+		return nil, errors.New("worker: ToolCall needs Call.ID and Call.Name")
+	}
+	var gate *Gate
+	if it := t.takeInterrupt(c.ID); it != nil {
+		g, err := t.waitOrUse(ctx, c, it)
+		if err != nil {
+			return nil, err
+		}
+		gate = g
+	} else {
+		g, err := t.check(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		gate = g
+	}
+	if gate.Allowed {
+		_, err := t.Report(ctx, &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_ToolCall{
+			ToolCall: &agentplanev1.ToolCall{CallId: c.ID, ToolName: c.Name, Args: gate.Args, Node: c.Node, TripIndex: c.Trip},
+		}})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return gate, nil
+}
+
+// takeInterrupt returns the interrupt this lease carries for call id: a resolved one
+// (consumed, since a decision is single-use) or a pending one.
+func (t *Task) takeInterrupt(callID string) *agentplanev1.Interrupt {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if it, ok := t.resolved[callID]; ok {
+		delete(t.resolved, callID)
+		return it
+	}
+	return t.pending[callID]
+}
+
+func (t *Task) check(ctx context.Context, c Call) (*Gate, error) {
+	req := &agentplanev1.CheckToolCallRequest{
+		Lease:       t.ref,
+		CallId:      c.ID,
+		ToolName:    c.Name,
+		Args:        c.Args,
+		AgentName:   c.Node,
+		TripIndex:   c.Trip,
+		Annotations: c.Annotations,
+	}
+	if c.Description != "" {
+		req.ToolDescription = &c.Description
+	}
+	var resp *agentplanev1.CheckToolCallResponse
+	err := t.write(ctx, "check tool call", "", func(ctx context.Context) error {
+		var err error
+		resp, err = t.w.rt.CheckToolCall(ctx, req)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	switch resp.GetOutcome() {
+	case agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW:
+		args := resp.GetDecision().GetArgs()
+		if args == nil {
+			args = c.Args
+		}
+		return &Gate{Call: c, Allowed: true, Args: args, Decision: resp.GetDecision()}, nil
+	case agentplanev1.GateOutcome_GATE_OUTCOME_REJECT:
+		g := gateOf(c, resp.GetDecision())
+		if g.Reason == "" {
+			g.Reason = resp.GetReason()
+		}
+		return g, nil
+	case agentplanev1.GateOutcome_GATE_OUTCOME_INTERRUPT:
+		if resp.GetInterrupt().GetInterruptId() == "" {
+			return nil, errors.New("worker: gate answered INTERRUPT without an interrupt id")
+		}
+		return t.waitOrUse(ctx, c, resp.GetInterrupt())
+	}
+	return nil, fmt.Errorf("worker: gate answered an unknown outcome %v", resp.GetOutcome())
+}
+
+// waitOrUse turns an interrupt into a gate: its decision when it has one, otherwise
+// a wait on AwaitDecision (interactive) or a suspension (durable).
+func (t *Task) waitOrUse(ctx context.Context, c Call, it *agentplanev1.Interrupt) (*Gate, error) {
+	dec := it.GetDecision()
+	if it.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED || dec == nil {
+		delivery := c.Delivery
+		if delivery == DeliveryDefault {
+			delivery = t.w.o.Delivery
+		}
+		if delivery == Durable {
+			if err := t.Suspend(ctx); err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w (interrupt %s, call %s)", ErrSuspended, it.GetInterruptId(), c.ID)
+		}
+		var err error
+		if dec, err = t.AwaitDecision(ctx, it.GetInterruptId()); err != nil {
+			return nil, err
+		}
+	}
+	g := gateOf(c, dec)
+	g.Interrupt = it
+	if g.Allowed && g.Args == nil {
+		if dec.GetType() != agentplanev1.DecisionType_DECISION_TYPE_APPROVE {
+			return nil, fmt.Errorf("worker: decision %s on interrupt %s carries no arguments", dec.GetType(), it.GetInterruptId())
+		}
+		g.Args = c.Args // approve means unchanged
+	}
+	return g, nil
+}
+
+func gateOf(c Call, dec *agentplanev1.Decision) *Gate {
+	g := &Gate{Call: c, Decision: dec}
+	switch dec.GetType() {
+	case agentplanev1.DecisionType_DECISION_TYPE_APPROVE, agentplanev1.DecisionType_DECISION_TYPE_EDIT:
+		g.Allowed = true
+		g.Args = dec.GetArgs()
+	default:
+		g.Reason = dec.GetModelReason()
+		if g.Reason == "" {
+			g.Reason = dec.GetReason()
+		}
+	}
+	return g
+}
+
+// AwaitDecision waits for the decision on an interrupt of this task (interactive
+// delivery). Heartbeats keep the lease meanwhile; a dropped stream is reopened.
+func (t *Task) AwaitDecision(ctx context.Context, interruptID string) (*agentplanev1.Decision, error) {
+	failures := 0
+	for {
+		var dec *agentplanev1.Decision
+		err := t.write(ctx, "await decision", "", func(ctx context.Context) error {
+			var err error
+			dec, err = t.awaitOnce(ctx, interruptID)
+			return err
+		})
+		if err == nil {
+			return dec, nil
+		}
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		if !errors.Is(err, io.ErrUnexpectedEOF) && !transient(err) {
+			return nil, err
+		}
+		failures++
+		t.log.Warn("decision stream dropped; reopening", "interrupt_id", interruptID, "err", err)
+		if !sleep(ctx, t.w.o.Backoff.Delay(failures)) {
+			return nil, context.Cause(ctx)
+		}
+	}
+}
+
+func (t *Task) awaitOnce(ctx context.Context, interruptID string) (*agentplanev1.Decision, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := t.w.rt.AwaitDecision(ctx, &agentplanev1.AwaitDecisionRequest{Lease: t.ref, InterruptId: interruptID})
+	if err != nil {
+		return nil, err
+	}
+	resp, err := stream.Recv()
+	if err == io.EOF {
+		return nil, io.ErrUnexpectedEOF // the stream must carry the decision before it ends
+	}
+	if err != nil {
+		return nil, err
+	}
+	if resp.GetDecision() == nil {
+		return nil, fmt.Errorf("worker: decision stream for interrupt %s sent no decision", interruptID)
+	}
+	return resp.GetDecision(), nil
+}
+
+// ToolResult reports what a tool returned for an allowed call (or the rejection the
+// model is shown, with isError).
+func (t *Task) ToolResult(ctx context.Context, c Call, result *structpb.Value, isError bool) error {
+	_, err := t.Report(ctx, &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_ToolResult{
+		ToolResult: &agentplanev1.ToolResult{CallId: c.ID, ToolName: c.Name, Result: result, IsError: isError, Node: c.Node},
+	}})
+	return err
+}
+
+// RecordVerdict records an evaluator node's verdict; the lease is filled in.
+func (t *Task) RecordVerdict(ctx context.Context, req *agentplanev1.RecordVerdictRequest) (*agentplanev1.RecordVerdictResponse, error) {
+	req = proto.CloneOf(req)
+	req.Lease = t.ref
+	var resp *agentplanev1.RecordVerdictResponse
+	err := t.write(ctx, "record verdict", "", func(ctx context.Context) error {
+		var err error
+		resp, err = t.w.rt.RecordVerdict(ctx, req)
+		return err
+	})
+	return resp, err
+}
+
+// Suspend gives up the lease while an interrupt is pending (durable delivery). The
+// task is leased again once the decision exists. It ends the task for this runtime.
+func (t *Task) Suspend(ctx context.Context) error {
+	return t.write(ctx, "suspend task", "suspended", func(ctx context.Context) error {
+		_, err := t.w.rt.SuspendTask(ctx, &agentplanev1.SuspendTaskRequest{Lease: t.ref})
+		return err
+	})
+}
+
+// Pause ends a chat turn: message (if set) is appended as the turn's last assistant
+// message, the task waits in INPUT_REQUIRED for ContinueTask, and the lease is
+// released. The next lease carries the user's message in ContinueMessages.
+func (t *Task) Pause(ctx context.Context, message, node string) (*agentplanev1.Interrupt, error) {
+	var it *agentplanev1.Interrupt
+	err := t.write(ctx, "pause task", "paused", func(ctx context.Context) error {
+		resp, err := t.w.rt.PauseTask(ctx, &agentplanev1.PauseTaskRequest{Lease: t.ref, Message: message, Node: node})
+		it = resp.GetInterrupt()
+		return err
+	})
+	return it, err
+}
+
+// Complete ends the task as COMPLETED with output.
+func (t *Task) Complete(ctx context.Context, output *agentplanev1.TaskOutput) error {
+	return t.write(ctx, "complete task", "completed", func(ctx context.Context) error {
+		_, err := t.w.rt.CompleteTask(ctx, &agentplanev1.CompleteTaskRequest{Lease: t.ref, Output: output})
+		return err
+	})
+}
+
+// Fail ends the task as FAILED, or with retry returns it to the queue (counting an
+// attempt).
+func (t *Task) Fail(ctx context.Context, reason, message string, retry bool) error {
+	end := "failed"
+	if retry {
+		end = "handed back"
+	}
+	return t.write(ctx, "fail task", end, func(ctx context.Context) error {
+		_, err := t.w.rt.FailTask(ctx, &agentplanev1.FailTaskRequest{Lease: t.ref, Reason: reason, Message: message, Retry: retry})
+		return err
+	})
+}
