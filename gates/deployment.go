@@ -37,7 +37,8 @@ type TenantConfig struct {
 
 // Deployment is the gate settings in force for one caller: the deployment's,
 // tightened by the caller's tenant. Obtain it from Policy.For; the slices are shared
-// and must not be modified.
+// and must not be modified. A Deployment built by hand must set Posture: the empty
+// posture is outside the closed set, so it denies every capability (fail closed).
 type Deployment struct {
 	// Mode is single-user or multi-tenant.
 	Mode Mode
