@@ -5,8 +5,8 @@ import (
 	"io"
 	"time"
 
-	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
 // Store is the durable store. All methods are safe for concurrent use.

@@ -1,8 +1,25 @@
 package boltstore
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
+
+	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/store/schema"
 
 	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/storetest"
@@ -19,4 +36,270 @@ func openTemp(t *testing.T) *Store {
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return openTemp(t) })
+}
+
+func TestSecondOpenFailsFast(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agentplane.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	start := time.Now()
+	_, err = Open(path, Options{OpenTimeout: 100 * time.Millisecond})
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open = %v, want ErrLocked", err)
+	}
+	if !strings.Contains(err.Error(), path) {
+		t.Fatalf("error %q does not name the file", err)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Fatalf("second Open waited %s", waited)
+	}
+}
+
+func TestReopenKeepsDataAndTokenKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agentplane.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := s.TokenKey()
+	if len(key) < 16 {
+		t.Fatalf("token key has %d bytes", len(key))
+	}
+	if err := s.Update(context.Background(), func(w store.Writer) error {
+		return w.PutTask(storetest.Task("acme", "t1", time.Now()))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !bytes.Equal(s.TokenKey(), key) {
+		t.Fatal("token key changed across reopen")
+	}
+	if err := s.View(context.Background(), func(r store.Reader) error { _, err := r.GetTask("acme", "t1"); return err }); err != nil {
+		t.Fatalf("task lost across reopen: %v", err)
+	}
+}
+
+func TestOpenRefusesForeignAndNewerFiles(t *testing.T) {
+	for name, tc := range map[string]struct {
+		prepare func(*bolt.Tx) error
+		reason  string
+		text    string
+	}{
+		"newer schema": {
+			prepare: func(tx *bolt.Tx) error {
+				b, err := tx.CreateBucket(schema.Meta)
+				if err != nil {
+					return err
+				}
+				v, _ := proto.Marshal(&storagev1.SchemaInfo{Version: schema.Version + 1, TokenKey: make([]byte, 32)})
+				return b.Put(schema.MetaSchemaKey, v)
+			},
+			reason: apierr.ReasonStoreSchemaMismatch,
+			text:   fmt.Sprintf("schema version %d but this binary reads version %d", schema.Version+1, schema.Version),
+		},
+		"not an agentplane store": {
+			prepare: func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("something_else")); return err },
+			text:    "not an agentplane store",
+		},
+		"header without buckets": {
+			prepare: func(tx *bolt.Tx) error {
+				b, err := tx.CreateBucket(schema.Meta)
+				if err != nil {
+					return err
+				}
+				v, _ := proto.Marshal(&storagev1.SchemaInfo{Version: schema.Version, TokenKey: make([]byte, 32)})
+				return b.Put(schema.MetaSchemaKey, v)
+			},
+			text: "lacks bucket",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "agentplane.db")
+			db, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Update(tc.prepare); err != nil {
+				t.Fatal(err)
+			}
+			_ = db.Close()
+			s, err := Open(path, Options{})
+			if err == nil {
+				s.Close()
+				t.Fatal("Open accepted the file")
+			}
+			if tc.reason != "" && !apierr.HasReason(err, tc.reason) {
+				t.Fatalf("Open = %v, want reason %s", err, tc.reason)
+			}
+			if !strings.Contains(err.Error(), tc.text) {
+				t.Fatalf("Open = %q, want it to say %q", err, tc.text)
+			}
+		})
+	}
+}
+
+// TestGroupCommitSharesCommits holds the leader inside its function while others
+// queue, then checks that the queued Updates were carried by one commit, that one of
+// them failing after writing did not fail the rest, and that a panic stayed contained.
+func TestGroupCommitSharesCommits(t *testing.T) {
+	s := openTemp(t)
+	defer s.Close()
+	entered, release := make(chan struct{}), make(chan struct{})
+	leaderDone := make(chan error, 1)
+	go func() {
+		leaderDone <- s.Update(context.Background(), func(w store.Writer) error {
+			close(entered)
+			<-release
+			return w.PutTask(storetest.Task("acme", "leader", time.Now()))
+		})
+	}()
+	<-entered
+	before, _ := s.Stats(context.Background())
+
+	const followers = 20
+	errs := make([]error, followers)
+	var wg sync.WaitGroup
+	for i := range followers {
+		wg.Go(func() {
+			errs[i] = s.Update(context.Background(), func(w store.Writer) error {
+				if err := w.PutTask(storetest.Task("acme", fmt.Sprint("f", i), time.Now())); err != nil {
+					return err
+				}
+				switch i {
+				case 5:
+					return errors.New("fails after writing")
+				case 6:
+					panic("broken caller")
+				}
+				return nil
+			})
+		})
+	}
+	// Wait until every follower is queued behind the blocked leader.
+	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.queue) == followers })
+	close(release)
+	wg.Wait()
+	if err := <-leaderDone; err != nil {
+		t.Fatal(err)
+	}
+	after, _ := s.Stats(context.Background())
+	if got := after.Commits - before.Commits; got != 2 {
+		t.Fatalf("%d commits for 1 leader + %d queued Updates; want 2 (the leader's, then one shared)", got, followers)
+	}
+	for i, err := range errs {
+		failed := i == 5 || i == 6
+		if failed != (err != nil) {
+			t.Errorf("follower %d: err = %v", i, err)
+		}
+		if i == 6 && (err == nil || !strings.Contains(err.Error(), "panicked")) {
+			t.Errorf("panic became %v", err)
+		}
+	}
+	if n := after.TasksByState[agentplanev1.TaskState_TASK_STATE_SUBMITTED]; n != followers-2+1 {
+		t.Fatalf("%d tasks stored, want %d", n, followers-2+1)
+	}
+}
+
+func TestMaxBatchBoundsACommit(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "agentplane.db"), Options{MaxBatch: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	entered, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		_ = s.Update(context.Background(), func(store.Writer) error { close(entered); <-release; return nil })
+	}()
+	<-entered
+	before, _ := s.Stats(context.Background())
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Go(func() {
+			if err := s.Update(context.Background(), func(w store.Writer) error {
+				return w.PutTask(storetest.Task("acme", fmt.Sprint("t", i), time.Now()))
+			}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.queue) == 10 })
+	close(release)
+	wg.Wait()
+	after, _ := s.Stats(context.Background())
+	if got := after.Commits - before.Commits; got != 3 {
+		t.Fatalf("10 queued Updates with MaxBatch 4 took %d commits, want 3", got)
+	}
+}
+
+func TestSnapshotIsARestorableStore(t *testing.T) {
+	s := openTemp(t)
+	defer s.Close()
+	if err := s.Update(context.Background(), func(w store.Writer) error {
+		if err := w.PutTask(storetest.Task("acme", "t1", time.Now())); err != nil {
+			return err
+		}
+		return w.AppendEvents("acme", "t1", storetest.Event(1, "hello"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	backup := filepath.Join(t.TempDir(), "restored", "agentplane.db")
+	if err := os.MkdirAll(filepath.Dir(backup), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snap.WriteTo(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(f.Close(), snap.Close()); err != nil {
+		t.Fatal(err)
+	}
+	restored, err := Open(backup, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restored.Close()
+	if err := restored.Check(context.Background()); err != nil {
+		t.Fatalf("restored file fails the consistency check: %v", err)
+	}
+	if !bytes.Equal(restored.TokenKey(), s.TokenKey()) {
+		t.Fatal("a backup must carry the token key, so page tokens survive a restore")
+	}
+	var text string
+	if err := restored.View(context.Background(), func(r store.Reader) error {
+		return r.ScanEvents("acme", "t1", 0, func(e *storagev1.EventRecord) (bool, error) {
+			text = e.GetEvent().GetNote().GetText()
+			return false, nil
+		})
+	}); err != nil || text != "hello" {
+		t.Fatalf("restored event = %q, %v", text, err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
 }
