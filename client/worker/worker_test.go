@@ -15,6 +15,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentplane/agentplane/client/worker/workertest"
+
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
@@ -64,9 +66,18 @@ func startWorker(t *testing.T, rt agentplanev1.RuntimeServiceClient, h HandlerFu
 
 func once(o *Options) { o.MaxTasks = 1 }
 
+// snapshot copies the fake's state (maps and slices shared, so read it only after the
+// worker is done with the task).
+func snapshot(f *workertest.Server) workertest.State {
+	var s workertest.State
+	f.Do(func(st *workertest.State) { s = *st })
+	return s
+}
+
 func TestCompleteReportsUnderTheLease(t *testing.T) {
-	f, rt := newFake(t)
-	f.enqueue("t1", func(l *agentplanev1.Lease) { l.LeaseId, l.Epoch = "lease-7", 7 })
+	f := workertest.New(t)
+	rt := f.Runtime()
+	f.Enqueue("t1", func(l *agentplanev1.Lease) { l.LeaseId, l.Epoch = "lease-7", 7 })
 	r := startWorker(t, rt, func(ctx context.Context, task *Task) error {
 		if task.ID() != "t1" || task.Input() != "input of t1" || task.Ref().GetEpoch() != 7 {
 			return errors.New("lease not exposed")
@@ -82,12 +93,11 @@ func TestCompleteReportsUnderTheLease(t *testing.T) {
 	if err := r.wait(t); err != nil {
 		t.Fatal(err)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.ends["t1"] != "completed" || f.outputs["t1"].GetText() != "done" {
-		t.Fatalf("want completed with output, got %q %v (failure %v)", f.ends["t1"], f.outputs["t1"], f.failures["t1"])
+	s := snapshot(f)
+	if s.Ends["t1"] != "completed" || s.Outputs["t1"].GetText() != "done" {
+		t.Fatalf("want completed with output, got %q %v (failure %v)", s.Ends["t1"], s.Outputs["t1"], s.Failures["t1"])
 	}
-	ev := f.events["t1"]
+	ev := s.Events["t1"]
 	if len(ev) != 2 || ev[0].GetMessage().GetText() != "hello" || ev[0].GetMessage().GetRole() != agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT || ev[1].GetNote().GetAttributes()["k"] != "v" {
 		t.Fatalf("events: %v", ev)
 	}
@@ -120,21 +130,21 @@ func TestHandlerResultDecidesTheEnd(t *testing.T) {
 		{name: "nil without ending writes nothing", handler: func(context.Context, *Task) error { return nil }, wantEnd: ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, rt := newFake(t)
-			f.enqueue("t1", nil)
+			f := workertest.New(t)
+	rt := f.Runtime()
+			f.Enqueue("t1", nil)
 			r := startWorker(t, rt, tc.handler, func(o *Options) { o.MaxTasks = 1; o.RetryOnError = tc.retryOnErr })
 			if err := r.wait(t); err != nil {
 				t.Fatal(err)
 			}
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			if got := f.ends["t1"]; got != tc.wantEnd {
+			s := snapshot(f)
+			if got := s.Ends["t1"]; got != tc.wantEnd {
 				t.Fatalf("end: got %q want %q", got, tc.wantEnd)
 			}
 			if tc.wantEnd == "" {
 				return
 			}
-			fr := f.failures["t1"]
+			fr := s.Failures["t1"]
 			if fr.GetReason() != tc.wantReason || !strings.Contains(fr.GetMessage(), tc.wantMessage) {
 				t.Fatalf("failure: %v", fr)
 			}
@@ -164,9 +174,10 @@ func TestHeartbeatDelay(t *testing.T) {
 }
 
 func TestHeartbeatsKeepTheLease(t *testing.T) {
-	f, rt := newFake(t)
-	f.ttl = 150 * time.Millisecond
-	f.enqueue("t1", func(l *agentplanev1.Lease) { l.LeaseId = "L" })
+	f := workertest.New(t)
+	rt := f.Runtime()
+	f.Do(func(s *workertest.State) { s.TTL = 150 * time.Millisecond })
+	f.Enqueue("t1", func(l *agentplanev1.Lease) { l.LeaseId = "L" })
 	proceed := make(chan struct{})
 	r := startWorker(t, rt, func(ctx context.Context, task *Task) error {
 		select {
@@ -178,12 +189,12 @@ func TestHeartbeatsKeepTheLease(t *testing.T) {
 	}, once)
 	// Three heartbeats span more than two lease lifetimes: the lease survived only
 	// because each one extended it.
-	f.waitFor(t, "three heartbeats", func() bool { return f.beats["L"] >= 3 })
+	f.WaitFor(t, "three heartbeats", func(s *workertest.State) bool { return s.Beats["L"] >= 3 })
 	close(proceed)
 	if err := r.wait(t); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.endOf("t1"); got != "completed" {
+	if got := f.End("t1"); got != "completed" {
 		t.Fatalf("end %q", got)
 	}
 }
@@ -191,19 +202,19 @@ func TestHeartbeatsKeepTheLease(t *testing.T) {
 func TestTaskContextStops(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		arrange func(f *fakeRuntime)
+		arrange func(s *workertest.State)
 		act     func(ctx context.Context, task *Task) error // before waiting on ctx
 		want    error
 		message string
 	}{
-		{name: "heartbeat reports cancellation", arrange: func(f *fakeRuntime) { f.canceled["t1"] = "user changed their mind" },
+		{name: "heartbeat reports cancellation", arrange: func(s *workertest.State) { s.Canceled["t1"] = "user changed their mind" },
 			want: ErrCanceled, message: "user changed their mind"},
-		{name: "heartbeat refused with lease.lost", arrange: func(f *fakeRuntime) { f.lost["L"] = true },
+		{name: "heartbeat refused with lease.lost", arrange: func(s *workertest.State) { s.Lost["L"] = true },
 			want: ErrLeaseLost, message: "no longer held"},
 		{name: "no heartbeat succeeds before the deadline",
-			arrange: func(f *fakeRuntime) { f.beatErr = status.Error(codes.Unavailable, "network down") },
+			arrange: func(s *workertest.State) { s.BeatErr = status.Error(codes.Unavailable, "network down") },
 			want:    ErrLeaseLost, message: "no heartbeat succeeded"},
-		{name: "write refused with lease.lost", arrange: func(f *fakeRuntime) { f.lost["L"] = true; f.ttl = time.Minute },
+		{name: "write refused with lease.lost", arrange: func(s *workertest.State) { s.Lost["L"] = true; s.TTL = time.Minute },
 			act: func(ctx context.Context, task *Task) error {
 				if err := task.Say(ctx, "hi"); !errors.Is(err, ErrLeaseLost) {
 					return errors.New("Say: want ErrLeaseLost")
@@ -213,12 +224,13 @@ func TestTaskContextStops(t *testing.T) {
 			want: ErrLeaseLost},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, rt := newFake(t)
-			f.ttl = 60 * time.Millisecond
-			f.mu.Lock()
-			tc.arrange(f)
-			f.mu.Unlock()
-			f.enqueue("t1", func(l *agentplanev1.Lease) { l.LeaseId = "L" })
+			f := workertest.New(t)
+	rt := f.Runtime()
+			f.Do(func(s *workertest.State) {
+				s.TTL = 60 * time.Millisecond
+				tc.arrange(s)
+			})
+			f.Enqueue("t1", func(l *agentplanev1.Lease) { l.LeaseId = "L" })
 			var cause error
 			r := startWorker(t, rt, func(ctx context.Context, task *Task) error {
 				if tc.act != nil {
@@ -236,9 +248,7 @@ func TestTaskContextStops(t *testing.T) {
 			if !errors.Is(cause, tc.want) || !strings.Contains(cause.Error(), tc.message) {
 				t.Fatalf("cause %v, want %v containing %q", cause, tc.want, tc.message)
 			}
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			if end := f.ends["t1"]; end != "" {
+			if end := f.End("t1"); end != "" {
 				t.Fatalf("the worker wrote %q for a task it no longer holds", end)
 			}
 		})
@@ -281,10 +291,10 @@ func TestInteractiveDecision(t *testing.T) {
 			wantWhy: "<untrusted>no</untrusted>"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, rt := newFake(t)
-			f.gate = gateInterrupts("i1")
-			f.dropAwait = tc.drops
-			f.enqueue("t1", nil)
+			f := workertest.New(t)
+	rt := f.Runtime()
+			f.Do(func(s *workertest.State) { s.Gate = gateInterrupts("i1"); s.DropAwaits = tc.drops })
+			f.Enqueue("t1", nil)
 			var gate *Gate
 			r := startWorker(t, rt, func(ctx context.Context, task *Task) error {
 				var err error
@@ -299,20 +309,18 @@ func TestInteractiveDecision(t *testing.T) {
 				}
 				return task.Complete(ctx, &agentplanev1.TaskOutput{})
 			}, once)
-			f.waitFor(t, "a runtime awaiting the decision", func() bool { return f.awaiting["i1"] > 0 })
-			f.resolve("i1", tc.decision)
+			f.WaitFor(t, "a runtime awaiting the decision", func(s *workertest.State) bool { return s.Awaiting["i1"] > 0 })
+			f.Resolve("i1", tc.decision)
 			if err := r.wait(t); err != nil {
 				t.Fatal(err)
 			}
-			if f.endOf("t1") != "completed" {
-				t.Fatalf("end %q (failure %v)", f.endOf("t1"), f.failures["t1"])
+			if f.End("t1") != "completed" {
+				t.Fatalf("end %q (failure %v)", f.End("t1"), snapshot(f).Failures["t1"])
 			}
 			if gate.Allowed != tc.wantAllow || gate.Reason != tc.wantWhy || gate.Interrupt.GetInterruptId() != "i1" {
 				t.Fatalf("gate %+v", gate)
 			}
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			ev := f.events["t1"]
+			ev := snapshot(f).Events["t1"]
 			if !tc.wantAllow {
 				if len(ev) != 0 {
 					t.Fatalf("a rejected call was reported: %v", ev)
@@ -343,9 +351,12 @@ func TestGateAnswersWithoutInterrupt(t *testing.T) {
 		}, wantWhy: "hitl.disabled"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, rt := newFake(t)
-			f.gate = func(*agentplanev1.CheckToolCallRequest) *agentplanev1.CheckToolCallResponse { return tc.resp }
-			f.enqueue("t1", nil)
+			f := workertest.New(t)
+	rt := f.Runtime()
+			f.Do(func(s *workertest.State) {
+				s.Gate = func(*agentplanev1.CheckToolCallRequest) *agentplanev1.CheckToolCallResponse { return tc.resp }
+			})
+			f.Enqueue("t1", nil)
 			var gate *Gate
 			r := startWorker(t, rt, func(ctx context.Context, task *Task) error {
 				var err error
@@ -363,9 +374,7 @@ func TestGateAnswersWithoutInterrupt(t *testing.T) {
 			if tc.wantAllow && gate.Args.GetStringValue() != "q" {
 				t.Fatalf("allowed args %v", gate.Args)
 			}
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			if c := f.checks[0]; c.GetToolDescription() != "web search" || c.GetCallId() != "c1" {
+			if c := snapshot(f).Checks[0]; c.GetToolDescription() != "web search" || c.GetCallId() != "c1" {
 				t.Fatalf("check request %v", c)
 			}
 		})
@@ -373,9 +382,10 @@ func TestGateAnswersWithoutInterrupt(t *testing.T) {
 }
 
 func TestDurableSuspendThenResume(t *testing.T) {
-	f, rt := newFake(t)
-	f.gate = gateInterrupts("i1")
-	f.enqueue("t1", nil)
+	f := workertest.New(t)
+	rt := f.Runtime()
+	f.Do(func(s *workertest.State) { s.Gate = gateInterrupts("i1") })
+	f.Enqueue("t1", nil)
 	var mu sync.Mutex
 	var results []error
 	args := mustValue(t, map[string]any{"amount": 10})
@@ -391,13 +401,8 @@ func TestDurableSuspendThenResume(t *testing.T) {
 		return task.Complete(ctx, &agentplanev1.TaskOutput{Text: gate.Decision.GetType().String()})
 	}, func(o *Options) { o.MaxTasks = 2; o.Delivery = Durable })
 
-	f.waitFor(t, "the suspension", func() bool { return f.ends["t1"] == "suspended" })
-	f.mu.Lock()
-	delete(f.ends, "t1")
-	f.inFlight++ // the fake's ledger: the task is leasable again
-	f.mu.Unlock()
-	f.enqueue("t1", func(l *agentplanev1.Lease) {
-		l.Epoch, l.Attempt = 2, 2
+	f.WaitFor(t, "the suspension", func(s *workertest.State) bool { return s.Ends["t1"] == workertest.Suspended })
+	f.Requeue("t1", func(l *agentplanev1.Lease) {
 		l.ResolvedInterrupts = []*agentplanev1.Interrupt{{
 			InterruptId: "i1", CallId: "pay-1", Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL,
 			State:    agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED,
@@ -407,25 +412,25 @@ func TestDurableSuspendThenResume(t *testing.T) {
 	if err := r.wait(t); err != nil {
 		t.Fatal(err)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	s := snapshot(f)
 	if len(results) != 2 || !errors.Is(results[0], ErrSuspended) || results[1] != nil {
 		t.Fatalf("ToolCall results %v", results)
 	}
-	if len(f.checks) != 1 {
-		t.Fatalf("the resumed call asked the gate again: %d checks", len(f.checks))
+	if len(s.Checks) != 1 {
+		t.Fatalf("the resumed call asked the gate again: %d checks", len(s.Checks))
 	}
-	if f.ends["t1"] != "completed" || f.outputs["t1"].GetText() != "DECISION_TYPE_APPROVE" || f.failures["t1"] != nil {
-		t.Fatalf("end %q output %v failure %v", f.ends["t1"], f.outputs["t1"], f.failures["t1"])
+	if s.Ends["t1"] != "completed" || s.Outputs["t1"].GetText() != "DECISION_TYPE_APPROVE" || s.Failures["t1"] != nil {
+		t.Fatalf("end %q output %v failure %v", s.Ends["t1"], s.Outputs["t1"], s.Failures["t1"])
 	}
-	if ev := f.events["t1"]; len(ev) != 1 || ev[0].GetToolCall().GetCallId() != "pay-1" {
+	if ev := s.Events["t1"]; len(ev) != 1 || ev[0].GetToolCall().GetCallId() != "pay-1" {
 		t.Fatalf("events %v", ev)
 	}
 }
 
 func TestPauseThenContinue(t *testing.T) {
-	f, rt := newFake(t)
-	f.enqueue("t1", nil)
+	f := workertest.New(t)
+	rt := f.Runtime()
+	f.Enqueue("t1", nil)
 	r := startWorker(t, rt, func(ctx context.Context, task *Task) error {
 		if msgs := task.ContinueMessages(); len(msgs) > 0 {
 			if err := task.Say(ctx, "you said "+msgs[0]); err != nil {
@@ -445,28 +450,24 @@ func TestPauseThenContinue(t *testing.T) {
 		}
 		return nil
 	}, func(o *Options) { o.MaxTasks = 2 })
-	f.waitFor(t, "the pause", func() bool { return f.ends["t1"] == "paused" })
-	f.mu.Lock()
-	if p := f.pauses["t1"]; p.GetMessage() != "anything else?" || p.GetNode() != "chat" {
+	f.WaitFor(t, "the pause", func(s *workertest.State) bool { return s.Ends["t1"] == workertest.Paused })
+	if p := snapshot(f).Pauses["t1"]; p.GetMessage() != "anything else?" || p.GetNode() != "chat" {
 		t.Errorf("pause request %v", p)
 	}
-	delete(f.ends, "t1")
-	f.inFlight++
-	f.mu.Unlock()
-	f.enqueue("t1", func(l *agentplanev1.Lease) { l.ContinueMessages = []string{"more"} })
+	f.Requeue("t1", func(l *agentplanev1.Lease) { l.ContinueMessages = []string{"more"} })
 	if err := r.wait(t); err != nil {
 		t.Fatal(err)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.ends["t1"] != "completed" || len(f.events["t1"]) != 1 || f.events["t1"][0].GetMessage().GetText() != "you said more" {
-		t.Fatalf("end %q events %v", f.ends["t1"], f.events["t1"])
+	s := snapshot(f)
+	if s.Ends["t1"] != "completed" || len(s.Events["t1"]) != 1 || s.Events["t1"][0].GetMessage().GetText() != "you said more" {
+		t.Fatalf("end %q events %v", s.Ends["t1"], s.Events["t1"])
 	}
 }
 
 func TestRecordVerdictFillsTheLease(t *testing.T) {
-	f, rt := newFake(t)
-	f.enqueue("t1", func(l *agentplanev1.Lease) { l.LeaseId = "L" })
+	f := workertest.New(t)
+	rt := f.Runtime()
+	f.Enqueue("t1", func(l *agentplanev1.Lease) { l.LeaseId = "L" })
 	req := &agentplanev1.RecordVerdictRequest{Node: "reviewer", Result: &agentplanev1.VerdictResult{Verdict: "pass"}, Raised: []string{"cite sources"}}
 	r := startWorker(t, rt, func(ctx context.Context, task *Task) error {
 		resp, err := task.RecordVerdict(ctx, req)
@@ -481,10 +482,9 @@ func TestRecordVerdictFillsTheLease(t *testing.T) {
 	if err := r.wait(t); err != nil {
 		t.Fatal(err)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.verdicts) != 1 || f.verdicts[0].GetLease().GetLeaseId() != "L" || f.verdicts[0].GetRaised()[0] != "cite sources" {
-		t.Fatalf("verdicts %v", f.verdicts)
+	vs := snapshot(f).Verdicts
+	if len(vs) != 1 || vs[0].GetLease().GetLeaseId() != "L" || vs[0].GetRaised()[0] != "cite sources" {
+		t.Fatalf("verdicts %v", vs)
 	}
 	if req.GetLease() != nil {
 		t.Fatal("RecordVerdict modified the caller's request")
@@ -492,9 +492,10 @@ func TestRecordVerdictFillsTheLease(t *testing.T) {
 }
 
 func TestCapacityBoundsConcurrency(t *testing.T) {
-	f, rt := newFake(t)
+	f := workertest.New(t)
+	rt := f.Runtime()
 	for _, id := range []string{"a", "b", "c", "d", "e"} {
-		f.enqueue(id, nil)
+		f.Enqueue(id, nil)
 	}
 	release := make(chan struct{})
 	r := startWorker(t, rt, func(ctx context.Context, task *Task) error {
@@ -505,39 +506,44 @@ func TestCapacityBoundsConcurrency(t *testing.T) {
 		}
 		return task.Complete(ctx, nil)
 	}, func(o *Options) { o.Capacity = 2; o.MaxTasks = 5 })
-	f.waitFor(t, "two tasks running", func() bool { return f.inFlight == 2 })
+	f.WaitFor(t, "two tasks running", func(s *workertest.State) bool { return s.InFlight == 2 })
 	close(release)
 	if err := r.wait(t); err != nil {
 		t.Fatal(err)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.peak != 2 || len(f.ends) != 5 {
-		t.Fatalf("peak %d ends %v", f.peak, f.ends)
+	s := snapshot(f)
+	if s.Peak != 2 || len(s.Ends) != 5 {
+		t.Fatalf("peak %d ends %v", s.Peak, s.Ends)
 	}
-	for _, n := range f.maxAsked {
+	for _, n := range s.MaxAsked {
 		if n < 1 || n > 2 {
-			t.Fatalf("asked for %d tasks with capacity 2 (%v)", n, f.maxAsked)
+			t.Fatalf("asked for %d tasks with capacity 2 (%v)", n, s.MaxAsked)
 		}
 	}
 }
 
 func TestLeaseErrors(t *testing.T) {
 	t.Run("transient errors are retried", func(t *testing.T) {
-		f, rt := newFake(t)
-		f.leaseErrs = []error{status.Error(codes.Unavailable, "restarting"), status.Error(codes.Unavailable, "restarting")}
-		f.enqueue("t1", nil)
+		f := workertest.New(t)
+	rt := f.Runtime()
+		f.Do(func(s *workertest.State) {
+			s.LeaseErrs = []error{status.Error(codes.Unavailable, "restarting"), status.Error(codes.Unavailable, "restarting")}
+		})
+		f.Enqueue("t1", nil)
 		r := startWorker(t, rt, func(ctx context.Context, task *Task) error { return task.Complete(ctx, nil) }, once)
 		if err := r.wait(t); err != nil {
 			t.Fatal(err)
 		}
-		if f.endOf("t1") != "completed" {
+		if f.End("t1") != "completed" {
 			t.Fatal("task not completed after the server came back")
 		}
 	})
 	t.Run("a permanent error stops the worker", func(t *testing.T) {
-		f, rt := newFake(t)
-		f.leaseErrs = []error{status.Error(codes.Unimplemented, "RuntimeService.LeaseTasks is not implemented")}
+		f := workertest.New(t)
+	rt := f.Runtime()
+		f.Do(func(s *workertest.State) {
+			s.LeaseErrs = []error{status.Error(codes.Unimplemented, "RuntimeService.LeaseTasks is not implemented")}
+		})
 		r := startWorker(t, rt, func(context.Context, *Task) error { return nil }, nil)
 		err := r.wait(t)
 		if status.Code(err) != codes.Unimplemented {
@@ -548,9 +554,10 @@ func TestLeaseErrors(t *testing.T) {
 
 func TestStop(t *testing.T) {
 	t.Run("drains running tasks and leases no more", func(t *testing.T) {
-		f, rt := newFake(t)
-		f.enqueue("t1", nil)
-		f.enqueue("t2", nil)
+		f := workertest.New(t)
+	rt := f.Runtime()
+		f.Enqueue("t1", nil)
+		f.Enqueue("t2", nil)
 		started, release := make(chan struct{}), make(chan struct{})
 		r := startWorker(t, rt, func(ctx context.Context, task *Task) error {
 			close(started)
@@ -566,9 +573,8 @@ func TestStop(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Stop returned, so the task must have ended already (drained, not abandoned).
-		f.mu.Lock()
-		ends, queued := f.ends["t1"], len(f.queue)
-		f.mu.Unlock()
+		s := snapshot(f)
+		ends, queued := s.Ends["t1"], len(s.Queue)
 		if ends != "completed" || queued != 1 {
 			t.Fatalf("after Stop: t1 %q, queue %d", ends, queued)
 		}
@@ -577,8 +583,9 @@ func TestStop(t *testing.T) {
 		}
 	})
 	t.Run("past the drain deadline tasks are canceled and handed back", func(t *testing.T) {
-		f, rt := newFake(t)
-		f.enqueue("t1", nil)
+		f := workertest.New(t)
+	rt := f.Runtime()
+		f.Enqueue("t1", nil)
 		started := make(chan struct{})
 		var cause error
 		r := startWorker(t, rt, func(ctx context.Context, task *Task) error {
@@ -596,16 +603,15 @@ func TestStop(t *testing.T) {
 		if !errors.Is(cause, ErrStopping) {
 			t.Fatalf("cause %v", cause)
 		}
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.ends["t1"] != "retried" || f.failures["t1"].GetReason() != "runtime.stopping" {
-			t.Fatalf("end %q failure %v", f.ends["t1"], f.failures["t1"])
+		s := snapshot(f)
+		if s.Ends["t1"] != "retried" || s.Failures["t1"].GetReason() != "runtime.stopping" {
+			t.Fatalf("end %q failure %v", s.Ends["t1"], s.Failures["t1"])
 		}
 	})
 }
 
 func TestOptionsValidation(t *testing.T) {
-	_, rt := newFake(t)
+	rt := workertest.New(t).Runtime()
 	h := HandlerFunc(func(context.Context, *Task) error { return nil })
 	for _, tc := range []struct {
 		name string

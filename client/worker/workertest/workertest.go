@@ -1,0 +1,475 @@
+// Package workertest is an in-memory fake of the control plane's runtime protocol, for
+// testing runtimes built on client/worker without a control plane: it serves
+// RuntimeService (and TaskService.WatchTask over what runtimes reported) on a loopback
+// port.
+//
+// It models the protocol's contract, not the server's implementation: a queue of
+// leases, fenced writes refused with lease.lost once a lease is lost or released,
+// heartbeats that extend the lease and report cancellation, a gate answered by a test
+// function, and decisions delivered on AwaitDecision when the test resolves an
+// interrupt. Faults are injected by the test (failing polls and heartbeats, dropped
+// decision streams). Every recorded call wakes WaitFor, so tests wait on conditions
+// instead of sleeping.
+package workertest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
+)
+
+// Ends recorded in State.Ends.
+const (
+	Completed = "completed"
+	Failed    = "failed"
+	Retried   = "retried" // FailTask with retry=true
+	Paused    = "paused"
+	Suspended = "suspended"
+)
+
+// State is what the fake holds and recorded. Read or change it inside Server.Do or
+// Server.WaitFor.
+type State struct {
+	// TTL is the lease lifetime granted by leases and heartbeats; default 1 minute.
+	TTL time.Duration
+	// Gate answers CheckToolCall; nil allows every call.
+	Gate func(*agentplanev1.CheckToolCallRequest) *agentplanev1.CheckToolCallResponse
+	// Queue holds the leases waiting for a runtime.
+	Queue []*agentplanev1.Lease
+	// LeaseErrs are returned by the next LeaseTasks calls, in order.
+	LeaseErrs []error
+	// BeatErr, when set, fails every heartbeat.
+	BeatErr error
+	// DropAwaits makes the next AwaitDecision streams fail with UNAVAILABLE.
+	DropAwaits int
+
+	// MaxAsked records LeaseTasksRequest.max_tasks of every poll that was granted.
+	MaxAsked []int32
+	// InFlight is the number of leases granted and not ended; Peak its maximum.
+	InFlight, Peak int
+	// Lost marks lease ids whose writes are refused with lease.lost.
+	Lost map[string]bool
+	// Canceled marks task ids (with a reason) that heartbeats report as canceled.
+	Canceled map[string]string
+	// Beats counts heartbeats by lease id.
+	Beats map[string]int
+	// Events are the runtime events reported, by task id.
+	Events map[string][]*agentplanev1.RuntimeEvent
+	// Ends says how each task's last lease ended, by task id.
+	Ends map[string]string
+	// Failures, Outputs and Pauses are the requests that ended tasks, by task id.
+	Failures map[string]*agentplanev1.FailTaskRequest
+	Outputs  map[string]*agentplanev1.TaskOutput
+	Pauses   map[string]*agentplanev1.PauseTaskRequest
+	// Verdicts and Checks are the RecordVerdict and CheckToolCall requests, in order.
+	Verdicts []*agentplanev1.RecordVerdictRequest
+	Checks   []*agentplanev1.CheckToolCallRequest
+	// Decisions holds resolved interrupts' decisions by interrupt id.
+	Decisions map[string]*agentplanev1.Decision
+	// Awaiting counts open AwaitDecision streams by interrupt id.
+	Awaiting map[string]int
+
+	leases map[string]*agentplanev1.Lease // last lease granted, by task id
+}
+
+// Server is the fake.
+type Server struct {
+	agentplanev1.UnimplementedRuntimeServiceServer
+	agentplanev1.UnimplementedTaskServiceServer
+
+	addr string
+	conn *grpc.ClientConn
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced whenever something is recorded
+	s       State
+}
+
+// New starts a fake on a loopback port, stopped when the test ends.
+func New(t testing.TB) *Server {
+	t.Helper()
+	f := &Server{changed: make(chan struct{}), s: State{
+		TTL:       time.Minute,
+		Lost:      map[string]bool{},
+		Canceled:  map[string]string{},
+		Beats:     map[string]int{},
+		Events:    map[string][]*agentplanev1.RuntimeEvent{},
+		Ends:      map[string]string{},
+		Failures:  map[string]*agentplanev1.FailTaskRequest{},
+		Outputs:   map[string]*agentplanev1.TaskOutput{},
+		Pauses:    map[string]*agentplanev1.PauseTaskRequest{},
+		Decisions: map[string]*agentplanev1.Decision{},
+		Awaiting:  map[string]int{},
+		leases:    map[string]*agentplanev1.Lease{},
+	}}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	agentplanev1.RegisterRuntimeServiceServer(srv, f)
+	agentplanev1.RegisterTaskServiceServer(srv, f)
+	go func() { _ = srv.Serve(lis) }()
+	f.addr = lis.Addr().String()
+	conn, err := grpc.NewClient(f.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.conn = conn
+	t.Cleanup(func() {
+		_ = conn.Close()
+		srv.Stop()
+	})
+	return f
+}
+
+// Addr is the fake's gRPC address.
+func (f *Server) Addr() string { return f.addr }
+
+// Conn is a client connection to the fake.
+func (f *Server) Conn() *grpc.ClientConn { return f.conn }
+
+// Runtime is a RuntimeService client of the fake.
+func (f *Server) Runtime() agentplanev1.RuntimeServiceClient {
+	return agentplanev1.NewRuntimeServiceClient(f.conn)
+}
+
+// Do runs fn with the state locked, then wakes waiters.
+func (f *Server) Do(fn func(s *State)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(&f.s)
+	f.notify()
+}
+
+// WaitFor blocks until cond (called with the state locked) holds, failing the test
+// after 10 seconds. It wakes on every recorded call.
+func (f *Server) WaitFor(t testing.TB, what string, cond func(s *State) bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		f.mu.Lock()
+		ok, ch := cond(&f.s), f.changed
+		f.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("workertest: timed out waiting for %s", what)
+		}
+	}
+}
+
+// notify must be called with f.mu held.
+func (f *Server) notify() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// Enqueue makes a new task available for leasing: attempt 1, epoch 1, input
+// "input of ID"; mutate adjusts the lease.
+func (f *Server) Enqueue(taskID string, mutate func(*agentplanev1.Lease)) {
+	f.Do(func(s *State) {
+		l := &agentplanev1.Lease{
+			LeaseId: taskID + "-lease-1",
+			Epoch:   1,
+			Attempt: 1,
+			Task:    &agentplanev1.Task{TaskId: taskID, Input: "input of " + taskID, State: agentplanev1.TaskState_TASK_STATE_WORKING},
+		}
+		if mutate != nil {
+			mutate(l)
+		}
+		s.Queue = append(s.Queue, l)
+	})
+}
+
+// Requeue queues a task again after its lease ended, as the control plane does after
+// a suspension is decided, a pause is continued or a retry: the next epoch and
+// attempt, the history cursor at the end of what was reported; mutate adds what the
+// new lease carries (resolved interrupts, continue messages).
+func (f *Server) Requeue(taskID string, mutate func(*agentplanev1.Lease)) {
+	f.Do(func(s *State) {
+		prev := s.leases[taskID]
+		l := proto.CloneOf(prev)
+		l.Epoch++
+		l.Attempt++
+		l.LeaseId = fmt.Sprintf("%s-lease-%d", taskID, l.GetEpoch())
+		l.Deadline = nil
+		l.HistoryCursor = int64(len(s.Events[taskID]))
+		l.ResolvedInterrupts, l.PendingInterrupts, l.ContinueMessages = nil, nil, nil
+		if mutate != nil {
+			mutate(l)
+		}
+		delete(s.Ends, taskID)
+		s.Queue = append(s.Queue, l)
+	})
+}
+
+// Resolve records a decision for an interrupt; open AwaitDecision streams get it.
+func (f *Server) Resolve(interruptID string, dec *agentplanev1.Decision) {
+	f.Do(func(s *State) { s.Decisions[interruptID] = dec })
+}
+
+// End returns how a task's last lease ended, "" while it runs.
+func (f *Server) End(taskID string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.s.Ends[taskID]
+}
+
+func grpcErr(e *apierr.Error) error {
+	st, _ := apierr.ToStatus(e)
+	return st.Err()
+}
+
+// LeaseTasks grants up to max_tasks queued leases, waiting up to wait for one.
+func (f *Server) LeaseTasks(ctx context.Context, req *agentplanev1.LeaseTasksRequest) (*agentplanev1.LeaseTasksResponse, error) {
+	timeout := time.NewTimer(req.GetWait().AsDuration())
+	defer timeout.Stop()
+	for {
+		f.mu.Lock()
+		s := &f.s
+		if len(s.LeaseErrs) > 0 {
+			err := s.LeaseErrs[0]
+			s.LeaseErrs = s.LeaseErrs[1:]
+			f.notify()
+			f.mu.Unlock()
+			return nil, err
+		}
+		if len(s.Queue) > 0 {
+			s.MaxAsked = append(s.MaxAsked, req.GetMaxTasks())
+			n := min(int(max(req.GetMaxTasks(), 1)), len(s.Queue))
+			granted := s.Queue[:n:n]
+			s.Queue = s.Queue[n:]
+			for _, l := range granted {
+				if l.Deadline == nil {
+					l.Deadline = timestamppb.New(time.Now().Add(s.TTL))
+				}
+				s.leases[l.GetTask().GetTaskId()] = l
+			}
+			s.InFlight += n
+			s.Peak = max(s.Peak, s.InFlight)
+			f.notify()
+			f.mu.Unlock()
+			return &agentplanev1.LeaseTasksResponse{Leases: granted}, nil
+		}
+		ch := f.changed
+		f.mu.Unlock()
+		select {
+		case <-ch:
+		case <-timeout.C:
+			return &agentplanev1.LeaseTasksResponse{}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// fenced checks a lease ref; called with f.mu held.
+func (f *Server) fenced(ref *agentplanev1.LeaseRef) error {
+	if f.s.Lost[ref.GetLeaseId()] {
+		return grpcErr(apierr.FailedPrecondition(apierr.ReasonLeaseLost, "lease %s of task %s is no longer held", ref.GetLeaseId(), ref.GetTaskId()))
+	}
+	cur := f.s.leases[ref.GetTaskId()]
+	if cur == nil || cur.GetLeaseId() != ref.GetLeaseId() || cur.GetEpoch() != ref.GetEpoch() {
+		return grpcErr(apierr.FailedPrecondition(apierr.ReasonLeaseLost, "lease %s (epoch %d) of task %s is not the current lease", ref.GetLeaseId(), ref.GetEpoch(), ref.GetTaskId()))
+	}
+	if _, ended := f.s.Ends[ref.GetTaskId()]; ended {
+		return grpcErr(apierr.FailedPrecondition(apierr.ReasonLeaseLost, "lease %s was released", ref.GetLeaseId()))
+	}
+	return nil
+}
+
+// record runs fn under the lock if ref is the current lease, and wakes waiters.
+func (f *Server) record(ref *agentplanev1.LeaseRef, fn func(s *State) error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.notify()
+	if err := f.fenced(ref); err != nil {
+		return err
+	}
+	return fn(&f.s)
+}
+
+// Heartbeat extends the lease by TTL and reports cancellation.
+func (f *Server) Heartbeat(_ context.Context, req *agentplanev1.HeartbeatRequest) (*agentplanev1.HeartbeatResponse, error) {
+	var resp *agentplanev1.HeartbeatResponse
+	err := f.record(req.GetLease(), func(s *State) error {
+		if s.BeatErr != nil {
+			return s.BeatErr
+		}
+		s.Beats[req.GetLease().GetLeaseId()]++
+		reason, canceled := s.Canceled[req.GetLease().GetTaskId()]
+		resp = &agentplanev1.HeartbeatResponse{Deadline: timestamppb.New(time.Now().Add(s.TTL)), Canceled: canceled, CancelReason: reason}
+		return nil
+	})
+	return resp, err
+}
+
+// ReportEvents appends events.
+func (f *Server) ReportEvents(_ context.Context, req *agentplanev1.ReportEventsRequest) (*agentplanev1.ReportEventsResponse, error) {
+	var last int64
+	err := f.record(req.GetLease(), func(s *State) error {
+		id := req.GetLease().GetTaskId()
+		s.Events[id] = append(s.Events[id], req.GetEvents()...)
+		last = int64(len(s.Events[id]))
+		return nil
+	})
+	return &agentplanev1.ReportEventsResponse{LastSequence: last}, err
+}
+
+// CheckToolCall asks State.Gate.
+func (f *Server) CheckToolCall(_ context.Context, req *agentplanev1.CheckToolCallRequest) (*agentplanev1.CheckToolCallResponse, error) {
+	resp := &agentplanev1.CheckToolCallResponse{Outcome: agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW}
+	err := f.record(req.GetLease(), func(s *State) error {
+		s.Checks = append(s.Checks, req)
+		if s.Gate != nil {
+			resp = s.Gate(req)
+		}
+		return nil
+	})
+	return resp, err
+}
+
+// AwaitDecision sends the interrupt's decision once Resolve records it.
+func (f *Server) AwaitDecision(req *agentplanev1.AwaitDecisionRequest, stream grpc.ServerStreamingServer[agentplanev1.AwaitDecisionResponse]) error {
+	id := req.GetInterruptId()
+	err := f.record(req.GetLease(), func(s *State) error {
+		if s.DropAwaits > 0 {
+			s.DropAwaits--
+			return status.Error(codes.Unavailable, "workertest: decision stream dropped")
+		}
+		s.Awaiting[id]++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	defer f.Do(func(s *State) { s.Awaiting[id]-- })
+	for {
+		f.mu.Lock()
+		dec, ch := f.s.Decisions[id], f.changed
+		f.mu.Unlock()
+		if dec != nil {
+			return stream.Send(&agentplanev1.AwaitDecisionResponse{Decision: dec})
+		}
+		select {
+		case <-ch:
+		case <-stream.Context().Done():
+			return stream.Context().Err()
+		}
+	}
+}
+
+// end records how a lease ended; called inside record.
+func end(s *State, ref *agentplanev1.LeaseRef, how string) {
+	s.Ends[ref.GetTaskId()] = how
+	s.InFlight--
+}
+
+// SuspendTask releases the lease.
+func (f *Server) SuspendTask(_ context.Context, req *agentplanev1.SuspendTaskRequest) (*agentplanev1.SuspendTaskResponse, error) {
+	err := f.record(req.GetLease(), func(s *State) error { end(s, req.GetLease(), Suspended); return nil })
+	return &agentplanev1.SuspendTaskResponse{}, err
+}
+
+// PauseTask releases the lease and returns a synthetic pause interrupt.
+func (f *Server) PauseTask(_ context.Context, req *agentplanev1.PauseTaskRequest) (*agentplanev1.PauseTaskResponse, error) {
+	err := f.record(req.GetLease(), func(s *State) error {
+		end(s, req.GetLease(), Paused)
+		s.Pauses[req.GetLease().GetTaskId()] = req
+		return nil
+	})
+	it := &agentplanev1.Interrupt{
+		InterruptId: "pause-" + req.GetLease().GetLeaseId(), TaskId: req.GetLease().GetTaskId(),
+		Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE, State: agentplanev1.InterruptState_INTERRUPT_STATE_PENDING,
+	}
+	return &agentplanev1.PauseTaskResponse{Interrupt: it}, err
+}
+
+// CompleteTask ends the task.
+func (f *Server) CompleteTask(_ context.Context, req *agentplanev1.CompleteTaskRequest) (*agentplanev1.CompleteTaskResponse, error) {
+	err := f.record(req.GetLease(), func(s *State) error {
+		end(s, req.GetLease(), Completed)
+		s.Outputs[req.GetLease().GetTaskId()] = req.GetOutput()
+		return nil
+	})
+	return &agentplanev1.CompleteTaskResponse{}, err
+}
+
+// FailTask ends the task, or records a retry.
+func (f *Server) FailTask(_ context.Context, req *agentplanev1.FailTaskRequest) (*agentplanev1.FailTaskResponse, error) {
+	err := f.record(req.GetLease(), func(s *State) error {
+		how := Failed
+		if req.GetRetry() {
+			how = Retried
+		}
+		end(s, req.GetLease(), how)
+		s.Failures[req.GetLease().GetTaskId()] = req
+		return nil
+	})
+	return &agentplanev1.FailTaskResponse{}, err
+}
+
+// RecordVerdict records the request and answers with a verdict raising obligations
+// ob-1, ob-2, ... in order.
+func (f *Server) RecordVerdict(_ context.Context, req *agentplanev1.RecordVerdictRequest) (*agentplanev1.RecordVerdictResponse, error) {
+	var resp *agentplanev1.RecordVerdictResponse
+	err := f.record(req.GetLease(), func(s *State) error {
+		s.Verdicts = append(s.Verdicts, proto.CloneOf(req))
+		v := &agentplanev1.Verdict{
+			VerdictId: fmt.Sprintf("v%d", len(s.Verdicts)), TaskId: req.GetLease().GetTaskId(), Node: req.GetNode(),
+			Result: req.GetResult(), Approved: req.GetResult().GetVerdict() == "pass", Resolved: req.GetResolved(), EndsTurn: req.GetEndsTurn(),
+		}
+		for i, text := range req.GetRaised() {
+			v.Raised = append(v.Raised, &agentplanev1.Obligation{ObligationId: fmt.Sprintf("ob-%d", i+1), Text: text, State: agentplanev1.ObligationState_OBLIGATION_STATE_OPEN})
+		}
+		resp = &agentplanev1.RecordVerdictResponse{Verdict: v, OpenObligations: v.Raised}
+		return nil
+	})
+	return resp, err
+}
+
+// WatchTask replays the events runtimes reported for the task, as TaskEvents with
+// sequences from 1, and ends. (It does not follow live.)
+func (f *Server) WatchTask(req *agentplanev1.WatchTaskRequest, stream grpc.ServerStreamingServer[agentplanev1.WatchTaskResponse]) error {
+	f.mu.Lock()
+	events := f.s.Events[req.GetTaskId()]
+	f.mu.Unlock()
+	for i, ev := range events {
+		seq := int64(i + 1)
+		if seq <= req.GetAfterSequence() {
+			continue
+		}
+		te := &agentplanev1.TaskEvent{TaskId: req.GetTaskId(), Sequence: seq, Time: timestamppb.Now()}
+		switch p := ev.GetPayload().(type) {
+		case *agentplanev1.RuntimeEvent_Message:
+			te.Payload = &agentplanev1.TaskEvent_Message{Message: p.Message}
+		case *agentplanev1.RuntimeEvent_ToolCall:
+			te.Payload = &agentplanev1.TaskEvent_ToolCall{ToolCall: p.ToolCall}
+		case *agentplanev1.RuntimeEvent_ToolResult:
+			te.Payload = &agentplanev1.TaskEvent_ToolResult{ToolResult: p.ToolResult}
+		case *agentplanev1.RuntimeEvent_Note:
+			te.Payload = &agentplanev1.TaskEvent_Note{Note: p.Note}
+		}
+		if err := stream.Send(&agentplanev1.WatchTaskResponse{Event: te}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
