@@ -131,7 +131,7 @@ func TestHandlerResultDecidesTheEnd(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := workertest.New(t)
-	rt := f.Runtime()
+			rt := f.Runtime()
 			f.Enqueue("t1", nil)
 			r := startWorker(t, rt, tc.handler, func(o *Options) { o.MaxTasks = 1; o.RetryOnError = tc.retryOnErr })
 			if err := r.wait(t); err != nil {
@@ -225,7 +225,7 @@ func TestTaskContextStops(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := workertest.New(t)
-	rt := f.Runtime()
+			rt := f.Runtime()
 			f.Do(func(s *workertest.State) {
 				s.TTL = 60 * time.Millisecond
 				tc.arrange(s)
@@ -292,7 +292,7 @@ func TestInteractiveDecision(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := workertest.New(t)
-	rt := f.Runtime()
+			rt := f.Runtime()
 			f.Do(func(s *workertest.State) { s.Gate = gateInterrupts("i1"); s.DropAwaits = tc.drops })
 			f.Enqueue("t1", nil)
 			var gate *Gate
@@ -352,7 +352,7 @@ func TestGateAnswersWithoutInterrupt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := workertest.New(t)
-	rt := f.Runtime()
+			rt := f.Runtime()
 			f.Do(func(s *workertest.State) {
 				s.Gate = func(*agentplanev1.CheckToolCallRequest) *agentplanev1.CheckToolCallResponse { return tc.resp }
 			})
@@ -525,7 +525,7 @@ func TestCapacityBoundsConcurrency(t *testing.T) {
 func TestLeaseErrors(t *testing.T) {
 	t.Run("transient errors are retried", func(t *testing.T) {
 		f := workertest.New(t)
-	rt := f.Runtime()
+		rt := f.Runtime()
 		f.Do(func(s *workertest.State) {
 			s.LeaseErrs = []error{status.Error(codes.Unavailable, "restarting"), status.Error(codes.Unavailable, "restarting")}
 		})
@@ -540,7 +540,7 @@ func TestLeaseErrors(t *testing.T) {
 	})
 	t.Run("a permanent error stops the worker", func(t *testing.T) {
 		f := workertest.New(t)
-	rt := f.Runtime()
+		rt := f.Runtime()
 		f.Do(func(s *workertest.State) {
 			s.LeaseErrs = []error{status.Error(codes.Unimplemented, "RuntimeService.LeaseTasks is not implemented")}
 		})
@@ -555,7 +555,7 @@ func TestLeaseErrors(t *testing.T) {
 func TestStop(t *testing.T) {
 	t.Run("drains running tasks and leases no more", func(t *testing.T) {
 		f := workertest.New(t)
-	rt := f.Runtime()
+		rt := f.Runtime()
 		f.Enqueue("t1", nil)
 		f.Enqueue("t2", nil)
 		started, release := make(chan struct{}), make(chan struct{})
@@ -584,7 +584,7 @@ func TestStop(t *testing.T) {
 	})
 	t.Run("past the drain deadline tasks are canceled and handed back", func(t *testing.T) {
 		f := workertest.New(t)
-	rt := f.Runtime()
+		rt := f.Runtime()
 		f.Enqueue("t1", nil)
 		started := make(chan struct{})
 		var cause error
