@@ -52,7 +52,7 @@ func (s *Server) buildHTTP() error {
 	root := http.NewServeMux()
 	root.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
 	root.Handle("/", http.MaxBytesHandler(gw, maxBody))
-	s.http = &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second}
+	s.http = &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second, TLSConfig: s.tls}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,13 +13,16 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/agentplane/agentplane/gates"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/config"
 )
 
@@ -34,6 +38,8 @@ type Server struct {
 	start   time.Time
 
 	store *storeHandle
+	guard *auth.Guard
+	gates *gates.Policy
 
 	grpc    *grpc.Server
 	health  *health.Server
@@ -44,6 +50,8 @@ type Server struct {
 	gwConn  *grpc.ClientConn
 	http    *http.Server
 	httpLis net.Listener
+	// tls is the server TLS configuration, nil for plaintext.
+	tls *tls.Config
 
 	// stopping is closed when shutdown begins; long-lived streams end on it.
 	stopping chan struct{}
@@ -75,15 +83,30 @@ func New(cfg config.Config, opts ...Option) (_ *Server, err error) {
 		}
 	}()
 
+	if s.guard, err = auth.New(&s.cfg); err != nil {
+		return nil, err
+	}
+	if s.gates, err = gates.NewPolicy(s.cfg.GatesConfig()); err != nil {
+		return nil, err
+	}
 	if s.store, err = openStore(cfg); err != nil {
 		return nil, err
 	}
 
-	s.grpc = grpc.NewServer(
-		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
-		grpc.ChainStreamInterceptor(s.streamInterceptor),
-		grpc.MaxRecvMsgSize(int(cfg.Limits.MaxSpecBytes)+(64<<10)),
-	)
+	serverOpts := []grpc.ServerOption{
+		// Error mapping, metrics and panic recovery wrap authorization, so that refusals
+		// are counted and logged like any other answer.
+		grpc.ChainUnaryInterceptor(s.unaryInterceptor, s.guard.UnaryInterceptor),
+		grpc.ChainStreamInterceptor(s.streamInterceptor, s.guard.StreamInterceptor),
+		grpc.MaxRecvMsgSize(int(cfg.Limits.MaxSpecBytes) + (64 << 10)),
+	}
+	if cfg.TLS.CertFile != "" {
+		if s.tls, err = auth.ServerTLSConfig(cfg.TLS); err != nil {
+			return nil, err
+		}
+		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(s.tls)))
+	}
+	s.grpc = grpc.NewServer(serverOpts...)
 	s.registerServices()
 
 	if s.grpcLis, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
@@ -138,7 +161,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	if s.http != nil {
 		go func() {
-			if err := s.http.Serve(s.httpLis); !errors.Is(err, http.ErrServerClosed) {
+			serve := func() error { return s.http.Serve(s.httpLis) }
+			if s.tls != nil {
+				serve = func() error { return s.http.ServeTLS(s.httpLis, "", "") }
+			}
+			if err := serve(); !errors.Is(err, http.ErrServerClosed) {
 				errc <- err
 			}
 		}()

@@ -14,9 +14,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/agentplane/agentplane/server"
+	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/config"
 )
 
@@ -30,6 +32,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, server.BuildVersion())
 		return 0
 	}
+	if len(args) >= 2 && args[0] == "token" && args[1] == "new" {
+		return tokenNew(args[2:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("controlplane", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configFile := fs.String("config", os.Getenv("AGENTPLANE_CONFIG"), "YAML config `file` (env AGENTPLANE_CONFIG)")
@@ -38,7 +43,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	httpAddr := fs.String("http-addr", "", "HTTP/JSON listen `host:port`, or off (env "+config.EnvHTTPAddr+")")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error (env "+config.EnvLogLevel+")")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: controlplane [flags]\n       controlplane version\n\nRuns the agentplane control plane.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: controlplane [flags]\n       controlplane version\n       controlplane token new [--name N --tenant T --role R...]\n\nRuns the agentplane control plane.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -84,3 +89,43 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// tokenNew prints a new bearer token and the config entry holding its hash. The token
+// itself is shown once and stored nowhere.
+func tokenNew(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("controlplane token new", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	name := fs.String("name", "client", "token `name` (the principal's subject)")
+	tenant := fs.String("tenant", "default", "`tenant` the token acts in")
+	var roles roleList
+	fs.Var(&roles, "role", "`role` to grant: user, approver, runtime or admin (repeatable; default user)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if len(roles) == 0 {
+		roles = roleList{"user"}
+	}
+	for _, r := range roles {
+		if _, err := auth.ParseRole(r); err != nil {
+			fmt.Fprintf(stderr, "controlplane: %v\n", err)
+			return 2
+		}
+	}
+	token, hash, err := auth.NewToken()
+	if err != nil {
+		fmt.Fprintf(stderr, "controlplane: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "token (give it to the client; it is not stored anywhere):\n  %s\n\n", token)
+	fmt.Fprintf(stdout, "config entry (add under auth.tokens):\n  - name: %s\n    sha256: %s\n    tenant: %s\n    roles: [%s]\n",
+		*name, hash, *tenant, strings.Join(roles, ", "))
+	return 0
+}
+
+type roleList []string
+
+func (r *roleList) String() string     { return strings.Join(*r, ",") }
+func (r *roleList) Set(v string) error { *r = append(*r, v); return nil }

@@ -16,10 +16,10 @@ func rank(pkg string) (int, bool) {
 	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
 	switch {
 	case strings.HasPrefix(rel, "gen/"):
-		return 0, false
-	case rel == "server/apierr" || rel == "server/config":
-		return 1, false
+		return 0, true // storage messages embed API messages
 	case rel == "gates" || strings.HasPrefix(rel, "gates/"):
+		return 1, false // pure decisions: below everything but gen, so config can validate with them
+	case rel == "server/apierr" || rel == "server/config":
 		return 2, false
 	case strings.HasPrefix(rel, "server/store"):
 		return 3, true
@@ -108,7 +108,7 @@ func TestImportsFlowOneWay(t *testing.T) {
 }
 
 func TestRanksOrderTheLayers(t *testing.T) {
-	order := []string{"gen/agentplane/v1", "server/apierr", "gates", "server/store", "server/tasks", "server", "server/servertest", "cmd/ctl"}
+	order := []string{"gen/agentplane/v1", "gates", "server/apierr", "server/store", "server/tasks", "server", "server/servertest", "cmd/ctl"}
 	prev := -1
 	for _, p := range order {
 		r, _ := rank(module + "/" + p)
