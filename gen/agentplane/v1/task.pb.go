@@ -9,6 +9,7 @@ package agentplanev1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
@@ -259,9 +260,13 @@ type Task struct {
 	// Runtime currently holding the lease, if any.
 	RuntimeId string `protobuf:"bytes,23,opt,name=runtime_id,json=runtimeId,proto3" json:"runtime_id,omitempty"`
 	// Caller session id, passed to policies and approval requests.
-	SessionId     string `protobuf:"bytes,24,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SessionId string `protobuf:"bytes,24,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Caller per-tool axis overrides from StartTask; they only tighten gating.
+	ToolAxes []*ToolAxisOverride `protobuf:"bytes,25,rep,name=tool_axes,json=toolAxes,proto3" json:"tool_axes,omitempty"`
+	// Deadline applied to each interrupt of this task; absent means the deployment default.
+	InterruptTimeout *durationpb.Duration `protobuf:"bytes,26,opt,name=interrupt_timeout,json=interruptTimeout,proto3" json:"interrupt_timeout,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
@@ -473,6 +478,20 @@ func (x *Task) GetSessionId() string {
 		return x.SessionId
 	}
 	return ""
+}
+
+func (x *Task) GetToolAxes() []*ToolAxisOverride {
+	if x != nil {
+		return x.ToolAxes
+	}
+	return nil
+}
+
+func (x *Task) GetInterruptTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.InterruptTimeout
+	}
+	return nil
 }
 
 type isTask_Spec interface {
@@ -1827,7 +1846,7 @@ var File_agentplane_v1_task_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\n" +
-	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe9\b\n" +
+	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xef\t\n" +
 	"\x04Task\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12.\n" +
@@ -1860,7 +1879,9 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"runtime_id\x18\x17 \x01(\tR\truntimeId\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x18 \x01(\tR\tsessionId\x1a9\n" +
+	"session_id\x18\x18 \x01(\tR\tsessionId\x12<\n" +
+	"\ttool_axes\x18\x19 \x03(\v2\x1f.agentplane.v1.ToolAxisOverrideR\btoolAxes\x12F\n" +
+	"\x11interrupt_timeout\x18\x1a \x01(\v2\x19.google.protobuf.DurationR\x10interruptTimeout\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +
@@ -2022,11 +2043,13 @@ var file_agentplane_v1_task_proto_goTypes = []any{
 	(*InterruptPolicy)(nil),       // 26: agentplane.v1.InterruptPolicy
 	(*McpServer)(nil),             // 27: agentplane.v1.McpServer
 	(*A2APeer)(nil),               // 28: agentplane.v1.A2aPeer
-	(*structpb.Value)(nil),        // 29: google.protobuf.Value
-	(*ToolGated)(nil),             // 30: agentplane.v1.ToolGated
-	(*Interrupt)(nil),             // 31: agentplane.v1.Interrupt
-	(*Decision)(nil),              // 32: agentplane.v1.Decision
-	(*Verdict)(nil),               // 33: agentplane.v1.Verdict
+	(*ToolAxisOverride)(nil),      // 29: agentplane.v1.ToolAxisOverride
+	(*durationpb.Duration)(nil),   // 30: google.protobuf.Duration
+	(*structpb.Value)(nil),        // 31: google.protobuf.Value
+	(*ToolGated)(nil),             // 32: agentplane.v1.ToolGated
+	(*Interrupt)(nil),             // 33: agentplane.v1.Interrupt
+	(*Decision)(nil),              // 34: agentplane.v1.Decision
+	(*Verdict)(nil),               // 35: agentplane.v1.Verdict
 }
 var file_agentplane_v1_task_proto_depIdxs = []int32{
 	0,  // 0: agentplane.v1.Task.state:type_name -> agentplane.v1.TaskState
@@ -2041,40 +2064,42 @@ var file_agentplane_v1_task_proto_depIdxs = []int32{
 	26, // 9: agentplane.v1.Task.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
 	27, // 10: agentplane.v1.Task.mcp_servers:type_name -> agentplane.v1.McpServer
 	28, // 11: agentplane.v1.Task.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	29, // 12: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
-	25, // 13: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
-	7,  // 14: agentplane.v1.TaskEvent.submitted:type_name -> agentplane.v1.TaskSubmitted
-	8,  // 15: agentplane.v1.TaskEvent.state_changed:type_name -> agentplane.v1.StateChanged
-	9,  // 16: agentplane.v1.TaskEvent.message:type_name -> agentplane.v1.ChatMessage
-	10, // 17: agentplane.v1.TaskEvent.tool_call:type_name -> agentplane.v1.ToolCall
-	11, // 18: agentplane.v1.TaskEvent.tool_result:type_name -> agentplane.v1.ToolResult
-	12, // 19: agentplane.v1.TaskEvent.note:type_name -> agentplane.v1.RuntimeNote
-	13, // 20: agentplane.v1.TaskEvent.lease:type_name -> agentplane.v1.LeaseChanged
-	30, // 21: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
-	18, // 22: agentplane.v1.TaskEvent.interrupt_raised:type_name -> agentplane.v1.InterruptRaised
-	19, // 23: agentplane.v1.TaskEvent.interrupt_resolved:type_name -> agentplane.v1.InterruptResolved
-	20, // 24: agentplane.v1.TaskEvent.verdict_recorded:type_name -> agentplane.v1.VerdictRecorded
-	14, // 25: agentplane.v1.TaskEvent.mcp_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
-	14, // 26: agentplane.v1.TaskEvent.a2a_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
-	15, // 27: agentplane.v1.TaskEvent.entries_dropped:type_name -> agentplane.v1.EntriesDropped
-	17, // 28: agentplane.v1.TaskEvent.cancel_requested:type_name -> agentplane.v1.CancelRequested
-	5,  // 29: agentplane.v1.TaskEvent.output:type_name -> agentplane.v1.TaskOutput
-	0,  // 30: agentplane.v1.StateChanged.from:type_name -> agentplane.v1.TaskState
-	0,  // 31: agentplane.v1.StateChanged.to:type_name -> agentplane.v1.TaskState
-	1,  // 32: agentplane.v1.ChatMessage.role:type_name -> agentplane.v1.MessageRole
-	29, // 33: agentplane.v1.ToolCall.args:type_name -> google.protobuf.Value
-	29, // 34: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
-	22, // 35: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
-	2,  // 36: agentplane.v1.LeaseChanged.kind:type_name -> agentplane.v1.LeaseChangeKind
-	16, // 37: agentplane.v1.EntriesDropped.entries:type_name -> agentplane.v1.DroppedEntry
-	31, // 38: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
-	32, // 39: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
-	33, // 40: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
-	41, // [41:41] is the sub-list for method output_type
-	41, // [41:41] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	29, // 12: agentplane.v1.Task.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	30, // 13: agentplane.v1.Task.interrupt_timeout:type_name -> google.protobuf.Duration
+	31, // 14: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
+	25, // 15: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
+	7,  // 16: agentplane.v1.TaskEvent.submitted:type_name -> agentplane.v1.TaskSubmitted
+	8,  // 17: agentplane.v1.TaskEvent.state_changed:type_name -> agentplane.v1.StateChanged
+	9,  // 18: agentplane.v1.TaskEvent.message:type_name -> agentplane.v1.ChatMessage
+	10, // 19: agentplane.v1.TaskEvent.tool_call:type_name -> agentplane.v1.ToolCall
+	11, // 20: agentplane.v1.TaskEvent.tool_result:type_name -> agentplane.v1.ToolResult
+	12, // 21: agentplane.v1.TaskEvent.note:type_name -> agentplane.v1.RuntimeNote
+	13, // 22: agentplane.v1.TaskEvent.lease:type_name -> agentplane.v1.LeaseChanged
+	32, // 23: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
+	18, // 24: agentplane.v1.TaskEvent.interrupt_raised:type_name -> agentplane.v1.InterruptRaised
+	19, // 25: agentplane.v1.TaskEvent.interrupt_resolved:type_name -> agentplane.v1.InterruptResolved
+	20, // 26: agentplane.v1.TaskEvent.verdict_recorded:type_name -> agentplane.v1.VerdictRecorded
+	14, // 27: agentplane.v1.TaskEvent.mcp_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
+	14, // 28: agentplane.v1.TaskEvent.a2a_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
+	15, // 29: agentplane.v1.TaskEvent.entries_dropped:type_name -> agentplane.v1.EntriesDropped
+	17, // 30: agentplane.v1.TaskEvent.cancel_requested:type_name -> agentplane.v1.CancelRequested
+	5,  // 31: agentplane.v1.TaskEvent.output:type_name -> agentplane.v1.TaskOutput
+	0,  // 32: agentplane.v1.StateChanged.from:type_name -> agentplane.v1.TaskState
+	0,  // 33: agentplane.v1.StateChanged.to:type_name -> agentplane.v1.TaskState
+	1,  // 34: agentplane.v1.ChatMessage.role:type_name -> agentplane.v1.MessageRole
+	31, // 35: agentplane.v1.ToolCall.args:type_name -> google.protobuf.Value
+	31, // 36: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
+	22, // 37: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
+	2,  // 38: agentplane.v1.LeaseChanged.kind:type_name -> agentplane.v1.LeaseChangeKind
+	16, // 39: agentplane.v1.EntriesDropped.entries:type_name -> agentplane.v1.DroppedEntry
+	33, // 40: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
+	34, // 41: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
+	35, // 42: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
+	43, // [43:43] is the sub-list for method output_type
+	43, // [43:43] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_task_proto_init() }
