@@ -59,6 +59,9 @@ type Reader interface {
 	// such task.
 	GetTask(tenant, taskID string) (*storagev1.TaskRecord, error)
 
+	// GetTaskSpec returns what a task was started with, or NotFound (task.not_found).
+	GetTaskSpec(tenant, taskID string) (*storagev1.TaskSpecRecord, error)
+
 	// TaskForRequest returns the id of the task created under (tenant, request id), or
 	// "" when there is none.
 	TaskForRequest(tenant, requestID string) (string, error)
@@ -110,6 +113,10 @@ type Writer interface {
 	// tenant is AlreadyExists (task.request_id_reused).
 	PutTask(rec *storagev1.TaskRecord) error
 
+	// PutTaskSpec stores what an existing task was started with. It is written once: a
+	// second PutTaskSpec for the same task is refused.
+	PutTaskSpec(tenant, taskID string, spec *storagev1.TaskSpecRecord) error
+
 	// AppendEvents appends events to an existing task's log. Their sequences must
 	// continue the stored log without a gap (last stored + 1, + 2, ...); anything else
 	// is refused, so the log stays gap-free whatever the caller does. The caller keeps
@@ -128,7 +135,7 @@ type Writer interface {
 	// Its task must exist.
 	PutObligation(tenant, taskID string, rec *storagev1.ObligationRecord) error
 
-	// DeleteTask removes a task with everything it owns: events, interrupts, verdicts,
+	// DeleteTask removes a task with everything it owns: its spec, events, interrupts, verdicts,
 	// obligations and every index entry. A missing task is NotFound.
 	DeleteTask(tenant, taskID string) (Deleted, error)
 

@@ -51,6 +51,22 @@ func (r reader) GetTask(tenant, taskID string) (*storagev1.TaskRecord, error) {
 	return rec, unmarshal(v, rec, "task", key)
 }
 
+func (r reader) GetTaskSpec(tenant, taskID string) (*storagev1.TaskSpecRecord, error) {
+	if err := checkTenant(tenant); err != nil {
+		return nil, err
+	}
+	if !schema.ValidComponent(taskID) {
+		return nil, store.ErrTaskNotFound(taskID)
+	}
+	key := schema.TaskKey(tenant, taskID)
+	v := r.bucket(schema.TaskSpecs).Get(key)
+	if v == nil {
+		return nil, store.ErrTaskNotFound(taskID)
+	}
+	spec := &storagev1.TaskSpecRecord{}
+	return spec, unmarshal(v, spec, "task spec", key)
+}
+
 func (r reader) TaskForRequest(tenant, requestID string) (string, error) {
 	if err := checkTenant(tenant); err != nil {
 		return "", err

@@ -178,6 +178,17 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 	return w.put(schema.Tasks, schema.TaskKey(tenant, id), rec)
 }
 
+func (w *writer) PutTaskSpec(tenant, taskID string, spec *storagev1.TaskSpecRecord) error {
+	if err := w.requireTask(tenant, taskID); err != nil {
+		return err
+	}
+	key := schema.TaskKey(tenant, taskID)
+	if w.bucket(schema.TaskSpecs).Get(key) != nil {
+		return fmt.Errorf("store: task %s already has a spec; specs are written once", taskID)
+	}
+	return w.put(schema.TaskSpecs, key, spec)
+}
+
 func (w *writer) requireTask(tenant, taskID string) error {
 	if err := checkTenant(tenant); err != nil {
 		return err
@@ -350,6 +361,9 @@ func (w *writer) DeleteTask(tenant, taskID string) (store.Deleted, error) {
 			return d, err
 		}
 		d.Interrupts++
+	}
+	if err := w.del(schema.TaskSpecs, schema.TaskKey(tenant, taskID)); err != nil {
+		return d, err
 	}
 	child := schema.ChildPrefix(tenant, taskID)
 	if _, err := w.deletePrefix(schema.InterruptsByTask, child); err != nil {

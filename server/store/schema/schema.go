@@ -19,6 +19,8 @@ var (
 	Meta = []byte("meta")
 	// Tasks maps TaskKey to a TaskRecord.
 	Tasks = []byte("tasks")
+	// TaskSpecs maps TaskKey to the task's TaskSpecRecord (written once).
+	TaskSpecs = []byte("task_specs")
 	// TasksByCreate is the listing index: TaskByCreateKey, empty value.
 	TasksByCreate = []byte("tasks_by_create")
 	// Requests is the idempotency index: RequestKey to a RequestRecord.
@@ -49,7 +51,7 @@ var (
 
 // Buckets lists every bucket, created together with the store.
 var Buckets = [][]byte{
-	Meta, Tasks, TasksByCreate, Requests, Events, Queue, LeaseDeadlines, Ended,
+	Meta, Tasks, TaskSpecs, TasksByCreate, Requests, Events, Queue, LeaseDeadlines, Ended,
 	Interrupts, PendingInterrupts, InterruptDeadlines, InterruptsByTask,
 	Verdicts, Obligations, Counters,
 }

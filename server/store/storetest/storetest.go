@@ -29,6 +29,7 @@ func Run(t *testing.T, open Opener) {
 		fn   func(t *testing.T, s store.Store)
 	}{
 		{"TaskRoundTrip", testTaskRoundTrip},
+		{"TaskSpecWrittenOnce", testTaskSpec},
 		{"TenantIsolation", testTenantIsolation},
 		{"RequestIndex", testRequestIndex},
 		{"ImmutableFields", testImmutableFields},
@@ -65,8 +66,8 @@ func Task(tenant, id string, created time.Time) *storagev1.TaskRecord {
 		TaskId:     id,
 		Tenant:     tenant,
 		State:      agentplanev1.TaskState_TASK_STATE_SUBMITTED,
-		Spec:       &storagev1.TaskRecord_AgentId{AgentId: "echo"},
-		Input:      "hello " + id,
+		SpecKind:   "static",
+		SessionId:  "session of " + id,
 		CreateTime: timestamppb.New(created),
 		UpdateTime: timestamppb.New(created),
 	}
@@ -197,9 +198,9 @@ func testTaskRoundTrip(t *testing.T, s store.Store) {
 	if !proto.Equal(got, rec) {
 		t.Fatalf("GetTask = %v, want %v", got, rec)
 	}
-	got.Input = "changed by the caller"
+	got.SessionId = "changed by the caller"
 	again, _ := getTask(t, s, "acme", "t1")
-	if again.GetInput() != rec.GetInput() {
+	if again.GetSessionId() != rec.GetSessionId() {
 		t.Fatal("a returned record aliases stored state")
 	}
 	for _, id := range []string{"absent", "", string(bytes.Repeat([]byte("x"), 300))} {
@@ -208,14 +209,34 @@ func testTaskRoundTrip(t *testing.T, s store.Store) {
 	}
 }
 
+func testTaskSpec(t *testing.T, s store.Store) {
+	putTasks(t, s, Task("acme", "t1", at(0)))
+	spec := &storagev1.TaskSpecRecord{Spec: &storagev1.TaskSpecRecord_AgentId{AgentId: "echo"}, Input: "hi"}
+	update(t, s, func(w store.Writer) error { return w.PutTaskSpec("acme", "t1", spec) })
+	view(t, s, func(r store.Reader) error {
+		got, err := r.GetTaskSpec("acme", "t1")
+		if err != nil || !proto.Equal(got, spec) {
+			t.Errorf("GetTaskSpec = %v, %v", got, err)
+		}
+		_, err = r.GetTaskSpec("other", "t1")
+		wantCode(t, err, codes.NotFound, apierr.ReasonTaskNotFound)
+		return nil
+	})
+	if err := s.Update(context.Background(), func(w store.Writer) error { return w.PutTaskSpec("acme", "t1", spec) }); err == nil {
+		t.Fatal("a second PutTaskSpec was accepted")
+	}
+	err := s.Update(context.Background(), func(w store.Writer) error { return w.PutTaskSpec("acme", "absent", spec) })
+	wantCode(t, err, codes.NotFound, apierr.ReasonTaskNotFound)
+}
+
 func testTenantIsolation(t *testing.T, s store.Store) {
 	a, b := Task("a", "same", at(0)), Task("ab", "same", at(1))
-	b.Input = "tenant ab's"
+	b.SessionId = "tenant ab's"
 	putTasks(t, s, a, b, Task("a", "other", at(2)))
 	_, err := getTask(t, s, "b", "same")
 	wantCode(t, err, codes.NotFound, apierr.ReasonTaskNotFound)
 	got, err := getTask(t, s, "ab", "same")
-	if err != nil || got.GetInput() != "tenant ab's" {
+	if err != nil || got.GetSessionId() != "tenant ab's" {
 		t.Fatalf("GetTask(ab) = %v, %v", got, err)
 	}
 	equalStrings(t, "tenant a's tasks", taskIDs(t, s, "a", store.TaskRange{}), []string{"other", "same"})
@@ -526,6 +547,9 @@ func testDeleteTask(t *testing.T, s store.Store) {
 	putTasks(t, s, doomed, kept)
 	update(t, s, func(w store.Writer) error {
 		for _, id := range []string{"doomed", "kept"} {
+			if err := w.PutTaskSpec("acme", id, &storagev1.TaskSpecRecord{Input: id}); err != nil {
+				return err
+			}
 			if err := w.AppendEvents("acme", id, Event(1, "a"), Event(2, "b")); err != nil {
 				return err
 			}
@@ -563,6 +587,9 @@ func testDeleteTask(t *testing.T, s store.Store) {
 	view(t, s, func(r store.Reader) error {
 		if id, _ := r.TaskForRequest("acme", "req"); id != "" {
 			t.Errorf("request index still names %q", id)
+		}
+		if _, err := r.GetTaskSpec("acme", "doomed"); !store.IsNotFound(err) {
+			t.Errorf("spec survived: %v", err)
 		}
 		if _, err := r.GetInterrupt("acme", "i-doomed"); !store.IsNotFound(err) {
 			t.Errorf("interrupt survived: %v", err)

@@ -91,8 +91,10 @@ func (x *SchemaInfo) GetTokenKey() []byte {
 	return nil
 }
 
-// TaskRecord is the stored state of one task. Several indexes are derived from it by
-// the store (listing by creation time, idempotency, the run queue, lease deadlines,
+// TaskRecord is the mutable state of one task: small, because every runtime write
+// reads and rewrites it. What a task was started with, which never changes and may be
+// large, is in its TaskSpecRecord. Several indexes are derived from this record by the
+// store (listing by creation time, idempotency, the run queue, lease deadlines,
 // retention); the fields that drive them say so.
 type TaskRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -107,76 +109,55 @@ type TaskRecord struct {
 	// Digest of the canonical request that created the task, to tell a retry from a
 	// different request reusing the same request_id.
 	RequestDigest []byte `protobuf:"bytes,5,opt,name=request_digest,json=requestDigest,proto3" json:"request_digest,omitempty"`
-	// What runs, as submitted.
-	//
-	// Types that are valid to be assigned to Spec:
-	//
-	//	*TaskRecord_Agent
-	//	*TaskRecord_Graph
-	//	*TaskRecord_AgentId
-	Spec isTaskRecord_Spec `protobuf_oneof:"spec"`
-	// The spec a runtime runs, resolved once at StartTask (static agents looked up, the
-	// verdict tool granted), so that a running task is not affected by later changes of
-	// the deployment's agent table.
-	ResolvedSpec *v1.ResolvedSpec `protobuf:"bytes,9,opt,name=resolved_spec,json=resolvedSpec,proto3" json:"resolved_spec,omitempty"`
-	// The user's input.
-	Input string `protobuf:"bytes,10,opt,name=input,proto3" json:"input,omitempty"`
 	// Caller labels.
-	Labels map[string]string `protobuf:"bytes,11,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Labels map[string]string `protobuf:"bytes,6,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// When the task was accepted; drives the listing index. Immutable.
-	CreateTime *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	// When the task last changed.
-	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
 	// When the task reached a terminal state; drives the retention index.
-	EndTime *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	EndTime *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
 	// Sequence of the newest event; the log holds exactly 1..last_sequence.
-	LastSequence int64 `protobuf:"varint,15,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
+	LastSequence int64 `protobuf:"varint,10,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
 	// Total payload bytes of the task's events, for the history limit.
-	HistoryBytes int64 `protobuf:"varint,16,opt,name=history_bytes,json=historyBytes,proto3" json:"history_bytes,omitempty"`
+	HistoryBytes int64 `protobuf:"varint,11,opt,name=history_bytes,json=historyBytes,proto3" json:"history_bytes,omitempty"`
 	// Leases granted so far (the API's Task.attempt).
-	Attempt int32 `protobuf:"varint,17,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	// Leases lost or failed with retry since the task last made a clean hand-back
-	// (pause, suspend); reaching the configured maximum fails the task.
-	FailedAttempts int32 `protobuf:"varint,18,opt,name=failed_attempts,json=failedAttempts,proto3" json:"failed_attempts,omitempty"`
+	Attempt int32 `protobuf:"varint,12,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// Leases lost or failed with retry since the task last handed back cleanly (a pause
+	// or a suspension); reaching the configured maximum fails the task.
+	FailedAttempts int32 `protobuf:"varint,13,opt,name=failed_attempts,json=failedAttempts,proto3" json:"failed_attempts,omitempty"`
 	// Why the task failed, when FAILED.
-	Failure *v1.TaskFailure `protobuf:"bytes,19,opt,name=failure,proto3" json:"failure,omitempty"`
+	Failure *v1.TaskFailure `protobuf:"bytes,14,opt,name=failure,proto3" json:"failure,omitempty"`
 	// The result, when COMPLETED.
-	Output *v1.TaskOutput `protobuf:"bytes,20,opt,name=output,proto3" json:"output,omitempty"`
-	// The interrupt policy gating tool calls.
-	InterruptPolicy *v1.InterruptPolicy `protobuf:"bytes,21,opt,name=interrupt_policy,json=interruptPolicy,proto3" json:"interrupt_policy,omitempty"`
-	// Deadline applied to each interrupt of this task; absent means the deployment default.
-	InterruptTimeout *durationpb.Duration `protobuf:"bytes,22,opt,name=interrupt_timeout,json=interruptTimeout,proto3" json:"interrupt_timeout,omitempty"`
-	// Per-tool axis overrides from StartTask.
-	ToolAxes []*v1.ToolAxisOverride `protobuf:"bytes,23,rep,name=tool_axes,json=toolAxes,proto3" json:"tool_axes,omitempty"`
+	Output *v1.TaskOutput `protobuf:"bytes,15,opt,name=output,proto3" json:"output,omitempty"`
 	// Ids of interrupts waiting for a decision, oldest first.
-	PendingInterruptIds []string `protobuf:"bytes,24,rep,name=pending_interrupt_ids,json=pendingInterruptIds,proto3" json:"pending_interrupt_ids,omitempty"`
-	// Effective MCP servers.
-	McpServers []*v1.McpServer `protobuf:"bytes,25,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
-	// Effective A2A peers.
-	A2APeers []*v1.A2APeer `protobuf:"bytes,26,rep,name=a2a_peers,json=a2aPeers,proto3" json:"a2a_peers,omitempty"`
+	PendingInterruptIds []string `protobuf:"bytes,16,rep,name=pending_interrupt_ids,json=pendingInterruptIds,proto3" json:"pending_interrupt_ids,omitempty"`
 	// Set when a caller canceled the task.
-	Cancellation *Cancellation `protobuf:"bytes,27,opt,name=cancellation,proto3" json:"cancellation,omitempty"`
+	Cancellation *Cancellation `protobuf:"bytes,17,opt,name=cancellation,proto3" json:"cancellation,omitempty"`
 	// Principal that started the task.
-	CreatedBy string `protobuf:"bytes,28,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	CreatedBy string `protobuf:"bytes,18,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
 	// Caller session id.
-	SessionId string `protobuf:"bytes,29,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	SessionId string `protobuf:"bytes,19,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// The current lease, if any. Drives the lease-deadline index while it is active.
-	Lease *LeaseRecord `protobuf:"bytes,30,opt,name=lease,proto3" json:"lease,omitempty"`
+	Lease *LeaseRecord `protobuf:"bytes,20,opt,name=lease,proto3" json:"lease,omitempty"`
 	// Fencing epoch of the newest lease ever granted; the next lease gets epoch + 1.
-	Epoch int64 `protobuf:"varint,31,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Epoch int64 `protobuf:"varint,21,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// Set while the task waits in the run queue; drives the queue index (FIFO per
 	// tenant by this time).
-	QueueTime *timestamppb.Timestamp `protobuf:"bytes,32,opt,name=queue_time,json=queueTime,proto3" json:"queue_time,omitempty"`
+	QueueTime *timestamppb.Timestamp `protobuf:"bytes,22,opt,name=queue_time,json=queueTime,proto3" json:"queue_time,omitempty"`
 	// User messages given by ContinueTask since the task last paused; handed to every
 	// lease until the runtime ends its turn again.
-	ContinueMessages []string `protobuf:"bytes,33,rep,name=continue_messages,json=continueMessages,proto3" json:"continue_messages,omitempty"`
+	ContinueMessages []string `protobuf:"bytes,23,rep,name=continue_messages,json=continueMessages,proto3" json:"continue_messages,omitempty"`
 	// Interrupts resolved while the task was suspended; handed to every lease until the
 	// runtime ends its turn again.
-	ResumeInterruptIds []string `protobuf:"bytes,34,rep,name=resume_interrupt_ids,json=resumeInterruptIds,proto3" json:"resume_interrupt_ids,omitempty"`
-	// Obligations raised so far; the next obligation gets ordinal next_obligation + 1.
-	ObligationCount int64 `protobuf:"varint,35,opt,name=obligation_count,json=obligationCount,proto3" json:"obligation_count,omitempty"`
+	ResumeInterruptIds []string `protobuf:"bytes,24,rep,name=resume_interrupt_ids,json=resumeInterruptIds,proto3" json:"resume_interrupt_ids,omitempty"`
+	// Obligations raised so far; the next obligation gets ordinal obligation_count + 1.
+	ObligationCount int64 `protobuf:"varint,25,opt,name=obligation_count,json=obligationCount,proto3" json:"obligation_count,omitempty"`
 	// Verdicts recorded so far.
-	VerdictCount  int64 `protobuf:"varint,36,opt,name=verdict_count,json=verdictCount,proto3" json:"verdict_count,omitempty"`
+	VerdictCount int64 `protobuf:"varint,26,opt,name=verdict_count,json=verdictCount,proto3" json:"verdict_count,omitempty"`
+	// Kind of spec: AgentSpec, GraphSpec or static (copied from the spec record so that
+	// listings need not read it).
+	SpecKind      string `protobuf:"bytes,27,opt,name=spec_kind,json=specKind,proto3" json:"spec_kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -244,54 +225,6 @@ func (x *TaskRecord) GetRequestDigest() []byte {
 		return x.RequestDigest
 	}
 	return nil
-}
-
-func (x *TaskRecord) GetSpec() isTaskRecord_Spec {
-	if x != nil {
-		return x.Spec
-	}
-	return nil
-}
-
-func (x *TaskRecord) GetAgent() *v1.AgentSpec {
-	if x != nil {
-		if x, ok := x.Spec.(*TaskRecord_Agent); ok {
-			return x.Agent
-		}
-	}
-	return nil
-}
-
-func (x *TaskRecord) GetGraph() *v1.GraphSpec {
-	if x != nil {
-		if x, ok := x.Spec.(*TaskRecord_Graph); ok {
-			return x.Graph
-		}
-	}
-	return nil
-}
-
-func (x *TaskRecord) GetAgentId() string {
-	if x != nil {
-		if x, ok := x.Spec.(*TaskRecord_AgentId); ok {
-			return x.AgentId
-		}
-	}
-	return ""
-}
-
-func (x *TaskRecord) GetResolvedSpec() *v1.ResolvedSpec {
-	if x != nil {
-		return x.ResolvedSpec
-	}
-	return nil
-}
-
-func (x *TaskRecord) GetInput() string {
-	if x != nil {
-		return x.Input
-	}
-	return ""
 }
 
 func (x *TaskRecord) GetLabels() map[string]string {
@@ -364,44 +297,9 @@ func (x *TaskRecord) GetOutput() *v1.TaskOutput {
 	return nil
 }
 
-func (x *TaskRecord) GetInterruptPolicy() *v1.InterruptPolicy {
-	if x != nil {
-		return x.InterruptPolicy
-	}
-	return nil
-}
-
-func (x *TaskRecord) GetInterruptTimeout() *durationpb.Duration {
-	if x != nil {
-		return x.InterruptTimeout
-	}
-	return nil
-}
-
-func (x *TaskRecord) GetToolAxes() []*v1.ToolAxisOverride {
-	if x != nil {
-		return x.ToolAxes
-	}
-	return nil
-}
-
 func (x *TaskRecord) GetPendingInterruptIds() []string {
 	if x != nil {
 		return x.PendingInterruptIds
-	}
-	return nil
-}
-
-func (x *TaskRecord) GetMcpServers() []*v1.McpServer {
-	if x != nil {
-		return x.McpServers
-	}
-	return nil
-}
-
-func (x *TaskRecord) GetA2APeers() []*v1.A2APeer {
-	if x != nil {
-		return x.A2APeers
 	}
 	return nil
 }
@@ -476,30 +374,182 @@ func (x *TaskRecord) GetVerdictCount() int64 {
 	return 0
 }
 
-type isTaskRecord_Spec interface {
-	isTaskRecord_Spec()
+func (x *TaskRecord) GetSpecKind() string {
+	if x != nil {
+		return x.SpecKind
+	}
+	return ""
 }
 
-type TaskRecord_Agent struct {
+// TaskSpecRecord is what a task was started with. Written once, with the task, and
+// never changed.
+type TaskSpecRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What runs, as submitted.
+	//
+	// Types that are valid to be assigned to Spec:
+	//
+	//	*TaskSpecRecord_Agent
+	//	*TaskSpecRecord_Graph
+	//	*TaskSpecRecord_AgentId
+	Spec isTaskSpecRecord_Spec `protobuf_oneof:"spec"`
+	// The spec a runtime runs, resolved once at StartTask (static agents looked up, the
+	// verdict tool granted), so that a running task is not affected by later changes of
+	// the deployment's agent table.
+	ResolvedSpec *v1.ResolvedSpec `protobuf:"bytes,4,opt,name=resolved_spec,json=resolvedSpec,proto3" json:"resolved_spec,omitempty"`
+	// The user's input.
+	Input string `protobuf:"bytes,5,opt,name=input,proto3" json:"input,omitempty"`
+	// The interrupt policy gating tool calls.
+	InterruptPolicy *v1.InterruptPolicy `protobuf:"bytes,6,opt,name=interrupt_policy,json=interruptPolicy,proto3" json:"interrupt_policy,omitempty"`
+	// Deadline applied to each interrupt of this task; absent means the deployment default.
+	InterruptTimeout *durationpb.Duration `protobuf:"bytes,7,opt,name=interrupt_timeout,json=interruptTimeout,proto3" json:"interrupt_timeout,omitempty"`
+	// Per-tool axis overrides from StartTask.
+	ToolAxes []*v1.ToolAxisOverride `protobuf:"bytes,8,rep,name=tool_axes,json=toolAxes,proto3" json:"tool_axes,omitempty"`
+	// Effective MCP servers.
+	McpServers []*v1.McpServer `protobuf:"bytes,9,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
+	// Effective A2A peers.
+	A2APeers      []*v1.A2APeer `protobuf:"bytes,10,rep,name=a2a_peers,json=a2aPeers,proto3" json:"a2a_peers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskSpecRecord) Reset() {
+	*x = TaskSpecRecord{}
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskSpecRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskSpecRecord) ProtoMessage() {}
+
+func (x *TaskSpecRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskSpecRecord.ProtoReflect.Descriptor instead.
+func (*TaskSpecRecord) Descriptor() ([]byte, []int) {
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *TaskSpecRecord) GetSpec() isTaskSpecRecord_Spec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *TaskSpecRecord) GetAgent() *v1.AgentSpec {
+	if x != nil {
+		if x, ok := x.Spec.(*TaskSpecRecord_Agent); ok {
+			return x.Agent
+		}
+	}
+	return nil
+}
+
+func (x *TaskSpecRecord) GetGraph() *v1.GraphSpec {
+	if x != nil {
+		if x, ok := x.Spec.(*TaskSpecRecord_Graph); ok {
+			return x.Graph
+		}
+	}
+	return nil
+}
+
+func (x *TaskSpecRecord) GetAgentId() string {
+	if x != nil {
+		if x, ok := x.Spec.(*TaskSpecRecord_AgentId); ok {
+			return x.AgentId
+		}
+	}
+	return ""
+}
+
+func (x *TaskSpecRecord) GetResolvedSpec() *v1.ResolvedSpec {
+	if x != nil {
+		return x.ResolvedSpec
+	}
+	return nil
+}
+
+func (x *TaskSpecRecord) GetInput() string {
+	if x != nil {
+		return x.Input
+	}
+	return ""
+}
+
+func (x *TaskSpecRecord) GetInterruptPolicy() *v1.InterruptPolicy {
+	if x != nil {
+		return x.InterruptPolicy
+	}
+	return nil
+}
+
+func (x *TaskSpecRecord) GetInterruptTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.InterruptTimeout
+	}
+	return nil
+}
+
+func (x *TaskSpecRecord) GetToolAxes() []*v1.ToolAxisOverride {
+	if x != nil {
+		return x.ToolAxes
+	}
+	return nil
+}
+
+func (x *TaskSpecRecord) GetMcpServers() []*v1.McpServer {
+	if x != nil {
+		return x.McpServers
+	}
+	return nil
+}
+
+func (x *TaskSpecRecord) GetA2APeers() []*v1.A2APeer {
+	if x != nil {
+		return x.A2APeers
+	}
+	return nil
+}
+
+type isTaskSpecRecord_Spec interface {
+	isTaskSpecRecord_Spec()
+}
+
+type TaskSpecRecord_Agent struct {
 	// Inline agent.
-	Agent *v1.AgentSpec `protobuf:"bytes,6,opt,name=agent,proto3,oneof"`
+	Agent *v1.AgentSpec `protobuf:"bytes,1,opt,name=agent,proto3,oneof"`
 }
 
-type TaskRecord_Graph struct {
+type TaskSpecRecord_Graph struct {
 	// Inline graph.
-	Graph *v1.GraphSpec `protobuf:"bytes,7,opt,name=graph,proto3,oneof"`
+	Graph *v1.GraphSpec `protobuf:"bytes,2,opt,name=graph,proto3,oneof"`
 }
 
-type TaskRecord_AgentId struct {
+type TaskSpecRecord_AgentId struct {
 	// Static agent id.
-	AgentId string `protobuf:"bytes,8,opt,name=agent_id,json=agentId,proto3,oneof"`
+	AgentId string `protobuf:"bytes,3,opt,name=agent_id,json=agentId,proto3,oneof"`
 }
 
-func (*TaskRecord_Agent) isTaskRecord_Spec() {}
+func (*TaskSpecRecord_Agent) isTaskSpecRecord_Spec() {}
 
-func (*TaskRecord_Graph) isTaskRecord_Spec() {}
+func (*TaskSpecRecord_Graph) isTaskSpecRecord_Spec() {}
 
-func (*TaskRecord_AgentId) isTaskRecord_Spec() {}
+func (*TaskSpecRecord_AgentId) isTaskSpecRecord_Spec() {}
 
 // Cancellation records a caller's cancel.
 type Cancellation struct {
@@ -511,14 +561,14 @@ type Cancellation struct {
 	// When.
 	Time *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=time,proto3" json:"time,omitempty"`
 	// A runtime held the lease when the task was canceled; its next heartbeat is told.
-	RuntimeNotified bool `protobuf:"varint,4,opt,name=runtime_notified,json=runtimeNotified,proto3" json:"runtime_notified,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	RuntimeHeld   bool `protobuf:"varint,4,opt,name=runtime_held,json=runtimeHeld,proto3" json:"runtime_held,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Cancellation) Reset() {
 	*x = Cancellation{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[2]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -530,7 +580,7 @@ func (x *Cancellation) String() string {
 func (*Cancellation) ProtoMessage() {}
 
 func (x *Cancellation) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[2]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -543,7 +593,7 @@ func (x *Cancellation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancellation.ProtoReflect.Descriptor instead.
 func (*Cancellation) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{2}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Cancellation) GetReason() string {
@@ -567,9 +617,9 @@ func (x *Cancellation) GetTime() *timestamppb.Timestamp {
 	return nil
 }
 
-func (x *Cancellation) GetRuntimeNotified() bool {
+func (x *Cancellation) GetRuntimeHeld() bool {
 	if x != nil {
-		return x.RuntimeNotified
+		return x.RuntimeHeld
 	}
 	return false
 }
@@ -597,7 +647,7 @@ type LeaseRecord struct {
 
 func (x *LeaseRecord) Reset() {
 	*x = LeaseRecord{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[3]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -609,7 +659,7 @@ func (x *LeaseRecord) String() string {
 func (*LeaseRecord) ProtoMessage() {}
 
 func (x *LeaseRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[3]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -622,7 +672,7 @@ func (x *LeaseRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRecord.ProtoReflect.Descriptor instead.
 func (*LeaseRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{3}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *LeaseRecord) GetLeaseId() string {
@@ -686,7 +736,7 @@ type EventRecord struct {
 
 func (x *EventRecord) Reset() {
 	*x = EventRecord{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[4]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -698,7 +748,7 @@ func (x *EventRecord) String() string {
 func (*EventRecord) ProtoMessage() {}
 
 func (x *EventRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[4]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -711,7 +761,7 @@ func (x *EventRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRecord.ProtoReflect.Descriptor instead.
 func (*EventRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{4}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *EventRecord) GetSequence() int64 {
@@ -753,7 +803,7 @@ type RequestRecord struct {
 
 func (x *RequestRecord) Reset() {
 	*x = RequestRecord{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[5]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -765,7 +815,7 @@ func (x *RequestRecord) String() string {
 func (*RequestRecord) ProtoMessage() {}
 
 func (x *RequestRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[5]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -778,7 +828,7 @@ func (x *RequestRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestRecord.ProtoReflect.Descriptor instead.
 func (*RequestRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{5}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RequestRecord) GetTaskId() string {
@@ -811,7 +861,7 @@ type InterruptRecord struct {
 
 func (x *InterruptRecord) Reset() {
 	*x = InterruptRecord{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[6]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -823,7 +873,7 @@ func (x *InterruptRecord) String() string {
 func (*InterruptRecord) ProtoMessage() {}
 
 func (x *InterruptRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[6]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -836,7 +886,7 @@ func (x *InterruptRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptRecord.ProtoReflect.Descriptor instead.
 func (*InterruptRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{6}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *InterruptRecord) GetInterrupt() *v1.Interrupt {
@@ -885,7 +935,7 @@ type VerdictRecord struct {
 
 func (x *VerdictRecord) Reset() {
 	*x = VerdictRecord{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[7]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -897,7 +947,7 @@ func (x *VerdictRecord) String() string {
 func (*VerdictRecord) ProtoMessage() {}
 
 func (x *VerdictRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[7]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -910,7 +960,7 @@ func (x *VerdictRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerdictRecord.ProtoReflect.Descriptor instead.
 func (*VerdictRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{7}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *VerdictRecord) GetVerdict() *v1.Verdict {
@@ -934,7 +984,7 @@ type ObligationRecord struct {
 
 func (x *ObligationRecord) Reset() {
 	*x = ObligationRecord{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[8]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -946,7 +996,7 @@ func (x *ObligationRecord) String() string {
 func (*ObligationRecord) ProtoMessage() {}
 
 func (x *ObligationRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[8]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -959,7 +1009,7 @@ func (x *ObligationRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObligationRecord.ProtoReflect.Descriptor instead.
 func (*ObligationRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{8}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ObligationRecord) GetOrdinal() int64 {
@@ -986,7 +1036,7 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\x05R\aversion\x12;\n" +
 	"\vcreate_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12\x1b\n" +
-	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\xf3\r\n" +
+	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\xee\t\n" +
 	"\n" +
 	"TaskRecord\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
@@ -994,54 +1044,57 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\x05state\x18\x03 \x01(\x0e2\x18.agentplane.v1.TaskStateR\x05state\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x04 \x01(\tR\trequestId\x12%\n" +
-	"\x0erequest_digest\x18\x05 \x01(\fR\rrequestDigest\x120\n" +
-	"\x05agent\x18\x06 \x01(\v2\x18.agentplane.v1.AgentSpecH\x00R\x05agent\x120\n" +
-	"\x05graph\x18\a \x01(\v2\x18.agentplane.v1.GraphSpecH\x00R\x05graph\x12\x1b\n" +
-	"\bagent_id\x18\b \x01(\tH\x00R\aagentId\x12@\n" +
-	"\rresolved_spec\x18\t \x01(\v2\x1b.agentplane.v1.ResolvedSpecR\fresolvedSpec\x12\x14\n" +
-	"\x05input\x18\n" +
-	" \x01(\tR\x05input\x12E\n" +
-	"\x06labels\x18\v \x03(\v2-.agentplane.storage.v1.TaskRecord.LabelsEntryR\x06labels\x12;\n" +
-	"\vcreate_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"\x0erequest_digest\x18\x05 \x01(\fR\rrequestDigest\x12E\n" +
+	"\x06labels\x18\x06 \x03(\v2-.agentplane.storage.v1.TaskRecord.LabelsEntryR\x06labels\x12;\n" +
+	"\vcreate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
-	"\vupdate_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\x125\n" +
-	"\bend_time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12#\n" +
-	"\rlast_sequence\x18\x0f \x01(\x03R\flastSequence\x12#\n" +
-	"\rhistory_bytes\x18\x10 \x01(\x03R\fhistoryBytes\x12\x18\n" +
-	"\aattempt\x18\x11 \x01(\x05R\aattempt\x12'\n" +
-	"\x0ffailed_attempts\x18\x12 \x01(\x05R\x0efailedAttempts\x124\n" +
-	"\afailure\x18\x13 \x01(\v2\x1a.agentplane.v1.TaskFailureR\afailure\x121\n" +
-	"\x06output\x18\x14 \x01(\v2\x19.agentplane.v1.TaskOutputR\x06output\x12I\n" +
-	"\x10interrupt_policy\x18\x15 \x01(\v2\x1e.agentplane.v1.InterruptPolicyR\x0finterruptPolicy\x12F\n" +
-	"\x11interrupt_timeout\x18\x16 \x01(\v2\x19.google.protobuf.DurationR\x10interruptTimeout\x12<\n" +
-	"\ttool_axes\x18\x17 \x03(\v2\x1f.agentplane.v1.ToolAxisOverrideR\btoolAxes\x122\n" +
-	"\x15pending_interrupt_ids\x18\x18 \x03(\tR\x13pendingInterruptIds\x129\n" +
-	"\vmcp_servers\x18\x19 \x03(\v2\x18.agentplane.v1.McpServerR\n" +
-	"mcpServers\x123\n" +
-	"\ta2a_peers\x18\x1a \x03(\v2\x16.agentplane.v1.A2aPeerR\ba2aPeers\x12G\n" +
-	"\fcancellation\x18\x1b \x01(\v2#.agentplane.storage.v1.CancellationR\fcancellation\x12\x1d\n" +
+	"\bend_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12#\n" +
+	"\rlast_sequence\x18\n" +
+	" \x01(\x03R\flastSequence\x12#\n" +
+	"\rhistory_bytes\x18\v \x01(\x03R\fhistoryBytes\x12\x18\n" +
+	"\aattempt\x18\f \x01(\x05R\aattempt\x12'\n" +
+	"\x0ffailed_attempts\x18\r \x01(\x05R\x0efailedAttempts\x124\n" +
+	"\afailure\x18\x0e \x01(\v2\x1a.agentplane.v1.TaskFailureR\afailure\x121\n" +
+	"\x06output\x18\x0f \x01(\v2\x19.agentplane.v1.TaskOutputR\x06output\x122\n" +
+	"\x15pending_interrupt_ids\x18\x10 \x03(\tR\x13pendingInterruptIds\x12G\n" +
+	"\fcancellation\x18\x11 \x01(\v2#.agentplane.storage.v1.CancellationR\fcancellation\x12\x1d\n" +
 	"\n" +
-	"created_by\x18\x1c \x01(\tR\tcreatedBy\x12\x1d\n" +
+	"created_by\x18\x12 \x01(\tR\tcreatedBy\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x1d \x01(\tR\tsessionId\x128\n" +
-	"\x05lease\x18\x1e \x01(\v2\".agentplane.storage.v1.LeaseRecordR\x05lease\x12\x14\n" +
-	"\x05epoch\x18\x1f \x01(\x03R\x05epoch\x129\n" +
+	"session_id\x18\x13 \x01(\tR\tsessionId\x128\n" +
+	"\x05lease\x18\x14 \x01(\v2\".agentplane.storage.v1.LeaseRecordR\x05lease\x12\x14\n" +
+	"\x05epoch\x18\x15 \x01(\x03R\x05epoch\x129\n" +
 	"\n" +
-	"queue_time\x18  \x01(\v2\x1a.google.protobuf.TimestampR\tqueueTime\x12+\n" +
-	"\x11continue_messages\x18! \x03(\tR\x10continueMessages\x120\n" +
-	"\x14resume_interrupt_ids\x18\" \x03(\tR\x12resumeInterruptIds\x12)\n" +
-	"\x10obligation_count\x18# \x01(\x03R\x0fobligationCount\x12#\n" +
-	"\rverdict_count\x18$ \x01(\x03R\fverdictCount\x1a9\n" +
+	"queue_time\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\tqueueTime\x12+\n" +
+	"\x11continue_messages\x18\x17 \x03(\tR\x10continueMessages\x120\n" +
+	"\x14resume_interrupt_ids\x18\x18 \x03(\tR\x12resumeInterruptIds\x12)\n" +
+	"\x10obligation_count\x18\x19 \x01(\x03R\x0fobligationCount\x12#\n" +
+	"\rverdict_count\x18\x1a \x01(\x03R\fverdictCount\x12\x1b\n" +
+	"\tspec_kind\x18\x1b \x01(\tR\bspecKind\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +
-	"\x04spec\"\xa4\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb2\x04\n" +
+	"\x0eTaskSpecRecord\x120\n" +
+	"\x05agent\x18\x01 \x01(\v2\x18.agentplane.v1.AgentSpecH\x00R\x05agent\x120\n" +
+	"\x05graph\x18\x02 \x01(\v2\x18.agentplane.v1.GraphSpecH\x00R\x05graph\x12\x1b\n" +
+	"\bagent_id\x18\x03 \x01(\tH\x00R\aagentId\x12@\n" +
+	"\rresolved_spec\x18\x04 \x01(\v2\x1b.agentplane.v1.ResolvedSpecR\fresolvedSpec\x12\x14\n" +
+	"\x05input\x18\x05 \x01(\tR\x05input\x12I\n" +
+	"\x10interrupt_policy\x18\x06 \x01(\v2\x1e.agentplane.v1.InterruptPolicyR\x0finterruptPolicy\x12F\n" +
+	"\x11interrupt_timeout\x18\a \x01(\v2\x19.google.protobuf.DurationR\x10interruptTimeout\x12<\n" +
+	"\ttool_axes\x18\b \x03(\v2\x1f.agentplane.v1.ToolAxisOverrideR\btoolAxes\x129\n" +
+	"\vmcp_servers\x18\t \x03(\v2\x18.agentplane.v1.McpServerR\n" +
+	"mcpServers\x123\n" +
+	"\ta2a_peers\x18\n" +
+	" \x03(\v2\x16.agentplane.v1.A2aPeerR\ba2aPeersB\x06\n" +
+	"\x04spec\"\x9c\x01\n" +
 	"\fCancellation\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12!\n" +
 	"\frequested_by\x18\x02 \x01(\tR\vrequestedBy\x12.\n" +
-	"\x04time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12)\n" +
-	"\x10runtime_notified\x18\x04 \x01(\bR\x0fruntimeNotified\"\xea\x01\n" +
+	"\x04time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12!\n" +
+	"\fruntime_held\x18\x04 \x01(\bR\vruntimeHeld\"\xea\x01\n" +
 	"\vLeaseRecord\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x1d\n" +
@@ -1085,64 +1138,65 @@ func file_agentplane_storage_v1_storage_proto_rawDescGZIP() []byte {
 	return file_agentplane_storage_v1_storage_proto_rawDescData
 }
 
-var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(*SchemaInfo)(nil),            // 0: agentplane.storage.v1.SchemaInfo
 	(*TaskRecord)(nil),            // 1: agentplane.storage.v1.TaskRecord
-	(*Cancellation)(nil),          // 2: agentplane.storage.v1.Cancellation
-	(*LeaseRecord)(nil),           // 3: agentplane.storage.v1.LeaseRecord
-	(*EventRecord)(nil),           // 4: agentplane.storage.v1.EventRecord
-	(*RequestRecord)(nil),         // 5: agentplane.storage.v1.RequestRecord
-	(*InterruptRecord)(nil),       // 6: agentplane.storage.v1.InterruptRecord
-	(*VerdictRecord)(nil),         // 7: agentplane.storage.v1.VerdictRecord
-	(*ObligationRecord)(nil),      // 8: agentplane.storage.v1.ObligationRecord
-	nil,                           // 9: agentplane.storage.v1.TaskRecord.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
-	(v1.TaskState)(0),             // 11: agentplane.v1.TaskState
-	(*v1.AgentSpec)(nil),          // 12: agentplane.v1.AgentSpec
-	(*v1.GraphSpec)(nil),          // 13: agentplane.v1.GraphSpec
-	(*v1.ResolvedSpec)(nil),       // 14: agentplane.v1.ResolvedSpec
-	(*v1.TaskFailure)(nil),        // 15: agentplane.v1.TaskFailure
-	(*v1.TaskOutput)(nil),         // 16: agentplane.v1.TaskOutput
-	(*v1.InterruptPolicy)(nil),    // 17: agentplane.v1.InterruptPolicy
-	(*durationpb.Duration)(nil),   // 18: google.protobuf.Duration
-	(*v1.ToolAxisOverride)(nil),   // 19: agentplane.v1.ToolAxisOverride
-	(*v1.McpServer)(nil),          // 20: agentplane.v1.McpServer
-	(*v1.A2APeer)(nil),            // 21: agentplane.v1.A2aPeer
-	(*v1.TaskEvent)(nil),          // 22: agentplane.v1.TaskEvent
-	(*v1.Interrupt)(nil),          // 23: agentplane.v1.Interrupt
-	(*v1.Verdict)(nil),            // 24: agentplane.v1.Verdict
-	(*v1.Obligation)(nil),         // 25: agentplane.v1.Obligation
+	(*TaskSpecRecord)(nil),        // 2: agentplane.storage.v1.TaskSpecRecord
+	(*Cancellation)(nil),          // 3: agentplane.storage.v1.Cancellation
+	(*LeaseRecord)(nil),           // 4: agentplane.storage.v1.LeaseRecord
+	(*EventRecord)(nil),           // 5: agentplane.storage.v1.EventRecord
+	(*RequestRecord)(nil),         // 6: agentplane.storage.v1.RequestRecord
+	(*InterruptRecord)(nil),       // 7: agentplane.storage.v1.InterruptRecord
+	(*VerdictRecord)(nil),         // 8: agentplane.storage.v1.VerdictRecord
+	(*ObligationRecord)(nil),      // 9: agentplane.storage.v1.ObligationRecord
+	nil,                           // 10: agentplane.storage.v1.TaskRecord.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(v1.TaskState)(0),             // 12: agentplane.v1.TaskState
+	(*v1.TaskFailure)(nil),        // 13: agentplane.v1.TaskFailure
+	(*v1.TaskOutput)(nil),         // 14: agentplane.v1.TaskOutput
+	(*v1.AgentSpec)(nil),          // 15: agentplane.v1.AgentSpec
+	(*v1.GraphSpec)(nil),          // 16: agentplane.v1.GraphSpec
+	(*v1.ResolvedSpec)(nil),       // 17: agentplane.v1.ResolvedSpec
+	(*v1.InterruptPolicy)(nil),    // 18: agentplane.v1.InterruptPolicy
+	(*durationpb.Duration)(nil),   // 19: google.protobuf.Duration
+	(*v1.ToolAxisOverride)(nil),   // 20: agentplane.v1.ToolAxisOverride
+	(*v1.McpServer)(nil),          // 21: agentplane.v1.McpServer
+	(*v1.A2APeer)(nil),            // 22: agentplane.v1.A2aPeer
+	(*v1.TaskEvent)(nil),          // 23: agentplane.v1.TaskEvent
+	(*v1.Interrupt)(nil),          // 24: agentplane.v1.Interrupt
+	(*v1.Verdict)(nil),            // 25: agentplane.v1.Verdict
+	(*v1.Obligation)(nil),         // 26: agentplane.v1.Obligation
 }
 var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
-	10, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
-	11, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
-	12, // 2: agentplane.storage.v1.TaskRecord.agent:type_name -> agentplane.v1.AgentSpec
-	13, // 3: agentplane.storage.v1.TaskRecord.graph:type_name -> agentplane.v1.GraphSpec
-	14, // 4: agentplane.storage.v1.TaskRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
-	9,  // 5: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
-	10, // 6: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
-	10, // 7: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
-	10, // 8: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
-	15, // 9: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
-	16, // 10: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
-	17, // 11: agentplane.storage.v1.TaskRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	18, // 12: agentplane.storage.v1.TaskRecord.interrupt_timeout:type_name -> google.protobuf.Duration
-	19, // 13: agentplane.storage.v1.TaskRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	20, // 14: agentplane.storage.v1.TaskRecord.mcp_servers:type_name -> agentplane.v1.McpServer
-	21, // 15: agentplane.storage.v1.TaskRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	2,  // 16: agentplane.storage.v1.TaskRecord.cancellation:type_name -> agentplane.storage.v1.Cancellation
-	3,  // 17: agentplane.storage.v1.TaskRecord.lease:type_name -> agentplane.storage.v1.LeaseRecord
-	10, // 18: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
-	10, // 19: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
-	10, // 20: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
-	10, // 21: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
-	10, // 22: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
-	22, // 23: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
-	23, // 24: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
-	10, // 25: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
-	24, // 26: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
-	25, // 27: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
+	11, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
+	12, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
+	10, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
+	11, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
+	11, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
+	11, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
+	13, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
+	14, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
+	3,  // 8: agentplane.storage.v1.TaskRecord.cancellation:type_name -> agentplane.storage.v1.Cancellation
+	4,  // 9: agentplane.storage.v1.TaskRecord.lease:type_name -> agentplane.storage.v1.LeaseRecord
+	11, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
+	15, // 11: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
+	16, // 12: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
+	17, // 13: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
+	18, // 14: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	19, // 15: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
+	20, // 16: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	21, // 17: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
+	22, // 18: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	11, // 19: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
+	11, // 20: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
+	11, // 21: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
+	11, // 22: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
+	23, // 23: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
+	24, // 24: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
+	11, // 25: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
+	25, // 26: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
+	26, // 27: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
 	28, // [28:28] is the sub-list for method output_type
 	28, // [28:28] is the sub-list for method input_type
 	28, // [28:28] is the sub-list for extension type_name
@@ -1155,10 +1209,10 @@ func file_agentplane_storage_v1_storage_proto_init() {
 	if File_agentplane_storage_v1_storage_proto != nil {
 		return
 	}
-	file_agentplane_storage_v1_storage_proto_msgTypes[1].OneofWrappers = []any{
-		(*TaskRecord_Agent)(nil),
-		(*TaskRecord_Graph)(nil),
-		(*TaskRecord_AgentId)(nil),
+	file_agentplane_storage_v1_storage_proto_msgTypes[2].OneofWrappers = []any{
+		(*TaskSpecRecord_Agent)(nil),
+		(*TaskSpecRecord_Graph)(nil),
+		(*TaskSpecRecord_AgentId)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1166,7 +1220,7 @@ func file_agentplane_storage_v1_storage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_storage_v1_storage_proto_rawDesc), len(file_agentplane_storage_v1_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
