@@ -41,7 +41,7 @@ type ReasonDefaults struct {
 // the deployment defaults.
 func ReasonPolicyFor(ct *agentplanev1.ContentTrustPolicy, d ReasonDefaults) ReasonPolicy {
 	p := ReasonPolicy{Trusted: d.Trusted, MaxUntrustedBytes: d.MaxUntrustedBytes}
-	if ct.HitlReasonPolicy != nil {
+	if ct.GetHitlReasonPolicy() != "" {
 		// Anything but an explicit "trusted" is untrusted: an unknown mode must not
 		// loosen anything.
 		p.Trusted = ct.GetHitlReasonPolicy() == TrustTrusted
