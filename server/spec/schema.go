@@ -1,0 +1,276 @@
+package spec
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// JSON Schemas inside specs (tool parameters, output_schema, deps_schema) are
+// compiled with santhosh-tekuri/jsonschema against their metaschema (draft 2020-12
+// unless the schema names another draft). Compilation is far more expensive than
+// everything else validation does, and the same schemas arrive again and again (CI
+// re-validating a spec, StartTask after ValidateSpec), so compiled schemas are kept
+// in a small LRU keyed by the digest of their canonical JSON.
+
+const (
+	schemaURL = "mem:///schema.json"
+	// schemaCacheSize bounds the compiled-schema cache.
+	schemaCacheSize = 256
+	// maxSchemaFindings caps the findings reported for one schema.
+	maxSchemaFindings = 8
+)
+
+// noLoader refuses every external reference: a schema in a spec must not make the
+// control plane read files ($ref: file:///etc/passwd) or fetch URLs. The library's
+// default loader reads files, so this is not optional.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, errors.New("external references are not allowed in spec schemas; inline the schema under $defs")
+}
+
+type compiled struct {
+	sch *jsonschema.Schema
+	// findings are the reasons the schema does not compile (nil when it does).
+	findings []schemaFinding
+}
+
+type schemaFinding struct {
+	ptr string // pointer inside the schema
+	msg string
+}
+
+type schemaCache struct {
+	mu    sync.Mutex
+	ll    *list.List // of *cacheEntry, most recent first
+	items map[[32]byte]*list.Element
+}
+
+type cacheEntry struct {
+	key [32]byte
+	val *compiled
+}
+
+var schemas = &schemaCache{ll: list.New(), items: map[[32]byte]*list.Element{}}
+
+// compile returns the compiled form of s, from the cache when it is there.
+func (c *schemaCache) compile(s *structpb.Struct) *compiled {
+	canon, err := Encode(s)
+	if err != nil {
+		return &compiled{findings: []schemaFinding{{msg: err.Error()}}}
+	}
+	key := sha256.Sum256(canon)
+	c.mu.Lock()
+	if el, ok := c.items[key]; ok {
+		c.ll.MoveToFront(el)
+		v := el.Value.(*cacheEntry).val
+		c.mu.Unlock()
+		return v
+	}
+	c.mu.Unlock()
+
+	// Compile outside the lock; two goroutines compiling the same schema at once
+	// both succeed and one result wins, which is harmless.
+	v := compileSchema(s.AsMap())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[key]; ok {
+		return el.Value.(*cacheEntry).val
+	}
+	c.items[key] = c.ll.PushFront(&cacheEntry{key: key, val: v})
+	for c.ll.Len() > schemaCacheSize {
+		last := c.ll.Back()
+		c.ll.Remove(last)
+		delete(c.items, last.Value.(*cacheEntry).key)
+	}
+	return v
+}
+
+var printer = message.NewPrinter(language.English)
+
+func compileSchema(doc map[string]any) *compiled {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	if err := c.AddResource(schemaURL, doc); err != nil {
+		return &compiled{findings: []schemaFinding{{msg: cleanSchemaError(err)}}}
+	}
+	sch, err := c.Compile(schemaURL)
+	if err == nil {
+		return &compiled{sch: sch}
+	}
+	var sve *jsonschema.SchemaValidationError
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
+		return &compiled{findings: leafFindings(ve)}
+	}
+	return &compiled{findings: []schemaFinding{{msg: cleanSchemaError(err)}}}
+}
+
+// leafFindings flattens a validation error to its leaves, one per location.
+func leafFindings(ve *jsonschema.ValidationError) []schemaFinding {
+	var out []schemaFinding
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(out) >= maxSchemaFindings {
+			return
+		}
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		ptr := pointerOf(e.InstanceLocation)
+		if slices.ContainsFunc(out, func(f schemaFinding) bool { return f.ptr == ptr }) {
+			return
+		}
+		out = append(out, schemaFinding{ptr: ptr, msg: e.ErrorKind.LocalizedString(printer)})
+	}
+	walk(ve)
+	return out
+}
+
+func pointerOf(segs []string) string {
+	var p *Path
+	for _, s := range segs {
+		p = p.Child(s)
+	}
+	return p.String()
+}
+
+func cleanSchemaError(err error) string {
+	return strings.ReplaceAll(err.Error(), schemaURL, "the schema")
+}
+
+// schema checks that s compiles as a JSON Schema and reports why not under p. It
+// reports whether s compiled.
+func (w *walker) schema(s *structpb.Struct, p *Path, rule string) bool {
+	c := schemas.compile(s)
+	for _, f := range c.findings {
+		fp := p.String() + f.ptr
+		w.errs = append(w.errs, &violation{rule: rule, path: fp, msg: "not a valid JSON Schema: " + f.msg})
+	}
+	return c.sch != nil
+}
+
+// isObjectType reports whether a schema's "type" says object. A nested schema may be
+// nullable (["object", "null"]); the root of a strict schema may not.
+func isObjectType(t *structpb.Value, root bool) bool {
+	switch k := t.GetKind().(type) {
+	case *structpb.Value_StringValue:
+		return k.StringValue == "object"
+	case *structpb.Value_ListValue:
+		if root {
+			return false
+		}
+		for _, v := range k.ListValue.GetValues() {
+			if v.GetStringValue() == "object" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// strictSchema applies the strict-mode rules of structured outputs: the root is an
+// object; every object schema sets additionalProperties: false and lists every
+// property in required. Subschemas are followed through properties, items,
+// prefixItems, anyOf, allOf, $defs and definitions.
+func (w *walker) strictSchema(s *structpb.Struct, p *Path, rule, what string) {
+	if !isObjectType(s.GetFields()["type"], true) {
+		w.errf(rule, p.Child("type"), `strict mode: %s must have type "object" at the root (or set strict: false)`, what)
+		return
+	}
+	w.strictObject(s, p, rule, w.v.lim.MaxNesting)
+}
+
+func (w *walker) strictObject(s *structpb.Struct, p *Path, rule string, budget int) {
+	if budget <= 0 {
+		return
+	}
+	f := s.GetFields()
+	_, hasProps := f["properties"]
+	if isObjectType(f["type"], false) || hasProps {
+		if ap, ok := f["additionalProperties"]; !ok || !isFalse(ap) {
+			w.errf(rule, p.Child("additionalProperties"), "strict mode: every object schema sets additionalProperties: false (or set strict: false)")
+		}
+		required := map[string]bool{}
+		for _, r := range f["required"].GetListValue().GetValues() {
+			required[r.GetStringValue()] = true
+		}
+		for _, name := range mapKeys(f["properties"].GetStructValue().GetFields()) {
+			if !required[name] {
+				w.errf(rule, p.Child("required"), "strict mode: property %q must be listed in required (make it nullable to make it optional)", name)
+			}
+		}
+	}
+	sub := func(v *structpb.Value, sp *Path) {
+		if st := v.GetStructValue(); st != nil {
+			w.strictObject(st, sp, rule, budget-1)
+		}
+	}
+	for _, key := range []string{"properties", "$defs", "definitions"} {
+		m := f[key].GetStructValue().GetFields()
+		for _, name := range mapKeys(m) {
+			sub(m[name], p.Child(key).Child(name))
+		}
+	}
+	sub(f["items"], p.Child("items"))
+	for _, key := range []string{"prefixItems", "anyOf", "allOf"} {
+		for i, v := range f[key].GetListValue().GetValues() {
+			sub(v, p.Child(key).Index(i))
+		}
+	}
+}
+
+func isFalse(v *structpb.Value) bool {
+	b, ok := v.GetKind().(*structpb.Value_BoolValue)
+	return ok && !b.BoolValue
+}
+
+// ValidateArgs validates args against a tool's parameter schema and returns what is
+// wrong, one "pointer: message" line per problem (empty when args are valid). A
+// schema that does not compile is reported the same way, prefixed "schema". It is
+// what a human's edited arguments are checked with before they replace a gated
+// call's arguments. Compiled schemas are cached; safe for concurrent use.
+func ValidateArgs(schema *structpb.Struct, args *structpb.Value) []string {
+	if schema == nil {
+		return []string{"schema: the tool has no parameter schema"}
+	}
+	c := schemas.compile(schema)
+	if c.sch == nil {
+		out := make([]string, len(c.findings))
+		for i, f := range c.findings {
+			out[i] = fmt.Sprintf("schema%s: %s", f.ptr, f.msg)
+		}
+		return out
+	}
+	err := c.sch.Validate(args.AsInterface())
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, f := range leafFindings(ve) {
+		ptr := f.ptr
+		if ptr == "" {
+			ptr = "/"
+		}
+		out = append(out, fmt.Sprintf("%s: %s", ptr, f.msg))
+	}
+	return out
+}

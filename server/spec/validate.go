@@ -1,0 +1,190 @@
+package spec
+
+import (
+	"slices"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
+)
+
+// Deployment is what validation knows about the deployment it runs in.
+type Deployment struct {
+	// PlatformMaxDepth is the platform's graph nesting cap; 0 means none.
+	PlatformMaxDepth int64
+	// StaticAgents is the static agent table: agent_id -> spec. The specs are used
+	// as they are (LoadStaticAgents validates them); the map is not modified.
+	StaticAgents map[string]*agentplanev1.AgentSpec
+	// MaxDocumentBytes and MaxNesting bound document decoding; 0 selects
+	// DefaultMaxDocumentBytes and DefaultMaxNesting.
+	MaxDocumentBytes int64
+	MaxNesting       int
+}
+
+func (d Deployment) limits() Limits {
+	return Limits{MaxDocumentBytes: d.MaxDocumentBytes, MaxNesting: d.MaxNesting}.withDefaults()
+}
+
+// Validator checks specs against the rule catalogue for one deployment. It is
+// immutable and safe for concurrent use.
+type Validator struct {
+	d   Deployment
+	lim Limits
+	// staticIDs is the sorted static agent ids, for messages.
+	staticIDs []string
+}
+
+// NewValidator returns a Validator for d.
+func NewValidator(d Deployment) *Validator {
+	ids := make([]string, 0, len(d.StaticAgents))
+	for id := range d.StaticAgents {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return &Validator{d: d, lim: d.limits(), staticIDs: ids}
+}
+
+// Input is one thing to validate: exactly one of Agent, Graph or Document.
+type Input struct {
+	Agent *agentplanev1.AgentSpec
+	Graph *agentplanev1.GraphSpec
+	// Document is a qar/v1 document, JSON or YAML, routed on its kind.
+	Document []byte
+	// Format is the syntax of Document; unspecified detects it (see DetectFormat).
+	Format agentplanev1.DocumentFormat
+	// DocumentName names the document in messages (a file name); optional.
+	DocumentName string
+	// TenantMaxDepth is the calling tenant's nesting cap; 0 means none.
+	TenantMaxDepth int64
+}
+
+// InputFromRequest maps a ValidateSpecRequest to an Input.
+func InputFromRequest(r *agentplanev1.ValidateSpecRequest) Input {
+	return Input{
+		Agent:          r.GetAgent(),
+		Graph:          r.GetGraph(),
+		Document:       r.GetDocument(),
+		Format:         r.GetFormat(),
+		DocumentName:   r.GetDocumentName(),
+		TenantMaxDepth: r.GetTenantMaxDepth(),
+	}
+}
+
+// Result is the outcome of validating one spec.
+type Result struct {
+	// Kind is KindAgent or KindGraph, or "" when a document could not be decoded.
+	Kind string
+	// Agent or Graph is the typed spec (for a document, as far as it decoded). It is
+	// the caller's input for typed input; treat it as read-only.
+	Agent *agentplanev1.AgentSpec
+	Graph *agentplanev1.GraphSpec
+	// Errors invalidate the spec. Document findings (syntax, types, keys) come first,
+	// in text order; then rule findings in a fixed walk order: fields in schema
+	// order, list elements by index, graph nodes in document order (typed input:
+	// by name, which is the order of the canonical encoding).
+	Errors []*agentplanev1.SpecViolation
+	// Warnings do not invalidate the spec.
+	Warnings []*agentplanev1.SpecViolation
+}
+
+// Valid reports whether the spec has no errors.
+func (r *Result) Valid() bool { return len(r.Errors) == 0 }
+
+// Response renders the result as the API response (the seed's SpecValidateResult
+// plus warnings and kind).
+func (r *Result) Response() *agentplanev1.ValidateSpecResponse {
+	return &agentplanev1.ValidateSpecResponse{
+		Valid:    proto.Bool(r.Valid()),
+		Errors:   r.Errors,
+		Warnings: r.Warnings,
+		Kind:     r.Kind,
+	}
+}
+
+// Validate checks one spec and reports every violation. An invalid spec is a
+// Result, not an error; the error is for input that is not a spec at all (none or
+// more than one of Agent, Graph and Document), an InvalidArgument apierr.
+func (v *Validator) Validate(in Input) (*Result, error) {
+	given := 0
+	for _, set := range []bool{in.Agent != nil, in.Graph != nil, len(in.Document) > 0} {
+		if set {
+			given++
+		}
+	}
+	if given != 1 {
+		return nil, apierr.New(codes.InvalidArgument, apierr.ReasonInvalidArgument,
+			"give exactly one of agent, graph or document (got %d)", given)
+	}
+	w := v.newWalker(in.TenantMaxDepth)
+	res := &Result{}
+	switch {
+	case in.Agent != nil:
+		res.Kind, res.Agent = KindAgent, in.Agent
+		w.agent(in.Agent, nil, false)
+	case in.Graph != nil:
+		res.Kind, res.Graph = KindGraph, in.Graph
+		w.rootGraph(in.Graph, nil)
+	default:
+		return v.validateDocument(in, w), nil
+	}
+	res.Errors = protos(w.errs)
+	res.Warnings = protos(w.warns)
+	return res, nil
+}
+
+func (v *Validator) validateDocument(in Input, w *walker) *Result {
+	doc := Decode(in.Document, in.Format, v.lim)
+	res := &Result{Kind: doc.Kind, Agent: doc.Agent, Graph: doc.Graph}
+	w.doc = doc
+	switch {
+	case doc.Agent != nil:
+		w.agent(doc.Agent, nil, false)
+	case doc.Graph != nil:
+		w.rootGraph(doc.Graph, nil)
+	}
+	// A value the decoder rejected (wrong type) is absent to the rules; one finding
+	// per place is enough, so rule findings at or under it are dropped.
+	var rejected []string
+	for _, f := range doc.found {
+		if f.rule == RuleDocType || f.rule == RuleDocYAML {
+			rejected = append(rejected, f.path)
+		}
+	}
+	keep := func(l findings) findings {
+		out := l[:0]
+		for _, f := range l {
+			if !under(f.path, rejected) {
+				f.pos, _ = doc.root.lookup(f.path)
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	res.Errors = protos(append(slices.Clone(doc.found), keep(w.errs)...))
+	res.Warnings = protos(keep(w.warns))
+	return res
+}
+
+// under reports whether path is one of roots or inside one of them.
+func under(path string, roots []string) bool {
+	for _, r := range roots {
+		if path == r || (strings.HasPrefix(path, r) && path[len(r)] == '/') {
+			return true
+		}
+	}
+	return false
+}
+
+func protos(l findings) []*agentplanev1.SpecViolation {
+	if len(l) == 0 {
+		return nil
+	}
+	out := make([]*agentplanev1.SpecViolation, len(l))
+	for i, f := range l {
+		out[i] = f.proto()
+	}
+	return out
+}
