@@ -134,6 +134,17 @@ func ResolveMode(spec *agentplanev1.ResolvedSpec, hasPolicy bool, node string) M
 	return res
 }
 
+// LookupNode returns the graph node called name in spec's graph, searching nested
+// graphs as ResolveMode does (shallowest first), or nil for a plain agent or an
+// unknown name.
+func LookupNode(spec *agentplanev1.ResolvedSpec, name string) *agentplanev1.GraphAgent {
+	path := findNode(spec.GetGraph(), name)
+	if path == nil {
+		return nil
+	}
+	return path[len(path)-1].node
+}
+
 // nodeAgent returns the agent spec that runs node: the plain agent itself, or the
 // inline agent of the graph node. It is nil for a static agent reference inside a
 // graph (the resolved spec inlines those) and for unknown nodes.
