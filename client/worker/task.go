@@ -191,6 +191,9 @@ type Call struct {
 	Annotations *agentplanev1.McpToolAnnotations
 	// Delivery overrides the worker's Options.Delivery for this call.
 	Delivery Delivery
+	// OnInterrupt, when set, is called once the call is known to wait for a decision,
+	// before waiting or suspending (for example to tell a person what to approve).
+	OnInterrupt func(*agentplanev1.Interrupt)
 }
 
 // Gate is the answer to a tool call.
@@ -308,6 +311,9 @@ func (t *Task) check(ctx context.Context, c Call) (*Gate, error) {
 func (t *Task) waitOrUse(ctx context.Context, c Call, it *agentplanev1.Interrupt) (*Gate, error) {
 	dec := it.GetDecision()
 	if it.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED || dec == nil {
+		if c.OnInterrupt != nil {
+			c.OnInterrupt(it)
+		}
 		delivery := c.Delivery
 		if delivery == DeliveryDefault {
 			delivery = t.w.o.Delivery

@@ -1,7 +1,7 @@
 // Package workertest is an in-memory fake of the control plane's runtime protocol, for
 // testing runtimes built on client/worker without a control plane: it serves
-// RuntimeService (and TaskService.WatchTask over what runtimes reported) on a loopback
-// port.
+// RuntimeService, and the TaskService reads a runtime makes (WatchTask over what
+// runtimes reported, ListObligations), on a loopback port.
 //
 // It models the protocol's contract, not the server's implementation: a queue of
 // leases, fenced writes refused with lease.lost once a lease is lost or released,
@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -81,6 +82,8 @@ type State struct {
 	Decisions map[string]*agentplanev1.Decision
 	// Awaiting counts open AwaitDecision streams by interrupt id.
 	Awaiting map[string]int
+	// Obligations is each task's ledger, as RecordVerdict raised and resolved them.
+	Obligations map[string][]*agentplanev1.Obligation
 
 	leases map[string]*agentplanev1.Lease // last lease granted, by task id
 }
@@ -114,6 +117,8 @@ func New(t testing.TB) *Server {
 		Decisions: map[string]*agentplanev1.Decision{},
 		Awaiting:  map[string]int{},
 		leases:    map[string]*agentplanev1.Lease{},
+
+		Obligations: map[string][]*agentplanev1.Obligation{},
 	}}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -426,23 +431,62 @@ func (f *Server) FailTask(_ context.Context, req *agentplanev1.FailTaskRequest) 
 	return &agentplanev1.FailTaskResponse{}, err
 }
 
-// RecordVerdict records the request and answers with a verdict raising obligations
-// ob-1, ob-2, ... in order.
+// RecordVerdict records the request and keeps the task's obligations ledger: raised
+// obligations get ids ob-1, ob-2, ... per task; resolutions of ids that are not open
+// are dropped and named back.
 func (f *Server) RecordVerdict(_ context.Context, req *agentplanev1.RecordVerdictRequest) (*agentplanev1.RecordVerdictResponse, error) {
 	var resp *agentplanev1.RecordVerdictResponse
 	err := f.record(req.GetLease(), func(s *State) error {
 		s.Verdicts = append(s.Verdicts, proto.CloneOf(req))
+		taskID := req.GetLease().GetTaskId()
 		v := &agentplanev1.Verdict{
-			VerdictId: fmt.Sprintf("v%d", len(s.Verdicts)), TaskId: req.GetLease().GetTaskId(), Node: req.GetNode(),
-			Result: req.GetResult(), Approved: req.GetResult().GetVerdict() == "pass", Resolved: req.GetResolved(), EndsTurn: req.GetEndsTurn(),
+			VerdictId: fmt.Sprintf("v%d", len(s.Verdicts)), TaskId: taskID, Node: req.GetNode(),
+			Result: req.GetResult(), Approved: req.GetResult().GetVerdict() == "pass", EndsTurn: req.GetEndsTurn(),
 		}
-		for i, text := range req.GetRaised() {
-			v.Raised = append(v.Raised, &agentplanev1.Obligation{ObligationId: fmt.Sprintf("ob-%d", i+1), Text: text, State: agentplanev1.ObligationState_OBLIGATION_STATE_OPEN})
+		ledger := s.Obligations[taskID]
+		for _, r := range req.GetResolved() {
+			i := slices.IndexFunc(ledger, func(o *agentplanev1.Obligation) bool {
+				return o.GetObligationId() == r.GetId() && o.GetState() == agentplanev1.ObligationState_OBLIGATION_STATE_OPEN
+			})
+			if i < 0 {
+				v.DroppedIds = append(v.DroppedIds, r.GetId())
+				continue
+			}
+			ledger[i].State = agentplanev1.ObligationState_OBLIGATION_STATE_ADDRESSED
+			if r.GetHow() == agentplanev1.ResolutionHow_RESOLUTION_HOW_WITHDRAWN {
+				ledger[i].State = agentplanev1.ObligationState_OBLIGATION_STATE_WITHDRAWN
+			}
+			ledger[i].ResolvedIn = v.GetVerdictId()
+			v.Resolved = append(v.Resolved, r)
 		}
-		resp = &agentplanev1.RecordVerdictResponse{Verdict: v, OpenObligations: v.Raised}
+		for _, text := range req.GetRaised() {
+			o := &agentplanev1.Obligation{ObligationId: fmt.Sprintf("ob-%d", len(ledger)+1), Text: text, State: agentplanev1.ObligationState_OBLIGATION_STATE_OPEN, RaisedBy: req.GetNode(), RaisedIn: v.GetVerdictId()}
+			ledger = append(ledger, o)
+			v.Raised = append(v.Raised, o)
+		}
+		s.Obligations[taskID] = ledger
+		resp = &agentplanev1.RecordVerdictResponse{Verdict: v}
+		for _, o := range ledger {
+			if o.GetState() == agentplanev1.ObligationState_OBLIGATION_STATE_OPEN {
+				resp.OpenObligations = append(resp.OpenObligations, o)
+			}
+		}
 		return nil
 	})
 	return resp, err
+}
+
+// ListObligations returns the task's ledger, filtered by state, in one page.
+func (f *Server) ListObligations(_ context.Context, req *agentplanev1.ListObligationsRequest) (*agentplanev1.ListObligationsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	resp := &agentplanev1.ListObligationsResponse{}
+	for _, o := range f.s.Obligations[req.GetTaskId()] {
+		if len(req.GetStates()) == 0 || slices.Contains(req.GetStates(), o.GetState()) {
+			resp.Obligations = append(resp.Obligations, proto.CloneOf(o))
+		}
+	}
+	return resp, nil
 }
 
 // WatchTask replays the events runtimes reported for the task, as TaskEvents with

@@ -1,0 +1,321 @@
+package script
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/agentplane/agentplane/client/worker"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+)
+
+// checkpointAttr is the note attribute that records where a task resumes: the index
+// of the step to play first on the next lease.
+const checkpointAttr = "script.resume_at"
+
+// Runner plays a Script for every task it is handed; it is a worker.Handler.
+type Runner struct {
+	// Script is what to play.
+	Script *Script
+	// Tasks reads a resumed task's history (to find its checkpoint) and its open
+	// obligations (to resolve them by text). Without it every lease plays from the
+	// first step.
+	Tasks agentplanev1.TaskServiceClient
+	// Progress, when set, receives one line per step played.
+	Progress io.Writer
+	// Durable makes gated tool calls without a wait key wait durably.
+	Durable bool
+
+	mu sync.Mutex // serializes Progress writes across tasks
+}
+
+var _ worker.Handler = (*Runner)(nil)
+
+// Run plays the script for one lease: from the first step, or from the checkpoint of
+// a resumed task, until a step ends the task or gives the lease up.
+func (r *Runner) Run(ctx context.Context, t *worker.Task) error {
+	start, err := r.resumePoint(ctx, t)
+	if err != nil {
+		return err
+	}
+	p := &play{r: r, t: t, node: r.node(t), vars: strings.NewReplacer(
+		"{{input}}", t.Input(),
+		"{{continue}}", strings.Join(t.ContinueMessages(), "\n"),
+	)}
+	r.logf(t, "leased (attempt %d); playing %s from step %d of %d", t.Attempt(), r.Script.Name, start+1, len(r.Script.Steps))
+	for i := start; i < len(r.Script.Steps); i++ {
+		ended, err := p.step(ctx, i)
+		if err != nil {
+			return fmt.Errorf("%s step %d (line %d): %w", r.Script.Name, i+1, r.Script.Steps[i].Line, err)
+		}
+		if ended {
+			return nil
+		}
+	}
+	return nil // unreachable for a parsed script: its last step ends the task
+}
+
+// node is the agent name used on events: the script's, else the leased agent's.
+func (r *Runner) node(t *worker.Task) string {
+	if r.Script.Node != "" {
+		return r.Script.Node
+	}
+	if n := t.Spec().GetAgent().GetName(); n != "" {
+		return n
+	}
+	return "agent"
+}
+
+func (r *Runner) logf(t *worker.Task, format string, args ...any) {
+	if r.Progress == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.Progress, "%s: %s\n", t.ID(), fmt.Sprintf(format, args...))
+}
+
+// resumePoint finds where a resumed task continues: the last checkpoint note in the
+// history the lease covers (events up to Lease.history_cursor). A first lease, or a
+// runner without Tasks, starts at step 0. Steps between the checkpoint and where a
+// crashed runtime stopped are played again: the script is at-least-once between
+// checkpoints.
+func (r *Runner) resumePoint(ctx context.Context, t *worker.Task) (int, error) {
+	l := t.Lease()
+	resumed := l.GetAttempt() > 1 || len(l.GetResolvedInterrupts()) > 0 || len(l.GetPendingInterrupts()) > 0 || len(l.GetContinueMessages()) > 0
+	if !resumed || r.Tasks == nil || l.GetHistoryCursor() <= 0 {
+		return 0, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // the watch would follow the live task past the cursor
+	stream, err := r.Tasks.WatchTask(ctx, &agentplanev1.WatchTaskRequest{TaskId: t.ID()})
+	if err != nil {
+		return 0, fmt.Errorf("reading the task's history: %w", err)
+	}
+	at := 0
+	for {
+		resp, err := stream.Recv()
+		if err == io.EOF {
+			return at, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("reading the task's history: %w", err)
+		}
+		ev := resp.GetEvent()
+		if v, ok := ev.GetNote().GetAttributes()[checkpointAttr]; ok {
+			if n, err := strconv.Atoi(v); err == nil && n >= 0 && n < len(r.Script.Steps) {
+				at = n
+			}
+		}
+		if ev.GetSequence() >= l.GetHistoryCursor() {
+			return at, nil
+		}
+	}
+}
+
+// play is one lease's run of the script.
+type play struct {
+	r    *Runner
+	t    *worker.Task
+	node string
+	vars *strings.Replacer // {{input}} and {{continue}}
+}
+
+// step plays step i; ended says the task ended or was handed back.
+func (p *play) step(ctx context.Context, i int) (ended bool, err error) {
+	st := &p.r.Script.Steps[i]
+	t := p.t
+	switch {
+	case st.Say != nil:
+		text := p.vars.Replace(*st.Say)
+		p.r.logf(t, "say %q", text)
+		_, err = t.Report(ctx, worker.MessageEvent(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, text, p.node))
+		return false, err
+
+	case st.Note != nil:
+		return false, t.Note(ctx, p.vars.Replace(*st.Note), nil)
+
+	case st.Sleep != nil:
+		select {
+		case <-ctx.Done():
+			return false, context.Cause(ctx)
+		case <-time.After(time.Duration(*st.Sleep)):
+			return false, nil
+		}
+
+	case st.Tool != nil:
+		return p.tool(ctx, i, st.Tool)
+
+	case st.Pause != nil:
+		// The next lease (after ContinueTask) resumes after this step.
+		if err := p.checkpoint(ctx, i+1); err != nil {
+			return false, err
+		}
+		text := p.vars.Replace(*st.Pause)
+		if _, err := t.Pause(ctx, text, p.node); err != nil {
+			return false, err
+		}
+		p.r.logf(t, "turn ended (%q); waiting for the user: ctl task continue %s --message ...", text, t.ID())
+		return true, nil
+
+	case st.Verdict != nil:
+		return false, p.verdict(ctx, st.Verdict)
+
+	case st.Complete != nil:
+		out := &agentplanev1.TaskOutput{Text: p.vars.Replace(st.Complete.Text), Structured: st.Complete.Structured}
+		if err := t.Complete(ctx, out); err != nil {
+			return false, err
+		}
+		p.r.logf(t, "completed")
+		return true, nil
+
+	case st.Fail != nil:
+		if err := t.Fail(ctx, st.Fail.Reason, p.vars.Replace(st.Fail.Message), st.Fail.Retry); err != nil {
+			return false, err
+		}
+		p.r.logf(t, "failed (%s)", st.Fail.Reason)
+		return true, nil
+	}
+	return false, errors.New("empty step") // Parse refuses these
+}
+
+// checkpoint records that the next lease of this task resumes at step i.
+func (p *play) checkpoint(ctx context.Context, i int) error {
+	return p.t.Note(ctx, fmt.Sprintf("script checkpoint: resume at step %d", i+1), map[string]string{checkpointAttr: strconv.Itoa(i)})
+}
+
+func (p *play) tool(ctx context.Context, i int, tool *Tool) (bool, error) {
+	t := p.t
+	call := worker.Call{
+		ID:          tool.ID,
+		Name:        tool.Name,
+		Description: tool.Description,
+		Args:        tool.args,
+		Node:        p.node,
+		Trip:        tool.Trip,
+		Annotations: tool.annotations,
+		Delivery:    worker.Interactive,
+		OnInterrupt: func(it *agentplanev1.Interrupt) {
+			p.r.logf(t, "tool %s needs approval: interrupt %s (ctl hitl approve %s)", tool.Name, it.GetInterruptId(), it.GetInterruptId())
+		},
+	}
+	if call.ID == "" {
+		call.ID = fmt.Sprintf("step-%d", i+1)
+	}
+	if tool.Wait == "durable" || (tool.Wait == "" && p.r.Durable) {
+		call.Delivery = worker.Durable
+		// If the call suspends, the next lease replays this step, which then finds
+		// its decision by call id.
+		if err := p.checkpoint(ctx, i); err != nil {
+			return false, err
+		}
+	}
+	gate, err := t.ToolCall(ctx, call)
+	if errors.Is(err, worker.ErrSuspended) {
+		p.r.logf(t, "suspended until the decision on tool %s; the lease is released", tool.Name)
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if !gate.Allowed {
+		p.r.logf(t, "tool %s rejected: %s", tool.Name, gate.Reason)
+		rejected := structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"rejected": structpb.NewStringValue(gate.Reason)}})
+		if err := t.ToolResult(ctx, call, rejected, true); err != nil {
+			return false, err
+		}
+		if tool.OnReject == "fail" {
+			if err := t.Fail(ctx, "tool.rejected", fmt.Sprintf("tool %s was rejected: %s", tool.Name, gate.Reason), false); err != nil {
+				return false, err
+			}
+			return true, nil
+		}
+		return false, nil
+	}
+	how := "allowed"
+	if d := gate.Decision.GetType(); d == agentplanev1.DecisionType_DECISION_TYPE_APPROVE || d == agentplanev1.DecisionType_DECISION_TYPE_EDIT {
+		how = strings.ToLower(strings.TrimPrefix(d.String(), "DECISION_TYPE_")) + "d by " + orSystem(gate.Decision.GetDecidedBy())
+	}
+	p.r.logf(t, "tool %s %s; reporting its result", tool.Name, how)
+	return false, t.ToolResult(ctx, call, tool.result, tool.Error)
+}
+
+func orSystem(s string) string {
+	if s == "" {
+		return "the gate"
+	}
+	return s
+}
+
+func (p *play) verdict(ctx context.Context, v *Verdict) error {
+	req := &agentplanev1.RecordVerdictRequest{
+		Node:     v.Node,
+		Result:   &agentplanev1.VerdictResult{Verdict: v.Verdict, Confidence: v.Confidence, Scores: v.scores},
+		Raised:   v.Raised,
+		EndsTurn: v.EndsTurn,
+	}
+	if req.Node == "" {
+		req.Node = p.node
+	}
+	if v.Rationale != "" {
+		req.Result.Rationale = &v.Rationale
+	}
+	for _, res := range v.Resolved {
+		id := res.ID
+		if id == "" {
+			var err error
+			if id, err = p.obligationByText(ctx, res.Text); err != nil {
+				return err
+			}
+		}
+		r := &agentplanev1.ObligationResolution{Id: id, How: agentplanev1.ResolutionHow_RESOLUTION_HOW_ADDRESSED}
+		if res.How == "withdrawn" {
+			r.How = agentplanev1.ResolutionHow_RESOLUTION_HOW_WITHDRAWN
+		}
+		if res.Reason != "" {
+			r.Reason = &res.Reason
+		}
+		req.Resolved = append(req.Resolved, r)
+	}
+	resp, err := p.t.RecordVerdict(ctx, req)
+	if err != nil {
+		return err
+	}
+	rec := resp.GetVerdict()
+	line := fmt.Sprintf("verdict %s by %s recorded (%s); %d open obligations", v.Verdict, req.Node, rec.GetVerdictId(), len(resp.GetOpenObligations()))
+	if d := rec.GetDroppedIds(); len(d) > 0 {
+		line += fmt.Sprintf("; dropped unknown ids %s", strings.Join(d, ", "))
+	}
+	p.r.logf(p.t, "%s", line)
+	return nil
+}
+
+// obligationByText finds the id of the open obligation raised with text.
+func (p *play) obligationByText(ctx context.Context, text string) (string, error) {
+	if p.r.Tasks == nil {
+		return "", fmt.Errorf("cannot look up obligation %q by text without a TaskService client", text)
+	}
+	req := &agentplanev1.ListObligationsRequest{TaskId: p.t.ID(), States: []agentplanev1.ObligationState{agentplanev1.ObligationState_OBLIGATION_STATE_OPEN}}
+	for {
+		resp, err := p.r.Tasks.ListObligations(ctx, req)
+		if err != nil {
+			return "", fmt.Errorf("listing obligations: %w", err)
+		}
+		for _, o := range resp.GetObligations() {
+			if o.GetText() == text {
+				return o.GetObligationId(), nil
+			}
+		}
+		if resp.GetNextPageToken() == "" {
+			return "", fmt.Errorf("no open obligation raised as %q", text)
+		}
+		req.PageToken = resp.GetNextPageToken()
+	}
+}
