@@ -15,20 +15,11 @@ import (
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/hitl"
+	"github.com/agentplane/agentplane/server/spec"
 )
 
-// ToolName is the reserved tool the control plane grants evaluator nodes.
-const ToolName = "verdict"
-
-// The closed set of verdicts.
-const (
-	Pass          = "pass"
-	Fail          = "fail"
-	NeedsRevision = "needs_revision"
-)
-
-// RuleConfidence is the spec rule a confidence outside [0, 1] breaks.
-const RuleConfidence = "D11-R12"
+// Pass is the verdict that approves.
+const Pass = "pass"
 
 // Bounds on one verdict.
 const (
@@ -61,9 +52,6 @@ func RequestFrom(r *agentplanev1.RecordVerdictRequest) Request {
 // not open are not an error here: Apply drops them and names them back. A bad verdict
 // is INVALID_ARGUMENT (reason verdict.invalid) with every problem in a
 // google.rpc.BadRequest.
-//
-// Confidence is checked here rather than by the spec package's rule catalogue, which
-// does not expose a verdict check; the rule id is the same.
 func Check(r Request) error {
 	var bad []*errdetails.BadRequest_FieldViolation
 	add := func(field, format string, args ...any) {
@@ -73,21 +61,12 @@ func Check(r Request) error {
 		add("node", "the evaluator node is required")
 	}
 	res := r.Result
-	switch v := res.GetVerdict(); v {
-	case Pass, Fail, NeedsRevision:
-	case "":
-		add("result.verdict", "required: pass, fail or needs_revision")
-	default:
-		add("result.verdict", "%q is not a verdict: want pass, fail or needs_revision", v)
+	// The verdict itself is checked by the spec's rule catalogue, so that a verdict
+	// tool call and a runtime's report are held to the same rules (D11-R12..R14).
+	for _, v := range spec.CheckVerdict(res, "") {
+		add("result"+strings.ReplaceAll(v.GetPath(), "/", "."), "%s: %s", v.GetRuleId(), v.GetMessage())
 	}
-	// Unset reads as 0, which is in range.
-	if c := res.GetConfidence(); math.IsNaN(c) || c < 0 || c > 1 {
-		add("result.confidence", "%s: confidence %v is outside [0, 1]", RuleConfidence, c)
-	}
-	switch rat := res.GetRationale(); {
-	case (res.GetVerdict() == Fail || res.GetVerdict() == NeedsRevision) && strings.TrimSpace(rat) == "":
-		add("result.rationale", "required when the verdict is %s: say what is wrong", res.GetVerdict())
-	case len(rat) > MaxRationaleBytes:
+	if rat := res.GetRationale(); len(rat) > MaxRationaleBytes {
 		add("result.rationale", "%d bytes, at most %d allowed", len(rat), MaxRationaleBytes)
 	}
 	if len(res.GetScores()) > MaxScores {

@@ -15,6 +15,7 @@ import (
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/spec"
 )
 
 var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -50,7 +51,7 @@ func TestCheck(t *testing.T) {
 		{"confidence one", with(func(r *Request) { r.Result.Confidence = proto.Float64(1) }), nil},
 		{"no confidence", with(func(r *Request) { r.Result.Confidence = nil }), nil},
 		{"fail with rationale, resolutions and raised", with(func(r *Request) {
-			r.Result = result(Fail, nil, proto.String("tests fail"))
+			r.Result = result("fail", nil, proto.String("tests fail"))
 			r.Resolved = []*agentplanev1.ObligationResolution{addressed("O1"), withdrawn("O2", "no longer relevant")}
 			r.Raised = []string{"fix the tests"}
 		}), nil},
@@ -60,12 +61,12 @@ func TestCheck(t *testing.T) {
 		{"no node", with(func(r *Request) { r.Node = "" }), []string{"node"}},
 		{"no verdict", with(func(r *Request) { r.Result.Verdict = "" }), []string{"result.verdict"}},
 		{"no result", with(func(r *Request) { r.Result = nil }), []string{"result.verdict"}},
-		{"unknown verdict", with(func(r *Request) { r.Result.Verdict = "approved" }), []string{"result.verdict"}},
+		{"unknown verdict", with(func(r *Request) { r.Result.Verdict = "approved" }), []string{"result.verdict", "result.rationale"}},
 		{"confidence above one", with(func(r *Request) { r.Result.Confidence = proto.Float64(1.01) }), []string{"result.confidence"}},
 		{"confidence below zero", with(func(r *Request) { r.Result.Confidence = proto.Float64(-0.1) }), []string{"result.confidence"}},
 		{"confidence NaN", with(func(r *Request) { r.Result.Confidence = proto.Float64(math.NaN()) }), []string{"result.confidence"}},
-		{"fail without rationale", with(func(r *Request) { r.Result.Verdict = Fail }), []string{"result.rationale"}},
-		{"needs_revision with blank rationale", with(func(r *Request) { r.Result.Verdict, r.Result.Rationale = NeedsRevision, proto.String("  ") }), []string{"result.rationale"}},
+		{"fail without rationale", with(func(r *Request) { r.Result.Verdict = "fail" }), []string{"result.rationale"}},
+		{"needs_revision with blank rationale", with(func(r *Request) { r.Result.Verdict, r.Result.Rationale = "needs_revision", proto.String("  ") }), []string{"result.rationale"}},
 		{"NaN score", with(func(r *Request) {
 			r.Result.Scores = map[string]*structpb.Value{"x": structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{nan}})}
 		}), []string{`result.scores["x"]`}},
@@ -73,7 +74,7 @@ func TestCheck(t *testing.T) {
 		{"resolution without id or how", with(func(r *Request) { r.Resolved = []*agentplanev1.ObligationResolution{{}} }), []string{"resolved[0].id", "resolved[0].how"}},
 		{"blank raised", with(func(r *Request) { r.Raised = []string{"ok", ""} }), []string{"raised[1]"}},
 		{"too many raised", with(func(r *Request) { r.Raised = slices.Repeat([]string{"x"}, MaxRaised+1) }), []string{"raised"}},
-		{"every problem named", Request{Result: result("maybe", proto.Float64(2), nil)}, []string{"node", "result.verdict", "result.confidence"}},
+		{"every problem named", Request{Result: result("maybe", proto.Float64(2), nil)}, []string{"node", "result.verdict", "result.confidence", "result.rationale"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,8 +96,8 @@ func TestCheck(t *testing.T) {
 			if !slices.Equal(fields, tt.fields) {
 				t.Errorf("violations %q, want %q", fields, tt.fields)
 			}
-			if slices.Contains(tt.fields, "result.confidence") && !strings.Contains(err.Error(), RuleConfidence) {
-				t.Errorf("confidence error %q does not name %s", err, RuleConfidence)
+			if slices.Contains(tt.fields, "result.confidence") && !strings.Contains(err.Error(), spec.RuleVerdictConfidence) {
+				t.Errorf("confidence error %q does not name %s", err, spec.RuleVerdictConfidence)
 			}
 		})
 	}
@@ -126,7 +127,7 @@ func TestLedger(t *testing.T) {
 	}{
 		{
 			name:     "an auditor with nothing open invents an id: dropped, the decision still counts",
-			req:      Request{Node: "audit", Result: result(Fail, nil, proto.String("missing tests")), Resolved: []*agentplanev1.ObligationResolution{addressed("1")}, Raised: []string{"add tests", "update docs"}},
+			req:      Request{Node: "audit", Result: result("fail", nil, proto.String("missing tests")), Resolved: []*agentplanev1.ObligationResolution{addressed("1")}, Raised: []string{"add tests", "update docs"}},
 			dropped:  []string{"1"},
 			raised:   []string{"O1", "O2"},
 			open:     []string{"O1", "O2"},
@@ -135,7 +136,7 @@ func TestLedger(t *testing.T) {
 		},
 		{
 			name:     "resolve one, withdraw one, raise one: ids continue",
-			req:      Request{Node: "audit", Result: result(NeedsRevision, nil, proto.String("close")), Resolved: []*agentplanev1.ObligationResolution{addressed("O1")}, Raised: []string{"rename the flag"}},
+			req:      Request{Node: "audit", Result: result("needs_revision", nil, proto.String("close")), Resolved: []*agentplanev1.ObligationResolution{addressed("O1")}, Raised: []string{"rename the flag"}},
 			resolved: []string{"O1"},
 			raised:   []string{"O3"},
 			open:     []string{"O2", "O3"},
