@@ -1,0 +1,442 @@
+package tasks
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/store"
+)
+
+// Failure reasons set on TaskFailure.reason by the control plane.
+const (
+	// FailureAttemptsExhausted: the task's leases were lost (or failed with retry)
+	// Config.MaxAttempts times in a row.
+	FailureAttemptsExhausted = "lease.attempts_exhausted"
+	// FailureRuntime is the default reason of FailTask.
+	FailureRuntime = "runtime.error"
+)
+
+// maxLeaseBatch caps LeaseRequest.MaxTasks.
+const maxLeaseBatch = 64
+
+// expireBatch bounds the leases one transaction expires.
+const expireBatch = 128
+
+// Lease ids carry the task's tenant, so that a runtime, which names only the task and
+// the lease, is routed to the tenant's keys without a global index: "<tenant, base64>.<random>".
+// They are opaque to runtimes; a forged one routes to a lease that does not match.
+
+func encodeLeaseID(tenant, random string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(tenant)) + "." + random
+}
+
+// LeaseTenant returns the tenant a lease id was issued in, so that the service layer
+// can check it against a tenant-scoped runtime's principal.
+func LeaseTenant(leaseID string) (string, bool) {
+	enc, _, ok := strings.Cut(leaseID, ".")
+	if !ok {
+		return "", false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(enc)
+	if err != nil || len(b) == 0 {
+		return "", false
+	}
+	return string(b), true
+}
+
+func leaseLost(format string, args ...any) error {
+	return apierr.FailedPrecondition(apierr.ReasonLeaseLost, format+"; stop working on the task", args...)
+}
+
+type fenceResult int
+
+const (
+	fenceOK fenceResult = iota
+	fenceStale
+	fenceRevoked
+	fenceExpired
+)
+
+func fence(rec *storagev1.TaskRecord, ref *agentplanev1.LeaseRef, now time.Time) fenceResult {
+	l := rec.GetLease()
+	switch {
+	case l == nil || l.GetLeaseId() != ref.GetLeaseId() || l.GetEpoch() != ref.GetEpoch():
+		return fenceStale
+	case l.GetRevoked():
+		return fenceRevoked
+	case !now.Before(l.GetDeadline().AsTime()):
+		return fenceExpired
+	}
+	return fenceOK
+}
+
+// UpdateLeased runs fn on the task named by ref, in one transaction, only while ref is
+// the task's current lease: a stale or revoked lease is FAILED_PRECONDITION with reason
+// lease.lost and fn does not run; an expired one is also lease.lost, and the expiry
+// (requeue or failure) is committed in the same transaction. Events fn appends with
+// AppendContent are attributed to the lease's epoch. fn may run more than once (see
+// UpdateTask).
+func (m *Manager) UpdateLeased(ctx context.Context, ref *agentplanev1.LeaseRef, fn func(*Op) error) error {
+	return m.updateLeased(ctx, ref, false, fn)
+}
+
+func (m *Manager) updateLeased(ctx context.Context, ref *agentplanev1.LeaseRef, allowRevoked bool, fn func(*Op) error) error {
+	tenant, ok := LeaseTenant(ref.GetLeaseId())
+	if !ok {
+		return leaseLost("lease id %q was not issued by this control plane", ref.GetLeaseId())
+	}
+	now := m.clock.Now()
+	var lost error
+	err := m.store.Update(ctx, func(w store.Writer) error {
+		lost = nil
+		rec, err := w.GetTask(tenant, ref.GetTaskId())
+		if store.IsNotFound(err) {
+			return leaseLost("task %q does not exist", ref.GetTaskId())
+		}
+		if err != nil {
+			return err
+		}
+		op := m.newOp(w, now, rec)
+		op.epoch = ref.GetEpoch()
+		switch fence(rec, ref, now) {
+		case fenceStale:
+			return leaseLost("lease %s (epoch %d) is not the current lease of task %s (epoch %d)",
+				ref.GetLeaseId(), ref.GetEpoch(), rec.GetTaskId(), rec.GetEpoch())
+		case fenceRevoked:
+			if !allowRevoked {
+				return leaseLost("task %s was canceled (%s)", rec.GetTaskId(), rec.GetCancellation().GetReason())
+			}
+		case fenceExpired:
+			if err := op.expire(); err != nil {
+				return err
+			}
+			lost = leaseLost("lease %s of task %s expired at %s without a heartbeat",
+				ref.GetLeaseId(), rec.GetTaskId(), rec.GetLease().GetDeadline().AsTime().Format(time.RFC3339Nano))
+			return op.flush()
+		}
+		if err := fn(op); err != nil {
+			return err
+		}
+		return op.flush()
+	})
+	if err != nil {
+		return err
+	}
+	return lost
+}
+
+// expire ends an overdue lease: the task returns to the queue or, past
+// Config.MaxAttempts, fails.
+func (o *Op) expire() error {
+	l := o.rec.GetLease()
+	if err := o.ReleaseLease(agentplanev1.LeaseChangeKind_LEASE_CHANGE_KIND_EXPIRED); err != nil {
+		return err
+	}
+	return o.lostAttempt(fmt.Sprintf("the lease held by runtime %q expired at %s without a heartbeat",
+		l.GetRuntimeId(), l.GetDeadline().AsTime().Format(time.RFC3339)))
+}
+
+// grant leases the task to a runtime.
+func (o *Op) grant(runtimeID, leaseID string) error {
+	o.touched = true
+	o.rec.Epoch++
+	o.rec.Attempt++
+	o.rec.QueueTime = nil
+	o.rec.Lease = &storagev1.LeaseRecord{
+		LeaseId:   leaseID,
+		Epoch:     o.rec.GetEpoch(),
+		RuntimeId: runtimeID,
+		GrantTime: timestamppb.New(o.now),
+		Deadline:  timestamppb.New(o.now.Add(o.m.cfg.LeaseTTL)),
+	}
+	if err := o.SetState(agentplanev1.TaskState_TASK_STATE_WORKING, "leased"); err != nil {
+		return err
+	}
+	return o.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Lease{Lease: &agentplanev1.LeaseChanged{
+		Kind: agentplanev1.LeaseChangeKind_LEASE_CHANGE_KIND_GRANTED, RuntimeId: runtimeID, LeaseId: leaseID,
+		Epoch: o.rec.GetEpoch(), Attempt: o.rec.GetAttempt(),
+	}}})
+}
+
+// leaseProto is what the runtime is handed with a fresh lease.
+func (o *Op) leaseProto() (*agentplanev1.Lease, error) {
+	spec, err := o.Spec()
+	if err != nil {
+		return nil, err
+	}
+	l := o.rec.GetLease()
+	out := &agentplanev1.Lease{
+		LeaseId:          l.GetLeaseId(),
+		Epoch:            l.GetEpoch(),
+		Deadline:         l.GetDeadline(),
+		Task:             toAPITask(o.rec, spec),
+		Spec:             spec.GetResolvedSpec(),
+		HistoryCursor:    o.rec.GetLastSequence(),
+		Attempt:          o.rec.GetAttempt(),
+		ContinueMessages: o.rec.GetContinueMessages(),
+		McpServers:       spec.GetMcpServers(),
+		A2APeers:         spec.GetA2APeers(),
+	}
+	for _, ids := range []struct {
+		ids []string
+		dst *[]*agentplanev1.Interrupt
+	}{{o.rec.GetResumeInterruptIds(), &out.ResolvedInterrupts}, {o.rec.GetPendingInterruptIds(), &out.PendingInterrupts}} {
+		for _, id := range ids.ids {
+			in, err := o.w.GetInterrupt(o.rec.GetTenant(), id)
+			if err != nil {
+				return nil, err
+			}
+			*ids.dst = append(*ids.dst, in.GetInterrupt())
+		}
+	}
+	return out, nil
+}
+
+// LeaseRequest asks for work.
+type LeaseRequest struct {
+	// RuntimeID names the runtime process (required).
+	RuntimeID string
+	// MaxTasks is how many tasks it can take now: 0 means 1; capped at 64.
+	MaxTasks int
+	// Wait is how long to wait for work: 0 means do not wait; capped by
+	// Config.MaxLeaseWait.
+	Wait time.Duration
+	// Tenant restricts the lease to one tenant's tasks; "" serves every tenant, round
+	// robin, FIFO within each.
+	Tenant string
+}
+
+// LeaseTasks grants up to MaxTasks queued tasks to a runtime, waiting up to Wait for
+// some to be queued. It wakes as soon as a commit queues a task (no polling), and
+// expires overdue leases before it looks, so a task whose runtime died is handed on
+// without waiting for the maintenance loop. Each lease is a new epoch of its task.
+// No work within Wait is an empty result, not an error.
+func (m *Manager) LeaseTasks(ctx context.Context, req LeaseRequest) ([]*agentplanev1.Lease, error) {
+	switch {
+	case req.RuntimeID == "" || len(req.RuntimeID) > 255:
+		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "runtime_id is required (1 to 255 bytes)")
+	case req.MaxTasks < 0:
+		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "max_tasks may not be negative")
+	case req.Wait < 0:
+		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "wait may not be negative")
+	}
+	req.MaxTasks = min(max(req.MaxTasks, 1), maxLeaseBatch)
+	req.Wait = min(req.Wait, m.cfg.MaxLeaseWait)
+	deadline := time.Now().Add(req.Wait)
+	var timer *time.Timer
+	for {
+		// Take the wake-up channel before looking, so a task queued between the look
+		// and the wait still wakes us.
+		wake := m.work.wait()
+		leases, err := m.claim(ctx, req)
+		if err != nil || len(leases) > 0 {
+			return leases, err
+		}
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			return nil, nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(remaining)
+			defer timer.Stop()
+		} else {
+			timer.Reset(remaining)
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+type queued struct{ tenant, taskID string }
+
+// claim grants what is queued now, in one transaction.
+func (m *Manager) claim(ctx context.Context, req LeaseRequest) ([]*agentplanev1.Lease, error) {
+	now := m.clock.Now()
+	if ok, err := m.hasWork(ctx, req.Tenant, now); err != nil || !ok {
+		return nil, err
+	}
+	m.rrMu.Lock()
+	start := m.rrTenant
+	m.rrMu.Unlock()
+	suffixes := make([]string, req.MaxTasks)
+	for i := range suffixes {
+		suffixes[i] = newID()
+	}
+	var leases []*agentplanev1.Lease
+	var last string
+	err := m.store.Update(ctx, func(w store.Writer) error {
+		leases, last = nil, ""
+		if _, err := m.expireDue(w, now, expireBatch); err != nil {
+			return err
+		}
+		picks, err := pickQueued(w, req.Tenant, start, req.MaxTasks, now)
+		if err != nil {
+			return err
+		}
+		for i, p := range picks {
+			rec, err := w.GetTask(p.tenant, p.taskID)
+			if err != nil {
+				return err
+			}
+			op := m.newOp(w, now, rec)
+			if err := op.grant(req.RuntimeID, encodeLeaseID(p.tenant, suffixes[i])); err != nil {
+				return err
+			}
+			l, err := op.leaseProto()
+			if err != nil {
+				return err
+			}
+			if err := op.flush(); err != nil {
+				return err
+			}
+			leases = append(leases, l)
+			last = p.tenant
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if last != "" {
+		m.rrMu.Lock()
+		m.rrTenant = last
+		m.rrMu.Unlock()
+	}
+	return leases, nil
+}
+
+// hasWork is a read-only look for queued tasks or overdue leases, so that idle long
+// polls do not queue empty write transactions.
+func (m *Manager) hasWork(ctx context.Context, tenant string, now time.Time) (bool, error) {
+	found := false
+	err := m.store.View(ctx, func(r store.Reader) error {
+		stopAtFirst := func(store.IndexEntry) (bool, error) { found = true; return false, nil }
+		if tenant != "" {
+			if err := r.ScanIndex(store.IndexQueue, tenant, store.IndexRange{Until: now}, stopAtFirst); err != nil || found {
+				return err
+			}
+		} else if err := r.Tenants(store.IndexQueue, "", func(string) (bool, error) { found = true; return false, nil }); err != nil || found {
+			return err
+		}
+		return r.Tenants(store.IndexLeaseDeadlines, "", func(t string) (bool, error) {
+			err := r.ScanIndex(store.IndexLeaseDeadlines, t, store.IndexRange{Until: now}, stopAtFirst)
+			return !found, err
+		})
+	})
+	return found, err
+}
+
+// pickQueued chooses up to n queued tasks: FIFO within a tenant, round robin across
+// tenants starting after the one served last.
+func pickQueued(r store.Reader, tenant, start string, n int, now time.Time) ([]queued, error) {
+	var heads [][]queued
+	collect := func(t string) error {
+		var q []queued
+		err := r.ScanIndex(store.IndexQueue, t, store.IndexRange{Until: now}, func(e store.IndexEntry) (bool, error) {
+			q = append(q, queued{t, e.ID})
+			return len(q) < n, nil
+		})
+		if len(q) > 0 {
+			heads = append(heads, q)
+		}
+		return err
+	}
+	if tenant != "" {
+		if err := collect(tenant); err != nil {
+			return nil, err
+		}
+	} else {
+		seen := map[string]bool{}
+		visit := func(t string) (bool, error) {
+			if seen[t] {
+				return false, nil
+			}
+			seen[t] = true
+			return len(heads) < n, collect(t)
+		}
+		if err := r.Tenants(store.IndexQueue, start, visit); err != nil {
+			return nil, err
+		}
+		if len(heads) < n {
+			if err := r.Tenants(store.IndexQueue, "", visit); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var picks []queued
+	for round := 0; len(picks) < n; round++ {
+		took := false
+		for _, q := range heads {
+			if round < len(q) && len(picks) < n {
+				picks = append(picks, q[round])
+				took = true
+			}
+		}
+		if !took {
+			break
+		}
+	}
+	return picks, nil
+}
+
+// expireDue expires up to limit overdue leases across tenants.
+func (m *Manager) expireDue(w store.Writer, now time.Time, limit int) (int, error) {
+	var due []queued
+	err := w.Tenants(store.IndexLeaseDeadlines, "", func(t string) (bool, error) {
+		err := w.ScanIndex(store.IndexLeaseDeadlines, t, store.IndexRange{Until: now}, func(e store.IndexEntry) (bool, error) {
+			due = append(due, queued{t, e.ID})
+			return len(due) < limit, nil
+		})
+		return len(due) < limit, err
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range due {
+		rec, err := w.GetTask(d.tenant, d.taskID)
+		if err != nil {
+			return 0, err
+		}
+		op := m.newOp(w, now, rec)
+		if err := op.expire(); err != nil {
+			return 0, err
+		}
+		if err := op.flush(); err != nil {
+			return 0, err
+		}
+	}
+	return len(due), nil
+}
+
+// ExpireLeases expires every lease whose deadline has passed, returning each task to
+// the queue (or failing it past Config.MaxAttempts). The maintenance loop calls it;
+// LeaseTasks and every fenced write also expire lazily.
+func (m *Manager) ExpireLeases(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		now := m.clock.Now()
+		n := 0
+		err := m.store.Update(ctx, func(w store.Writer) error {
+			var err error
+			n, err = m.expireDue(w, now, expireBatch)
+			return err
+		})
+		total += n
+		if err != nil || n < expireBatch {
+			return total, err
+		}
+	}
+}

@@ -1,0 +1,169 @@
+package tasks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/store"
+	"github.com/agentplane/agentplane/server/store/pagetoken"
+)
+
+// Config is what the task domain needs from the deployment's configuration.
+type Config struct {
+	// LeaseTTL is how long a lease lasts without a heartbeat.
+	LeaseTTL time.Duration
+	// MaxAttempts is how many leases in a row may be lost (expired, or failed with
+	// retry) before the task fails.
+	MaxAttempts int
+	// MaxLeaseWait caps a runtime's long poll.
+	MaxLeaseWait time.Duration
+	// Retention is how long terminal tasks are kept; 0 keeps them.
+	Retention time.Duration
+	// PurgeInterval is how often retention runs.
+	PurgeInterval time.Duration
+	// MaxInputBytes bounds a task's input and a ContinueTask message.
+	MaxInputBytes int64
+	// MaxEventBytes bounds one reported event's encoded payload.
+	MaxEventBytes int64
+	// MaxTaskHistoryBytes bounds the total encoded payload of a task's events.
+	MaxTaskHistoryBytes int64
+	// MaxTaskEvents bounds the number of a task's events.
+	MaxTaskEvents int64
+	// MaxLabels bounds a task's labels.
+	MaxLabels int
+	// MaxWatchBuffer is how many live events a watcher may have queued before it falls
+	// back to reading the store.
+	MaxWatchBuffer int
+}
+
+// ConfigFrom takes the task domain's settings from the deployment configuration.
+func ConfigFrom(c config.Config) Config {
+	return Config{
+		LeaseTTL:            c.Tasks.LeaseTTL.D(),
+		MaxAttempts:         c.Tasks.MaxAttempts,
+		MaxLeaseWait:        c.Tasks.MaxLeaseWait.D(),
+		Retention:           c.Tasks.Retention.D(),
+		PurgeInterval:       c.Tasks.PurgeInterval.D(),
+		MaxInputBytes:       c.Limits.MaxInputBytes,
+		MaxEventBytes:       c.Limits.MaxEventBytes,
+		MaxTaskHistoryBytes: c.Limits.MaxTaskHistoryBytes,
+		MaxTaskEvents:       c.Limits.MaxTaskEvents,
+		MaxLabels:           c.Limits.MaxLabels,
+		MaxWatchBuffer:      c.Limits.MaxWatchBuffer,
+	}
+}
+
+func (c Config) validate() error {
+	if c.LeaseTTL <= 0 || c.MaxAttempts < 1 || c.MaxLeaseWait < 0 || c.MaxInputBytes < 1 || c.MaxEventBytes < 1 ||
+		c.MaxTaskHistoryBytes < 1 || c.MaxTaskEvents < 1 || c.MaxLabels < 0 || c.MaxWatchBuffer < 1 {
+		return errors.New("tasks: config needs positive lease_ttl, max_attempts, limits and max_watch_buffer")
+	}
+	return nil
+}
+
+// Clock tells the time. Timestamps, lease deadlines and expiry use it; waiting (long
+// polls, the maintenance ticker) uses real time.
+type Clock interface {
+	Now() time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now().UTC() }
+
+// Options builds a Manager.
+type Options struct {
+	Store  store.Store
+	Config Config
+	// Clock defaults to the system clock.
+	Clock Clock
+	// Logger defaults to slog.Default.
+	Logger *slog.Logger
+}
+
+// Manager is the task domain. It is safe for concurrent use.
+type Manager struct {
+	store  store.Store
+	cfg    Config
+	clock  Clock
+	log    *slog.Logger
+	tokens *pagetoken.Codec
+	hub    *hub
+	// work is broadcast after a commit that queued a task, waking long polls.
+	work signal
+
+	// rrMu guards rrTenant, where the next lease scan starts (round-robin across
+	// tenants). It is a fairness hint only.
+	rrMu     sync.Mutex
+	rrTenant string
+
+	stopOnce sync.Once
+	stop     context.CancelFunc
+	loops    sync.WaitGroup
+}
+
+// New returns a Manager over the store. It starts no goroutines; call
+// StartMaintenance for lease expiry and retention.
+func New(opts Options) (*Manager, error) {
+	if opts.Store == nil {
+		return nil, errors.New("tasks: Options.Store is required")
+	}
+	if err := opts.Config.validate(); err != nil {
+		return nil, err
+	}
+	if opts.Clock == nil {
+		opts.Clock = systemClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Manager{
+		store:  opts.Store,
+		cfg:    opts.Config,
+		clock:  opts.Clock,
+		log:    opts.Logger,
+		tokens: pagetoken.New(opts.Store.TokenKey()),
+		hub:    newHub(),
+		stop:   func() {},
+	}, nil
+}
+
+var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// newID returns a random 26-character id (128 bits).
+func newID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // never fails (crypto/rand panics rather than return an error)
+	return strings.ToLower(idEncoding.EncodeToString(b))
+}
+
+// signal is a broadcast: wait returns a channel closed by the next broadcast.
+type signal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (s *signal) wait() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
+
+func (s *signal) broadcast() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
+	}
+}

@@ -1,0 +1,318 @@
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/store"
+)
+
+// Op is one change to one task inside one store transaction. It buffers the events
+// it appends and writes them, with the task record, when the transaction function
+// returns; after the commit it publishes them to watchers and, if the task was
+// queued, wakes waiting runtimes.
+//
+// An Op is valid only inside the function it was given to. Its methods check limits
+// and preconditions before anything is written, so a refused change costs the other
+// callers sharing the commit nothing.
+type Op struct {
+	m   *Manager
+	w   store.Writer
+	now time.Time
+	rec *storagev1.TaskRecord
+	// spec is loaded on first use.
+	spec *storagev1.TaskSpecRecord
+	// epoch is the lease epoch runtime-reported events are attributed to.
+	epoch  int64
+	events []*storagev1.EventRecord
+	// touched says the record must be written back.
+	touched bool
+	queued  bool
+}
+
+func (m *Manager) newOp(w store.Writer, now time.Time, rec *storagev1.TaskRecord) *Op {
+	return &Op{m: m, w: w, now: now, rec: rec}
+}
+
+// Task is the task record, to read and change; a change is written when the
+// transaction function returns.
+func (o *Op) Task() *storagev1.TaskRecord {
+	o.touched = true
+	return o.rec
+}
+
+// Spec is what the task was started with (read-only).
+func (o *Op) Spec() (*storagev1.TaskSpecRecord, error) {
+	if o.spec == nil {
+		spec, err := o.w.GetTaskSpec(o.rec.GetTenant(), o.rec.GetTaskId())
+		if err != nil {
+			return nil, err
+		}
+		o.spec = spec
+	}
+	return o.spec, nil
+}
+
+// Writer is the transaction, for records the task owns (interrupts, verdicts,
+// obligations). Do not write the task record or its events through it.
+func (o *Op) Writer() store.Writer { return o.w }
+
+// Now is the time of this change.
+func (o *Op) Now() time.Time { return o.now }
+
+// Epoch is the lease epoch of a fenced change (UpdateLeased), 0 otherwise.
+func (o *Op) Epoch() int64 { return o.epoch }
+
+// Append records a control-plane event (a state change, a lease change, a gate
+// decision). It is not subject to the history limits, which bound what callers and
+// runtimes put into a task, so that a task at its limit can still be ended.
+func (o *Op) Append(ev *agentplanev1.TaskEvent) error {
+	_, err := o.append(ev, false)
+	return err
+}
+
+// AppendContent records an event that carries caller or runtime content (a message,
+// a tool call or result, a note, an output). It is refused with RESOURCE_EXHAUSTED
+// when it exceeds Config.MaxEventBytes or would take the task past
+// Config.MaxTaskEvents or Config.MaxTaskHistoryBytes.
+func (o *Op) AppendContent(ev *agentplanev1.TaskEvent) (int64, error) {
+	return o.append(ev, true)
+}
+
+func (o *Op) append(ev *agentplanev1.TaskEvent, limited bool) (int64, error) {
+	if ev.GetPayload() == nil {
+		return 0, apierr.InvalidArgument(apierr.ReasonEventInvalid, "an event needs a payload")
+	}
+	if isTerminal(o.rec.GetState()) && len(o.events) > 0 && isTerminalEvent(o.events[len(o.events)-1].GetEvent()) {
+		// The terminal event must stay the last one: watchers stop there.
+		return 0, fmt.Errorf("tasks: event appended after the terminal event of task %s", o.rec.GetTaskId())
+	}
+	size := int64(proto.Size(ev))
+	if limited {
+		c := o.m.cfg
+		switch {
+		case size > c.MaxEventBytes:
+			return 0, apierr.ResourceExhausted("event of %d bytes exceeds the %d-byte limit per event (limits.max_event_bytes)", size, c.MaxEventBytes)
+		case o.rec.GetLastSequence()+1 > c.MaxTaskEvents:
+			return 0, apierr.ResourceExhausted("task %s already has %d events, the limit (limits.max_task_events); end it and start a new task",
+				o.rec.GetTaskId(), o.rec.GetLastSequence())
+		case o.rec.GetHistoryBytes()+size > c.MaxTaskHistoryBytes:
+			return 0, apierr.ResourceExhausted("task %s would hold %d bytes of history, over the %d-byte limit (limits.max_task_history_bytes); end it and start a new task",
+				o.rec.GetTaskId(), o.rec.GetHistoryBytes()+size, c.MaxTaskHistoryBytes)
+		}
+	}
+	o.touched = true
+	o.rec.LastSequence++
+	o.rec.HistoryBytes += size
+	o.rec.UpdateTime = timestamppb.New(o.now)
+	// The stored payload carries no id, sequence or time: the envelope and key do.
+	payload := &agentplanev1.TaskEvent{Payload: ev.GetPayload()}
+	var epoch int64
+	if limited {
+		epoch = o.epoch
+	}
+	o.events = append(o.events, &storagev1.EventRecord{
+		Sequence: o.rec.GetLastSequence(),
+		Time:     timestamppb.New(o.now),
+		Epoch:    epoch,
+		Event:    payload,
+	})
+	return o.rec.GetLastSequence(), nil
+}
+
+// transitions lists the allowed state changes.
+var transitions = map[agentplanev1.TaskState][]agentplanev1.TaskState{
+	agentplanev1.TaskState_TASK_STATE_SUBMITTED: {
+		agentplanev1.TaskState_TASK_STATE_WORKING, agentplanev1.TaskState_TASK_STATE_FAILED, agentplanev1.TaskState_TASK_STATE_CANCELED,
+	},
+	agentplanev1.TaskState_TASK_STATE_WORKING: {
+		agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, agentplanev1.TaskState_TASK_STATE_COMPLETED,
+		agentplanev1.TaskState_TASK_STATE_FAILED, agentplanev1.TaskState_TASK_STATE_CANCELED,
+	},
+	agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED: {
+		agentplanev1.TaskState_TASK_STATE_WORKING, agentplanev1.TaskState_TASK_STATE_COMPLETED,
+		agentplanev1.TaskState_TASK_STATE_FAILED, agentplanev1.TaskState_TASK_STATE_CANCELED,
+	},
+}
+
+func isTerminal(s agentplanev1.TaskState) bool {
+	switch s {
+	case agentplanev1.TaskState_TASK_STATE_COMPLETED, agentplanev1.TaskState_TASK_STATE_FAILED, agentplanev1.TaskState_TASK_STATE_CANCELED:
+		return true
+	}
+	return false
+}
+
+func isTerminalEvent(ev *agentplanev1.TaskEvent) bool {
+	sc := ev.GetStateChanged()
+	return sc != nil && isTerminal(sc.GetTo())
+}
+
+// SetState moves the task to another state and records it. Reaching a terminal state
+// also takes the task out of the queue, revokes a lease still held (the runtime's next
+// heartbeat learns why), closes pending interrupts and drops undelivered continue
+// messages; it must be the last change of the Op, since watchers stop at it. Setting
+// the current state is a no-op; a move the lifecycle does not allow is an error.
+func (o *Op) SetState(to agentplanev1.TaskState, reason string) error {
+	from := o.rec.GetState()
+	if from == to {
+		return nil
+	}
+	if !slices.Contains(transitions[from], to) {
+		return fmt.Errorf("tasks: task %s cannot move from %s to %s", o.rec.GetTaskId(), from, to)
+	}
+	o.touched = true
+	o.rec.State = to
+	if isTerminal(to) {
+		o.rec.EndTime = timestamppb.New(o.now)
+		o.rec.QueueTime = nil
+		if l := o.rec.GetLease(); l != nil && !l.GetRevoked() {
+			l.Revoked = true
+		}
+		o.rec.ContinueMessages, o.rec.ResumeInterruptIds = nil, nil
+		if err := o.closePendingInterrupts("task." + stateWord(to)); err != nil {
+			return err
+		}
+	}
+	return o.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_StateChanged{
+		StateChanged: &agentplanev1.StateChanged{From: from, To: to, Reason: reason},
+	}})
+}
+
+func stateWord(s agentplanev1.TaskState) string {
+	switch s {
+	case agentplanev1.TaskState_TASK_STATE_COMPLETED:
+		return "completed"
+	case agentplanev1.TaskState_TASK_STATE_FAILED:
+		return "failed"
+	case agentplanev1.TaskState_TASK_STATE_CANCELED:
+		return "canceled"
+	}
+	return "ended"
+}
+
+// closePendingInterrupts takes the task's pending interrupts out of the inbox: an
+// ended task can no longer act on a decision.
+func (o *Op) closePendingInterrupts(reason string) error {
+	for _, id := range o.rec.GetPendingInterruptIds() {
+		in, err := o.w.GetInterrupt(o.rec.GetTenant(), id)
+		if err != nil {
+			return err
+		}
+		in.ClosedReason = reason
+		if err := o.w.PutInterrupt(in); err != nil {
+			return err
+		}
+	}
+	o.rec.PendingInterruptIds = nil
+	return nil
+}
+
+// Enqueue puts the task in the run queue (FIFO per tenant); runtimes waiting in
+// LeaseTasks are woken after the commit.
+func (o *Op) Enqueue() {
+	o.touched = true
+	o.rec.QueueTime = timestamppb.New(o.now)
+	o.queued = true
+}
+
+// ReleaseLease ends the task's lease, recording why (released by the runtime, or
+// expired). The task is then neither leased nor queued until the caller says so.
+func (o *Op) ReleaseLease(kind agentplanev1.LeaseChangeKind) error {
+	l := o.rec.GetLease()
+	if l == nil {
+		return nil
+	}
+	o.touched = true
+	o.rec.Lease = nil
+	return o.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Lease{Lease: &agentplanev1.LeaseChanged{
+		Kind: kind, RuntimeId: l.GetRuntimeId(), LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch(), Attempt: o.rec.GetAttempt(),
+	}}})
+}
+
+// HandBack marks a clean hand-back by the runtime (a pause or a suspension): the
+// lost-lease count starts over and what the runtime was handed has been consumed.
+func (o *Op) HandBack() {
+	o.touched = true
+	o.rec.FailedAttempts = 0
+	o.rec.ContinueMessages, o.rec.ResumeInterruptIds = nil, nil
+}
+
+// Resume makes a task without a lease runnable again: back to WORKING in the queue.
+// Use it when what a task waited for has arrived (a decision, a user message).
+func (o *Op) Resume(reason string) error {
+	if err := o.SetState(agentplanev1.TaskState_TASK_STATE_WORKING, reason); err != nil {
+		return err
+	}
+	o.Enqueue()
+	return nil
+}
+
+// lostAttempt counts a lease lost or failed with retry and either returns the task to
+// the queue or, past Config.MaxAttempts, fails it. A task with pending interrupts is
+// parked instead (INPUT_REQUIRED, unleased): the decision requeues it.
+func (o *Op) lostAttempt(what string) error {
+	o.touched = true
+	o.rec.FailedAttempts++
+	if int(o.rec.GetFailedAttempts()) >= o.m.cfg.MaxAttempts {
+		o.rec.Failure = &agentplanev1.TaskFailure{
+			Reason:  FailureAttemptsExhausted,
+			Message: fmt.Sprintf("gave up after %d attempts in a row: %s", o.rec.GetFailedAttempts(), what),
+		}
+		return o.SetState(agentplanev1.TaskState_TASK_STATE_FAILED, FailureAttemptsExhausted)
+	}
+	if len(o.rec.GetPendingInterruptIds()) > 0 {
+		return o.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "interrupt.pending")
+	}
+	return o.Resume("lease.requeued")
+}
+
+// flush writes the record and the events and arranges what follows the commit.
+func (o *Op) flush() error {
+	if !o.touched && len(o.events) == 0 {
+		return nil
+	}
+	tenant, taskID := o.rec.GetTenant(), o.rec.GetTaskId()
+	o.rec.UpdateTime = timestamppb.New(o.now)
+	if err := o.w.PutTask(o.rec); err != nil {
+		return err
+	}
+	if err := o.w.AppendEvents(tenant, taskID, o.events...); err != nil {
+		return err
+	}
+	events, queued, m := o.events, o.queued, o.m
+	o.w.OnCommit(func() {
+		m.hub.publish(tenant, taskID, events)
+		if queued {
+			m.work.broadcast()
+		}
+	})
+	return nil
+}
+
+// UpdateTask runs fn on one task of tenant in one store transaction and commits what
+// it changed through the Op. fn may run more than once (see store.Store.Update): it
+// must reset anything it captures at its start and take ids and times from outside or
+// from the Op. A missing task (or another tenant's) is NOT_FOUND.
+func (m *Manager) UpdateTask(ctx context.Context, tenant, taskID string, fn func(*Op) error) error {
+	now := m.clock.Now()
+	return m.store.Update(ctx, func(w store.Writer) error {
+		rec, err := w.GetTask(tenant, taskID)
+		if err != nil {
+			return err
+		}
+		op := m.newOp(w, now, rec)
+		if err := fn(op); err != nil {
+			return err
+		}
+		return op.flush()
+	})
+}

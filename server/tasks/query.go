@@ -1,0 +1,250 @@
+package tasks
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"slices"
+	"strconv"
+	"time"
+
+	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/store"
+	"github.com/agentplane/agentplane/server/store/pagetoken"
+)
+
+// Page sizes.
+const (
+	defaultPageSize           = 50
+	defaultObligationPageSize = 100
+	maxPageSize               = 500
+	// maxScanPerPage bounds the tasks one ListTasks page examines, so that a filter that
+	// matches little cannot make one call scan a whole tenant; the page then comes back
+	// short, with a token to go on.
+	maxScanPerPage = 5000
+)
+
+func pageSize(n, def int) (int, error) {
+	switch {
+	case n < 0:
+		return 0, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "page_size may not be negative")
+	case n == 0:
+		return def, nil
+	}
+	return min(n, maxPageSize), nil
+}
+
+// Get returns one task of tenant; another tenant's task is NOT_FOUND like a missing one.
+func (m *Manager) Get(ctx context.Context, tenant, taskID string) (*agentplanev1.Task, error) {
+	var task *agentplanev1.Task
+	err := m.store.View(ctx, func(r store.Reader) error {
+		rec, err := r.GetTask(tenant, taskID)
+		if err != nil {
+			return err
+		}
+		spec, err := r.GetTaskSpec(tenant, taskID)
+		if err != nil {
+			return err
+		}
+		task = toAPITask(rec, spec)
+		return nil
+	})
+	return task, err
+}
+
+// ListQuery filters and pages List.
+type ListQuery struct {
+	// PageSize: 0 means 50; capped at 500.
+	PageSize int
+	// PageToken continues an earlier listing with the same filters.
+	PageToken string
+	// States keeps tasks in one of them; empty keeps all.
+	States []agentplanev1.TaskState
+	// Labels keeps tasks carrying all of them.
+	Labels map[string]string
+	// CreatedAfter keeps tasks created at or after it; CreatedBefore, before it (zero:
+	// no bound).
+	CreatedAfter, CreatedBefore time.Time
+}
+
+// scope binds a page token to the tenant and the filters.
+func (q ListQuery) scope(tenant string) []byte {
+	parts := []string{"tasks", tenant, strconv.FormatInt(q.CreatedAfter.UnixNano(), 10), strconv.FormatInt(q.CreatedBefore.UnixNano(), 10)}
+	states := slices.Clone(q.States)
+	slices.Sort(states)
+	for _, s := range slices.Compact(states) {
+		parts = append(parts, "s"+strconv.Itoa(int(s)))
+	}
+	keys := make([]string, 0, len(q.Labels))
+	for k := range q.Labels {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		parts = append(parts, "l", k, q.Labels[k])
+	}
+	return pagetoken.Scope(parts...)
+}
+
+func (q ListQuery) matches(rec *storagev1.TaskRecord) bool {
+	if len(q.States) > 0 && !slices.Contains(q.States, rec.GetState()) {
+		return false
+	}
+	for k, v := range q.Labels {
+		if got, ok := rec.GetLabels()[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// List returns a page of tenant's tasks, newest first, and the token of the next page
+// ("" at the end). Tokens are opaque and sealed: one altered, minted for another
+// tenant, or replayed with different filters is INVALID_ARGUMENT (page_token.invalid).
+// A page may hold fewer tasks than asked (even none) when the filters are selective;
+// only an empty token means the end.
+func (m *Manager) List(ctx context.Context, tenant string, q ListQuery) ([]*agentplanev1.Task, string, error) {
+	size, err := pageSize(q.PageSize, defaultPageSize)
+	if err != nil {
+		return nil, "", err
+	}
+	if !q.CreatedAfter.IsZero() && !q.CreatedBefore.IsZero() && !q.CreatedAfter.Before(q.CreatedBefore) {
+		return nil, "", apierr.InvalidArgument(apierr.ReasonInvalidArgument, "created_after must be before created_before")
+	}
+	scope := q.scope(tenant)
+	cursor, err := m.tokens.Open(scope, q.PageToken)
+	if err != nil {
+		return nil, "", err
+	}
+	var tasks []*agentplanev1.Task
+	var next []byte
+	more := false
+	err = m.store.View(ctx, func(r store.Reader) error {
+		scanned := 0
+		return r.ScanTasks(tenant, store.TaskRange{After: cursor, CreatedAfter: q.CreatedAfter, CreatedBefore: q.CreatedBefore},
+			func(c []byte, rec *storagev1.TaskRecord) (bool, error) {
+				scanned++
+				if q.matches(rec) {
+					if len(tasks) == size {
+						more = true // the token resumes after what this page examined
+						return false, nil
+					}
+					spec, err := r.GetTaskSpec(tenant, rec.GetTaskId())
+					if err != nil {
+						return false, err
+					}
+					tasks = append(tasks, toAPITask(rec, spec))
+				}
+				next = c
+				if scanned >= maxScanPerPage && len(tasks) < size {
+					return false, errScanBudget
+				}
+				return true, nil
+			})
+	})
+	switch {
+	case errors.Is(err, errScanBudget):
+		more = true
+	case err != nil:
+		return nil, "", err
+	}
+	if !more {
+		return tasks, "", nil
+	}
+	return tasks, m.tokens.Seal(scope, next), nil
+}
+
+// errScanBudget stops a scan that examined maxScanPerPage tasks; never returned.
+var errScanBudget = errors.New("scan budget spent")
+
+// seqToken is the cursor of the per-task listings: a big-endian number.
+func seqCursor(n int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(n)) }
+
+func (m *Manager) openSeqToken(scope []byte, token string) (int64, error) {
+	c, err := m.tokens.Open(scope, token)
+	if err != nil || c == nil {
+		return 0, err
+	}
+	if len(c) != 8 {
+		return 0, apierr.InvalidArgument(apierr.ReasonPageTokenInvalid, "page_token is not valid for this request")
+	}
+	return int64(binary.BigEndian.Uint64(c)), nil
+}
+
+// ListVerdicts returns a page of a task's verdicts in the order they were recorded.
+func (m *Manager) ListVerdicts(ctx context.Context, tenant, taskID string, size int, token string) ([]*agentplanev1.Verdict, string, error) {
+	size, err := pageSize(size, defaultPageSize)
+	if err != nil {
+		return nil, "", err
+	}
+	scope := pagetoken.Scope("verdicts", tenant, taskID)
+	after, err := m.openSeqToken(scope, token)
+	if err != nil {
+		return nil, "", err
+	}
+	var out []*agentplanev1.Verdict
+	more := false
+	err = m.store.View(ctx, func(r store.Reader) error {
+		if _, err := r.GetTask(tenant, taskID); err != nil {
+			return err
+		}
+		return r.ScanVerdicts(tenant, taskID, after, func(v *storagev1.VerdictRecord) (bool, error) {
+			if len(out) == size {
+				more = true
+				return false, nil
+			}
+			out = append(out, v.GetVerdict())
+			return true, nil
+		})
+	})
+	if err != nil || !more {
+		return out, "", err
+	}
+	return out, m.tokens.Seal(scope, seqCursor(out[len(out)-1].GetSequence())), nil
+}
+
+// ListObligations returns a page of a task's obligations ledger in the order they were
+// raised, optionally only those in the given states.
+func (m *Manager) ListObligations(ctx context.Context, tenant, taskID string, states []agentplanev1.ObligationState, size int, token string) ([]*agentplanev1.Obligation, string, error) {
+	size, err := pageSize(size, defaultObligationPageSize)
+	if err != nil {
+		return nil, "", err
+	}
+	parts := []string{"obligations", tenant, taskID}
+	sorted := slices.Clone(states)
+	slices.Sort(sorted)
+	for _, s := range slices.Compact(sorted) {
+		parts = append(parts, strconv.Itoa(int(s)))
+	}
+	scope := pagetoken.Scope(parts...)
+	after, err := m.openSeqToken(scope, token)
+	if err != nil {
+		return nil, "", err
+	}
+	var out []*agentplanev1.Obligation
+	var last int64
+	more := false
+	err = m.store.View(ctx, func(r store.Reader) error {
+		if _, err := r.GetTask(tenant, taskID); err != nil {
+			return err
+		}
+		return r.ScanObligations(tenant, taskID, after, func(o *storagev1.ObligationRecord) (bool, error) {
+			if len(states) > 0 && !slices.Contains(states, o.GetObligation().GetState()) {
+				return true, nil
+			}
+			if len(out) == size {
+				more = true
+				return false, nil
+			}
+			out = append(out, o.GetObligation())
+			last = o.GetOrdinal()
+			return true, nil
+		})
+	})
+	if err != nil || !more {
+		return out, "", err
+	}
+	return out, m.tokens.Seal(scope, seqCursor(last)), nil
+}

@@ -1,0 +1,199 @@
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/hitl"
+)
+
+// maxFailureMessage bounds FailTask's message as stored.
+const maxFailureMessage = 4096
+
+// HeartbeatResult is what a heartbeat tells the runtime.
+type HeartbeatResult struct {
+	// Deadline is the lease's new deadline.
+	Deadline time.Time
+	// Canceled says the task was canceled: stop work and let the lease go.
+	Canceled bool
+	// CancelReason is the caller's reason, when Canceled.
+	CancelReason string
+}
+
+// Heartbeat extends a lease to now + Config.LeaseTTL. When the task was canceled while
+// the runtime held the lease, it reports Canceled (and keeps doing so) instead of
+// failing, so the runtime learns why it must stop. A stale or expired lease is
+// lease.lost.
+func (m *Manager) Heartbeat(ctx context.Context, ref *agentplanev1.LeaseRef) (HeartbeatResult, error) {
+	var res HeartbeatResult
+	err := m.updateLeased(ctx, ref, true, func(op *Op) error {
+		l := op.rec.GetLease()
+		if l.GetRevoked() {
+			res = HeartbeatResult{Deadline: l.GetDeadline().AsTime(), Canceled: true, CancelReason: op.rec.GetCancellation().GetReason()}
+			return nil
+		}
+		op.touched = true
+		l.Deadline = timestamppb.New(op.now.Add(op.m.cfg.LeaseTTL))
+		res = HeartbeatResult{Deadline: l.GetDeadline().AsTime()}
+		return nil
+	})
+	return res, err
+}
+
+// runtimePayload turns a reported event into a log payload.
+func runtimePayload(ev *agentplanev1.RuntimeEvent) (*agentplanev1.TaskEvent, error) {
+	switch p := ev.GetPayload().(type) {
+	case *agentplanev1.RuntimeEvent_Message:
+		return &agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Message{Message: p.Message}}, nil
+	case *agentplanev1.RuntimeEvent_ToolCall:
+		return &agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_ToolCall{ToolCall: p.ToolCall}}, nil
+	case *agentplanev1.RuntimeEvent_ToolResult:
+		return &agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_ToolResult{ToolResult: p.ToolResult}}, nil
+	case *agentplanev1.RuntimeEvent_Note:
+		return &agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Note{Note: p.Note}}, nil
+	}
+	return nil, apierr.InvalidArgument(apierr.ReasonEventInvalid, "an event needs exactly one of message, tool_call, tool_result, note")
+}
+
+// ReportEvents appends a runtime's events, in order, in one transaction, and returns
+// the sequence of the last one. Either all are appended or none: one event that is
+// malformed or over a limit (RESOURCE_EXHAUSTED) refuses the whole report.
+func (m *Manager) ReportEvents(ctx context.Context, ref *agentplanev1.LeaseRef, events []*agentplanev1.RuntimeEvent) (int64, error) {
+	payloads := make([]*agentplanev1.TaskEvent, len(events))
+	for i, ev := range events {
+		p, err := runtimePayload(ev)
+		if err != nil {
+			return 0, apierr.InvalidArgument(apierr.ReasonEventInvalid, "events[%d]: an event needs exactly one of message, tool_call, tool_result, note", i)
+		}
+		payloads[i] = p
+	}
+	var last int64
+	err := m.UpdateLeased(ctx, ref, func(op *Op) error {
+		last = op.rec.GetLastSequence()
+		for i, p := range payloads {
+			seq, err := op.AppendContent(p)
+			if err != nil {
+				return fmt.Errorf("events[%d]: %w", i, err)
+			}
+			last = seq
+		}
+		return nil
+	})
+	return last, err
+}
+
+// Pause ends a chat turn: the assistant's last message (if any) is appended, the task
+// waits in INPUT_REQUIRED on a synthetic __auto_pause__ interrupt, and the lease is
+// released. Only Continue resumes it. The task must be WORKING.
+func (m *Manager) Pause(ctx context.Context, ref *agentplanev1.LeaseRef, message, node string) (*agentplanev1.Interrupt, error) {
+	id := newID()
+	var in *agentplanev1.Interrupt
+	err := m.UpdateLeased(ctx, ref, func(op *Op) error {
+		in = nil
+		rec := op.Task()
+		if rec.GetState() != agentplanev1.TaskState_TASK_STATE_WORKING {
+			return apierr.FailedPrecondition(apierr.ReasonTaskState,
+				"task %s is %s; only a WORKING task can pause at the end of a turn", rec.GetTaskId(), rec.GetState())
+		}
+		if message != "" {
+			if _, err := op.AppendContent(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Message{Message: &agentplanev1.ChatMessage{
+				Role: agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, Text: message, Node: node,
+			}}}); err != nil {
+				return err
+			}
+		}
+		spec, err := op.Spec()
+		if err != nil {
+			return err
+		}
+		in = hitl.NewAutoPauseInterrupt(hitl.InterruptMeta{
+			InterruptID: id, TaskID: rec.GetTaskId(), Tenant: rec.GetTenant(),
+			SessionID: rec.GetSessionId(), OriginalInput: spec.GetInput(), Now: op.now,
+		}, node)
+		if err := op.Writer().PutInterrupt(&storagev1.InterruptRecord{
+			Interrupt: in, CreateTime: timestamppb.New(op.now), RaisedEpoch: op.epoch,
+		}); err != nil {
+			return err
+		}
+		if err := op.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_InterruptRaised{
+			InterruptRaised: &agentplanev1.InterruptRaised{Interrupt: in},
+		}}); err != nil {
+			return err
+		}
+		rec.PendingInterruptIds = append(rec.PendingInterruptIds, id)
+		op.HandBack()
+		if err := op.ReleaseLease(agentplanev1.LeaseChangeKind_LEASE_CHANGE_KIND_RELEASED); err != nil {
+			return err
+		}
+		return op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "turn.ended")
+	})
+	return in, err
+}
+
+// Complete ends the task as COMPLETED with its output and releases the lease.
+func (m *Manager) Complete(ctx context.Context, ref *agentplanev1.LeaseRef, output *agentplanev1.TaskOutput) (*agentplanev1.Task, error) {
+	if output == nil {
+		output = &agentplanev1.TaskOutput{}
+	}
+	return m.endLeased(ctx, ref, func(op *Op) error {
+		if _, err := op.AppendContent(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Output{Output: output}}); err != nil {
+			return err
+		}
+		op.Task().Output = output
+		if err := op.ReleaseLease(agentplanev1.LeaseChangeKind_LEASE_CHANGE_KIND_RELEASED); err != nil {
+			return err
+		}
+		return op.SetState(agentplanev1.TaskState_TASK_STATE_COMPLETED, "completed")
+	})
+}
+
+// Fail ends the task as FAILED with reason (default runtime.error) and message, or,
+// with retry, releases the lease and returns the task to the queue; a retry counts as
+// a lost attempt, so past Config.MaxAttempts it fails with lease.attempts_exhausted.
+func (m *Manager) Fail(ctx context.Context, ref *agentplanev1.LeaseRef, reason, message string, retry bool) (*agentplanev1.Task, error) {
+	if reason == "" {
+		reason = FailureRuntime
+	}
+	if len(reason) > 128 {
+		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "reason is longer than 128 bytes; put details in message")
+	}
+	if len(message) > maxFailureMessage {
+		message = message[:maxFailureMessage] + "…"
+	}
+	return m.endLeased(ctx, ref, func(op *Op) error {
+		rec := op.Task()
+		runtimeID := rec.GetLease().GetRuntimeId()
+		if err := op.ReleaseLease(agentplanev1.LeaseChangeKind_LEASE_CHANGE_KIND_RELEASED); err != nil {
+			return err
+		}
+		if retry {
+			return op.lostAttempt(fmt.Sprintf("runtime %q gave the task back (%s: %s)", runtimeID, reason, message))
+		}
+		rec.Failure = &agentplanev1.TaskFailure{Reason: reason, Message: message}
+		return op.SetState(agentplanev1.TaskState_TASK_STATE_FAILED, reason)
+	})
+}
+
+// endLeased runs a fenced change and returns the task as it is after it.
+func (m *Manager) endLeased(ctx context.Context, ref *agentplanev1.LeaseRef, fn func(*Op) error) (*agentplanev1.Task, error) {
+	var task *agentplanev1.Task
+	err := m.UpdateLeased(ctx, ref, func(op *Op) error {
+		task = nil
+		if err := fn(op); err != nil {
+			return err
+		}
+		spec, err := op.Spec()
+		if err != nil {
+			return err
+		}
+		task = toAPITask(op.rec, spec)
+		return nil
+	})
+	return task, err
+}
