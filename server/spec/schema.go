@@ -112,13 +112,15 @@ func compileSchema(doc map[string]any) *compiled {
 	var sve *jsonschema.SchemaValidationError
 	var ve *jsonschema.ValidationError
 	if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
-		return &compiled{findings: leafFindings(ve)}
+		return &compiled{findings: leafFindings(ve, true)}
 	}
 	return &compiled{findings: []schemaFinding{{msg: cleanSchemaError(err)}}}
 }
 
-// leafFindings flattens a validation error to its leaves, one per location.
-func leafFindings(ve *jsonschema.ValidationError) []schemaFinding {
+// leafFindings flattens a validation error to its leaves. With onePerLocation only
+// the first leaf at each location is kept: a schema that breaks the metaschema at one
+// keyword fails every branch of an anyOf there, and one message is enough.
+func leafFindings(ve *jsonschema.ValidationError, onePerLocation bool) []schemaFinding {
 	var out []schemaFinding
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
@@ -131,11 +133,11 @@ func leafFindings(ve *jsonschema.ValidationError) []schemaFinding {
 			}
 			return
 		}
-		ptr := pointerOf(e.InstanceLocation)
-		if slices.ContainsFunc(out, func(f schemaFinding) bool { return f.ptr == ptr }) {
+		f := schemaFinding{ptr: pointerOf(e.InstanceLocation), msg: e.ErrorKind.LocalizedString(printer)}
+		if slices.ContainsFunc(out, func(g schemaFinding) bool { return g.ptr == f.ptr && (onePerLocation || g.msg == f.msg) }) {
 			return
 		}
-		out = append(out, schemaFinding{ptr: ptr, msg: e.ErrorKind.LocalizedString(printer)})
+		out = append(out, f)
 	}
 	walk(ve)
 	return out
@@ -265,7 +267,7 @@ func ValidateArgs(schema *structpb.Struct, args *structpb.Value) []string {
 		return []string{err.Error()}
 	}
 	var out []string
-	for _, f := range leafFindings(ve) {
+	for _, f := range leafFindings(ve, false) {
 		ptr := f.ptr
 		if ptr == "" {
 			ptr = "/"

@@ -37,7 +37,7 @@ func LoadStaticAgents(files map[string]string, baseDir string) (map[string]*agen
 		doc := Decode(data, formatOf(name, data), Limits{})
 		if doc.Kind != KindAgent {
 			msg := "is not an AgentSpec document"
-			if vs := doc.Violations(); len(vs) > 0 {
+			if vs := doc.Violations(); doc.Kind == "" && len(vs) > 0 {
 				msg = FormatViolation(name, vs[0])
 			}
 			errs = append(errs, fmt.Errorf("static agent %q: %s", id, msg))

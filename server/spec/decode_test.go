@@ -1,0 +1,173 @@
+package spec
+
+import (
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+)
+
+var (
+	formatJSON = agentplanev1.DocumentFormat_DOCUMENT_FORMAT_JSON
+	formatYAML = agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML
+)
+
+func TestDetectFormat(t *testing.T) {
+	tests := map[string]agentplanev1.DocumentFormat{
+		`{"a": 1}`:           formatJSON,
+		"\n\t  {}":           formatJSON,
+		"\xef\xbb\xbf{}":     formatJSON,
+		"apiVersion: qar/v1": formatYAML,
+		"- {}":               formatYAML,
+		"":                   formatYAML,
+	}
+	for in, want := range tests {
+		if got := DetectFormat([]byte(in)); got != want {
+			t.Errorf("DetectFormat(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+// TestPositions checks that the same document gives the same positions as JSON and
+// as YAML, that columns count characters, and that a missing value is located at
+// the nearest ancestor present.
+func TestPositions(t *testing.T) {
+	jsonDoc := "{\"apiVersion\": \"qar/v1\",\n \"kind\": \"GraphSpec\",\n \"name\": \"日本\", \"entry\": \"x\",\n \"agents\": {\"a/b\": {\"role\": \"supervisor\"}}}"
+	yamlDoc := "apiVersion: qar/v1\nkind: GraphSpec\nname: 日本\nentry: x\nagents:\n  a/b:\n    role: supervisor\n"
+	tests := []struct {
+		doc    string
+		format agentplanev1.DocumentFormat
+		ptr    string
+		line   int
+		col    int
+	}{
+		{jsonDoc, formatJSON, "", 1, 1},
+		{jsonDoc, formatJSON, "/kind", 2, 2},
+		{jsonDoc, formatJSON, "/entry", 3, 16},
+		{jsonDoc, formatJSON, "/agents/a~1b", 4, 13},
+		{jsonDoc, formatJSON, "/agents/a~1b/role", 4, 21},
+		{jsonDoc, formatJSON, "/agents/a~1b/spec", 4, 13},
+		{jsonDoc, formatJSON, "/termination/0/kind", 1, 1},
+		{yamlDoc, formatYAML, "/kind", 2, 1},
+		{yamlDoc, formatYAML, "/entry", 4, 1},
+		{yamlDoc, formatYAML, "/agents/a~1b", 6, 3},
+		{yamlDoc, formatYAML, "/agents/a~1b/role", 7, 5},
+		{yamlDoc, formatYAML, "/agents/a~1b/role/x", 7, 5},
+	}
+	for _, tt := range tests {
+		d := Decode([]byte(tt.doc), tt.format, Limits{})
+		line, col, ok := d.Position(tt.ptr)
+		if !ok || line != tt.line || col != tt.col {
+			t.Errorf("%v %q: got %d:%d (%v), want %d:%d", tt.format, tt.ptr, line, col, ok, tt.line, tt.col)
+		}
+	}
+	if _, _, ok := Decode([]byte(jsonDoc), formatJSON, Limits{}).Position("no-slash"); ok {
+		t.Error("a string that is not a pointer was located")
+	}
+}
+
+// TestNodeOrder: graph nodes keep document order, which the walker follows.
+func TestNodeOrder(t *testing.T) {
+	d := Decode([]byte("apiVersion: qar/v1\nkind: GraphSpec\nagents:\n  zeta: {}\n  alpha: {}\n  mid: {}\n"), formatYAML, Limits{})
+	got := strings.Join(d.nodeOrder(d.Graph), ",")
+	if got != "zeta,alpha,mid" {
+		t.Fatalf("node order %s", got)
+	}
+}
+
+func TestDecodeLimits(t *testing.T) {
+	big := `{"apiVersion": "qar/v1", "instructions": "` + strings.Repeat("x", 200) + `"}`
+	tests := []struct {
+		name string
+		doc  string
+		lim  Limits
+		rule string
+	}{
+		{"json over size", big, Limits{MaxDocumentBytes: 100}, RuleDocTooLarge},
+		{"yaml over size", "a: " + strings.Repeat("x", 200), Limits{MaxDocumentBytes: 100}, RuleDocTooLarge},
+		{"json too deep", strings.Repeat("[", 10) + strings.Repeat("]", 10), Limits{MaxNesting: 5}, RuleDocTooDeep},
+		{"yaml flow too deep", strings.Repeat("[", 10) + strings.Repeat("]", 10), Limits{MaxNesting: 5}, RuleDocTooDeep},
+		{"yaml block too deep", "- - - - - - - - - - x\n", Limits{MaxNesting: 5}, RuleDocTooDeep},
+		{"yaml pathological depth", strings.Repeat("[", 100000), Limits{MaxNesting: 64, MaxDocumentBytes: 1 << 20}, RuleDocTooDeep},
+		{"json pathological depth", strings.Repeat("[", 100000), Limits{MaxNesting: 64, MaxDocumentBytes: 1 << 20}, RuleDocTooDeep},
+		{"yaml alias expansion", "a: &a [1, 1, 1, 1]\nb: &b [*a, *a, *a, *a]\nc: [*b, *b, *b, *b]\n", Limits{MaxDocumentBytes: 60}, RuleDocTooLarge},
+		{"yaml alias depth", "a: &a [[[[1]]]]\nb: [[*a]]\n", Limits{MaxNesting: 6}, RuleDocTooDeep},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			format := formatJSON
+			if strings.HasPrefix(tt.name, "yaml") {
+				format = formatYAML
+			}
+			d := Decode([]byte(tt.doc), format, tt.lim)
+			vs := d.Violations()
+			if len(vs) != 1 || vs[0].GetRuleId() != tt.rule || d.Agent != nil || d.Graph != nil {
+				t.Fatalf("got %v, want one %s and no spec", vs, tt.rule)
+			}
+		})
+	}
+}
+
+// TestDuplicateKeysEverywhere: a repeated key is reported in any object, and the
+// first value is kept.
+func TestDuplicateKeysEverywhere(t *testing.T) {
+	doc := `{"apiVersion": "qar/v1", "kind": "AgentSpec", "model": "first", "model": "second",
+	"skills": [{"name": "a", "config": {"k": 1, "k": 2}}]}`
+	d := Decode([]byte(doc), formatJSON, Limits{})
+	var got []string
+	for _, v := range d.Violations() {
+		got = append(got, v.GetRuleId()+" "+v.GetPath())
+	}
+	want := "DOC-DUPLICATE-KEY /model,DOC-DUPLICATE-KEY /skills/0/config/k"
+	if strings.Join(got, ",") != want {
+		t.Fatalf("got %v, want %s", got, want)
+	}
+	if d.Agent.GetModel() != "first" || d.Agent.GetSkills()[0].GetConfig().GetFields()["k"].GetNumberValue() != 1 {
+		t.Fatalf("the first value should win: %v", d.Agent)
+	}
+}
+
+// TestEncodeCanonical: keys sorted at every level, unions in wire shape, numbers and
+// strings in JSON syntax.
+func TestEncodeCanonical(t *testing.T) {
+	g := &agentplanev1.GraphSpec{
+		Kind:       KindGraph,
+		ApiVersion: APIVersion,
+		Agents: map[string]*agentplanev1.GraphAgent{
+			"z": {Role: "supervisor", Spec: &agentplanev1.NodeSpec{Spec: &agentplanev1.NodeSpec_StaticAgent{StaticAgent: &agentplanev1.StaticAgentRef{}}}},
+			"a": {Role: "collaborator", Spec: &agentplanev1.NodeSpec{Spec: &agentplanev1.NodeSpec_Agent{Agent: &agentplanev1.AgentSpec{
+				Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Preset{Preset: &agentplanev1.InstructionsPreset{Preset: "qodo-default"}}},
+				Model:        "m\"\n\x01<",
+			}}}},
+		},
+		Limits: &agentplanev1.GraphLimits{Budget: &agentplanev1.GraphBudget{TotalWallClockS: proto.Float64(1e21), TotalInputTokens: proto.Int64(1 << 62)}},
+	}
+	got, err := Encode(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"agents":{"a":{"role":"collaborator","spec":{"instructions":{"preset":"qodo-default"},"model":"m\"\n\u0001<"}},` +
+		`"z":{"role":"supervisor","spec":{"agent_id":""}}},"apiVersion":"qar/v1","kind":"GraphSpec",` +
+		`"limits":{"budget":{"total_input_tokens":4611686018427387904,"total_wall_clock_s":1e+21}}}`
+	if string(got) != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	back := Decode(got, formatJSON, Limits{})
+	if len(back.Violations()) != 0 || !proto.Equal(back.Graph, g) {
+		t.Fatalf("round trip: %v", back.Violations())
+	}
+}
+
+func TestEncodeRefusesNonFinite(t *testing.T) {
+	g := &agentplanev1.GraphSpec{Limits: &agentplanev1.GraphLimits{Budget: &agentplanev1.GraphBudget{TotalWallClockS: proto.Float64(posInf())}}}
+	if _, err := Encode(g); err == nil {
+		t.Fatal("encoded +Inf")
+	}
+}
+
+func posInf() float64 {
+	var zero float64
+	return 1 / zero
+}
