@@ -1,0 +1,201 @@
+package approvals
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/store"
+	"github.com/agentplane/agentplane/server/tasks"
+)
+
+// awaitRecheck is how often a waiting AwaitDecision looks at the store although no
+// decision was announced: it ends the wait of a runtime whose lease was lost or whose
+// task ended (the task domain closes pending interrupts without telling us).
+const awaitRecheck = 10 * time.Second
+
+// AwaitDecision waits for the decision on interrupt id of the caller's task
+// (interactive delivery) and returns it: the runtime runs exactly decision.args
+// (approve, edit) or nothing (reject). It returns as soon as the resolving
+// transaction commits, without another store round trip when the decision was made
+// while this lease held the task. A decision already made is returned at once, also
+// to a later lease of the same task (a runtime taking over after a lost lease); a
+// deadline that passed is applied first. The wait ends with ctx, with lease.lost when
+// the lease is no longer the task's, and with FAILED_PRECONDITION (task.terminal)
+// when the task ended. An interrupt of another task is NOT_FOUND; a chat-mode pause
+// has no decision to wait for (FAILED_PRECONDITION).
+func (s *Service) AwaitDecision(ctx context.Context, ref *agentplanev1.LeaseRef, id string) (*agentplanev1.Decision, error) {
+	if id == "" {
+		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "interrupt_id is required")
+	}
+	tenant, ok := tasks.LeaseTenant(ref.GetLeaseId())
+	if !ok {
+		// Let the task domain word the refusal.
+		_, err := s.decisionFor(ctx, ref, "", id)
+		return nil, err
+	}
+	// Registered before the first look, so a decision committed between the look and
+	// the wait is not missed.
+	w := s.waiters.add(waitKey(tenant, id))
+	defer s.waiters.remove(w)
+	timer := time.NewTimer(awaitRecheck)
+	defer timer.Stop()
+	for {
+		d, err := s.decisionFor(ctx, ref, tenant, id)
+		if err != nil || d != nil {
+			return d, err
+		}
+		select {
+		case n := <-w.ch:
+			if n.epoch == ref.GetEpoch() && n.epoch != 0 {
+				// Decided while this lease held the task: the resolving transaction
+				// already recorded this epoch as the one it was handed to.
+				return n.decision, nil
+			}
+		case <-timer.C:
+			timer.Reset(awaitRecheck)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// decisionFor looks at the interrupt under the caller's lease: nil while it is
+// pending, its decision once resolved. Handing a decision to a lease other than the
+// one recorded writes that lease's epoch (InterruptRecord.consumed_epoch).
+func (s *Service) decisionFor(ctx context.Context, ref *agentplanev1.LeaseRef, tenant, id string) (*agentplanev1.Decision, error) {
+	var d *agentplanev1.Decision
+	err := s.tasks.UpdateLeased(ctx, ref, func(op *tasks.Op) error {
+		d = nil
+		rec, err := op.Writer().GetInterrupt(tenant, id)
+		if store.IsNotFound(err) || (err == nil && rec.GetInterrupt().GetTaskId() != ref.GetTaskId()) {
+			return store.ErrInterruptNotFound(id)
+		}
+		if err != nil {
+			return err
+		}
+		if err := checkOpen(rec); err != nil {
+			return err
+		}
+		in := rec.GetInterrupt()
+		if in.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE {
+			return apierr.FailedPrecondition(apierr.ReasonTaskState,
+				"interrupt %s is a chat-mode pause: it has no decision to wait for; the task resumes on ContinueTask", id)
+		}
+		if in.GetState() == agentplanev1.InterruptState_INTERRUPT_STATE_PENDING {
+			resolved, ok, err := s.applyDeadline(op, rec)
+			if ok {
+				d = resolved.GetDecision()
+			}
+			return err
+		}
+		d = in.GetDecision()
+		if rec.GetConsumedEpoch() != op.Epoch() {
+			rec.ConsumedEpoch = op.Epoch()
+			return op.Writer().PutInterrupt(rec)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// SuspendTask gives up the caller's lease while interrupts are pending (durable
+// delivery): the task waits in INPUT_REQUIRED without a lease, and the decision that
+// clears the last pending interrupt queues it again; the next lease carries the
+// decisions (Lease.resolved_interrupts). When nothing is pending any more (the
+// decision came first) the task is queued at once. It is a clean hand-back: the lost
+// lease count starts over. The task is returned as it is after the change.
+func (s *Service) SuspendTask(ctx context.Context, ref *agentplanev1.LeaseRef) (*agentplanev1.Task, error) {
+	err := s.tasks.UpdateLeased(ctx, ref, func(op *tasks.Op) error {
+		task := op.Task()
+		// Not HandBack: the decisions of this turn must still reach the next lease.
+		task.FailedAttempts = 0
+		if err := op.ReleaseLease(agentplanev1.LeaseChangeKind_LEASE_CHANGE_KIND_RELEASED); err != nil {
+			return err
+		}
+		if len(task.GetPendingInterruptIds()) > 0 {
+			return op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "task.suspended")
+		}
+		return op.Resume("interrupt.resolved")
+	})
+	if err != nil {
+		return nil, err
+	}
+	tenant, _ := tasks.LeaseTenant(ref.GetLeaseId())
+	return s.tasks.Get(ctx, tenant, ref.GetTaskId())
+}
+
+// notice announces a decision to waiters: the decision and the epoch of the lease
+// that held the task when it was made (0: none).
+type notice struct {
+	decision *agentplanev1.Decision
+	epoch    int64
+}
+
+type waiter struct {
+	key string
+	ch  chan notice
+}
+
+// waiters is the registry of AwaitDecision calls, keyed by tenant and interrupt.
+type waiters struct {
+	mu sync.Mutex
+	m  map[string]map[*waiter]struct{}
+}
+
+func newWaiters() *waiters { return &waiters{m: map[string]map[*waiter]struct{}{}} }
+
+func waitKey(tenant, id string) string { return tenant + "\x00" + id }
+
+func (ws *waiters) add(key string) *waiter {
+	w := &waiter{key: key, ch: make(chan notice, 1)}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	set := ws.m[key]
+	if set == nil {
+		set = map[*waiter]struct{}{}
+		ws.m[key] = set
+	}
+	set[w] = struct{}{}
+	return w
+}
+
+func (ws *waiters) remove(w *waiter) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if set := ws.m[w.key]; set != nil {
+		delete(set, w)
+		if len(set) == 0 {
+			delete(ws.m, w.key)
+		}
+	}
+}
+
+// notify hands n to every waiter of key without blocking: an interrupt is decided
+// once, so a waiter's one-slot channel is never full of another decision.
+func (ws *waiters) notify(key string, n notice) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for w := range ws.m[key] {
+		select {
+		case w.ch <- n:
+		default:
+		}
+	}
+}
+
+// count is the number of waiters, for tests.
+func (ws *waiters) count() int {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	n := 0
+	for _, set := range ws.m {
+		n += len(set)
+	}
+	return n
+}

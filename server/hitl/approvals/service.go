@@ -1,0 +1,215 @@
+package approvals
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/hitl"
+	"github.com/agentplane/agentplane/server/store"
+	"github.com/agentplane/agentplane/server/store/pagetoken"
+	"github.com/agentplane/agentplane/server/tasks"
+)
+
+// Config is what approvals need from the deployment's configuration.
+type Config struct {
+	// DefaultTimeout is an interrupt's deadline when its task sets none; 0 means none.
+	DefaultTimeout time.Duration
+	// DeadlineApprove applies approve, instead of reject, when a deadline passes.
+	DeadlineApprove bool
+	// MaxUntrustedBytes caps an untrusted reason when the spec sets no cap.
+	MaxUntrustedBytes int64
+	// TrustReasons makes reasons trusted when the spec does not say; the default is
+	// untrusted (fenced and capped).
+	TrustReasons bool
+}
+
+// ConfigFrom takes the approvals settings from the deployment configuration.
+func ConfigFrom(c config.Config) Config {
+	return Config{
+		DefaultTimeout:    c.HITL.DefaultTimeout.D(),
+		DeadlineApprove:   c.HITL.DeadlineDecision == "approve",
+		MaxUntrustedBytes: c.HITL.MaxUntrustedBytes,
+	}
+}
+
+// Options builds a Service.
+type Options struct {
+	// Tasks is the task domain; every change goes through its Op, so task state, the
+	// event log and the lease fence stay its business.
+	Tasks *tasks.Manager
+	// Store is the store Tasks runs on, for reads.
+	Store store.Store
+	// Gate answers CheckToolCall. Required (it carries gates.AlwaysGated).
+	Gate *hitl.Gate
+	// ValidateArgs checks edited arguments (spec.ValidateArgs). Required.
+	ValidateArgs hitl.ArgsValidator
+	Config       Config
+	// Clock must be the one Tasks uses. Defaults to the system clock.
+	Clock tasks.Clock
+	// Logger defaults to slog.Default.
+	Logger *slog.Logger
+}
+
+// Service is the durable human-in-the-loop flow. Safe for concurrent use.
+type Service struct {
+	tasks    *tasks.Manager
+	store    store.Store
+	gate     *hitl.Gate
+	validate hitl.ArgsValidator
+	cfg      Config
+	clock    tasks.Clock
+	log      *slog.Logger
+	tokens   *pagetoken.Codec
+	waiters  *waiters
+
+	// kick wakes the deadline loop when an earlier deadline may exist.
+	kick chan struct{}
+
+	loopMu   sync.Mutex
+	stopLoop func()
+	loopDone chan struct{}
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now().UTC() }
+
+// New returns a Service. It starts no goroutine: call Start for deadline expiry.
+func New(opts Options) (*Service, error) {
+	switch {
+	case opts.Tasks == nil || opts.Store == nil:
+		return nil, errors.New("approvals: Options.Tasks and Options.Store are required")
+	case opts.Gate == nil:
+		return nil, errors.New("approvals: Options.Gate is required")
+	case opts.ValidateArgs == nil:
+		return nil, errors.New("approvals: Options.ValidateArgs is required")
+	case opts.Config.DefaultTimeout < 0 || opts.Config.MaxUntrustedBytes < 1:
+		return nil, errors.New("approvals: Config needs a non-negative default timeout and a positive max_untrusted_bytes")
+	}
+	if opts.Clock == nil {
+		opts.Clock = systemClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Service{
+		tasks:    opts.Tasks,
+		store:    opts.Store,
+		gate:     opts.Gate,
+		validate: opts.ValidateArgs,
+		cfg:      opts.Config,
+		clock:    opts.Clock,
+		log:      opts.Logger,
+		tokens:   pagetoken.New(opts.Store.TokenKey()),
+		waiters:  newWaiters(),
+		kick:     make(chan struct{}, 1),
+	}, nil
+}
+
+var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// interruptID is the id of the interrupt a gated call raises. It is derived from the
+// task and the runtime's call id, so that a runtime retrying CheckToolCall (a lost
+// response, a new lease replaying its turn) finds the interrupt it already raised
+// instead of raising a second one for the same call.
+func interruptID(taskID, callID string) string {
+	sum := sha256.Sum256([]byte(taskID + "\x00" + callID))
+	return "in-" + strings.ToLower(idEncoding.EncodeToString(sum[:16]))
+}
+
+// reasonPolicy is how reasons reach the model at node.
+func (s *Service) reasonPolicy(spec *storagev1.TaskSpecRecord, node string) hitl.ReasonPolicy {
+	return hitl.ReasonPolicyFor(hitl.HitlReasonTrust(spec.GetResolvedSpec(), node),
+		hitl.ReasonDefaults{Trusted: s.cfg.TrustReasons, MaxUntrustedBytes: s.cfg.MaxUntrustedBytes})
+}
+
+// timeout is the deadline span of the task's interrupts.
+func (s *Service) timeout(spec *storagev1.TaskSpecRecord) time.Duration {
+	if d := spec.GetInterruptTimeout(); d != nil && d.AsDuration() > 0 {
+		return d.AsDuration()
+	}
+	return s.cfg.DefaultTimeout
+}
+
+// checkOpen refuses an interrupt its task can no longer act on.
+func checkOpen(rec *storagev1.InterruptRecord) error {
+	if r := rec.GetClosedReason(); r != "" {
+		return apierr.FailedPrecondition(apierr.ReasonTaskTerminal,
+			"interrupt %s was closed because its task ended (%s); it can no longer be resolved", rec.GetInterrupt().GetInterruptId(), r)
+	}
+	return nil
+}
+
+// resolve records decision d on the interrupt rec inside op: the interrupt is
+// RESOLVED, the decision is in the log, the task no longer waits for it, and the
+// task moves on. When a runtime holds the lease (interactive delivery) the task is
+// WORKING again as soon as nothing else is pending and the waiters are woken after
+// the commit; otherwise (durable delivery) it is queued, and the next lease carries
+// the decision (TaskRecord.resume_interrupt_ids). Resolved tool approvals are kept in
+// resume_interrupt_ids in both cases, so a runtime that takes over after a lost
+// lease learns the decisions of its turn too.
+func (s *Service) resolve(op *tasks.Op, rec *storagev1.InterruptRecord, d *agentplanev1.Decision) (*agentplanev1.Interrupt, error) {
+	task := op.Task()
+	in := hitl.Resolved(rec.GetInterrupt(), d)
+	id := in.GetInterruptId()
+	rec.Interrupt = in
+	lease := task.GetLease()
+	held := lease != nil && !lease.GetRevoked()
+	var epoch int64
+	if held {
+		epoch = lease.GetEpoch()
+		rec.ConsumedEpoch = epoch
+	}
+	if err := op.Writer().PutInterrupt(rec); err != nil {
+		return nil, err
+	}
+	// A control-plane event: a decision must be recordable even when the task's
+	// history is at its limit.
+	if err := op.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_InterruptResolved{
+		InterruptResolved: hitl.InterruptResolvedEvent(d),
+	}}); err != nil {
+		return nil, err
+	}
+	task.PendingInterruptIds = slices.DeleteFunc(task.PendingInterruptIds, func(p string) bool { return p == id })
+	if in.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL && !slices.Contains(task.GetResumeInterruptIds(), id) {
+		task.ResumeInterruptIds = append(task.ResumeInterruptIds, id)
+	}
+	if len(task.GetPendingInterruptIds()) == 0 {
+		var err error
+		if held {
+			err = op.SetState(agentplanev1.TaskState_TASK_STATE_WORKING, "interrupt.resolved")
+		} else {
+			err = op.Resume("interrupt.resolved")
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	key := waitKey(task.GetTenant(), id)
+	op.Writer().OnCommit(func() { s.waiters.notify(key, notice{decision: d, epoch: epoch}) })
+	return in, nil
+}
+
+// applyDeadline applies the deployment default to rec inside op when its deadline has
+// passed, and reports whether it did.
+func (s *Service) applyDeadline(op *tasks.Op, rec *storagev1.InterruptRecord) (*agentplanev1.Interrupt, bool, error) {
+	if rec.GetClosedReason() != "" || !hitl.DeadlinePassed(rec.GetInterrupt(), op.Now()) {
+		return nil, false, nil
+	}
+	in, err := s.resolve(op, rec, hitl.DeadlineDecision(rec.GetInterrupt(), s.cfg.DeadlineApprove, op.Now()))
+	return in, err == nil, err
+}
+
+func ts(t time.Time) *timestamppb.Timestamp { return timestamppb.New(t) }

@@ -1,0 +1,93 @@
+package verdicts
+
+import (
+	"context"
+	"fmt"
+
+	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/tasks"
+)
+
+// Recorder records verdicts and keeps the ledger, over the task domain. Listing is the
+// task domain's (tasks.Manager.ListVerdicts, ListObligations).
+type Recorder struct {
+	tasks *tasks.Manager
+}
+
+// NewRecorder returns a Recorder over m.
+func NewRecorder(m *tasks.Manager) *Recorder { return &Recorder{tasks: m} }
+
+// Record answers RuntimeService.RecordVerdict under the caller's lease: it checks the
+// verdict (Check), checks that the node is an evaluator of the task's graph
+// (CheckNode), applies it to the task's ledger (Apply) and stores, in one transaction,
+// the verdict (keyed by the sequence of its VerdictRecorded event), the ledger entries
+// it resolved and raised, and the event. It returns the response the runtime gets:
+// the verdict as recorded, with dropped ids, and the open obligations afterwards. A
+// stale lease is lease.lost.
+func (r *Recorder) Record(ctx context.Context, req *agentplanev1.RecordVerdictRequest) (*agentplanev1.RecordVerdictResponse, error) {
+	in := RequestFrom(req)
+	if err := Check(in); err != nil {
+		return nil, err
+	}
+	var resp *agentplanev1.RecordVerdictResponse
+	err := r.tasks.UpdateLeased(ctx, req.GetLease(), func(op *tasks.Op) error {
+		resp = nil
+		spec, err := op.Spec()
+		if err != nil {
+			return err
+		}
+		if err := CheckNode(spec.GetResolvedSpec(), in.Node); err != nil {
+			return err
+		}
+		task := op.Task()
+		tenant, taskID := task.GetTenant(), task.GetTaskId()
+		var open []*agentplanev1.Obligation
+		ordinals := map[string]int64{}
+		err = op.Writer().ScanObligations(tenant, taskID, 0, func(o *storagev1.ObligationRecord) (bool, error) {
+			if o.GetObligation().GetState() == agentplanev1.ObligationState_OBLIGATION_STATE_OPEN {
+				open = append(open, o.GetObligation())
+				ordinals[o.GetObligation().GetObligationId()] = o.GetOrdinal()
+			}
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		out := Apply(taskID, task.GetVerdictCount()+1, in, open, task.GetObligationCount(), op.Now())
+		// The verdict is keyed by the sequence of the event that records it: the next one.
+		out.Verdict.Sequence = task.GetLastSequence() + 1
+		seq, err := op.AppendContent(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_VerdictRecorded{
+			VerdictRecorded: VerdictRecordedEvent(out.Verdict),
+		}})
+		if err != nil {
+			return err
+		}
+		if seq != out.Verdict.GetSequence() {
+			return fmt.Errorf("verdicts: verdict event got sequence %d, expected %d", seq, out.Verdict.GetSequence())
+		}
+		if err := op.Writer().PutVerdict(tenant, &storagev1.VerdictRecord{Verdict: out.Verdict}); err != nil {
+			return err
+		}
+		for _, o := range out.Resolved {
+			if err := op.Writer().PutObligation(tenant, taskID, &storagev1.ObligationRecord{Ordinal: ordinals[o.GetObligationId()], Obligation: o}); err != nil {
+				return err
+			}
+		}
+		for i, o := range out.Raised {
+			// Apply numbers raised obligations on from the count it was given.
+			n := task.GetObligationCount() + int64(i) + 1
+			if err := op.Writer().PutObligation(tenant, taskID, &storagev1.ObligationRecord{Ordinal: n, Obligation: o}); err != nil {
+				return err
+			}
+		}
+		task.VerdictCount++
+		task.ObligationCount = out.Count
+		resp = &agentplanev1.RecordVerdictResponse{Verdict: out.Verdict, OpenObligations: out.Open}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
