@@ -59,8 +59,9 @@ func stopCause(err error) error {
 	return nil
 }
 
-// transient reports whether a failed idempotent call is worth repeating.
-func transient(err error) bool {
+// IsTransient reports whether a failed idempotent call (a poll, a read, a stream) is
+// worth repeating after a backoff: the server may be restarting or overloaded.
+func IsTransient(err error) bool {
 	switch status.Code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Aborted,
 		codes.Internal, codes.Unknown:

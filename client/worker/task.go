@@ -372,7 +372,7 @@ func (t *Task) AwaitDecision(ctx context.Context, interruptID string) (*agentpla
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
-		if !errors.Is(err, io.ErrUnexpectedEOF) && !transient(err) {
+		if !errors.Is(err, io.ErrUnexpectedEOF) && !IsTransient(err) {
 			return nil, err
 		}
 		failures++

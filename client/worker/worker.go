@@ -230,7 +230,7 @@ func (w *Worker) poll(ctx, base context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if !transient(err) {
+			if !IsTransient(err) {
 				return fmt.Errorf("worker: lease tasks: %w", err)
 			}
 			failures++

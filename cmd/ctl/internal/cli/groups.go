@@ -35,8 +35,4 @@ func newAdminCommand(g *globals) *cobra.Command {
 }
 
 // Until an area's commands land, its add function adds nothing.
-func addSpecCommands(*cobra.Command, *globals)    {}
-func addTaskCommands(*cobra.Command, *globals)    {}
-func addHitlCommands(*cobra.Command, *globals)    {}
-func addRuntimeCommands(*cobra.Command, *globals) {}
-func addAdminCommands(*cobra.Command, *globals)   {}
+func addSpecCommands(*cobra.Command, *globals) {}

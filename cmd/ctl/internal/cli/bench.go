@@ -1,0 +1,503 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"os/signal"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/agentplane/agentplane/client"
+	"github.com/agentplane/agentplane/client/worker"
+	"github.com/agentplane/agentplane/cmd/ctl/internal/printer"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+)
+
+// newBenchCommand builds the bench group. It is one of the command areas; root.go
+// lists it with the others.
+func newBenchCommand(g *globals) *cobra.Command {
+	cmd := group("bench", "Measure the control plane: task starts, event appends, the approval round trip")
+	cmd.Long = "Load generators. Each run prints one summary line:\n" +
+		"  NAME clients=N total=M: X req/s p50=... p90=... p99=...\n" +
+		"Run them against a control plane that serves no other runtime: bench events and bench gate lease\n" +
+		"tasks, and a task that is not the bench's is handed back to the queue (counting an attempt).\n" +
+		"Bench tasks carry the label bench=RUN_ID; they are left in the store."
+	cmd.AddCommand(newBenchStartCommand(g), newBenchEventsCommand(g), newBenchGateCommand(g))
+	return cmd
+}
+
+type benchOptions struct {
+	clients int
+	total   int
+	conns   int
+	batch   int
+}
+
+func (o *benchOptions) bind(cmd *cobra.Command, clients bool) {
+	f := cmd.Flags()
+	if clients {
+		f.IntVar(&o.clients, "clients", 1, "concurrent callers")
+		f.IntVar(&o.conns, "conns", 1, "gRPC connections the callers share (round robin)")
+	}
+	f.IntVar(&o.total, "total", 1000, "calls to make in all")
+}
+
+func (o *benchOptions) check() error {
+	if o.clients < 1 || o.total < 1 || o.conns < 1 {
+		return usageErr("--clients, --total and --conns must be at least 1")
+	}
+	if o.batch < 0 {
+		return usageErr("--batch must not be negative")
+	}
+	if o.clients > o.total {
+		o.clients = o.total
+	}
+	return nil
+}
+
+// benchRun is what every bench command shares: a run id, connections, a context that
+// Ctrl-C cancels, and the summary printer.
+type benchRun struct {
+	g     *globals
+	cmd   *cobra.Command
+	id    string
+	conns []*client.Client
+}
+
+func newBenchRun(g *globals, cmd *cobra.Command, conns int) (*benchRun, context.Context, func(), error) {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	b := &benchRun{g: g, cmd: cmd, id: randomID()}
+	for range conns {
+		c, err := g.dial(ctx)
+		if err != nil {
+			stop()
+			b.close()
+			return nil, nil, nil, err
+		}
+		b.conns = append(b.conns, c)
+	}
+	return b, ctx, func() { b.close(); stop() }, nil
+}
+
+func (b *benchRun) close() {
+	for _, c := range b.conns {
+		_ = c.Close()
+	}
+}
+
+// conn is the connection of caller i.
+func (b *benchRun) conn(i int) *client.Client { return b.conns[i%len(b.conns)] }
+
+func randomID() string {
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	return hex.EncodeToString(r[:])
+}
+
+// load makes total calls of op from clients goroutines and returns each call's
+// latency. The first error stops every caller.
+func load(ctx context.Context, clients, total int, op func(ctx context.Context, caller, i int) error) (lat []time.Duration, elapsed time.Duration, err error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next atomic.Int64
+	per := make([][]time.Duration, clients)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= total || ctx.Err() != nil {
+					return
+				}
+				t0 := time.Now()
+				if err := op(ctx, c, i); err != nil {
+					cancel(fmt.Errorf("call %d: %w", i+1, err))
+					return
+				}
+				per[c] = append(per[c], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed = time.Since(start)
+	if err := context.Cause(ctx); err != nil {
+		return nil, elapsed, err
+	}
+	for _, p := range per {
+		lat = append(lat, p...)
+	}
+	return lat, elapsed, nil
+}
+
+// summary is one run's result.
+type summary struct {
+	name           string
+	clients, total int
+	elapsed        time.Duration
+	lat            []time.Duration
+	extra          [][2]string // more name=value pairs, printed after the percentiles
+}
+
+// percentile is the nearest-rank percentile of sorted latencies.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// fmtLatency prints a latency with three significant digits in a readable unit.
+func fmtLatency(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.3gµs", float64(d)/float64(time.Microsecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.3gms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.3gs", d.Seconds())
+}
+
+// print writes the summary line (or, with -o json/yaml, the same figures as a document).
+func (s summary) print(p *printer.Printer) error {
+	slices.Sort(s.lat)
+	rate := float64(len(s.lat)) / s.elapsed.Seconds()
+	p50, p90, p99 := percentile(s.lat, 0.50), percentile(s.lat, 0.90), percentile(s.lat, 0.99)
+	line := fmt.Sprintf("%s clients=%d total=%d: %.0f req/s p50=%s p90=%s p99=%s", s.name, s.clients, s.total, rate,
+		fmtLatency(p50), fmtLatency(p90), fmtLatency(p99))
+	doc := map[string]any{
+		"bench": s.name, "clients": s.clients, "total": s.total, "seconds": s.elapsed.Seconds(), "req_per_sec": rate,
+		"p50_ms": ms(p50), "p90_ms": ms(p90), "p99_ms": ms(p99),
+	}
+	for _, kv := range s.extra {
+		line += " " + kv[0] + "=" + kv[1]
+		doc[kv[0]] = kv[1]
+	}
+	m, err := structpb.NewStruct(doc)
+	if err != nil {
+		return err
+	}
+	return p.Message(m, func(t *printer.Tab) { t.Row(line) })
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// benchAgent is the small inline agent every bench task runs; gated adds the tool
+// bench gate asks about.
+func benchAgent(gated bool) *agentplanev1.AgentSpec {
+	a := &agentplanev1.AgentSpec{
+		ApiVersion:   "qar/v1",
+		Kind:         "AgentSpec",
+		Name:         proto.String("bench"),
+		Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Answer briefly."}},
+		Model:        "bench-model",
+	}
+	if gated {
+		params, _ := structpb.NewStruct(map[string]any{"type": "object"})
+		a.Tools = []*agentplanev1.FunctionTool{{Type: "function", Function: &agentplanev1.FunctionDef{
+			Name: benchGatedTool, Description: proto.String("A tool every call of which needs approval"), Parameters: params,
+		}}}
+	}
+	return a
+}
+
+const benchGatedTool = "bench_gated"
+
+func (b *benchRun) startRequest(i int, gated bool) *agentplanev1.StartTaskRequest {
+	req := &agentplanev1.StartTaskRequest{
+		RequestId: fmt.Sprintf("bench-%s-%d", b.id, i),
+		Spec:      &agentplanev1.StartTaskRequest_Agent{Agent: benchAgent(gated)},
+		Input:     "bench",
+		Labels:    map[string]string{"bench": b.id},
+	}
+	if gated {
+		req.InterruptPolicy = &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Allowlist{
+			Allowlist: &agentplanev1.ToolListPolicy{Tools: []string{benchGatedTool}},
+		}}
+	}
+	return req
+}
+
+func newBenchStartCommand(g *globals) *cobra.Command {
+	o := &benchOptions{}
+	cmd := &cobra.Command{
+		Use:   "start",
+		Short: "StartTask throughput and latency: concurrent starts with distinct request ids",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.check(); err != nil {
+				return err
+			}
+			b, ctx, done, err := newBenchRun(g, cmd, o.conns)
+			if err != nil {
+				return err
+			}
+			defer done()
+			lat, elapsed, err := load(ctx, o.clients, o.total, func(ctx context.Context, caller, i int) error {
+				_, err := b.conn(caller).Tasks.StartTask(ctx, b.startRequest(i, false))
+				return err
+			})
+			if err != nil {
+				return grpcCause(err)
+			}
+			return summary{name: "start", clients: o.clients, total: o.total, elapsed: elapsed, lat: lat,
+				extra: [][2]string{{"label", "bench=" + b.id}}}.print(g.printer(cmd))
+		},
+	}
+	o.bind(cmd, true)
+	return cmd
+}
+
+func newBenchEventsCommand(g *globals) *cobra.Command {
+	o := &benchOptions{}
+	cmd := &cobra.Command{
+		Use:   "events",
+		Short: "ReportEvents throughput and latency: each client leases a task and appends events to it",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.check(); err != nil {
+				return err
+			}
+			b, ctx, done, err := newBenchRun(g, cmd, o.conns)
+			if err != nil {
+				return err
+			}
+			defer done()
+			tasks, finish, err := b.leaseTasks(ctx, o.clients, false)
+			if err != nil {
+				return grpcCause(err)
+			}
+			lat, elapsed, err := load(ctx, o.clients, o.total, func(ctx context.Context, caller, i int) error {
+				events := make([]*agentplanev1.RuntimeEvent, max(o.batch, 1))
+				for j := range events {
+					events[j] = worker.MessageEvent(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, fmt.Sprintf("bench event %d.%d", i, j), "bench")
+				}
+				_, err := tasks[caller].Report(ctx, events...)
+				return err
+			})
+			if ferr := finish(); err == nil {
+				err = ferr
+			}
+			if err != nil {
+				return grpcCause(err)
+			}
+			return summary{name: "events", clients: o.clients, total: o.total, elapsed: elapsed, lat: lat,
+				extra: [][2]string{{"batch", fmt.Sprint(max(o.batch, 1))}, {"label", "bench=" + b.id}}}.print(g.printer(cmd))
+		},
+	}
+	o.bind(cmd, true)
+	cmd.Flags().IntVar(&o.batch, "batch", 1, "events per ReportEvents call")
+	return cmd
+}
+
+func newBenchGateCommand(g *globals) *cobra.Command {
+	o := &benchOptions{clients: 1, conns: 1}
+	cmd := &cobra.Command{
+		Use:   "gate",
+		Short: "The approval round trip: a gated tool call until the runtime holds the decision, without the human",
+		Long: "One runtime task makes --total gated tool calls in sequence; an approver goroutine approves each\n" +
+			"through HitlService. For each call the round trip is\n" +
+			"  (CheckToolCall, until it returns the interrupt)\n" +
+			"+ (from the moment the approver sends ResolveInterrupt until the runtime, already waiting on\n" +
+			"   AwaitDecision, receives the decision).\n" +
+			"Left out is the time between the two: handing the interrupt id to the approver stands for a\n" +
+			"person noticing and deciding. check_p50 and deliver_p50 report the two parts.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.check(); err != nil {
+				return err
+			}
+			b, ctx, done, err := newBenchRun(g, cmd, 1)
+			if err != nil {
+				return err
+			}
+			defer done()
+			tasks, finish, err := b.leaseTasks(ctx, 1, true)
+			if err != nil {
+				return grpcCause(err)
+			}
+			res, err := b.gateRoundTrips(ctx, tasks[0], o.total)
+			if ferr := finish(); err == nil {
+				err = ferr
+			}
+			if err != nil {
+				return grpcCause(err)
+			}
+			slices.Sort(res.check)
+			slices.Sort(res.deliver)
+			return summary{name: "gate", clients: 1, total: o.total, elapsed: res.sum, lat: res.total, extra: [][2]string{
+				{"check_p50", fmtLatency(percentile(res.check, 0.5))}, {"deliver_p50", fmtLatency(percentile(res.deliver, 0.5))},
+			}}.print(g.printer(cmd))
+		},
+	}
+	o.bind(cmd, false)
+	return cmd
+}
+
+// gateResult holds the measured parts of every round trip.
+type gateResult struct {
+	check, deliver, total []time.Duration
+	sum                   time.Duration // of total, so that req/s is 1/mean round trip
+}
+
+func (b *benchRun) gateRoundTrips(ctx context.Context, t *worker.Task, n int) (gateResult, error) {
+	c := b.conn(0)
+	type handoff struct {
+		id   string
+		sent chan time.Time // when the approver sent ResolveInterrupt
+	}
+	work := make(chan handoff)
+	approverErr := make(chan error, 1)
+	go func() {
+		for h := range work {
+			sent := time.Now()
+			h.sent <- sent
+			_, err := c.Hitl.ResolveInterrupt(ctx, &agentplanev1.ResolveInterruptRequest{
+				InterruptId: h.id, Decision: &agentplanev1.ResolveInterruptRequest_Approve{Approve: &agentplanev1.ApproveDecision{}},
+			})
+			if err != nil {
+				approverErr <- err
+				return
+			}
+		}
+		approverErr <- nil
+	}()
+	defer func() { close(work); <-approverErr }()
+
+	var r gateResult
+	args, _ := structpb.NewValue(map[string]any{"n": 0})
+	for i := range n {
+		t0 := time.Now()
+		resp, err := c.Runtime.CheckToolCall(ctx, &agentplanev1.CheckToolCallRequest{
+			Lease: t.Ref(), CallId: fmt.Sprintf("bench-%d", i), ToolName: benchGatedTool, Args: args, AgentName: "bench",
+		})
+		if err != nil {
+			return r, err
+		}
+		check := time.Since(t0)
+		if resp.GetOutcome() != agentplanev1.GateOutcome_GATE_OUTCOME_INTERRUPT {
+			return r, fmt.Errorf("the gate answered %s (%s) instead of an interrupt for %s, which the bench task's allowlist gates",
+				resp.GetOutcome(), resp.GetReason(), benchGatedTool)
+		}
+		actx, cancel := context.WithCancel(ctx)
+		stream, err := c.Runtime.AwaitDecision(actx, &agentplanev1.AwaitDecisionRequest{Lease: t.Ref(), InterruptId: resp.GetInterrupt().GetInterruptId()})
+		if err != nil {
+			cancel()
+			return r, err
+		}
+		h := handoff{id: resp.GetInterrupt().GetInterruptId(), sent: make(chan time.Time, 1)}
+		select {
+		case work <- h:
+		case err := <-approverErr:
+			cancel()
+			return r, fmt.Errorf("approver: %w", err)
+		}
+		dec, err := stream.Recv()
+		got := time.Now()
+		cancel()
+		if err != nil {
+			return r, fmt.Errorf("awaiting decision on %s: %w", h.id, err)
+		}
+		if dec.GetDecision().GetType() != agentplanev1.DecisionType_DECISION_TYPE_APPROVE {
+			return r, fmt.Errorf("interrupt %s: got %s, want the approval", h.id, dec.GetDecision().GetType())
+		}
+		deliver := got.Sub(<-h.sent)
+		r.check = append(r.check, check)
+		r.deliver = append(r.deliver, deliver)
+		r.total = append(r.total, check+deliver)
+		r.sum += check + deliver
+	}
+	return r, nil
+}
+
+// leaseTasks starts n bench tasks and leases them through the runtime SDK, which
+// keeps their leases alive for as long as the bench runs. finish completes them and
+// stops the worker.
+func (b *benchRun) leaseTasks(ctx context.Context, n int, gated bool) (tasks []*worker.Task, finish func() error, err error) {
+	c := b.conn(0)
+	for i := range n {
+		if _, err := c.Tasks.StartTask(ctx, b.startRequest(i, gated)); err != nil {
+			return nil, nil, fmt.Errorf("starting bench task %d: %w", i+1, err)
+		}
+	}
+	leased := make(chan *worker.Task)
+	release := make(chan struct{})
+	var foreign atomic.Int64
+	w, err := worker.New(c.Runtime, worker.HandlerFunc(func(ctx context.Context, t *worker.Task) error {
+		if t.Lease().GetTask().GetLabels()["bench"] != b.id {
+			foreign.Add(1)
+			return &worker.Failure{Reason: "bench.foreign_task", Message: "leased by ctl bench by mistake; handed back", Retry: true}
+		}
+		select {
+		case leased <- t:
+		case <-release: // the bench ended before it needed this task
+			return &worker.Failure{Reason: "bench.unused", Message: "not needed by the bench; handed back", Retry: true}
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		select {
+		case <-release:
+			return t.Complete(context.WithoutCancel(ctx), &agentplanev1.TaskOutput{Text: "bench done"})
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}), worker.Options{
+		RuntimeID: "ctl-bench-" + b.id,
+		Capacity:  n,
+		PollWait:  5 * time.Second,
+		Logger:    slog.New(slog.NewTextHandler(b.cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	runErr := make(chan error, 1)
+	go func() { runErr <- w.Run(runCtx) }()
+	stop := func() error {
+		close(release)
+		stopCtx, cancelStop := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancelStop()
+		serr := w.Stop(stopCtx)
+		cancel()
+		if werr := <-runErr; werr != nil {
+			return werr
+		}
+		return serr
+	}
+	for len(tasks) < n {
+		select {
+		case t := <-leased:
+			tasks = append(tasks, t)
+		case err := <-runErr:
+			runErr <- err
+			cancel()
+			if err == nil {
+				err = errors.New("the runtime stopped before it leased the bench tasks")
+			}
+			return nil, nil, fmt.Errorf("leasing bench tasks: %w", err)
+		case <-ctx.Done():
+			_ = stop()
+			return nil, nil, context.Cause(ctx)
+		}
+	}
+	if k := foreign.Load(); k > 0 {
+		fmt.Fprintf(b.cmd.ErrOrStderr(), "bench: handed back %d task(s) that were not the bench's\n", k)
+	}
+	return tasks, stop, nil
+}

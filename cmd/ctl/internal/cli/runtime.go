@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/status"
+
+	"github.com/agentplane/agentplane/client"
+	"github.com/agentplane/agentplane/client/worker"
+	"github.com/agentplane/agentplane/client/worker/script"
+)
+
+func addRuntimeCommands(cmd *cobra.Command, g *globals) {
+	cmd.AddCommand(newRuntimeRunCommand(g))
+}
+
+type runtimeRunOptions struct {
+	script    string
+	runtimeID string
+	capacity  int
+	once      bool
+	durable   bool
+}
+
+func newRuntimeRunCommand(g *globals) *cobra.Command {
+	o := &runtimeRunOptions{}
+	cmd := &cobra.Command{
+		Use:   "run --script FILE",
+		Short: "Run a scripted runtime: lease tasks and play a fixed list of steps for each",
+		Long: "Run a runtime that plays the steps of a script (messages, tool calls through the approval gate,\n" +
+			"turn ends, verdicts, complete or fail) for every task it leases. See docs/runtime-script.md.\n" +
+			"Ctrl-C stops leasing and lets running tasks finish; a second Ctrl-C hands them back to the queue.",
+		Example: "  ctl runtime run --script examples/runtime/hello.yaml\n" +
+			"  ctl runtime run --script examples/runtime/approval.yaml --once",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			sc, err := script.Load(o.script)
+			if err != nil {
+				return usageErr("--script: %v", err)
+			}
+			if o.capacity < 1 {
+				return usageErr("--capacity must be at least 1")
+			}
+			return g.stream(cmd, func(ctx context.Context, c *client.Client) error {
+				runner := &script.Runner{Script: sc, Tasks: c.Tasks, Progress: cmd.OutOrStdout(), Durable: o.durable}
+				opts := worker.Options{
+					RuntimeID: o.runtimeID,
+					Capacity:  o.capacity,
+					Logger:    slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn})),
+				}
+				if o.once {
+					opts.MaxTasks = 1
+				}
+				w, err := worker.New(c.Runtime, runner, opts)
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "runtime %s: playing %s (%d steps) for tasks from %s, %d at a time\n",
+					o.runtimeID, sc.Name, len(sc.Steps), g.addr, o.capacity)
+				return grpcCause(runUntilSignalled(ctx, w, cmd))
+			})
+		},
+	}
+	host, _ := os.Hostname()
+	f := cmd.Flags()
+	f.StringVar(&o.script, "script", "", "the script to play (required)")
+	f.StringVar(&o.runtimeID, "runtime-id", fmt.Sprintf("ctl-%s-%d", host, os.Getpid()), "this runtime's id, shown on its leases")
+	f.IntVar(&o.capacity, "capacity", 1, "tasks played at once")
+	f.BoolVar(&o.once, "once", false, "exit after one lease has ended (completed, failed, paused or suspended)")
+	f.BoolVar(&o.durable, "durable", false, "gated tool calls wait durably (giving the lease up) unless a step says wait: interactive")
+	_ = cmd.MarkFlagRequired("script")
+	return cmd
+}
+
+// runUntilSignalled runs w until it returns. The first SIGINT/SIGTERM stops leasing
+// and drains; the second cancels the running tasks, which hands them back.
+func runUntilSignalled(ctx context.Context, w *worker.Worker, cmd *cobra.Command) error {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	stopCtx, hardStop := context.WithCancel(context.WithoutCancel(ctx))
+	defer hardStop()
+	stopping := false
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-sigs:
+			if stopping {
+				fmt.Fprintln(cmd.ErrOrStderr(), "runtime: canceling running tasks; they go back to the queue")
+				hardStop()
+				continue
+			}
+			stopping = true
+			fmt.Fprintln(cmd.ErrOrStderr(), "runtime: no more leases; finishing running tasks (Ctrl-C again to hand them back)")
+			go func() { _ = w.Stop(stopCtx) }()
+		}
+	}
+}
+
+// grpcCause returns the gRPC status error wrapped in err, so that ctl prints
+// "CODE (reason): message" for it rather than the wrapping text; other errors pass
+// through.
+func grpcCause(err error) error {
+	var st interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &st) {
+		return st.(error)
+	}
+	return err
+}
