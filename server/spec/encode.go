@@ -26,7 +26,7 @@ import (
 // written in JSON and are an error.
 func Encode(m proto.Message) ([]byte, error) {
 	e := &encoder{buf: make([]byte, 0, 1024)}
-	if err := e.message(m.ProtoReflect()); err != nil {
+	if err := e.message(m.ProtoReflect(), routeRoot); err != nil {
 		return nil, err
 	}
 	return e.buf, nil
@@ -36,13 +36,22 @@ type encoder struct {
 	buf []byte
 }
 
+// route says whether a message sits where a document routes on its shape.
+type route int
+
+const (
+	routeNone route = iota
+	routeRoot       // the document itself: AgentSpec or GraphSpec
+	routeNode       // a graph node's spec: also {agent_id} or nothing
+)
+
 type encField struct {
 	name string
 	fd   protoreflect.FieldDescriptor
 	v    protoreflect.Value
 }
 
-func (e *encoder) message(m protoreflect.Message) error {
+func (e *encoder) message(m protoreflect.Message, r route) error {
 	switch msg := m.Interface().(type) {
 	case *structpb.Struct:
 		return e.structValue(msg)
@@ -54,16 +63,22 @@ func (e *encoder) message(m protoreflect.Message) error {
 			e.str(src.Text)
 			return nil
 		case *agentplanev1.Instructions_Preset:
-			return e.message(src.Preset.ProtoReflect())
+			return e.message(src.Preset.ProtoReflect(), routeNone)
 		}
 		e.buf = append(e.buf, "null"...)
 		return nil
 	case *agentplanev1.NodeSpec:
 		switch s := msg.GetSpec().(type) {
 		case *agentplanev1.NodeSpec_Agent:
-			return e.message(s.Agent.ProtoReflect())
+			if s.Agent == nil {
+				break // an empty arm is no spec, as the rules see it
+			}
+			return e.message(s.Agent.ProtoReflect(), routeNode)
 		case *agentplanev1.NodeSpec_Graph:
-			return e.message(s.Graph.ProtoReflect())
+			if s.Graph == nil {
+				break
+			}
+			return e.message(s.Graph.ProtoReflect(), routeNode)
 		case *agentplanev1.NodeSpec_StaticAgent:
 			// Always written with agent_id so the document routes back to this arm.
 			e.buf = append(e.buf, `{"agent_id":`...)
@@ -79,6 +94,7 @@ func (e *encoder) message(m protoreflect.Message) error {
 		fields = append(fields, encField{fd.JSONName(), fd, v})
 		return true
 	})
+	fields = routable(m, r, fields)
 	slices.SortFunc(fields, func(a, b encField) int {
 		switch {
 		case a.name < b.name:
@@ -101,6 +117,32 @@ func (e *encoder) message(m protoreflect.Message) error {
 	}
 	e.buf = append(e.buf, '}')
 	return nil
+}
+
+// routable makes sure a document routes back to the message it was written from.
+// Without kind, a GraphSpec is recognised by its keys and an empty node spec means
+// "no spec", so a GraphSpec with none of its keys set is written with an empty
+// agents map, and an empty AgentSpec in a node with an empty tools list. Both are
+// the same as unset to proto.Equal and to the rules.
+func routable(m protoreflect.Message, r route, fields []encField) []encField {
+	if r == routeNone {
+		return fields
+	}
+	switch msg := m.Interface().(type) {
+	case *agentplanev1.GraphSpec:
+		if msg.GetKind() == KindGraph || slices.ContainsFunc(fields, func(f encField) bool { return slices.Contains(graphShapedKeys, f.name) }) {
+			return fields
+		}
+		fd := m.Descriptor().Fields().ByName("agents")
+		return append(fields, encField{fd.JSONName(), fd, m.NewField(fd)})
+	case *agentplanev1.AgentSpec:
+		if r != routeNode || len(fields) > 0 {
+			return fields
+		}
+		fd := m.Descriptor().Fields().ByName("tools")
+		return append(fields, encField{fd.JSONName(), fd, m.NewField(fd)})
+	}
+	return fields
 }
 
 func (e *encoder) field(fd protoreflect.FieldDescriptor, v protoreflect.Value) error {
@@ -146,7 +188,7 @@ func (e *encoder) field(fd protoreflect.FieldDescriptor, v protoreflect.Value) e
 func (e *encoder) single(fd protoreflect.FieldDescriptor, v protoreflect.Value) error {
 	switch fd.Kind() {
 	case protoreflect.MessageKind:
-		return e.message(v.Message())
+		return e.message(v.Message(), routeNone)
 	case protoreflect.StringKind:
 		e.str(v.String())
 	case protoreflect.BoolKind:
