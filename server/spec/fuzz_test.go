@@ -175,4 +175,3 @@ func treeValue(n *node) (any, bool) {
 	}
 	return nil, false
 }
-
