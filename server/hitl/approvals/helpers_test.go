@@ -258,4 +258,3 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
-
