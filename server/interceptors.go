@@ -2,7 +2,7 @@ package server
 
 import (
 	"context"
-		"runtime/debug"
+	"runtime/debug"
 	"time"
 
 	"google.golang.org/grpc"
