@@ -75,7 +75,7 @@ func (o *Op) Epoch() int64 { return o.epoch }
 // decision). It is not subject to the history limits, which bound what callers and
 // runtimes put into a task, so that a task at its limit can still be ended.
 func (o *Op) Append(ev *agentplanev1.TaskEvent) error {
-	_, err := o.append(ev, false)
+	_, err := o.append(ev, limitNone)
 	return err
 }
 
@@ -84,10 +84,23 @@ func (o *Op) Append(ev *agentplanev1.TaskEvent) error {
 // when it exceeds Config.MaxEventBytes or would take the task past
 // Config.MaxTaskEvents or Config.MaxTaskHistoryBytes.
 func (o *Op) AppendContent(ev *agentplanev1.TaskEvent) (int64, error) {
-	return o.append(ev, true)
+	return o.append(ev, limitAll)
 }
 
-func (o *Op) append(ev *agentplanev1.TaskEvent, limited bool) (int64, error) {
+// limit says which limits an append is subject to.
+type limit int
+
+const (
+	// limitNone: control-plane events.
+	limitNone limit = iota
+	// limitSize: the per-event size only; for the output that ends a task, so that a
+	// task at its history limit can still complete.
+	limitSize
+	// limitAll: caller and runtime content.
+	limitAll
+)
+
+func (o *Op) append(ev *agentplanev1.TaskEvent, lim limit) (int64, error) {
 	if ev.GetPayload() == nil {
 		return 0, apierr.InvalidArgument(apierr.ReasonEventInvalid, "an event needs a payload")
 	}
@@ -96,11 +109,12 @@ func (o *Op) append(ev *agentplanev1.TaskEvent, limited bool) (int64, error) {
 		return 0, fmt.Errorf("tasks: event appended after the terminal event of task %s", o.rec.GetTaskId())
 	}
 	size := int64(proto.Size(ev))
-	if limited {
-		c := o.m.cfg
+	c := o.m.cfg
+	if lim >= limitSize && size > c.MaxEventBytes {
+		return 0, apierr.ResourceExhausted("event of %d bytes exceeds the %d-byte limit per event (limits.max_event_bytes)", size, c.MaxEventBytes)
+	}
+	if lim == limitAll {
 		switch {
-		case size > c.MaxEventBytes:
-			return 0, apierr.ResourceExhausted("event of %d bytes exceeds the %d-byte limit per event (limits.max_event_bytes)", size, c.MaxEventBytes)
 		case o.rec.GetLastSequence()+1 > c.MaxTaskEvents:
 			return 0, apierr.ResourceExhausted("task %s already has %d events, the limit (limits.max_task_events); end it and start a new task",
 				o.rec.GetTaskId(), o.rec.GetLastSequence())
@@ -116,7 +130,7 @@ func (o *Op) append(ev *agentplanev1.TaskEvent, limited bool) (int64, error) {
 	// The stored payload carries no id, sequence or time: the envelope and key do.
 	payload := &agentplanev1.TaskEvent{Payload: ev.GetPayload()}
 	var epoch int64
-	if limited {
+	if lim != limitNone {
 		epoch = o.epoch
 	}
 	o.events = append(o.events, &storagev1.EventRecord{

@@ -136,13 +136,15 @@ func (m *Manager) Pause(ctx context.Context, ref *agentplanev1.LeaseRef, message
 	return in, err
 }
 
-// Complete ends the task as COMPLETED with its output and releases the lease.
+// Complete ends the task as COMPLETED with its output and releases the lease. The
+// output is bound by Config.MaxEventBytes but not by the task's history limits, so a
+// task that reached them can still complete.
 func (m *Manager) Complete(ctx context.Context, ref *agentplanev1.LeaseRef, output *agentplanev1.TaskOutput) (*agentplanev1.Task, error) {
 	if output == nil {
 		output = &agentplanev1.TaskOutput{}
 	}
 	return m.endLeased(ctx, ref, func(op *Op) error {
-		if _, err := op.AppendContent(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Output{Output: output}}); err != nil {
+		if _, err := op.append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Output{Output: output}}, limitSize); err != nil {
 			return err
 		}
 		op.Task().Output = output

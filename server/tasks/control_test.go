@@ -1,0 +1,247 @@
+package tasks
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/hitl"
+	"github.com/agentplane/agentplane/server/store"
+)
+
+func TestCancelQueuedTask(t *testing.T) {
+	h := newHarness(t)
+	task := h.start(t, params("acme"))
+	_, err := h.m.Cancel(ctx, "beta", task.GetTaskId(), "intruder", "")
+	wantErr(t, err, codes.NotFound, apierr.ReasonTaskNotFound)
+	got, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "changed my mind")
+	if err != nil || got.GetState() != agentplanev1.TaskState_TASK_STATE_CANCELED || got.GetCancelRequested() || got.GetEndTime() == nil {
+		t.Fatalf("Cancel = %v, %v", got, err)
+	}
+	if leases, _ := h.m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "rt"}); len(leases) != 0 {
+		t.Fatal("a canceled task stayed in the queue")
+	}
+	_, err = h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "")
+	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskTerminal)
+	evs := h.events(t, "acme", task.GetTaskId())
+	equal(t, "log", kinds(evs), []string{"submitted", "cancel_requested", "state:CANCELED"})
+	if cr := evs[1].GetCancelRequested(); cr.GetReason() != "changed my mind" || cr.GetRequestedBy() != "owner" {
+		t.Fatalf("cancel event = %v", cr)
+	}
+}
+
+func TestCancelReachesTheRuntime(t *testing.T) {
+	h := newHarness(t)
+	task := h.start(t, params("acme"))
+	l := h.lease(t, "rt")
+	got, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "stop")
+	if err != nil || got.GetState() != agentplanev1.TaskState_TASK_STATE_CANCELED || !got.GetCancelRequested() || got.GetRuntimeId() != "" {
+		t.Fatalf("Cancel = %v, %v", got, err)
+	}
+	for range 2 { // and it keeps saying so
+		hb, err := h.m.Heartbeat(ctx, ref(l))
+		if err != nil || !hb.Canceled || hb.CancelReason != "stop" {
+			t.Fatalf("Heartbeat after cancel = %+v, %v", hb, err)
+		}
+	}
+	_, err = h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("still going")})
+	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
+	_, err = h.m.Complete(ctx, ref(l), nil)
+	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
+	h.clock.Advance(time.Hour)
+	if n, _ := h.m.ExpireLeases(ctx); n != 0 {
+		t.Fatal("the revoked lease of a canceled task expired")
+	}
+	st, err := h.store.Stats(ctx)
+	if err != nil || st.ActiveLeases != 0 {
+		t.Fatalf("active leases = %d, %v", st.ActiveLeases, err)
+	}
+}
+
+func TestPauseAndContinue(t *testing.T) {
+	h := newHarness(t)
+	task := h.start(t, params("acme"))
+	_, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", "too early")
+	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskState)
+
+	l := h.lease(t, "rt")
+	in, err := h.m.Pause(ctx, ref(l), "what next?", "main")
+	if err != nil || in.GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE ||
+		in.GetRequest().GetToolName() != hitl.AutoPauseTool || in.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_PENDING {
+		t.Fatalf("Pause = %v, %v", in, err)
+	}
+	paused := h.get(t, "acme", task.GetTaskId())
+	if paused.GetState() != agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED || paused.GetRuntimeId() != "" ||
+		len(paused.GetPendingInterruptIds()) != 1 || paused.GetPendingInterruptIds()[0] != in.GetInterruptId() {
+		t.Fatalf("paused task = %v", paused)
+	}
+	_, err = h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("after pause")})
+	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
+	if leases, _ := h.m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "rt"}); len(leases) != 0 {
+		t.Fatal("a paused task was leased")
+	}
+	for name, msg := range map[string]string{"empty": "", "too long": strings.Repeat("x", 1025)} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", msg); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+	_, err = h.m.Continue(ctx, "beta", task.GetTaskId(), "owner", "hi")
+	wantErr(t, err, codes.NotFound, apierr.ReasonTaskNotFound)
+
+	resumed, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", "tell me more")
+	if err != nil || resumed.GetState() != agentplanev1.TaskState_TASK_STATE_WORKING || len(resumed.GetPendingInterruptIds()) != 0 {
+		t.Fatalf("Continue = %v, %v", resumed, err)
+	}
+	_, err = h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", "again")
+	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskState)
+
+	next := h.lease(t, "rt")
+	equal(t, "continue messages", next.GetContinueMessages(), []string{"tell me more"})
+	if next.GetAttempt() != 2 || next.GetEpoch() != 2 {
+		t.Fatalf("lease after continue: attempt %d epoch %d", next.GetAttempt(), next.GetEpoch())
+	}
+	var stored *storagev1.InterruptRecord
+	if err := h.store.View(ctx, func(r store.Reader) error {
+		var err error
+		stored, err = r.GetInterrupt("acme", in.GetInterruptId())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if d := stored.GetInterrupt().GetDecision(); stored.GetInterrupt().GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED ||
+		d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_CONTINUE || d.GetDecidedBy() != "alice" {
+		t.Fatalf("pause interrupt after continue = %v", stored)
+	}
+	// The next turn end clears the delivered messages.
+	if _, err := h.m.Pause(ctx, ref(next), "", "main"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", "third"); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "messages of the third turn", h.lease(t, "rt").GetContinueMessages(), []string{"third"})
+	equal(t, "log", kinds(h.events(t, "acme", task.GetTaskId()))[:12], []string{
+		"submitted", "state:WORKING", "lease:GRANTED", "message", "interrupt_raised", "lease:RELEASED", "state:INPUT_REQUIRED",
+		"message", "interrupt_resolved", "state:WORKING", "lease:GRANTED", "interrupt_raised",
+	})
+}
+
+func TestContinueRefusesApprovalWaits(t *testing.T) {
+	h := newHarness(t)
+	task := h.start(t, params("acme"))
+	l := h.lease(t, "rt")
+	// What the gate does for a gated call: a pending approval interrupt, INPUT_REQUIRED.
+	err := h.m.UpdateLeased(ctx, ref(l), func(op *Op) error {
+		rec := op.Task()
+		in := &agentplanev1.Interrupt{InterruptId: "i1", TaskId: rec.GetTaskId(), Tenant: rec.GetTenant(),
+			Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, State: agentplanev1.InterruptState_INTERRUPT_STATE_PENDING}
+		if err := op.Writer().PutInterrupt(&storagev1.InterruptRecord{Interrupt: in, CreateTime: timestamppb.New(op.Now())}); err != nil {
+			return err
+		}
+		rec.PendingInterruptIds = append(rec.PendingInterruptIds, "i1")
+		return op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "interrupt.raised")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", "go on")
+	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskState)
+
+	// Canceling closes the pending interrupt: it leaves the inbox.
+	if _, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", ""); err != nil {
+		t.Fatal(err)
+	}
+	st, err := h.store.Stats(ctx)
+	if err != nil || st.PendingInterrupts != 0 {
+		t.Fatalf("pending interrupts after cancel = %d, %v", st.PendingInterrupts, err)
+	}
+}
+
+func TestLeaseExpiryParksATaskWaitingForADecision(t *testing.T) {
+	h := newHarness(t)
+	task := h.start(t, params("acme"))
+	l := h.lease(t, "rt")
+	if err := h.m.UpdateLeased(ctx, ref(l), func(op *Op) error {
+		rec := op.Task()
+		in := &agentplanev1.Interrupt{InterruptId: "i1", TaskId: rec.GetTaskId(), Tenant: rec.GetTenant(),
+			Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, State: agentplanev1.InterruptState_INTERRUPT_STATE_PENDING}
+		if err := op.Writer().PutInterrupt(&storagev1.InterruptRecord{Interrupt: in, CreateTime: timestamppb.New(op.Now())}); err != nil {
+			return err
+		}
+		rec.PendingInterruptIds = append(rec.PendingInterruptIds, "i1")
+		return op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "interrupt.raised")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(time.Minute)
+	if n, err := h.m.ExpireLeases(ctx); err != nil || n != 1 {
+		t.Fatalf("ExpireLeases = %d, %v", n, err)
+	}
+	got := h.get(t, "acme", task.GetTaskId())
+	if got.GetState() != agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED || got.GetRuntimeId() != "" {
+		t.Fatalf("task = %v", got)
+	}
+	if leases, _ := h.m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "rt"}); len(leases) != 0 {
+		t.Fatal("a task waiting for a decision was queued")
+	}
+	// The decision arriving resumes it (what HITL does through UpdateTask).
+	if err := h.m.UpdateTask(ctx, "acme", task.GetTaskId(), func(op *Op) error {
+		op.Task().PendingInterruptIds = nil
+		op.Task().ResumeInterruptIds = []string{"i1"}
+		return op.Resume("interrupt.resolved")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	next := h.lease(t, "rt")
+	if len(next.GetResolvedInterrupts()) != 1 || next.GetResolvedInterrupts()[0].GetInterruptId() != "i1" {
+		t.Fatalf("lease after the decision = %v", next.GetResolvedInterrupts())
+	}
+}
+
+func TestHistoryLimits(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.MaxEventBytes = 100
+		c.MaxTaskEvents = 6
+	})
+	task := h.start(t, params("acme"))
+	l := h.lease(t, "rt") // log: submitted, state, lease = 3 events
+	_, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note(strings.Repeat("x", 200))})
+	wantErr(t, err, codes.ResourceExhausted, apierr.ReasonResourceExhausted)
+	if !strings.Contains(err.Error(), "limits.max_event_bytes") {
+		t.Fatalf("error does not name the limit: %v", err)
+	}
+	// Four events would make 7; the whole report is refused, nothing appended.
+	_, err = h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("a"), note("b"), note("c"), note("d")})
+	wantErr(t, err, codes.ResourceExhausted, apierr.ReasonResourceExhausted)
+	if got := h.get(t, "acme", task.GetTaskId()).GetLastSequence(); got != 3 {
+		t.Fatalf("a refused report appended: last_sequence %d", got)
+	}
+	if last, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("a"), note("b"), note("c")}); err != nil || last != 6 {
+		t.Fatalf("report up to the limit = %d, %v", last, err)
+	}
+	_, err = h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("one too many")})
+	wantErr(t, err, codes.ResourceExhausted, apierr.ReasonResourceExhausted)
+	// A task at its limit can still end.
+	if _, err := h.m.Complete(ctx, ref(l), &agentplanev1.TaskOutput{Text: "done"}); err != nil {
+		t.Fatalf("Complete at the limit: %v", err)
+	}
+
+	h2 := newHarness(t, func(c *Config) { c.MaxTaskHistoryBytes = 150 })
+	h2.start(t, params("acme"))
+	l2 := h2.lease(t, "rt")
+	_, err = h2.m.ReportEvents(ctx, ref(l2), []*agentplanev1.RuntimeEvent{note(strings.Repeat("y", 120))})
+	wantErr(t, err, codes.ResourceExhausted, apierr.ReasonResourceExhausted)
+	if !strings.Contains(err.Error(), "limits.max_task_history_bytes") {
+		t.Fatalf("error does not name the limit: %v", err)
+	}
+	_, err = h2.m.ReportEvents(ctx, ref(l2), []*agentplanev1.RuntimeEvent{{}})
+	wantErr(t, err, codes.InvalidArgument, apierr.ReasonEventInvalid)
+}

@@ -1,0 +1,305 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
+)
+
+func TestLeaseLifecycle(t *testing.T) {
+	h := newHarness(t)
+	if leases, err := h.m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "rt"}); err != nil || len(leases) != 0 {
+		t.Fatalf("lease of an empty queue = %v, %v", leases, err)
+	}
+	task := h.start(t, params("acme"))
+	l := h.lease(t, "rt-1")
+	if l.GetEpoch() != 1 || l.GetAttempt() != 1 || l.GetTask().GetState() != agentplanev1.TaskState_TASK_STATE_WORKING ||
+		l.GetTask().GetRuntimeId() != "rt-1" || l.GetSpec().GetAgent().GetModel() != "m" || l.GetHistoryCursor() != 3 ||
+		!l.GetDeadline().AsTime().Equal(h.clock.Now().Add(10*time.Second)) {
+		t.Fatalf("lease = %v", l)
+	}
+	if tenant, ok := LeaseTenant(l.GetLeaseId()); !ok || tenant != "acme" {
+		t.Fatalf("LeaseTenant = %q, %v", tenant, ok)
+	}
+	if leases, _ := h.m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "rt-2"}); len(leases) != 0 {
+		t.Fatal("a leased task was leased again")
+	}
+
+	h.clock.Advance(8 * time.Second)
+	hb, err := h.m.Heartbeat(ctx, ref(l))
+	if err != nil || hb.Canceled || !hb.Deadline.Equal(h.clock.Now().Add(10*time.Second)) {
+		t.Fatalf("Heartbeat = %+v, %v", hb, err)
+	}
+	h.clock.Advance(8 * time.Second) // past the first deadline, within the extended one
+	last, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{
+		{Payload: &agentplanev1.RuntimeEvent_Message{Message: &agentplanev1.ChatMessage{Role: agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, Text: "hi"}}},
+		{Payload: &agentplanev1.RuntimeEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{CallId: "c1", ToolName: "search", Args: structpb.NewStringValue("q")}}},
+		{Payload: &agentplanev1.RuntimeEvent_ToolResult{ToolResult: &agentplanev1.ToolResult{CallId: "c1", ToolName: "search"}}},
+		note("done thinking"),
+	})
+	if err != nil || last != 7 {
+		t.Fatalf("ReportEvents = %d, %v; want 7", last, err)
+	}
+	if empty, err := h.m.ReportEvents(ctx, ref(l), nil); err != nil || empty != 7 {
+		t.Fatalf("empty report = %d, %v", empty, err)
+	}
+	done, err := h.m.Complete(ctx, ref(l), &agentplanev1.TaskOutput{Text: "42"})
+	if err != nil || done.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || done.GetOutput().GetText() != "42" ||
+		done.GetEndTime() == nil || done.GetRuntimeId() != "" {
+		t.Fatalf("Complete = %v, %v", done, err)
+	}
+	equal(t, "log", kinds(h.events(t, "acme", task.GetTaskId())), []string{
+		"submitted", "state:WORKING", "lease:GRANTED", "message", "tool_call", "tool_result", "note",
+		"output", "lease:RELEASED", "state:COMPLETED",
+	})
+	_, err = h.m.Complete(ctx, ref(l), nil)
+	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
+}
+
+func TestFencedWritesRefuseStaleLeases(t *testing.T) {
+	h := newHarness(t)
+	task := h.start(t, params("acme"))
+	old := h.lease(t, "rt-1")
+	if _, err := h.m.Fail(ctx, ref(old), "", "", true); err != nil {
+		t.Fatal(err)
+	}
+	current := h.lease(t, "rt-2")
+	if current.GetEpoch() != 2 || current.GetAttempt() != 2 {
+		t.Fatalf("second lease: epoch %d attempt %d", current.GetEpoch(), current.GetAttempt())
+	}
+	staleEpoch := ref(current)
+	staleEpoch.Epoch = 1
+	forged := ref(current)
+	forged.LeaseId = "not-a-lease"
+	otherTenant := ref(current)
+	otherTenant.LeaseId = encodeLeaseID("beta", strings.SplitN(current.GetLeaseId(), ".", 2)[1])
+	writes := map[string]func(*agentplanev1.LeaseRef) error{
+		"heartbeat": func(r *agentplanev1.LeaseRef) error { _, err := h.m.Heartbeat(ctx, r); return err },
+		"report":    func(r *agentplanev1.LeaseRef) error { _, err := h.m.ReportEvents(ctx, r, []*agentplanev1.RuntimeEvent{note("x")}); return err },
+		"pause":     func(r *agentplanev1.LeaseRef) error { _, err := h.m.Pause(ctx, r, "", ""); return err },
+		"complete":  func(r *agentplanev1.LeaseRef) error { _, err := h.m.Complete(ctx, r, nil); return err },
+		"fail":      func(r *agentplanev1.LeaseRef) error { _, err := h.m.Fail(ctx, r, "x", "y", false); return err },
+	}
+	before := h.get(t, "acme", task.GetTaskId())
+	for name, r := range map[string]*agentplanev1.LeaseRef{
+		"previous lease": ref(old), "stale epoch": staleEpoch, "forged id": forged, "other tenant": otherTenant,
+	} {
+		for what, write := range writes {
+			t.Run(name+"/"+what, func(t *testing.T) {
+				wantErr(t, write(r), codes.FailedPrecondition, apierr.ReasonLeaseLost)
+			})
+		}
+	}
+	equal(t, "task after refused writes", h.get(t, "acme", task.GetTaskId()), before)
+}
+
+func TestLeaseExpiryRequeuesThenFails(t *testing.T) {
+	h := newHarness(t) // MaxAttempts 3
+	task := h.start(t, params("acme"))
+	var last *agentplanev1.Lease
+	for attempt := int32(1); attempt <= 3; attempt++ {
+		last = h.lease(t, "rt")
+		if last.GetAttempt() != attempt || last.GetEpoch() != int64(attempt) {
+			t.Fatalf("lease %d: attempt %d epoch %d", attempt, last.GetAttempt(), last.GetEpoch())
+		}
+		h.clock.Advance(10 * time.Second) // exactly the deadline: expired
+		n, err := h.m.ExpireLeases(ctx)
+		if err != nil || n != 1 {
+			t.Fatalf("ExpireLeases = %d, %v", n, err)
+		}
+		if n, _ := h.m.ExpireLeases(ctx); n != 0 {
+			t.Fatalf("a second ExpireLeases expired %d more", n)
+		}
+	}
+	got := h.get(t, "acme", task.GetTaskId())
+	if got.GetState() != agentplanev1.TaskState_TASK_STATE_FAILED || got.GetFailure().GetReason() != FailureAttemptsExhausted {
+		t.Fatalf("after 3 expiries: %v", got)
+	}
+	if leases, _ := h.m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "rt"}); len(leases) != 0 {
+		t.Fatal("a failed task was leased")
+	}
+	_, err := h.m.Heartbeat(ctx, ref(last))
+	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
+	equal(t, "log", kinds(h.events(t, "acme", task.GetTaskId())), []string{
+		"submitted", "state:WORKING", "lease:GRANTED", "lease:EXPIRED",
+		"lease:GRANTED", "lease:EXPIRED", "lease:GRANTED", "lease:EXPIRED", "state:FAILED",
+	})
+}
+
+func TestExpiredLeaseIsAppliedLazily(t *testing.T) {
+	h := newHarness(t)
+	task := h.start(t, params("acme"))
+	l := h.lease(t, "rt")
+	h.clock.Advance(11 * time.Second)
+	_, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("late")})
+	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
+	got := h.get(t, "acme", task.GetTaskId())
+	if got.GetRuntimeId() != "" || got.GetState() != agentplanev1.TaskState_TASK_STATE_WORKING {
+		t.Fatalf("after a write with an expired lease: %v", got)
+	}
+	// The refused write left nothing but the expiry; the next lease is a new attempt.
+	next := h.lease(t, "rt-2")
+	if next.GetEpoch() != 2 {
+		t.Fatalf("next lease epoch %d", next.GetEpoch())
+	}
+	equal(t, "log", kinds(h.events(t, "acme", task.GetTaskId())), []string{
+		"submitted", "state:WORKING", "lease:GRANTED", "lease:EXPIRED", "lease:GRANTED",
+	})
+}
+
+func TestLeaseTasksExpiresBeforeLooking(t *testing.T) {
+	h := newHarness(t)
+	task := h.start(t, params("acme"))
+	h.lease(t, "dead-runtime")
+	h.clock.Advance(time.Minute)
+	l := h.lease(t, "live-runtime") // no ExpireLeases call: LeaseTasks expires on its own
+	if l.GetTask().GetTaskId() != task.GetTaskId() || l.GetEpoch() != 2 {
+		t.Fatalf("lease = %v", l)
+	}
+}
+
+func TestFail(t *testing.T) {
+	h := newHarness(t)
+	task := h.start(t, params("acme"))
+	l := h.lease(t, "rt")
+	retried, err := h.m.Fail(ctx, ref(l), "model.timeout", "try again", true)
+	if err != nil || retried.GetState() != agentplanev1.TaskState_TASK_STATE_WORKING || retried.GetRuntimeId() != "" {
+		t.Fatalf("retry = %v, %v", retried, err)
+	}
+	l = h.lease(t, "rt")
+	failed, err := h.m.Fail(ctx, ref(l), "", strings.Repeat("m", 5000), false)
+	if err != nil || failed.GetState() != agentplanev1.TaskState_TASK_STATE_FAILED || failed.GetFailure().GetReason() != FailureRuntime ||
+		len(failed.GetFailure().GetMessage()) > maxFailureMessage+len("…") {
+		t.Fatalf("fail = %v, %v", failed.GetFailure(), err)
+	}
+	equal(t, "log", kinds(h.events(t, "acme", task.GetTaskId())), []string{
+		"submitted", "state:WORKING", "lease:GRANTED", "lease:RELEASED", "lease:GRANTED", "lease:RELEASED", "state:FAILED",
+	})
+}
+
+func TestLeaseTasksValidation(t *testing.T) {
+	h := newHarness(t)
+	for name, req := range map[string]LeaseRequest{
+		"no runtime id":     {},
+		"negative max":      {RuntimeID: "rt", MaxTasks: -1},
+		"negative wait":     {RuntimeID: "rt", Wait: -time.Second},
+		"runtime id length": {RuntimeID: strings.Repeat("r", 256)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := h.m.LeaseTasks(ctx, req)
+			wantErr(t, err, codes.InvalidArgument, "")
+		})
+	}
+}
+
+// TestLongPollWakesOnNewWork: a waiting LeaseTasks only claims when woken or at its
+// deadline, so getting a lease well within a long wait shows the wake-up works.
+func TestLongPollWakesOnNewWork(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxLeaseWait = time.Hour })
+	got := make(chan []*agentplanev1.Lease, 1)
+	go func() {
+		leases, err := h.m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "rt", Wait: time.Hour})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- leases
+	}()
+	// Start only after the poller is waiting, so the wake-up (not the first look)
+	// must find the task.
+	waitUntil(t, func() bool {
+		h.m.work.mu.Lock()
+		defer h.m.work.mu.Unlock()
+		return h.m.work.ch != nil
+	})
+	task := h.start(t, params("acme"))
+	select {
+	case leases := <-got:
+		if len(leases) != 1 || leases[0].GetTask().GetTaskId() != task.GetTaskId() {
+			t.Fatalf("woken poll got %v", leases)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the long poll was not woken by new work")
+	}
+
+	c, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { _, err := h.m.LeaseTasks(c, LeaseRequest{RuntimeID: "rt", Wait: time.Hour}); done <- err }()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled poll = %v", err)
+	}
+}
+
+func TestLeaseRoundRobinAcrossTenants(t *testing.T) {
+	h := newHarness(t)
+	for range 3 {
+		h.start(t, params("acme"))
+		h.clock.Advance(time.Millisecond)
+	}
+	beta := h.start(t, params("beta"))
+	leases, err := h.m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "rt", MaxTasks: 2})
+	if err != nil || len(leases) != 2 {
+		t.Fatalf("LeaseTasks = %d, %v", len(leases), err)
+	}
+	tenants := map[string]bool{}
+	for _, l := range leases {
+		tenants[l.GetTask().GetTenant()] = true
+	}
+	if !tenants["acme"] || !tenants["beta"] {
+		t.Fatalf("two leases went to %v; want one per tenant", tenants)
+	}
+	only, err := h.m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "rt", MaxTasks: 10, Tenant: "beta"})
+	if err != nil || len(only) != 0 {
+		t.Fatalf("beta has nothing left, got %d", len(only))
+	}
+	rest, err := h.m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "rt", MaxTasks: 10, Tenant: "acme"})
+	if err != nil || len(rest) != 2 {
+		t.Fatalf("acme's rest = %d, %v", len(rest), err)
+	}
+	if rest[0].GetTask().GetCreateTime().AsTime().After(rest[1].GetTask().GetCreateTime().AsTime()) {
+		t.Fatal("a tenant's queue is not FIFO")
+	}
+	_ = beta
+}
+
+func TestRestartKeepsQueueAndLeases(t *testing.T) {
+	h := newHarness(t)
+	first := h.start(t, params("acme"))
+	second := h.start(t, params("acme"))
+	l := h.lease(t, "rt")
+	if l.GetTask().GetTaskId() != first.GetTaskId() {
+		t.Fatal("queue is not FIFO")
+	}
+	h.m.Stop()
+	if err := h.store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reopened := reopen(t, h)
+	// The lease granted before the restart still fences writes and can be extended.
+	if _, err := reopened.m.Heartbeat(ctx, ref(l)); err != nil {
+		t.Fatalf("heartbeat after restart: %v", err)
+	}
+	next := reopened.lease(t, "rt")
+	if next.GetTask().GetTaskId() != second.GetTaskId() {
+		t.Fatalf("after restart leased %s, want the queued %s", next.GetTask().GetTaskId(), second.GetTaskId())
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 30s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
