@@ -83,10 +83,13 @@ func TestFencedWritesRefuseStaleLeases(t *testing.T) {
 	otherTenant.LeaseId = encodeLeaseID("beta", strings.SplitN(current.GetLeaseId(), ".", 2)[1])
 	writes := map[string]func(*agentplanev1.LeaseRef) error{
 		"heartbeat": func(r *agentplanev1.LeaseRef) error { _, err := h.m.Heartbeat(ctx, r); return err },
-		"report":    func(r *agentplanev1.LeaseRef) error { _, err := h.m.ReportEvents(ctx, r, []*agentplanev1.RuntimeEvent{note("x")}); return err },
-		"pause":     func(r *agentplanev1.LeaseRef) error { _, err := h.m.Pause(ctx, r, "", ""); return err },
-		"complete":  func(r *agentplanev1.LeaseRef) error { _, err := h.m.Complete(ctx, r, nil); return err },
-		"fail":      func(r *agentplanev1.LeaseRef) error { _, err := h.m.Fail(ctx, r, "x", "y", false); return err },
+		"report": func(r *agentplanev1.LeaseRef) error {
+			_, err := h.m.ReportEvents(ctx, r, []*agentplanev1.RuntimeEvent{note("x")})
+			return err
+		},
+		"pause":    func(r *agentplanev1.LeaseRef) error { _, err := h.m.Pause(ctx, r, "", ""); return err },
+		"complete": func(r *agentplanev1.LeaseRef) error { _, err := h.m.Complete(ctx, r, nil); return err },
+		"fail":     func(r *agentplanev1.LeaseRef) error { _, err := h.m.Fail(ctx, r, "x", "y", false); return err },
 	}
 	before := h.get(t, "acme", task.GetTaskId())
 	for name, r := range map[string]*agentplanev1.LeaseRef{
