@@ -1,7 +1,8 @@
 // Package workertest is an in-memory fake of the control plane's runtime protocol, for
 // testing runtimes built on client/worker without a control plane: it serves
-// RuntimeService, and the TaskService reads a runtime makes (WatchTask over what
-// runtimes reported, ListObligations), on a loopback port.
+// RuntimeService, the TaskService calls a runtime makes (WatchTask over what runtimes
+// reported, ListObligations), and just enough of the rest for load generators
+// (StartTask queues a lease; ResolveInterrupt delivers a decision), on a loopback port.
 //
 // It models the protocol's contract, not the server's implementation: a queue of
 // leases, fenced writes refused with lease.lost once a lease is lost or released,
@@ -84,6 +85,9 @@ type State struct {
 	Awaiting map[string]int
 	// Obligations is each task's ledger, as RecordVerdict raised and resolved them.
 	Obligations map[string][]*agentplanev1.Obligation
+	// Started are the StartTask requests, in order; Resolutions the ResolveInterrupt ones.
+	Started     []*agentplanev1.StartTaskRequest
+	Resolutions []*agentplanev1.ResolveInterruptRequest
 
 	leases map[string]*agentplanev1.Lease // last lease granted, by task id
 }
@@ -92,6 +96,7 @@ type State struct {
 type Server struct {
 	agentplanev1.UnimplementedRuntimeServiceServer
 	agentplanev1.UnimplementedTaskServiceServer
+	agentplanev1.UnimplementedHitlServiceServer
 
 	addr string
 	conn *grpc.ClientConn
@@ -127,6 +132,7 @@ func New(t testing.TB) *Server {
 	srv := grpc.NewServer()
 	agentplanev1.RegisterRuntimeServiceServer(srv, f)
 	agentplanev1.RegisterTaskServiceServer(srv, f)
+	agentplanev1.RegisterHitlServiceServer(srv, f)
 	go func() { _ = srv.Serve(lis) }()
 	f.addr = lis.Addr().String()
 	conn, err := grpc.NewClient(f.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -516,4 +522,62 @@ func (f *Server) WatchTask(req *agentplanev1.WatchTaskRequest, stream grpc.Serve
 		}
 	}
 	return nil
+}
+
+// StartTask queues a lease for a new task (id task-N), or returns the task an earlier
+// call with the same request id started.
+func (f *Server) StartTask(_ context.Context, req *agentplanev1.StartTaskRequest) (*agentplanev1.StartTaskResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.notify()
+	if id := req.GetRequestId(); id != "" {
+		for i, prev := range f.s.Started {
+			if prev.GetRequestId() == id {
+				return &agentplanev1.StartTaskResponse{Task: f.startedTask(i)}, nil
+			}
+		}
+	}
+	f.s.Started = append(f.s.Started, req)
+	task := f.startedTask(len(f.s.Started) - 1)
+	l := &agentplanev1.Lease{LeaseId: task.GetTaskId() + "-lease-1", Epoch: 1, Attempt: 1, Task: task}
+	if a := req.GetAgent(); a != nil {
+		l.Spec = &agentplanev1.ResolvedSpec{Spec: &agentplanev1.ResolvedSpec_Agent{Agent: a}}
+	}
+	f.s.Queue = append(f.s.Queue, l)
+	return &agentplanev1.StartTaskResponse{Task: task, Created: true}, nil
+}
+
+// startedTask is the task of the i-th StartTask call; called with f.mu held.
+func (f *Server) startedTask(i int) *agentplanev1.Task {
+	req := f.s.Started[i]
+	return &agentplanev1.Task{
+		TaskId: fmt.Sprintf("task-%d", i+1), State: agentplanev1.TaskState_TASK_STATE_SUBMITTED, RequestId: req.GetRequestId(),
+		Input: req.GetInput(), Labels: req.GetLabels(), CreateTime: timestamppb.Now(), InterruptPolicy: req.GetInterruptPolicy(),
+	}
+}
+
+// ResolveInterrupt records a decision as a reviewer's; AwaitDecision streams get it.
+// Approve carries no args here: a runtime runs the call's own args.
+func (f *Server) ResolveInterrupt(_ context.Context, req *agentplanev1.ResolveInterruptRequest) (*agentplanev1.ResolveInterruptResponse, error) {
+	dec := &agentplanev1.Decision{InterruptId: req.GetInterruptId(), DecidedBy: "owner", DecidedAt: timestamppb.Now(), Source: agentplanev1.DecisionSource_DECISION_SOURCE_HUMAN}
+	switch d := req.GetDecision().(type) {
+	case *agentplanev1.ResolveInterruptRequest_Approve:
+		dec.Type, dec.Reason = agentplanev1.DecisionType_DECISION_TYPE_APPROVE, d.Approve.Reason
+	case *agentplanev1.ResolveInterruptRequest_Reject:
+		dec.Type, dec.Reason = agentplanev1.DecisionType_DECISION_TYPE_REJECT, &d.Reject.Reason
+	case *agentplanev1.ResolveInterruptRequest_Edit:
+		dec.Type, dec.Reason, dec.Args = agentplanev1.DecisionType_DECISION_TYPE_EDIT, d.Edit.Reason, d.Edit.Args
+	default:
+		return nil, status.Error(codes.InvalidArgument, "workertest: no decision")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.notify()
+	if _, done := f.s.Decisions[req.GetInterruptId()]; done {
+		return nil, grpcErr(apierr.FailedPrecondition(apierr.ReasonAlreadyResolved, "interrupt %s is already resolved", req.GetInterruptId()))
+	}
+	f.s.Resolutions = append(f.s.Resolutions, req)
+	f.s.Decisions[req.GetInterruptId()] = dec
+	it := &agentplanev1.Interrupt{InterruptId: req.GetInterruptId(), State: agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED, Decision: dec}
+	return &agentplanev1.ResolveInterruptResponse{Interrupt: it}, nil
 }

@@ -80,12 +80,16 @@ func newTaskStartCommand(g *globals) *cobra.Command {
 	f.StringVar(&o.policyFile, "policy", "", "interrupt policy file (YAML or JSON): allowlist, denylist or predicate")
 	f.StringVar(&o.sessionID, "session", "", "session id passed to policies and approval requests")
 	f.DurationVar(&o.interruptTimeout, "interrupt-timeout", 0, "deadline of each interrupt of this task (default: the deployment's)")
-	cmd.MarkFlagsMutuallyExclusive("agent", "graph", "agent-id")
-	cmd.MarkFlagsOneRequired("agent", "graph", "agent-id")
 	return cmd
 }
 
 func (o *taskStartOptions) request(stdin io.Reader) (*agentplanev1.StartTaskRequest, error) {
+	switch n := countSet(o.agentFile, o.graphFile, o.agentID); {
+	case n == 0:
+		return nil, usageErr("say what runs: --agent FILE, --graph FILE or --agent-id ID")
+	case n > 1:
+		return nil, usageErr("--agent, --graph and --agent-id are alternatives; give one")
+	}
 	req := &agentplanev1.StartTaskRequest{RequestId: o.requestID, Input: o.input, SessionId: o.sessionID}
 	if o.input == "-" {
 		b, err := io.ReadAll(stdin)
@@ -124,6 +128,16 @@ func (o *taskStartOptions) request(stdin io.Reader) (*agentplanev1.StartTaskRequ
 		req.InterruptTimeout = durationpb.New(o.interruptTimeout)
 	}
 	return req, nil
+}
+
+func countSet(values ...string) int {
+	n := 0
+	for _, v := range values {
+		if v != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // readSpecDocument puts the file into req as a document. The server routes a

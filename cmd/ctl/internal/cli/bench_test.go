@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane/client/worker/workertest"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+)
+
+// runBench runs a bench subcommand in-process against addr.
+func runBench(t *testing.T, addr string, args ...string) (string, string, error) {
+	t.Helper()
+	g := &globals{addr: addr, output: "table", timeout: 30 * time.Second, stdin: strings.NewReader("")}
+	cmd := newBenchCommand(g)
+	var out, errOut bytes.Buffer
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err := cmd.Execute()
+	return out.String(), errOut.String(), err
+}
+
+var summaryLine = `clients=\d+ total=\d+: \d+ req/s p50=[0-9.]+(µs|ms|s) p90=[0-9.]+(µs|ms|s) p99=[0-9.]+(µs|ms|s)`
+
+func TestBenchStart(t *testing.T) {
+	f := workertest.New(t)
+	out, errOut, err := runBench(t, f.Addr(), "start", "--clients", "4", "--total", "50", "--conns", "2")
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	if !regexp.MustCompile(`^start ` + summaryLine + ` label=bench=[0-9a-f]{8}\n$`).MatchString(out) {
+		t.Fatalf("summary %q", out)
+	}
+	var started []*agentplanev1.StartTaskRequest
+	f.Do(func(s *workertest.State) { started = s.Started })
+	ids := map[string]bool{}
+	for _, r := range started {
+		ids[r.GetRequestId()] = true
+		if r.GetAgent().GetApiVersion() != "qar/v1" || r.GetAgent().GetKind() != "AgentSpec" {
+			t.Fatalf("bench spec %v", r.GetAgent())
+		}
+	}
+	if len(started) != 50 || len(ids) != 50 {
+		t.Fatalf("%d starts with %d distinct request ids, want 50 and 50", len(started), len(ids))
+	}
+}
+
+func TestBenchEvents(t *testing.T) {
+	f := workertest.New(t)
+	f.Enqueue("someone-else", nil) // not the bench's: handed back
+	out, errOut, err := runBench(t, f.Addr(), "events", "--clients", "3", "--total", "30", "--batch", "2")
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	if !regexp.MustCompile(`^events ` + summaryLine + ` batch=2 label=bench=[0-9a-f]{8}\n$`).MatchString(out) {
+		t.Fatalf("summary %q", out)
+	}
+	if !strings.Contains(errOut, "handed back 1 task(s) that were not the bench's") {
+		t.Errorf("stderr %q", errOut)
+	}
+	var s workertest.State
+	f.Do(func(st *workertest.State) { s = *st })
+	if s.Ends["someone-else"] != workertest.Retried || len(s.Events["someone-else"]) != 0 {
+		t.Errorf("the foreign task: end %q, %d events", s.Ends["someone-else"], len(s.Events["someone-else"]))
+	}
+	events := 0
+	for _, id := range []string{"task-1", "task-2", "task-3"} {
+		events += len(s.Events[id])
+		if s.Ends[id] != workertest.Completed {
+			t.Errorf("%s ended %q", id, s.Ends[id])
+		}
+	}
+	if events != 60 {
+		t.Errorf("%d events appended, want 30 calls of 2", events)
+	}
+}
+
+func TestBenchGate(t *testing.T) {
+	f := workertest.New(t)
+	f.Do(func(s *workertest.State) {
+		s.Gate = func(req *agentplanev1.CheckToolCallRequest) *agentplanev1.CheckToolCallResponse {
+			return &agentplanev1.CheckToolCallResponse{Outcome: agentplanev1.GateOutcome_GATE_OUTCOME_INTERRUPT,
+				Interrupt: &agentplanev1.Interrupt{InterruptId: "i-" + req.GetCallId(), CallId: req.GetCallId()}}
+		}
+	})
+	out, errOut, err := runBench(t, f.Addr(), "gate", "--total", "20")
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	if !regexp.MustCompile(`^gate ` + summaryLine + ` check_p50=\S+ deliver_p50=\S+\n$`).MatchString(out) {
+		t.Fatalf("summary %q", out)
+	}
+	var s workertest.State
+	f.Do(func(st *workertest.State) { s = *st })
+	if len(s.Checks) != 20 || len(s.Resolutions) != 20 || s.Ends["task-1"] != workertest.Completed {
+		t.Fatalf("%d checks, %d resolutions, end %q", len(s.Checks), len(s.Resolutions), s.Ends["task-1"])
+	}
+	if p := s.Started[0].GetInterruptPolicy().GetAllowlist().GetTools(); len(p) != 1 || p[0] != benchGatedTool {
+		t.Errorf("bench task policy %v", s.Started[0].GetInterruptPolicy())
+	}
+}
+
+func TestBenchGateNeedsAnInterrupt(t *testing.T) {
+	f := workertest.New(t) // its gate allows everything
+	_, _, err := runBench(t, f.Addr(), "gate", "--total", "3")
+	if err == nil || !strings.Contains(err.Error(), "the gate answered GATE_OUTCOME_ALLOW") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestPercentileAndFormat(t *testing.T) {
+	var lat []time.Duration
+	for i := 1; i <= 100; i++ {
+		lat = append(lat, time.Duration(i)*time.Millisecond)
+	}
+	for _, tc := range []struct {
+		p    float64
+		want time.Duration
+	}{{0.5, 50 * time.Millisecond}, {0.9, 90 * time.Millisecond}, {0.99, 99 * time.Millisecond}, {1, 100 * time.Millisecond}} {
+		if got := percentile(lat, tc.p); got != tc.want {
+			t.Errorf("p%v = %v, want %v", tc.p*100, got, tc.want)
+		}
+	}
+	if percentile(nil, 0.5) != 0 {
+		t.Error("percentile of nothing")
+	}
+	for d, want := range map[time.Duration]string{
+		512 * time.Microsecond: "512µs", 1210 * time.Microsecond: "1.21ms", 12345 * time.Microsecond: "12.3ms", 2500 * time.Millisecond: "2.5s",
+	} {
+		if got := fmtLatency(d); got != want {
+			t.Errorf("fmtLatency(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestBenchUsage(t *testing.T) {
+	for _, args := range [][]string{{"start", "--clients", "0"}, {"events", "--total", "-1"}, {"events", "--batch", "-2"}} {
+		_, _, err := runBench(t, "127.0.0.1:1", args...)
+		var ee *exitError
+		if err == nil || !errors.As(err, &ee) || ee.code != exitUsage {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}

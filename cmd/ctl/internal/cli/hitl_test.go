@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+)
+
+func sampleInterrupt() *agentplanev1.Interrupt {
+	args, _ := structpb.NewValue(map[string]any{"to": "customer@example.com", "body": strings.Repeat("long text ", 20)})
+	return &agentplanev1.Interrupt{
+		InterruptId: "i-1", TaskId: "t-1", Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL,
+		State: agentplanev1.InterruptState_INTERRUPT_STATE_PENDING, ArgsDigest: "ab12", CallId: "c1",
+		Request: &agentplanev1.ApprovalRequest{
+			InterruptId: "i-1", ToolName: "send_email", ToolDescription: proto.String("Send an email"), Args: args,
+			RequestedAt: timestamppb.New(time.Now().Add(-5 * time.Minute)),
+			Context:     &agentplanev1.ApprovalContext{AgentName: "support", TripIndex: 2, Tags: []string{"outbound", "pii"}, OriginalInput: proto.String("refund order 42")},
+		},
+	}
+}
+
+func TestHitlList(t *testing.T) {
+	pause := &agentplanev1.Interrupt{InterruptId: "i-2", TaskId: "t-2", Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE,
+		State: agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED, Decision: &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_APPROVE},
+		Request: &agentplanev1.ApprovalRequest{RequestedAt: timestamppb.Now()}}
+	f := &fakeCP{inbox: &agentplanev1.ListInterruptsResponse{Interrupts: []*agentplanev1.Interrupt{sampleInterrupt(), pause}}}
+	addr := startFakeCP(t, f)
+	code, out, errOut := runCtl(t, addr, "hitl", "list", "--task", "t-1", "--tool", "send_email", "--tag", "pii", "--min-age", "2m", "--all")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !regexp.MustCompile(`^INTERRUPT\s+TASK\s+TOOL\s+TAGS\s+AGE\s+ARGS\s+STATE$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^i-1\s+t-1\s+send_email\s+outbound,pii\s+5m\d+s\s+\{"body":"long text[^…]*…\s+pending$`).MatchString(lines[1]) ||
+		!regexp.MustCompile(`^i-2\s+t-2\s+\(turn end\)\s+-\s+\S+\s+null\s+approved$`).MatchString(lines[2]) {
+		t.Errorf("table:\n%s", out)
+	}
+	req := requests[*agentplanev1.ListInterruptsRequest](f)[0]
+	if req.GetTaskId() != "t-1" || req.GetToolName() != "send_email" || req.GetTag() != "pii" || req.GetMinAge().AsDuration() != 2*time.Minute || !req.GetIncludeResolved() {
+		t.Errorf("request %v", req)
+	}
+}
+
+func TestHitlShow(t *testing.T) {
+	f := &fakeCP{interrupt: sampleInterrupt()}
+	addr := startFakeCP(t, f)
+	code, out, _ := runCtl(t, addr, "hitl", "show", "i-1")
+	for _, want := range []string{"description     Send an email", "agent           support (trip 2)", "original input  refund order 42",
+		"args digest     ab12", "args:\n  {\n    \"body\":", "\"to\": \"customer@example.com\""} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("show: exit %d, output lacks %q:\n%s", code, want, out)
+		}
+	}
+}
+
+func TestHitlResolutions(t *testing.T) {
+	argsFile := writeFile(t, "args.json", `{"to": "ops@example.com"}`)
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		check func(t *testing.T, r *agentplanev1.ResolveInterruptRequest)
+	}{
+		{"approve", []string{"approve", "i-1"}, func(t *testing.T, r *agentplanev1.ResolveInterruptRequest) {
+			if r.GetApprove() == nil || r.GetApprove().Reason != nil || r.GetArgsDigest() != "" {
+				t.Errorf("%v", r)
+			}
+		}},
+		{"approve with reason and digest", []string{"approve", "i-1", "--reason", "fine", "--digest", "ab12"}, func(t *testing.T, r *agentplanev1.ResolveInterruptRequest) {
+			if r.GetApprove().GetReason() != "fine" || r.GetArgsDigest() != "ab12" {
+				t.Errorf("%v", r)
+			}
+		}},
+		{"reject", []string{"reject", "i-1", "--reason", "wrong customer"}, func(t *testing.T, r *agentplanev1.ResolveInterruptRequest) {
+			if r.GetReject().GetReason() != "wrong customer" {
+				t.Errorf("%v", r)
+			}
+		}},
+		{"edit inline", []string{"edit", "i-1", "--args", `{"to": "b@example.com", "cc": [1, 2]}`, "--digest", "ab12"}, func(t *testing.T, r *agentplanev1.ResolveInterruptRequest) {
+			f := r.GetEdit().GetArgs().GetStructValue().GetFields()
+			if f["to"].GetStringValue() != "b@example.com" || len(f["cc"].GetListValue().GetValues()) != 2 || r.GetArgsDigest() != "ab12" {
+				t.Errorf("%v", r)
+			}
+		}},
+		{"edit from file", []string{"edit", "i-1", "--args", "@" + argsFile, "--reason", "internal address"}, func(t *testing.T, r *agentplanev1.ResolveInterruptRequest) {
+			if r.GetEdit().GetArgs().GetStructValue().GetFields()["to"].GetStringValue() != "ops@example.com" || r.GetEdit().GetReason() != "internal address" {
+				t.Errorf("%v", r)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resolved := sampleInterrupt()
+			resolved.State = agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED
+			resolved.Decision = &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_APPROVE, DecidedBy: "owner", Source: agentplanev1.DecisionSource_DECISION_SOURCE_HUMAN}
+			f := &fakeCP{interrupt: resolved}
+			addr := startFakeCP(t, f)
+			code, out, errOut := runCtl(t, addr, append([]string{"hitl"}, tc.args...)...)
+			if code != 0 || !strings.Contains(out, "approve by owner") {
+				t.Fatalf("exit %d out %q err %q", code, out, errOut)
+			}
+			reqs := requests[*agentplanev1.ResolveInterruptRequest](f)
+			if len(reqs) != 1 || reqs[0].GetInterruptId() != "i-1" {
+				t.Fatalf("requests %v", reqs)
+			}
+			tc.check(t, reqs[0])
+		})
+	}
+}
+
+func TestHitlResolutionUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"reject without reason", []string{"reject", "i-1"}, "reject needs --reason"},
+		{"reject with blank reason", []string{"reject", "i-1", "--reason", "  "}, "reject needs --reason"},
+		{"edit without args", []string{"edit", "i-1"}, `required flag(s) "args" not set`},
+		{"edit with bad json", []string{"edit", "i-1", "--args", "{to: x}"}, "--args is not valid JSON"},
+		{"edit with missing file", []string{"edit", "i-1", "--args", "@/no/such/file.json"}, "no such file"},
+		{"approve without id", []string{"approve"}, "accepts 1 arg"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeCP{interrupt: sampleInterrupt()}
+			addr := startFakeCP(t, f)
+			code, _, errOut := runCtl(t, addr, append([]string{"hitl"}, tc.args...)...)
+			if code != exitUsage || !strings.Contains(errOut, tc.want) {
+				t.Fatalf("exit %d stderr %q, want 2 and %q", code, errOut, tc.want)
+			}
+			if n := len(requests[*agentplanev1.ResolveInterruptRequest](f)); n != 0 {
+				t.Fatalf("a usage error reached the server")
+			}
+		})
+	}
+}
