@@ -9,13 +9,24 @@ import (
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/auth"
+	"github.com/agentplane/agentplane/server/spec"
 )
 
-// features is what this build serves; each flag turns true in the commit that makes
-// its RPCs work.
+// features is what this build serves. Every flag is backed by RPCs that work; the
+// end-to-end tests exercise each.
 func (s *Server) features() *agentplanev1.Features {
 	return &agentplanev1.Features{
-		HttpJson: s.http != nil,
+		SpecValidation:    true,
+		Tasks:             true,
+		WatchResume:       true,
+		IdempotentStart:   true,
+		RuntimeLeases:     true,
+		DurableInterrupts: true,
+		CelPolicies:       true,
+		Verdicts:          true,
+		ChatMode:          true,
+		HotBackup:         true,
+		HttpJson:          s.http != nil,
 	}
 }
 
@@ -27,19 +38,24 @@ func (x *capabilityService) GetCapabilities(ctx context.Context, _ *agentplanev1
 	if !ok {
 		return nil, apierr.New(codes.Unauthenticated, apierr.ReasonUnauthenticated, "no principal")
 	}
-	features := s.features()
-	// The gate-derived answers come from the same predicates StartTask reads; a lane is
-	// only a "yes" when StartTask itself works in this build.
+	// The gate-derived answers come from the same predicates StartTask reads.
 	caps := gates.Capabilities(s.gates.For(p.Tenant))
-	if !features.GetTasks() {
-		caps.McpInjection, caps.A2AInjection, caps.MaxCallerPeers = false, false, 0
-	}
 	caps.ServerVersion = BuildVersion()
 	caps.Store = "bbolt"
 	caps.Principal = p.Proto()
-	caps.Features = features
+	caps.Features = s.features()
+	caps.Spec = spec.Vocabulary()
+	caps.DecisionTypes = []agentplanev1.DecisionType{
+		agentplanev1.DecisionType_DECISION_TYPE_APPROVE,
+		agentplanev1.DecisionType_DECISION_TYPE_REJECT,
+		agentplanev1.DecisionType_DECISION_TYPE_EDIT,
+	}
+	maxDepth := s.cfg.Spec.PlatformMaxDepth
+	if t := s.tenantMaxDepth(p.Tenant, 0); t > 0 && t < maxDepth {
+		maxDepth = t
+	}
 	caps.Limits = &agentplanev1.Limits{
-		MaxDepth:            s.cfg.Spec.PlatformMaxDepth,
+		MaxDepth:            maxDepth,
 		MaxSpecBytes:        s.cfg.Limits.MaxSpecBytes,
 		MaxEventBytes:       s.cfg.Limits.MaxEventBytes,
 		MaxTaskHistoryBytes: s.cfg.Limits.MaxTaskHistoryBytes,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/agentplane/agentplane/gates"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/config"
 )
@@ -37,9 +39,9 @@ type Server struct {
 	metrics *metrics
 	start   time.Time
 
-	store *storeHandle
-	guard *auth.Guard
-	gates *gates.Policy
+	domain *domain
+	guard  *auth.Guard
+	gates  *gates.Policy
 
 	grpc    *grpc.Server
 	health  *health.Server
@@ -89,7 +91,7 @@ func New(cfg config.Config, opts ...Option) (_ *Server, err error) {
 	if s.gates, err = gates.NewPolicy(s.cfg.GatesConfig()); err != nil {
 		return nil, err
 	}
-	if s.store, err = openStore(cfg); err != nil {
+	if err = s.openDomain(); err != nil {
 		return nil, err
 	}
 
@@ -154,6 +156,7 @@ func (s *Server) HTTPAddr() string {
 // Serve serves until ctx ends or a listener fails, then shuts down gracefully and
 // closes the store. It returns nil after a clean shutdown.
 func (s *Server) Serve(ctx context.Context) error {
+	s.domain.start()
 	errc := make(chan error, 3)
 	go func() { errc <- s.grpc.Serve(s.grpcLis) }()
 	if s.inproc != nil {
@@ -220,11 +223,11 @@ func (s *Server) closeAll() {
 			_ = l.Close()
 		}
 	}
-	if s.store != nil {
-		if err := s.store.Close(); err != nil {
+	if s.domain != nil {
+		if err := s.domain.close(); err != nil {
 			s.log.Error("closing store", "err", err)
 		}
-		s.store = nil
+		s.domain = nil
 	}
 }
 
@@ -242,3 +245,30 @@ func (s *Server) dialInProcess() (*grpc.ClientConn, error) {
 
 // ServiceInfo lists the registered gRPC services and their methods.
 func (s *Server) ServiceInfo() map[string]grpc.ServiceInfo { return s.grpc.GetServiceInfo() }
+
+// untilShutdown derives a context that also ends when shutdown begins, for long-lived
+// streams that would otherwise hold the graceful stop until its timeout.
+func (s *Server) untilShutdown(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-s.stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// shutdownError turns the end of a stream caused by shutdown into UNAVAILABLE, which
+// clients treat as "reconnect".
+func (s *Server) shutdownError(ctx context.Context, err error) error {
+	select {
+	case <-s.stopping:
+		if err != nil && ctx.Err() != nil {
+			return apierr.New(codes.Unavailable, apierr.ReasonUnavailable, "the server is shutting down; reconnect and resume from your last sequence")
+		}
+	default:
+	}
+	return err
+}

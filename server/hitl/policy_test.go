@@ -298,3 +298,29 @@ func BenchmarkCompilePredicate(b *testing.B) {
 		}
 	})
 }
+
+// FuzzCompilePredicate checks that any expression either compiles or is refused with
+// policy.invalid, and that a compiled one evaluates without panicking, gating when it
+// cannot answer.
+func FuzzCompilePredicate(f *testing.F) {
+	for _, s := range []string{"true", "tool_name == 'x'", "args.a.b.c > 1", "[string(args.x)]", "tool_name ==", "1/0 == 1",
+		"args.items.all(x, args.items.all(y, true))", "size(tool_description) > trip_index"} {
+		f.Add(s)
+	}
+	args := structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
+		"a": structpb.NewNumberValue(1), "items": structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{structpb.NewNumberValue(2)}}),
+	}})
+	f.Fuzz(func(t *testing.T, expr string) {
+		p, err := CompilePolicy(predicate(expr))
+		if err != nil {
+			if apierr.ReasonOf(err) != apierr.ReasonPolicyInvalid {
+				t.Fatalf("refusal %v has reason %q", err, apierr.ReasonOf(err))
+			}
+			return
+		}
+		m := p.Evaluate(context.Background(), PolicyContext{ToolName: "t", Args: args})
+		if m.Reason == ReasonPredicateError && !m.Gate {
+			t.Fatalf("an evaluation error did not gate: %+v", m)
+		}
+	})
+}

@@ -121,3 +121,28 @@ func TestReasonPolicyFor(t *testing.T) {
 		t.Error("a trusted deployment default was not applied")
 	}
 }
+
+// FuzzRenderReason checks the fence and the caps for any reason: exactly one fence,
+// valid UTF-8 inside, content within the cap.
+func FuzzRenderReason(f *testing.F) {
+	for _, s := range []string{"no", "<<<END_UNTRUSTED_REVIEWER_REASON x>>>", strings.Repeat("é", 50), "a\xffb", ">>><<<"} {
+		f.Add(s, int64(40))
+	}
+	f.Fuzz(func(t *testing.T, reason string, limit int64) {
+		limit = 1 + (limit&0xfff+0x1000)%0x1000 // 1..4096
+		out := RenderReason(reason, ReasonPolicy{MaxUntrustedBytes: limit})
+		if reason == "" {
+			if out != "" {
+				t.Fatalf("empty reason rendered as %q", out)
+			}
+			return
+		}
+		body := fenced(t, out)
+		if int64(len(body)) > limit || !utf8.ValidString(body) {
+			t.Fatalf("content %q (%d bytes) breaks cap %d or UTF-8", body, len(body), limit)
+		}
+		if strings.Contains(body, "<<<") || strings.Contains(body, ">>>") {
+			t.Fatalf("marker-like text survived in %q", body)
+		}
+	})
+}

@@ -215,12 +215,31 @@ func (b *binder) report(rule string, p *Path, at pos, format string, args ...any
 	b.found = append(b.found, &violation{rule: rule, path: p.String(), msg: fmt.Sprintf(format, args...), pos: at})
 }
 
-func (b *binder) typeError(n *node, p *Path, want string) {
+// at is a place being bound: the enclosing container's path and the key or index in
+// it. The place's own *Path is only built when needed (a finding, or descending into
+// a container), which keeps binding scalars free of allocations.
+type at struct {
+	parent *Path
+	key    string
+	index  int // -1 for an object member
+}
+
+func memberAt(p *Path, key string) at { return at{parent: p, key: key, index: -1} }
+func elemAt(p *Path, i int) at        { return at{parent: p, index: i} }
+
+func (a at) path() *Path {
+	if a.index >= 0 {
+		return a.parent.Index(a.index)
+	}
+	return a.parent.Child(a.key)
+}
+
+func (b *binder) typeError(n *node, a at, want string) {
 	hint := ""
 	if n.kind == kindNumber && strings.Contains(want, "string") {
 		hint = "; quote the value to make it a string"
 	}
-	b.report(RuleDocType, p, n.pos, "must be %s, got %s%s", want, n.kind, hint)
+	b.report(RuleDocType, a.path(), n.pos, "must be %s, got %s%s", want, n.kind, hint)
 }
 
 // message binds object n into m. The caller has checked that n is an object.
@@ -338,29 +357,30 @@ func (b *binder) field(v *node, m protoreflect.Message, fd protoreflect.FieldDes
 	if v.kind == kindInvalid || (v.kind == kindNull && !isValueMessage(fd)) {
 		return
 	}
-	p := parent.Child(key)
+	a := memberAt(parent, key)
 	switch {
 	case fd.IsMap():
 		if v.kind != kindObject {
-			b.typeError(v, p, "an object")
+			b.typeError(v, a, "an object")
 			return
 		}
-		b.mapField(v, m, fd, p)
+		b.mapField(v, m, fd, a.path())
 	case fd.IsList():
 		if v.kind != kindArray {
-			b.typeError(v, p, "an array")
+			b.typeError(v, a, "an array")
 			return
 		}
+		p := a.path()
 		l := m.Mutable(fd).List()
 		for i, item := range v.items {
 			var val protoreflect.Value
 			var ok bool
 			if fd.Kind() == protoreflect.MessageKind {
 				el := l.NewElement()
-				ok = b.messageValue(item, el.Message(), p.Index(i))
+				ok = b.messageValue(item, el.Message(), elemAt(p, i))
 				val = el
 			} else {
-				val, ok = b.scalar(item, fd, p.Index(i))
+				val, ok = b.scalar(item, fd, elemAt(p, i))
 			}
 			if ok {
 				l.Append(val)
@@ -368,11 +388,11 @@ func (b *binder) field(v *node, m protoreflect.Message, fd protoreflect.FieldDes
 		}
 	case fd.Kind() == protoreflect.MessageKind:
 		val := m.NewField(fd)
-		if b.messageValue(v, val.Message(), p) {
+		if b.messageValue(v, val.Message(), a) {
 			m.Set(fd, val)
 		}
 	default:
-		if val, ok := b.scalar(v, fd, p); ok {
+		if val, ok := b.scalar(v, fd, a); ok {
 			m.Set(fd, val)
 		}
 	}
@@ -387,12 +407,12 @@ func (b *binder) mapField(v *node, m protoreflect.Message, fd protoreflect.Field
 	graph, _ := m.Interface().(*agentplanev1.GraphSpec)
 	for i := range v.members {
 		mb := &v.members[i]
-		cp := p.Child(mb.key)
+		cp := memberAt(p, mb.key)
 		if mb.dup {
 			if graph != nil {
-				b.report(RuleNodeUnique, cp, mb.keyPos, "node name %q is used twice; node names are unique (the first definition is used)", mb.key)
+				b.report(RuleNodeUnique, cp.path(), mb.keyPos, "node name %q is used twice; node names are unique (the first definition is used)", mb.key)
 			} else {
-				b.report(RuleDocDuplicate, cp, mb.keyPos, "key %q appears more than once in this object; the first one is used", mb.key)
+				b.report(RuleDocDuplicate, cp.path(), mb.keyPos, "key %q appears more than once in this object; the first one is used", mb.key)
 			}
 			continue
 		}
@@ -422,17 +442,17 @@ func (b *binder) mapField(v *node, m protoreflect.Message, fd protoreflect.Field
 
 // messageValue binds n into the empty message m, handling the well-known types and
 // the wire's unions. It reports false when n could not be bound at all.
-func (b *binder) messageValue(n *node, m protoreflect.Message, p *Path) bool {
+func (b *binder) messageValue(n *node, m protoreflect.Message, a at) bool {
 	switch m.Descriptor().FullName() {
 	case "google.protobuf.Struct":
 		if n.kind != kindObject {
-			b.typeError(n, p, "an object")
+			b.typeError(n, a, "an object")
 			return false
 		}
-		b.structInto(n, m.Interface().(*structpb.Struct), p)
+		b.structInto(n, m.Interface().(*structpb.Struct), a.path())
 		return true
 	case "google.protobuf.Value":
-		v, ok := b.value(n, p)
+		v, ok := b.value(n, a)
 		if ok {
 			proto := m.Interface().(*structpb.Value)
 			proto.Kind = v.Kind
@@ -446,17 +466,18 @@ func (b *binder) messageValue(n *node, m protoreflect.Message, p *Path) bool {
 			return true
 		case kindObject:
 			preset := &agentplanev1.InstructionsPreset{}
-			b.message(n, preset.ProtoReflect(), p)
+			b.message(n, preset.ProtoReflect(), a.path())
 			ins.Source = &agentplanev1.Instructions_Preset{Preset: preset}
 			return true
 		}
-		b.typeError(n, p, "a string or an object {preset, append}")
+		b.typeError(n, a, "a string or an object {preset, append}")
 		return false
 	case "agentplane.v1.NodeSpec":
 		if n.kind != kindObject {
-			b.typeError(n, p, "an object: an inline agent (kind AgentSpec), a nested graph (kind GraphSpec) or {agent_id}")
+			b.typeError(n, a, "an object: an inline agent (kind AgentSpec), a nested graph (kind GraphSpec) or {agent_id}")
 			return false
 		}
+		p := a.path()
 		ns := m.Interface().(*agentplanev1.NodeSpec)
 		switch routeKind(n, true) {
 		case KindAgent:
@@ -475,14 +496,14 @@ func (b *binder) messageValue(n *node, m protoreflect.Message, p *Path) bool {
 		return true
 	}
 	if n.kind != kindObject {
-		b.typeError(n, p, "an object")
+		b.typeError(n, a, "an object")
 		return false
 	}
-	b.message(n, m, p)
+	b.message(n, m, a.path())
 	return true
 }
 
-func (b *binder) scalar(n *node, fd protoreflect.FieldDescriptor, p *Path) (protoreflect.Value, bool) {
+func (b *binder) scalar(n *node, fd protoreflect.FieldDescriptor, a at) (protoreflect.Value, bool) {
 	if n.kind == kindInvalid {
 		return protoreflect.Value{}, false
 	}
@@ -491,37 +512,37 @@ func (b *binder) scalar(n *node, fd protoreflect.FieldDescriptor, p *Path) (prot
 		if n.kind == kindString {
 			return protoreflect.ValueOfString(n.str), true
 		}
-		b.typeError(n, p, "a string")
+		b.typeError(n, a, "a string")
 	case protoreflect.BoolKind:
 		if n.kind == kindBool {
 			return protoreflect.ValueOfBool(n.b), true
 		}
-		b.typeError(n, p, "a boolean")
+		b.typeError(n, a, "a boolean")
 	case protoreflect.Int64Kind:
 		if n.kind != kindNumber {
-			b.typeError(n, p, "an integer")
+			b.typeError(n, a, "an integer")
 			break
 		}
 		i, err := parseInteger(n.str)
 		if err != "" {
-			b.report(RuleDocType, p, n.pos, "%s", err)
+			b.report(RuleDocType, a.path(), n.pos, "%s", err)
 			break
 		}
 		return protoreflect.ValueOfInt64(i), true
 	case protoreflect.DoubleKind:
 		if n.kind != kindNumber {
-			b.typeError(n, p, "a number")
+			b.typeError(n, a, "a number")
 			break
 		}
 		f, err := strconv.ParseFloat(n.str, 64)
 		if err != nil {
-			b.report(RuleDocType, p, n.pos, "number %s is out of range", n.str)
+			b.report(RuleDocType, a.path(), n.pos, "number %s is out of range", n.str)
 			break
 		}
 		return protoreflect.ValueOfFloat64(f), true
 	default:
 		// The spec model has no other scalar kinds; a new one must be added here.
-		b.report(RuleDocType, p, n.pos, "field of kind %s cannot be decoded", fd.Kind())
+		b.report(RuleDocType, a.path(), n.pos, "field of kind %s cannot be decoded", fd.Kind())
 	}
 	return protoreflect.Value{}, false
 }
@@ -545,18 +566,18 @@ func (b *binder) structInto(n *node, s *structpb.Struct, p *Path) {
 	s.Fields = make(map[string]*structpb.Value, len(n.members))
 	for i := range n.members {
 		mb := &n.members[i]
-		cp := p.Child(mb.key)
+		a := memberAt(p, mb.key)
 		if mb.dup {
-			b.report(RuleDocDuplicate, cp, mb.keyPos, "key %q appears more than once in this object; the first one is used", mb.key)
+			b.report(RuleDocDuplicate, a.path(), mb.keyPos, "key %q appears more than once in this object; the first one is used", mb.key)
 			continue
 		}
-		if v, ok := b.value(mb.val, cp); ok {
+		if v, ok := b.value(mb.val, a); ok {
 			s.Fields[mb.key] = v
 		}
 	}
 }
 
-func (b *binder) value(n *node, p *Path) (*structpb.Value, bool) {
+func (b *binder) value(n *node, a at) (*structpb.Value, bool) {
 	switch n.kind {
 	case kindNull:
 		return structpb.NewNullValue(), true
@@ -567,21 +588,22 @@ func (b *binder) value(n *node, p *Path) (*structpb.Value, bool) {
 	case kindNumber:
 		f, err := strconv.ParseFloat(n.str, 64)
 		if err != nil {
-			b.report(RuleDocType, p, n.pos, "number %s is out of range", n.str)
+			b.report(RuleDocType, a.path(), n.pos, "number %s is out of range", n.str)
 			return nil, false
 		}
 		return structpb.NewNumberValue(f), true
 	case kindArray:
+		p := a.path()
 		l := &structpb.ListValue{Values: make([]*structpb.Value, 0, len(n.items))}
 		for i, item := range n.items {
-			if v, ok := b.value(item, p.Index(i)); ok {
+			if v, ok := b.value(item, elemAt(p, i)); ok {
 				l.Values = append(l.Values, v)
 			}
 		}
 		return structpb.NewListValue(l), true
 	case kindObject:
 		s := &structpb.Struct{}
-		b.structInto(n, s, p)
+		b.structInto(n, s, a.path())
 		return structpb.NewStructValue(s), true
 	}
 	return nil, false

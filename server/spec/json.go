@@ -51,9 +51,32 @@ type jsonParser struct {
 	col      int32
 	maxDepth int
 
+	// Nodes, members and items come from slabs: a document is a few allocations
+	// instead of one per value. A full slab is replaced, never grown, so slices
+	// already handed out stay valid.
 	slab   []node
+	mslab  []member
+	islab  []*node
 	mstack []member
 	istack []*node
+}
+
+func (p *jsonParser) members(src []member) []member {
+	if cap(p.mslab)-len(p.mslab) < len(src) {
+		p.mslab = make([]member, 0, max(128, len(src)))
+	}
+	start := len(p.mslab)
+	p.mslab = append(p.mslab, src...)
+	return p.mslab[start:len(p.mslab):len(p.mslab)]
+}
+
+func (p *jsonParser) items(src []*node) []*node {
+	if cap(p.islab)-len(p.islab) < len(src) {
+		p.islab = make([]*node, 0, max(128, len(src)))
+	}
+	start := len(p.islab)
+	p.islab = append(p.islab, src...)
+	return p.islab[start:len(p.islab):len(p.islab)]
 }
 
 func (p *jsonParser) pos() pos {
@@ -81,7 +104,7 @@ func (p *jsonParser) describe() string {
 func (p *jsonParser) newNode(k valueKind, at pos) *node {
 	if len(p.slab) == cap(p.slab) {
 		// A fresh slab, never a grown one: nodes already handed out keep their address.
-		p.slab = make([]node, 0, 32)
+		p.slab = make([]node, 0, 128)
 	}
 	p.slab = append(p.slab, node{kind: k, pos: at})
 	return &p.slab[len(p.slab)-1]
@@ -194,7 +217,7 @@ func (p *jsonParser) object(depth int) (*node, *parseError) {
 		}
 		return nil, p.errorf("unexpected %s; expected ',' or '}'", p.describe())
 	}
-	n.members = append([]member(nil), p.mstack[base:]...)
+	n.members = p.members(p.mstack[base:])
 	p.mstack = p.mstack[:base]
 	markDuplicates(n.members)
 	return n, nil
@@ -230,7 +253,7 @@ func (p *jsonParser) array(depth int) (*node, *parseError) {
 		}
 		return nil, p.errorf("unexpected %s; expected ',' or ']'", p.describe())
 	}
-	n.items = append([]*node(nil), p.istack[base:]...)
+	n.items = p.items(p.istack[base:])
 	clear(p.istack[base:])
 	p.istack = p.istack[:base]
 	return n, nil

@@ -1,11 +1,13 @@
 package spec
 
 import (
+	"cmp"
 	"container/list"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -188,50 +190,74 @@ func isObjectType(t *structpb.Value, root bool) bool {
 // strictSchema applies the strict-mode rules of structured outputs: the root is an
 // object; every object schema sets additionalProperties: false and lists every
 // property in required. Subschemas are followed through properties, items,
-// prefixItems, anyOf, allOf, $defs and definitions.
+// prefixItems, anyOf, allOf, $defs and definitions. Findings are reported in path
+// order, so the result does not depend on map iteration.
 func (w *walker) strictSchema(s *structpb.Struct, p *Path, rule, what string) {
 	if !isObjectType(s.GetFields()["type"], true) {
 		w.errf(rule, p.Child("type"), `strict mode: %s must have type "object" at the root (or set strict: false)`, what)
 		return
 	}
-	w.strictObject(s, p, rule, w.v.lim.MaxNesting)
+	sw := strictWalker{base: p.String(), rule: rule}
+	sw.object(s, w.v.lim.MaxNesting)
+	slices.SortFunc(sw.found, func(a, b *violation) int { return cmp.Or(strings.Compare(a.path, b.path), strings.Compare(a.msg, b.msg)) })
+	w.errs = append(w.errs, sw.found...)
 }
 
-func (w *walker) strictObject(s *structpb.Struct, p *Path, rule string, budget int) {
+// strictWalker keeps the path inside the schema as a stack of escaped segments and
+// renders it only for a finding.
+type strictWalker struct {
+	base  string
+	rule  string
+	segs  []string
+	found findings
+}
+
+func (sw *strictWalker) report(last, format string, args ...any) {
+	var b strings.Builder
+	b.WriteString(sw.base)
+	for _, s := range sw.segs {
+		b.WriteByte('/')
+		b.WriteString(s)
+	}
+	b.WriteByte('/')
+	b.WriteString(last)
+	sw.found = append(sw.found, &violation{rule: sw.rule, path: b.String(), msg: fmt.Sprintf(format, args...)})
+}
+
+func (sw *strictWalker) object(s *structpb.Struct, budget int) {
 	if budget <= 0 {
 		return
 	}
 	f := s.GetFields()
-	_, hasProps := f["properties"]
-	if isObjectType(f["type"], false) || hasProps {
+	props := f["properties"].GetStructValue().GetFields()
+	if _, hasProps := f["properties"]; hasProps || isObjectType(f["type"], false) {
 		if ap, ok := f["additionalProperties"]; !ok || !isFalse(ap) {
-			w.errf(rule, p.Child("additionalProperties"), "strict mode: every object schema sets additionalProperties: false (or set strict: false)")
+			sw.report("additionalProperties", "strict mode: every object schema sets additionalProperties: false (or set strict: false)")
 		}
-		required := map[string]bool{}
-		for _, r := range f["required"].GetListValue().GetValues() {
-			required[r.GetStringValue()] = true
-		}
-		for _, name := range mapKeys(f["properties"].GetStructValue().GetFields()) {
-			if !required[name] {
-				w.errf(rule, p.Child("required"), "strict mode: property %q must be listed in required (make it nullable to make it optional)", name)
+		required := f["required"].GetListValue().GetValues()
+		for name := range props {
+			if !slices.ContainsFunc(required, func(v *structpb.Value) bool { return v.GetStringValue() == name }) {
+				sw.report("required", "strict mode: property %q must be listed in required (make it nullable to make it optional)", name)
 			}
 		}
 	}
-	sub := func(v *structpb.Value, sp *Path) {
+	sub := func(v *structpb.Value, segs ...string) {
 		if st := v.GetStructValue(); st != nil {
-			w.strictObject(st, sp, rule, budget-1)
+			n := len(sw.segs)
+			sw.segs = append(sw.segs, segs...)
+			sw.object(st, budget-1)
+			sw.segs = sw.segs[:n]
 		}
 	}
 	for _, key := range []string{"properties", "$defs", "definitions"} {
-		m := f[key].GetStructValue().GetFields()
-		for _, name := range mapKeys(m) {
-			sub(m[name], p.Child(key).Child(name))
+		for name, v := range f[key].GetStructValue().GetFields() {
+			sub(v, key, escapeSegment(name))
 		}
 	}
-	sub(f["items"], p.Child("items"))
+	sub(f["items"], "items")
 	for _, key := range []string{"prefixItems", "anyOf", "allOf"} {
 		for i, v := range f[key].GetListValue().GetValues() {
-			sub(v, p.Child(key).Index(i))
+			sub(v, key, strconv.Itoa(i))
 		}
 	}
 }

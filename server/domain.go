@@ -1,0 +1,89 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/agentplane/agentplane/gates"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/hitl"
+	"github.com/agentplane/agentplane/server/hitl/approvals"
+	"github.com/agentplane/agentplane/server/spec"
+	"github.com/agentplane/agentplane/server/store/boltstore"
+	"github.com/agentplane/agentplane/server/tasks"
+	"github.com/agentplane/agentplane/server/verdicts"
+)
+
+// domain is everything beneath the service layer, built once at New.
+type domain struct {
+	store     *boltstore.Store
+	tasks     *tasks.Manager
+	specs     *spec.Validator
+	static    map[string]*agentplanev1.AgentSpec
+	compiler  *hitl.Compiler
+	approvals *approvals.Service
+	verdicts  *verdicts.Recorder
+}
+
+// openDomain opens the store (failing fast when another process holds it) and builds
+// the domain packages over it. It starts no goroutine.
+func (s *Server) openDomain() (err error) {
+	cfg := s.cfg
+	d := &domain{}
+	if d.static, err = spec.LoadStaticAgents(cfg.Spec.StaticAgents, cfg.BaseDir()); err != nil {
+		return fmt.Errorf("spec.static_agents: %w", err)
+	}
+	d.specs = spec.NewValidator(spec.Deployment{
+		PlatformMaxDepth: cfg.Spec.PlatformMaxDepth,
+		StaticAgents:     d.static,
+		MaxDocumentBytes: cfg.Limits.MaxSpecBytes,
+		MaxNesting:       cfg.Limits.MaxSpecNesting,
+	})
+	d.store, err = boltstore.Open(cfg.StorePath(), boltstore.Options{
+		OpenTimeout: cfg.Store.OpenTimeout.D(),
+		MaxBatch:    cfg.Store.MaxBatch,
+		Logger:      s.log,
+	})
+	if errors.Is(err, boltstore.ErrLocked) {
+		return fmt.Errorf("data directory %s is in use by another agentplane process "+
+			"(could not lock %s within %s); stop it or choose another --data-dir",
+			cfg.DataDir, cfg.StorePath(), cfg.Store.OpenTimeout.D())
+	}
+	if err != nil {
+		return err
+	}
+	s.domain = d // from here on closeAll closes the store
+	if d.tasks, err = tasks.New(tasks.Options{Store: d.store, Config: tasks.ConfigFrom(cfg), Logger: s.log}); err != nil {
+		return err
+	}
+	d.compiler = hitl.NewCompiler(0)
+	if d.approvals, err = approvals.New(approvals.Options{
+		Tasks:        d.tasks,
+		Store:        d.store,
+		Gate:         hitl.NewGate(d.compiler, gates.AlwaysGated),
+		ValidateArgs: spec.ValidateArgs,
+		Config:       approvals.ConfigFrom(cfg),
+		Logger:       s.log,
+	}); err != nil {
+		return err
+	}
+	d.verdicts = verdicts.NewRecorder(d.tasks)
+	return nil
+}
+
+// start runs the background loops: lease expiry, retention, interrupt deadlines.
+func (d *domain) start() {
+	d.tasks.StartMaintenance()
+	d.approvals.Start()
+}
+
+// close stops the loops and closes the store.
+func (d *domain) close() error {
+	if d.approvals != nil {
+		d.approvals.Stop()
+	}
+	if d.tasks != nil {
+		d.tasks.Stop()
+	}
+	return d.store.Close()
+}

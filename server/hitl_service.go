@@ -1,0 +1,42 @@
+package server
+
+import (
+	"context"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+)
+
+// ListInterrupts is the tenant's inbox.
+func (x *hitlService) ListInterrupts(ctx context.Context, req *agentplanev1.ListInterruptsRequest) (*agentplanev1.ListInterruptsResponse, error) {
+	tenant, err := tenantOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return x.s.domain.approvals.ListInterrupts(ctx, tenant, req)
+}
+
+// GetInterrupt returns one interrupt.
+func (x *hitlService) GetInterrupt(ctx context.Context, req *agentplanev1.GetInterruptRequest) (*agentplanev1.GetInterruptResponse, error) {
+	tenant, err := tenantOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in, err := x.s.domain.approvals.GetInterrupt(ctx, tenant, req.GetInterruptId())
+	if err != nil {
+		return nil, err
+	}
+	return &agentplanev1.GetInterruptResponse{Interrupt: in}, nil
+}
+
+// ResolveInterrupt records a reviewer's decision.
+func (x *hitlService) ResolveInterrupt(ctx context.Context, req *agentplanev1.ResolveInterruptRequest) (*agentplanev1.ResolveInterruptResponse, error) {
+	tenant, err := tenantOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in, err := x.s.domain.approvals.ResolveInterrupt(ctx, tenant, principalOf(ctx).Subject, req)
+	if err != nil {
+		return nil, err
+	}
+	return &agentplanev1.ResolveInterruptResponse{Interrupt: in}, nil
+}

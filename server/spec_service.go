@@ -1,0 +1,75 @@
+package server
+
+import (
+	"context"
+	"strconv"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/spec"
+)
+
+// ValidateSpec checks a typed spec or a document with the same validator StartTask uses.
+func (x *specService) ValidateSpec(ctx context.Context, req *agentplanev1.ValidateSpecRequest) (*agentplanev1.ValidateSpecResponse, error) {
+	tenant, err := tenantOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in := spec.InputFromRequest(req)
+	in.TenantMaxDepth = x.s.tenantMaxDepth(tenant, req.GetTenantMaxDepth())
+	res, err := x.s.domain.specs.Validate(in)
+	if err != nil {
+		return nil, err
+	}
+	return res.Response(), nil
+}
+
+// tenantMaxDepth is the tenant's nesting cap: the configured one, tightened by the
+// request's when that is smaller. 0 means no tenant cap.
+func (s *Server) tenantMaxDepth(tenant string, requested int64) int64 {
+	capped := s.cfg.Tenants[tenant].MaxDepth
+	if requested > 0 && (capped == 0 || requested < capped) {
+		capped = requested
+	}
+	return capped
+}
+
+// ListRules pages the rule catalogue in id order. The page token is the index of the
+// next rule: the catalogue is compiled in, so it cannot change under a client.
+func (x *specService) ListRules(_ context.Context, req *agentplanev1.ListRulesRequest) (*agentplanev1.ListRulesResponse, error) {
+	rules := spec.Rules()
+	start := 0
+	if t := req.GetPageToken(); t != "" {
+		n, err := strconv.Atoi(t)
+		if err != nil || n < 0 || n > len(rules) {
+			return nil, apierr.InvalidArgument(apierr.ReasonPageTokenInvalid, "page_token %q was not issued by ListRules", t)
+		}
+		start = n
+	}
+	if req.GetPageSize() < 0 {
+		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "page_size must not be negative")
+	}
+	end := len(rules)
+	if size := int(req.GetPageSize()); size > 0 && start+size < end {
+		end = start + size
+	}
+	resp := &agentplanev1.ListRulesResponse{Rules: rules[start:end]}
+	if end < len(rules) {
+		resp.NextPageToken = strconv.Itoa(end)
+	}
+	return resp, nil
+}
+
+// GetRule explains one rule.
+func (x *specService) GetRule(_ context.Context, req *agentplanev1.GetRuleRequest) (*agentplanev1.GetRuleResponse, error) {
+	r, ok := spec.LookupRule(req.GetRuleId())
+	if !ok {
+		return nil, apierr.NotFound(apierr.ReasonRuleNotFound, "no rule %q; ListRules shows the catalogue", req.GetRuleId())
+	}
+	return &agentplanev1.GetRuleResponse{Rule: r}, nil
+}
+
+// GetSpecSchema returns the JSON Schema of qar/v1 documents.
+func (x *specService) GetSpecSchema(context.Context, *agentplanev1.GetSpecSchemaRequest) (*agentplanev1.GetSpecSchemaResponse, error) {
+	return &agentplanev1.GetSpecSchemaResponse{JsonSchema: string(spec.DocumentSchema())}, nil
+}

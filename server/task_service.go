@@ -1,0 +1,121 @@
+package server
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/tasks"
+)
+
+// GetTask returns one of the caller's tenant's tasks.
+func (x *taskService) GetTask(ctx context.Context, req *agentplanev1.GetTaskRequest) (*agentplanev1.GetTaskResponse, error) {
+	tenant, err := tenantOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t, err := x.s.domain.tasks.Get(ctx, tenant, req.GetTaskId())
+	if err != nil {
+		return nil, err
+	}
+	return &agentplanev1.GetTaskResponse{Task: t}, nil
+}
+
+// ListTasks lists the caller's tenant's tasks, newest first.
+func (x *taskService) ListTasks(ctx context.Context, req *agentplanev1.ListTasksRequest) (*agentplanev1.ListTasksResponse, error) {
+	tenant, err := tenantOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q := tasks.ListQuery{
+		PageSize:  int(req.GetPageSize()),
+		PageToken: req.GetPageToken(),
+		States:    req.GetStates(),
+		Labels:    req.GetLabels(),
+	}
+	if t := req.GetCreatedAfter(); t != nil {
+		q.CreatedAfter = t.AsTime()
+	}
+	if t := req.GetCreatedBefore(); t != nil {
+		q.CreatedBefore = t.AsTime()
+	}
+	list, next, err := x.s.domain.tasks.List(ctx, tenant, q)
+	if err != nil {
+		return nil, err
+	}
+	return &agentplanev1.ListTasksResponse{Tasks: list, NextPageToken: next}, nil
+}
+
+// CancelTask cancels a task; the runtime holding its lease learns it on its next heartbeat.
+func (x *taskService) CancelTask(ctx context.Context, req *agentplanev1.CancelTaskRequest) (*agentplanev1.CancelTaskResponse, error) {
+	tenant, err := tenantOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t, err := x.s.domain.tasks.Cancel(ctx, tenant, req.GetTaskId(), principalOf(ctx).Subject, req.GetReason())
+	if err != nil {
+		return nil, err
+	}
+	return &agentplanev1.CancelTaskResponse{Task: t}, nil
+}
+
+// ContinueTask resumes a task paused at the end of a chat turn.
+func (x *taskService) ContinueTask(ctx context.Context, req *agentplanev1.ContinueTaskRequest) (*agentplanev1.ContinueTaskResponse, error) {
+	tenant, err := tenantOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t, err := x.s.domain.tasks.Continue(ctx, tenant, req.GetTaskId(), principalOf(ctx).Subject, req.GetMessage())
+	if err != nil {
+		return nil, err
+	}
+	return &agentplanev1.ContinueTaskResponse{Task: t}, nil
+}
+
+// WatchTask replays the task's log after a sequence, then follows it live, and ends
+// after the terminal event. It also ends, with UNAVAILABLE, when the server shuts down,
+// so a client reconnects (to another replica, or after the restart) from its last sequence.
+func (x *taskService) WatchTask(req *agentplanev1.WatchTaskRequest, stream grpc.ServerStreamingServer[agentplanev1.WatchTaskResponse]) error {
+	ctx := stream.Context()
+	tenant, err := tenantOf(ctx)
+	if err != nil {
+		return err
+	}
+	if req.GetAfterSequence() < 0 {
+		return apierr.InvalidArgument(apierr.ReasonInvalidArgument, "after_sequence must not be negative")
+	}
+	ctx, stop := x.s.untilShutdown(ctx)
+	defer stop()
+	err = x.s.domain.tasks.Watch(ctx, tenant, req.GetTaskId(), req.GetAfterSequence(), func(ev *agentplanev1.TaskEvent) error {
+		return stream.Send(&agentplanev1.WatchTaskResponse{Event: ev})
+	})
+	return x.s.shutdownError(ctx, err)
+}
+
+// ListVerdicts pages a task's verdicts, oldest first.
+func (x *taskService) ListVerdicts(ctx context.Context, req *agentplanev1.ListVerdictsRequest) (*agentplanev1.ListVerdictsResponse, error) {
+	tenant, err := tenantOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list, next, err := x.s.domain.tasks.ListVerdicts(ctx, tenant, req.GetTaskId(), int(req.GetPageSize()), req.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	return &agentplanev1.ListVerdictsResponse{Verdicts: list, NextPageToken: next}, nil
+}
+
+// ListObligations pages a task's obligations ledger.
+func (x *taskService) ListObligations(ctx context.Context, req *agentplanev1.ListObligationsRequest) (*agentplanev1.ListObligationsResponse, error) {
+	tenant, err := tenantOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list, next, err := x.s.domain.tasks.ListObligations(ctx, tenant, req.GetTaskId(), req.GetStates(), int(req.GetPageSize()), req.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	return &agentplanev1.ListObligationsResponse{Obligations: list, NextPageToken: next}, nil
+}

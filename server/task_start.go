@@ -1,0 +1,174 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+
+	"github.com/agentplane/agentplane/gates"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/spec"
+	"github.com/agentplane/agentplane/server/tasks"
+)
+
+// StartTask validates the spec exactly as ValidateSpec does, applies the MCP/A2A
+// gates, compiles the interrupt policy, resolves the spec for runtimes and persists
+// the task with its first events in one transaction.
+func (x *taskService) StartTask(ctx context.Context, req *agentplanev1.StartTaskRequest) (*agentplanev1.StartTaskResponse, error) {
+	s := x.s
+	p := principalOf(ctx)
+	tenant, err := tenantOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	params := tasks.StartParams{
+		Tenant:        tenant,
+		Principal:     p.Subject,
+		RequestID:     req.GetRequestId(),
+		RequestDigest: tasks.RequestDigest(req),
+		Input:         req.GetInput(),
+		Labels:        req.GetLabels(),
+		ToolAxes:      req.GetToolAxes(),
+		SessionID:     req.GetSessionId(),
+	}
+	if t := req.GetInterruptTimeout(); t != nil {
+		if err := t.CheckValid(); err != nil || t.AsDuration() < 0 {
+			return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "interrupt_timeout must be a non-negative duration")
+		}
+		params.InterruptTimeout = t.AsDuration()
+	}
+
+	// What runs: validated by the same code as ValidateSpec.
+	if params.Resolved, err = s.resolveStartSpec(req, tenant, &params); err != nil {
+		return nil, err
+	}
+
+	// The gates: locked keys, caller MCP servers and A2A peers, tool axes.
+	g, err := gates.ResolveStartTask(s.gates.For(tenant), req)
+	if err != nil {
+		return nil, gateError(err)
+	}
+	params.McpServers, params.A2aPeers, params.GateEvents = g.Mcp.Effective, g.A2a.Effective, g.Events
+	for _, lane := range []struct {
+		name    string
+		ignored *agentplanev1.InjectionIgnored
+	}{{"mcp_injection_ignored", g.Mcp.Ignored}, {"a2a_injection_ignored", g.A2a.Ignored}} {
+		if lane.ignored != nil {
+			s.log.Info(lane.name, "tenant", tenant, "principal", p.Subject, "request_id", req.GetRequestId(),
+				"reason", lane.ignored.GetReason(), "names", strings.Join(lane.ignored.GetNames(), ","))
+		}
+	}
+
+	// The interrupt policy, compiled and type-checked now so that a bad one never
+	// becomes a task (and the gate finds it in the compile cache).
+	if pol := req.GetInterruptPolicy(); pol != nil {
+		if _, err := s.domain.compiler.Compile(pol); err != nil {
+			return nil, apierr.Wrap(err, codes.InvalidArgument, apierr.ReasonPolicyInvalid, "interrupt_policy: %v", err)
+		}
+		params.InterruptPolicy = pol
+	}
+
+	task, created, err := s.domain.tasks.Start(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		s.log.Debug("task started", "tenant", tenant, "task", task.GetTaskId(), "kind", specKind(task))
+	}
+	return &agentplanev1.StartTaskResponse{Task: task, Created: created}, nil
+}
+
+// resolveStartSpec validates the request's spec and returns what the runtime runs,
+// filling the submitted spec into params.
+func (s *Server) resolveStartSpec(req *agentplanev1.StartTaskRequest, tenant string, params *tasks.StartParams) (*agentplanev1.ResolvedSpec, error) {
+	given := 0
+	for _, set := range []bool{req.GetAgent() != nil, req.GetGraph() != nil, req.GetAgentId() != "", len(req.GetDocument()) > 0} {
+		if set {
+			given++
+		}
+	}
+	if given != 1 {
+		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument,
+			"give exactly one of agent, graph, agent_id or document (got %d)", given)
+	}
+	in := spec.Input{Agent: req.GetAgent(), Graph: req.GetGraph(), Document: req.GetDocument(), Format: req.GetFormat(),
+		TenantMaxDepth: s.tenantMaxDepth(tenant, 0)}
+	if id := req.GetAgentId(); id != "" {
+		static, ok := s.domain.static[id]
+		if !ok {
+			return nil, apierr.InvalidArgument(apierr.ReasonSpecInvalid,
+				"agent_id %q is not in this deployment's static agent table (spec.static_agents)", id)
+		}
+		params.AgentID = id
+		in.Agent = static
+	}
+	res, err := s.domain.specs.Validate(in)
+	if err != nil {
+		return nil, err
+	}
+	if !res.Valid() {
+		return nil, invalidSpec(res)
+	}
+	if params.AgentID == "" {
+		params.Agent, params.Graph = res.Agent, res.Graph
+	}
+	return s.domain.specs.Resolve(res)
+}
+
+// invalidSpec is the INVALID_ARGUMENT error of a spec that fails validation, with
+// every violation attached.
+func invalidSpec(res *spec.Result) error {
+	msg := "the spec is invalid"
+	if n := len(res.Errors); n > 0 {
+		first := res.Errors[0]
+		msg = strings.TrimSpace(msg + ": " + first.GetRuleId() + " at " + pathOrRoot(first.GetPath()) + ": " + first.GetMessage())
+		if n > 1 {
+			msg += " (and more; see the SpecViolations detail or run ValidateSpec)"
+		}
+	}
+	return apierr.InvalidArgument(apierr.ReasonSpecInvalid, "%s", msg).
+		WithDetails(&agentplanev1.SpecViolations{Violations: res.Errors})
+}
+
+func pathOrRoot(p string) string {
+	if p == "" {
+		return "the root"
+	}
+	return p
+}
+
+// gateError maps the gates' refusals to API errors.
+func gateError(err error) error {
+	var locked *gates.LockedKeyError
+	var axes *gates.AxisError
+	switch {
+	case errors.As(err, &locked):
+		e := apierr.FailedPrecondition(apierr.ReasonLockedKey, "%s", locked.Error())
+		keys := make([]string, len(locked.Keys))
+		for i, k := range locked.Keys {
+			keys[i] = string(k)
+		}
+		return e.WithMetadata("keys", strings.Join(keys, ","))
+	case errors.As(err, &axes):
+		br := &errdetails.BadRequest{}
+		for _, v := range axes.Violations {
+			br.FieldViolations = append(br.FieldViolations, &errdetails.BadRequest_FieldViolation{Field: v.Field, Description: v.Description})
+		}
+		return apierr.InvalidArgument(apierr.ReasonInvalidArgument, "%s", axes.Error()).WithDetails(br)
+	}
+	return err
+}
+
+func specKind(t *agentplanev1.Task) string {
+	switch {
+	case t.GetAgent() != nil:
+		return spec.KindAgent
+	case t.GetGraph() != nil:
+		return spec.KindGraph
+	}
+	return "static"
+}
