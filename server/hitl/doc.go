@@ -22,4 +22,7 @@
 //
 // Guarantees: no function here panics on input; every answer the gate cannot be sure
 // of gates; a decision is built only for a pending interrupt of the right kind.
+//
+// The package is pure (no I/O, no store): the task domain builds chat-mode pauses
+// with it, and subpackage approvals stores interrupts and delivers decisions.
 package hitl

@@ -8,4 +8,8 @@
 // id that is not open is dropped and named back with the open ids, and the rest of
 // the verdict still counts. Apply is pure: it never modifies the ledger it is given,
 // so the caller can persist the outcome in one transaction or not at all.
+//
+// Recorder is the durable side: RecordVerdict under the runtime's lease, storing the
+// verdict, the ledger entries and the VerdictRecorded event in one transaction through
+// the task domain (which also lists verdicts and obligations).
 package verdicts
