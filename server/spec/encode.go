@@ -204,7 +204,8 @@ func (e *encoder) single(fd protoreflect.FieldDescriptor, v protoreflect.Value) 
 }
 
 func (e *encoder) structValue(s *structpb.Struct) error {
-	keys := make([]string, 0, len(s.GetFields()))
+	var small [16]string // schemas' objects are small; avoid a heap slice for their keys
+	keys := small[:0]
 	for k := range s.GetFields() {
 		keys = append(keys, k)
 	}

@@ -17,6 +17,8 @@ import (
 // decoded by encoding/json itself.
 func parseJSON(data []byte, maxDepth int) (*node, *parseError) {
 	p := &jsonParser{src: string(data), line: 1, lineOff: 0, colOff: 0, col: 1, maxDepth: maxDepth}
+	// Size the first slab for the document: specs average well over 16 bytes a value.
+	p.slab = make([]node, 0, min(max(len(data)/16, 16), 1024))
 	if len(p.src) >= 3 && p.src[:3] == "\xef\xbb\xbf" {
 		p.i, p.lineOff, p.colOff = 3, 3, 3
 	}

@@ -65,13 +65,19 @@ type cacheEntry struct {
 
 var schemas = &schemaCache{ll: list.New(), items: map[[32]byte]*list.Element{}}
 
+// keyEncoders hold the buffers the cache keys are computed in.
+var keyEncoders = sync.Pool{New: func() any { return &encoder{buf: make([]byte, 0, 2048)} }}
+
 // compile returns the compiled form of s, from the cache when it is there.
 func (c *schemaCache) compile(s *structpb.Struct) *compiled {
-	canon, err := Encode(s)
+	e := keyEncoders.Get().(*encoder)
+	e.buf = e.buf[:0]
+	err := e.structValue(s)
+	key := sha256.Sum256(e.buf)
+	keyEncoders.Put(e)
 	if err != nil {
 		return &compiled{findings: []schemaFinding{{msg: err.Error()}}}
 	}
-	key := sha256.Sum256(canon)
 	c.mu.Lock()
 	if el, ok := c.items[key]; ok {
 		c.ll.MoveToFront(el)

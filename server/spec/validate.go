@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -120,6 +121,16 @@ func (v *Validator) Validate(in Input) (*Result, error) {
 	}
 	w := v.newWalker(in.TenantMaxDepth)
 	res := &Result{}
+	if typed := typedSpec(in); typed != nil {
+		// The document limit bounds typed specs too (the config calls it the largest
+		// spec accepted), measured as the protobuf encoding the message arrived in.
+		if size := proto.Size(typed); int64(size) > v.lim.MaxDocumentBytes {
+			res.Kind, res.Agent, res.Graph = kindOf(in), in.Agent, in.Graph
+			res.Errors = []*agentplanev1.SpecViolation{{RuleId: RuleDocTooLarge,
+				Message: fmt.Sprintf("the spec is %d bytes, over this deployment's limit of %d bytes", size, v.lim.MaxDocumentBytes)}}
+			return res, nil
+		}
+	}
 	switch {
 	case in.Agent != nil:
 		res.Kind, res.Agent = KindAgent, in.Agent
@@ -133,6 +144,23 @@ func (v *Validator) Validate(in Input) (*Result, error) {
 	res.Errors = protos(w.errs)
 	res.Warnings = protos(w.warns)
 	return res, nil
+}
+
+func typedSpec(in Input) proto.Message {
+	switch {
+	case in.Agent != nil:
+		return in.Agent
+	case in.Graph != nil:
+		return in.Graph
+	}
+	return nil
+}
+
+func kindOf(in Input) string {
+	if in.Agent != nil {
+		return KindAgent
+	}
+	return KindGraph
 }
 
 func (v *Validator) validateDocument(in Input, w *walker) *Result {
