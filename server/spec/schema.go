@@ -205,7 +205,9 @@ func (w *walker) strictSchema(s *structpb.Struct, p *Path, rule, what string) {
 	}
 	sw := strictWalker{base: p.String(), rule: rule}
 	sw.object(s, w.v.lim.MaxNesting)
-	slices.SortFunc(sw.found, func(a, b *violation) int { return cmp.Or(strings.Compare(a.path, b.path), strings.Compare(a.msg, b.msg)) })
+	slices.SortFunc(sw.found, func(a, b *violation) int {
+		return cmp.Or(strings.Compare(a.path, b.path), strings.Compare(a.msg, b.msg))
+	})
 	w.errs = append(w.errs, sw.found...)
 }
 
