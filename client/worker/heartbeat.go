@@ -34,6 +34,9 @@ func (w *Worker) heartbeat(ctx context.Context, t *Task) {
 		if !sleep(ctx, delay) {
 			return
 		}
+		if t.endedAs() != "" {
+			return // the lease was given up; a heartbeat would only be refused
+		}
 		resp, err := w.beat(ctx, t, deadline)
 		if ctx.Err() != nil {
 			return

@@ -240,8 +240,8 @@ func (p *play) tool(ctx context.Context, i int, tool *Tool) (bool, error) {
 		return false, nil
 	}
 	how := "allowed"
-	if d := gate.Decision.GetType(); d == agentplanev1.DecisionType_DECISION_TYPE_APPROVE || d == agentplanev1.DecisionType_DECISION_TYPE_EDIT {
-		how = strings.ToLower(strings.TrimPrefix(d.String(), "DECISION_TYPE_")) + "d by " + orSystem(gate.Decision.GetDecidedBy())
+	if gate.Interrupt != nil { // a person (or a deadline) decided
+		how = strings.ToLower(strings.TrimPrefix(gate.Decision.GetType().String(), "DECISION_TYPE_")) + "d by " + orSystem(gate.Decision.GetDecidedBy())
 	}
 	p.r.logf(t, "tool %s %s; reporting its result", tool.Name, how)
 	return false, t.ToolResult(ctx, call, tool.result, tool.Error)

@@ -209,7 +209,10 @@ func benchAgent(gated bool) *agentplanev1.AgentSpec {
 		Model:        "bench-model",
 	}
 	if gated {
-		params, _ := structpb.NewStruct(map[string]any{"type": "object"})
+		params, _ := structpb.NewStruct(map[string]any{
+			"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}},
+			"required": []any{"n"}, "additionalProperties": false,
+		})
 		a.Tools = []*agentplanev1.FunctionTool{{Type: "function", Function: &agentplanev1.FunctionDef{
 			Name: benchGatedTool, Description: proto.String("A tool every call of which needs approval"), Parameters: params,
 		}}}

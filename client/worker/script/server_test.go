@@ -1,0 +1,185 @@
+package script
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/agentplane/agentplane/client/worker"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/servertest"
+)
+
+// TestApprovalExampleAgainstTheServer plays examples/runtime/approval.yaml against the
+// real control plane: an interactive approval, a durable suspension resumed by the
+// server with its decision, and a chat pause continued by ContinueTask. The reviewer
+// acts on the task's own log.
+func TestApprovalExampleAgainstTheServer(t *testing.T) {
+	in := servertest.Start(t, nil)
+	c := in.Client
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := c.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "probe"}); status.Code(err) == codes.Unimplemented {
+		t.Skip("the server does not lease tasks yet")
+	}
+
+	doc, err := os.ReadFile(filepath.Join(examples, "approval.agent.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policyYAML, err := os.ReadFile(filepath.Join(examples, "approval.policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policyJSON, err := yaml.YAMLToJSON(policyYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := &agentplanev1.InterruptPolicy{}
+	if err := protojson.Unmarshal(policyJSON, policy); err != nil {
+		t.Fatal(err)
+	}
+	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
+		Document: doc, Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: "refund order 42", InterruptPolicy: policy,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskID := started.GetTask().GetTaskId()
+
+	sc, err := Load(filepath.Join(examples, "approval.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	progress := &syncBuffer{}
+	w, err := worker.New(c.Runtime, &Runner{Script: sc, Tasks: c.Tasks, Progress: progress}, worker.Options{
+		RuntimeID: "script-e2e", MaxTasks: 3, PollWait: time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDone := make(chan error, 1)
+	go func() { runDone <- w.Run(ctx) }()
+
+	// The reviewer: approve every gated call, answer the chat pause, until the task ends.
+	stream, err := c.Tasks.WatchTask(ctx, &agentplanev1.WatchTaskRequest{TaskId: taskID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var approved []string
+	for {
+		resp, err := stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("watch: %v\nprogress:\n%s", err, progress)
+		}
+		it := resp.GetEvent().GetInterruptRaised().GetInterrupt()
+		switch it.GetKind() {
+		case agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL:
+			if _, err := c.Hitl.ResolveInterrupt(ctx, &agentplanev1.ResolveInterruptRequest{
+				InterruptId: it.GetInterruptId(), ArgsDigest: it.GetArgsDigest(),
+				Decision: &agentplanev1.ResolveInterruptRequest_Approve{Approve: &agentplanev1.ApproveDecision{}},
+			}); err != nil {
+				t.Fatalf("approve %s: %v", it.GetRequest().GetToolName(), err)
+			}
+			approved = append(approved, it.GetRequest().GetToolName())
+		case agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE:
+			if _, err := c.Tasks.ContinueTask(ctx, &agentplanev1.ContinueTaskRequest{TaskId: taskID, Message: "thanks!"}); err != nil {
+				t.Fatalf("continue: %v", err)
+			}
+		}
+	}
+	if err := <-runDone; err != nil {
+		t.Fatalf("worker: %v", err)
+	}
+
+	got, err := c.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: taskID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := got.GetTask()
+	if task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || task.GetOutput().GetText() != "Refunded order 42." {
+		t.Fatalf("task %v %v %v\nprogress:\n%s", task.GetState(), task.GetFailure(), task.GetOutput(), progress)
+	}
+	if strings.Join(approved, ",") != "send_email,issue_refund" {
+		t.Errorf("approved %v", approved)
+	}
+	if task.GetAttempt() != 3 {
+		t.Errorf("attempt %d, want 3 leases (first run, after the durable decision, after continue)", task.GetAttempt())
+	}
+	if !strings.Contains(progress.String(), `say "You said: thanks!"`) {
+		t.Errorf("the continue message did not reach the script:\n%s", progress)
+	}
+}
+
+// TestReviewExampleAgainstTheServer plays examples/runtime/review.yaml for the graph in
+// examples/graphs/write-review.yaml, whose critic is an evaluator: the server keeps
+// the ledger and the second verdict resolves the obligation the first raised.
+func TestReviewExampleAgainstTheServer(t *testing.T) {
+	in := servertest.Start(t, nil)
+	c := in.Client
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := c.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "probe"}); status.Code(err) == codes.Unimplemented {
+		t.Skip("the server does not lease tasks yet")
+	}
+	graph, err := os.ReadFile("../../../examples/graphs/write-review.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Document: graph, Input: "write the upgrade guide"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskID := started.GetTask().GetTaskId()
+	sc, err := Load(filepath.Join(examples, "review.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	progress := &syncBuffer{}
+	w, err := worker.New(c.Runtime, &Runner{Script: sc, Tasks: c.Tasks, Progress: progress}, worker.Options{
+		RuntimeID: "script-e2e", MaxTasks: 1, PollWait: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: taskID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetTask().GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED {
+		t.Fatalf("task %v %v\nprogress:\n%s", got.GetTask().GetState(), got.GetTask().GetFailure(), progress)
+	}
+	verdicts, err := c.Tasks.ListVerdicts(ctx, &agentplanev1.ListVerdictsRequest{TaskId: taskID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := verdicts.GetVerdicts()
+	if len(v) != 2 || v[0].GetApproved() || len(v[0].GetRaised()) != 1 || !v[1].GetApproved() || len(v[1].GetResolved()) != 1 || len(v[1].GetDroppedIds()) != 0 {
+		t.Fatalf("verdicts %v", v)
+	}
+	ledger, err := c.Tasks.ListObligations(ctx, &agentplanev1.ListObligationsRequest{TaskId: taskID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := ledger.GetObligations(); len(o) != 1 || o[0].GetState() != agentplanev1.ObligationState_OBLIGATION_STATE_ADDRESSED ||
+		o[0].GetObligationId() != v[0].GetRaised()[0].GetObligationId() {
+		t.Fatalf("ledger %v", o)
+	}
+}
