@@ -135,12 +135,23 @@ func New(opts Options) (*Manager, error) {
 	}, nil
 }
 
-var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+// idEncoding is base32 with an alphabet in ASCII order, so ids sort like their bytes.
+var idEncoding = base32.HexEncoding.WithPadding(base32.NoPadding)
 
-// newID returns a random 26-character id (128 bits).
-func newID() string {
+// newID returns a 26-character id: 48 bits of Unix milliseconds, then 80 random bits.
+// Ids of things created later sort later, so new tasks, their specs and their events
+// land at the end of their buckets instead of dirtying a random page each: fewer pages
+// per commit, and listings read neighbouring pages.
+func newID() string { return newIDAt(time.Now()) }
+
+func newIDAt(t time.Time) string {
 	b := make([]byte, 16)
-	_, _ = rand.Read(b) // never fails (crypto/rand panics rather than return an error)
+	ms := uint64(t.UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	_, _ = rand.Read(b[6:]) // never fails (crypto/rand panics rather than return an error)
 	return strings.ToLower(idEncoding.EncodeToString(b))
 }
 

@@ -1,0 +1,120 @@
+package tasks
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/store/boltstore"
+)
+
+// Benchmarks of the task domain on a real bbolt file, every operation durable before
+// it returns. They report ops/s and p50/p99 latency per operation:
+//
+//	go test -run '^$' -bench . -benchtime 3000x ./server/tasks/
+
+func benchManager(b *testing.B) *Manager {
+	b.Helper()
+	st, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), boltstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.LeaseTTL = time.Hour
+	cfg.MaxTaskEvents = 1 << 40
+	cfg.MaxTaskHistoryBytes = 1 << 50
+	m, err := New(Options{Store: st, Config: cfg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	return m
+}
+
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *latencies) time(f func() error) error {
+	start := time.Now()
+	err := f()
+	d := time.Since(start)
+	l.mu.Lock()
+	l.d = append(l.d, d)
+	l.mu.Unlock()
+	return err
+}
+
+func (l *latencies) report(b *testing.B) {
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+	sort.Slice(l.d, func(i, j int) bool { return l.d[i] < l.d[j] })
+	if len(l.d) > 0 {
+		b.ReportMetric(float64(l.d[len(l.d)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(l.d[len(l.d)*99/100].Microseconds())/1000, "p99-ms")
+	}
+}
+
+// run calls op b.N times from clients goroutines; op gets the client's index.
+func run(b *testing.B, clients int, op func(client int) error) {
+	var lat latencies
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for c := range clients {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				if err := lat.time(func() error { return op(c) }); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	lat.report(b)
+}
+
+func BenchmarkStart(b *testing.B) {
+	for _, clients := range []int{1, 64} {
+		b.Run("clients="+strconv.Itoa(clients), func(b *testing.B) {
+			m := benchManager(b)
+			var n atomic.Int64
+			run(b, clients, func(int) error {
+				p := params("default")
+				p.RequestID = fmt.Sprint("req-", n.Add(1))
+				_, _, err := m.Start(ctx, p)
+				return err
+			})
+		})
+	}
+}
+
+func BenchmarkReportEvents(b *testing.B) {
+	for _, clients := range []int{1, 64} {
+		b.Run("clients="+strconv.Itoa(clients), func(b *testing.B) {
+			m := benchManager(b)
+			for range clients {
+				if _, _, err := m.Start(ctx, params("default")); err != nil {
+					b.Fatal(err)
+				}
+			}
+			leases, err := m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "bench", MaxTasks: clients})
+			if err != nil || len(leases) != clients {
+				b.Fatalf("leased %d of %d: %v", len(leases), clients, err)
+			}
+			events := []*agentplanev1.RuntimeEvent{note("a tool said something of moderate length, as runtimes do")}
+			run(b, clients, func(c int) error {
+				_, err := m.ReportEvents(ctx, ref(leases[c]), events)
+				return err
+			})
+		})
+	}
+}
