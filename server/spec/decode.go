@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"slices"
@@ -55,8 +56,6 @@ type Document struct {
 	found findings
 	// order records the key order of every graph's agents.
 	order map[*agentplanev1.GraphSpec][]string
-	// fatal is set when decoding stopped (syntax error or limit).
-	fatal bool
 }
 
 // Violations returns what was wrong with the document as a document (syntax, types,
@@ -95,7 +94,6 @@ func Decode(data []byte, format agentplanev1.DocumentFormat, lim Limits) *Docume
 	d := &Document{}
 	stop := func(e *parseError) *Document {
 		d.found = append(d.found, &violation{rule: e.rule, msg: e.msg, pos: e.pos})
-		d.fatal = true
 		return d
 	}
 	if int64(len(data)) > lim.MaxDocumentBytes {
@@ -111,8 +109,8 @@ func Decode(data []byte, format agentplanev1.DocumentFormat, lim Limits) *Docume
 			}
 			off += n
 		}
-		line := 1 + strings.Count(string(data[:off]), "\n")
-		col := 1 + utf8.RuneCount(data[strings.LastIndexByte(string(data[:off]), '\n')+1:off])
+		line := 1 + bytes.Count(data[:off], []byte("\n"))
+		col := 1 + utf8.RuneCount(data[bytes.LastIndexByte(data[:off], '\n')+1:off])
 		return stop(&parseError{rule: RuleDocSyntax, pos: pos{int32(line), int32(col)}, msg: "the document is not valid UTF-8"})
 	}
 	if format == agentplanev1.DocumentFormat_DOCUMENT_FORMAT_UNSPECIFIED {

@@ -85,7 +85,7 @@ func TestExamples(t *testing.T) {
 func yamlToJSONValue(t testing.TB, data []byte) any {
 	t.Helper()
 	doc := Decode(data, agentplanev1.DocumentFormat_DOCUMENT_FORMAT_UNSPECIFIED, Limits{})
-	if doc.fatal {
+	if doc.root == nil {
 		t.Fatalf("does not decode: %v", doc.Violations())
 	}
 	var enc []byte

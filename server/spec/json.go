@@ -16,11 +16,11 @@ import (
 // encoding/json by a differential fuzz test (FuzzJSONParser), and string escapes are
 // decoded by encoding/json itself.
 func parseJSON(data []byte, maxDepth int) (*node, *parseError) {
-	p := &jsonParser{src: string(data), line: 1, lineOff: 0, colOff: 0, col: 1, maxDepth: maxDepth}
+	p := &jsonParser{src: string(data), line: 1, col: 1, maxDepth: maxDepth}
 	// Size the first slab for the document: specs average well over 16 bytes a value.
 	p.slab = make([]node, 0, min(max(len(data)/16, 16), 1024))
 	if len(p.src) >= 3 && p.src[:3] == "\xef\xbb\xbf" {
-		p.i, p.lineOff, p.colOff = 3, 3, 3
+		p.i, p.colOff = 3, 3
 	}
 	p.skipSpace()
 	if p.i == len(p.src) {
@@ -48,7 +48,6 @@ type jsonParser struct {
 	src      string
 	i        int
 	line     int32
-	lineOff  int // byte offset where the current line starts
 	colOff   int // byte offset whose column is col (positions are asked for in order)
 	col      int32
 	maxDepth int
@@ -120,7 +119,7 @@ func (p *jsonParser) skipSpace() {
 		case '\n':
 			p.i++
 			p.line++
-			p.lineOff, p.colOff, p.col = p.i, p.i, 1
+			p.colOff, p.col = p.i, 1
 		default:
 			return
 		}

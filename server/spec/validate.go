@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -116,7 +115,7 @@ func (v *Validator) Validate(in Input) (*Result, error) {
 		}
 	}
 	if given != 1 {
-		return nil, apierr.New(codes.InvalidArgument, apierr.ReasonInvalidArgument,
+		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument,
 			"give exactly one of agent, graph or document (got %d)", given)
 	}
 	w := v.newWalker(in.TenantMaxDepth)
