@@ -67,8 +67,8 @@ func parallel(b *testing.B, clients int, op func(i uint64)) {
 	wg.Wait()
 }
 
-func benchDB(b *testing.B) *Store {
-	s, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{MaxBatch: 256})
+func benchDB(b *testing.B, opts Options) *Store {
+	s, err := Open(filepath.Join(b.TempDir(), "bench.db"), opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func key(i uint64) []byte { return binary.BigEndian.AppendUint64(nil, i) }
 func BenchmarkCommit(b *testing.B) {
 	for _, clients := range []int{1, 64} {
 		b.Run("plain-db.Update/clients="+strconv.Itoa(clients), func(b *testing.B) {
-			s := benchDB(b)
+			s := benchDB(b, Options{})
 			var lat latencies
 			parallel(b, clients, func(i uint64) {
 				lat.time(func() {
@@ -96,7 +96,7 @@ func BenchmarkCommit(b *testing.B) {
 			lat.report(b)
 		})
 		b.Run("bbolt-Batch-defaults/clients="+strconv.Itoa(clients), func(b *testing.B) {
-			s := benchDB(b)
+			s := benchDB(b, Options{})
 			var lat latencies
 			parallel(b, clients, func(i uint64) {
 				lat.time(func() {
@@ -107,23 +107,28 @@ func BenchmarkCommit(b *testing.B) {
 			})
 			lat.report(b)
 		})
-		b.Run("group-commit/clients="+strconv.Itoa(clients), func(b *testing.B) {
-			s := benchDB(b)
-			var lat latencies
-			parallel(b, clients, func(i uint64) {
-				lat.time(func() {
-					if err := s.Update(context.Background(), func(w store.Writer) error {
-						return w.(*writer).putRaw([]byte("bench"), key(i), benchValue)
-					}); err != nil {
-						b.Error(err)
-					}
+		for _, v := range []struct {
+			name string
+			opts Options
+		}{{"group-commit", Options{}}, {"group-commit-no-linger", Options{MaxLinger: -1}}} {
+			b.Run(v.name+"/clients="+strconv.Itoa(clients), func(b *testing.B) {
+				s := benchDB(b, v.opts)
+				var lat latencies
+				parallel(b, clients, func(i uint64) {
+					lat.time(func() {
+						if err := s.Update(context.Background(), func(w store.Writer) error {
+							return w.(*writer).putRaw([]byte("bench"), key(i), benchValue)
+						}); err != nil {
+							b.Error(err)
+						}
+					})
 				})
+				lat.report(b)
+				st, _ := s.Stats(context.Background())
+				if st.Commits > 0 {
+					b.ReportMetric(float64(st.Updates)/float64(st.Commits), "updates/commit")
+				}
 			})
-			lat.report(b)
-			st, _ := s.Stats(context.Background())
-			if st.Commits > 0 {
-				b.ReportMetric(float64(st.Updates)/float64(st.Commits), "updates/commit")
-			}
-		})
+		}
 	}
 }

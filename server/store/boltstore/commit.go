@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/agentplane/agentplane/server/store"
+	"github.com/agentplane/agentplane/server/store/schema"
 )
 
 // call is one queued Update.
@@ -27,6 +31,8 @@ func (s *Store) Update(ctx context.Context, fn func(store.Writer) error) error {
 		return err
 	}
 	defer s.leave()
+	s.inflight.Add(1)
+	defer s.inflight.Add(-1)
 	c := &call{ctx: ctx, fn: fn, wake: make(chan struct{}, 1)}
 	s.mu.Lock()
 	s.queue = append(s.queue, c)
@@ -34,6 +40,10 @@ func (s *Store) Update(ctx context.Context, fn func(store.Writer) error) error {
 	s.leading = true
 	s.mu.Unlock()
 	if !lead {
+		select { // tell a lingering leader
+		case s.arrive <- struct{}{}:
+		default:
+		}
 		<-c.wake
 		if c.done {
 			return c.err
@@ -49,6 +59,13 @@ func (s *Store) Update(ctx context.Context, fn func(store.Writer) error) error {
 // that no caller commits for others indefinitely.
 func (s *Store) leadOnce(self *call) {
 	s.mu.Lock()
+	target, linger := s.plan()
+	s.mu.Unlock()
+	if target > 1 && linger > 0 {
+		s.linger(target, linger)
+	}
+
+	s.mu.Lock()
 	n := min(len(s.queue), s.maxBatch)
 	batch := s.queue[:n:n]
 	if n == len(s.queue) {
@@ -58,9 +75,12 @@ func (s *Store) leadOnce(self *call) {
 	}
 	s.mu.Unlock()
 
+	start := time.Now()
 	s.runBatch(batch)
+	took := time.Since(start)
 
 	s.mu.Lock()
+	s.commitAvg += (took - s.commitAvg) / 8
 	var next *call
 	if len(s.queue) > 0 {
 		next = s.queue[0]
@@ -76,6 +96,65 @@ func (s *Store) leadOnce(self *call) {
 	if next != nil {
 		next.wake <- struct{}{}
 	}
+}
+
+// plan decides the batch a leader waits for (caller holds mu). Without it, n callers
+// in a closed loop split into two groups that alternate, each committing while the
+// other queues, so every commit carries n/2. Waiting briefly for the callers that are
+// in flight lets one commit carry them all. The target is the recent peak of
+// concurrent Updates, decaying by an eighth per commit so that a burst is soon
+// forgotten; a lone caller (peak 1) never waits. The wait is at most half the recent
+// commit time and MaxLinger, and ends as soon as the target has queued.
+func (s *Store) plan() (target int, linger time.Duration) {
+	s.peak -= max(1, s.peak/8)
+	s.peak = max(s.peak, int(s.inflight.Load()))
+	return min(s.peak, s.maxBatch), min(s.commitAvg/2, s.maxLinger)
+}
+
+func (s *Store) linger(target int, d time.Duration) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		n := len(s.queue)
+		s.mu.Unlock()
+		if n >= target {
+			return
+		}
+		select {
+		case <-s.arrive:
+		case <-timer.C:
+			return
+		}
+	}
+}
+
+// txState is shared by the calls of one transaction attempt.
+type txState struct {
+	// counts accumulates counter changes, applied once before the commit: every task
+	// write moves a counter, and a batch touching the same counter once is cheaper
+	// than once per call.
+	counts map[string]int64
+}
+
+func (st *txState) apply(tx *bolt.Tx) error {
+	b := tx.Bucket(schema.Counters)
+	for key, delta := range st.counts {
+		if delta == 0 {
+			continue
+		}
+		n := schema.DecodeCount(b.Get([]byte(key))) + delta
+		var err error
+		if n == 0 {
+			err = b.Delete([]byte(key))
+		} else {
+			err = b.Put([]byte(key), schema.EncodeCount(n))
+		}
+		if err != nil {
+			return fmt.Errorf("store: counter: %w", err)
+		}
+	}
+	return nil
 }
 
 // runBatch runs the calls in one transaction and commits it, marking every call done.
@@ -97,13 +176,11 @@ func (s *Store) runBatch(batch []*call) {
 			finish(pending, fmt.Errorf("store: begin transaction: %w", err))
 			return
 		}
+		state := &txState{counts: map[string]int64{}}
 		var ran []*call
 		wrote, poisoned := false, false
 		for _, c := range pending {
-			if c.done {
-				continue
-			}
-			w := &writer{reader: reader{tx: tx}}
+			w := &writer{reader: reader{tx: tx}, state: state}
 			err := runFn(c.fn, w)
 			switch {
 			case err == nil:
@@ -135,6 +212,11 @@ func (s *Store) runBatch(batch []*call) {
 			// Nothing to make durable; skip the fsyncs.
 			_ = tx.Rollback()
 			finish(ran, nil)
+			return
+		}
+		if err := state.apply(tx); err != nil {
+			_ = tx.Rollback()
+			finish(ran, err)
 			return
 		}
 		if err := tx.Commit(); err != nil {

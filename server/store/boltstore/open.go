@@ -37,6 +37,10 @@ type Options struct {
 	// Growing the map blocks new read transactions while it happens, so a map that
 	// fits the working set keeps readers from ever waiting on writers.
 	InitialMmapSize int
+	// MaxLinger bounds how long a commit leader waits for more callers when recent
+	// concurrency says they are about to arrive (default 1ms; negative: never wait).
+	// See the package documentation.
+	MaxLinger time.Duration
 	// Logger receives errors that have no caller to return to (default slog.Default).
 	Logger *slog.Logger
 }
@@ -54,10 +58,18 @@ type Store struct {
 	closeMu sync.RWMutex
 	closed  bool
 
-	// mu guards the group-commit queue.
+	// mu guards the group-commit queue and its tuning.
 	mu      sync.Mutex
 	queue   []*call
 	leading bool
+	// peak is the recent peak of concurrent Updates (decaying), the batch size a
+	// leader waits for; commitAvg is the recent mean commit duration.
+	peak      int
+	commitAvg time.Duration
+	maxLinger time.Duration
+	// inflight counts Update calls in progress; arrive is signalled when one queues.
+	inflight atomic.Int64
+	arrive   chan struct{}
 
 	commits atomic.Int64
 	updates atomic.Int64
@@ -81,6 +93,9 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.MaxLinger == 0 {
+		opts.MaxLinger = time.Millisecond
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store directory: %w", err)
 	}
@@ -99,7 +114,8 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path, maxBatch: opts.MaxBatch, log: opts.Logger}
+	s := &Store{db: db, path: path, maxBatch: opts.MaxBatch, log: opts.Logger,
+		maxLinger: max(opts.MaxLinger, 0), arrive: make(chan struct{}, 1)}
 	info, err := s.initSchema()
 	if err != nil {
 		_ = db.Close()

@@ -20,6 +20,7 @@ import (
 // decides whether its failure poisons the shared transaction.
 type writer struct {
 	reader
+	state    *txState
 	dirty    bool
 	onCommit []func()
 }
@@ -72,16 +73,14 @@ func (w *writer) moveIndex(bucket, oldKey, newKey []byte) (int64, error) {
 	return delta, nil
 }
 
+// addCount records a counter change, written once per transaction (txState.apply).
 func (w *writer) addCount(tenant, name string, delta int64) error {
 	if delta == 0 {
 		return nil
 	}
-	key := schema.CounterKey(tenant, name)
-	n := schema.DecodeCount(w.bucket(schema.Counters).Get(key)) + delta
-	if n == 0 {
-		return w.del(schema.Counters, key)
-	}
-	return w.putRaw(schema.Counters, key, schema.EncodeCount(n))
+	w.dirty = true
+	w.state.counts[string(schema.CounterKey(tenant, name))] += delta
+	return nil
 }
 
 func stateCounter(s agentplanev1.TaskState) string {
