@@ -86,6 +86,12 @@ type Reader interface {
 	// GetInterrupt returns an interrupt record, or NotFound (interrupt.not_found).
 	GetInterrupt(tenant, interruptID string) (*storagev1.InterruptRecord, error)
 
+	// ScanInterrupts reads a tenant's interrupts, pending or not, in id order (ids of
+	// equal length; a shorter id sorts first), starting after the interrupt id after (""
+	// from the first). The control plane's ids have one length and sort by creation
+	// time. The inbox of pending ones is the IndexPendingInterrupts time index.
+	ScanInterrupts(tenant, after string, fn func(*storagev1.InterruptRecord) (bool, error)) error
+
 	// ScanTaskInterrupts reads every interrupt of a task (pending or not), in id order.
 	ScanTaskInterrupts(tenant, taskID string, fn func(*storagev1.InterruptRecord) (bool, error)) error
 

@@ -275,6 +275,31 @@ func (r reader) GetInterrupt(tenant, interruptID string) (*storagev1.InterruptRe
 	return rec, unmarshal(v, rec, "interrupt", key)
 }
 
+func (r reader) ScanInterrupts(tenant, after string, fn func(*storagev1.InterruptRecord) (bool, error)) error {
+	if err := checkTenant(tenant); err != nil {
+		return err
+	}
+	prefix := schema.TenantPrefix(tenant)
+	c := r.bucket(schema.Interrupts).Cursor()
+	k, v := c.Seek(prefix)
+	if after != "" {
+		start := schema.InterruptKey(tenant, after)
+		if k, v = c.Seek(start); bytes.Equal(k, start) {
+			k, v = c.Next()
+		}
+	}
+	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		rec := &storagev1.InterruptRecord{}
+		if err := unmarshal(v, rec, "interrupt", k); err != nil {
+			return err
+		}
+		if more, err := fn(rec); err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
 func (r reader) ScanTaskInterrupts(tenant, taskID string, fn func(*storagev1.InterruptRecord) (bool, error)) error {
 	if err := checkTenant(tenant); err != nil {
 		return err

@@ -452,6 +452,21 @@ func testInterrupts(t *testing.T, s store.Store) {
 		})
 	})
 	equalStrings(t, "t1's interrupts", ofT1, []string{"i1", "i3"})
+	putTasks(t, s, Task("acme2", "t9", at(0)))
+	update(t, s, func(w store.Writer) error { return w.PutInterrupt(Interrupt("acme2", "t9", "i0", at(0))) })
+	for _, tc := range []struct {
+		after string
+		want  []string
+	}{{"", []string{"i1", "i2", "i3"}}, {"i1", []string{"i2", "i3"}}, {"i3", nil}} {
+		var got []string
+		view(t, s, func(r store.Reader) error {
+			return r.ScanInterrupts("acme", tc.after, func(in *storagev1.InterruptRecord) (bool, error) {
+				got = append(got, in.GetInterrupt().GetInterruptId())
+				return true, nil
+			})
+		})
+		equalStrings(t, "acme's interrupts after "+tc.after, got, tc.want)
+	}
 
 	i3.Interrupt.State = agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED
 	i1.ClosedReason = "task.canceled"
