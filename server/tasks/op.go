@@ -72,8 +72,9 @@ func (o *Op) Now() time.Time { return o.now }
 func (o *Op) Epoch() int64 { return o.epoch }
 
 // Append records a control-plane event (a state change, a lease change, a gate
-// decision). It is not subject to the history limits, which bound what callers and
-// runtimes put into a task, so that a task at its limit can still be ended.
+// decision); Task().LastSequence is then its sequence. It is not subject to the
+// history limits, which bound what callers and runtimes put into a task, so that a
+// task at its limit can still be ended.
 func (o *Op) Append(ev *agentplanev1.TaskEvent) error {
 	_, err := o.append(ev, limitNone)
 	return err
