@@ -32,9 +32,10 @@ func newBenchCommand(g *globals) *cobra.Command {
 	cmd := group("bench", "Measure the control plane: task starts, event appends, the approval round trip")
 	cmd.Long = "Load generators. Each run prints one summary line:\n" +
 		"  NAME clients=N total=M: X req/s p50=... p90=... p99=...\n" +
-		"Run them against a control plane that serves no other runtime: bench events and bench gate lease\n" +
-		"tasks, and a task that is not the bench's is handed back to the queue (counting an attempt).\n" +
-		"Bench tasks carry the label bench=RUN_ID; they are left in the store."
+		"bench events and bench gate lease tasks from the queue: run them against a control plane whose\n" +
+		"queue is empty (a fresh --data-dir) and that serves no other runtime. A task that is not the\n" +
+		"bench's is handed back (counting an attempt); past a few, the bench stops. bench start leaves its\n" +
+		"tasks queued. Bench tasks carry the label bench=RUN_ID."
 	cmd.AddCommand(newBenchStartCommand(g), newBenchEventsCommand(g), newBenchGateCommand(g))
 	return cmd
 }
@@ -441,10 +442,17 @@ func (b *benchRun) leaseTasks(ctx context.Context, n int, gated bool) (tasks []*
 	}
 	leased := make(chan *worker.Task)
 	release := make(chan struct{})
+	// Tasks ahead of the bench's in the queue are handed back one by one; past a few,
+	// the queue is not the bench's to use.
 	var foreign atomic.Int64
+	maxForeign := int64(max(16, 2*n))
+	crowded := make(chan struct{})
+	var crowdedOnce sync.Once
 	w, err := worker.New(c.Runtime, worker.HandlerFunc(func(ctx context.Context, t *worker.Task) error {
 		if t.Lease().GetTask().GetLabels()["bench"] != b.id {
-			foreign.Add(1)
+			if foreign.Add(1) > maxForeign {
+				crowdedOnce.Do(func() { close(crowded) })
+			}
 			return &worker.Failure{Reason: "bench.foreign_task", Message: "leased by ctl bench by mistake; handed back", Retry: true}
 		}
 		select {
@@ -494,6 +502,9 @@ func (b *benchRun) leaseTasks(ctx context.Context, n int, gated bool) (tasks []*
 				err = errors.New("the runtime stopped before it leased the bench tasks")
 			}
 			return nil, nil, fmt.Errorf("leasing bench tasks: %w", err)
+		case <-crowded:
+			_ = stop()
+			return nil, nil, fmt.Errorf("the queue holds other tasks ahead of the bench's (%d handed back so far); run this bench against a control plane with an empty queue", foreign.Load())
 		case <-ctx.Done():
 			_ = stop()
 			return nil, nil, context.Cause(ctx)

@@ -150,3 +150,33 @@ func TestExampleSpecsValidate(t *testing.T) {
 		t.Fatalf("approval.policy.yaml: %v %v", err, policy)
 	}
 }
+
+// TestBenchAgainstTheServer runs each bench briefly against the real server: it proves
+// the load generators drive the real protocol (figures come from running ctl bench).
+func TestBenchAgainstTheServer(t *testing.T) {
+	for _, args := range [][]string{
+		{"start", "--clients", "4", "--total", "40"},
+		{"events", "--clients", "2", "--total", "40", "--batch", "3"},
+		{"gate", "--total", "10"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			in := servertest.Start(t, nil) // each on an empty queue
+			requireServerSide(t, in)
+			out, errOut, err := runBench(t, in.GRPCAddr, args...)
+			if err != nil || !regexp.MustCompile(`^`+args[0]+` `+summaryLine).MatchString(out) {
+				t.Errorf("bench %v: %v\n%s%s", args, err, out, errOut)
+			}
+		})
+	}
+	t.Run("events after start refuses the crowded queue", func(t *testing.T) {
+		in := servertest.Start(t, nil)
+		requireServerSide(t, in)
+		if _, errOut, err := runBench(t, in.GRPCAddr, "start", "--total", "40"); err != nil {
+			t.Fatalf("%v %s", err, errOut)
+		}
+		_, _, err := runBench(t, in.GRPCAddr, "events", "--total", "10")
+		if err == nil || !strings.Contains(err.Error(), "run this bench against a control plane with an empty queue") {
+			t.Fatalf("err %v", err)
+		}
+	})
+}

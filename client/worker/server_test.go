@@ -1,0 +1,146 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/servertest"
+)
+
+// The tests in this file run the SDK against the real control plane. They skip while
+// the server answers UNIMPLEMENTED for leases.
+
+func startServer(t *testing.T) *servertest.Instance {
+	t.Helper()
+	in := servertest.Start(t, func(c *config.Config) { c.Tasks.LeaseTTL = config.Duration(time.Second) })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := in.Client.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "probe"}); status.Code(err) == codes.Unimplemented {
+		t.Skip("the server does not lease tasks yet")
+	}
+	return in
+}
+
+func startAgentTask(t *testing.T, in *servertest.Instance, input string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
+		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{
+			ApiVersion: "qar/v1", Kind: "AgentSpec", Name: proto.String("sdk-test"), Model: "m",
+			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Be brief."}},
+		}},
+		Input: input,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.GetTask().GetTaskId()
+}
+
+func getTask(t *testing.T, in *servertest.Instance, id string) *agentplanev1.Task {
+	t.Helper()
+	resp, err := in.Client.Tasks.GetTask(context.Background(), &agentplanev1.GetTaskRequest{TaskId: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.GetTask()
+}
+
+func serverWorker(t *testing.T, in *servertest.Instance, h HandlerFunc) *Worker {
+	t.Helper()
+	w, err := New(in.Client.Runtime, h, Options{
+		RuntimeID: "sdk-e2e", MaxTasks: 1, PollWait: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func TestServerCompletesWithHeartbeats(t *testing.T) {
+	in := startServer(t)
+	id := startAgentTask(t, in, "hello")
+	// Hold the task for three lease lifetimes: only heartbeats keep it.
+	w := serverWorker(t, in, func(ctx context.Context, task *Task) error {
+		if task.Input() != "hello" || task.Spec().GetAgent().GetName() != "sdk-test" || task.Attempt() != 1 {
+			return errors.New("lease content")
+		}
+		first := task.Deadline()
+		for !task.Deadline().After(first.Add(2 * time.Second)) {
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case <-time.After(50 * time.Millisecond): // re-read the deadline the heartbeats move
+			}
+		}
+		if err := task.Say(ctx, "still here"); err != nil {
+			return err
+		}
+		return task.Complete(ctx, &agentplanev1.TaskOutput{Text: "done"})
+	})
+	if err := w.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := getTask(t, in, id); got.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || got.GetAttempt() != 1 {
+		t.Fatalf("task %v attempt %d failure %v", got.GetState(), got.GetAttempt(), got.GetFailure())
+	}
+}
+
+func TestServerCancelReachesTheHandler(t *testing.T) {
+	in := startServer(t)
+	id := startAgentTask(t, in, "cancel me")
+	leased := make(chan struct{})
+	var cause error
+	w := serverWorker(t, in, func(ctx context.Context, task *Task) error {
+		close(leased)
+		<-ctx.Done()
+		cause = context.Cause(ctx)
+		return cause
+	})
+	done := make(chan error, 1)
+	go func() { done <- w.Run(context.Background()) }()
+	<-leased
+	if _, err := in.Client.Tasks.CancelTask(context.Background(), &agentplanev1.CancelTaskRequest{TaskId: id, Reason: "changed my mind"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler did not learn of the cancellation")
+	}
+	if !errors.Is(cause, ErrCanceled) {
+		t.Fatalf("cause %v", cause)
+	}
+	if got := getTask(t, in, id); got.GetState() != agentplanev1.TaskState_TASK_STATE_CANCELED {
+		t.Fatalf("task %v", got.GetState())
+	}
+}
+
+func TestServerHandlerErrorFailsTheTask(t *testing.T) {
+	in := startServer(t)
+	id := startAgentTask(t, in, "fail me")
+	w := serverWorker(t, in, func(context.Context, *Task) error {
+		return &Failure{Reason: "model.unreachable", Message: "the model did not answer"}
+	})
+	if err := w.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := getTask(t, in, id)
+	if got.GetState() != agentplanev1.TaskState_TASK_STATE_FAILED || got.GetFailure().GetReason() != "model.unreachable" {
+		t.Fatalf("task %v failure %v", got.GetState(), got.GetFailure())
+	}
+}
