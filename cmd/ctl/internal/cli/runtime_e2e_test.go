@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/servertest"
 )
 
@@ -116,7 +118,16 @@ func TestGatedCallApprovedFromCtl(t *testing.T) {
 	if code != 0 || !strings.Contains(out, interruptID) || !strings.Contains(out, "get_weather") {
 		t.Fatalf("hitl list: %d %s %s", code, out, errOut)
 	}
-	if code, out, errOut = runCtl(t, in.GRPCAddr, "hitl", "approve", interruptID, "--reason", "fine"); code != 0 {
+	code, out, errOut = runCtl(t, in.GRPCAddr, "hitl", "show", interruptID)
+	digest := regexp.MustCompile(`args digest\s+([0-9a-f]{64})`).FindStringSubmatch(out)
+	if code != 0 || digest == nil || !strings.Contains(out, `"city": "Paris"`) {
+		t.Fatalf("hitl show: %d %s %s", code, out, errOut)
+	}
+	code, _, errOut = runCtl(t, in.GRPCAddr, "hitl", "approve", interruptID, "--digest", strings.Repeat("0", 64))
+	if code != exitFailed || !strings.Contains(errOut, "(interrupt.args_mismatch)") {
+		t.Fatalf("approve with a stale digest: %d %s", code, errOut)
+	}
+	if code, out, errOut = runCtl(t, in.GRPCAddr, "hitl", "approve", interruptID, "--reason", "fine", "--digest", digest[1]); code != 0 {
 		t.Fatalf("hitl approve: %d %s %s", code, out, errOut)
 	}
 	code, _, errOut = runCtl(t, in.GRPCAddr, "hitl", "approve", interruptID)
@@ -179,4 +190,38 @@ func TestBenchAgainstTheServer(t *testing.T) {
 			t.Fatalf("err %v", err)
 		}
 	})
+}
+
+// TestAdminAgainstTheServer takes a hot backup with ctl and starts a server on it.
+func TestAdminAgainstTheServer(t *testing.T) {
+	in := servertest.Start(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := in.Client.Admin.GetStats(ctx, &agentplanev1.GetStatsRequest{}); status.Code(err) == codes.Unimplemented {
+		t.Skip("the server does not implement AdminService yet")
+	}
+	requireServerSide(t, in)
+	started, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: benchAgent(false)}, Input: "keep me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCtl(t, in.GRPCAddr, "admin", "stats")
+	if code != 0 || !regexp.MustCompile(`tasks submitted\s+1`).MatchString(out) {
+		t.Fatalf("stats: %d %s %s", code, out, errOut)
+	}
+	restoreDir := t.TempDir()
+	backup := filepath.Join(restoreDir, filepath.Base(in.Config.StorePath()))
+	code, out, errOut = runCtl(t, in.GRPCAddr, "admin", "backup", backup)
+	if code != 0 || !strings.HasPrefix(out, "wrote ") {
+		t.Fatalf("backup: %d %s %s", code, out, errOut)
+	}
+	restored := servertest.Start(t, func(c *config.Config) { c.DataDir = restoreDir })
+	got, err := restored.Client.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: started.GetTask().GetTaskId()})
+	if err != nil || got.GetTask().GetInput() != "keep me" {
+		t.Fatalf("the restored server does not hold the task: %v %v", err, got)
+	}
+	code, out, errOut = runCtl(t, in.GRPCAddr, "admin", "purge", "--older-than", "24h", "--dry-run")
+	if code != 0 || !strings.HasPrefix(out, "would purge 0 tasks") {
+		t.Fatalf("purge: %d %s %s", code, out, errOut)
+	}
 }
