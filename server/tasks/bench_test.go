@@ -62,7 +62,7 @@ func (l *latencies) report(b *testing.B) {
 }
 
 // run calls op b.N times from clients goroutines; op gets the client's index.
-func run(b *testing.B, clients int, op func(client int) error) {
+func run(b *testing.B, m *Manager, clients int, op func(client int) error) {
 	var lat latencies
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -80,6 +80,9 @@ func run(b *testing.B, clients int, op func(client int) error) {
 	wg.Wait()
 	b.StopTimer()
 	lat.report(b)
+	if st, err := m.store.Stats(ctx); err == nil && st.Commits > 0 {
+		b.ReportMetric(float64(st.Updates)/float64(st.Commits), "updates/commit")
+	}
 }
 
 func BenchmarkStart(b *testing.B) {
@@ -87,7 +90,7 @@ func BenchmarkStart(b *testing.B) {
 		b.Run("clients="+strconv.Itoa(clients), func(b *testing.B) {
 			m := benchManager(b)
 			var n atomic.Int64
-			run(b, clients, func(int) error {
+			run(b, m, clients, func(int) error {
 				p := params("default")
 				p.RequestID = fmt.Sprint("req-", n.Add(1))
 				_, _, err := m.Start(ctx, p)
@@ -111,7 +114,7 @@ func BenchmarkReportEvents(b *testing.B) {
 				b.Fatalf("leased %d of %d: %v", len(leases), clients, err)
 			}
 			events := []*agentplanev1.RuntimeEvent{note("a tool said something of moderate length, as runtimes do")}
-			run(b, clients, func(c int) error {
+			run(b, m, clients, func(c int) error {
 				_, err := m.ReportEvents(ctx, ref(leases[c]), events)
 				return err
 			})

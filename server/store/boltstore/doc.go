@@ -12,9 +12,12 @@
 // Update therefore queues its function; whichever caller finds no commit in progress
 // becomes the leader, takes everything queued (up to MaxBatch), runs the functions one
 // after the other in one transaction, commits once, wakes the callers it carried and
-// hands leadership to the next queued caller. There is no timer: a lone caller commits
-// at once in its own goroutine (no hand-off, so it is as fast as a plain db.Update),
-// and under load a batch is exactly what queued during the previous fsync. A function
+// hands leadership to the next queued caller. A lone caller commits at once in its own
+// goroutine (no hand-off, so it is as fast as a plain db.Update). Under load a batch is
+// what queued during the previous commit; and since n callers in a closed loop would
+// otherwise settle into two halves that take turns, a leader that sees more Updates in
+// flight than queued waits for them, briefly: until they have queued, or half the
+// recent commit time, or MaxLinger, whichever comes first. A function
 // that fails without writing fails alone; one that fails after writing rolls the
 // transaction back and the rest of the batch is rerun without it (like bbolt's Batch,
 // but the failing function is not rerun).

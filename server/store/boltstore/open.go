@@ -38,7 +38,8 @@ type Options struct {
 	// fits the working set keeps readers from ever waiting on writers.
 	InitialMmapSize int
 	// MaxLinger bounds how long a commit leader waits for more callers when recent
-	// concurrency says they are about to arrive (default 1ms; negative: never wait).
+	// concurrency says they are about to arrive (default 5ms; negative: never wait); the
+	// wait is also never more than half the recent commit time.
 	// See the package documentation.
 	MaxLinger time.Duration
 	// Logger receives errors that have no caller to return to (default slog.Default).
@@ -94,7 +95,7 @@ func Open(path string, opts Options) (*Store, error) {
 		opts.Logger = slog.Default()
 	}
 	if opts.MaxLinger == 0 {
-		opts.MaxLinger = time.Millisecond
+		opts.MaxLinger = 5 * time.Millisecond
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store directory: %w", err)
