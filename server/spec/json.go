@@ -17,8 +17,10 @@ import (
 // decoded by encoding/json itself.
 func parseJSON(data []byte, maxDepth int) (*node, *parseError) {
 	p := &jsonParser{src: string(data), line: 1, col: 1, maxDepth: maxDepth}
-	// Size the first slab for the document: specs average well over 16 bytes a value.
-	p.slab = make([]node, 0, min(max(len(data)/16, 16), 1024))
+	nodes, members, items := countJSON(data)
+	p.slab = make([]node, 0, nodes)
+	p.mslab = make([]member, 0, members)
+	p.islab = make([]*node, 0, items)
 	if len(p.src) >= 3 && p.src[:3] == "\xef\xbb\xbf" {
 		p.i, p.colOff = 3, 3
 	}
@@ -35,6 +37,47 @@ func parseJSON(data []byte, maxDepth int) (*node, *parseError) {
 		return nil, p.errorf("unexpected %s after the end of the top-level value", p.describe())
 	}
 	return root, nil
+}
+
+// countJSON bounds the numbers of values, object members and array items of a
+// document from its structural characters outside strings, so that the parser's
+// slabs are allocated once at the right size. On malformed input the counts are
+// only a guess; the slabs then grow as usual.
+func countJSON(data []byte) (nodes, members, items int) {
+	var open []bool // true for an array
+	in := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if in {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				in = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			in = true
+		case ':':
+			members++
+		case ',':
+			if len(open) > 0 && open[len(open)-1] {
+				items++
+			}
+		case '[':
+			items++ // the first element, if any
+			open = append(open, true)
+		case '{':
+			open = append(open, false)
+		case ']', '}':
+			if len(open) > 0 {
+				open = open[:len(open)-1]
+			}
+		}
+	}
+	return 1 + members + items, members, items
 }
 
 // parseError is a document error that stops decoding: a syntax error or a limit.

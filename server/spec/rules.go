@@ -897,8 +897,7 @@ mcpTools: [github]
 		summary: "the document is no larger than the deployment's limit",
 		description: "Documents are at most the deployment's size limit (1 MiB by default; the " +
 			"examples assume 4 KiB), and a YAML document may not expand through aliases to more " +
-			"values than that many bytes would hold. A typed spec is held to the same limit, " +
-			"measured as its protobuf encoding.",
+			"values than that many bytes would hold.",
 		example: `a: &a [x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x]
 b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a]
 c: [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b]

@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -19,7 +18,9 @@ type Deployment struct {
 	// as they are (LoadStaticAgents validates them); the map is not modified.
 	StaticAgents map[string]*agentplanev1.AgentSpec
 	// MaxDocumentBytes and MaxNesting bound document decoding; 0 selects
-	// DefaultMaxDocumentBytes and DefaultMaxNesting.
+	// DefaultMaxDocumentBytes and DefaultMaxNesting. Typed specs are not measured
+	// here (proto.Size would double the cost of validating one): the transport bounds
+	// them, so set the gRPC server's MaxRecvMsgSize from the same configuration.
 	MaxDocumentBytes int64
 	MaxNesting       int
 }
@@ -120,16 +121,6 @@ func (v *Validator) Validate(in Input) (*Result, error) {
 	}
 	w := v.newWalker(in.TenantMaxDepth)
 	res := &Result{}
-	if typed := typedSpec(in); typed != nil {
-		// The document limit bounds typed specs too (the config calls it the largest
-		// spec accepted), measured as the protobuf encoding the message arrived in.
-		if size := proto.Size(typed); int64(size) > v.lim.MaxDocumentBytes {
-			res.Kind, res.Agent, res.Graph = kindOf(in), in.Agent, in.Graph
-			res.Errors = []*agentplanev1.SpecViolation{{RuleId: RuleDocTooLarge,
-				Message: fmt.Sprintf("the spec is %d bytes, over this deployment's limit of %d bytes", size, v.lim.MaxDocumentBytes)}}
-			return res, nil
-		}
-	}
 	switch {
 	case in.Agent != nil:
 		res.Kind, res.Agent = KindAgent, in.Agent
@@ -143,23 +134,6 @@ func (v *Validator) Validate(in Input) (*Result, error) {
 	res.Errors = protos(w.errs)
 	res.Warnings = protos(w.warns)
 	return res, nil
-}
-
-func typedSpec(in Input) proto.Message {
-	switch {
-	case in.Agent != nil:
-		return in.Agent
-	case in.Graph != nil:
-		return in.Graph
-	}
-	return nil
-}
-
-func kindOf(in Input) string {
-	if in.Agent != nil {
-		return KindAgent
-	}
-	return KindGraph
 }
 
 func (v *Validator) validateDocument(in Input, w *walker) *Result {

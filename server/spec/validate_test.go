@@ -192,15 +192,6 @@ func TestConcurrentValidate(t *testing.T) {
 	}
 }
 
-func TestTypedSizeLimit(t *testing.T) {
-	a := minimalAgent()
-	a.Instructions = &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: strings.Repeat("x", 2000)}}
-	res, err := NewValidator(Deployment{MaxDocumentBytes: 1000}).Validate(Input{Agent: a})
-	if err != nil || !slices.Equal(ids(res.Errors), []string{"DOC-TOO-LARGE "}) || res.Kind != KindAgent {
-		t.Fatalf("got %v %v", res, err)
-	}
-}
-
 func TestFormatViolation(t *testing.T) {
 	v := &agentplanev1.SpecViolation{RuleId: "D10-R6", Path: "/model", Message: "model is required", Position: &agentplanev1.SourcePosition{Line: 3, Column: 1}}
 	if got := FormatViolation("a.yaml", v); got != "a.yaml:3:1: D10-R6 /model: model is required" {
