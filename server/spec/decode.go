@@ -368,21 +368,23 @@ func (b *binder) field(v *node, m protoreflect.Message, fd protoreflect.FieldDes
 			b.typeError(v, a, "an array")
 			return
 		}
+		// An element that cannot be bound is kept as a zero value, so that every
+		// later element keeps its index and the rules' paths match the document.
+		// Findings at the element itself are suppressed (see validateDocument).
 		p := a.path()
 		l := m.Mutable(fd).List()
 		for i, item := range v.items {
-			var val protoreflect.Value
-			var ok bool
 			if fd.Kind() == protoreflect.MessageKind {
 				el := l.NewElement()
-				ok = b.messageValue(item, el.Message(), elemAt(p, i))
-				val = el
-			} else {
-				val, ok = b.scalar(item, fd, elemAt(p, i))
+				b.messageValue(item, el.Message(), elemAt(p, i))
+				l.Append(el)
+				continue
 			}
-			if ok {
-				l.Append(val)
+			val, ok := b.scalar(item, fd, elemAt(p, i))
+			if !ok {
+				val = zeroScalar(fd)
 			}
+			l.Append(val)
 		}
 	case fd.Kind() == protoreflect.MessageKind:
 		val := m.NewField(fd)
@@ -394,6 +396,20 @@ func (b *binder) field(v *node, m protoreflect.Message, fd protoreflect.FieldDes
 			m.Set(fd, val)
 		}
 	}
+}
+
+// zeroScalar is the zero value of a scalar field's element (fd.Default is not
+// defined for repeated fields).
+func zeroScalar(fd protoreflect.FieldDescriptor) protoreflect.Value {
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		return protoreflect.ValueOfBool(false)
+	case protoreflect.Int64Kind:
+		return protoreflect.ValueOfInt64(0)
+	case protoreflect.DoubleKind:
+		return protoreflect.ValueOfFloat64(0)
+	}
+	return protoreflect.ValueOfString("")
 }
 
 func isValueMessage(fd protoreflect.FieldDescriptor) bool {
@@ -594,9 +610,11 @@ func (b *binder) value(n *node, a at) (*structpb.Value, bool) {
 		p := a.path()
 		l := &structpb.ListValue{Values: make([]*structpb.Value, 0, len(n.items))}
 		for i, item := range n.items {
-			if v, ok := b.value(item, elemAt(p, i)); ok {
-				l.Values = append(l.Values, v)
+			v, ok := b.value(item, elemAt(p, i))
+			if !ok {
+				v = structpb.NewNullValue() // keeps the indices of later elements
 			}
+			l.Values = append(l.Values, v)
 		}
 		return structpb.NewListValue(l), true
 	case kindObject:
