@@ -66,6 +66,10 @@ func run(b *testing.B, m *Manager, clients int, op func(client int) error) {
 	var lat latencies
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	before, err := m.store.Stats(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ResetTimer()
 	for c := range clients {
 		wg.Go(func() {
@@ -80,8 +84,8 @@ func run(b *testing.B, m *Manager, clients int, op func(client int) error) {
 	wg.Wait()
 	b.StopTimer()
 	lat.report(b)
-	if st, err := m.store.Stats(ctx); err == nil && st.Commits > 0 {
-		b.ReportMetric(float64(st.Updates)/float64(st.Commits), "updates/commit")
+	if after, err := m.store.Stats(ctx); err == nil && after.Commits > before.Commits {
+		b.ReportMetric(float64(after.Updates-before.Updates)/float64(after.Commits-before.Commits), "updates/commit")
 	}
 }
 

@@ -81,6 +81,9 @@ func (s *Store) leadOnce(self *call) {
 
 	s.mu.Lock()
 	s.commitAvg += (took - s.commitAvg) / 8
+	// Every caller is still inside Update here (in the batch, or queued behind it), so
+	// this is the moment to count how many there are.
+	s.peak = max(s.peak-max(1, s.peak/8), int(s.inflight.Load()))
 	var next *call
 	if len(s.queue) > 0 {
 		next = s.queue[0]
@@ -101,13 +104,12 @@ func (s *Store) leadOnce(self *call) {
 // plan decides the batch a leader waits for (caller holds mu). Without it, n callers
 // in a closed loop split into two groups that alternate, each committing while the
 // other queues, so every commit carries n/2. Waiting briefly for the callers that are
-// in flight lets one commit carry them all. The target is the recent peak of
-// concurrent Updates, decaying by an eighth per commit so that a burst is soon
-// forgotten; a lone caller (peak 1) never waits. The wait is at most half the recent
-// commit time and MaxLinger, and ends as soon as the target has queued.
+// in flight lets one commit carry them all. The target is the number of concurrent
+// Updates counted at the end of recent commits, decaying by an eighth per commit so
+// that a burst is soon forgotten; a lone caller (peak 1) never waits. The wait is at
+// most half the recent commit time and MaxLinger, and ends as soon as the target has
+// queued.
 func (s *Store) plan() (target int, linger time.Duration) {
-	s.peak -= max(1, s.peak/8)
-	s.peak = max(s.peak, int(s.inflight.Load()))
 	return min(s.peak, s.maxBatch), min(s.commitAvg/2, s.maxLinger)
 }
 
