@@ -102,7 +102,11 @@ func interruptTool(it *agentplanev1.Interrupt) string {
 
 func interruptState(it *agentplanev1.Interrupt) string {
 	if it.GetState() == agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED {
-		return enumName(it.GetDecision().GetType(), "DECISION_TYPE_") + "d"
+		return map[agentplanev1.DecisionType]string{
+			agentplanev1.DecisionType_DECISION_TYPE_APPROVE: "approved",
+			agentplanev1.DecisionType_DECISION_TYPE_REJECT:  "rejected",
+			agentplanev1.DecisionType_DECISION_TYPE_EDIT:    "edited",
+		}[it.GetDecision().GetType()]
 	}
 	return enumName(it.GetState(), "INTERRUPT_STATE_")
 }

@@ -81,6 +81,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // describe renders an error for people: gRPC errors as "CODE (reason): message".
 func describe(err error) string {
+	var grpcErr interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &grpcErr) {
+		err = grpcErr.(error)
+	}
 	if st, ok := status.FromError(err); ok {
 		if info := apierr.InfoOf(err); info != nil {
 			return fmt.Sprintf("%s (%s): %s", st.Code(), info.GetReason(), st.Message())
@@ -92,7 +96,7 @@ func describe(err error) string {
 
 func isFlagError(err error) bool {
 	msg := err.Error()
-	for _, p := range []string{"unknown flag", "unknown shorthand flag", "unknown command", "flag needs an argument", "invalid argument", "accepts ", "requires at least", "required flag"} {
+	for _, p := range []string{"unknown flag", "unknown shorthand flag", "unknown command", "flag needs an argument", "invalid argument", "accepts ", "requires at least", "required flag", "if any flags in the group", "none of the others can be"} {
 		if strings.Contains(msg, p) {
 			return true
 		}
@@ -131,7 +135,7 @@ func NewRootCommand(stdin io.Reader) *cobra.Command {
 		c.GroupID = "basic"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{newSpecCommand(g), newTaskCommand(g), newHitlCommand(g), newRuntimeCommand(g), newAdminCommand(g)} {
+	for _, c := range []*cobra.Command{newSpecCommand(g), newTaskCommand(g), newHitlCommand(g), newRuntimeCommand(g), newAdminCommand(g), newBenchCommand(g)} {
 		c.GroupID = "areas"
 		root.AddCommand(c)
 	}
