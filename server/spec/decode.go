@@ -48,7 +48,8 @@ type Document struct {
 	// nothing could be decoded (syntax error, limit, not an object).
 	Kind string
 	// Agent or Graph is the typed spec, as far as it could be decoded. Values that had
-	// the wrong type, unknown keys and repeated keys are left out.
+	// the wrong type, unknown keys and repeated keys are left out (a list element is
+	// kept as a zero value so later elements keep their indices).
 	Agent *agentplanev1.AgentSpec
 	Graph *agentplanev1.GraphSpec
 
