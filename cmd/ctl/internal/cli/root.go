@@ -81,10 +81,6 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // describe renders an error for people: gRPC errors as "CODE (reason): message".
 func describe(err error) string {
-	var grpcErr interface{ GRPCStatus() *status.Status }
-	if errors.As(err, &grpcErr) {
-		err = grpcErr.(error)
-	}
 	if st, ok := status.FromError(err); ok {
 		if info := apierr.InfoOf(err); info != nil {
 			return fmt.Sprintf("%s (%s): %s", st.Code(), info.GetReason(), st.Message())
