@@ -33,6 +33,3 @@ func newAdminCommand(g *globals) *cobra.Command {
 	addAdminCommands(cmd, g)
 	return cmd
 }
-
-// Until an area's commands land, its add function adds nothing.
-func addSpecCommands(*cobra.Command, *globals) {}

@@ -1,0 +1,99 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/servertest"
+)
+
+// TestHTTPValidateSeedShape: POST /v1/specs/validate takes the spec JSON itself and
+// answers the seed's SpecValidateResult shape.
+func TestHTTPValidateSeedShape(t *testing.T) {
+	in := servertest.Start(t, nil)
+	post := func(body string) map[string]any {
+		t.Helper()
+		resp, err := http.Post("http://"+in.HTTPAddr+"/v1/specs/validate", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d: %s", resp.StatusCode, b)
+		}
+		var out map[string]any
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatalf("%v: %s", err, b)
+		}
+		return out
+	}
+	ok := post(`{"apiVersion":"qar/v1","kind":"AgentSpec","instructions":"Be brief.","model":"gpt-4o"}`)
+	if ok["valid"] != true || ok["errors"] != nil {
+		t.Fatalf("valid spec: %v", ok)
+	}
+	// Duplicate keys under agents survive HTTP: the body reaches the document decoder raw.
+	bad := post(`{"apiVersion":"qar/v1","kind":"GraphSpec","agents":{"a/b":{"role":"supervisor","spec":{"agent_id":"x"}},"a/b":{"role":"supervisor","spec":{"agent_id":"x"}}},"entry":"a/b","limits":{},"termination":[{"kind":"agent_returns","agent":"a/b"}]}`)
+	if bad["valid"] != false {
+		t.Fatalf("invalid spec: %v", bad)
+	}
+	found := false
+	for _, e := range bad["errors"].([]any) {
+		m := e.(map[string]any)
+		for _, k := range []string{"rule_id", "path", "message"} {
+			if _, ok := m[k]; !ok {
+				t.Fatalf("error lacks %q: %v", k, m)
+			}
+		}
+		if m["rule_id"] == "D11-R3" && m["path"] == "/agents/a~1b" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("want D11-R3 at /agents/a~1b (escaped pointer), got %v", bad["errors"])
+	}
+}
+
+// TestStartTaskRunsTheSameValidation: an invalid spec is INVALID_ARGUMENT with reason
+// spec.invalid and the same violations ValidateSpec reports, and never becomes a task.
+func TestStartTaskRunsTheSameValidation(t *testing.T) {
+	in := servertest.Start(t, nil)
+	ctx := context.Background()
+	doc := []byte("apiVersion: qar/v1\nkind: AgentSpec\ninstructions: ''\nmodel: m\nparent_close_policy: 1\n")
+	v, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Document: doc})
+	if err != nil || v.GetValid() {
+		t.Fatalf("ValidateSpec: %v %v", v, err)
+	}
+	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "r1", Document: doc, Input: "hi"})
+	if status.Code(err) != codes.InvalidArgument || apierr.InfoOf(err).GetReason() != apierr.ReasonSpecInvalid {
+		t.Fatalf("StartTask: want INVALID_ARGUMENT spec.invalid, got %v", err)
+	}
+	var got []*agentplanev1.SpecViolation
+	st, _ := status.FromError(err)
+	for _, d := range st.Details() {
+		if sv, ok := d.(*agentplanev1.SpecViolations); ok {
+			got = sv.GetViolations()
+		}
+	}
+	if len(got) != len(v.GetErrors()) {
+		t.Fatalf("StartTask violations %v, ValidateSpec %v", got, v.GetErrors())
+	}
+	for i := range got {
+		if got[i].GetRuleId() != v.GetErrors()[i].GetRuleId() || got[i].GetPath() != v.GetErrors()[i].GetPath() {
+			t.Fatalf("violation %d differs: %v vs %v", i, got[i], v.GetErrors()[i])
+		}
+	}
+	list, err := in.Client.Tasks.ListTasks(ctx, &agentplanev1.ListTasksRequest{})
+	if err != nil || len(list.GetTasks()) != 0 {
+		t.Fatalf("an invalid spec became a task: %v %v", list, err)
+	}
+}
