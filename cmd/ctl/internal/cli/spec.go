@@ -12,6 +12,7 @@ import (
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/cmd/ctl/internal/printer"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/spec"
 )
 
 func addSpecCommands(cmd *cobra.Command, g *globals) {
@@ -87,32 +88,18 @@ func printValidation(p *printer.Printer, path string, resp *agentplanev1.Validat
 	if p.Format != printer.Table {
 		return p.Message(resp, nil)
 	}
-	line := func(severity string, v *agentplanev1.SpecViolation) {
-		pos := path
-		if v.GetPosition() != nil {
-			pos = fmt.Sprintf("%s:%d:%d", path, v.GetPosition().GetLine(), v.GetPosition().GetColumn())
-		}
-		fmt.Fprintf(p.Out, "%s: %s%s %s: %s\n", pos, severity, v.GetRuleId(), pathOrRoot(v.GetPath()), v.GetMessage())
-	}
 	for _, v := range resp.GetErrors() {
-		line("", v)
+		fmt.Fprintln(p.Out, spec.FormatViolation(path, v))
 	}
 	if !quiet {
 		for _, v := range resp.GetWarnings() {
-			line("warning: ", v)
+			fmt.Fprintln(p.Out, "warning: "+spec.FormatViolation(path, v))
 		}
 		if resp.GetValid() {
 			fmt.Fprintf(p.Out, "%s: valid %s\n", path, resp.GetKind())
 		}
 	}
 	return nil
-}
-
-func pathOrRoot(p string) string {
-	if p == "" {
-		return "(root)"
-	}
-	return p
 }
 
 func newSpecRulesCommand(g *globals) *cobra.Command {
