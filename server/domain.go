@@ -53,6 +53,7 @@ func (s *Server) openDomain() (err error) {
 		return err
 	}
 	s.domain = d // from here on closeAll closes the store
+	s.metrics.registry.MustRegister(newStoreCollector(d.store.Stats))
 	if d.tasks, err = tasks.New(tasks.Options{Store: d.store, Config: tasks.ConfigFrom(cfg), Logger: s.log}); err != nil {
 		return err
 	}

@@ -166,8 +166,12 @@ func TestHTTPGatewayReachesServer(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
 		}
-		if path == "/metrics" && !bytes.Contains(b, []byte("agentplane_grpc_requests_total")) {
-			t.Fatalf("/metrics lacks agentplane_grpc_requests_total")
+		if path == "/metrics" {
+			for _, name := range []string{"agentplane_grpc_requests_total", "agentplane_pending_interrupts", "agentplane_store_commits_total"} {
+				if !bytes.Contains(b, []byte(name)) {
+					t.Fatalf("/metrics lacks %s", name)
+				}
+			}
 		}
 	}
 	// The validate route takes the spec document itself as its body.
