@@ -53,6 +53,9 @@ const (
 	ReasonEventInvalid         = "event.invalid"
 	ReasonTaskAlreadyCompleted = "task.already_ended"
 	ReasonObligationNotFound   = "obligation.not_found"
+	// ReasonToolCallNotApproved: a runtime reported a tool call that no decision lets
+	// run (never checked, pending, rejected, other arguments, or already reported).
+	ReasonToolCallNotApproved = "tool_call.not_approved"
 )
 
 // Error is an error a client may see.

@@ -239,25 +239,6 @@ func DecideContinue(in *agentplanev1.Interrupt, principal string, now time.Time)
 	}, nil
 }
 
-// CheckRun refuses a call that differs from what a decision allows: a rejected call,
-// or arguments whose digest is not the decision's. The service layer applies it to
-// tool calls a runtime reports after a decision, so that a decision cannot be used to
-// run something else.
-func CheckRun(d *agentplanev1.Decision, args *structpb.Value) error {
-	if d.GetType() == agentplanev1.DecisionType_DECISION_TYPE_REJECT {
-		return apierr.FailedPrecondition(apierr.ReasonTaskState, "interrupt %s was rejected; its call must not run", d.GetInterruptId())
-	}
-	digest, err := ArgsDigest(args)
-	if err != nil {
-		return apierr.InvalidArgument(apierr.ReasonInvalidArgument, "args: %v", err)
-	}
-	if digest != d.GetArgsDigest() {
-		return apierr.FailedPrecondition(apierr.ReasonArgsMismatch,
-			"the call's arguments (digest %s) differ from the ones decided on interrupt %s (digest %s)", digest, d.GetInterruptId(), d.GetArgsDigest())
-	}
-	return nil
-}
-
 // InterruptResolvedEvent is the event recording a decision.
 func InterruptResolvedEvent(d *agentplanev1.Decision) *agentplanev1.InterruptResolved {
 	return &agentplanev1.InterruptResolved{InterruptId: d.GetInterruptId(), Decision: d}

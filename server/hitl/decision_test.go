@@ -199,19 +199,3 @@ func TestDecideContinue(t *testing.T) {
 		t.Errorf("continuing a tool approval: %v", err)
 	}
 }
-
-func TestCheckRun(t *testing.T) {
-	args := mustValue(t, map[string]any{"path": "/a", "n": 1})
-	in := pendingInterrupt(t, args)
-	approve, _ := DecideResolve(in, approveReq(nil), ResolveParams{Principal: "p", Now: t0})
-	reject, _ := DecideResolve(in, rejectReq("no"), ResolveParams{Principal: "p", Now: t0})
-	if err := CheckRun(approve, mustValue(t, map[string]any{"n": 1.0, "path": "/a"})); err != nil {
-		t.Errorf("the approved args (re-encoded) were refused: %v", err)
-	}
-	if err := CheckRun(approve, mustValue(t, map[string]any{"path": "/b", "n": 1})); asAPIErr(t, err).Reason != apierr.ReasonArgsMismatch {
-		t.Errorf("other args: %v", err)
-	}
-	if err := CheckRun(reject, args); asAPIErr(t, err).Code != codes.FailedPrecondition {
-		t.Errorf("running a rejected call: %v", err)
-	}
-}

@@ -145,6 +145,7 @@ func (g *Gate) Check(ctx context.Context, t TaskGating, c Call, now time.Time) (
 			ArgsDigest:      digest,
 			DecidedBy:       SystemPrincipal,
 			DecidedAt:       timestamppb.New(now),
+			Source:          agentplanev1.DecisionSource_DECISION_SOURCE_POLICY,
 		}
 		return res, nil
 	}

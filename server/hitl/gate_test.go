@@ -92,7 +92,8 @@ func TestGateCheck(t *testing.T) {
 			d := r.Decision
 			switch r.Outcome {
 			case agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW:
-				if d.GetType() != agentplanev1.DecisionType_DECISION_TYPE_APPROVE || !proto.Equal(d.GetArgs(), args) || d.GetArgsDigest() != digest {
+				if d.GetType() != agentplanev1.DecisionType_DECISION_TYPE_APPROVE || !proto.Equal(d.GetArgs(), args) || d.GetArgsDigest() != digest ||
+					d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_POLICY || d.GetDecidedBy() != SystemPrincipal {
 					t.Errorf("ALLOW decision %v does not carry the call's args", d)
 				}
 			case agentplanev1.GateOutcome_GATE_OUTCOME_INTERRUPT:

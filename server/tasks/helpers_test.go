@@ -11,9 +11,13 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
+	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/boltstore"
 )
@@ -179,6 +183,35 @@ func wantErr(t testing.TB, err error, code codes.Code, reason string) {
 	if !errors.As(err, &e) || e.Code != code || (reason != "" && e.Reason != reason) {
 		t.Fatalf("err = %v, want %s (%s)", err, code, reason)
 	}
+}
+
+// allowCall records the gate's ALLOW for a call of the leased task, as
+// RuntimeService.CheckToolCall does, so that the call may be reported once.
+func (h *harness) allowCall(t testing.TB, l *agentplanev1.Lease, callID, tool string, args *structpb.Value) {
+	t.Helper()
+	digest, err := hitl.ArgsDigest(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := hitl.Call{CallID: callID, ToolName: tool, Args: args, AgentName: "echo"}
+	res := hitl.GateResult{Outcome: agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW, ArgsDigest: digest, Decision: &agentplanev1.Decision{
+		Type: agentplanev1.DecisionType_DECISION_TYPE_APPROVE, Args: args, ArgsDigest: digest, RuledArgsDigest: digest,
+		DecidedBy: hitl.SystemPrincipal, Source: agentplanev1.DecisionSource_DECISION_SOURCE_POLICY,
+	}}
+	err = h.m.UpdateLeased(ctx, ref(l), func(op *Op) error {
+		rec := op.Task()
+		in := hitl.DecidedCall(hitl.InterruptMeta{
+			InterruptID: hitl.InterruptID(rec.GetTaskId(), callID), TaskID: rec.GetTaskId(), Tenant: rec.GetTenant(), Now: op.Now(),
+		}, call, res)
+		return op.Writer().PutInterrupt(&storagev1.InterruptRecord{Interrupt: in, CreateTime: timestamppb.New(op.Now()), RaisedEpoch: op.Epoch()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func toolCall(callID, tool string, args *structpb.Value) *agentplanev1.RuntimeEvent {
+	return &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{CallId: callID, ToolName: tool, Args: args}}}
 }
 
 func note(text string) *agentplanev1.RuntimeEvent {

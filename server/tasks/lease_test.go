@@ -12,6 +12,8 @@ import (
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/hitl"
+	"github.com/agentplane/agentplane/server/store"
 )
 
 func TestLeaseLifecycle(t *testing.T) {
@@ -39,9 +41,10 @@ func TestLeaseLifecycle(t *testing.T) {
 		t.Fatalf("Heartbeat = %+v, %v", hb, err)
 	}
 	h.clock.Advance(8 * time.Second) // past the first deadline, within the extended one
+	h.allowCall(t, l, "c1", "search", structpb.NewStringValue("q"))
 	last, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{
 		{Payload: &agentplanev1.RuntimeEvent_Message{Message: &agentplanev1.ChatMessage{Role: agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, Text: "hi"}}},
-		{Payload: &agentplanev1.RuntimeEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{CallId: "c1", ToolName: "search", Args: structpb.NewStringValue("q")}}},
+		toolCall("c1", "search", structpb.NewStringValue("q")),
 		{Payload: &agentplanev1.RuntimeEvent_ToolResult{ToolResult: &agentplanev1.ToolResult{CallId: "c1", ToolName: "search"}}},
 		note("done thinking"),
 	})
@@ -304,5 +307,53 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 30s")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestToolCallDecisionIsSpentByTheReport: a decision is not tied to the lease that
+// asked for it (a runtime taking over after a lost lease runs the call), but it lets
+// the call be reported once, and an unchecked call not at all.
+func TestToolCallDecisionIsSpentByTheReport(t *testing.T) {
+	h := newHarness(t)
+	task := h.start(t, params("acme"))
+	first := h.lease(t, "rt-1")
+	q := structpb.NewStringValue("q")
+	h.allowCall(t, first, "c1", "search", q)
+	if _, err := h.m.Fail(ctx, ref(first), "", "", true); err != nil {
+		t.Fatal(err)
+	}
+	second := h.lease(t, "rt-2")
+
+	_, err := h.m.ReportEvents(ctx, ref(first), []*agentplanev1.RuntimeEvent{toolCall("c1", "search", q)})
+	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
+	_, err = h.m.ReportEvents(ctx, ref(second), []*agentplanev1.RuntimeEvent{note("before"), toolCall("c2", "search", q)})
+	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonToolCallNotApproved)
+	if _, err := h.m.ReportEvents(ctx, ref(second), []*agentplanev1.RuntimeEvent{toolCall("c1", "search", q)}); err != nil {
+		t.Fatalf("the new lease cannot run the decided call: %v", err)
+	}
+	var consumed int64
+	if err := h.store.View(ctx, func(r store.Reader) error {
+		rec, err := r.GetInterrupt("acme", hitl.InterruptID(task.GetTaskId(), "c1"))
+		consumed = rec.GetConsumedEpoch()
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if consumed != second.GetEpoch() {
+		t.Errorf("consumed_epoch = %d, want %d", consumed, second.GetEpoch())
+	}
+	_, err = h.m.ReportEvents(ctx, ref(second), []*agentplanev1.RuntimeEvent{toolCall("c1", "search", q)})
+	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonToolCallNotApproved)
+	logged := 0
+	for _, ev := range h.events(t, "acme", task.GetTaskId()) {
+		if ev.GetToolCall() != nil {
+			logged++
+		}
+		if ev.GetNote().GetText() == "before" {
+			t.Error("a refused report left its note in the log")
+		}
+	}
+	if logged != 1 {
+		t.Errorf("%d tool calls logged, want 1", logged)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/hitl"
+	"github.com/agentplane/agentplane/server/store"
 )
 
 // maxFailureMessage bounds FailTask's message as stored.
@@ -64,6 +65,11 @@ func runtimePayload(ev *agentplanev1.RuntimeEvent) (*agentplanev1.TaskEvent, err
 // ReportEvents appends a runtime's events, in order, in one transaction, and returns
 // the sequence of the last one. Either all are appended or none: one event that is
 // malformed or over a limit (RESOURCE_EXHAUSTED) refuses the whole report.
+//
+// A tool call (ToolCall event) runs under the decision the gate recorded for its call
+// id (useDecision): a call that was never checked, still waits, was rejected, names
+// another tool, has other arguments than the decision's, or was reported before is
+// FAILED_PRECONDITION (tool_call.not_approved), and so is the whole report.
 func (m *Manager) ReportEvents(ctx context.Context, ref *agentplanev1.LeaseRef, events []*agentplanev1.RuntimeEvent) (int64, error) {
 	payloads := make([]*agentplanev1.TaskEvent, len(events))
 	for i, ev := range events {
@@ -71,12 +77,20 @@ func (m *Manager) ReportEvents(ctx context.Context, ref *agentplanev1.LeaseRef, 
 		if err != nil {
 			return 0, apierr.InvalidArgument(apierr.ReasonEventInvalid, "events[%d]: an event needs exactly one of message, tool_call, tool_result, note", i)
 		}
+		if tc := p.GetToolCall(); tc != nil && (tc.GetCallId() == "" || tc.GetToolName() == "") {
+			return 0, apierr.InvalidArgument(apierr.ReasonEventInvalid, "events[%d]: a tool call needs the call_id and tool_name it was checked with", i)
+		}
 		payloads[i] = p
 	}
 	var last int64
 	err := m.UpdateLeased(ctx, ref, func(op *Op) error {
 		last = op.rec.GetLastSequence()
 		for i, p := range payloads {
+			if tc := p.GetToolCall(); tc != nil {
+				if err := op.useDecision(tc); err != nil {
+					return fmt.Errorf("events[%d]: %w", i, err)
+				}
+			}
 			seq, err := op.AppendContent(p)
 			if err != nil {
 				return fmt.Errorf("events[%d]: %w", i, err)
@@ -86,6 +100,33 @@ func (m *Manager) ReportEvents(ctx context.Context, ref *agentplanev1.LeaseRef, 
 		return nil
 	})
 	return last, err
+}
+
+// useDecision spends the decision tc runs under. Every call is asked about before it
+// runs (RuntimeService.CheckToolCall), and every answer is recorded under
+// hitl.InterruptID(task, call id): an interrupt a person decides, or the record of a
+// call decided at once (ALLOW, or a rejection). A call without such a record was
+// never asked about, so no policy saw it: it is refused like a rejected one, since
+// accepting it would let a runtime run any call by not asking. The decision is
+// single-use: InterruptRecord.consumed_epoch is set to the lease epoch that reported
+// the call, and a second report of the call id is refused.
+func (o *Op) useDecision(tc *agentplanev1.ToolCall) error {
+	id := tc.GetCallId()
+	rec, err := o.w.GetInterrupt(o.rec.GetTenant(), hitl.InterruptID(o.rec.GetTaskId(), id))
+	switch {
+	case store.IsNotFound(err):
+		return hitl.NotApproved(id, "call %q of task %s was never checked; ask RuntimeService.CheckToolCall before running a tool", id, o.rec.GetTaskId())
+	case err != nil:
+		return err
+	}
+	if err := hitl.CheckRun(rec.GetInterrupt(), tc); err != nil {
+		return err
+	}
+	if e := rec.GetConsumedEpoch(); e != 0 {
+		return hitl.NotApproved(id, "call %q was already reported (under lease epoch %d): a decision lets a call run once; give a new call a new call_id", id, e)
+	}
+	rec.ConsumedEpoch = o.epoch
+	return o.w.PutInterrupt(rec)
 }
 
 // Pause ends a chat turn: the assistant's last message (if any) is appended, the task

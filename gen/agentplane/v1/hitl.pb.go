@@ -257,6 +257,14 @@ const (
 	DecisionSource_DECISION_SOURCE_HITL_DISABLED DecisionSource = 3
 	// ContinueTask resolved a chat-mode pause.
 	DecisionSource_DECISION_SOURCE_CONTINUE DecisionSource = 4
+	// The task's interrupt policy decided when the runtime asked (CheckToolCall
+	// answered ALLOW): no person was asked. The decision carries the call's own
+	// arguments and binds them like any other decision.
+	DecisionSource_DECISION_SOURCE_POLICY DecisionSource = 5
+	// The task reached a terminal state (completed, failed or canceled) while the
+	// interrupt was pending: the server rejected it, since nothing is left to run the
+	// call. Recorded before the task's terminal event.
+	DecisionSource_DECISION_SOURCE_TASK_ENDED DecisionSource = 6
 )
 
 // Enum value maps for DecisionSource.
@@ -267,6 +275,8 @@ var (
 		2: "DECISION_SOURCE_DEADLINE",
 		3: "DECISION_SOURCE_HITL_DISABLED",
 		4: "DECISION_SOURCE_CONTINUE",
+		5: "DECISION_SOURCE_POLICY",
+		6: "DECISION_SOURCE_TASK_ENDED",
 	}
 	DecisionSource_value = map[string]int32{
 		"DECISION_SOURCE_UNSPECIFIED":   0,
@@ -274,6 +284,8 @@ var (
 		"DECISION_SOURCE_DEADLINE":      2,
 		"DECISION_SOURCE_HITL_DISABLED": 3,
 		"DECISION_SOURCE_CONTINUE":      4,
+		"DECISION_SOURCE_POLICY":        5,
+		"DECISION_SOURCE_TASK_ENDED":    6,
 	}
 )
 
@@ -1196,13 +1208,15 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\x19DECISION_TYPE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15DECISION_TYPE_APPROVE\x10\x01\x12\x18\n" +
 	"\x14DECISION_TYPE_REJECT\x10\x02\x12\x16\n" +
-	"\x12DECISION_TYPE_EDIT\x10\x03*\xab\x01\n" +
+	"\x12DECISION_TYPE_EDIT\x10\x03*\xe7\x01\n" +
 	"\x0eDecisionSource\x12\x1f\n" +
 	"\x1bDECISION_SOURCE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15DECISION_SOURCE_HUMAN\x10\x01\x12\x1c\n" +
 	"\x18DECISION_SOURCE_DEADLINE\x10\x02\x12!\n" +
 	"\x1dDECISION_SOURCE_HITL_DISABLED\x10\x03\x12\x1c\n" +
-	"\x18DECISION_SOURCE_CONTINUE\x10\x04BAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
+	"\x18DECISION_SOURCE_CONTINUE\x10\x04\x12\x1a\n" +
+	"\x16DECISION_SOURCE_POLICY\x10\x05\x12\x1e\n" +
+	"\x1aDECISION_SOURCE_TASK_ENDED\x10\x06BAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (
 	file_agentplane_v1_hitl_proto_rawDescOnce sync.Once

@@ -150,15 +150,13 @@ func TestResolveInteractive(t *testing.T) {
 		d.GetArgsDigest() != in.GetArgsDigest() || d.GetRuledArgsDigest() != in.GetArgsDigest() {
 		t.Errorf("decision = %v", d)
 	}
-	if err := hitl.CheckRun(d, in.GetRequest().GetArgs()); err != nil {
-		t.Errorf("the approved call cannot run: %v", err)
-	}
 	task := e.task(t, tenant, ref.GetTaskId())
 	if task.GetState() != agentplanev1.TaskState_TASK_STATE_WORKING || len(task.GetPendingInterruptIds()) != 0 || task.GetRuntimeId() == "" {
 		t.Errorf("task after the decision = %v", task)
 	}
-	if rec := e.record(t, tenant, in.GetInterruptId()); rec.GetConsumedEpoch() != ref.GetEpoch() {
-		t.Errorf("consumed_epoch = %d, want %d", rec.GetConsumedEpoch(), ref.GetEpoch())
+	// Being handed a decision is not using it.
+	if rec := e.record(t, tenant, in.GetInterruptId()); rec.GetConsumedEpoch() != 0 {
+		t.Errorf("consumed_epoch = %d before the call was reported", rec.GetConsumedEpoch())
 	}
 	names, evs := e.events(t, tenant, ref.GetTaskId())
 	if tail := names[len(names)-2:]; !slices.Equal(tail, []string{"interrupt_resolved", "state_changed:WORKING"}) {
@@ -169,6 +167,12 @@ func TestResolveInteractive(t *testing.T) {
 	}
 	if e.svc.waiters.count() != 0 {
 		t.Errorf("%d waiters left", e.svc.waiters.count())
+	}
+	if err := e.report(ref, "c1", "fs.write", d.GetArgs()); err != nil {
+		t.Fatalf("the approved call cannot run: %v", err)
+	}
+	if rec := e.record(t, tenant, in.GetInterruptId()); rec.GetConsumedEpoch() != ref.GetEpoch() {
+		t.Errorf("consumed_epoch = %d, want %d", rec.GetConsumedEpoch(), ref.GetEpoch())
 	}
 
 	// Single use: a second ruling is refused, whatever it says.
@@ -253,14 +257,15 @@ func TestDurableResolutionAcrossRestart(t *testing.T) {
 	if len(l.GetResolvedInterrupts()) != 1 || !proto.Equal(l.GetResolvedInterrupts()[0].GetDecision(), out.GetDecision()) || len(l.GetPendingInterrupts()) != 0 {
 		t.Fatalf("the next lease carries %v", l.GetResolvedInterrupts())
 	}
-	// The new lease can ask for the decision too, and is recorded as its holder.
+	// The new lease can ask for the decision too, and run the edited call.
 	ref2 := &agentplanev1.LeaseRef{TaskId: l.GetTask().GetTaskId(), LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()}
 	d, err := e.svc.AwaitDecision(ctx, ref2, in.GetInterruptId())
 	if err != nil || !proto.Equal(d, out.GetDecision()) {
 		t.Fatalf("AwaitDecision on the new lease = %v, %v", d, err)
 	}
-	if err := hitl.CheckRun(d, in.GetRequest().GetArgs()); err == nil {
-		t.Error("the original args pass an edited decision")
+	wantErr(t, e.report(ref2, "c1", "fs.write", in.GetRequest().GetArgs()), codes.FailedPrecondition, apierr.ReasonToolCallNotApproved)
+	if err := e.report(ref2, "c1", "fs.write", newArgs); err != nil {
+		t.Fatalf("the edited call cannot run: %v", err)
 	}
 	if rec := e.record(t, tenant, in.GetInterruptId()); rec.GetConsumedEpoch() != ref2.GetEpoch() {
 		t.Errorf("consumed_epoch = %d, want %d", rec.GetConsumedEpoch(), ref2.GetEpoch())

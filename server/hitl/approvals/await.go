@@ -50,8 +50,8 @@ func (s *Service) AwaitDecision(ctx context.Context, ref *agentplanev1.LeaseRef,
 		select {
 		case n := <-w.ch:
 			if n.epoch == ref.GetEpoch() && n.epoch != 0 {
-				// Decided while this lease held the task: the resolving transaction
-				// already recorded this epoch as the one it was handed to.
+				// Decided while this lease held the task: no store round trip. If
+				// the lease was lost since, the report of the call is fenced anyway.
 				return n.decision, nil
 			}
 		case <-timer.C:
@@ -63,13 +63,14 @@ func (s *Service) AwaitDecision(ctx context.Context, ref *agentplanev1.LeaseRef,
 }
 
 // decisionFor looks at the interrupt under the caller's lease: nil while it is
-// pending, its decision once resolved. Handing a decision to a lease other than the
-// one recorded writes that lease's epoch (InterruptRecord.consumed_epoch).
+// pending, its decision once resolved. Being handed a decision is not using it: any
+// lease of the task may be handed it again (a runtime taking over after a lost
+// lease), and it is spent when the runtime reports the call (tasks.ReportEvents).
 func (s *Service) decisionFor(ctx context.Context, ref *agentplanev1.LeaseRef, tenant, id string) (*agentplanev1.Decision, error) {
 	var d *agentplanev1.Decision
 	err := s.tasks.UpdateLeased(ctx, ref, func(op *tasks.Op) error {
 		d = nil
-		rec, err := op.Writer().GetInterrupt(tenant, id)
+		rec, err := getInterrupt(op.Writer(), tenant, id)
 		if store.IsNotFound(err) || (err == nil && rec.GetInterrupt().GetTaskId() != ref.GetTaskId()) {
 			return store.ErrInterruptNotFound(id)
 		}
@@ -92,10 +93,6 @@ func (s *Service) decisionFor(ctx context.Context, ref *agentplanev1.LeaseRef, t
 			return err
 		}
 		d = in.GetDecision()
-		if rec.GetConsumedEpoch() != op.Epoch() {
-			rec.ConsumedEpoch = op.Epoch()
-			return op.Writer().PutInterrupt(rec)
-		}
 		return nil
 	})
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -19,12 +21,16 @@ const MaxCallIDBytes = 256
 // interrupt or reject, with the answer (ToolGated) in the task's log in the same
 // transaction. An interrupt is stored with its InterruptRaised event, the task moves
 // to INPUT_REQUIRED and keeps its lease: the runtime then waits (AwaitDecision) or
-// gives the lease up (SuspendTask).
+// gives the lease up (SuspendTask). An answer given at once (ALLOW, or REJECT by a
+// disabled HITL mode) is stored too, as a resolved record under the same derived id
+// (hitl.DecidedCall): the task domain checks the runtime's report of the call against
+// whichever decision the call got, so nothing runs that was not decided.
 //
-// The call id is required. Asking again about a call id already gated returns the
-// interrupt raised the first time (pending or decided) and records nothing new; asking
-// with other arguments is FAILED_PRECONDITION (interrupt.args_mismatch). A stale lease
-// is lease.lost.
+// The call id is required. Asking again about a call id already answered returns the
+// first answer (for an interrupt, as it is now: pending or decided) and records
+// nothing new; asking about it with another tool, other arguments, or inputs that
+// the gate now answers differently is FAILED_PRECONDITION (interrupt.args_mismatch):
+// a changed call needs a new call id. A stale lease is lease.lost.
 func (s *Service) CheckToolCall(ctx context.Context, req *agentplanev1.CheckToolCallRequest) (*agentplanev1.CheckToolCallResponse, error) {
 	call := hitl.CallFromRequest(req)
 	switch {
@@ -56,16 +62,33 @@ func (s *Service) CheckToolCall(ctx context.Context, req *agentplanev1.CheckTool
 		if err != nil {
 			return err
 		}
-		if res.Outcome != agentplanev1.GateOutcome_GATE_OUTCOME_INTERRUPT {
-			resp = &agentplanev1.CheckToolCallResponse{Outcome: res.Outcome, Decision: res.Decision, Reason: res.Reason}
-			return op.Append(toolGated(call, res, ""))
+		id := hitl.InterruptID(task.GetTaskId(), call.CallID)
+		switch prev, err := op.Writer().GetInterrupt(task.GetTenant(), id); {
+		case err == nil:
+			resp, err = answerAgain(task, prev.GetInterrupt(), call, res)
+			return err
+		case !store.IsNotFound(err):
+			return err
 		}
-		in, fresh, err := s.raise(op, spec, call, res)
+		meta := s.meta(op, spec, id)
+		if res.Outcome != agentplanev1.GateOutcome_GATE_OUTCOME_INTERRUPT {
+			if err := op.Append(toolGated(call, res, "")); err != nil {
+				return err
+			}
+			if err := op.Writer().PutInterrupt(&storagev1.InterruptRecord{
+				Interrupt: hitl.DecidedCall(meta, call, res), CreateTime: ts(op.Now()), RaisedEpoch: op.Epoch(),
+			}); err != nil {
+				return err
+			}
+			resp = &agentplanev1.CheckToolCallResponse{Outcome: res.Outcome, Decision: res.Decision, Reason: res.Reason}
+			return nil
+		}
+		in, err := s.raise(op, meta, call, res)
 		if err != nil {
 			return err
 		}
 		resp = &agentplanev1.CheckToolCallResponse{Outcome: res.Outcome, Interrupt: in, Reason: res.Reason}
-		if fresh && in.GetDeadline() != nil {
+		if in.GetDeadline() != nil {
 			deadline = in.GetDeadline().AsTime()
 		}
 		return nil
@@ -83,23 +106,10 @@ func toolGated(c hitl.Call, r hitl.GateResult, interruptID string) *agentplanev1
 	return &agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_ToolGated{ToolGated: hitl.ToolGatedEvent(c, r, interruptID)}}
 }
 
-// raise stores the interrupt of a gated call, or finds the one an earlier check of
-// the same call raised (fresh is then false).
-func (s *Service) raise(op *tasks.Op, spec *storagev1.TaskSpecRecord, call hitl.Call, res hitl.GateResult) (in *agentplanev1.Interrupt, fresh bool, err error) {
+// meta is what the record of a call of the task in op carries besides the call.
+func (s *Service) meta(op *tasks.Op, spec *storagev1.TaskSpecRecord, id string) hitl.InterruptMeta {
 	task := op.Task()
-	id := interruptID(task.GetTaskId(), call.CallID)
-	switch prev, err := op.Writer().GetInterrupt(task.GetTenant(), id); {
-	case err == nil:
-		if prev.GetInterrupt().GetArgsDigest() != res.ArgsDigest {
-			return nil, false, apierr.FailedPrecondition(apierr.ReasonArgsMismatch,
-				"call %q of task %s was already gated with other arguments (interrupt %s); give a changed call a new call_id",
-				call.CallID, task.GetTaskId(), id)
-		}
-		return prev.GetInterrupt(), false, nil
-	case !store.IsNotFound(err):
-		return nil, false, err
-	}
-	in = hitl.NewToolInterrupt(hitl.InterruptMeta{
+	return hitl.InterruptMeta{
 		InterruptID:   id,
 		TaskID:        task.GetTaskId(),
 		Tenant:        task.GetTenant(),
@@ -107,27 +117,57 @@ func (s *Service) raise(op *tasks.Op, spec *storagev1.TaskSpecRecord, call hitl.
 		OriginalInput: spec.GetInput(),
 		Now:           op.Now(),
 		Timeout:       s.timeout(spec),
-	}, call, res)
+	}
+}
+
+// answerAgain answers a call id that was already answered (prev): with the first
+// answer, when the call is the same one.
+func answerAgain(task *storagev1.TaskRecord, prev *agentplanev1.Interrupt, call hitl.Call, res hitl.GateResult) (*agentplanev1.CheckToolCallResponse, error) {
+	outcome := hitl.OutcomeOf(prev)
+	if prev.GetArgsDigest() != res.ArgsDigest || prev.GetRequest().GetToolName() != call.ToolName || outcome != res.Outcome {
+		return nil, apierr.FailedPrecondition(apierr.ReasonArgsMismatch,
+			"call %q of task %s was already answered (%s for tool %q with args digest %s); give a changed call a new call_id",
+			call.CallID, task.GetTaskId(), outcome, prev.GetRequest().GetToolName(), prev.GetArgsDigest())
+	}
+	resp := &agentplanev1.CheckToolCallResponse{Outcome: outcome, Reason: res.Reason}
+	switch outcome {
+	case agentplanev1.GateOutcome_GATE_OUTCOME_INTERRUPT:
+		resp.Interrupt = prev
+	case agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW:
+		// The record keeps the digest only; the call's args have that digest.
+		d := proto.CloneOf(prev.GetDecision())
+		d.Args = call.Args
+		resp.Decision = d
+	default:
+		resp.Decision = prev.GetDecision()
+	}
+	return resp, nil
+}
+
+// raise stores the interrupt of a gated call that has none yet.
+func (s *Service) raise(op *tasks.Op, meta hitl.InterruptMeta, call hitl.Call, res hitl.GateResult) (*agentplanev1.Interrupt, error) {
+	task := op.Task()
+	in := hitl.NewToolInterrupt(meta, call, res)
 	// Events are buffered by the Op and checked against the limits first, so that a
 	// refusal happens before anything is written.
-	if err := op.Append(toolGated(call, res, id)); err != nil {
-		return nil, false, err
+	if err := op.Append(toolGated(call, res, meta.InterruptID)); err != nil {
+		return nil, err
 	}
 	// The raised interrupt carries the model's arguments, so it counts against the
 	// task's history limits like the runtime's other content.
 	if _, err := op.AppendContent(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_InterruptRaised{
 		InterruptRaised: &agentplanev1.InterruptRaised{Interrupt: in},
 	}}); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if err := op.Writer().PutInterrupt(&storagev1.InterruptRecord{
 		Interrupt: in, CreateTime: ts(op.Now()), RaisedEpoch: op.Epoch(),
 	}); err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	task.PendingInterruptIds = append(task.PendingInterruptIds, id)
+	task.PendingInterruptIds = append(task.PendingInterruptIds, meta.InterruptID)
 	if err := op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "interrupt.raised"); err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return in, true, nil
+	return in, nil
 }

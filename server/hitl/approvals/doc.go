@@ -5,9 +5,12 @@
 // interrupt, the task's state and the events that describe the change commit
 // together or not at all, fenced by the runtime's lease where a runtime asks:
 //
-//   - CheckToolCall: the gate's answer (hitl.Gate) is logged; a gated call raises an
-//     interrupt and the task waits in INPUT_REQUIRED. Interrupt ids derive from the
-//     task and the call id, so a retried check finds the interrupt it raised.
+//   - CheckToolCall: the gate's answer (hitl.Gate) is logged and stored under an id
+//     derived from the task and the call id: a gated call raises an interrupt and the
+//     task waits in INPUT_REQUIRED; an answer given at once (ALLOW, or a rejection
+//     when no one can approve) is stored resolved, and is not an interrupt anyone
+//     lists, resolves or awaits. A retried check finds the first answer. The task
+//     domain checks the runtime's report of the call against the stored decision.
 //   - ResolveInterrupt: single-use decisions bound to the principal and the argument
 //     digests; a second one is interrupt.already_resolved.
 //   - AwaitDecision (interactive delivery): a registry of waiters is told after the

@@ -182,6 +182,14 @@ func (e *env) gated(t testing.TB, ref *agentplanev1.LeaseRef, callID string) *ag
 	return resp.GetInterrupt()
 }
 
+// report reports one tool call under ref, as a runtime does before running it.
+func (e *env) report(ref *agentplanev1.LeaseRef, callID, tool string, a *structpb.Value) error {
+	_, err := e.tasks.ReportEvents(ctx, ref, []*agentplanev1.RuntimeEvent{{Payload: &agentplanev1.RuntimeEvent_ToolCall{
+		ToolCall: &agentplanev1.ToolCall{CallId: callID, ToolName: tool, Args: a, Node: "writer"},
+	}}})
+	return err
+}
+
 func approve(id string) *agentplanev1.ResolveInterruptRequest {
 	return &agentplanev1.ResolveInterruptRequest{InterruptId: id, Decision: &agentplanev1.ResolveInterruptRequest_Approve{Approve: &agentplanev1.ApproveDecision{}}}
 }

@@ -12,6 +12,7 @@ import (
 	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/pagetoken"
 )
@@ -140,6 +141,9 @@ func (s *Service) listTask(ctx context.Context, tenant, taskID string, all bool,
 	err := s.store.View(ctx, func(r store.Reader) error {
 		recs = nil
 		return r.ScanTaskInterrupts(tenant, taskID, func(rec *storagev1.InterruptRecord) (bool, error) {
+			if hitl.DecidedAtCheck(rec.GetInterrupt()) {
+				return true, nil // not an interrupt: see getInterrupt
+			}
 			pending := rec.GetInterrupt().GetState() == agentplanev1.InterruptState_INTERRUPT_STATE_PENDING && rec.GetClosedReason() == ""
 			if (all || pending) && f.matches(rec) {
 				recs = append(recs, rec)

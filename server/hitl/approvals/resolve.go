@@ -40,7 +40,7 @@ func (s *Service) ResolveInterrupt(ctx context.Context, tenant, principal string
 	var late error
 	err = s.tasks.UpdateTask(ctx, tenant, taskID, func(op *tasks.Op) error {
 		out, late = nil, nil
-		rec, err := op.Writer().GetInterrupt(tenant, id)
+		rec, err := getInterrupt(op.Writer(), tenant, id)
 		if err != nil {
 			return err
 		}
@@ -87,7 +87,7 @@ func (s *Service) ResolveInterrupt(ctx context.Context, tenant, principal string
 func (s *Service) taskOf(ctx context.Context, tenant, id string) (string, error) {
 	var taskID string
 	err := s.store.View(ctx, func(r store.Reader) error {
-		rec, err := r.GetInterrupt(tenant, id)
+		rec, err := getInterrupt(r, tenant, id)
 		if err != nil {
 			return err
 		}
@@ -107,7 +107,7 @@ func (s *Service) GetInterrupt(ctx context.Context, tenant, id string) (*agentpl
 	var rec *storagev1.InterruptRecord
 	err := s.store.View(ctx, func(r store.Reader) error {
 		var err error
-		rec, err = r.GetInterrupt(tenant, id)
+		rec, err = getInterrupt(r, tenant, id)
 		return err
 	})
 	if err != nil {
@@ -124,7 +124,7 @@ func (s *Service) GetInterrupt(ctx context.Context, tenant, id string) (*agentpl
 func (s *Service) expire(ctx context.Context, tenant, taskID, id string) (*agentplanev1.Interrupt, error) {
 	var out *agentplanev1.Interrupt
 	err := s.tasks.UpdateTask(ctx, tenant, taskID, func(op *tasks.Op) error {
-		rec, err := op.Writer().GetInterrupt(tenant, id)
+		rec, err := getInterrupt(op.Writer(), tenant, id)
 		if err != nil {
 			return err
 		}

@@ -1,12 +1,9 @@
 package approvals
 
 import (
-	"crypto/sha256"
-	"encoding/base32"
 	"errors"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -118,17 +115,6 @@ func New(opts Options) (*Service, error) {
 	}, nil
 }
 
-var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
-
-// interruptID is the id of the interrupt a gated call raises. It is derived from the
-// task and the runtime's call id, so that a runtime retrying CheckToolCall (a lost
-// response, a new lease replaying its turn) finds the interrupt it already raised
-// instead of raising a second one for the same call.
-func interruptID(taskID, callID string) string {
-	sum := sha256.Sum256([]byte(taskID + "\x00" + callID))
-	return "in-" + strings.ToLower(idEncoding.EncodeToString(sum[:16]))
-}
-
 // reasonPolicy is how reasons reach the model at node.
 func (s *Service) reasonPolicy(spec *storagev1.TaskSpecRecord, node string) hitl.ReasonPolicy {
 	return hitl.ReasonPolicyFor(hitl.HitlReasonTrust(spec.GetResolvedSpec(), node),
@@ -141,6 +127,17 @@ func (s *Service) timeout(spec *storagev1.TaskSpecRecord) time.Duration {
 		return d.AsDuration()
 	}
 	return s.cfg.DefaultTimeout
+}
+
+// getInterrupt reads tenant's interrupt id. The record of a call the gate decided at
+// once (hitl.DecidedCall) shares the interrupts' keys but is no interrupt: nobody was
+// asked, and nobody can resolve or await it. It is NOT_FOUND like an absent one.
+func getInterrupt(r store.Reader, tenant, id string) (*storagev1.InterruptRecord, error) {
+	rec, err := r.GetInterrupt(tenant, id)
+	if err == nil && hitl.DecidedAtCheck(rec.GetInterrupt()) {
+		return nil, store.ErrInterruptNotFound(id)
+	}
+	return rec, err
 }
 
 // checkOpen refuses an interrupt its task can no longer act on.
@@ -170,7 +167,6 @@ func (s *Service) resolve(op *tasks.Op, rec *storagev1.InterruptRecord, d *agent
 	var epoch int64
 	if held {
 		epoch = lease.GetEpoch()
-		rec.ConsumedEpoch = epoch
 	}
 	if err := op.Writer().PutInterrupt(rec); err != nil {
 		return nil, err
