@@ -115,11 +115,12 @@ func (m *Manager) updateLeased(ctx context.Context, ref *agentplanev1.LeaseRef, 
 				return leaseLost("task %s was canceled (%s)", rec.GetTaskId(), rec.GetCancellation().GetReason())
 			}
 		case fenceExpired:
+			// Worded before expire, which releases the lease.
+			lost = leaseLost("lease %s of task %s expired at %s without a heartbeat",
+				ref.GetLeaseId(), rec.GetTaskId(), rec.GetLease().GetDeadline().AsTime().Format(time.RFC3339Nano))
 			if err := op.expire(); err != nil {
 				return err
 			}
-			lost = leaseLost("lease %s of task %s expired at %s without a heartbeat",
-				ref.GetLeaseId(), rec.GetTaskId(), rec.GetLease().GetDeadline().AsTime().Format(time.RFC3339Nano))
 			return op.flush()
 		}
 		if err := fn(op); err != nil {

@@ -147,6 +147,11 @@ func TestExpiredLeaseIsAppliedLazily(t *testing.T) {
 	h.clock.Advance(11 * time.Second)
 	_, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("late")})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
+	// The refusal names the deadline that passed (the lease is released by then).
+	deadline := l.GetDeadline().AsTime().Format(time.RFC3339Nano)
+	if msg := err.Error(); !strings.Contains(msg, "expired at "+deadline+" without a heartbeat") || !strings.Contains(msg, l.GetLeaseId()) {
+		t.Errorf("lease.lost message %q does not name the lease and its deadline %s", msg, deadline)
+	}
 	got := h.get(t, "acme", task.GetTaskId())
 	if got.GetRuntimeId() != "" || got.GetState() != agentplanev1.TaskState_TASK_STATE_WORKING {
 		t.Fatalf("after a write with an expired lease: %v", got)
