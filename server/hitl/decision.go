@@ -239,6 +239,27 @@ func DecideContinue(in *agentplanev1.Interrupt, principal string, now time.Time)
 	}, nil
 }
 
+// TaskEndedDecision resolves in when its task reached a terminal state (how:
+// "completed", "failed", "canceled") before anyone decided: a rejection with source
+// TASK_ENDED and principal "system", since no runtime is left to act on a decision.
+// Its reason is the server's and reaches the model verbatim.
+func TaskEndedDecision(in *agentplanev1.Interrupt, how string, now time.Time) *agentplanev1.Decision {
+	reason := fmt.Sprintf("The task %s before a decision on this call; the call did not run.", how)
+	if in.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE {
+		reason = fmt.Sprintf("The task %s while it waited for the user.", how)
+	}
+	return &agentplanev1.Decision{
+		Type:            agentplanev1.DecisionType_DECISION_TYPE_REJECT,
+		Reason:          &reason,
+		ModelReason:     &reason,
+		RuledArgsDigest: in.GetArgsDigest(),
+		DecidedBy:       SystemPrincipal,
+		DecidedAt:       timestamppb.New(now),
+		Source:          agentplanev1.DecisionSource_DECISION_SOURCE_TASK_ENDED,
+		InterruptId:     in.GetInterruptId(),
+	}
+}
+
 // InterruptResolvedEvent is the event recording a decision.
 func InterruptResolvedEvent(d *agentplanev1.Decision) *agentplanev1.InterruptResolved {
 	return &agentplanev1.InterruptResolved{InterruptId: d.GetInterruptId(), Decision: d}

@@ -245,3 +245,38 @@ func TestHistoryLimits(t *testing.T) {
 	_, err = h2.m.ReportEvents(ctx, ref(l2), []*agentplanev1.RuntimeEvent{{}})
 	wantErr(t, err, codes.InvalidArgument, apierr.ReasonEventInvalid)
 }
+
+func TestCancelResolvesThePause(t *testing.T) {
+	h := newHarness(t)
+	task := h.start(t, params("acme"))
+	l := h.lease(t, "rt")
+	in, err := h.m.Pause(ctx, ref(l), "what next?", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(time.Minute)
+	if _, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "done chatting"); err != nil {
+		t.Fatal(err)
+	}
+	var stored *storagev1.InterruptRecord
+	if err := h.store.View(ctx, func(r store.Reader) error {
+		var err error
+		stored, err = r.GetInterrupt("acme", in.GetInterruptId())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := stored.GetInterrupt()
+	d := got.GetDecision()
+	if got.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED || stored.GetClosedReason() != "task.canceled" ||
+		d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_TASK_ENDED || d.GetType() != agentplanev1.DecisionType_DECISION_TYPE_REJECT ||
+		d.GetDecidedBy() != hitl.SystemPrincipal || !d.GetDecidedAt().AsTime().Equal(h.clock.Now()) || d.GetInterruptId() != in.GetInterruptId() {
+		t.Fatalf("pause after cancel = %v", stored)
+	}
+	evs := h.events(t, "acme", task.GetTaskId())
+	equal(t, "log tail", kinds(evs)[len(evs)-3:], []string{"cancel_requested", "interrupt_resolved", "state:CANCELED"})
+	equal(t, "logged decision", evs[len(evs)-2].GetInterruptResolved().GetDecision(), d)
+	if st, err := h.store.Stats(ctx); err != nil || st.PendingInterrupts != 0 {
+		t.Fatalf("pending interrupts after cancel = %d, %v", st.PendingInterrupts, err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/store"
 )
 
@@ -173,9 +174,10 @@ func isTerminalEvent(ev *agentplanev1.TaskEvent) bool {
 
 // SetState moves the task to another state and records it. Reaching a terminal state
 // also takes the task out of the queue, revokes a lease still held (the runtime's next
-// heartbeat learns why), closes pending interrupts and drops undelivered continue
-// messages; it must be the last change of the Op, since watchers stop at it. Setting
-// the current state is a no-op; a move the lifecycle does not allow is an error.
+// heartbeat learns why), resolves pending interrupts (closePendingInterrupts) and
+// drops undelivered continue messages; it must be the last change of the Op, since
+// watchers stop at it. Setting the current state is a no-op; a move the lifecycle
+// does not allow is an error.
 func (o *Op) SetState(to agentplanev1.TaskState, reason string) error {
 	from := o.rec.GetState()
 	if from == to {
@@ -193,7 +195,7 @@ func (o *Op) SetState(to agentplanev1.TaskState, reason string) error {
 			l.Revoked = true
 		}
 		o.rec.ContinueMessages, o.rec.ResumeInterruptIds = nil, nil
-		if err := o.closePendingInterrupts("task." + stateWord(to)); err != nil {
+		if err := o.closePendingInterrupts(stateWord(to)); err != nil {
 			return err
 		}
 	}
@@ -214,16 +216,26 @@ func stateWord(s agentplanev1.TaskState) string {
 	return "ended"
 }
 
-// closePendingInterrupts takes the task's pending interrupts out of the inbox: an
-// ended task can no longer act on a decision.
-func (o *Op) closePendingInterrupts(reason string) error {
+// closePendingInterrupts resolves the pending interrupts of a task that ends (how:
+// "completed", "failed", "canceled"): an ended task can no longer act on a decision,
+// so the server rejects each (hitl.TaskEndedDecision), records it in the log before
+// the terminal event, and marks the interrupt closed (closed_reason task.<how>), so
+// that the inbox, GetInterrupt and the log all say what happened.
+func (o *Op) closePendingInterrupts(how string) error {
 	for _, id := range o.rec.GetPendingInterruptIds() {
-		in, err := o.w.GetInterrupt(o.rec.GetTenant(), id)
+		rec, err := o.w.GetInterrupt(o.rec.GetTenant(), id)
 		if err != nil {
 			return err
 		}
-		in.ClosedReason = reason
-		if err := o.w.PutInterrupt(in); err != nil {
+		d := hitl.TaskEndedDecision(rec.GetInterrupt(), how, o.now)
+		rec.Interrupt = hitl.Resolved(rec.GetInterrupt(), d)
+		rec.ClosedReason = "task." + how
+		if err := o.w.PutInterrupt(rec); err != nil {
+			return err
+		}
+		if err := o.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_InterruptResolved{
+			InterruptResolved: hitl.InterruptResolvedEvent(d),
+		}}); err != nil {
 			return err
 		}
 	}

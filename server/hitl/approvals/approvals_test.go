@@ -485,3 +485,60 @@ func TestUntrustedReasonReachesTheModelFenced(t *testing.T) {
 		t.Errorf("model reason (%d bytes) is not fenced and capped: %.200q", len(mr), mr)
 	}
 }
+
+func TestTaskEndResolvesPendingInterrupts(t *testing.T) {
+	tests := []struct {
+		name  string
+		end   func(e *env, ref *agentplanev1.LeaseRef) error
+		state agentplanev1.TaskState
+	}{
+		{"canceled", func(e *env, ref *agentplanev1.LeaseRef) error {
+			_, err := e.tasks.Cancel(ctx, tenant, ref.GetTaskId(), "owner", "stop")
+			return err
+		}, agentplanev1.TaskState_TASK_STATE_CANCELED},
+		{"completed", func(e *env, ref *agentplanev1.LeaseRef) error {
+			_, err := e.tasks.Complete(ctx, ref, &agentplanev1.TaskOutput{Text: "done without it"})
+			return err
+		}, agentplanev1.TaskState_TASK_STATE_COMPLETED},
+		{"failed", func(e *env, ref *agentplanev1.LeaseRef) error {
+			_, err := e.tasks.Fail(ctx, ref, "", "gave up", false)
+			return err
+		}, agentplanev1.TaskState_TASK_STATE_FAILED},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, testConfig())
+			ref := e.startAndLease(t, tenant)
+			in := e.gated(t, ref, "c1")
+			if err := tt.end(e, ref); err != nil {
+				t.Fatal(err)
+			}
+			got, err := e.svc.GetInterrupt(ctx, tenant, in.GetInterruptId())
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := got.GetDecision()
+			if got.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED || d.GetType() != agentplanev1.DecisionType_DECISION_TYPE_REJECT ||
+				d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_TASK_ENDED || !strings.Contains(d.GetModelReason(), tt.name) {
+				t.Errorf("interrupt after the task %s = %v", tt.name, got)
+			}
+			if inbox, err := e.svc.ListInterrupts(ctx, tenant, &agentplanev1.ListInterruptsRequest{}); err != nil || len(inbox.GetInterrupts()) != 0 {
+				t.Errorf("inbox = %v, %v; want empty", inbox.GetInterrupts(), err)
+			}
+			all, err := e.svc.ListInterrupts(ctx, tenant, &agentplanev1.ListInterruptsRequest{TaskId: ref.GetTaskId(), IncludeResolved: true})
+			if err != nil || len(all.GetInterrupts()) != 1 || !proto.Equal(all.GetInterrupts()[0], got) {
+				t.Errorf("the task's interrupts = %v, %v", all.GetInterrupts(), err)
+			}
+			names, evs := e.events(t, tenant, ref.GetTaskId())
+			want := []string{"interrupt_resolved", "state_changed:" + tt.state.String()[len("TASK_STATE_"):]}
+			if tail := names[len(names)-2:]; !slices.Equal(tail, want) {
+				t.Errorf("log tail %q, want %q", tail, want)
+			}
+			if !proto.Equal(evs[len(evs)-2].GetInterruptResolved().GetDecision(), d) {
+				t.Error("the logged decision differs from the stored one")
+			}
+			_, err = e.svc.ResolveInterrupt(ctx, tenant, "alice", approve(in.GetInterruptId()))
+			wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskTerminal)
+		})
+	}
+}
