@@ -2,13 +2,23 @@ package server_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	cryptorand "crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"maps"
+	"math/big"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -1436,4 +1446,171 @@ func TestTenantIDTheStoreCannotKeyStopsTheBoot(t *testing.T) {
 		_ = srv.Serve(ctx) // shuts down at once, releasing the store
 		t.Fatal("server.New accepted a tenant id of 256 bytes, which no store key can hold")
 	}
+}
+
+// TestMetricsDoNotBypassAdminScope: in a multi-tenant deployment GetStats is admin-only,
+// so the same deployment-wide figures (tasks by state, pending interrupts, leases) must
+// not be served without credentials on the API's HTTP address either.
+func TestMetricsDoNotBypassAdminScope(t *testing.T) {
+	t.Skip("bug: /metrics serves the store's deployment-wide counters (agentplane_tasks, _pending_interrupts, ...) without credentials in multi-tenant mode, bypassing GetStats' admin scope")
+	mt := startMultiTenant(t, []string{"acme"}, nil)
+	if _, err := mt.by["acme"][auth.RoleUser].c.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
+		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: "counted",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mt.by["acme"][auth.RoleUser].c.Admin.GetStats(context.Background(), &agentplanev1.GetStatsRequest{}); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("GetStats by a user: want PERMISSION_DENIED, got %v", err)
+	}
+	resp, err := http.Get("http://" + mt.in.HTTPAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, series := range []string{"agentplane_tasks{", "agentplane_pending_interrupts", "agentplane_active_leases", "agentplane_task_events"} {
+		if resp.StatusCode == http.StatusOK && strings.Contains(string(body), series) {
+			t.Errorf("GET /metrics without credentials serves %s, which GetStats keeps to admins", series)
+		}
+	}
+}
+
+// testPKI is a throwaway CA with the server's certificate and one client certificate.
+type testPKI struct {
+	caFile, certFile, keyFile string // the CA, and the server's pair
+	client                    tls.Certificate
+	pool                      *x509.CertPool
+}
+
+// newTestPKI writes a CA, a server certificate for 127.0.0.1 and a client certificate
+// with common name clientCN into dir.
+func newTestPKI(t *testing.T, dir, clientCN string) testPKI {
+	t.Helper()
+	newKey := func() *ecdsa.PrivateKey {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), cryptorand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return key
+	}
+	caKey := newKey()
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(cryptorand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	issue := func(serial int64, cn string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte) {
+		key := newKey()
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
+			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+			NotBefore:   time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+		}
+		der, err := x509.CreateCertificate(cryptorand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kder, err := x509.MarshalECPrivateKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+	}
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	srvCert, srvKey := issue(2, "127.0.0.1", x509.ExtKeyUsageServerAuth)
+	cliCert, cliKey := issue(3, clientCN, x509.ExtKeyUsageClientAuth)
+	pair, err := tls.X509KeyPair(cliCert, cliKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return testPKI{
+		caFile: write("ca.pem", caPEM), certFile: write("server.pem", srvCert), keyFile: write("server.key", srvKey),
+		client: pair, pool: pool,
+	}
+}
+
+// TestHTTPOverTLS: with TLS configured, the HTTP/JSON gateway serves the API over
+// HTTPS to the same principals as gRPC: a bearer token, and a client certificate
+// (which the HTTP server verifies against the same client CA).
+func TestHTTPOverTLS(t *testing.T) {
+	pki := newTestPKI(t, t.TempDir(), "acme-bot")
+	token, hash, err := auth.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := servertest.Start(t, func(c *config.Config) {
+		c.Auth.RequirePrincipal = true
+		c.Auth.Tokens = []config.Token{{Name: "acme-user", SHA256: hash, Tenant: "acme", Roles: []string{"user"}}}
+		c.Auth.ClientCerts = []config.ClientCert{{CommonName: "acme-bot", Tenant: "acme", Roles: []string{"user"}}}
+		c.TLS = config.TLS{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: pki.caFile}
+	})
+	tlsCfg := &tls.Config{RootCAs: pki.pool, Certificates: []tls.Certificate{pki.client}, MinVersion: tls.VersionTLS12}
+	ctx := context.Background()
+	c, err := client.Dial(ctx, in.GRPCAddr, client.WithTLS(tlsCfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	resp, err := c.Capabilities.GetCapabilities(ctx, &agentplanev1.GetCapabilitiesRequest{})
+	if err != nil || resp.GetCapabilities().GetPrincipal().GetSubject() != "acme-bot" {
+		t.Fatalf("gRPC with the client certificate: %v %v", err, resp.GetCapabilities().GetPrincipal())
+	}
+	if !resp.GetCapabilities().GetFeatures().GetHttpJson() {
+		t.Fatal("features.http_json is false, yet HTTP is on")
+	}
+
+	// capabilitiesOver GETs /v1/capabilities over HTTPS and returns the principal.
+	capabilitiesOver := func(t *testing.T, cfg *tls.Config, authz string) *agentplanev1.Principal {
+		t.Helper()
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
+		defer hc.CloseIdleConnections()
+		req, err := http.NewRequest(http.MethodGet, "https://"+in.HTTPAddr+"/v1/capabilities", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if authz != "" {
+			req.Header.Set("Authorization", authz)
+		}
+		hresp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hresp.Body.Close()
+		body, _ := io.ReadAll(hresp.Body)
+		var caps agentplanev1.GetCapabilitiesResponse
+		if hresp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /v1/capabilities over HTTPS: %d %s (features.http_json says the route works)", hresp.StatusCode, body)
+		}
+		if err := protojson.Unmarshal(body, &caps); err != nil {
+			t.Fatalf("%v: %s", err, body)
+		}
+		return caps.GetCapabilities().GetPrincipal()
+	}
+	t.Run("bearer token", func(t *testing.T) {
+		t.Skip("bug: with tls.cert_file set the gateway dials its in-process gRPC listener in plaintext while that listener expects TLS; every HTTP/JSON API call answers 503")
+		if p := capabilitiesOver(t, &tls.Config{RootCAs: pki.pool, MinVersion: tls.VersionTLS12}, "Bearer "+token); p.GetSubject() != "acme-user" {
+			t.Errorf("principal %v, want acme-user", p)
+		}
+	})
+	t.Run("client certificate", func(t *testing.T) {
+		t.Skip("bug: even with the 503 fixed, the gateway does not carry the HTTPS client certificate to the gRPC call; an mTLS principal gets 401 over HTTP/JSON")
+		if p := capabilitiesOver(t, tlsCfg, ""); p.GetSubject() != "acme-bot" {
+			t.Errorf("principal %v, want acme-bot", p)
+		}
+	})
 }
