@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -278,5 +279,63 @@ func TestCancelResolvesThePause(t *testing.T) {
 	equal(t, "logged decision", evs[len(evs)-2].GetInterruptResolved().GetDecision(), d)
 	if st, err := h.store.Stats(ctx); err != nil || st.PendingInterrupts != 0 {
 		t.Fatalf("pending interrupts after cancel = %d, %v", st.PendingInterrupts, err)
+	}
+}
+
+func TestOnTaskEndHooks(t *testing.T) {
+	h := newHarness(t)
+	type call struct {
+		tenant, taskID string
+		resolved       []*agentplanev1.Decision
+	}
+	var mu sync.Mutex
+	var calls []call
+	for range 2 { // every hook is called
+		h.m.OnTaskEnd(func(tenant, taskID string, resolved []*agentplanev1.Decision) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, call{tenant, taskID, resolved})
+		})
+	}
+	took := func() []call {
+		mu.Lock()
+		defer mu.Unlock()
+		out := calls
+		calls = nil
+		return out
+	}
+
+	paused := h.start(t, params("acme"))
+	l := h.lease(t, "rt")
+	in, err := h.m.Pause(ctx, ref(l), "", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := took(); len(got) != 0 {
+		t.Fatalf("hooks called for changes that did not end a task: %v", got)
+	}
+	if _, err := h.m.Cancel(ctx, "acme", paused.GetTaskId(), "owner", ""); err != nil {
+		t.Fatal(err)
+	}
+	got := took()
+	if len(got) != 2 || got[0].tenant != "acme" || got[0].taskID != paused.GetTaskId() || len(got[0].resolved) != 1 ||
+		got[0].resolved[0].GetInterruptId() != in.GetInterruptId() ||
+		got[0].resolved[0].GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_TASK_ENDED {
+		t.Fatalf("hooks after cancel = %v", got)
+	}
+
+	done := h.start(t, params("acme"))
+	if _, err := h.m.Complete(ctx, ref(h.lease(t, "rt")), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := took(); len(got) != 2 || got[1].taskID != done.GetTaskId() || len(got[1].resolved) != 0 {
+		t.Fatalf("hooks after complete = %v", got)
+	}
+	// A refused change ends nothing and calls nothing.
+	if _, err := h.m.Cancel(ctx, "acme", done.GetTaskId(), "owner", ""); err == nil {
+		t.Fatal("canceled an ended task")
+	}
+	if got := took(); len(got) != 0 {
+		t.Fatalf("hooks called for a refused change: %v", got)
 	}
 }

@@ -40,4 +40,6 @@
 // Op, Manager.UpdateTask and Manager.UpdateLeased are the extension points for the
 // human-in-the-loop and verdict flows: they give one task, inside one transaction,
 // with event appends, limits, state transitions and the lease fence already handled.
+// OnTaskEnd tells them, after the commit, that a task ended and how its pending
+// interrupts were resolved (this package imports none of them).
 package tasks

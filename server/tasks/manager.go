@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/pagetoken"
@@ -104,9 +106,44 @@ type Manager struct {
 	rrMu     sync.Mutex
 	rrTenant string
 
+	// endHooks are called after a commit that ended a task (OnTaskEnd); written
+	// under hooksMu, read without a lock on every commit.
+	hooksMu  sync.Mutex
+	endHooks atomic.Pointer[[]EndHook]
+
 	stopOnce sync.Once
 	stop     context.CancelFunc
 	loops    sync.WaitGroup
+}
+
+// EndHook is told that a task ended, after the commit that ended it: its tenant and
+// id, and the decisions that resolved the interrupts still pending then (source
+// TASK_ENDED; none when nothing was pending). It runs on the committing goroutine, so
+// it must be quick and must not block or call back into the Manager.
+type EndHook func(tenant, taskID string, resolved []*agentplanev1.Decision)
+
+// OnTaskEnd adds h to the hooks called when a task ends, so that a domain above this
+// one (approvals, whose waiters block on interrupts) learns of it without polling and
+// without this package knowing it. Hooks run in the order added. Safe to call at any
+// time; a hook added late misses the tasks that ended before.
+func (m *Manager) OnTaskEnd(h EndHook) {
+	m.hooksMu.Lock()
+	defer m.hooksMu.Unlock()
+	var hooks []EndHook
+	if old := m.endHooks.Load(); old != nil {
+		hooks = append(hooks, *old...)
+	}
+	hooks = append(hooks, h)
+	m.endHooks.Store(&hooks)
+}
+
+// taskEnded calls the end hooks.
+func (m *Manager) taskEnded(tenant, taskID string, resolved []*agentplanev1.Decision) {
+	if hooks := m.endHooks.Load(); hooks != nil {
+		for _, h := range *hooks {
+			h(tenant, taskID, resolved)
+		}
+	}
 }
 
 // New returns a Manager over the store. It starts no goroutines; call

@@ -37,6 +37,11 @@ type Op struct {
 	// touched says the record must be written back.
 	touched bool
 	queued  bool
+	// ended says the task reached a terminal state in this Op; endDecisions are the
+	// decisions that resolved its pending interrupts then. The end hooks learn both
+	// after the commit.
+	ended        bool
+	endDecisions []*agentplanev1.Decision
 }
 
 func (m *Manager) newOp(w store.Writer, now time.Time, rec *storagev1.TaskRecord) *Op {
@@ -189,6 +194,7 @@ func (o *Op) SetState(to agentplanev1.TaskState, reason string) error {
 	o.touched = true
 	o.rec.State = to
 	if isTerminal(to) {
+		o.ended = true
 		o.rec.EndTime = timestamppb.New(o.now)
 		o.rec.QueueTime = nil
 		if l := o.rec.GetLease(); l != nil && !l.GetRevoked() {
@@ -238,6 +244,7 @@ func (o *Op) closePendingInterrupts(how string) error {
 		}}); err != nil {
 			return err
 		}
+		o.endDecisions = append(o.endDecisions, d)
 	}
 	o.rec.PendingInterruptIds = nil
 	return nil
@@ -315,11 +322,14 @@ func (o *Op) flush() error {
 	if err := o.w.AppendEvents(tenant, taskID, o.events...); err != nil {
 		return err
 	}
-	events, queued, m := o.events, o.queued, o.m
+	events, queued, ended, decisions, m := o.events, o.queued, o.ended, o.endDecisions, o.m
 	o.w.OnCommit(func() {
 		m.hub.publish(tenant, taskID, events)
 		if queued {
 			m.work.broadcast()
+		}
+		if ended {
+			m.taskEnded(tenant, taskID, decisions)
 		}
 	})
 	return nil

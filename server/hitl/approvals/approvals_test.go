@@ -542,3 +542,28 @@ func TestTaskEndResolvesPendingInterrupts(t *testing.T) {
 		})
 	}
 }
+
+// TestAwaitEndsWhenTheTaskEnds: a runtime waiting for a decision learns at once that
+// its task ended; the periodic re-check is pushed out of reach, so only the task
+// domain's announcement can end the wait.
+func TestAwaitEndsWhenTheTaskEnds(t *testing.T) {
+	e := newEnv(t, testConfig())
+	e.svc.recheck = time.Hour
+	ref := e.startAndLease(t, tenant)
+	in := e.gated(t, ref, "c1")
+	done := make(chan error, 1)
+	go func() { _, err := e.svc.AwaitDecision(ctx, ref, in.GetInterruptId()); done <- err }()
+	waitFor(t, "the runtime to wait", func() bool { return e.svc.waiters.count() == 1 })
+	if _, err := e.tasks.Cancel(ctx, tenant, ref.GetTaskId(), "owner", "enough"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
+	case <-time.After(10 * time.Second):
+		t.Fatal("AwaitDecision still waits after its task ended")
+	}
+	if n := e.svc.waiters.count(); n != 0 {
+		t.Errorf("%d waiters left", n)
+	}
+}

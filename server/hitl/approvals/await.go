@@ -12,8 +12,9 @@ import (
 )
 
 // awaitRecheck is how often a waiting AwaitDecision looks at the store although no
-// decision was announced: it ends the wait of a runtime whose lease was lost or whose
-// task ended (the task domain closes pending interrupts without telling us).
+// decision was announced: it ends the wait of a runtime whose lease expired or was
+// taken over (decisions and task ends are announced, see Service.taskEnded), and
+// bounds the cost of a missed announcement.
 const awaitRecheck = 10 * time.Second
 
 // AwaitDecision waits for the decision on interrupt id of the caller's task
@@ -40,7 +41,7 @@ func (s *Service) AwaitDecision(ctx context.Context, ref *agentplanev1.LeaseRef,
 	// the wait is not missed.
 	w := s.waiters.add(waitKey(tenant, id))
 	defer s.waiters.remove(w)
-	timer := time.NewTimer(awaitRecheck)
+	timer := time.NewTimer(s.recheck)
 	defer timer.Stop()
 	for {
 		d, err := s.decisionFor(ctx, ref, tenant, id)
@@ -55,7 +56,7 @@ func (s *Service) AwaitDecision(ctx context.Context, ref *agentplanev1.LeaseRef,
 				return n.decision, nil
 			}
 		case <-timer.C:
-			timer.Reset(awaitRecheck)
+			timer.Reset(s.recheck)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

@@ -14,7 +14,8 @@
 //   - ResolveInterrupt: single-use decisions bound to the principal and the argument
 //     digests; a second one is interrupt.already_resolved.
 //   - AwaitDecision (interactive delivery): a registry of waiters is told after the
-//     resolving commit, so a waiting runtime gets the decision without polling.
+//     resolving commit, so a waiting runtime gets the decision without polling, and
+//     after the commit that ends the task (tasks.Manager.OnTaskEnd), so it stops.
 //   - SuspendTask (durable delivery): the lease is given up; the decision queues the
 //     task again and the next lease carries it (Lease.resolved_interrupts).
 //   - Deadlines: a loop (Start/Stop) applies the deployment default when a deadline

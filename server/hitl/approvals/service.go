@@ -70,6 +70,8 @@ type Service struct {
 	log      *slog.Logger
 	tokens   *pagetoken.Codec
 	waiters  *waiters
+	// recheck is awaitRecheck; tests lengthen it to prove a wait ends by announcement.
+	recheck time.Duration
 
 	// kick wakes the deadline loop when an earlier deadline may exist.
 	kick chan struct{}
@@ -101,7 +103,7 @@ func New(opts Options) (*Service, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Service{
+	s := &Service{
 		tasks:    opts.Tasks,
 		store:    opts.Store,
 		gate:     opts.Gate,
@@ -111,8 +113,20 @@ func New(opts Options) (*Service, error) {
 		log:      opts.Logger,
 		tokens:   pagetoken.New(opts.Store.TokenKey()),
 		waiters:  newWaiters(),
+		recheck:  awaitRecheck,
 		kick:     make(chan struct{}, 1),
-	}, nil
+	}
+	opts.Tasks.OnTaskEnd(s.taskEnded)
+	return s, nil
+}
+
+// taskEnded wakes the runtimes waiting on interrupts of a task that just ended: their
+// AwaitDecision looks again at once and is refused (the lease ended with the task),
+// instead of noticing at its next re-check.
+func (s *Service) taskEnded(tenant, _ string, resolved []*agentplanev1.Decision) {
+	for _, d := range resolved {
+		s.waiters.notify(waitKey(tenant, d.GetInterruptId()), notice{decision: d})
+	}
 }
 
 // reasonPolicy is how reasons reach the model at node.
