@@ -567,3 +567,52 @@ func TestAwaitEndsWhenTheTaskEnds(t *testing.T) {
 		t.Errorf("%d waiters left", n)
 	}
 }
+
+// TestDecisionIsSpentByTheReportNotByALease: durable delivery hands a decision to
+// every lease of the turn; only the lease that reports the call spends it, once.
+func TestDecisionIsSpentByTheReportNotByALease(t *testing.T) {
+	e := newEnv(t, testConfig())
+	ref := e.startAndLease(t, tenant)
+	in := e.gated(t, ref, "c1")
+	if _, err := e.svc.SuspendTask(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.ResolveInterrupt(ctx, tenant, "alice", approve(in.GetInterruptId())); err != nil {
+		t.Fatal(err)
+	}
+	consumed := func() int64 { return e.record(t, tenant, in.GetInterruptId()).GetConsumedEpoch() }
+	// leaseAgain loses the current lease (it expires) and takes the next one, which
+	// must carry the decision.
+	leaseAgain := func() *agentplanev1.LeaseRef {
+		t.Helper()
+		l := e.leaseFull(t, tenant)
+		if len(l.GetResolvedInterrupts()) != 1 || l.GetResolvedInterrupts()[0].GetInterruptId() != in.GetInterruptId() {
+			t.Fatalf("lease %d carries %v", l.GetEpoch(), l.GetResolvedInterrupts())
+		}
+		return &agentplanev1.LeaseRef{TaskId: l.GetTask().GetTaskId(), LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()}
+	}
+	expire := func() {
+		t.Helper()
+		e.clock.Advance(2 * time.Hour)
+		if n, err := e.tasks.ExpireLeases(ctx); err != nil || n != 1 {
+			t.Fatalf("ExpireLeases = %d, %v", n, err)
+		}
+	}
+
+	second := leaseAgain()
+	if got := consumed(); got != 0 {
+		t.Fatalf("consumed_epoch = %d after a grant; a delivery spent the decision", got)
+	}
+	expire()
+	third := leaseAgain()
+	wantErr(t, e.report(second, "c1", "fs.write", in.GetRequest().GetArgs()), codes.FailedPrecondition, apierr.ReasonLeaseLost)
+	if err := e.report(third, "c1", "fs.write", in.GetRequest().GetArgs()); err != nil {
+		t.Fatalf("the lease holding the decision cannot run the call: %v", err)
+	}
+	if got := consumed(); got != third.GetEpoch() {
+		t.Fatalf("consumed_epoch = %d, want %d", got, third.GetEpoch())
+	}
+	expire()
+	fourth := leaseAgain()
+	wantErr(t, e.report(fourth, "c1", "fs.write", in.GetRequest().GetArgs()), codes.FailedPrecondition, apierr.ReasonToolCallNotApproved)
+}

@@ -108,6 +108,9 @@ func (s *Service) decisionFor(ctx context.Context, ref *agentplanev1.LeaseRef, t
 // decisions (Lease.resolved_interrupts). When nothing is pending any more (the
 // decision came first) the task is queued at once. It is a clean hand-back: the lost
 // lease count starts over. The task is returned as it is after the change.
+//
+// The decisions reach every later lease of the turn unspent: a decision is spent
+// (InterruptRecord.consumed_epoch) by the report of its call, not by a delivery.
 func (s *Service) SuspendTask(ctx context.Context, ref *agentplanev1.LeaseRef) (*agentplanev1.Task, error) {
 	err := s.tasks.UpdateLeased(ctx, ref, func(op *tasks.Op) error {
 		task := op.Task()
