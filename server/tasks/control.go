@@ -44,12 +44,9 @@ func (m *Manager) Cancel(ctx context.Context, tenant, taskID, principal, reason 
 		if err := op.SetState(agentplanev1.TaskState_TASK_STATE_CANCELED, "canceled"); err != nil {
 			return err
 		}
-		spec, err := op.Spec()
-		if err != nil {
-			return err
-		}
-		task = toAPITask(rec, spec)
-		return nil
+		var err error
+		task, err = op.APITask()
+		return err
 	})
 	return task, err
 }
@@ -118,12 +115,8 @@ func (m *Manager) Continue(ctx context.Context, tenant, taskID, principal, messa
 		if err := op.Resume("continued"); err != nil {
 			return err
 		}
-		spec, err := op.Spec()
-		if err != nil {
-			return err
-		}
-		task = toAPITask(rec, spec)
-		return nil
+		task, err = op.APITask()
+		return err
 	})
 	return task, err
 }

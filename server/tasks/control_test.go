@@ -339,3 +339,51 @@ func TestOnTaskEndHooks(t *testing.T) {
 		t.Fatalf("hooks called for a refused change: %v", got)
 	}
 }
+
+// TestChangesReturnTheTaskAsStored: what a change returns (Op.APITask) is what a
+// read after it shows.
+func TestChangesReturnTheTaskAsStored(t *testing.T) {
+	h := newHarness(t)
+	tests := []struct {
+		name   string
+		change func(t *testing.T, l *agentplanev1.Lease) (*agentplanev1.Task, error)
+	}{
+		{"cancel", func(t *testing.T, l *agentplanev1.Lease) (*agentplanev1.Task, error) {
+			return h.m.Cancel(ctx, "acme", l.GetTask().GetTaskId(), "owner", "stop")
+		}},
+		{"complete", func(t *testing.T, l *agentplanev1.Lease) (*agentplanev1.Task, error) {
+			return h.m.Complete(ctx, ref(l), &agentplanev1.TaskOutput{Text: "42"})
+		}},
+		{"fail with retry", func(t *testing.T, l *agentplanev1.Lease) (*agentplanev1.Task, error) {
+			return h.m.Fail(ctx, ref(l), "", "again", true)
+		}},
+		{"continue", func(t *testing.T, l *agentplanev1.Lease) (*agentplanev1.Task, error) {
+			if _, err := h.m.Pause(ctx, ref(l), "", "main"); err != nil {
+				t.Fatal(err)
+			}
+			h.clock.Advance(time.Second)
+			return h.m.Continue(ctx, "acme", l.GetTask().GetTaskId(), "owner", "go on")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h.start(t, params("acme"))
+			l := h.lease(t, "rt")
+			h.clock.Advance(time.Second)
+			got, err := tt.change(t, l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			equal(t, "returned task", got, h.get(t, "acme", l.GetTask().GetTaskId()))
+			if !got.GetUpdateTime().AsTime().Equal(h.clock.Now()) {
+				t.Errorf("update_time %v, want %v", got.GetUpdateTime().AsTime(), h.clock.Now())
+			}
+			if tt.name == "fail with retry" || tt.name == "continue" {
+				h.lease(t, "rt") // out of the queue, so the next case leases its own task
+				if _, err := h.m.Cancel(ctx, "acme", l.GetTask().GetTaskId(), "owner", ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}

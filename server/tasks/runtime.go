@@ -231,12 +231,9 @@ func (m *Manager) endLeased(ctx context.Context, ref *agentplanev1.LeaseRef, fn 
 		if err := fn(op); err != nil {
 			return err
 		}
-		spec, err := op.Spec()
-		if err != nil {
-			return err
-		}
-		task = toAPITask(op.rec, spec)
-		return nil
+		var err error
+		task, err = op.APITask()
+		return err
 	})
 	return task, err
 }

@@ -232,6 +232,9 @@ func TestDurableResolutionAcrossRestart(t *testing.T) {
 	if task.GetState() != agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED || task.GetRuntimeId() != "" {
 		t.Fatalf("suspended task = %v", task)
 	}
+	if stored := e.task(t, tenant, ref.GetTaskId()); !proto.Equal(task, stored) {
+		t.Fatalf("SuspendTask returned %v, the store holds %v", task, stored)
+	}
 	// The old lease is gone.
 	_, err = e.svc.AwaitDecision(ctx, ref, in.GetInterruptId())
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)

@@ -112,23 +112,31 @@ func (s *Service) decisionFor(ctx context.Context, ref *agentplanev1.LeaseRef, t
 // The decisions reach every later lease of the turn unspent: a decision is spent
 // (InterruptRecord.consumed_epoch) by the report of its call, not by a delivery.
 func (s *Service) SuspendTask(ctx context.Context, ref *agentplanev1.LeaseRef) (*agentplanev1.Task, error) {
+	var out *agentplanev1.Task
 	err := s.tasks.UpdateLeased(ctx, ref, func(op *tasks.Op) error {
+		out = nil
 		task := op.Task()
 		// Not HandBack: the decisions of this turn must still reach the next lease.
 		task.FailedAttempts = 0
 		if err := op.ReleaseLease(agentplanev1.LeaseChangeKind_LEASE_CHANGE_KIND_RELEASED); err != nil {
 			return err
 		}
+		var err error
 		if len(task.GetPendingInterruptIds()) > 0 {
-			return op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "task.suspended")
+			err = op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "task.suspended")
+		} else {
+			err = op.Resume("interrupt.resolved")
 		}
-		return op.Resume("interrupt.resolved")
+		if err != nil {
+			return err
+		}
+		out, err = op.APITask()
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	tenant, _ := tasks.LeaseTenant(ref.GetLeaseId())
-	return s.tasks.Get(ctx, tenant, ref.GetTaskId())
+	return out, nil
 }
 
 // notice announces a decision to waiters: the decision and the epoch of the lease
