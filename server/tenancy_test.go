@@ -334,7 +334,10 @@ func TestTenancyRandomizedIsolation(t *testing.T) {
 	for _, tenant := range mt.tenants {
 		r.startTask(mt.by[tenant][auth.RoleUser])
 		r.leaseTasks(mt.by[tenant][auth.RoleRuntime])
-		r.checkToolCall(mt.by[tenant][auth.RoleRuntime], own)
+		r.checkTool(mt.by[tenant][auth.RoleRuntime], own, gatedTool)
+		if len(r.tasksOf[tenant]) != 1 || len(r.interruptsOf[tenant]) != 1 {
+			t.Fatalf("setup of %s: %d tasks, %d interrupts; want one of each", tenant, len(r.tasksOf[tenant]), len(r.interruptsOf[tenant]))
+		}
 	}
 
 	type op struct {
@@ -934,6 +937,10 @@ func (r *tenancyRun) checkToolCall(a *actor, w whose) {
 	if r.rng.IntN(3) != 0 {
 		tool = gatedTool
 	}
+	r.checkTool(a, w, tool)
+}
+
+func (r *tenancyRun) checkTool(a *actor, w whose, tool string) {
 	var resp *agentplanev1.CheckToolCallResponse
 	_, ok := r.leased(agentplanev1.RuntimeService_CheckToolCall_FullMethodName, a, w, func(ctx context.Context, ref *agentplanev1.LeaseRef) error {
 		var err error
