@@ -55,3 +55,10 @@ func A2aInjectionHonored(d Deployment) bool {
 	ok, _, _ := a2aLane.gate(d)
 	return ok
 }
+
+// WorkflowsAllowed reports whether d lets a caller run multi-agent graphs (GraphSpec):
+// the workflows capability, which a compliance posture may deny. StartTask refuses a
+// graph when it is false, and GetCapabilities leaves GraphSpec out of the spec kinds.
+func WorkflowsAllowed(d Deployment) bool {
+	return !d.Posture.Denies(CapWorkflows)
+}

@@ -72,8 +72,9 @@ func ParseLockedKey(s string) (LockedKey, error) {
 type Capability string
 
 // The closed set of capabilities. The gates enforce the first two themselves (they
-// are the caller-injection lanes); the others are reported in denied_capabilities for
-// runtimes and clients to honour, since no StartTask field carries them.
+// are the caller-injection lanes) and StartTask enforces workflows (WorkflowsAllowed);
+// the others are reported in denied_capabilities for runtimes and clients to honour,
+// since no StartTask field carries them.
 const (
 	// CapMcpServers is honouring caller-supplied MCP servers on StartTask.
 	CapMcpServers Capability = "mcp_servers"

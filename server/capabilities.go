@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 
 	"google.golang.org/grpc/codes"
 
@@ -39,12 +40,16 @@ func (x *capabilityService) GetCapabilities(ctx context.Context, _ *agentplanev1
 		return nil, apierr.New(codes.Unauthenticated, apierr.ReasonUnauthenticated, "no principal")
 	}
 	// The gate-derived answers come from the same predicates StartTask reads.
-	caps := gates.Capabilities(s.gates.For(p.Tenant))
+	d := s.gates.For(p.Tenant)
+	caps := gates.Capabilities(d)
 	caps.ServerVersion = BuildVersion()
 	caps.Store = "bbolt"
 	caps.Principal = p.Proto()
 	caps.Features = s.features()
 	caps.Spec = spec.Vocabulary()
+	if !gates.WorkflowsAllowed(d) {
+		caps.Spec.Kinds = slices.DeleteFunc(caps.Spec.Kinds, func(k string) bool { return k == spec.KindGraph })
+	}
 	caps.DecisionTypes = []agentplanev1.DecisionType{
 		agentplanev1.DecisionType_DECISION_TYPE_APPROVE,
 		agentplanev1.DecisionType_DECISION_TYPE_REJECT,

@@ -21,6 +21,12 @@ import (
 // server in process, so interceptors apply exactly as for gRPC), /metrics and /healthz.
 func (s *Server) buildHTTP() error {
 	s.inproc = bufconn.Listen(1 << 20)
+	s.gwGRPC = grpc.NewServer(
+		grpc.ChainUnaryInterceptor(s.unaryInterceptor, s.tls2peer.unary, s.guard.UnaryInterceptor),
+		grpc.ChainStreamInterceptor(s.streamInterceptor, s.tls2peer.stream, s.guard.StreamInterceptor),
+		grpc.MaxRecvMsgSize(int(s.cfg.Limits.MaxSpecBytes)+(64<<10)),
+	)
+	s.registerServices(s.gwGRPC)
 	conn, err := s.dialInProcess()
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
@@ -33,6 +39,7 @@ func (s *Server) buildHTTP() error {
 			UnmarshalOptions: protojson.UnmarshalOptions{},
 		}}),
 		runtime.WithHealthzEndpoint(healthpb.NewHealthClient(conn)),
+		runtime.WithMetadata(s.tls2peer.annotate),
 	)
 	ctx := context.Background()
 	for _, register := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
@@ -50,7 +57,7 @@ func (s *Server) buildHTTP() error {
 
 	maxBody := s.cfg.Limits.MaxSpecBytes + (64 << 10)
 	root := http.NewServeMux()
-	root.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+	root.Handle("/metrics", s.metricsAuth(promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})))
 	root.Handle("/", http.MaxBytesHandler(gw, maxBody))
 	s.http = &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second, TLSConfig: s.tls}
 	return nil

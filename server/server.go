@@ -46,14 +46,18 @@ type Server struct {
 	grpc    *grpc.Server
 	health  *health.Server
 	grpcLis net.Listener
-	// inproc is the in-memory listener the HTTP gateway reaches the gRPC server through,
-	// so HTTP calls run the same interceptors as gRPC ones.
+	// gwGRPC serves the HTTP gateway over inproc, an in-memory listener: the same
+	// services and interceptors as grpc, without transport security (nothing outside the
+	// process can reach it), and with the HTTPS caller's verified client certificate
+	// handed over by the gateway (see tlsHandoff).
+	gwGRPC  *grpc.Server
 	inproc  *bufconn.Listener
 	gwConn  *grpc.ClientConn
 	http    *http.Server
 	httpLis net.Listener
 	// tls is the server TLS configuration, nil for plaintext.
-	tls *tls.Config
+	tls      *tls.Config
+	tls2peer tlsHandoff
 
 	// stopping is closed when shutdown begins; long-lived streams end on it.
 	stopping chan struct{}
@@ -109,7 +113,7 @@ func New(cfg config.Config, opts ...Option) (_ *Server, err error) {
 		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(s.tls)))
 	}
 	s.grpc = grpc.NewServer(serverOpts...)
-	s.registerServices()
+	s.registerServices(s.grpc)
 
 	if s.grpcLis, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
 		return nil, fmt.Errorf("grpc listen on %s: %w", cfg.GRPCAddr, err)
@@ -125,21 +129,25 @@ func New(cfg config.Config, opts ...Option) (_ *Server, err error) {
 	return s, nil
 }
 
-func (s *Server) registerServices() {
-	agentplanev1.RegisterSpecServiceServer(s.grpc, &specService{s: s})
-	agentplanev1.RegisterTaskServiceServer(s.grpc, &taskService{s: s})
-	agentplanev1.RegisterHitlServiceServer(s.grpc, &hitlService{s: s})
-	agentplanev1.RegisterCapabilityServiceServer(s.grpc, &capabilityService{s: s})
-	agentplanev1.RegisterRuntimeServiceServer(s.grpc, &runtimeService{s: s})
-	agentplanev1.RegisterAdminServiceServer(s.grpc, &adminService{s: s})
+// registerServices registers every service on g: the public server, and the
+// in-process one behind the HTTP gateway.
+func (s *Server) registerServices(g *grpc.Server) {
+	agentplanev1.RegisterSpecServiceServer(g, &specService{s: s})
+	agentplanev1.RegisterTaskServiceServer(g, &taskService{s: s})
+	agentplanev1.RegisterHitlServiceServer(g, &hitlService{s: s})
+	agentplanev1.RegisterCapabilityServiceServer(g, &capabilityService{s: s})
+	agentplanev1.RegisterRuntimeServiceServer(g, &runtimeService{s: s})
+	agentplanev1.RegisterAdminServiceServer(g, &adminService{s: s})
 
-	s.health = health.NewServer()
-	healthpb.RegisterHealthServer(s.grpc, s.health)
-	for name := range s.grpc.GetServiceInfo() {
-		s.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+	if s.health == nil {
+		s.health = health.NewServer()
+		for name := range g.GetServiceInfo() {
+			s.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+		}
+		s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	}
-	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	reflection.Register(s.grpc)
+	healthpb.RegisterHealthServer(g, s.health)
+	reflection.Register(g)
 }
 
 // GRPCAddr is the address the gRPC server listens on (useful with port 0).
@@ -160,7 +168,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	errc := make(chan error, 3)
 	go func() { errc <- s.grpc.Serve(s.grpcLis) }()
 	if s.inproc != nil {
-		go func() { errc <- s.grpc.Serve(s.inproc) }()
+		go func() { errc <- s.gwGRPC.Serve(s.inproc) }()
 	}
 	if s.http != nil {
 		go func() {
@@ -200,14 +208,19 @@ func (s *Server) shutdown() {
 			s.log.Warn("http shutdown", "err", err)
 		}
 	}
-	done := make(chan struct{})
-	go func() { s.grpc.GracefulStop(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		s.log.Warn("drain timed out; closing remaining connections")
-		s.grpc.Stop()
-		<-done
+	for _, g := range []*grpc.Server{s.grpc, s.gwGRPC} {
+		if g == nil {
+			continue
+		}
+		done := make(chan struct{})
+		go func() { g.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			s.log.Warn("drain timed out; closing remaining connections")
+			g.Stop()
+			<-done
+		}
 	}
 	s.closeAll()
 	s.log.Info("stopped")

@@ -47,8 +47,14 @@ func (x *taskService) StartTask(ctx context.Context, req *agentplanev1.StartTask
 		return nil, err
 	}
 
-	// The gates: locked keys, caller MCP servers and A2A peers, tool axes.
-	g, err := gates.ResolveStartTask(s.gates.For(tenant), req)
+	// The gates: the compliance posture, locked keys, caller MCP servers and A2A peers,
+	// tool axes.
+	d := s.gates.For(tenant)
+	if params.Graph != nil && !gates.WorkflowsAllowed(d) {
+		return nil, apierr.FailedPrecondition(apierr.ReasonComplianceDenied,
+			"this deployment's compliance posture %q denies workflows: multi-agent graphs (GraphSpec) cannot run here; start an AgentSpec", d.Posture)
+	}
+	g, err := gates.ResolveStartTask(d, req)
 	if err != nil {
 		return nil, gateError(err)
 	}

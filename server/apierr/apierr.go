@@ -36,6 +36,7 @@ const (
 	ReasonEditInvalid          = "interrupt.edit_invalid"
 	ReasonLeaseLost            = "lease.lost"
 	ReasonLockedKey            = "config.locked_key"
+	ReasonComplianceDenied     = "compliance.denied"
 	ReasonRuleNotFound         = "rule.not_found"
 	ReasonResourceExhausted    = "limit.exceeded"
 	ReasonUnimplemented        = "unimplemented"

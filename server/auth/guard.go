@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/store/schema"
 )
 
 // Guard authenticates callers and enforces the method table. It holds no mutable
@@ -99,6 +101,9 @@ func principal(subject, tenant string, roles []string, via string) (Principal, e
 	}
 	if strings.TrimSpace(tenant) == "" {
 		errs = append(errs, errors.New("tenant is required"))
+	}
+	if len(tenant) > schema.MaxComponent {
+		errs = append(errs, fmt.Errorf("tenant id of %d bytes: at most %d (every stored key starts with it)", len(tenant), schema.MaxComponent))
 	}
 	for _, s := range roles {
 		r, err := ParseRole(s)
@@ -185,4 +190,28 @@ func verifiedCN(ctx context.Context) (string, bool) {
 
 func unauthenticated(format string, args ...any) error {
 	return apierr.New(codes.Unauthenticated, apierr.ReasonUnauthenticated, format, args...)
+}
+
+// AuthenticateHTTP authenticates a plain HTTP request (one that does not go through
+// the gRPC gateway, such as /metrics) the way Authenticate does a call: a bearer
+// token, or a verified client certificate. In single-user mode it is the owner.
+func (g *Guard) AuthenticateHTTP(r *http.Request) (Principal, error) {
+	if !g.multiTenant {
+		return Owner(), nil
+	}
+	switch values := r.Header.Values("Authorization"); len(values) {
+	case 0:
+	case 1:
+		return g.bearer(values[0])
+	default:
+		return Principal{}, unauthenticated("more than one authorization header")
+	}
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
+		cn := r.TLS.VerifiedChains[0][0].Subject.CommonName
+		if p, ok := g.certs[cn]; ok {
+			return p, nil
+		}
+		return Principal{}, unauthenticated("client certificate %q is not mapped to a principal", cn)
+	}
+	return Principal{}, unauthenticated("credentials required")
 }

@@ -122,7 +122,8 @@ type Auth struct {
 	// ClientCerts maps mTLS client certificate subjects to principals.
 	ClientCerts []ClientCert `yaml:"client_certs"`
 	// AllowInsecure lets a multi-tenant deployment listen on a non-loopback address
-	// without TLS. Say it only when something in front terminates TLS.
+	// without TLS, or a single-user one listen on a non-loopback address at all. Say it
+	// only when something in front terminates TLS and authenticates.
 	AllowInsecure bool `yaml:"allow_insecure"`
 }
 
@@ -376,6 +377,14 @@ func (c *Config) Validate() error {
 	}
 	if c.TLS.ClientCAFile != "" && c.TLS.CertFile == "" {
 		bad("tls.client_ca_file needs tls.cert_file and tls.key_file")
+	}
+	if !c.Auth.RequirePrincipal && !c.Auth.AllowInsecure {
+		for _, addr := range []string{c.GRPCAddr, c.HTTPAddr} {
+			if addr != "off" && !IsLoopback(addr) {
+				bad("single-user mode on non-loopback %s: every peer that reaches it would act as the owner; "+
+					"set auth.require_principal: true with tokens, or auth.allow_insecure: true if something in front authenticates", addr)
+			}
+		}
 	}
 	if c.Auth.RequirePrincipal && c.TLS.CertFile == "" && !c.Auth.AllowInsecure {
 		for _, addr := range []string{c.GRPCAddr, c.HTTPAddr} {

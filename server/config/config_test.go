@@ -88,3 +88,15 @@ func TestValidateGates(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateSingleUserStaysOnLoopback(t *testing.T) {
+	cfg := Default()
+	cfg.HTTPAddr = "0.0.0.0:7280"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "single-user mode on non-loopback") {
+		t.Fatalf("want refusal, got %v", err)
+	}
+	cfg.Auth.AllowInsecure = true
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("explicit allow_insecure must pass: %v", err)
+	}
+}
