@@ -344,7 +344,7 @@ func TestCapabilitiesNeverLie(t *testing.T) {
 						t.Errorf("%s %s list: effective %v does not start with the baseline %v", l.name, shape.name, effective, l.baseline)
 					}
 					honoured := slices.Contains(peerNames(effective), "mine")
-					if shape.entries != nil && len(shape.entries) > 0 && honoured != l.honoured(caps) {
+					if len(shape.entries) > 0 && honoured != l.honoured(caps) {
 						t.Errorf("%s_injection says %v but the caller's server honoured=%v (effective %v)",
 							l.name, l.honoured(caps), honoured, peerNames(effective))
 					}
