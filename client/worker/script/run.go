@@ -41,11 +41,11 @@ var _ worker.Handler = (*Runner)(nil)
 // Run plays the script for one lease: from the first step, or from the checkpoint of
 // a resumed task, until a step ends the task or gives the lease up.
 func (r *Runner) Run(ctx context.Context, t *worker.Task) error {
-	start, err := r.resumePoint(ctx, t)
+	start, ran, err := r.resumePoint(ctx, t)
 	if err != nil {
 		return err
 	}
-	p := &play{r: r, t: t, node: r.node(t), vars: strings.NewReplacer(
+	p := &play{r: r, t: t, node: r.node(t), ran: ran, vars: strings.NewReplacer(
 		"{{input}}", t.Input(),
 		"{{continue}}", strings.Join(t.ContinueMessages(), "\n"),
 	)}
@@ -85,28 +85,30 @@ func (r *Runner) logf(t *worker.Task, format string, args ...any) {
 // resumePoint finds where a resumed task continues: the last checkpoint note in the
 // history the lease covers (events up to Lease.history_cursor). A first lease, or a
 // runner without Tasks, starts at step 0. Steps between the checkpoint and where a
-// crashed runtime stopped are played again: the script is at-least-once between
-// checkpoints.
-func (r *Runner) resumePoint(ctx context.Context, t *worker.Task) (int, error) {
+// crashed runtime stopped are played again, except tool calls already in the history:
+// a decision is spent by the report of its call, so the server refuses a second report
+// (tool_call.not_approved), and the tool must not run twice anyway. ran holds those
+// calls, by call id, with whether their result was recorded too.
+func (r *Runner) resumePoint(ctx context.Context, t *worker.Task) (at int, ran map[string]bool, err error) {
 	l := t.Lease()
 	resumed := l.GetAttempt() > 1 || len(l.GetResolvedInterrupts()) > 0 || len(l.GetPendingInterrupts()) > 0 || len(l.GetContinueMessages()) > 0
 	if !resumed || r.Tasks == nil || l.GetHistoryCursor() <= 0 {
-		return 0, nil
+		return 0, nil, nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // the watch would follow the live task past the cursor
 	stream, err := r.Tasks.WatchTask(ctx, &agentplanev1.WatchTaskRequest{TaskId: t.ID()})
 	if err != nil {
-		return 0, fmt.Errorf("reading the task's history: %w", err)
+		return 0, nil, fmt.Errorf("reading the task's history: %w", err)
 	}
-	at := 0
+	ran = map[string]bool{}
 	for {
 		resp, err := stream.Recv()
 		if err == io.EOF {
-			return at, nil
+			return at, ran, nil
 		}
 		if err != nil {
-			return 0, fmt.Errorf("reading the task's history: %w", err)
+			return 0, nil, fmt.Errorf("reading the task's history: %w", err)
 		}
 		ev := resp.GetEvent()
 		if v, ok := ev.GetNote().GetAttributes()[checkpointAttr]; ok {
@@ -114,8 +116,16 @@ func (r *Runner) resumePoint(ctx context.Context, t *worker.Task) (int, error) {
 				at = n
 			}
 		}
+		if c := ev.GetToolCall(); c != nil {
+			if _, seen := ran[c.GetCallId()]; !seen {
+				ran[c.GetCallId()] = false
+			}
+		}
+		if res := ev.GetToolResult(); res != nil {
+			ran[res.GetCallId()] = true
+		}
 		if ev.GetSequence() >= l.GetHistoryCursor() {
-			return at, nil
+			return at, ran, nil
 		}
 	}
 }
@@ -126,6 +136,9 @@ type play struct {
 	t    *worker.Task
 	node string
 	vars *strings.Replacer // {{input}} and {{continue}}
+	// ran is the tool calls already in the task's history (see resumePoint), by call
+	// id: true when their result is recorded too.
+	ran map[string]bool
 }
 
 // step plays step i; ended says the task ended or was handed back.
@@ -208,6 +221,14 @@ func (p *play) tool(ctx context.Context, i int, tool *Tool) (bool, error) {
 	}
 	if call.ID == "" {
 		call.ID = fmt.Sprintf("step-%d", i+1)
+	}
+	if withResult, ok := p.ran[call.ID]; ok {
+		// An earlier lease ran this call and reported it; do not run it again.
+		p.r.logf(t, "tool %s already ran under an earlier lease; not running it again", tool.Name)
+		if withResult {
+			return false, nil
+		}
+		return false, t.ToolResult(ctx, call, tool.result, tool.Error)
 	}
 	if tool.Wait == "durable" || (tool.Wait == "" && p.r.Durable) {
 		call.Delivery = worker.Durable

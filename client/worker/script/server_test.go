@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/client/worker"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -181,5 +182,97 @@ func TestReviewExampleAgainstTheServer(t *testing.T) {
 	if o := ledger.GetObligations(); len(o) != 1 || o[0].GetState() != agentplanev1.ObligationState_OBLIGATION_STATE_ADDRESSED ||
 		o[0].GetObligationId() != v[0].GetRaised()[0].GetObligationId() {
 		t.Fatalf("ledger %v", o)
+	}
+}
+
+// TestResumeDoesNotRunAToolTwice: a runtime ran a tool call and reported it, then lost
+// its lease before the next checkpoint. The next lease replays from the checkpoint but
+// must not run (or report) that call again: the server would refuse the report
+// (tool_call.not_approved), since a decision is spent by the report of its call.
+func TestResumeDoesNotRunAToolTwice(t *testing.T) {
+	in := servertest.Start(t, nil)
+	c := in.Client
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "agents", "support-chat.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Document: doc, Input: "weather?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskID := started.GetTask().GetTaskId()
+
+	// A first runtime plays hello.yaml by hand up to its tool call (step 2), then
+	// hands the task back as if it had crashed.
+	leases, err := c.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "first", Wait: nil})
+	if err != nil || len(leases.GetLeases()) != 1 {
+		t.Fatalf("lease: %v %v", leases, err)
+	}
+	l := leases.GetLeases()[0]
+	ref := &agentplanev1.LeaseRef{TaskId: taskID, LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()}
+	args, _ := structpb.NewValue(map[string]any{"city": "Paris"})
+	gate, err := c.Runtime.CheckToolCall(ctx, &agentplanev1.CheckToolCallRequest{Lease: ref, CallId: "step-2", ToolName: "get_weather", Args: args, AgentName: "support"})
+	if err != nil || gate.GetOutcome() != agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW {
+		t.Fatalf("check: %v %v", gate, err)
+	}
+	if _, err := c.Runtime.ReportEvents(ctx, &agentplanev1.ReportEventsRequest{Lease: ref, Events: []*agentplanev1.RuntimeEvent{
+		{Payload: &agentplanev1.RuntimeEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{CallId: "step-2", ToolName: "get_weather", Args: args}}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Runtime.FailTask(ctx, &agentplanev1.FailTaskRequest{Lease: ref, Reason: "runtime.crashed", Retry: true}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The scripted runtime takes the next lease and plays the script from the start.
+	sc, err := Load(filepath.Join(examples, "hello.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	progress := &syncBuffer{}
+	w, err := worker.New(c.Runtime, &Runner{Script: sc, Tasks: c.Tasks, Progress: progress}, worker.Options{
+		RuntimeID: "second", MaxTasks: 1, PollWait: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: taskID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetTask().GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED {
+		t.Fatalf("task %v %v\nprogress:\n%s", got.GetTask().GetState(), got.GetTask().GetFailure(), progress)
+	}
+	if !strings.Contains(progress.String(), "tool get_weather already ran under an earlier lease") {
+		t.Fatalf("the replay did not skip the call:\n%s", progress)
+	}
+	// The log holds the call once, and its result once (reported by the second lease).
+	stream, err := c.Tasks.WatchTask(ctx, &agentplanev1.WatchTaskRequest{TaskId: taskID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, results := 0, 0
+	for {
+		resp, err := stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.GetEvent().GetToolCall() != nil {
+			calls++
+		}
+		if resp.GetEvent().GetToolResult() != nil {
+			results++
+		}
+	}
+	if calls != 1 || results != 1 {
+		t.Fatalf("tool calls %d, results %d; want 1 and 1", calls, results)
 	}
 }
