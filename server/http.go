@@ -21,11 +21,7 @@ import (
 // server in process, so interceptors apply exactly as for gRPC), /metrics and /healthz.
 func (s *Server) buildHTTP() error {
 	s.inproc = bufconn.Listen(1 << 20)
-	s.gwGRPC = grpc.NewServer(
-		grpc.ChainUnaryInterceptor(s.unaryInterceptor, s.tls2peer.unary, s.guard.UnaryInterceptor),
-		grpc.ChainStreamInterceptor(s.streamInterceptor, s.tls2peer.stream, s.guard.StreamInterceptor),
-		grpc.MaxRecvMsgSize(int(s.cfg.Limits.MaxSpecBytes)+(64<<10)),
-	)
+	s.gwGRPC = grpc.NewServer(s.serverOptions(s.tls2peer.unary, s.tls2peer.stream)...)
 	s.registerServices(s.gwGRPC)
 	conn, err := s.dialInProcess()
 	if err != nil {

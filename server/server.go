@@ -99,13 +99,7 @@ func New(cfg config.Config, opts ...Option) (_ *Server, err error) {
 		return nil, err
 	}
 
-	serverOpts := []grpc.ServerOption{
-		// Error mapping, metrics and panic recovery wrap authorization, so that refusals
-		// are counted and logged like any other answer.
-		grpc.ChainUnaryInterceptor(s.unaryInterceptor, s.guard.UnaryInterceptor),
-		grpc.ChainStreamInterceptor(s.streamInterceptor, s.guard.StreamInterceptor),
-		grpc.MaxRecvMsgSize(int(cfg.Limits.MaxSpecBytes) + (64 << 10)),
-	}
+	serverOpts := s.serverOptions(nil, nil)
 	if cfg.TLS.CertFile != "" {
 		if s.tls, err = auth.ServerTLSConfig(cfg.TLS); err != nil {
 			return nil, err
@@ -127,6 +121,26 @@ func New(cfg config.Config, opts ...Option) (_ *Server, err error) {
 		}
 	}
 	return s, nil
+}
+
+// serverOptions are the options every gRPC server of this process shares: error
+// mapping, metrics and panic recovery wrapping authorization (so refusals are counted
+// and logged like any other answer), with extra interceptors placed just before
+// authorization, and the message size limit.
+func (s *Server) serverOptions(unary grpc.UnaryServerInterceptor, stream grpc.StreamServerInterceptor) []grpc.ServerOption {
+	unaries := []grpc.UnaryServerInterceptor{s.unaryInterceptor}
+	streams := []grpc.StreamServerInterceptor{s.streamInterceptor}
+	if unary != nil {
+		unaries = append(unaries, unary)
+	}
+	if stream != nil {
+		streams = append(streams, stream)
+	}
+	return []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(append(unaries, s.guard.UnaryInterceptor)...),
+		grpc.ChainStreamInterceptor(append(streams, s.guard.StreamInterceptor)...),
+		grpc.MaxRecvMsgSize(int(s.cfg.Limits.MaxSpecBytes) + (64 << 10)),
+	}
 }
 
 // registerServices registers every service on g: the public server, and the
