@@ -97,3 +97,48 @@ func TestStartTaskRunsTheSameValidation(t *testing.T) {
 		t.Fatalf("an invalid spec became a task: %v %v", list, err)
 	}
 }
+
+// TestListRulesPages: pages of the catalogue join up to the whole of it, in id order,
+// and a token that was not issued is refused.
+func TestListRulesPages(t *testing.T) {
+	in := servertest.Start(t, nil)
+	ctx := context.Background()
+	all, err := in.Client.Spec.ListRules(ctx, &agentplanev1.ListRulesRequest{})
+	if err != nil || all.GetNextPageToken() != "" || len(all.GetRules()) < 20 {
+		t.Fatalf("whole catalogue: %d rules, next %q, %v", len(all.GetRules()), all.GetNextPageToken(), err)
+	}
+	var paged []string
+	token := ""
+	for {
+		resp, err := in.Client.Spec.ListRules(ctx, &agentplanev1.ListRulesRequest{PageSize: 7, PageToken: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.GetRules()) > 7 {
+			t.Fatalf("page of %d rules, asked for 7", len(resp.GetRules()))
+		}
+		for _, r := range resp.GetRules() {
+			paged = append(paged, r.GetRuleId())
+		}
+		if token = resp.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	if len(paged) != len(all.GetRules()) {
+		t.Fatalf("pages hold %d rules, the catalogue %d", len(paged), len(all.GetRules()))
+	}
+	for i, r := range all.GetRules() {
+		if paged[i] != r.GetRuleId() {
+			t.Fatalf("rule %d: paged %s, whole %s", i, paged[i], r.GetRuleId())
+		}
+	}
+	for _, bad := range []string{"x", "-1", "100000"} {
+		_, err := in.Client.Spec.ListRules(ctx, &agentplanev1.ListRulesRequest{PageToken: bad})
+		if apierr.InfoOf(err).GetReason() != apierr.ReasonPageTokenInvalid {
+			t.Errorf("token %q: want page_token.invalid, got %v", bad, err)
+		}
+	}
+	if _, err := in.Client.Spec.GetRule(ctx, &agentplanev1.GetRuleRequest{RuleId: "D13-R3"}); err != nil {
+		t.Fatalf("GetRule D13-R3: %v", err)
+	}
+}
