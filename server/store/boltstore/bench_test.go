@@ -110,7 +110,7 @@ func BenchmarkCommit(b *testing.B) {
 		for _, v := range []struct {
 			name string
 			opts Options
-		}{{"group-commit", Options{}}, {"group-commit-no-linger", Options{MaxLinger: -1}}} {
+		}{{"group-commit", Options{}}, {"group-commit-no-linger", Options{MaxLinger: -1}}, {"group-commit-wal", Options{WAL: true}}} {
 			b.Run(v.name+"/clients="+strconv.Itoa(clients), func(b *testing.B) {
 				s := benchDB(b, v.opts)
 				var lat latencies

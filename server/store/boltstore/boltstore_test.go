@@ -27,7 +27,12 @@ import (
 
 func openTemp(t *testing.T) *Store {
 	t.Helper()
-	s, err := Open(filepath.Join(t.TempDir(), "agentplane.db"), Options{})
+	return openTempWith(t, Options{})
+}
+
+func openTempWith(t *testing.T, opts Options) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "agentplane.db"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +40,14 @@ func openTemp(t *testing.T) *Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store { return openTemp(t) })
+	for _, mode := range []struct {
+		name string
+		opts Options
+	}{{"wal-off", Options{}}, {"wal-on", Options{WAL: true}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			storetest.Run(t, func(t *testing.T) store.Store { return openTempWith(t, mode.opts) })
+		})
+	}
 }
 
 func TestSecondOpenFailsFast(t *testing.T) {

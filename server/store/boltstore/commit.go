@@ -137,6 +137,21 @@ type txState struct {
 	// write moves a counter, and a batch touching the same counter once is cheaper
 	// than once per call.
 	counts map[string]int64
+	// log records the transaction's bbolt mutations for the write-ahead log; nil when
+	// the mode is off.
+	log *walBatch
+}
+
+func (st *txState) logPut(bucket, key, value []byte) {
+	if st.log != nil {
+		st.log.put(bucket, key, value)
+	}
+}
+
+func (st *txState) logDelete(bucket, key []byte) {
+	if st.log != nil {
+		st.log.del(bucket, key)
+	}
 }
 
 func (st *txState) apply(tx *bolt.Tx) error {
@@ -149,8 +164,11 @@ func (st *txState) apply(tx *bolt.Tx) error {
 		var err error
 		if n == 0 {
 			err = b.Delete([]byte(key))
+			st.logDelete(schema.Counters, []byte(key))
 		} else {
-			err = b.Put([]byte(key), schema.EncodeCount(n))
+			v := schema.EncodeCount(n)
+			err = b.Put([]byte(key), v)
+			st.logPut(schema.Counters, []byte(key), v)
 		}
 		if err != nil {
 			return fmt.Errorf("store: counter: %w", err)
@@ -164,6 +182,29 @@ func (st *txState) apply(tx *bolt.Tx) error {
 // one that fails after writing poisons the transaction, which is rolled back and rerun
 // without it.
 func (s *Store) runBatch(batch []*call) {
+	s.commitMu.Lock()
+	ran, committed, err := s.commitBatch(batch)
+	s.commitMu.Unlock()
+	if committed {
+		s.commits.Add(1)
+		s.updates.Add(int64(len(ran)))
+		for _, c := range ran {
+			for _, f := range c.onCommit {
+				s.runHook(f)
+			}
+		}
+	}
+	finish(ran, err)
+}
+
+// commitBatch runs and commits the batch (caller holds commitMu) and returns the calls
+// that ran, whether a commit succeeded, and the outcome for the calls that ran. In
+// the write-ahead log mode the bbolt commit does not fsync: the batch is durable, and
+// may be acknowledged, once its log record is.
+func (s *Store) commitBatch(batch []*call) (ran []*call, committed bool, err error) {
+	if s.wal != nil && s.wal.failed != nil {
+		return batch, false, s.wal.failed
+	}
 	pending := make([]*call, 0, len(batch))
 	for _, c := range batch {
 		if err := c.ctx.Err(); err != nil {
@@ -175,11 +216,14 @@ func (s *Store) runBatch(batch []*call) {
 	for len(pending) > 0 {
 		tx, err := s.db.Begin(true)
 		if err != nil {
-			finish(pending, fmt.Errorf("store: begin transaction: %w", err))
-			return
+			return pending, false, fmt.Errorf("store: begin transaction: %w", err)
 		}
 		state := &txState{counts: map[string]int64{}}
-		var ran []*call
+		if s.wal != nil {
+			s.wal.batch.reset()
+			state.log = &s.wal.batch
+		}
+		ran = nil
 		wrote, poisoned := false, false
 		for _, c := range pending {
 			w := &writer{reader: reader{tx: tx}, state: state}
@@ -213,28 +257,23 @@ func (s *Store) runBatch(batch []*call) {
 		if !wrote {
 			// Nothing to make durable; skip the fsyncs.
 			_ = tx.Rollback()
-			finish(ran, nil)
-			return
+			return ran, false, nil
 		}
 		if err := state.apply(tx); err != nil {
 			_ = tx.Rollback()
-			finish(ran, err)
-			return
+			return ran, false, err
 		}
 		if err := tx.Commit(); err != nil {
-			finish(ran, fmt.Errorf("store: commit: %w", err))
-			return
+			return ran, false, fmt.Errorf("store: commit: %w", err)
 		}
-		s.commits.Add(1)
-		s.updates.Add(int64(len(ran)))
-		for _, c := range ran {
-			for _, f := range c.onCommit {
-				s.runHook(f)
+		if s.wal != nil && !s.wal.batch.empty() {
+			if err := s.wal.append(); err != nil {
+				return ran, false, err
 			}
 		}
-		finish(ran, nil)
-		return
+		return ran, true, nil
 	}
+	return nil, false, nil
 }
 
 func finish(calls []*call, err error) {

@@ -40,6 +40,7 @@ func (w *writer) putRaw(bucket, key, v []byte) error {
 	if err := w.bucket(bucket).Put(key, v); err != nil {
 		return fmt.Errorf("store: put %s: %w", bucket, err)
 	}
+	w.state.logPut(bucket, key, v)
 	return nil
 }
 
@@ -48,6 +49,7 @@ func (w *writer) del(bucket, key []byte) error {
 	if err := w.bucket(bucket).Delete(key); err != nil {
 		return fmt.Errorf("store: delete %s: %w", bucket, err)
 	}
+	w.state.logDelete(bucket, key)
 	return nil
 }
 
@@ -320,6 +322,7 @@ func (w *writer) deletePrefix(bucket, prefix []byte) (int64, error) {
 	// Re-seek after each delete rather than trusting Next after Delete.
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
 		w.dirty = true
+		w.state.logDelete(bucket, k) // before Delete: k may point into the node it edits
 		if err := c.Delete(); err != nil {
 			return n, fmt.Errorf("store: delete %s: %w", bucket, err)
 		}

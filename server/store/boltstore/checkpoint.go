@@ -1,0 +1,275 @@
+package boltstore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Files of the write-ahead log mode, in the store file's directory.
+const (
+	walDirName      = "wal"
+	checkpointName  = "checkpoint.db"
+	cleanMarkerName = "clean-shutdown"
+	walLockName     = "wal.lock"
+)
+
+// walState is the write-ahead log mode's part of a Store; nil when the mode is off.
+type walState struct {
+	dir        string // the store file's directory
+	log        wal
+	every      time.Duration
+	bytes      int64
+	batch      walBatch
+	lock       *os.File
+	checkpoint sync.Mutex // one checkpoint at a time
+	kick       chan struct{}
+	stop       chan struct{}
+	done       chan struct{}
+	// failed is set (under Store.commitMu) when an append fails: a batch is then
+	// visible in the file but not durable, so the store refuses further writes.
+	failed error
+}
+
+func (ws *walState) path(name string) string { return filepath.Join(ws.dir, name) }
+
+func exists(path string) (bool, error) {
+	_, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// prepareWAL runs before bbolt opens the file. If a log exists and the last shutdown
+// was not clean, the store file is not trusted: it is replaced by the checkpoint, and
+// replay (after the open) brings it forward. It returns the lock (nil if neither the
+// mode nor a log is present) and the segments still to replay.
+func prepareWAL(path string, opts Options) (ws *walState, replay []uint64, err error) {
+	dir := filepath.Dir(path)
+	ws = &walState{dir: dir, log: wal{dir: filepath.Join(dir, walDirName)}}
+	haveLog, err := exists(ws.log.dir)
+	if err != nil || (!haveLog && !opts.WAL) {
+		return nil, nil, err
+	}
+	if ws.lock, err = lockFile(ws.path(walLockName), path, opts.OpenTimeout); err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = ws.lock.Close()
+		}
+	}()
+	if !haveLog {
+		return ws, nil, nil
+	}
+	clean, err := exists(ws.path(cleanMarkerName))
+	if err != nil || clean {
+		return ws, nil, err
+	}
+	ckpt, err := os.Open(ws.path(checkpointName))
+	if err != nil {
+		return nil, nil, fmt.Errorf("store %s: write-ahead log present after an unclean shutdown but no checkpoint to replay it on: %w", path, err)
+	}
+	defer ckpt.Close()
+	if err := copyFile(path, ckpt); err != nil {
+		return nil, nil, fmt.Errorf("store %s: restoring checkpoint: %w", path, err)
+	}
+	if replay, err = listSegments(ws.log.dir); err != nil {
+		return nil, nil, err
+	}
+	return ws, replay, nil
+}
+
+// startWAL runs after bbolt opened (and the schema check): it replays what prepareWAL
+// found, then either switches the log off for good (opts.WAL false: the file is synced
+// and the log's files removed) or makes a checkpoint of the current state, starts an
+// empty segment and turns bbolt's fsyncs off.
+func (s *Store) startWAL(ws *walState, replay []uint64, opts Options) error {
+	for i, seq := range replay {
+		if _, err := replaySegment(s.db, filepath.Join(ws.log.dir, segmentName(seq)), i == len(replay)-1); err != nil {
+			return fmt.Errorf("store %s: replaying write-ahead log: %w", s.path, err)
+		}
+	}
+	if err := s.db.Sync(); err != nil {
+		return err
+	}
+	marker := ws.path(cleanMarkerName)
+	clean, err := exists(marker)
+	if err != nil {
+		return err
+	}
+	if !opts.WAL {
+		err := errors.Join(os.RemoveAll(ws.log.dir), os.Remove(ws.path(checkpointName)), os.Remove(marker))
+		if err := errors.Join(ignoreMissing(err), syncDir(ws.dir)); err != nil {
+			return fmt.Errorf("store %s: removing the write-ahead log: %w", s.path, err)
+		}
+		return ws.lock.Close()
+	}
+	// A clean shutdown's checkpoint is the current state; any other start needs one
+	// before the log (re)starts, since the file is trusted no more from here on.
+	if !clean {
+		if err := s.db.View(ws.writeCheckpoint); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(ws.log.dir, 0o700); err != nil {
+		return err
+	}
+	if err := syncDir(ws.dir); err != nil {
+		return err
+	}
+	seqs, err := listSegments(ws.log.dir)
+	if err != nil {
+		return err
+	}
+	next := uint64(1)
+	if len(seqs) > 0 {
+		next = seqs[len(seqs)-1] + 1
+	}
+	if err := ws.log.openSegment(next); err != nil {
+		return err
+	}
+	if err := ws.log.removeBefore(next); err != nil {
+		return err
+	}
+	if err := os.Remove(marker); ignoreMissing(err) != nil {
+		return err
+	}
+	if err := syncDir(ws.dir); err != nil {
+		return err
+	}
+	ws.every, ws.bytes = opts.CheckpointInterval, opts.CheckpointBytes
+	ws.kick, ws.stop, ws.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	s.db.NoSync = true
+	s.wal = ws
+	go s.checkpointLoop()
+	return nil
+}
+
+func ignoreMissing(err error) error {
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// writeCheckpoint copies the database as tx sees it to checkpoint.db, atomically.
+func (ws *walState) writeCheckpoint(tx *bolt.Tx) error {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := tx.WriteTo(pw)
+		pw.CloseWithError(err)
+	}()
+	err := copyFile(ws.path(checkpointName), pr)
+	_ = pr.CloseWithError(io.ErrClosedPipe) // unblocks WriteTo if the copy failed
+	if err != nil {
+		return fmt.Errorf("store: writing checkpoint: %w", err)
+	}
+	return nil
+}
+
+// checkpoint copies the database to checkpoint.db and deletes the log segments it
+// covers. The read transaction begins and the log moves to a new segment under
+// commitMu, so the old segments hold exactly the batches the copy contains.
+func (s *Store) checkpoint() error {
+	ws := s.wal
+	ws.checkpoint.Lock()
+	defer ws.checkpoint.Unlock()
+	s.commitMu.Lock()
+	if ws.failed != nil {
+		s.commitMu.Unlock()
+		return ws.failed
+	}
+	tx, err := s.db.Begin(false)
+	if err != nil {
+		s.commitMu.Unlock()
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	next := ws.log.seq + 1
+	err = ws.log.openSegment(next)
+	if err == nil {
+		ws.log.size = 0
+	}
+	s.commitMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("store: starting a log segment: %w", err)
+	}
+	if err := ws.writeCheckpoint(tx); err != nil {
+		return err
+	}
+	return ws.log.removeBefore(next)
+}
+
+// checkpointLoop checkpoints every CheckpointInterval, or sooner when the log has
+// grown by CheckpointBytes, until stop.
+func (s *Store) checkpointLoop() {
+	ws := s.wal
+	defer close(ws.done)
+	t := time.NewTicker(ws.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ws.stop:
+			return
+		case <-t.C:
+		case <-ws.kick:
+		}
+		s.commitMu.Lock()
+		idle := ws.log.size == 0
+		s.commitMu.Unlock()
+		if idle {
+			continue
+		}
+		if err := s.checkpoint(); err != nil {
+			s.log.Error("store: checkpoint failed; the log keeps growing until one succeeds", "err", err)
+		}
+	}
+}
+
+// closeWAL stops the checkpoints and, unless an append failed, leaves a clean store:
+// a final checkpoint, the file synced, then the marker that lets the next Open trust
+// the file as is.
+func (s *Store) closeWAL() error {
+	ws := s.wal
+	close(ws.stop)
+	<-ws.done
+	var err error
+	if ws.failed == nil {
+		err = s.checkpoint()
+		if err == nil {
+			err = s.db.Sync()
+		}
+		if err == nil {
+			var f *os.File
+			if f, err = os.Create(ws.path(cleanMarkerName)); err == nil {
+				err = errors.Join(f.Sync(), f.Close(), syncDir(ws.dir))
+			}
+		}
+	}
+	return errors.Join(err, ws.log.close())
+}
+
+// append makes the current batch durable in the log (caller holds commitMu). A
+// failure leaves a batch visible in the file that a crash would lose, so from then
+// on the store refuses writes; a restart recovers from the log.
+func (ws *walState) append() error {
+	if err := ws.log.append(ws.batch.record()); err != nil {
+		ws.failed = fmt.Errorf("store: appending to the write-ahead log failed, writes are refused until a restart: %w", err)
+		return ws.failed
+	}
+	if ws.log.size >= ws.bytes {
+		select {
+		case ws.kick <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}

@@ -1,0 +1,296 @@
+package boltstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The write-ahead log is a directory of numbered segment files. Each record is one
+// committed batch: a header of payload length (uint32, little endian) and the CRC32C
+// of the payload, then the payload, a list of mutations:
+//
+//	op (1 byte: walPut or walDelete), uvarint len + bucket, uvarint len + key,
+//	and for walPut uvarint len + value.
+//
+// Buckets are top-level bbolt buckets (the schema has no nested ones).
+
+const (
+	walPut    byte = 1
+	walDelete byte = 2
+
+	walHeader    = 8
+	walMaxRecord = 1 << 30 // a sanity bound on a record's length field
+	walSuffix    = ".log"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// walBatch accumulates the mutations of one transaction attempt, in the order bbolt
+// saw them. The bytes are copied: bbolt's keys and values may point into the mmap.
+type walBatch struct {
+	buf []byte
+}
+
+func (b *walBatch) reset() {
+	b.buf = b.buf[:0]
+	b.buf = append(b.buf, make([]byte, walHeader)...)
+}
+
+func (b *walBatch) empty() bool { return len(b.buf) <= walHeader }
+
+func (b *walBatch) put(bucket, key, value []byte) {
+	b.buf = append(b.buf, walPut)
+	b.buf = appendBytes(appendBytes(appendBytes(b.buf, bucket), key), value)
+}
+
+func (b *walBatch) del(bucket, key []byte) {
+	b.buf = append(b.buf, walDelete)
+	b.buf = appendBytes(appendBytes(b.buf, bucket), key)
+}
+
+func appendBytes(dst, p []byte) []byte {
+	return append(binary.AppendUvarint(dst, uint64(len(p))), p...)
+}
+
+// record seals the batch: fills in the header and returns the bytes to append.
+func (b *walBatch) record() []byte {
+	payload := b.buf[walHeader:]
+	binary.LittleEndian.PutUint32(b.buf[0:4], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(b.buf[4:8], crc32.Checksum(payload, castagnoli))
+	return b.buf
+}
+
+// applyRecord replays one record's mutations in tx.
+func applyRecord(tx *bolt.Tx, payload []byte) error {
+	next := func() ([]byte, error) {
+		n, k := binary.Uvarint(payload)
+		if k <= 0 || uint64(len(payload)-k) < n {
+			return nil, errors.New("truncated field")
+		}
+		p := payload[k : k+int(n)]
+		payload = payload[k+int(n):]
+		return p, nil
+	}
+	for len(payload) > 0 {
+		op := payload[0]
+		payload = payload[1:]
+		bucket, err := next()
+		if err != nil {
+			return err
+		}
+		key, err := next()
+		if err != nil {
+			return err
+		}
+		b := tx.Bucket(bucket)
+		if b == nil {
+			return fmt.Errorf("no bucket %q", bucket)
+		}
+		switch op {
+		case walPut:
+			value, err := next()
+			if err != nil {
+				return err
+			}
+			err = b.Put(key, value)
+		case walDelete:
+			err = b.Delete(key)
+		default:
+			return fmt.Errorf("unknown operation %d", op)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wal is the open segment being appended to.
+type wal struct {
+	dir  string
+	seq  uint64 // number of the open segment
+	f    *os.File
+	size int64 // bytes appended since the last checkpoint (all segments)
+}
+
+func segmentName(seq uint64) string { return fmt.Sprintf("%06d%s", seq, walSuffix) }
+
+// listSegments returns the segment numbers in dir, ascending.
+func listSegments(dir string) ([]uint64, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var seqs []uint64
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), walSuffix)
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(name, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("unexpected file %s in %s", e.Name(), dir)
+		}
+		seqs = append(seqs, n)
+	}
+	slices.Sort(seqs)
+	return seqs, nil
+}
+
+// openSegment creates segment seq (empty) and makes its directory entry durable.
+func (w *wal) openSegment(seq uint64) error {
+	f, err := os.OpenFile(filepath.Join(w.dir, segmentName(seq)), os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := syncDir(w.dir); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if w.f != nil {
+		_ = w.f.Close()
+	}
+	w.f, w.seq = f, seq
+	return nil
+}
+
+// append writes one record and makes it durable: the one fsync of a commit.
+func (w *wal) append(rec []byte) error {
+	if _, err := w.f.Write(rec); err != nil {
+		return err
+	}
+	w.size += int64(len(rec))
+	return fdatasync(w.f)
+}
+
+// removeBefore deletes the segments numbered below seq.
+func (w *wal) removeBefore(seq uint64) error {
+	seqs, err := listSegments(w.dir)
+	if err != nil {
+		return err
+	}
+	for _, n := range seqs {
+		if n < seq {
+			if err := os.Remove(filepath.Join(w.dir, segmentName(n))); err != nil {
+				return err
+			}
+		}
+	}
+	return syncDir(w.dir)
+}
+
+func (w *wal) close() error {
+	if w.f == nil {
+		return nil
+	}
+	err := w.f.Close()
+	w.f = nil
+	return err
+}
+
+// errCorruptWAL is wrapped by Open's error when a record other than the last one of
+// the log is damaged: replaying past it would silently drop acknowledged writes.
+var errCorruptWAL = errors.New("write-ahead log is corrupt")
+
+// replaySegment applies the records of one segment to db, a transaction per chunk of
+// records. A damaged record is tolerated only at the tail of the last segment (last
+// is true) where a crash during an append leaves it: a short record, a checksum
+// mismatch that reaches the end of the file, or zeros to the end of the file. It
+// returns the number of records applied.
+func replaySegment(db *bolt.DB, path string, last bool) (int, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	var payloads [][]byte
+	for off := 0; off < len(data); {
+		bad := ""
+		rest := data[off:]
+		var n int
+		switch {
+		case len(rest) < walHeader:
+			bad = "short header"
+		default:
+			n = int(binary.LittleEndian.Uint32(rest[0:4]))
+			switch {
+			case n == 0 || n > walMaxRecord:
+				bad = fmt.Sprintf("bad length %d", n)
+			case len(rest) < walHeader+n:
+				bad = "short record"
+			case crc32.Checksum(rest[walHeader:walHeader+n], castagnoli) != binary.LittleEndian.Uint32(rest[4:8]):
+				bad = "checksum mismatch"
+			}
+		}
+		if bad == "" {
+			payloads = append(payloads, rest[walHeader:walHeader+n])
+			off += walHeader + n
+			continue
+		}
+		torn := len(rest) < walHeader+n || !bytes.ContainsFunc(rest, func(r rune) bool { return r != 0 }) ||
+			(bad == "checksum mismatch" && len(rest) == walHeader+n)
+		if last && torn {
+			break // the append a crash interrupted: never acknowledged
+		}
+		return 0, fmt.Errorf("%w: %s: record at offset %d: %s, with %d bytes after it",
+			errCorruptWAL, path, off, bad, len(rest))
+	}
+	count := len(payloads)
+	for len(payloads) > 0 {
+		chunk := payloads[:min(len(payloads), 1024)]
+		payloads = payloads[len(chunk):]
+		if err := db.Update(func(tx *bolt.Tx) error {
+			for i, p := range chunk {
+				if err := applyRecord(tx, p); err != nil {
+					return fmt.Errorf("%w: %s: record %d: %v", errCorruptWAL, path, i, err)
+				}
+			}
+			return nil
+		}); err != nil {
+			return 0, err
+		}
+	}
+	return count, nil
+}
+
+// syncDir makes the entries of dir (creations, renames, removals) durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	return errors.Join(err, d.Close())
+}
+
+// copyFile writes src to dst through a temporary file, fsynced and renamed, so dst
+// is either the old file or a complete copy.
+func copyFile(dst string, src io.Reader) error {
+	tmp := dst + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, src)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err = errors.Join(err, f.Close()); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(dst))
+}
