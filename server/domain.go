@@ -42,6 +42,7 @@ func (s *Server) openDomain() (err error) {
 	d.store, err = boltstore.Open(cfg.StorePath(), boltstore.Options{
 		OpenTimeout: cfg.Store.OpenTimeout.D(),
 		MaxBatch:    cfg.Store.MaxBatch,
+		WAL:         cfg.Store.WAL,
 		Logger:      s.log,
 	})
 	if errors.Is(err, boltstore.ErrLocked) {

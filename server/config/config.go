@@ -57,6 +57,10 @@ type Store struct {
 	OpenTimeout Duration `yaml:"open_timeout"`
 	// MaxBatch is the most writes one group commit takes.
 	MaxBatch int `yaml:"max_batch"`
+	// WAL turns on the write-ahead log: one fsync per group commit instead of
+	// bbolt's two, with periodic checkpoints; after an unclean shutdown the store is
+	// rebuilt from the last checkpoint and the log. Off by default.
+	WAL bool `yaml:"wal"`
 }
 
 // Limits bound what a client can make the server hold.
