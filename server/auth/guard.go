@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -134,18 +135,36 @@ func (g *Guard) MultiTenant() bool { return g.multiTenant }
 // CN is looked up. A presented credential that does not match is refused rather than
 // passed over for another, so a typo never silently changes who the caller is.
 func (g *Guard) Authenticate(ctx context.Context) (Principal, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	var state *tls.ConnectionState
+	if pr, ok := peer.FromContext(ctx); ok && pr.AuthInfo != nil {
+		if info, ok := pr.AuthInfo.(credentials.TLSInfo); ok {
+			state = &info.State
+		}
+	}
+	return g.authenticate(md.Get("authorization"), state)
+}
+
+// AuthenticateHTTP authenticates a plain HTTP request (one that does not go through
+// the gRPC gateway, such as /metrics) exactly as Authenticate does a call.
+func (g *Guard) AuthenticateHTTP(r *http.Request) (Principal, error) {
+	return g.authenticate(r.Header.Values("Authorization"), r.TLS)
+}
+
+// authenticate is the one decision behind Authenticate and AuthenticateHTTP, from the
+// authorization values presented and the connection's TLS state (nil when plaintext).
+func (g *Guard) authenticate(authorization []string, state *tls.ConnectionState) (Principal, error) {
 	if !g.multiTenant {
 		return Owner(), nil
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
-	switch values := md.Get("authorization"); len(values) {
+	switch len(authorization) {
 	case 0:
 	case 1:
-		return g.bearer(values[0])
+		return g.bearer(authorization[0])
 	default:
 		return Principal{}, unauthenticated("more than one authorization header")
 	}
-	if cn, ok := verifiedCN(ctx); ok {
+	if cn, ok := verifiedCN(state); ok {
 		if p, ok := g.certs[cn]; ok {
 			return p, nil
 		}
@@ -176,42 +195,13 @@ func (g *Guard) bearer(value string) (Principal, error) {
 
 // verifiedCN returns the subject CN of the client certificate that the TLS handshake
 // verified against tls.client_ca_file. Unverified peer certificates are ignored.
-func verifiedCN(ctx context.Context) (string, bool) {
-	pr, ok := peer.FromContext(ctx)
-	if !ok || pr.AuthInfo == nil {
+func verifiedCN(state *tls.ConnectionState) (string, bool) {
+	if state == nil || len(state.VerifiedChains) == 0 || len(state.VerifiedChains[0]) == 0 {
 		return "", false
 	}
-	info, ok := pr.AuthInfo.(credentials.TLSInfo)
-	if !ok || len(info.State.VerifiedChains) == 0 || len(info.State.VerifiedChains[0]) == 0 {
-		return "", false
-	}
-	return info.State.VerifiedChains[0][0].Subject.CommonName, true
+	return state.VerifiedChains[0][0].Subject.CommonName, true
 }
 
 func unauthenticated(format string, args ...any) error {
 	return apierr.New(codes.Unauthenticated, apierr.ReasonUnauthenticated, format, args...)
-}
-
-// AuthenticateHTTP authenticates a plain HTTP request (one that does not go through
-// the gRPC gateway, such as /metrics) the way Authenticate does a call: a bearer
-// token, or a verified client certificate. In single-user mode it is the owner.
-func (g *Guard) AuthenticateHTTP(r *http.Request) (Principal, error) {
-	if !g.multiTenant {
-		return Owner(), nil
-	}
-	switch values := r.Header.Values("Authorization"); len(values) {
-	case 0:
-	case 1:
-		return g.bearer(values[0])
-	default:
-		return Principal{}, unauthenticated("more than one authorization header")
-	}
-	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
-		cn := r.TLS.VerifiedChains[0][0].Subject.CommonName
-		if p, ok := g.certs[cn]; ok {
-			return p, nil
-		}
-		return Principal{}, unauthenticated("client certificate %q is not mapped to a principal", cn)
-	}
-	return Principal{}, unauthenticated("credentials required")
 }
