@@ -4,11 +4,12 @@ import (
 	"context"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/auth"
 )
 
 // ListInterrupts is the tenant's inbox.
 func (x *hitlService) ListInterrupts(ctx context.Context, req *agentplanev1.ListInterruptsRequest) (*agentplanev1.ListInterruptsResponse, error) {
-	tenant, err := tenantOf(ctx)
+	tenant, err := auth.TenantOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -17,7 +18,7 @@ func (x *hitlService) ListInterrupts(ctx context.Context, req *agentplanev1.List
 
 // GetInterrupt returns one interrupt.
 func (x *hitlService) GetInterrupt(ctx context.Context, req *agentplanev1.GetInterruptRequest) (*agentplanev1.GetInterruptResponse, error) {
-	tenant, err := tenantOf(ctx)
+	tenant, err := auth.TenantOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -30,7 +31,7 @@ func (x *hitlService) GetInterrupt(ctx context.Context, req *agentplanev1.GetInt
 
 // ResolveInterrupt records a reviewer's decision.
 func (x *hitlService) ResolveInterrupt(ctx context.Context, req *agentplanev1.ResolveInterruptRequest) (*agentplanev1.ResolveInterruptResponse, error) {
-	tenant, err := tenantOf(ctx)
+	tenant, err := auth.TenantOf(ctx)
 	if err != nil {
 		return nil, err
 	}

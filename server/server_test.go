@@ -126,7 +126,7 @@ func invokeEmpty(ctx context.Context, conn *grpc.ClientConn, full string, server
 	}
 }
 
-func TestCapabilitiesTruthfulForSkeleton(t *testing.T) {
+func TestCapabilitiesDescribeThisBuild(t *testing.T) {
 	in := servertest.Start(t, nil)
 	resp, err := in.Client.Capabilities.GetCapabilities(context.Background(), &agentplanev1.GetCapabilitiesRequest{})
 	if err != nil {

@@ -6,12 +6,13 @@ import (
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/spec"
 )
 
 // ValidateSpec checks a typed spec or a document with the same validator StartTask uses.
 func (x *specService) ValidateSpec(ctx context.Context, req *agentplanev1.ValidateSpecRequest) (*agentplanev1.ValidateSpecResponse, error) {
-	tenant, err := tenantOf(ctx)
+	tenant, err := auth.TenantOf(ctx)
 	if err != nil {
 		return nil, err
 	}

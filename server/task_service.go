@@ -7,12 +7,13 @@ import (
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/tasks"
 )
 
 // GetTask returns one of the caller's tenant's tasks.
 func (x *taskService) GetTask(ctx context.Context, req *agentplanev1.GetTaskRequest) (*agentplanev1.GetTaskResponse, error) {
-	tenant, err := tenantOf(ctx)
+	tenant, err := auth.TenantOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -25,7 +26,7 @@ func (x *taskService) GetTask(ctx context.Context, req *agentplanev1.GetTaskRequ
 
 // ListTasks lists the caller's tenant's tasks, newest first.
 func (x *taskService) ListTasks(ctx context.Context, req *agentplanev1.ListTasksRequest) (*agentplanev1.ListTasksResponse, error) {
-	tenant, err := tenantOf(ctx)
+	tenant, err := auth.TenantOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +51,7 @@ func (x *taskService) ListTasks(ctx context.Context, req *agentplanev1.ListTasks
 
 // CancelTask cancels a task; the runtime holding its lease learns it on its next heartbeat.
 func (x *taskService) CancelTask(ctx context.Context, req *agentplanev1.CancelTaskRequest) (*agentplanev1.CancelTaskResponse, error) {
-	tenant, err := tenantOf(ctx)
+	tenant, err := auth.TenantOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +64,7 @@ func (x *taskService) CancelTask(ctx context.Context, req *agentplanev1.CancelTa
 
 // ContinueTask resumes a task paused at the end of a chat turn.
 func (x *taskService) ContinueTask(ctx context.Context, req *agentplanev1.ContinueTaskRequest) (*agentplanev1.ContinueTaskResponse, error) {
-	tenant, err := tenantOf(ctx)
+	tenant, err := auth.TenantOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +80,7 @@ func (x *taskService) ContinueTask(ctx context.Context, req *agentplanev1.Contin
 // so a client reconnects (to another replica, or after the restart) from its last sequence.
 func (x *taskService) WatchTask(req *agentplanev1.WatchTaskRequest, stream grpc.ServerStreamingServer[agentplanev1.WatchTaskResponse]) error {
 	ctx := stream.Context()
-	tenant, err := tenantOf(ctx)
+	tenant, err := auth.TenantOf(ctx)
 	if err != nil {
 		return err
 	}
@@ -96,7 +97,7 @@ func (x *taskService) WatchTask(req *agentplanev1.WatchTaskRequest, stream grpc.
 
 // ListVerdicts pages a task's verdicts, oldest first.
 func (x *taskService) ListVerdicts(ctx context.Context, req *agentplanev1.ListVerdictsRequest) (*agentplanev1.ListVerdictsResponse, error) {
-	tenant, err := tenantOf(ctx)
+	tenant, err := auth.TenantOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +110,7 @@ func (x *taskService) ListVerdicts(ctx context.Context, req *agentplanev1.ListVe
 
 // ListObligations pages a task's obligations ledger.
 func (x *taskService) ListObligations(ctx context.Context, req *agentplanev1.ListObligationsRequest) (*agentplanev1.ListObligationsResponse, error) {
-	tenant, err := tenantOf(ctx)
+	tenant, err := auth.TenantOf(ctx)
 	if err != nil {
 		return nil, err
 	}

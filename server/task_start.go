@@ -11,6 +11,7 @@ import (
 	"github.com/agentplane/agentplane/gates"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/spec"
 	"github.com/agentplane/agentplane/server/tasks"
 )
@@ -21,7 +22,7 @@ import (
 func (x *taskService) StartTask(ctx context.Context, req *agentplanev1.StartTaskRequest) (*agentplanev1.StartTaskResponse, error) {
 	s := x.s
 	p := principalOf(ctx)
-	tenant, err := tenantOf(ctx)
+	tenant, err := auth.TenantOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +84,7 @@ func (x *taskService) StartTask(ctx context.Context, req *agentplanev1.StartTask
 		return nil, err
 	}
 	if created {
-		s.log.Debug("task started", "tenant", tenant, "task", task.GetTaskId(), "kind", specKind(task))
+		s.log.Debug("task started", "tenant", tenant, "task", task.GetTaskId())
 	}
 	return &agentplanev1.StartTaskResponse{Task: task, Created: created}, nil
 }
@@ -131,20 +132,13 @@ func invalidSpec(res *spec.Result) error {
 	msg := "the spec is invalid"
 	if n := len(res.Errors); n > 0 {
 		first := res.Errors[0]
-		msg = strings.TrimSpace(msg + ": " + first.GetRuleId() + " at " + pathOrRoot(first.GetPath()) + ": " + first.GetMessage())
+		msg += ": " + spec.FormatViolation("", first)
 		if n > 1 {
 			msg += " (and more; see the SpecViolations detail or run ValidateSpec)"
 		}
 	}
 	return apierr.InvalidArgument(apierr.ReasonSpecInvalid, "%s", msg).
 		WithDetails(&agentplanev1.SpecViolations{Violations: res.Errors})
-}
-
-func pathOrRoot(p string) string {
-	if p == "" {
-		return "the root"
-	}
-	return p
 }
 
 // gateError maps the gates' refusals to API errors.
@@ -167,14 +161,4 @@ func gateError(err error) error {
 		return apierr.InvalidArgument(apierr.ReasonInvalidArgument, "%s", axes.Error()).WithDetails(br)
 	}
 	return err
-}
-
-func specKind(t *agentplanev1.Task) string {
-	switch {
-	case t.GetAgent() != nil:
-		return spec.KindAgent
-	case t.GetGraph() != nil:
-		return spec.KindGraph
-	}
-	return "static"
 }

@@ -6,9 +6,8 @@ import (
 	"github.com/agentplane/agentplane/server/auth"
 )
 
-// tenantOf is the calling principal's tenant; every domain call is keyed by it, so
-// another tenant's resources are NOT_FOUND exactly like absent ones.
-func tenantOf(ctx context.Context) (string, error) { return auth.TenantOf(ctx) }
+// Every domain call is keyed by auth.TenantOf(ctx), the calling principal's tenant,
+// so another tenant's resources are NOT_FOUND exactly like absent ones.
 
 // principalOf is the calling principal (the owner in single-user mode).
 func principalOf(ctx context.Context) auth.Principal {
