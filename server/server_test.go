@@ -17,6 +17,7 @@ import (
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -218,5 +219,41 @@ func TestConfigErrorsStopBoot(t *testing.T) {
 	cfg.Log.Level = "loud"
 	if _, err := server.New(cfg); err == nil || !strings.Contains(err.Error(), "log.level") {
 		t.Fatalf("want config error naming log.level, got %v", err)
+	}
+}
+
+// TestShutdownEndsWatchesWithUnavailable: a graceful stop does not wait for open
+// WatchTask streams to time out; it ends them with UNAVAILABLE, which tells a client
+// to reconnect and resume from its last sequence.
+func TestShutdownEndsWatchesWithUnavailable(t *testing.T) {
+	in := servertest.Start(t, nil)
+	ctx := context.Background()
+	started, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
+		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Model: "m",
+			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "hi"}}}},
+		Input: "wait",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watcher, err := client.Dial(ctx, in.GRPCAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Close()
+	stream, err := watcher.Tasks.WatchTask(ctx, &agentplanev1.WatchTaskRequest{TaskId: started.GetTask().GetTaskId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil { // the submitted event: the watch is live
+		t.Fatal(err)
+	}
+	start := time.Now()
+	in.Stop(t)
+	if _, err := stream.Recv(); status.Code(err) != codes.Unavailable {
+		t.Fatalf("after shutdown: want UNAVAILABLE, got %v", err)
+	}
+	if took := time.Since(start); took >= server.ShutdownTimeout {
+		t.Fatalf("shutdown waited %s for the watch (the drain timeout)", took)
 	}
 }
