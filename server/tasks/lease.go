@@ -169,9 +169,9 @@ func (o *Op) grant(runtimeID, leaseID string) error {
 
 // leaseProto is what the runtime is handed with a fresh lease. Handing it the
 // decisions of its turn (resolved_interrupts) does not spend them: a decision is
-// spent when the runtime reports its call (useDecision sets consumed_epoch), so a
-// lease lost before that hands the same decisions to the next one, and no grant has
-// to be undone. Marking them at grant would record only who last held the task,
+// spent when the runtime reports its call (useDecision sets consumed_epoch and drops
+// it from resume_interrupt_ids), so a lease lost before that hands the same decisions
+// to the next one, and no grant has to be undone. Marking them at grant would record only who last held the task,
 // which the log's lease events already say.
 func (o *Op) leaseProto() (*agentplanev1.Lease, error) {
 	spec, err := o.Spec()

@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -126,6 +127,13 @@ func (o *Op) useDecision(tc *agentplanev1.ToolCall) error {
 		return hitl.NotApproved(id, "call %q was already reported (under lease epoch %d): a decision lets a call run once; give a new call a new call_id", id, e)
 	}
 	rec.ConsumedEpoch = o.epoch
+	// A spent decision is not handed to later leases: the report of its call is in
+	// the history they get. This also keeps the task record from growing with every
+	// approval of a long turn.
+	if i := slices.Index(o.rec.GetResumeInterruptIds(), rec.GetInterrupt().GetInterruptId()); i >= 0 {
+		o.touched = true
+		o.rec.ResumeInterruptIds = slices.Delete(o.rec.ResumeInterruptIds, i, i+1)
+	}
 	return o.w.PutInterrupt(rec)
 }
 

@@ -106,8 +106,10 @@ type Lease struct {
 	HistoryCursor int64 `protobuf:"varint,6,opt,name=history_cursor,json=historyCursor,proto3" json:"history_cursor,omitempty"`
 	// Attempt number of this lease (1 for the first).
 	Attempt int32 `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	// Interrupts resolved while the task was suspended, with their decisions, for the
-	// runtime to resume with (durable delivery).
+	// Interrupts of this turn resolved with their decisions, whose calls are not
+	// reported yet, for the runtime to resume with (durable delivery, or a lease taken
+	// over from a lost one). Once a call is reported, its report in the history stands
+	// for the decision.
 	ResolvedInterrupts []*Interrupt `protobuf:"bytes,8,rep,name=resolved_interrupts,json=resolvedInterrupts,proto3" json:"resolved_interrupts,omitempty"`
 	// Interrupts still pending (the runtime should not run their calls).
 	PendingInterrupts []*Interrupt `protobuf:"bytes,9,rep,name=pending_interrupts,json=pendingInterrupts,proto3" json:"pending_interrupts,omitempty"`

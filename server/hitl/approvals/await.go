@@ -109,8 +109,9 @@ func (s *Service) decisionFor(ctx context.Context, ref *agentplanev1.LeaseRef, t
 // decision came first) the task is queued at once. It is a clean hand-back: the lost
 // lease count starts over. The task is returned as it is after the change.
 //
-// The decisions reach every later lease of the turn unspent: a decision is spent
-// (InterruptRecord.consumed_epoch) by the report of its call, not by a delivery.
+// The decisions reach every later lease of the turn until they are spent: a decision
+// is spent (InterruptRecord.consumed_epoch) by the report of its call, not by a
+// delivery, and from then on the report in the history stands for it.
 func (s *Service) SuspendTask(ctx context.Context, ref *agentplanev1.LeaseRef) (*agentplanev1.Task, error) {
 	var out *agentplanev1.Task
 	err := s.tasks.UpdateLeased(ctx, ref, func(op *tasks.Op) error {

@@ -321,7 +321,8 @@ func newBenchGateCommand(g *globals) *cobra.Command {
 			"+ (from the moment the approver sends ResolveInterrupt until the runtime, already waiting on\n" +
 			"   AwaitDecision, receives the decision).\n" +
 			"Left out is the time between the two: handing the interrupt id to the approver stands for a\n" +
-			"person noticing and deciding. check_p50 and deliver_p50 report the two parts.",
+			"person noticing and deciding. Also left out: the runtime then reports the call and its result,\n" +
+			"as every runtime does. check_p50 and deliver_p50 report the two parts.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.check(); err != nil {
@@ -387,9 +388,10 @@ func (b *benchRun) gateRoundTrips(ctx context.Context, t *worker.Task, n int) (g
 	var r gateResult
 	args, _ := structpb.NewValue(map[string]any{"n": 0})
 	for i := range n {
+		call := fmt.Sprintf("bench-%d", i)
 		t0 := time.Now()
 		resp, err := c.Runtime.CheckToolCall(ctx, &agentplanev1.CheckToolCallRequest{
-			Lease: t.Ref(), CallId: fmt.Sprintf("bench-%d", i), ToolName: benchGatedTool, Args: args, AgentName: "bench",
+			Lease: t.Ref(), CallId: call, ToolName: benchGatedTool, Args: args, AgentName: "bench",
 		})
 		if err != nil {
 			return r, err
@@ -422,6 +424,14 @@ func (b *benchRun) gateRoundTrips(ctx context.Context, t *worker.Task, n int) (g
 			return r, fmt.Errorf("interrupt %s: got %s, want the approval", h.id, dec.GetDecision().GetType())
 		}
 		deliver := got.Sub(<-h.sent)
+		// Run the call, as a runtime would, and report it (untimed): the report
+		// spends the decision.
+		if _, err := c.Runtime.ReportEvents(ctx, &agentplanev1.ReportEventsRequest{Lease: t.Ref(), Events: []*agentplanev1.RuntimeEvent{
+			{Payload: &agentplanev1.RuntimeEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{CallId: call, ToolName: benchGatedTool, Args: args}}},
+			{Payload: &agentplanev1.RuntimeEvent_ToolResult{ToolResult: &agentplanev1.ToolResult{CallId: call, ToolName: benchGatedTool, Result: structpb.NewNumberValue(1)}}},
+		}}); err != nil {
+			return r, fmt.Errorf("reporting call %s: %w", call, err)
+		}
 		r.check = append(r.check, check)
 		r.deliver = append(r.deliver, deliver)
 		r.total = append(r.total, check+deliver)

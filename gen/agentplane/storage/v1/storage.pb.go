@@ -148,8 +148,8 @@ type TaskRecord struct {
 	// User messages given by ContinueTask since the task last paused; handed to every
 	// lease until the runtime ends its turn again.
 	ContinueMessages []string `protobuf:"bytes,23,rep,name=continue_messages,json=continueMessages,proto3" json:"continue_messages,omitempty"`
-	// Interrupts resolved while the task was suspended; handed to every lease until the
-	// runtime ends its turn again.
+	// Tool approvals resolved during the current turn whose calls are not reported yet;
+	// handed to every lease until the call is reported or the runtime ends its turn.
 	ResumeInterruptIds []string `protobuf:"bytes,24,rep,name=resume_interrupt_ids,json=resumeInterruptIds,proto3" json:"resume_interrupt_ids,omitempty"`
 	// Obligations raised so far; the next obligation gets ordinal obligation_count + 1.
 	ObligationCount int64 `protobuf:"varint,25,opt,name=obligation_count,json=obligationCount,proto3" json:"obligation_count,omitempty"`
