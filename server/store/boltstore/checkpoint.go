@@ -32,8 +32,9 @@ type walState struct {
 	kick       chan struct{}
 	stop       chan struct{}
 	done       chan struct{}
-	// failed is set (under Store.commitMu) when an append fails: a batch is then
-	// visible in the file but not durable, so the store refuses further writes.
+	// failed is set (under Store.commitMu) when an append or the commit after it
+	// fails: the log's tail and the file may then disagree, so the store refuses
+	// further writes.
 	failed error
 }
 
@@ -92,10 +93,8 @@ func prepareWAL(path string, opts Options) (ws *walState, replay []uint64, err e
 // and the log's files removed) or makes a checkpoint of the current state, starts an
 // empty segment and turns bbolt's fsyncs off.
 func (s *Store) startWAL(ws *walState, replay []uint64, opts Options) error {
-	for i, seq := range replay {
-		if _, err := replaySegment(s.db, filepath.Join(ws.log.dir, segmentName(seq)), i == len(replay)-1); err != nil {
-			return fmt.Errorf("store %s: replaying write-ahead log: %w", s.path, err)
-		}
+	if err := replayLog(s.db, ws.log.dir, replay); err != nil {
+		return fmt.Errorf("store %s: replaying write-ahead log: %w", s.path, err)
 	}
 	if err := s.db.Sync(); err != nil {
 		return err
@@ -257,13 +256,14 @@ func (s *Store) closeWAL() error {
 	return errors.Join(err, ws.log.close())
 }
 
-// append makes the current batch durable in the log (caller holds commitMu). A
-// failure leaves a batch visible in the file that a crash would lose, so from then
-// on the store refuses writes; a restart recovers from the log.
+// append makes the current batch durable in the log (caller holds commitMu), before
+// its transaction commits. A failed append may leave part of a record (or, if only
+// the fdatasync failed, a whole one) at the tail of the log, after which nothing may
+// be appended, so from then on the store refuses writes until a restart recovers
+// from the log; the batch itself is rolled back and its callers get the error.
 func (ws *walState) append() error {
 	if err := ws.log.append(ws.batch.record()); err != nil {
-		ws.failed = fmt.Errorf("store: appending to the write-ahead log failed, writes are refused until a restart: %w", err)
-		return ws.failed
+		return ws.fail(fmt.Errorf("appending to the write-ahead log failed: %w", err))
 	}
 	if ws.log.size >= ws.bytes {
 		select {
@@ -272,4 +272,14 @@ func (ws *walState) append() error {
 		}
 	}
 	return nil
+}
+
+// fail puts the store in the failed state (caller holds commitMu): writes are refused
+// until a restart, and Close leaves no clean-shutdown marker, so the next Open
+// recovers from the checkpoint and the log.
+func (ws *walState) fail(err error) error {
+	if ws.failed == nil {
+		ws.failed = fmt.Errorf("store: %w; writes are refused until a restart", err)
+	}
+	return ws.failed
 }

@@ -81,6 +81,7 @@ func (s *Store) leadOnce(self *call) {
 
 	s.mu.Lock()
 	s.commitAvg += (took - s.commitAvg) / 8
+	s.batchAvg += (float64(len(batch)) - s.batchAvg) / 8
 	// Every caller is still inside Update here (in the batch, or queued behind it), so
 	// this is the moment to count how many there are.
 	s.peak = max(s.peak-max(1, s.peak/8), int(s.inflight.Load()))
@@ -106,16 +107,28 @@ func (s *Store) leadOnce(self *call) {
 // other queues, so every commit carries n/2. Waiting briefly for the callers that are
 // in flight lets one commit carry them all. The target is the number of concurrent
 // Updates counted at the end of recent commits, decaying by an eighth per commit so
-// that a burst is soon forgotten; a lone caller (peak 1) never waits. The wait is at
+// that a burst is soon forgotten; a lone caller (peak 1) never waits. Nor does any
+// leader while recent commits carried few callers each (batchAvg below
+// lingerMinBatch): two callers that overlapped once are no closed loop, and a wait
+// for one that does not come costs a whole timer tick (the runtime's timers are not
+// finer than about a millisecond when the process is otherwise idle). The wait is at
 // most half the recent commit time and MaxLinger, and ends as soon as the target has
-// queued.
+// queued, or when no caller has arrived for a quarter of it.
 func (s *Store) plan() (target int, linger time.Duration) {
+	if s.batchAvg < lingerMinBatch {
+		return 1, 0
+	}
 	return min(s.peak, s.maxBatch), min(s.commitAvg/2, s.maxLinger)
 }
 
 func (s *Store) linger(target int, d time.Duration) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
+	// A caller that was concurrent once may not come again (a one-off overlap of two
+	// otherwise lone callers): stop waiting when none arrives for a quarter of the
+	// wait.
+	gap := time.NewTimer(d / 4)
+	defer gap.Stop()
 	for {
 		s.mu.Lock()
 		n := len(s.queue)
@@ -125,11 +138,17 @@ func (s *Store) linger(target int, d time.Duration) {
 		}
 		select {
 		case <-s.arrive:
+			gap.Reset(d / 4)
+		case <-gap.C:
+			return
 		case <-timer.C:
 			return
 		}
 	}
 }
+
+// lingerMinBatch is the mean recent batch size below which leaders do not linger.
+const lingerMinBatch = 4
 
 // txState is shared by the calls of one transaction attempt.
 type txState struct {
@@ -199,8 +218,9 @@ func (s *Store) runBatch(batch []*call) {
 
 // commitBatch runs and commits the batch (caller holds commitMu) and returns the calls
 // that ran, whether a commit succeeded, and the outcome for the calls that ran. In
-// the write-ahead log mode the bbolt commit does not fsync: the batch is durable, and
-// may be acknowledged, once its log record is.
+// the write-ahead log mode the batch's log record is appended and fdatasynced while
+// the transaction is still open, and bbolt then commits without fsync: the batch
+// becomes visible only once it is durable.
 func (s *Store) commitBatch(batch []*call) (ran []*call, committed bool, err error) {
 	if s.wal != nil && s.wal.failed != nil {
 		return batch, false, s.wal.failed
@@ -263,13 +283,19 @@ func (s *Store) commitBatch(batch []*call) (ran []*call, committed bool, err err
 			_ = tx.Rollback()
 			return ran, false, err
 		}
-		if err := tx.Commit(); err != nil {
-			return ran, false, fmt.Errorf("store: commit: %w", err)
-		}
+		// Write-ahead log mode: the record is durable before the transaction commits,
+		// so no reader ever sees a batch that a crash could take back.
 		if s.wal != nil && !s.wal.batch.empty() {
 			if err := s.wal.append(); err != nil {
+				_ = tx.Rollback()
 				return ran, false, err
 			}
+		}
+		if err := tx.Commit(); err != nil {
+			if s.wal != nil {
+				s.wal.fail(fmt.Errorf("the store file refused a batch the log holds: %w", err))
+			}
+			return ran, false, fmt.Errorf("store: commit: %w", err)
 		}
 		return ran, true, nil
 	}

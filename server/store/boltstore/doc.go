@@ -24,11 +24,13 @@
 // but the failing function is not rerun).
 //
 // Write-ahead log mode (Options.WAL, off by default): bbolt's two fsyncs per commit
-// (data pages, then the meta page) become one. A batch commits in bbolt with NoSync
-// (visible to readers, in the page cache), then its mutations, as bbolt saw them at
-// the bucket level (index and counter upkeep included), are appended as one
-// CRC32C-checksummed record to the log segment in wal/ and fdatasynced; only then are
-// the callers acknowledged. The store file is therefore not trusted after an unclean
+// (data pages, then the meta page) become one. A batch's mutations, as bbolt saw them
+// at the bucket level (index and counter upkeep included), are appended as one
+// CRC32C-checksummed record to the log segment in wal/ and fdatasynced while its
+// transaction is still open; then the transaction commits with NoSync (into the page
+// cache) and the callers are acknowledged. Segments are filled with zeros ahead of
+// their records (walChunk), so an append overwrites blocks the file already has and
+// its fdatasync need not journal a new file size. The store file is therefore not trusted after an unclean
 // shutdown (an OS crash may have persisted a meta page without its data pages).
 // Durability comes from checkpoint.db, a consistent copy of the file taken from a read
 // transaction (written to a temporary file, fsynced, renamed, directory fsynced), plus
@@ -38,15 +40,14 @@
 // CheckpointBytes of log, at the first open in the mode (before any write), after a
 // recovery, and at Close, which then syncs the file and writes a clean-shutdown marker.
 // Open with the marker trusts the file and discards the log; without it, it copies the
-// checkpoint over the file, replays every segment (a damaged record is skipped only at
-// the tail of the last segment, where a crash mid-append leaves it; anywhere else Open
-// refuses with the offending file and offset), syncs, checkpoints and serves. Replay
+// checkpoint over the file, replays every segment (a damaged record is skipped only as
+// the last thing the log holds, followed by nothing but zeros, where a crash
+// mid-append leaves it; anywhere else Open refuses with the offending file and offset), syncs, checkpoints and serves. Replay
 // is idempotent (records hold values, not increments), so a crash during any of these
 // steps is recovered by the next Open. A failed log append leaves a batch visible but
 // not durable, so the store then refuses writes until restarted. A wal.lock file
 // guards the directory, since recovery rewrites the store file before bbolt locks it.
-// Readers may see a batch a moment before its record is durable; a backup (Snapshot)
-// never does.
+// No reader sees a batch before its record is durable.
 //
 // Opening takes bbolt's file lock with a timeout, so a second process on the same file
 // fails fast with a clear message instead of hanging, and checks the schema version.

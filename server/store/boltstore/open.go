@@ -81,9 +81,11 @@ type Store struct {
 	queue   []*call
 	leading bool
 	// peak is the recent peak of concurrent Updates (decaying), the batch size a
-	// leader waits for; commitAvg is the recent mean commit duration.
+	// leader waits for; commitAvg is the recent mean commit duration and batchAvg
+	// the recent mean batch size.
 	peak      int
 	commitAvg time.Duration
+	batchAvg  float64
 	maxLinger time.Duration
 	// inflight counts Update calls in progress; arrive is signalled when one queues.
 	inflight atomic.Int64

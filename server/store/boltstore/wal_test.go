@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -240,45 +241,49 @@ func TestWALTornTailIsSkipped(t *testing.T) {
 		{"record cut short", func(d []byte, off, n int) []byte { return d[:off+n-3] }, true},
 		{"checksum mismatch", func(d []byte, off, n int) []byte { d[off+n-1] ^= 0xff; return d }, true},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := openTempWith(t, Options{WAL: true})
-			path := s.path
-			workload(t, s, 0, 3)
-			before := dump(t, s)
-			size := func() int64 {
-				fi, err := os.Stat(lastSegment(t, s))
+		// The log is written ahead with zeros (walChunk); a tear is checked both as
+		// the file leaves it (zeros after) and cut at the tear.
+		for _, padded := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/padded=%v", tc.name, padded), func(t *testing.T) {
+				s := openTempWith(t, Options{WAL: true})
+				path := s.path
+				workload(t, s, 0, 3)
+				before := dump(t, s)
+				off := s.wal.log.off
+				if err := s.Update(context.Background(), func(w store.Writer) error {
+					return w.PutTask(storetest.Task("acme", "last", time.Now()))
+				}); err != nil {
+					t.Fatal(err)
+				}
+				n := int(s.wal.log.off - off)
+				after := dump(t, s)
+				seg := lastSegment(t, s)
+				crashClose(t, s)
+				data, err := os.ReadFile(seg)
 				if err != nil {
 					t.Fatal(err)
 				}
-				return fi.Size()
-			}
-			off := size()
-			if err := s.Update(context.Background(), func(w store.Writer) error {
-				return w.PutTask(storetest.Task("acme", "last", time.Now()))
-			}); err != nil {
-				t.Fatal(err)
-			}
-			n := int(size() - off)
-			after := dump(t, s)
-			seg := lastSegment(t, s)
-			crashClose(t, s)
-			data, err := os.ReadFile(seg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(seg, tc.tear(data, int(off), n), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			s = reopen(t, path, Options{WAL: true})
-			defer s.Close()
-			want := after
-			if tc.lost {
-				want = before
-			}
-			if got := dump(t, s); got != want {
-				t.Fatalf("recovered state is wrong (last batch lost: want %v)", tc.lost)
-			}
-		})
+				if !allZero(data[int(off)+n:]) {
+					t.Fatal("the log holds something after its last record")
+				}
+				torn := tc.tear(slices.Clone(data[:int(off)+n]), int(off), n)
+				if padded {
+					torn = append(torn, make([]byte, max(0, len(data)-len(torn)))...)
+				}
+				if err := os.WriteFile(seg, torn, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				s = reopen(t, path, Options{WAL: true})
+				defer s.Close()
+				want := after
+				if tc.lost {
+					want = before
+				}
+				if got := dump(t, s); got != want {
+					t.Fatalf("recovered state is wrong (last batch lost: want %v)", tc.lost)
+				}
+			})
+		}
 	}
 }
 
@@ -327,4 +332,40 @@ func TestWALSecondOpenFailsFast(t *testing.T) {
 		}
 	}
 	workload(t, s, 0, 2) // and the first is unharmed
+}
+
+// A recovery that crashed after starting its new segment but before deleting the old
+// ones leaves the torn tail in a segment that is no longer the last: the empty (or
+// zero-filled) segments after it do not make the tear corruption.
+func TestWALTornTailBeforeAnEmptySegment(t *testing.T) {
+	s := openTempWith(t, Options{WAL: true})
+	path := s.path
+	workload(t, s, 0, 3)
+	want := dump(t, s)
+	seg := lastSegment(t, s)
+	seqs := segments(t, s)
+	crashClose(t, s)
+	f, err := os.OpenFile(seg, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{100, 0, 0, 0, 1, 2, 3}, s.wal.log.off); err != nil { // a torn append
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(filepath.Dir(path), walDirName)
+	next := seqs[len(seqs)-1] + 1
+	if err := os.WriteFile(filepath.Join(dir, segmentName(next)), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, segmentName(next+1)), make([]byte, 8192), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = reopen(t, path, Options{WAL: true})
+	defer s.Close()
+	if got := dump(t, s); got != want {
+		t.Fatal("recovered state is wrong")
+	}
 }
