@@ -34,8 +34,16 @@ type walState struct {
 	done       chan struct{}
 	// failed is set (under Store.commitMu) when an append or the commit after it
 	// fails: the log's tail and the file may then disagree, so the store refuses
-	// further writes.
+	// further writes. A failed fdatasync is durability.err.
 	failed error
+	// fileMu guards the open segment's file between syncLoop's fdatasync and a
+	// checkpoint starting a new segment.
+	fileMu sync.Mutex
+	// syncDone is closed when syncLoop has returned.
+	syncDone chan struct{}
+	// beforeSync, set by tests only, runs before each fdatasync of the log and may
+	// fail it.
+	beforeSync func() error
 }
 
 func (ws *walState) path(name string) string { return filepath.Join(ws.dir, name) }
@@ -146,10 +154,18 @@ func (s *Store) startWAL(ws *walState, replay []uint64, opts Options) error {
 	}
 	ws.every, ws.bytes = opts.CheckpointInterval, opts.CheckpointBytes
 	ws.kick, ws.stop, ws.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	ws.syncDone = make(chan struct{})
 	s.db.NoSync = true
 	s.wal = ws
 	go s.checkpointLoop()
+	go s.syncLoop(ws.syncDone)
 	return nil
+}
+
+// stopSync ends syncLoop (no Update may be in flight) and waits for it.
+func (s *Store) stopSync() {
+	close(s.dur.kick)
+	<-s.wal.syncDone
 }
 
 func ignoreMissing(err error) error {
@@ -182,10 +198,18 @@ func (s *Store) checkpoint() error {
 	ws.checkpoint.Lock()
 	defer ws.checkpoint.Unlock()
 	s.commitMu.Lock()
-	if ws.failed != nil {
+	if err := ws.failedErr(s.dur); err != nil {
 		s.commitMu.Unlock()
-		return ws.failed
+		return err
 	}
+	// Everything the copy holds must be durable in the segments it replaces (the
+	// batches syncLoop has not synced yet are in the open one).
+	if err := ws.sync(); err != nil {
+		s.dur.markFailed(err)
+		s.commitMu.Unlock()
+		return s.dur.failed()
+	}
+	s.dur.markDurable(s.dur.written.Load())
 	tx, err := s.db.Begin(false)
 	if err != nil {
 		s.commitMu.Unlock()
@@ -193,7 +217,9 @@ func (s *Store) checkpoint() error {
 	}
 	defer func() { _ = tx.Rollback() }()
 	next := ws.log.seq + 1
+	ws.fileMu.Lock()
 	err = ws.log.openSegment(next)
+	ws.fileMu.Unlock()
 	if err == nil {
 		ws.log.size = 0
 	}
@@ -240,8 +266,9 @@ func (s *Store) closeWAL() error {
 	ws := s.wal
 	close(ws.stop)
 	<-ws.done
+	defer s.stopSync()
 	var err error
-	if ws.failed == nil {
+	if ws.failedErr(s.dur) == nil {
 		err = s.checkpoint()
 		if err == nil {
 			err = s.db.Sync()
@@ -256,11 +283,11 @@ func (s *Store) closeWAL() error {
 	return errors.Join(err, ws.log.close())
 }
 
-// append makes the current batch durable in the log (caller holds commitMu), before
-// its transaction commits. A failed append may leave part of a record (or, if only
-// the fdatasync failed, a whole one) at the tail of the log, after which nothing may
-// be appended, so from then on the store refuses writes until a restart recovers
-// from the log; the batch itself is rolled back and its callers get the error.
+// append writes the current batch's record to the log (caller holds commitMu), before
+// its transaction commits; syncLoop makes it durable. A failed append may leave part
+// of a record at the tail of the log, after which nothing may be appended, so from
+// then on the store refuses writes until a restart recovers from the log; the batch
+// itself is rolled back and its callers get the error.
 func (ws *walState) append() error {
 	if err := ws.log.append(ws.batch.record()); err != nil {
 		return ws.fail(fmt.Errorf("appending to the write-ahead log failed: %w", err))
@@ -272,6 +299,27 @@ func (ws *walState) append() error {
 		}
 	}
 	return nil
+}
+
+// sync makes every record written so far durable.
+func (ws *walState) sync() error {
+	ws.fileMu.Lock()
+	defer ws.fileMu.Unlock()
+	if ws.beforeSync != nil {
+		if err := ws.beforeSync(); err != nil {
+			return err
+		}
+	}
+	return fdatasync(ws.log.f)
+}
+
+// failedErr returns why writes are refused, if they are: a failed append or commit,
+// or a failed fdatasync.
+func (ws *walState) failedErr(d *durability) error {
+	if ws.failed != nil {
+		return ws.failed
+	}
+	return d.failed()
 }
 
 // fail puts the store in the failed state (caller holds commitMu): writes are refused

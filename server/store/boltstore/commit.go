@@ -54,9 +54,11 @@ func (s *Store) Update(ctx context.Context, fn func(store.Writer) error) error {
 	return c.err
 }
 
-// leadOnce commits one batch from the head of the queue, wakes its callers and hands
-// leadership to the next queued call, if any. Leadership moves on after one batch so
-// that no caller commits for others indefinitely.
+// leadOnce commits one batch from the head of the queue, hands leadership to the next
+// queued call, if any, then waits for the batch to be durable (see durability) and
+// wakes its callers. Leadership moves on after one batch so that no caller commits
+// for others indefinitely, and before the wait, so that the next batch's work
+// overlaps this one's fdatasync.
 func (s *Store) leadOnce(self *call) {
 	s.mu.Lock()
 	target, linger := s.plan()
@@ -76,7 +78,9 @@ func (s *Store) leadOnce(self *call) {
 	s.mu.Unlock()
 
 	start := time.Now()
-	s.runBatch(batch)
+	s.commitMu.Lock()
+	r := s.commitBatch(batch)
+	s.commitMu.Unlock()
 	took := time.Since(start)
 
 	s.mu.Lock()
@@ -92,13 +96,14 @@ func (s *Store) leadOnce(self *call) {
 		s.leading = false
 	}
 	s.mu.Unlock()
+	if next != nil {
+		next.wake <- struct{}{} // the next batch runs while this one becomes durable
+	}
+	s.settle(r)
 	for _, c := range batch {
 		if c != self {
 			c.wake <- struct{}{}
 		}
-	}
-	if next != nil {
-		next.wake <- struct{}{}
 	}
 }
 
@@ -196,34 +201,55 @@ func (st *txState) apply(tx *bolt.Tx) error {
 	return nil
 }
 
-// runBatch runs the calls in one transaction and commits it, marking every call done.
-// A call whose fn fails without writing is done with its error and the batch goes on;
-// one that fails after writing poisons the transaction, which is rolled back and rerun
-// without it.
-func (s *Store) runBatch(batch []*call) {
-	s.commitMu.Lock()
-	ran, committed, err := s.commitBatch(batch)
-	s.commitMu.Unlock()
-	if committed {
-		s.commits.Add(1)
-		s.updates.Add(int64(len(ran)))
-		for _, c := range ran {
-			for _, f := range c.onCommit {
-				s.runHook(f)
-			}
-		}
-	}
-	finish(ran, err)
+// batchResult is what committing a batch leaves for settling it.
+type batchResult struct {
+	// ran are the calls whose outcome is err (the others are done already).
+	ran []*call
+	// seq is the batch's sequence when it holds one (ordered); otherwise the newest
+	// sequence committed before it, which its functions may have read.
+	seq     uint64
+	ordered bool
+	// committed says the transaction committed (its hooks run once it is durable).
+	committed bool
+	err       error
 }
 
-// commitBatch runs and commits the batch (caller holds commitMu) and returns the calls
-// that ran, whether a commit succeeded, and the outcome for the calls that ran. In
-// the write-ahead log mode the batch's log record is appended and fdatasynced while
-// the transaction is still open, and bbolt then commits without fsync: the batch
-// becomes visible only once it is durable.
-func (s *Store) commitBatch(batch []*call) (ran []*call, committed bool, err error) {
-	if s.wal != nil && s.wal.failed != nil {
-		return batch, false, s.wal.failed
+// settle waits until the batch is durable, runs its commit hooks in sequence order and
+// marks its calls done.
+func (s *Store) settle(r batchResult) {
+	err := r.err
+	if err == nil && r.seq > 0 {
+		err = s.dur.wait(r.seq)
+	}
+	if r.ordered {
+		s.dur.inOrder(r.seq, func() {
+			if err != nil || !r.committed {
+				return
+			}
+			s.commits.Add(1)
+			s.updates.Add(int64(len(r.ran)))
+			for _, c := range r.ran {
+				for _, f := range c.onCommit {
+					s.runHook(f)
+				}
+			}
+		})
+	}
+	finish(r.ran, err)
+}
+
+// commitBatch runs the batch's calls in one transaction and commits it (caller holds
+// commitMu). A call whose fn fails without writing is done with its error and the
+// batch goes on; one that fails after writing poisons the transaction, which is
+// rolled back and rerun without it. In the write-ahead log mode the batch's log
+// record is written (not yet synced) while the transaction is still open, syncLoop is
+// asked to sync it, and bbolt commits without fsync; the batch is durable, and its
+// callers are acknowledged, once syncLoop's fdatasync returns (settle).
+func (s *Store) commitBatch(batch []*call) batchResult {
+	if s.wal != nil {
+		if err := s.wal.failedErr(s.dur); err != nil {
+			return batchResult{ran: batch, err: err}
+		}
 	}
 	pending := make([]*call, 0, len(batch))
 	for _, c := range batch {
@@ -236,14 +262,14 @@ func (s *Store) commitBatch(batch []*call) (ran []*call, committed bool, err err
 	for len(pending) > 0 {
 		tx, err := s.db.Begin(true)
 		if err != nil {
-			return pending, false, fmt.Errorf("store: begin transaction: %w", err)
+			return batchResult{ran: pending, err: fmt.Errorf("store: begin transaction: %w", err)}
 		}
 		state := &txState{counts: map[string]int64{}}
 		if s.wal != nil {
 			s.wal.batch.reset()
 			state.log = &s.wal.batch
 		}
-		ran = nil
+		var ran []*call
 		wrote, poisoned := false, false
 		for _, c := range pending {
 			w := &writer{reader: reader{tx: tx}, state: state}
@@ -275,31 +301,39 @@ func (s *Store) commitBatch(batch []*call) (ran []*call, committed bool, err err
 			continue
 		}
 		if !wrote {
-			// Nothing to make durable; skip the fsyncs.
+			// Nothing to commit; what the functions read may still be on its way
+			// to durable.
 			_ = tx.Rollback()
-			return ran, false, nil
+			return batchResult{ran: ran, seq: s.dur.last}
 		}
 		if err := state.apply(tx); err != nil {
 			_ = tx.Rollback()
-			return ran, false, err
+			return batchResult{ran: ran, err: err}
 		}
-		// Write-ahead log mode: the record is durable before the transaction commits,
-		// so no reader ever sees a batch that a crash could take back.
-		if s.wal != nil && !s.wal.batch.empty() {
+		if s.wal != nil {
 			if err := s.wal.append(); err != nil {
 				_ = tx.Rollback()
-				return ran, false, err
+				return batchResult{ran: ran, err: err}
 			}
 		}
+		seq := s.dur.next()
+		if s.wal != nil {
+			s.dur.written.Store(seq)
+			s.dur.requestSync()
+		}
+		s.dur.applied.Store(seq)
 		if err := tx.Commit(); err != nil {
 			if s.wal != nil {
 				s.wal.fail(fmt.Errorf("the store file refused a batch the log holds: %w", err))
 			}
-			return ran, false, fmt.Errorf("store: commit: %w", err)
+			return batchResult{ran: ran, seq: seq, ordered: true, err: fmt.Errorf("store: commit: %w", err)}
 		}
-		return ran, true, nil
+		if s.wal == nil {
+			s.dur.markDurable(seq) // bbolt fsynced it
+		}
+		return batchResult{ran: ran, seq: seq, ordered: true, committed: true}
 	}
-	return nil, false, nil
+	return batchResult{}
 }
 
 func finish(calls []*call, err error) {

@@ -75,6 +75,8 @@ type Store struct {
 	commitMu sync.Mutex
 	// wal is the write-ahead log mode's state, nil when it is off.
 	wal *walState
+	// dur tracks which committed batches are durable.
+	dur *durability
 
 	// mu guards the group-commit queue and its tuning.
 	mu      sync.Mutex
@@ -153,7 +155,7 @@ func open(path string, opts Options, ws *walState, replay []uint64) (*Store, err
 		return nil, fmt.Errorf("opening store %s: %w", path, err)
 	}
 	s := &Store{db: db, path: path, maxBatch: opts.MaxBatch, log: opts.Logger,
-		maxLinger: max(opts.MaxLinger, 0), arrive: make(chan struct{}, 1)}
+		maxLinger: max(opts.MaxLinger, 0), arrive: make(chan struct{}, 1), dur: newDurability()}
 	info, err := s.initSchema()
 	if err != nil {
 		_ = db.Close()
@@ -286,7 +288,25 @@ func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.View(func(tx *bolt.Tx) error { return fn(reader{tx: tx}) })
+	return s.db.View(func(tx *bolt.Tx) error {
+		seen := s.dur.applied.Load()
+		err := fn(reader{tx: tx})
+		if werr := s.settleRead(seen); werr != nil {
+			return werr
+		}
+		return err
+	})
+}
+
+// settleRead waits, in the write-ahead log mode, until the batches a reader may have
+// seen (up to seen) are durable, so that nothing a crash could take back is ever
+// returned; it costs a reader at most the fdatasync in flight. In the default mode a
+// batch is visible only once bbolt has synced it.
+func (s *Store) settleRead(seen uint64) error {
+	if s.wal == nil {
+		return nil
+	}
+	return s.dur.wait(seen)
 }
 
 // Check runs bbolt's consistency check over the whole file and returns every problem

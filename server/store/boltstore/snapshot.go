@@ -32,23 +32,18 @@ func (s *Store) Snapshot(ctx context.Context) (store.Snapshot, error) {
 		s.leave()
 		return nil, err
 	}
-	tx, err := s.beginSnapshot()
+	tx, err := s.db.Begin(false)
+	if err == nil {
+		// A backup never holds a write that might yet fail.
+		if err = s.settleRead(s.dur.applied.Load()); err != nil {
+			_ = tx.Rollback()
+		}
+	}
 	if err != nil {
 		s.leave()
 		return nil, fmt.Errorf("store: snapshot: %w", err)
 	}
 	return &snapshot{tx: tx, s: s}, nil
-}
-
-// beginSnapshot starts the read transaction of a snapshot. In the write-ahead log mode
-// it does so under commitMu, so that it sees no batch whose log append is still
-// pending: a backup never holds a write that might yet fail.
-func (s *Store) beginSnapshot() (*bolt.Tx, error) {
-	if s.wal != nil {
-		s.commitMu.Lock()
-		defer s.commitMu.Unlock()
-	}
-	return s.db.Begin(false)
 }
 
 func (sn *snapshot) Size() int64 { return sn.tx.Size() }
