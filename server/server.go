@@ -140,8 +140,17 @@ func (s *Server) serverOptions(unary grpc.UnaryServerInterceptor, stream grpc.St
 		grpc.ChainUnaryInterceptor(append(unaries, s.guard.UnaryInterceptor)...),
 		grpc.ChainStreamInterceptor(append(streams, s.guard.StreamInterceptor)...),
 		grpc.MaxRecvMsgSize(int(s.cfg.Limits.MaxSpecBytes) + (64 << 10)),
+		// Calls run on a pool of long-lived goroutines instead of a new goroutine
+		// each: a handler that reaches the store needs a deep stack, and growing a
+		// fresh goroutine's stack to it on every call cost more CPU than the store's
+		// own B-tree work. A call that finds every worker busy gets a new goroutine.
+		grpc.NumStreamWorkers(streamWorkers),
 	}
 }
+
+// streamWorkers is the size of the gRPC handler pool: enough for the concurrent
+// callers of a busy deployment (a call waiting on a commit holds its worker).
+const streamWorkers = 128
 
 // registerServices registers every service on g: the public server, and the
 // in-process one behind the HTTP gateway.

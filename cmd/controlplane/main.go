@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -23,7 +24,22 @@ import (
 )
 
 func main() {
+	tuneGC()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// gcPercent is the garbage collector's target (GOGC) unless the environment sets one.
+// The control plane's live heap is small and its requests allocate briskly, so Go's
+// default of 100 collects many times a second, and on a small machine the collector's
+// dedicated worker takes a large share of the CPU: on 2 cores, StartTask throughput
+// with 64 callers rose by about half at 400. The price is a heap up to five times the
+// live data instead of twice.
+const gcPercent = 400
+
+func tuneGC() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(gcPercent)
+	}
 }
 
 // run is main without the process: it returns the exit code.
