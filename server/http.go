@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -54,6 +55,13 @@ func (s *Server) buildHTTP() error {
 	maxBody := s.cfg.Limits.MaxSpecBytes + (64 << 10)
 	root := http.NewServeMux()
 	root.Handle("/metrics", s.metricsAuth(promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})))
+	if s.cfg.Debug.Pprof {
+		root.Handle("/debug/pprof/", s.metricsAuth(http.HandlerFunc(pprof.Index)))
+		root.Handle("/debug/pprof/cmdline", s.metricsAuth(http.HandlerFunc(pprof.Cmdline)))
+		root.Handle("/debug/pprof/profile", s.metricsAuth(http.HandlerFunc(pprof.Profile)))
+		root.Handle("/debug/pprof/symbol", s.metricsAuth(http.HandlerFunc(pprof.Symbol)))
+		root.Handle("/debug/pprof/trace", s.metricsAuth(http.HandlerFunc(pprof.Trace)))
+	}
 	root.Handle("/", http.MaxBytesHandler(gw, maxBody))
 	s.http = &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second, TLSConfig: s.tls}
 	return nil

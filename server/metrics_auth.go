@@ -6,9 +6,9 @@ import (
 	"github.com/agentplane/agentplane/server/auth"
 )
 
-// metricsAuth guards /metrics in multi-tenant deployments: the store's counters are
-// deployment-wide (every tenant's tasks and inbox), so only an admin may read them,
-// as with AdminService.GetStats. Prometheus scrapes with a bearer token
+// metricsAuth guards /metrics (and /debug/pprof/ when on) in multi-tenant deployments:
+// the store's counters are deployment-wide (every tenant's tasks and inbox), so only
+// an admin may read them, as with AdminService.GetStats. Prometheus scrapes with a bearer token
 // (authorization.credentials in its scrape config). Single-user deployments serve
 // them openly, like everything else.
 func (s *Server) metricsAuth(next http.Handler) http.Handler {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/agentplane/agentplane/server/auth"
 	"io"
 	"net/http"
 	"strings"
@@ -255,5 +256,36 @@ func TestShutdownEndsWatchesWithUnavailable(t *testing.T) {
 	}
 	if took := time.Since(start); took >= server.ShutdownTimeout {
 		t.Fatalf("shutdown waited %s for the watch (the drain timeout)", took)
+	}
+}
+
+func TestPprofIsOptInAndGuarded(t *testing.T) {
+	get := func(in *servertest.Instance) (int, string) {
+		t.Helper()
+		resp, err := http.Get("http://" + in.HTTPAddr + "/debug/pprof/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get(servertest.Start(t, nil)); code == http.StatusOK {
+		t.Fatal("/debug/pprof/ is served without debug.pprof")
+	}
+	if code, body := get(servertest.Start(t, func(c *config.Config) { c.Debug.Pprof = true })); code != http.StatusOK || !strings.Contains(body, "goroutine") {
+		t.Fatalf("with debug.pprof: %d %.200s", code, body)
+	}
+	_, hash, err := auth.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mt := servertest.Start(t, func(c *config.Config) {
+		c.Debug.Pprof = true
+		c.Auth.RequirePrincipal = true
+		c.Auth.Tokens = []config.Token{{Name: "alice", SHA256: hash, Tenant: "acme", Roles: []string{"user"}}}
+	})
+	if code, _ := get(mt); code != http.StatusUnauthorized {
+		t.Fatalf("multi-tenant /debug/pprof/ without a token: %d, want 401", code)
 	}
 }

@@ -28,6 +28,7 @@ type Config struct {
 	HTTPAddr string `yaml:"http_addr"`
 
 	Log    Log    `yaml:"log"`
+	Debug  Debug  `yaml:"debug"`
 	Store  Store  `yaml:"store"`
 	Limits Limits `yaml:"limits"`
 	Spec   Spec   `yaml:"spec"`
@@ -48,6 +49,13 @@ type Log struct {
 	Level string `yaml:"level"`
 	// Format is text or json.
 	Format string `yaml:"format"`
+}
+
+// Debug configures diagnostics for operators.
+type Debug struct {
+	// Pprof serves Go's profiles (net/http/pprof) under /debug/pprof/ on the HTTP
+	// listener, guarded like /metrics. Off by default.
+	Pprof bool `yaml:"pprof"`
 }
 
 // Store configures the embedded bbolt store.
