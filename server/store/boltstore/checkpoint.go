@@ -36,11 +36,9 @@ type walState struct {
 	// fails: the log's tail and the file may then disagree, so the store refuses
 	// further writes. A failed fdatasync is durability.err.
 	failed error
-	// fileMu guards the open segment's file between syncLoop's fdatasync and a
+	// fileMu is held by an fdatasync of the open segment (one at a time) and by a
 	// checkpoint starting a new segment.
 	fileMu sync.Mutex
-	// syncDone is closed when syncLoop has returned.
-	syncDone chan struct{}
 	// beforeSync, set by tests only, runs before each fdatasync of the log and may
 	// fail it.
 	beforeSync func() error
@@ -154,18 +152,10 @@ func (s *Store) startWAL(ws *walState, replay []uint64, opts Options) error {
 	}
 	ws.every, ws.bytes = opts.CheckpointInterval, opts.CheckpointBytes
 	ws.kick, ws.stop, ws.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
-	ws.syncDone = make(chan struct{})
 	s.db.NoSync = true
 	s.wal = ws
 	go s.checkpointLoop()
-	go s.syncLoop(ws.syncDone)
 	return nil
-}
-
-// stopSync ends syncLoop (no Update may be in flight) and waits for it.
-func (s *Store) stopSync() {
-	close(s.dur.kick)
-	<-s.wal.syncDone
 }
 
 func ignoreMissing(err error) error {
@@ -202,8 +192,8 @@ func (s *Store) checkpoint() error {
 		s.commitMu.Unlock()
 		return err
 	}
-	// Everything the copy holds must be durable in the segments it replaces (the
-	// batches syncLoop has not synced yet are in the open one).
+	// Everything the copy holds must be durable in the segments it replaces (batches
+	// whose leaders have not synced yet are in the open one).
 	if err := ws.sync(); err != nil {
 		s.dur.markFailed(err)
 		s.commitMu.Unlock()
@@ -266,7 +256,6 @@ func (s *Store) closeWAL() error {
 	ws := s.wal
 	close(ws.stop)
 	<-ws.done
-	defer s.stopSync()
 	var err error
 	if ws.failedErr(s.dur) == nil {
 		err = s.checkpoint()
@@ -284,7 +273,7 @@ func (s *Store) closeWAL() error {
 }
 
 // append writes the current batch's record to the log (caller holds commitMu), before
-// its transaction commits; syncLoop makes it durable. A failed append may leave part
+// its transaction commits; Store.syncTo makes it durable. A failed append may leave part
 // of a record at the tail of the log, after which nothing may be appended, so from
 // then on the store refuses writes until a restart recovers from the log; the batch
 // itself is rolled back and its callers get the error.
@@ -305,6 +294,11 @@ func (ws *walState) append() error {
 func (ws *walState) sync() error {
 	ws.fileMu.Lock()
 	defer ws.fileMu.Unlock()
+	return ws.syncLocked()
+}
+
+// syncLocked is sync for a caller that holds fileMu.
+func (ws *walState) syncLocked() error {
 	if ws.beforeSync != nil {
 		if err := ws.beforeSync(); err != nil {
 			return err

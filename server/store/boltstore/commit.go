@@ -219,7 +219,11 @@ type batchResult struct {
 func (s *Store) settle(r batchResult) {
 	err := r.err
 	if err == nil && r.seq > 0 {
-		err = s.dur.wait(r.seq)
+		if r.committed && s.wal != nil {
+			err = s.syncTo(r.seq)
+		} else {
+			err = s.dur.wait(r.seq)
+		}
 	}
 	if r.ordered {
 		s.dur.inOrder(r.seq, func() {
@@ -242,9 +246,9 @@ func (s *Store) settle(r batchResult) {
 // commitMu). A call whose fn fails without writing is done with its error and the
 // batch goes on; one that fails after writing poisons the transaction, which is
 // rolled back and rerun without it. In the write-ahead log mode the batch's log
-// record is written (not yet synced) while the transaction is still open, syncLoop is
-// asked to sync it, and bbolt commits without fsync; the batch is durable, and its
-// callers are acknowledged, once syncLoop's fdatasync returns (settle).
+// record is written (not yet synced) while the transaction is still open and bbolt
+// commits without fsync; the batch is durable, and its callers are acknowledged, once
+// the leader's fdatasync returns (settle).
 func (s *Store) commitBatch(batch []*call) batchResult {
 	if s.wal != nil {
 		if err := s.wal.failedErr(s.dur); err != nil {
@@ -319,7 +323,6 @@ func (s *Store) commitBatch(batch []*call) batchResult {
 		seq := s.dur.next()
 		if s.wal != nil {
 			s.dur.written.Store(seq)
-			s.dur.requestSync()
 		}
 		s.dur.applied.Store(seq)
 		if err := tx.Commit(); err != nil {

@@ -30,9 +30,9 @@
 // batch's mutations, as bbolt saw them at the bucket level (index and counter upkeep
 // included), are written as one CRC32C-checksummed record to the log segment in wal/
 // while its transaction is still open; then the transaction commits with NoSync (into
-// the page cache) and leadership passes on. A log goroutine fdatasyncs the segment,
-// one fdatasync for every record written when it starts, while the next batch
-// already runs; the batch's callers are acknowledged, and its OnCommit hooks run (in
+// the page cache) and leadership passes on. The old leader then fdatasyncs the
+// segment (one fdatasync at a time, each covering every record written when it
+// starts) while the next batch already runs; the batch's callers are acknowledged, and its OnCommit hooks run (in
 // commit order, see durability), only once the fdatasync returned. A batch is in the
 // file a moment before it is durable, so a View waits for the batches it may have
 // seen to be durable before it returns (at most the fdatasync in flight): no caller

@@ -9,12 +9,13 @@ import (
 // durability tracks the batches of the commit pipeline. Every batch that writes gets
 // the next sequence number as it commits (under Store.commitMu). It is durable when
 // bbolt's commit returns (default mode: bbolt fsyncs), or once its log record is
-// fdatasynced (write-ahead log mode): syncLoop does that while the next batch already
-// runs, and one fdatasync covers every record written before it started. A batch's
-// callers are acknowledged, and its commit hooks run, only once it is durable, and
-// the hooks of successive batches run in sequence order. In the write-ahead log mode
-// a reader may find a batch in the file before its record is durable, so View waits
-// for the batches it may have seen (see Store.settleRead).
+// fdatasynced (write-ahead log mode): its leader does that after handing leadership
+// on (Store.syncTo), so the fdatasync overlaps the next batch's work, and one
+// fdatasync covers every record written before it started. A batch's callers are
+// acknowledged, and its commit hooks run, only once it is durable, and the hooks of
+// successive batches run in sequence order. In the write-ahead log mode a reader may
+// find a batch in the file before its record is durable, so View waits for the
+// batches it may have seen (see Store.settleRead).
 type durability struct {
 	// last is the newest sequence assigned (guarded by Store.commitMu).
 	last uint64
@@ -25,8 +26,6 @@ type durability struct {
 	// written is the newest sequence whose log record is completely written (write-
 	// ahead log mode).
 	written atomic.Uint64
-	// kick asks syncLoop to make what is written durable (buffered, 1).
-	kick chan struct{}
 
 	mu sync.Mutex
 	// durable is the newest sequence known durable.
@@ -42,7 +41,7 @@ type durability struct {
 }
 
 func newDurability() *durability {
-	return &durability{kick: make(chan struct{}, 1), changed: make(chan struct{}), hookTurn: make(chan struct{})}
+	return &durability{changed: make(chan struct{}), hookTurn: make(chan struct{})}
 }
 
 // next assigns the sequence of a batch about to commit (caller holds commitMu).
@@ -122,31 +121,34 @@ func (d *durability) inOrder(seq uint64, f func()) {
 	d.mu.Unlock()
 }
 
-// requestSync wakes syncLoop without blocking.
-func (d *durability) requestSync() {
-	select {
-	case d.kick <- struct{}{}:
-	default:
-	}
-}
-
-// syncLoop makes written log records durable, one fdatasync for all that are written
-// when it starts, until kick is closed (write-ahead log mode).
-func (s *Store) syncLoop(done chan<- struct{}) {
-	defer close(done)
+// syncTo makes every batch up to seq durable (write-ahead log mode). One fdatasync
+// runs at a time and covers every record written when it starts, so a leader that
+// waited for the one before often finds its batch covered already. A leader syncs
+// itself rather than handing the fdatasync to another goroutine: on a small machine
+// the wake-ups of such a hand-off cost more than the overlap with bbolt's commit
+// saved.
+func (s *Store) syncTo(seq uint64) error {
 	d := s.dur
-	for range d.kick {
-		target := d.written.Load()
-		d.mu.Lock()
-		idle := target <= d.durable || d.err != nil
-		d.mu.Unlock()
-		if idle {
-			continue
-		}
-		if err := s.wal.sync(); err != nil {
-			d.markFailed(err)
-			continue
-		}
-		d.markDurable(target)
+	d.mu.Lock()
+	done, err := d.durable >= seq, d.err
+	d.mu.Unlock()
+	if done || err != nil {
+		return err
 	}
+	ws := s.wal
+	ws.fileMu.Lock()
+	defer ws.fileMu.Unlock()
+	d.mu.Lock()
+	done, err = d.durable >= seq, d.err
+	d.mu.Unlock()
+	if done || err != nil {
+		return err
+	}
+	target := d.written.Load()
+	if err := ws.syncLocked(); err != nil {
+		d.markFailed(err)
+		return d.failed()
+	}
+	d.markDurable(target)
+	return nil
 }

@@ -21,7 +21,7 @@ import (
 func holdSyncs(s *Store) (entered chan struct{}, release func()) {
 	entered = make(chan struct{}, 16)
 	gate := make(chan struct{})
-	s.commitMu.Lock() // beforeSync is read by syncLoop under fileMu, set under both
+	s.commitMu.Lock() // beforeSync is read under fileMu (syncTo, checkpoint), set under both
 	s.wal.fileMu.Lock()
 	s.wal.beforeSync = func() error {
 		entered <- struct{}{}
@@ -35,7 +35,7 @@ func holdSyncs(s *Store) (entered chan struct{}, release func()) {
 }
 
 // In the write-ahead log mode a batch is in the file before its record is durable
-// (syncLoop syncs it while the next batch runs): neither its callers nor any reader
+// (its leader syncs it while the next batch runs): neither its callers nor any reader
 // may learn of it until the fdatasync returns.
 func TestWALNoOneSeesABatchBeforeItIsDurable(t *testing.T) {
 	s := openTempWith(t, Options{WAL: true})

@@ -29,7 +29,6 @@ func crashClose(t *testing.T, s *Store) {
 	s.closed = true
 	close(s.wal.stop)
 	<-s.wal.done
-	s.stopSync()
 	err := errors.Join(s.wal.log.close(), s.db.Close(), s.wal.lock.Close())
 	s.closeMu.Unlock()
 	if err != nil {
