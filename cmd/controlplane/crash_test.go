@@ -27,18 +27,30 @@ import (
 // and runtime event reports, SIGKILLs it at random moments, restarts it on the same
 // file, and checks that every acknowledged write is there, that nothing is half
 // written (every task's log is gap-free, idempotency keys still map to their task),
-// and that bbolt's consistency check passes.
+// and that bbolt's consistency check passes. It does so in both store modes: the
+// default write-ahead log (every restart recovers from checkpoint and log) and
+// bbolt's own commits.
 func TestCrashSafety(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the real binary")
 	}
 	bin := buildBinary(t)
+	for _, wal := range []bool{true, false} {
+		t.Run(fmt.Sprintf("wal=%v", wal), func(t *testing.T) { testCrashSafety(t, bin, wal) })
+	}
+}
+
+func testCrashSafety(t *testing.T, bin string, wal bool) {
 	dataDir := t.TempDir()
+	configFile := filepath.Join(t.TempDir(), "controlplane.yaml")
+	if err := os.WriteFile(configFile, fmt.Appendf(nil, "store:\n  wal: %v\n", wal), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	acked := newLedger()
 	const rounds = 10
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	for round := 1; round <= rounds; round++ {
-		proc := startBinary(t, bin, dataDir)
+		proc := startBinary(t, bin, dataDir, configFile)
 		c, err := client.Dial(context.Background(), proc.addr)
 		if err != nil {
 			t.Fatal(err)
@@ -62,7 +74,7 @@ func TestCrashSafety(t *testing.T) {
 		t.Logf("round %d: %d tasks and %d event reports acknowledged so far", round, acked.taskCount(), acked.eventCount())
 	}
 	// One last clean start verifies the final round's writes, then a graceful stop.
-	proc := startBinary(t, bin, dataDir)
+	proc := startBinary(t, bin, dataDir, configFile)
 	c, err := client.Dial(context.Background(), proc.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -215,10 +227,10 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
-func startBinary(t *testing.T, bin, dataDir string) *process {
+func startBinary(t *testing.T, bin, dataDir, configFile string) *process {
 	t.Helper()
 	cmd := exec.Command(bin, "--data-dir", dataDir, "--grpc-addr", "127.0.0.1:0", "--http-addr", "off", "--log-level", "warn")
-	cmd.Env = append(os.Environ(), "AGENTPLANE_CONFIG=")
+	cmd.Env = append(os.Environ(), "AGENTPLANE_CONFIG="+configFile)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
