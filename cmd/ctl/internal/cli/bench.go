@@ -322,7 +322,7 @@ func newBenchGateCommand(g *globals) *cobra.Command {
 			"   AwaitDecision, receives the decision).\n" +
 			"Left out is the time between the two: handing the interrupt id to the approver stands for a\n" +
 			"person noticing and deciding. Also left out: the runtime then reports the call and its result,\n" +
-			"as every runtime does. check_p50 and deliver_p50 report the two parts.",
+			"as every runtime does. check_* and deliver_* report the two parts.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.check(); err != nil {
@@ -347,7 +347,8 @@ func newBenchGateCommand(g *globals) *cobra.Command {
 			slices.Sort(res.check)
 			slices.Sort(res.deliver)
 			return summary{name: "gate", clients: 1, total: o.total, elapsed: res.sum, lat: res.total, extra: [][2]string{
-				{"check_p50", fmtLatency(percentile(res.check, 0.5))}, {"deliver_p50", fmtLatency(percentile(res.deliver, 0.5))},
+				{"check_p50", fmtLatency(percentile(res.check, 0.5))}, {"check_p99", fmtLatency(percentile(res.check, 0.99))},
+				{"deliver_p50", fmtLatency(percentile(res.deliver, 0.5))}, {"deliver_p99", fmtLatency(percentile(res.deliver, 0.99))},
 			}}.print(g.printer(cmd))
 		},
 	}

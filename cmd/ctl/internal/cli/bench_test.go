@@ -93,7 +93,7 @@ func TestBenchGate(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v: %s", err, errOut)
 	}
-	if !regexp.MustCompile(`^gate ` + summaryLine + ` check_p50=\S+ deliver_p50=\S+\n$`).MatchString(out) {
+	if !regexp.MustCompile(`^gate ` + summaryLine + ` check_p50=\S+ check_p99=\S+ deliver_p50=\S+ deliver_p99=\S+\n$`).MatchString(out) {
 		t.Fatalf("summary %q", out)
 	}
 	var s workertest.State
