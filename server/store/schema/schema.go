@@ -92,7 +92,15 @@ func Nanos(t time.Time) uint64 {
 }
 
 // TenantPrefix is the prefix of every key of tenant.
-func TenantPrefix(tenant string) []byte { return appendString(nil, tenant) }
+func TenantPrefix(tenant string) []byte {
+	// Room for what keys add after the tenant (a time, an id), so that building
+	// a key allocates once.
+	return appendString(make([]byte, 0, 1+len(tenant)+keyRoom), tenant)
+}
+
+// keyRoom is what TenantPrefix leaves room for: a time (8 bytes), then an id of up
+// to 32 bytes with its length byte, and a sequence (8 bytes).
+const keyRoom = 8 + 1 + 32 + 8
 
 // TaskKey is the key of a task record.
 func TaskKey(tenant, taskID string) []byte {
