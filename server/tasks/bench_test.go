@@ -14,14 +14,14 @@ import (
 	"github.com/agentplane/agentplane/server/store/boltstore"
 )
 
-// Benchmarks of the task domain on a real bbolt file, every operation durable before
-// it returns. They report ops/s and p50/p99 latency per operation:
+// Benchmarks of the task domain on a real store in the server's default mode (the
+// write-ahead log), every operation durable before it returns. They report ops/s and p50/p99 latency per operation:
 //
 //	go test -run '^$' -bench . -benchtime 3000x ./server/tasks/
 
 func benchManager(b *testing.B) *Manager {
 	b.Helper()
-	st, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), boltstore.Options{})
+	st, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), boltstore.Options{WAL: true}) // the server's default
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"github.com/agentplane/agentplane/server/store/boltstore"
 	"runtime"
 	"slices"
 	"strconv"
@@ -10,14 +11,15 @@ import (
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
-// BenchmarkGateRoundTrip measures, over a real bbolt file (fsync on every commit),
-// what the goal is about without the gRPC hop: a gated call's CheckToolCall,
+// BenchmarkGateRoundTrip measures, over a real store in the server's default mode (the
+// write-ahead log, fsynced on every commit), what the goal is about without
+// the gRPC hop: a gated call's CheckToolCall,
 // plus the time from a reviewer's ResolveInterrupt to the waiting runtime holding the
 // decision. The time the reviewer takes is excluded, and so is the report of the
 // call that follows (a runtime reports every call it runs, which spends the
 // decision). p50 and p99 are reported.
 func BenchmarkGateRoundTrip(b *testing.B) {
-	e := newEnv(b, testConfig())
+	e := newEnvStore(b, testConfig(), boltstore.Options{WAL: true})
 	ref := e.startAndLease(b, tenant)
 	a := args(b, map[string]any{"path": "/tmp/report.csv", "data": "x"})
 	var samples, checks, delivers []time.Duration

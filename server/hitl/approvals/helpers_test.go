@@ -50,6 +50,8 @@ type env struct {
 	tasks *tasks.Manager
 	svc   *Service
 	cfg   Config
+	// opts opens the store (the zero value: bbolt's own commits).
+	opts boltstore.Options
 }
 
 func testConfig() Config {
@@ -58,7 +60,13 @@ func testConfig() Config {
 
 func newEnv(t testing.TB, cfg Config) *env {
 	t.Helper()
-	e := &env{path: filepath.Join(t.TempDir(), "agentplane.db"), clock: &clock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}, cfg: cfg}
+	return newEnvStore(t, cfg, boltstore.Options{})
+}
+
+// newEnvStore is newEnv with the store opened with opts.
+func newEnvStore(t testing.TB, cfg Config, opts boltstore.Options) *env {
+	t.Helper()
+	e := &env{path: filepath.Join(t.TempDir(), "agentplane.db"), clock: &clock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}, cfg: cfg, opts: opts}
 	e.open(t)
 	t.Cleanup(e.close)
 	return e
@@ -67,7 +75,7 @@ func newEnv(t testing.TB, cfg Config) *env {
 // open opens (or reopens, after close) the store file and builds the services.
 func (e *env) open(t testing.TB) {
 	t.Helper()
-	st, err := boltstore.Open(e.path, boltstore.Options{})
+	st, err := boltstore.Open(e.path, e.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
