@@ -315,3 +315,36 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A writer remembers the task it last found or wrote and the request key it last
+// found unused; neither memory may outlive what invalidates it within one function.
+func TestWriterLookupMemoryStaysTrue(t *testing.T) {
+	s := openTemp(t)
+	defer s.Close()
+	ctx := context.Background()
+	err := s.Update(ctx, func(w store.Writer) error {
+		if owner, err := w.TaskForRequest("acme", "r1"); err != nil || owner != "" {
+			t.Fatalf("TaskForRequest = %q, %v", owner, err)
+		}
+		a := storetest.Task("acme", "a", time.Now())
+		a.RequestId = "r1"
+		if err := w.PutTask(a); err != nil {
+			t.Fatalf("PutTask a: %v", err)
+		}
+		b := storetest.Task("acme", "b", time.Now())
+		b.RequestId = "r1"
+		if err := w.PutTask(b); apierr.ReasonOf(err) != apierr.ReasonRequestIDReused {
+			t.Fatalf("PutTask b with a used request id = %v, want %s", err, apierr.ReasonRequestIDReused)
+		}
+		if _, err := w.DeleteTask("acme", "a"); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.AppendEvents("acme", "a", storetest.Event(1, "a")); !store.IsNotFound(err) {
+			t.Fatalf("AppendEvents to a task deleted in the same function = %v, want NOT_FOUND", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

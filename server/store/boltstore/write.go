@@ -23,6 +23,12 @@ type writer struct {
 	state    *txState
 	dirty    bool
 	onCommit []func()
+	// known is the task (tenant and id, as a TaskKey) this writer last found or wrote,
+	// so that the writes that follow a task's (its spec, its events) need not look it
+	// up again; absentRequest is the request key it last found unused. Both are
+	// cleared by anything this writer does that could make them wrong; no other
+	// writer runs until this one's function returns.
+	known, absentRequest string
 }
 
 func (w *writer) OnCommit(f func()) { w.onCommit = append(w.onCommit, f) }
@@ -137,10 +143,13 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 		}
 	} else {
 		if reqID := rec.GetRequestId(); reqID != "" {
-			owner, err := w.TaskForRequest(tenant, reqID)
-			if err != nil {
-				return err
+			owner := ""
+			if string(schema.RequestKey(tenant, reqID)) != w.absentRequest {
+				if owner, err = w.TaskForRequest(tenant, reqID); err != nil {
+					return err
+				}
 			}
+			w.absentRequest = ""
 			if owner != "" {
 				return apierr.New(codes.AlreadyExists, apierr.ReasonRequestIDReused,
 					"request_id %q already created task %s", reqID, owner)
@@ -176,7 +185,12 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 			return err
 		}
 	}
-	return w.put(schema.Tasks, schema.TaskKey(tenant, id), rec)
+	key := schema.TaskKey(tenant, id)
+	if err := w.put(schema.Tasks, key, rec); err != nil {
+		return err
+	}
+	w.known = string(key)
+	return nil
 }
 
 func (w *writer) PutTaskSpec(tenant, taskID string, spec *storagev1.TaskSpecRecord) error {
@@ -194,9 +208,17 @@ func (w *writer) requireTask(tenant, taskID string) error {
 	if err := checkTenant(tenant); err != nil {
 		return err
 	}
-	if !schema.ValidComponent(taskID) || w.bucket(schema.Tasks).Get(schema.TaskKey(tenant, taskID)) == nil {
+	if !schema.ValidComponent(taskID) {
 		return store.ErrTaskNotFound(taskID)
 	}
+	key := schema.TaskKey(tenant, taskID)
+	if string(key) == w.known {
+		return nil
+	}
+	if w.bucket(schema.Tasks).Get(key) == nil {
+		return store.ErrTaskNotFound(taskID)
+	}
+	w.known = string(key)
 	return nil
 }
 
@@ -332,6 +354,7 @@ func (w *writer) deletePrefix(bucket, prefix []byte) (int64, error) {
 }
 
 func (w *writer) DeleteTask(tenant, taskID string) (store.Deleted, error) {
+	w.known, w.absentRequest = "", ""
 	var d store.Deleted
 	rec, err := w.GetTask(tenant, taskID)
 	if err != nil {
@@ -412,4 +435,14 @@ func (w *writer) DeleteTask(tenant, taskID string) (store.Deleted, error) {
 		return d, err
 	}
 	return d, w.del(schema.Tasks, schema.TaskKey(tenant, taskID))
+}
+
+// TaskForRequest implements store.Reader, remembering a request key found unused so
+// that a PutTask of a new task with it need not look again.
+func (w *writer) TaskForRequest(tenant, requestID string) (string, error) {
+	owner, err := w.reader.TaskForRequest(tenant, requestID)
+	if err == nil && owner == "" && schema.ValidComponent(requestID) {
+		w.absentRequest = string(schema.RequestKey(tenant, requestID))
+	}
+	return owner, err
 }
