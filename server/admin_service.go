@@ -11,6 +11,7 @@ import (
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/version"
 )
 
 // backupChunk is the size of one Backup message.
@@ -105,7 +106,7 @@ func (x *adminService) GetStats(ctx context.Context, _ *agentplanev1.GetStatsReq
 		byState[state.String()] = n
 	}
 	return &agentplanev1.GetStatsResponse{
-		ServerVersion:     BuildVersion(),
+		ServerVersion:     version.String(),
 		StartTime:         timestamppb.New(x.s.start),
 		Uptime:            durationpb.New(time.Since(x.s.start)),
 		Store:             st.Backend,

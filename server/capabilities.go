@@ -11,6 +11,7 @@ import (
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/spec"
+	"github.com/agentplane/agentplane/server/version"
 )
 
 // features is what this build serves. Every flag is backed by RPCs that work; the
@@ -42,7 +43,7 @@ func (x *capabilityService) GetCapabilities(ctx context.Context, _ *agentplanev1
 	// The gate-derived answers come from the same predicates StartTask reads.
 	d := s.gates.For(p.Tenant)
 	caps := gates.Capabilities(d)
-	caps.ServerVersion = BuildVersion()
+	caps.ServerVersion = version.String()
 	caps.Store = "bbolt"
 	caps.Principal = p.Proto()
 	caps.Features = s.features()

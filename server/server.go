@@ -26,6 +26,7 @@ import (
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/version"
 )
 
 // ShutdownTimeout bounds how long Serve waits for in-flight calls and streams to end
@@ -205,7 +206,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		}()
 	}
 	s.log.Info("agentplane control plane serving",
-		"version", BuildVersion(), "grpc", s.GRPCAddr(), "http", s.HTTPAddr(),
+		"version", version.String(), "grpc", s.GRPCAddr(), "http", s.HTTPAddr(),
 		"store", s.cfg.StorePath(), "multi_tenant", s.cfg.Auth.RequirePrincipal)
 
 	var serveErr error

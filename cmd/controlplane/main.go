@@ -21,6 +21,7 @@ import (
 	"github.com/agentplane/agentplane/server"
 	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/version"
 )
 
 func main() {
@@ -45,7 +46,7 @@ func tuneGC() {
 // run is main without the process: it returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "version" {
-		fmt.Fprintln(stdout, server.BuildVersion())
+		fmt.Fprintln(stdout, version.String())
 		return 0
 	}
 	if len(args) >= 2 && args[0] == "token" && args[1] == "new" {
@@ -91,7 +92,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "controlplane: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "agentplane %s\n  gRPC       %s\n", server.BuildVersion(), srv.GRPCAddr())
+	fmt.Fprintf(stdout, "agentplane %s\n  gRPC       %s\n", version.String(), srv.GRPCAddr())
 	if addr := srv.HTTPAddr(); addr != "" {
 		fmt.Fprintf(stdout, "  HTTP/JSON  http://%s  (metrics at /metrics, health at /healthz)\n", addr)
 	}

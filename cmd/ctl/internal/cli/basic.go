@@ -11,7 +11,7 @@ import (
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/cmd/ctl/internal/printer"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
-	"github.com/agentplane/agentplane/server"
+	"github.com/agentplane/agentplane/server/version"
 )
 
 func newVersionCommand(g *globals) *cobra.Command {
@@ -21,7 +21,7 @@ func newVersionCommand(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "ctl     %s\n", server.BuildVersion())
+			fmt.Fprintf(out, "ctl     %s\n", version.String())
 			err := g.call(cmd, func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Capabilities.GetCapabilities(ctx, &agentplanev1.GetCapabilitiesRequest{})
 				if err != nil {
