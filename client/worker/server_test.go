@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/config"
@@ -141,6 +142,46 @@ func TestServerHandlerErrorFailsTheTask(t *testing.T) {
 	}
 	got := getTask(t, in, id)
 	if got.GetState() != agentplanev1.TaskState_TASK_STATE_FAILED || got.GetFailure().GetReason() != "model.unreachable" {
+		t.Fatalf("task %v failure %v", got.GetState(), got.GetFailure())
+	}
+}
+
+// A handler that replays its turn after losing its lease must not run a tool twice:
+// the call an earlier lease reported comes back as Reported, and is not reported
+// (or refused) again.
+func TestServerReplayedCallIsNotRunTwice(t *testing.T) {
+	in := startServer(t)
+	id := startAgentTask(t, in, "replay me")
+	ran := 0
+	var replayed *Gate
+	w, err := New(in.Client.Runtime, HandlerFunc(func(ctx context.Context, task *Task) error {
+		g, err := task.ToolCall(ctx, Call{ID: "c1", Name: "search", Args: structpb.NewStringValue("q"), Node: "sdk-test"})
+		if err != nil {
+			return err
+		}
+		if g.Allowed {
+			ran++
+		}
+		if task.Attempt() == 1 {
+			// The runtime goes away after running the tool, before reporting its result.
+			return &Failure{Reason: "runtime.restart", Message: "lost the turn", Retry: true}
+		}
+		replayed = g
+		return task.Complete(ctx, &agentplanev1.TaskOutput{Text: "done"})
+	}), Options{RuntimeID: "sdk-e2e", MaxTasks: 2, PollWait: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ran != 1 {
+		t.Fatalf("the tool ran %d times", ran)
+	}
+	if replayed == nil || !replayed.Reported || replayed.Allowed {
+		t.Fatalf("replayed gate %+v, want Reported and not Allowed", replayed)
+	}
+	if got := getTask(t, in, id); got.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED {
 		t.Fatalf("task %v failure %v", got.GetState(), got.GetFailure())
 	}
 }

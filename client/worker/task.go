@@ -211,6 +211,11 @@ type Gate struct {
 	Decision *agentplanev1.Decision
 	// Reason says why the call may not run, in the form meant for the model.
 	Reason string
+	// Reported is set when the call was reported to the task's log already, by an
+	// earlier lease of this task (the handler is replaying its turn after a lost
+	// lease): the tool ran, or was running, then. Do not run it again; its result, if
+	// it was reported, is in the history. Allowed is false.
+	Reported bool
 }
 
 // ToolCall asks the control plane whether a tool call may run, waits for a decision
@@ -220,7 +225,8 @@ type Gate struct {
 //
 // When the call waits durably, ToolCall gives up the lease and returns ErrSuspended;
 // the handler should return. When the task is leased again, calling ToolCall with the
-// same Call.ID returns the decision carried by the new lease.
+// same Call.ID returns the decision carried by the new lease. A call an earlier lease
+// already reported comes back with Gate.Reported set, and is not reported again.
 func (t *Task) ToolCall(ctx context.Context, c Call) (*Gate, error) {
 	if c.ID == "" || c.Name == "" {
 		return nil, errors.New("worker: ToolCall needs Call.ID and Call.Name")
@@ -283,6 +289,10 @@ func (t *Task) check(ctx context.Context, c Call) (*Gate, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if resp.GetCallReported() {
+		return &Gate{Call: c, Reported: true, Interrupt: resp.GetInterrupt(), Decision: resp.GetDecision(),
+			Reason: fmt.Sprintf("call %s was already run under an earlier lease of this task; see its result in the history", c.ID)}, nil
 	}
 	switch resp.GetOutcome() {
 	case agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW:

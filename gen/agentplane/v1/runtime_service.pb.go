@@ -885,7 +885,12 @@ type CheckToolCallResponse struct {
 	// The synthesized decision, for REJECT; for ALLOW the args to run with.
 	Decision *Decision `protobuf:"bytes,3,opt,name=decision,proto3" json:"decision,omitempty"`
 	// Why.
-	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Set when the call was already reported to the task's log (ReportEvents, under this
+	// lease or an earlier one): it ran, or was running, then, and its decision is spent.
+	// A runtime replaying its turn after a lost lease must not run it again; its result,
+	// if reported, is in the history. Reporting the call again is refused.
+	CallReported  bool `protobuf:"varint,5,opt,name=call_reported,json=callReported,proto3" json:"call_reported,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -946,6 +951,13 @@ func (x *CheckToolCallResponse) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *CheckToolCallResponse) GetCallReported() bool {
+	if x != nil {
+		return x.CallReported
+	}
+	return false
 }
 
 // AwaitDecisionRequest waits for a decision.
@@ -1681,12 +1693,13 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\n" +
 	"trip_index\x18\a \x01(\x05R\ttripIndex\x12C\n" +
 	"\vannotations\x18\b \x01(\v2!.agentplane.v1.McpToolAnnotationsR\vannotationsB\x13\n" +
-	"\x11_tool_description\"\xd2\x01\n" +
+	"\x11_tool_description\"\xf7\x01\n" +
 	"\x15CheckToolCallResponse\x124\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2\x1a.agentplane.v1.GateOutcomeR\aoutcome\x126\n" +
 	"\tinterrupt\x18\x02 \x01(\v2\x18.agentplane.v1.InterruptR\tinterrupt\x123\n" +
 	"\bdecision\x18\x03 \x01(\v2\x17.agentplane.v1.DecisionR\bdecision\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"h\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12#\n" +
+	"\rcall_reported\x18\x05 \x01(\bR\fcallReported\"h\n" +
 	"\x14AwaitDecisionRequest\x12-\n" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x12!\n" +
 	"\finterrupt_id\x18\x02 \x01(\tR\vinterruptId\"L\n" +

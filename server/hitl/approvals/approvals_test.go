@@ -621,3 +621,35 @@ func TestDecisionIsSpentByTheReportNotByALease(t *testing.T) {
 	fourth := leaseAgain()
 	wantErr(t, e.report(fourth, "c1", "fs.write", in.GetRequest().GetArgs()), codes.FailedPrecondition, apierr.ReasonToolCallNotApproved)
 }
+
+// Asking again about a call says whether it was reported already: a runtime replaying
+// its turn must not run it twice.
+func TestCheckToolCallSaysWhenTheCallWasReported(t *testing.T) {
+	e := newEnv(t, testConfig())
+	ref := e.startAndLease(t, tenant)
+	in := e.gated(t, ref, "c1")
+	a := in.GetRequest().GetArgs()
+	ask := func() *agentplanev1.CheckToolCallResponse {
+		t.Helper()
+		resp, err := e.svc.CheckToolCall(ctx, checkReq(ref, "c1", "fs.write", a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if ask().GetCallReported() {
+		t.Fatal("a pending call is reported as run")
+	}
+	if _, err := e.svc.ResolveInterrupt(ctx, tenant, "alice", approve(in.GetInterruptId())); err != nil {
+		t.Fatal(err)
+	}
+	if ask().GetCallReported() {
+		t.Fatal("an approved call not yet reported is reported as run")
+	}
+	if err := e.report(ref, "c1", "fs.write", a); err != nil {
+		t.Fatal(err)
+	}
+	if resp := ask(); !resp.GetCallReported() || resp.GetInterrupt().GetInterruptId() != in.GetInterruptId() {
+		t.Fatalf("after the report: %v, want call_reported with the interrupt", resp)
+	}
+}

@@ -27,8 +27,9 @@ const MaxCallIDBytes = 256
 // whichever decision the call got, so nothing runs that was not decided.
 //
 // The call id is required. Asking again about a call id already answered returns the
-// first answer (for an interrupt, as it is now: pending or decided) and records
-// nothing new; asking about it with another tool, other arguments, or inputs that
+// first answer (for an interrupt, as it is now: pending or decided), says whether the
+// call was reported already (call_reported: a replaying runtime must not run it
+// again), and records nothing new; asking about it with another tool, other arguments, or inputs that
 // the gate now answers differently is FAILED_PRECONDITION (interrupt.args_mismatch):
 // a changed call needs a new call id. A stale lease is lease.lost.
 func (s *Service) CheckToolCall(ctx context.Context, req *agentplanev1.CheckToolCallRequest) (*agentplanev1.CheckToolCallResponse, error) {
@@ -66,6 +67,9 @@ func (s *Service) CheckToolCall(ctx context.Context, req *agentplanev1.CheckTool
 		switch prev, err := op.Writer().GetInterrupt(task.GetTenant(), id); {
 		case err == nil:
 			resp, err = answerAgain(task, prev.GetInterrupt(), call, res)
+			if resp != nil {
+				resp.CallReported = prev.GetConsumedEpoch() != 0
+			}
 			return err
 		case !store.IsNotFound(err):
 			return err
