@@ -40,10 +40,12 @@ func (s *Server) openDomain() (err error) {
 		MaxNesting:       cfg.Limits.MaxSpecNesting,
 	})
 	d.store, err = boltstore.Open(cfg.StorePath(), boltstore.Options{
-		OpenTimeout: cfg.Store.OpenTimeout.D(),
-		MaxBatch:    cfg.Store.MaxBatch,
-		WAL:         cfg.Store.WAL,
-		Logger:      s.log,
+		OpenTimeout:        cfg.Store.OpenTimeout.D(),
+		MaxBatch:           cfg.Store.MaxBatch,
+		WAL:                cfg.Store.WAL,
+		CheckpointInterval: cfg.Store.CheckpointInterval.D(),
+		CheckpointBytes:    cfg.Store.CheckpointBytes,
+		Logger:             s.log,
 	})
 	if errors.Is(err, boltstore.ErrLocked) {
 		return fmt.Errorf("data directory %s is in use by another agentplane process "+

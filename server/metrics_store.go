@@ -16,6 +16,7 @@ type storeCollector struct {
 	stats func(context.Context) (store.Stats, error)
 
 	tasks, events, pending, leases, size, commits, updates *prometheus.Desc
+	logBytes, checkpoints, checkpointSeconds               *prometheus.Desc
 }
 
 func newStoreCollector(stats func(context.Context) (store.Stats, error)) *storeCollector {
@@ -23,19 +24,22 @@ func newStoreCollector(stats func(context.Context) (store.Stats, error)) *storeC
 		return prometheus.NewDesc("agentplane_"+name, help, labels, nil)
 	}
 	return &storeCollector{
-		stats:   stats,
-		tasks:   d("tasks", "Tasks held, by state.", "state"),
-		events:  d("task_events", "Task events held."),
-		pending: d("pending_interrupts", "Interrupts waiting for a decision (the inbox)."),
-		leases:  d("active_leases", "Runtime leases currently held."),
-		size:    d("store_size_bytes", "Size of the store's data."),
-		commits: d("store_commits_total", "Store transactions committed since start."),
-		updates: d("store_updates_total", "Write calls carried by those commits; updates/commits is the mean group-commit batch."),
+		stats:             stats,
+		tasks:             d("tasks", "Tasks held, by state.", "state"),
+		events:            d("task_events", "Task events held."),
+		pending:           d("pending_interrupts", "Interrupts waiting for a decision (the inbox)."),
+		leases:            d("active_leases", "Runtime leases currently held."),
+		size:              d("store_size_bytes", "Size of the store's data."),
+		commits:           d("store_commits_total", "Store transactions committed since start."),
+		updates:           d("store_updates_total", "Write calls carried by those commits; updates/commits is the mean group-commit batch."),
+		logBytes:          d("store_log_bytes", "Bytes in the store's write-ahead log since the last checkpoint (what a restart after a crash replays)."),
+		checkpoints:       d("store_checkpoints_total", "Checkpoints since start (each copies the whole store)."),
+		checkpointSeconds: d("store_checkpoint_seconds_total", "Time spent writing checkpoints since start."),
 	}
 }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.tasks, c.events, c.pending, c.leases, c.size, c.commits, c.updates} {
+	for _, d := range []*prometheus.Desc{c.tasks, c.events, c.pending, c.leases, c.size, c.commits, c.updates, c.logBytes, c.checkpoints, c.checkpointSeconds} {
 		ch <- d
 	}
 }
@@ -57,4 +61,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.size, prometheus.GaugeValue, float64(st.SizeBytes))
 	ch <- prometheus.MustNewConstMetric(c.commits, prometheus.CounterValue, float64(st.Commits))
 	ch <- prometheus.MustNewConstMetric(c.updates, prometheus.CounterValue, float64(st.Updates))
+	ch <- prometheus.MustNewConstMetric(c.logBytes, prometheus.GaugeValue, float64(st.LogBytes))
+	ch <- prometheus.MustNewConstMetric(c.checkpoints, prometheus.CounterValue, float64(st.Checkpoints))
+	ch <- prometheus.MustNewConstMetric(c.checkpointSeconds, prometheus.CounterValue, st.CheckpointTime.Seconds())
 }

@@ -169,7 +169,8 @@ func TestHTTPGatewayReachesServer(t *testing.T) {
 			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
 		}
 		if path == "/metrics" {
-			for _, name := range []string{"agentplane_grpc_requests_total", "agentplane_pending_interrupts", "agentplane_store_commits_total"} {
+			for _, name := range []string{"agentplane_grpc_requests_total", "agentplane_pending_interrupts", "agentplane_store_commits_total",
+				"agentplane_store_log_bytes", "agentplane_store_checkpoints_total"} {
 				if !bytes.Contains(b, []byte(name)) {
 					t.Fatalf("/metrics lacks %s", name)
 				}

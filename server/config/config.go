@@ -70,6 +70,13 @@ type Store struct {
 	// after an unclean shutdown the store is rebuilt from the last checkpoint and the
 	// log. Off, every commit is bbolt's own (two fsyncs, about twice the latency).
 	WAL bool `yaml:"wal"`
+	// CheckpointInterval is how often, in the write-ahead log mode, a checkpoint is
+	// considered while writes happen; it runs if the log holds at least 1/64 of the
+	// store's size.
+	CheckpointInterval Duration `yaml:"checkpoint_interval"`
+	// CheckpointBytes starts a checkpoint once the log holds this many bytes: it
+	// bounds the log on disk and what a restart after a crash replays.
+	CheckpointBytes int64 `yaml:"checkpoint_bytes"`
 }
 
 // Limits bound what a client can make the server hold.
@@ -230,7 +237,8 @@ func Default() Config {
 		GRPCAddr: "127.0.0.1:7233",
 		HTTPAddr: "127.0.0.1:7280",
 		Log:      Log{Level: "info", Format: "text"},
-		Store:    Store{OpenTimeout: Duration(2 * time.Second), MaxBatch: 256, WAL: true},
+		Store: Store{OpenTimeout: Duration(2 * time.Second), MaxBatch: 256, WAL: true,
+			CheckpointInterval: Duration(5 * time.Minute), CheckpointBytes: 64 << 20},
 		Limits: Limits{
 			MaxSpecBytes:        1 << 20,
 			MaxSpecNesting:      64,
@@ -346,6 +354,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Store.MaxBatch < 1 {
 		bad("store.max_batch must be >= 1")
+	}
+	if c.Store.CheckpointInterval < Duration(time.Second) {
+		bad("store.checkpoint_interval must be at least 1s")
+	}
+	if c.Store.CheckpointBytes < 1<<20 {
+		bad("store.checkpoint_bytes must be at least 1 MiB (1048576)")
 	}
 	for name, v := range map[string]int64{
 		"limits.max_spec_bytes": c.Limits.MaxSpecBytes, "limits.max_input_bytes": c.Limits.MaxInputBytes,

@@ -251,4 +251,9 @@ type Stats struct {
 	// Commits counts transactions committed since open; Updates counts the Update calls
 	// they carried (Updates/Commits is the mean group-commit batch).
 	Commits, Updates int64
+	// LogBytes is what the write-ahead log holds since the last checkpoint;
+	// Checkpoints counts checkpoints since open and CheckpointTime their total
+	// duration. Zero for a backend or mode without a log.
+	LogBytes, Checkpoints int64
+	CheckpointTime        time.Duration
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -39,6 +40,9 @@ type walState struct {
 	// fileMu is held by an fdatasync of the open segment (one at a time) and by a
 	// checkpoint starting a new segment.
 	fileMu sync.Mutex
+	// checkpoints and checkpointNanos count the checkpoints since open and the time
+	// they took, for Stats.
+	checkpoints, checkpointNanos atomic.Int64
 	// beforeSync, set by tests only, runs before each fdatasync of the log and may
 	// fail it.
 	beforeSync func() error
@@ -217,10 +221,16 @@ func (s *Store) checkpoint() error {
 	if err != nil {
 		return fmt.Errorf("store: starting a log segment: %w", err)
 	}
+	start := time.Now()
 	if err := ws.writeCheckpoint(tx); err != nil {
 		return err
 	}
-	return ws.log.removeBefore(next)
+	if err := ws.log.removeBefore(next); err != nil {
+		return err
+	}
+	ws.checkpoints.Add(1)
+	ws.checkpointNanos.Add(int64(time.Since(start)))
+	return nil
 }
 
 // checkpointLoop checkpoints every CheckpointInterval, or sooner when the log has
@@ -235,19 +245,40 @@ func (s *Store) checkpointLoop() {
 		case <-ws.stop:
 			return
 		case <-t.C:
+			if !s.worthCheckpoint() {
+				continue
+			}
 		case <-ws.kick:
 		}
-		s.commitMu.Lock()
-		idle := ws.log.size == 0
-		s.commitMu.Unlock()
-		if idle {
-			continue
-		}
+		start := time.Now()
 		if err := s.checkpoint(); err != nil {
 			s.log.Error("store: checkpoint failed; the log keeps growing until one succeeds", "err", err)
+			continue
 		}
+		s.log.Debug("store: checkpoint", "took", time.Since(start))
 	}
 }
+
+// worthCheckpoint says whether the periodic checkpoint should run: a checkpoint
+// copies the whole store, so a log much smaller than the store waits for more
+// writes (or for CheckpointBytes) instead of costing a full copy every interval.
+func (s *Store) worthCheckpoint() bool {
+	s.commitMu.Lock()
+	logged := s.wal.log.size
+	s.commitMu.Unlock()
+	if logged == 0 {
+		return false
+	}
+	var size int64
+	if err := s.db.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil }); err != nil {
+		return true
+	}
+	return logged*checkpointRatio >= size
+}
+
+// checkpointRatio: the periodic checkpoint runs once the log holds at least
+// 1/checkpointRatio of the store's size.
+const checkpointRatio = 64
 
 // closeWAL stops the checkpoints and, unless an append failed, leaves a clean store:
 // a final checkpoint, the file synced, then the marker that lets the next Open trust

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -70,6 +71,13 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 		TasksByState:  map[agentplanev1.TaskState]int64{},
 		Commits:       s.commits.Load(),
 		Updates:       s.updates.Load(),
+	}
+	if ws := s.wal; ws != nil {
+		s.commitMu.Lock()
+		st.LogBytes = ws.log.size
+		s.commitMu.Unlock()
+		st.Checkpoints = ws.checkpoints.Load()
+		st.CheckpointTime = time.Duration(ws.checkpointNanos.Load())
 	}
 	err := s.View(ctx, func(r store.Reader) error {
 		tx := r.(reader).tx

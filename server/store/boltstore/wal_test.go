@@ -369,3 +369,50 @@ func TestWALTornTailBeforeAnEmptySegment(t *testing.T) {
 		t.Fatal("recovered state is wrong")
 	}
 }
+
+// The periodic checkpoint copies the whole store, so it waits until the log holds at
+// least 1/checkpointRatio of the store's size; Stats says what the log holds and how
+// many checkpoints ran.
+func TestWALPeriodicCheckpointWaitsForEnoughLog(t *testing.T) {
+	s := openTempWith(t, Options{WAL: true, CheckpointInterval: 10 * time.Millisecond, CheckpointBytes: 1 << 40})
+	defer s.Close()
+	ctx := context.Background()
+	putTasks := func(prefix string, n, labelBytes int) {
+		t.Helper()
+		if err := s.Update(ctx, func(w store.Writer) error {
+			for i := range n {
+				rec := storetest.Task("acme", fmt.Sprintf("%s-%04d", prefix, i), time.Now())
+				rec.Labels = map[string]string{"blob": strings.Repeat("x", labelBytes)}
+				if err := w.PutTask(rec); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stats := func() store.Stats {
+		t.Helper()
+		st, err := s.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	putTasks("bulk", 400, 4000) // a large log on a small store: checkpointed at the next tick
+	waitFor(t, func() bool { st := stats(); return st.Checkpoints >= 1 && st.LogBytes == 0 })
+	before := stats()
+
+	putTasks("small", 1, 100) // far less than 1/64 of the store
+	time.Sleep(200 * time.Millisecond)
+	if st := stats(); st.Checkpoints != before.Checkpoints || st.LogBytes == 0 {
+		t.Fatalf("a log of %d bytes on a %d-byte store was checkpointed (%d checkpoints, %d before)",
+			st.LogBytes, st.SizeBytes, st.Checkpoints, before.Checkpoints)
+	}
+	putTasks("more", 40, 4000)
+	waitFor(t, func() bool { st := stats(); return st.Checkpoints > before.Checkpoints && st.LogBytes == 0 })
+	if st := stats(); st.CheckpointTime <= 0 {
+		t.Fatalf("CheckpointTime %v after %d checkpoints", st.CheckpointTime, st.Checkpoints)
+	}
+}
