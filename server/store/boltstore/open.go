@@ -49,8 +49,8 @@ type Options struct {
 	// the package documentation. Opening without it a store last used with it replays
 	// the log (if the shutdown was unclean) and removes the log's files.
 	WAL bool
-	// CheckpointInterval is how often the WAL mode checkpoints while writes happen
-	// (default 5m).
+	// CheckpointInterval is how often the WAL mode considers a checkpoint while
+	// writes happen (default 5m); it runs if the log holds at least 1/64 of the store.
 	CheckpointInterval time.Duration
 	// CheckpointBytes starts a checkpoint sooner once the log has grown by this many
 	// bytes (default 64 MiB).
