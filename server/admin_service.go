@@ -117,5 +117,9 @@ func (x *adminService) GetStats(ctx context.Context, _ *agentplanev1.GetStatsReq
 		PendingInterrupts: st.PendingInterrupts,
 		ActiveLeases:      st.ActiveLeases,
 		SchemaVersion:     int32(st.SchemaVersion),
+		LogBytes:          st.LogBytes,
+		Checkpoints:       st.Checkpoints,
+		Commits:           st.Commits,
+		Updates:           st.Updates,
 	}, nil
 }

@@ -287,6 +287,15 @@ type GetStatsResponse struct {
 	ActiveLeases int64 `protobuf:"varint,10,opt,name=active_leases,json=activeLeases,proto3" json:"active_leases,omitempty"`
 	// Store schema version.
 	SchemaVersion int32 `protobuf:"varint,11,opt,name=schema_version,json=schemaVersion,proto3" json:"schema_version,omitempty"`
+	// Bytes in the store's write-ahead log since the last checkpoint: what a restart
+	// after a crash replays. Zero when the log is off.
+	LogBytes int64 `protobuf:"varint,12,opt,name=log_bytes,json=logBytes,proto3" json:"log_bytes,omitempty"`
+	// Checkpoints since the server started (each copies the whole store).
+	Checkpoints int64 `protobuf:"varint,13,opt,name=checkpoints,proto3" json:"checkpoints,omitempty"`
+	// Store commits since the server started.
+	Commits int64 `protobuf:"varint,14,opt,name=commits,proto3" json:"commits,omitempty"`
+	// Write calls those commits carried; updates / commits is the mean group-commit batch.
+	Updates       int64 `protobuf:"varint,15,opt,name=updates,proto3" json:"updates,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -398,6 +407,34 @@ func (x *GetStatsResponse) GetSchemaVersion() int32 {
 	return 0
 }
 
+func (x *GetStatsResponse) GetLogBytes() int64 {
+	if x != nil {
+		return x.LogBytes
+	}
+	return 0
+}
+
+func (x *GetStatsResponse) GetCheckpoints() int64 {
+	if x != nil {
+		return x.Checkpoints
+	}
+	return 0
+}
+
+func (x *GetStatsResponse) GetCommits() int64 {
+	if x != nil {
+		return x.Commits
+	}
+	return 0
+}
+
+func (x *GetStatsResponse) GetUpdates() int64 {
+	if x != nil {
+		return x.Updates
+	}
+	return 0
+}
+
 var File_agentplane_v1_admin_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_admin_service_proto_rawDesc = "" +
@@ -415,7 +452,7 @@ const file_agentplane_v1_admin_service_proto_rawDesc = "" +
 	"\x12PurgeTasksResponse\x12\x14\n" +
 	"\x05tasks\x18\x01 \x01(\x03R\x05tasks\x12\x16\n" +
 	"\x06events\x18\x02 \x01(\x03R\x06events\"\x11\n" +
-	"\x0fGetStatsRequest\"\xaa\x04\n" +
+	"\x0fGetStatsRequest\"\x9d\x05\n" +
 	"\x10GetStatsResponse\x12%\n" +
 	"\x0eserver_version\x18\x01 \x01(\tR\rserverVersion\x129\n" +
 	"\n" +
@@ -431,7 +468,11 @@ const file_agentplane_v1_admin_service_proto_rawDesc = "" +
 	"\x12pending_interrupts\x18\t \x01(\x03R\x11pendingInterrupts\x12#\n" +
 	"\ractive_leases\x18\n" +
 	" \x01(\x03R\factiveLeases\x12%\n" +
-	"\x0eschema_version\x18\v \x01(\x05R\rschemaVersion\x1a?\n" +
+	"\x0eschema_version\x18\v \x01(\x05R\rschemaVersion\x12\x1b\n" +
+	"\tlog_bytes\x18\f \x01(\x03R\blogBytes\x12 \n" +
+	"\vcheckpoints\x18\r \x01(\x03R\vcheckpoints\x12\x18\n" +
+	"\acommits\x18\x0e \x01(\x03R\acommits\x12\x18\n" +
+	"\aupdates\x18\x0f \x01(\x03R\aupdates\x1a?\n" +
 	"\x11TasksByStateEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x012\xf7\x01\n" +

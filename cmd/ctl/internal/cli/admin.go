@@ -137,6 +137,12 @@ func newAdminStatsCommand(g *globals) *cobra.Command {
 					t.Row("uptime", resp.GetUptime().AsDuration().Round(time.Second))
 					t.Row("store", fmt.Sprintf("%s %s (schema %d)", resp.GetStore(), resp.GetStorePath(), resp.GetSchemaVersion()))
 					t.Row("store size", humanBytes(resp.GetStoreBytes()))
+					t.Row("log since checkpoint", fmt.Sprintf("%s (%d checkpoints since start)", humanBytes(resp.GetLogBytes()), resp.GetCheckpoints()))
+					batch := 0.0
+					if resp.GetCommits() > 0 {
+						batch = float64(resp.GetUpdates()) / float64(resp.GetCommits())
+					}
+					t.Row("commits", fmt.Sprintf("%d (%.1f writes each)", resp.GetCommits(), batch))
 					states := make([]string, 0, len(resp.GetTasksByState()))
 					for s := range resp.GetTasksByState() {
 						states = append(states, s)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -83,14 +84,18 @@ func TestAdminStatsAndPurge(t *testing.T) {
 		stats: &agentplanev1.GetStatsResponse{
 			ServerVersion: "v1.2.3", Uptime: durationpb.New(90 * time.Minute), Store: "bbolt", StorePath: "/data/agentplane.db",
 			StoreBytes: 3 << 20, SchemaVersion: 2, Events: 42, PendingInterrupts: 3, ActiveLeases: 1,
+			LogBytes: 2048, Checkpoints: 4, Commits: 10, Updates: 25,
 			TasksByState: map[string]int64{"TASK_STATE_WORKING": 4, "TASK_STATE_COMPLETED": 10},
 		},
 		purge: &agentplanev1.PurgeTasksResponse{Tasks: 7, Events: 70},
 	}
 	addr := startFakeCP(t, f)
 	code, out, _ := runCtl(t, addr, "admin", "stats")
-	for _, want := range []string{"v1.2.3", "1h30m0s", "bbolt /data/agentplane.db (schema 2)", "3.0 MiB (3145728 bytes)", "tasks completed     10", "tasks working       4", "pending interrupts  3"} {
-		if code != 0 || !strings.Contains(out, want) {
+	for _, want := range []string{"v1.2.3", "1h30m0s", "bbolt /data/agentplane.db (schema 2)", "3.0 MiB (3145728 bytes)", "tasks completed     10", "tasks working       4", "pending interrupts  3",
+		"2.0 KiB (2048 bytes) (4 checkpoints since start)", "commits 10 (2.5 writes each)"} {
+		// Column widths follow the longest label; compare with runs of spaces folded.
+		fold := func(s string) string { return regexp.MustCompile(` +`).ReplaceAllString(s, " ") }
+		if code != 0 || !strings.Contains(fold(out), fold(want)) {
 			t.Errorf("stats: exit %d, output lacks %q:\n%s", code, want, out)
 		}
 	}
