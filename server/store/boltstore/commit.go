@@ -305,10 +305,14 @@ func (s *Store) commitBatch(batch []*call) batchResult {
 			continue
 		}
 		if !wrote {
-			// Nothing to commit; what the functions read may still be on its way
-			// to durable.
+			// Nothing to commit. In the write-ahead log mode what the functions read
+			// may still be on its way to durable; otherwise it is durable already.
 			_ = tx.Rollback()
-			return batchResult{ran: ran, seq: s.dur.last}
+			r := batchResult{ran: ran}
+			if s.wal != nil {
+				r.seq = s.dur.last
+			}
+			return r
 		}
 		if err := state.apply(tx); err != nil {
 			_ = tx.Rollback()
@@ -327,7 +331,10 @@ func (s *Store) commitBatch(batch []*call) batchResult {
 		s.dur.applied.Store(seq)
 		if err := tx.Commit(); err != nil {
 			if s.wal != nil {
-				s.wal.fail(fmt.Errorf("the store file refused a batch the log holds: %w", err))
+				// Readers that loaded applied may wait for this batch: fail them too.
+				cause := fmt.Errorf("the store file refused a batch the log holds: %w", err)
+				s.wal.fail(cause)
+				s.dur.markFailed(cause)
 			}
 			return batchResult{ran: ran, seq: seq, ordered: true, err: fmt.Errorf("store: commit: %w", err)}
 		}

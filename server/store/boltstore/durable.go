@@ -61,19 +61,20 @@ func (d *durability) markDurable(seq uint64) {
 	}
 }
 
-// markFailed records a failed fdatasync: the batches after durable are visible but
-// not durable, and will not become so.
+// markFailed records that the batches after durable will never be durable (a failed
+// fdatasync, or a batch the file refused after its record was written): their
+// callers and the readers that may have seen them get err.
 func (d *durability) markFailed(err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.err == nil {
-		d.err = fmt.Errorf("store: making the write-ahead log durable failed; writes are refused until a restart: %w", err)
+		d.err = fmt.Errorf("store: the write-ahead log failed; writes are refused until a restart: %w", err)
 		close(d.changed)
 		d.changed = make(chan struct{})
 	}
 }
 
-// failed returns the error of a failed fdatasync, if any.
+// failed returns the error markFailed recorded, if any.
 func (d *durability) failed() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
