@@ -28,7 +28,12 @@ func TestCrashChild(t *testing.T) {
 	if path == "" {
 		t.Skip("run by TestCrashSafety")
 	}
-	s, err := Open(path, Options{WAL: os.Getenv(crashChildEnv+"_WAL") == "1"})
+	opts := Options{WAL: os.Getenv(crashChildEnv+"_WAL") == "1"}
+	if os.Getenv(crashChildEnv+"_CHECKPOINTS") == "1" {
+		// Checkpoints all the time, so that kills land in them too.
+		opts.CheckpointBytes, opts.CheckpointInterval = 32<<10, 5*time.Millisecond
+	}
+	s, err := Open(path, opts)
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(2)
@@ -64,26 +69,33 @@ func TestCrashChild(t *testing.T) {
 // TestCrashSafety SIGKILLs a process in the middle of concurrent group-committed
 // writes, over several rounds on one file, and checks after each that every
 // acknowledged write is there, that nothing is half-written, and that bbolt's
-// consistency check passes; in both durability modes.
+// consistency check passes; in both durability modes, and in the write-ahead log
+// mode once more with checkpoints running all the time.
 func TestCrashSafety(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills child processes")
 	}
-	for _, wal := range []bool{false, true} {
-		t.Run(fmt.Sprintf("wal=%v", wal), func(t *testing.T) { testCrashSafety(t, wal) })
+	for _, mode := range []struct {
+		name             string
+		wal, checkpoints bool
+	}{{"bbolt", false, false}, {"wal", true, false}, {"wal-checkpointing", true, true}} {
+		t.Run(mode.name, func(t *testing.T) { testCrashSafety(t, mode.wal, mode.checkpoints) })
 	}
 }
 
-func testCrashSafety(t *testing.T, wal bool) {
+func testCrashSafety(t *testing.T, wal, checkpoints bool) {
 	path := filepath.Join(t.TempDir(), "crash.db")
-	walEnv := "0"
+	walEnv, ckptEnv := "0", "0"
 	if wal {
 		walEnv = "1"
+	}
+	if checkpoints {
+		ckptEnv = "1"
 	}
 	acked := map[string]bool{}
 	for round := range 10 {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+path, fmt.Sprintf("%s_ROUND=%d", crashChildEnv, round), crashChildEnv+"_WAL="+walEnv)
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+path, fmt.Sprintf("%s_ROUND=%d", crashChildEnv, round), crashChildEnv+"_WAL="+walEnv, crashChildEnv+"_CHECKPOINTS="+ckptEnv)
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
