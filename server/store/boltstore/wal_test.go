@@ -416,3 +416,28 @@ func TestWALPeriodicCheckpointWaitsForEnoughLog(t *testing.T) {
 		t.Fatalf("CheckpointTime %v after %d checkpoints", st.CheckpointTime, st.Checkpoints)
 	}
 }
+
+// Turning the log on for a store made without it (an upgrade to the default mode)
+// keeps its data, and the first crash after that recovers it from the checkpoint the
+// switch took.
+func TestWALOnKeepsAStoreMadeWithoutIt(t *testing.T) {
+	s := openTempWith(t, Options{})
+	path := s.path
+	workload(t, s, 0, 9)
+	want := dump(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = reopen(t, path, Options{WAL: true})
+	if got := dump(t, s); got != want {
+		t.Fatal("switching the log on changed the data")
+	}
+	workload(t, s, 1, 3)
+	want = dump(t, s)
+	crashClose(t, s) // wipes the store file: only the checkpoint and the log remain
+	s = reopen(t, path, Options{WAL: true})
+	defer s.Close()
+	if got := dump(t, s); got != want {
+		t.Fatal("recovery after switching the log on lost data")
+	}
+}
