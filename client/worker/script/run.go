@@ -246,6 +246,12 @@ func (p *play) tool(ctx context.Context, i int, tool *Tool) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if gate.Reported {
+		// Reported by an earlier lease although the history read at the start of this
+		// one did not show it (a runner without Tasks): do not run it again.
+		p.r.logf(t, "tool %s already ran under an earlier lease; not running it again", tool.Name)
+		return false, nil
+	}
 	if !gate.Allowed {
 		p.r.logf(t, "tool %s rejected: %s", tool.Name, gate.Reason)
 		rejected := structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"rejected": structpb.NewStringValue(gate.Reason)}})
