@@ -74,8 +74,9 @@ type Store struct {
 	// considered while writes happen; it runs if the log holds at least 1/64 of the
 	// store's size.
 	CheckpointInterval Duration `yaml:"checkpoint_interval"`
-	// CheckpointBytes starts a checkpoint once the log holds this many bytes: it
-	// bounds the log on disk and what a restart after a crash replays.
+	// CheckpointBytes starts a checkpoint once the log holds this many bytes, or an
+	// eighth of the store's size if that is more: it bounds the log on disk and what a
+	// restart after a crash replays.
 	CheckpointBytes int64 `yaml:"checkpoint_bytes"`
 }
 

@@ -280,6 +280,10 @@ func (s *Store) worthCheckpoint() bool {
 // 1/checkpointRatio of the store's size.
 const checkpointRatio = 64
 
+// checkpointShare: the size-driven checkpoint waits for at least 1/checkpointShare of
+// the store's size in the log (see walState.append).
+const checkpointShare = 8
+
 // closeWAL stops the checkpoints and, unless an append failed, leaves a clean store:
 // a final checkpoint, the file synced, then the marker that lets the next Open trust
 // the file as is.
@@ -307,12 +311,15 @@ func (s *Store) closeWAL() error {
 // its transaction commits; Store.syncTo makes it durable. A failed append may leave part
 // of a record at the tail of the log, after which nothing may be appended, so from
 // then on the store refuses writes until a restart recovers from the log; the batch
-// itself is rolled back and its callers get the error.
-func (ws *walState) append() error {
+// itself is rolled back and its callers get the error. A checkpoint is asked for once
+// the log holds CheckpointBytes, or an eighth of the store (storeSize) if that is more:
+// a checkpoint copies the whole store, so on a large store this bounds the copying to
+// about eight bytes per byte of log, at the price of a longer replay after a crash.
+func (ws *walState) append(storeSize int64) error {
 	if err := ws.log.append(ws.batch.record()); err != nil {
 		return ws.fail(fmt.Errorf("appending to the write-ahead log failed: %w", err))
 	}
-	if ws.log.size >= ws.bytes {
+	if ws.log.size >= max(ws.bytes, storeSize/checkpointShare) {
 		select {
 		case ws.kick <- struct{}{}:
 		default:

@@ -319,7 +319,7 @@ func (s *Store) commitBatch(batch []*call) batchResult {
 			return batchResult{ran: ran, err: err}
 		}
 		if s.wal != nil {
-			if err := s.wal.append(); err != nil {
+			if err := s.wal.append(tx.Size()); err != nil {
 				_ = tx.Rollback()
 				return batchResult{ran: ran, err: err}
 			}

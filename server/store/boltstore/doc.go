@@ -47,8 +47,9 @@
 // the log since: under the commit lock the open segment is synced, the read
 // transaction begins and the log moves to a new segment, so the segments before it
 // are exactly what the copy holds and are deleted once it is in place. Checkpoints
-// run every CheckpointBytes of log, every CheckpointInterval if the log holds at least
-// 1/64 of the store (a copy of a large store for a few writes is not worth it), at the
+// run every CheckpointBytes of log (or an eighth of the store's size, if more), every
+// CheckpointInterval if the log holds at least 1/64 of the store (a copy of a large
+// store for a few writes is not worth it), at the
 // first open in the mode (before any write), after a recovery, and at Close, which
 // then syncs the file and writes a clean-shutdown marker.
 // Open with the marker trusts the file and discards the log; without it, it copies the

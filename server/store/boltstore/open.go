@@ -53,7 +53,7 @@ type Options struct {
 	// writes happen (default 5m); it runs if the log holds at least 1/64 of the store.
 	CheckpointInterval time.Duration
 	// CheckpointBytes starts a checkpoint sooner once the log has grown by this many
-	// bytes (default 64 MiB).
+	// bytes, or by an eighth of the store's size if that is more (default 64 MiB).
 	CheckpointBytes int64
 }
 

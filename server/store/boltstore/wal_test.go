@@ -311,15 +311,42 @@ func TestWALCorruptMiddleRecordRefusesToOpen(t *testing.T) {
 	}
 }
 
+// A checkpoint starts in the background once the log holds CheckpointBytes, or an
+// eighth of the store if that is more (a checkpoint copies the whole store).
 func TestWALCheckpointsInTheBackground(t *testing.T) {
-	s := openTempWith(t, Options{WAL: true, CheckpointBytes: 1})
+	s := openTempWith(t, Options{WAL: true, CheckpointBytes: 1, CheckpointInterval: time.Hour})
 	defer s.Close()
 	first := segments(t, s)[0]
-	workload(t, s, 0, 3)
-	waitFor(t, func() bool {
-		seqs, err := listSegments(filepath.Join(filepath.Dir(s.path), walDirName))
-		return err == nil && len(seqs) > 0 && seqs[0] > first
-	})
+	putBulk(t, s, "bulk", 400, 4000) // far more log than an eighth of the store
+	waitFor(t, func() bool { st, _ := s.Stats(context.Background()); return st.Checkpoints == 1 })
+	if seqs := segments(t, s); seqs[0] <= first {
+		t.Fatalf("segments %v after a checkpoint: the first one (%d) is still there", seqs, first)
+	}
+	before, _ := s.Stats(context.Background())
+	putBulk(t, s, "small", 1, 100) // more than CheckpointBytes, less than an eighth
+	time.Sleep(200 * time.Millisecond)
+	if st, _ := s.Stats(context.Background()); st.Checkpoints != before.Checkpoints {
+		t.Fatalf("a log of %d bytes on a %d-byte store started a checkpoint", st.LogBytes, st.SizeBytes)
+	}
+	putBulk(t, s, "more", 100, 4000)
+	waitFor(t, func() bool { st, _ := s.Stats(context.Background()); return st.Checkpoints > before.Checkpoints })
+}
+
+// putBulk writes n tasks with a label of labelBytes each, in one Update.
+func putBulk(t *testing.T, s *Store, prefix string, n, labelBytes int) {
+	t.Helper()
+	if err := s.Update(context.Background(), func(w store.Writer) error {
+		for i := range n {
+			rec := storetest.Task("acme", fmt.Sprintf("%s-%04d", prefix, i), time.Now())
+			rec.Labels = map[string]string{"blob": strings.Repeat("x", labelBytes)}
+			if err := w.PutTask(rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestWALSecondOpenFailsFast(t *testing.T) {
@@ -377,21 +404,7 @@ func TestWALPeriodicCheckpointWaitsForEnoughLog(t *testing.T) {
 	s := openTempWith(t, Options{WAL: true, CheckpointInterval: 10 * time.Millisecond, CheckpointBytes: 1 << 40})
 	defer s.Close()
 	ctx := context.Background()
-	putTasks := func(prefix string, n, labelBytes int) {
-		t.Helper()
-		if err := s.Update(ctx, func(w store.Writer) error {
-			for i := range n {
-				rec := storetest.Task("acme", fmt.Sprintf("%s-%04d", prefix, i), time.Now())
-				rec.Labels = map[string]string{"blob": strings.Repeat("x", labelBytes)}
-				if err := w.PutTask(rec); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putTasks := func(prefix string, n, labelBytes int) { t.Helper(); putBulk(t, s, prefix, n, labelBytes) }
 	stats := func() store.Stats {
 		t.Helper()
 		st, err := s.Stats(ctx)
