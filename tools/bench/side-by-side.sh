@@ -15,8 +15,12 @@ go build -o "$bin/controlplane" ./cmd/controlplane
 go build -o "$bin/ctl" ./cmd/ctl
 port=$((27000 + RANDOM % 2000))
 ctl() { "$bin/ctl" --addr "127.0.0.1:$port" "$@"; }
+# settle lets the disk finish the previous run's writeback (and the removal of its data
+# directory) before the next one measures fsync latency: each side starts on a quiet disk.
+settle() { sync; sleep 2; }
 fresh() { # runs "$@" against a control plane on a fresh data directory
   local data pid
+  settle
   data=$(mktemp -d)
   "$bin/controlplane" --data-dir "$data" --grpc-addr "127.0.0.1:$port" --http-addr off --log-level warn >/dev/null &
   pid=$!
@@ -35,6 +39,7 @@ events() {
 }
 for r in $(seq 1 "$rounds"); do
   echo "# round $r"
+  settle
   if [[ -f $peer ]]; then bash "$peer" 3000 20000 || true; else echo "etcd: $peer not found"; fi
   fresh both
   fresh events
