@@ -30,7 +30,7 @@ type durability struct {
 	mu sync.Mutex
 	// durable is the newest sequence known durable.
 	durable uint64
-	// err is set when an fdatasync failed: nothing after durable will ever be.
+	// err is set by markFailed: nothing after durable will ever be durable.
 	err error
 	// changed is closed and replaced whenever durable or err changes.
 	changed chan struct{}

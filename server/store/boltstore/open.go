@@ -288,20 +288,24 @@ func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.View(func(tx *bolt.Tx) error {
-		seen := s.dur.applied.Load()
-		err := fn(reader{tx: tx})
-		if werr := s.settleRead(seen); werr != nil {
-			return werr
-		}
-		return err
+	var seen uint64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		seen = s.dur.applied.Load()
+		return fn(reader{tx: tx})
 	})
+	// After the transaction: bbolt cannot remap a growing file while one is open, and
+	// the batch waited for may be the one that needs to.
+	if werr := s.settleRead(seen); werr != nil {
+		return werr
+	}
+	return err
 }
 
 // settleRead waits, in the write-ahead log mode, until the batches a reader may have
 // seen (up to seen) are durable, so that nothing a crash could take back is ever
 // returned; it costs a reader at most the fdatasync in flight. In the default mode a
-// batch is visible only once bbolt has synced it.
+// batch is visible only once bbolt has synced it. A caller must not hold a read
+// transaction while it waits for a batch that may still be committing (see View).
 func (s *Store) settleRead(seen uint64) error {
 	if s.wal == nil {
 		return nil

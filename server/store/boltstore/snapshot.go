@@ -33,10 +33,10 @@ func (s *Store) Snapshot(ctx context.Context) (store.Snapshot, error) {
 		s.leave()
 		return nil, err
 	}
-	tx, err := s.db.Begin(false)
+	tx, seen, err := s.beginSettled()
 	if err == nil {
 		// A backup never holds a write that might yet fail.
-		if err = s.settleRead(s.dur.applied.Load()); err != nil {
+		if err = s.settleRead(seen); err != nil {
 			_ = tx.Rollback()
 		}
 	}
@@ -45,6 +45,17 @@ func (s *Store) Snapshot(ctx context.Context) (store.Snapshot, error) {
 		return nil, fmt.Errorf("store: snapshot: %w", err)
 	}
 	return &snapshot{tx: tx, s: s}, nil
+}
+
+// beginSettled begins the snapshot's read transaction under commitMu, so that every
+// batch it sees has finished committing and only its fdatasync may be pending: the
+// wait for it (holding the transaction, which must outlive it) cannot stall on a
+// commit that needs to remap the file, which an open read transaction would block.
+func (s *Store) beginSettled() (*bolt.Tx, uint64, error) {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	tx, err := s.db.Begin(false)
+	return tx, s.dur.applied.Load(), err
 }
 
 func (sn *snapshot) Size() int64 { return sn.tx.Size() }
