@@ -198,12 +198,10 @@ func (s *Store) checkpoint() error {
 	}
 	// Everything the copy holds must be durable in the segments it replaces (batches
 	// whose leaders have not synced yet are in the open one).
-	if err := ws.sync(); err != nil {
-		s.dur.markFailed(err)
+	if err := s.syncTo(s.dur.written.Load()); err != nil {
 		s.commitMu.Unlock()
-		return s.dur.failed()
+		return err
 	}
-	s.dur.markDurable(s.dur.written.Load())
 	tx, err := s.db.Begin(false)
 	if err != nil {
 		s.commitMu.Unlock()
@@ -250,12 +248,9 @@ func (s *Store) checkpointLoop() {
 			}
 		case <-ws.kick:
 		}
-		start := time.Now()
 		if err := s.checkpoint(); err != nil {
 			s.log.Error("store: checkpoint failed; the log keeps growing until one succeeds", "err", err)
-			continue
 		}
-		s.log.Debug("store: checkpoint", "took", time.Since(start))
 	}
 }
 
@@ -328,14 +323,7 @@ func (ws *walState) append(storeSize int64) error {
 	return nil
 }
 
-// sync makes every record written so far durable.
-func (ws *walState) sync() error {
-	ws.fileMu.Lock()
-	defer ws.fileMu.Unlock()
-	return ws.syncLocked()
-}
-
-// syncLocked is sync for a caller that holds fileMu.
+// syncLocked makes every record written so far durable (caller holds fileMu).
 func (ws *walState) syncLocked() error {
 	if ws.beforeSync != nil {
 		if err := ws.beforeSync(); err != nil {

@@ -118,7 +118,7 @@ func (s *Store) leadOnce(self *call) {
 // for one that does not come costs a whole timer tick (the runtime's timers are not
 // finer than about a millisecond when the process is otherwise idle). The wait is at
 // most half the recent commit time and MaxLinger, and ends as soon as the target has
-// queued, or when no caller has arrived for a quarter of it.
+// queued.
 func (s *Store) plan() (target int, linger time.Duration) {
 	if s.batchAvg < lingerMinBatch {
 		return 1, 0
@@ -129,11 +129,6 @@ func (s *Store) plan() (target int, linger time.Duration) {
 func (s *Store) linger(target int, d time.Duration) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	// A caller that was concurrent once may not come again (a one-off overlap of two
-	// otherwise lone callers): stop waiting when none arrives for a quarter of the
-	// wait.
-	gap := time.NewTimer(d / 4)
-	defer gap.Stop()
 	for {
 		s.mu.Lock()
 		n := len(s.queue)
@@ -143,9 +138,6 @@ func (s *Store) linger(target int, d time.Duration) {
 		}
 		select {
 		case <-s.arrive:
-			gap.Reset(d / 4)
-		case <-gap.C:
-			return
 		case <-timer.C:
 			return
 		}

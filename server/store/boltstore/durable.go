@@ -122,7 +122,8 @@ func (d *durability) inOrder(seq uint64, f func()) {
 	d.mu.Unlock()
 }
 
-// syncTo makes every batch up to seq durable (write-ahead log mode). One fdatasync
+// syncTo makes every batch up to seq durable (write-ahead log mode): a leader calls it
+// for its batch, a checkpoint for everything written so far. One fdatasync
 // runs at a time and covers every record written when it starts, so a leader that
 // waited for the one before often finds its batch covered already. A leader syncs
 // itself rather than handing the fdatasync to another goroutine: on a small machine

@@ -47,8 +47,6 @@ func (b *walBatch) reset() {
 	b.buf = append(b.buf, make([]byte, walHeader)...)
 }
 
-func (b *walBatch) empty() bool { return len(b.buf) <= walHeader }
-
 func (b *walBatch) put(bucket, key, value []byte) {
 	b.buf = append(b.buf, walPut)
 	b.buf = appendBytes(appendBytes(appendBytes(b.buf, bucket), key), value)
