@@ -3,7 +3,8 @@
 # ctl bench against a fresh control plane on its defaults, one after the other on this
 # machine, and prints both sides' figures:
 #   StartTask at 1 client and at 64 clients over 8 connections (etcd: the same),
-#   ReportEvents at 1 and 64 clients, and the gated-call round trip (1000 calls).
+#   ReportEvents at 1 and 64 clients, the gated-call round trip (1000 calls), and the health
+#   check at 64 clients (an RPC that does nothing: what the machine allows any call).
 # Usage: tools/bench/side-by-side.sh [ROUNDS]   (default 1; each round runs everything once)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -44,4 +45,5 @@ for r in $(seq 1 "$rounds"); do
   fresh both
   fresh events
   fresh ctl bench gate --total 1000
+  fresh ctl bench health --clients 64 --conns 8 --total 100000
 done

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -29,14 +30,46 @@ import (
 // newBenchCommand builds the bench group. It is one of the command areas; root.go
 // lists it with the others.
 func newBenchCommand(g *globals) *cobra.Command {
-	cmd := group("bench", "Measure the control plane: task starts, event appends, the approval round trip")
+	cmd := group("bench", "Measure the control plane: task starts, event appends, the approval round trip, an empty call")
 	cmd.Long = "Load generators. Each run prints one summary line:\n" +
 		"  NAME clients=N total=M: X req/s p50=... p90=... p99=...\n" +
 		"bench events and bench gate lease tasks from the queue: run them against a control plane whose\n" +
 		"queue is empty (a fresh --data-dir) and that serves no other runtime. A task that is not the\n" +
 		"bench's is handed back (counting an attempt); past a few, the bench stops. bench start leaves its\n" +
 		"tasks queued. Bench tasks carry the label bench=RUN_ID."
-	cmd.AddCommand(newBenchStartCommand(g), newBenchEventsCommand(g), newBenchGateCommand(g))
+	cmd.AddCommand(newBenchStartCommand(g), newBenchEventsCommand(g), newBenchGateCommand(g), newBenchHealthCommand(g))
+	return cmd
+}
+
+// newBenchHealthCommand measures the gRPC health check: an RPC that does next to
+// nothing, so its throughput is what the transport, the interceptors and the machine
+// allow any handler; the other benches read against it.
+func newBenchHealthCommand(g *globals) *cobra.Command {
+	o := &benchOptions{}
+	cmd := &cobra.Command{
+		Use:   "health",
+		Short: "The floor of any call: the gRPC health check, which does next to nothing",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.check(); err != nil {
+				return err
+			}
+			b, ctx, done, err := newBenchRun(g, cmd, o.conns)
+			if err != nil {
+				return err
+			}
+			defer done()
+			lat, elapsed, err := load(ctx, o.clients, o.total, func(ctx context.Context, caller, _ int) error {
+				_, err := b.conn(caller).Health.Check(ctx, &healthpb.HealthCheckRequest{})
+				return err
+			})
+			if err != nil {
+				return grpcCause(err)
+			}
+			return summary{name: "health", clients: o.clients, total: o.total, elapsed: elapsed, lat: lat}.print(g.printer(cmd))
+		},
+	}
+	o.bind(cmd, true)
 	return cmd
 }
 

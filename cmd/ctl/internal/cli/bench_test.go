@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentplane/agentplane/client/worker/workertest"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/servertest"
 )
 
 // runBench runs a bench subcommand in-process against addr.
@@ -146,5 +147,16 @@ func TestBenchUsage(t *testing.T) {
 		if err == nil || !errors.As(err, &ee) || ee.code != exitUsage {
 			t.Errorf("%v: %v", args, err)
 		}
+	}
+}
+
+func TestBenchHealth(t *testing.T) {
+	in := servertest.Start(t, nil)
+	out, errOut, err := runBench(t, in.GRPCAddr, "health", "--clients", "4", "--total", "200", "--conns", "2")
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	if !regexp.MustCompile(`^health ` + summaryLine + `\n$`).MatchString(out) {
+		t.Fatalf("summary %q", out)
 	}
 }
