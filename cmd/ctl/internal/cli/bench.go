@@ -45,10 +45,20 @@ func newBenchCommand(g *globals) *cobra.Command {
 // nothing, so its throughput is what the transport, the interceptors and the machine
 // allow any handler; the other benches read against it.
 func newBenchHealthCommand(g *globals) *cobra.Command {
+	return newCallBench(g, "health", "The floor of any call: the gRPC health check, which does next to nothing",
+		func(ctx context.Context, b *benchRun, caller, _ int) error {
+			_, err := b.conn(caller).Health.Check(ctx, &healthpb.HealthCheckRequest{})
+			return err
+		}, false)
+}
+
+// newCallBench is a bench that makes one call per iteration from --clients callers;
+// labeled says the calls create tasks labeled with the run's id.
+func newCallBench(g *globals, name, short string, call func(ctx context.Context, b *benchRun, caller, i int) error, labeled bool) *cobra.Command {
 	o := &benchOptions{}
 	cmd := &cobra.Command{
-		Use:   "health",
-		Short: "The floor of any call: the gRPC health check, which does next to nothing",
+		Use:   name,
+		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.check(); err != nil {
@@ -59,14 +69,17 @@ func newBenchHealthCommand(g *globals) *cobra.Command {
 				return err
 			}
 			defer done()
-			lat, elapsed, err := load(ctx, o.clients, o.total, func(ctx context.Context, caller, _ int) error {
-				_, err := b.conn(caller).Health.Check(ctx, &healthpb.HealthCheckRequest{})
-				return err
+			lat, elapsed, err := load(ctx, o.clients, o.total, func(ctx context.Context, caller, i int) error {
+				return call(ctx, b, caller, i)
 			})
 			if err != nil {
 				return grpcCause(err)
 			}
-			return summary{name: "health", clients: o.clients, total: o.total, elapsed: elapsed, lat: lat}.print(g.printer(cmd))
+			res := summary{name: name, clients: o.clients, total: o.total, elapsed: elapsed, lat: lat}
+			if labeled {
+				res.extra = [][2]string{{"label", "bench=" + b.id}}
+			}
+			return res.print(g.printer(cmd))
 		},
 	}
 	o.bind(cmd, true)
@@ -272,33 +285,11 @@ func (b *benchRun) startRequest(i int, gated bool) *agentplanev1.StartTaskReques
 }
 
 func newBenchStartCommand(g *globals) *cobra.Command {
-	o := &benchOptions{}
-	cmd := &cobra.Command{
-		Use:   "start",
-		Short: "StartTask throughput and latency: concurrent starts with distinct request ids",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.check(); err != nil {
-				return err
-			}
-			b, ctx, done, err := newBenchRun(g, cmd, o.conns)
-			if err != nil {
-				return err
-			}
-			defer done()
-			lat, elapsed, err := load(ctx, o.clients, o.total, func(ctx context.Context, caller, i int) error {
-				_, err := b.conn(caller).Tasks.StartTask(ctx, b.startRequest(i, false))
-				return err
-			})
-			if err != nil {
-				return grpcCause(err)
-			}
-			return summary{name: "start", clients: o.clients, total: o.total, elapsed: elapsed, lat: lat,
-				extra: [][2]string{{"label", "bench=" + b.id}}}.print(g.printer(cmd))
-		},
-	}
-	o.bind(cmd, true)
-	return cmd
+	return newCallBench(g, "start", "StartTask throughput and latency: concurrent starts with distinct request ids",
+		func(ctx context.Context, b *benchRun, caller, i int) error {
+			_, err := b.conn(caller).Tasks.StartTask(ctx, b.startRequest(i, false))
+			return err
+		}, true)
 }
 
 func newBenchEventsCommand(g *globals) *cobra.Command {
