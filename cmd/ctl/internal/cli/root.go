@@ -79,15 +79,16 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitFailed
 }
 
-// describe renders an error for people: gRPC errors as "CODE (reason): message".
+// describe renders an error for people: gRPC errors as "CODE (reason): message",
+// escaped for the terminal (a message may echo a caller's text).
 func describe(err error) string {
 	if st, ok := status.FromError(err); ok {
 		if info := apierr.InfoOf(err); info != nil {
-			return fmt.Sprintf("%s (%s): %s", st.Code(), info.GetReason(), st.Message())
+			return printer.Block(fmt.Sprintf("%s (%s): %s", st.Code(), info.GetReason(), st.Message()))
 		}
-		return fmt.Sprintf("%s: %s", st.Code(), st.Message())
+		return printer.Block(fmt.Sprintf("%s: %s", st.Code(), st.Message()))
 	}
-	return err.Error()
+	return printer.Block(err.Error())
 }
 
 func isFlagError(err error) bool {

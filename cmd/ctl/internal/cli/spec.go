@@ -89,14 +89,14 @@ func printValidation(p *printer.Printer, path string, resp *agentplanev1.Validat
 		return p.Message(resp, nil)
 	}
 	for _, v := range resp.GetErrors() {
-		fmt.Fprintln(p.Out, spec.FormatViolation(path, v))
+		fmt.Fprintln(p.Out, printer.Text(spec.FormatViolation(path, v)))
 	}
 	if !quiet {
 		for _, v := range resp.GetWarnings() {
-			fmt.Fprintln(p.Out, "warning: "+spec.FormatViolation(path, v))
+			fmt.Fprintln(p.Out, "warning: "+printer.Text(spec.FormatViolation(path, v)))
 		}
 		if resp.GetValid() {
-			fmt.Fprintf(p.Out, "%s: valid %s\n", path, resp.GetKind())
+			fmt.Fprintf(p.Out, "%s: valid %s\n", printer.Text(path), printer.Text(resp.GetKind()))
 		}
 	}
 	return nil
@@ -140,9 +140,10 @@ func newSpecExplainCommand(g *globals) *cobra.Command {
 					return g.printer(cmd).Message(resp, nil)
 				}
 				out := cmd.OutOrStdout()
-				fmt.Fprintf(out, "%s (%s, %s): %s\n\n%s\n", r.GetRuleId(), enumName(r.GetSeverity(), "RULE_SEVERITY_"), r.GetScope(), r.GetSummary(), r.GetDescription())
+				fmt.Fprintf(out, "%s (%s, %s): %s\n\n%s\n", printer.Text(r.GetRuleId()), enumName(r.GetSeverity(), "RULE_SEVERITY_"),
+					printer.Text(r.GetScope()), printer.Text(r.GetSummary()), printer.Block(r.GetDescription()))
 				if ex := strings.TrimSpace(r.GetFailingExample()); ex != "" {
-					fmt.Fprintf(out, "\nA document that breaks it:\n\n%s\n", indent(ex, "    "))
+					fmt.Fprintf(out, "\nA document that breaks it:\n\n%s\n", printer.Block(indent(ex, "    ")))
 				}
 				return nil
 			})

@@ -64,7 +64,7 @@ func newTaskStartCommand(g *globals) *cobra.Command {
 					return err
 				}
 				if !resp.GetCreated() && g.output == string(printer.Table) {
-					fmt.Fprintf(cmd.ErrOrStderr(), "request id %q was used before: this is the task it started\n", req.GetRequestId())
+					fmt.Fprintf(cmd.ErrOrStderr(), "request id \"%s\" was used before: this is the task it started\n", printer.Text(req.GetRequestId()))
 				}
 				return g.printer(cmd).Message(resp, func(t *printer.Tab) { taskTable(t, resp.GetTask()) })
 			})
@@ -317,7 +317,7 @@ func newTaskListCommand(g *globals) *cobra.Command {
 // on stdout stays a table.
 func nextPageHint(cmd *cobra.Command, token string) {
 	if token != "" {
-		fmt.Fprintf(cmd.ErrOrStderr(), "more: --page-token %s\n", token)
+		fmt.Fprintf(cmd.ErrOrStderr(), "more: --page-token %s\n", printer.Text(token))
 	}
 }
 
