@@ -118,3 +118,26 @@ func TestSpecValidateOfflineFlags(t *testing.T) {
 		t.Fatalf("offline: exit %d: %s%s", code, out, errOut)
 	}
 }
+
+// TestExamplesValidateAsDocumented runs the validations README.md and
+// examples/README.md show: the general examples on a control plane on its defaults,
+// the static-agent ones with their configuration.
+func TestExamplesValidateAsDocumented(t *testing.T) {
+	glob := func(pattern string) []string {
+		m, err := filepath.Glob(filepath.Join(repoRoot, pattern))
+		if err != nil || len(m) == 0 {
+			t.Fatalf("%s: %v", pattern, err)
+		}
+		return m
+	}
+	in := servertest.Start(t, nil)
+	args := append([]string{"spec", "validate"}, glob("examples/graphs/*.yaml")...)
+	if code, out, errOut := runCtl(t, in.GRPCAddr, append(args, glob("examples/agents/*.yaml")...)...); code != 0 {
+		t.Errorf("the general examples on a default control plane: exit %d\n%s%s", code, out, errOut)
+	}
+	args = append([]string{"spec", "validate", "--offline", "--config", filepath.Join(repoRoot, "examples/with-static-agents/controlplane.yaml")},
+		glob("examples/with-static-agents/*/*.yaml")...)
+	if code, out, errOut := runCtl(t, "127.0.0.1:1", args...); code != 0 {
+		t.Errorf("the static-agent examples with their configuration: exit %d\n%s%s", code, out, errOut)
+	}
+}
