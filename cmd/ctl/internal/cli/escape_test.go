@@ -105,7 +105,7 @@ func nastyEvents() []*agentplanev1.TaskEvent {
 }
 
 // TestHumanOutputEscapesCallerText runs every command that prints caller-controlled
-// text in the table format, with that text full of terminal control sequences, and
+// text, in each output format, with that text full of terminal control sequences, and
 // checks that nothing a terminal would obey reaches stdout or stderr.
 func TestHumanOutputEscapesCallerText(t *testing.T) {
 	f := &fakeCP{
@@ -135,15 +135,17 @@ func TestHumanOutputEscapesCallerText(t *testing.T) {
 		{"admin", "stats"},
 		{"admin", "purge", "--older-than", "1h"},
 	} {
-		code, out, errOut := runCtl(t, addr, args...)
-		if code != 0 {
-			t.Errorf("%v: exit %d: %s", args, code, errOut)
-		}
-		if bad := raw(out + errOut); bad != "" {
-			t.Errorf("%v prints %s raw:\n%s%s", args, bad, out, errOut)
-		}
-		if args[1] != "purge" && !strings.Contains(out, `\x1b[2J`) {
-			t.Errorf("%v should show the escaped text, not drop it:\n%s", args, out)
+		for _, format := range []string{"table", "json", "yaml"} {
+			code, out, errOut := runCtl(t, addr, append(args, "-o", format)...)
+			if code != 0 {
+				t.Errorf("%v -o %s: exit %d: %s", args, format, code, errOut)
+			}
+			if bad := raw(out + errOut); bad != "" {
+				t.Errorf("%v -o %s prints %s raw:\n%s%s", args, format, bad, out, errOut)
+			}
+			if format == "table" && args[1] != "purge" && !strings.Contains(out, `\x1b[2J`) {
+				t.Errorf("%v should show the escaped text, not drop it:\n%s", args, out)
+			}
 		}
 	}
 

@@ -44,7 +44,10 @@ type Printer struct {
 
 var jsonOpts = protojson.MarshalOptions{Multiline: true, Indent: "  "}
 
-// Message prints m as JSON or YAML, or calls table for the table format.
+// Message prints m as JSON or YAML, or calls table for the table format. JSON and
+// YAML carry the data exactly, and are terminal-safe too: JSON escapes what a terminal
+// would obey (jsonEscape), and YAML whose strings hold such characters is printed in
+// its JSON form, which is YAML as well.
 func (p *Printer) Message(m proto.Message, table func(t *Tab)) error {
 	switch p.Format {
 	case JSON:
@@ -52,7 +55,7 @@ func (p *Printer) Message(m proto.Message, table func(t *Tab)) error {
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(p.Out, "%s\n", b)
+		_, err = fmt.Fprintf(p.Out, "%s\n", jsonEscape(b))
 		return err
 	case YAML:
 		b, err := protojson.Marshal(m)
@@ -62,6 +65,13 @@ func (p *Printer) Message(m proto.Message, table func(t *Tab)) error {
 		y, err := yaml.JSONToYAML(b)
 		if err != nil {
 			return err
+		}
+		if strings.IndexFunc(string(y), func(r rune) bool { return unsafeRune(r, true) }) >= 0 {
+			// The YAML encoder writes such characters raw in plain scalars.
+			if b, err = jsonOpts.Marshal(m); err != nil {
+				return err
+			}
+			y = append(jsonEscape(b), '\n')
 		}
 		_, err = p.Out.Write(y)
 		return err
@@ -78,8 +88,27 @@ func (p *Printer) Line(m proto.Message) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(p.Out, "%s\n", b)
+	_, err = fmt.Fprintf(p.Out, "%s\n", jsonEscape(b))
 	return err
+}
+
+// jsonEscape rewrites what protojson leaves raw and a terminal would obey (DEL, C1,
+// bidi controls, line separators: they can only occur inside strings) as \u escapes,
+// which JSON reads back as the same characters.
+func jsonEscape(b []byte) []byte {
+	s := string(b)
+	if strings.IndexFunc(s, func(r rune) bool { return unsafeRune(r, true) }) < 0 {
+		return b
+	}
+	var out strings.Builder
+	for _, r := range s {
+		if unsafeRune(r, true) {
+			fmt.Fprintf(&out, `\u%04x`, r)
+			continue
+		}
+		out.WriteRune(r)
+	}
+	return []byte(out.String())
 }
 
 // Tab is an aligned table.

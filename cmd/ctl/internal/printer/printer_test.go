@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/goccy/go-yaml"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 func TestTextEscapesWhatATerminalObeys(t *testing.T) {
@@ -51,5 +54,27 @@ func TestLinesEscapesEachWrite(t *testing.T) {
 	}
 	if got := b.String(); got != "t-1: tool x rejected: \\x1b[2Jno\\r\nt-1: completed\n" {
 		t.Fatalf("got %q", got)
+	}
+}
+
+func TestJSONAndYAMLAreTerminalSafeAndExact(t *testing.T) {
+	const nasty = "a\x1b[2J\r\b\x7f\u009b\u202eb\nc"
+	msg := structpb.NewStringValue(nasty)
+	for _, f := range []Format{JSON, YAML} {
+		var b bytes.Buffer
+		if err := (&Printer{Format: f, Out: &b}).Message(msg, nil); err != nil {
+			t.Fatal(err)
+		}
+		if i := strings.IndexFunc(b.String(), func(r rune) bool { return unsafeRune(r, true) }); i >= 0 {
+			t.Errorf("%s: raw %q in %q", f, b.String()[i:], b.String())
+		}
+		var back any
+		if err := yaml.Unmarshal(b.Bytes(), &back); err != nil || back != nasty {
+			t.Errorf("%s: %q reads back as %q (%v)", f, b.String(), back, err)
+		}
+	}
+	var b bytes.Buffer
+	if err := (&Printer{Format: YAML, Out: &b}).Message(structpb.NewStringValue("plain"), nil); err != nil || b.String() != "plain\n" {
+		t.Errorf("plain YAML stays YAML: %q %v", b.String(), err)
 	}
 }
