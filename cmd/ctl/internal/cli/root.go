@@ -92,7 +92,7 @@ func describe(err error) string {
 	if st, ok := status.FromError(err); ok {
 		if info := apierr.InfoOf(err); info != nil {
 			msg := st.Message()
-			if w, ok := ctlWording(info.GetMetadata()); ok {
+			if w, ok := ctlWording(info.GetReason(), info.GetMetadata()); ok {
 				msg = w
 			}
 			return printer.Block(fmt.Sprintf("%s (%s): %s", st.Code(), info.GetReason(), msg))
@@ -102,11 +102,15 @@ func describe(err error) string {
 	return printer.Block(err.Error())
 }
 
-// ctlWording rephrases an API error in ctl's commands, from its ErrorInfo metadata
-// (never from the message text, which may change).
-func ctlWording(md map[string]string) (string, bool) {
+// ctlWording rephrases an API error in ctl's commands, from its ErrorInfo reason and
+// metadata (never from the message text, which may change).
+func ctlWording(reason string, md map[string]string) (string, bool) {
 	task, interrupt := md[apierr.MetaTaskID], md[apierr.MetaInterruptID]
 	switch {
+	case reason == apierr.ReasonRuleNotFound:
+		return "no such rule; ctl spec rules lists the catalogue", true
+	case reason == apierr.ReasonPageTokenInvalid:
+		return "that --page-token was not printed by this listing: give the one the previous page printed, with the same filters", true
 	case md[apierr.MetaResolveWith] == apierr.ResolveWithContinueTask:
 		return fmt.Sprintf("interrupt %s is task %s pausing at the end of its turn for the user; "+
 			"resume the task with: ctl task continue %s --message TEXT", interrupt, task, task), true
