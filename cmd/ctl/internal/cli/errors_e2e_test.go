@@ -113,6 +113,9 @@ func TestErrorsNameCommands(t *testing.T) {
 	t.Run("no control plane", func(t *testing.T) {
 		code, _, errOut := runCtl(t, "127.0.0.1:1", "health", "--timeout", "2s")
 		expect(t, code, errOut, exitFailed, "Unavailable", "no control plane at 127.0.0.1:1", "--addr", "AGENTPLANE_ADDR")
+		// What ctl wrapped the failure in stays in front of the hint.
+		code, _, errOut = runCtl(t, "127.0.0.1:1", "task", "watch", "t-1", "--reconnects", "0")
+		expect(t, code, errOut, exitFailed, "watch t-1: giving up after 0 reconnects: Unavailable: no control plane at 127.0.0.1:1")
 	})
 }
 

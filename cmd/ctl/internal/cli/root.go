@@ -135,15 +135,17 @@ func ctlWording(reason string, md map[string]string) (string, bool) {
 	return "", false
 }
 
-// unreachableError is a call that reached no control plane.
+// unreachableError is a call that reached no control plane. context is what ctl
+// wrapped the transport error in ("watch T: giving up after N reconnects: "), if anything.
 type unreachableError struct {
-	addr string
-	err  error
+	addr    string
+	context string
+	err     error
 }
 
 func (e *unreachableError) Error() string {
-	return fmt.Sprintf("Unavailable: no control plane at %s (%s); start one (controlplane), or point ctl at yours "+
-		"with --addr HOST:PORT or the AGENTPLANE_ADDR environment variable", e.addr, status.Convert(e.err).Message())
+	return fmt.Sprintf("%sUnavailable: no control plane at %s (%s); start one (controlplane), or point ctl at yours "+
+		"with --addr HOST:PORT or the AGENTPLANE_ADDR environment variable", e.context, e.addr, status.Convert(e.err).Message())
 }
 
 func (e *unreachableError) Unwrap() error { return e.err }
@@ -152,8 +154,10 @@ func (e *unreachableError) Unwrap() error { return e.err }
 // never answered) into an error that says where ctl looked and how to point it
 // elsewhere. Anything else is returned as it is.
 func (g *globals) explain(err error) error {
-	if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable && apierr.InfoOf(err) == nil {
-		return &unreachableError{addr: g.addr, err: err}
+	var inner interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &inner) && inner.GRPCStatus().Code() == codes.Unavailable && apierr.InfoOf(err) == nil {
+		cause := inner.(error)
+		return &unreachableError{addr: g.addr, context: strings.TrimSuffix(err.Error(), cause.Error()), err: cause}
 	}
 	return err
 }
