@@ -10,12 +10,15 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/cmd/ctl/internal/printer"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/spec"
 )
 
 func addTaskCommands(cmd *cobra.Command, g *globals) {
@@ -61,10 +64,10 @@ func newTaskStartCommand(g *globals) *cobra.Command {
 			return g.call(cmd, func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Tasks.StartTask(ctx, req)
 				if err != nil {
-					return err
+					return o.specViolations(cmd.ErrOrStderr(), err)
 				}
 				if !resp.GetCreated() && g.output == string(printer.Table) {
-					fmt.Fprintf(cmd.ErrOrStderr(), "request id %q was used before: this is the task it started\n", req.GetRequestId())
+					fmt.Fprintf(cmd.ErrOrStderr(), "request id \"%s\" was used before: this is the task it started\n", printer.Text(req.GetRequestId()))
 				}
 				return g.printer(cmd).Message(resp, func(t *printer.Tab) { taskTable(t, resp.GetTask()) })
 			})
@@ -128,6 +131,36 @@ func (o *taskStartOptions) request(stdin io.Reader) (*agentplanev1.StartTaskRequ
 		req.InterruptTimeout = durationpb.New(o.interruptTimeout)
 	}
 	return req, nil
+}
+
+// specViolations prints every violation of a spec StartTask refused, as spec validate
+// does, named after the file they are in, and returns the error to exit with. Other
+// errors are returned as they are.
+func (o *taskStartOptions) specViolations(w io.Writer, err error) error {
+	if apierr.InfoOf(err).GetReason() != apierr.ReasonSpecInvalid {
+		return err
+	}
+	var violations []*agentplanev1.SpecViolation
+	for _, d := range status.Convert(err).Details() {
+		if sv, ok := d.(*agentplanev1.SpecViolations); ok {
+			violations = append(violations, sv.GetViolations()...)
+		}
+	}
+	if len(violations) == 0 {
+		return err
+	}
+	name := o.agentFile + o.graphFile // one of them, or neither for --agent-id
+	if name == "" {
+		name = "agent " + o.agentID
+	}
+	for _, v := range violations {
+		fmt.Fprintln(w, printer.Text(spec.FormatViolation(name, v)))
+	}
+	noun := "violations"
+	if len(violations) == 1 {
+		noun = "violation"
+	}
+	return &exitError{code: exitFailed, err: fmt.Errorf("%s is invalid (%d %s); no task was started", name, len(violations), noun)}
 }
 
 func countSet(values ...string) int {
@@ -317,7 +350,7 @@ func newTaskListCommand(g *globals) *cobra.Command {
 // on stdout stays a table.
 func nextPageHint(cmd *cobra.Command, token string) {
 	if token != "" {
-		fmt.Fprintf(cmd.ErrOrStderr(), "more: --page-token %s\n", token)
+		fmt.Fprintf(cmd.ErrOrStderr(), "more: --page-token %s\n", printer.Text(token))
 	}
 }
 

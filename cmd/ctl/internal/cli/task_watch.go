@@ -159,7 +159,7 @@ func printEvent(p *printer.Printer, ev *agentplanev1.TaskEvent) error {
 	if ev.GetTime() != nil {
 		ts = ev.GetTime().AsTime().Local().Format("15:04:05.000")
 	}
-	_, err := fmt.Fprintf(p.Out, "%5d  %s  %-18s %s\n", ev.GetSequence(), ts, kind, summary)
+	_, err := fmt.Fprintf(p.Out, "%5d  %s  %-18s %s\n", ev.GetSequence(), ts, kind, printer.Text(summary))
 	return err
 }
 
