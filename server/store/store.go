@@ -62,6 +62,11 @@ type Reader interface {
 	// GetTaskSpec returns what a task was started with, or NotFound (task.not_found).
 	GetTaskSpec(tenant, taskID string) (*storagev1.TaskSpecRecord, error)
 
+	// GetTaskSpecBasic is GetTaskSpec without the submitted inline spec (agent, graph)
+	// and the resolved spec, which are skipped undecoded: what a basic task view needs,
+	// at a cost that does not grow with the spec. agent_id is kept.
+	GetTaskSpecBasic(tenant, taskID string) (*storagev1.TaskSpecRecord, error)
+
 	// TaskForRequest returns the id of the task created under (tenant, request id), or
 	// "" when there is none.
 	TaskForRequest(tenant, requestID string) (string, error)

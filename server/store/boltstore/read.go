@@ -3,10 +3,13 @@ package boltstore
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -65,6 +68,59 @@ func (r reader) GetTaskSpec(tenant, taskID string) (*storagev1.TaskSpecRecord, e
 	}
 	spec := &storagev1.TaskSpecRecord{}
 	return spec, unmarshal(v, spec, "task spec", key)
+}
+
+func (r reader) GetTaskSpecBasic(tenant, taskID string) (*storagev1.TaskSpecRecord, error) {
+	if err := checkTenant(tenant); err != nil {
+		return nil, err
+	}
+	if !schema.ValidComponent(taskID) {
+		return nil, store.ErrTaskNotFound(taskID)
+	}
+	key := schema.TaskKey(tenant, taskID)
+	v := r.bucket(schema.TaskSpecs).Get(key)
+	if v == nil {
+		return nil, store.ErrTaskNotFound(taskID)
+	}
+	basic, err := withoutFields(v, specFieldsSkipped)
+	if err != nil {
+		return nil, fmt.Errorf("store: decoding task spec at key %x: %w", key, err)
+	}
+	spec := &storagev1.TaskSpecRecord{}
+	return spec, unmarshal(basic, spec, "task spec", key)
+}
+
+// specFieldsSkipped are the TaskSpecRecord fields a basic read leaves undecoded: the
+// submitted agent and graph and the resolved spec.
+var specFieldsSkipped = []protowire.Number{
+	fieldNumber(&storagev1.TaskSpecRecord{}, "agent"),
+	fieldNumber(&storagev1.TaskSpecRecord{}, "graph"),
+	fieldNumber(&storagev1.TaskSpecRecord{}, "resolved_spec"),
+}
+
+func fieldNumber(m proto.Message, name protoreflect.Name) protowire.Number {
+	return m.ProtoReflect().Descriptor().Fields().ByName(name).Number()
+}
+
+// withoutFields copies the encoded message v without the top-level fields skip, which
+// it steps over by their length prefix without decoding them.
+func withoutFields(v []byte, skip []protowire.Number) ([]byte, error) {
+	var out []byte
+	for b := v; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return nil, protowire.ParseError(m)
+		}
+		if !slices.Contains(skip, num) {
+			out = append(out, b[:n+m]...)
+		}
+		b = b[n+m:]
+	}
+	return out, nil
 }
 
 func (r reader) TaskForRequest(tenant, requestID string) (string, error) {
