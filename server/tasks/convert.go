@@ -23,7 +23,7 @@ const (
 // toAPITask is the API view of a task. It shares sub-messages with the records, which
 // are fresh copies owned by the caller. It never carries MCP or A2A header values (an
 // operator's credentials): a runtime gets those in its lease (leaseProto). In the basic
-// view spec may lack its submitted spec (GetTaskSpecBasic); it is not read.
+// view spec may lack its submitted spec (readSpec); it is not read.
 func toAPITask(rec *storagev1.TaskRecord, spec *storagev1.TaskSpecRecord, view View) *agentplanev1.Task {
 	t := &agentplanev1.Task{
 		TaskId:              rec.GetTaskId(),

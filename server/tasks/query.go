@@ -58,13 +58,11 @@ func (m *Manager) Get(ctx context.Context, tenant, taskID string, view View) (*a
 	return task, err
 }
 
-// readSpec reads what view needs of a task's spec record: the basic view skips the
-// submitted and resolved specs undecoded.
+// readSpec reads what view shows of a task's spec record: never the resolved spec (a
+// runtime's, in its lease), and the submitted one only in the full view. What is not
+// shown is skipped undecoded.
 func readSpec(r store.Reader, tenant, taskID string, view View) (*storagev1.TaskSpecRecord, error) {
-	if view == ViewBasic {
-		return r.GetTaskSpecBasic(tenant, taskID)
-	}
-	return r.GetTaskSpec(tenant, taskID)
+	return r.GetTaskSpecPartial(tenant, taskID, view != ViewBasic)
 }
 
 // ListQuery filters and pages List.

@@ -70,7 +70,7 @@ func (r reader) GetTaskSpec(tenant, taskID string) (*storagev1.TaskSpecRecord, e
 	return spec, unmarshal(v, spec, "task spec", key)
 }
 
-func (r reader) GetTaskSpecBasic(tenant, taskID string) (*storagev1.TaskSpecRecord, error) {
+func (r reader) GetTaskSpecPartial(tenant, taskID string, withSubmitted bool) (*storagev1.TaskSpecRecord, error) {
 	if err := checkTenant(tenant); err != nil {
 		return nil, err
 	}
@@ -82,45 +82,53 @@ func (r reader) GetTaskSpecBasic(tenant, taskID string) (*storagev1.TaskSpecReco
 	if v == nil {
 		return nil, store.ErrTaskNotFound(taskID)
 	}
-	basic, err := withoutFields(v, specFieldsSkipped)
-	if err != nil {
-		return nil, fmt.Errorf("store: decoding task spec at key %x: %w", key, err)
+	skip := specFieldsResolved
+	if !withSubmitted {
+		skip = specFieldsLarge
 	}
 	spec := &storagev1.TaskSpecRecord{}
-	return spec, unmarshal(basic, spec, "task spec", key)
+	if err := unmarshalWithout(v, spec, skip); err != nil {
+		return nil, fmt.Errorf("store: decoding task spec at key %x: %w", key, err)
+	}
+	return spec, nil
 }
 
-// specFieldsSkipped are the TaskSpecRecord fields a basic read leaves undecoded: the
-// submitted agent and graph and the resolved spec.
-var specFieldsSkipped = []protowire.Number{
-	fieldNumber(&storagev1.TaskSpecRecord{}, "agent"),
-	fieldNumber(&storagev1.TaskSpecRecord{}, "graph"),
-	fieldNumber(&storagev1.TaskSpecRecord{}, "resolved_spec"),
-}
+// The TaskSpecRecord fields a partial read leaves undecoded: the resolved spec, and
+// with it the submitted agent and graph.
+var (
+	specFieldsResolved = []protowire.Number{fieldNumber(&storagev1.TaskSpecRecord{}, "resolved_spec")}
+	specFieldsLarge    = append([]protowire.Number{
+		fieldNumber(&storagev1.TaskSpecRecord{}, "agent"),
+		fieldNumber(&storagev1.TaskSpecRecord{}, "graph"),
+	}, specFieldsResolved...)
+)
 
 func fieldNumber(m proto.Message, name protoreflect.Name) protowire.Number {
 	return m.ProtoReflect().Descriptor().Fields().ByName(name).Number()
 }
 
-// withoutFields copies the encoded message v without the top-level fields skip, which
-// it steps over by their length prefix without decoding them.
-func withoutFields(v []byte, skip []protowire.Number) ([]byte, error) {
-	var out []byte
+// unmarshalWithout decodes the encoded message v into m, except its top-level fields
+// skip, which it steps over by their length prefix. Each kept field is merged in as it
+// comes, which is what decoding the whole of v does, without copying v.
+func unmarshalWithout(v []byte, m proto.Message, skip []protowire.Number) error {
+	merge := proto.UnmarshalOptions{Merge: true}
 	for b := v; len(b) > 0; {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return nil, protowire.ParseError(n)
+			return protowire.ParseError(n)
 		}
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		if m < 0 {
-			return nil, protowire.ParseError(m)
+		l := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if l < 0 {
+			return protowire.ParseError(l)
 		}
 		if !slices.Contains(skip, num) {
-			out = append(out, b[:n+m]...)
+			if err := merge.Unmarshal(b[:n+l], m); err != nil {
+				return err
+			}
 		}
-		b = b[n+m:]
+		b = b[n+l:]
 	}
-	return out, nil
+	return nil
 }
 
 func (r reader) TaskForRequest(tenant, requestID string) (string, error) {

@@ -223,7 +223,7 @@ func testTaskSpec(t *testing.T, s store.Store) {
 		wantCode(t, err, codes.NotFound, apierr.ReasonTaskNotFound)
 		return nil
 	})
-	// The basic read: everything but the submitted inline spec and the resolved spec.
+	// The partial reads: without the resolved spec, and without the submitted inline spec.
 	name := "big"
 	agent := &agentplanev1.AgentSpec{Name: &name, Model: "m"}
 	full := &storagev1.TaskSpecRecord{
@@ -239,14 +239,18 @@ func testTaskSpec(t *testing.T, s store.Store) {
 	update(t, s, func(w store.Writer) error { return w.PutTaskSpec("acme", "t2", full) })
 	view(t, s, func(r store.Reader) error {
 		want := proto.Clone(full).(*storagev1.TaskSpecRecord)
-		want.Spec, want.ResolvedSpec = nil, nil
-		if got, err := r.GetTaskSpecBasic("acme", "t2"); err != nil || !proto.Equal(got, want) {
-			t.Errorf("GetTaskSpecBasic = %v, %v; want %v", got, err, want)
+		want.ResolvedSpec = nil
+		if got, err := r.GetTaskSpecPartial("acme", "t2", true); err != nil || !proto.Equal(got, want) {
+			t.Errorf("GetTaskSpecPartial with the submitted spec = %v, %v; want %v", got, err, want)
 		}
-		if got, err := r.GetTaskSpecBasic("acme", "t1"); err != nil || !proto.Equal(got, spec) {
-			t.Errorf("GetTaskSpecBasic of a static agent = %v, %v; want %v (agent_id kept)", got, err, spec)
+		want.Spec = nil
+		if got, err := r.GetTaskSpecPartial("acme", "t2", false); err != nil || !proto.Equal(got, want) {
+			t.Errorf("GetTaskSpecPartial = %v, %v; want %v", got, err, want)
 		}
-		_, err := r.GetTaskSpecBasic("other", "t2")
+		if got, err := r.GetTaskSpecPartial("acme", "t1", false); err != nil || !proto.Equal(got, spec) {
+			t.Errorf("GetTaskSpecPartial of a static agent = %v, %v; want %v (agent_id kept)", got, err, spec)
+		}
+		_, err := r.GetTaskSpecPartial("other", "t2", true)
 		wantCode(t, err, codes.NotFound, apierr.ReasonTaskNotFound)
 		return nil
 	})
