@@ -99,6 +99,9 @@ type Limits struct {
 	// MaxWatchBuffer is how many live events a watcher may have queued before it is
 	// switched back to reading from the store.
 	MaxWatchBuffer int `yaml:"max_watch_buffer"`
+	// MaxListResponseBytes bounds the encoded tasks of one ListTasks page; a page
+	// always holds at least one task.
+	MaxListResponseBytes int64 `yaml:"max_list_response_bytes"`
 }
 
 // Spec holds deployment knowledge used by validation.
@@ -249,6 +252,8 @@ func Default() Config {
 			MaxTaskEvents:       100000,
 			MaxLabels:           32,
 			MaxWatchBuffer:      1024,
+			// Half of a gRPC client's default 4 MiB receive limit.
+			MaxListResponseBytes: 2 << 20,
 		},
 		Spec: Spec{PlatformMaxDepth: 4},
 		Tasks: Tasks{
@@ -368,6 +373,7 @@ func (c *Config) Validate() error {
 		"limits.max_task_events": c.Limits.MaxTaskEvents, "limits.max_spec_nesting": int64(c.Limits.MaxSpecNesting),
 		"limits.max_labels": int64(c.Limits.MaxLabels), "limits.max_watch_buffer": int64(c.Limits.MaxWatchBuffer),
 		"spec.platform_max_depth": c.Spec.PlatformMaxDepth, "tasks.max_attempts": int64(c.Tasks.MaxAttempts),
+		"limits.max_list_response_bytes": c.Limits.MaxListResponseBytes,
 	} {
 		if v < 1 {
 			bad("%s must be >= 1 (got %d)", name, v)
