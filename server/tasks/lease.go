@@ -108,6 +108,10 @@ func (m *Manager) updateLeased(ctx context.Context, ref *agentplanev1.LeaseRef, 
 		op.epoch = ref.GetEpoch()
 		switch fence(rec, ref, now) {
 		case fenceStale:
+			if isTerminal(rec.GetState()) {
+				// The runtime's lease ended with the task: say why, not just that it is stale.
+				return terminalError(rec, "nothing more can be written to it; stop working on the task")
+			}
 			return leaseLost("lease %s (epoch %d) is not the current lease of task %s (epoch %d)",
 				ref.GetLeaseId(), ref.GetEpoch(), rec.GetTaskId(), rec.GetEpoch())
 		case fenceRevoked:
