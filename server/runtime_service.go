@@ -158,3 +158,15 @@ func (x *runtimeService) FailTask(ctx context.Context, req *agentplanev1.FailTas
 	}
 	return &agentplanev1.FailTaskResponse{Task: t}, nil
 }
+
+// ReadTaskHistory reads a page of the log of a task the runtime holds a lease on.
+func (x *runtimeService) ReadTaskHistory(ctx context.Context, req *agentplanev1.ReadTaskHistoryRequest) (*agentplanev1.ReadTaskHistoryResponse, error) {
+	if err := checkLease(ctx, req.GetLease()); err != nil {
+		return nil, err
+	}
+	events, last, err := x.s.domain.tasks.ReadHistory(ctx, req.GetLease(), req.GetAfterSequence(), int(req.GetPageSize()))
+	if err != nil {
+		return nil, err
+	}
+	return &agentplanev1.ReadTaskHistoryResponse{Events: events, LastSequence: last}, nil
+}

@@ -78,6 +78,22 @@ func fence(rec *storagev1.TaskRecord, ref *agentplanev1.LeaseRef, now time.Time)
 	return fenceOK
 }
 
+// fenceError is the refusal of a lease that does not pass fence.
+func fenceError(rec *storagev1.TaskRecord, ref *agentplanev1.LeaseRef, f fenceResult) error {
+	switch {
+	case f == fenceRevoked:
+		return leaseLost("task %s was canceled (%s)", rec.GetTaskId(), rec.GetCancellation().GetReason())
+	case f == fenceExpired:
+		return leaseLost("lease %s of task %s expired at %s without a heartbeat",
+			ref.GetLeaseId(), rec.GetTaskId(), rec.GetLease().GetDeadline().AsTime().Format(time.RFC3339Nano))
+	case isTerminal(rec.GetState()):
+		// The runtime's lease ended with the task: say why, not just that it is stale.
+		return terminalError(rec, "nothing more can be written to it; stop working on the task")
+	}
+	return leaseLost("lease %s (epoch %d) is not the current lease of task %s (epoch %d)",
+		ref.GetLeaseId(), ref.GetEpoch(), rec.GetTaskId(), rec.GetEpoch())
+}
+
 // UpdateLeased runs fn on the task named by ref, in one transaction, only while ref is
 // the task's current lease: a stale or revoked lease is FAILED_PRECONDITION with reason
 // lease.lost and fn does not run; an expired one is also lease.lost, and the expiry
@@ -106,22 +122,16 @@ func (m *Manager) updateLeased(ctx context.Context, ref *agentplanev1.LeaseRef, 
 		}
 		op := m.newOp(w, now, rec)
 		op.epoch = ref.GetEpoch()
-		switch fence(rec, ref, now) {
+		switch f := fence(rec, ref, now); f {
 		case fenceStale:
-			if isTerminal(rec.GetState()) {
-				// The runtime's lease ended with the task: say why, not just that it is stale.
-				return terminalError(rec, "nothing more can be written to it; stop working on the task")
-			}
-			return leaseLost("lease %s (epoch %d) is not the current lease of task %s (epoch %d)",
-				ref.GetLeaseId(), ref.GetEpoch(), rec.GetTaskId(), rec.GetEpoch())
+			return fenceError(rec, ref, f)
 		case fenceRevoked:
 			if !allowRevoked {
-				return leaseLost("task %s was canceled (%s)", rec.GetTaskId(), rec.GetCancellation().GetReason())
+				return fenceError(rec, ref, f)
 			}
 		case fenceExpired:
 			// Worded before expire, which releases the lease.
-			lost = leaseLost("lease %s of task %s expired at %s without a heartbeat",
-				ref.GetLeaseId(), rec.GetTaskId(), rec.GetLease().GetDeadline().AsTime().Format(time.RFC3339Nano))
+			lost = fenceError(rec, ref, fenceExpired)
 			if err := op.expire(); err != nil {
 				return err
 			}

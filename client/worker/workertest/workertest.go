@@ -482,33 +482,36 @@ func (f *Server) ListObligations(_ context.Context, req *agentplanev1.ListObliga
 	return resp, nil
 }
 
-// WatchTask replays the events runtimes reported for the task, as TaskEvents with
-// sequences from 1, and ends. (It does not follow live.)
-func (f *Server) WatchTask(req *agentplanev1.WatchTaskRequest, stream grpc.ServerStreamingServer[agentplanev1.WatchTaskResponse]) error {
-	f.mu.Lock()
-	events := f.s.Events[req.GetTaskId()]
-	f.mu.Unlock()
-	for i, ev := range events {
-		seq := int64(i + 1)
-		if seq <= req.GetAfterSequence() {
-			continue
+// ReadTaskHistory returns, under a current lease, the events runtimes reported for
+// the task as TaskEvents with sequences from 1, after after_sequence, in pages of
+// page_size (default 256).
+func (f *Server) ReadTaskHistory(_ context.Context, req *agentplanev1.ReadTaskHistoryRequest) (*agentplanev1.ReadTaskHistoryResponse, error) {
+	resp := &agentplanev1.ReadTaskHistoryResponse{}
+	err := f.record(req.GetLease(), func(s *State) error {
+		id := req.GetLease().GetTaskId()
+		events := s.Events[id]
+		resp.LastSequence = int64(len(events))
+		size := int(req.GetPageSize())
+		if size <= 0 {
+			size = 256
 		}
-		te := &agentplanev1.TaskEvent{TaskId: req.GetTaskId(), Sequence: seq, Time: timestamppb.Now()}
-		switch p := ev.GetPayload().(type) {
-		case *agentplanev1.RuntimeEvent_Message:
-			te.Payload = &agentplanev1.TaskEvent_Message{Message: p.Message}
-		case *agentplanev1.RuntimeEvent_ToolCall:
-			te.Payload = &agentplanev1.TaskEvent_ToolCall{ToolCall: p.ToolCall}
-		case *agentplanev1.RuntimeEvent_ToolResult:
-			te.Payload = &agentplanev1.TaskEvent_ToolResult{ToolResult: p.ToolResult}
-		case *agentplanev1.RuntimeEvent_Note:
-			te.Payload = &agentplanev1.TaskEvent_Note{Note: p.Note}
+		for i := int(req.GetAfterSequence()); i < len(events) && len(resp.Events) < size; i++ {
+			te := &agentplanev1.TaskEvent{TaskId: id, Sequence: int64(i + 1), Time: timestamppb.Now()}
+			switch p := events[i].GetPayload().(type) {
+			case *agentplanev1.RuntimeEvent_Message:
+				te.Payload = &agentplanev1.TaskEvent_Message{Message: p.Message}
+			case *agentplanev1.RuntimeEvent_ToolCall:
+				te.Payload = &agentplanev1.TaskEvent_ToolCall{ToolCall: p.ToolCall}
+			case *agentplanev1.RuntimeEvent_ToolResult:
+				te.Payload = &agentplanev1.TaskEvent_ToolResult{ToolResult: p.ToolResult}
+			case *agentplanev1.RuntimeEvent_Note:
+				te.Payload = &agentplanev1.TaskEvent_Note{Note: p.Note}
+			}
+			resp.Events = append(resp.Events, te)
 		}
-		if err := stream.Send(&agentplanev1.WatchTaskResponse{Event: te}); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
+	return resp, err
 }
 
 // StartTask queues a lease for a new task (id task-N), or returns the task an earlier

@@ -265,8 +265,11 @@ type Task struct {
 	ToolAxes []*ToolAxisOverride `protobuf:"bytes,25,rep,name=tool_axes,json=toolAxes,proto3" json:"tool_axes,omitempty"`
 	// Deadline applied to each interrupt of this task; absent means the deployment default.
 	InterruptTimeout *durationpb.Duration `protobuf:"bytes,26,opt,name=interrupt_timeout,json=interruptTimeout,proto3" json:"interrupt_timeout,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The run queue the task was started on ("default" unless StartTask named one). Only
+	// runtimes serving this queue lease the task.
+	Queue         string `protobuf:"bytes,40,opt,name=queue,proto3" json:"queue,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
@@ -492,6 +495,13 @@ func (x *Task) GetInterruptTimeout() *durationpb.Duration {
 		return x.InterruptTimeout
 	}
 	return nil
+}
+
+func (x *Task) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
 }
 
 type isTask_Spec interface {
@@ -1846,7 +1856,8 @@ var File_agentplane_v1_task_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\n" +
-	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xef\t\n" +
+	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x85\n" +
+	"\n" +
 	"\x04Task\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12.\n" +
@@ -1881,7 +1892,8 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x18 \x01(\tR\tsessionId\x12<\n" +
 	"\ttool_axes\x18\x19 \x03(\v2\x1f.agentplane.v1.ToolAxisOverrideR\btoolAxes\x12F\n" +
-	"\x11interrupt_timeout\x18\x1a \x01(\v2\x19.google.protobuf.DurationR\x10interruptTimeout\x1a9\n" +
+	"\x11interrupt_timeout\x18\x1a \x01(\v2\x19.google.protobuf.DurationR\x10interruptTimeout\x12\x14\n" +
+	"\x05queue\x18( \x01(\tR\x05queue\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +

@@ -57,7 +57,11 @@ type StartTaskRequest struct {
 	// Deadline applied to each interrupt of this task; absent means the deployment default.
 	InterruptTimeout *durationpb.Duration `protobuf:"bytes,13,opt,name=interrupt_timeout,json=interruptTimeout,proto3" json:"interrupt_timeout,omitempty"`
 	// Caller session id, passed to policies and approval requests.
-	SessionId     string `protobuf:"bytes,14,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	SessionId string `protobuf:"bytes,14,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The run queue: only runtimes that serve it lease the task. Empty means "default",
+	// the queue of runtimes that name none. 1 to 64 characters of letters, digits, '.',
+	// '_' and '-', starting with a letter or digit.
+	Queue         string `protobuf:"bytes,30,opt,name=queue,proto3" json:"queue,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -199,6 +203,13 @@ func (x *StartTaskRequest) GetInterruptTimeout() *durationpb.Duration {
 func (x *StartTaskRequest) GetSessionId() string {
 	if x != nil {
 		return x.SessionId
+	}
+	return ""
+}
+
+func (x *StartTaskRequest) GetQueue() string {
+	if x != nil {
+		return x.Queue
 	}
 	return ""
 }
@@ -491,6 +502,8 @@ type ListTasksRequest struct {
 	CreatedAfter *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_after,json=createdAfter,proto3" json:"created_after,omitempty"`
 	// Only tasks created before this time.
 	CreatedBefore *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_before,json=createdBefore,proto3" json:"created_before,omitempty"`
+	// Only tasks of this run queue; empty means every queue.
+	Queue         string `protobuf:"bytes,30,opt,name=queue,proto3" json:"queue,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -565,6 +578,13 @@ func (x *ListTasksRequest) GetCreatedBefore() *timestamppb.Timestamp {
 		return x.CreatedBefore
 	}
 	return nil
+}
+
+func (x *ListTasksRequest) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
 }
 
 // ListTasksResponse is one page of tasks.
@@ -1075,7 +1095,7 @@ var File_agentplane_v1_task_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\n" +
-	" agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a agentplane/v1/spec_service.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8b\x06\n" +
+	" agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a agentplane/v1/spec_service.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa1\x06\n" +
 	"\x10StartTaskRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x120\n" +
@@ -1094,7 +1114,8 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\ttool_axes\x18\f \x03(\v2\x1f.agentplane.v1.ToolAxisOverrideR\btoolAxes\x12F\n" +
 	"\x11interrupt_timeout\x18\r \x01(\v2\x19.google.protobuf.DurationR\x10interruptTimeout\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x0e \x01(\tR\tsessionId\x1a9\n" +
+	"session_id\x18\x0e \x01(\tR\tsessionId\x12\x14\n" +
+	"\x05queue\x18\x1e \x01(\tR\x05queue\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +
@@ -1110,7 +1131,7 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\x0eGetTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\":\n" +
 	"\x0fGetTaskResponse\x12'\n" +
-	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"\x84\x03\n" +
+	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"\x9a\x03\n" +
 	"\x10ListTasksRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -1118,7 +1139,8 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\x06states\x18\x03 \x03(\x0e2\x18.agentplane.v1.TaskStateR\x06states\x12C\n" +
 	"\x06labels\x18\x04 \x03(\v2+.agentplane.v1.ListTasksRequest.LabelsEntryR\x06labels\x12?\n" +
 	"\rcreated_after\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\fcreatedAfter\x12A\n" +
-	"\x0ecreated_before\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\x1a9\n" +
+	"\x0ecreated_before\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\x12\x14\n" +
+	"\x05queue\x18\x1e \x01(\tR\x05queue\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"f\n" +
