@@ -48,7 +48,7 @@ func (x *runtimeService) LeaseTasks(ctx context.Context, req *agentplanev1.Lease
 	ctx, stop := x.s.untilShutdown(ctx)
 	defer stop()
 	leases, err := x.s.domain.tasks.LeaseTasks(ctx, tasks.LeaseRequest{
-		RuntimeID: req.GetRuntimeId(), MaxTasks: int(req.GetMaxTasks()), Wait: wait, Tenant: tenant,
+		RuntimeID: req.GetRuntimeId(), MaxTasks: int(req.GetMaxTasks()), Wait: wait, Tenant: tenant, Queues: req.GetQueues(),
 	})
 	if err != nil {
 		return nil, x.s.shutdownError(ctx, err)

@@ -3,6 +3,7 @@ package tasks
 import (
 	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/store"
 )
 
 // toAPITask is the API view of a task. It shares sub-messages with the records, which
@@ -31,6 +32,7 @@ func toAPITask(rec *storagev1.TaskRecord, spec *storagev1.TaskSpecRecord) *agent
 		SessionId:           rec.GetSessionId(),
 		ToolAxes:            spec.GetToolAxes(),
 		InterruptTimeout:    spec.GetInterruptTimeout(),
+		Queue:               store.QueueOf(rec),
 	}
 	if l := rec.GetLease(); l != nil && !l.GetRevoked() {
 		t.RuntimeId = l.GetRuntimeId()
