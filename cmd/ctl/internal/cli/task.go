@@ -38,6 +38,7 @@ type taskStartOptions struct {
 	labels                        []string
 	policyFile                    string
 	sessionID                     string
+	queue                         string
 	interruptTimeout              time.Duration
 }
 
@@ -51,7 +52,8 @@ func newTaskStartCommand(g *globals) *cobra.Command {
 			"With --request-id, repeating the command returns the same task instead of starting another.",
 		Example: "  ctl task start --agent agent.yaml --input \"summarize the release notes\"\n" +
 			"  ctl task start --agent-id billing-bot --input - < question.txt --label team=billing\n" +
-			"  ctl task start --agent agent.yaml --policy policy.yaml --input \"refund order 42\" --request-id refund-42",
+			"  ctl task start --agent agent.yaml --policy policy.yaml --input \"refund order 42\" --request-id refund-42\n" +
+			"  ctl task start --agent agent.yaml --input \"hi\" --queue gpu    # leased only by runtimes serving gpu",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req, err := o.request(g.stdin)
@@ -79,6 +81,7 @@ func newTaskStartCommand(g *globals) *cobra.Command {
 	f.StringArrayVar(&o.labels, "label", nil, "label key=value (repeatable)")
 	f.StringVar(&o.policyFile, "policy", "", "interrupt policy file (YAML or JSON): allowlist, denylist or predicate")
 	f.StringVar(&o.sessionID, "session", "", "session id passed to policies and approval requests")
+	f.StringVar(&o.queue, "queue", "", "run queue: only runtimes serving it lease the task (default: the default queue)")
 	f.DurationVar(&o.interruptTimeout, "interrupt-timeout", 0, "deadline of each interrupt of this task (default: the deployment's)")
 	return cmd
 }
@@ -90,7 +93,7 @@ func (o *taskStartOptions) request(stdin io.Reader) (*agentplanev1.StartTaskRequ
 	case n > 1:
 		return nil, usageErr("--agent, --graph and --agent-id are alternatives; give one")
 	}
-	req := &agentplanev1.StartTaskRequest{RequestId: o.requestID, Input: o.input, SessionId: o.sessionID}
+	req := &agentplanev1.StartTaskRequest{RequestId: o.requestID, Input: o.input, SessionId: o.sessionID, Queue: o.queue}
 	if o.input == "-" {
 		b, err := io.ReadAll(stdin)
 		if err != nil {
@@ -179,6 +182,7 @@ func taskTable(t *printer.Tab, task *agentplanev1.Task) {
 	}
 	t.Row("input", truncate(task.GetInput(), 120))
 	t.Row("labels", labelsText(task.GetLabels()))
+	t.Row("queue", orDash(task.GetQueue()))
 	t.Row("request id", orDash(task.GetRequestId()))
 	t.Row("created", when(task.GetCreateTime())+" by "+orDash(task.GetCreatedBy()))
 	t.Row("updated", when(task.GetUpdateTime()))
@@ -258,6 +262,7 @@ func newTaskContinueCommand(g *globals) *cobra.Command {
 type taskListOptions struct {
 	states    []string
 	labels    []string
+	queue     string
 	limit     int32
 	pageToken string
 }
@@ -270,7 +275,7 @@ func newTaskListCommand(g *globals) *cobra.Command {
 		Example: "  ctl task list --state working --state input_required\n  ctl task list --label team=billing --limit 20",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			req := &agentplanev1.ListTasksRequest{PageSize: o.limit, PageToken: o.pageToken}
+			req := &agentplanev1.ListTasksRequest{PageSize: o.limit, PageToken: o.pageToken, Queue: o.queue}
 			for _, s := range o.states {
 				v, ok := parseEnum(s, "TASK_STATE_", agentplanev1.TaskState_value)
 				if !ok {
@@ -308,6 +313,7 @@ func newTaskListCommand(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringSliceVar(&o.states, "state", nil, "only tasks in these states (repeatable or comma-separated): "+enumChoices("TASK_STATE_", agentplanev1.TaskState_value))
 	f.StringArrayVar(&o.labels, "label", nil, "only tasks with this label key=value (repeatable; all must match)")
+	f.StringVar(&o.queue, "queue", "", "only tasks of this run queue")
 	f.Int32Var(&o.limit, "limit", 0, "tasks per page (server default 50, at most 500)")
 	f.StringVar(&o.pageToken, "page-token", "", "continue a listing from the token a previous page printed")
 	return cmd
