@@ -179,9 +179,9 @@ type tour struct {
 type bgProcess struct {
 	line   string
 	queues []string // the run queues a runtime serves (--queue; default "default")
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	done   chan struct{}
 }
 
 // settle bounds how long a line whose outcome depends on a runtime's progress (an
