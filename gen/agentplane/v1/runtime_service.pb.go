@@ -102,7 +102,8 @@ type Lease struct {
 	// The resolved spec to run: static agents resolved, the verdict tool granted to
 	// evaluator nodes.
 	Spec *ResolvedSpec `protobuf:"bytes,5,opt,name=spec,proto3" json:"spec,omitempty"`
-	// Sequence of the newest event at lease time; the runtime's history cursor.
+	// Sequence of the newest event at lease time; the runtime's history cursor. A
+	// resumed runtime reads the log up to it with ReadTaskHistory.
 	HistoryCursor int64 `protobuf:"varint,6,opt,name=history_cursor,json=historyCursor,proto3" json:"history_cursor,omitempty"`
 	// Attempt number of this lease (1 for the first).
 	Attempt int32 `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
