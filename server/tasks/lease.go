@@ -100,7 +100,7 @@ func fenceError(rec *storagev1.TaskRecord, ref *agentplanev1.LeaseRef, f fenceRe
 
 // UpdateLeased runs fn on the task named by ref, in one transaction, only while ref is
 // the task's current lease: a stale or revoked lease is FAILED_PRECONDITION with reason
-// lease.lost and fn does not run; an expired one is also lease.lost, and the expiry
+// lease.lost (task.terminal once the task has completed or failed) and fn does not run; an expired one is also lease.lost, and the expiry
 // (requeue or failure) is committed in the same transaction. Events fn appends with
 // AppendContent are attributed to the lease's epoch. fn may run more than once (see
 // UpdateTask).
