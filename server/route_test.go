@@ -2,9 +2,11 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -90,5 +92,47 @@ func TestQueuesEndToEnd(t *testing.T) {
 	stats, err = c.Admin.GetStats(ctx, &agentplanev1.GetStatsRequest{})
 	if err != nil || len(stats.GetQueueDepth()) != 0 {
 		t.Fatalf("queue depth after leasing everything: %v, %v", stats.GetQueueDepth(), err)
+	}
+}
+
+// TestQueueDepthSeriesAreBounded: queue names are the callers', so /metrics has a
+// series for the 64 deepest queues and sums the rest under queue="_other"; GetStats
+// (admin only) counts every queue.
+func TestQueueDepthSeriesAreBounded(t *testing.T) {
+	in := servertest.Start(t, nil)
+	c := in.Client
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	doc, err := os.ReadFile("../examples/agents/support-chat.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	queues := []string{"deep", "deep"}
+	for i := range 65 {
+		queues = append(queues, fmt.Sprintf("q%02d", i))
+	}
+	for _, q := range queues {
+		if _, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Document: doc, Input: "hi", Queue: q}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stats, err := c.Admin.GetStats(ctx, &agentplanev1.GetStatsRequest{})
+	if err != nil || len(stats.GetQueueDepth()) != 66 {
+		t.Fatalf("GetStats counts %d queues, %v; want 66", len(stats.GetQueueDepth()), err)
+	}
+	resp, err := http.Get("http://" + in.HTTPAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	series := regexp.MustCompile(`(?m)^agentplane_queue_depth\{queue="([^"]+)"\} (\d+)$`).FindAllStringSubmatch(string(body), -1)
+	got := map[string]string{}
+	for _, s := range series {
+		got[s[1]] = s[2]
+	}
+	// The deepest first, then by name: deep and q00..q62 have series; q63 and q64 are summed.
+	if len(series) != 65 || got["deep"] != "2" || got["q62"] != "1" || got["q63"] != "" || got["_other"] != "2" {
+		t.Fatalf("%d queue_depth series: deep=%q q62=%q q63=%q _other=%q", len(series), got["deep"], got["q62"], got["q63"], got["_other"])
 	}
 }

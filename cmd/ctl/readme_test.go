@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -302,8 +303,9 @@ func (r *tour) check(l tourLine, out string, err error) (bool, string) {
 			return failed()
 		}
 	case l.shown != "":
-		// The README shows the output on the line below.
-		if err != nil || strings.TrimSpace(out) != l.shown {
+		// The README shows the output on the line below (JSON compared without its
+		// insignificant spaces, which protojson varies on purpose).
+		if err != nil || compactJSON(out) != compactJSON(l.shown) {
 			return false, "want the output the README shows: " + l.shown
 		}
 	default:
@@ -312,6 +314,15 @@ func (r *tour) check(l tourLine, out string, err error) (bool, string) {
 		}
 	}
 	return true, ""
+}
+
+// compactJSON is s without insignificant spaces if it is JSON, else s trimmed.
+func compactJSON(s string) string {
+	var b bytes.Buffer
+	if json.Compact(&b, []byte(strings.TrimSpace(s))) != nil {
+		return strings.TrimSpace(s)
+	}
+	return b.String()
 }
 
 func errText(err error) string {
