@@ -1,7 +1,10 @@
 package server
 
 import (
+	"cmp"
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,7 +20,16 @@ type storeCollector struct {
 
 	tasks, events, pending, leases, size, commits, updates *prometheus.Desc
 	logBytes, checkpoints, checkpointSeconds               *prometheus.Desc
+	queueDepth                                             *prometheus.Desc
 }
+
+// maxQueueSeries bounds the queue_depth series: queue names are chosen by callers, so
+// the deepest queues get a series each and the rest are summed under otherQueues
+// (which no queue can be named: names start with a letter or digit).
+const (
+	maxQueueSeries = 64
+	otherQueues    = "_other"
+)
 
 func newStoreCollector(stats func(context.Context) (store.Stats, error)) *storeCollector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
@@ -35,11 +47,12 @@ func newStoreCollector(stats func(context.Context) (store.Stats, error)) *storeC
 		logBytes:          d("store_log_bytes", "Bytes in the store's write-ahead log since the last checkpoint (what a restart after a crash replays)."),
 		checkpoints:       d("store_checkpoints_total", "Checkpoints since start (each copies the whole store)."),
 		checkpointSeconds: d("store_checkpoint_seconds_total", "Time spent writing checkpoints since start."),
+		queueDepth:        d("queue_depth", "Tasks waiting for a lease, by run queue (the 64 deepest; the rest summed as _other).", "queue"),
 	}
 }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.tasks, c.events, c.pending, c.leases, c.size, c.commits, c.updates, c.logBytes, c.checkpoints, c.checkpointSeconds} {
+	for _, d := range []*prometheus.Desc{c.tasks, c.events, c.pending, c.leases, c.size, c.commits, c.updates, c.logBytes, c.checkpoints, c.checkpointSeconds, c.queueDepth} {
 		ch <- d
 	}
 }
@@ -64,4 +77,19 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.logBytes, prometheus.GaugeValue, float64(st.LogBytes))
 	ch <- prometheus.MustNewConstMetric(c.checkpoints, prometheus.CounterValue, float64(st.Checkpoints))
 	ch <- prometheus.MustNewConstMetric(c.checkpointSeconds, prometheus.CounterValue, st.CheckpointTime.Seconds())
+	queues := slices.Collect(maps.Keys(st.QueueDepth))
+	slices.SortFunc(queues, func(a, b string) int {
+		return cmp.Or(cmp.Compare(st.QueueDepth[b], st.QueueDepth[a]), cmp.Compare(a, b))
+	})
+	var other int64
+	for i, q := range queues {
+		if i >= maxQueueSeries {
+			other += st.QueueDepth[q]
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(c.queueDepth, prometheus.GaugeValue, float64(st.QueueDepth[q]), q)
+	}
+	if other > 0 {
+		ch <- prometheus.MustNewConstMetric(c.queueDepth, prometheus.GaugeValue, float64(other), otherQueues)
+	}
 }

@@ -57,6 +57,7 @@ func (x *taskService) ListTasks(ctx context.Context, req *agentplanev1.ListTasks
 		PageToken: req.GetPageToken(),
 		States:    req.GetStates(),
 		Labels:    req.GetLabels(),
+		Queue:     req.GetQueue(),
 	}
 	if t := req.GetCreatedAfter(); t != nil {
 		q.CreatedAfter = t.AsTime()

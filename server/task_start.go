@@ -41,6 +41,12 @@ func (x *taskService) StartTask(ctx context.Context, req *agentplanev1.StartTask
 		Labels:        req.GetLabels(),
 		ToolAxes:      req.GetToolAxes(),
 		SessionID:     req.GetSessionId(),
+		Queue:         req.GetQueue(),
+	}
+	if q := req.GetQueue(); q != "" {
+		if err := tasks.CheckQueue("queue", q); err != nil {
+			return nil, err
+		}
 	}
 	if t := req.GetInterruptTimeout(); t != nil {
 		if err := t.CheckValid(); err != nil || t.AsDuration() < 0 {

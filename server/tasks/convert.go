@@ -7,6 +7,7 @@ import (
 
 	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/store"
 )
 
 // View is how much of a task a read returns: BASIC leaves the submitted inline spec
@@ -49,6 +50,7 @@ func toAPITask(rec *storagev1.TaskRecord, spec *storagev1.TaskSpecRecord, view V
 		ToolAxes:            spec.GetToolAxes(),
 		InterruptTimeout:    spec.GetInterruptTimeout(),
 		SpecKind:            rec.GetSpecKind(),
+		Queue:               store.QueueOf(rec),
 	}
 	if l := rec.GetLease(); l != nil && !l.GetRevoked() {
 		t.RuntimeId = l.GetRuntimeId()

@@ -75,6 +75,8 @@ type ListQuery struct {
 	States []agentplanev1.TaskState
 	// Labels keeps tasks carrying all of them.
 	Labels map[string]string
+	// Queue keeps tasks of that run queue; "" keeps all.
+	Queue string
 	// CreatedAfter keeps tasks created at or after it; CreatedBefore, before it (zero:
 	// no bound).
 	CreatedAfter, CreatedBefore time.Time
@@ -99,11 +101,17 @@ func (q ListQuery) scope(tenant string) []byte {
 	for _, k := range keys {
 		parts = append(parts, "l", k, q.Labels[k])
 	}
+	if q.Queue != "" {
+		parts = append(parts, "q", q.Queue)
+	}
 	return pagetoken.Scope(parts...)
 }
 
 func (q ListQuery) matches(rec *storagev1.TaskRecord) bool {
 	if len(q.States) > 0 && !slices.Contains(q.States, rec.GetState()) {
+		return false
+	}
+	if q.Queue != "" && store.QueueOf(rec) != q.Queue {
 		return false
 	}
 	for k, v := range q.Labels {
@@ -128,6 +136,11 @@ func (m *Manager) List(ctx context.Context, tenant string, q ListQuery) ([]*agen
 	}
 	if !q.CreatedAfter.IsZero() && !q.CreatedBefore.IsZero() && !q.CreatedAfter.Before(q.CreatedBefore) {
 		return nil, "", apierr.InvalidArgument(apierr.ReasonInvalidArgument, "created_after must be before created_before")
+	}
+	if q.Queue != "" {
+		if err := CheckQueue("queue", q.Queue); err != nil {
+			return nil, "", err
+		}
 	}
 	scope := q.scope(tenant)
 	cursor, err := m.tokens.Open(scope, q.PageToken)

@@ -16,6 +16,7 @@ import (
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/store"
+	"github.com/agentplane/agentplane/server/store/schema"
 )
 
 // Bounds on caller-chosen identifiers and labels.
@@ -66,11 +67,24 @@ type StartParams struct {
 	A2aPeers   []*agentplanev1.A2APeer
 	// SessionID is the caller's session id.
 	SessionID string
+	// Queue is the run queue; "" means store.DefaultQueue (see CheckQueue).
+	Queue string
 	// GateEvents are recorded right after the TaskSubmitted event, in order: what the
 	// gates ignored or dropped (payload only).
 	GateEvents []*agentplanev1.TaskEvent
 	// View is how much of the task Start returns (UNSPECIFIED: full).
 	View View
+}
+
+// CheckQueue refuses a run queue name that is not 1 to 64 characters of ASCII
+// letters, digits, '.', '_' and '-' starting with a letter or digit; field names it.
+func CheckQueue(field, q string) error {
+	if schema.ValidQueueName(q) {
+		return nil
+	}
+	return apierr.InvalidArgument(apierr.ReasonInvalidArgument,
+		"%s %q is not a queue name: 1 to %d characters of letters, digits, '.', '_' and '-', starting with a letter or digit",
+		field, q, schema.MaxQueueName)
 }
 
 // RequestDigest is the digest of a StartTaskRequest without its request_id and view, to tell a
@@ -100,6 +114,7 @@ func (p *StartParams) asRequest() *agentplanev1.StartTaskRequest {
 		A2APeers:        &agentplanev1.A2APeerList{Peers: p.A2aPeers},
 		ToolAxes:        p.ToolAxes,
 		SessionId:       p.SessionID,
+		Queue:           p.Queue,
 	}
 	switch {
 	case p.Agent != nil:
@@ -142,6 +157,12 @@ func (m *Manager) checkStart(p *StartParams) error {
 		return invalid("%d labels; at most %d are allowed", len(p.Labels), m.cfg.MaxLabels)
 	case p.InterruptTimeout < 0:
 		return invalid("interrupt_timeout may not be negative")
+	}
+	if p.Queue == "" {
+		p.Queue = store.DefaultQueue
+	}
+	if err := CheckQueue("queue", p.Queue); err != nil {
+		return err
 	}
 	for k, v := range p.Labels {
 		if k == "" || len(k) > maxLabelKeyBytes || len(v) > maxLabelValueBytes {
@@ -226,6 +247,7 @@ func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.
 			CreatedBy:     p.Principal,
 			SessionId:     p.SessionID,
 			SpecKind:      kind,
+			Queue:         p.Queue,
 		}
 		op := m.newOp(w, now, rec)
 		if err := op.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Submitted{Submitted: &agentplanev1.TaskSubmitted{

@@ -282,7 +282,10 @@ type Task struct {
 	EffectiveA2APeers []*A2APeerInfo `protobuf:"bytes,28,rep,name=effective_a2a_peers,json=effectiveA2aPeers,proto3" json:"effective_a2a_peers,omitempty"`
 	// Kind of the submitted spec: AgentSpec, GraphSpec or static (agent_id). Set in
 	// every view, so that a basic view, which leaves the spec out, still says what runs.
-	SpecKind      string `protobuf:"bytes,29,opt,name=spec_kind,json=specKind,proto3" json:"spec_kind,omitempty"`
+	SpecKind string `protobuf:"bytes,29,opt,name=spec_kind,json=specKind,proto3" json:"spec_kind,omitempty"`
+	// The run queue the task was started on ("default" unless StartTask named one). Only
+	// runtimes serving this queue lease the task.
+	Queue         string `protobuf:"bytes,30,opt,name=queue,proto3" json:"queue,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -531,6 +534,13 @@ func (x *Task) GetEffectiveA2APeers() []*A2APeerInfo {
 func (x *Task) GetSpecKind() string {
 	if x != nil {
 		return x.SpecKind
+	}
+	return ""
+}
+
+func (x *Task) GetQueue() string {
+	if x != nil {
+		return x.Queue
 	}
 	return ""
 }
@@ -1887,7 +1897,7 @@ var File_agentplane_v1_task_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\n" +
-	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb2\v\n" +
+	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc8\v\n" +
 	"\x04Task\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12.\n" +
@@ -1925,7 +1935,8 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\x11interrupt_timeout\x18\x1a \x01(\v2\x19.google.protobuf.DurationR\x10interruptTimeout\x12P\n" +
 	"\x15effective_mcp_servers\x18\x1b \x03(\v2\x1c.agentplane.v1.McpServerInfoR\x13effectiveMcpServers\x12J\n" +
 	"\x13effective_a2a_peers\x18\x1c \x03(\v2\x1a.agentplane.v1.A2aPeerInfoR\x11effectiveA2aPeers\x12\x1b\n" +
-	"\tspec_kind\x18\x1d \x01(\tR\bspecKind\x1a9\n" +
+	"\tspec_kind\x18\x1d \x01(\tR\bspecKind\x12\x14\n" +
+	"\x05queue\x18\x1e \x01(\tR\x05queue\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +

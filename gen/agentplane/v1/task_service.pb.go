@@ -116,7 +116,11 @@ type StartTaskRequest struct {
 	SessionId string `protobuf:"bytes,14,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// How much of the task the response carries; UNSPECIFIED means BASIC. Not part of
 	// the request an idempotent retry is compared on.
-	View          TaskView `protobuf:"varint,15,opt,name=view,proto3,enum=agentplane.v1.TaskView" json:"view,omitempty"`
+	View TaskView `protobuf:"varint,15,opt,name=view,proto3,enum=agentplane.v1.TaskView" json:"view,omitempty"`
+	// The run queue: only runtimes that serve it lease the task. Empty means "default",
+	// the queue of runtimes that name none. 1 to 64 characters of letters, digits, '.',
+	// '_' and '-', starting with a letter or digit.
+	Queue         string `protobuf:"bytes,16,opt,name=queue,proto3" json:"queue,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -267,6 +271,13 @@ func (x *StartTaskRequest) GetView() TaskView {
 		return x.View
 	}
 	return TaskView_TASK_VIEW_UNSPECIFIED
+}
+
+func (x *StartTaskRequest) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
 }
 
 type isStartTaskRequest_Spec interface {
@@ -570,7 +581,9 @@ type ListTasksRequest struct {
 	CreatedBefore *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_before,json=createdBefore,proto3" json:"created_before,omitempty"`
 	// How much of each task to return; UNSPECIFIED means BASIC. It may change between
 	// pages.
-	View          TaskView `protobuf:"varint,7,opt,name=view,proto3,enum=agentplane.v1.TaskView" json:"view,omitempty"`
+	View TaskView `protobuf:"varint,7,opt,name=view,proto3,enum=agentplane.v1.TaskView" json:"view,omitempty"`
+	// Only tasks of this run queue; empty means every queue.
+	Queue         string `protobuf:"bytes,8,opt,name=queue,proto3" json:"queue,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -652,6 +665,13 @@ func (x *ListTasksRequest) GetView() TaskView {
 		return x.View
 	}
 	return TaskView_TASK_VIEW_UNSPECIFIED
+}
+
+func (x *ListTasksRequest) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
 }
 
 // ListTasksResponse is one page of tasks.
@@ -1162,7 +1182,7 @@ var File_agentplane_v1_task_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\n" +
-	" agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a agentplane/v1/spec_service.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb8\x06\n" +
+	" agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a agentplane/v1/spec_service.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xce\x06\n" +
 	"\x10StartTaskRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x120\n" +
@@ -1182,7 +1202,8 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\x11interrupt_timeout\x18\r \x01(\v2\x19.google.protobuf.DurationR\x10interruptTimeout\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x0e \x01(\tR\tsessionId\x12+\n" +
-	"\x04view\x18\x0f \x01(\x0e2\x17.agentplane.v1.TaskViewR\x04view\x1a9\n" +
+	"\x04view\x18\x0f \x01(\x0e2\x17.agentplane.v1.TaskViewR\x04view\x12\x14\n" +
+	"\x05queue\x18\x10 \x01(\tR\x05queue\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +
@@ -1199,7 +1220,7 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12+\n" +
 	"\x04view\x18\x02 \x01(\x0e2\x17.agentplane.v1.TaskViewR\x04view\":\n" +
 	"\x0fGetTaskResponse\x12'\n" +
-	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"\xb1\x03\n" +
+	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"\xc7\x03\n" +
 	"\x10ListTasksRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -1208,7 +1229,8 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\x06labels\x18\x04 \x03(\v2+.agentplane.v1.ListTasksRequest.LabelsEntryR\x06labels\x12?\n" +
 	"\rcreated_after\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\fcreatedAfter\x12A\n" +
 	"\x0ecreated_before\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\x12+\n" +
-	"\x04view\x18\a \x01(\x0e2\x17.agentplane.v1.TaskViewR\x04view\x1a9\n" +
+	"\x04view\x18\a \x01(\x0e2\x17.agentplane.v1.TaskViewR\x04view\x12\x14\n" +
+	"\x05queue\x18\b \x01(\tR\x05queue\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"f\n" +

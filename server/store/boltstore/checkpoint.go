@@ -109,6 +109,10 @@ func (s *Store) startWAL(ws *walState, replay []uint64, opts Options) error {
 	if err := s.db.Sync(); err != nil {
 		return err
 	}
+	upgraded, err := s.upgrade()
+	if err != nil {
+		return err
+	}
 	marker := ws.path(cleanMarkerName)
 	clean, err := exists(marker)
 	if err != nil {
@@ -121,9 +125,10 @@ func (s *Store) startWAL(ws *walState, replay []uint64, opts Options) error {
 		}
 		return ws.lock.Close()
 	}
-	// A clean shutdown's checkpoint is the current state; any other start needs one
-	// before the log (re)starts, since the file is trusted no more from here on.
-	if !clean {
+	// A clean shutdown's checkpoint is the current state (unless upgrade just changed
+	// the file); any other start needs one before the log (re)starts, since the file is
+	// trusted no more from here on.
+	if !clean || upgraded {
 		if err := s.db.View(ws.writeCheckpoint); err != nil {
 			return err
 		}

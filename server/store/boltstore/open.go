@@ -101,7 +101,8 @@ var _ store.Store = (*Store)(nil)
 
 // Open opens or creates the store file at path (creating its directory), taking the
 // file lock within OpenTimeout. A new file gets the current schema; an existing one
-// must carry exactly schema.Version, or Open fails with reason store.schema_mismatch.
+// must carry schema.Version, or an older one from schema.OldestUpgradable on, which
+// Open upgrades; any other fails with reason store.schema_mismatch.
 func Open(path string, opts Options) (*Store, error) {
 	if opts.OpenTimeout <= 0 {
 		opts.OpenTimeout = 2 * time.Second
@@ -163,10 +164,13 @@ func open(path string, opts Options, ws *walState, replay []uint64) (*Store, err
 	}
 	s.tokenKey = info.GetTokenKey()
 	if ws != nil {
-		if err := s.startWAL(ws, replay, opts); err != nil {
-			_ = db.Close()
-			return nil, err
-		}
+		err = s.startWAL(ws, replay, opts) // upgrades after the replay
+	} else {
+		_, err = s.upgrade()
+	}
+	if err != nil {
+		_ = db.Close()
+		return nil, err
 	}
 	return s, nil
 }
@@ -226,12 +230,15 @@ func (s *Store) readSchema(tx *bolt.Tx) (*storagev1.SchemaInfo, error) {
 	if err := proto.Unmarshal(v, info); err != nil {
 		return nil, fmt.Errorf("store %s: reading schema header: %w", s.path, err)
 	}
-	if info.GetVersion() != schema.Version {
+	if v := info.GetVersion(); v < schema.OldestUpgradable || v > schema.Version {
 		return nil, apierr.FailedPrecondition(apierr.ReasonStoreSchemaMismatch,
 			"store %s has schema version %d but this binary reads version %d: run a matching agentplane version, or restore a backup made by this one",
 			s.path, info.GetVersion(), schema.Version)
 	}
 	for _, name := range schema.Buckets {
+		if info.GetVersion() < schema.Version {
+			break // upgrade checks and creates what it needs
+		}
 		if tx.Bucket(name) == nil {
 			return nil, fmt.Errorf("store %s (schema %d) lacks bucket %s; the file is damaged", s.path, info.GetVersion(), name)
 		}

@@ -235,7 +235,7 @@ func scanSeq[T proto.Message](b *bolt.Bucket, tenant, parentID string, after int
 func indexBucket(idx store.Index) ([]byte, error) {
 	switch idx {
 	case store.IndexQueue:
-		return schema.Queue, nil
+		return schema.RunQueue, nil
 	case store.IndexLeaseDeadlines:
 		return schema.LeaseDeadlines, nil
 	case store.IndexEnded:
@@ -286,23 +286,56 @@ func (r reader) ScanIndex(idx store.Index, tenant string, ir store.IndexRange, f
 	if err := checkTenant(tenant); err != nil {
 		return err
 	}
+	if idx == store.IndexQueue {
+		return fmt.Errorf("store: the run queue is read with ScanQueue")
+	}
 	name, err := indexBucket(idx)
 	if err != nil {
 		return err
 	}
-	prefix := schema.TenantPrefix(tenant)
 	var stop []byte
 	if !ir.Until.IsZero() {
 		stop = schema.TimeBound(tenant, ir.Until)
 	}
-	c := r.bucket(name).Cursor()
+	return scanTimed(r.bucket(name), schema.TenantPrefix(tenant), stop, ir.After, idx.String(), func(k []byte) (time.Time, string, bool) {
+		_, at, id, ok := schema.DecodeTimeKey(k)
+		return at, id, ok
+	}, fn)
+}
+
+func (r reader) ScanQueue(tenant, queue string, ir store.IndexRange, fn func(store.IndexEntry) (bool, error)) error {
+	if err := checkTenant(tenant); err != nil {
+		return err
+	}
+	if queue == "" {
+		queue = store.DefaultQueue
+	}
+	if !schema.ValidQueueName(queue) {
+		return apierr.InvalidArgument(apierr.ReasonInvalidArgument, "queue %q is not a queue name", queue)
+	}
+	var stop []byte
+	if !ir.Until.IsZero() {
+		stop = schema.QueueBound(tenant, queue, ir.Until)
+	}
+	return scanTimed(r.bucket(schema.RunQueue), schema.QueuePrefix(tenant, queue), stop, ir.After, "run queue", func(k []byte) (time.Time, string, bool) {
+		_, _, at, id, ok := schema.DecodeQueueKey(k)
+		return at, id, ok
+	}, fn)
+}
+
+// scanTimed reads the keys under prefix of a time-ordered index, after the key after
+// (nil: from the first) and before stop (nil: no bound).
+func scanTimed(b *bolt.Bucket, prefix, stop, after []byte, what string,
+	decode func([]byte) (time.Time, string, bool), fn func(store.IndexEntry) (bool, error),
+) error {
+	c := b.Cursor()
 	var k []byte
-	if ir.After != nil {
-		if _, _, _, ok := schema.DecodeTimeKey(ir.After); !ok || !bytes.HasPrefix(ir.After, prefix) {
+	if after != nil {
+		if _, _, ok := decode(after); !ok || !bytes.HasPrefix(after, prefix) {
 			return apierr.InvalidArgument(apierr.ReasonPageTokenInvalid, "page cursor does not belong to this listing")
 		}
-		k, _ = c.Seek(ir.After)
-		if bytes.Equal(k, ir.After) {
+		k, _ = c.Seek(after)
+		if bytes.Equal(k, after) {
 			k, _ = c.Next()
 		}
 	} else {
@@ -312,9 +345,9 @@ func (r reader) ScanIndex(idx store.Index, tenant string, ir store.IndexRange, f
 		if stop != nil && bytes.Compare(k, stop) >= 0 {
 			return nil
 		}
-		_, at, id, ok := schema.DecodeTimeKey(k)
+		at, id, ok := decode(k)
 		if !ok {
-			return fmt.Errorf("store: malformed %s key %x", idx, k)
+			return fmt.Errorf("store: malformed %s key %x", what, k)
 		}
 		if more, err := fn(store.IndexEntry{At: at, ID: id, Cursor: bytes.Clone(k)}); err != nil || !more {
 			return err

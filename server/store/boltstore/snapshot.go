@@ -80,6 +80,7 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 		Path:          s.path,
 		SchemaVersion: schema.Version,
 		TasksByState:  map[agentplanev1.TaskState]int64{},
+		QueueDepth:    map[string]int64{},
 		Commits:       s.commits.Load(),
 		Updates:       s.updates.Load(),
 	}
@@ -106,6 +107,10 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 				st.ActiveLeases += n
 			case name == schema.CounterPendingInterrupts:
 				st.PendingInterrupts += n
+			case strings.HasPrefix(name, schema.CounterQueueDepth):
+				if n != 0 {
+					st.QueueDepth[strings.TrimPrefix(name, schema.CounterQueueDepth)] += n
+				}
 			case strings.HasPrefix(name, schema.CounterTasksInState):
 				state, err := strconv.Atoi(strings.TrimPrefix(name, schema.CounterTasksInState))
 				if err != nil {

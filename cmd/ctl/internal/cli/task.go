@@ -41,6 +41,7 @@ type taskStartOptions struct {
 	labels                        []string
 	policyFile                    string
 	sessionID                     string
+	queue                         string
 	interruptTimeout              time.Duration
 	view                          string
 }
@@ -55,7 +56,8 @@ func newTaskStartCommand(g *globals) *cobra.Command {
 			"With --request-id, repeating the command returns the same task instead of starting another.",
 		Example: "  ctl task start --agent agent.yaml --input \"summarize the release notes\"\n" +
 			"  ctl task start --agent-id billing-bot --input - < question.txt --label team=billing\n" +
-			"  ctl task start --agent agent.yaml --policy policy.yaml --input \"refund order 42\" --request-id refund-42",
+			"  ctl task start --agent agent.yaml --policy policy.yaml --input \"refund order 42\" --request-id refund-42\n" +
+			"  ctl task start --agent agent.yaml --input \"hi\" --queue gpu    # leased only by runtimes serving gpu",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req, err := o.request(g.stdin)
@@ -83,6 +85,7 @@ func newTaskStartCommand(g *globals) *cobra.Command {
 	f.StringArrayVar(&o.labels, "label", nil, "label key=value (repeatable)")
 	f.StringVar(&o.policyFile, "policy", "", "interrupt policy file (YAML or JSON): allowlist, denylist or predicate")
 	f.StringVar(&o.sessionID, "session", "", "session id passed to policies and approval requests")
+	f.StringVar(&o.queue, "queue", "", "run queue: only runtimes serving it lease the task (default: the default queue)")
 	f.DurationVar(&o.interruptTimeout, "interrupt-timeout", 0, "deadline of each interrupt of this task (default: the deployment's)")
 	viewFlag(cmd, &o.view, "basic")
 	return cmd
@@ -116,7 +119,7 @@ func (o *taskStartOptions) request(stdin io.Reader) (*agentplanev1.StartTaskRequ
 	if err != nil {
 		return nil, err
 	}
-	req := &agentplanev1.StartTaskRequest{RequestId: o.requestID, Input: o.input, SessionId: o.sessionID, View: view}
+	req := &agentplanev1.StartTaskRequest{RequestId: o.requestID, Input: o.input, SessionId: o.sessionID, View: view, Queue: o.queue}
 	if o.input == "-" {
 		b, err := io.ReadAll(stdin)
 		if err != nil {
@@ -239,6 +242,7 @@ func taskTable(t *printer.Tab, task *agentplanev1.Task) {
 	}
 	t.Row("input", truncate(task.GetInput(), 120))
 	t.Row("labels", labelsText(task.GetLabels()))
+	t.Row("queue", orDash(task.GetQueue()))
 	t.Row("request id", orDash(task.GetRequestId()))
 	t.Row("created", when(task.GetCreateTime())+" by "+orDash(task.GetCreatedBy()))
 	t.Row("updated", when(task.GetUpdateTime()))
@@ -345,6 +349,7 @@ func newTaskContinueCommand(g *globals) *cobra.Command {
 type taskListOptions struct {
 	states    []string
 	labels    []string
+	queue     string
 	limit     int32
 	pageToken string
 	view      string
@@ -362,7 +367,7 @@ func newTaskListCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req := &agentplanev1.ListTasksRequest{PageSize: o.limit, PageToken: o.pageToken, View: view}
+			req := &agentplanev1.ListTasksRequest{PageSize: o.limit, PageToken: o.pageToken, View: view, Queue: o.queue}
 			for _, s := range o.states {
 				v, ok := parseEnum(s, "TASK_STATE_", agentplanev1.TaskState_value)
 				if !ok {
@@ -400,6 +405,7 @@ func newTaskListCommand(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringSliceVar(&o.states, "state", nil, "only tasks in these states (repeatable or comma-separated): "+enumChoices("TASK_STATE_", agentplanev1.TaskState_value))
 	f.StringArrayVar(&o.labels, "label", nil, "only tasks with this label key=value (repeatable; all must match)")
+	f.StringVar(&o.queue, "queue", "", "only tasks of this run queue")
 	f.Int32Var(&o.limit, "limit", 0, "tasks per page (server default 50, at most 500)")
 	f.StringVar(&o.pageToken, "page-token", "", "continue a listing from the token a previous page printed")
 	viewFlag(cmd, &o.view, "basic")
