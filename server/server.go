@@ -43,6 +43,7 @@ type Server struct {
 	domain *domain
 	guard  *auth.Guard
 	gates  *gates.Policy
+	limits *principalLimits
 
 	grpc    *grpc.Server
 	health  *health.Server
@@ -96,6 +97,7 @@ func New(cfg config.Config, opts ...Option) (_ *Server, err error) {
 	if s.gates, err = gates.NewPolicy(s.cfg.GatesConfig()); err != nil {
 		return nil, err
 	}
+	s.limits = newPrincipalLimits(s.cfg, s.metrics.registry)
 	if err = s.openDomain(); err != nil {
 		return nil, err
 	}
@@ -125,9 +127,9 @@ func New(cfg config.Config, opts ...Option) (_ *Server, err error) {
 }
 
 // serverOptions are the options every gRPC server of this process shares: error
-// mapping, metrics and panic recovery wrapping authorization (so refusals are counted
-// and logged like any other answer), with extra interceptors placed just before
-// authorization, and the message size limit.
+// mapping, metrics and panic recovery wrapping authorization and the per-principal
+// limits (so refusals are counted and logged like any other answer), with extra
+// interceptors placed just before authorization, and the message size limit.
 func (s *Server) serverOptions(unary grpc.UnaryServerInterceptor, stream grpc.StreamServerInterceptor) []grpc.ServerOption {
 	unaries := []grpc.UnaryServerInterceptor{s.unaryInterceptor}
 	streams := []grpc.StreamServerInterceptor{s.streamInterceptor}
@@ -138,8 +140,8 @@ func (s *Server) serverOptions(unary grpc.UnaryServerInterceptor, stream grpc.St
 		streams = append(streams, stream)
 	}
 	return []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(append(unaries, s.guard.UnaryInterceptor)...),
-		grpc.ChainStreamInterceptor(append(streams, s.guard.StreamInterceptor)...),
+		grpc.ChainUnaryInterceptor(append(unaries, s.guard.UnaryInterceptor, s.limits.unary)...),
+		grpc.ChainStreamInterceptor(append(streams, s.guard.StreamInterceptor, s.limits.stream)...),
 		grpc.MaxRecvMsgSize(int(s.cfg.Limits.MaxSpecBytes) + (64 << 10)),
 		// Calls run on a pool of long-lived goroutines instead of a new goroutine
 		// each: a handler that reaches the store needs a deep stack, and growing a
