@@ -16,8 +16,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/client"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/config"
@@ -142,7 +142,7 @@ func TestPrincipalLimitWatches(t *testing.T) {
 	_, err := r.watch(user.c, task)
 	wantLimited(t, "third watch of one principal", err, "watch")
 
-	r.mustWatch(approver.c, task)()  // same tenant, another principal
+	r.mustWatch(approver.c, task)()   // same tenant, another principal
 	r.mustWatch(other.c, otherTask)() // another tenant
 	r.settle("watch", perPrincipal)
 
