@@ -46,6 +46,7 @@ func (s *Server) openDomain() (err error) {
 		CheckpointInterval: cfg.Store.CheckpointInterval.D(),
 		CheckpointBytes:    cfg.Store.CheckpointBytes,
 		Logger:             s.log,
+		OnHealth:           s.storeHealth,
 	})
 	if errors.Is(err, boltstore.ErrLocked) {
 		return fmt.Errorf("data directory %s is in use by another agentplane process "+

@@ -45,9 +45,11 @@ type Server struct {
 	gates  *gates.Policy
 	limits *principalLimits
 
-	grpc    *grpc.Server
-	health  *health.Server
-	grpcLis net.Listener
+	grpc   *grpc.Server
+	health *health.Server
+	// healthNames are the names health reports on: every service, and "".
+	healthNames []string
+	grpcLis     net.Listener
 	// gwGRPC serves the HTTP gateway over inproc, an in-memory listener: the same
 	// services and interceptors as grpc, without transport security (nothing outside the
 	// process can reach it), and with the HTTPS caller's verified client certificate
@@ -169,12 +171,34 @@ func (s *Server) registerServices(g *grpc.Server) {
 	if s.health == nil {
 		s.health = health.NewServer()
 		for name := range g.GetServiceInfo() {
-			s.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+			s.healthNames = append(s.healthNames, name)
 		}
-		s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+		s.healthNames = append(s.healthNames, "")
+		s.storeHealth(s.domain.store.Health())
 	}
 	healthpb.RegisterHealthServer(g, s.health)
 	reflection.Register(g)
+}
+
+func (s *Server) setHealth(st healthpb.HealthCheckResponse_ServingStatus) {
+	for _, name := range s.healthNames {
+		s.health.SetServingStatus(name, st)
+	}
+}
+
+// storeHealth is the store's OnHealth: while the store refuses writes (a failed write
+// or sync: disk full, I/O error) every service reports NOT_SERVING, and /healthz
+// answers 503, until the store has recovered. After shutdown has begun the health
+// server ignores it.
+func (s *Server) storeHealth(failure error) {
+	if s.health == nil {
+		return
+	}
+	if failure != nil {
+		s.setHealth(healthpb.HealthCheckResponse_NOT_SERVING)
+		return
+	}
+	s.setHealth(healthpb.HealthCheckResponse_SERVING)
 }
 
 // GRPCAddr is the address the gRPC server listens on (useful with port 0).

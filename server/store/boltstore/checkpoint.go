@@ -33,6 +33,7 @@ type walState struct {
 	kick       chan struct{}
 	stop       chan struct{}
 	done       chan struct{}
+	stopOnce   sync.Once
 	// failed is set (under Store.commitMu) when an append or the commit after it
 	// fails: the log's tail and the file may then disagree, so the store refuses
 	// further writes. A failed fdatasync is durability.err.
@@ -40,6 +41,11 @@ type walState struct {
 	// fileMu is held by an fdatasync of the open segment (one at a time) and by a
 	// checkpoint starting a new segment.
 	fileMu sync.Mutex
+	// logged is where the complete records of the open segment end (stored after each
+	// append, under commitMu); synced is where those an fdatasync confirmed end (under
+	// fileMu). A failed store cuts the segment at synced before it recovers.
+	logged atomic.Int64
+	synced int64
 	// checkpoints and checkpointNanos count the checkpoints since open and the time
 	// they took, for Stats.
 	checkpoints, checkpointNanos atomic.Int64
@@ -211,6 +217,10 @@ func (s *Store) checkpoint() error {
 	next := ws.log.seq + 1
 	ws.fileMu.Lock()
 	err = ws.log.openSegment(next)
+	if err == nil {
+		ws.logged.Store(0)
+		ws.synced = 0
+	}
 	ws.fileMu.Unlock()
 	if err == nil {
 		ws.log.size = 0
@@ -229,6 +239,12 @@ func (s *Store) checkpoint() error {
 	ws.checkpoints.Add(1)
 	ws.checkpointNanos.Add(int64(time.Since(start)))
 	return nil
+}
+
+// stopCheckpoints stops checkpointLoop and waits for it to end; idempotent.
+func (ws *walState) stopCheckpoints() {
+	ws.stopOnce.Do(func() { close(ws.stop) })
+	<-ws.done
 }
 
 // checkpointLoop checkpoints every CheckpointInterval, or sooner when the log has
@@ -284,10 +300,9 @@ const checkpointShare = 8
 // the file as is.
 func (s *Store) closeWAL() error {
 	ws := s.wal
-	close(ws.stop)
-	<-ws.done
+	ws.stopCheckpoints()
 	var err error
-	if ws.failedErr(s.dur) == nil {
+	if ws.failedErr(s.dur) == nil && s.failedErr() == nil {
 		err = s.checkpoint()
 		if err == nil {
 			err = s.db.Sync()
@@ -314,6 +329,7 @@ func (ws *walState) append(storeSize int64) error {
 	if err := ws.log.append(ws.batch.record()); err != nil {
 		return ws.fail(fmt.Errorf("appending to the write-ahead log failed: %w", err))
 	}
+	ws.logged.Store(ws.log.off)
 	if ws.log.size >= max(ws.bytes, storeSize/checkpointShare) {
 		select {
 		case ws.kick <- struct{}{}:
@@ -347,7 +363,7 @@ func (ws *walState) failedErr(d *durability) error {
 // recovers from the checkpoint and the log.
 func (ws *walState) fail(err error) error {
 	if ws.failed == nil {
-		ws.failed = fmt.Errorf("store: %w; writes are refused until a restart", err)
+		ws.failed = fmt.Errorf("store: %w", err)
 	}
 	return ws.failed
 }

@@ -83,14 +83,14 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 		Commits:       s.commits.Load(),
 		Updates:       s.updates.Load(),
 	}
-	if ws := s.wal; ws != nil {
-		s.commitMu.Lock()
-		st.LogBytes = ws.log.size
-		s.commitMu.Unlock()
-		st.Checkpoints = ws.checkpoints.Load()
-		st.CheckpointTime = time.Duration(ws.checkpointNanos.Load())
-	}
 	err := s.View(ctx, func(r store.Reader) error {
+		if ws := s.wal; ws != nil { // read under View: a recovery replaces it
+			s.commitMu.Lock()
+			st.LogBytes = ws.log.size
+			s.commitMu.Unlock()
+			st.Checkpoints = ws.checkpoints.Load()
+			st.CheckpointTime = time.Duration(ws.checkpointNanos.Load())
+		}
 		tx := r.(reader).tx
 		st.SizeBytes = tx.Size()
 		return tx.Bucket(schema.Counters).ForEach(func(k, v []byte) error {
