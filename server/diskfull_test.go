@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +82,9 @@ func TestDiskFullHealthAndRecovery(t *testing.T) {
 			}
 			_, err := in.Client.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: acked[0]})
 			unavailable("GetTask on a failed store", err)
+			if code, failed := storeFailedMetric(t, in); code != http.StatusOK || failed != "1" {
+				t.Fatalf("/metrics on a failed store: %d, agentplane_store_failed %q; want 200 and 1", code, failed)
+			}
 
 			if err := os.Remove(filler); err != nil {
 				t.Fatal(err)
@@ -100,7 +104,31 @@ func TestDiskFullHealthAndRecovery(t *testing.T) {
 			if _, err := start(); err != nil {
 				t.Fatalf("StartTask after the recovery: %v", err)
 			}
+			if code, failed := storeFailedMetric(t, in); code != http.StatusOK || failed != "0" {
+				t.Fatalf("/metrics after the recovery: %d, agentplane_store_failed %q; want 200 and 0", code, failed)
+			}
 			t.Logf("%d tasks acknowledged before the refusal", len(acked))
 		})
 	}
+}
+
+// storeFailedMetric scrapes /metrics and returns its status and the value of
+// agentplane_store_failed ("" when absent).
+func storeFailedMetric(t *testing.T, in *servertest.Instance) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + in.HTTPAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "agentplane_store_failed "); ok {
+			return resp.StatusCode, v
+		}
+	}
+	return resp.StatusCode, ""
 }

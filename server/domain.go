@@ -57,7 +57,7 @@ func (s *Server) openDomain() (err error) {
 		return err
 	}
 	s.domain = d // from here on closeAll closes the store
-	s.metrics.registry.MustRegister(newStoreCollector(d.store.Stats))
+	s.metrics.registry.MustRegister(newStoreCollector(d.store.Stats, d.store.Health))
 	if d.tasks, err = tasks.New(tasks.Options{Store: d.store, Config: tasks.ConfigFrom(cfg), Logger: s.log}); err != nil {
 		return err
 	}

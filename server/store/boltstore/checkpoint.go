@@ -78,9 +78,10 @@ func prepareWAL(path string, opts Options) (ws *walState, replay []uint64, err e
 	if ws.lock, err = lockFile(ws.path(walLockName), path, opts.OpenTimeout); err != nil {
 		return nil, nil, err
 	}
+	lock := ws.lock // the returns below that fail set ws to nil
 	defer func() {
 		if err != nil {
-			_ = ws.lock.Close()
+			_ = lock.Close()
 		}
 	}()
 	if !haveLog {

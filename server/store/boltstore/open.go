@@ -309,6 +309,9 @@ func (s *Store) Close() error {
 	if s.db == nil {
 		return nil // a recovery closed it and could not reopen it
 	}
+	if s.failedErr() != nil {
+		return s.closeFailed(true)
+	}
 	var err error
 	if s.wal != nil {
 		err = s.closeWAL()

@@ -182,7 +182,7 @@ func (s *Store) recoverNow(stop <-chan struct{}) error {
 		return nil
 	}
 	if s.db != nil {
-		if err := s.closeFailed(); err != nil {
+		if err := s.closeFailed(false); err != nil {
 			return err
 		}
 	}
@@ -208,18 +208,22 @@ func (s *Store) recoverNow(stop <-chan struct{}) error {
 
 // closeFailed closes a failed store's file (caller holds closeMu exclusively) without
 // the clean-shutdown marker, first cutting the log's unconfirmed tail (write-ahead log
-// mode). If the cut fails the file stays open and the store failed.
-func (s *Store) closeFailed() error {
+// mode), so that a restart too recovers only what an fdatasync confirmed. If the cut
+// fails the file stays open, unless force (Close) says to close it anyway.
+func (s *Store) closeFailed(force bool) error {
+	var cut error
 	if ws := s.wal; ws != nil {
 		ws.stopCheckpoints()
 		ws.fileMu.Lock()
-		err := ws.cutUnsynced()
+		if err := ws.cutUnsynced(); err != nil {
+			cut = fmt.Errorf("store: cutting the log's unconfirmed tail: %w", err)
+		}
 		ws.fileMu.Unlock()
-		if err != nil {
-			return fmt.Errorf("store: cutting the log's unconfirmed tail: %w", err)
+		if cut != nil && !force {
+			return cut
 		}
 	}
-	err := s.db.Close()
+	err := errors.Join(cut, s.db.Close())
 	if ws := s.wal; ws != nil {
 		err = errors.Join(err, ws.log.close(), ws.lock.Close())
 	}

@@ -220,3 +220,63 @@ func TestDiskFullRefusesThenRecovers(t *testing.T) {
 		})
 	}
 }
+
+// A recovery that fails after it closed the file (here: the checkpoint it restores is
+// missing) leaves the store refusing every call and is tried again; once it can
+// succeed the store serves what was acknowledged. A store closed in that state closes
+// cleanly, and opening it again recovers the same way.
+func TestFailedRecoveryIsRetried(t *testing.T) {
+	for _, closeWhileDown := range []bool{false, true} {
+		t.Run(map[bool]string{false: "retried", true: "closed while down"}[closeWhileDown], func(t *testing.T) {
+			var health healthLog
+			s := openTempWith(t, Options{WAL: true, RecoverInterval: time.Millisecond, OnHealth: health.on})
+			path := s.path
+			workload(t, s, 0, 3)
+			before := dump(t, s)
+			ckpt := filepath.Join(filepath.Dir(path), checkpointName)
+			if err := os.Rename(ckpt, ckpt+".away"); err != nil {
+				t.Fatal(err)
+			}
+			s.commitMu.Lock()
+			s.wal.fileMu.Lock()
+			s.wal.beforeSync = func() error { return errors.New("injected fdatasync failure") }
+			s.wal.fileMu.Unlock()
+			s.commitMu.Unlock()
+			wantUnavailable(t, "the Update whose fdatasync failed", putTask(s, "lost"))
+			waitFor(t, func() bool {
+				s.closeMu.RLock()
+				defer s.closeMu.RUnlock()
+				return s.db == nil // a recovery closed the file and could not reopen it
+			})
+			wantUnavailable(t, "an Update while the file is closed", putTask(s, "refused"))
+			wantUnavailable(t, "Health while the file is closed", s.Health())
+
+			if closeWhileDown {
+				if err := s.Close(); err != nil {
+					t.Fatalf("Close while the file is closed: %v", err)
+				}
+				if _, err := Open(path, Options{WAL: true}); err == nil || !strings.Contains(err.Error(), "no checkpoint") {
+					t.Fatalf("Open without the checkpoint = %v, want the missing checkpoint named", err)
+				}
+			}
+			if err := os.Rename(ckpt+".away", ckpt); err != nil {
+				t.Fatal(err)
+			}
+			if closeWhileDown {
+				s = reopen(t, path, Options{WAL: true})
+			} else {
+				waitFor(t, func() bool { return s.Health() == nil })
+				if !health.failedThenRecovered() {
+					t.Fatalf("OnHealth heard %v, want a failure then nil", health.String())
+				}
+			}
+			defer s.Close()
+			if got := dump(t, s); got != before {
+				t.Fatal("the recovered store is not what was acknowledged before the failure")
+			}
+			if err := putTask(s, "after"); err != nil {
+				t.Fatalf("Update after the recovery: %v", err)
+			}
+		})
+	}
+}
