@@ -321,7 +321,7 @@ func (s *Store) closeWAL() error {
 // append writes the current batch's record to the log (caller holds commitMu), before
 // its transaction commits; Store.syncTo makes it durable. A failed append may leave part
 // of a record at the tail of the log, after which nothing may be appended, so from
-// then on the store refuses writes until a restart recovers from the log; the batch
+// then on the store is failed (see Health) until it recovers from the log; the batch
 // itself is rolled back and its callers get the error. A checkpoint is asked for once
 // the log holds CheckpointBytes, or an eighth of the store (storeSize) if that is more:
 // a checkpoint copies the whole store, so on a large store this bounds the copying to
@@ -359,9 +359,9 @@ func (ws *walState) failedErr(d *durability) error {
 	return d.failed()
 }
 
-// fail puts the store in the failed state (caller holds commitMu): writes are refused
-// until a restart, and Close leaves no clean-shutdown marker, so the next Open
-// recovers from the checkpoint and the log.
+// fail records why the log refuses writes (caller holds commitMu): the store is failed
+// (see Health) until it recovers, and Close leaves no clean-shutdown marker, so the
+// next Open recovers from the checkpoint and the log.
 func (ws *walState) fail(err error) error {
 	if ws.failed == nil {
 		ws.failed = fmt.Errorf("store: %w", err)
