@@ -17,25 +17,36 @@ import (
 // fdatasync leaves the store unsure of what is durable: after a failed fdatasync the
 // kernel may have dropped the dirty pages, or kept them marked clean, so neither the
 // page cache nor a later successful fdatasync says what the disk holds (the
-// "fsyncgate" semantics of Linux). From the first such failure on, the store refuses
-// every write with UNAVAILABLE (store.unavailable), and reads that may have seen a
-// batch that is not durable fail the same way; so does every other call until the
-// store has recovered. Health reports the failure, and Options.OnHealth hears of it.
+// "fsyncgate" semantics of Linux). From the first such failure on the store refuses
+// every call with UNAVAILABLE (store.unavailable), reads included (they could see a
+// batch that is not durable); Health reports the failure, and Options.OnHealth hears
+// of it.
 //
 // A failed store recovers by itself: it waits (Options.RecoverInterval, doubling),
 // probes the disk with a small write and fdatasync in its directory, and once that
 // succeeds it closes the file and reopens it the way Open does after a crash, so that
-// what it serves is rebuilt from what is known to be on disk. In the write-ahead log
-// mode it first cuts the open log segment at the end of the last record an fdatasync
-// confirmed: the records after it were never acknowledged (their callers got an
-// error), and nothing written after the failure is trusted. The recovery then copies
-// the checkpoint over the file, replays the log, writes a new checkpoint and starts a
-// new segment, as Open does; it needs about twice the store's size free. In the
-// default mode it reopens the file, and bbolt's double meta page leaves it at the last
-// commit whose meta page is in the file. A recovery that fails (the disk is still
-// full) closes what it opened and is tried again later; until one succeeds every call
-// is refused. Operations in flight finish first: the recovery takes the store
-// exclusively, so it also waits for open backups.
+// what it serves is rebuilt from what is known to be on disk:
+//   - In the write-ahead log mode it first cuts the open log segment at the end of the
+//     last record an fdatasync confirmed (Close of a failed store does the same): the
+//     records after it were never acknowledged (their callers got an error), and
+//     nothing written after the failure is trusted. What remains was confirmed on disk:
+//     the checkpoint (fsynced before its rename), the earlier segments (each synced in
+//     full before the next began) and that prefix. It then copies the checkpoint over
+//     the file, replays the log, writes a new checkpoint and starts a new segment, as
+//     Open does; that needs about the store's size free.
+//   - In the default mode it reopens the file. bbolt fsyncs a commit's pages before
+//     it writes the meta page that makes them reachable, so whichever meta page the
+//     reopened file finds valid (the failed commit's, if the kernel kept it, or the one
+//     before) points at pages that are on disk.
+//
+// A recovery that fails (the disk is still full) leaves the store failed, its file
+// closed if it got that far, and is tried again later. The recovery takes the store
+// exclusively once the operations in flight have finished (a failed store admits no
+// new ones); an open snapshot (a backup being streamed) delays it until it is closed.
+//
+// The one write that met the failure may be found after the recovery (its log record
+// was synced before its commit failed, or the kernel kept its meta page), like any
+// write whose outcome its caller never learned.
 
 // failure is a Store's failed state.
 type failure struct {
@@ -121,15 +132,13 @@ func (s *Store) recoverLoop(stop, done chan struct{}) {
 			s.log.Warn("store: still failed: the disk refuses a probe write", "attempt", attempt, "err", err)
 			continue
 		}
-		if err := s.recoverNow(stop); err != nil {
+		if err := s.recoverNow(stop); errors.Is(err, errRecoveryStopped) {
+			return
+		} else if err != nil {
 			s.log.Warn("store: recovery failed; will retry", "attempt", attempt, "err", err)
 			continue
 		}
 		s.log.Info("store: recovered; serving again", "attempt", attempt)
-		f := &s.failure
-		f.mu.Lock()
-		f.stop = nil
-		f.mu.Unlock()
 		return
 	}
 }
@@ -196,9 +205,10 @@ func (s *Store) recoverNow(stop <-chan struct{}) error {
 		}
 		return err
 	}
+	// Healthy again, and this loop is done: a failure from now on starts another.
 	f := &s.failure
 	f.mu.Lock()
-	f.err = nil
+	f.err, f.stop, f.done = nil, nil, nil
 	if s.opts.OnHealth != nil {
 		s.opts.OnHealth(nil)
 	}
