@@ -85,7 +85,8 @@ func (x *adminService) PurgeTasks(ctx context.Context, req *agentplanev1.PurgeTa
 		older = d.AsDuration()
 	}
 	if req.GetOlderThan() == nil && older == 0 {
-		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "no retention is configured (tasks.retention); give older_than")
+		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "no retention is configured (tasks.retention); give older_than").
+			WithMetadata(apierr.MetaRequiredField, "older_than")
 	}
 	res, err := x.s.domain.tasks.Purge(ctx, older, req.GetDryRun())
 	if err != nil {

@@ -30,15 +30,12 @@ type domain struct {
 func (s *Server) openDomain() (err error) {
 	cfg := s.cfg
 	d := &domain{}
-	if d.static, err = spec.LoadStaticAgents(cfg.Spec.StaticAgents, cfg.BaseDir()); err != nil {
-		return fmt.Errorf("spec.static_agents: %w", err)
+	dep, err := spec.DeploymentFrom(&cfg)
+	if err != nil {
+		return err
 	}
-	d.specs = spec.NewValidator(spec.Deployment{
-		PlatformMaxDepth: cfg.Spec.PlatformMaxDepth,
-		StaticAgents:     d.static,
-		MaxDocumentBytes: cfg.Limits.MaxSpecBytes,
-		MaxNesting:       cfg.Limits.MaxSpecNesting,
-	})
+	d.static = dep.StaticAgents
+	d.specs = spec.NewValidator(dep)
 	d.store, err = boltstore.Open(cfg.StorePath(), boltstore.Options{
 		OpenTimeout:        cfg.Store.OpenTimeout.D(),
 		MaxBatch:           cfg.Store.MaxBatch,

@@ -28,11 +28,7 @@ func (x *specService) ValidateSpec(ctx context.Context, req *agentplanev1.Valida
 // tenantMaxDepth is the tenant's nesting cap: the configured one, tightened by the
 // request's when that is smaller. 0 means no tenant cap.
 func (s *Server) tenantMaxDepth(tenant string, requested int64) int64 {
-	capped := s.cfg.Tenants[tenant].MaxDepth
-	if requested > 0 && (capped == 0 || requested < capped) {
-		capped = requested
-	}
-	return capped
+	return spec.TenantMaxDepth(&s.cfg, tenant, requested)
 }
 
 // ListRules pages the rule catalogue in id order. The page token is the index of the

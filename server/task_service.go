@@ -11,26 +11,48 @@ import (
 	"github.com/agentplane/agentplane/server/tasks"
 )
 
-// GetTask returns one of the caller's tenant's tasks.
+// taskView resolves a request's view: UNSPECIFIED is the RPC's default, a value the
+// API does not define is INVALID_ARGUMENT.
+func taskView(v agentplanev1.TaskView, def tasks.View) (tasks.View, error) {
+	switch v {
+	case agentplanev1.TaskView_TASK_VIEW_UNSPECIFIED:
+		return def, nil
+	case tasks.ViewBasic, tasks.ViewFull:
+		return v, nil
+	}
+	return 0, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "view %d is not a TaskView; use TASK_VIEW_BASIC or TASK_VIEW_FULL", v)
+}
+
+// GetTask returns one of the caller's tenant's tasks, in full unless asked otherwise.
 func (x *taskService) GetTask(ctx context.Context, req *agentplanev1.GetTaskRequest) (*agentplanev1.GetTaskResponse, error) {
 	tenant, err := auth.TenantOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	t, err := x.s.domain.tasks.Get(ctx, tenant, req.GetTaskId())
+	view, err := taskView(req.GetView(), tasks.ViewFull)
+	if err != nil {
+		return nil, err
+	}
+	t, err := x.s.domain.tasks.Get(ctx, tenant, req.GetTaskId(), view)
 	if err != nil {
 		return nil, err
 	}
 	return &agentplanev1.GetTaskResponse{Task: t}, nil
 }
 
-// ListTasks lists the caller's tenant's tasks, newest first.
+// ListTasks lists the caller's tenant's tasks, newest first, in the basic view unless
+// asked otherwise.
 func (x *taskService) ListTasks(ctx context.Context, req *agentplanev1.ListTasksRequest) (*agentplanev1.ListTasksResponse, error) {
 	tenant, err := auth.TenantOf(ctx)
 	if err != nil {
 		return nil, err
 	}
+	view, err := taskView(req.GetView(), tasks.ViewBasic)
+	if err != nil {
+		return nil, err
+	}
 	q := tasks.ListQuery{
+		View:      view,
 		PageSize:  int(req.GetPageSize()),
 		PageToken: req.GetPageToken(),
 		States:    req.GetStates(),

@@ -18,7 +18,8 @@ import (
 
 // StartTask validates the spec exactly as ValidateSpec does, applies the MCP/A2A
 // gates, compiles the interrupt policy, resolves the spec for runtimes and persists
-// the task with its first events in one transaction.
+// the task with its first events in one transaction. The response carries the basic
+// view unless the request asks for the full one.
 func (x *taskService) StartTask(ctx context.Context, req *agentplanev1.StartTaskRequest) (*agentplanev1.StartTaskResponse, error) {
 	s := x.s
 	p := principalOf(ctx)
@@ -26,7 +27,12 @@ func (x *taskService) StartTask(ctx context.Context, req *agentplanev1.StartTask
 	if err != nil {
 		return nil, err
 	}
+	view, err := taskView(req.GetView(), tasks.ViewBasic)
+	if err != nil {
+		return nil, err
+	}
 	params := tasks.StartParams{
+		View:          view,
 		Tenant:        tenant,
 		Principal:     p.Subject,
 		RequestID:     req.GetRequestId(),

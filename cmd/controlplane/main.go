@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,6 +18,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+
+	"github.com/goccy/go-yaml"
 
 	"github.com/agentplane/agentplane/server"
 	"github.com/agentplane/agentplane/server/auth"
@@ -136,10 +139,36 @@ func tokenNew(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "controlplane: %v\n", err)
 		return 1
 	}
+	// Refuse an entry the server would refuse at boot (e.g. tenant "*" for a user).
+	entry := config.Token{Name: *name, SHA256: hash, Tenant: *tenant, Roles: roles}
+	if _, err := auth.New(&config.Config{Auth: config.Auth{Tokens: []config.Token{entry}}}); err != nil {
+		fmt.Fprintf(stderr, "controlplane: %v\n", err)
+		return 2
+	}
+	// Every value goes through the config's YAML library, so one that YAML would read
+	// as something else ("*" is an alias, "yes" a bool) is quoted.
+	quoted := make([]string, len(roles))
+	for i, r := range roles {
+		quoted[i] = yamlScalar(r)
+	}
 	fmt.Fprintf(stdout, "token (give it to the client; it is not stored anywhere):\n  %s\n\n", token)
 	fmt.Fprintf(stdout, "config entry (add under auth.tokens):\n  - name: %s\n    sha256: %s\n    tenant: %s\n    roles: [%s]\n",
-		*name, hash, *tenant, strings.Join(roles, ", "))
+		yamlScalar(entry.Name), entry.SHA256, yamlScalar(entry.Tenant), strings.Join(quoted, ", "))
 	return 0
+}
+
+// yamlScalar renders s as a one-line YAML scalar that reads back as s: the config
+// loader's library quotes what needs it; anything it leaves multi-line or that does not
+// read back is written as a JSON string (valid YAML).
+func yamlScalar(s string) string {
+	b, err := yaml.Marshal(s)
+	out := strings.TrimSuffix(string(b), "\n")
+	var back string
+	if err == nil && !strings.ContainsAny(out, "\n\r") && yaml.Unmarshal(b, &back) == nil && back == s {
+		return out
+	}
+	j, _ := json.Marshal(s)
+	return string(j)
 }
 
 type roleList []string

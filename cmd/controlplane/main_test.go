@@ -2,11 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/agentplane/agentplane/client"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/auth"
+	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/servertest"
 )
 
 func TestTokenNewPrintsTokenAndMatchingHash(t *testing.T) {
@@ -52,3 +58,64 @@ func TestUnknownConfigKeyStopsBoot(t *testing.T) {
 }
 
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }
+
+// TestTokenNewEntryBootsAsPrinted pastes the printed config entry, exactly as printed,
+// under auth.tokens, boots a control plane on that file and calls it with the token.
+func TestTokenNewEntryBootsAsPrinted(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		tenant string
+	}{
+		{"every tenant", []string{"--name", "fleet", "--tenant", "*", "--role", "runtime", "--role", "admin"}, "*"},
+		{"yaml-looking values", []string{"--name", "a: b #c", "--tenant", "yes", "--role", "user"}, "yes"},
+		{"plain", []string{"--name", "ci", "--tenant", "acme"}, "acme"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			if code := run(append([]string{"token", "new"}, tc.args...), &out, &errOut); code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut.String())
+			}
+			token, entry, ok := strings.Cut(out.String(), "config entry (add under auth.tokens):\n")
+			if !ok {
+				t.Fatalf("no config entry in:\n%s", out.String())
+			}
+			token = strings.TrimSpace(strings.TrimPrefix(token, "token (give it to the client; it is not stored anywhere):\n"))
+			dir := t.TempDir()
+			path := dir + "/controlplane.yaml"
+			file := "data_dir: " + dir + "\ngrpc_addr: 127.0.0.1:0\nhttp_addr: \"off\"\nauth:\n  require_principal: true\n  tokens:\n" + entry
+			if err := writeFile(path, file); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Load(path)
+			if err != nil {
+				t.Fatalf("the printed entry does not load:\n%s\n%v", file, err)
+			}
+			in := servertest.StartConfig(t, cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c, err := client.Dial(ctx, in.GRPCAddr, client.WithToken(token))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			resp, err := c.Capabilities.GetCapabilities(ctx, &agentplanev1.GetCapabilitiesRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := resp.GetCapabilities().GetPrincipal(); p.GetTenant() != tc.tenant {
+				t.Fatalf("the token acts as %v, want tenant %q", p, tc.tenant)
+			}
+		})
+	}
+}
+
+func TestTokenNewRefusesAnEntryTheServerWouldRefuse(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"token", "new", "--tenant", "*"}, &out, &errOut); code != 2 || out.Len() != 0 {
+		t.Fatalf("want exit 2 and no token for a user in every tenant, got %d:\n%s%s", code, out.String(), errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "runtime and admin") {
+		t.Fatalf("the refusal should say why: %s", errOut.String())
+	}
+}

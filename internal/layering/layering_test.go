@@ -118,3 +118,31 @@ func TestRanksOrderTheLayers(t *testing.T) {
 		prev = r
 	}
 }
+
+// TestCtlDoesNotLinkTheServer: ctl links the server's leaf packages it shares rules
+// with (apierr, config, spec, version: spec validate --offline runs the server's own
+// validator on the server's own config loader), never the server itself, its store or
+// its domain packages.
+func TestCtlDoesNotLinkTheServer(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./cmd/ctl")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]bool{"server/apierr": true, "server/config": true, "server/spec": true, "server/version": true}
+	linked := 0
+	for _, pkg := range strings.Fields(string(out)) {
+		rel, ok := strings.CutPrefix(pkg, module+"/")
+		if !ok || (rel != "server" && !strings.HasPrefix(rel, "server/")) {
+			continue
+		}
+		linked++
+		if !allowed[rel] {
+			t.Errorf("cmd/ctl links %s", pkg)
+		}
+	}
+	if linked == 0 {
+		t.Fatal("cmd/ctl links no server package at all; is the module path right?")
+	}
+}

@@ -99,6 +99,9 @@ type Limits struct {
 	// MaxWatchBuffer is how many live events a watcher may have queued before it is
 	// switched back to reading from the store.
 	MaxWatchBuffer int `yaml:"max_watch_buffer"`
+	// MaxListResponseBytes bounds the encoded tasks of one ListTasks page; a page
+	// always holds at least one task.
+	MaxListResponseBytes int64 `yaml:"max_list_response_bytes"`
 	// MaxCallsPerPrincipal bounds the calls one principal may have in flight at once
 	// (unary calls, long polls included, and streams other than watches and awaits), in
 	// multi-tenant mode.
@@ -259,6 +262,8 @@ func Default() Config {
 			MaxTaskEvents:       100000,
 			MaxLabels:           32,
 			MaxWatchBuffer:      1024,
+			// Half of a gRPC client's default 4 MiB receive limit.
+			MaxListResponseBytes: 2 << 20,
 			// A runtime fleet often shares one runtime principal: each process
 			// long-polls LeaseTasks and may await several decisions at once.
 			MaxCallsPerPrincipal:   256,
@@ -383,6 +388,7 @@ func (c *Config) Validate() error {
 		"limits.max_task_events": c.Limits.MaxTaskEvents, "limits.max_spec_nesting": int64(c.Limits.MaxSpecNesting),
 		"limits.max_labels": int64(c.Limits.MaxLabels), "limits.max_watch_buffer": int64(c.Limits.MaxWatchBuffer),
 		"spec.platform_max_depth": c.Spec.PlatformMaxDepth, "tasks.max_attempts": int64(c.Tasks.MaxAttempts),
+		"limits.max_list_response_bytes": c.Limits.MaxListResponseBytes,
 		"limits.max_calls_per_principal": int64(c.Limits.MaxCallsPerPrincipal), "limits.max_watches_per_principal": int64(c.Limits.MaxWatchesPerPrincipal),
 		"limits.max_awaits_per_principal": int64(c.Limits.MaxAwaitsPerPrincipal),
 	} {

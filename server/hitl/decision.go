@@ -46,7 +46,9 @@ type ResolveParams struct {
 func CheckResolvable(in *agentplanev1.Interrupt, expectedDigest string) error {
 	if in.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE {
 		return apierr.FailedPrecondition(apierr.ReasonTaskState,
-			"interrupt %s is a chat-mode pause; resume the task with TaskService.ContinueTask", in.GetInterruptId())
+			"interrupt %s is a chat-mode pause; resume the task with TaskService.ContinueTask", in.GetInterruptId()).
+			WithMetadata(apierr.MetaTaskID, in.GetTaskId()).WithMetadata(apierr.MetaInterruptID, in.GetInterruptId()).
+			WithMetadata(apierr.MetaResolveWith, apierr.ResolveWithContinueTask)
 	}
 	if err := checkPending(in); err != nil {
 		return err
@@ -224,7 +226,9 @@ func DeadlineDecision(in *agentplanev1.Interrupt, approve bool, now time.Time) *
 func DecideContinue(in *agentplanev1.Interrupt, principal string, now time.Time) (*agentplanev1.Decision, error) {
 	if in.GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE {
 		return nil, apierr.FailedPrecondition(apierr.ReasonTaskState,
-			"interrupt %s waits for a reviewer's decision, not for a user message; resolve it with HitlService.ResolveInterrupt", in.GetInterruptId())
+			"interrupt %s waits for a reviewer's decision, not for a user message; resolve it with HitlService.ResolveInterrupt", in.GetInterruptId()).
+			WithMetadata(apierr.MetaTaskID, in.GetTaskId()).WithMetadata(apierr.MetaInterruptID, in.GetInterruptId()).
+			WithMetadata(apierr.MetaResolveWith, apierr.ResolveWithResolveInterrupt)
 	}
 	if err := checkPending(in); err != nil {
 		return nil, err

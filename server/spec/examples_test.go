@@ -4,40 +4,42 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/config"
 )
 
 const examplesDir = "../../examples"
 
-// exampleValidator loads the examples' static agent table from files, the way the
-// server does from its config.
+// exampleValidator is the validator of a control plane booted on the examples'
+// configuration (examples/with-static-agents/controlplane.yaml, which defines the
+// static agents some examples reference), built the way the server builds its own.
 func exampleValidator(t testing.TB) *Validator {
 	t.Helper()
-	files := map[string]string{}
-	matches, err := filepath.Glob(filepath.Join(examplesDir, "static-agents", "*.yaml"))
-	if err != nil || len(matches) == 0 {
-		t.Fatalf("no static agents: %v", err)
-	}
-	for _, m := range matches {
-		files[strings.TrimSuffix(filepath.Base(m), ".yaml")] = filepath.Base(m)
-	}
-	table, err := LoadStaticAgents(files, filepath.Join(examplesDir, "static-agents"))
+	cfg, err := config.Load(filepath.Join(examplesDir, "with-static-agents", "controlplane.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewValidator(Deployment{PlatformMaxDepth: 4, StaticAgents: table})
+	d, err := DeploymentFrom(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.StaticAgents) == 0 {
+		t.Fatal("the examples' configuration defines no static agents")
+	}
+	return NewValidator(d)
 }
 
+// exampleFiles are the example specs: those for any deployment (agents/, graphs/)
+// and those that need the static agent table (with-static-agents/*/).
 func exampleFiles(t testing.TB) []string {
 	t.Helper()
 	var out []string
-	for _, dir := range []string{"agents", "graphs"} {
-		m, err := filepath.Glob(filepath.Join(examplesDir, dir, "*.yaml"))
+	for _, pattern := range []string{"agents/*.yaml", "graphs/*.yaml", "with-static-agents/*/*.yaml"} {
+		m, err := filepath.Glob(filepath.Join(examplesDir, pattern))
 		if err != nil {
 			t.Fatal(err)
 		}

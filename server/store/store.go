@@ -62,6 +62,12 @@ type Reader interface {
 	// GetTaskSpec returns what a task was started with, or NotFound (task.not_found).
 	GetTaskSpec(tenant, taskID string) (*storagev1.TaskSpecRecord, error)
 
+	// GetTaskSpecPartial is GetTaskSpec without the resolved spec and, unless
+	// withSubmitted, without the submitted inline spec (agent, graph; agent_id is
+	// kept): what a client's view of the task shows. The fields left out are skipped
+	// undecoded, so their size costs nothing.
+	GetTaskSpecPartial(tenant, taskID string, withSubmitted bool) (*storagev1.TaskSpecRecord, error)
+
 	// TaskForRequest returns the id of the task created under (tenant, request id), or
 	// "" when there is none.
 	TaskForRequest(tenant, requestID string) (string, error)

@@ -73,7 +73,9 @@ func (m *Manager) Continue(ctx context.Context, tenant, taskID, principal, messa
 			return terminalError(rec, "start a new task instead")
 		case rec.GetState() != agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED:
 			return apierr.FailedPrecondition(apierr.ReasonTaskState,
-				"task %s is %s; ContinueTask resumes a task paused at the end of a turn (INPUT_REQUIRED)", rec.GetTaskId(), rec.GetState())
+				"task %s is %s; ContinueTask resumes a task paused at the end of a turn (INPUT_REQUIRED)", rec.GetTaskId(), rec.GetState()).
+				WithMetadata(apierr.MetaTaskID, rec.GetTaskId()).WithMetadata(apierr.MetaState, rec.GetState().String()).
+				WithMetadata(apierr.MetaWantState, agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED.String())
 		}
 		var pause *storagev1.InterruptRecord
 		for _, id := range rec.GetPendingInterruptIds() {
@@ -83,7 +85,9 @@ func (m *Manager) Continue(ctx context.Context, tenant, taskID, principal, messa
 			}
 			if in.GetInterrupt().GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE {
 				return apierr.FailedPrecondition(apierr.ReasonTaskState,
-					"task %s waits for a decision on interrupt %s; resolve it with HitlService.ResolveInterrupt", rec.GetTaskId(), id)
+					"task %s waits for a decision on interrupt %s; resolve it with HitlService.ResolveInterrupt", rec.GetTaskId(), id).
+					WithMetadata(apierr.MetaTaskID, rec.GetTaskId()).WithMetadata(apierr.MetaInterruptID, id).
+					WithMetadata(apierr.MetaResolveWith, apierr.ResolveWithResolveInterrupt)
 			}
 			pause = in
 		}

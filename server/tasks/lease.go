@@ -183,7 +183,7 @@ func (o *Op) leaseProto() (*agentplanev1.Lease, error) {
 		LeaseId:          l.GetLeaseId(),
 		Epoch:            l.GetEpoch(),
 		Deadline:         l.GetDeadline(),
-		Task:             toAPITask(o.rec, spec),
+		Task:             toAPITask(o.rec, spec, ViewFull),
 		Spec:             spec.GetResolvedSpec(),
 		HistoryCursor:    o.rec.GetLastSequence(),
 		Attempt:          o.rec.GetAttempt(),

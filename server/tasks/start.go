@@ -69,15 +69,18 @@ type StartParams struct {
 	// GateEvents are recorded right after the TaskSubmitted event, in order: what the
 	// gates ignored or dropped (payload only).
 	GateEvents []*agentplanev1.TaskEvent
+	// View is how much of the task Start returns (UNSPECIFIED: full).
+	View View
 }
 
-// RequestDigest is the digest of a StartTaskRequest without its request_id, to tell a
+// RequestDigest is the digest of a StartTaskRequest without its request_id and view, to tell a
 // retry (same digest) from a different request reusing the id. It uses deterministic
 // protobuf encoding, which is stable for one binary; a retry that straddles an upgrade
 // which changes the encoding would be refused as a different request.
 func RequestDigest(req *agentplanev1.StartTaskRequest) []byte {
 	c := proto.Clone(req).(*agentplanev1.StartTaskRequest)
 	c.RequestId = ""
+	c.View = agentplanev1.TaskView_TASK_VIEW_UNSPECIFIED // how much to show, not what to start
 	return digest(c)
 }
 
@@ -204,11 +207,11 @@ func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.
 						"request_id %q was already used for a different request (task %s); use a new request_id for a new task",
 						p.RequestID, owner)
 				}
-				existing, err := w.GetTaskSpec(p.Tenant, owner)
+				existing, err := readSpec(w, p.Tenant, owner, p.View)
 				if err != nil {
 					return err
 				}
-				task = toAPITask(rec, existing)
+				task = toAPITask(rec, existing, p.View)
 				return nil
 			}
 		}
@@ -242,7 +245,7 @@ func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.
 		if err := w.PutTaskSpec(p.Tenant, id, spec); err != nil {
 			return err
 		}
-		task, created = toAPITask(rec, spec), true
+		task, created = toAPITask(rec, spec, p.View), true
 		return nil
 	})
 	if err != nil {

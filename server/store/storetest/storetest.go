@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
@@ -219,6 +220,37 @@ func testTaskSpec(t *testing.T, s store.Store) {
 			t.Errorf("GetTaskSpec = %v, %v", got, err)
 		}
 		_, err = r.GetTaskSpec("other", "t1")
+		wantCode(t, err, codes.NotFound, apierr.ReasonTaskNotFound)
+		return nil
+	})
+	// The partial reads: without the resolved spec, and without the submitted inline spec.
+	name := "big"
+	agent := &agentplanev1.AgentSpec{Name: &name, Model: "m"}
+	full := &storagev1.TaskSpecRecord{
+		Spec:             &storagev1.TaskSpecRecord_Agent{Agent: agent},
+		ResolvedSpec:     &agentplanev1.ResolvedSpec{Spec: &agentplanev1.ResolvedSpec_Agent{Agent: agent}},
+		Input:            "hello",
+		InterruptTimeout: durationpb.New(time.Minute),
+		ToolAxes:         []*agentplanev1.ToolAxisOverride{{Tool: "t", Egress: proto.Bool(true)}},
+		McpServers:       []*agentplanev1.McpServer{{Name: "m", Url: "https://m.example.com", Headers: map[string]string{"a": "b"}}},
+		A2APeers:         []*agentplanev1.A2APeer{{Name: "p", Url: "https://p.example.com"}},
+	}
+	putTasks(t, s, Task("acme", "t2", at(1)))
+	update(t, s, func(w store.Writer) error { return w.PutTaskSpec("acme", "t2", full) })
+	view(t, s, func(r store.Reader) error {
+		want := proto.Clone(full).(*storagev1.TaskSpecRecord)
+		want.ResolvedSpec = nil
+		if got, err := r.GetTaskSpecPartial("acme", "t2", true); err != nil || !proto.Equal(got, want) {
+			t.Errorf("GetTaskSpecPartial with the submitted spec = %v, %v; want %v", got, err, want)
+		}
+		want.Spec = nil
+		if got, err := r.GetTaskSpecPartial("acme", "t2", false); err != nil || !proto.Equal(got, want) {
+			t.Errorf("GetTaskSpecPartial = %v, %v; want %v", got, err, want)
+		}
+		if got, err := r.GetTaskSpecPartial("acme", "t1", false); err != nil || !proto.Equal(got, spec) {
+			t.Errorf("GetTaskSpecPartial of a static agent = %v, %v; want %v (agent_id kept)", got, err, spec)
+		}
+		_, err := r.GetTaskSpecPartial("other", "t2", true)
 		wantCode(t, err, codes.NotFound, apierr.ReasonTaskNotFound)
 		return nil
 	})

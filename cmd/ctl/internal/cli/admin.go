@@ -188,7 +188,7 @@ func newAdminPurgeCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "purge",
 		Short:   "Delete ended tasks older than a cutoff, with their events, interrupts and verdicts",
-		Example: "  ctl admin purge --older-than 720h --dry-run\n  ctl admin purge            # the configured retention",
+		Example: "  ctl admin purge --older-than 720h --dry-run\n  ctl admin purge            # the server's tasks.retention; without one, a usage error asking for --older-than",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req := &agentplanev1.PurgeTasksRequest{DryRun: o.dryRun}
@@ -213,7 +213,7 @@ func newAdminPurgeCommand(g *globals) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().DurationVar(&o.olderThan, "older-than", 0, "purge tasks that ended longer ago than this (default: the server's configured retention)")
+	cmd.Flags().DurationVar(&o.olderThan, "older-than", 0, "purge tasks that ended longer ago than this (default: the server's tasks.retention; required when it has none)")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "count what would be purged without deleting")
 	return cmd
 }

@@ -27,11 +27,11 @@ func newVersionCommand(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(out, "server  %s (%s)\n", resp.GetCapabilities().GetServerVersion(), g.addr)
+				fmt.Fprintf(out, "server  %s (%s)\n", printer.Text(resp.GetCapabilities().GetServerVersion()), printer.Text(g.addr))
 				return nil
 			})
 			if err != nil {
-				fmt.Fprintf(out, "server  unreachable at %s: %s\n", g.addr, describe(err))
+				fmt.Fprintf(out, "server  unreachable at %s: %s\n", printer.Text(g.addr), describe(err))
 			}
 			return nil
 		},

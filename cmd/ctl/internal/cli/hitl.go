@@ -128,9 +128,9 @@ func newHitlShowCommand(g *globals) *cobra.Command {
 				}
 				if g.output == string(printer.Table) {
 					// Args go last, indented, since a table cell cannot hold them.
-					fmt.Fprintf(cmd.OutOrStdout(), "args:\n%s\n", indent(indentedJSON(it.GetRequest().GetArgs()), "  "))
+					fmt.Fprintf(cmd.OutOrStdout(), "args:\n%s\n", printer.Block(indent(indentedJSON(it.GetRequest().GetArgs()), "  ")))
 					if d := it.GetDecision(); d.GetType() == agentplanev1.DecisionType_DECISION_TYPE_EDIT {
-						fmt.Fprintf(cmd.OutOrStdout(), "edited args:\n%s\n", indent(indentedJSON(d.GetArgs()), "  "))
+						fmt.Fprintf(cmd.OutOrStdout(), "edited args:\n%s\n", printer.Block(indent(indentedJSON(d.GetArgs()), "  ")))
 					}
 				}
 				return nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/agentplane/agentplane/client"
@@ -73,21 +74,92 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return ee.code
 	}
 	fmt.Fprintf(stderr, "ctl: %s\n", describe(err))
-	if isFlagError(err) {
-		return exitUsage
+	if isFlagError(err) || apierr.InfoOf(err).GetMetadata()[apierr.MetaRequiredField] != "" {
+		return exitUsage // a flag this deployment needs was not given
 	}
 	return exitFailed
 }
 
-// describe renders an error for people: gRPC errors as "CODE (reason): message".
+// describe renders an error for people: gRPC errors as "CODE (reason): message",
+// escaped for the terminal (a message may echo a caller's text). Where the server's
+// message tells an API client what to call, the ErrorInfo metadata lets ctl say it
+// with its own commands instead (ctlWording).
 func describe(err error) string {
+	var u *unreachableError
+	if errors.As(err, &u) {
+		return printer.Block(u.Error())
+	}
 	if st, ok := status.FromError(err); ok {
 		if info := apierr.InfoOf(err); info != nil {
-			return fmt.Sprintf("%s (%s): %s", st.Code(), info.GetReason(), st.Message())
+			msg := st.Message()
+			if w, ok := ctlWording(info.GetReason(), info.GetMetadata()); ok {
+				msg = w
+			}
+			return printer.Block(fmt.Sprintf("%s (%s): %s", st.Code(), info.GetReason(), msg))
 		}
-		return fmt.Sprintf("%s: %s", st.Code(), st.Message())
+		return printer.Block(fmt.Sprintf("%s: %s", st.Code(), st.Message()))
 	}
-	return err.Error()
+	return printer.Block(err.Error())
+}
+
+// ctlWording rephrases an API error in ctl's commands, from its ErrorInfo reason and
+// metadata (never from the message text, which may change).
+func ctlWording(reason string, md map[string]string) (string, bool) {
+	task, interrupt := md[apierr.MetaTaskID], md[apierr.MetaInterruptID]
+	switch {
+	case reason == apierr.ReasonRuleNotFound:
+		return "no such rule; ctl spec rules lists the catalogue", true
+	case reason == apierr.ReasonPageTokenInvalid:
+		return "that --page-token was not printed by this listing: give the one the previous page printed, with the same filters", true
+	case md[apierr.MetaResolveWith] == apierr.ResolveWithContinueTask:
+		return fmt.Sprintf("interrupt %s is task %s pausing at the end of its turn for the user; "+
+			"resume the task with: ctl task continue %s --message TEXT", interrupt, task, task), true
+	case md[apierr.MetaResolveWith] == apierr.ResolveWithResolveInterrupt:
+		return fmt.Sprintf("task %s waits for a reviewer's decision on interrupt %s, not for a message; "+
+			"see it with: ctl hitl show %s, then decide with: ctl hitl approve|reject|edit %s", task, interrupt, interrupt, interrupt), true
+	case md[apierr.MetaWantState] != "" && md[apierr.MetaState] != "":
+		state := enumName(stringer(md[apierr.MetaState]), "TASK_STATE_")
+		want := enumName(stringer(md[apierr.MetaWantState]), "TASK_STATE_")
+		s := fmt.Sprintf("task %s is %s; this needs it %s", task, state, want)
+		if want == "input_required" {
+			s += " (paused at the end of its turn: ctl task list --state input_required)"
+		}
+		return s, true
+	case md[apierr.MetaRequiredField] == "older_than":
+		return "the control plane has no retention configured (tasks.retention), so a purge needs a cutoff: " +
+			"give --older-than DURATION (e.g. ctl admin purge --older-than 720h)", true
+	case md[apierr.MetaRequiredField] != "":
+		flag := "--" + strings.ReplaceAll(md[apierr.MetaRequiredField], "_", "-")
+		return fmt.Sprintf("this control plane needs %s here; give it", flag), true
+	}
+	return "", false
+}
+
+// unreachableError is a call that reached no control plane. context is what ctl
+// wrapped the transport error in ("watch T: giving up after N reconnects: "), if anything.
+type unreachableError struct {
+	addr    string
+	context string
+	err     error
+}
+
+func (e *unreachableError) Error() string {
+	return fmt.Sprintf("%sUnavailable: no control plane at %s (%s); start one (controlplane), or point ctl at yours "+
+		"with --addr HOST:PORT or the AGENTPLANE_ADDR environment variable", e.context, e.addr, status.Convert(e.err).Message())
+}
+
+func (e *unreachableError) Unwrap() error { return e.err }
+
+// explain turns a transport failure (UNAVAILABLE without an ErrorInfo: the server
+// never answered) into an error that says where ctl looked and how to point it
+// elsewhere. Anything else is returned as it is.
+func (g *globals) explain(err error) error {
+	var inner interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &inner) && inner.GRPCStatus().Code() == codes.Unavailable && apierr.InfoOf(err) == nil {
+		cause := inner.(error)
+		return &unreachableError{addr: g.addr, context: strings.TrimSuffix(err.Error(), cause.Error()), err: cause}
+	}
+	return err
 }
 
 func isFlagError(err error) bool {
@@ -171,7 +243,7 @@ func (g *globals) call(cmd *cobra.Command, fn func(ctx context.Context, c *clien
 		return err
 	}
 	defer c.Close()
-	return fn(ctx, c)
+	return g.explain(fn(ctx, c))
 }
 
 // stream is call without the deadline, for watch-like commands.
@@ -181,7 +253,7 @@ func (g *globals) stream(cmd *cobra.Command, fn func(ctx context.Context, c *cli
 		return err
 	}
 	defer c.Close()
-	return fn(cmd.Context(), c)
+	return g.explain(fn(cmd.Context(), c))
 }
 
 // group builds a command group that only holds subcommands.

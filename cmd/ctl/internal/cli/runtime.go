@@ -15,6 +15,7 @@ import (
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/client/worker"
 	"github.com/agentplane/agentplane/client/worker/script"
+	"github.com/agentplane/agentplane/cmd/ctl/internal/printer"
 )
 
 func addRuntimeCommands(cmd *cobra.Command, g *globals) {
@@ -49,7 +50,7 @@ func newRuntimeRunCommand(g *globals) *cobra.Command {
 				return usageErr("--capacity must be at least 1")
 			}
 			return g.stream(cmd, func(ctx context.Context, c *client.Client) error {
-				runner := &script.Runner{Script: sc, Tasks: c.Tasks, Progress: cmd.OutOrStdout(), Durable: o.durable}
+				runner := &script.Runner{Script: sc, Tasks: c.Tasks, Progress: printer.Lines(cmd.OutOrStdout()), Durable: o.durable}
 				opts := worker.Options{
 					RuntimeID: o.runtimeID,
 					Capacity:  o.capacity,
@@ -63,7 +64,7 @@ func newRuntimeRunCommand(g *globals) *cobra.Command {
 					return usageErr("%v", err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "runtime %s: playing %s (%d steps) for tasks from %s, %d at a time\n",
-					o.runtimeID, sc.Name, len(sc.Steps), g.addr, o.capacity)
+					printer.Text(o.runtimeID), printer.Text(sc.Name), len(sc.Steps), printer.Text(g.addr), o.capacity)
 				return grpcCause(runUntilSignalled(ctx, w, cmd))
 			})
 		},

@@ -12,6 +12,8 @@ import (
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/cmd/ctl/internal/printer"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/spec"
 )
 
@@ -22,7 +24,14 @@ func addSpecCommands(cmd *cobra.Command, g *globals) {
 type specValidateOptions struct {
 	tenantMaxDepth int64
 	quiet          bool
+	offline        bool
+	config         string
+	tenant         string
 }
+
+// defaultTenant is the tenant of single-user mode (auth.DefaultTenant, which ctl does
+// not link): the tenant whose settings --offline applies unless --tenant names another.
+const defaultTenant = "default"
 
 func newSpecValidateCommand(g *globals) *cobra.Command {
 	o := &specValidateOptions{}
@@ -31,9 +40,18 @@ func newSpecValidateCommand(g *globals) *cobra.Command {
 		Short: "Validate qar/v1 spec documents (YAML or JSON; - reads stdin)",
 		Long: "Validates each document with the server's rules, exactly as StartTask would, and prints every\n" +
 			"violation as FILE:LINE:COL: RULE_ID PATH: MESSAGE. Exit 0 when all are valid, 1 when one is\n" +
-			"invalid, 2 when a file cannot be read. With -o json|yaml it prints the API result per file.",
+			"invalid, 2 when a file cannot be read. With -o json|yaml it prints the API result per file.\n\n" +
+			"With --offline no control plane is needed: ctl runs the server's own validator with the\n" +
+			"deployment knowledge (static agents, nesting caps, document limits) of the configuration file\n" +
+			"given by --config (or AGENTPLANE_CONFIG; the server's defaults without one), so a CI job gets\n" +
+			"the answer a control plane booted on that file would give.",
+		Example: "  ctl spec validate examples/graphs/*.yaml\n" +
+			"  ctl spec validate --offline --config examples/with-static-agents/controlplane.yaml examples/with-static-agents/*/*.yaml",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !o.offline && (cmd.Flags().Changed("config") || cmd.Flags().Changed("tenant")) {
+				return usageErr("--config and --tenant go with --offline (online, the server's own configuration applies)")
+			}
 			docs := make([][]byte, len(args))
 			for i, path := range args {
 				b, err := readSpecFile(path, g.stdin)
@@ -43,9 +61,9 @@ func newSpecValidateCommand(g *globals) *cobra.Command {
 				docs[i] = b
 			}
 			invalid := 0
-			err := g.call(cmd, func(ctx context.Context, c *client.Client) error {
+			run := func(validate func(*agentplanev1.ValidateSpecRequest) (*agentplanev1.ValidateSpecResponse, error)) error {
 				for i, path := range args {
-					resp, err := c.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{
+					resp, err := validate(&agentplanev1.ValidateSpecRequest{
 						Document: docs[i], Format: documentFormat(path), DocumentName: path, TenantMaxDepth: o.tenantMaxDepth,
 					})
 					if err != nil {
@@ -59,7 +77,21 @@ func newSpecValidateCommand(g *globals) *cobra.Command {
 					}
 				}
 				return nil
-			})
+			}
+			var err error
+			if o.offline {
+				var validate func(*agentplanev1.ValidateSpecRequest) (*agentplanev1.ValidateSpecResponse, error)
+				if validate, err = o.offlineValidator(); err != nil {
+					return err
+				}
+				err = run(validate)
+			} else {
+				err = g.call(cmd, func(ctx context.Context, c *client.Client) error {
+					return run(func(req *agentplanev1.ValidateSpecRequest) (*agentplanev1.ValidateSpecResponse, error) {
+						return c.Spec.ValidateSpec(ctx, req)
+					})
+				})
+			}
 			if err != nil {
 				return err
 			}
@@ -69,9 +101,41 @@ func newSpecValidateCommand(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().Int64Var(&o.tenantMaxDepth, "tenant-max-depth", 0, "validate against a tenant nesting cap too")
-	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "print nothing for valid documents and no warnings")
+	f := cmd.Flags()
+	f.Int64Var(&o.tenantMaxDepth, "tenant-max-depth", 0, "validate against a tenant nesting cap too")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing for valid documents and no warnings")
+	f.BoolVar(&o.offline, "offline", false, "validate here, without a control plane, with the rules of --config")
+	f.StringVar(&o.config, "config", os.Getenv("AGENTPLANE_CONFIG"), "with --offline: the control plane's config file (env AGENTPLANE_CONFIG; default: the server's defaults)")
+	f.StringVar(&o.tenant, "tenant", defaultTenant, "with --offline: the tenant whose settings (tenants.NAME.max_depth) apply")
 	return cmd
+}
+
+// offlineValidator is ValidateSpec without the server: the server's validator
+// (server/spec) built from the configuration the server would load (server/config),
+// through the same spec.DeploymentFrom and spec.TenantMaxDepth the server uses.
+func (o *specValidateOptions) offlineValidator() (func(*agentplanev1.ValidateSpecRequest) (*agentplanev1.ValidateSpecResponse, error), error) {
+	cfg, err := config.Load(o.config)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, usageErr("config %s: %v", o.config, err)
+	}
+	dep, err := spec.DeploymentFrom(&cfg)
+	if err != nil {
+		return nil, usageErr("config %s: %v", o.config, err)
+	}
+	v := spec.NewValidator(dep)
+	return func(req *agentplanev1.ValidateSpecRequest) (*agentplanev1.ValidateSpecResponse, error) {
+		in := spec.InputFromRequest(req)
+		in.TenantMaxDepth = spec.TenantMaxDepth(&cfg, o.tenant, req.GetTenantMaxDepth())
+		res, err := v.Validate(in)
+		if err != nil {
+			st, _ := apierr.ToStatus(err) // the status the server would send
+			return nil, st.Err()
+		}
+		return res.Response(), nil
+	}, nil
 }
 
 // readSpecFile reads a spec document; "-" is standard input.
@@ -89,14 +153,14 @@ func printValidation(p *printer.Printer, path string, resp *agentplanev1.Validat
 		return p.Message(resp, nil)
 	}
 	for _, v := range resp.GetErrors() {
-		fmt.Fprintln(p.Out, spec.FormatViolation(path, v))
+		fmt.Fprintln(p.Out, printer.Text(spec.FormatViolation(path, v)))
 	}
 	if !quiet {
 		for _, v := range resp.GetWarnings() {
-			fmt.Fprintln(p.Out, "warning: "+spec.FormatViolation(path, v))
+			fmt.Fprintln(p.Out, "warning: "+printer.Text(spec.FormatViolation(path, v)))
 		}
 		if resp.GetValid() {
-			fmt.Fprintf(p.Out, "%s: valid %s\n", path, resp.GetKind())
+			fmt.Fprintf(p.Out, "%s: valid %s\n", printer.Text(path), printer.Text(resp.GetKind()))
 		}
 	}
 	return nil
@@ -140,9 +204,10 @@ func newSpecExplainCommand(g *globals) *cobra.Command {
 					return g.printer(cmd).Message(resp, nil)
 				}
 				out := cmd.OutOrStdout()
-				fmt.Fprintf(out, "%s (%s, %s): %s\n\n%s\n", r.GetRuleId(), enumName(r.GetSeverity(), "RULE_SEVERITY_"), r.GetScope(), r.GetSummary(), r.GetDescription())
+				fmt.Fprintf(out, "%s (%s, %s): %s\n\n%s\n", printer.Text(r.GetRuleId()), enumName(r.GetSeverity(), "RULE_SEVERITY_"),
+					printer.Text(r.GetScope()), printer.Text(r.GetSummary()), printer.Block(r.GetDescription()))
 				if ex := strings.TrimSpace(r.GetFailingExample()); ex != "" {
-					fmt.Fprintf(out, "\nA document that breaks it:\n\n%s\n", indent(ex, "    "))
+					fmt.Fprintf(out, "\nA document that breaks it:\n\n%s\n", printer.Block(indent(ex, "    ")))
 				}
 				return nil
 			})

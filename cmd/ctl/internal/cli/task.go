@@ -10,12 +10,15 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/cmd/ctl/internal/printer"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/spec"
 )
 
 func addTaskCommands(cmd *cobra.Command, g *globals) {
@@ -39,6 +42,7 @@ type taskStartOptions struct {
 	policyFile                    string
 	sessionID                     string
 	interruptTimeout              time.Duration
+	view                          string
 }
 
 func newTaskStartCommand(g *globals) *cobra.Command {
@@ -61,10 +65,10 @@ func newTaskStartCommand(g *globals) *cobra.Command {
 			return g.call(cmd, func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Tasks.StartTask(ctx, req)
 				if err != nil {
-					return err
+					return o.specViolations(cmd.ErrOrStderr(), err)
 				}
 				if !resp.GetCreated() && g.output == string(printer.Table) {
-					fmt.Fprintf(cmd.ErrOrStderr(), "request id %q was used before: this is the task it started\n", req.GetRequestId())
+					fmt.Fprintf(cmd.ErrOrStderr(), "request id \"%s\" was used before: this is the task it started\n", printer.Text(req.GetRequestId()))
 				}
 				return g.printer(cmd).Message(resp, func(t *printer.Tab) { taskTable(t, resp.GetTask()) })
 			})
@@ -80,7 +84,25 @@ func newTaskStartCommand(g *globals) *cobra.Command {
 	f.StringVar(&o.policyFile, "policy", "", "interrupt policy file (YAML or JSON): allowlist, denylist or predicate")
 	f.StringVar(&o.sessionID, "session", "", "session id passed to policies and approval requests")
 	f.DurationVar(&o.interruptTimeout, "interrupt-timeout", 0, "deadline of each interrupt of this task (default: the deployment's)")
+	viewFlag(cmd, &o.view, "basic")
 	return cmd
+}
+
+// viewFlag adds --view, naming the server's default for the command.
+func viewFlag(cmd *cobra.Command, v *string, def string) {
+	cmd.Flags().StringVar(v, "view", "", "how much of each task the server returns: basic (without the submitted spec) or full (default "+def+")")
+}
+
+// parseView reads --view; "" leaves the choice to the server's default for the RPC.
+func parseView(s string) (agentplanev1.TaskView, error) {
+	if s == "" {
+		return agentplanev1.TaskView_TASK_VIEW_UNSPECIFIED, nil
+	}
+	v, ok := parseEnum(s, "TASK_VIEW_", agentplanev1.TaskView_value)
+	if !ok {
+		return 0, usageErr("--view %q: want one of %s", s, enumChoices("TASK_VIEW_", agentplanev1.TaskView_value))
+	}
+	return agentplanev1.TaskView(v), nil
 }
 
 func (o *taskStartOptions) request(stdin io.Reader) (*agentplanev1.StartTaskRequest, error) {
@@ -90,7 +112,11 @@ func (o *taskStartOptions) request(stdin io.Reader) (*agentplanev1.StartTaskRequ
 	case n > 1:
 		return nil, usageErr("--agent, --graph and --agent-id are alternatives; give one")
 	}
-	req := &agentplanev1.StartTaskRequest{RequestId: o.requestID, Input: o.input, SessionId: o.sessionID}
+	view, err := parseView(o.view)
+	if err != nil {
+		return nil, err
+	}
+	req := &agentplanev1.StartTaskRequest{RequestId: o.requestID, Input: o.input, SessionId: o.sessionID, View: view}
 	if o.input == "-" {
 		b, err := io.ReadAll(stdin)
 		if err != nil {
@@ -128,6 +154,36 @@ func (o *taskStartOptions) request(stdin io.Reader) (*agentplanev1.StartTaskRequ
 		req.InterruptTimeout = durationpb.New(o.interruptTimeout)
 	}
 	return req, nil
+}
+
+// specViolations prints every violation of a spec StartTask refused, as spec validate
+// does, named after the file they are in, and returns the error to exit with. Other
+// errors are returned as they are.
+func (o *taskStartOptions) specViolations(w io.Writer, err error) error {
+	if apierr.InfoOf(err).GetReason() != apierr.ReasonSpecInvalid {
+		return err
+	}
+	var violations []*agentplanev1.SpecViolation
+	for _, d := range status.Convert(err).Details() {
+		if sv, ok := d.(*agentplanev1.SpecViolations); ok {
+			violations = append(violations, sv.GetViolations()...)
+		}
+	}
+	if len(violations) == 0 {
+		return err
+	}
+	name := o.agentFile + o.graphFile // one of them, or neither for --agent-id
+	if name == "" {
+		name = "agent " + o.agentID
+	}
+	for _, v := range violations {
+		fmt.Fprintln(w, printer.Text(spec.FormatViolation(name, v)))
+	}
+	noun := "violations"
+	if len(violations) == 1 {
+		noun = "violation"
+	}
+	return &exitError{code: exitFailed, err: fmt.Errorf("%s is invalid (%d %s); no task was started", name, len(violations), noun)}
 }
 
 func countSet(values ...string) int {
@@ -176,6 +232,10 @@ func taskTable(t *printer.Tab, task *agentplanev1.Task) {
 		t.Row("spec", "GraphSpec "+orDash(spec.Graph.GetName()))
 	case *agentplanev1.Task_AgentId:
 		t.Row("spec", "agent id "+spec.AgentId)
+	default: // the basic view leaves an inline spec out
+		if k := task.GetSpecKind(); k != "" {
+			t.Row("spec", k)
+		}
 	}
 	t.Row("input", truncate(task.GetInput(), 120))
 	t.Row("labels", labelsText(task.GetLabels()))
@@ -191,6 +251,16 @@ func taskTable(t *printer.Tab, task *agentplanev1.Task) {
 	if ids := task.GetPendingInterruptIds(); len(ids) > 0 {
 		t.Row("pending interrupts", strings.Join(ids, ", "))
 	}
+	var peers []string
+	for _, s := range task.GetEffectiveMcpServers() {
+		peers = append(peers, peerText("mcp", s.GetName(), s.GetUrl(), s.GetHeaderNames()))
+	}
+	for _, p := range task.GetEffectiveA2APeers() {
+		peers = append(peers, peerText("a2a", p.GetName(), p.GetUrl(), p.GetHeaderNames()))
+	}
+	if len(peers) > 0 {
+		t.Row("servers", strings.Join(peers, "; "))
+	}
 	if task.GetCancelRequested() {
 		t.Row("cancel requested", "yes")
 	}
@@ -203,6 +273,16 @@ func taskTable(t *printer.Tab, task *agentplanev1.Task) {
 			t.Row("structured output", truncate(compactJSON(out.GetStructured()), 200))
 		}
 	}
+}
+
+// peerText is one effective MCP server or A2A peer: the server shows header names,
+// never their values.
+func peerText(kind, name, url string, headers []string) string {
+	s := kind + " " + name + " " + url
+	if len(headers) > 0 {
+		s += " (headers: " + strings.Join(headers, ", ") + ")"
+	}
+	return s
 }
 
 // newTaskIDCommand builds a command taking one task id and printing the task that
@@ -231,9 +311,16 @@ type taskResponse interface {
 }
 
 func newTaskGetCommand(g *globals) *cobra.Command {
-	return newTaskIDCommand(g, "get TASK_ID", "Show a task", func(ctx context.Context, c *client.Client, id string) (taskResponse, error) {
-		return c.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: id})
+	var viewName string
+	cmd := newTaskIDCommand(g, "get TASK_ID", "Show a task", func(ctx context.Context, c *client.Client, id string) (taskResponse, error) {
+		view, err := parseView(viewName)
+		if err != nil {
+			return nil, err
+		}
+		return c.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: id, View: view})
 	})
+	viewFlag(cmd, &viewName, "full")
+	return cmd
 }
 
 func newTaskCancelCommand(g *globals) *cobra.Command {
@@ -260,6 +347,7 @@ type taskListOptions struct {
 	labels    []string
 	limit     int32
 	pageToken string
+	view      string
 }
 
 func newTaskListCommand(g *globals) *cobra.Command {
@@ -270,7 +358,11 @@ func newTaskListCommand(g *globals) *cobra.Command {
 		Example: "  ctl task list --state working --state input_required\n  ctl task list --label team=billing --limit 20",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			req := &agentplanev1.ListTasksRequest{PageSize: o.limit, PageToken: o.pageToken}
+			view, err := parseView(o.view)
+			if err != nil {
+				return err
+			}
+			req := &agentplanev1.ListTasksRequest{PageSize: o.limit, PageToken: o.pageToken, View: view}
 			for _, s := range o.states {
 				v, ok := parseEnum(s, "TASK_STATE_", agentplanev1.TaskState_value)
 				if !ok {
@@ -310,6 +402,7 @@ func newTaskListCommand(g *globals) *cobra.Command {
 	f.StringArrayVar(&o.labels, "label", nil, "only tasks with this label key=value (repeatable; all must match)")
 	f.Int32Var(&o.limit, "limit", 0, "tasks per page (server default 50, at most 500)")
 	f.StringVar(&o.pageToken, "page-token", "", "continue a listing from the token a previous page printed")
+	viewFlag(cmd, &o.view, "basic")
 	return cmd
 }
 
@@ -317,7 +410,7 @@ func newTaskListCommand(g *globals) *cobra.Command {
 // on stdout stays a table.
 func nextPageHint(cmd *cobra.Command, token string) {
 	if token != "" {
-		fmt.Fprintf(cmd.ErrOrStderr(), "more: --page-token %s\n", token)
+		fmt.Fprintf(cmd.ErrOrStderr(), "more: --page-token %s\n", printer.Text(token))
 	}
 }
 

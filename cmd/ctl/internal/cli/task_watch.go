@@ -80,7 +80,7 @@ func (w *watcher) run(ctx context.Context) error {
 		case err == nil:
 			// The stream ended without the task ending (a server restarting
 			// gracefully, or --after past the end): ask whether it is over.
-			resp, gerr := w.tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: w.id})
+			resp, gerr := w.tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: w.id, View: agentplanev1.TaskView_TASK_VIEW_BASIC})
 			if gerr == nil && terminal(resp.GetTask().GetState()) {
 				return nil
 			}
@@ -159,7 +159,7 @@ func printEvent(p *printer.Printer, ev *agentplanev1.TaskEvent) error {
 	if ev.GetTime() != nil {
 		ts = ev.GetTime().AsTime().Local().Format("15:04:05.000")
 	}
-	_, err := fmt.Fprintf(p.Out, "%5d  %s  %-18s %s\n", ev.GetSequence(), ts, kind, summary)
+	_, err := fmt.Fprintf(p.Out, "%5d  %s  %-18s %s\n", ev.GetSequence(), ts, kind, printer.Text(summary))
 	return err
 }
 
