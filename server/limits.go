@@ -51,8 +51,9 @@ type principalLimits struct {
 	mu   sync.Mutex
 	held map[string]*[numSlotKinds]int
 
-	inUse   *prometheus.GaugeVec
-	refused *prometheus.CounterVec
+	// inUse and refused are the metrics' series, by kind.
+	inUse   [numSlotKinds]prometheus.Gauge
+	refused [numSlotKinds]prometheus.Counter
 }
 
 func newPrincipalLimits(cfg config.Config, reg prometheus.Registerer) *principalLimits {
@@ -60,20 +61,20 @@ func newPrincipalLimits(cfg config.Config, reg prometheus.Registerer) *principal
 		enabled: cfg.Auth.RequirePrincipal,
 		max:     [numSlotKinds]int{cfg.Limits.MaxCallsPerPrincipal, cfg.Limits.MaxWatchesPerPrincipal, cfg.Limits.MaxAwaitsPerPrincipal},
 		held:    map[string]*[numSlotKinds]int{},
-		inUse: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "agentplane", Name: "principal_slots_in_use",
-			Help: "Calls, watches and awaits open under the per-principal limits (multi-tenant mode), summed over principals, by kind.",
-		}, []string{"kind"}),
-		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "agentplane", Name: "principal_limit_refusals_total",
-			Help: "Calls refused because their principal was at its limit (RESOURCE_EXHAUSTED, limit.concurrency), by kind.",
-		}, []string{"kind"}),
 	}
-	for _, name := range slotNames {
-		l.inUse.WithLabelValues(name)
-		l.refused.WithLabelValues(name)
+	inUse := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "agentplane", Name: "principal_slots_in_use",
+		Help: "Calls, watches and awaits open under the per-principal limits (multi-tenant mode), summed over principals, by kind.",
+	}, []string{"kind"})
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "agentplane", Name: "principal_limit_refusals_total",
+		Help: "Calls refused because their principal was at its limit (RESOURCE_EXHAUSTED, limit.concurrency), by kind.",
+	}, []string{"kind"})
+	for k, name := range slotNames {
+		l.inUse[k] = inUse.WithLabelValues(name)
+		l.refused[k] = refused.WithLabelValues(name)
 	}
-	reg.MustRegister(l.inUse, l.refused)
+	reg.MustRegister(inUse, refused)
 	return l
 }
 
@@ -100,7 +101,7 @@ func (l *principalLimits) acquire(ctx context.Context, k slotKind) (release func
 	}
 	if h[k] >= l.max[k] {
 		l.mu.Unlock()
-		l.refused.WithLabelValues(slotNames[k]).Inc()
+		l.refused[k].Inc()
 		return nil, apierr.New(codes.ResourceExhausted, apierr.ReasonConcurrencyLimit,
 			"%q already has %d %s open, the most one principal may have (%s); retry once one of them ends",
 			p.Subject, l.max[k], slotPlural[k], slotKeys[k]).
@@ -108,7 +109,7 @@ func (l *principalLimits) acquire(ctx context.Context, k slotKind) (release func
 	}
 	h[k]++
 	l.mu.Unlock()
-	l.inUse.WithLabelValues(slotNames[k]).Inc()
+	l.inUse[k].Inc()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -118,7 +119,7 @@ func (l *principalLimits) acquire(ctx context.Context, k slotKind) (release func
 				delete(l.held, key)
 			}
 			l.mu.Unlock()
-			l.inUse.WithLabelValues(slotNames[k]).Dec()
+			l.inUse[k].Dec()
 		})
 	}, nil
 }
