@@ -269,9 +269,20 @@ func TestPrincipalLimitAwaits(t *testing.T) {
 
 	first()
 	r.settle("await", perPrincipal-1)
-	_, again := r.await(rt.c, ref, id)
-	defer again()
+	again, cancelAgain := r.await(rt.c, ref, id)
+	defer cancelAgain()
 	r.settle("await", perPrincipal)
+
+	// A decision ends the awaits, which frees their slots.
+	if _, err := r.actor("acme", auth.RoleApprover).c.Hitl.ResolveInterrupt(context.Background(), &agentplanev1.ResolveInterruptRequest{
+		InterruptId: id, Decision: &agentplanev1.ResolveInterruptRequest_Approve{Approve: &agentplanev1.ApproveDecision{}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := again.Recv(); err != nil || resp.GetDecision() == nil {
+		t.Fatalf("await after the decision: %v %v", resp, err)
+	}
+	r.settle("await", 0)
 }
 
 // The N+1th call in flight of one principal (here LeaseTasks long polls) is refused
