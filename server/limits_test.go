@@ -43,9 +43,15 @@ func startLimited(t *testing.T) *limitsRun {
 
 func (r *limitsRun) actor(tenant string, role auth.Role) *actor { return r.mt.by[tenant][role] }
 
-// inUse reads agentplane_principal_slots_in_use{kind} from /metrics (as the admin; a
-// scrape is no gRPC call, so it holds no slot).
+// inUse reads agentplane_principal_slots_in_use{kind} from /metrics.
 func (r *limitsRun) inUse(kind string) int {
+	r.t.Helper()
+	return r.metric("agentplane_principal_slots_in_use", kind)
+}
+
+// metric reads name{kind} from /metrics (as the admin; a scrape is no gRPC call, so it
+// holds no slot).
+func (r *limitsRun) metric(name, kind string) int {
 	r.t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, "http://"+r.mt.in.HTTPAddr+"/metrics", nil)
 	req.Header.Set("Authorization", "Bearer "+r.mt.admin.token)
@@ -54,7 +60,7 @@ func (r *limitsRun) inUse(kind string) int {
 		r.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	prefix := `agentplane_principal_slots_in_use{kind="` + kind + `"} `
+	prefix := name + `{kind="` + kind + `"} `
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), prefix); ok {
@@ -141,6 +147,9 @@ func TestPrincipalLimitWatches(t *testing.T) {
 	defer second()
 	_, err := r.watch(user.c, task)
 	wantLimited(t, "third watch of one principal", err, "watch")
+	if n := r.metric("agentplane_principal_limit_refusals_total", "watch"); n != 1 {
+		t.Fatalf("agentplane_principal_limit_refusals_total{kind=\"watch\"} = %d, want 1", n)
+	}
 
 	r.mustWatch(approver.c, task)()   // same tenant, another principal
 	r.mustWatch(other.c, otherTask)() // another tenant
