@@ -43,6 +43,7 @@ func (s *Server) openDomain() (err error) {
 		CheckpointInterval: cfg.Store.CheckpointInterval.D(),
 		CheckpointBytes:    cfg.Store.CheckpointBytes,
 		Logger:             s.log,
+		OnHealth:           s.storeHealth,
 	})
 	if errors.Is(err, boltstore.ErrLocked) {
 		return fmt.Errorf("data directory %s is in use by another agentplane process "+
@@ -53,7 +54,7 @@ func (s *Server) openDomain() (err error) {
 		return err
 	}
 	s.domain = d // from here on closeAll closes the store
-	s.metrics.registry.MustRegister(newStoreCollector(d.store.Stats))
+	s.metrics.registry.MustRegister(newStoreCollector(d.store.Stats, d.store.Health))
 	if d.tasks, err = tasks.New(tasks.Options{Store: d.store, Config: tasks.ConfigFrom(cfg), Logger: s.log}); err != nil {
 		return err
 	}

@@ -14,12 +14,15 @@ import (
 )
 
 // storeCollector exports the store's counters at scrape time. Stats reads maintained
-// counters, not the data, so a scrape costs one short read transaction.
+// counters, not the data, so a scrape costs one short read transaction. While the
+// store is failed (health returns its refusal) only agentplane_store_failed is
+// exported, so the rest of /metrics stays readable.
 type storeCollector struct {
-	stats func(context.Context) (store.Stats, error)
+	stats  func(context.Context) (store.Stats, error)
+	health func() error
 
 	tasks, events, pending, leases, size, commits, updates *prometheus.Desc
-	logBytes, checkpoints, checkpointSeconds               *prometheus.Desc
+	logBytes, checkpoints, checkpointSeconds, failed       *prometheus.Desc
 	queueDepth                                             *prometheus.Desc
 }
 
@@ -31,12 +34,14 @@ const (
 	otherQueues    = "_other"
 )
 
-func newStoreCollector(stats func(context.Context) (store.Stats, error)) *storeCollector {
+func newStoreCollector(stats func(context.Context) (store.Stats, error), health func() error) *storeCollector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("agentplane_"+name, help, labels, nil)
 	}
 	return &storeCollector{
 		stats:             stats,
+		health:            health,
+		failed:            d("store_failed", "1 while the store refuses calls after a failed write or sync (disk full, I/O error) and has not recovered yet."),
 		tasks:             d("tasks", "Tasks held, by state.", "state"),
 		events:            d("task_events", "Task events held."),
 		pending:           d("pending_interrupts", "Interrupts waiting for a decision (the inbox)."),
@@ -52,7 +57,7 @@ func newStoreCollector(stats func(context.Context) (store.Stats, error)) *storeC
 }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.tasks, c.events, c.pending, c.leases, c.size, c.commits, c.updates, c.logBytes, c.checkpoints, c.checkpointSeconds, c.queueDepth} {
+	for _, d := range []*prometheus.Desc{c.tasks, c.events, c.pending, c.leases, c.size, c.commits, c.updates, c.logBytes, c.checkpoints, c.checkpointSeconds, c.queueDepth, c.failed} {
 		ch <- d
 	}
 }
@@ -60,9 +65,16 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	failed := c.health() != nil
+	ch <- prometheus.MustNewConstMetric(c.failed, prometheus.GaugeValue, map[bool]float64{false: 0, true: 1}[failed])
+	if failed {
+		return
+	}
 	st, err := c.stats(ctx)
 	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.tasks, err)
+		if c.health() == nil { // not the store failing since the first look
+			ch <- prometheus.NewInvalidMetric(c.tasks, err)
+		}
 		return
 	}
 	for state, n := range st.TasksByState {

@@ -57,6 +57,13 @@ const (
 	// ReasonToolCallNotApproved: a runtime reported a tool call that no decision lets
 	// run (never checked, pending, rejected, other arguments, or already reported).
 	ReasonToolCallNotApproved = "tool_call.not_approved"
+	// ReasonConcurrencyLimit: the caller already has as many calls, watches or awaits
+	// open as the deployment allows one principal (ErrorInfo metadata kind and limit);
+	// retry once one of them ends.
+	ReasonConcurrencyLimit = "limit.concurrency"
+	// ReasonStoreUnavailable: the store refuses writes after a failed write or sync
+	// (disk full, I/O error) until it has recovered; retry with backoff.
+	ReasonStoreUnavailable = "store.unavailable"
 )
 
 // Error is an error a client may see.

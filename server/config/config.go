@@ -102,6 +102,16 @@ type Limits struct {
 	// MaxListResponseBytes bounds the encoded tasks of one ListTasks page; a page
 	// always holds at least one task.
 	MaxListResponseBytes int64 `yaml:"max_list_response_bytes"`
+	// MaxCallsPerPrincipal bounds the calls one principal may have in flight at once
+	// (unary calls, long polls included, and streams other than watches and awaits), in
+	// multi-tenant mode.
+	MaxCallsPerPrincipal int `yaml:"max_calls_per_principal"`
+	// MaxWatchesPerPrincipal bounds the WatchTask streams one principal may have open,
+	// in multi-tenant mode.
+	MaxWatchesPerPrincipal int `yaml:"max_watches_per_principal"`
+	// MaxAwaitsPerPrincipal bounds the AwaitDecision streams one principal may have
+	// open, in multi-tenant mode.
+	MaxAwaitsPerPrincipal int `yaml:"max_awaits_per_principal"`
 }
 
 // Spec holds deployment knowledge used by validation.
@@ -254,6 +264,11 @@ func Default() Config {
 			MaxWatchBuffer:      1024,
 			// Half of a gRPC client's default 4 MiB receive limit.
 			MaxListResponseBytes: 2 << 20,
+			// A runtime fleet often shares one runtime principal: each process
+			// long-polls LeaseTasks and may await several decisions at once.
+			MaxCallsPerPrincipal:   256,
+			MaxWatchesPerPrincipal: 128,
+			MaxAwaitsPerPrincipal:  512,
 		},
 		Spec: Spec{PlatformMaxDepth: 4},
 		Tasks: Tasks{
@@ -374,6 +389,8 @@ func (c *Config) Validate() error {
 		"limits.max_labels": int64(c.Limits.MaxLabels), "limits.max_watch_buffer": int64(c.Limits.MaxWatchBuffer),
 		"spec.platform_max_depth": c.Spec.PlatformMaxDepth, "tasks.max_attempts": int64(c.Tasks.MaxAttempts),
 		"limits.max_list_response_bytes": c.Limits.MaxListResponseBytes,
+		"limits.max_calls_per_principal": int64(c.Limits.MaxCallsPerPrincipal), "limits.max_watches_per_principal": int64(c.Limits.MaxWatchesPerPrincipal),
+		"limits.max_awaits_per_principal": int64(c.Limits.MaxAwaitsPerPrincipal),
 	} {
 		if v < 1 {
 			bad("%s must be >= 1 (got %d)", name, v)

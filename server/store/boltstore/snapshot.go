@@ -84,6 +84,12 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 		Commits:       s.commits.Load(),
 		Updates:       s.updates.Load(),
 	}
+	// s.wal is read as an operation (a recovery replaces it), and not inside the View:
+	// commitMu must not be awaited holding a read transaction, which a commit that
+	// remaps the file waits for.
+	if err := s.enter(); err != nil {
+		return st, err
+	}
 	if ws := s.wal; ws != nil {
 		s.commitMu.Lock()
 		st.LogBytes = ws.log.size
@@ -91,6 +97,7 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 		st.Checkpoints = ws.checkpoints.Load()
 		st.CheckpointTime = time.Duration(ws.checkpointNanos.Load())
 	}
+	s.leave()
 	err := s.View(ctx, func(r store.Reader) error {
 		tx := r.(reader).tx
 		st.SizeBytes = tx.Size()
