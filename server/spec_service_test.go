@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -73,7 +74,7 @@ func TestStartTaskRunsTheSameValidation(t *testing.T) {
 	if err != nil || v.GetValid() {
 		t.Fatalf("ValidateSpec: %v %v", v, err)
 	}
-	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "r1", Document: doc, Input: "hi"})
+	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "r1", Document: doc, Input: client.UserText("hi")})
 	if status.Code(err) != codes.InvalidArgument || apierr.InfoOf(err).GetReason() != apierr.ReasonSpecInvalid {
 		t.Fatalf("StartTask: want INVALID_ARGUMENT spec.invalid, got %v", err)
 	}

@@ -11,8 +11,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -41,7 +43,7 @@ func startAgentTask(t *testing.T, in *servertest.Instance, input string) string 
 			ApiVersion: "qar/v1", Kind: "AgentSpec", Name: proto.String("sdk-test"), Model: "m",
 			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Be brief."}},
 		}},
-		Input: input,
+		Input: client.UserText(input),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +76,7 @@ func TestServerCompletesWithHeartbeats(t *testing.T) {
 	id := startAgentTask(t, in, "hello")
 	// Hold the task for three lease lifetimes: only heartbeats keep it.
 	w := serverWorker(t, in, func(ctx context.Context, task *Task) error {
-		if task.Input() != "hello" || task.Spec().GetAgent().GetName() != "sdk-test" || task.Attempt() != 1 {
+		if task.InputText() != "hello" || task.Spec().GetAgent().GetName() != "sdk-test" || task.Attempt() != 1 {
 			return errors.New("lease content")
 		}
 		first := task.Deadline()
@@ -88,7 +90,7 @@ func TestServerCompletesWithHeartbeats(t *testing.T) {
 		if err := task.Say(ctx, "still here"); err != nil {
 			return err
 		}
-		return task.Complete(ctx, &agentplanev1.TaskOutput{Text: "done"})
+		return task.Complete(ctx, &agentplanev1.TaskOutput{Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "done")})
 	})
 	if err := w.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -155,7 +157,7 @@ func TestServerReplayedCallIsNotRunTwice(t *testing.T) {
 	ran := 0
 	var replayed *Gate
 	w, err := New(in.Client.Runtime, HandlerFunc(func(ctx context.Context, task *Task) error {
-		g, err := task.ToolCall(ctx, Call{ID: "c1", Name: "search", Args: structpb.NewStringValue("q"), Node: "sdk-test"})
+		g, err := task.ToolCall(ctx, Call{ID: "c1", Name: "search", ArgumentsJSON: `"q"`, Node: "sdk-test"})
 		if err != nil {
 			return err
 		}
@@ -167,7 +169,13 @@ func TestServerReplayedCallIsNotRunTwice(t *testing.T) {
 			return &Failure{Reason: "runtime.restart", Message: "lost the turn", Retry: true}
 		}
 		replayed = g
-		return task.Complete(ctx, &agentplanev1.TaskOutput{Text: "done"})
+		if g.Reported && !g.ResultReported {
+			// Its result was lost with the first lease; the transcript needs one.
+			if err := task.ToolResult(ctx, g.Call, structpb.NewStringValue("the result was lost with the runtime"), true); err != nil {
+				return err
+			}
+		}
+		return task.Complete(ctx, &agentplanev1.TaskOutput{Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "done")})
 	}), Options{RuntimeID: "sdk-e2e", MaxTasks: 2, PollWait: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -178,8 +186,8 @@ func TestServerReplayedCallIsNotRunTwice(t *testing.T) {
 	if ran != 1 {
 		t.Fatalf("the tool ran %d times", ran)
 	}
-	if replayed == nil || !replayed.Reported || replayed.Allowed {
-		t.Fatalf("replayed gate %+v, want Reported and not Allowed", replayed)
+	if replayed == nil || !replayed.Reported || replayed.ResultReported || replayed.Allowed {
+		t.Fatalf("replayed gate %+v, want Reported without its result and not Allowed", replayed)
 	}
 	if got := getTask(t, in, id); got.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED {
 		t.Fatalf("task %v failure %v", got.GetState(), got.GetFailure())

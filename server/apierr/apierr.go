@@ -57,6 +57,15 @@ const (
 	// ReasonToolCallNotApproved: a runtime reported a tool call that no decision lets
 	// run (never checked, pending, rejected, other arguments, or already reported).
 	ReasonToolCallNotApproved = "tool_call.not_approved"
+	// ReasonToolResultUnexpected: a runtime reported a tool result that no reported
+	// call expects (never checked, not reported as a ToolCall first, answered already,
+	// another tool, or a rejected call's result without is_error), or ended a turn
+	// while a reported call has no result.
+	ReasonToolResultUnexpected = "tool_result.unexpected"
+	// ReasonToolOutputsMismatch: ContinueTask's input does not match what the task
+	// waits for: a message where tool outputs are due (or the reverse), or outputs that
+	// name an unknown call or miss a pending one.
+	ReasonToolOutputsMismatch = "task.tool_outputs_mismatch"
 	// ReasonConcurrencyLimit: the caller already has as many calls, watches or awaits
 	// open as the deployment allows one principal (ErrorInfo metadata kind and limit);
 	// retry once one of them ends.

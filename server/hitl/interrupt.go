@@ -3,7 +3,6 @@ package hitl
 import (
 	"time"
 
-	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -35,10 +34,7 @@ func NewToolInterrupt(m InterruptMeta, c Call, r GateResult) *agentplanev1.Inter
 	if c.ToolDescription != "" {
 		req.ToolDescription = &c.ToolDescription
 	}
-	req.Args = c.Args
-	if req.Args == nil {
-		req.Args = structpb.NewNullValue()
-	}
+	req.ArgumentsJson = c.ArgumentsJSON
 	req.Context.TripIndex = c.TripIndex
 	req.Context.Tags = r.Tags
 	return in
@@ -48,12 +44,30 @@ func NewToolInterrupt(m InterruptMeta, c Call, r GateResult) *agentplanev1.Inter
 // turn end by node. It has no deadline: only ContinueTask resolves it.
 func NewAutoPauseInterrupt(m InterruptMeta, node string) *agentplanev1.Interrupt {
 	m.Timeout = 0
-	null := structpb.NewNullValue()
-	digest, _ := ArgsDigest(null) // null always has a digest
-	in := newInterrupt(m, agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE, node, digest)
+	in := newInterrupt(m, agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE, node, ArgsDigest(""))
 	in.Request.ToolName = AutoPauseTool
-	in.Request.Args = null
 	return in
+}
+
+// NewToolOutputInterrupt builds the interrupt of a reported call to a function tool
+// the client executes (INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED): the task waits for the
+// call's output, which only ContinueTask supplies. It has no deadline. call is the
+// call as reported.
+func NewToolOutputInterrupt(m InterruptMeta, node string, call *agentplanev1.ToolCall) *agentplanev1.Interrupt {
+	m.Timeout = 0
+	in := newInterrupt(m, agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED, node, ArgsDigest(call.GetArgumentsJson()))
+	in.CallId = call.GetCallId()
+	in.Request.ToolName = call.GetToolName()
+	in.Request.ArgumentsJson = call.GetArgumentsJson()
+	in.Request.Context.TripIndex = call.GetTripIndex()
+	return in
+}
+
+// ToolOutputInterruptID is the id of the TOOL_OUTPUT_REQUIRED interrupt of call
+// callID of task taskID: derived, like InterruptID, but distinct from the id of the
+// gate's record of the same call.
+func ToolOutputInterruptID(taskID, callID string) string {
+	return "out-" + InterruptID(taskID, callID)[len("in-"):]
 }
 
 func newInterrupt(m InterruptMeta, kind agentplanev1.InterruptKind, node, digest string) *agentplanev1.Interrupt {

@@ -198,16 +198,17 @@ func (o *Op) leaseProto() (*agentplanev1.Lease, error) {
 	}
 	l := o.rec.GetLease()
 	out := &agentplanev1.Lease{
-		LeaseId:          l.GetLeaseId(),
-		Epoch:            l.GetEpoch(),
-		Deadline:         l.GetDeadline(),
-		Task:             toAPITask(o.rec, spec, ViewFull),
-		Spec:             spec.GetResolvedSpec(),
-		HistoryCursor:    o.rec.GetLastSequence(),
-		Attempt:          o.rec.GetAttempt(),
-		ContinueMessages: o.rec.GetContinueMessages(),
-		McpServers:       spec.GetMcpServers(),
-		A2APeers:         spec.GetA2APeers(),
+		LeaseId:             l.GetLeaseId(),
+		Epoch:               l.GetEpoch(),
+		Deadline:            l.GetDeadline(),
+		Task:                toAPITask(o.rec, spec, ViewFull),
+		Spec:                spec.GetResolvedSpec(),
+		HistoryCursor:       o.rec.GetLastSequence(),
+		Attempt:             o.rec.GetAttempt(),
+		ContinueMessages:    o.rec.GetContinueMessages(),
+		ContinueToolResults: o.rec.GetContinueToolResults(),
+		McpServers:          spec.GetMcpServers(),
+		A2APeers:            spec.GetA2APeers(),
 	}
 	for _, ids := range []struct {
 		ids []string

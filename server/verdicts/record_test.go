@@ -49,7 +49,7 @@ func TestRecord(t *testing.T) {
 	}
 	g := reviewGraph()
 	if _, _, err := m.Start(ctx, tasks.StartParams{Tenant: "default", Principal: "owner", Graph: g,
-		Resolved: &agentplanev1.ResolvedSpec{Spec: &agentplanev1.ResolvedSpec_Graph{Graph: g}}, Input: "review this"}); err != nil {
+		Resolved: &agentplanev1.ResolvedSpec{Spec: &agentplanev1.ResolvedSpec_Graph{Graph: g}}, Input: &agentplanev1.Message{Parts: []*agentplanev1.Part{{Kind: &agentplanev1.Part_Text{Text: "review this"}}}}}); err != nil {
 		t.Fatal(err)
 	}
 	leases, err := m.LeaseTasks(ctx, tasks.LeaseRequest{RuntimeID: "rt"})

@@ -9,7 +9,6 @@ package agentplanev1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
-	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -90,6 +89,11 @@ const (
 	InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL InterruptKind = 1
 	// Chat mode: the turn ended (synthetic __auto_pause__); only ContinueTask resolves it.
 	InterruptKind_INTERRUPT_KIND_AUTO_PAUSE InterruptKind = 2
+	// A function tool the client executes was called: the task waits for its output,
+	// which ContinueTask's tool_outputs supplies (one interrupt per pending call, named
+	// by call_id; request carries the tool and its arguments). Raised by PauseTask's
+	// tool_output_calls.
+	InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED InterruptKind = 3
 )
 
 // Enum value maps for InterruptKind.
@@ -98,11 +102,13 @@ var (
 		0: "INTERRUPT_KIND_UNSPECIFIED",
 		1: "INTERRUPT_KIND_TOOL_APPROVAL",
 		2: "INTERRUPT_KIND_AUTO_PAUSE",
+		3: "INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED",
 	}
 	InterruptKind_value = map[string]int32{
-		"INTERRUPT_KIND_UNSPECIFIED":   0,
-		"INTERRUPT_KIND_TOOL_APPROVAL": 1,
-		"INTERRUPT_KIND_AUTO_PAUSE":    2,
+		"INTERRUPT_KIND_UNSPECIFIED":          0,
+		"INTERRUPT_KIND_TOOL_APPROVAL":        1,
+		"INTERRUPT_KIND_AUTO_PAUSE":           2,
+		"INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED": 3,
 	}
 )
 
@@ -523,8 +529,10 @@ func (x *TagList) GetTags() []string {
 }
 
 // PredicatePolicy is a CEL expression over the policy context:
-// tool_name (string), tool_description (string), args (dyn), agent_name (string),
-// trip_index (int), session_id (string). It returns a bool (gate or not) or a list of
+// tool_name (string), tool_description (string), args (dyn: the call's arguments_json
+// parsed as JSON; null when the text is not valid JSON), arguments_json (string: the
+// text as the model produced it), args_valid (bool: whether that text is valid JSON),
+// agent_name (string), trip_index (int), session_id (string). It returns a bool (gate or not) or a list of
 // strings (gate when non-empty; the strings become the request's tags). It is compiled
 // and type-checked at StartTask.
 type PredicatePolicy struct {
@@ -588,7 +596,10 @@ type ToolGated struct {
 	// Why, for example policy.allowlist, a2a.always_gated, hitl.disabled.
 	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	// Graph node or agent.
-	Node          string `protobuf:"bytes,7,opt,name=node,proto3" json:"node,omitempty"`
+	Node string `protobuf:"bytes,7,opt,name=node,proto3" json:"node,omitempty"`
+	// The call's arguments as JSON text, exactly as the runtime asked about them (and
+	// as the model produced them); the gate's decision binds their SHA-256.
+	ArgumentsJson string `protobuf:"bytes,8,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -672,6 +683,13 @@ func (x *ToolGated) GetNode() string {
 	return ""
 }
 
+func (x *ToolGated) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
 // Interrupt is a durable pause of a task waiting for a decision.
 type Interrupt struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -691,7 +709,7 @@ type Interrupt struct {
 	Deadline *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=deadline,proto3" json:"deadline,omitempty"`
 	// The decision, once resolved.
 	Decision *Decision `protobuf:"bytes,8,opt,name=decision,proto3" json:"decision,omitempty"`
-	// SHA-256 (hex) of the canonical JSON of request.args.
+	// SHA-256 (hex) of the bytes of request.arguments_json, exactly as given.
 	ArgsDigest string `protobuf:"bytes,9,opt,name=args_digest,json=argsDigest,proto3" json:"args_digest,omitempty"`
 	// Tool call id from the runtime.
 	CallId string `protobuf:"bytes,10,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
@@ -817,12 +835,13 @@ type ApprovalRequest struct {
 	ToolName string `protobuf:"bytes,2,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
 	// Human-facing tool description, when known.
 	ToolDescription *string `protobuf:"bytes,3,opt,name=tool_description,json=toolDescription,proto3,oneof" json:"tool_description,omitempty"`
-	// The exact arguments the model produced.
-	Args *structpb.Value `protobuf:"bytes,4,opt,name=args,proto3" json:"args,omitempty"`
 	// Read-only run context.
 	Context *ApprovalContext `protobuf:"bytes,5,opt,name=context,proto3" json:"context,omitempty"`
 	// When the request was raised.
-	RequestedAt   *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=requested_at,json=requestedAt,proto3" json:"requested_at,omitempty"`
+	RequestedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=requested_at,json=requestedAt,proto3" json:"requested_at,omitempty"`
+	// The exact arguments the model produced, as JSON text (possibly malformed: a
+	// reviewer can still reject it, or edit it into valid arguments).
+	ArgumentsJson string `protobuf:"bytes,7,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -878,13 +897,6 @@ func (x *ApprovalRequest) GetToolDescription() string {
 	return ""
 }
 
-func (x *ApprovalRequest) GetArgs() *structpb.Value {
-	if x != nil {
-		return x.Args
-	}
-	return nil
-}
-
 func (x *ApprovalRequest) GetContext() *ApprovalContext {
 	if x != nil {
 		return x.Context
@@ -897,6 +909,13 @@ func (x *ApprovalRequest) GetRequestedAt() *timestamppb.Timestamp {
 		return x.RequestedAt
 	}
 	return nil
+}
+
+func (x *ApprovalRequest) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
 }
 
 // ApprovalContext is the run context shown to a reviewer.
@@ -989,12 +1008,10 @@ type Decision struct {
 	Type DecisionType `protobuf:"varint,1,opt,name=type,proto3,enum=agentplane.v1.DecisionType" json:"type,omitempty"`
 	// Reason as the human gave it (required for reject).
 	Reason *string `protobuf:"bytes,2,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
-	// Arguments the runtime must run with: the original ones for approve, the new ones
-	// for edit; absent for reject.
-	Args *structpb.Value `protobuf:"bytes,3,opt,name=args,proto3" json:"args,omitempty"`
-	// SHA-256 (hex) of the canonical JSON of the arguments ruled on (the request's).
+	// SHA-256 (hex) of the arguments ruled on (the request's arguments_json).
 	RuledArgsDigest string `protobuf:"bytes,4,opt,name=ruled_args_digest,json=ruledArgsDigest,proto3" json:"ruled_args_digest,omitempty"`
-	// SHA-256 (hex) of the canonical JSON of args.
+	// SHA-256 (hex) of arguments_json: the arguments the call runs with, or, for a
+	// reject, the ones it was reported with (the ruled ones).
 	ArgsDigest string `protobuf:"bytes,5,opt,name=args_digest,json=argsDigest,proto3" json:"args_digest,omitempty"`
 	// Principal that decided ("system" for deadline and synthesized decisions).
 	DecidedBy string `protobuf:"bytes,6,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
@@ -1006,7 +1023,12 @@ type Decision struct {
 	// (untrusted reasons are fenced and capped).
 	ModelReason *string `protobuf:"bytes,9,opt,name=model_reason,json=modelReason,proto3,oneof" json:"model_reason,omitempty"`
 	// The interrupt this decision belongs to.
-	InterruptId   string `protobuf:"bytes,10,opt,name=interrupt_id,json=interruptId,proto3" json:"interrupt_id,omitempty"`
+	InterruptId string `protobuf:"bytes,10,opt,name=interrupt_id,json=interruptId,proto3" json:"interrupt_id,omitempty"`
+	// Arguments as JSON text the runtime must run with: the original text for approve
+	// (and ALLOW), the reviewer's for edit; empty for reject.
+	ArgumentsJson string `protobuf:"bytes,11,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	// The tool call this decision is about (empty for a chat-mode pause).
+	CallId        string `protobuf:"bytes,12,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1053,13 +1075,6 @@ func (x *Decision) GetReason() string {
 		return *x.Reason
 	}
 	return ""
-}
-
-func (x *Decision) GetArgs() *structpb.Value {
-	if x != nil {
-		return x.Args
-	}
-	return nil
 }
 
 func (x *Decision) GetRuledArgsDigest() string {
@@ -1111,11 +1126,25 @@ func (x *Decision) GetInterruptId() string {
 	return ""
 }
 
+func (x *Decision) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
+func (x *Decision) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
 var File_agentplane_v1_hitl_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\n" +
-	"\x18agentplane/v1/hitl.proto\x12\ragentplane.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd7\x01\n" +
+	"\x18agentplane/v1/hitl.proto\x12\ragentplane.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd7\x01\n" +
 	"\x0fInterruptPolicy\x12=\n" +
 	"\tallowlist\x18\x01 \x01(\v2\x1d.agentplane.v1.ToolListPolicyH\x00R\tallowlist\x12;\n" +
 	"\bdenylist\x18\x02 \x01(\v2\x1d.agentplane.v1.ToolListPolicyH\x00R\bdenylist\x12>\n" +
@@ -1132,7 +1161,7 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\x0fPredicatePolicy\x12\x1e\n" +
 	"\n" +
 	"expression\x18\x01 \x01(\tR\n" +
-	"expression\"\xda\x01\n" +
+	"expression\"\x81\x02\n" +
 	"\tToolGated\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x1b\n" +
 	"\ttool_name\x18\x02 \x01(\tR\btoolName\x124\n" +
@@ -1140,7 +1169,8 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\finterrupt_id\x18\x04 \x01(\tR\vinterruptId\x12\x12\n" +
 	"\x04tags\x18\x05 \x03(\tR\x04tags\x12\x16\n" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x12\n" +
-	"\x04node\x18\a \x01(\tR\x04node\"\xbb\x03\n" +
+	"\x04node\x18\a \x01(\tR\x04node\x12%\n" +
+	"\x0earguments_json\x18\b \x01(\tR\rargumentsJson\"\xbb\x03\n" +
 	"\tInterrupt\x12!\n" +
 	"\finterrupt_id\x18\x01 \x01(\tR\vinterruptId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x16\n" +
@@ -1154,15 +1184,15 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"argsDigest\x12\x17\n" +
 	"\acall_id\x18\n" +
 	" \x01(\tR\x06callId\x12\x12\n" +
-	"\x04node\x18\v \x01(\tR\x04node\"\xbb\x02\n" +
+	"\x04node\x18\v \x01(\tR\x04node\"\xc2\x02\n" +
 	"\x0fApprovalRequest\x12!\n" +
 	"\finterrupt_id\x18\x01 \x01(\tR\vinterruptId\x12\x1b\n" +
 	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12.\n" +
-	"\x10tool_description\x18\x03 \x01(\tH\x00R\x0ftoolDescription\x88\x01\x01\x12*\n" +
-	"\x04args\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\x04args\x128\n" +
+	"\x10tool_description\x18\x03 \x01(\tH\x00R\x0ftoolDescription\x88\x01\x01\x128\n" +
 	"\acontext\x18\x05 \x01(\v2\x1e.agentplane.v1.ApprovalContextR\acontext\x12=\n" +
-	"\frequested_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAtB\x13\n" +
-	"\x11_tool_description\"\xd5\x01\n" +
+	"\frequested_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAt\x12%\n" +
+	"\x0earguments_json\x18\a \x01(\tR\rargumentsJsonB\x13\n" +
+	"\x11_tool_descriptionJ\x04\b\x04\x10\x05R\x04args\"\xd5\x01\n" +
 	"\x0fApprovalContext\x12\x1d\n" +
 	"\n" +
 	"agent_name\x18\x01 \x01(\tR\tagentName\x12\x1d\n" +
@@ -1173,11 +1203,10 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\x0eoriginal_input\x18\x04 \x01(\tH\x01R\roriginalInput\x88\x01\x01\x12\x12\n" +
 	"\x04tags\x18\x05 \x03(\tR\x04tagsB\r\n" +
 	"\v_session_idB\x11\n" +
-	"\x0f_original_input\"\xc9\x03\n" +
+	"\x0f_original_input\"\xe9\x03\n" +
 	"\bDecision\x12/\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1b.agentplane.v1.DecisionTypeR\x04type\x12\x1b\n" +
 	"\x06reason\x18\x02 \x01(\tH\x00R\x06reason\x88\x01\x01\x12*\n" +
-	"\x04args\x18\x03 \x01(\v2\x16.google.protobuf.ValueR\x04args\x12*\n" +
 	"\x11ruled_args_digest\x18\x04 \x01(\tR\x0fruledArgsDigest\x12\x1f\n" +
 	"\vargs_digest\x18\x05 \x01(\tR\n" +
 	"argsDigest\x12\x1d\n" +
@@ -1188,18 +1217,21 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\x06source\x18\b \x01(\x0e2\x1d.agentplane.v1.DecisionSourceR\x06source\x12&\n" +
 	"\fmodel_reason\x18\t \x01(\tH\x01R\vmodelReason\x88\x01\x01\x12!\n" +
 	"\finterrupt_id\x18\n" +
-	" \x01(\tR\vinterruptIdB\t\n" +
+	" \x01(\tR\vinterruptId\x12%\n" +
+	"\x0earguments_json\x18\v \x01(\tR\rargumentsJson\x12\x17\n" +
+	"\acall_id\x18\f \x01(\tR\x06callIdB\t\n" +
 	"\a_reasonB\x0f\n" +
-	"\r_model_reason*x\n" +
+	"\r_model_reasonJ\x04\b\x03\x10\x04R\x04args*x\n" +
 	"\vGateOutcome\x12\x1c\n" +
 	"\x18GATE_OUTCOME_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12GATE_OUTCOME_ALLOW\x10\x01\x12\x1a\n" +
 	"\x16GATE_OUTCOME_INTERRUPT\x10\x02\x12\x17\n" +
-	"\x13GATE_OUTCOME_REJECT\x10\x03*p\n" +
+	"\x13GATE_OUTCOME_REJECT\x10\x03*\x99\x01\n" +
 	"\rInterruptKind\x12\x1e\n" +
 	"\x1aINTERRUPT_KIND_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cINTERRUPT_KIND_TOOL_APPROVAL\x10\x01\x12\x1d\n" +
-	"\x19INTERRUPT_KIND_AUTO_PAUSE\x10\x02*l\n" +
+	"\x19INTERRUPT_KIND_AUTO_PAUSE\x10\x02\x12'\n" +
+	"#INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED\x10\x03*l\n" +
 	"\x0eInterruptState\x12\x1f\n" +
 	"\x1bINTERRUPT_STATE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17INTERRUPT_STATE_PENDING\x10\x01\x12\x1c\n" +
@@ -1249,7 +1281,6 @@ var file_agentplane_v1_hitl_proto_goTypes = []any{
 	(*Decision)(nil),              // 13: agentplane.v1.Decision
 	nil,                           // 14: agentplane.v1.ToolListPolicy.TagsEntry
 	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
-	(*structpb.Value)(nil),        // 16: google.protobuf.Value
 }
 var file_agentplane_v1_hitl_proto_depIdxs = []int32{
 	6,  // 0: agentplane.v1.InterruptPolicy.allowlist:type_name -> agentplane.v1.ToolListPolicy
@@ -1262,19 +1293,17 @@ var file_agentplane_v1_hitl_proto_depIdxs = []int32{
 	11, // 7: agentplane.v1.Interrupt.request:type_name -> agentplane.v1.ApprovalRequest
 	15, // 8: agentplane.v1.Interrupt.deadline:type_name -> google.protobuf.Timestamp
 	13, // 9: agentplane.v1.Interrupt.decision:type_name -> agentplane.v1.Decision
-	16, // 10: agentplane.v1.ApprovalRequest.args:type_name -> google.protobuf.Value
-	12, // 11: agentplane.v1.ApprovalRequest.context:type_name -> agentplane.v1.ApprovalContext
-	15, // 12: agentplane.v1.ApprovalRequest.requested_at:type_name -> google.protobuf.Timestamp
-	3,  // 13: agentplane.v1.Decision.type:type_name -> agentplane.v1.DecisionType
-	16, // 14: agentplane.v1.Decision.args:type_name -> google.protobuf.Value
-	15, // 15: agentplane.v1.Decision.decided_at:type_name -> google.protobuf.Timestamp
-	4,  // 16: agentplane.v1.Decision.source:type_name -> agentplane.v1.DecisionSource
-	7,  // 17: agentplane.v1.ToolListPolicy.TagsEntry.value:type_name -> agentplane.v1.TagList
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	12, // 10: agentplane.v1.ApprovalRequest.context:type_name -> agentplane.v1.ApprovalContext
+	15, // 11: agentplane.v1.ApprovalRequest.requested_at:type_name -> google.protobuf.Timestamp
+	3,  // 12: agentplane.v1.Decision.type:type_name -> agentplane.v1.DecisionType
+	15, // 13: agentplane.v1.Decision.decided_at:type_name -> google.protobuf.Timestamp
+	4,  // 14: agentplane.v1.Decision.source:type_name -> agentplane.v1.DecisionSource
+	7,  // 15: agentplane.v1.ToolListPolicy.TagsEntry.value:type_name -> agentplane.v1.TagList
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_hitl_proto_init() }

@@ -10,7 +10,6 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
-	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -488,10 +487,11 @@ func (x *RejectDecision) GetReason() string {
 // EditDecision replaces a call's arguments.
 type EditDecision struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The new arguments; must satisfy the tool's parameter schema.
-	Args *structpb.Value `protobuf:"bytes,1,opt,name=args,proto3" json:"args,omitempty"`
 	// Optional audit note.
-	Reason        *string `protobuf:"bytes,2,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
+	Reason *string `protobuf:"bytes,2,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
+	// The new arguments as JSON text: it must be valid JSON and satisfy the tool's
+	// parameter schema; the runtime runs exactly this text.
+	ArgumentsJson string `protobuf:"bytes,3,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -526,16 +526,16 @@ func (*EditDecision) Descriptor() ([]byte, []int) {
 	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{7}
 }
 
-func (x *EditDecision) GetArgs() *structpb.Value {
-	if x != nil {
-		return x.Args
-	}
-	return nil
-}
-
 func (x *EditDecision) GetReason() string {
 	if x != nil && x.Reason != nil {
 		return *x.Reason
+	}
+	return ""
+}
+
+func (x *EditDecision) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
 	}
 	return ""
 }
@@ -590,7 +590,7 @@ var File_agentplane_v1_hitl_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_hitl_service_proto_rawDesc = "" +
 	"\n" +
-	" agentplane/v1/hitl_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xfa\x01\n" +
+	" agentplane/v1/hitl_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x1egoogle/protobuf/duration.proto\"\xfa\x01\n" +
 	"\x15ListInterruptsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -622,11 +622,11 @@ const file_agentplane_v1_hitl_service_proto_rawDesc = "" +
 	"\x06reason\x18\x01 \x01(\tH\x00R\x06reason\x88\x01\x01B\t\n" +
 	"\a_reason\"(\n" +
 	"\x0eRejectDecision\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"b\n" +
-	"\fEditDecision\x12*\n" +
-	"\x04args\x18\x01 \x01(\v2\x16.google.protobuf.ValueR\x04args\x12\x1b\n" +
-	"\x06reason\x18\x02 \x01(\tH\x00R\x06reason\x88\x01\x01B\t\n" +
-	"\a_reason\"R\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"i\n" +
+	"\fEditDecision\x12\x1b\n" +
+	"\x06reason\x18\x02 \x01(\tH\x00R\x06reason\x88\x01\x01\x12%\n" +
+	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJsonB\t\n" +
+	"\a_reasonJ\x04\b\x01\x10\x02R\x04args\"R\n" +
 	"\x18ResolveInterruptResponse\x126\n" +
 	"\tinterrupt\x18\x01 \x01(\v2\x18.agentplane.v1.InterruptR\tinterrupt2\xaa\x02\n" +
 	"\vHitlService\x12]\n" +
@@ -659,7 +659,6 @@ var file_agentplane_v1_hitl_service_proto_goTypes = []any{
 	(*ResolveInterruptResponse)(nil), // 8: agentplane.v1.ResolveInterruptResponse
 	(*durationpb.Duration)(nil),      // 9: google.protobuf.Duration
 	(*Interrupt)(nil),                // 10: agentplane.v1.Interrupt
-	(*structpb.Value)(nil),           // 11: google.protobuf.Value
 }
 var file_agentplane_v1_hitl_service_proto_depIdxs = []int32{
 	9,  // 0: agentplane.v1.ListInterruptsRequest.min_age:type_name -> google.protobuf.Duration
@@ -668,19 +667,18 @@ var file_agentplane_v1_hitl_service_proto_depIdxs = []int32{
 	5,  // 3: agentplane.v1.ResolveInterruptRequest.approve:type_name -> agentplane.v1.ApproveDecision
 	6,  // 4: agentplane.v1.ResolveInterruptRequest.reject:type_name -> agentplane.v1.RejectDecision
 	7,  // 5: agentplane.v1.ResolveInterruptRequest.edit:type_name -> agentplane.v1.EditDecision
-	11, // 6: agentplane.v1.EditDecision.args:type_name -> google.protobuf.Value
-	10, // 7: agentplane.v1.ResolveInterruptResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	0,  // 8: agentplane.v1.HitlService.ListInterrupts:input_type -> agentplane.v1.ListInterruptsRequest
-	2,  // 9: agentplane.v1.HitlService.GetInterrupt:input_type -> agentplane.v1.GetInterruptRequest
-	4,  // 10: agentplane.v1.HitlService.ResolveInterrupt:input_type -> agentplane.v1.ResolveInterruptRequest
-	1,  // 11: agentplane.v1.HitlService.ListInterrupts:output_type -> agentplane.v1.ListInterruptsResponse
-	3,  // 12: agentplane.v1.HitlService.GetInterrupt:output_type -> agentplane.v1.GetInterruptResponse
-	8,  // 13: agentplane.v1.HitlService.ResolveInterrupt:output_type -> agentplane.v1.ResolveInterruptResponse
-	11, // [11:14] is the sub-list for method output_type
-	8,  // [8:11] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	10, // 6: agentplane.v1.ResolveInterruptResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	0,  // 7: agentplane.v1.HitlService.ListInterrupts:input_type -> agentplane.v1.ListInterruptsRequest
+	2,  // 8: agentplane.v1.HitlService.GetInterrupt:input_type -> agentplane.v1.GetInterruptRequest
+	4,  // 9: agentplane.v1.HitlService.ResolveInterrupt:input_type -> agentplane.v1.ResolveInterruptRequest
+	1,  // 10: agentplane.v1.HitlService.ListInterrupts:output_type -> agentplane.v1.ListInterruptsResponse
+	3,  // 11: agentplane.v1.HitlService.GetInterrupt:output_type -> agentplane.v1.GetInterruptResponse
+	8,  // 12: agentplane.v1.HitlService.ResolveInterrupt:output_type -> agentplane.v1.ResolveInterruptResponse
+	10, // [10:13] is the sub-list for method output_type
+	7,  // [7:10] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_hitl_service_proto_init() }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/cmd/ctl/internal/printer"
@@ -67,7 +66,7 @@ func newHitlListCommand(g *globals) *cobra.Command {
 					for _, it := range resp.GetInterrupts() {
 						r := it.GetRequest()
 						row := []any{it.GetInterruptId(), it.GetTaskId(), interruptTool(it), orNone(r.GetContext().GetTags()),
-							age(r.GetRequestedAt(), now), truncate(compactJSON(r.GetArgs()), 48)}
+							age(r.GetRequestedAt(), now), truncate(argsText(r.GetArgumentsJson()), 48)}
 						if o.all {
 							row = append(row, interruptState(it))
 						}
@@ -128,9 +127,9 @@ func newHitlShowCommand(g *globals) *cobra.Command {
 				}
 				if g.output == string(printer.Table) {
 					// Args go last, indented, since a table cell cannot hold them.
-					fmt.Fprintf(cmd.OutOrStdout(), "args:\n%s\n", printer.Block(indent(indentedJSON(it.GetRequest().GetArgs()), "  ")))
+					fmt.Fprintf(cmd.OutOrStdout(), "args:\n%s\n", printer.Block(indent(argsIndented(it.GetRequest().GetArgumentsJson()), "  ")))
 					if d := it.GetDecision(); d.GetType() == agentplanev1.DecisionType_DECISION_TYPE_EDIT {
-						fmt.Fprintf(cmd.OutOrStdout(), "edited args:\n%s\n", printer.Block(indent(indentedJSON(d.GetArgs()), "  ")))
+						fmt.Fprintf(cmd.OutOrStdout(), "edited args:\n%s\n", printer.Block(indent(argsIndented(d.GetArgumentsJson()), "  ")))
 					}
 				}
 				return nil
@@ -254,7 +253,7 @@ func newHitlEditCommand(g *globals) *cobra.Command {
 			return nil, err
 		}
 		return &agentplanev1.ResolveInterruptRequest{Decision: &agentplanev1.ResolveInterruptRequest_Edit{
-			Edit: &agentplanev1.EditDecision{Args: args, Reason: optional(o.reason)},
+			Edit: &agentplanev1.EditDecision{ArgumentsJson: args, Reason: optional(o.reason)},
 		}}, nil
 	})
 	cmd.Flags().StringVar(&argsFlag, "args", "", "the new arguments as JSON, or @FILE to read them from a file (required)")
@@ -263,24 +262,21 @@ func newHitlEditCommand(g *globals) *cobra.Command {
 	return cmd
 }
 
-// parseArgsFlag reads --args: inline JSON or @FILE.
-func parseArgsFlag(s string) (*structpb.Value, error) {
+// parseArgsFlag reads --args: inline JSON or @FILE. The text is sent as written (the
+// decision binds its digest); only its validity is checked here.
+func parseArgsFlag(s string) (string, error) {
 	b := []byte(s)
 	source := "--args"
 	if name, ok := strings.CutPrefix(s, "@"); ok {
 		var err error
 		if b, err = os.ReadFile(name); err != nil {
-			return nil, usageErr("--args: %v", err)
+			return "", usageErr("--args: %v", err)
 		}
 		source = name
 	}
 	var v any
 	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, usageErr("%s is not valid JSON: %v", source, err)
+		return "", usageErr("%s is not valid JSON: %v", source, err)
 	}
-	pv, err := structpb.NewValue(v)
-	if err != nil {
-		return nil, usageErr("%s: %v", source, err)
-	}
-	return pv, nil
+	return strings.TrimSpace(string(b)), nil
 }

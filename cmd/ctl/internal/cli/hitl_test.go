@@ -7,19 +7,18 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
 func sampleInterrupt() *agentplanev1.Interrupt {
-	args, _ := structpb.NewValue(map[string]any{"to": "customer@example.com", "body": strings.Repeat("long text ", 20)})
+	args := `{"to": "customer@example.com", "body": "` + strings.Repeat("long text ", 20) + `"}`
 	return &agentplanev1.Interrupt{
 		InterruptId: "i-1", TaskId: "t-1", Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL,
 		State: agentplanev1.InterruptState_INTERRUPT_STATE_PENDING, ArgsDigest: "ab12", CallId: "c1",
 		Request: &agentplanev1.ApprovalRequest{
-			InterruptId: "i-1", ToolName: "send_email", ToolDescription: proto.String("Send an email"), Args: args,
+			InterruptId: "i-1", ToolName: "send_email", ToolDescription: proto.String("Send an email"), ArgumentsJson: args,
 			RequestedAt: timestamppb.New(time.Now().Add(-5 * time.Minute)),
 			Context:     &agentplanev1.ApprovalContext{AgentName: "support", TripIndex: 2, Tags: []string{"outbound", "pii"}, OriginalInput: proto.String("refund order 42")},
 		},
@@ -38,8 +37,8 @@ func TestHitlList(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 3 || !regexp.MustCompile(`^INTERRUPT\s+TASK\s+TOOL\s+TAGS\s+AGE\s+ARGS\s+STATE$`).MatchString(lines[0]) ||
-		!regexp.MustCompile(`^i-1\s+t-1\s+send_email\s+outbound,pii\s+5m\d+s\s+\{"body":"long text[^…]*…\s+pending$`).MatchString(lines[1]) ||
-		!regexp.MustCompile(`^i-2\s+t-2\s+\(turn end\)\s+-\s+\S+\s+null\s+approved$`).MatchString(lines[2]) {
+		!regexp.MustCompile(`^i-1\s+t-1\s+send_email\s+outbound,pii\s+5m\d+s\s+\{"to":"customer@example.com","body":"long text[^…]*…\s+pending$`).MatchString(lines[1]) ||
+		!regexp.MustCompile(`^i-2\s+t-2\s+\(turn end\)\s+-\s+\S+\s+-\s+approved$`).MatchString(lines[2]) {
 		t.Errorf("table:\n%s", out)
 	}
 	req := requests[*agentplanev1.ListInterruptsRequest](f)[0]
@@ -53,7 +52,7 @@ func TestHitlShow(t *testing.T) {
 	addr := startFakeCP(t, f)
 	code, out, _ := runCtl(t, addr, "hitl", "show", "i-1")
 	for _, want := range []string{"description     Send an email", "agent           support (trip 2)", "original input  refund order 42",
-		"args digest     ab12", "args:\n  {\n    \"body\":", "\"to\": \"customer@example.com\""} {
+		"args digest     ab12", "args:\n  {\n    \"to\":", "\"to\": \"customer@example.com\""} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("show: exit %d, output lacks %q:\n%s", code, want, out)
 		}
@@ -83,13 +82,13 @@ func TestHitlResolutions(t *testing.T) {
 			}
 		}},
 		{"edit inline", []string{"edit", "i-1", "--args", `{"to": "b@example.com", "cc": [1, 2]}`, "--digest", "ab12"}, func(t *testing.T, r *agentplanev1.ResolveInterruptRequest) {
-			f := r.GetEdit().GetArgs().GetStructValue().GetFields()
-			if f["to"].GetStringValue() != "b@example.com" || len(f["cc"].GetListValue().GetValues()) != 2 || r.GetArgsDigest() != "ab12" {
+			// The text is sent as written: its digest is what the decision binds.
+			if r.GetEdit().GetArgumentsJson() != `{"to": "b@example.com", "cc": [1, 2]}` || r.GetArgsDigest() != "ab12" {
 				t.Errorf("%v", r)
 			}
 		}},
 		{"edit from file", []string{"edit", "i-1", "--args", "@" + argsFile, "--reason", "internal address"}, func(t *testing.T, r *agentplanev1.ResolveInterruptRequest) {
-			if r.GetEdit().GetArgs().GetStructValue().GetFields()["to"].GetStringValue() != "ops@example.com" || r.GetEdit().GetReason() != "internal address" {
+			if !strings.Contains(r.GetEdit().GetArgumentsJson(), `"ops@example.com"`) || r.GetEdit().GetReason() != "internal address" {
 				t.Errorf("%v", r)
 			}
 		}},
