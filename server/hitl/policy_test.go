@@ -158,7 +158,9 @@ func TestEvaluate(t *testing.T) {
 		{"predicate on malformed args", predicate("!args_valid || arguments_json.contains('rm -rf')"),
 			with(func(c *PolicyContext) { c.ArgumentsJSON, c.ArgsValid = `{"cmd": "rm -rf`, false }), true, nil, ReasonPredicate, ""},
 		{"predicate on valid args text", predicate("!args_valid"),
-			with(func(c *PolicyContext) { c.ArgumentsJSON, c.ArgsValid, c.Args = `{}`, true, mustValue(t, map[string]any{}) }), false, nil, ReasonNotMatched, ""},
+			with(func(c *PolicyContext) {
+				c.ArgumentsJSON, c.ArgsValid, c.Args = `{}`, true, mustValue(t, map[string]any{})
+			}), false, nil, ReasonNotMatched, ""},
 		{"division by zero fails closed", predicate("1 / (trip_index - 2) > 0"), base, true, nil, ReasonPredicateError, "division by zero"},
 	}
 	for _, tt := range tests {
