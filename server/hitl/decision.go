@@ -262,8 +262,11 @@ func DecideContinue(in *agentplanev1.Interrupt, principal string, now time.Time)
 // Its reason is the server's and reaches the model verbatim.
 func TaskEndedDecision(in *agentplanev1.Interrupt, how string, now time.Time) *agentplanev1.Decision {
 	reason := fmt.Sprintf("The task %s before a decision on this call; the call did not run.", how)
-	if in.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE {
+	switch in.GetKind() {
+	case agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE:
 		reason = fmt.Sprintf("The task %s while it waited for the user.", how)
+	case agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED:
+		reason = fmt.Sprintf("The task %s while it waited for the output of this call from the client.", how)
 	}
 	return &agentplanev1.Decision{
 		Type:            agentplanev1.DecisionType_DECISION_TYPE_REJECT,

@@ -96,6 +96,9 @@ func interruptTool(it *agentplanev1.Interrupt) string {
 	if it.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE {
 		return "(turn end)"
 	}
+	if it.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED {
+		return it.GetRequest().GetToolName() + " (client output)"
+	}
 	return it.GetRequest().GetToolName()
 }
 
