@@ -1056,7 +1056,8 @@ func (x *AwaitDecisionRequest) GetInterruptId() string {
 // AwaitDecisionResponse carries the decision.
 type AwaitDecisionResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The decision; the runtime runs exactly decision.args (approve, edit) or nothing.
+	// The decision; the runtime runs exactly decision.arguments_json (approve, edit) or
+	// nothing (reject: it reports the call and an is_error result).
 	Decision      *Decision `protobuf:"bytes,1,opt,name=decision,proto3" json:"decision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
