@@ -54,8 +54,9 @@ const (
 	ReasonEventInvalid         = "event.invalid"
 	ReasonTaskAlreadyCompleted = "task.already_ended"
 	ReasonObligationNotFound   = "obligation.not_found"
-	// ReasonToolCallNotApproved: a runtime reported a tool call that no decision lets
-	// run (never checked, pending, rejected, other arguments, or already reported).
+	// ReasonToolCallNotApproved: a runtime reported a tool call that no decision
+	// accounts for (never checked, pending, other arguments than the decision's (the
+	// ruled ones for a rejection), or already reported).
 	ReasonToolCallNotApproved = "tool_call.not_approved"
 	// ReasonToolResultUnexpected: a runtime reported a tool result that no reported
 	// call expects (never checked, not reported as a ToolCall first, answered already,
