@@ -19,6 +19,7 @@ type domain struct {
 	store     *boltstore.Store
 	tasks     *tasks.Manager
 	specs     *spec.Validator
+	decodes   *decodeGate
 	static    map[string]*agentplanev1.AgentSpec
 	compiler  *hitl.Compiler
 	approvals *approvals.Service
@@ -39,6 +40,11 @@ func (s *Server) openDomain() (err error) {
 		MaxDocumentBytes: cfg.Limits.MaxSpecBytes,
 		MaxNesting:       cfg.Limits.MaxSpecNesting,
 	})
+	gate := cfg.Limits.SpecDecodeBytes
+	if gate == 0 {
+		gate = 4 * cfg.Limits.MaxSpecBytes
+	}
+	d.decodes = newDecodeGate(gate)
 	d.store, err = boltstore.Open(cfg.StorePath(), boltstore.Options{
 		OpenTimeout:        cfg.Store.OpenTimeout.D(),
 		MaxBatch:           cfg.Store.MaxBatch,

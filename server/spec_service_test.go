@@ -142,3 +142,48 @@ func TestListRulesPages(t *testing.T) {
 		t.Fatalf("GetRule D13-R3: %v", err)
 	}
 }
+
+// TestDenseDocumentIsLimitExceeded: a document of the size limit that is all structure
+// (a flow list of one-letter scalars) is refused before it is parsed, as
+// RESOURCE_EXHAUSTED limit.exceeded with the finding attached, by ValidateSpec and
+// StartTask alike, and over HTTP.
+func TestDenseDocumentIsLimitExceeded(t *testing.T) {
+	in := servertest.Start(t, nil)
+	ctx := context.Background()
+	var b strings.Builder
+	b.WriteString("apiVersion: qar/v1\nkind: AgentSpec\ninstructions: x\nmodel: m\nmetadata: [")
+	for b.Len() < 1<<20-3 {
+		b.WriteString("a,")
+	}
+	b.WriteString("a]\n")
+	doc := []byte(b.String())
+	check := func(what string, err error) {
+		t.Helper()
+		if status.Code(err) != codes.ResourceExhausted || apierr.InfoOf(err).GetReason() != apierr.ReasonResourceExhausted {
+			t.Fatalf("%s: got %v (%v), want RESOURCE_EXHAUSTED limit.exceeded", what, err, apierr.InfoOf(err))
+		}
+		var found bool
+		for _, d := range status.Convert(err).Details() {
+			if v, ok := d.(*agentplanev1.SpecViolations); ok && len(v.GetViolations()) == 1 && v.GetViolations()[0].GetRuleId() == "DOC-TOO-LARGE" {
+				found = true
+			}
+		}
+		if !found || !strings.Contains(status.Convert(err).Message(), "values") {
+			t.Fatalf("%s: %v lacks the DOC-TOO-LARGE finding", what, err)
+		}
+	}
+	_, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Document: doc})
+	check("ValidateSpec", err)
+	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "dense", Document: doc, Input: "hi"})
+	check("StartTask", err)
+
+	resp, err := http.Post("http://"+in.HTTPAddr+"/v1/specs/validate", "application/yaml", strings.NewReader(string(doc)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), `"limit.exceeded"`) {
+		t.Fatalf("HTTP: %d %s", resp.StatusCode, body)
+	}
+}

@@ -44,7 +44,7 @@ func (x *taskService) StartTask(ctx context.Context, req *agentplanev1.StartTask
 	}
 
 	// What runs: validated by the same code as ValidateSpec.
-	if params.Resolved, err = s.resolveStartSpec(req, tenant, &params); err != nil {
+	if params.Resolved, err = s.resolveStartSpec(ctx, req, tenant, &params); err != nil {
 		return nil, err
 	}
 
@@ -91,7 +91,7 @@ func (x *taskService) StartTask(ctx context.Context, req *agentplanev1.StartTask
 
 // resolveStartSpec validates the request's spec and returns what the runtime runs,
 // filling the submitted spec into params.
-func (s *Server) resolveStartSpec(req *agentplanev1.StartTaskRequest, tenant string, params *tasks.StartParams) (*agentplanev1.ResolvedSpec, error) {
+func (s *Server) resolveStartSpec(ctx context.Context, req *agentplanev1.StartTaskRequest, tenant string, params *tasks.StartParams) (*agentplanev1.ResolvedSpec, error) {
 	given := 0
 	for _, set := range []bool{req.GetAgent() != nil, req.GetGraph() != nil, req.GetAgentId() != "", len(req.GetDocument()) > 0} {
 		if set {
@@ -113,7 +113,7 @@ func (s *Server) resolveStartSpec(req *agentplanev1.StartTaskRequest, tenant str
 		params.AgentID = id
 		in.Agent = static
 	}
-	res, err := s.domain.specs.Validate(in)
+	res, err := s.validate(ctx, in)
 	if err != nil {
 		return nil, err
 	}

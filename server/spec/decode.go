@@ -19,6 +19,10 @@ import (
 const (
 	DefaultMaxDocumentBytes = 1 << 20
 	DefaultMaxNesting       = 64
+	// DefaultValueBytes derives the default value budget from the size limit: one
+	// value per this many bytes (never fewer than MinMaxValues values).
+	DefaultValueBytes = 64
+	MinMaxValues      = 1024
 )
 
 // Limits bound the work of decoding one document.
@@ -29,6 +33,12 @@ type Limits struct {
 	// MaxNesting is the deepest nesting of objects and arrays accepted; the root
 	// object is level 1.
 	MaxNesting int
+	// MaxValues bounds the values (objects, arrays and scalars, YAML aliases
+	// expanded) of one document. It is checked before the parser builds anything,
+	// from a count of the document's structural characters, so that a dense document
+	// (a list of a million one-letter scalars) costs a scan, not a tree. 0 derives it
+	// from MaxDocumentBytes (one value per DefaultValueBytes bytes).
+	MaxValues int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -37,6 +47,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxNesting <= 0 {
 		l.MaxNesting = DefaultMaxNesting
+	}
+	if l.MaxValues <= 0 {
+		l.MaxValues = int(max(l.MaxDocumentBytes/DefaultValueBytes, MinMaxValues))
 	}
 	return l
 }
@@ -120,10 +133,10 @@ func Decode(data []byte, format agentplanev1.DocumentFormat, lim Limits) *Docume
 	var root *node
 	var perr *parseError
 	if format == agentplanev1.DocumentFormat_DOCUMENT_FORMAT_JSON {
-		root, perr = parseJSON(data, lim.MaxNesting)
+		root, perr = parseJSON(data, lim.MaxNesting, lim.MaxValues)
 	} else {
 		var found []*violation
-		root, found, perr = parseYAML(data, lim.MaxNesting, int(lim.MaxDocumentBytes))
+		root, found, perr = parseYAML(data, lim.MaxNesting, lim.MaxValues)
 		d.found = append(d.found, found...)
 	}
 	if perr != nil {

@@ -48,6 +48,30 @@ func NewValidator(d Deployment) *Validator {
 	return &Validator{d: d, lim: d.limits(), staticIDs: ids}
 }
 
+// DecodeWeight estimates what decoding in's document costs, in bytes, for callers
+// that bound the documents decoded at once: its size, or, for a dense document, the
+// size limit's share per value times the values it may hold (from the scan Decode
+// refuses over-budget documents with), so a document at the value budget weighs the
+// size limit. It is at most the size limit (more is refused by the scan itself), and
+// 0 for typed input. It costs one pass over the bytes.
+func (v *Validator) DecodeWeight(in Input) int64 {
+	if len(in.Document) == 0 {
+		return 0
+	}
+	format := in.Format
+	if format == agentplanev1.DocumentFormat_DOCUMENT_FORMAT_UNSPECIFIED {
+		format = DetectFormat(in.Document)
+	}
+	var values int
+	if format == agentplanev1.DocumentFormat_DOCUMENT_FORMAT_JSON {
+		values, _, _ = countJSON(in.Document)
+	} else {
+		values = yamlTokenBound(in.Document) / yamlTokensPerValue
+	}
+	w := max(int64(len(in.Document)), int64(values)*(v.lim.MaxDocumentBytes/int64(v.lim.MaxValues)))
+	return min(w, v.lim.MaxDocumentBytes)
+}
+
 // Input is one thing to validate: exactly one of Agent, Graph or Document.
 type Input struct {
 	Agent *agentplanev1.AgentSpec
@@ -93,6 +117,18 @@ type Result struct {
 
 // Valid reports whether the spec has no errors.
 func (r *Result) Valid() bool { return len(r.Errors) == 0 }
+
+// OverLimit returns the finding of a document that was refused for its size (bytes,
+// values or alias expansion: DOC-TOO-LARGE), or nil. Nothing else was checked in such
+// a document; the server answers it as limit.exceeded rather than as an invalid spec.
+func (r *Result) OverLimit() *agentplanev1.SpecViolation {
+	for _, e := range r.Errors {
+		if e.GetRuleId() == RuleDocTooLarge {
+			return e
+		}
+	}
+	return nil
+}
 
 // Response renders the result as the API response (the seed's SpecValidateResult
 // plus warnings and kind).
