@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -185,5 +186,35 @@ func TestDenseDocumentIsLimitExceeded(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), `"limit.exceeded"`) {
 		t.Fatalf("HTTP: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestStartTaskBadPolicyKeepsItsDetail: a CEL predicate that does not compile is
+// policy.invalid with its BadRequest detail, and the message says it once.
+func TestStartTaskBadPolicyKeepsItsDetail(t *testing.T) {
+	in := servertest.Start(t, nil)
+	_, err := in.Client.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
+		RequestId: "cel", Input: "hi",
+		Document:  []byte("apiVersion: qar/v1\nkind: AgentSpec\ninstructions: x\nmodel: m\n"),
+		InterruptPolicy: &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Predicate{
+			Predicate: &agentplanev1.PredicatePolicy{Expression: "tool_name ==="}}},
+	})
+	if status.Code(err) != codes.InvalidArgument || apierr.InfoOf(err).GetReason() != apierr.ReasonPolicyInvalid {
+		t.Fatalf("got %v, want INVALID_ARGUMENT policy.invalid", err)
+	}
+	st := status.Convert(err)
+	if msg := st.Message(); strings.Count(msg, "invalid interrupt_policy") != 1 || strings.Contains(msg, "policy.invalid") {
+		t.Errorf("the message repeats itself or its code: %q", msg)
+	}
+	var fields []string
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, v := range br.GetFieldViolations() {
+				fields = append(fields, v.GetField())
+			}
+		}
+	}
+	if len(fields) == 0 {
+		t.Fatalf("no BadRequest detail in %v", st.Details())
 	}
 }

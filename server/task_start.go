@@ -74,7 +74,10 @@ func (x *taskService) StartTask(ctx context.Context, req *agentplanev1.StartTask
 	// becomes a task (and the gate finds it in the compile cache).
 	if pol := req.GetInterruptPolicy(); pol != nil {
 		if _, err := s.domain.compiler.Compile(pol); err != nil {
-			return nil, apierr.Wrap(err, codes.InvalidArgument, apierr.ReasonPolicyInvalid, "interrupt_policy: %v", err)
+			if apierr.HasReason(err, apierr.ReasonPolicyInvalid) {
+				return nil, err // already says what is wrong, with a BadRequest per violation
+			}
+			return nil, apierr.Wrap(err, codes.InvalidArgument, apierr.ReasonPolicyInvalid, "invalid interrupt_policy")
 		}
 		params.InterruptPolicy = pol
 	}

@@ -160,13 +160,7 @@ func Decode(data []byte, format agentplanev1.DocumentFormat, lim Limits) *Docume
 		d.Agent = &agentplanev1.AgentSpec{}
 		b.message(root, d.Agent.ProtoReflect(), nil)
 	}
-	d.found, d.order = b.found, b.order
-	slices.SortStableFunc(d.found, func(a, b *violation) int {
-		if a.pos.line != b.pos.line {
-			return int(a.pos.line - b.pos.line)
-		}
-		return int(a.pos.col - b.pos.col)
-	})
+	d.found, d.order = inTextOrder(b.found), b.order
 	return d
 }
 

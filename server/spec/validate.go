@@ -106,10 +106,11 @@ type Result struct {
 	// the caller's input for typed input; treat it as read-only.
 	Agent *agentplanev1.AgentSpec
 	Graph *agentplanev1.GraphSpec
-	// Errors invalidate the spec. Document findings (syntax, types, keys) come first,
-	// in text order; then rule findings in a fixed walk order: fields in schema
-	// order, list elements by index, graph nodes in document order (typed input:
-	// by name, which is the order of the canonical encoding).
+	// Errors invalidate the spec. For a document, all findings (syntax, types, keys
+	// and rules) are in text order, by the position each is reported at; findings at
+	// the same place keep the walk order. Typed input has no text: its findings are in
+	// a fixed walk order: fields in schema order, list elements by index, graph nodes
+	// by name (the order of the canonical encoding).
 	Errors []*agentplanev1.SpecViolation
 	// Warnings do not invalidate the spec.
 	Warnings []*agentplanev1.SpecViolation
@@ -200,9 +201,21 @@ func (v *Validator) validateDocument(in Input, w *walker) *Result {
 		}
 		return out
 	}
-	res.Errors = protos(append(slices.Clone(doc.found), keep(w.errs)...))
-	res.Warnings = protos(keep(w.warns))
+	res.Errors = protos(inTextOrder(append(slices.Clone(doc.found), keep(w.errs)...)))
+	res.Warnings = protos(inTextOrder(keep(w.warns)))
 	return res
+}
+
+// inTextOrder sorts a document's findings by position, keeping the walk order of
+// findings at the same place (the API promises violations in document order).
+func inTextOrder(l findings) findings {
+	slices.SortStableFunc(l, func(a, b *violation) int {
+		if a.pos.line != b.pos.line {
+			return int(a.pos.line - b.pos.line)
+		}
+		return int(a.pos.col - b.pos.col)
+	})
+	return l
 }
 
 // under reports whether path is one of roots or inside one of them.
