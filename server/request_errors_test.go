@@ -1,0 +1,147 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
+
+	"github.com/agentplane/agentplane/server"
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/servertest"
+)
+
+// bytesCodec sends a []byte request as it is, so a test can put any bytes on the
+// wire, and discards the response.
+type bytesCodec struct{}
+
+func (bytesCodec) Marshal(v any) (mem.BufferSlice, error) {
+	return mem.BufferSlice{mem.SliceBuffer(v.([]byte))}, nil
+}
+func (bytesCodec) Unmarshal(mem.BufferSlice, any) error { return nil }
+func (bytesCodec) Name() string                         { return "proto" }
+
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startLogged starts a server whose log is returned.
+func startLogged(t *testing.T) (grpcAddr, httpAddr string, logs *syncBuffer) {
+	t.Helper()
+	logs = &syncBuffer{}
+	srv, err := server.New(servertest.Config(t), server.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(server.ShutdownTimeout + 5*time.Second):
+			t.Error("server did not stop")
+		}
+	})
+	return srv.GRPCAddr(), srv.HTTPAddr(), logs
+}
+
+// TestUnreadableRequestsOverGRPC: bytes that are not a valid request message, sent
+// over a real connection, are INVALID_ARGUMENT request.malformed (and over the size
+// limit RESOURCE_EXHAUSTED limit.exceeded), with an ErrorInfo, counted in the request
+// metrics and logged, for unary and streaming calls.
+func TestUnreadableRequestsOverGRPC(t *testing.T) {
+	grpcAddr, httpAddr, logs := startLogged(t)
+	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	unary := func(method string, req []byte) error {
+		return conn.Invoke(ctx, method, req, &emptyMsg{}, grpc.ForceCodecV2(bytesCodec{}))
+	}
+	stream := func(method string, req []byte) error {
+		cs, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, method, grpc.ForceCodecV2(bytesCodec{}))
+		if err != nil {
+			return err
+		}
+		if err := cs.SendMsg(req); err != nil {
+			return err
+		}
+		_ = cs.CloseSend()
+		return cs.RecvMsg(&emptyMsg{})
+	}
+	const getTask, watchTask = "/agentplane.v1.TaskService/GetTask", "/agentplane.v1.TaskService/WatchTask"
+	tests := []struct {
+		name   string
+		call   func(string, []byte) error
+		method string
+		req    []byte
+		code   codes.Code
+		reason string
+	}{
+		{"invalid UTF-8", unary, getTask, []byte{0x0a, 0x01, 0xff}, codes.InvalidArgument, apierr.ReasonRequestMalformed},
+		{"truncated", unary, getTask, []byte{0x0a, 0x05, 'a'}, codes.InvalidArgument, apierr.ReasonRequestMalformed},
+		// grpc-go refuses a message over its size limit from the length prefix,
+		// before the codec and the interceptors, and writes the status itself: no
+		// ErrorInfo (docs/errors.md says so).
+		{"over the size limit", unary, "/agentplane.v1.SpecService/ValidateSpec", make([]byte, 2<<20), codes.ResourceExhausted, ""},
+		{"stream invalid UTF-8", stream, watchTask, []byte{0x0a, 0x01, 0xff}, codes.InvalidArgument, apierr.ReasonRequestMalformed},
+		{"stream truncated", stream, watchTask, []byte{0x0a, 0x05, 'a'}, codes.InvalidArgument, apierr.ReasonRequestMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.call(tt.method, tt.req)
+			if status.Code(err) != tt.code || apierr.InfoOf(err).GetReason() != tt.reason {
+				t.Fatalf("got %v (ErrorInfo %v), want %s %s", err, apierr.InfoOf(err), tt.code, tt.reason)
+			}
+		})
+	}
+
+	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	metrics, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		`agentplane_grpc_requests_total{code="InvalidArgument",method="/agentplane.v1.TaskService/GetTask"} 2`,
+		`agentplane_grpc_requests_total{code="InvalidArgument",method="/agentplane.v1.TaskService/WatchTask"} 2`,
+	} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if n := strings.Count(logs.String(), "request.malformed"); n != 4 {
+		t.Errorf("%d of 4 malformed requests logged:\n%s", n, logs)
+	}
+}
