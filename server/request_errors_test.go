@@ -145,3 +145,55 @@ func TestUnreadableRequestsOverGRPC(t *testing.T) {
 		t.Errorf("%d of 4 malformed requests logged:\n%s", n, logs)
 	}
 }
+
+// TestUnreadableRequestsOverHTTP: what the gateway refuses before any method runs
+// carries an ErrorInfo, is never a 500, and is counted and logged.
+func TestUnreadableRequestsOverHTTP(t *testing.T) {
+	_, httpAddr, logs := startLogged(t)
+	base := "http://" + httpAddr
+	do := func(method, path, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	tests := []struct {
+		name, method, path, body string
+		code                     int
+		reason                   string
+	}{
+		{"invalid UTF-8 in the path", http.MethodGet, "/v1/tasks/%ff", "", http.StatusBadRequest, apierr.ReasonRequestMalformed},
+		{"body not JSON", http.MethodPost, "/v1/tasks", "{", http.StatusBadRequest, apierr.ReasonRequestMalformed},
+		{"body over the limit", http.MethodPost, "/v1/specs/validate", strings.Repeat(" ", 2<<20), http.StatusRequestEntityTooLarge, apierr.ReasonResourceExhausted},
+		{"unknown route", http.MethodGet, "/v1/nope", "", http.StatusNotFound, apierr.ReasonRouteNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := do(tt.method, tt.path, tt.body)
+			if code != tt.code || !strings.Contains(body, `"reason":"`+tt.reason+`"`) || !strings.Contains(body, `"domain":"agentplane"`) {
+				t.Fatalf("got %d %s, want %d with reason %s", code, body, tt.code, tt.reason)
+			}
+		})
+	}
+	_, metrics := do(http.MethodGet, "/metrics", "")
+	for _, want := range []string{
+		`agentplane_http_refused_total{code="InvalidArgument",reason="request.malformed"} 2`,
+		`agentplane_http_refused_total{code="ResourceExhausted",reason="limit.exceeded"} 1`,
+		`agentplane_http_refused_total{code="NotFound",reason="route.not_found"} 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if n := strings.Count(logs.String(), "http request refused"); n != 3 {
+		t.Errorf("%d of 3 refusals logged at info:\n%s", n, logs)
+	}
+}

@@ -27,7 +27,9 @@ const (
 	ReasonInvalidArgument = "request.invalid"
 	// ReasonRequestMalformed: the request could not be read at all: not protobuf,
 	// truncated, invalid UTF-8 in a string, malformed JSON over HTTP.
-	ReasonRequestMalformed     = "request.malformed"
+	ReasonRequestMalformed = "request.malformed"
+	// ReasonRouteNotFound: an HTTP path or method the API does not have.
+	ReasonRouteNotFound        = "route.not_found"
 	ReasonSpecInvalid          = "spec.invalid"
 	ReasonTaskNotFound         = "task.not_found"
 	ReasonTaskTerminal         = "task.terminal"
