@@ -16,7 +16,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -195,5 +197,20 @@ func TestUnreadableRequestsOverHTTP(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "http request refused"); n != 3 {
 		t.Errorf("%d of 3 refusals logged at info:\n%s", n, logs)
+	}
+}
+
+// TestListTasksRefusesInvalidTimestamps: a Timestamp outside its documented range
+// (nanos=-1) is INVALID_ARGUMENT, not silently normalised.
+func TestListTasksRefusesInvalidTimestamps(t *testing.T) {
+	in := servertest.Start(t, nil)
+	for _, req := range []*agentplanev1.ListTasksRequest{
+		{CreatedAfter: &timestamppb.Timestamp{Seconds: 1, Nanos: -1}},
+		{CreatedBefore: &timestamppb.Timestamp{Seconds: 1, Nanos: 1e9}},
+	} {
+		_, err := in.Client.Tasks.ListTasks(context.Background(), req)
+		if status.Code(err) != codes.InvalidArgument || apierr.InfoOf(err).GetReason() != apierr.ReasonInvalidArgument {
+			t.Errorf("%v: got %v, want INVALID_ARGUMENT request.invalid", req, err)
+		}
 	}
 }

@@ -130,6 +130,11 @@ func Decode(data []byte, format agentplanev1.DocumentFormat, lim Limits) *Docume
 	if format == agentplanev1.DocumentFormat_DOCUMENT_FORMAT_UNSPECIFIED {
 		format = DetectFormat(data)
 	}
+	if format != agentplanev1.DocumentFormat_DOCUMENT_FORMAT_JSON {
+		if e := yamlNonPrintable(data); e != nil {
+			return stop(e)
+		}
+	}
 	var root *node
 	var perr *parseError
 	if format == agentplanev1.DocumentFormat_DOCUMENT_FORMAT_JSON {
@@ -162,6 +167,29 @@ func Decode(data []byte, format agentplanev1.DocumentFormat, lim Limits) *Docume
 	}
 	d.found, d.order = inTextOrder(b.found), b.order
 	return d
+}
+
+// yamlNonPrintable finds the first character YAML does not allow in a stream
+// (c-printable: C0 controls other than tab, LF and CR, DEL, C1 controls other than
+// NEL, U+FFFE and U+FFFF). goccy/go-yaml accepts them, so a raw NUL would otherwise
+// reach a string. JSON's own rules (no raw control characters in strings) are the
+// JSON parser's. data is valid UTF-8.
+func yamlNonPrintable(data []byte) *parseError {
+	line, col := int32(1), int32(1)
+	for _, r := range string(data) {
+		bad := (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r == 0x7f ||
+			(r >= 0x80 && r <= 0x9f && r != 0x85) || r == 0xfffe || r == 0xffff
+		if bad {
+			return &parseError{rule: RuleDocSyntax, pos: pos{line, col},
+				msg: fmt.Sprintf("the control character U+%04X is not allowed in a YAML document; write it as an escape in a double-quoted string", r)}
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return nil
 }
 
 // DetectFormat guesses the syntax of a document the way ValidateSpec does when no

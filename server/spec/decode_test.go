@@ -113,6 +113,26 @@ func TestDecodeLimits(t *testing.T) {
 	}
 }
 
+// TestYAMLControlCharacters: a raw control character is a syntax error at its
+// place, in a quoted string or a plain one; escaped, it is a string like any other.
+func TestYAMLControlCharacters(t *testing.T) {
+	for _, c := range []string{"\x00", "\x01", "\x7f", "\u0080", "\ufffe"} {
+		for _, doc := range []string{
+			"apiVersion: qar/v1\nkind: AgentSpec\nmodel: m\ninstructions: \"a" + c + "b\"\n",
+			"apiVersion: qar/v1\nkind: AgentSpec\nmodel: m\ninstructions: a" + c + "b\n",
+		} {
+			vs := Decode([]byte(doc), formatYAML, Limits{}).Violations()
+			if len(vs) != 1 || vs[0].GetRuleId() != RuleDocSyntax || vs[0].GetPosition().GetLine() != 4 || !strings.Contains(vs[0].GetMessage(), "control character") {
+				t.Errorf("%q: got %v, want one DOC-SYNTAX on line 4", doc, vs)
+			}
+		}
+	}
+	d := Decode([]byte("apiVersion: qar/v1\nkind: AgentSpec\nmodel: m\ninstructions: \"a\\0b\tc\"\n"), formatYAML, Limits{})
+	if vs := d.Violations(); len(vs) != 0 || d.Agent.GetInstructions().GetText() != "a\x00b\tc" {
+		t.Fatalf("escaped: %v %q", vs, d.Agent.GetInstructions().GetText())
+	}
+}
+
 // TestDecodeValueBudget: a document of the default size limit that is all structure
 // (the YAML amplification case: a flow list of one-letter scalars) is refused as
 // DOC-TOO-LARGE from a scan, before a lexer or parser builds anything for it.
