@@ -21,12 +21,17 @@ import (
 // encoded (invalid UTF-8 such as /v1/tasks/%ff: the in-process client fails to
 // marshal it, which grpc-go reports as INTERNAL), a body over the size limit. Those
 // are given one here, counted in agentplane_http_refused_total and logged, so that
-// every answer carries a reason and a bad request is never a server fault.
+// every answer carries a reason and a bad request is never a server fault. In a
+// multi-tenant deployment a caller without valid credentials is answered
+// UNAUTHENTICATED first, as a gRPC call is.
 func (s *Server) httpError(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
 	st := status.Convert(err)
 	if apierr.InfoOf(err) == nil {
 		var e *apierr.Error
+		_, authErr := s.guard.AuthenticateHTTP(r)
 		switch code := st.Code(); {
+		case authErr != nil && errors.As(authErr, &e):
+			// As for a gRPC call, a caller without credentials learns only that.
 		case bodyLimitHit(r):
 			e = apierr.ResourceExhausted("the request body is over this deployment's limit of %d bytes", s.maxHTTPBody())
 			w = statusWriter{w, http.StatusRequestEntityTooLarge}

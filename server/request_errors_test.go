@@ -15,12 +15,15 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server"
 	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/auth"
+	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/servertest"
 )
 
@@ -211,6 +214,56 @@ func TestListTasksRefusesInvalidTimestamps(t *testing.T) {
 		_, err := in.Client.Tasks.ListTasks(context.Background(), req)
 		if status.Code(err) != codes.InvalidArgument || apierr.InfoOf(err).GetReason() != apierr.ReasonInvalidArgument {
 			t.Errorf("%v: got %v, want INVALID_ARGUMENT request.invalid", req, err)
+		}
+	}
+}
+
+// TestUnreadableRequestsAuthenticateFirst: in a multi-tenant deployment a caller
+// without credentials is UNAUTHENTICATED whatever it sends, over gRPC and HTTP; with
+// credentials the same bytes are request.malformed.
+func TestUnreadableRequestsAuthenticateFirst(t *testing.T) {
+	token, hash, err := auth.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := servertest.Start(t, func(c *config.Config) {
+		c.Auth.RequirePrincipal = true
+		c.Auth.Tokens = []config.Token{{Name: "alice", SHA256: hash, Tenant: "acme", Roles: []string{"user"}}}
+	})
+	conn, err := grpc.NewClient(in.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, tc := range []struct {
+		token  string
+		code   codes.Code
+		reason string
+		http   int
+	}{
+		{"", codes.Unauthenticated, apierr.ReasonUnauthenticated, http.StatusUnauthorized},
+		{token, codes.InvalidArgument, apierr.ReasonRequestMalformed, http.StatusBadRequest},
+	} {
+		ctx := context.Background()
+		if tc.token != "" {
+			ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tc.token)
+		}
+		err := conn.Invoke(ctx, "/agentplane.v1.TaskService/GetTask", []byte{0x0a, 0x01, 0xff}, &emptyMsg{}, grpc.ForceCodecV2(bytesCodec{}))
+		if status.Code(err) != tc.code || apierr.InfoOf(err).GetReason() != tc.reason {
+			t.Errorf("gRPC, token %v: got %v, want %s %s", tc.token != "", err, tc.code, tc.reason)
+		}
+		req, _ := http.NewRequest(http.MethodGet, "http://"+in.HTTPAddr+"/v1/tasks/%ff", nil)
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.http || !strings.Contains(string(body), `"reason":"`+tc.reason+`"`) {
+			t.Errorf("HTTP, token %v: got %d %s, want %d %s", tc.token != "", resp.StatusCode, body, tc.http, tc.reason)
 		}
 	}
 }
