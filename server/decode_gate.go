@@ -77,10 +77,19 @@ func (g *decodeGate) release(n int64) {
 	if g.used == 0 && g.decoded >= g.size && !g.freeing {
 		g.decoded, g.freeing = 0, true
 		go func() {
-			g.free()
 			g.mu.Lock()
+			defer g.mu.Unlock()
+			for {
+				g.mu.Unlock()
+				g.free()
+				g.mu.Lock()
+				// A full load that ended while memory was being handed back.
+				if g.used != 0 || g.decoded < g.size {
+					break
+				}
+				g.decoded = 0
+			}
 			g.freeing = false
-			g.mu.Unlock()
 		}()
 	}
 }

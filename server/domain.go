@@ -42,7 +42,7 @@ func (s *Server) openDomain() (err error) {
 	})
 	gate := cfg.Limits.SpecDecodeBytes
 	if gate == 0 {
-		gate = 4 * cfg.Limits.MaxSpecBytes
+		gate = 2 * cfg.Limits.MaxSpecBytes
 	}
 	d.decodes = newDecodeGate(gate)
 	d.store, err = boltstore.Open(cfg.StorePath(), boltstore.Options{

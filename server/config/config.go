@@ -88,7 +88,7 @@ type Limits struct {
 	MaxSpecNesting int `yaml:"max_spec_nesting"`
 	// SpecDecodeBytes bounds the documents decoded at once (ValidateSpec, StartTask),
 	// by their weight: their size, or more for a dense document. A document waits
-	// while others fill it; 0 means four documents of max_spec_bytes.
+	// while others fill it; 0 means two documents of max_spec_bytes.
 	SpecDecodeBytes int64 `yaml:"spec_decode_bytes"`
 	// MaxInputBytes bounds a task's input and a ContinueTask message.
 	MaxInputBytes int64 `yaml:"max_input_bytes"`

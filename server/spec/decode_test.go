@@ -177,6 +177,13 @@ func TestDecodeValueBudget(t *testing.T) {
 			}
 		})
 	}
+	// Prose is not structure: a document of the size limit that is nearly all
+	// instructions text (a block scalar with commas, colons, dashes and short lines)
+	// is decoded.
+	prose := fill("apiVersion: qar/v1\nkind: AgentSpec\nmodel: m\ninstructions: |\n", "  Check the order and the customer's history, then reply politely: be brief.\n", "")
+	if vs := Decode(prose, formatYAML, Limits{}).Violations(); len(vs) != 0 {
+		t.Fatalf("a %d-byte prose document: %v", len(prose), vs)
+	}
 	// Just under the budget is decoded: the bound is not a guess that refuses
 	// ordinary documents.
 	var b strings.Builder

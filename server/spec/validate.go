@@ -49,10 +49,11 @@ func NewValidator(d Deployment) *Validator {
 }
 
 // DecodeWeight estimates what decoding in's document costs, in bytes, for callers
-// that bound the documents decoded at once: its size, or, for a dense document, the
-// size limit's share per value times the values it may hold (from the scan Decode
-// refuses over-budget documents with), so a document at the value budget weighs the
-// size limit. It is at most the size limit (more is refused by the scan itself), and
+// that bound the documents decoded at once: its size, or for a dense document the
+// size limit's share per value (MaxDocumentBytes/MaxValues) times the values its
+// tokens may make, from the scan Decode refuses over-budget documents with. A YAML
+// document whose lexer may run up to the scan's slack weighs up to twice the size
+// limit; a document the scan refuses weighs its size (the scan is all it costs).
 // 0 for typed input. It costs one pass over the bytes.
 func (v *Validator) DecodeWeight(in Input) int64 {
 	if len(in.Document) == 0 {
@@ -64,12 +65,15 @@ func (v *Validator) DecodeWeight(in Input) int64 {
 	}
 	var values int
 	if format == agentplanev1.DocumentFormat_DOCUMENT_FORMAT_JSON {
-		values, _, _ = countJSON(in.Document)
+		if values, _, _ = countJSON(in.Document); values > v.lim.MaxValues {
+			values = 0
+		}
 	} else {
-		values = yamlTokenBound(in.Document) / yamlTokensPerValue
+		if n := yamlTokenBound(in.Document); n <= yamlScanSlack*yamlTokensPerValue*v.lim.MaxValues {
+			values = n / yamlTokensPerValue
+		}
 	}
-	w := max(int64(len(in.Document)), int64(values)*(v.lim.MaxDocumentBytes/int64(v.lim.MaxValues)))
-	return min(w, v.lim.MaxDocumentBytes)
+	return max(int64(len(in.Document)), int64(values)*(v.lim.MaxDocumentBytes/int64(v.lim.MaxValues)))
 }
 
 // Input is one thing to validate: exactly one of Agent, Graph or Document.

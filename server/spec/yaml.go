@@ -20,10 +20,11 @@ import (
 // one file) are reported as DOC-YAML and the value is dropped.
 //
 // Work is bounded by maxValues before the lexer runs: the lexer and parser cost a few
-// hundred bytes per token (a 1 MiB flow list of one-letter scalars took 450 MB), so
+// hundred bytes per token (a 1 MiB flow list of one-letter scalars took 575 MB), so
 // yamlTokenBound counts, in one pass over the bytes, an upper bound on the tokens, and
-// a document that may hold more than yamlTokensPerValue*maxValues is refused there.
-// The lexer's real count is checked again before parsing. Aliases are expanded by
+// a document that may hold more than yamlScanSlack*yamlTokensPerValue*maxValues is
+// refused there. The lexer's real count must then be within
+// yamlTokensPerValue*maxValues before the parser runs. Aliases are expanded by
 // sharing the anchored subtree, and expanded values count against maxValues too, so
 // an alias bomb is a DOC-TOO-LARGE finding rather than unbounded work.
 func parseYAML(data []byte, maxDepth, maxValues int) (root *node, found []*violation, perr *parseError) {
@@ -36,8 +37,8 @@ func parseYAML(data []byte, maxDepth, maxValues int) (root *node, found []*viola
 		}
 	}()
 	tokenBudget := yamlTokensPerValue * maxValues
-	if n := yamlTokenBound(data); n > tokenBudget {
-		return nil, nil, tooManyValues(n/yamlTokensPerValue, maxValues)
+	if n := yamlTokenBound(data); n > yamlScanSlack*tokenBudget {
+		return nil, nil, tooManyValues(n/(yamlScanSlack*yamlTokensPerValue), maxValues)
 	}
 	tokens := lexer.Tokenize(string(data))
 	if len(tokens) > tokenBudget {
@@ -145,6 +146,14 @@ func yamlDepthExceeds(tokens token.Tokens, limit int) (pos, bool) {
 // yamlTokensPerValue is how many tokens the token budget allows per value: a block
 // mapping entry is a key, ':' and its value, and list items add '-' or ','.
 const yamlTokensPerValue = 4
+
+// yamlScanSlack is how far over the token budget yamlTokenBound may go before the
+// lexer runs: the bound counts the commas, colons, dashes and line breaks of prose in
+// quoted and block scalars, which the lexer does not split, so a 1 MiB document that
+// is mostly instructions text bounds to about one token per 16 to 35 bytes. The
+// lexer's exact count then holds the token budget before parsing; the slack only
+// bounds the lexer's own work.
+const yamlScanSlack = 2
 
 // yamlTokenBound returns an upper bound on the number of tokens goccy/go-yaml's lexer
 // makes of data, without tokenizing: every token is either an indicator or a scalar,

@@ -45,6 +45,7 @@ func main() {
 	rounds := flag.Int("rounds", 2, "bursts per scenario")
 	capMiB := flag.Int("rss-cap", 3072, "kill the server when its RSS passes this many MiB")
 	timeout := flag.Duration("timeout", 90*time.Second, "bound on one scenario")
+	configFile := flag.String("config", "", "a config file for the server (for example to set limits.spec_decode_bytes)")
 	flag.Parse()
 
 	tmp, err := os.MkdirTemp("", "specload-")
@@ -63,7 +64,7 @@ func main() {
 		for _, s := range strings.Split(*ns, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(s))
 			check(err)
-			r := scenario(*bin, filepath.Join(tmp, fmt.Sprintf("%s-%d", tr, n)), strings.TrimSpace(tr), n, *rounds, doc, int64(*capMiB)<<20, *timeout)
+			r := scenario(*bin, *configFile, filepath.Join(tmp, fmt.Sprintf("%s-%d", tr, n)), strings.TrimSpace(tr), n, *rounds, doc, int64(*capMiB)<<20, *timeout)
 			fmt.Printf("%-9s %4d %12d %14d %s\n", tr, n, r.hwm>>20, r.after>>20, r.answers)
 		}
 	}
@@ -86,11 +87,15 @@ type result struct {
 	answers    string
 }
 
-func scenario(bin, dir, transport string, n, rounds int, doc []byte, rssCap int64, timeout time.Duration) result {
+func scenario(bin, configFile, dir, transport string, n, rounds int, doc []byte, rssCap int64, timeout time.Duration) result {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	grpcAddr, httpAddr := freeAddr(), freeAddr()
-	cmd := exec.Command(bin, "--data-dir", dir, "--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--log-level", "warn")
+	args := []string{"--data-dir", dir, "--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--log-level", "warn"}
+	if configFile != "" {
+		args = append(args, "--config", configFile)
+	}
+	cmd := exec.Command(bin, args...)
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	check(cmd.Start())
