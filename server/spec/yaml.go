@@ -165,10 +165,26 @@ const yamlScanSlack = 2
 // be led to skip what the lexer tokenizes.
 func yamlTokenBound(data []byte) int {
 	n := 0
-	for _, c := range data {
+	directive := false // on a line that starts with '%', spaces separate tokens
+	for i, c := range data {
+		lineStart := i == 0 || data[i-1] == '\n' || data[i-1] == '\r'
 		switch c {
-		case ',', '[', ']', '{', '}', ':', '-', '?', '#', '&', '*', '!', '|', '>', '"', '\'', '\n', '\r', '%', '@', '`':
+		case ',', '[', ']', '{', '}', ':', '-', '?', '#', '&', '*', '!', '|', '>', '"', '\'', '@', '`':
 			n++
+		case '\n', '\r':
+			n++
+			directive = false
+		case '%':
+			n++
+			directive = directive || lineStart
+		case '.': // a document end marker "..." starts a line
+			if lineStart {
+				n++
+			}
+		case ' ', '\t':
+			if directive {
+				n++
+			}
 		}
 	}
 	return 2*n + 1
