@@ -12,7 +12,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/spec"
 )
 
 // httpError is the gateway's error handler. An error from a gRPC method already
@@ -63,8 +65,30 @@ func (s *Server) httpError(ctx context.Context, mux *runtime.ServeMux, m runtime
 			s.log.Info("http request refused", "method", r.Method, "path", r.URL.Path, "code", e.Code.String(), "reason", e.Reason, "msg", e.Message)
 		}
 		st, _ = apierr.ToStatus(e)
+	} else if tooLargeDocument(st) {
+		// RESOURCE_EXHAUSTED is 429 to the gateway, which tells a client to retry; a
+		// document over the size or value limit will never fit.
+		w = statusWriter{w, http.StatusRequestEntityTooLarge}
 	}
 	runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, st.Err())
+}
+
+// tooLargeDocument reports whether st refuses a spec document for its size
+// (limit.exceeded with a DOC-TOO-LARGE finding).
+func tooLargeDocument(st *status.Status) bool {
+	if st.Code() != codes.ResourceExhausted {
+		return false
+	}
+	for _, d := range st.Details() {
+		if v, ok := d.(*agentplanev1.SpecViolations); ok {
+			for _, f := range v.GetViolations() {
+				if f.GetRuleId() == spec.RuleDocTooLarge {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // httpRoutingError answers a path or method the API does not have through httpError.

@@ -184,7 +184,7 @@ func TestDenseDocumentIsLimitExceeded(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), `"limit.exceeded"`) {
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), `"limit.exceeded"`) {
 		t.Fatalf("HTTP: %d %s", resp.StatusCode, body)
 	}
 }
