@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/encoding"
 	encproto "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
 
 	"github.com/agentplane/agentplane/server/apierr"
 )
@@ -52,7 +53,8 @@ func (r readErrors) unary(method string, h grpc.MethodHandler) grpc.MethodHandle
 		resp, err := h(srv, ctx, func(m any) error {
 			req = m
 			if err := dec(m); err != nil {
-				return err
+				readErr = transportReadError(err)
+				return readErr
 			}
 			readErr = r.notes.take(m)
 			return readErr
@@ -73,9 +75,25 @@ type readErrorStream struct {
 
 func (s readErrorStream) RecvMsg(m any) error {
 	if err := s.ServerStream.RecvMsg(m); err != nil {
-		return err
+		return transportReadError(err)
 	}
 	return s.notes.take(m)
+}
+
+// transportReadError maps what grpc-go's RecvMsg failed with. By then grpc-go has
+// written the call's status itself (the client sees its code and message, without an
+// ErrorInfo: docs/errors.md lists them), but the failure still goes through the
+// interceptors as an API error, so that it is counted and logged: over the size limit
+// is limit.exceeded, a message that does not decompress or never came is
+// request.malformed. io.EOF and a call's end are left as they are.
+func transportReadError(err error) error {
+	switch status.Code(err) {
+	case codes.ResourceExhausted:
+		return apierr.Wrap(err, codes.ResourceExhausted, apierr.ReasonResourceExhausted, "%s", status.Convert(err).Message())
+	case codes.Internal:
+		return apierr.Wrap(err, codes.InvalidArgument, apierr.ReasonRequestMalformed, "%s", status.Convert(err).Message())
+	}
+	return err
 }
 
 // requestCodec is the proto codec, except that a request it cannot unmarshal is noted

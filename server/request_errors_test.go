@@ -139,6 +139,8 @@ func TestUnreadableRequestsOverGRPC(t *testing.T) {
 	defer resp.Body.Close()
 	metrics, _ := io.ReadAll(resp.Body)
 	for _, want := range []string{
+		// Counted though grpc-go answered it: the interceptors saw the failure.
+		`agentplane_grpc_requests_total{code="ResourceExhausted",method="/agentplane.v1.SpecService/ValidateSpec"} 1`,
 		`agentplane_grpc_requests_total{code="InvalidArgument",method="/agentplane.v1.TaskService/GetTask"} 2`,
 		`agentplane_grpc_requests_total{code="InvalidArgument",method="/agentplane.v1.TaskService/WatchTask"} 2`,
 	} {
