@@ -160,8 +160,8 @@ func (s *Server) serverOptions(unary grpc.UnaryServerInterceptor, stream grpc.St
 // callers of a busy deployment (a call waiting on a commit holds its worker).
 const streamWorkers = 128
 
-// registerServices registers every service on g: the public server, and the
-// in-process one behind the HTTP gateway.
+// registerServices registers every service on server (the public one, and the
+// in-process one behind the HTTP gateway) through readErrors.
 func (s *Server) registerServices(server *grpc.Server) {
 	g := readErrors{server, s.codec.notes}
 	agentplanev1.RegisterSpecServiceServer(g, &specService{s: s})
