@@ -103,11 +103,19 @@ func prepareWAL(path string, opts Options) (ws *walState, replay []uint64, err e
 // and the log's files removed) or makes a checkpoint of the current state, starts an
 // empty segment and turns bbolt's fsyncs off.
 func (s *Store) startWAL(ws *walState, replay []uint64, opts Options) error {
-	if err := replayLog(s.db, ws.log.dir, replay); err != nil {
+	_, torn, err := replayLog(s.db, ws.log.dir, replay)
+	if err != nil {
 		return fmt.Errorf("store %s: replaying write-ahead log: %w", s.path, err)
 	}
 	if err := s.db.Sync(); err != nil {
 		return err
+	}
+	if torn != nil {
+		if err := torn.truncate(); err != nil {
+			return fmt.Errorf("store %s: truncating the write-ahead log's torn tail: %w", s.path, err)
+		}
+		s.log.Warn("store: the write-ahead log ended in a torn append (writes never acknowledged); truncated it there",
+			"segment", torn.path, "offset", torn.off, "bytes_dropped", torn.size-torn.off)
 	}
 	marker := ws.path(cleanMarkerName)
 	clean, err := exists(marker)

@@ -122,6 +122,8 @@ type wal struct {
 	off   int64 // where the next record of the open segment goes
 	alloc int64 // bytes of the open segment already written (records, then zeros)
 	size  int64 // bytes appended since the last checkpoint (all segments)
+	// wrote, set by tests only, sees every write to the open segment once it is made.
+	wrote func(off int64, p []byte)
 }
 
 // walChunk is how far ahead of its records a segment is filled with zeros. Appending
@@ -180,17 +182,27 @@ func (w *wal) append(rec []byte) error {
 	end := w.off + int64(len(rec))
 	if end > w.alloc {
 		for w.alloc < end+walChunk {
-			if _, err := w.f.WriteAt(zeros, w.alloc); err != nil {
+			if err := w.writeAt(zeros, w.alloc); err != nil {
 				return err
 			}
 			w.alloc += int64(len(zeros))
 		}
 	}
-	if _, err := w.f.WriteAt(rec, w.off); err != nil {
+	if err := w.writeAt(rec, w.off); err != nil {
 		return err
 	}
 	w.off = end
 	w.size += int64(len(rec))
+	return nil
+}
+
+func (w *wal) writeAt(p []byte, off int64) error {
+	if _, err := w.f.WriteAt(p, off); err != nil {
+		return err
+	}
+	if w.wrote != nil {
+		w.wrote(off, p)
+	}
 	return nil
 }
 
@@ -219,52 +231,77 @@ func (w *wal) close() error {
 	return err
 }
 
-// errCorruptWAL is wrapped by Open's error when a record other than the last one of
-// the log is damaged: replaying past it would silently drop acknowledged writes.
+// errCorruptWAL is wrapped by Open's error when the log is damaged in a way a crash
+// cannot explain: replaying past the damage would silently drop acknowledged writes.
 var errCorruptWAL = errors.New("write-ahead log is corrupt")
 
-// replayLog applies the segments seqs of dir to db, in order. A segment ends at its
-// last record: what follows is zeros (written ahead, see walChunk) or nothing. A
-// damaged record is tolerated only as the last thing the log holds, where a crash
-// during an append leaves it: in the last segment with records, with nothing but
-// zeros after it. Anywhere else the log is corrupt, and replaying past the damage
-// would silently drop acknowledged writes.
-func replayLog(db *bolt.DB, dir string, seqs []uint64) error {
+// sectorSize is the unit a disk writes atomically. A crash during writeback leaves
+// each sector of a segment either as written or as it was before, and before it held a
+// record every byte of a segment was zero (written ahead, see walChunk, or a hole).
+const sectorSize = 512
+
+// tornTail is where replay found the torn end of the log: its segment, the offset of
+// the first damaged record, and the segment's size.
+type tornTail struct {
+	path      string
+	off, size int64
+}
+
+// replayLog applies the segments seqs of dir to db, in order, and returns the bytes of
+// records applied and where the log's torn tail begins, if it has one.
+//
+// A segment ends at its last record: what follows is zeros or nothing. Damage is a
+// torn tail, where the log ends, if it is in the last segment that holds anything and
+// a crash can have caused it: the file ends inside the record, its length is zero, or
+// a sector it covers is zero from the record's bytes to the sector's end (the sector
+// never reached the disk), or nothing but zeros follows it. Such a record was never
+// acknowledged, and neither was anything after it in the segment, even a valid
+// record: the store acknowledges a record once an fdatasync that started after it was
+// written returns, and that fdatasync would have written the damaged record's sectors
+// too (kernels and disks write pages back in any order, so later pages can reach the
+// disk first). Any other damage, and any damage in an earlier segment (a segment is
+// fdatasynced in full before the next one is started), is corruption.
+func replayLog(db *bolt.DB, dir string, seqs []uint64) (replayed int64, torn *tornTail, err error) {
 	data := make([][]byte, len(seqs))
 	last := -1
 	for i, seq := range seqs {
-		var err error
 		if data[i], err = os.ReadFile(filepath.Join(dir, segmentName(seq))); err != nil {
-			return err
+			return 0, nil, err
 		}
 		if !allZero(data[i]) {
 			last = i
 		}
 	}
 	for i, seq := range seqs {
-		if err := replaySegment(db, filepath.Join(dir, segmentName(seq)), data[i], i == last); err != nil {
-			return err
+		path := filepath.Join(dir, segmentName(seq))
+		end, damaged, err := replaySegment(db, path, data[i], i == last)
+		if err != nil {
+			return 0, nil, err
+		}
+		replayed += int64(end)
+		if damaged {
+			torn = &tornTail{path: path, off: int64(end), size: int64(len(data[i]))}
 		}
 		data[i] = nil
 	}
-	return nil
+	return replayed, torn, nil
 }
 
 func allZero(p []byte) bool { return len(bytes.TrimRight(p, "\x00")) == 0 }
 
 // replaySegment applies the records of one segment (data, read from path) to db, a
-// transaction per chunk of records; last says whether a damaged final record is
-// tolerated (see replayLog).
-func replaySegment(db *bolt.DB, path string, data []byte, last bool) error {
+// transaction per chunk of records, and returns where its records end and whether a
+// damaged record follows them (a torn tail; tolerated only if last, see replayLog).
+func replaySegment(db *bolt.DB, path string, data []byte, last bool) (end int, torn bool, err error) {
 	var payloads [][]byte
-	for off := 0; off < len(data); {
+	off := 0
+	for off < len(data) {
 		rest := data[off:]
 		if allZero(rest) {
 			break // the zeros written ahead of the records
 		}
 		bad := ""
 		var n int
-		extent := len(rest) // what the damaged record may have covered
 		switch {
 		case len(rest) < walHeader:
 			bad = "short header"
@@ -273,12 +310,10 @@ func replaySegment(db *bolt.DB, path string, data []byte, last bool) error {
 			switch {
 			case n == 0 || n > walMaxRecord:
 				bad = fmt.Sprintf("bad length %d", n)
-				extent = walHeader
 			case len(rest) < walHeader+n:
 				bad = "short record"
 			case crc32.Checksum(rest[walHeader:walHeader+n], castagnoli) != binary.LittleEndian.Uint32(rest[4:8]):
 				bad = "checksum mismatch"
-				extent = walHeader + n
 			}
 		}
 		if bad == "" {
@@ -286,10 +321,11 @@ func replaySegment(db *bolt.DB, path string, data []byte, last bool) error {
 			off += walHeader + n
 			continue
 		}
-		if last && allZero(rest[extent:]) {
-			break // the append a crash interrupted: never acknowledged
+		if last && tornRecord(data, off, n) {
+			torn = true
+			break
 		}
-		return fmt.Errorf("%w: %s: record at offset %d: %s, with %d bytes after it",
+		return 0, false, fmt.Errorf("%w: %s: record at offset %d: %s, with %d bytes after it",
 			errCorruptWAL, path, off, bad, len(rest))
 	}
 	for len(payloads) > 0 {
@@ -303,10 +339,46 @@ func replaySegment(db *bolt.DB, path string, data []byte, last bool) error {
 			}
 			return nil
 		}); err != nil {
-			return err
+			return 0, false, err
 		}
 	}
-	return nil
+	return off, torn, nil
+}
+
+// tornRecord says whether the damaged record at off of a segment's data (of length n,
+// as its header says) can be an append a crash cut short: see
+// replayLog.
+func tornRecord(data []byte, off, n int) bool {
+	rest := data[off:]
+	switch {
+	case len(rest) < walHeader || len(rest) < walHeader+n && n <= walMaxRecord:
+		return true // the file ends inside the record
+	case n == 0:
+		return true // the header never reached the disk
+	case n > walMaxRecord:
+		return allZero(rest[walHeader:])
+	}
+	end := off + walHeader + n
+	for s := off; s < end; s = (s/sectorSize + 1) * sectorSize {
+		if allZero(data[s:min(len(data), (s/sectorSize+1)*sectorSize)]) {
+			return true
+		}
+	}
+	return allZero(data[end:])
+}
+
+// truncate cuts the segment at the start of its torn tail, durably, so that nothing
+// after it is ever read again: the log is appended to in a new segment after it.
+func (t *tornTail) truncate() error {
+	f, err := os.OpenFile(t.path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Truncate(t.off)
+	if err == nil {
+		err = fdatasync(f)
+	}
+	return errors.Join(err, f.Close())
 }
 
 // syncDir makes the entries of dir (creations, renames, removals) durable.
