@@ -214,7 +214,7 @@ func (w *wal) removeBefore(seq uint64) error {
 	}
 	for _, n := range seqs {
 		if n < seq {
-			if err := os.Remove(filepath.Join(w.dir, segmentName(n))); err != nil {
+			if err := fsRemove(filepath.Join(w.dir, segmentName(n))); err != nil {
 				return err
 			}
 		}
@@ -240,15 +240,17 @@ var errCorruptWAL = errors.New("write-ahead log is corrupt")
 // record every byte of a segment was zero (written ahead, see walChunk, or a hole).
 const sectorSize = 512
 
-// tornTail is where replay found the torn end of the log: its segment, the offset of
-// the first damaged record, and the segment's size.
-type tornTail struct {
+// logEnd is where the records of a log end: in segment seq (at path) at offset off,
+// followed by size-off bytes of zeros or of a torn tail (torn).
+type logEnd struct {
+	seq       uint64
 	path      string
 	off, size int64
+	torn      bool
 }
 
 // replayLog applies the segments seqs of dir to db, in order, and returns the bytes of
-// records applied and where the log's torn tail begins, if it has one.
+// records applied and where they end (nil if no segment holds anything).
 //
 // A segment ends at its last record: what follows is zeros or nothing. Damage is a
 // torn tail, where the log ends, if it is in the last segment that holds anything and
@@ -261,45 +263,59 @@ type tornTail struct {
 // too (kernels and disks write pages back in any order, so later pages can reach the
 // disk first). Any other damage, and any damage in an earlier segment (a segment is
 // fdatasynced in full before the next one is started), is corruption.
-func replayLog(db *bolt.DB, dir string, seqs []uint64) (replayed int64, torn *tornTail, err error) {
+func replayLog(db *bolt.DB, dir string, seqs []uint64) (replayed int64, last *logEnd, err error) {
 	data := make([][]byte, len(seqs))
-	last := -1
+	lastIdx := -1
 	for i, seq := range seqs {
 		if data[i], err = os.ReadFile(filepath.Join(dir, segmentName(seq))); err != nil {
 			return 0, nil, err
 		}
 		if !allZero(data[i]) {
-			last = i
+			lastIdx = i
 		}
 	}
-	for i, seq := range seqs {
+	for i, seq := range seqs[:lastIdx+1] {
 		path := filepath.Join(dir, segmentName(seq))
-		end, damaged, err := replaySegment(db, path, data[i], i == last)
+		end, torn, err := replaySegment(db, path, data[i], i == lastIdx)
 		if err != nil {
 			return 0, nil, err
 		}
 		replayed += int64(end)
-		if damaged {
-			torn = &tornTail{path: path, off: int64(end), size: int64(len(data[i]))}
+		if i == lastIdx {
+			last = &logEnd{seq: seq, path: path, off: int64(end), size: int64(len(data[i])), torn: torn}
 		}
 		data[i] = nil
 	}
-	return replayed, torn, nil
+	return replayed, last, nil
 }
 
-func allZero(p []byte) bool { return len(bytes.TrimRight(p, "\x00")) == 0 }
+func allZero(p []byte) bool { return contentEnd(p) == 0 }
+
+// contentEnd returns the length of p without its trailing zeros, comparing whole blocks
+// first: a segment's tail is megabytes of zeros.
+func contentEnd(p []byte) int {
+	end := len(p)
+	for end > 0 {
+		n := min(end, len(zeros))
+		if !bytes.Equal(p[end-n:end], zeros[:n]) {
+			return len(bytes.TrimRight(p[:end], "\x00"))
+		}
+		end -= n
+	}
+	return 0
+}
 
 // replaySegment applies the records of one segment (data, read from path) to db, a
 // transaction per chunk of records, and returns where its records end and whether a
 // damaged record follows them (a torn tail; tolerated only if last, see replayLog).
 func replaySegment(db *bolt.DB, path string, data []byte, last bool) (end int, torn bool, err error) {
 	var payloads [][]byte
+	// Past content, only the zeros written ahead of the records (found once: a check
+	// per record would scan those zeros, megabytes, for every record).
+	content := contentEnd(data)
 	off := 0
-	for off < len(data) {
+	for off < content {
 		rest := data[off:]
-		if allZero(rest) {
-			break // the zeros written ahead of the records
-		}
 		bad := ""
 		var n int
 		switch {
@@ -321,7 +337,7 @@ func replaySegment(db *bolt.DB, path string, data []byte, last bool) (end int, t
 			off += walHeader + n
 			continue
 		}
-		if last && tornRecord(data, off, n) {
+		if last && tornRecord(data, content, off, n) {
 			torn = true
 			break
 		}
@@ -346,9 +362,9 @@ func replaySegment(db *bolt.DB, path string, data []byte, last bool) (end int, t
 }
 
 // tornRecord says whether the damaged record at off of a segment's data (of length n,
-// as its header says) can be an append a crash cut short: see
+// as its header says; the data is zeros from content on) can be an append a crash cut short: see
 // replayLog.
-func tornRecord(data []byte, off, n int) bool {
+func tornRecord(data []byte, content, off, n int) bool {
 	rest := data[off:]
 	switch {
 	case len(rest) < walHeader || len(rest) < walHeader+n && n <= walMaxRecord:
@@ -356,7 +372,7 @@ func tornRecord(data []byte, off, n int) bool {
 	case n == 0:
 		return true // the header never reached the disk
 	case n > walMaxRecord:
-		return allZero(rest[walHeader:])
+		return off+walHeader >= content
 	}
 	end := off + walHeader + n
 	for s := off; s < end; s = (s/sectorSize + 1) * sectorSize {
@@ -364,31 +380,22 @@ func tornRecord(data []byte, off, n int) bool {
 			return true
 		}
 	}
-	return allZero(data[end:])
+	return end >= content
 }
 
-// truncate cuts the segment at the start of its torn tail, durably, so that nothing
-// after it is ever read again: the log is appended to in a new segment after it.
-func (t *tornTail) truncate() error {
-	f, err := os.OpenFile(t.path, os.O_WRONLY, 0)
+// truncate cuts the segment after its last record, durably, so that a torn tail is
+// never read again (the log goes on in a new segment after it) and a segment kept
+// after a recovery holds its records only.
+func (e *logEnd) truncate() error {
+	f, err := os.OpenFile(e.path, os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
-	err = f.Truncate(t.off)
+	err = f.Truncate(e.off)
 	if err == nil {
 		err = fdatasync(f)
 	}
 	return errors.Join(err, f.Close())
-}
-
-// syncDir makes the entries of dir (creations, renames, removals) durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	return errors.Join(err, d.Close())
 }
 
 // copyFile writes src to dst through a temporary file, fsynced and renamed, so dst
@@ -407,7 +414,7 @@ func copyFile(dst string, src io.Reader) error {
 		_ = os.Remove(tmp)
 		return err
 	}
-	if err := os.Rename(tmp, dst); err != nil {
+	if err := fsRename(tmp, dst); err != nil {
 		return err
 	}
 	return syncDir(filepath.Dir(dst))
