@@ -81,6 +81,10 @@ func prepareWAL(path string, opts Options) (ws *walState, replay []uint64, err e
 			_ = ws.lock.Close()
 		}
 	}()
+	// What a crash left of switching the log off (see removeLog): never read again.
+	if err := os.RemoveAll(ws.path(walRemovedName)); err != nil {
+		return nil, nil, err
+	}
 	if !haveLog {
 		return ws, nil, nil
 	}
@@ -217,9 +221,6 @@ func (ws *walState) removeLog() error {
 		}
 	}
 	removed := ws.path(walRemovedName)
-	if err := os.RemoveAll(removed); err != nil { // what a crash left of an earlier switch
-		return err
-	}
 	if err := fsRename(ws.log.dir, removed); err != nil {
 		return err
 	}
