@@ -176,7 +176,7 @@ func TestDenseDocumentIsLimitExceeded(t *testing.T) {
 	}
 	_, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Document: doc})
 	check("ValidateSpec", err)
-	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "dense", Document: doc, Input: "hi"})
+	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "dense", Document: doc, Input: client.UserText("hi")})
 	check("StartTask", err)
 
 	resp, err := http.Post("http://"+in.HTTPAddr+"/v1/specs/validate", "application/yaml", strings.NewReader(string(doc)))
@@ -195,7 +195,7 @@ func TestDenseDocumentIsLimitExceeded(t *testing.T) {
 func TestStartTaskBadPolicyKeepsItsDetail(t *testing.T) {
 	in := servertest.Start(t, nil)
 	_, err := in.Client.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
-		RequestId: "cel", Input: "hi",
+		RequestId: "cel", Input: client.UserText("hi"),
 		Document: []byte("apiVersion: qar/v1\nkind: AgentSpec\ninstructions: x\nmodel: m\n"),
 		InterruptPolicy: &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Predicate{
 			Predicate: &agentplanev1.PredicatePolicy{Expression: "tool_name ==="}}},
