@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/servertest"
 )
@@ -191,5 +192,64 @@ func TestServerReplayedCallIsNotRunTwice(t *testing.T) {
 	}
 	if got := getTask(t, in, id); got.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED {
 		t.Fatalf("task %v failure %v", got.GetState(), got.GetFailure())
+	}
+}
+
+// A client function tool: the handler runs the gate, reports the call and waits for
+// the client's output; the client continues the task with it, and the next lease
+// carries it as the call's result.
+func TestServerWaitsForClientToolOutputs(t *testing.T) {
+	in := startServer(t)
+	id := startAgentTask(t, in, "weather?")
+	waited := make(chan []*agentplanev1.Interrupt, 1)
+	var got []*agentplanev1.ToolResult
+	w, err := New(in.Client.Runtime, HandlerFunc(func(ctx context.Context, task *Task) error {
+		if res := task.ContinueToolResults(); len(res) > 0 {
+			got = res
+			return task.Complete(ctx, &agentplanev1.TaskOutput{Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "sunny")})
+		}
+		g, err := task.ToolCall(ctx, Call{ID: "w1", Name: "get_weather", ArgumentsJSON: `{"city":"Oslo"}`, Node: "sdk-test"})
+		if err != nil {
+			return err
+		}
+		waits, err := task.WaitForToolOutputs(ctx, "sdk-test", g)
+		waited <- waits
+		return err
+	}), Options{RuntimeID: "sdk-e2e", MaxTasks: 2, PollWait: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(context.Background()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var waits []*agentplanev1.Interrupt
+	select {
+	case waits = <-waited:
+	case <-ctx.Done():
+		t.Fatal("the task did not wait for the tool output")
+	}
+	if len(waits) != 1 || waits[0].GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED || waits[0].GetCallId() != "w1" ||
+		waits[0].GetRequest().GetArgumentsJson() != `{"city":"Oslo"}` {
+		t.Fatalf("waits %v", waits)
+	}
+	if _, err := in.Client.Tasks.ContinueTask(ctx, &agentplanev1.ContinueTaskRequest{TaskId: id,
+		Input: &agentplanev1.ContinueTaskRequest_Message{Message: client.UserText("hi")}}); apierr.InfoOf(err).GetReason() != apierr.ReasonToolOutputsMismatch {
+		t.Fatalf("a message for a task waiting for tool outputs: %v", err)
+	}
+	if _, err := in.Client.Tasks.ContinueTask(ctx, &agentplanev1.ContinueTaskRequest{TaskId: id,
+		Input: &agentplanev1.ContinueTaskRequest_ToolOutputs{ToolOutputs: &agentplanev1.ToolOutputs{Outputs: []*agentplanev1.ToolOutput{
+			{CallId: "w1", Result: structpb.NewStringValue("21C, clear")},
+		}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].GetCallId() != "w1" || got[0].GetResult().GetStringValue() != "21C, clear" {
+		t.Fatalf("continue_tool_results %v", got)
+	}
+	if task := getTask(t, in, id); task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED {
+		t.Fatalf("task %v failure %v", task.GetState(), task.GetFailure())
 	}
 }

@@ -218,7 +218,7 @@ func (o *Op) SetState(to agentplanev1.TaskState, reason string) error {
 		if l := o.rec.GetLease(); l != nil && !l.GetRevoked() {
 			l.Revoked = true
 		}
-		o.rec.ContinueMessages, o.rec.ContinueToolResults, o.rec.ResumeInterruptIds = nil, nil, nil
+		o.rec.ContinueMessages, o.rec.ContinueToolResults, o.rec.ResumeInterruptIds, o.rec.OpenCallIds = nil, nil, nil, nil
 		if err := o.closePendingInterrupts(stateWord(to)); err != nil {
 			return err
 		}

@@ -1177,10 +1177,10 @@ func (x *StateChanged) GetReason() string {
 // (its ToolCall events name it by message_id), which still carries the call's usage.
 type Message struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Id of the message, unique in its task: chosen by whoever sends it (a client's
-	// input, a runtime's report) so that streamed deltas can refer to it before it is
-	// logged; the server assigns one ("msg-" and a random suffix) when it is empty. 1
-	// to 128 bytes.
+	// Id of the message, meant to be unique in its task: chosen by whoever sends it (a
+	// client's input, a runtime's report) so that streamed deltas can refer to it before
+	// it is logged; the server assigns one ("msg-" and a random suffix) when it is
+	// empty, and does not check that a sender's ids are unique. At most 128 bytes.
 	MessageId string `protobuf:"bytes,1,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
 	// Who said it.
 	Role MessageRole `protobuf:"varint,2,opt,name=role,proto3,enum=agentplane.v1.MessageRole" json:"role,omitempty"`
