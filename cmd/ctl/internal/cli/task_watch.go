@@ -217,6 +217,10 @@ func describeEvent(ev *agentplanev1.TaskEvent) (kind, summary string) {
 		if it.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE {
 			return "interrupt", it.GetInterruptId() + ": turn ended, waiting for the user (ctl task continue)"
 		}
+		if it.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED {
+			return "interrupt", fmt.Sprintf("%s: %s [%s] %s waits for the client's output (ctl task continue --tool-output %s=JSON)",
+				it.GetInterruptId(), it.GetRequest().GetToolName(), it.GetCallId(), truncate(argsText(it.GetRequest().GetArgumentsJson()), 60), it.GetCallId())
+		}
 		return "interrupt", fmt.Sprintf("%s: %s waits for approval (ctl hitl show %s)", it.GetInterruptId(), it.GetRequest().GetToolName(), it.GetInterruptId())
 	case *agentplanev1.TaskEvent_InterruptResolved:
 		d := p.InterruptResolved.GetDecision()
