@@ -110,7 +110,6 @@ func (g *Gate) Check(ctx context.Context, t TaskGating, c Call, now time.Time) (
 	}
 	digest := ArgsDigest(c.ArgumentsJSON)
 	res := GateResult{ArgsDigest: digest}
-	args, valid := ParseArgs(c.ArgumentsJSON)
 
 	var m Match
 	if pol, err := g.compiler.Compile(t.Policy); err != nil {
@@ -118,16 +117,19 @@ func (g *Gate) Check(ctx context.Context, t TaskGating, c Call, now time.Time) (
 		// the policy cannot say no, so it says yes.
 		m = Match{Gate: true, Reason: ReasonPolicyBroken, Detail: "the task's interrupt policy no longer compiles, gating the call: " + err.Error()}
 	} else {
-		m = pol.Evaluate(ctx, PolicyContext{
+		pc := PolicyContext{
 			ToolName:        c.ToolName,
 			ToolDescription: c.ToolDescription,
-			Args:            args,
 			ArgumentsJSON:   c.ArgumentsJSON,
-			ArgsValid:       valid,
 			AgentName:       c.AgentName,
 			TripIndex:       c.TripIndex,
 			SessionID:       t.SessionID,
-		})
+		}
+		if pol.Kind() == KindPredicate {
+			// Only a predicate reads the arguments' value.
+			pc.Args, pc.ArgsValid = ParseArgs(c.ArgumentsJSON)
+		}
+		m = pol.Evaluate(ctx, pc)
 	}
 	res.Tags, res.Reason, res.Detail = m.Tags, m.Reason, m.Detail
 	if always, why := g.alwaysGated(c.ToolName, c.Annotations, t.ToolAxes); always {
