@@ -37,6 +37,7 @@ func (s *Server) buildHTTP() error {
 		}}),
 		runtime.WithHealthzEndpoint(healthpb.NewHealthClient(conn)),
 		runtime.WithMetadata(s.tls2peer.annotate),
+		runtime.WithIncomingHeaderMatcher(traceHeaderMatcher),
 	)
 	ctx := context.Background()
 	for _, register := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
@@ -52,7 +53,7 @@ func (s *Server) buildHTTP() error {
 		}
 	}
 
-	maxBody := s.cfg.Limits.MaxSpecBytes + (64 << 10)
+	maxBody := s.cfg.Limits.MaxRequestBytes()
 	root := http.NewServeMux()
 	root.Handle("/metrics", s.metricsAuth(promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})))
 	if s.cfg.Debug.Pprof {

@@ -144,7 +144,7 @@ func (s *Server) serverOptions(unary grpc.UnaryServerInterceptor, stream grpc.St
 	return []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(append(unaries, s.guard.UnaryInterceptor, s.limits.unary)...),
 		grpc.ChainStreamInterceptor(append(streams, s.guard.StreamInterceptor, s.limits.stream)...),
-		grpc.MaxRecvMsgSize(int(s.cfg.Limits.MaxSpecBytes) + (64 << 10)),
+		grpc.MaxRecvMsgSize(int(s.cfg.Limits.MaxRequestBytes())),
 		// Calls run on a pool of long-lived goroutines instead of a new goroutine
 		// each: a handler that reaches the store needs a deep stack, and growing a
 		// fresh goroutine's stack to it on every call showed in CPU profiles at about

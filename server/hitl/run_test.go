@@ -49,7 +49,7 @@ func TestDecidedCall(t *testing.T) {
 	digest, _ := ArgsDigest(args)
 	d := allowed.GetDecision()
 	if allowed.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED || allowed.GetDeadline() != nil ||
-		allowed.GetArgsDigest() != digest || allowed.GetRequest().GetArgs() != nil || allowed.GetInterruptId() != InterruptID("T1", "c1") ||
+		allowed.GetArgsDigest() != digest || allowed.GetApproval().GetArgs() != nil || allowed.GetInterruptId() != InterruptID("T1", "c1") ||
 		d.GetArgs() != nil || d.GetArgsDigest() != digest || d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_POLICY {
 		t.Errorf("record of an allowed call = %v", allowed)
 	}

@@ -142,7 +142,7 @@ func TestEncodeCanonical(t *testing.T) {
 				Model:        "m\"\n\x01<",
 			}}}},
 		},
-		Limits: &agentplanev1.GraphLimits{Budget: &agentplanev1.GraphBudget{TotalWallClockS: proto.Float64(1e21), TotalInputTokens: proto.Int64(1 << 62)}},
+		Limits: &agentplanev1.GraphLimits{Budget: &agentplanev1.GraphBudget{TotalWallClockS: proto.Float64(1e21), TotalInputTokens: proto.Int32(1 << 30)}},
 	}
 	got, err := Encode(g)
 	if err != nil {
@@ -150,7 +150,7 @@ func TestEncodeCanonical(t *testing.T) {
 	}
 	want := `{"agents":{"a":{"role":"collaborator","spec":{"instructions":{"preset":"qodo-default"},"model":"m\"\n\u0001<"}},` +
 		`"z":{"role":"supervisor","spec":{"agent_id":""}}},"apiVersion":"qar/v1","kind":"GraphSpec",` +
-		`"limits":{"budget":{"total_input_tokens":4611686018427387904,"total_wall_clock_s":1e+21}}}`
+		`"limits":{"budget":{"total_input_tokens":1073741824,"total_wall_clock_s":1e+21}}}`
 	if string(got) != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
