@@ -132,7 +132,7 @@ func DecideResolve(in *agentplanev1.Interrupt, req *agentplanev1.ResolveInterrup
 	d := &agentplanev1.Decision{
 		RuledArgsDigest: in.GetArgsDigest(),
 		DecidedBy:       p.Principal,
-		DecideTime:       timestamppb.New(p.Now),
+		DecideTime:      timestamppb.New(p.Now),
 		Source:          agentplanev1.DecisionSource_DECISION_SOURCE_HUMAN,
 		InterruptId:     in.GetInterruptId(),
 	}
@@ -201,7 +201,7 @@ func DeadlineDecision(in *agentplanev1.Interrupt, approve bool, now time.Time) *
 	d := &agentplanev1.Decision{
 		RuledArgsDigest: in.GetArgsDigest(),
 		DecidedBy:       SystemPrincipal,
-		DecideTime:       timestamppb.New(now),
+		DecideTime:      timestamppb.New(now),
 		Source:          agentplanev1.DecisionSource_DECISION_SOURCE_DEADLINE,
 		InterruptId:     in.GetInterruptId(),
 	}
@@ -237,7 +237,7 @@ func DecideContinue(in *agentplanev1.Interrupt, principal string, now time.Time)
 		Type:            agentplanev1.DecisionType_DECISION_TYPE_APPROVE,
 		RuledArgsDigest: in.GetArgsDigest(),
 		DecidedBy:       principal,
-		DecideTime:       timestamppb.New(now),
+		DecideTime:      timestamppb.New(now),
 		Source:          agentplanev1.DecisionSource_DECISION_SOURCE_CONTINUE,
 		InterruptId:     in.GetInterruptId(),
 	}, nil
@@ -258,7 +258,7 @@ func TaskEndedDecision(in *agentplanev1.Interrupt, how string, now time.Time) *a
 		ModelReason:     &reason,
 		RuledArgsDigest: in.GetArgsDigest(),
 		DecidedBy:       SystemPrincipal,
-		DecideTime:       timestamppb.New(now),
+		DecideTime:      timestamppb.New(now),
 		Source:          agentplanev1.DecisionSource_DECISION_SOURCE_TASK_ENDED,
 		InterruptId:     in.GetInterruptId(),
 	}

@@ -228,12 +228,12 @@ func Apply(taskID string, verdictNo int64, r Request, open []*agentplanev1.Oblig
 	for _, text := range r.Raised {
 		out.Count++
 		o := &agentplanev1.Obligation{
-			ObligationId: ObligationID(out.Count),
-			Text:         text,
-			State:        agentplanev1.ObligationState_OBLIGATION_STATE_OPEN,
-			RaisedBy:     r.Node,
-			RaisedInVerdictId:     vid,
-			CreateTime:   ts,
+			ObligationId:      ObligationID(out.Count),
+			Text:              text,
+			State:             agentplanev1.ObligationState_OBLIGATION_STATE_OPEN,
+			RaisedBy:          r.Node,
+			RaisedInVerdictId: vid,
+			CreateTime:        ts,
 		}
 		v.Raised = append(v.Raised, o)
 		out.Raised = append(out.Raised, o)

@@ -454,10 +454,10 @@ func TestListInterrupts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, req := range map[string]*agentplanev1.ListInterruptsRequest{
-		"token with other filters":         {PageSize: 1, ToolName: "fs.write", PageToken: first.GetNextPageToken()},
-		"tampered token":                   {PageToken: first.GetNextPageToken() + "x"},
-		"negative page size":               {PageSize: -1},
-		"negative age":                     {MinAge: durationpb.New(-time.Second)},
+		"token with other filters": {PageSize: 1, ToolName: "fs.write", PageToken: first.GetNextPageToken()},
+		"tampered token":           {PageToken: first.GetNextPageToken() + "x"},
+		"negative page size":       {PageSize: -1},
+		"negative age":             {MinAge: durationpb.New(-time.Second)},
 		"resolved without task_id": {States: bothStates},
 	} {
 		t.Run(name, func(t *testing.T) {
