@@ -103,7 +103,7 @@ func TestStartTaskRunsTheSameValidation(t *testing.T) {
 func TestListRulesPages(t *testing.T) {
 	in := servertest.Start(t, nil)
 	ctx := context.Background()
-	all, err := in.Client.Spec.ListRules(ctx, &agentplanev1.ListRulesRequest{})
+	all, err := in.Client.Spec.ListRules(ctx, &agentplanev1.ListRulesRequest{PageSize: 500})
 	if err != nil || all.GetNextPageToken() != "" || len(all.GetRules()) < 20 {
 		t.Fatalf("whole catalogue: %d rules, next %q, %v", len(all.GetRules()), all.GetNextPageToken(), err)
 	}

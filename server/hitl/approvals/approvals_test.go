@@ -402,6 +402,12 @@ func TestListInterrupts(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids = append(ids, a2a.GetInterrupt().GetInterruptId())
+	// A chat-mode turn end: pending too, but nothing a reviewer can resolve.
+	e.clock.Advance(time.Minute)
+	pause, err := e.tasks.Pause(ctx, e.startAndLease(t, tenant), "your turn", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.svc.ResolveInterrupt(ctx, tenant, "alice", approve(ids[2])); err != nil {
 		t.Fatal(err)
 	}
@@ -436,10 +442,19 @@ func TestListInterrupts(t *testing.T) {
 		{"paged by two", &agentplanev1.ListInterruptsRequest{PageSize: 2}, []string{ids[0], ids[1], ids[3], ids[4], ids[5]}},
 		{"by tool", &agentplanev1.ListInterruptsRequest{ToolName: "a2a__bank__pay"}, []string{ids[5]}},
 		{"by tag", &agentplanev1.ListInterruptsRequest{Tag: "io", PageSize: 1}, []string{ids[0], ids[1], ids[3], ids[4]}},
-		{"by age", &agentplanev1.ListInterruptsRequest{MinAge: durationpb.New(2 * time.Minute)}, []string{ids[0], ids[1], ids[3]}},
+		{"by age", &agentplanev1.ListInterruptsRequest{MinAge: durationpb.New(2 * time.Minute)}, []string{ids[0], ids[1], ids[3], ids[4]}},
 		{"by task", &agentplanev1.ListInterruptsRequest{TaskId: ref1.GetTaskId()}, []string{ids[0], ids[4]}},
 		{"by task with resolved, paged", &agentplanev1.ListInterruptsRequest{TaskId: ref1.GetTaskId(), States: bothStates, PageSize: 1}, []string{ids[0], ids[2], ids[4]}},
 		{"by task and tool", &agentplanev1.ListInterruptsRequest{TaskId: ref2.GetTaskId(), ToolName: "fs.write"}, []string{ids[1], ids[3]}},
+		{"pending explicitly", &agentplanev1.ListInterruptsRequest{States: []agentplanev1.InterruptState{agentplanev1.InterruptState_INTERRUPT_STATE_PENDING}},
+			[]string{ids[0], ids[1], ids[3], ids[4], ids[5]}},
+		{"resolved only, by task", &agentplanev1.ListInterruptsRequest{TaskId: ref1.GetTaskId(),
+			States: []agentplanev1.InterruptState{agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED}}, []string{ids[2]}},
+		{"turn ends only", &agentplanev1.ListInterruptsRequest{Kinds: []agentplanev1.InterruptKind{agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE}},
+			[]string{pause.GetInterruptId()}},
+		{"every kind, paged", &agentplanev1.ListInterruptsRequest{PageSize: 4, Kinds: []agentplanev1.InterruptKind{
+			agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE, agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL}},
+			[]string{ids[0], ids[1], ids[3], ids[4], ids[5], pause.GetInterruptId()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -459,6 +474,10 @@ func TestListInterrupts(t *testing.T) {
 		"negative page size":       {PageSize: -1},
 		"negative age":             {MinAge: durationpb.New(-time.Second)},
 		"resolved without task_id": {States: bothStates},
+		"unspecified kind":         {Kinds: []agentplanev1.InterruptKind{agentplanev1.InterruptKind_INTERRUPT_KIND_UNSPECIFIED}},
+		"unknown state":            {TaskId: ref1.GetTaskId(), States: []agentplanev1.InterruptState{9}},
+		"token with other kinds": {PageToken: first.GetNextPageToken(), PageSize: 1,
+			Kinds: []agentplanev1.InterruptKind{agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := e.svc.ListInterrupts(ctx, tenant, req)
