@@ -9,9 +9,6 @@ import (
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
-// AutoPauseTool is the tool name of a chat-mode pause's synthetic interrupt.
-const AutoPauseTool = "__auto_pause__"
-
 // InterruptMeta is what an interrupt needs beyond the call: its identity, its task
 // and the run context a reviewer sees.
 type InterruptMeta struct {

@@ -111,7 +111,7 @@ func TestCheckRun(t *testing.T) {
 		{"allowed by policy, other args", allowed, call("fs.write", edited), codes.FailedPrecondition},
 		{"allowed by policy, no args", allowed, call("fs.write", nil), codes.FailedPrecondition},
 		{"rejected at once (hitl disabled)", disabled, call("a2a__bank__pay", args), codes.FailedPrecondition},
-		{"a chat pause", pause, call(AutoPauseTool, nil), codes.FailedPrecondition},
+		{"a chat pause", pause, call("__auto_pause__", nil), codes.FailedPrecondition},
 		{"args with no JSON form", approved, call("fs.write", structpb.NewNumberValue(math.NaN())), codes.InvalidArgument},
 	}
 	for _, tt := range tests {
