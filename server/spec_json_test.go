@@ -79,18 +79,21 @@ func asObject(t *testing.T, doc []byte) *structpb.Struct {
 	return s
 }
 
-// triples renders violations without positions: a JSON object has no text to point into.
+// triples renders violations without positions (a JSON object has no text to point
+// into), sorted: a document's violations come in text order, an object's in key order
+// (it keeps no order of its keys).
 func triples(vs []*agentplanev1.SpecViolation) []string {
 	out := make([]string, len(vs))
 	for i, v := range vs {
 		out[i] = v.GetRuleId() + " " + v.GetPath() + " " + v.GetMessage()
 	}
+	slices.Sort(out)
 	return out
 }
 
 // TestSpecJSONValidatesLikeTheDocument: every example (and a few invalid specs) sent
 // as the wire-shaped JSON object (the spec_json arm) validates exactly like the same
-// document: over gRPC through ValidateSpec, and over HTTP as StartTask's {"spec": ...},
+// document (the same violations; the object's come in key order): over gRPC through ValidateSpec, and over HTTP as StartTask's {"spec": ...},
 // against StartTask with the document over gRPC.
 func TestSpecJSONValidatesLikeTheDocument(t *testing.T) {
 	in := startWithExampleAgents(t)

@@ -269,8 +269,9 @@ type ValidateSpecRequest_SpecJson struct {
 	// The spec in the qar/v1 wire shape (seed 000) as a JSON object, routed on its
 	// `kind`: `{"spec": {"apiVersion": "qar/v1", "kind": "AgentSpec", "instructions":
 	// "...", ...}}` in JSON. It validates exactly like the same document sent as
-	// bytes, except that violations carry no position, and duplicate keys cannot
-	// occur (a JSON object holds each key once). Graph nodes are visited in key order.
+	// bytes, except that violations carry no position and come in key order (sorted
+	// keys at every level: a JSON object keeps no order of its keys), and duplicate
+	// keys cannot occur (a JSON object holds each key once).
 	SpecJson *structpb.Struct `protobuf:"bytes,7,opt,name=spec_json,json=spec,proto3,oneof"`
 }
 
@@ -288,7 +289,7 @@ type ValidateSpecResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Whether the spec has no errors. Always present in JSON.
 	Valid *bool `protobuf:"varint,1,opt,name=valid,proto3,oneof" json:"valid,omitempty"`
-	// Violations, in document order.
+	// Violations, in document order (by line and column; typed input: in a fixed walk order).
 	Errors []*SpecViolation `protobuf:"bytes,2,rep,name=errors,proto3" json:"errors,omitempty"`
 	// Findings that do not invalidate the spec (for example an unreachable node).
 	Warnings []*SpecViolation `protobuf:"bytes,3,rep,name=warnings,proto3" json:"warnings,omitempty"`
