@@ -182,7 +182,7 @@ type Outcome struct {
 // number of obligations raised so far; neither is modified.
 //
 // A resolution naming an id that is not open (unknown, already resolved, or named
-// twice in this verdict) is dropped and listed in Verdict.dropped_ids; the rest of the
+// twice in this verdict) is dropped and listed in Verdict.dropped_obligation_ids; the rest of the
 // verdict counts. Raised obligations get the next ids, O<count+1>, ... . Approved is
 // verdict == pass.
 func Apply(taskID string, verdictNo int64, r Request, open []*agentplanev1.Obligation, count int64, now time.Time) Outcome {
