@@ -26,9 +26,10 @@ const (
 
 // TaskState is the lifecycle state of a task. The names follow A2A's TaskState
 // (submitted, working, input-required, completed, failed, canceled), but the enum is
-// this API's own: A2A spells them differently (TASK_STATE_CANCELLED, kebab-case in its
-// JSON) and numbers them differently, and has states this API does not (rejected,
-// auth-required). Map by meaning, not by number.
+// this API's own: A2A numbers its states differently (its 3 is completed, here
+// INPUT_REQUIRED), writes them in kebab-case in its JSON ("input-required"), and has
+// states this API does not (rejected, auth-required, unknown). Map by meaning, not by
+// number or spelling.
 //
 // SUBMITTED -> WORKING -> (INPUT_REQUIRED -> (SUBMITTED | WORKING))* -> COMPLETED |
 // FAILED | CANCELED; WORKING -> SUBMITTED when a lease is lost or given back for a retry.
