@@ -108,6 +108,11 @@ func TestListRulesPages(t *testing.T) {
 	if err != nil || all.GetNextPageToken() != "" || len(all.GetRules()) < 20 {
 		t.Fatalf("whole catalogue: %d rules, next %q, %v", len(all.GetRules()), all.GetNextPageToken(), err)
 	}
+	// page_size 0 is the default page of every List RPC, 50, not the whole catalogue.
+	if def, err := in.Client.Spec.ListRules(ctx, &agentplanev1.ListRulesRequest{}); err != nil ||
+		len(def.GetRules()) != min(50, len(all.GetRules())) || (len(all.GetRules()) > 50) != (def.GetNextPageToken() != "") {
+		t.Fatalf("default page: %d rules, next %q, %v", len(def.GetRules()), def.GetNextPageToken(), err)
+	}
 	var paged []string
 	token := ""
 	for {
