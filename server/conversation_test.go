@@ -66,7 +66,7 @@ func TestArgumentsTravelAsText(t *testing.T) {
 	gated := check("c2", gatedTool, big).GetInterrupt()
 	const malformed = `{"n": 1`
 	broken := check("c3", gatedTool, malformed).GetInterrupt()
-	if gated.GetArgsDigest() != sha(big) || broken.GetArgsDigest() != sha(malformed) || broken.GetRequest().GetArgumentsJson() != malformed {
+	if gated.GetArgsDigest() != sha(big) || broken.GetArgsDigest() != sha(malformed) || broken.GetApproval().GetArgumentsJson() != malformed {
 		t.Fatalf("interrupts: %v / %v", gated, broken)
 	}
 
@@ -78,7 +78,7 @@ func TestArgumentsTravelAsText(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	var got agentplanev1.GetInterruptResponse
-	if err := protojson.Unmarshal(body, &got); err != nil || got.GetInterrupt().GetRequest().GetArgumentsJson() != big {
+	if err := protojson.Unmarshal(body, &got); err != nil || got.GetInterrupt().GetApproval().GetArgumentsJson() != big {
 		t.Fatalf("GET interrupt: %v %s", err, body)
 	}
 
@@ -120,7 +120,10 @@ func TestArgumentsTravelAsText(t *testing.T) {
 	if err := report(call("c2", gatedTool, `{"n": 1.2345678901234568e+16}`)); status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("rounded args: %v", err)
 	}
-	if err := report(call("c1", freeTool, big), result("c1"), call("c2", gatedTool, big), result("c2"), call("c3", gatedTool, fixed), result("c3")); err != nil {
+	if err := report(call("c1", freeTool, big), result("c1"), call("c2", gatedTool, big), result("c2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := report(call("c3", gatedTool, fixed), result("c3")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Runtime.CompleteTask(ctx, &agentplanev1.CompleteTaskRequest{Lease: ref,

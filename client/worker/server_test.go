@@ -230,7 +230,7 @@ func TestServerWaitsForClientToolOutputs(t *testing.T) {
 		t.Fatal("the task did not wait for the tool output")
 	}
 	if len(waits) != 1 || waits[0].GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED || waits[0].GetCallId() != "w1" ||
-		waits[0].GetRequest().GetArgumentsJson() != `{"city":"Oslo"}` {
+		waits[0].GetToolOutput().GetArgumentsJson() != `{"city":"Oslo"}` {
 		t.Fatalf("waits %v", waits)
 	}
 	if _, err := in.Client.Tasks.ContinueTask(ctx, &agentplanev1.ContinueTaskRequest{TaskId: id,

@@ -85,7 +85,7 @@ func CheckRun(in *agentplanev1.Interrupt, call *agentplanev1.ToolCall) error {
 		return NotApproved(id, "call %q still waits for a decision on interrupt %s; run it once the decision approves it",
 			id, in.GetInterruptId())
 	}
-	if tool := in.GetRequest().GetToolName(); tool != call.GetToolName() {
+	if tool := in.GetApproval().GetToolName(); tool != call.GetToolName() {
 		return NotApproved(id, "call %q was checked as a call to tool %q, not %q", id, tool, call.GetToolName())
 	}
 	d := in.GetDecision()
@@ -120,7 +120,7 @@ func Rejected(d *agentplanev1.Decision) bool {
 // the call is refused too.
 func CheckResult(in *agentplanev1.Interrupt, res *agentplanev1.ToolResult) error {
 	id := res.GetCallId()
-	if tool := in.GetRequest().GetToolName(); res.GetToolName() != "" && tool != res.GetToolName() {
+	if tool := in.GetApproval().GetToolName(); res.GetToolName() != "" && tool != res.GetToolName() {
 		return apierr.FailedPrecondition(apierr.ReasonToolResultUnexpected, "call %q is a call to tool %q, not %q", id, tool, res.GetToolName()).
 			WithMetadata("call_id", id)
 	}

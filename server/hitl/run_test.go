@@ -47,7 +47,7 @@ func TestDecidedCall(t *testing.T) {
 	digest := ArgsDigest(args)
 	d := allowed.GetDecision()
 	if allowed.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED || allowed.GetDeadline() != nil ||
-		allowed.GetArgsDigest() != digest || allowed.GetRequest().GetArgumentsJson() != "" || allowed.GetInterruptId() != InterruptID("T1", "c1") ||
+		allowed.GetArgsDigest() != digest || allowed.GetApproval().GetArgumentsJson() != "" || allowed.GetInterruptId() != InterruptID("T1", "c1") ||
 		d.GetArgumentsJson() != "" || d.GetArgsDigest() != digest || d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_POLICY {
 		t.Errorf("record of an allowed call = %v", allowed)
 	}
@@ -117,7 +117,7 @@ func TestCheckRun(t *testing.T) {
 		{"allowed by policy, no args", allowed, call("fs.write", ""), codes.FailedPrecondition},
 		{"rejected at once (hitl disabled), ruled args", disabled, call("a2a__bank__pay", args), codes.OK},
 		{"rejected at once (hitl disabled), other args", disabled, call("a2a__bank__pay", edited), codes.FailedPrecondition},
-		{"a chat pause", pause, call(AutoPauseTool, ""), codes.FailedPrecondition},
+		{"a chat pause", pause, call("__auto_pause__", ""), codes.FailedPrecondition},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,8 +143,8 @@ func TestCheckRunMalformedArgs(t *testing.T) {
 	// Malformed model JSON is carried, gated and bound like any text.
 	bad := `{"path": "/a"`
 	pending := pendingInterrupt(t, bad)
-	if pending.GetRequest().GetArgumentsJson() != bad || pending.GetArgsDigest() != ArgsDigest(bad) {
-		t.Fatalf("interrupt carries %q (digest %s), want the text as given", pending.GetRequest().GetArgumentsJson(), pending.GetArgsDigest())
+	if pending.GetApproval().GetArgumentsJson() != bad || pending.GetArgsDigest() != ArgsDigest(bad) {
+		t.Fatalf("interrupt carries %q (digest %s), want the text as given", pending.GetApproval().GetArgumentsJson(), pending.GetArgsDigest())
 	}
 	d, err := DecideResolve(pending, approveReq(nil), ResolveParams{Principal: "p", Now: t0})
 	if err != nil {

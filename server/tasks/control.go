@@ -61,7 +61,7 @@ func (m *Manager) Cancel(ctx context.Context, tenant, taskID, principal, reason 
 //     TOOL_OUTPUT_REQUIRED interrupts): one output per pending call, each logged as
 //     the call's ToolResult and handed to the next lease.
 //
-// The pause is resolved and the task goes back to the queue in WORKING. A task
+// The pause is resolved and the task goes back to the queue in SUBMITTED. A task
 // waiting for a reviewer's decision, or in any other state, is FAILED_PRECONDITION;
 // so is the wrong kind of input, or outputs naming a call the task does not wait for
 // or missing one it does (task.tool_outputs_mismatch). A message over
@@ -156,7 +156,7 @@ func (m *Manager) Continue(ctx context.Context, tenant, taskID, principal string
 			for _, in := range waiting {
 				o := byCall[in.GetInterrupt().GetCallId()]
 				res := &agentplanev1.ToolResult{
-					CallId: o.GetCallId(), ToolName: in.GetInterrupt().GetRequest().GetToolName(),
+					CallId: o.GetCallId(), ToolName: in.GetInterrupt().GetToolOutput().GetToolName(),
 					Result: o.GetResult(), IsError: o.GetIsError(), Node: in.GetInterrupt().GetNode(),
 				}
 				if err := op.useResult(res); err != nil {

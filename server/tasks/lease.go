@@ -209,6 +209,7 @@ func (o *Op) leaseProto() (*agentplanev1.Lease, error) {
 		ContinueToolResults: o.rec.GetContinueToolResults(),
 		McpServers:          spec.GetMcpServers(),
 		A2APeers:            spec.GetA2APeers(),
+		TraceContext:        o.rec.GetTraceContext(),
 	}
 	for _, ids := range []struct {
 		ids []string

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -66,8 +67,10 @@ func runtimePayload(ev *agentplanev1.RuntimeEvent) (*agentplanev1.TaskEvent, err
 
 // ReportEvents appends a runtime's events, in order, in one transaction, and returns
 // the sequence of the last one. Either all are appended or none: one event that is
-// malformed or over a limit (RESOURCE_EXHAUSTED) refuses the whole report. A message
-// without an id is given one.
+// malformed or over a limit (RESOURCE_EXHAUSTED) refuses the whole report. More than
+// Config.MaxEventsPerReport events is INVALID_ARGUMENT (limit.exceeded) at once: the
+// limit keeps a report under the transport's request cap, whose refusal would not say
+// what to do. A message without an id is given one.
 //
 // Tool calls and results follow the sequence of docs/hitl.md ("Event sequence"): a
 // ToolCall is reported under the decision the gate recorded for its call id
@@ -77,6 +80,10 @@ func runtimePayload(ev *agentplanev1.RuntimeEvent) (*agentplanev1.TaskEvent, err
 // answers a call reported before it, once (useResult): anything else is
 // FAILED_PRECONDITION (tool_result.unexpected). Either refuses the whole report.
 func (m *Manager) ReportEvents(ctx context.Context, ref *agentplanev1.LeaseRef, events []*agentplanev1.RuntimeEvent) (int64, error) {
+	if n := m.cfg.MaxEventsPerReport; n > 0 && len(events) > n {
+		return 0, apierr.New(codes.InvalidArgument, apierr.ReasonResourceExhausted,
+			"%d events in one report; at most %d are allowed (limits.max_events_per_report): split the batch", len(events), m.cfg.MaxEventsPerReport)
+	}
 	payloads := make([]*agentplanev1.TaskEvent, len(events))
 	for i, ev := range events {
 		p, err := runtimePayload(ev)

@@ -122,8 +122,8 @@ func TestToolOutputsForClientCalls(t *testing.T) {
 			t.Fatalf("interrupt %d = %v", i, in)
 		}
 	}
-	if waits[0].GetRequest().GetArgumentsJson() != `{"city":"Oslo"}` || waits[0].GetRequest().GetToolName() != "get_weather" {
-		t.Errorf("the interrupt does not carry the call: %v", waits[0].GetRequest())
+	if waits[0].GetToolOutput().GetArgumentsJson() != `{"city":"Oslo"}` || waits[0].GetToolOutput().GetToolName() != "get_weather" {
+		t.Errorf("the interrupt does not carry the call: %v", waits[0].GetToolOutput())
 	}
 	paused := h.get(t, "acme", task.GetTaskId())
 	if paused.GetState() != agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED || len(paused.GetPendingInterruptIds()) != 2 {

@@ -115,7 +115,7 @@ func checkCall(op *tasks.Op, callID string) error {
 	}
 	in := rec.GetInterrupt()
 	switch {
-	case in.GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL || in.GetRequest().GetToolName() != spec.VerdictToolName:
+	case in.GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL || in.GetApproval().GetToolName() != spec.VerdictToolName:
 		return hitl.NotApproved(callID, "call %q is not a call of the %s tool", callID, spec.VerdictToolName)
 	case in.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED || hitl.Rejected(in.GetDecision()):
 		return hitl.NotApproved(callID, "call %q of the %s tool was not let run", callID, spec.VerdictToolName)

@@ -115,14 +115,17 @@ type Lease struct {
 	PendingInterrupts []*Interrupt `protobuf:"bytes,9,rep,name=pending_interrupts,json=pendingInterrupts,proto3" json:"pending_interrupts,omitempty"`
 	// User messages delivered by ContinueTask since the task last paused (they are in
 	// the history too).
-	ContinueMessages []*Message `protobuf:"bytes,13,rep,name=continue_messages,json=continueMessages,proto3" json:"continue_messages,omitempty"`
+	ContinueMessages []*Message `protobuf:"bytes,14,rep,name=continue_messages,json=continueMessages,proto3" json:"continue_messages,omitempty"`
 	// Outputs of client-executed tool calls delivered by ContinueTask since the task
 	// last paused, as the ToolResult events logged for them.
-	ContinueToolResults []*ToolResult `protobuf:"bytes,14,rep,name=continue_tool_results,json=continueToolResults,proto3" json:"continue_tool_results,omitempty"`
+	ContinueToolResults []*ToolResult `protobuf:"bytes,15,rep,name=continue_tool_results,json=continueToolResults,proto3" json:"continue_tool_results,omitempty"`
 	// Effective MCP servers.
 	McpServers []*McpServer `protobuf:"bytes,11,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	// Effective A2A peers.
-	A2APeers      []*A2APeer `protobuf:"bytes,12,rep,name=a2a_peers,json=a2aPeers,proto3" json:"a2a_peers,omitempty"`
+	A2APeers []*A2APeer `protobuf:"bytes,12,rep,name=a2a_peers,json=a2aPeers,proto3" json:"a2a_peers,omitempty"`
+	// The W3C trace context captured at StartTask (the same as task.trace_context), for
+	// the runtime to continue the caller's trace. Absent when StartTask carried none.
+	TraceContext  *TraceContext `protobuf:"bytes,13,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -244,6 +247,13 @@ func (x *Lease) GetMcpServers() []*McpServer {
 func (x *Lease) GetA2APeers() []*A2APeer {
 	if x != nil {
 		return x.A2APeers
+	}
+	return nil
+}
+
+func (x *Lease) GetTraceContext() *TraceContext {
+	if x != nil {
+		return x.TraceContext
 	}
 	return nil
 }
@@ -694,7 +704,8 @@ type ReportEventsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The lease.
 	Lease *LeaseRef `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
-	// Events, appended in order in one transaction.
+	// Events, appended in order in one transaction; at most
+	// Capabilities.limits.max_events_per_report.
 	Events        []*RuntimeEvent `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1831,7 +1842,7 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\bLeaseRef\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x19\n" +
 	"\blease_id\x18\x02 \x01(\tR\aleaseId\x12\x14\n" +
-	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\"\xa9\x05\n" +
+	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\"\xeb\x05\n" +
 	"\x05Lease\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x126\n" +
@@ -1842,11 +1853,12 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\aattempt\x18\a \x01(\x05R\aattempt\x12I\n" +
 	"\x13resolved_interrupts\x18\b \x03(\v2\x18.agentplane.v1.InterruptR\x12resolvedInterrupts\x12G\n" +
 	"\x12pending_interrupts\x18\t \x03(\v2\x18.agentplane.v1.InterruptR\x11pendingInterrupts\x12C\n" +
-	"\x11continue_messages\x18\r \x03(\v2\x16.agentplane.v1.MessageR\x10continueMessages\x12M\n" +
-	"\x15continue_tool_results\x18\x0e \x03(\v2\x19.agentplane.v1.ToolResultR\x13continueToolResults\x129\n" +
+	"\x11continue_messages\x18\x0e \x03(\v2\x16.agentplane.v1.MessageR\x10continueMessages\x12M\n" +
+	"\x15continue_tool_results\x18\x0f \x03(\v2\x19.agentplane.v1.ToolResultR\x13continueToolResults\x129\n" +
 	"\vmcp_servers\x18\v \x03(\v2\x18.agentplane.v1.McpServerR\n" +
 	"mcpServers\x123\n" +
-	"\ta2a_peers\x18\f \x03(\v2\x16.agentplane.v1.A2aPeerR\ba2aPeersJ\x04\b\n" +
+	"\ta2a_peers\x18\f \x03(\v2\x16.agentplane.v1.A2aPeerR\ba2aPeers\x12@\n" +
+	"\rtrace_context\x18\r \x01(\v2\x1b.agentplane.v1.TraceContextR\ftraceContextJ\x04\b\n" +
 	"\x10\v\"z\n" +
 	"\fResolvedSpec\x120\n" +
 	"\x05agent\x18\x01 \x01(\v2\x18.agentplane.v1.AgentSpecH\x00R\x05agent\x120\n" +
@@ -2005,20 +2017,21 @@ var file_agentplane_v1_runtime_service_proto_goTypes = []any{
 	(*ToolResult)(nil),              // 30: agentplane.v1.ToolResult
 	(*McpServer)(nil),               // 31: agentplane.v1.McpServer
 	(*A2APeer)(nil),                 // 32: agentplane.v1.A2aPeer
-	(*AgentSpec)(nil),               // 33: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),               // 34: agentplane.v1.GraphSpec
-	(*durationpb.Duration)(nil),     // 35: google.protobuf.Duration
-	(*ToolCall)(nil),                // 36: agentplane.v1.ToolCall
-	(*RuntimeNote)(nil),             // 37: agentplane.v1.RuntimeNote
-	(*McpToolAnnotations)(nil),      // 38: agentplane.v1.McpToolAnnotations
-	(GateOutcome)(0),                // 39: agentplane.v1.GateOutcome
-	(*Decision)(nil),                // 40: agentplane.v1.Decision
-	(*VerdictResult)(nil),           // 41: agentplane.v1.VerdictResult
-	(*ObligationResolution)(nil),    // 42: agentplane.v1.ObligationResolution
-	(*Verdict)(nil),                 // 43: agentplane.v1.Verdict
-	(*Obligation)(nil),              // 44: agentplane.v1.Obligation
-	(*TaskOutput)(nil),              // 45: agentplane.v1.TaskOutput
-	(*TaskEvent)(nil),               // 46: agentplane.v1.TaskEvent
+	(*TraceContext)(nil),            // 33: agentplane.v1.TraceContext
+	(*AgentSpec)(nil),               // 34: agentplane.v1.AgentSpec
+	(*GraphSpec)(nil),               // 35: agentplane.v1.GraphSpec
+	(*durationpb.Duration)(nil),     // 36: google.protobuf.Duration
+	(*ToolCall)(nil),                // 37: agentplane.v1.ToolCall
+	(*RuntimeNote)(nil),             // 38: agentplane.v1.RuntimeNote
+	(*McpToolAnnotations)(nil),      // 39: agentplane.v1.McpToolAnnotations
+	(GateOutcome)(0),                // 40: agentplane.v1.GateOutcome
+	(*Decision)(nil),                // 41: agentplane.v1.Decision
+	(*VerdictResult)(nil),           // 42: agentplane.v1.VerdictResult
+	(*ObligationResolution)(nil),    // 43: agentplane.v1.ObligationResolution
+	(*Verdict)(nil),                 // 44: agentplane.v1.Verdict
+	(*Obligation)(nil),              // 45: agentplane.v1.Obligation
+	(*TaskOutput)(nil),              // 46: agentplane.v1.TaskOutput
+	(*TaskEvent)(nil),               // 47: agentplane.v1.TaskEvent
 }
 var file_agentplane_v1_runtime_service_proto_depIdxs = []int32{
 	26, // 0: agentplane.v1.Lease.deadline:type_name -> google.protobuf.Timestamp
@@ -2030,71 +2043,72 @@ var file_agentplane_v1_runtime_service_proto_depIdxs = []int32{
 	30, // 6: agentplane.v1.Lease.continue_tool_results:type_name -> agentplane.v1.ToolResult
 	31, // 7: agentplane.v1.Lease.mcp_servers:type_name -> agentplane.v1.McpServer
 	32, // 8: agentplane.v1.Lease.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	33, // 9: agentplane.v1.ResolvedSpec.agent:type_name -> agentplane.v1.AgentSpec
-	34, // 10: agentplane.v1.ResolvedSpec.graph:type_name -> agentplane.v1.GraphSpec
-	35, // 11: agentplane.v1.LeaseTasksRequest.wait:type_name -> google.protobuf.Duration
-	1,  // 12: agentplane.v1.LeaseTasksResponse.leases:type_name -> agentplane.v1.Lease
-	0,  // 13: agentplane.v1.HeartbeatRequest.lease:type_name -> agentplane.v1.LeaseRef
-	26, // 14: agentplane.v1.HeartbeatResponse.deadline:type_name -> google.protobuf.Timestamp
-	29, // 15: agentplane.v1.RuntimeEvent.message:type_name -> agentplane.v1.Message
-	36, // 16: agentplane.v1.RuntimeEvent.tool_call:type_name -> agentplane.v1.ToolCall
-	30, // 17: agentplane.v1.RuntimeEvent.tool_result:type_name -> agentplane.v1.ToolResult
-	37, // 18: agentplane.v1.RuntimeEvent.note:type_name -> agentplane.v1.RuntimeNote
-	0,  // 19: agentplane.v1.ReportEventsRequest.lease:type_name -> agentplane.v1.LeaseRef
-	7,  // 20: agentplane.v1.ReportEventsRequest.events:type_name -> agentplane.v1.RuntimeEvent
-	0,  // 21: agentplane.v1.CheckToolCallRequest.lease:type_name -> agentplane.v1.LeaseRef
-	38, // 22: agentplane.v1.CheckToolCallRequest.annotations:type_name -> agentplane.v1.McpToolAnnotations
-	39, // 23: agentplane.v1.CheckToolCallResponse.outcome:type_name -> agentplane.v1.GateOutcome
-	28, // 24: agentplane.v1.CheckToolCallResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	40, // 25: agentplane.v1.CheckToolCallResponse.decision:type_name -> agentplane.v1.Decision
-	0,  // 26: agentplane.v1.AwaitDecisionRequest.lease:type_name -> agentplane.v1.LeaseRef
-	40, // 27: agentplane.v1.AwaitDecisionResponse.decision:type_name -> agentplane.v1.Decision
-	0,  // 28: agentplane.v1.SuspendTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	27, // 29: agentplane.v1.SuspendTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 30: agentplane.v1.RecordVerdictRequest.lease:type_name -> agentplane.v1.LeaseRef
-	41, // 31: agentplane.v1.RecordVerdictRequest.result:type_name -> agentplane.v1.VerdictResult
-	42, // 32: agentplane.v1.RecordVerdictRequest.resolved:type_name -> agentplane.v1.ObligationResolution
-	43, // 33: agentplane.v1.RecordVerdictResponse.verdict:type_name -> agentplane.v1.Verdict
-	44, // 34: agentplane.v1.RecordVerdictResponse.open_obligations:type_name -> agentplane.v1.Obligation
-	0,  // 35: agentplane.v1.PauseTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	29, // 36: agentplane.v1.PauseTaskRequest.message:type_name -> agentplane.v1.Message
-	36, // 37: agentplane.v1.PauseTaskRequest.tool_output_calls:type_name -> agentplane.v1.ToolCall
-	28, // 38: agentplane.v1.PauseTaskResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	28, // 39: agentplane.v1.PauseTaskResponse.tool_output_interrupts:type_name -> agentplane.v1.Interrupt
-	0,  // 40: agentplane.v1.CompleteTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	45, // 41: agentplane.v1.CompleteTaskRequest.output:type_name -> agentplane.v1.TaskOutput
-	27, // 42: agentplane.v1.CompleteTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 43: agentplane.v1.FailTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	27, // 44: agentplane.v1.FailTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 45: agentplane.v1.ReadTaskHistoryRequest.lease:type_name -> agentplane.v1.LeaseRef
-	46, // 46: agentplane.v1.ReadTaskHistoryResponse.events:type_name -> agentplane.v1.TaskEvent
-	3,  // 47: agentplane.v1.RuntimeService.LeaseTasks:input_type -> agentplane.v1.LeaseTasksRequest
-	5,  // 48: agentplane.v1.RuntimeService.Heartbeat:input_type -> agentplane.v1.HeartbeatRequest
-	8,  // 49: agentplane.v1.RuntimeService.ReportEvents:input_type -> agentplane.v1.ReportEventsRequest
-	10, // 50: agentplane.v1.RuntimeService.CheckToolCall:input_type -> agentplane.v1.CheckToolCallRequest
-	12, // 51: agentplane.v1.RuntimeService.AwaitDecision:input_type -> agentplane.v1.AwaitDecisionRequest
-	14, // 52: agentplane.v1.RuntimeService.SuspendTask:input_type -> agentplane.v1.SuspendTaskRequest
-	16, // 53: agentplane.v1.RuntimeService.RecordVerdict:input_type -> agentplane.v1.RecordVerdictRequest
-	18, // 54: agentplane.v1.RuntimeService.PauseTask:input_type -> agentplane.v1.PauseTaskRequest
-	20, // 55: agentplane.v1.RuntimeService.CompleteTask:input_type -> agentplane.v1.CompleteTaskRequest
-	22, // 56: agentplane.v1.RuntimeService.FailTask:input_type -> agentplane.v1.FailTaskRequest
-	24, // 57: agentplane.v1.RuntimeService.ReadTaskHistory:input_type -> agentplane.v1.ReadTaskHistoryRequest
-	4,  // 58: agentplane.v1.RuntimeService.LeaseTasks:output_type -> agentplane.v1.LeaseTasksResponse
-	6,  // 59: agentplane.v1.RuntimeService.Heartbeat:output_type -> agentplane.v1.HeartbeatResponse
-	9,  // 60: agentplane.v1.RuntimeService.ReportEvents:output_type -> agentplane.v1.ReportEventsResponse
-	11, // 61: agentplane.v1.RuntimeService.CheckToolCall:output_type -> agentplane.v1.CheckToolCallResponse
-	13, // 62: agentplane.v1.RuntimeService.AwaitDecision:output_type -> agentplane.v1.AwaitDecisionResponse
-	15, // 63: agentplane.v1.RuntimeService.SuspendTask:output_type -> agentplane.v1.SuspendTaskResponse
-	17, // 64: agentplane.v1.RuntimeService.RecordVerdict:output_type -> agentplane.v1.RecordVerdictResponse
-	19, // 65: agentplane.v1.RuntimeService.PauseTask:output_type -> agentplane.v1.PauseTaskResponse
-	21, // 66: agentplane.v1.RuntimeService.CompleteTask:output_type -> agentplane.v1.CompleteTaskResponse
-	23, // 67: agentplane.v1.RuntimeService.FailTask:output_type -> agentplane.v1.FailTaskResponse
-	25, // 68: agentplane.v1.RuntimeService.ReadTaskHistory:output_type -> agentplane.v1.ReadTaskHistoryResponse
-	58, // [58:69] is the sub-list for method output_type
-	47, // [47:58] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	33, // 9: agentplane.v1.Lease.trace_context:type_name -> agentplane.v1.TraceContext
+	34, // 10: agentplane.v1.ResolvedSpec.agent:type_name -> agentplane.v1.AgentSpec
+	35, // 11: agentplane.v1.ResolvedSpec.graph:type_name -> agentplane.v1.GraphSpec
+	36, // 12: agentplane.v1.LeaseTasksRequest.wait:type_name -> google.protobuf.Duration
+	1,  // 13: agentplane.v1.LeaseTasksResponse.leases:type_name -> agentplane.v1.Lease
+	0,  // 14: agentplane.v1.HeartbeatRequest.lease:type_name -> agentplane.v1.LeaseRef
+	26, // 15: agentplane.v1.HeartbeatResponse.deadline:type_name -> google.protobuf.Timestamp
+	29, // 16: agentplane.v1.RuntimeEvent.message:type_name -> agentplane.v1.Message
+	37, // 17: agentplane.v1.RuntimeEvent.tool_call:type_name -> agentplane.v1.ToolCall
+	30, // 18: agentplane.v1.RuntimeEvent.tool_result:type_name -> agentplane.v1.ToolResult
+	38, // 19: agentplane.v1.RuntimeEvent.note:type_name -> agentplane.v1.RuntimeNote
+	0,  // 20: agentplane.v1.ReportEventsRequest.lease:type_name -> agentplane.v1.LeaseRef
+	7,  // 21: agentplane.v1.ReportEventsRequest.events:type_name -> agentplane.v1.RuntimeEvent
+	0,  // 22: agentplane.v1.CheckToolCallRequest.lease:type_name -> agentplane.v1.LeaseRef
+	39, // 23: agentplane.v1.CheckToolCallRequest.annotations:type_name -> agentplane.v1.McpToolAnnotations
+	40, // 24: agentplane.v1.CheckToolCallResponse.outcome:type_name -> agentplane.v1.GateOutcome
+	28, // 25: agentplane.v1.CheckToolCallResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	41, // 26: agentplane.v1.CheckToolCallResponse.decision:type_name -> agentplane.v1.Decision
+	0,  // 27: agentplane.v1.AwaitDecisionRequest.lease:type_name -> agentplane.v1.LeaseRef
+	41, // 28: agentplane.v1.AwaitDecisionResponse.decision:type_name -> agentplane.v1.Decision
+	0,  // 29: agentplane.v1.SuspendTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	27, // 30: agentplane.v1.SuspendTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 31: agentplane.v1.RecordVerdictRequest.lease:type_name -> agentplane.v1.LeaseRef
+	42, // 32: agentplane.v1.RecordVerdictRequest.result:type_name -> agentplane.v1.VerdictResult
+	43, // 33: agentplane.v1.RecordVerdictRequest.resolved:type_name -> agentplane.v1.ObligationResolution
+	44, // 34: agentplane.v1.RecordVerdictResponse.verdict:type_name -> agentplane.v1.Verdict
+	45, // 35: agentplane.v1.RecordVerdictResponse.open_obligations:type_name -> agentplane.v1.Obligation
+	0,  // 36: agentplane.v1.PauseTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	29, // 37: agentplane.v1.PauseTaskRequest.message:type_name -> agentplane.v1.Message
+	37, // 38: agentplane.v1.PauseTaskRequest.tool_output_calls:type_name -> agentplane.v1.ToolCall
+	28, // 39: agentplane.v1.PauseTaskResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	28, // 40: agentplane.v1.PauseTaskResponse.tool_output_interrupts:type_name -> agentplane.v1.Interrupt
+	0,  // 41: agentplane.v1.CompleteTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	46, // 42: agentplane.v1.CompleteTaskRequest.output:type_name -> agentplane.v1.TaskOutput
+	27, // 43: agentplane.v1.CompleteTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 44: agentplane.v1.FailTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	27, // 45: agentplane.v1.FailTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 46: agentplane.v1.ReadTaskHistoryRequest.lease:type_name -> agentplane.v1.LeaseRef
+	47, // 47: agentplane.v1.ReadTaskHistoryResponse.events:type_name -> agentplane.v1.TaskEvent
+	3,  // 48: agentplane.v1.RuntimeService.LeaseTasks:input_type -> agentplane.v1.LeaseTasksRequest
+	5,  // 49: agentplane.v1.RuntimeService.Heartbeat:input_type -> agentplane.v1.HeartbeatRequest
+	8,  // 50: agentplane.v1.RuntimeService.ReportEvents:input_type -> agentplane.v1.ReportEventsRequest
+	10, // 51: agentplane.v1.RuntimeService.CheckToolCall:input_type -> agentplane.v1.CheckToolCallRequest
+	12, // 52: agentplane.v1.RuntimeService.AwaitDecision:input_type -> agentplane.v1.AwaitDecisionRequest
+	14, // 53: agentplane.v1.RuntimeService.SuspendTask:input_type -> agentplane.v1.SuspendTaskRequest
+	16, // 54: agentplane.v1.RuntimeService.RecordVerdict:input_type -> agentplane.v1.RecordVerdictRequest
+	18, // 55: agentplane.v1.RuntimeService.PauseTask:input_type -> agentplane.v1.PauseTaskRequest
+	20, // 56: agentplane.v1.RuntimeService.CompleteTask:input_type -> agentplane.v1.CompleteTaskRequest
+	22, // 57: agentplane.v1.RuntimeService.FailTask:input_type -> agentplane.v1.FailTaskRequest
+	24, // 58: agentplane.v1.RuntimeService.ReadTaskHistory:input_type -> agentplane.v1.ReadTaskHistoryRequest
+	4,  // 59: agentplane.v1.RuntimeService.LeaseTasks:output_type -> agentplane.v1.LeaseTasksResponse
+	6,  // 60: agentplane.v1.RuntimeService.Heartbeat:output_type -> agentplane.v1.HeartbeatResponse
+	9,  // 61: agentplane.v1.RuntimeService.ReportEvents:output_type -> agentplane.v1.ReportEventsResponse
+	11, // 62: agentplane.v1.RuntimeService.CheckToolCall:output_type -> agentplane.v1.CheckToolCallResponse
+	13, // 63: agentplane.v1.RuntimeService.AwaitDecision:output_type -> agentplane.v1.AwaitDecisionResponse
+	15, // 64: agentplane.v1.RuntimeService.SuspendTask:output_type -> agentplane.v1.SuspendTaskResponse
+	17, // 65: agentplane.v1.RuntimeService.RecordVerdict:output_type -> agentplane.v1.RecordVerdictResponse
+	19, // 66: agentplane.v1.RuntimeService.PauseTask:output_type -> agentplane.v1.PauseTaskResponse
+	21, // 67: agentplane.v1.RuntimeService.CompleteTask:output_type -> agentplane.v1.CompleteTaskResponse
+	23, // 68: agentplane.v1.RuntimeService.FailTask:output_type -> agentplane.v1.FailTaskResponse
+	25, // 69: agentplane.v1.RuntimeService.ReadTaskHistory:output_type -> agentplane.v1.ReadTaskHistoryResponse
+	59, // [59:70] is the sub-list for method output_type
+	48, // [48:59] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_runtime_service_proto_init() }

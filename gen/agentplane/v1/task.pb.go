@@ -24,16 +24,28 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// TaskState is the lifecycle state of a task (A2A-compatible names).
-// SUBMITTED -> WORKING -> (INPUT_REQUIRED <-> WORKING)* -> COMPLETED | FAILED | CANCELED.
+// TaskState is the lifecycle state of a task. The names follow A2A's TaskState
+// (submitted, working, input-required, completed, failed, canceled), but the enum is
+// this API's own: A2A numbers its states differently (its 3 is completed, here
+// INPUT_REQUIRED), writes them in kebab-case in its JSON ("input-required"), and has
+// states this API does not (rejected, auth-required, unknown). Map by meaning, not by
+// number or spelling.
+//
+// SUBMITTED -> WORKING -> (INPUT_REQUIRED -> (SUBMITTED | WORKING))* -> COMPLETED |
+// FAILED | CANCELED; WORKING -> SUBMITTED when a lease is lost or given back for a retry.
+//
+// SUBMITTED and WORKING tell queued from running: a task is WORKING exactly while a
+// runtime holds a lease on it, and SUBMITTED while it waits in its queue for one,
+// whether it is new, continued (ContinueTask), resumed by a decision after its runtime
+// suspended, or requeued after a lost lease.
 type TaskState int32
 
 const (
 	// Not set; never stored.
 	TaskState_TASK_STATE_UNSPECIFIED TaskState = 0
-	// Accepted and queued, waiting for a runtime lease.
+	// Queued: waiting for a runtime lease (new, continued, resumed or requeued).
 	TaskState_TASK_STATE_SUBMITTED TaskState = 1
-	// A runtime holds or will soon hold a lease and is running it.
+	// A runtime holds a lease on the task and is running it.
 	TaskState_TASK_STATE_WORKING TaskState = 2
 	// Waiting for a person: a pending interrupt, or the end of a chat turn.
 	TaskState_TASK_STATE_INPUT_REQUIRED TaskState = 3
@@ -213,7 +225,8 @@ type Task struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Server-assigned id.
 	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	// Owning tenant ("" in single-user deployments is the owner's tenant "default").
+	// Owning tenant: the tenant of the principal that started the task. Always set; in a
+	// single-user deployment it is "default".
 	Tenant string `protobuf:"bytes,2,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	// Current state.
 	State TaskState `protobuf:"varint,3,opt,name=state,proto3,enum=agentplane.v1.TaskState" json:"state,omitempty"`
@@ -284,12 +297,16 @@ type Task struct {
 	// The run queue the task was started on ("default" unless StartTask named one). Only
 	// runtimes serving this queue lease the task.
 	Queue string `protobuf:"bytes,30,opt,name=queue,proto3" json:"queue,omitempty"`
+	// The W3C trace context of the StartTask call (its traceparent and tracestate gRPC
+	// metadata, or HTTP headers), so a runtime can continue the caller's trace. Absent
+	// when the call carried no valid traceparent.
+	TraceContext *TraceContext `protobuf:"bytes,31,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
 	// The user's message that starts the run (StartTaskRequest.input, with its
 	// message_id filled in).
-	Input *Message `protobuf:"bytes,31,opt,name=input,proto3" json:"input,omitempty"`
+	Input *Message `protobuf:"bytes,32,opt,name=input,proto3" json:"input,omitempty"`
 	// Tokens used by the task's model calls so far: the sum of the usage of every
 	// message in its log that carries one (Message.usage).
-	Usage         *TokenUsage `protobuf:"bytes,32,opt,name=usage,proto3" json:"usage,omitempty"`
+	Usage         *TokenUsage `protobuf:"bytes,33,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -542,6 +559,13 @@ func (x *Task) GetQueue() string {
 	return ""
 }
 
+func (x *Task) GetTraceContext() *TraceContext {
+	if x != nil {
+		return x.TraceContext
+	}
+	return nil
+}
+
 func (x *Task) GetInput() *Message {
 	if x != nil {
 		return x.Input
@@ -581,6 +605,64 @@ func (*Task_Graph) isTask_Spec() {}
 
 func (*Task_AgentId) isTask_Spec() {}
 
+// TraceContext is a W3C Trace Context (https://www.w3.org/TR/trace-context/), as the
+// header values.
+type TraceContext struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The traceparent value, for example
+	// "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01". Only well-formed
+	// values are kept (version 00 form, non-zero trace and parent ids).
+	Traceparent string `protobuf:"bytes,1,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// The tracestate value, kept only with a traceparent; at most 512 bytes.
+	Tracestate    string `protobuf:"bytes,2,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceContext) Reset() {
+	*x = TraceContext{}
+	mi := &file_agentplane_v1_task_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceContext) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceContext) ProtoMessage() {}
+
+func (x *TraceContext) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceContext.ProtoReflect.Descriptor instead.
+func (*TraceContext) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *TraceContext) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *TraceContext) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
+	}
+	return ""
+}
+
 // TaskFailure explains a FAILED task.
 type TaskFailure struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -594,7 +676,7 @@ type TaskFailure struct {
 
 func (x *TaskFailure) Reset() {
 	*x = TaskFailure{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[1]
+	mi := &file_agentplane_v1_task_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -606,7 +688,7 @@ func (x *TaskFailure) String() string {
 func (*TaskFailure) ProtoMessage() {}
 
 func (x *TaskFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[1]
+	mi := &file_agentplane_v1_task_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -619,7 +701,7 @@ func (x *TaskFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskFailure.ProtoReflect.Descriptor instead.
 func (*TaskFailure) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{1}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *TaskFailure) GetReason() string {
@@ -649,7 +731,7 @@ type TaskOutput struct {
 
 func (x *TaskOutput) Reset() {
 	*x = TaskOutput{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[2]
+	mi := &file_agentplane_v1_task_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -661,7 +743,7 @@ func (x *TaskOutput) String() string {
 func (*TaskOutput) ProtoMessage() {}
 
 func (x *TaskOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[2]
+	mi := &file_agentplane_v1_task_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -674,7 +756,7 @@ func (x *TaskOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskOutput.ProtoReflect.Descriptor instead.
 func (*TaskOutput) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{2}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *TaskOutput) GetStructured() *structpb.Value {
@@ -728,7 +810,7 @@ type TaskEvent struct {
 
 func (x *TaskEvent) Reset() {
 	*x = TaskEvent{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[3]
+	mi := &file_agentplane_v1_task_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -740,7 +822,7 @@ func (x *TaskEvent) String() string {
 func (*TaskEvent) ProtoMessage() {}
 
 func (x *TaskEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[3]
+	mi := &file_agentplane_v1_task_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -753,7 +835,7 @@ func (x *TaskEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEvent.ProtoReflect.Descriptor instead.
 func (*TaskEvent) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{3}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *TaskEvent) GetTaskId() string {
@@ -1059,7 +1141,7 @@ type TaskSubmitted struct {
 
 func (x *TaskSubmitted) Reset() {
 	*x = TaskSubmitted{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[4]
+	mi := &file_agentplane_v1_task_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1071,7 +1153,7 @@ func (x *TaskSubmitted) String() string {
 func (*TaskSubmitted) ProtoMessage() {}
 
 func (x *TaskSubmitted) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[4]
+	mi := &file_agentplane_v1_task_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1084,7 +1166,7 @@ func (x *TaskSubmitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskSubmitted.ProtoReflect.Descriptor instead.
 func (*TaskSubmitted) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{4}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *TaskSubmitted) GetKind() string {
@@ -1111,10 +1193,10 @@ func (x *TaskSubmitted) GetInput() *Message {
 // StateChanged records a transition.
 type StateChanged struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Previous state.
-	From TaskState `protobuf:"varint,1,opt,name=from,proto3,enum=agentplane.v1.TaskState" json:"from,omitempty"`
+	// Previous state. Named from_state so that it is not a keyword in Python.
+	FromState TaskState `protobuf:"varint,1,opt,name=from_state,json=fromState,proto3,enum=agentplane.v1.TaskState" json:"from_state,omitempty"`
 	// New state.
-	To TaskState `protobuf:"varint,2,opt,name=to,proto3,enum=agentplane.v1.TaskState" json:"to,omitempty"`
+	ToState TaskState `protobuf:"varint,2,opt,name=to_state,json=toState,proto3,enum=agentplane.v1.TaskState" json:"to_state,omitempty"`
 	// Why, for example lease.expired or canceled.
 	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1123,7 +1205,7 @@ type StateChanged struct {
 
 func (x *StateChanged) Reset() {
 	*x = StateChanged{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[5]
+	mi := &file_agentplane_v1_task_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1217,7 @@ func (x *StateChanged) String() string {
 func (*StateChanged) ProtoMessage() {}
 
 func (x *StateChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[5]
+	mi := &file_agentplane_v1_task_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,19 +1230,19 @@ func (x *StateChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateChanged.ProtoReflect.Descriptor instead.
 func (*StateChanged) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{5}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{6}
 }
 
-func (x *StateChanged) GetFrom() TaskState {
+func (x *StateChanged) GetFromState() TaskState {
 	if x != nil {
-		return x.From
+		return x.FromState
 	}
 	return TaskState_TASK_STATE_UNSPECIFIED
 }
 
-func (x *StateChanged) GetTo() TaskState {
+func (x *StateChanged) GetToState() TaskState {
 	if x != nil {
-		return x.To
+		return x.ToState
 	}
 	return TaskState_TASK_STATE_UNSPECIFIED
 }
@@ -1201,7 +1283,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[6]
+	mi := &file_agentplane_v1_task_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1213,7 +1295,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[6]
+	mi := &file_agentplane_v1_task_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1226,7 +1308,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{6}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Message) GetMessageId() string {
@@ -1288,7 +1370,7 @@ type Part struct {
 
 func (x *Part) Reset() {
 	*x = Part{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[7]
+	mi := &file_agentplane_v1_task_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1300,7 +1382,7 @@ func (x *Part) String() string {
 func (*Part) ProtoMessage() {}
 
 func (x *Part) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[7]
+	mi := &file_agentplane_v1_task_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1313,7 +1395,7 @@ func (x *Part) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Part.ProtoReflect.Descriptor instead.
 func (*Part) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{7}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Part) GetKind() isPart_Kind {
@@ -1386,7 +1468,7 @@ type DataPart struct {
 
 func (x *DataPart) Reset() {
 	*x = DataPart{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[8]
+	mi := &file_agentplane_v1_task_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1398,7 +1480,7 @@ func (x *DataPart) String() string {
 func (*DataPart) ProtoMessage() {}
 
 func (x *DataPart) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[8]
+	mi := &file_agentplane_v1_task_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1411,7 +1493,7 @@ func (x *DataPart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataPart.ProtoReflect.Descriptor instead.
 func (*DataPart) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{8}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DataPart) GetData() *structpb.Struct {
@@ -1441,7 +1523,7 @@ type FilePart struct {
 
 func (x *FilePart) Reset() {
 	*x = FilePart{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[9]
+	mi := &file_agentplane_v1_task_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1453,7 +1535,7 @@ func (x *FilePart) String() string {
 func (*FilePart) ProtoMessage() {}
 
 func (x *FilePart) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[9]
+	mi := &file_agentplane_v1_task_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1466,7 +1548,7 @@ func (x *FilePart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilePart.ProtoReflect.Descriptor instead.
 func (*FilePart) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{9}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FilePart) GetName() string {
@@ -1541,7 +1623,7 @@ type TokenUsage struct {
 
 func (x *TokenUsage) Reset() {
 	*x = TokenUsage{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[10]
+	mi := &file_agentplane_v1_task_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1553,7 +1635,7 @@ func (x *TokenUsage) String() string {
 func (*TokenUsage) ProtoMessage() {}
 
 func (x *TokenUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[10]
+	mi := &file_agentplane_v1_task_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1566,7 +1648,7 @@ func (x *TokenUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenUsage.ProtoReflect.Descriptor instead.
 func (*TokenUsage) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{10}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TokenUsage) GetInputTokens() int32 {
@@ -1615,7 +1697,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[11]
+	mi := &file_agentplane_v1_task_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1627,7 +1709,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[11]
+	mi := &file_agentplane_v1_task_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1640,7 +1722,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{11}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ToolCall) GetCallId() string {
@@ -1704,7 +1786,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[12]
+	mi := &file_agentplane_v1_task_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1716,7 +1798,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[12]
+	mi := &file_agentplane_v1_task_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1729,7 +1811,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{12}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ToolResult) GetCallId() string {
@@ -1780,7 +1862,7 @@ type RuntimeNote struct {
 
 func (x *RuntimeNote) Reset() {
 	*x = RuntimeNote{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[13]
+	mi := &file_agentplane_v1_task_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1792,7 +1874,7 @@ func (x *RuntimeNote) String() string {
 func (*RuntimeNote) ProtoMessage() {}
 
 func (x *RuntimeNote) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[13]
+	mi := &file_agentplane_v1_task_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1805,7 +1887,7 @@ func (x *RuntimeNote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeNote.ProtoReflect.Descriptor instead.
 func (*RuntimeNote) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{13}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RuntimeNote) GetText() string {
@@ -1841,7 +1923,7 @@ type LeaseChanged struct {
 
 func (x *LeaseChanged) Reset() {
 	*x = LeaseChanged{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[14]
+	mi := &file_agentplane_v1_task_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1853,7 +1935,7 @@ func (x *LeaseChanged) String() string {
 func (*LeaseChanged) ProtoMessage() {}
 
 func (x *LeaseChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[14]
+	mi := &file_agentplane_v1_task_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1866,7 +1948,7 @@ func (x *LeaseChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseChanged.ProtoReflect.Descriptor instead.
 func (*LeaseChanged) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{14}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *LeaseChanged) GetKind() LeaseChangeKind {
@@ -1917,7 +1999,7 @@ type InjectionIgnored struct {
 
 func (x *InjectionIgnored) Reset() {
 	*x = InjectionIgnored{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[15]
+	mi := &file_agentplane_v1_task_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1929,7 +2011,7 @@ func (x *InjectionIgnored) String() string {
 func (*InjectionIgnored) ProtoMessage() {}
 
 func (x *InjectionIgnored) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[15]
+	mi := &file_agentplane_v1_task_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1942,7 +2024,7 @@ func (x *InjectionIgnored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InjectionIgnored.ProtoReflect.Descriptor instead.
 func (*InjectionIgnored) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{15}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *InjectionIgnored) GetNames() []string {
@@ -1972,7 +2054,7 @@ type EntriesDropped struct {
 
 func (x *EntriesDropped) Reset() {
 	*x = EntriesDropped{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[16]
+	mi := &file_agentplane_v1_task_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1984,7 +2066,7 @@ func (x *EntriesDropped) String() string {
 func (*EntriesDropped) ProtoMessage() {}
 
 func (x *EntriesDropped) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[16]
+	mi := &file_agentplane_v1_task_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1997,7 +2079,7 @@ func (x *EntriesDropped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EntriesDropped.ProtoReflect.Descriptor instead.
 func (*EntriesDropped) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{16}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *EntriesDropped) GetProtocol() string {
@@ -2027,7 +2109,7 @@ type DroppedEntry struct {
 
 func (x *DroppedEntry) Reset() {
 	*x = DroppedEntry{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[17]
+	mi := &file_agentplane_v1_task_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2039,7 +2121,7 @@ func (x *DroppedEntry) String() string {
 func (*DroppedEntry) ProtoMessage() {}
 
 func (x *DroppedEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[17]
+	mi := &file_agentplane_v1_task_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2052,7 +2134,7 @@ func (x *DroppedEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DroppedEntry.ProtoReflect.Descriptor instead.
 func (*DroppedEntry) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{17}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DroppedEntry) GetName() string {
@@ -2082,7 +2164,7 @@ type CancelRequested struct {
 
 func (x *CancelRequested) Reset() {
 	*x = CancelRequested{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[18]
+	mi := &file_agentplane_v1_task_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2094,7 +2176,7 @@ func (x *CancelRequested) String() string {
 func (*CancelRequested) ProtoMessage() {}
 
 func (x *CancelRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[18]
+	mi := &file_agentplane_v1_task_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2107,7 +2189,7 @@ func (x *CancelRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequested.ProtoReflect.Descriptor instead.
 func (*CancelRequested) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{18}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CancelRequested) GetReason() string {
@@ -2135,7 +2217,7 @@ type InterruptRaised struct {
 
 func (x *InterruptRaised) Reset() {
 	*x = InterruptRaised{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[19]
+	mi := &file_agentplane_v1_task_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2147,7 +2229,7 @@ func (x *InterruptRaised) String() string {
 func (*InterruptRaised) ProtoMessage() {}
 
 func (x *InterruptRaised) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[19]
+	mi := &file_agentplane_v1_task_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2160,7 +2242,7 @@ func (x *InterruptRaised) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptRaised.ProtoReflect.Descriptor instead.
 func (*InterruptRaised) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{19}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *InterruptRaised) GetInterrupt() *Interrupt {
@@ -2183,7 +2265,7 @@ type InterruptResolved struct {
 
 func (x *InterruptResolved) Reset() {
 	*x = InterruptResolved{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[20]
+	mi := &file_agentplane_v1_task_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2195,7 +2277,7 @@ func (x *InterruptResolved) String() string {
 func (*InterruptResolved) ProtoMessage() {}
 
 func (x *InterruptResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[20]
+	mi := &file_agentplane_v1_task_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2208,7 +2290,7 @@ func (x *InterruptResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptResolved.ProtoReflect.Descriptor instead.
 func (*InterruptResolved) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{20}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *InterruptResolved) GetInterruptId() string {
@@ -2236,7 +2318,7 @@ type VerdictRecorded struct {
 
 func (x *VerdictRecorded) Reset() {
 	*x = VerdictRecorded{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[21]
+	mi := &file_agentplane_v1_task_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2248,7 +2330,7 @@ func (x *VerdictRecorded) String() string {
 func (*VerdictRecorded) ProtoMessage() {}
 
 func (x *VerdictRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[21]
+	mi := &file_agentplane_v1_task_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2261,7 +2343,7 @@ func (x *VerdictRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerdictRecorded.ProtoReflect.Descriptor instead.
 func (*VerdictRecorded) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{21}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *VerdictRecorded) GetVerdict() *Verdict {
@@ -2275,7 +2357,7 @@ var File_agentplane_v1_task_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\n" +
-	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x97\f\n" +
+	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd9\f\n" +
 	"\x04Task\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12.\n" +
@@ -2313,13 +2395,19 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\x15effective_mcp_servers\x18\x1b \x03(\v2\x1c.agentplane.v1.McpServerInfoR\x13effectiveMcpServers\x12J\n" +
 	"\x13effective_a2a_peers\x18\x1c \x03(\v2\x1a.agentplane.v1.A2aPeerInfoR\x11effectiveA2aPeers\x12\x1b\n" +
 	"\tspec_kind\x18\x1d \x01(\tR\bspecKind\x12\x14\n" +
-	"\x05queue\x18\x1e \x01(\tR\x05queue\x12,\n" +
-	"\x05input\x18\x1f \x01(\v2\x16.agentplane.v1.MessageR\x05input\x12/\n" +
-	"\x05usage\x18  \x01(\v2\x19.agentplane.v1.TokenUsageR\x05usage\x1a9\n" +
+	"\x05queue\x18\x1e \x01(\tR\x05queue\x12@\n" +
+	"\rtrace_context\x18\x1f \x01(\v2\x1b.agentplane.v1.TraceContextR\ftraceContext\x12,\n" +
+	"\x05input\x18  \x01(\v2\x16.agentplane.v1.MessageR\x05input\x12/\n" +
+	"\x05usage\x18! \x01(\v2\x19.agentplane.v1.TokenUsageR\x05usage\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +
-	"\x04specJ\x04\b\b\x10\t\"?\n" +
+	"\x04specJ\x04\b\b\x10\t\"P\n" +
+	"\fTraceContext\x12 \n" +
+	"\vtraceparent\x18\x01 \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x18\x02 \x01(\tR\n" +
+	"tracestate\"?\n" +
 	"\vTaskFailure\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"\x82\x01\n" +
@@ -2357,10 +2445,11 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1d\n" +
 	"\n" +
 	"created_by\x18\x03 \x01(\tR\tcreatedBy\x12,\n" +
-	"\x05input\x18\x04 \x01(\v2\x16.agentplane.v1.MessageR\x05inputJ\x04\b\x01\x10\x02\"~\n" +
-	"\fStateChanged\x12,\n" +
-	"\x04from\x18\x01 \x01(\x0e2\x18.agentplane.v1.TaskStateR\x04from\x12(\n" +
-	"\x02to\x18\x02 \x01(\x0e2\x18.agentplane.v1.TaskStateR\x02to\x12\x16\n" +
+	"\x05input\x18\x04 \x01(\v2\x16.agentplane.v1.MessageR\x05inputJ\x04\b\x01\x10\x02\"\x94\x01\n" +
+	"\fStateChanged\x127\n" +
+	"\n" +
+	"from_state\x18\x01 \x01(\x0e2\x18.agentplane.v1.TaskStateR\tfromState\x123\n" +
+	"\bto_state\x18\x02 \x01(\x0e2\x18.agentplane.v1.TaskStateR\atoState\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xde\x01\n" +
 	"\aMessage\x12\x1d\n" +
 	"\n" +
@@ -2471,111 +2560,113 @@ func file_agentplane_v1_task_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_v1_task_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_agentplane_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_agentplane_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_agentplane_v1_task_proto_goTypes = []any{
 	(TaskState)(0),                // 0: agentplane.v1.TaskState
 	(MessageRole)(0),              // 1: agentplane.v1.MessageRole
 	(LeaseChangeKind)(0),          // 2: agentplane.v1.LeaseChangeKind
 	(*Task)(nil),                  // 3: agentplane.v1.Task
-	(*TaskFailure)(nil),           // 4: agentplane.v1.TaskFailure
-	(*TaskOutput)(nil),            // 5: agentplane.v1.TaskOutput
-	(*TaskEvent)(nil),             // 6: agentplane.v1.TaskEvent
-	(*TaskSubmitted)(nil),         // 7: agentplane.v1.TaskSubmitted
-	(*StateChanged)(nil),          // 8: agentplane.v1.StateChanged
-	(*Message)(nil),               // 9: agentplane.v1.Message
-	(*Part)(nil),                  // 10: agentplane.v1.Part
-	(*DataPart)(nil),              // 11: agentplane.v1.DataPart
-	(*FilePart)(nil),              // 12: agentplane.v1.FilePart
-	(*TokenUsage)(nil),            // 13: agentplane.v1.TokenUsage
-	(*ToolCall)(nil),              // 14: agentplane.v1.ToolCall
-	(*ToolResult)(nil),            // 15: agentplane.v1.ToolResult
-	(*RuntimeNote)(nil),           // 16: agentplane.v1.RuntimeNote
-	(*LeaseChanged)(nil),          // 17: agentplane.v1.LeaseChanged
-	(*InjectionIgnored)(nil),      // 18: agentplane.v1.InjectionIgnored
-	(*EntriesDropped)(nil),        // 19: agentplane.v1.EntriesDropped
-	(*DroppedEntry)(nil),          // 20: agentplane.v1.DroppedEntry
-	(*CancelRequested)(nil),       // 21: agentplane.v1.CancelRequested
-	(*InterruptRaised)(nil),       // 22: agentplane.v1.InterruptRaised
-	(*InterruptResolved)(nil),     // 23: agentplane.v1.InterruptResolved
-	(*VerdictRecorded)(nil),       // 24: agentplane.v1.VerdictRecorded
-	nil,                           // 25: agentplane.v1.Task.LabelsEntry
-	nil,                           // 26: agentplane.v1.RuntimeNote.AttributesEntry
-	(*AgentSpec)(nil),             // 27: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),             // 28: agentplane.v1.GraphSpec
-	(*timestamppb.Timestamp)(nil), // 29: google.protobuf.Timestamp
-	(*InterruptPolicy)(nil),       // 30: agentplane.v1.InterruptPolicy
-	(*McpServer)(nil),             // 31: agentplane.v1.McpServer
-	(*A2APeer)(nil),               // 32: agentplane.v1.A2aPeer
-	(*ToolAxisOverride)(nil),      // 33: agentplane.v1.ToolAxisOverride
-	(*durationpb.Duration)(nil),   // 34: google.protobuf.Duration
-	(*McpServerInfo)(nil),         // 35: agentplane.v1.McpServerInfo
-	(*A2APeerInfo)(nil),           // 36: agentplane.v1.A2aPeerInfo
-	(*structpb.Value)(nil),        // 37: google.protobuf.Value
-	(*ToolGated)(nil),             // 38: agentplane.v1.ToolGated
-	(*structpb.Struct)(nil),       // 39: google.protobuf.Struct
-	(*Interrupt)(nil),             // 40: agentplane.v1.Interrupt
-	(*Decision)(nil),              // 41: agentplane.v1.Decision
-	(*Verdict)(nil),               // 42: agentplane.v1.Verdict
+	(*TraceContext)(nil),          // 4: agentplane.v1.TraceContext
+	(*TaskFailure)(nil),           // 5: agentplane.v1.TaskFailure
+	(*TaskOutput)(nil),            // 6: agentplane.v1.TaskOutput
+	(*TaskEvent)(nil),             // 7: agentplane.v1.TaskEvent
+	(*TaskSubmitted)(nil),         // 8: agentplane.v1.TaskSubmitted
+	(*StateChanged)(nil),          // 9: agentplane.v1.StateChanged
+	(*Message)(nil),               // 10: agentplane.v1.Message
+	(*Part)(nil),                  // 11: agentplane.v1.Part
+	(*DataPart)(nil),              // 12: agentplane.v1.DataPart
+	(*FilePart)(nil),              // 13: agentplane.v1.FilePart
+	(*TokenUsage)(nil),            // 14: agentplane.v1.TokenUsage
+	(*ToolCall)(nil),              // 15: agentplane.v1.ToolCall
+	(*ToolResult)(nil),            // 16: agentplane.v1.ToolResult
+	(*RuntimeNote)(nil),           // 17: agentplane.v1.RuntimeNote
+	(*LeaseChanged)(nil),          // 18: agentplane.v1.LeaseChanged
+	(*InjectionIgnored)(nil),      // 19: agentplane.v1.InjectionIgnored
+	(*EntriesDropped)(nil),        // 20: agentplane.v1.EntriesDropped
+	(*DroppedEntry)(nil),          // 21: agentplane.v1.DroppedEntry
+	(*CancelRequested)(nil),       // 22: agentplane.v1.CancelRequested
+	(*InterruptRaised)(nil),       // 23: agentplane.v1.InterruptRaised
+	(*InterruptResolved)(nil),     // 24: agentplane.v1.InterruptResolved
+	(*VerdictRecorded)(nil),       // 25: agentplane.v1.VerdictRecorded
+	nil,                           // 26: agentplane.v1.Task.LabelsEntry
+	nil,                           // 27: agentplane.v1.RuntimeNote.AttributesEntry
+	(*AgentSpec)(nil),             // 28: agentplane.v1.AgentSpec
+	(*GraphSpec)(nil),             // 29: agentplane.v1.GraphSpec
+	(*timestamppb.Timestamp)(nil), // 30: google.protobuf.Timestamp
+	(*InterruptPolicy)(nil),       // 31: agentplane.v1.InterruptPolicy
+	(*McpServer)(nil),             // 32: agentplane.v1.McpServer
+	(*A2APeer)(nil),               // 33: agentplane.v1.A2aPeer
+	(*ToolAxisOverride)(nil),      // 34: agentplane.v1.ToolAxisOverride
+	(*durationpb.Duration)(nil),   // 35: google.protobuf.Duration
+	(*McpServerInfo)(nil),         // 36: agentplane.v1.McpServerInfo
+	(*A2APeerInfo)(nil),           // 37: agentplane.v1.A2aPeerInfo
+	(*structpb.Value)(nil),        // 38: google.protobuf.Value
+	(*ToolGated)(nil),             // 39: agentplane.v1.ToolGated
+	(*structpb.Struct)(nil),       // 40: google.protobuf.Struct
+	(*Interrupt)(nil),             // 41: agentplane.v1.Interrupt
+	(*Decision)(nil),              // 42: agentplane.v1.Decision
+	(*Verdict)(nil),               // 43: agentplane.v1.Verdict
 }
 var file_agentplane_v1_task_proto_depIdxs = []int32{
 	0,  // 0: agentplane.v1.Task.state:type_name -> agentplane.v1.TaskState
-	27, // 1: agentplane.v1.Task.agent:type_name -> agentplane.v1.AgentSpec
-	28, // 2: agentplane.v1.Task.graph:type_name -> agentplane.v1.GraphSpec
-	25, // 3: agentplane.v1.Task.labels:type_name -> agentplane.v1.Task.LabelsEntry
-	29, // 4: agentplane.v1.Task.create_time:type_name -> google.protobuf.Timestamp
-	29, // 5: agentplane.v1.Task.update_time:type_name -> google.protobuf.Timestamp
-	29, // 6: agentplane.v1.Task.end_time:type_name -> google.protobuf.Timestamp
-	4,  // 7: agentplane.v1.Task.failure:type_name -> agentplane.v1.TaskFailure
-	5,  // 8: agentplane.v1.Task.output:type_name -> agentplane.v1.TaskOutput
-	30, // 9: agentplane.v1.Task.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	31, // 10: agentplane.v1.Task.mcp_servers:type_name -> agentplane.v1.McpServer
-	32, // 11: agentplane.v1.Task.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	33, // 12: agentplane.v1.Task.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	34, // 13: agentplane.v1.Task.interrupt_timeout:type_name -> google.protobuf.Duration
-	35, // 14: agentplane.v1.Task.effective_mcp_servers:type_name -> agentplane.v1.McpServerInfo
-	36, // 15: agentplane.v1.Task.effective_a2a_peers:type_name -> agentplane.v1.A2aPeerInfo
-	9,  // 16: agentplane.v1.Task.input:type_name -> agentplane.v1.Message
-	13, // 17: agentplane.v1.Task.usage:type_name -> agentplane.v1.TokenUsage
-	37, // 18: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
-	9,  // 19: agentplane.v1.TaskOutput.message:type_name -> agentplane.v1.Message
-	29, // 20: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
-	7,  // 21: agentplane.v1.TaskEvent.submitted:type_name -> agentplane.v1.TaskSubmitted
-	8,  // 22: agentplane.v1.TaskEvent.state_changed:type_name -> agentplane.v1.StateChanged
-	9,  // 23: agentplane.v1.TaskEvent.message:type_name -> agentplane.v1.Message
-	14, // 24: agentplane.v1.TaskEvent.tool_call:type_name -> agentplane.v1.ToolCall
-	15, // 25: agentplane.v1.TaskEvent.tool_result:type_name -> agentplane.v1.ToolResult
-	16, // 26: agentplane.v1.TaskEvent.note:type_name -> agentplane.v1.RuntimeNote
-	17, // 27: agentplane.v1.TaskEvent.lease:type_name -> agentplane.v1.LeaseChanged
-	38, // 28: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
-	22, // 29: agentplane.v1.TaskEvent.interrupt_raised:type_name -> agentplane.v1.InterruptRaised
-	23, // 30: agentplane.v1.TaskEvent.interrupt_resolved:type_name -> agentplane.v1.InterruptResolved
-	24, // 31: agentplane.v1.TaskEvent.verdict_recorded:type_name -> agentplane.v1.VerdictRecorded
-	18, // 32: agentplane.v1.TaskEvent.mcp_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
-	18, // 33: agentplane.v1.TaskEvent.a2a_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
-	19, // 34: agentplane.v1.TaskEvent.entries_dropped:type_name -> agentplane.v1.EntriesDropped
-	21, // 35: agentplane.v1.TaskEvent.cancel_requested:type_name -> agentplane.v1.CancelRequested
-	5,  // 36: agentplane.v1.TaskEvent.output:type_name -> agentplane.v1.TaskOutput
-	9,  // 37: agentplane.v1.TaskSubmitted.input:type_name -> agentplane.v1.Message
-	0,  // 38: agentplane.v1.StateChanged.from:type_name -> agentplane.v1.TaskState
-	0,  // 39: agentplane.v1.StateChanged.to:type_name -> agentplane.v1.TaskState
-	1,  // 40: agentplane.v1.Message.role:type_name -> agentplane.v1.MessageRole
-	10, // 41: agentplane.v1.Message.parts:type_name -> agentplane.v1.Part
-	13, // 42: agentplane.v1.Message.usage:type_name -> agentplane.v1.TokenUsage
-	11, // 43: agentplane.v1.Part.data:type_name -> agentplane.v1.DataPart
-	12, // 44: agentplane.v1.Part.file:type_name -> agentplane.v1.FilePart
-	39, // 45: agentplane.v1.DataPart.data:type_name -> google.protobuf.Struct
-	37, // 46: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
-	26, // 47: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
-	2,  // 48: agentplane.v1.LeaseChanged.kind:type_name -> agentplane.v1.LeaseChangeKind
-	20, // 49: agentplane.v1.EntriesDropped.entries:type_name -> agentplane.v1.DroppedEntry
-	40, // 50: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
-	41, // 51: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
-	42, // 52: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
-	53, // [53:53] is the sub-list for method output_type
-	53, // [53:53] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	28, // 1: agentplane.v1.Task.agent:type_name -> agentplane.v1.AgentSpec
+	29, // 2: agentplane.v1.Task.graph:type_name -> agentplane.v1.GraphSpec
+	26, // 3: agentplane.v1.Task.labels:type_name -> agentplane.v1.Task.LabelsEntry
+	30, // 4: agentplane.v1.Task.create_time:type_name -> google.protobuf.Timestamp
+	30, // 5: agentplane.v1.Task.update_time:type_name -> google.protobuf.Timestamp
+	30, // 6: agentplane.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	5,  // 7: agentplane.v1.Task.failure:type_name -> agentplane.v1.TaskFailure
+	6,  // 8: agentplane.v1.Task.output:type_name -> agentplane.v1.TaskOutput
+	31, // 9: agentplane.v1.Task.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	32, // 10: agentplane.v1.Task.mcp_servers:type_name -> agentplane.v1.McpServer
+	33, // 11: agentplane.v1.Task.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	34, // 12: agentplane.v1.Task.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	35, // 13: agentplane.v1.Task.interrupt_timeout:type_name -> google.protobuf.Duration
+	36, // 14: agentplane.v1.Task.effective_mcp_servers:type_name -> agentplane.v1.McpServerInfo
+	37, // 15: agentplane.v1.Task.effective_a2a_peers:type_name -> agentplane.v1.A2aPeerInfo
+	4,  // 16: agentplane.v1.Task.trace_context:type_name -> agentplane.v1.TraceContext
+	10, // 17: agentplane.v1.Task.input:type_name -> agentplane.v1.Message
+	14, // 18: agentplane.v1.Task.usage:type_name -> agentplane.v1.TokenUsage
+	38, // 19: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
+	10, // 20: agentplane.v1.TaskOutput.message:type_name -> agentplane.v1.Message
+	30, // 21: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
+	8,  // 22: agentplane.v1.TaskEvent.submitted:type_name -> agentplane.v1.TaskSubmitted
+	9,  // 23: agentplane.v1.TaskEvent.state_changed:type_name -> agentplane.v1.StateChanged
+	10, // 24: agentplane.v1.TaskEvent.message:type_name -> agentplane.v1.Message
+	15, // 25: agentplane.v1.TaskEvent.tool_call:type_name -> agentplane.v1.ToolCall
+	16, // 26: agentplane.v1.TaskEvent.tool_result:type_name -> agentplane.v1.ToolResult
+	17, // 27: agentplane.v1.TaskEvent.note:type_name -> agentplane.v1.RuntimeNote
+	18, // 28: agentplane.v1.TaskEvent.lease:type_name -> agentplane.v1.LeaseChanged
+	39, // 29: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
+	23, // 30: agentplane.v1.TaskEvent.interrupt_raised:type_name -> agentplane.v1.InterruptRaised
+	24, // 31: agentplane.v1.TaskEvent.interrupt_resolved:type_name -> agentplane.v1.InterruptResolved
+	25, // 32: agentplane.v1.TaskEvent.verdict_recorded:type_name -> agentplane.v1.VerdictRecorded
+	19, // 33: agentplane.v1.TaskEvent.mcp_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
+	19, // 34: agentplane.v1.TaskEvent.a2a_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
+	20, // 35: agentplane.v1.TaskEvent.entries_dropped:type_name -> agentplane.v1.EntriesDropped
+	22, // 36: agentplane.v1.TaskEvent.cancel_requested:type_name -> agentplane.v1.CancelRequested
+	6,  // 37: agentplane.v1.TaskEvent.output:type_name -> agentplane.v1.TaskOutput
+	10, // 38: agentplane.v1.TaskSubmitted.input:type_name -> agentplane.v1.Message
+	0,  // 39: agentplane.v1.StateChanged.from_state:type_name -> agentplane.v1.TaskState
+	0,  // 40: agentplane.v1.StateChanged.to_state:type_name -> agentplane.v1.TaskState
+	1,  // 41: agentplane.v1.Message.role:type_name -> agentplane.v1.MessageRole
+	11, // 42: agentplane.v1.Message.parts:type_name -> agentplane.v1.Part
+	14, // 43: agentplane.v1.Message.usage:type_name -> agentplane.v1.TokenUsage
+	12, // 44: agentplane.v1.Part.data:type_name -> agentplane.v1.DataPart
+	13, // 45: agentplane.v1.Part.file:type_name -> agentplane.v1.FilePart
+	40, // 46: agentplane.v1.DataPart.data:type_name -> google.protobuf.Struct
+	38, // 47: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
+	27, // 48: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
+	2,  // 49: agentplane.v1.LeaseChanged.kind:type_name -> agentplane.v1.LeaseChangeKind
+	21, // 50: agentplane.v1.EntriesDropped.entries:type_name -> agentplane.v1.DroppedEntry
+	41, // 51: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
+	42, // 52: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
+	43, // 53: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
+	54, // [54:54] is the sub-list for method output_type
+	54, // [54:54] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_task_proto_init() }
@@ -2592,7 +2683,7 @@ func file_agentplane_v1_task_proto_init() {
 		(*Task_Graph)(nil),
 		(*Task_AgentId)(nil),
 	}
-	file_agentplane_v1_task_proto_msgTypes[3].OneofWrappers = []any{
+	file_agentplane_v1_task_proto_msgTypes[4].OneofWrappers = []any{
 		(*TaskEvent_Submitted)(nil),
 		(*TaskEvent_StateChanged)(nil),
 		(*TaskEvent_Message)(nil),
@@ -2610,12 +2701,12 @@ func file_agentplane_v1_task_proto_init() {
 		(*TaskEvent_CancelRequested)(nil),
 		(*TaskEvent_Output)(nil),
 	}
-	file_agentplane_v1_task_proto_msgTypes[7].OneofWrappers = []any{
+	file_agentplane_v1_task_proto_msgTypes[8].OneofWrappers = []any{
 		(*Part_Text)(nil),
 		(*Part_Data)(nil),
 		(*Part_File)(nil),
 	}
-	file_agentplane_v1_task_proto_msgTypes[9].OneofWrappers = []any{
+	file_agentplane_v1_task_proto_msgTypes[10].OneofWrappers = []any{
 		(*FilePart_Bytes)(nil),
 		(*FilePart_Uri)(nil),
 	}
@@ -2625,7 +2716,7 @@ func file_agentplane_v1_task_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_task_proto_rawDesc), len(file_agentplane_v1_task_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

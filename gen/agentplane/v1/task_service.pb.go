@@ -81,22 +81,26 @@ func (TaskView) EnumDescriptor() ([]byte, []int) {
 }
 
 // StartTaskRequest starts a task from exactly one of: an inline agent, an inline graph,
-// a static agent id, or a document (JSON/YAML, routed on its kind).
+// a static agent id, a document (JSON/YAML, routed on its kind), or the wire-shaped spec
+// as a JSON object.
+//
+// The W3C trace context of the call (the traceparent and tracestate gRPC metadata
+// keys, or HTTP headers) is captured with the task: see Task.trace_context.
 type StartTaskRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Idempotency key chosen by the caller, unique per tenant. Recommended; when empty
 	// every call creates a new task.
 	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	// What runs.
+	// What runs. Exactly one arm is set; none is INVALID_ARGUMENT.
 	//
 	// Types that are valid to be assigned to Spec:
 	//
 	//	*StartTaskRequest_Agent
 	//	*StartTaskRequest_Graph
 	//	*StartTaskRequest_AgentId
+	//	*StartTaskRequest_Document
+	//	*StartTaskRequest_SpecJson
 	Spec isStartTaskRequest_Spec `protobuf_oneof:"spec"`
-	// A qar/v1 document (JSON or YAML). Mutually exclusive with the spec oneof.
-	Document []byte `protobuf:"bytes,5,opt,name=document,proto3" json:"document,omitempty"`
 	// Syntax of document.
 	Format DocumentFormat `protobuf:"varint,6,opt,name=format,proto3,enum=agentplane.v1.DocumentFormat" json:"format,omitempty"`
 	// Labels for filtering. At most 32, keys and values bounded.
@@ -123,7 +127,7 @@ type StartTaskRequest struct {
 	// The user's message that starts the run, if any: role USER (or UNSPECIFIED,
 	// taken as USER) with at least one part. Its message_id is assigned when empty. Bounded by
 	// limits.max_input_bytes (encoded size).
-	Input         *Message `protobuf:"bytes,17,opt,name=input,proto3" json:"input,omitempty"`
+	Input         *Message `protobuf:"bytes,18,opt,name=input,proto3" json:"input,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -201,7 +205,18 @@ func (x *StartTaskRequest) GetAgentId() string {
 
 func (x *StartTaskRequest) GetDocument() []byte {
 	if x != nil {
-		return x.Document
+		if x, ok := x.Spec.(*StartTaskRequest_Document); ok {
+			return x.Document
+		}
+	}
+	return nil
+}
+
+func (x *StartTaskRequest) GetSpecJson() *structpb.Struct {
+	if x != nil {
+		if x, ok := x.Spec.(*StartTaskRequest_SpecJson); ok {
+			return x.SpecJson
+		}
 	}
 	return nil
 }
@@ -302,11 +317,28 @@ type StartTaskRequest_AgentId struct {
 	AgentId string `protobuf:"bytes,4,opt,name=agent_id,json=agentId,proto3,oneof"`
 }
 
+type StartTaskRequest_Document struct {
+	// A qar/v1 document (JSON or YAML bytes).
+	Document []byte `protobuf:"bytes,5,opt,name=document,proto3,oneof"`
+}
+
+type StartTaskRequest_SpecJson struct {
+	// The spec in the qar/v1 wire shape (seed 000) as a JSON object, routed on its
+	// `kind`: over HTTP, `{"spec": {"apiVersion": "qar/v1", "kind": "AgentSpec", ...},
+	// "input": "..."}`. Validated exactly like the same document sent as bytes (see
+	// ValidateSpecRequest.spec_json).
+	SpecJson *structpb.Struct `protobuf:"bytes,17,opt,name=spec_json,json=spec,proto3,oneof"`
+}
+
 func (*StartTaskRequest_Agent) isStartTaskRequest_Spec() {}
 
 func (*StartTaskRequest_Graph) isStartTaskRequest_Spec() {}
 
 func (*StartTaskRequest_AgentId) isStartTaskRequest_Spec() {}
+
+func (*StartTaskRequest_Document) isStartTaskRequest_Spec() {}
+
+func (*StartTaskRequest_SpecJson) isStartTaskRequest_Spec() {}
 
 // StartTaskResponse holds the task.
 type StartTaskResponse struct {
@@ -575,7 +607,7 @@ func (x *ToolOutput) GetIsError() bool {
 // ContinueTaskResponse holds the task.
 type ContinueTaskResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The task, back in SUBMITTED (queued) or WORKING.
+	// The task, back in SUBMITTED: queued until a runtime leases it.
 	Task          *Task `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1093,7 +1125,7 @@ type ListVerdictsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The task.
 	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	// Maximum verdicts per page; 0 means 50.
+	// Maximum verdicts per page; 0 means 50; capped at 500.
 	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Opaque token from a previous response.
 	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
@@ -1214,7 +1246,7 @@ type ListObligationsRequest struct {
 	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	// Only obligations in these states; empty means all.
 	States []ObligationState `protobuf:"varint,2,rep,packed,name=states,proto3,enum=agentplane.v1.ObligationState" json:"states,omitempty"`
-	// Maximum obligations per page; 0 means 100.
+	// Maximum obligations per page; 0 means 50; capped at 500.
 	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Opaque token from a previous response.
 	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
@@ -1339,14 +1371,15 @@ var File_agentplane_v1_task_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\n" +
-	" agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a agentplane/v1/spec_service.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xec\x06\n" +
+	" agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a agentplane/v1/spec_service.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa2\a\n" +
 	"\x10StartTaskRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x120\n" +
 	"\x05agent\x18\x02 \x01(\v2\x18.agentplane.v1.AgentSpecH\x00R\x05agent\x120\n" +
 	"\x05graph\x18\x03 \x01(\v2\x18.agentplane.v1.GraphSpecH\x00R\x05graph\x12\x1b\n" +
-	"\bagent_id\x18\x04 \x01(\tH\x00R\aagentId\x12\x1a\n" +
-	"\bdocument\x18\x05 \x01(\fR\bdocument\x125\n" +
+	"\bagent_id\x18\x04 \x01(\tH\x00R\aagentId\x12\x1c\n" +
+	"\bdocument\x18\x05 \x01(\fH\x00R\bdocument\x122\n" +
+	"\tspec_json\x18\x11 \x01(\v2\x17.google.protobuf.StructH\x00R\x04spec\x125\n" +
 	"\x06format\x18\x06 \x01(\x0e2\x1d.agentplane.v1.DocumentFormatR\x06format\x12C\n" +
 	"\x06labels\x18\b \x03(\v2+.agentplane.v1.StartTaskRequest.LabelsEntryR\x06labels\x12I\n" +
 	"\x10interrupt_policy\x18\t \x01(\v2\x1e.agentplane.v1.InterruptPolicyR\x0finterruptPolicy\x12=\n" +
@@ -1360,7 +1393,7 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"session_id\x18\x0e \x01(\tR\tsessionId\x12+\n" +
 	"\x04view\x18\x0f \x01(\x0e2\x17.agentplane.v1.TaskViewR\x04view\x12\x14\n" +
 	"\x05queue\x18\x10 \x01(\tR\x05queue\x12,\n" +
-	"\x05input\x18\x11 \x01(\v2\x16.agentplane.v1.MessageR\x05input\x1a9\n" +
+	"\x05input\x18\x12 \x01(\v2\x16.agentplane.v1.MessageR\x05input\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +
@@ -1483,74 +1516,76 @@ var file_agentplane_v1_task_service_proto_goTypes = []any{
 	nil,                             // 20: agentplane.v1.ListTasksRequest.LabelsEntry
 	(*AgentSpec)(nil),               // 21: agentplane.v1.AgentSpec
 	(*GraphSpec)(nil),               // 22: agentplane.v1.GraphSpec
-	(DocumentFormat)(0),             // 23: agentplane.v1.DocumentFormat
-	(*InterruptPolicy)(nil),         // 24: agentplane.v1.InterruptPolicy
-	(*McpServerList)(nil),           // 25: agentplane.v1.McpServerList
-	(*A2APeerList)(nil),             // 26: agentplane.v1.A2aPeerList
-	(*ToolAxisOverride)(nil),        // 27: agentplane.v1.ToolAxisOverride
-	(*durationpb.Duration)(nil),     // 28: google.protobuf.Duration
-	(*Message)(nil),                 // 29: agentplane.v1.Message
-	(*Task)(nil),                    // 30: agentplane.v1.Task
-	(*structpb.Value)(nil),          // 31: google.protobuf.Value
-	(TaskState)(0),                  // 32: agentplane.v1.TaskState
-	(*timestamppb.Timestamp)(nil),   // 33: google.protobuf.Timestamp
-	(*TaskEvent)(nil),               // 34: agentplane.v1.TaskEvent
-	(*Verdict)(nil),                 // 35: agentplane.v1.Verdict
-	(ObligationState)(0),            // 36: agentplane.v1.ObligationState
-	(*Obligation)(nil),              // 37: agentplane.v1.Obligation
+	(*structpb.Struct)(nil),         // 23: google.protobuf.Struct
+	(DocumentFormat)(0),             // 24: agentplane.v1.DocumentFormat
+	(*InterruptPolicy)(nil),         // 25: agentplane.v1.InterruptPolicy
+	(*McpServerList)(nil),           // 26: agentplane.v1.McpServerList
+	(*A2APeerList)(nil),             // 27: agentplane.v1.A2aPeerList
+	(*ToolAxisOverride)(nil),        // 28: agentplane.v1.ToolAxisOverride
+	(*durationpb.Duration)(nil),     // 29: google.protobuf.Duration
+	(*Message)(nil),                 // 30: agentplane.v1.Message
+	(*Task)(nil),                    // 31: agentplane.v1.Task
+	(*structpb.Value)(nil),          // 32: google.protobuf.Value
+	(TaskState)(0),                  // 33: agentplane.v1.TaskState
+	(*timestamppb.Timestamp)(nil),   // 34: google.protobuf.Timestamp
+	(*TaskEvent)(nil),               // 35: agentplane.v1.TaskEvent
+	(*Verdict)(nil),                 // 36: agentplane.v1.Verdict
+	(ObligationState)(0),            // 37: agentplane.v1.ObligationState
+	(*Obligation)(nil),              // 38: agentplane.v1.Obligation
 }
 var file_agentplane_v1_task_service_proto_depIdxs = []int32{
 	21, // 0: agentplane.v1.StartTaskRequest.agent:type_name -> agentplane.v1.AgentSpec
 	22, // 1: agentplane.v1.StartTaskRequest.graph:type_name -> agentplane.v1.GraphSpec
-	23, // 2: agentplane.v1.StartTaskRequest.format:type_name -> agentplane.v1.DocumentFormat
-	19, // 3: agentplane.v1.StartTaskRequest.labels:type_name -> agentplane.v1.StartTaskRequest.LabelsEntry
-	24, // 4: agentplane.v1.StartTaskRequest.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	25, // 5: agentplane.v1.StartTaskRequest.mcp_servers:type_name -> agentplane.v1.McpServerList
-	26, // 6: agentplane.v1.StartTaskRequest.a2a_peers:type_name -> agentplane.v1.A2aPeerList
-	27, // 7: agentplane.v1.StartTaskRequest.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	28, // 8: agentplane.v1.StartTaskRequest.interrupt_timeout:type_name -> google.protobuf.Duration
-	0,  // 9: agentplane.v1.StartTaskRequest.view:type_name -> agentplane.v1.TaskView
-	29, // 10: agentplane.v1.StartTaskRequest.input:type_name -> agentplane.v1.Message
-	30, // 11: agentplane.v1.StartTaskResponse.task:type_name -> agentplane.v1.Task
-	29, // 12: agentplane.v1.ContinueTaskRequest.message:type_name -> agentplane.v1.Message
-	4,  // 13: agentplane.v1.ContinueTaskRequest.tool_outputs:type_name -> agentplane.v1.ToolOutputs
-	5,  // 14: agentplane.v1.ToolOutputs.outputs:type_name -> agentplane.v1.ToolOutput
-	31, // 15: agentplane.v1.ToolOutput.result:type_name -> google.protobuf.Value
-	30, // 16: agentplane.v1.ContinueTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 17: agentplane.v1.GetTaskRequest.view:type_name -> agentplane.v1.TaskView
-	30, // 18: agentplane.v1.GetTaskResponse.task:type_name -> agentplane.v1.Task
-	32, // 19: agentplane.v1.ListTasksRequest.states:type_name -> agentplane.v1.TaskState
-	20, // 20: agentplane.v1.ListTasksRequest.labels:type_name -> agentplane.v1.ListTasksRequest.LabelsEntry
-	33, // 21: agentplane.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
-	33, // 22: agentplane.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
-	0,  // 23: agentplane.v1.ListTasksRequest.view:type_name -> agentplane.v1.TaskView
-	30, // 24: agentplane.v1.ListTasksResponse.tasks:type_name -> agentplane.v1.Task
-	30, // 25: agentplane.v1.CancelTaskResponse.task:type_name -> agentplane.v1.Task
-	34, // 26: agentplane.v1.WatchTaskResponse.event:type_name -> agentplane.v1.TaskEvent
-	35, // 27: agentplane.v1.ListVerdictsResponse.verdicts:type_name -> agentplane.v1.Verdict
-	36, // 28: agentplane.v1.ListObligationsRequest.states:type_name -> agentplane.v1.ObligationState
-	37, // 29: agentplane.v1.ListObligationsResponse.obligations:type_name -> agentplane.v1.Obligation
-	1,  // 30: agentplane.v1.TaskService.StartTask:input_type -> agentplane.v1.StartTaskRequest
-	3,  // 31: agentplane.v1.TaskService.ContinueTask:input_type -> agentplane.v1.ContinueTaskRequest
-	7,  // 32: agentplane.v1.TaskService.GetTask:input_type -> agentplane.v1.GetTaskRequest
-	9,  // 33: agentplane.v1.TaskService.ListTasks:input_type -> agentplane.v1.ListTasksRequest
-	11, // 34: agentplane.v1.TaskService.CancelTask:input_type -> agentplane.v1.CancelTaskRequest
-	13, // 35: agentplane.v1.TaskService.WatchTask:input_type -> agentplane.v1.WatchTaskRequest
-	15, // 36: agentplane.v1.TaskService.ListVerdicts:input_type -> agentplane.v1.ListVerdictsRequest
-	17, // 37: agentplane.v1.TaskService.ListObligations:input_type -> agentplane.v1.ListObligationsRequest
-	2,  // 38: agentplane.v1.TaskService.StartTask:output_type -> agentplane.v1.StartTaskResponse
-	6,  // 39: agentplane.v1.TaskService.ContinueTask:output_type -> agentplane.v1.ContinueTaskResponse
-	8,  // 40: agentplane.v1.TaskService.GetTask:output_type -> agentplane.v1.GetTaskResponse
-	10, // 41: agentplane.v1.TaskService.ListTasks:output_type -> agentplane.v1.ListTasksResponse
-	12, // 42: agentplane.v1.TaskService.CancelTask:output_type -> agentplane.v1.CancelTaskResponse
-	14, // 43: agentplane.v1.TaskService.WatchTask:output_type -> agentplane.v1.WatchTaskResponse
-	16, // 44: agentplane.v1.TaskService.ListVerdicts:output_type -> agentplane.v1.ListVerdictsResponse
-	18, // 45: agentplane.v1.TaskService.ListObligations:output_type -> agentplane.v1.ListObligationsResponse
-	38, // [38:46] is the sub-list for method output_type
-	30, // [30:38] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	23, // 2: agentplane.v1.StartTaskRequest.spec_json:type_name -> google.protobuf.Struct
+	24, // 3: agentplane.v1.StartTaskRequest.format:type_name -> agentplane.v1.DocumentFormat
+	19, // 4: agentplane.v1.StartTaskRequest.labels:type_name -> agentplane.v1.StartTaskRequest.LabelsEntry
+	25, // 5: agentplane.v1.StartTaskRequest.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	26, // 6: agentplane.v1.StartTaskRequest.mcp_servers:type_name -> agentplane.v1.McpServerList
+	27, // 7: agentplane.v1.StartTaskRequest.a2a_peers:type_name -> agentplane.v1.A2aPeerList
+	28, // 8: agentplane.v1.StartTaskRequest.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	29, // 9: agentplane.v1.StartTaskRequest.interrupt_timeout:type_name -> google.protobuf.Duration
+	0,  // 10: agentplane.v1.StartTaskRequest.view:type_name -> agentplane.v1.TaskView
+	30, // 11: agentplane.v1.StartTaskRequest.input:type_name -> agentplane.v1.Message
+	31, // 12: agentplane.v1.StartTaskResponse.task:type_name -> agentplane.v1.Task
+	30, // 13: agentplane.v1.ContinueTaskRequest.message:type_name -> agentplane.v1.Message
+	4,  // 14: agentplane.v1.ContinueTaskRequest.tool_outputs:type_name -> agentplane.v1.ToolOutputs
+	5,  // 15: agentplane.v1.ToolOutputs.outputs:type_name -> agentplane.v1.ToolOutput
+	32, // 16: agentplane.v1.ToolOutput.result:type_name -> google.protobuf.Value
+	31, // 17: agentplane.v1.ContinueTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 18: agentplane.v1.GetTaskRequest.view:type_name -> agentplane.v1.TaskView
+	31, // 19: agentplane.v1.GetTaskResponse.task:type_name -> agentplane.v1.Task
+	33, // 20: agentplane.v1.ListTasksRequest.states:type_name -> agentplane.v1.TaskState
+	20, // 21: agentplane.v1.ListTasksRequest.labels:type_name -> agentplane.v1.ListTasksRequest.LabelsEntry
+	34, // 22: agentplane.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
+	34, // 23: agentplane.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
+	0,  // 24: agentplane.v1.ListTasksRequest.view:type_name -> agentplane.v1.TaskView
+	31, // 25: agentplane.v1.ListTasksResponse.tasks:type_name -> agentplane.v1.Task
+	31, // 26: agentplane.v1.CancelTaskResponse.task:type_name -> agentplane.v1.Task
+	35, // 27: agentplane.v1.WatchTaskResponse.event:type_name -> agentplane.v1.TaskEvent
+	36, // 28: agentplane.v1.ListVerdictsResponse.verdicts:type_name -> agentplane.v1.Verdict
+	37, // 29: agentplane.v1.ListObligationsRequest.states:type_name -> agentplane.v1.ObligationState
+	38, // 30: agentplane.v1.ListObligationsResponse.obligations:type_name -> agentplane.v1.Obligation
+	1,  // 31: agentplane.v1.TaskService.StartTask:input_type -> agentplane.v1.StartTaskRequest
+	3,  // 32: agentplane.v1.TaskService.ContinueTask:input_type -> agentplane.v1.ContinueTaskRequest
+	7,  // 33: agentplane.v1.TaskService.GetTask:input_type -> agentplane.v1.GetTaskRequest
+	9,  // 34: agentplane.v1.TaskService.ListTasks:input_type -> agentplane.v1.ListTasksRequest
+	11, // 35: agentplane.v1.TaskService.CancelTask:input_type -> agentplane.v1.CancelTaskRequest
+	13, // 36: agentplane.v1.TaskService.WatchTask:input_type -> agentplane.v1.WatchTaskRequest
+	15, // 37: agentplane.v1.TaskService.ListVerdicts:input_type -> agentplane.v1.ListVerdictsRequest
+	17, // 38: agentplane.v1.TaskService.ListObligations:input_type -> agentplane.v1.ListObligationsRequest
+	2,  // 39: agentplane.v1.TaskService.StartTask:output_type -> agentplane.v1.StartTaskResponse
+	6,  // 40: agentplane.v1.TaskService.ContinueTask:output_type -> agentplane.v1.ContinueTaskResponse
+	8,  // 41: agentplane.v1.TaskService.GetTask:output_type -> agentplane.v1.GetTaskResponse
+	10, // 42: agentplane.v1.TaskService.ListTasks:output_type -> agentplane.v1.ListTasksResponse
+	12, // 43: agentplane.v1.TaskService.CancelTask:output_type -> agentplane.v1.CancelTaskResponse
+	14, // 44: agentplane.v1.TaskService.WatchTask:output_type -> agentplane.v1.WatchTaskResponse
+	16, // 45: agentplane.v1.TaskService.ListVerdicts:output_type -> agentplane.v1.ListVerdictsResponse
+	18, // 46: agentplane.v1.TaskService.ListObligations:output_type -> agentplane.v1.ListObligationsResponse
+	39, // [39:47] is the sub-list for method output_type
+	31, // [31:39] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_task_service_proto_init() }
@@ -1568,6 +1603,8 @@ func file_agentplane_v1_task_service_proto_init() {
 		(*StartTaskRequest_Agent)(nil),
 		(*StartTaskRequest_Graph)(nil),
 		(*StartTaskRequest_AgentId)(nil),
+		(*StartTaskRequest_Document)(nil),
+		(*StartTaskRequest_SpecJson)(nil),
 	}
 	file_agentplane_v1_task_service_proto_msgTypes[2].OneofWrappers = []any{
 		(*ContinueTaskRequest_Message)(nil),

@@ -48,7 +48,8 @@ type TaskServiceClient interface {
 	// tool calls with exactly one output per pending call (tool_outputs). The wrong kind
 	// of input, or outputs that name an unknown call or miss a pending one, are
 	// FAILED_PRECONDITION (task.tool_outputs_mismatch); any other state is
-	// FAILED_PRECONDITION too.
+	// FAILED_PRECONDITION too. The task goes back to SUBMITTED (queued) until a runtime
+	// leases it (WORKING).
 	ContinueTask(ctx context.Context, in *ContinueTaskRequest, opts ...grpc.CallOption) (*ContinueTaskResponse, error)
 	// GetTask returns one task, in full unless view asks for BASIC.
 	GetTask(ctx context.Context, in *GetTaskRequest, opts ...grpc.CallOption) (*GetTaskResponse, error)
@@ -185,7 +186,8 @@ type TaskServiceServer interface {
 	// tool calls with exactly one output per pending call (tool_outputs). The wrong kind
 	// of input, or outputs that name an unknown call or miss a pending one, are
 	// FAILED_PRECONDITION (task.tool_outputs_mismatch); any other state is
-	// FAILED_PRECONDITION too.
+	// FAILED_PRECONDITION too. The task goes back to SUBMITTED (queued) until a runtime
+	// leases it (WORKING).
 	ContinueTask(context.Context, *ContinueTaskRequest) (*ContinueTaskResponse, error)
 	// GetTask returns one task, in full unless view asks for BASIC.
 	GetTask(context.Context, *GetTaskRequest) (*GetTaskResponse, error)

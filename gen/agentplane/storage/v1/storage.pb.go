@@ -159,18 +159,20 @@ type TaskRecord struct {
 	// it so that leasing from one queue is a range scan. Empty in records written before
 	// queues existed, which means "default". Immutable.
 	Queue string `protobuf:"bytes,40,opt,name=queue,proto3" json:"queue,omitempty"`
+	// The W3C trace context of the StartTask call, if it carried one. Immutable.
+	TraceContext *v1.TraceContext `protobuf:"bytes,41,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
 	// User messages given by ContinueTask since the task last paused; handed to every
 	// lease until the runtime ends its turn again.
-	ContinueMessages []*v1.Message `protobuf:"bytes,41,rep,name=continue_messages,json=continueMessages,proto3" json:"continue_messages,omitempty"`
+	ContinueMessages []*v1.Message `protobuf:"bytes,42,rep,name=continue_messages,json=continueMessages,proto3" json:"continue_messages,omitempty"`
 	// Tool outputs given by ContinueTask since the task last paused, as logged; handed
 	// to every lease until the runtime ends its turn again.
-	ContinueToolResults []*v1.ToolResult `protobuf:"bytes,42,rep,name=continue_tool_results,json=continueToolResults,proto3" json:"continue_tool_results,omitempty"`
+	ContinueToolResults []*v1.ToolResult `protobuf:"bytes,43,rep,name=continue_tool_results,json=continueToolResults,proto3" json:"continue_tool_results,omitempty"`
 	// Sum of the token usage of the task's logged messages (the API's Task.usage).
-	Usage *v1.TokenUsage `protobuf:"bytes,43,opt,name=usage,proto3" json:"usage,omitempty"`
+	Usage *v1.TokenUsage `protobuf:"bytes,44,opt,name=usage,proto3" json:"usage,omitempty"`
 	// Call ids reported as ToolCall events whose ToolResult is not reported yet, in
 	// report order: a turn cannot end while one is open (unless PauseTask names it as a
 	// client tool call).
-	OpenCallIds   []string `protobuf:"bytes,44,rep,name=open_call_ids,json=openCallIds,proto3" json:"open_call_ids,omitempty"`
+	OpenCallIds   []string `protobuf:"bytes,45,rep,name=open_call_ids,json=openCallIds,proto3" json:"open_call_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -392,6 +394,13 @@ func (x *TaskRecord) GetQueue() string {
 		return x.Queue
 	}
 	return ""
+}
+
+func (x *TaskRecord) GetTraceContext() *v1.TraceContext {
+	if x != nil {
+		return x.TraceContext
+	}
+	return nil
 }
 
 func (x *TaskRecord) GetContinueMessages() []*v1.Message {
@@ -1087,7 +1096,7 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\x05R\aversion\x12;\n" +
 	"\vcreate_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12\x1b\n" +
-	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\xc6\v\n" +
+	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\x88\f\n" +
 	"\n" +
 	"TaskRecord\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
@@ -1123,11 +1132,12 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\x10obligation_count\x18\x19 \x01(\x03R\x0fobligationCount\x12#\n" +
 	"\rverdict_count\x18\x1a \x01(\x03R\fverdictCount\x12\x1b\n" +
 	"\tspec_kind\x18\x1b \x01(\tR\bspecKind\x12\x14\n" +
-	"\x05queue\x18( \x01(\tR\x05queue\x12C\n" +
-	"\x11continue_messages\x18) \x03(\v2\x16.agentplane.v1.MessageR\x10continueMessages\x12M\n" +
-	"\x15continue_tool_results\x18* \x03(\v2\x19.agentplane.v1.ToolResultR\x13continueToolResults\x12/\n" +
-	"\x05usage\x18+ \x01(\v2\x19.agentplane.v1.TokenUsageR\x05usage\x12\"\n" +
-	"\ropen_call_ids\x18, \x03(\tR\vopenCallIds\x1a9\n" +
+	"\x05queue\x18( \x01(\tR\x05queue\x12@\n" +
+	"\rtrace_context\x18) \x01(\v2\x1b.agentplane.v1.TraceContextR\ftraceContext\x12C\n" +
+	"\x11continue_messages\x18* \x03(\v2\x16.agentplane.v1.MessageR\x10continueMessages\x12M\n" +
+	"\x15continue_tool_results\x18+ \x03(\v2\x19.agentplane.v1.ToolResultR\x13continueToolResults\x12/\n" +
+	"\x05usage\x18, \x01(\v2\x19.agentplane.v1.TokenUsageR\x05usage\x12\"\n" +
+	"\ropen_call_ids\x18- \x03(\tR\vopenCallIds\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\x17\x10\x18\"\xd0\x04\n" +
@@ -1211,21 +1221,22 @@ var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(v1.TaskState)(0),             // 12: agentplane.v1.TaskState
 	(*v1.TaskFailure)(nil),        // 13: agentplane.v1.TaskFailure
 	(*v1.TaskOutput)(nil),         // 14: agentplane.v1.TaskOutput
-	(*v1.Message)(nil),            // 15: agentplane.v1.Message
-	(*v1.ToolResult)(nil),         // 16: agentplane.v1.ToolResult
-	(*v1.TokenUsage)(nil),         // 17: agentplane.v1.TokenUsage
-	(*v1.AgentSpec)(nil),          // 18: agentplane.v1.AgentSpec
-	(*v1.GraphSpec)(nil),          // 19: agentplane.v1.GraphSpec
-	(*v1.ResolvedSpec)(nil),       // 20: agentplane.v1.ResolvedSpec
-	(*v1.InterruptPolicy)(nil),    // 21: agentplane.v1.InterruptPolicy
-	(*durationpb.Duration)(nil),   // 22: google.protobuf.Duration
-	(*v1.ToolAxisOverride)(nil),   // 23: agentplane.v1.ToolAxisOverride
-	(*v1.McpServer)(nil),          // 24: agentplane.v1.McpServer
-	(*v1.A2APeer)(nil),            // 25: agentplane.v1.A2aPeer
-	(*v1.TaskEvent)(nil),          // 26: agentplane.v1.TaskEvent
-	(*v1.Interrupt)(nil),          // 27: agentplane.v1.Interrupt
-	(*v1.Verdict)(nil),            // 28: agentplane.v1.Verdict
-	(*v1.Obligation)(nil),         // 29: agentplane.v1.Obligation
+	(*v1.TraceContext)(nil),       // 15: agentplane.v1.TraceContext
+	(*v1.Message)(nil),            // 16: agentplane.v1.Message
+	(*v1.ToolResult)(nil),         // 17: agentplane.v1.ToolResult
+	(*v1.TokenUsage)(nil),         // 18: agentplane.v1.TokenUsage
+	(*v1.AgentSpec)(nil),          // 19: agentplane.v1.AgentSpec
+	(*v1.GraphSpec)(nil),          // 20: agentplane.v1.GraphSpec
+	(*v1.ResolvedSpec)(nil),       // 21: agentplane.v1.ResolvedSpec
+	(*v1.InterruptPolicy)(nil),    // 22: agentplane.v1.InterruptPolicy
+	(*durationpb.Duration)(nil),   // 23: google.protobuf.Duration
+	(*v1.ToolAxisOverride)(nil),   // 24: agentplane.v1.ToolAxisOverride
+	(*v1.McpServer)(nil),          // 25: agentplane.v1.McpServer
+	(*v1.A2APeer)(nil),            // 26: agentplane.v1.A2aPeer
+	(*v1.TaskEvent)(nil),          // 27: agentplane.v1.TaskEvent
+	(*v1.Interrupt)(nil),          // 28: agentplane.v1.Interrupt
+	(*v1.Verdict)(nil),            // 29: agentplane.v1.Verdict
+	(*v1.Obligation)(nil),         // 30: agentplane.v1.Obligation
 }
 var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
 	11, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
@@ -1239,32 +1250,33 @@ var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
 	3,  // 8: agentplane.storage.v1.TaskRecord.cancellation:type_name -> agentplane.storage.v1.Cancellation
 	4,  // 9: agentplane.storage.v1.TaskRecord.lease:type_name -> agentplane.storage.v1.LeaseRecord
 	11, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
-	15, // 11: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
-	16, // 12: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
-	17, // 13: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
-	18, // 14: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
-	19, // 15: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
-	20, // 16: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
-	21, // 17: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	22, // 18: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
-	23, // 19: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	24, // 20: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
-	25, // 21: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	15, // 22: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
-	11, // 23: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
-	11, // 24: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
-	11, // 25: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
-	11, // 26: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
-	26, // 27: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
-	27, // 28: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
-	11, // 29: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
-	28, // 30: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
-	29, // 31: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	15, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
+	16, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
+	17, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
+	18, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
+	19, // 15: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
+	20, // 16: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
+	21, // 17: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
+	22, // 18: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	23, // 19: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
+	24, // 20: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	25, // 21: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
+	26, // 22: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	16, // 23: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
+	11, // 24: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
+	11, // 25: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
+	11, // 26: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
+	11, // 27: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
+	27, // 28: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
+	28, // 29: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
+	11, // 30: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
+	29, // 31: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
+	30, // 32: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
+	33, // [33:33] is the sub-list for method output_type
+	33, // [33:33] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_storage_v1_storage_proto_init() }
