@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/storetest"
 )
