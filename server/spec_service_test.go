@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -74,7 +75,7 @@ func TestStartTaskRunsTheSameValidation(t *testing.T) {
 		t.Fatalf("ValidateSpec: %v %v", v, err)
 	}
 	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "r1", Document: doc, Input: "hi"})
-	if status.Code(err) != codes.InvalidArgument || apierr.InfoOf(err).GetReason() != apierr.ReasonSpecInvalid {
+	if status.Code(err) != codes.InvalidArgument || reasons.Of(err) != apierr.ReasonSpecInvalid {
 		t.Fatalf("StartTask: want INVALID_ARGUMENT spec.invalid, got %v", err)
 	}
 	var got []*agentplanev1.SpecViolation
@@ -134,7 +135,7 @@ func TestListRulesPages(t *testing.T) {
 	}
 	for _, bad := range []string{"x", "-1", "100000"} {
 		_, err := in.Client.Spec.ListRules(ctx, &agentplanev1.ListRulesRequest{PageToken: bad})
-		if apierr.InfoOf(err).GetReason() != apierr.ReasonPageTokenInvalid {
+		if reasons.Of(err) != apierr.ReasonPageTokenInvalid {
 			t.Errorf("token %q: want page_token.invalid, got %v", bad, err)
 		}
 	}

@@ -15,8 +15,8 @@ const module = "github.com/agentplane/agentplane"
 func rank(pkg string) (int, bool) {
 	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
 	switch {
-	case strings.HasPrefix(rel, "gen/"):
-		return 0, true // storage messages embed API messages
+	case strings.HasPrefix(rel, "gen/") || strings.HasPrefix(rel, "api/"):
+		return 0, true // the published API: generated code and api/reasons, which reads it
 	case rel == "gates" || strings.HasPrefix(rel, "gates/"):
 		return 1, false // pure decisions: below everything but gen, so config can validate with them
 	case rel == "server/apierr" || rel == "server/config":
@@ -31,7 +31,7 @@ func rank(pkg string) (int, bool) {
 		return 5, false
 	case strings.HasPrefix(rel, "server/"):
 		return 4, true // domain packages: spec, tasks, hitl, auth, ...
-	case strings.HasPrefix(rel, "cmd/"):
+	case strings.HasPrefix(rel, "cmd/") || strings.HasPrefix(rel, "tools/"): // binaries
 		return 7, true
 	case strings.HasPrefix(rel, "internal/"):
 		return 8, true
@@ -46,8 +46,10 @@ func forbidden(from, to string) string {
 	switch {
 	case (f == "gates" || strings.HasPrefix(f, "gates/")) && !strings.HasPrefix(t, "gen/") && !strings.HasPrefix(t, "gates"):
 		return "gates is pure: it may import only gen"
-	case (f == "client" || strings.HasPrefix(f, "client/")) && strings.HasPrefix(t, "server/") && t != "server/apierr":
-		return "the client must not depend on the server's internals"
+	case (f == "client" || strings.HasPrefix(f, "client/")) && (t == "server" || strings.HasPrefix(t, "server/")):
+		return "the client (the Go SDK) must not depend on the server: it reads errors with api/reasons"
+	case (f == "api" || strings.HasPrefix(f, "api/")) && !strings.HasPrefix(t, "gen/agentplane/v1"):
+		return "api/ is the published API: it may import only gen/agentplane/v1"
 	case strings.HasPrefix(f, "server/") && f != "server/servertest" && (t == "client" || strings.HasPrefix(t, "client/")):
 		return "domain packages must not call the API through the client"
 	}

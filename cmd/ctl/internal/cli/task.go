@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/cmd/ctl/internal/printer"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -163,7 +164,7 @@ func (o *taskStartOptions) request(stdin io.Reader) (*agentplanev1.StartTaskRequ
 // does, named after the file they are in, and returns the error to exit with. Other
 // errors are returned as they are.
 func (o *taskStartOptions) specViolations(w io.Writer, err error) error {
-	if apierr.InfoOf(err).GetReason() != apierr.ReasonSpecInvalid {
+	if reasons.Of(err) != apierr.ReasonSpecInvalid {
 		return err
 	}
 	var violations []*agentplanev1.SpecViolation
