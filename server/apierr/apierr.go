@@ -64,6 +64,8 @@ const (
 	ReasonToolCallNotApproved = agentplanev1.ErrorReason_ERROR_REASON_TOOL_CALL_NOT_APPROVED
 	ReasonConcurrencyLimit    = agentplanev1.ErrorReason_ERROR_REASON_LIMIT_CONCURRENCY
 	ReasonStoreUnavailable    = agentplanev1.ErrorReason_ERROR_REASON_STORE_UNAVAILABLE
+	ReasonRequestMalformed    = agentplanev1.ErrorReason_ERROR_REASON_REQUEST_MALFORMED
+	ReasonRouteNotFound       = agentplanev1.ErrorReason_ERROR_REASON_ROUTE_NOT_FOUND
 )
 
 // Error is an error a client may see.

@@ -53,8 +53,8 @@ const (
 	// Edited arguments that fail the tool's parameter schema.
 	ErrorReason_ERROR_REASON_INTERRUPT_EDIT_INVALID ErrorReason = 5
 	// A verdict outside the closed set, a confidence outside [0,1], a missing rationale
-	// (INVALID_ARGUMENT); a verdict the task's spec does not allow at this point
-	// (FAILED_PRECONDITION).
+	// (INVALID_ARGUMENT); a verdict from a node that is not an evaluator node of the
+	// task's graph (FAILED_PRECONDITION).
 	ErrorReason_ERROR_REASON_VERDICT_INVALID ErrorReason = 6
 	// A runtime event without a payload or with a bad field.
 	ErrorReason_ERROR_REASON_EVENT_INVALID ErrorReason = 7
@@ -64,7 +64,7 @@ const (
 	ErrorReason_ERROR_REASON_INTERRUPT_NOT_FOUND ErrorReason = 9
 	// No such rule id in the spec rule catalogue.
 	ErrorReason_ERROR_REASON_RULE_NOT_FOUND ErrorReason = 10
-	// A verdict that names an obligation the task's ledger does not hold.
+	// An obligation the task's ledger does not hold.
 	ErrorReason_ERROR_REASON_OBLIGATION_NOT_FOUND ErrorReason = 11
 	// StartTask with a request id already used for a different request.
 	ErrorReason_ERROR_REASON_TASK_REQUEST_ID_REUSED ErrorReason = 12
@@ -98,9 +98,13 @@ const (
 	// The store on disk has a schema version this binary does not know; the server
 	// refuses to open it (seen by an operator at startup, not by API clients).
 	ErrorReason_ERROR_REASON_STORE_SCHEMA_MISMATCH ErrorReason = 21
-	// A size or count limit: spec, input, event, task history, labels. Permanent: the
-	// same request is refused again, so it is not retryable although its code is
-	// RESOURCE_EXHAUSTED.
+	// A size or count limit: spec, input, event, task history, labels. A spec document
+	// over the size limit or too dense (more values than `limits.max_spec_bytes`
+	// allows) is refused this way by ValidateSpec and StartTask alike, with its
+	// DOC-TOO-LARGE finding in a SpecViolations detail. Over HTTP these, and a body over
+	// `max_spec_bytes` + 64 KiB, are status 413; other `limit.exceeded` answers are 429.
+	// Permanent: the same request is refused again, so it is not retryable although its
+	// code is RESOURCE_EXHAUSTED.
 	ErrorReason_ERROR_REASON_LIMIT_EXCEEDED ErrorReason = 22
 	// Multi-tenant mode: the calling principal already has as many calls in flight,
 	// watches or awaits open as `limits.max_*_per_principal` allow (ErrorInfo metadata
@@ -108,7 +112,8 @@ const (
 	// principals are not affected.
 	ErrorReason_ERROR_REASON_LIMIT_CONCURRENCY ErrorReason = 23
 	// The store refuses calls after a failed write or sync (disk full, I/O error) until
-	// it has recovered by itself; health is NOT_SERVING meanwhile. The call that hit the
+	// it has recovered by itself; health is NOT_SERVING meanwhile
+	// (docs/operations.md#disk-full-and-io-errors). The call that hit the
 	// failure may or may not have taken effect: retry writes with the same request id.
 	ErrorReason_ERROR_REASON_STORE_UNAVAILABLE ErrorReason = 24
 	// The server is shutting down (a watch or await ends with it) or its store is
@@ -125,6 +130,14 @@ const (
 	ErrorReason_ERROR_REASON_REQUEST_CANCELED ErrorReason = 29
 	// A server bug; the detail is in the server's log, never in the response.
 	ErrorReason_ERROR_REASON_INTERNAL ErrorReason = 30
+	// A request that cannot be read at all: bytes that are not the method's protobuf
+	// message (truncated, wrong wire types), invalid UTF-8 in a string field; over HTTP
+	// a body that is not JSON, or a path or query parameter that is not UTF-8
+	// (`GET /v1/tasks/%ff`).
+	ErrorReason_ERROR_REASON_REQUEST_MALFORMED ErrorReason = 31
+	// Over HTTP, a path the API does not have (404, NOT_FOUND), or a method the path
+	// does not take (501, UNIMPLEMENTED).
+	ErrorReason_ERROR_REASON_ROUTE_NOT_FOUND ErrorReason = 32
 )
 
 // Enum value maps for ErrorReason.
@@ -161,6 +174,8 @@ var (
 		28: "ERROR_REASON_DEADLINE_EXCEEDED",
 		29: "ERROR_REASON_REQUEST_CANCELED",
 		30: "ERROR_REASON_INTERNAL",
+		31: "ERROR_REASON_REQUEST_MALFORMED",
+		32: "ERROR_REASON_ROUTE_NOT_FOUND",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                0,
@@ -194,6 +209,8 @@ var (
 		"ERROR_REASON_DEADLINE_EXCEEDED":          28,
 		"ERROR_REASON_REQUEST_CANCELED":           29,
 		"ERROR_REASON_INTERNAL":                   30,
+		"ERROR_REASON_REQUEST_MALFORMED":          31,
+		"ERROR_REASON_ROUTE_NOT_FOUND":            32,
 	}
 )
 
@@ -319,7 +336,7 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"\x12ErrorReasonOptions\x12\x12\n" +
 	"\x04wire\x18\x01 \x01(\tR\x04wire\x12\x14\n" +
 	"\x05codes\x18\x02 \x03(\tR\x05codes\x12\x1c\n" +
-	"\tretryable\x18\x03 \x01(\bR\tretryable*\xf7\x12\n" +
+	"\tretryable\x18\x03 \x01(\bR\tretryable*\x99\x14\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12I\n" +
 	"\x1cERROR_REASON_REQUEST_INVALID\x10\x01\x1a'\xe2\xf9\x18#\n" +
@@ -383,7 +400,11 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"\x1dERROR_REASON_REQUEST_CANCELED\x10\x1d\x1a!\xe2\xf9\x18\x1d\n" +
 	"\x10request.canceled\x12\tCANCELLED\x123\n" +
 	"\x15ERROR_REASON_INTERNAL\x10\x1e\x1a\x18\xe2\xf9\x18\x14\n" +
-	"\binternal\x12\bINTERNAL:i\n" +
+	"\binternal\x12\bINTERNAL\x12M\n" +
+	"\x1eERROR_REASON_REQUEST_MALFORMED\x10\x1f\x1a)\xe2\xf9\x18%\n" +
+	"\x11request.malformed\x12\x10INVALID_ARGUMENT\x12Q\n" +
+	"\x1cERROR_REASON_ROUTE_NOT_FOUND\x10 \x1a/\xe2\xf9\x18+\n" +
+	"\x0froute.not_found\x12\tNOT_FOUND\x12\rUNIMPLEMENTED:i\n" +
 	"\ferror_reason\x12!.google.protobuf.EnumValueOptions\x18\x9c\x8f\x03 \x01(\v2!.agentplane.v1.ErrorReasonOptionsR\verrorReasonBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (
