@@ -41,7 +41,7 @@ func (m *Manager) Cancel(ctx context.Context, tenant, taskID, principal, reason 
 		}}); err != nil {
 			return err
 		}
-		if err := op.SetState(agentplanev1.TaskState_TASK_STATE_CANCELED, "canceled"); err != nil {
+		if err := op.SetState(agentplanev1.TaskState_TASK_STATE_CANCELED, StateCanceled); err != nil {
 			return err
 		}
 		var err error
@@ -116,7 +116,7 @@ func (m *Manager) Continue(ctx context.Context, tenant, taskID, principal, messa
 			return id == pause.GetInterrupt().GetInterruptId()
 		})
 		rec.ContinueMessages = append(rec.ContinueMessages, message)
-		if err := op.Resume("continued"); err != nil {
+		if err := op.Resume(StateContinued); err != nil {
 			return err
 		}
 		task, err = op.APITask()

@@ -319,9 +319,9 @@ func (o *Op) lostAttempt(what string) error {
 		return o.SetState(agentplanev1.TaskState_TASK_STATE_FAILED, FailureAttemptsExhausted)
 	}
 	if len(o.rec.GetPendingInterruptIds()) > 0 {
-		return o.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "interrupt.pending")
+		return o.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, StateInterruptPending)
 	}
-	return o.Resume("lease.requeued")
+	return o.Resume(StateLeaseRequeued)
 }
 
 // flush writes the record and the events and arranges what follows the commit.

@@ -180,7 +180,7 @@ func (m *Manager) Pause(ctx context.Context, ref *agentplanev1.LeaseRef, message
 		if err := op.ReleaseLease(agentplanev1.LeaseChangeKind_LEASE_CHANGE_KIND_RELEASED); err != nil {
 			return err
 		}
-		return op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "turn.ended")
+		return op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, StateTurnEnded)
 	})
 	return in, err
 }
@@ -200,7 +200,7 @@ func (m *Manager) Complete(ctx context.Context, ref *agentplanev1.LeaseRef, outp
 		if err := op.ReleaseLease(agentplanev1.LeaseChangeKind_LEASE_CHANGE_KIND_RELEASED); err != nil {
 			return err
 		}
-		return op.SetState(agentplanev1.TaskState_TASK_STATE_COMPLETED, "completed")
+		return op.SetState(agentplanev1.TaskState_TASK_STATE_COMPLETED, StateCompleted)
 	})
 }
 

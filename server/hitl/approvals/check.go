@@ -170,7 +170,7 @@ func (s *Service) raise(op *tasks.Op, meta hitl.InterruptMeta, call hitl.Call, r
 		return nil, err
 	}
 	task.PendingInterruptIds = append(task.PendingInterruptIds, meta.InterruptID)
-	if err := op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "interrupt.raised"); err != nil {
+	if err := op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, tasks.StateInterruptRaised); err != nil {
 		return nil, err
 	}
 	return in, nil

@@ -199,9 +199,9 @@ func (s *Service) resolve(op *tasks.Op, rec *storagev1.InterruptRecord, d *agent
 	if len(task.GetPendingInterruptIds()) == 0 {
 		var err error
 		if held {
-			err = op.SetState(agentplanev1.TaskState_TASK_STATE_WORKING, "interrupt.resolved")
+			err = op.SetState(agentplanev1.TaskState_TASK_STATE_WORKING, tasks.StateInterruptResolved)
 		} else {
-			err = op.Resume("interrupt.resolved")
+			err = op.Resume(tasks.StateInterruptResolved)
 		}
 		if err != nil {
 			return nil, err
