@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -390,7 +392,9 @@ func newTaskListCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req.Labels = labels
+			for _, k := range slices.Sorted(maps.Keys(labels)) {
+				req.LabelSelector = append(req.LabelSelector, k+"="+labels[k])
+			}
 			if o.limit < 0 {
 				return usageErr("--limit must not be negative")
 			}
