@@ -3,7 +3,9 @@ package layering
 import (
 	"encoding/json"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -146,5 +148,27 @@ func TestCtlDoesNotLinkTheServer(t *testing.T) {
 	}
 	if linked == 0 {
 		t.Fatal("cmd/ctl links no server package at all; is the module path right?")
+	}
+}
+
+// TestPublishedProtosAreTheAPIOnly: proto/ is what clients generate from and what
+// api/image.binpb holds, so it declares package agentplane.v1 only; the store's
+// on-disk messages live in server/store/proto.
+func TestPublishedProtosAreTheAPIOnly(t *testing.T) {
+	files, err := filepath.Glob("../../proto/*/*/*.proto")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no protos under proto/ (%v)", err)
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(src), "\npackage agentplane.v1;\n") {
+			t.Errorf("%s is in the published module but is not package agentplane.v1", f)
+		}
+	}
+	if all, _ := filepath.Glob("../../proto/*/*/*/*.proto"); len(all) > 0 {
+		t.Errorf("protos nested deeper than proto/agentplane/v1: %v", all)
 	}
 }
