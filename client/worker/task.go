@@ -140,7 +140,10 @@ func (t *Task) write(ctx context.Context, what, end string, call func(context.Co
 }
 
 // Report appends events to the task's log in one transaction and returns the
-// sequence of the last one.
+// sequence of the last one. One call takes at most the deployment's
+// Capabilities.limits.max_events_per_report events (4 with the default limits), so
+// that it always fits the request size cap; more is INVALID_ARGUMENT limit.exceeded
+// and appends nothing. Report a longer batch in several calls.
 func (t *Task) Report(ctx context.Context, events ...*agentplanev1.RuntimeEvent) (int64, error) {
 	var last int64
 	err := t.write(ctx, "report events", "", func(ctx context.Context) error {

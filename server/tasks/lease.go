@@ -232,6 +232,7 @@ func (o *Op) leaseProto() (*agentplanev1.Lease, error) {
 		ContinueMessages: o.rec.GetContinueMessages(),
 		McpServers:       spec.GetMcpServers(),
 		A2APeers:         spec.GetA2APeers(),
+		TraceContext:     o.rec.GetTraceContext(),
 	}
 	for _, ids := range []struct {
 		ids []string

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -65,13 +66,20 @@ func runtimePayload(ev *agentplanev1.RuntimeEvent) (*agentplanev1.TaskEvent, err
 
 // ReportEvents appends a runtime's events, in order, in one transaction, and returns
 // the sequence of the last one. Either all are appended or none: one event that is
-// malformed or over a limit (RESOURCE_EXHAUSTED) refuses the whole report.
+// malformed or over a limit (RESOURCE_EXHAUSTED) refuses the whole report. More than
+// Config.MaxEventsPerReport events is INVALID_ARGUMENT (limit.exceeded) at once: the
+// limit keeps a report under the transport's request cap, whose refusal would not say
+// what to do.
 //
 // A tool call (ToolCall event) runs under the decision the gate recorded for its call
 // id (useDecision): a call that was never checked, still waits, was rejected, names
 // another tool, has other arguments than the decision's, or was reported before is
 // FAILED_PRECONDITION (tool_call.not_approved), and so is the whole report.
 func (m *Manager) ReportEvents(ctx context.Context, ref *agentplanev1.LeaseRef, events []*agentplanev1.RuntimeEvent) (int64, error) {
+	if n := m.cfg.MaxEventsPerReport; n > 0 && len(events) > n {
+		return 0, apierr.New(codes.InvalidArgument, apierr.ReasonResourceExhausted,
+			"%d events in one report; at most %d are allowed (limits.max_events_per_report): split the batch", len(events), m.cfg.MaxEventsPerReport)
+	}
 	payloads := make([]*agentplanev1.TaskEvent, len(events))
 	for i, ev := range events {
 		p, err := runtimePayload(ev)

@@ -66,7 +66,7 @@ func TestRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := first.GetVerdict(); v.GetVerdictId() != "V1" || v.GetApproved() || !slices.Equal(v.GetDroppedIds(), []string{"1"}) || v.GetSequence() == 0 ||
+	if v := first.GetVerdict(); v.GetVerdictId() != "V1" || v.GetApproved() || !slices.Equal(v.GetDroppedObligationIds(), []string{"1"}) || v.GetSequence() == 0 ||
 		!slices.Equal(ids(first.GetOpenObligations()), []string{"O1", "O2"}) {
 		t.Errorf("first verdict = %v", first)
 	}
@@ -76,7 +76,7 @@ func TestRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := second.GetVerdict(); v.GetVerdictId() != "V2" || !v.GetApproved() || !v.GetEndsTurn() || !slices.Equal(v.GetDroppedIds(), []string{"O9"}) ||
+	if v := second.GetVerdict(); v.GetVerdictId() != "V2" || !v.GetApproved() || !v.GetEndsTurn() || !slices.Equal(v.GetDroppedObligationIds(), []string{"O9"}) ||
 		!slices.Equal(ids(second.GetOpenObligations()), []string{"O3"}) {
 		t.Errorf("second verdict = %v", second)
 	}

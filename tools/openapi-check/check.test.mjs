@@ -144,6 +144,14 @@ test('StartTask, GetTask, ListTasks by labelSelector, CancelTask, WatchTask', as
   for (const l of lines) assert.ok(JSON.parse(l).result, l);
 });
 
+test('StartTask takes the spec as a JSON object', async () => {
+  const res = await call(api.TaskService.TaskService_StartTask, {
+    body: { spec: { apiVersion: 'qar/v1', kind: 'AgentSpec', name: 'openapi-json', instructions: 'Answer briefly.', model: 'm' }, input: 'hi' },
+  });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.ok(res.body.task.taskId);
+});
+
 test('an error carries its ErrorInfo', async () => {
   const res = await call(api.TaskService.TaskService_GetTask, { taskId: 'no-such-task' });
   assert.equal(res.status, 404);

@@ -37,8 +37,9 @@ type ErrorReason int32
 const (
 	// Not a reason: no error carries it.
 	ErrorReason_ERROR_REASON_UNSPECIFIED ErrorReason = 0
-	// A request that breaks a field's rule: a missing id, two specs at once, a page size
-	// out of range, a Timestamp out of range. ErrorInfo metadata `required_field` names a
+	// A request that breaks a field's rule: a missing id, no spec, a page size out of
+	// range, an unknown interrupt kind or state filter, a Timestamp out of range (such as
+	// `nanos=-1`). ErrorInfo metadata `required_field` names a
 	// field this deployment needs (e.g. `older_than` for PurgeTasks without
 	// `tasks.retention`).
 	ErrorReason_ERROR_REASON_REQUEST_INVALID ErrorReason = 1
@@ -103,8 +104,10 @@ const (
 	// allows) is refused this way by ValidateSpec and StartTask alike, with its
 	// DOC-TOO-LARGE finding in a SpecViolations detail. Over HTTP these, and a body over
 	// `max_spec_bytes` + 64 KiB, are status 413; other `limit.exceeded` answers are 429.
-	// Permanent: the same request is refused again, so it is not retryable although its
-	// code is RESOURCE_EXHAUSTED.
+	// A ReportEvents call with more than `limits.max_events_per_report` events is
+	// INVALID_ARGUMENT (split the batch; nothing of the call was appended). Permanent:
+	// the same request is refused again, so it is not retryable although its code is
+	// RESOURCE_EXHAUSTED.
 	ErrorReason_ERROR_REASON_LIMIT_EXCEEDED ErrorReason = 22
 	// Multi-tenant mode: the calling principal already has as many calls in flight,
 	// watches or awaits open as `limits.max_*_per_principal` allow (ErrorInfo metadata
@@ -336,7 +339,7 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"\x12ErrorReasonOptions\x12\x12\n" +
 	"\x04wire\x18\x01 \x01(\tR\x04wire\x12\x14\n" +
 	"\x05codes\x18\x02 \x03(\tR\x05codes\x12\x1c\n" +
-	"\tretryable\x18\x03 \x01(\bR\tretryable*\x99\x14\n" +
+	"\tretryable\x18\x03 \x01(\bR\tretryable*\xab\x14\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12I\n" +
 	"\x1cERROR_REASON_REQUEST_INVALID\x10\x01\x1a'\xe2\xf9\x18#\n" +
@@ -382,9 +385,9 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"\x1eERROR_REASON_COMPLIANCE_DENIED\x10\x14\x1a,\xe2\xf9\x18(\n" +
 	"\x11compliance.denied\x12\x13FAILED_PRECONDITION\x12X\n" +
 	"\"ERROR_REASON_STORE_SCHEMA_MISMATCH\x10\x15\x1a0\xe2\xf9\x18,\n" +
-	"\x15store.schema_mismatch\x12\x13FAILED_PRECONDITION\x12I\n" +
-	"\x1bERROR_REASON_LIMIT_EXCEEDED\x10\x16\x1a(\xe2\xf9\x18$\n" +
-	"\x0elimit.exceeded\x12\x12RESOURCE_EXHAUSTED\x12Q\n" +
+	"\x15store.schema_mismatch\x12\x13FAILED_PRECONDITION\x12[\n" +
+	"\x1bERROR_REASON_LIMIT_EXCEEDED\x10\x16\x1a:\xe2\xf9\x186\n" +
+	"\x0elimit.exceeded\x12\x12RESOURCE_EXHAUSTED\x12\x10INVALID_ARGUMENT\x12Q\n" +
 	"\x1eERROR_REASON_LIMIT_CONCURRENCY\x10\x17\x1a-\xe2\xf9\x18)\n" +
 	"\x11limit.concurrency\x12\x12RESOURCE_EXHAUSTED\x18\x01\x12J\n" +
 	"\x1eERROR_REASON_STORE_UNAVAILABLE\x10\x18\x1a&\xe2\xf9\x18\"\n" +

@@ -119,7 +119,10 @@ type Lease struct {
 	// Effective MCP servers.
 	McpServers []*McpServer `protobuf:"bytes,11,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	// Effective A2A peers.
-	A2APeers      []*A2APeer `protobuf:"bytes,12,rep,name=a2a_peers,json=a2aPeers,proto3" json:"a2a_peers,omitempty"`
+	A2APeers []*A2APeer `protobuf:"bytes,12,rep,name=a2a_peers,json=a2aPeers,proto3" json:"a2a_peers,omitempty"`
+	// The W3C trace context captured at StartTask (the same as task.trace_context), for
+	// the runtime to continue the caller's trace. Absent when StartTask carried none.
+	TraceContext  *TraceContext `protobuf:"bytes,13,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -234,6 +237,13 @@ func (x *Lease) GetMcpServers() []*McpServer {
 func (x *Lease) GetA2APeers() []*A2APeer {
 	if x != nil {
 		return x.A2APeers
+	}
+	return nil
+}
+
+func (x *Lease) GetTraceContext() *TraceContext {
+	if x != nil {
+		return x.TraceContext
 	}
 	return nil
 }
@@ -681,7 +691,8 @@ type ReportEventsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The lease.
 	Lease *LeaseRef `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
-	// Events, appended in order in one transaction.
+	// Events, appended in order in one transaction; at most
+	// Capabilities.limits.max_events_per_report.
 	Events        []*RuntimeEvent `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1768,7 +1779,7 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\bLeaseRef\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x19\n" +
 	"\blease_id\x18\x02 \x01(\tR\aleaseId\x12\x14\n" +
-	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\"\xbc\x04\n" +
+	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\"\xfe\x04\n" +
 	"\x05Lease\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x126\n" +
@@ -1783,7 +1794,8 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	" \x03(\tR\x10continueMessages\x129\n" +
 	"\vmcp_servers\x18\v \x03(\v2\x18.agentplane.v1.McpServerR\n" +
 	"mcpServers\x123\n" +
-	"\ta2a_peers\x18\f \x03(\v2\x16.agentplane.v1.A2aPeerR\ba2aPeers\"z\n" +
+	"\ta2a_peers\x18\f \x03(\v2\x16.agentplane.v1.A2aPeerR\ba2aPeers\x12@\n" +
+	"\rtrace_context\x18\r \x01(\v2\x1b.agentplane.v1.TraceContextR\ftraceContext\"z\n" +
 	"\fResolvedSpec\x120\n" +
 	"\x05agent\x18\x01 \x01(\v2\x18.agentplane.v1.AgentSpecH\x00R\x05agent\x120\n" +
 	"\x05graph\x18\x02 \x01(\v2\x18.agentplane.v1.GraphSpecH\x00R\x05graphB\x06\n" +
@@ -1935,23 +1947,24 @@ var file_agentplane_v1_runtime_service_proto_goTypes = []any{
 	(*Interrupt)(nil),               // 28: agentplane.v1.Interrupt
 	(*McpServer)(nil),               // 29: agentplane.v1.McpServer
 	(*A2APeer)(nil),                 // 30: agentplane.v1.A2aPeer
-	(*AgentSpec)(nil),               // 31: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),               // 32: agentplane.v1.GraphSpec
-	(*durationpb.Duration)(nil),     // 33: google.protobuf.Duration
-	(*ChatMessage)(nil),             // 34: agentplane.v1.ChatMessage
-	(*ToolCall)(nil),                // 35: agentplane.v1.ToolCall
-	(*ToolResult)(nil),              // 36: agentplane.v1.ToolResult
-	(*RuntimeNote)(nil),             // 37: agentplane.v1.RuntimeNote
-	(*structpb.Value)(nil),          // 38: google.protobuf.Value
-	(*McpToolAnnotations)(nil),      // 39: agentplane.v1.McpToolAnnotations
-	(GateOutcome)(0),                // 40: agentplane.v1.GateOutcome
-	(*Decision)(nil),                // 41: agentplane.v1.Decision
-	(*VerdictResult)(nil),           // 42: agentplane.v1.VerdictResult
-	(*ObligationResolution)(nil),    // 43: agentplane.v1.ObligationResolution
-	(*Verdict)(nil),                 // 44: agentplane.v1.Verdict
-	(*Obligation)(nil),              // 45: agentplane.v1.Obligation
-	(*TaskOutput)(nil),              // 46: agentplane.v1.TaskOutput
-	(*TaskEvent)(nil),               // 47: agentplane.v1.TaskEvent
+	(*TraceContext)(nil),            // 31: agentplane.v1.TraceContext
+	(*AgentSpec)(nil),               // 32: agentplane.v1.AgentSpec
+	(*GraphSpec)(nil),               // 33: agentplane.v1.GraphSpec
+	(*durationpb.Duration)(nil),     // 34: google.protobuf.Duration
+	(*ChatMessage)(nil),             // 35: agentplane.v1.ChatMessage
+	(*ToolCall)(nil),                // 36: agentplane.v1.ToolCall
+	(*ToolResult)(nil),              // 37: agentplane.v1.ToolResult
+	(*RuntimeNote)(nil),             // 38: agentplane.v1.RuntimeNote
+	(*structpb.Value)(nil),          // 39: google.protobuf.Value
+	(*McpToolAnnotations)(nil),      // 40: agentplane.v1.McpToolAnnotations
+	(GateOutcome)(0),                // 41: agentplane.v1.GateOutcome
+	(*Decision)(nil),                // 42: agentplane.v1.Decision
+	(*VerdictResult)(nil),           // 43: agentplane.v1.VerdictResult
+	(*ObligationResolution)(nil),    // 44: agentplane.v1.ObligationResolution
+	(*Verdict)(nil),                 // 45: agentplane.v1.Verdict
+	(*Obligation)(nil),              // 46: agentplane.v1.Obligation
+	(*TaskOutput)(nil),              // 47: agentplane.v1.TaskOutput
+	(*TaskEvent)(nil),               // 48: agentplane.v1.TaskEvent
 }
 var file_agentplane_v1_runtime_service_proto_depIdxs = []int32{
 	26, // 0: agentplane.v1.Lease.deadline:type_name -> google.protobuf.Timestamp
@@ -1961,69 +1974,70 @@ var file_agentplane_v1_runtime_service_proto_depIdxs = []int32{
 	28, // 4: agentplane.v1.Lease.pending_interrupts:type_name -> agentplane.v1.Interrupt
 	29, // 5: agentplane.v1.Lease.mcp_servers:type_name -> agentplane.v1.McpServer
 	30, // 6: agentplane.v1.Lease.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	31, // 7: agentplane.v1.ResolvedSpec.agent:type_name -> agentplane.v1.AgentSpec
-	32, // 8: agentplane.v1.ResolvedSpec.graph:type_name -> agentplane.v1.GraphSpec
-	33, // 9: agentplane.v1.LeaseTasksRequest.wait:type_name -> google.protobuf.Duration
-	1,  // 10: agentplane.v1.LeaseTasksResponse.leases:type_name -> agentplane.v1.Lease
-	0,  // 11: agentplane.v1.HeartbeatRequest.lease:type_name -> agentplane.v1.LeaseRef
-	26, // 12: agentplane.v1.HeartbeatResponse.deadline:type_name -> google.protobuf.Timestamp
-	34, // 13: agentplane.v1.RuntimeEvent.message:type_name -> agentplane.v1.ChatMessage
-	35, // 14: agentplane.v1.RuntimeEvent.tool_call:type_name -> agentplane.v1.ToolCall
-	36, // 15: agentplane.v1.RuntimeEvent.tool_result:type_name -> agentplane.v1.ToolResult
-	37, // 16: agentplane.v1.RuntimeEvent.note:type_name -> agentplane.v1.RuntimeNote
-	0,  // 17: agentplane.v1.ReportEventsRequest.lease:type_name -> agentplane.v1.LeaseRef
-	7,  // 18: agentplane.v1.ReportEventsRequest.events:type_name -> agentplane.v1.RuntimeEvent
-	0,  // 19: agentplane.v1.CheckToolCallRequest.lease:type_name -> agentplane.v1.LeaseRef
-	38, // 20: agentplane.v1.CheckToolCallRequest.args:type_name -> google.protobuf.Value
-	39, // 21: agentplane.v1.CheckToolCallRequest.annotations:type_name -> agentplane.v1.McpToolAnnotations
-	40, // 22: agentplane.v1.CheckToolCallResponse.outcome:type_name -> agentplane.v1.GateOutcome
-	28, // 23: agentplane.v1.CheckToolCallResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	41, // 24: agentplane.v1.CheckToolCallResponse.decision:type_name -> agentplane.v1.Decision
-	0,  // 25: agentplane.v1.AwaitDecisionRequest.lease:type_name -> agentplane.v1.LeaseRef
-	41, // 26: agentplane.v1.AwaitDecisionResponse.decision:type_name -> agentplane.v1.Decision
-	0,  // 27: agentplane.v1.SuspendTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	27, // 28: agentplane.v1.SuspendTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 29: agentplane.v1.RecordVerdictRequest.lease:type_name -> agentplane.v1.LeaseRef
-	42, // 30: agentplane.v1.RecordVerdictRequest.result:type_name -> agentplane.v1.VerdictResult
-	43, // 31: agentplane.v1.RecordVerdictRequest.resolved:type_name -> agentplane.v1.ObligationResolution
-	44, // 32: agentplane.v1.RecordVerdictResponse.verdict:type_name -> agentplane.v1.Verdict
-	45, // 33: agentplane.v1.RecordVerdictResponse.open_obligations:type_name -> agentplane.v1.Obligation
-	0,  // 34: agentplane.v1.PauseTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	28, // 35: agentplane.v1.PauseTaskResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	0,  // 36: agentplane.v1.CompleteTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	46, // 37: agentplane.v1.CompleteTaskRequest.output:type_name -> agentplane.v1.TaskOutput
-	27, // 38: agentplane.v1.CompleteTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 39: agentplane.v1.FailTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	27, // 40: agentplane.v1.FailTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 41: agentplane.v1.ReadTaskHistoryRequest.lease:type_name -> agentplane.v1.LeaseRef
-	47, // 42: agentplane.v1.ReadTaskHistoryResponse.events:type_name -> agentplane.v1.TaskEvent
-	3,  // 43: agentplane.v1.RuntimeService.LeaseTasks:input_type -> agentplane.v1.LeaseTasksRequest
-	5,  // 44: agentplane.v1.RuntimeService.Heartbeat:input_type -> agentplane.v1.HeartbeatRequest
-	8,  // 45: agentplane.v1.RuntimeService.ReportEvents:input_type -> agentplane.v1.ReportEventsRequest
-	10, // 46: agentplane.v1.RuntimeService.CheckToolCall:input_type -> agentplane.v1.CheckToolCallRequest
-	12, // 47: agentplane.v1.RuntimeService.AwaitDecision:input_type -> agentplane.v1.AwaitDecisionRequest
-	14, // 48: agentplane.v1.RuntimeService.SuspendTask:input_type -> agentplane.v1.SuspendTaskRequest
-	16, // 49: agentplane.v1.RuntimeService.RecordVerdict:input_type -> agentplane.v1.RecordVerdictRequest
-	18, // 50: agentplane.v1.RuntimeService.PauseTask:input_type -> agentplane.v1.PauseTaskRequest
-	20, // 51: agentplane.v1.RuntimeService.CompleteTask:input_type -> agentplane.v1.CompleteTaskRequest
-	22, // 52: agentplane.v1.RuntimeService.FailTask:input_type -> agentplane.v1.FailTaskRequest
-	24, // 53: agentplane.v1.RuntimeService.ReadTaskHistory:input_type -> agentplane.v1.ReadTaskHistoryRequest
-	4,  // 54: agentplane.v1.RuntimeService.LeaseTasks:output_type -> agentplane.v1.LeaseTasksResponse
-	6,  // 55: agentplane.v1.RuntimeService.Heartbeat:output_type -> agentplane.v1.HeartbeatResponse
-	9,  // 56: agentplane.v1.RuntimeService.ReportEvents:output_type -> agentplane.v1.ReportEventsResponse
-	11, // 57: agentplane.v1.RuntimeService.CheckToolCall:output_type -> agentplane.v1.CheckToolCallResponse
-	13, // 58: agentplane.v1.RuntimeService.AwaitDecision:output_type -> agentplane.v1.AwaitDecisionResponse
-	15, // 59: agentplane.v1.RuntimeService.SuspendTask:output_type -> agentplane.v1.SuspendTaskResponse
-	17, // 60: agentplane.v1.RuntimeService.RecordVerdict:output_type -> agentplane.v1.RecordVerdictResponse
-	19, // 61: agentplane.v1.RuntimeService.PauseTask:output_type -> agentplane.v1.PauseTaskResponse
-	21, // 62: agentplane.v1.RuntimeService.CompleteTask:output_type -> agentplane.v1.CompleteTaskResponse
-	23, // 63: agentplane.v1.RuntimeService.FailTask:output_type -> agentplane.v1.FailTaskResponse
-	25, // 64: agentplane.v1.RuntimeService.ReadTaskHistory:output_type -> agentplane.v1.ReadTaskHistoryResponse
-	54, // [54:65] is the sub-list for method output_type
-	43, // [43:54] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	31, // 7: agentplane.v1.Lease.trace_context:type_name -> agentplane.v1.TraceContext
+	32, // 8: agentplane.v1.ResolvedSpec.agent:type_name -> agentplane.v1.AgentSpec
+	33, // 9: agentplane.v1.ResolvedSpec.graph:type_name -> agentplane.v1.GraphSpec
+	34, // 10: agentplane.v1.LeaseTasksRequest.wait:type_name -> google.protobuf.Duration
+	1,  // 11: agentplane.v1.LeaseTasksResponse.leases:type_name -> agentplane.v1.Lease
+	0,  // 12: agentplane.v1.HeartbeatRequest.lease:type_name -> agentplane.v1.LeaseRef
+	26, // 13: agentplane.v1.HeartbeatResponse.deadline:type_name -> google.protobuf.Timestamp
+	35, // 14: agentplane.v1.RuntimeEvent.message:type_name -> agentplane.v1.ChatMessage
+	36, // 15: agentplane.v1.RuntimeEvent.tool_call:type_name -> agentplane.v1.ToolCall
+	37, // 16: agentplane.v1.RuntimeEvent.tool_result:type_name -> agentplane.v1.ToolResult
+	38, // 17: agentplane.v1.RuntimeEvent.note:type_name -> agentplane.v1.RuntimeNote
+	0,  // 18: agentplane.v1.ReportEventsRequest.lease:type_name -> agentplane.v1.LeaseRef
+	7,  // 19: agentplane.v1.ReportEventsRequest.events:type_name -> agentplane.v1.RuntimeEvent
+	0,  // 20: agentplane.v1.CheckToolCallRequest.lease:type_name -> agentplane.v1.LeaseRef
+	39, // 21: agentplane.v1.CheckToolCallRequest.args:type_name -> google.protobuf.Value
+	40, // 22: agentplane.v1.CheckToolCallRequest.annotations:type_name -> agentplane.v1.McpToolAnnotations
+	41, // 23: agentplane.v1.CheckToolCallResponse.outcome:type_name -> agentplane.v1.GateOutcome
+	28, // 24: agentplane.v1.CheckToolCallResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	42, // 25: agentplane.v1.CheckToolCallResponse.decision:type_name -> agentplane.v1.Decision
+	0,  // 26: agentplane.v1.AwaitDecisionRequest.lease:type_name -> agentplane.v1.LeaseRef
+	42, // 27: agentplane.v1.AwaitDecisionResponse.decision:type_name -> agentplane.v1.Decision
+	0,  // 28: agentplane.v1.SuspendTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	27, // 29: agentplane.v1.SuspendTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 30: agentplane.v1.RecordVerdictRequest.lease:type_name -> agentplane.v1.LeaseRef
+	43, // 31: agentplane.v1.RecordVerdictRequest.result:type_name -> agentplane.v1.VerdictResult
+	44, // 32: agentplane.v1.RecordVerdictRequest.resolved:type_name -> agentplane.v1.ObligationResolution
+	45, // 33: agentplane.v1.RecordVerdictResponse.verdict:type_name -> agentplane.v1.Verdict
+	46, // 34: agentplane.v1.RecordVerdictResponse.open_obligations:type_name -> agentplane.v1.Obligation
+	0,  // 35: agentplane.v1.PauseTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	28, // 36: agentplane.v1.PauseTaskResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	0,  // 37: agentplane.v1.CompleteTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	47, // 38: agentplane.v1.CompleteTaskRequest.output:type_name -> agentplane.v1.TaskOutput
+	27, // 39: agentplane.v1.CompleteTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 40: agentplane.v1.FailTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	27, // 41: agentplane.v1.FailTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 42: agentplane.v1.ReadTaskHistoryRequest.lease:type_name -> agentplane.v1.LeaseRef
+	48, // 43: agentplane.v1.ReadTaskHistoryResponse.events:type_name -> agentplane.v1.TaskEvent
+	3,  // 44: agentplane.v1.RuntimeService.LeaseTasks:input_type -> agentplane.v1.LeaseTasksRequest
+	5,  // 45: agentplane.v1.RuntimeService.Heartbeat:input_type -> agentplane.v1.HeartbeatRequest
+	8,  // 46: agentplane.v1.RuntimeService.ReportEvents:input_type -> agentplane.v1.ReportEventsRequest
+	10, // 47: agentplane.v1.RuntimeService.CheckToolCall:input_type -> agentplane.v1.CheckToolCallRequest
+	12, // 48: agentplane.v1.RuntimeService.AwaitDecision:input_type -> agentplane.v1.AwaitDecisionRequest
+	14, // 49: agentplane.v1.RuntimeService.SuspendTask:input_type -> agentplane.v1.SuspendTaskRequest
+	16, // 50: agentplane.v1.RuntimeService.RecordVerdict:input_type -> agentplane.v1.RecordVerdictRequest
+	18, // 51: agentplane.v1.RuntimeService.PauseTask:input_type -> agentplane.v1.PauseTaskRequest
+	20, // 52: agentplane.v1.RuntimeService.CompleteTask:input_type -> agentplane.v1.CompleteTaskRequest
+	22, // 53: agentplane.v1.RuntimeService.FailTask:input_type -> agentplane.v1.FailTaskRequest
+	24, // 54: agentplane.v1.RuntimeService.ReadTaskHistory:input_type -> agentplane.v1.ReadTaskHistoryRequest
+	4,  // 55: agentplane.v1.RuntimeService.LeaseTasks:output_type -> agentplane.v1.LeaseTasksResponse
+	6,  // 56: agentplane.v1.RuntimeService.Heartbeat:output_type -> agentplane.v1.HeartbeatResponse
+	9,  // 57: agentplane.v1.RuntimeService.ReportEvents:output_type -> agentplane.v1.ReportEventsResponse
+	11, // 58: agentplane.v1.RuntimeService.CheckToolCall:output_type -> agentplane.v1.CheckToolCallResponse
+	13, // 59: agentplane.v1.RuntimeService.AwaitDecision:output_type -> agentplane.v1.AwaitDecisionResponse
+	15, // 60: agentplane.v1.RuntimeService.SuspendTask:output_type -> agentplane.v1.SuspendTaskResponse
+	17, // 61: agentplane.v1.RuntimeService.RecordVerdict:output_type -> agentplane.v1.RecordVerdictResponse
+	19, // 62: agentplane.v1.RuntimeService.PauseTask:output_type -> agentplane.v1.PauseTaskResponse
+	21, // 63: agentplane.v1.RuntimeService.CompleteTask:output_type -> agentplane.v1.CompleteTaskResponse
+	23, // 64: agentplane.v1.RuntimeService.FailTask:output_type -> agentplane.v1.FailTaskResponse
+	25, // 65: agentplane.v1.RuntimeService.ReadTaskHistory:output_type -> agentplane.v1.ReadTaskHistoryResponse
+	55, // [55:66] is the sub-list for method output_type
+	44, // [44:55] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_runtime_service_proto_init() }

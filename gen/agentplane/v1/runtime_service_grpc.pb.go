@@ -47,7 +47,10 @@ type RuntimeServiceClient interface {
 	// Heartbeat extends a lease and reports whether the task was canceled.
 	Heartbeat(ctx context.Context, in *HeartbeatRequest, opts ...grpc.CallOption) (*HeartbeatResponse, error)
 	// ReportEvents appends runtime events (messages, tool calls and results, notes) to
-	// the task's log, in one transaction.
+	// the task's log, in one transaction. One call carries at most
+	// Capabilities.limits.max_events_per_report events, each at most max_event_bytes:
+	// more is INVALID_ARGUMENT (reason limit.exceeded) before anything is appended. Within
+	// these limits a call always fits max_request_bytes; split larger batches.
 	ReportEvents(ctx context.Context, in *ReportEventsRequest, opts ...grpc.CallOption) (*ReportEventsResponse, error)
 	// CheckToolCall asks whether a tool call may run: allow, interrupt (wait for a
 	// decision) or reject (with a synthesized decision). Call and answer are logged.
@@ -216,7 +219,10 @@ type RuntimeServiceServer interface {
 	// Heartbeat extends a lease and reports whether the task was canceled.
 	Heartbeat(context.Context, *HeartbeatRequest) (*HeartbeatResponse, error)
 	// ReportEvents appends runtime events (messages, tool calls and results, notes) to
-	// the task's log, in one transaction.
+	// the task's log, in one transaction. One call carries at most
+	// Capabilities.limits.max_events_per_report events, each at most max_event_bytes:
+	// more is INVALID_ARGUMENT (reason limit.exceeded) before anything is appended. Within
+	// these limits a call always fits max_request_bytes; split larger batches.
 	ReportEvents(context.Context, *ReportEventsRequest) (*ReportEventsResponse, error)
 	// CheckToolCall asks whether a tool call may run: allow, interrupt (wait for a
 	// decision) or reject (with a synthesized decision). Call and answer are logged.

@@ -44,7 +44,8 @@ type TaskServiceClient interface {
 	// The response carries the basic view of the task unless view asks for FULL.
 	StartTask(ctx context.Context, in *StartTaskRequest, opts ...grpc.CallOption) (*StartTaskResponse, error)
 	// ContinueTask resumes a task waiting in INPUT_REQUIRED for the user (a chat-mode
-	// pause) with a new user message. Any other state is FAILED_PRECONDITION.
+	// pause) with a new user message. The task goes back to SUBMITTED (queued) until a
+	// runtime leases it (WORKING). Any other state is FAILED_PRECONDITION.
 	ContinueTask(ctx context.Context, in *ContinueTaskRequest, opts ...grpc.CallOption) (*ContinueTaskResponse, error)
 	// GetTask returns one task, in full unless view asks for BASIC.
 	GetTask(ctx context.Context, in *GetTaskRequest, opts ...grpc.CallOption) (*GetTaskResponse, error)
@@ -177,7 +178,8 @@ type TaskServiceServer interface {
 	// The response carries the basic view of the task unless view asks for FULL.
 	StartTask(context.Context, *StartTaskRequest) (*StartTaskResponse, error)
 	// ContinueTask resumes a task waiting in INPUT_REQUIRED for the user (a chat-mode
-	// pause) with a new user message. Any other state is FAILED_PRECONDITION.
+	// pause) with a new user message. The task goes back to SUBMITTED (queued) until a
+	// runtime leases it (WORKING). Any other state is FAILED_PRECONDITION.
 	ContinueTask(context.Context, *ContinueTaskRequest) (*ContinueTaskResponse, error)
 	// GetTask returns one task, in full unless view asks for BASIC.
 	GetTask(context.Context, *GetTaskRequest) (*GetTaskResponse, error)

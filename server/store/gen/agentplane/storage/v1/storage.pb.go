@@ -161,7 +161,9 @@ type TaskRecord struct {
 	// The run queue the task was started on; drives the queue index, which is keyed by
 	// it so that leasing from one queue is a range scan. Empty in records written before
 	// queues existed, which means "default". Immutable.
-	Queue         string `protobuf:"bytes,40,opt,name=queue,proto3" json:"queue,omitempty"`
+	Queue string `protobuf:"bytes,40,opt,name=queue,proto3" json:"queue,omitempty"`
+	// The W3C trace context of the StartTask call, if it carried one. Immutable.
+	TraceContext  *v1.TraceContext `protobuf:"bytes,41,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -390,6 +392,13 @@ func (x *TaskRecord) GetQueue() string {
 		return x.Queue
 	}
 	return ""
+}
+
+func (x *TaskRecord) GetTraceContext() *v1.TraceContext {
+	if x != nil {
+		return x.TraceContext
+	}
+	return nil
 }
 
 // TaskSpecRecord is what a task was started with. Written once, with the task, and
@@ -1047,7 +1056,7 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\x05R\aversion\x12;\n" +
 	"\vcreate_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12\x1b\n" +
-	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\x84\n" +
+	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\xc6\n" +
 	"\n" +
 	"\n" +
 	"TaskRecord\x12\x17\n" +
@@ -1085,7 +1094,8 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\x10obligation_count\x18\x19 \x01(\x03R\x0fobligationCount\x12#\n" +
 	"\rverdict_count\x18\x1a \x01(\x03R\fverdictCount\x12\x1b\n" +
 	"\tspec_kind\x18\x1b \x01(\tR\bspecKind\x12\x14\n" +
-	"\x05queue\x18( \x01(\tR\x05queue\x1a9\n" +
+	"\x05queue\x18( \x01(\tR\x05queue\x12@\n" +
+	"\rtrace_context\x18) \x01(\v2\x1b.agentplane.v1.TraceContextR\ftraceContext\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb2\x04\n" +
@@ -1168,18 +1178,19 @@ var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(v1.TaskState)(0),             // 12: agentplane.v1.TaskState
 	(*v1.TaskFailure)(nil),        // 13: agentplane.v1.TaskFailure
 	(*v1.TaskOutput)(nil),         // 14: agentplane.v1.TaskOutput
-	(*v1.AgentSpec)(nil),          // 15: agentplane.v1.AgentSpec
-	(*v1.GraphSpec)(nil),          // 16: agentplane.v1.GraphSpec
-	(*v1.ResolvedSpec)(nil),       // 17: agentplane.v1.ResolvedSpec
-	(*v1.InterruptPolicy)(nil),    // 18: agentplane.v1.InterruptPolicy
-	(*durationpb.Duration)(nil),   // 19: google.protobuf.Duration
-	(*v1.ToolAxisOverride)(nil),   // 20: agentplane.v1.ToolAxisOverride
-	(*v1.McpServer)(nil),          // 21: agentplane.v1.McpServer
-	(*v1.A2APeer)(nil),            // 22: agentplane.v1.A2aPeer
-	(*v1.TaskEvent)(nil),          // 23: agentplane.v1.TaskEvent
-	(*v1.Interrupt)(nil),          // 24: agentplane.v1.Interrupt
-	(*v1.Verdict)(nil),            // 25: agentplane.v1.Verdict
-	(*v1.Obligation)(nil),         // 26: agentplane.v1.Obligation
+	(*v1.TraceContext)(nil),       // 15: agentplane.v1.TraceContext
+	(*v1.AgentSpec)(nil),          // 16: agentplane.v1.AgentSpec
+	(*v1.GraphSpec)(nil),          // 17: agentplane.v1.GraphSpec
+	(*v1.ResolvedSpec)(nil),       // 18: agentplane.v1.ResolvedSpec
+	(*v1.InterruptPolicy)(nil),    // 19: agentplane.v1.InterruptPolicy
+	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
+	(*v1.ToolAxisOverride)(nil),   // 21: agentplane.v1.ToolAxisOverride
+	(*v1.McpServer)(nil),          // 22: agentplane.v1.McpServer
+	(*v1.A2APeer)(nil),            // 23: agentplane.v1.A2aPeer
+	(*v1.TaskEvent)(nil),          // 24: agentplane.v1.TaskEvent
+	(*v1.Interrupt)(nil),          // 25: agentplane.v1.Interrupt
+	(*v1.Verdict)(nil),            // 26: agentplane.v1.Verdict
+	(*v1.Obligation)(nil),         // 27: agentplane.v1.Obligation
 }
 var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
 	11, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
@@ -1193,28 +1204,29 @@ var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
 	3,  // 8: agentplane.storage.v1.TaskRecord.cancellation:type_name -> agentplane.storage.v1.Cancellation
 	4,  // 9: agentplane.storage.v1.TaskRecord.lease:type_name -> agentplane.storage.v1.LeaseRecord
 	11, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
-	15, // 11: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
-	16, // 12: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
-	17, // 13: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
-	18, // 14: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	19, // 15: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
-	20, // 16: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	21, // 17: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
-	22, // 18: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	11, // 19: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
-	11, // 20: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
-	11, // 21: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
-	11, // 22: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
-	23, // 23: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
-	24, // 24: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
-	11, // 25: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
-	25, // 26: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
-	26, // 27: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	15, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
+	16, // 12: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
+	17, // 13: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
+	18, // 14: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
+	19, // 15: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	20, // 16: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
+	21, // 17: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	22, // 18: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
+	23, // 19: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	11, // 20: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
+	11, // 21: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
+	11, // 22: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
+	11, // 23: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
+	24, // 24: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
+	25, // 25: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
+	11, // 26: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
+	26, // 27: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
+	27, // 28: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_storage_v1_storage_proto_init() }
