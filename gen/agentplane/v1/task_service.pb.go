@@ -606,8 +606,11 @@ type ListTasksRequest struct {
 	PageToken string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	// Only tasks in one of these states; empty means all.
 	States []TaskState `protobuf:"varint,3,rep,packed,name=states,proto3,enum=agentplane.v1.TaskState" json:"states,omitempty"`
-	// Only tasks carrying all these labels.
-	Labels map[string]string `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Only tasks carrying all these labels, each written `key=value` (the value may be
+	// empty or contain `=`; the key may not be given twice). A list rather than a map so
+	// that it is an ordinary repeated query parameter over HTTP:
+	// `GET /v1/tasks?labelSelector=env=prod&labelSelector=team=a`.
+	LabelSelector []string `protobuf:"bytes,9,rep,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
 	// Only tasks created at or after this time.
 	CreatedAfter *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_after,json=createdAfter,proto3" json:"created_after,omitempty"`
 	// Only tasks created before this time.
@@ -672,9 +675,9 @@ func (x *ListTasksRequest) GetStates() []TaskState {
 	return nil
 }
 
-func (x *ListTasksRequest) GetLabels() map[string]string {
+func (x *ListTasksRequest) GetLabelSelector() []string {
 	if x != nil {
-		return x.Labels
+		return x.LabelSelector
 	}
 	return nil
 }
@@ -1254,20 +1257,17 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12+\n" +
 	"\x04view\x18\x02 \x01(\x0e2\x17.agentplane.v1.TaskViewR\x04view\":\n" +
 	"\x0fGetTaskResponse\x12'\n" +
-	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"\xc7\x03\n" +
+	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"\xfc\x02\n" +
 	"\x10ListTasksRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\x120\n" +
-	"\x06states\x18\x03 \x03(\x0e2\x18.agentplane.v1.TaskStateR\x06states\x12C\n" +
-	"\x06labels\x18\x04 \x03(\v2+.agentplane.v1.ListTasksRequest.LabelsEntryR\x06labels\x12?\n" +
+	"\x06states\x18\x03 \x03(\x0e2\x18.agentplane.v1.TaskStateR\x06states\x12%\n" +
+	"\x0elabel_selector\x18\t \x03(\tR\rlabelSelector\x12?\n" +
 	"\rcreated_after\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\fcreatedAfter\x12A\n" +
 	"\x0ecreated_before\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\x12+\n" +
 	"\x04view\x18\a \x01(\x0e2\x17.agentplane.v1.TaskViewR\x04view\x12\x14\n" +
-	"\x05queue\x18\b \x01(\tR\x05queue\x1a9\n" +
-	"\vLabelsEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"f\n" +
+	"\x05queue\x18\b \x01(\tR\x05queueJ\x04\b\x04\x10\x05R\x06labels\"f\n" +
 	"\x11ListTasksResponse\x12)\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x13.agentplane.v1.TaskR\x05tasks\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"D\n" +
@@ -1326,7 +1326,7 @@ func file_agentplane_v1_task_service_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_v1_task_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentplane_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_agentplane_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_agentplane_v1_task_service_proto_goTypes = []any{
 	(TaskView)(0),                   // 0: agentplane.v1.TaskView
 	(*StartTaskRequest)(nil),        // 1: agentplane.v1.StartTaskRequest
@@ -1346,72 +1346,70 @@ var file_agentplane_v1_task_service_proto_goTypes = []any{
 	(*ListObligationsRequest)(nil),  // 15: agentplane.v1.ListObligationsRequest
 	(*ListObligationsResponse)(nil), // 16: agentplane.v1.ListObligationsResponse
 	nil,                             // 17: agentplane.v1.StartTaskRequest.LabelsEntry
-	nil,                             // 18: agentplane.v1.ListTasksRequest.LabelsEntry
-	(*AgentSpec)(nil),               // 19: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),               // 20: agentplane.v1.GraphSpec
-	(*structpb.Struct)(nil),         // 21: google.protobuf.Struct
-	(DocumentFormat)(0),             // 22: agentplane.v1.DocumentFormat
-	(*InterruptPolicy)(nil),         // 23: agentplane.v1.InterruptPolicy
-	(*McpServerList)(nil),           // 24: agentplane.v1.McpServerList
-	(*A2APeerList)(nil),             // 25: agentplane.v1.A2aPeerList
-	(*ToolAxisOverride)(nil),        // 26: agentplane.v1.ToolAxisOverride
-	(*durationpb.Duration)(nil),     // 27: google.protobuf.Duration
-	(*Task)(nil),                    // 28: agentplane.v1.Task
-	(TaskState)(0),                  // 29: agentplane.v1.TaskState
-	(*timestamppb.Timestamp)(nil),   // 30: google.protobuf.Timestamp
-	(*TaskEvent)(nil),               // 31: agentplane.v1.TaskEvent
-	(*Verdict)(nil),                 // 32: agentplane.v1.Verdict
-	(ObligationState)(0),            // 33: agentplane.v1.ObligationState
-	(*Obligation)(nil),              // 34: agentplane.v1.Obligation
+	(*AgentSpec)(nil),               // 18: agentplane.v1.AgentSpec
+	(*GraphSpec)(nil),               // 19: agentplane.v1.GraphSpec
+	(*structpb.Struct)(nil),         // 20: google.protobuf.Struct
+	(DocumentFormat)(0),             // 21: agentplane.v1.DocumentFormat
+	(*InterruptPolicy)(nil),         // 22: agentplane.v1.InterruptPolicy
+	(*McpServerList)(nil),           // 23: agentplane.v1.McpServerList
+	(*A2APeerList)(nil),             // 24: agentplane.v1.A2aPeerList
+	(*ToolAxisOverride)(nil),        // 25: agentplane.v1.ToolAxisOverride
+	(*durationpb.Duration)(nil),     // 26: google.protobuf.Duration
+	(*Task)(nil),                    // 27: agentplane.v1.Task
+	(TaskState)(0),                  // 28: agentplane.v1.TaskState
+	(*timestamppb.Timestamp)(nil),   // 29: google.protobuf.Timestamp
+	(*TaskEvent)(nil),               // 30: agentplane.v1.TaskEvent
+	(*Verdict)(nil),                 // 31: agentplane.v1.Verdict
+	(ObligationState)(0),            // 32: agentplane.v1.ObligationState
+	(*Obligation)(nil),              // 33: agentplane.v1.Obligation
 }
 var file_agentplane_v1_task_service_proto_depIdxs = []int32{
-	19, // 0: agentplane.v1.StartTaskRequest.agent:type_name -> agentplane.v1.AgentSpec
-	20, // 1: agentplane.v1.StartTaskRequest.graph:type_name -> agentplane.v1.GraphSpec
-	21, // 2: agentplane.v1.StartTaskRequest.spec_json:type_name -> google.protobuf.Struct
-	22, // 3: agentplane.v1.StartTaskRequest.format:type_name -> agentplane.v1.DocumentFormat
+	18, // 0: agentplane.v1.StartTaskRequest.agent:type_name -> agentplane.v1.AgentSpec
+	19, // 1: agentplane.v1.StartTaskRequest.graph:type_name -> agentplane.v1.GraphSpec
+	20, // 2: agentplane.v1.StartTaskRequest.spec_json:type_name -> google.protobuf.Struct
+	21, // 3: agentplane.v1.StartTaskRequest.format:type_name -> agentplane.v1.DocumentFormat
 	17, // 4: agentplane.v1.StartTaskRequest.labels:type_name -> agentplane.v1.StartTaskRequest.LabelsEntry
-	23, // 5: agentplane.v1.StartTaskRequest.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	24, // 6: agentplane.v1.StartTaskRequest.mcp_servers:type_name -> agentplane.v1.McpServerList
-	25, // 7: agentplane.v1.StartTaskRequest.a2a_peers:type_name -> agentplane.v1.A2aPeerList
-	26, // 8: agentplane.v1.StartTaskRequest.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	27, // 9: agentplane.v1.StartTaskRequest.interrupt_timeout:type_name -> google.protobuf.Duration
+	22, // 5: agentplane.v1.StartTaskRequest.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	23, // 6: agentplane.v1.StartTaskRequest.mcp_servers:type_name -> agentplane.v1.McpServerList
+	24, // 7: agentplane.v1.StartTaskRequest.a2a_peers:type_name -> agentplane.v1.A2aPeerList
+	25, // 8: agentplane.v1.StartTaskRequest.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	26, // 9: agentplane.v1.StartTaskRequest.interrupt_timeout:type_name -> google.protobuf.Duration
 	0,  // 10: agentplane.v1.StartTaskRequest.view:type_name -> agentplane.v1.TaskView
-	28, // 11: agentplane.v1.StartTaskResponse.task:type_name -> agentplane.v1.Task
-	28, // 12: agentplane.v1.ContinueTaskResponse.task:type_name -> agentplane.v1.Task
+	27, // 11: agentplane.v1.StartTaskResponse.task:type_name -> agentplane.v1.Task
+	27, // 12: agentplane.v1.ContinueTaskResponse.task:type_name -> agentplane.v1.Task
 	0,  // 13: agentplane.v1.GetTaskRequest.view:type_name -> agentplane.v1.TaskView
-	28, // 14: agentplane.v1.GetTaskResponse.task:type_name -> agentplane.v1.Task
-	29, // 15: agentplane.v1.ListTasksRequest.states:type_name -> agentplane.v1.TaskState
-	18, // 16: agentplane.v1.ListTasksRequest.labels:type_name -> agentplane.v1.ListTasksRequest.LabelsEntry
-	30, // 17: agentplane.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
-	30, // 18: agentplane.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
-	0,  // 19: agentplane.v1.ListTasksRequest.view:type_name -> agentplane.v1.TaskView
-	28, // 20: agentplane.v1.ListTasksResponse.tasks:type_name -> agentplane.v1.Task
-	28, // 21: agentplane.v1.CancelTaskResponse.task:type_name -> agentplane.v1.Task
-	31, // 22: agentplane.v1.WatchTaskResponse.event:type_name -> agentplane.v1.TaskEvent
-	32, // 23: agentplane.v1.ListVerdictsResponse.verdicts:type_name -> agentplane.v1.Verdict
-	33, // 24: agentplane.v1.ListObligationsRequest.states:type_name -> agentplane.v1.ObligationState
-	34, // 25: agentplane.v1.ListObligationsResponse.obligations:type_name -> agentplane.v1.Obligation
-	1,  // 26: agentplane.v1.TaskService.StartTask:input_type -> agentplane.v1.StartTaskRequest
-	3,  // 27: agentplane.v1.TaskService.ContinueTask:input_type -> agentplane.v1.ContinueTaskRequest
-	5,  // 28: agentplane.v1.TaskService.GetTask:input_type -> agentplane.v1.GetTaskRequest
-	7,  // 29: agentplane.v1.TaskService.ListTasks:input_type -> agentplane.v1.ListTasksRequest
-	9,  // 30: agentplane.v1.TaskService.CancelTask:input_type -> agentplane.v1.CancelTaskRequest
-	11, // 31: agentplane.v1.TaskService.WatchTask:input_type -> agentplane.v1.WatchTaskRequest
-	13, // 32: agentplane.v1.TaskService.ListVerdicts:input_type -> agentplane.v1.ListVerdictsRequest
-	15, // 33: agentplane.v1.TaskService.ListObligations:input_type -> agentplane.v1.ListObligationsRequest
-	2,  // 34: agentplane.v1.TaskService.StartTask:output_type -> agentplane.v1.StartTaskResponse
-	4,  // 35: agentplane.v1.TaskService.ContinueTask:output_type -> agentplane.v1.ContinueTaskResponse
-	6,  // 36: agentplane.v1.TaskService.GetTask:output_type -> agentplane.v1.GetTaskResponse
-	8,  // 37: agentplane.v1.TaskService.ListTasks:output_type -> agentplane.v1.ListTasksResponse
-	10, // 38: agentplane.v1.TaskService.CancelTask:output_type -> agentplane.v1.CancelTaskResponse
-	12, // 39: agentplane.v1.TaskService.WatchTask:output_type -> agentplane.v1.WatchTaskResponse
-	14, // 40: agentplane.v1.TaskService.ListVerdicts:output_type -> agentplane.v1.ListVerdictsResponse
-	16, // 41: agentplane.v1.TaskService.ListObligations:output_type -> agentplane.v1.ListObligationsResponse
-	34, // [34:42] is the sub-list for method output_type
-	26, // [26:34] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	27, // 14: agentplane.v1.GetTaskResponse.task:type_name -> agentplane.v1.Task
+	28, // 15: agentplane.v1.ListTasksRequest.states:type_name -> agentplane.v1.TaskState
+	29, // 16: agentplane.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
+	29, // 17: agentplane.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
+	0,  // 18: agentplane.v1.ListTasksRequest.view:type_name -> agentplane.v1.TaskView
+	27, // 19: agentplane.v1.ListTasksResponse.tasks:type_name -> agentplane.v1.Task
+	27, // 20: agentplane.v1.CancelTaskResponse.task:type_name -> agentplane.v1.Task
+	30, // 21: agentplane.v1.WatchTaskResponse.event:type_name -> agentplane.v1.TaskEvent
+	31, // 22: agentplane.v1.ListVerdictsResponse.verdicts:type_name -> agentplane.v1.Verdict
+	32, // 23: agentplane.v1.ListObligationsRequest.states:type_name -> agentplane.v1.ObligationState
+	33, // 24: agentplane.v1.ListObligationsResponse.obligations:type_name -> agentplane.v1.Obligation
+	1,  // 25: agentplane.v1.TaskService.StartTask:input_type -> agentplane.v1.StartTaskRequest
+	3,  // 26: agentplane.v1.TaskService.ContinueTask:input_type -> agentplane.v1.ContinueTaskRequest
+	5,  // 27: agentplane.v1.TaskService.GetTask:input_type -> agentplane.v1.GetTaskRequest
+	7,  // 28: agentplane.v1.TaskService.ListTasks:input_type -> agentplane.v1.ListTasksRequest
+	9,  // 29: agentplane.v1.TaskService.CancelTask:input_type -> agentplane.v1.CancelTaskRequest
+	11, // 30: agentplane.v1.TaskService.WatchTask:input_type -> agentplane.v1.WatchTaskRequest
+	13, // 31: agentplane.v1.TaskService.ListVerdicts:input_type -> agentplane.v1.ListVerdictsRequest
+	15, // 32: agentplane.v1.TaskService.ListObligations:input_type -> agentplane.v1.ListObligationsRequest
+	2,  // 33: agentplane.v1.TaskService.StartTask:output_type -> agentplane.v1.StartTaskResponse
+	4,  // 34: agentplane.v1.TaskService.ContinueTask:output_type -> agentplane.v1.ContinueTaskResponse
+	6,  // 35: agentplane.v1.TaskService.GetTask:output_type -> agentplane.v1.GetTaskResponse
+	8,  // 36: agentplane.v1.TaskService.ListTasks:output_type -> agentplane.v1.ListTasksResponse
+	10, // 37: agentplane.v1.TaskService.CancelTask:output_type -> agentplane.v1.CancelTaskResponse
+	12, // 38: agentplane.v1.TaskService.WatchTask:output_type -> agentplane.v1.WatchTaskResponse
+	14, // 39: agentplane.v1.TaskService.ListVerdicts:output_type -> agentplane.v1.ListVerdictsResponse
+	16, // 40: agentplane.v1.TaskService.ListObligations:output_type -> agentplane.v1.ListObligationsResponse
+	33, // [33:41] is the sub-list for method output_type
+	25, // [25:33] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_task_service_proto_init() }
@@ -1438,7 +1436,7 @@ func file_agentplane_v1_task_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_task_service_proto_rawDesc), len(file_agentplane_v1_task_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
