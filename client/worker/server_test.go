@@ -14,9 +14,10 @@ import (
 
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
-	"github.com/agentplane/agentplane/server/apierr"
+
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/servertest"
 )
@@ -234,7 +235,7 @@ func TestServerWaitsForClientToolOutputs(t *testing.T) {
 		t.Fatalf("waits %v", waits)
 	}
 	if _, err := in.Client.Tasks.ContinueTask(ctx, &agentplanev1.ContinueTaskRequest{TaskId: id,
-		Input: &agentplanev1.ContinueTaskRequest_Message{Message: client.UserText("hi")}}); apierr.InfoOf(err).GetReason() != apierr.ReasonToolOutputsMismatch {
+		Input: &agentplanev1.ContinueTaskRequest_Message{Message: client.UserText("hi")}}); reasons.Of(err) != agentplanev1.ErrorReason_ERROR_REASON_TASK_TOOL_OUTPUTS_MISMATCH {
 		t.Fatalf("a message for a task waiting for tool outputs: %v", err)
 	}
 	if _, err := in.Client.Tasks.ContinueTask(ctx, &agentplanev1.ContinueTaskRequest{TaskId: id,

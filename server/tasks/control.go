@@ -7,10 +7,10 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/hitl"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 )
 
 // maxReasonBytes bounds a caller's cancel reason.
@@ -42,7 +42,7 @@ func (m *Manager) Cancel(ctx context.Context, tenant, taskID, principal, reason 
 		}}); err != nil {
 			return err
 		}
-		if err := op.SetState(agentplanev1.TaskState_TASK_STATE_CANCELED, "canceled"); err != nil {
+		if err := op.SetState(agentplanev1.TaskState_TASK_STATE_CANCELED, StateCanceled); err != nil {
 			return err
 		}
 		var err error
@@ -186,7 +186,7 @@ func (m *Manager) Continue(ctx context.Context, tenant, taskID, principal string
 				return id == in.GetInterrupt().GetInterruptId()
 			})
 		}
-		if err := op.Resume("continued"); err != nil {
+		if err := op.Resume(StateContinued); err != nil {
 			return err
 		}
 		var err error

@@ -10,11 +10,11 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 )
 
 // maxFailureMessage bounds FailTask's message as stored.
@@ -285,9 +285,9 @@ func (m *Manager) Pause(ctx context.Context, ref *agentplanev1.LeaseRef, message
 		if err := op.ReleaseLease(agentplanev1.LeaseChangeKind_LEASE_CHANGE_KIND_RELEASED); err != nil {
 			return err
 		}
-		reason := "turn.ended"
+		reason := StateTurnEnded
 		if len(clientCalls) > 0 {
-			reason = "tool_output.required"
+			reason = StateToolOutputRequired
 		}
 		return op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, reason)
 	})
@@ -347,7 +347,7 @@ func (m *Manager) Complete(ctx context.Context, ref *agentplanev1.LeaseRef, outp
 		if err := op.ReleaseLease(agentplanev1.LeaseChangeKind_LEASE_CHANGE_KIND_RELEASED); err != nil {
 			return err
 		}
-		return op.SetState(agentplanev1.TaskState_TASK_STATE_COMPLETED, "completed")
+		return op.SetState(agentplanev1.TaskState_TASK_STATE_COMPLETED, StateCompleted)
 	})
 }
 

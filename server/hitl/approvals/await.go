@@ -124,9 +124,9 @@ func (s *Service) SuspendTask(ctx context.Context, ref *agentplanev1.LeaseRef) (
 		}
 		var err error
 		if len(task.GetPendingInterruptIds()) > 0 {
-			err = op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "task.suspended")
+			err = op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, tasks.StateSuspended)
 		} else {
-			err = op.Resume("interrupt.resolved")
+			err = op.Resume(tasks.StateInterruptResolved)
 		}
 		if err != nil {
 			return err
