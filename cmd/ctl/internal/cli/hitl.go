@@ -31,6 +31,7 @@ type hitlListOptions struct {
 	task, tool, tag string
 	minAge          time.Duration
 	all, turnEnds   bool
+	toolOutputs     bool
 	limit           int32
 	pageToken       string
 }
@@ -49,10 +50,14 @@ func newHitlListCommand(g *globals) *cobra.Command {
 			req := &agentplanev1.ListInterruptsRequest{
 				PageSize: o.limit, PageToken: o.pageToken, TaskId: o.task, ToolName: o.tool, Tag: o.tag,
 			}
+			if o.turnEnds || o.toolOutputs {
+				req.Kinds = []agentplanev1.InterruptKind{agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL}
+			}
 			if o.turnEnds {
-				req.Kinds = []agentplanev1.InterruptKind{
-					agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE,
-				}
+				req.Kinds = append(req.Kinds, agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE)
+			}
+			if o.toolOutputs {
+				req.Kinds = append(req.Kinds, agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED)
 			}
 			if o.all {
 				req.States = []agentplanev1.InterruptState{
@@ -76,8 +81,12 @@ func newHitlListCommand(g *globals) *cobra.Command {
 					t.Row(head...)
 					for _, it := range resp.GetInterrupts() {
 						r := it.GetApproval()
+						args := r.GetArgumentsJson()
+						if to := it.GetToolOutput(); to != nil {
+							args = to.GetArgumentsJson()
+						}
 						row := []any{it.GetInterruptId(), it.GetTaskId(), interruptTool(it), orNone(r.GetContext().GetTags()),
-							age(requestTime(it), now), truncate(argsText(r.GetArgumentsJson()), 48)}
+							age(requestTime(it), now), truncate(argsText(args), 48)}
 						if o.all {
 							row = append(row, interruptState(it))
 						}
@@ -98,6 +107,7 @@ func newHitlListCommand(g *globals) *cobra.Command {
 	f.DurationVar(&o.minAge, "min-age", 0, "only interrupts waiting at least this long")
 	f.BoolVar(&o.all, "all", false, "include resolved interrupts (needs --task)")
 	f.BoolVar(&o.turnEnds, "turn-ends", false, "include chat-mode turn ends (resolved by ctl task continue)")
+	f.BoolVar(&o.toolOutputs, "tool-outputs", false, "include waits for client tool outputs (given by ctl task continue --tool-output)")
 	f.Int32Var(&o.limit, "limit", 0, "interrupts per page (server default 50, at most 500)")
 	f.StringVar(&o.pageToken, "page-token", "", "continue a listing from the token a previous page printed")
 	return cmd

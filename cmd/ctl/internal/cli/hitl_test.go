@@ -29,21 +29,25 @@ func TestHitlList(t *testing.T) {
 	pause := &agentplanev1.Interrupt{InterruptId: "i-2", TaskId: "t-2", Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE,
 		State: agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED, Decision: &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_APPROVE},
 		Request: &agentplanev1.Interrupt_TurnEnd{TurnEnd: &agentplanev1.TurnEndRequest{RequestTime: timestamppb.Now()}}}
-	f := &fakeCP{inbox: &agentplanev1.ListInterruptsResponse{Interrupts: []*agentplanev1.Interrupt{sampleInterrupt(), pause}}}
+	wait := &agentplanev1.Interrupt{InterruptId: "i-3", TaskId: "t-3", Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED,
+		State: agentplanev1.InterruptState_INTERRUPT_STATE_PENDING, CallId: "w1",
+		Request: &agentplanev1.Interrupt_ToolOutput{ToolOutput: &agentplanev1.ToolOutputRequest{ToolName: "get_weather", ArgumentsJson: `{"city": "Oslo"}`, RequestTime: timestamppb.Now()}}}
+	f := &fakeCP{inbox: &agentplanev1.ListInterruptsResponse{Interrupts: []*agentplanev1.Interrupt{sampleInterrupt(), pause, wait}}}
 	addr := startFakeCP(t, f)
-	code, out, errOut := runCtl(t, addr, "hitl", "list", "--task", "t-1", "--tool", "send_email", "--tag", "pii", "--min-age", "2m", "--all", "--turn-ends")
+	code, out, errOut := runCtl(t, addr, "hitl", "list", "--task", "t-1", "--tool", "send_email", "--tag", "pii", "--min-age", "2m", "--all", "--turn-ends", "--tool-outputs")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || !regexp.MustCompile(`^INTERRUPT\s+TASK\s+TOOL\s+TAGS\s+AGE\s+ARGS\s+STATE$`).MatchString(lines[0]) ||
+	if len(lines) != 4 || !regexp.MustCompile(`^INTERRUPT\s+TASK\s+TOOL\s+TAGS\s+AGE\s+ARGS\s+STATE$`).MatchString(lines[0]) ||
 		!regexp.MustCompile(`^i-1\s+t-1\s+send_email\s+outbound,pii\s+5m\d+s\s+\{"to":"customer@example.com","body":"long text[^…]*…\s+pending$`).MatchString(lines[1]) ||
-		!regexp.MustCompile(`^i-2\s+t-2\s+\(turn end\)\s+-\s+\S+\s+-\s+approved$`).MatchString(lines[2]) {
+		!regexp.MustCompile(`^i-2\s+t-2\s+\(turn end\)\s+-\s+\S+\s+-\s+approved$`).MatchString(lines[2]) ||
+		!regexp.MustCompile(`^i-3\s+t-3\s+get_weather \(client output\)\s+-\s+\S+\s+\{"city":"Oslo"\}\s+pending$`).MatchString(lines[3]) {
 		t.Errorf("table:\n%s", out)
 	}
 	req := requests[*agentplanev1.ListInterruptsRequest](f)[0]
 	if req.GetTaskId() != "t-1" || req.GetToolName() != "send_email" || req.GetTag() != "pii" || req.GetMinAge().AsDuration() != 2*time.Minute ||
-		len(req.GetStates()) != 2 || len(req.GetKinds()) != 2 {
+		len(req.GetStates()) != 2 || len(req.GetKinds()) != 3 {
 		t.Errorf("request %v", req)
 	}
 }
