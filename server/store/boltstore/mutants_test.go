@@ -146,7 +146,7 @@ func TestWALFailedCommitAfterItsRecordFailsTheStore(t *testing.T) {
 	path := s.path
 	workload(t, s, 0, 2)
 	s.commitMu.Lock() // bbolt reads MaxSize only while committing
-	s.db.MaxSize = 1 // no page past the file's high-water mark
+	s.db.MaxSize = 1  // no page past the file's high-water mark
 	s.commitMu.Unlock()
 	big := s.Update(context.Background(), func(w store.Writer) error {
 		rec := storetest.Task("acme", "big", time.Now())
