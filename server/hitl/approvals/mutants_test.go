@@ -1,0 +1,38 @@
+package approvals
+
+// Tests that pin behaviour a mutation run found unguarded. Each names, in its
+// comment, the plausible bug (the mutant) it fails on.
+
+import (
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/hitl"
+)
+
+// A person's decision that comes after the interrupt's deadline loses to the
+// deployment default, also when no sweep and no read applied the deadline first
+// (the loop is not running here): ResolveInterrupt applies it itself, records the
+// default and says so.
+//
+// Mutant: ResolveInterrupt without its applyDeadline (TestDeadlines resolves only
+// after a sweep has applied the deadline).
+func TestLateDecisionLosesToTheDeadlineWithoutASweep(t *testing.T) {
+	cfg := testConfig()
+	cfg.DefaultTimeout = time.Minute
+	e := newEnv(t, cfg)
+	ref := e.startAndLease(t, tenant)
+	in := e.gated(t, ref, "c1")
+	e.clock.Advance(time.Minute) // exactly at the deadline: it has passed
+	_, err := e.svc.ResolveInterrupt(ctx, tenant, "alice", approve(in.GetInterruptId()))
+	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonAlreadyResolved)
+	d := e.record(t, tenant, in.GetInterruptId()).GetInterrupt().GetDecision()
+	if d.GetType() != agentplanev1.DecisionType_DECISION_TYPE_REJECT || d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_DEADLINE ||
+		d.GetDecidedBy() != hitl.SystemPrincipal {
+		t.Fatalf("decision after a late ruling = %v, want the deadline's default (reject)", d)
+	}
+}
