@@ -146,13 +146,8 @@ func TestLaggedWatcherFillsTheGapBeforeANewerEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("Watch did not end within 30s after the terminal event; it sent %d events", c.count())
+	if err := within(t, done, "Watch to end at the terminal event"); err != nil {
+		t.Fatal(err)
 	}
 	checkRun(t, "watcher", c.seqs, 1, final.GetLastSequence())
 }

@@ -121,6 +121,7 @@ func TestCheckToolCallRetries(t *testing.T) {
 
 func TestResolveInteractive(t *testing.T) {
 	e := newEnv(t, testConfig())
+	e.svc.recheck = time.Hour // only the decision's announcement can end the wait
 	ref := e.startAndLease(t, tenant)
 	in := e.gated(t, ref, "c1")
 
@@ -140,7 +141,7 @@ func TestResolveInteractive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := <-got
+	r := within(t, got, "AwaitDecision to return the decision")
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -307,7 +308,7 @@ func TestAwaitRefusals(t *testing.T) {
 	go func() { _, err := e.svc.AwaitDecision(c, ref, in.GetInterruptId()); done <- err }()
 	waitFor(t, "the runtime to wait", func() bool { return e.svc.waiters.count() == 1 })
 	cancel()
-	if err := <-done; err != context.Canceled {
+	if err := within(t, done, "a canceled AwaitDecision to return"); err != context.Canceled {
 		t.Errorf("AwaitDecision after cancel = %v", err)
 	}
 
