@@ -33,8 +33,8 @@ func rank(pkg string) (int, bool) {
 		return 4, true // domain packages: spec, tasks, hitl, auth, ...
 	case strings.HasPrefix(rel, "cmd/"):
 		return 7, true
-	case strings.HasPrefix(rel, "internal/"):
-		return 8, true
+	case strings.HasPrefix(rel, "internal/") || strings.HasPrefix(rel, "tools/"):
+		return 8, true // checks and developer tools, above everything
 	}
 	return -1, false
 }
