@@ -4,6 +4,7 @@ package approvals
 // comment, the plausible bug (the mutant) it fails on.
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -34,5 +35,28 @@ func TestLateDecisionLosesToTheDeadlineWithoutASweep(t *testing.T) {
 	if d.GetType() != agentplanev1.DecisionType_DECISION_TYPE_REJECT || d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_DEADLINE ||
 		d.GetDecidedBy() != hitl.SystemPrincipal {
 		t.Fatalf("decision after a late ruling = %v, want the deadline's default (reject)", d)
+	}
+}
+
+// One call of ApplyDeadlines applies every overdue deadline, as it says, and counts
+// them.
+//
+// Mutant: findDue's scan stopping after the first entry (len(due) >= deadlineBatch).
+func TestOneSweepAppliesEveryOverdueDeadline(t *testing.T) {
+	cfg := testConfig()
+	cfg.DefaultTimeout = time.Minute
+	e := newEnv(t, cfg)
+	var ids []string
+	for i := range 3 {
+		ids = append(ids, e.gated(t, e.startAndLease(t, tenant), fmt.Sprint("c", i)).GetInterruptId())
+	}
+	e.clock.Advance(2 * time.Minute)
+	if n, err := e.svc.ApplyDeadlines(ctx); err != nil || n != len(ids) {
+		t.Fatalf("ApplyDeadlines = %d, %v; want %d", n, err, len(ids))
+	}
+	for _, id := range ids {
+		if st := e.record(t, tenant, id).GetInterrupt().GetState(); st != agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED {
+			t.Errorf("interrupt %s is %v after the sweep", id, st)
+		}
 	}
 }

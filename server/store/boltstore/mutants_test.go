@@ -274,3 +274,91 @@ func TestWALCounterBackToZeroIsReplayed(t *testing.T) {
 		t.Fatalf("replay differs from the acknowledged state:\ngot:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// Commit hooks announce what is durable (events to watchers, decisions to waiting
+// runtimes): the hooks of a batch whose fdatasync failed must not run.
+//
+// Mutant: settle running the hooks when only one of "failed" and "not committed"
+// holds (err != nil && !r.committed).
+func TestWALFailedSyncRunsNoCommitHooks(t *testing.T) {
+	s := openTempWith(t, Options{WAL: true})
+	defer closeWithin(t, s)
+	boom := errors.New("injected fdatasync failure")
+	setBeforeSync(s, func() error { return boom })
+	ran := false
+	err := s.Update(context.Background(), func(w store.Writer) error {
+		w.OnCommit(func() { ran = true })
+		return w.PutTask(storetest.Task("acme", "lost", time.Now()))
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Update = %v, want the fdatasync failure", err)
+	}
+	if ran {
+		t.Fatal("the commit hook of a batch whose fdatasync failed ran")
+	}
+}
+
+// In the default mode a batch that bbolt fails to commit fails its callers at once
+// (nothing of it is in the file) and the store goes on. The commit is made to fail
+// for real, by capping the file's size (bbolt's MaxSize).
+//
+// Mutant: settle waiting for the failed batch to become durable (err == nil ||
+// r.seq > 0), which no later commit of the test ever makes it.
+func TestFailedCommitFailsItsCallersAndTheStoreGoesOn(t *testing.T) {
+	s := openTemp(t)
+	defer closeWithin(t, s)
+	workload(t, s, 0, 2)
+	s.commitMu.Lock()
+	s.db.MaxSize = 1 // no page past the file's high-water mark
+	s.commitMu.Unlock()
+	failed := make(chan error, 1)
+	go func() {
+		failed <- s.Update(context.Background(), func(w store.Writer) error {
+			rec := storetest.Task("acme", "big", time.Now())
+			rec.Labels = map[string]string{"blob": strings.Repeat("x", 4<<20)}
+			return w.PutTask(rec)
+		})
+	}()
+	if err := within(t, failed, "the failed Update to return"); !errors.Is(err, berrors.ErrMaxSizeReached) {
+		t.Fatalf("Update past the size cap = %v, want bbolt's max-size error", err)
+	}
+	s.commitMu.Lock()
+	s.db.MaxSize = 0
+	s.commitMu.Unlock()
+	if err := putTask(s, "after"); err != nil {
+		t.Fatalf("Update after a failed commit: %v", err)
+	}
+	if inFile(t, s, "big") || !inFile(t, s, "after") {
+		t.Fatal("the file holds the failed batch, or not the one after it")
+	}
+}
+
+// A leader hands leadership to the next queued Update before it waits for its own
+// batch; with a single Update queued, and no other coming, that one must still be
+// committed.
+//
+// Mutant: leadOnce handing on only when more than one Update is queued.
+func TestLoneQueuedUpdateIsHandedLeadership(t *testing.T) {
+	s := openTemp(t)
+	defer closeWithin(t, s)
+	entered, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- s.Update(context.Background(), func(w store.Writer) error {
+			close(entered)
+			<-release
+			return w.PutTask(storetest.Task("acme", "first", time.Now()))
+		})
+	}()
+	within(t, entered, "the first Update's function to run")
+	second := make(chan error, 1)
+	go func() { second <- putTask(s, "second") }()
+	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.queue) == 1 })
+	close(release)
+	if err := within(t, first, "the first Update to return"); err != nil {
+		t.Fatal(err)
+	}
+	if err := within(t, second, "the Update queued behind it to return"); err != nil {
+		t.Fatal(err)
+	}
+}
