@@ -38,25 +38,29 @@ func TestLateDecisionLosesToTheDeadlineWithoutASweep(t *testing.T) {
 	}
 }
 
-// One call of ApplyDeadlines applies every overdue deadline, as it says, and counts
-// them.
+// One call of ApplyDeadlines applies every overdue deadline, of every tenant, as it
+// says, and counts them.
 //
-// Mutant: findDue's scan stopping after the first entry (len(due) >= deadlineBatch).
+// Mutants: findDue's scan of a tenant, or its walk over the tenants, stopping after
+// the first entry (len(due) >= deadlineBatch).
 func TestOneSweepAppliesEveryOverdueDeadline(t *testing.T) {
 	cfg := testConfig()
 	cfg.DefaultTimeout = time.Minute
 	e := newEnv(t, cfg)
-	var ids []string
-	for i := range 3 {
-		ids = append(ids, e.gated(t, e.startAndLease(t, tenant), fmt.Sprint("c", i)).GetInterruptId())
+	type pending struct{ tenant, id string }
+	var all []pending
+	for _, tn := range []string{tenant, "acme"} {
+		for i := range 2 {
+			all = append(all, pending{tn, e.gated(t, e.startAndLease(t, tn), fmt.Sprint("c", i)).GetInterruptId()})
+		}
 	}
 	e.clock.Advance(2 * time.Minute)
-	if n, err := e.svc.ApplyDeadlines(ctx); err != nil || n != len(ids) {
-		t.Fatalf("ApplyDeadlines = %d, %v; want %d", n, err, len(ids))
+	if n, err := e.svc.ApplyDeadlines(ctx); err != nil || n != len(all) {
+		t.Fatalf("ApplyDeadlines = %d, %v; want %d", n, err, len(all))
 	}
-	for _, id := range ids {
-		if st := e.record(t, tenant, id).GetInterrupt().GetState(); st != agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED {
-			t.Errorf("interrupt %s is %v after the sweep", id, st)
+	for _, p := range all {
+		if st := e.record(t, p.tenant, p.id).GetInterrupt().GetState(); st != agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED {
+			t.Errorf("interrupt %s of %s is %v after the sweep", p.id, p.tenant, st)
 		}
 	}
 }
