@@ -362,3 +362,27 @@ func TestLoneQueuedUpdateIsHandedLeadership(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A damaged request record is an error, not "no task for this request id": the
+// latter would let a retried Start create a second task.
+//
+// Mutant: TaskForRequest without its decoding error return.
+func TestDamagedRequestRecordIsAnError(t *testing.T) {
+	s := openTemp(t)
+	defer s.Close()
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(schema.Requests).Put(schema.RequestKey("acme", "req-1"), []byte{0xff, 0xff, 0xff})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err := s.View(context.Background(), func(r store.Reader) error {
+		id, err := r.TaskForRequest("acme", "req-1")
+		if err == nil {
+			t.Errorf("TaskForRequest on a damaged record = %q, nil; want an error", id)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
