@@ -32,12 +32,6 @@ func setBeforeSync(s *Store, f func() error) {
 	s.commitMu.Unlock()
 }
 
-func putTask(s *Store, id string) error {
-	return s.Update(context.Background(), func(w store.Writer) error {
-		return w.PutTask(storetest.Task("acme", id, time.Now()))
-	})
-}
-
 // inFile says whether the store file (not the log) holds tenant acme's task id.
 func inFile(t *testing.T, s *Store, id string) bool {
 	t.Helper()
