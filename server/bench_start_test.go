@@ -6,31 +6,76 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/servertest"
 )
 
 // BenchmarkStartTaskGRPC is StartTask over loopback gRPC with 64 concurrent callers
-// on a real bbolt file (ctl bench start measures the same from outside the process).
+// on a real bbolt file (ctl bench start measures the same from outside the process),
+// alone and beside 1,000 open WatchTask streams (on a task that stays quiet), each of
+// which holds a gRPC handler goroutine for as long as it is open.
 //
 //	go test ./server -run '^$' -bench StartTaskGRPC -cpuprofile cpu.out
 func BenchmarkStartTaskGRPC(b *testing.B) {
-	in := servertest.Start(b, nil)
 	agent := &agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Model: "m",
 		Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Answer briefly."}}}
-	var n atomic.Int64
-	b.SetParallelism(32) // 64 callers on 2 cores
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := n.Add(1)
-			_, err := in.Client.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
-				RequestId: fmt.Sprintf("r%d", i), Spec: &agentplanev1.StartTaskRequest_Agent{Agent: agent}, Input: "bench",
-			})
-			if err != nil {
-				b.Error(err)
-				return
+	for _, watchers := range []int{0, 1000} {
+		b.Run(fmt.Sprintf("watchers=%d", watchers), func(b *testing.B) {
+			in := servertest.Start(b, nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if watchers > 0 {
+				openQuietWatches(ctx, b, in, agent, watchers)
 			}
+			var n atomic.Int64
+			b.SetParallelism(32) // 64 callers on 2 cores
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := n.Add(1)
+					_, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
+						RequestId: fmt.Sprintf("r%d", i), Spec: &agentplanev1.StartTaskRequest_Agent{Agent: agent}, Input: "bench",
+					})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// openQuietWatches opens n WatchTask streams, over their own connection, on a new task
+// that gets no further events, and returns once the server has answered every one.
+func openQuietWatches(ctx context.Context, b *testing.B, in *servertest.Instance, agent *agentplanev1.AgentSpec, n int) {
+	started, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
+		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: agent}, Input: "watched"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	conn, err := grpc.NewClient(in.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	for range n {
+		stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, "/agentplane.v1.TaskService/WatchTask",
+			grpc.ForceCodecV2(sendOnlyCodec{}))
+		if err != nil {
+			b.Fatal(err)
 		}
-	})
+		if err := stream.SendMsg(&agentplanev1.WatchTaskRequest{TaskId: started.GetTask().GetTaskId()}); err != nil {
+			b.Fatal(err)
+		}
+		if err := stream.CloseSend(); err != nil {
+			b.Fatal(err)
+		}
+		if err := stream.RecvMsg(&emptyMsg{}); err != nil { // the submitted event: the handler runs
+			b.Fatal(err)
+		}
+	}
 }

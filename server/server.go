@@ -147,6 +147,7 @@ func (s *Server) serverOptions(unary grpc.UnaryServerInterceptor, stream grpc.St
 		// a fifth of the store transaction's own cost. A call that finds every worker
 		// busy gets a new goroutine.
 		grpc.NumStreamWorkers(streamWorkers),
+		grpc.ForceServerCodecV2(newCodec()),
 	}
 }
 
