@@ -1,11 +1,15 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -15,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -22,16 +27,18 @@ import (
 )
 
 // BenchmarkWatchFanout is one writer appending events, one per ReportEvents, to a
-// task that 1,000 WatchTask streams follow, over loopback gRPC (8 connections); each
-// event is written once every watcher has received the one before. ns/op is from the
-// write until the last watcher has the event; ack-p50-us is the median of the writer's
-// acknowledgement latency; cpu-us/delivered is the process's CPU time (user and
-// system) per delivered event. The watchers do not decode what they receive, so the
-// client's share of that CPU is the transport's alone.
+// task that 1,000 WatchTask streams (over 8 connections) follow, each event written
+// once every watcher has received the one before. The writer and the watchers are
+// two processes of their own (this test binary again, see
+// TestWatchFanoutHelperProcess), so that this process is the server's alone and
+// neither client shares a Go scheduler with it or with the other. ns/op is from the
+// write until the last watcher has the event; ack-p50-us is the median of the
+// writer's acknowledgement latency; server-cpu-us/delivered is this process's CPU time
+// (user and system) per delivered event.
 //
 //	go test ./server -run '^$' -bench WatchFanout -benchtime 1000x
 func BenchmarkWatchFanout(b *testing.B) {
-	const watchers, conns = 1000, 8
+	const watchers = 1000
 	in := servertest.Start(b, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -49,90 +56,173 @@ func BenchmarkWatchFanout(b *testing.B) {
 		b.Fatalf("lease: %v %v", leased, err)
 	}
 	l := leased.GetLeases()[0]
-	ref := &agentplanev1.LeaseRef{TaskId: taskID, LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()}
-	report := func(i int) int64 {
-		resp, err := in.Client.Runtime.ReportEvents(ctx, &agentplanev1.ReportEventsRequest{Lease: ref, Events: []*agentplanev1.RuntimeEvent{{
-			Payload: &agentplanev1.RuntimeEvent_Message{Message: &agentplanev1.ChatMessage{
-				Role: agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, Text: fmt.Sprintf("bench event %d", i), Node: "bench"}},
-		}}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return resp.GetLastSequence()
+	ref, err := protojson.Marshal(&agentplanev1.LeaseRef{TaskId: taskID, LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()})
+	if err != nil {
+		b.Fatal(err)
 	}
-	after := report(-1)
 
-	var cs []*grpc.ClientConn
-	for range conns {
-		c, err := grpc.NewClient(in.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	helper := func(role string, args ...string) (io.WriteCloser, *bufio.Scanner) {
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run", "^TestWatchFanoutHelperProcess$")
+		cmd.Env = append(os.Environ(), "WATCH_FANOUT_HELPER="+role, "WATCH_FANOUT_ADDR="+in.GRPCAddr)
+		for i, a := range args {
+			cmd.Env = append(cmd.Env, fmt.Sprintf("WATCH_FANOUT_ARG%d=%s", i, a))
+		}
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer c.Close()
-		cs = append(cs, c)
-	}
-	var delivered atomic.Int64
-	progress := make(chan struct{}, 1)
-	var wg sync.WaitGroup
-	for i := range watchers {
-		stream, err := cs[i%conns].NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, "/agentplane.v1.TaskService/WatchTask",
-			grpc.ForceCodecV2(sendOnlyCodec{}))
+		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := stream.SendMsg(&agentplanev1.WatchTaskRequest{TaskId: taskID, AfterSequence: after}); err != nil {
+		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
-		if err := stream.CloseSend(); err != nil {
+		b.Cleanup(func() { stdin.Close(); cmd.Wait() })
+		return stdin, bufio.NewScanner(stdout)
+	}
+	// next reads the helper's next number.
+	next := func(out *bufio.Scanner) int64 {
+		if !out.Scan() {
+			b.Fatalf("helper process ended: %v", out.Err())
+		}
+		n, err := strconv.ParseInt(out.Text(), 10, 64)
+		if err != nil {
 			b.Fatal(err)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				if err := stream.RecvMsg(&emptyMsg{}); err != nil {
-					if !errors.Is(err, io.EOF) && ctx.Err() == nil {
-						b.Error(err)
-					}
-					return
-				}
-				delivered.Add(1)
-				select {
-				case progress <- struct{}{}:
-				default:
-				}
-			}
-		}()
+		return n
 	}
-	waitFor := func(want int64) {
-		deadline := time.After(time.Minute)
-		for delivered.Load() < want {
-			select {
-			case <-progress:
-			case <-deadline:
-				b.Fatalf("delivered %d of %d events", delivered.Load(), want)
-			}
+	writer, acked := helper("write", string(ref))
+	write := func() time.Duration {
+		if _, err := io.WriteString(writer, "\n"); err != nil {
+			b.Fatal(err)
 		}
+		return time.Duration(next(acked))
 	}
-	report(-2) // every watcher is live once it has this one
-	waitFor(watchers)
+	write()
+	got, err := in.Client.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: taskID})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Each watcher starts with the last event written, from the store.
+	_, delivered := helper("watch", taskID, strconv.FormatInt(got.GetTask().GetLastSequence()-1, 10), strconv.Itoa(watchers))
+	if next(delivered) != 0 { // every watcher is live
+		b.Fatal("watchers not ready")
+	}
+	write()
+	for next(delivered) < 1 {
+	}
 
-	delivered.Store(0)
 	acks := make([]time.Duration, b.N)
 	cpu0 := cpuTime()
 	b.ResetTimer()
 	for i := range b.N {
-		start := time.Now()
-		report(i)
-		acks[i] = time.Since(start)
-		waitFor(int64(watchers * (i + 1)))
+		acks[i] = write()
+		for next(delivered) < int64(i+2) {
+		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Microsecond)/float64(watchers*b.N), "cpu-us/delivered")
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Microsecond)/float64(watchers*b.N), "server-cpu-us/delivered")
 	slices.Sort(acks)
 	b.ReportMetric(float64(acks[len(acks)/2])/float64(time.Microsecond), "ack-p50-us")
-	cancel()
-	wg.Wait()
+}
+
+// TestWatchFanoutHelperProcess is a client process of BenchmarkWatchFanout, and skips
+// unless that benchmark started it. As the writer it appends one event for each line
+// it reads and prints each acknowledgement's latency in nanoseconds; as the watchers
+// it opens them, prints 0 once every one is live, then n each time every watcher has
+// received n events.
+func TestWatchFanoutHelperProcess(t *testing.T) {
+	role := os.Getenv("WATCH_FANOUT_HELPER")
+	if role == "" {
+		t.Skip("a helper process of BenchmarkWatchFanout")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dial := func() *grpc.ClientConn {
+		c, err := grpc.NewClient(os.Getenv("WATCH_FANOUT_ADDR"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	arg := func(i int) string { return os.Getenv(fmt.Sprintf("WATCH_FANOUT_ARG%d", i)) }
+	out := bufio.NewWriter(os.Stdout)
+	print := func(n int64) {
+		fmt.Fprintln(out, n)
+		if err := out.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	switch role {
+	case "write":
+		ref := &agentplanev1.LeaseRef{}
+		if err := protojson.Unmarshal([]byte(arg(0)), ref); err != nil {
+			t.Fatal(err)
+		}
+		runtime := agentplanev1.NewRuntimeServiceClient(dial())
+		lines := bufio.NewScanner(os.Stdin)
+		for i := 0; lines.Scan(); i++ {
+			start := time.Now()
+			_, err := runtime.ReportEvents(ctx, &agentplanev1.ReportEventsRequest{Lease: ref, Events: []*agentplanev1.RuntimeEvent{{
+				Payload: &agentplanev1.RuntimeEvent_Message{Message: &agentplanev1.ChatMessage{
+					Role: agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, Text: fmt.Sprintf("bench event %d", i), Node: "bench"}},
+			}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			print(int64(time.Since(start)))
+		}
+	case "watch":
+		const conns = 8
+		after, _ := strconv.ParseInt(arg(1), 10, 64)
+		watchers, _ := strconv.Atoi(arg(2))
+		var cs []*grpc.ClientConn
+		for range conns {
+			cs = append(cs, dial())
+		}
+		var mu sync.Mutex
+		var total atomic.Int64
+		var wg sync.WaitGroup
+		for i := range watchers {
+			stream, err := cs[i%conns].NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, "/agentplane.v1.TaskService/WatchTask",
+				grpc.ForceCodecV2(sendOnlyCodec{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := stream.SendMsg(&agentplanev1.WatchTaskRequest{TaskId: arg(0), AfterSequence: after}); err != nil {
+				t.Fatal(err)
+			}
+			if err := stream.CloseSend(); err != nil {
+				t.Fatal(err)
+			}
+			if err := stream.RecvMsg(&emptyMsg{}); err != nil { // the event written before: live
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				for {
+					if err := stream.RecvMsg(&emptyMsg{}); err != nil {
+						if !errors.Is(err, io.EOF) && ctx.Err() == nil {
+							t.Error(err)
+						}
+						return
+					}
+					if n := total.Add(1); n%int64(watchers) == 0 {
+						mu.Lock()
+						print(n / int64(watchers))
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		mu.Lock()
+		print(0)
+		mu.Unlock()
+		io.Copy(io.Discard, os.Stdin) // until the benchmark ends
+		cancel()
+		wg.Wait()
+	}
 }
 
 // cpuTime is the CPU time the process has used, user and system.
