@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -32,6 +34,8 @@ func BenchmarkStartTaskGRPC(b *testing.B) {
 			}
 			var n atomic.Int64
 			b.SetParallelism(32) // 64 callers on 2 cores
+			cpu0 := cpuTime()
+			defer func() { reportCPU(b, cpu0) }()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -78,4 +82,35 @@ func openQuietWatches(ctx context.Context, b *testing.B, in *servertest.Instance
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkHealthGRPC is the health check, an RPC that does nothing, with 64
+// concurrent callers over one loopback connection: the floor under every other call
+// (ctl bench health measures the same from outside the process).
+func BenchmarkHealthGRPC(b *testing.B) {
+	in := servertest.Start(b, nil)
+	conn, err := grpc.NewClient(in.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	health := healthpb.NewHealthClient(conn)
+	b.SetParallelism(32) // 64 callers on 2 cores
+	cpu0 := cpuTime()
+	defer reportCPU(b, cpu0)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := health.Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// reportCPU reports the process's CPU time per operation since cpu0, client and server
+// together: on a machine shared with other work it varies far less than the time.
+func reportCPU(b *testing.B, cpu0 time.Duration) {
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-us/op")
 }
