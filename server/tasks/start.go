@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -76,10 +77,21 @@ type StartParams struct {
 // protobuf encoding, which is stable for one binary; a retry that straddles an upgrade
 // which changes the encoding would be refused as a different request.
 func RequestDigest(req *agentplanev1.StartTaskRequest) []byte {
-	c := proto.Clone(req).(*agentplanev1.StartTaskRequest)
-	c.RequestId = ""
+	// A shallow copy without request_id (a deep one, of the whole spec, was 3% of a
+	// StartTask's CPU): digest only reads it.
+	c := &agentplanev1.StartTaskRequest{}
+	src, dst := req.ProtoReflect(), c.ProtoReflect()
+	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd != requestIDField {
+			dst.Set(fd, v)
+		}
+		return true
+	})
+	dst.SetUnknown(src.GetUnknown())
 	return digest(c)
 }
+
+var requestIDField = (&agentplanev1.StartTaskRequest{}).ProtoReflect().Descriptor().Fields().ByName("request_id")
 
 func digest(m proto.Message) []byte {
 	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(m) // valid messages always encode

@@ -1,0 +1,70 @@
+package tasks
+
+import (
+	"bytes"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+)
+
+// TestRequestDigestIgnoresOnlyRequestID: the digest is that of the whole request with
+// request_id cleared (what earlier releases stored with each task, and compare a retry
+// against), every other field and unknown fields included, and the caller's request is
+// left as it was.
+func TestRequestDigestIgnoresOnlyRequestID(t *testing.T) {
+	egress := true
+	req := &agentplanev1.StartTaskRequest{
+		RequestId: "req-1",
+		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Model: "m",
+			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "hi"}}}},
+		Input:            "input",
+		Labels:           map[string]string{"a": "1", "b": "2", "c": "3"},
+		McpServers:       &agentplanev1.McpServerList{},
+		ToolAxes:         []*agentplanev1.ToolAxisOverride{{Tool: "s.t", Egress: &egress}, {Tool: "s.u"}},
+		InterruptTimeout: durationpb.New(90),
+		SessionId:        "session",
+	}
+	req.ProtoReflect().SetUnknown([]byte{0x98, 0x06, 0x01}) // field 99, varint 1
+	before := proto.Clone(req)
+
+	cleared := proto.Clone(req).(*agentplanev1.StartTaskRequest)
+	cleared.RequestId = ""
+	if got, want := RequestDigest(req), digest(cleared); !bytes.Equal(got, want) {
+		t.Fatalf("digest %x, want that of the request without its id, %x", got, want)
+	}
+	if !proto.Equal(req, before) {
+		t.Fatal("RequestDigest changed the request")
+	}
+	other := proto.Clone(req).(*agentplanev1.StartTaskRequest)
+	other.RequestId = "req-2"
+	if !bytes.Equal(RequestDigest(req), RequestDigest(other)) {
+		t.Fatal("the digest depends on request_id")
+	}
+	for name, change := range map[string]func(*agentplanev1.StartTaskRequest){
+		"a label":       func(r *agentplanev1.StartTaskRequest) { r.Labels["a"] = "x" },
+		"a tool axis":   func(r *agentplanev1.StartTaskRequest) { r.ToolAxes[1].Egress = &egress },
+		"the spec":      func(r *agentplanev1.StartTaskRequest) { r.GetAgent().Model = "n" },
+		"unknown field": func(r *agentplanev1.StartTaskRequest) { r.ProtoReflect().SetUnknown([]byte{0x98, 0x06, 0x02}) },
+	} {
+		changed := proto.Clone(req).(*agentplanev1.StartTaskRequest)
+		change(changed)
+		if bytes.Equal(RequestDigest(req), RequestDigest(changed)) {
+			t.Fatalf("changing %s left the digest as it was", name)
+		}
+	}
+}
+
+func BenchmarkRequestDigest(b *testing.B) {
+	req := &agentplanev1.StartTaskRequest{
+		RequestId: "req-1",
+		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Model: "m",
+			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Answer briefly."}}}},
+		Input: "bench",
+	}
+	for b.Loop() {
+		RequestDigest(req)
+	}
+}
