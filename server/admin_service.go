@@ -122,5 +122,6 @@ func (x *adminService) GetStats(ctx context.Context, _ *agentplanev1.GetStatsReq
 		Checkpoints:       st.Checkpoints,
 		Commits:           st.Commits,
 		Updates:           st.Updates,
+		QueueDepth:        st.QueueDepth,
 	}, nil
 }

@@ -39,7 +39,8 @@ func withBaseline(c *config.Config) {
 }
 
 // lane is one injection lane as a client sees it: how a request carries it, where
-// the task and the lease hold it, which event says it was ignored.
+// the task (names, URLs, header names) and the lease (whole entries) hold it, which
+// event says it was ignored.
 type lane struct {
 	name string // the locked key: mcp or a2a
 	// set puts entries (nil: absent) into req, as a present list even when empty.
@@ -53,10 +54,12 @@ type lane struct {
 	cap       gates.Capability
 }
 
-// peer is an entry of either lane.
+// peer is an entry of either lane: headers as the lease holds them, or only
+// headerNames as a task shows them.
 type peer struct {
-	name, url string
-	headers   map[string]string
+	name, url   string
+	headers     map[string]string
+	headerNames []string
 }
 
 var lanes = []lane{
@@ -72,7 +75,13 @@ var lanes = []lane{
 				req.McpServers.Servers = append(req.McpServers.Servers, &agentplanev1.McpServer{Name: e.name, Url: e.url, Headers: e.headers})
 			}
 		},
-		fromTask:  func(t *agentplanev1.Task) []peer { return mcpPeers(t.GetMcpServers()) },
+		fromTask: func(t *agentplanev1.Task) []peer {
+			var out []peer
+			for _, e := range t.GetEffectiveMcpServers() {
+				out = append(out, peer{name: e.GetName(), url: e.GetUrl(), headerNames: e.GetHeaderNames()})
+			}
+			return out
+		},
 		fromLease: func(l *agentplanev1.Lease) []peer { return mcpPeers(l.GetMcpServers()) },
 		ignored:   func(ev *agentplanev1.TaskEvent) *agentplanev1.InjectionIgnored { return ev.GetMcpInjectionIgnored() },
 		honoured:  func(c *agentplanev1.Capabilities) bool { return c.GetMcpInjection() },
@@ -91,7 +100,13 @@ var lanes = []lane{
 				req.A2APeers.Peers = append(req.A2APeers.Peers, &agentplanev1.A2APeer{Name: e.name, Url: e.url, Headers: e.headers})
 			}
 		},
-		fromTask:  func(t *agentplanev1.Task) []peer { return a2aPeers(t.GetA2APeers()) },
+		fromTask: func(t *agentplanev1.Task) []peer {
+			var out []peer
+			for _, e := range t.GetEffectiveA2APeers() {
+				out = append(out, peer{name: e.GetName(), url: e.GetUrl(), headerNames: e.GetHeaderNames()})
+			}
+			return out
+		},
 		fromLease: func(l *agentplanev1.Lease) []peer { return a2aPeers(l.GetA2APeers()) },
 		ignored:   func(ev *agentplanev1.TaskEvent) *agentplanev1.InjectionIgnored { return ev.GetA2AInjectionIgnored() },
 		honoured:  func(c *agentplanev1.Capabilities) bool { return c.GetA2AInjection() },
@@ -103,7 +118,7 @@ var lanes = []lane{
 func mcpPeers(in []*agentplanev1.McpServer) []peer {
 	var out []peer
 	for _, e := range in {
-		out = append(out, peer{e.GetName(), e.GetUrl(), e.GetHeaders()})
+		out = append(out, peer{name: e.GetName(), url: e.GetUrl(), headers: e.GetHeaders()})
 	}
 	return out
 }
@@ -111,7 +126,7 @@ func mcpPeers(in []*agentplanev1.McpServer) []peer {
 func a2aPeers(in []*agentplanev1.A2APeer) []peer {
 	var out []peer
 	for _, e := range in {
-		out = append(out, peer{e.GetName(), e.GetUrl(), e.GetHeaders()})
+		out = append(out, peer{name: e.GetName(), url: e.GetUrl(), headers: e.GetHeaders()})
 	}
 	return out
 }
@@ -568,8 +583,8 @@ func TestCallerEntriesThroughStartTask(t *testing.T) {
 		leases := leaseAll(t, c, len(all))
 		for _, s := range all {
 			l := leases[s.task.GetTaskId()]
-			if got, want := s.l.fromLease(l), s.l.fromTask(s.task); !slices.EqualFunc(got, want, peerEqual) {
-				t.Errorf("%s: the lease carries %v, the task %v", s.l.name, peerNames(got), peerNames(want))
+			if got, want := s.l.fromLease(l), s.l.fromTask(s.task); !slices.EqualFunc(got, want, shownAs) {
+				t.Errorf("%s: the lease carries %v, the task shows %v", s.l.name, got, want)
 			}
 			other := lanes[1-slices.IndexFunc(lanes, func(x lane) bool { return x.name == s.l.name })]
 			if got := other.fromLease(l); len(got) != 1 || !peerEqual(got[0], peer{name: other.baseline.Name, url: other.baseline.URL}) {
@@ -619,6 +634,12 @@ func TestCallerEntriesThroughStartTask(t *testing.T) {
 
 func peerEqual(a, b peer) bool {
 	return a.name == b.name && a.url == b.url && maps.Equal(a.headers, b.headers)
+}
+
+// shownAs says whether a task shows the entry e (held whole in a lease) as s: its name,
+// its URL (these have no query) and its header names, sorted, without their values.
+func shownAs(e, s peer) bool {
+	return e.name == s.name && e.url == s.url && s.headers == nil && slices.Equal(slices.Sorted(maps.Keys(e.headers)), s.headerNames)
 }
 
 // TestPostureDeniedWorkflowsAreRefused: a posture denying workflows (airgapped) is

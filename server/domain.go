@@ -19,6 +19,7 @@ type domain struct {
 	store     *boltstore.Store
 	tasks     *tasks.Manager
 	specs     *spec.Validator
+	decodes   *decodeGate
 	static    map[string]*agentplanev1.AgentSpec
 	compiler  *hitl.Compiler
 	approvals *approvals.Service
@@ -36,6 +37,11 @@ func (s *Server) openDomain() (err error) {
 	}
 	d.static = dep.StaticAgents
 	d.specs = spec.NewValidator(dep)
+	gate := cfg.Limits.SpecDecodeBytes
+	if gate == 0 {
+		gate = 2 * cfg.Limits.MaxSpecBytes
+	}
+	d.decodes = newDecodeGate(gate)
 	d.store, err = boltstore.Open(cfg.StorePath(), boltstore.Options{
 		OpenTimeout:        cfg.Store.OpenTimeout.D(),
 		MaxBatch:           cfg.Store.MaxBatch,
@@ -43,6 +49,7 @@ func (s *Server) openDomain() (err error) {
 		CheckpointInterval: cfg.Store.CheckpointInterval.D(),
 		CheckpointBytes:    cfg.Store.CheckpointBytes,
 		Logger:             s.log,
+		OnHealth:           s.storeHealth,
 	})
 	if errors.Is(err, boltstore.ErrLocked) {
 		return fmt.Errorf("data directory %s is in use by another agentplane process "+
@@ -53,7 +60,7 @@ func (s *Server) openDomain() (err error) {
 		return err
 	}
 	s.domain = d // from here on closeAll closes the store
-	s.metrics.registry.MustRegister(newStoreCollector(d.store.Stats))
+	s.metrics.registry.MustRegister(newStoreCollector(d.store.Stats, d.store.Health))
 	if d.tasks, err = tasks.New(tasks.Options{Store: d.store, Config: tasks.ConfigFrom(cfg), Logger: s.log}); err != nil {
 		return err
 	}

@@ -1,7 +1,10 @@
 package server
 
 import (
+	"cmp"
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,20 +14,34 @@ import (
 )
 
 // storeCollector exports the store's counters at scrape time. Stats reads maintained
-// counters, not the data, so a scrape costs one short read transaction.
+// counters, not the data, so a scrape costs one short read transaction. While the
+// store is failed (health returns its refusal) only agentplane_store_failed is
+// exported, so the rest of /metrics stays readable.
 type storeCollector struct {
-	stats func(context.Context) (store.Stats, error)
+	stats  func(context.Context) (store.Stats, error)
+	health func() error
 
 	tasks, events, pending, leases, size, commits, updates *prometheus.Desc
-	logBytes, checkpoints, checkpointSeconds               *prometheus.Desc
+	logBytes, checkpoints, checkpointSeconds, failed       *prometheus.Desc
+	queueDepth                                             *prometheus.Desc
 }
 
-func newStoreCollector(stats func(context.Context) (store.Stats, error)) *storeCollector {
+// maxQueueSeries bounds the queue_depth series: queue names are chosen by callers, so
+// the deepest queues get a series each and the rest are summed under otherQueues
+// (which no queue can be named: names start with a letter or digit).
+const (
+	maxQueueSeries = 64
+	otherQueues    = "_other"
+)
+
+func newStoreCollector(stats func(context.Context) (store.Stats, error), health func() error) *storeCollector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("agentplane_"+name, help, labels, nil)
 	}
 	return &storeCollector{
 		stats:             stats,
+		health:            health,
+		failed:            d("store_failed", "1 while the store refuses calls after a failed write or sync (disk full, I/O error) and has not recovered yet."),
 		tasks:             d("tasks", "Tasks held, by state.", "state"),
 		events:            d("task_events", "Task events held."),
 		pending:           d("pending_interrupts", "Interrupts waiting for a decision (the inbox)."),
@@ -35,11 +52,12 @@ func newStoreCollector(stats func(context.Context) (store.Stats, error)) *storeC
 		logBytes:          d("store_log_bytes", "Bytes in the store's write-ahead log since the last checkpoint (what a restart after a crash replays)."),
 		checkpoints:       d("store_checkpoints_total", "Checkpoints since start (each copies the whole store)."),
 		checkpointSeconds: d("store_checkpoint_seconds_total", "Time spent writing checkpoints since start."),
+		queueDepth:        d("queue_depth", "Tasks waiting for a lease, by run queue (the 64 deepest; the rest summed as _other).", "queue"),
 	}
 }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.tasks, c.events, c.pending, c.leases, c.size, c.commits, c.updates, c.logBytes, c.checkpoints, c.checkpointSeconds} {
+	for _, d := range []*prometheus.Desc{c.tasks, c.events, c.pending, c.leases, c.size, c.commits, c.updates, c.logBytes, c.checkpoints, c.checkpointSeconds, c.queueDepth, c.failed} {
 		ch <- d
 	}
 }
@@ -47,9 +65,16 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	failed := c.health() != nil
+	ch <- prometheus.MustNewConstMetric(c.failed, prometheus.GaugeValue, map[bool]float64{false: 0, true: 1}[failed])
+	if failed {
+		return
+	}
 	st, err := c.stats(ctx)
 	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.tasks, err)
+		if c.health() == nil { // not the store failing since the first look
+			ch <- prometheus.NewInvalidMetric(c.tasks, err)
+		}
 		return
 	}
 	for state, n := range st.TasksByState {
@@ -64,4 +89,19 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.logBytes, prometheus.GaugeValue, float64(st.LogBytes))
 	ch <- prometheus.MustNewConstMetric(c.checkpoints, prometheus.CounterValue, float64(st.Checkpoints))
 	ch <- prometheus.MustNewConstMetric(c.checkpointSeconds, prometheus.CounterValue, st.CheckpointTime.Seconds())
+	queues := slices.Collect(maps.Keys(st.QueueDepth))
+	slices.SortFunc(queues, func(a, b string) int {
+		return cmp.Or(cmp.Compare(st.QueueDepth[b], st.QueueDepth[a]), cmp.Compare(a, b))
+	})
+	var other int64
+	for i, q := range queues {
+		if i >= maxQueueSeries {
+			other += st.QueueDepth[q]
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(c.queueDepth, prometheus.GaugeValue, float64(st.QueueDepth[q]), q)
+	}
+	if other > 0 {
+		ch <- prometheus.MustNewConstMetric(c.queueDepth, prometheus.GaugeValue, float64(other), otherQueues)
+	}
 }

@@ -48,7 +48,7 @@ func (x *runtimeService) LeaseTasks(ctx context.Context, req *agentplanev1.Lease
 	ctx, stop := x.s.untilShutdown(ctx)
 	defer stop()
 	leases, err := x.s.domain.tasks.LeaseTasks(ctx, tasks.LeaseRequest{
-		RuntimeID: req.GetRuntimeId(), MaxTasks: int(req.GetMaxTasks()), Wait: wait, Tenant: tenant,
+		RuntimeID: req.GetRuntimeId(), MaxTasks: int(req.GetMaxTasks()), Wait: wait, Tenant: tenant, Queues: req.GetQueues(),
 	})
 	if err != nil {
 		return nil, x.s.shutdownError(ctx, err)
@@ -157,4 +157,16 @@ func (x *runtimeService) FailTask(ctx context.Context, req *agentplanev1.FailTas
 		return nil, err
 	}
 	return &agentplanev1.FailTaskResponse{Task: t}, nil
+}
+
+// ReadTaskHistory reads a page of the log of a task the runtime holds a lease on.
+func (x *runtimeService) ReadTaskHistory(ctx context.Context, req *agentplanev1.ReadTaskHistoryRequest) (*agentplanev1.ReadTaskHistoryResponse, error) {
+	if err := checkLease(ctx, req.GetLease()); err != nil {
+		return nil, err
+	}
+	events, last, err := x.s.domain.tasks.ReadHistory(ctx, req.GetLease(), req.GetAfterSequence(), int(req.GetPageSize()))
+	if err != nil {
+		return nil, err
+	}
+	return &agentplanev1.ReadTaskHistoryResponse{Events: events, LastSequence: last}, nil
 }

@@ -43,10 +43,13 @@ type Server struct {
 	domain *domain
 	guard  *auth.Guard
 	gates  *gates.Policy
+	limits *principalLimits
 
-	grpc    *grpc.Server
-	health  *health.Server
-	grpcLis net.Listener
+	grpc   *grpc.Server
+	health *health.Server
+	// healthNames are the names health reports on: every service, and "".
+	healthNames []string
+	grpcLis     net.Listener
 	// gwGRPC serves the HTTP gateway over inproc, an in-memory listener: the same
 	// services and interceptors as grpc, without transport security (nothing outside the
 	// process can reach it), and with the HTTPS caller's verified client certificate
@@ -59,6 +62,10 @@ type Server struct {
 	// tls is the server TLS configuration, nil for plaintext.
 	tls      *tls.Config
 	tls2peer tlsHandoff
+
+	// codec decodes requests for every gRPC server of this process (see readErrors), and
+	// encodes responses (sending pre-encoded ones as they are).
+	codec requestCodec
 
 	// stopping is closed when shutdown begins; long-lived streams end on it.
 	stopping chan struct{}
@@ -77,7 +84,7 @@ func New(cfg config.Config, opts ...Option) (_ *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, metrics: newMetrics(), start: time.Now(), stopping: make(chan struct{})}
+	s := &Server{cfg: cfg, metrics: newMetrics(), start: time.Now(), stopping: make(chan struct{}), codec: newRequestCodec()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -96,6 +103,7 @@ func New(cfg config.Config, opts ...Option) (_ *Server, err error) {
 	if s.gates, err = gates.NewPolicy(s.cfg.GatesConfig()); err != nil {
 		return nil, err
 	}
+	s.limits = newPrincipalLimits(s.cfg, s.metrics.registry)
 	if err = s.openDomain(); err != nil {
 		return nil, err
 	}
@@ -125,9 +133,9 @@ func New(cfg config.Config, opts ...Option) (_ *Server, err error) {
 }
 
 // serverOptions are the options every gRPC server of this process shares: error
-// mapping, metrics and panic recovery wrapping authorization (so refusals are counted
-// and logged like any other answer), with extra interceptors placed just before
-// authorization, and the message size limit.
+// mapping, metrics and panic recovery wrapping authorization and the per-principal
+// limits (so refusals are counted and logged like any other answer), with extra
+// interceptors placed just before authorization, and the message size limit.
 func (s *Server) serverOptions(unary grpc.UnaryServerInterceptor, stream grpc.StreamServerInterceptor) []grpc.ServerOption {
 	unaries := []grpc.UnaryServerInterceptor{s.unaryInterceptor}
 	streams := []grpc.StreamServerInterceptor{s.streamInterceptor}
@@ -138,16 +146,18 @@ func (s *Server) serverOptions(unary grpc.UnaryServerInterceptor, stream grpc.St
 		streams = append(streams, stream)
 	}
 	return []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(append(unaries, s.guard.UnaryInterceptor)...),
-		grpc.ChainStreamInterceptor(append(streams, s.guard.StreamInterceptor)...),
+		grpc.ChainUnaryInterceptor(append(unaries, s.guard.UnaryInterceptor, s.limits.unary)...),
+		grpc.ChainStreamInterceptor(append(streams, s.guard.StreamInterceptor, s.limits.stream)...),
+		// Over this size grpc-go answers RESOURCE_EXHAUSTED itself, before the codec
+		// and the interceptors (docs/errors.md).
 		grpc.MaxRecvMsgSize(int(s.cfg.Limits.MaxSpecBytes) + (64 << 10)),
+		grpc.ForceServerCodecV2(s.codec),
 		// Calls run on a pool of long-lived goroutines instead of a new goroutine
 		// each: a handler that reaches the store needs a deep stack, and growing a
 		// fresh goroutine's stack to it on every call showed in CPU profiles at about
 		// a fifth of the store transaction's own cost. A call that finds every worker
 		// busy gets a new goroutine.
 		grpc.NumStreamWorkers(streamWorkers),
-		grpc.ForceServerCodecV2(newCodec()),
 	}
 }
 
@@ -163,9 +173,10 @@ func (s *Server) serverOptions(unary grpc.UnaryServerInterceptor, stream grpc.St
 // its stack decoding the request before any interceptor runs.
 const streamWorkers = 128
 
-// registerServices registers every service on g: the public server, and the
-// in-process one behind the HTTP gateway.
-func (s *Server) registerServices(g *grpc.Server) {
+// registerServices registers every service on server (the public one, and the
+// in-process one behind the HTTP gateway) through readErrors.
+func (s *Server) registerServices(server *grpc.Server) {
+	g := readErrors{server, s.codec.notes}
 	agentplanev1.RegisterSpecServiceServer(g, &specService{s: s})
 	agentplanev1.RegisterTaskServiceServer(g, &taskService{s: s})
 	agentplanev1.RegisterHitlServiceServer(g, &hitlService{s: s})
@@ -175,13 +186,35 @@ func (s *Server) registerServices(g *grpc.Server) {
 
 	if s.health == nil {
 		s.health = health.NewServer()
-		for name := range g.GetServiceInfo() {
-			s.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+		for name := range server.GetServiceInfo() {
+			s.healthNames = append(s.healthNames, name)
 		}
-		s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+		s.healthNames = append(s.healthNames, "")
+		s.storeHealth(s.domain.store.Health())
 	}
 	healthpb.RegisterHealthServer(g, s.health)
 	reflection.Register(g)
+}
+
+func (s *Server) setHealth(st healthpb.HealthCheckResponse_ServingStatus) {
+	for _, name := range s.healthNames {
+		s.health.SetServingStatus(name, st)
+	}
+}
+
+// storeHealth is the store's OnHealth: while the store refuses writes (a failed write
+// or sync: disk full, I/O error) every service reports NOT_SERVING, and /healthz
+// answers 503, until the store has recovered. After shutdown has begun the health
+// server ignores it.
+func (s *Server) storeHealth(failure error) {
+	if s.health == nil {
+		return
+	}
+	if failure != nil {
+		s.setHealth(healthpb.HealthCheckResponse_NOT_SERVING)
+		return
+	}
+	s.setHealth(healthpb.HealthCheckResponse_SERVING)
 }
 
 // GRPCAddr is the address the gRPC server listens on (useful with port 0).

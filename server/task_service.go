@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -12,36 +14,66 @@ import (
 	"github.com/agentplane/agentplane/server/tasks"
 )
 
-// GetTask returns one of the caller's tenant's tasks.
+// taskView resolves a request's view: UNSPECIFIED is the RPC's default, a value the
+// API does not define is INVALID_ARGUMENT.
+func taskView(v agentplanev1.TaskView, def tasks.View) (tasks.View, error) {
+	switch v {
+	case agentplanev1.TaskView_TASK_VIEW_UNSPECIFIED:
+		return def, nil
+	case tasks.ViewBasic, tasks.ViewFull:
+		return v, nil
+	}
+	return 0, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "view %d is not a TaskView; use TASK_VIEW_BASIC or TASK_VIEW_FULL", v)
+}
+
+// GetTask returns one of the caller's tenant's tasks, in full unless asked otherwise.
 func (x *taskService) GetTask(ctx context.Context, req *agentplanev1.GetTaskRequest) (*agentplanev1.GetTaskResponse, error) {
 	tenant, err := auth.TenantOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	t, err := x.s.domain.tasks.Get(ctx, tenant, req.GetTaskId())
+	view, err := taskView(req.GetView(), tasks.ViewFull)
+	if err != nil {
+		return nil, err
+	}
+	t, err := x.s.domain.tasks.Get(ctx, tenant, req.GetTaskId(), view)
 	if err != nil {
 		return nil, err
 	}
 	return &agentplanev1.GetTaskResponse{Task: t}, nil
 }
 
-// ListTasks lists the caller's tenant's tasks, newest first.
+// ListTasks lists the caller's tenant's tasks, newest first, in the basic view unless
+// asked otherwise.
 func (x *taskService) ListTasks(ctx context.Context, req *agentplanev1.ListTasksRequest) (*agentplanev1.ListTasksResponse, error) {
 	tenant, err := auth.TenantOf(ctx)
 	if err != nil {
 		return nil, err
 	}
+	view, err := taskView(req.GetView(), tasks.ViewBasic)
+	if err != nil {
+		return nil, err
+	}
 	q := tasks.ListQuery{
+		View:      view,
 		PageSize:  int(req.GetPageSize()),
 		PageToken: req.GetPageToken(),
 		States:    req.GetStates(),
 		Labels:    req.GetLabels(),
+		Queue:     req.GetQueue(),
 	}
-	if t := req.GetCreatedAfter(); t != nil {
-		q.CreatedAfter = t.AsTime()
-	}
-	if t := req.GetCreatedBefore(); t != nil {
-		q.CreatedBefore = t.AsTime()
+	for _, b := range []struct {
+		name string
+		t    *timestamppb.Timestamp
+		dst  *time.Time
+	}{{"created_after", req.GetCreatedAfter(), &q.CreatedAfter}, {"created_before", req.GetCreatedBefore(), &q.CreatedBefore}} {
+		if b.t == nil {
+			continue
+		}
+		if err := b.t.CheckValid(); err != nil {
+			return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "%s is not a valid timestamp (nanos in [0, 1e9), years 1 to 9999): %v", b.name, err)
+		}
+		*b.dst = b.t.AsTime()
 	}
 	list, next, err := x.s.domain.tasks.List(ctx, tenant, q)
 	if err != nil {

@@ -94,7 +94,8 @@ var rpcRoles = func() map[string][]auth.Role {
 		agentplanev1.RuntimeService_RecordVerdict_FullMethodName,
 		agentplanev1.RuntimeService_PauseTask_FullMethodName,
 		agentplanev1.RuntimeService_CompleteTask_FullMethodName,
-		agentplanev1.RuntimeService_FailTask_FullMethodName)
+		agentplanev1.RuntimeService_FailTask_FullMethodName,
+		agentplanev1.RuntimeService_ReadTaskHistory_FullMethodName)
 	set([]auth.Role{auth.RoleAdmin},
 		agentplanev1.AdminService_Backup_FullMethodName,
 		agentplanev1.AdminService_PurgeTasks_FullMethodName,
@@ -365,6 +366,7 @@ func TestTenancyRandomizedIsolation(t *testing.T) {
 		{agentplanev1.RuntimeService_Heartbeat_FullMethodName, 3, targeted(r.heartbeat)},
 		{agentplanev1.RuntimeService_SuspendTask_FullMethodName, 3, targeted(r.suspendTask)},
 		{agentplanev1.RuntimeService_FailTask_FullMethodName, 2, targeted(r.failTask)},
+		{agentplanev1.RuntimeService_ReadTaskHistory_FullMethodName, 3, targeted(r.readTaskHistory)},
 		{agentplanev1.RuntimeService_RecordVerdict_FullMethodName, 2, targeted(r.recordVerdict)},
 		{agentplanev1.RuntimeService_AwaitDecision_FullMethodName, 3, targeted(r.awaitDecision)},
 		{agentplanev1.HitlService_ListInterrupts_FullMethodName, 5, targeted(r.listInterrupts)},
@@ -928,6 +930,13 @@ func (r *tenancyRun) reportEvents(a *actor, w whose) {
 		_, err := a.c.Runtime.ReportEvents(ctx, &agentplanev1.ReportEventsRequest{Lease: ref, Events: []*agentplanev1.RuntimeEvent{
 			{Payload: &agentplanev1.RuntimeEvent_Note{Note: &agentplanev1.RuntimeNote{Text: "thinking"}}},
 		}})
+		return err
+	})
+}
+
+func (r *tenancyRun) readTaskHistory(a *actor, w whose) {
+	r.leased(agentplanev1.RuntimeService_ReadTaskHistory_FullMethodName, a, w, func(ctx context.Context, ref *agentplanev1.LeaseRef) error {
+		_, err := a.c.Runtime.ReadTaskHistory(ctx, &agentplanev1.ReadTaskHistoryRequest{Lease: ref})
 		return err
 	})
 }

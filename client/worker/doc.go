@@ -2,7 +2,8 @@
 // to take tasks from the control plane and hand them to its own code.
 //
 // A Worker long-polls RuntimeService.LeaseTasks for up to Options.Capacity tasks at a
-// time and runs each leased task in its own goroutine, calling Handler.Run with a
+// time, from the run queues in Options.Queues (only the default queue when none), and
+// runs each leased task in its own goroutine, calling Handler.Run with a
 // *Task. While the handler runs, the worker heartbeats the lease in the background,
 // at a fraction of the time left before the lease deadline. The task's context is
 // canceled when
@@ -13,7 +14,9 @@
 //   - the worker is stopping and its drain deadline passed (ErrStopping).
 //
 // The Task's methods are fenced: every write names the lease it was granted under, so
-// the control plane refuses them once another runtime holds the task.
+// the control plane refuses them once another runtime holds the task. Task.History
+// reads the task's log under the lease (RuntimeService.ReadTaskHistory), for a handler
+// that rebuilds its state on a resumed lease.
 //
 // # The handler contract
 //

@@ -151,6 +151,37 @@ func (t *Task) Report(ctx context.Context, events ...*agentplanev1.RuntimeEvent)
 	return last, err
 }
 
+// History reads the task's log after sequence after, oldest first, up to sequence
+// until (0: up to the newest event when the read starts), calling fn for each event
+// until fn returns false. It pages through RuntimeService.ReadTaskHistory under the
+// lease: runtimes may not call WatchTask. A resumed handler reads up to
+// Lease().GetHistoryCursor() to rebuild its state.
+func (t *Task) History(ctx context.Context, after, until int64, fn func(*agentplanev1.TaskEvent) bool) error {
+	for {
+		var resp *agentplanev1.ReadTaskHistoryResponse
+		err := t.write(ctx, "read history", "", func(ctx context.Context) error {
+			var err error
+			resp, err = t.w.rt.ReadTaskHistory(ctx, &agentplanev1.ReadTaskHistoryRequest{Lease: t.ref, AfterSequence: after})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if until <= 0 {
+			until = resp.GetLastSequence()
+		}
+		for _, ev := range resp.GetEvents() {
+			if ev.GetSequence() > until || !fn(ev) {
+				return nil
+			}
+			after = ev.GetSequence()
+		}
+		if len(resp.GetEvents()) == 0 || after >= until {
+			return nil
+		}
+	}
+}
+
 // Say reports an assistant message.
 func (t *Task) Say(ctx context.Context, text string) error {
 	_, err := t.Report(ctx, MessageEvent(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, text, ""))

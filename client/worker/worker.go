@@ -42,6 +42,9 @@ const (
 type Options struct {
 	// RuntimeID identifies this runtime process to the control plane. Required.
 	RuntimeID string
+	// Queues are the run queues this runtime serves (at most 16); none means only the
+	// default queue. Tasks started on other queues are never leased to it.
+	Queues []string
 	// Capacity is how many tasks run at once; default 1.
 	Capacity int
 	// MaxTasks stops leasing after this many leases, then Run returns once they
@@ -269,6 +272,7 @@ func (w *Worker) lease(ctx context.Context, n int) ([]*agentplanev1.Lease, error
 		RuntimeId: w.o.RuntimeID,
 		MaxTasks:  int32(n),
 		Wait:      durationpb.New(w.o.PollWait),
+		Queues:    w.o.Queues,
 	})
 	return resp.GetLeases(), err
 }

@@ -24,7 +24,12 @@ const Domain = "agentplane"
 
 // Stable reasons. A reason names what went wrong, not where; clients branch on it.
 const (
-	ReasonInvalidArgument      = "request.invalid"
+	ReasonInvalidArgument = "request.invalid"
+	// ReasonRequestMalformed: the request could not be read at all: not protobuf,
+	// truncated, invalid UTF-8 in a string, malformed JSON over HTTP.
+	ReasonRequestMalformed = "request.malformed"
+	// ReasonRouteNotFound: an HTTP path or method the API does not have.
+	ReasonRouteNotFound        = "route.not_found"
 	ReasonSpecInvalid          = "spec.invalid"
 	ReasonTaskNotFound         = "task.not_found"
 	ReasonTaskTerminal         = "task.terminal"
@@ -57,6 +62,13 @@ const (
 	// ReasonToolCallNotApproved: a runtime reported a tool call that no decision lets
 	// run (never checked, pending, rejected, other arguments, or already reported).
 	ReasonToolCallNotApproved = "tool_call.not_approved"
+	// ReasonConcurrencyLimit: the caller already has as many calls, watches or awaits
+	// open as the deployment allows one principal (ErrorInfo metadata kind and limit);
+	// retry once one of them ends.
+	ReasonConcurrencyLimit = "limit.concurrency"
+	// ReasonStoreUnavailable: the store refuses writes after a failed write or sync
+	// (disk full, I/O error) until it has recovered; retry with backoff.
+	ReasonStoreUnavailable = "store.unavailable"
 )
 
 // Error is an error a client may see.

@@ -97,7 +97,8 @@ func methodTable() map[string]Rule {
 		agentplanev1.RuntimeService_RecordVerdict_FullMethodName,
 		agentplanev1.RuntimeService_PauseTask_FullMethodName,
 		agentplanev1.RuntimeService_CompleteTask_FullMethodName,
-		agentplanev1.RuntimeService_FailTask_FullMethodName)
+		agentplanev1.RuntimeService_FailTask_FullMethodName,
+		agentplanev1.RuntimeService_ReadTaskHistory_FullMethodName)
 	add(ScopeAdmin, admin,
 		agentplanev1.AdminService_Backup_FullMethodName,
 		agentplanev1.AdminService_PurgeTasks_FullMethodName,

@@ -86,6 +86,10 @@ type Limits struct {
 	MaxSpecBytes int64 `yaml:"max_spec_bytes"`
 	// MaxSpecNesting is the deepest JSON/YAML nesting a document may have.
 	MaxSpecNesting int `yaml:"max_spec_nesting"`
+	// SpecDecodeBytes bounds the documents decoded at once (ValidateSpec, StartTask),
+	// by their weight: their size, or more for a dense document. A document waits
+	// while others fill it; 0 means two documents of max_spec_bytes.
+	SpecDecodeBytes int64 `yaml:"spec_decode_bytes"`
 	// MaxInputBytes bounds a task's input and a ContinueTask message.
 	MaxInputBytes int64 `yaml:"max_input_bytes"`
 	// MaxEventBytes bounds one event's payload.
@@ -99,6 +103,19 @@ type Limits struct {
 	// MaxWatchBuffer is how many live events a watcher may have queued before it is
 	// switched back to reading from the store.
 	MaxWatchBuffer int `yaml:"max_watch_buffer"`
+	// MaxListResponseBytes bounds the encoded tasks of one ListTasks page; a page
+	// always holds at least one task.
+	MaxListResponseBytes int64 `yaml:"max_list_response_bytes"`
+	// MaxCallsPerPrincipal bounds the calls one principal may have in flight at once
+	// (unary calls, long polls included, and streams other than watches and awaits), in
+	// multi-tenant mode.
+	MaxCallsPerPrincipal int `yaml:"max_calls_per_principal"`
+	// MaxWatchesPerPrincipal bounds the WatchTask streams one principal may have open,
+	// in multi-tenant mode.
+	MaxWatchesPerPrincipal int `yaml:"max_watches_per_principal"`
+	// MaxAwaitsPerPrincipal bounds the AwaitDecision streams one principal may have
+	// open, in multi-tenant mode.
+	MaxAwaitsPerPrincipal int `yaml:"max_awaits_per_principal"`
 }
 
 // Spec holds deployment knowledge used by validation.
@@ -249,6 +266,13 @@ func Default() Config {
 			MaxTaskEvents:       100000,
 			MaxLabels:           32,
 			MaxWatchBuffer:      1024,
+			// Half of a gRPC client's default 4 MiB receive limit.
+			MaxListResponseBytes: 2 << 20,
+			// A runtime fleet often shares one runtime principal: each process
+			// long-polls LeaseTasks and may await several decisions at once.
+			MaxCallsPerPrincipal:   256,
+			MaxWatchesPerPrincipal: 128,
+			MaxAwaitsPerPrincipal:  512,
 		},
 		Spec: Spec{PlatformMaxDepth: 4},
 		Tasks: Tasks{
@@ -368,10 +392,16 @@ func (c *Config) Validate() error {
 		"limits.max_task_events": c.Limits.MaxTaskEvents, "limits.max_spec_nesting": int64(c.Limits.MaxSpecNesting),
 		"limits.max_labels": int64(c.Limits.MaxLabels), "limits.max_watch_buffer": int64(c.Limits.MaxWatchBuffer),
 		"spec.platform_max_depth": c.Spec.PlatformMaxDepth, "tasks.max_attempts": int64(c.Tasks.MaxAttempts),
+		"limits.max_list_response_bytes": c.Limits.MaxListResponseBytes,
+		"limits.max_calls_per_principal": int64(c.Limits.MaxCallsPerPrincipal), "limits.max_watches_per_principal": int64(c.Limits.MaxWatchesPerPrincipal),
+		"limits.max_awaits_per_principal": int64(c.Limits.MaxAwaitsPerPrincipal),
 	} {
 		if v < 1 {
 			bad("%s must be >= 1 (got %d)", name, v)
 		}
+	}
+	if c.Limits.SpecDecodeBytes < 0 {
+		bad("limits.spec_decode_bytes must be >= 0 (got %d)", c.Limits.SpecDecodeBytes)
 	}
 	if c.Tasks.LeaseTTL < Duration(time.Second) {
 		bad("tasks.lease_ttl must be at least 1s")

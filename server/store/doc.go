@@ -24,7 +24,8 @@
 //
 // Errors: a missing record is an *apierr.Error with code NotFound and the resource's
 // reason (task.not_found, interrupt.not_found); a closed store is Unavailable; a store
-// written by an unknown schema version fails to open with reason store.schema_mismatch.
+// written by an older schema version is upgraded when opened, and one written by an
+// unknown version fails to open with reason store.schema_mismatch.
 // Anything else (I/O, corruption, a programming error such as an out-of-order event) is
 // a plain error, which the API boundary reports as Internal.
 package store

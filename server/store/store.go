@@ -7,6 +7,7 @@ import (
 
 	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/store/schema"
 )
 
 // Store is the durable store. All methods are safe for concurrent use.
@@ -62,6 +63,12 @@ type Reader interface {
 	// GetTaskSpec returns what a task was started with, or NotFound (task.not_found).
 	GetTaskSpec(tenant, taskID string) (*storagev1.TaskSpecRecord, error)
 
+	// GetTaskSpecPartial is GetTaskSpec without the resolved spec and, unless
+	// withSubmitted, without the submitted inline spec (agent, graph; agent_id is
+	// kept): what a client's view of the task shows. The fields left out are skipped
+	// undecoded, so their size costs nothing.
+	GetTaskSpecPartial(tenant, taskID string, withSubmitted bool) (*storagev1.TaskSpecRecord, error)
+
 	// TaskForRequest returns the id of the task created under (tenant, request id), or
 	// "" when there is none.
 	TaskForRequest(tenant, requestID string) (string, error)
@@ -80,8 +87,14 @@ type Reader interface {
 	Tenants(idx Index, after string, fn func(tenant string) (bool, error)) error
 
 	// ScanIndex reads one tenant's entries of a time index, oldest first, starting after
-	// r.After and stopping after the entries at r.Until (zero: no bound).
+	// r.After and stopping after the entries at r.Until (zero: no bound). The run queue
+	// is read with ScanQueue instead.
 	ScanIndex(idx Index, tenant string, r IndexRange, fn func(IndexEntry) (bool, error)) error
+
+	// ScanQueue reads one run queue of a tenant (TaskRecord.queue, "" being
+	// DefaultQueue), oldest queue_time first, starting after r.After and stopping after
+	// the entries at r.Until (zero: no bound). It is a range scan of that queue alone.
+	ScanQueue(tenant, queue string, r IndexRange, fn func(IndexEntry) (bool, error)) error
 
 	// GetInterrupt returns an interrupt record, or NotFound (interrupt.not_found).
 	GetInterrupt(tenant, interruptID string) (*storagev1.InterruptRecord, error)
@@ -112,11 +125,12 @@ type Writer interface {
 	Reader
 
 	// PutTask creates or replaces a task record and brings every index derived from it up
-	// to date: listing (create_time), idempotency (request_id), the run queue
-	// (queue_time), lease deadlines (an active, unrevoked lease's deadline), retention
-	// (end_time) and the per-state counters. tenant, task_id, create_time and request_id
-	// may not change once written. A request_id already used by another task of the
-	// tenant is AlreadyExists (task.request_id_reused).
+	// to date: listing (create_time), idempotency (request_id), the run queue (queue,
+	// queue_time) and its depth, lease deadlines (an active, unrevoked lease's
+	// deadline), retention (end_time) and the per-state counters. tenant, task_id,
+	// create_time, request_id and queue may not change once written. A request_id
+	// already used by another task of the tenant is AlreadyExists
+	// (task.request_id_reused); a queue that is not a queue name is InvalidArgument.
 	PutTask(rec *storagev1.TaskRecord) error
 
 	// PutTaskSpec stores what an existing task was started with. It is written once: a
@@ -152,12 +166,25 @@ type Writer interface {
 	OnCommit(f func())
 }
 
+// DefaultQueue is the run queue of a task started without one ("" in a TaskRecord
+// means it too), and the only queue of a runtime that names none.
+const DefaultQueue = schema.DefaultQueue
+
+// QueueOf is the run queue of a task record.
+func QueueOf(rec *storagev1.TaskRecord) string {
+	if q := rec.GetQueue(); q != "" {
+		return q
+	}
+	return DefaultQueue
+}
+
 // Index names a time index.
 type Index int
 
 // Time indexes, each ordered per tenant by a time, oldest first.
 const (
-	// IndexQueue is the run queue, by TaskRecord.queue_time; ids are task ids.
+	// IndexQueue is the run queue, by queue name then TaskRecord.queue_time; ids are
+	// task ids. Tenants lists the tenants with a queued task; ScanQueue reads one queue.
 	IndexQueue Index = iota + 1
 	// IndexLeaseDeadlines holds active leases by deadline; ids are task ids.
 	IndexLeaseDeadlines
@@ -246,6 +273,9 @@ type Stats struct {
 	Events int64
 	// PendingInterrupts counts interrupts in the inbox.
 	PendingInterrupts int64
+	// QueueDepth counts the tasks waiting in each run queue, by queue name; a queue
+	// with none is absent.
+	QueueDepth map[string]int64
 	// ActiveLeases counts leases that fence writes.
 	ActiveLeases int64
 	// Commits counts transactions committed since open; Updates counts the Update calls

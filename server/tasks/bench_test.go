@@ -5,10 +5,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/store/boltstore"
@@ -122,6 +125,37 @@ func BenchmarkReportEvents(b *testing.B) {
 				_, err := m.ReportEvents(ctx, ref(leases[c]), events)
 				return err
 			})
+		})
+	}
+}
+
+// BenchmarkListLargeSpecs lists 500 tasks whose specs are 1 MB each (page_size 500)
+// in each view, with the default 2 MiB byte cap, and reports the encoded page
+// (resp-bytes), the tasks on it, and what one listing allocates (alloc-MB/op):
+//
+//	go test -run '^$' -bench ListLargeSpecs -benchtime 5x ./server/tasks/
+func BenchmarkListLargeSpecs(b *testing.B) {
+	const tasks, specBytes = 500, 1_000_000
+	m := benchManager(b)
+	m.cfg.MaxListResponseBytes = 2 << 20 // the deployment default
+	for range tasks {
+		if _, _, err := m.Start(ctx, bigAgentParams("default", specBytes)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, view := range []View{ViewBasic, ViewFull} {
+		b.Run(strings.ToLower(strings.TrimPrefix(view.String(), "TASK_VIEW_")), func(b *testing.B) {
+			var size, n int
+			b.ReportAllocs()
+			for b.Loop() {
+				list, _, err := m.List(ctx, "default", ListQuery{PageSize: tasks, View: view})
+				if err != nil {
+					b.Fatal(err)
+				}
+				size, n = proto.Size(&agentplanev1.ListTasksResponse{Tasks: list}), len(list)
+			}
+			b.ReportMetric(float64(size), "resp-bytes")
+			b.ReportMetric(float64(n), "tasks/page")
 		})
 	}
 }

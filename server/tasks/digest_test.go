@@ -10,11 +10,11 @@ import (
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
-// TestRequestDigestIgnoresOnlyRequestID: the digest is that of the whole request with
-// request_id cleared (what earlier releases stored with each task, and compare a retry
-// against), every other field and unknown fields included, and the caller's request is
-// left as it was.
-func TestRequestDigestIgnoresOnlyRequestID(t *testing.T) {
+// TestRequestDigestIgnoresOnlyIDAndView: the digest is that of the whole request with
+// request_id and view cleared (what earlier releases stored with each task, and compare
+// a retry against), every other field and unknown fields included, and the caller's
+// request is left as it was.
+func TestRequestDigestIgnoresOnlyIDAndView(t *testing.T) {
 	egress := true
 	req := &agentplanev1.StartTaskRequest{
 		RequestId: "req-1",
@@ -26,12 +26,14 @@ func TestRequestDigestIgnoresOnlyRequestID(t *testing.T) {
 		ToolAxes:         []*agentplanev1.ToolAxisOverride{{Tool: "s.t", Egress: &egress}, {Tool: "s.u"}},
 		InterruptTimeout: durationpb.New(90),
 		SessionId:        "session",
+		View:             agentplanev1.TaskView_TASK_VIEW_FULL,
 	}
 	req.ProtoReflect().SetUnknown([]byte{0x98, 0x06, 0x01}) // field 99, varint 1
 	before := proto.Clone(req)
 
 	cleared := proto.Clone(req).(*agentplanev1.StartTaskRequest)
 	cleared.RequestId = ""
+	cleared.View = agentplanev1.TaskView_TASK_VIEW_UNSPECIFIED
 	if got, want := RequestDigest(req), digest(cleared); !bytes.Equal(got, want) {
 		t.Fatalf("digest %x, want that of the request without its id, %x", got, want)
 	}
@@ -39,9 +41,9 @@ func TestRequestDigestIgnoresOnlyRequestID(t *testing.T) {
 		t.Fatal("RequestDigest changed the request")
 	}
 	other := proto.Clone(req).(*agentplanev1.StartTaskRequest)
-	other.RequestId = "req-2"
+	other.RequestId, other.View = "req-2", agentplanev1.TaskView_TASK_VIEW_BASIC
 	if !bytes.Equal(RequestDigest(req), RequestDigest(other)) {
-		t.Fatal("the digest depends on request_id")
+		t.Fatal("the digest depends on request_id or view")
 	}
 	for name, change := range map[string]func(*agentplanev1.StartTaskRequest){
 		"a label":       func(r *agentplanev1.StartTaskRequest) { r.Labels["a"] = "x" },

@@ -42,16 +42,17 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 func testConfig() Config {
 	return Config{
-		LeaseTTL:            10 * time.Second,
-		MaxAttempts:         3,
-		MaxLeaseWait:        10 * time.Second,
-		PurgeInterval:       time.Minute,
-		MaxInputBytes:       1024,
-		MaxEventBytes:       512,
-		MaxTaskHistoryBytes: 64 << 10,
-		MaxTaskEvents:       1000,
-		MaxLabels:           4,
-		MaxWatchBuffer:      8,
+		LeaseTTL:             10 * time.Second,
+		MaxAttempts:          3,
+		MaxLeaseWait:         10 * time.Second,
+		PurgeInterval:        time.Minute,
+		MaxInputBytes:        1024,
+		MaxEventBytes:        512,
+		MaxTaskHistoryBytes:  64 << 10,
+		MaxTaskEvents:        1000,
+		MaxLabels:            4,
+		MaxWatchBuffer:       8,
+		MaxListResponseBytes: 1 << 20,
 	}
 }
 
@@ -133,7 +134,7 @@ func ref(l *agentplanev1.Lease) *agentplanev1.LeaseRef {
 
 func (h *harness) get(t testing.TB, tenant, id string) *agentplanev1.Task {
 	t.Helper()
-	task, err := h.m.Get(ctx, tenant, id)
+	task, err := h.m.Get(ctx, tenant, id, ViewFull)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,9 @@ const (
 
 // maxLeaseBatch caps LeaseRequest.MaxTasks.
 const maxLeaseBatch = 64
+
+// MaxRuntimeQueues caps LeaseRequest.Queues.
+const MaxRuntimeQueues = 16
 
 // expireBatch bounds the leases one transaction expires.
 const expireBatch = 128
@@ -78,9 +82,25 @@ func fence(rec *storagev1.TaskRecord, ref *agentplanev1.LeaseRef, now time.Time)
 	return fenceOK
 }
 
+// fenceError is the refusal of a lease that does not pass fence.
+func fenceError(rec *storagev1.TaskRecord, ref *agentplanev1.LeaseRef, f fenceResult) error {
+	switch {
+	case f == fenceRevoked:
+		return leaseLost("task %s was canceled (%s)", rec.GetTaskId(), rec.GetCancellation().GetReason())
+	case f == fenceExpired:
+		return leaseLost("lease %s of task %s expired at %s without a heartbeat",
+			ref.GetLeaseId(), rec.GetTaskId(), rec.GetLease().GetDeadline().AsTime().Format(time.RFC3339Nano))
+	case isTerminal(rec.GetState()):
+		// The runtime's lease ended with the task: say why, not just that it is stale.
+		return terminalError(rec, "nothing more can be written to it; stop working on the task")
+	}
+	return leaseLost("lease %s (epoch %d) is not the current lease of task %s (epoch %d)",
+		ref.GetLeaseId(), ref.GetEpoch(), rec.GetTaskId(), rec.GetEpoch())
+}
+
 // UpdateLeased runs fn on the task named by ref, in one transaction, only while ref is
 // the task's current lease: a stale or revoked lease is FAILED_PRECONDITION with reason
-// lease.lost and fn does not run; an expired one is also lease.lost, and the expiry
+// lease.lost (task.terminal once the task has completed or failed) and fn does not run; an expired one is also lease.lost, and the expiry
 // (requeue or failure) is committed in the same transaction. Events fn appends with
 // AppendContent are attributed to the lease's epoch. fn may run more than once (see
 // UpdateTask).
@@ -106,18 +126,16 @@ func (m *Manager) updateLeased(ctx context.Context, ref *agentplanev1.LeaseRef, 
 		}
 		op := m.newOp(w, now, rec)
 		op.epoch = ref.GetEpoch()
-		switch fence(rec, ref, now) {
+		switch f := fence(rec, ref, now); f {
 		case fenceStale:
-			return leaseLost("lease %s (epoch %d) is not the current lease of task %s (epoch %d)",
-				ref.GetLeaseId(), ref.GetEpoch(), rec.GetTaskId(), rec.GetEpoch())
+			return fenceError(rec, ref, f)
 		case fenceRevoked:
 			if !allowRevoked {
-				return leaseLost("task %s was canceled (%s)", rec.GetTaskId(), rec.GetCancellation().GetReason())
+				return fenceError(rec, ref, f)
 			}
 		case fenceExpired:
 			// Worded before expire, which releases the lease.
-			lost = leaseLost("lease %s of task %s expired at %s without a heartbeat",
-				ref.GetLeaseId(), rec.GetTaskId(), rec.GetLease().GetDeadline().AsTime().Format(time.RFC3339Nano))
+			lost = fenceError(rec, ref, fenceExpired)
 			if err := op.expire(); err != nil {
 				return err
 			}
@@ -183,7 +201,7 @@ func (o *Op) leaseProto() (*agentplanev1.Lease, error) {
 		LeaseId:          l.GetLeaseId(),
 		Epoch:            l.GetEpoch(),
 		Deadline:         l.GetDeadline(),
-		Task:             toAPITask(o.rec, spec),
+		Task:             toAPITask(o.rec, spec, ViewFull),
 		Spec:             spec.GetResolvedSpec(),
 		HistoryCursor:    o.rec.GetLastSequence(),
 		Attempt:          o.rec.GetAttempt(),
@@ -218,6 +236,9 @@ type LeaseRequest struct {
 	// Tenant restricts the lease to one tenant's tasks; "" serves every tenant, round
 	// robin, FIFO within each.
 	Tenant string
+	// Queues are the run queues the runtime serves (at most 16); none means only
+	// store.DefaultQueue. Tasks of other queues are never leased to it.
+	Queues []string
 }
 
 // LeaseTasks grants up to MaxTasks queued tasks to a runtime, waiting up to Wait for
@@ -233,7 +254,22 @@ func (m *Manager) LeaseTasks(ctx context.Context, req LeaseRequest) ([]*agentpla
 		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "max_tasks may not be negative")
 	case req.Wait < 0:
 		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "wait may not be negative")
+	case len(req.Queues) > MaxRuntimeQueues:
+		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "%d queues; a runtime serves at most %d", len(req.Queues), MaxRuntimeQueues)
 	}
+	queues := []string{store.DefaultQueue}
+	if len(req.Queues) > 0 {
+		queues = make([]string, 0, len(req.Queues))
+		for i, q := range req.Queues {
+			if err := CheckQueue(fmt.Sprintf("queues[%d]", i), q); err != nil {
+				return nil, err
+			}
+			if !slices.Contains(queues, q) {
+				queues = append(queues, q)
+			}
+		}
+	}
+	req.Queues = queues
 	req.MaxTasks = min(max(req.MaxTasks, 1), maxLeaseBatch)
 	req.Wait = min(req.Wait, m.cfg.MaxLeaseWait)
 	deadline := time.Now().Add(req.Wait)
@@ -271,7 +307,7 @@ type queued struct{ tenant, taskID string }
 // claim grants what is queued now, in one transaction.
 func (m *Manager) claim(ctx context.Context, req LeaseRequest) ([]*agentplanev1.Lease, error) {
 	now := m.clock.Now()
-	if ok, err := m.hasWork(ctx, req.Tenant, now); err != nil || !ok {
+	if ok, err := m.hasWork(ctx, req.Tenant, req.Queues, now); err != nil || !ok {
 		return nil, err
 	}
 	m.rrMu.Lock()
@@ -288,7 +324,7 @@ func (m *Manager) claim(ctx context.Context, req LeaseRequest) ([]*agentplanev1.
 		if _, err := m.expireDue(w, now, expireBatch); err != nil {
 			return err
 		}
-		picks, err := pickQueued(w, req.Tenant, start, req.MaxTasks, now)
+		picks, err := pickQueued(w, req.Tenant, req.Queues, start, req.MaxTasks, now)
 		if err != nil {
 			return err
 		}
@@ -324,17 +360,25 @@ func (m *Manager) claim(ctx context.Context, req LeaseRequest) ([]*agentplanev1.
 	return leases, nil
 }
 
-// hasWork is a read-only look for queued tasks or overdue leases, so that idle long
-// polls do not queue empty write transactions.
-func (m *Manager) hasWork(ctx context.Context, tenant string, now time.Time) (bool, error) {
+// hasWork is a read-only look for tasks queued in queues or overdue leases, so that
+// idle long polls do not queue empty write transactions.
+func (m *Manager) hasWork(ctx context.Context, tenant string, queues []string, now time.Time) (bool, error) {
 	found := false
 	err := m.store.View(ctx, func(r store.Reader) error {
 		stopAtFirst := func(store.IndexEntry) (bool, error) { found = true; return false, nil }
+		lookIn := func(t string) (bool, error) {
+			for _, q := range queues {
+				if err := r.ScanQueue(t, q, store.IndexRange{Until: now}, stopAtFirst); err != nil || found {
+					return false, err
+				}
+			}
+			return true, nil
+		}
 		if tenant != "" {
-			if err := r.ScanIndex(store.IndexQueue, tenant, store.IndexRange{Until: now}, stopAtFirst); err != nil || found {
+			if _, err := lookIn(tenant); err != nil || found {
 				return err
 			}
-		} else if err := r.Tenants(store.IndexQueue, "", func(string) (bool, error) { found = true; return false, nil }); err != nil || found {
+		} else if err := r.Tenants(store.IndexQueue, "", lookIn); err != nil || found {
 			return err
 		}
 		return r.Tenants(store.IndexLeaseDeadlines, "", func(t string) (bool, error) {
@@ -345,20 +389,26 @@ func (m *Manager) hasWork(ctx context.Context, tenant string, now time.Time) (bo
 	return found, err
 }
 
-// pickQueued chooses up to n queued tasks: FIFO within a tenant, round robin across
-// tenants starting after the one served last.
-func pickQueued(r store.Reader, tenant, start string, n int, now time.Time) ([]queued, error) {
+// pickQueued chooses up to n tasks queued in queues: FIFO within a tenant's queue,
+// round robin across them, tenants starting after the one served last. Each queue
+// read is a range scan of that queue alone.
+func pickQueued(r store.Reader, tenant string, queues []string, start string, n int, now time.Time) ([]queued, error) {
 	var heads [][]queued
 	collect := func(t string) error {
-		var q []queued
-		err := r.ScanIndex(store.IndexQueue, t, store.IndexRange{Until: now}, func(e store.IndexEntry) (bool, error) {
-			q = append(q, queued{t, e.ID})
-			return len(q) < n, nil
-		})
-		if len(q) > 0 {
-			heads = append(heads, q)
+		for _, name := range queues {
+			var q []queued
+			err := r.ScanQueue(t, name, store.IndexRange{Until: now}, func(e store.IndexEntry) (bool, error) {
+				q = append(q, queued{t, e.ID})
+				return len(q) < n, nil
+			})
+			if len(q) > 0 {
+				heads = append(heads, q)
+			}
+			if err != nil {
+				return err
+			}
 		}
-		return err
+		return nil
 	}
 	if tenant != "" {
 		if err := collect(tenant); err != nil {

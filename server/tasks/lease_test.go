@@ -63,8 +63,14 @@ func TestLeaseLifecycle(t *testing.T) {
 		"submitted", "state:WORKING", "lease:GRANTED", "message", "tool_call", "tool_result", "note",
 		"output", "lease:RELEASED", "state:COMPLETED",
 	})
+	// Writes under the lease that ended the task say so (task.terminal), not lease.lost.
 	_, err = h.m.Complete(ctx, ref(l), nil)
-	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
+	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskTerminal)
+	_, err = h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("late")})
+	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskTerminal)
+	if !strings.Contains(err.Error(), "COMPLETED") {
+		t.Fatalf("ReportEvents after CompleteTask: %v; want the state named", err)
+	}
 }
 
 func TestFencedWritesRefuseStaleLeases(t *testing.T) {
@@ -133,7 +139,7 @@ func TestLeaseExpiryRequeuesThenFails(t *testing.T) {
 		t.Fatal("a failed task was leased")
 	}
 	_, err := h.m.Heartbeat(ctx, ref(last))
-	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
+	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskTerminal)
 	equal(t, "log", kinds(h.events(t, "acme", task.GetTaskId())), []string{
 		"submitted", "state:WORKING", "lease:GRANTED", "lease:EXPIRED",
 		"lease:GRANTED", "lease:EXPIRED", "lease:GRANTED", "lease:EXPIRED", "state:FAILED",

@@ -34,7 +34,7 @@ func TestPurge(t *testing.T) {
 	if err != nil || dry.Tasks != 2 || dry.Events != 6+3 {
 		t.Fatalf("dry run = %+v, %v; want 2 tasks, 9 events", dry, err)
 	}
-	if _, err := h.m.Get(ctx, "acme", oldTask.GetTaskId()); err != nil {
+	if _, err := h.m.Get(ctx, "acme", oldTask.GetTaskId(), ViewFull); err != nil {
 		t.Fatal("a dry run deleted")
 	}
 	res, err := h.m.Purge(ctx, 24*time.Hour, false)
@@ -42,11 +42,11 @@ func TestPurge(t *testing.T) {
 		t.Fatalf("Purge = %+v, %v; want %+v", res, err, dry)
 	}
 	for _, gone := range []struct{ tenant, id string }{{"acme", oldTask.GetTaskId()}, {"beta", oldCanceled.GetTaskId()}} {
-		_, err := h.m.Get(ctx, gone.tenant, gone.id)
+		_, err := h.m.Get(ctx, gone.tenant, gone.id, ViewFull)
 		wantErr(t, err, codes.NotFound, apierr.ReasonTaskNotFound)
 	}
 	for _, kept := range []string{recent.GetTaskId(), running.GetTaskId()} {
-		if _, err := h.m.Get(ctx, "acme", kept); err != nil {
+		if _, err := h.m.Get(ctx, "acme", kept, ViewFull); err != nil {
 			t.Fatalf("%s was purged: %v", kept, err)
 		}
 	}
@@ -88,7 +88,7 @@ func TestMaintenanceExpiresLeases(t *testing.T) {
 	h.m.StartMaintenance()
 	h.clock.Advance(time.Second)
 	waitUntil(t, func() bool {
-		got, err := h.m.Get(ctx, "acme", task.GetTaskId())
+		got, err := h.m.Get(ctx, "acme", task.GetTaskId(), ViewFull)
 		return err == nil && got.GetRuntimeId() == "" && got.GetState() == agentplanev1.TaskState_TASK_STATE_WORKING
 	})
 	h.m.Stop()

@@ -43,6 +43,9 @@ type Config struct {
 	// MaxWatchBuffer is how many live events a watcher may have queued before it falls
 	// back to reading the store.
 	MaxWatchBuffer int
+	// MaxListResponseBytes bounds the encoded tasks of one List page (a page holds at
+	// least one task whatever its size).
+	MaxListResponseBytes int64
 }
 
 // ConfigFrom takes the task domain's settings from the deployment configuration.
@@ -59,12 +62,14 @@ func ConfigFrom(c config.Config) Config {
 		MaxTaskEvents:       c.Limits.MaxTaskEvents,
 		MaxLabels:           c.Limits.MaxLabels,
 		MaxWatchBuffer:      c.Limits.MaxWatchBuffer,
+
+		MaxListResponseBytes: c.Limits.MaxListResponseBytes,
 	}
 }
 
 func (c Config) validate() error {
 	if c.LeaseTTL <= 0 || c.MaxAttempts < 1 || c.MaxLeaseWait < 0 || c.MaxInputBytes < 1 || c.MaxEventBytes < 1 ||
-		c.MaxTaskHistoryBytes < 1 || c.MaxTaskEvents < 1 || c.MaxLabels < 0 || c.MaxWatchBuffer < 1 {
+		c.MaxTaskHistoryBytes < 1 || c.MaxTaskEvents < 1 || c.MaxLabels < 0 || c.MaxWatchBuffer < 1 || c.MaxListResponseBytes < 1 {
 		return errors.New("tasks: config needs positive lease_ttl, max_attempts, limits and max_watch_buffer")
 	}
 	return nil

@@ -67,9 +67,9 @@ func (o *Op) Spec() (*storagev1.TaskSpecRecord, error) {
 	return o.spec, nil
 }
 
-// APITask is the task as the API shows it, with this Op's changes so far: what a
-// call that changes a task returns, without reading it again after the commit. It
-// shares sub-messages with the Op's records, so call it after the last change.
+// APITask is the task as the API shows it (the full view), with this Op's changes so
+// far: what a call that changes a task returns, without reading it again after the
+// commit. It shares sub-messages with the Op's records, so call it after the last change.
 func (o *Op) APITask() (*agentplanev1.Task, error) {
 	spec, err := o.Spec()
 	if err != nil {
@@ -79,7 +79,7 @@ func (o *Op) APITask() (*agentplanev1.Task, error) {
 		// As flush will store it.
 		o.rec.UpdateTime = timestamppb.New(o.now)
 	}
-	return toAPITask(o.rec, spec), nil
+	return toAPITask(o.rec, spec, ViewFull), nil
 }
 
 // Writer is the transaction, for records the task owns (interrupts, verdicts,

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
 	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -36,22 +39,30 @@ func pageSize(n, def int) (int, error) {
 	return min(n, maxPageSize), nil
 }
 
-// Get returns one task of tenant; another tenant's task is NOT_FOUND like a missing one.
-func (m *Manager) Get(ctx context.Context, tenant, taskID string) (*agentplanev1.Task, error) {
+// Get returns one task of tenant in view; another tenant's task is NOT_FOUND like a
+// missing one.
+func (m *Manager) Get(ctx context.Context, tenant, taskID string, view View) (*agentplanev1.Task, error) {
 	var task *agentplanev1.Task
 	err := m.store.View(ctx, func(r store.Reader) error {
 		rec, err := r.GetTask(tenant, taskID)
 		if err != nil {
 			return err
 		}
-		spec, err := r.GetTaskSpec(tenant, taskID)
+		spec, err := readSpec(r, tenant, taskID, view)
 		if err != nil {
 			return err
 		}
-		task = toAPITask(rec, spec)
+		task = toAPITask(rec, spec, view)
 		return nil
 	})
 	return task, err
+}
+
+// readSpec reads what view shows of a task's spec record: never the resolved spec (a
+// runtime's, in its lease), and the submitted one only in the full view. What is not
+// shown is skipped undecoded.
+func readSpec(r store.Reader, tenant, taskID string, view View) (*storagev1.TaskSpecRecord, error) {
+	return r.GetTaskSpecPartial(tenant, taskID, view != ViewBasic)
 }
 
 // ListQuery filters and pages List.
@@ -64,9 +75,14 @@ type ListQuery struct {
 	States []agentplanev1.TaskState
 	// Labels keeps tasks carrying all of them.
 	Labels map[string]string
+	// Queue keeps tasks of that run queue; "" keeps all.
+	Queue string
 	// CreatedAfter keeps tasks created at or after it; CreatedBefore, before it (zero:
 	// no bound).
 	CreatedAfter, CreatedBefore time.Time
+	// View is how much of each task to return (UNSPECIFIED: full). It is not part of
+	// the token's scope: pages of one listing may be read in different views.
+	View View
 }
 
 // scope binds a page token to the tenant and the filters.
@@ -85,11 +101,17 @@ func (q ListQuery) scope(tenant string) []byte {
 	for _, k := range keys {
 		parts = append(parts, "l", k, q.Labels[k])
 	}
+	if q.Queue != "" {
+		parts = append(parts, "q", q.Queue)
+	}
 	return pagetoken.Scope(parts...)
 }
 
 func (q ListQuery) matches(rec *storagev1.TaskRecord) bool {
 	if len(q.States) > 0 && !slices.Contains(q.States, rec.GetState()) {
+		return false
+	}
+	if q.Queue != "" && store.QueueOf(rec) != q.Queue {
 		return false
 	}
 	for k, v := range q.Labels {
@@ -103,8 +125,10 @@ func (q ListQuery) matches(rec *storagev1.TaskRecord) bool {
 // List returns a page of tenant's tasks, newest first, and the token of the next page
 // ("" at the end). Tokens are opaque and sealed: one altered, minted for another
 // tenant, or replayed with different filters is INVALID_ARGUMENT (page_token.invalid).
-// A page may hold fewer tasks than asked (even none) when the filters are selective;
-// only an empty token means the end.
+// A page may hold fewer tasks than asked (even none) when the filters are selective,
+// and stops before its encoded tasks would pass Config.MaxListResponseBytes (one task
+// always fits); only an empty token means the end. The basic view never decodes the
+// tasks' specs.
 func (m *Manager) List(ctx context.Context, tenant string, q ListQuery) ([]*agentplanev1.Task, string, error) {
 	size, err := pageSize(q.PageSize, defaultPageSize)
 	if err != nil {
@@ -112,6 +136,11 @@ func (m *Manager) List(ctx context.Context, tenant string, q ListQuery) ([]*agen
 	}
 	if !q.CreatedAfter.IsZero() && !q.CreatedBefore.IsZero() && !q.CreatedAfter.Before(q.CreatedBefore) {
 		return nil, "", apierr.InvalidArgument(apierr.ReasonInvalidArgument, "created_after must be before created_before")
+	}
+	if q.Queue != "" {
+		if err := CheckQueue("queue", q.Queue); err != nil {
+			return nil, "", err
+		}
 	}
 	scope := q.scope(tenant)
 	cursor, err := m.tokens.Open(scope, q.PageToken)
@@ -121,6 +150,7 @@ func (m *Manager) List(ctx context.Context, tenant string, q ListQuery) ([]*agen
 	var tasks []*agentplanev1.Task
 	var next []byte
 	more := false
+	pageBytes := int64(0)
 	err = m.store.View(ctx, func(r store.Reader) error {
 		scanned := 0
 		return r.ScanTasks(tenant, store.TaskRange{After: cursor, CreatedAfter: q.CreatedAfter, CreatedBefore: q.CreatedBefore},
@@ -131,11 +161,17 @@ func (m *Manager) List(ctx context.Context, tenant string, q ListQuery) ([]*agen
 						more = true // the token resumes after what this page examined
 						return false, nil
 					}
-					spec, err := r.GetTaskSpec(tenant, rec.GetTaskId())
+					spec, err := readSpec(r, tenant, rec.GetTaskId(), q.View)
 					if err != nil {
 						return false, err
 					}
-					tasks = append(tasks, toAPITask(rec, spec))
+					t := toAPITask(rec, spec, q.View)
+					n := int64(listEntrySize(t))
+					if len(tasks) > 0 && pageBytes+n > m.cfg.MaxListResponseBytes {
+						more = true // the next page starts with this task
+						return false, nil
+					}
+					tasks, pageBytes = append(tasks, t), pageBytes+n
 				}
 				next = c
 				if scanned >= maxScanPerPage && len(tasks) < size {
@@ -154,6 +190,12 @@ func (m *Manager) List(ctx context.Context, tenant string, q ListQuery) ([]*agen
 		return tasks, "", nil
 	}
 	return tasks, m.tokens.Seal(scope, next), nil
+}
+
+// listEntrySize is what t adds to an encoded ListTasksResponse: the field's tag, the
+// length prefix and the task.
+func listEntrySize(t *agentplanev1.Task) int {
+	return protowire.SizeTag(1) + protowire.SizeBytes(proto.Size(t))
 }
 
 // errScanBudget stops a scan that examined maxScanPerPage tasks; never returned.

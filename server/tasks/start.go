@@ -17,6 +17,7 @@ import (
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/store"
+	"github.com/agentplane/agentplane/server/store/schema"
 )
 
 // Bounds on caller-chosen identifiers and labels.
@@ -67,22 +68,38 @@ type StartParams struct {
 	A2aPeers   []*agentplanev1.A2APeer
 	// SessionID is the caller's session id.
 	SessionID string
+	// Queue is the run queue; "" means store.DefaultQueue (see CheckQueue).
+	Queue string
 	// GateEvents are recorded right after the TaskSubmitted event, in order: what the
 	// gates ignored or dropped (payload only).
 	GateEvents []*agentplanev1.TaskEvent
+	// View is how much of the task Start returns (UNSPECIFIED: full).
+	View View
 }
 
-// RequestDigest is the digest of a StartTaskRequest without its request_id, to tell a
+// CheckQueue refuses a run queue name that is not 1 to 64 characters of ASCII
+// letters, digits, '.', '_' and '-' starting with a letter or digit; field names it.
+func CheckQueue(field, q string) error {
+	if schema.ValidQueueName(q) {
+		return nil
+	}
+	return apierr.InvalidArgument(apierr.ReasonInvalidArgument,
+		"%s %q is not a queue name: 1 to %d characters of letters, digits, '.', '_' and '-', starting with a letter or digit",
+		field, q, schema.MaxQueueName)
+}
+
+// RequestDigest is the digest of a StartTaskRequest without its request_id and view, to tell a
 // retry (same digest) from a different request reusing the id. It uses deterministic
 // protobuf encoding, which is stable for one binary; a retry that straddles an upgrade
 // which changes the encoding would be refused as a different request.
 func RequestDigest(req *agentplanev1.StartTaskRequest) []byte {
-	// A shallow copy without request_id (a deep one, of the whole spec, was 3% of a
-	// StartTask's CPU): digest only reads it.
+	// A shallow copy without request_id and view (how much to show, not what to
+	// start). A deep copy, of the whole spec, was 3% of a StartTask's CPU; digest only
+	// reads it.
 	c := &agentplanev1.StartTaskRequest{}
 	src, dst := req.ProtoReflect(), c.ProtoReflect()
 	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if fd != requestIDField {
+		if fd != requestIDField && fd != viewField {
 			dst.Set(fd, v)
 		}
 		return true
@@ -91,7 +108,10 @@ func RequestDigest(req *agentplanev1.StartTaskRequest) []byte {
 	return digest(c)
 }
 
-var requestIDField = (&agentplanev1.StartTaskRequest{}).ProtoReflect().Descriptor().Fields().ByName("request_id")
+var (
+	requestIDField = (&agentplanev1.StartTaskRequest{}).ProtoReflect().Descriptor().Fields().ByName("request_id")
+	viewField      = (&agentplanev1.StartTaskRequest{}).ProtoReflect().Descriptor().Fields().ByName("view")
+)
 
 func digest(m proto.Message) []byte {
 	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(m) // valid messages always encode
@@ -109,6 +129,7 @@ func (p *StartParams) asRequest() *agentplanev1.StartTaskRequest {
 		A2APeers:        &agentplanev1.A2APeerList{Peers: p.A2aPeers},
 		ToolAxes:        p.ToolAxes,
 		SessionId:       p.SessionID,
+		Queue:           p.Queue,
 	}
 	switch {
 	case p.Agent != nil:
@@ -151,6 +172,12 @@ func (m *Manager) checkStart(p *StartParams) error {
 		return invalid("%d labels; at most %d are allowed", len(p.Labels), m.cfg.MaxLabels)
 	case p.InterruptTimeout < 0:
 		return invalid("interrupt_timeout may not be negative")
+	}
+	if p.Queue == "" {
+		p.Queue = store.DefaultQueue
+	}
+	if err := CheckQueue("queue", p.Queue); err != nil {
+		return err
 	}
 	for k, v := range p.Labels {
 		if k == "" || len(k) > maxLabelKeyBytes || len(v) > maxLabelValueBytes {
@@ -216,11 +243,11 @@ func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.
 						"request_id %q was already used for a different request (task %s); use a new request_id for a new task",
 						p.RequestID, owner)
 				}
-				existing, err := w.GetTaskSpec(p.Tenant, owner)
+				existing, err := readSpec(w, p.Tenant, owner, p.View)
 				if err != nil {
 					return err
 				}
-				task = toAPITask(rec, existing)
+				task = toAPITask(rec, existing, p.View)
 				return nil
 			}
 		}
@@ -235,6 +262,7 @@ func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.
 			CreatedBy:     p.Principal,
 			SessionId:     p.SessionID,
 			SpecKind:      kind,
+			Queue:         p.Queue,
 		}
 		op := m.newOp(w, now, rec)
 		if err := op.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Submitted{Submitted: &agentplanev1.TaskSubmitted{
@@ -254,7 +282,7 @@ func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.
 		if err := w.PutTaskSpec(p.Tenant, id, spec); err != nil {
 			return err
 		}
-		task, created = toAPITask(rec, spec), true
+		task, created = toAPITask(rec, spec, p.View), true
 		return nil
 	})
 	if err != nil {

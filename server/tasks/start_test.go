@@ -27,9 +27,9 @@ func TestStart(t *testing.T) {
 	equal(t, "Get", h.get(t, "acme", task.GetTaskId()), task)
 	equal(t, "log", kinds(h.events(t, "acme", task.GetTaskId())), []string{"submitted", "mcp_injection_ignored"})
 
-	_, err := h.m.Get(ctx, "other", task.GetTaskId())
+	_, err := h.m.Get(ctx, "other", task.GetTaskId(), ViewFull)
 	wantErr(t, err, codes.NotFound, apierr.ReasonTaskNotFound)
-	_, err = h.m.Get(ctx, "acme", "absent")
+	_, err = h.m.Get(ctx, "acme", "absent", ViewFull)
 	wantErr(t, err, codes.NotFound, apierr.ReasonTaskNotFound)
 }
 

@@ -42,6 +42,7 @@ func TestRecord(t *testing.T) {
 	m, err := tasks.New(tasks.Options{Store: st, Clock: fixedClock{t0}, Config: tasks.Config{
 		LeaseTTL: time.Hour, MaxAttempts: 3, MaxLeaseWait: time.Second, PurgeInterval: time.Hour, MaxInputBytes: 1024,
 		MaxEventBytes: 64 << 10, MaxTaskHistoryBytes: 1 << 20, MaxTaskEvents: 1000, MaxLabels: 4, MaxWatchBuffer: 8,
+		MaxListResponseBytes: 1 << 20,
 	}})
 	if err != nil {
 		t.Fatal(err)

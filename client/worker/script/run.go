@@ -17,16 +17,25 @@ import (
 )
 
 // checkpointAttr is the note attribute that records where a task resumes: the index
-// of the step to play first on the next lease.
-const checkpointAttr = "script.resume_at"
+// of the step to play first on the next lease. scriptAttr, beside it, is the ID of the
+// script that wrote it.
+const (
+	checkpointAttr = "script.resume_at"
+	scriptAttr     = "script.id"
+)
+
+// ReasonForeignCheckpoint is the failure reason of a task whose checkpoint was written
+// by another script (or one the runner cannot place): the runner does not guess where
+// to resume.
+const ReasonForeignCheckpoint = "script.foreign_checkpoint"
 
 // Runner plays a Script for every task it is handed; it is a worker.Handler.
 type Runner struct {
 	// Script is what to play.
 	Script *Script
-	// Tasks reads a resumed task's history (to find its checkpoint) and its open
-	// obligations (to resolve them by text). Without it every lease plays from the
-	// first step.
+	// Tasks reads a task's open obligations (to resolve them by text). A resumed
+	// task's history (to find its checkpoint) is read under the lease
+	// (worker.Task.History).
 	Tasks agentplanev1.TaskServiceClient
 	// Progress, when set, receives one line per step played.
 	Progress io.Writer
@@ -43,6 +52,7 @@ var _ worker.Handler = (*Runner)(nil)
 func (r *Runner) Run(ctx context.Context, t *worker.Task) error {
 	start, ran, err := r.resumePoint(ctx, t)
 	if err != nil {
+		r.logf(t, "refusing the task: %v", err)
 		return err
 	}
 	p := &play{r: r, t: t, node: r.node(t), ran: ran, vars: strings.NewReplacer(
@@ -83,8 +93,10 @@ func (r *Runner) logf(t *worker.Task, format string, args ...any) {
 }
 
 // resumePoint finds where a resumed task continues: the last checkpoint note in the
-// history the lease covers (events up to Lease.history_cursor). A first lease, or a
-// runner without Tasks, starts at step 0. Steps between the checkpoint and where a
+// history the lease covers (events up to Lease.history_cursor), read under the lease.
+// A first lease starts at step 0. A checkpoint another script wrote, or one naming a
+// step this script lacks, fails the task (ReasonForeignCheckpoint) instead of
+// resuming somewhere else. Steps between the checkpoint and where a
 // crashed runtime stopped are played again, except tool calls already in the history:
 // a decision is spent by the report of its call, so the server refuses a second report
 // (tool_call.not_approved), and the tool must not run twice anyway. ran holds those
@@ -92,29 +104,29 @@ func (r *Runner) logf(t *worker.Task, format string, args ...any) {
 func (r *Runner) resumePoint(ctx context.Context, t *worker.Task) (at int, ran map[string]bool, err error) {
 	l := t.Lease()
 	resumed := l.GetAttempt() > 1 || len(l.GetResolvedInterrupts()) > 0 || len(l.GetPendingInterrupts()) > 0 || len(l.GetContinueMessages()) > 0
-	if !resumed || r.Tasks == nil || l.GetHistoryCursor() <= 0 {
+	if !resumed || l.GetHistoryCursor() <= 0 {
 		return 0, nil, nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // the watch would follow the live task past the cursor
-	stream, err := r.Tasks.WatchTask(ctx, &agentplanev1.WatchTaskRequest{TaskId: t.ID()})
-	if err != nil {
-		return 0, nil, fmt.Errorf("reading the task's history: %w", err)
-	}
 	ran = map[string]bool{}
-	for {
-		resp, err := stream.Recv()
-		if err == io.EOF {
-			return at, ran, nil
-		}
-		if err != nil {
-			return 0, nil, fmt.Errorf("reading the task's history: %w", err)
-		}
-		ev := resp.GetEvent()
-		if v, ok := ev.GetNote().GetAttributes()[checkpointAttr]; ok {
-			if n, err := strconv.Atoi(v); err == nil && n >= 0 && n < len(r.Script.Steps) {
-				at = n
+	var foreign error
+	err = t.History(ctx, 0, l.GetHistoryCursor(), func(ev *agentplanev1.TaskEvent) bool {
+		attrs := ev.GetNote().GetAttributes()
+		if v, ok := attrs[checkpointAttr]; ok {
+			n, err := strconv.Atoi(v)
+			switch id := attrs[scriptAttr]; {
+			case id != r.Script.ID:
+				if id == "" {
+					id = "a script that did not sign it"
+				}
+				foreign = fmt.Errorf("the checkpoint at event %d was written by %s, and this runtime plays %s; "+
+					"a task resumes only on a runtime playing the script that started it (route it with a queue: ctl task start --queue, ctl runtime run --queue)",
+					ev.GetSequence(), id, r.Script.ID)
+				return false
+			case err != nil || n < 0 || n >= len(r.Script.Steps):
+				foreign = fmt.Errorf("the checkpoint at event %d names step %q, which %s does not have", ev.GetSequence(), v, r.Script.ID)
+				return false
 			}
+			at = n
 		}
 		if c := ev.GetToolCall(); c != nil {
 			if _, seen := ran[c.GetCallId()]; !seen {
@@ -124,10 +136,15 @@ func (r *Runner) resumePoint(ctx context.Context, t *worker.Task) (at int, ran m
 		if res := ev.GetToolResult(); res != nil {
 			ran[res.GetCallId()] = true
 		}
-		if ev.GetSequence() >= l.GetHistoryCursor() {
-			return at, ran, nil
-		}
+		return true
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("reading the task's history: %w", err)
 	}
+	if foreign != nil {
+		return 0, nil, &worker.Failure{Reason: ReasonForeignCheckpoint, Message: foreign.Error()}
+	}
+	return at, ran, nil
 }
 
 // play is one lease's run of the script.
@@ -201,7 +218,8 @@ func (p *play) step(ctx context.Context, i int) (ended bool, err error) {
 
 // checkpoint records that the next lease of this task resumes at step i.
 func (p *play) checkpoint(ctx context.Context, i int) error {
-	return p.t.Note(ctx, fmt.Sprintf("script checkpoint: resume at step %d", i+1), map[string]string{checkpointAttr: strconv.Itoa(i)})
+	return p.t.Note(ctx, fmt.Sprintf("script checkpoint: resume at step %d", i+1),
+		map[string]string{checkpointAttr: strconv.Itoa(i), scriptAttr: p.r.Script.ID})
 }
 
 func (p *play) tool(ctx context.Context, i int, tool *Tool) (bool, error) {

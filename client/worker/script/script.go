@@ -1,6 +1,8 @@
 package script
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +23,9 @@ import (
 type Script struct {
 	// Name is the file name, used in messages.
 	Name string `yaml:"-"`
+	// ID identifies the script: its name and a digest of its text. Checkpoints carry
+	// it, so a runtime never resumes a task from a checkpoint another script wrote.
+	ID string `yaml:"-"`
 	// Node is the agent (graph node) named on messages, tool calls, pauses and, by
 	// default, verdicts; default the leased agent's name, else "agent".
 	Node string `yaml:"node"`
@@ -214,6 +219,8 @@ func Parse(name string, data []byte) (*Script, error) {
 		return nil, fmt.Errorf("%s: %s", name, yaml.FormatError(err, false, true))
 	}
 	s.Name = name
+	sum := sha256.Sum256(data)
+	s.ID = name + "@sha256:" + hex.EncodeToString(sum[:8])
 	if len(s.Steps) == 0 {
 		return nil, fmt.Errorf("%s: no steps", name)
 	}

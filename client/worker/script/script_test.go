@@ -354,3 +354,47 @@ func TestLoadMissingFile(t *testing.T) {
 		t.Fatalf("want not-exist, got %v", err)
 	}
 }
+
+// TestForeignCheckpointIsRefused: a task resumed on a runtime playing another script
+// than the one that wrote its checkpoint fails with a reason that names both, instead
+// of resuming at some step of the wrong script.
+func TestForeignCheckpointIsRefused(t *testing.T) {
+	approval, err := Load(filepath.Join(examples, "approval.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hello, err := Load(filepath.Join(examples, "hello.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		attrs map[string]string
+		want  string
+	}{
+		{"another script", map[string]string{checkpointAttr: "1", scriptAttr: approval.ID}, "written by " + approval.ID},
+		{"unsigned", map[string]string{checkpointAttr: "1"}, "did not sign it"},
+		{"past the end", map[string]string{checkpointAttr: "99", scriptAttr: hello.ID}, `names step "99"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := workertest.New(t)
+			f.Do(func(s *workertest.State) {
+				s.Events["t1"] = []*agentplanev1.RuntimeEvent{{Payload: &agentplanev1.RuntimeEvent_Note{
+					Note: &agentplanev1.RuntimeNote{Text: "script checkpoint", Attributes: tc.attrs}}}}
+			})
+			f.Enqueue("t1", func(l *agentplanev1.Lease) { l.Attempt, l.HistoryCursor = 2, 1 })
+			done, progress := runScript(t, f, hello, 1)
+			waitDone(t, done)
+			f.Do(func(s *workertest.State) {
+				fail := s.Failures["t1"]
+				if s.Ends["t1"] != workertest.Failed || fail.GetReason() != ReasonForeignCheckpoint ||
+					!strings.Contains(fail.GetMessage(), tc.want) || !strings.Contains(fail.GetMessage(), hello.ID) {
+					t.Fatalf("ended %q with %v; want %s naming %q and %s\nprogress:\n%s", s.Ends["t1"], fail, ReasonForeignCheckpoint, tc.want, hello.ID, progress)
+				}
+				if len(s.Events["t1"]) != 1 {
+					t.Fatalf("the refused task was played: %v", s.Events["t1"][1:])
+				}
+			})
+		})
+	}
+}

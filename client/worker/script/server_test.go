@@ -16,8 +16,11 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/client/worker"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/auth"
+	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/servertest"
 )
 
@@ -27,13 +30,46 @@ import (
 // acts on the task's own log.
 func TestApprovalExampleAgainstTheServer(t *testing.T) {
 	in := servertest.Start(t, nil)
-	c := in.Client
+	playApprovalExample(t, in.Client, in.Client, in.Client)
+}
+
+// TestApprovalExampleMultiTenant plays the same example on a multi-tenant deployment
+// where user, approver and runtime are separate principals and the runtime serves every
+// tenant ("*"): the runtime resumes the durably suspended task by reading its history
+// under its lease (RuntimeService.ReadTaskHistory), since runtimes may not call
+// WatchTask.
+func TestApprovalExampleMultiTenant(t *testing.T) {
+	var tokens []config.Token
+	dial := func(name, tenant string, role auth.Role) func(in *servertest.Instance) *client.Client {
+		tok, hash, err := auth.NewToken()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, config.Token{Name: name, SHA256: hash, Tenant: tenant, Roles: []string{string(role)}})
+		return func(in *servertest.Instance) *client.Client {
+			c, err := client.Dial(context.Background(), in.GRPCAddr, client.WithToken(tok))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			return c
+		}
+	}
+	user := dial("alice", "acme", auth.RoleUser)
+	approver := dial("bob", "acme", auth.RoleApprover)
+	runtime := dial("fleet", auth.AllTenants, auth.RoleRuntime)
+	in := servertest.Start(t, func(c *config.Config) {
+		c.Auth.RequirePrincipal = true
+		c.Auth.Tokens = tokens
+	})
+	playApprovalExample(t, user(in), approver(in), runtime(in))
+}
+
+// playApprovalExample starts the approval example as user, plays it on a scripted
+// runtime connected as runtime, and approves and continues it as approver and user.
+func playApprovalExample(t *testing.T, c, approver, runtime *client.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := c.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "probe"}); status.Code(err) == codes.Unimplemented {
-		t.Skip("the server does not lease tasks yet")
-	}
-
 	doc, err := os.ReadFile(filepath.Join(examples, "approval.agent.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +99,7 @@ func TestApprovalExampleAgainstTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	progress := &syncBuffer{}
-	w, err := worker.New(c.Runtime, &Runner{Script: sc, Tasks: c.Tasks, Progress: progress}, worker.Options{
+	w, err := worker.New(runtime.Runtime, &Runner{Script: sc, Progress: progress}, worker.Options{
 		RuntimeID: "script-e2e", MaxTasks: 3, PollWait: time.Second,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -90,7 +126,7 @@ func TestApprovalExampleAgainstTheServer(t *testing.T) {
 		it := resp.GetEvent().GetInterruptRaised().GetInterrupt()
 		switch it.GetKind() {
 		case agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL:
-			if _, err := c.Hitl.ResolveInterrupt(ctx, &agentplanev1.ResolveInterruptRequest{
+			if _, err := approver.Hitl.ResolveInterrupt(ctx, &agentplanev1.ResolveInterruptRequest{
 				InterruptId: it.GetInterruptId(), ArgsDigest: it.GetArgsDigest(),
 				Decision: &agentplanev1.ResolveInterruptRequest_Approve{Approve: &agentplanev1.ApproveDecision{}},
 			}); err != nil {
@@ -103,10 +139,6 @@ func TestApprovalExampleAgainstTheServer(t *testing.T) {
 			}
 		}
 	}
-	if err := <-runDone; err != nil {
-		t.Fatalf("worker: %v", err)
-	}
-
 	got, err := c.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: taskID})
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +146,9 @@ func TestApprovalExampleAgainstTheServer(t *testing.T) {
 	task := got.GetTask()
 	if task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || task.GetOutput().GetText() != "Refunded order 42." {
 		t.Fatalf("task %v %v %v\nprogress:\n%s", task.GetState(), task.GetFailure(), task.GetOutput(), progress)
+	}
+	if err := <-runDone; err != nil {
+		t.Fatalf("worker: %v", err)
 	}
 	if strings.Join(approved, ",") != "send_email,issue_refund" {
 		t.Errorf("approved %v", approved)

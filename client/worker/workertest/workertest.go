@@ -1,6 +1,7 @@
 package workertest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -27,6 +28,7 @@ const (
 	Retried   = "retried" // FailTask with retry=true
 	Paused    = "paused"
 	Suspended = "suspended"
+	Canceled  = "canceled" // CancelTask while queued
 )
 
 // State is what the fake holds and recorded. Read or change it inside Server.Do or
@@ -36,7 +38,8 @@ type State struct {
 	TTL time.Duration
 	// Gate answers CheckToolCall; nil allows every call.
 	Gate func(*agentplanev1.CheckToolCallRequest) *agentplanev1.CheckToolCallResponse
-	// Queue holds the leases waiting for a runtime.
+	// Queue holds the leases waiting for a runtime. A runtime is granted only those of
+	// the run queues it serves (Task.queue; "" and none mean "default").
 	Queue []*agentplanev1.Lease
 	// LeaseErrs are returned by the next LeaseTasks calls, in order.
 	LeaseErrs []error
@@ -249,11 +252,21 @@ func (f *Server) LeaseTasks(ctx context.Context, req *agentplanev1.LeaseTasksReq
 			f.mu.Unlock()
 			return nil, err
 		}
-		if len(s.Queue) > 0 {
+		serves := func(l *agentplanev1.Lease) bool {
+			q := cmp.Or(l.GetTask().GetQueue(), "default")
+			return slices.Contains(req.GetQueues(), q) || len(req.GetQueues()) == 0 && q == "default"
+		}
+		var granted, rest []*agentplanev1.Lease
+		for _, l := range s.Queue {
+			if serves(l) && len(granted) < int(max(req.GetMaxTasks(), 1)) {
+				granted = append(granted, l)
+			} else {
+				rest = append(rest, l)
+			}
+		}
+		if n := len(granted); n > 0 {
 			s.MaxAsked = append(s.MaxAsked, req.GetMaxTasks())
-			n := min(int(max(req.GetMaxTasks(), 1)), len(s.Queue))
-			granted := s.Queue[:n:n]
-			s.Queue = s.Queue[n:]
+			s.Queue = rest
 			for _, l := range granted {
 				if l.Deadline == nil {
 					l.Deadline = timestamppb.New(time.Now().Add(s.TTL))
@@ -482,33 +495,36 @@ func (f *Server) ListObligations(_ context.Context, req *agentplanev1.ListObliga
 	return resp, nil
 }
 
-// WatchTask replays the events runtimes reported for the task, as TaskEvents with
-// sequences from 1, and ends. (It does not follow live.)
-func (f *Server) WatchTask(req *agentplanev1.WatchTaskRequest, stream grpc.ServerStreamingServer[agentplanev1.WatchTaskResponse]) error {
-	f.mu.Lock()
-	events := f.s.Events[req.GetTaskId()]
-	f.mu.Unlock()
-	for i, ev := range events {
-		seq := int64(i + 1)
-		if seq <= req.GetAfterSequence() {
-			continue
+// ReadTaskHistory returns, under a current lease, the events runtimes reported for
+// the task as TaskEvents with sequences from 1, after after_sequence, in pages of
+// page_size (default 256).
+func (f *Server) ReadTaskHistory(_ context.Context, req *agentplanev1.ReadTaskHistoryRequest) (*agentplanev1.ReadTaskHistoryResponse, error) {
+	resp := &agentplanev1.ReadTaskHistoryResponse{}
+	err := f.record(req.GetLease(), func(s *State) error {
+		id := req.GetLease().GetTaskId()
+		events := s.Events[id]
+		resp.LastSequence = int64(len(events))
+		size := int(req.GetPageSize())
+		if size <= 0 {
+			size = 256
 		}
-		te := &agentplanev1.TaskEvent{TaskId: req.GetTaskId(), Sequence: seq, Time: timestamppb.Now()}
-		switch p := ev.GetPayload().(type) {
-		case *agentplanev1.RuntimeEvent_Message:
-			te.Payload = &agentplanev1.TaskEvent_Message{Message: p.Message}
-		case *agentplanev1.RuntimeEvent_ToolCall:
-			te.Payload = &agentplanev1.TaskEvent_ToolCall{ToolCall: p.ToolCall}
-		case *agentplanev1.RuntimeEvent_ToolResult:
-			te.Payload = &agentplanev1.TaskEvent_ToolResult{ToolResult: p.ToolResult}
-		case *agentplanev1.RuntimeEvent_Note:
-			te.Payload = &agentplanev1.TaskEvent_Note{Note: p.Note}
+		for i := int(req.GetAfterSequence()); i < len(events) && len(resp.Events) < size; i++ {
+			te := &agentplanev1.TaskEvent{TaskId: id, Sequence: int64(i + 1), Time: timestamppb.Now()}
+			switch p := events[i].GetPayload().(type) {
+			case *agentplanev1.RuntimeEvent_Message:
+				te.Payload = &agentplanev1.TaskEvent_Message{Message: p.Message}
+			case *agentplanev1.RuntimeEvent_ToolCall:
+				te.Payload = &agentplanev1.TaskEvent_ToolCall{ToolCall: p.ToolCall}
+			case *agentplanev1.RuntimeEvent_ToolResult:
+				te.Payload = &agentplanev1.TaskEvent_ToolResult{ToolResult: p.ToolResult}
+			case *agentplanev1.RuntimeEvent_Note:
+				te.Payload = &agentplanev1.TaskEvent_Note{Note: p.Note}
+			}
+			resp.Events = append(resp.Events, te)
 		}
-		if err := stream.Send(&agentplanev1.WatchTaskResponse{Event: te}); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
+	return resp, err
 }
 
 // StartTask queues a lease for a new task (id task-N), or returns the task an earlier
@@ -540,7 +556,29 @@ func (f *Server) startedTask(i int) *agentplanev1.Task {
 	return &agentplanev1.Task{
 		TaskId: fmt.Sprintf("task-%d", i+1), State: agentplanev1.TaskState_TASK_STATE_SUBMITTED, RequestId: req.GetRequestId(),
 		Input: req.GetInput(), Labels: req.GetLabels(), CreateTime: timestamppb.Now(), InterruptPolicy: req.GetInterruptPolicy(),
+		Queue: cmp.Or(req.GetQueue(), "default"),
 	}
+}
+
+// CancelTask cancels a task still queued (recorded in Ends as Canceled); a leased one
+// is marked for its heartbeats (State.Canceled).
+func (f *Server) CancelTask(_ context.Context, req *agentplanev1.CancelTaskRequest) (*agentplanev1.CancelTaskResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.notify()
+	id := req.GetTaskId()
+	for i, l := range f.s.Queue {
+		if l.GetTask().GetTaskId() == id {
+			f.s.Queue = slices.Delete(f.s.Queue, i, i+1)
+			f.s.Ends[id] = Canceled
+			return &agentplanev1.CancelTaskResponse{Task: l.GetTask()}, nil
+		}
+	}
+	if l := f.s.leases[id]; l != nil {
+		f.s.Canceled[id] = req.GetReason()
+		return &agentplanev1.CancelTaskResponse{Task: l.GetTask()}, nil
+	}
+	return nil, grpcErr(apierr.NotFound(apierr.ReasonTaskNotFound, "task %s not found", id))
 }
 
 // ResolveInterrupt records a decision as a reviewer's; AwaitDecision streams get it.

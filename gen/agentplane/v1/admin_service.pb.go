@@ -295,7 +295,10 @@ type GetStatsResponse struct {
 	// Store commits since the server started.
 	Commits int64 `protobuf:"varint,14,opt,name=commits,proto3" json:"commits,omitempty"`
 	// Write calls those commits carried; updates / commits is the mean group-commit batch.
-	Updates       int64 `protobuf:"varint,15,opt,name=updates,proto3" json:"updates,omitempty"`
+	Updates int64 `protobuf:"varint,15,opt,name=updates,proto3" json:"updates,omitempty"`
+	// Tasks waiting in each run queue for a lease, summed over tenants, by queue name;
+	// a queue with nothing waiting is absent.
+	QueueDepth    map[string]int64 `protobuf:"bytes,16,rep,name=queue_depth,json=queueDepth,proto3" json:"queue_depth,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -435,6 +438,13 @@ func (x *GetStatsResponse) GetUpdates() int64 {
 	return 0
 }
 
+func (x *GetStatsResponse) GetQueueDepth() map[string]int64 {
+	if x != nil {
+		return x.QueueDepth
+	}
+	return nil
+}
+
 var File_agentplane_v1_admin_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_admin_service_proto_rawDesc = "" +
@@ -452,7 +462,7 @@ const file_agentplane_v1_admin_service_proto_rawDesc = "" +
 	"\x12PurgeTasksResponse\x12\x14\n" +
 	"\x05tasks\x18\x01 \x01(\x03R\x05tasks\x12\x16\n" +
 	"\x06events\x18\x02 \x01(\x03R\x06events\"\x11\n" +
-	"\x0fGetStatsRequest\"\x9d\x05\n" +
+	"\x0fGetStatsRequest\"\xae\x06\n" +
 	"\x10GetStatsResponse\x12%\n" +
 	"\x0eserver_version\x18\x01 \x01(\tR\rserverVersion\x129\n" +
 	"\n" +
@@ -472,8 +482,13 @@ const file_agentplane_v1_admin_service_proto_rawDesc = "" +
 	"\tlog_bytes\x18\f \x01(\x03R\blogBytes\x12 \n" +
 	"\vcheckpoints\x18\r \x01(\x03R\vcheckpoints\x12\x18\n" +
 	"\acommits\x18\x0e \x01(\x03R\acommits\x12\x18\n" +
-	"\aupdates\x18\x0f \x01(\x03R\aupdates\x1a?\n" +
+	"\aupdates\x18\x0f \x01(\x03R\aupdates\x12P\n" +
+	"\vqueue_depth\x18\x10 \x03(\v2/.agentplane.v1.GetStatsResponse.QueueDepthEntryR\n" +
+	"queueDepth\x1a?\n" +
 	"\x11TasksByStateEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a=\n" +
+	"\x0fQueueDepthEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x012\xf7\x01\n" +
 	"\fAdminService\x12G\n" +
@@ -494,7 +509,7 @@ func file_agentplane_v1_admin_service_proto_rawDescGZIP() []byte {
 	return file_agentplane_v1_admin_service_proto_rawDescData
 }
 
-var file_agentplane_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_agentplane_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_agentplane_v1_admin_service_proto_goTypes = []any{
 	(*BackupRequest)(nil),         // 0: agentplane.v1.BackupRequest
 	(*BackupResponse)(nil),        // 1: agentplane.v1.BackupResponse
@@ -503,25 +518,27 @@ var file_agentplane_v1_admin_service_proto_goTypes = []any{
 	(*GetStatsRequest)(nil),       // 4: agentplane.v1.GetStatsRequest
 	(*GetStatsResponse)(nil),      // 5: agentplane.v1.GetStatsResponse
 	nil,                           // 6: agentplane.v1.GetStatsResponse.TasksByStateEntry
-	(*durationpb.Duration)(nil),   // 7: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
+	nil,                           // 7: agentplane.v1.GetStatsResponse.QueueDepthEntry
+	(*durationpb.Duration)(nil),   // 8: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
 }
 var file_agentplane_v1_admin_service_proto_depIdxs = []int32{
-	7, // 0: agentplane.v1.PurgeTasksRequest.older_than:type_name -> google.protobuf.Duration
-	8, // 1: agentplane.v1.GetStatsResponse.start_time:type_name -> google.protobuf.Timestamp
-	7, // 2: agentplane.v1.GetStatsResponse.uptime:type_name -> google.protobuf.Duration
+	8, // 0: agentplane.v1.PurgeTasksRequest.older_than:type_name -> google.protobuf.Duration
+	9, // 1: agentplane.v1.GetStatsResponse.start_time:type_name -> google.protobuf.Timestamp
+	8, // 2: agentplane.v1.GetStatsResponse.uptime:type_name -> google.protobuf.Duration
 	6, // 3: agentplane.v1.GetStatsResponse.tasks_by_state:type_name -> agentplane.v1.GetStatsResponse.TasksByStateEntry
-	0, // 4: agentplane.v1.AdminService.Backup:input_type -> agentplane.v1.BackupRequest
-	2, // 5: agentplane.v1.AdminService.PurgeTasks:input_type -> agentplane.v1.PurgeTasksRequest
-	4, // 6: agentplane.v1.AdminService.GetStats:input_type -> agentplane.v1.GetStatsRequest
-	1, // 7: agentplane.v1.AdminService.Backup:output_type -> agentplane.v1.BackupResponse
-	3, // 8: agentplane.v1.AdminService.PurgeTasks:output_type -> agentplane.v1.PurgeTasksResponse
-	5, // 9: agentplane.v1.AdminService.GetStats:output_type -> agentplane.v1.GetStatsResponse
-	7, // [7:10] is the sub-list for method output_type
-	4, // [4:7] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	7, // 4: agentplane.v1.GetStatsResponse.queue_depth:type_name -> agentplane.v1.GetStatsResponse.QueueDepthEntry
+	0, // 5: agentplane.v1.AdminService.Backup:input_type -> agentplane.v1.BackupRequest
+	2, // 6: agentplane.v1.AdminService.PurgeTasks:input_type -> agentplane.v1.PurgeTasksRequest
+	4, // 7: agentplane.v1.AdminService.GetStats:input_type -> agentplane.v1.GetStatsRequest
+	1, // 8: agentplane.v1.AdminService.Backup:output_type -> agentplane.v1.BackupResponse
+	3, // 9: agentplane.v1.AdminService.PurgeTasks:output_type -> agentplane.v1.PurgeTasksResponse
+	5, // 10: agentplane.v1.AdminService.GetStats:output_type -> agentplane.v1.GetStatsResponse
+	8, // [8:11] is the sub-list for method output_type
+	5, // [5:8] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_admin_service_proto_init() }
@@ -535,7 +552,7 @@ func file_agentplane_v1_admin_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_admin_service_proto_rawDesc), len(file_agentplane_v1_admin_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

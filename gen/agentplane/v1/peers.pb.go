@@ -243,6 +243,138 @@ func (x *A2APeerList) GetPeers() []*A2APeer {
 	return nil
 }
 
+// McpServerInfo is what a client is shown of an effective MCP server: its name, its URL
+// and the names of the headers sent to it, never their values, which may be an
+// operator's credentials. Runtimes get the full entries in Lease.mcp_servers.
+type McpServerInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Server name, the tool-name prefix.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The server's URL, without its query string or fragment (which may carry a token).
+	Url string `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	// Names of the headers sent to the server, sorted; their values are never shown.
+	HeaderNames   []string `protobuf:"bytes,3,rep,name=header_names,json=headerNames,proto3" json:"header_names,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpServerInfo) Reset() {
+	*x = McpServerInfo{}
+	mi := &file_agentplane_v1_peers_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpServerInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpServerInfo) ProtoMessage() {}
+
+func (x *McpServerInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_peers_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpServerInfo.ProtoReflect.Descriptor instead.
+func (*McpServerInfo) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_peers_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *McpServerInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *McpServerInfo) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *McpServerInfo) GetHeaderNames() []string {
+	if x != nil {
+		return x.HeaderNames
+	}
+	return nil
+}
+
+// A2aPeerInfo is what a client is shown of an effective A2A peer: its name, its URL and
+// the names of the headers sent to it, never their values. Runtimes get the full
+// entries in Lease.a2a_peers.
+type A2APeerInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Peer name, the tool-namespace segment.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The peer's URL, without its query string or fragment (which may carry a token).
+	Url string `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	// Names of the headers sent to the peer, sorted; their values are never shown.
+	HeaderNames   []string `protobuf:"bytes,3,rep,name=header_names,json=headerNames,proto3" json:"header_names,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *A2APeerInfo) Reset() {
+	*x = A2APeerInfo{}
+	mi := &file_agentplane_v1_peers_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *A2APeerInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*A2APeerInfo) ProtoMessage() {}
+
+func (x *A2APeerInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_peers_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use A2APeerInfo.ProtoReflect.Descriptor instead.
+func (*A2APeerInfo) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_peers_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *A2APeerInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *A2APeerInfo) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *A2APeerInfo) GetHeaderNames() []string {
+	if x != nil {
+		return x.HeaderNames
+	}
+	return nil
+}
+
 // ToolAxisOverride is a caller's judgement about one tool's risk axes. It can only
 // tighten enforcement: a loosening value is kept for reporting and ignored for gating.
 type ToolAxisOverride struct {
@@ -261,7 +393,7 @@ type ToolAxisOverride struct {
 
 func (x *ToolAxisOverride) Reset() {
 	*x = ToolAxisOverride{}
-	mi := &file_agentplane_v1_peers_proto_msgTypes[4]
+	mi := &file_agentplane_v1_peers_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -273,7 +405,7 @@ func (x *ToolAxisOverride) String() string {
 func (*ToolAxisOverride) ProtoMessage() {}
 
 func (x *ToolAxisOverride) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_peers_proto_msgTypes[4]
+	mi := &file_agentplane_v1_peers_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -286,7 +418,7 @@ func (x *ToolAxisOverride) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolAxisOverride.ProtoReflect.Descriptor instead.
 func (*ToolAxisOverride) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_peers_proto_rawDescGZIP(), []int{4}
+	return file_agentplane_v1_peers_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ToolAxisOverride) GetTool() string {
@@ -339,7 +471,15 @@ const file_agentplane_v1_peers_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\";\n" +
 	"\vA2aPeerList\x12,\n" +
-	"\x05peers\x18\x01 \x03(\v2\x16.agentplane.v1.A2aPeerR\x05peers\"\xb9\x01\n" +
+	"\x05peers\x18\x01 \x03(\v2\x16.agentplane.v1.A2aPeerR\x05peers\"X\n" +
+	"\rMcpServerInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12!\n" +
+	"\fheader_names\x18\x03 \x03(\tR\vheaderNames\"V\n" +
+	"\vA2aPeerInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12!\n" +
+	"\fheader_names\x18\x03 \x03(\tR\vheaderNames\"\xb9\x01\n" +
 	"\x10ToolAxisOverride\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x1b\n" +
 	"\x06egress\x18\x02 \x01(\bH\x00R\x06egress\x88\x01\x01\x12\x1b\n" +
@@ -361,20 +501,22 @@ func file_agentplane_v1_peers_proto_rawDescGZIP() []byte {
 	return file_agentplane_v1_peers_proto_rawDescData
 }
 
-var file_agentplane_v1_peers_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_agentplane_v1_peers_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_agentplane_v1_peers_proto_goTypes = []any{
 	(*McpServer)(nil),        // 0: agentplane.v1.McpServer
 	(*McpServerList)(nil),    // 1: agentplane.v1.McpServerList
 	(*A2APeer)(nil),          // 2: agentplane.v1.A2aPeer
 	(*A2APeerList)(nil),      // 3: agentplane.v1.A2aPeerList
-	(*ToolAxisOverride)(nil), // 4: agentplane.v1.ToolAxisOverride
-	nil,                      // 5: agentplane.v1.McpServer.HeadersEntry
-	nil,                      // 6: agentplane.v1.A2aPeer.HeadersEntry
+	(*McpServerInfo)(nil),    // 4: agentplane.v1.McpServerInfo
+	(*A2APeerInfo)(nil),      // 5: agentplane.v1.A2aPeerInfo
+	(*ToolAxisOverride)(nil), // 6: agentplane.v1.ToolAxisOverride
+	nil,                      // 7: agentplane.v1.McpServer.HeadersEntry
+	nil,                      // 8: agentplane.v1.A2aPeer.HeadersEntry
 }
 var file_agentplane_v1_peers_proto_depIdxs = []int32{
-	5, // 0: agentplane.v1.McpServer.headers:type_name -> agentplane.v1.McpServer.HeadersEntry
+	7, // 0: agentplane.v1.McpServer.headers:type_name -> agentplane.v1.McpServer.HeadersEntry
 	0, // 1: agentplane.v1.McpServerList.servers:type_name -> agentplane.v1.McpServer
-	6, // 2: agentplane.v1.A2aPeer.headers:type_name -> agentplane.v1.A2aPeer.HeadersEntry
+	8, // 2: agentplane.v1.A2aPeer.headers:type_name -> agentplane.v1.A2aPeer.HeadersEntry
 	2, // 3: agentplane.v1.A2aPeerList.peers:type_name -> agentplane.v1.A2aPeer
 	4, // [4:4] is the sub-list for method output_type
 	4, // [4:4] is the sub-list for method input_type
@@ -388,14 +530,14 @@ func file_agentplane_v1_peers_proto_init() {
 	if File_agentplane_v1_peers_proto != nil {
 		return
 	}
-	file_agentplane_v1_peers_proto_msgTypes[4].OneofWrappers = []any{}
+	file_agentplane_v1_peers_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_peers_proto_rawDesc), len(file_agentplane_v1_peers_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -102,7 +102,8 @@ type Lease struct {
 	// The resolved spec to run: static agents resolved, the verdict tool granted to
 	// evaluator nodes.
 	Spec *ResolvedSpec `protobuf:"bytes,5,opt,name=spec,proto3" json:"spec,omitempty"`
-	// Sequence of the newest event at lease time; the runtime's history cursor.
+	// Sequence of the newest event at lease time; the runtime's history cursor. A
+	// resumed runtime reads the log up to it with ReadTaskHistory.
 	HistoryCursor int64 `protobuf:"varint,6,opt,name=history_cursor,json=historyCursor,proto3" json:"history_cursor,omitempty"`
 	// Attempt number of this lease (1 for the first).
 	Attempt int32 `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
@@ -332,7 +333,10 @@ type LeaseTasksRequest struct {
 	// How many tasks the runtime can take now; 0 means 1.
 	MaxTasks int32 `protobuf:"varint,2,opt,name=max_tasks,json=maxTasks,proto3" json:"max_tasks,omitempty"`
 	// How long to wait for work; 0 means do not wait; capped by the server (30s).
-	Wait          *durationpb.Duration `protobuf:"bytes,3,opt,name=wait,proto3" json:"wait,omitempty"`
+	Wait *durationpb.Duration `protobuf:"bytes,3,opt,name=wait,proto3" json:"wait,omitempty"`
+	// The run queues this runtime serves, at most 16; empty means only "default". A task
+	// is leased only by a runtime that serves the queue it was started on.
+	Queues        []string `protobuf:"bytes,4,rep,name=queues,proto3" json:"queues,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -384,6 +388,13 @@ func (x *LeaseTasksRequest) GetMaxTasks() int32 {
 func (x *LeaseTasksRequest) GetWait() *durationpb.Duration {
 	if x != nil {
 		return x.Wait
+	}
+	return nil
+}
+
+func (x *LeaseTasksRequest) GetQueues() []string {
+	if x != nil {
+		return x.Queues
 	}
 	return nil
 }
@@ -1629,6 +1640,126 @@ func (x *FailTaskResponse) GetTask() *Task {
 	return nil
 }
 
+// ReadTaskHistoryRequest reads a page of a leased task's log.
+type ReadTaskHistoryRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The lease.
+	Lease *LeaseRef `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	// Return events with a sequence greater than this; 0 reads from the first.
+	AfterSequence int64 `protobuf:"varint,2,opt,name=after_sequence,json=afterSequence,proto3" json:"after_sequence,omitempty"`
+	// Maximum events per page; 0 means 256; capped at 1000.
+	PageSize      int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadTaskHistoryRequest) Reset() {
+	*x = ReadTaskHistoryRequest{}
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadTaskHistoryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadTaskHistoryRequest) ProtoMessage() {}
+
+func (x *ReadTaskHistoryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadTaskHistoryRequest.ProtoReflect.Descriptor instead.
+func (*ReadTaskHistoryRequest) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ReadTaskHistoryRequest) GetLease() *LeaseRef {
+	if x != nil {
+		return x.Lease
+	}
+	return nil
+}
+
+func (x *ReadTaskHistoryRequest) GetAfterSequence() int64 {
+	if x != nil {
+		return x.AfterSequence
+	}
+	return 0
+}
+
+func (x *ReadTaskHistoryRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+// ReadTaskHistoryResponse is one page of the log, in sequence order.
+type ReadTaskHistoryResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Events after after_sequence, oldest first, at most page_size.
+	Events []*TaskEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	// Sequence of the task's newest event when the page was read; the log is read to
+	// the end when the last event returned has this sequence (or none is left).
+	LastSequence  int64 `protobuf:"varint,2,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadTaskHistoryResponse) Reset() {
+	*x = ReadTaskHistoryResponse{}
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadTaskHistoryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadTaskHistoryResponse) ProtoMessage() {}
+
+func (x *ReadTaskHistoryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadTaskHistoryResponse.ProtoReflect.Descriptor instead.
+func (*ReadTaskHistoryResponse) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ReadTaskHistoryResponse) GetEvents() []*TaskEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *ReadTaskHistoryResponse) GetLastSequence() int64 {
+	if x != nil {
+		return x.LastSequence
+	}
+	return 0
+}
+
 var File_agentplane_v1_runtime_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
@@ -1656,12 +1787,13 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\fResolvedSpec\x120\n" +
 	"\x05agent\x18\x01 \x01(\v2\x18.agentplane.v1.AgentSpecH\x00R\x05agent\x120\n" +
 	"\x05graph\x18\x02 \x01(\v2\x18.agentplane.v1.GraphSpecH\x00R\x05graphB\x06\n" +
-	"\x04spec\"~\n" +
+	"\x04spec\"\x96\x01\n" +
 	"\x11LeaseTasksRequest\x12\x1d\n" +
 	"\n" +
 	"runtime_id\x18\x01 \x01(\tR\truntimeId\x12\x1b\n" +
 	"\tmax_tasks\x18\x02 \x01(\x05R\bmaxTasks\x12-\n" +
-	"\x04wait\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x04wait\"B\n" +
+	"\x04wait\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x04wait\x12\x16\n" +
+	"\x06queues\x18\x04 \x03(\tR\x06queues\"B\n" +
 	"\x12LeaseTasksResponse\x12,\n" +
 	"\x06leases\x18\x01 \x03(\v2\x14.agentplane.v1.LeaseR\x06leases\"A\n" +
 	"\x10HeartbeatRequest\x12-\n" +
@@ -1736,7 +1868,14 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x14\n" +
 	"\x05retry\x18\x04 \x01(\bR\x05retry\";\n" +
 	"\x10FailTaskResponse\x12'\n" +
-	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task2\xee\x06\n" +
+	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"\x8b\x01\n" +
+	"\x16ReadTaskHistoryRequest\x12-\n" +
+	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x12%\n" +
+	"\x0eafter_sequence\x18\x02 \x01(\x03R\rafterSequence\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\"p\n" +
+	"\x17ReadTaskHistoryResponse\x120\n" +
+	"\x06events\x18\x01 \x03(\v2\x18.agentplane.v1.TaskEventR\x06events\x12#\n" +
+	"\rlast_sequence\x18\x02 \x01(\x03R\flastSequence2\xd0\a\n" +
 	"\x0eRuntimeService\x12Q\n" +
 	"\n" +
 	"LeaseTasks\x12 .agentplane.v1.LeaseTasksRequest\x1a!.agentplane.v1.LeaseTasksResponse\x12N\n" +
@@ -1748,7 +1887,8 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\rRecordVerdict\x12#.agentplane.v1.RecordVerdictRequest\x1a$.agentplane.v1.RecordVerdictResponse\x12N\n" +
 	"\tPauseTask\x12\x1f.agentplane.v1.PauseTaskRequest\x1a .agentplane.v1.PauseTaskResponse\x12W\n" +
 	"\fCompleteTask\x12\".agentplane.v1.CompleteTaskRequest\x1a#.agentplane.v1.CompleteTaskResponse\x12K\n" +
-	"\bFailTask\x12\x1e.agentplane.v1.FailTaskRequest\x1a\x1f.agentplane.v1.FailTaskResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
+	"\bFailTask\x12\x1e.agentplane.v1.FailTaskRequest\x1a\x1f.agentplane.v1.FailTaskResponse\x12`\n" +
+	"\x0fReadTaskHistory\x12%.agentplane.v1.ReadTaskHistoryRequest\x1a&.agentplane.v1.ReadTaskHistoryResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (
 	file_agentplane_v1_runtime_service_proto_rawDescOnce sync.Once
@@ -1762,121 +1902,128 @@ func file_agentplane_v1_runtime_service_proto_rawDescGZIP() []byte {
 	return file_agentplane_v1_runtime_service_proto_rawDescData
 }
 
-var file_agentplane_v1_runtime_service_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_agentplane_v1_runtime_service_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_agentplane_v1_runtime_service_proto_goTypes = []any{
-	(*LeaseRef)(nil),              // 0: agentplane.v1.LeaseRef
-	(*Lease)(nil),                 // 1: agentplane.v1.Lease
-	(*ResolvedSpec)(nil),          // 2: agentplane.v1.ResolvedSpec
-	(*LeaseTasksRequest)(nil),     // 3: agentplane.v1.LeaseTasksRequest
-	(*LeaseTasksResponse)(nil),    // 4: agentplane.v1.LeaseTasksResponse
-	(*HeartbeatRequest)(nil),      // 5: agentplane.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),     // 6: agentplane.v1.HeartbeatResponse
-	(*RuntimeEvent)(nil),          // 7: agentplane.v1.RuntimeEvent
-	(*ReportEventsRequest)(nil),   // 8: agentplane.v1.ReportEventsRequest
-	(*ReportEventsResponse)(nil),  // 9: agentplane.v1.ReportEventsResponse
-	(*CheckToolCallRequest)(nil),  // 10: agentplane.v1.CheckToolCallRequest
-	(*CheckToolCallResponse)(nil), // 11: agentplane.v1.CheckToolCallResponse
-	(*AwaitDecisionRequest)(nil),  // 12: agentplane.v1.AwaitDecisionRequest
-	(*AwaitDecisionResponse)(nil), // 13: agentplane.v1.AwaitDecisionResponse
-	(*SuspendTaskRequest)(nil),    // 14: agentplane.v1.SuspendTaskRequest
-	(*SuspendTaskResponse)(nil),   // 15: agentplane.v1.SuspendTaskResponse
-	(*RecordVerdictRequest)(nil),  // 16: agentplane.v1.RecordVerdictRequest
-	(*RecordVerdictResponse)(nil), // 17: agentplane.v1.RecordVerdictResponse
-	(*PauseTaskRequest)(nil),      // 18: agentplane.v1.PauseTaskRequest
-	(*PauseTaskResponse)(nil),     // 19: agentplane.v1.PauseTaskResponse
-	(*CompleteTaskRequest)(nil),   // 20: agentplane.v1.CompleteTaskRequest
-	(*CompleteTaskResponse)(nil),  // 21: agentplane.v1.CompleteTaskResponse
-	(*FailTaskRequest)(nil),       // 22: agentplane.v1.FailTaskRequest
-	(*FailTaskResponse)(nil),      // 23: agentplane.v1.FailTaskResponse
-	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
-	(*Task)(nil),                  // 25: agentplane.v1.Task
-	(*Interrupt)(nil),             // 26: agentplane.v1.Interrupt
-	(*McpServer)(nil),             // 27: agentplane.v1.McpServer
-	(*A2APeer)(nil),               // 28: agentplane.v1.A2aPeer
-	(*AgentSpec)(nil),             // 29: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),             // 30: agentplane.v1.GraphSpec
-	(*durationpb.Duration)(nil),   // 31: google.protobuf.Duration
-	(*ChatMessage)(nil),           // 32: agentplane.v1.ChatMessage
-	(*ToolCall)(nil),              // 33: agentplane.v1.ToolCall
-	(*ToolResult)(nil),            // 34: agentplane.v1.ToolResult
-	(*RuntimeNote)(nil),           // 35: agentplane.v1.RuntimeNote
-	(*structpb.Value)(nil),        // 36: google.protobuf.Value
-	(*McpToolAnnotations)(nil),    // 37: agentplane.v1.McpToolAnnotations
-	(GateOutcome)(0),              // 38: agentplane.v1.GateOutcome
-	(*Decision)(nil),              // 39: agentplane.v1.Decision
-	(*VerdictResult)(nil),         // 40: agentplane.v1.VerdictResult
-	(*ObligationResolution)(nil),  // 41: agentplane.v1.ObligationResolution
-	(*Verdict)(nil),               // 42: agentplane.v1.Verdict
-	(*Obligation)(nil),            // 43: agentplane.v1.Obligation
-	(*TaskOutput)(nil),            // 44: agentplane.v1.TaskOutput
+	(*LeaseRef)(nil),                // 0: agentplane.v1.LeaseRef
+	(*Lease)(nil),                   // 1: agentplane.v1.Lease
+	(*ResolvedSpec)(nil),            // 2: agentplane.v1.ResolvedSpec
+	(*LeaseTasksRequest)(nil),       // 3: agentplane.v1.LeaseTasksRequest
+	(*LeaseTasksResponse)(nil),      // 4: agentplane.v1.LeaseTasksResponse
+	(*HeartbeatRequest)(nil),        // 5: agentplane.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),       // 6: agentplane.v1.HeartbeatResponse
+	(*RuntimeEvent)(nil),            // 7: agentplane.v1.RuntimeEvent
+	(*ReportEventsRequest)(nil),     // 8: agentplane.v1.ReportEventsRequest
+	(*ReportEventsResponse)(nil),    // 9: agentplane.v1.ReportEventsResponse
+	(*CheckToolCallRequest)(nil),    // 10: agentplane.v1.CheckToolCallRequest
+	(*CheckToolCallResponse)(nil),   // 11: agentplane.v1.CheckToolCallResponse
+	(*AwaitDecisionRequest)(nil),    // 12: agentplane.v1.AwaitDecisionRequest
+	(*AwaitDecisionResponse)(nil),   // 13: agentplane.v1.AwaitDecisionResponse
+	(*SuspendTaskRequest)(nil),      // 14: agentplane.v1.SuspendTaskRequest
+	(*SuspendTaskResponse)(nil),     // 15: agentplane.v1.SuspendTaskResponse
+	(*RecordVerdictRequest)(nil),    // 16: agentplane.v1.RecordVerdictRequest
+	(*RecordVerdictResponse)(nil),   // 17: agentplane.v1.RecordVerdictResponse
+	(*PauseTaskRequest)(nil),        // 18: agentplane.v1.PauseTaskRequest
+	(*PauseTaskResponse)(nil),       // 19: agentplane.v1.PauseTaskResponse
+	(*CompleteTaskRequest)(nil),     // 20: agentplane.v1.CompleteTaskRequest
+	(*CompleteTaskResponse)(nil),    // 21: agentplane.v1.CompleteTaskResponse
+	(*FailTaskRequest)(nil),         // 22: agentplane.v1.FailTaskRequest
+	(*FailTaskResponse)(nil),        // 23: agentplane.v1.FailTaskResponse
+	(*ReadTaskHistoryRequest)(nil),  // 24: agentplane.v1.ReadTaskHistoryRequest
+	(*ReadTaskHistoryResponse)(nil), // 25: agentplane.v1.ReadTaskHistoryResponse
+	(*timestamppb.Timestamp)(nil),   // 26: google.protobuf.Timestamp
+	(*Task)(nil),                    // 27: agentplane.v1.Task
+	(*Interrupt)(nil),               // 28: agentplane.v1.Interrupt
+	(*McpServer)(nil),               // 29: agentplane.v1.McpServer
+	(*A2APeer)(nil),                 // 30: agentplane.v1.A2aPeer
+	(*AgentSpec)(nil),               // 31: agentplane.v1.AgentSpec
+	(*GraphSpec)(nil),               // 32: agentplane.v1.GraphSpec
+	(*durationpb.Duration)(nil),     // 33: google.protobuf.Duration
+	(*ChatMessage)(nil),             // 34: agentplane.v1.ChatMessage
+	(*ToolCall)(nil),                // 35: agentplane.v1.ToolCall
+	(*ToolResult)(nil),              // 36: agentplane.v1.ToolResult
+	(*RuntimeNote)(nil),             // 37: agentplane.v1.RuntimeNote
+	(*structpb.Value)(nil),          // 38: google.protobuf.Value
+	(*McpToolAnnotations)(nil),      // 39: agentplane.v1.McpToolAnnotations
+	(GateOutcome)(0),                // 40: agentplane.v1.GateOutcome
+	(*Decision)(nil),                // 41: agentplane.v1.Decision
+	(*VerdictResult)(nil),           // 42: agentplane.v1.VerdictResult
+	(*ObligationResolution)(nil),    // 43: agentplane.v1.ObligationResolution
+	(*Verdict)(nil),                 // 44: agentplane.v1.Verdict
+	(*Obligation)(nil),              // 45: agentplane.v1.Obligation
+	(*TaskOutput)(nil),              // 46: agentplane.v1.TaskOutput
+	(*TaskEvent)(nil),               // 47: agentplane.v1.TaskEvent
 }
 var file_agentplane_v1_runtime_service_proto_depIdxs = []int32{
-	24, // 0: agentplane.v1.Lease.deadline:type_name -> google.protobuf.Timestamp
-	25, // 1: agentplane.v1.Lease.task:type_name -> agentplane.v1.Task
+	26, // 0: agentplane.v1.Lease.deadline:type_name -> google.protobuf.Timestamp
+	27, // 1: agentplane.v1.Lease.task:type_name -> agentplane.v1.Task
 	2,  // 2: agentplane.v1.Lease.spec:type_name -> agentplane.v1.ResolvedSpec
-	26, // 3: agentplane.v1.Lease.resolved_interrupts:type_name -> agentplane.v1.Interrupt
-	26, // 4: agentplane.v1.Lease.pending_interrupts:type_name -> agentplane.v1.Interrupt
-	27, // 5: agentplane.v1.Lease.mcp_servers:type_name -> agentplane.v1.McpServer
-	28, // 6: agentplane.v1.Lease.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	29, // 7: agentplane.v1.ResolvedSpec.agent:type_name -> agentplane.v1.AgentSpec
-	30, // 8: agentplane.v1.ResolvedSpec.graph:type_name -> agentplane.v1.GraphSpec
-	31, // 9: agentplane.v1.LeaseTasksRequest.wait:type_name -> google.protobuf.Duration
+	28, // 3: agentplane.v1.Lease.resolved_interrupts:type_name -> agentplane.v1.Interrupt
+	28, // 4: agentplane.v1.Lease.pending_interrupts:type_name -> agentplane.v1.Interrupt
+	29, // 5: agentplane.v1.Lease.mcp_servers:type_name -> agentplane.v1.McpServer
+	30, // 6: agentplane.v1.Lease.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	31, // 7: agentplane.v1.ResolvedSpec.agent:type_name -> agentplane.v1.AgentSpec
+	32, // 8: agentplane.v1.ResolvedSpec.graph:type_name -> agentplane.v1.GraphSpec
+	33, // 9: agentplane.v1.LeaseTasksRequest.wait:type_name -> google.protobuf.Duration
 	1,  // 10: agentplane.v1.LeaseTasksResponse.leases:type_name -> agentplane.v1.Lease
 	0,  // 11: agentplane.v1.HeartbeatRequest.lease:type_name -> agentplane.v1.LeaseRef
-	24, // 12: agentplane.v1.HeartbeatResponse.deadline:type_name -> google.protobuf.Timestamp
-	32, // 13: agentplane.v1.RuntimeEvent.message:type_name -> agentplane.v1.ChatMessage
-	33, // 14: agentplane.v1.RuntimeEvent.tool_call:type_name -> agentplane.v1.ToolCall
-	34, // 15: agentplane.v1.RuntimeEvent.tool_result:type_name -> agentplane.v1.ToolResult
-	35, // 16: agentplane.v1.RuntimeEvent.note:type_name -> agentplane.v1.RuntimeNote
+	26, // 12: agentplane.v1.HeartbeatResponse.deadline:type_name -> google.protobuf.Timestamp
+	34, // 13: agentplane.v1.RuntimeEvent.message:type_name -> agentplane.v1.ChatMessage
+	35, // 14: agentplane.v1.RuntimeEvent.tool_call:type_name -> agentplane.v1.ToolCall
+	36, // 15: agentplane.v1.RuntimeEvent.tool_result:type_name -> agentplane.v1.ToolResult
+	37, // 16: agentplane.v1.RuntimeEvent.note:type_name -> agentplane.v1.RuntimeNote
 	0,  // 17: agentplane.v1.ReportEventsRequest.lease:type_name -> agentplane.v1.LeaseRef
 	7,  // 18: agentplane.v1.ReportEventsRequest.events:type_name -> agentplane.v1.RuntimeEvent
 	0,  // 19: agentplane.v1.CheckToolCallRequest.lease:type_name -> agentplane.v1.LeaseRef
-	36, // 20: agentplane.v1.CheckToolCallRequest.args:type_name -> google.protobuf.Value
-	37, // 21: agentplane.v1.CheckToolCallRequest.annotations:type_name -> agentplane.v1.McpToolAnnotations
-	38, // 22: agentplane.v1.CheckToolCallResponse.outcome:type_name -> agentplane.v1.GateOutcome
-	26, // 23: agentplane.v1.CheckToolCallResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	39, // 24: agentplane.v1.CheckToolCallResponse.decision:type_name -> agentplane.v1.Decision
+	38, // 20: agentplane.v1.CheckToolCallRequest.args:type_name -> google.protobuf.Value
+	39, // 21: agentplane.v1.CheckToolCallRequest.annotations:type_name -> agentplane.v1.McpToolAnnotations
+	40, // 22: agentplane.v1.CheckToolCallResponse.outcome:type_name -> agentplane.v1.GateOutcome
+	28, // 23: agentplane.v1.CheckToolCallResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	41, // 24: agentplane.v1.CheckToolCallResponse.decision:type_name -> agentplane.v1.Decision
 	0,  // 25: agentplane.v1.AwaitDecisionRequest.lease:type_name -> agentplane.v1.LeaseRef
-	39, // 26: agentplane.v1.AwaitDecisionResponse.decision:type_name -> agentplane.v1.Decision
+	41, // 26: agentplane.v1.AwaitDecisionResponse.decision:type_name -> agentplane.v1.Decision
 	0,  // 27: agentplane.v1.SuspendTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	25, // 28: agentplane.v1.SuspendTaskResponse.task:type_name -> agentplane.v1.Task
+	27, // 28: agentplane.v1.SuspendTaskResponse.task:type_name -> agentplane.v1.Task
 	0,  // 29: agentplane.v1.RecordVerdictRequest.lease:type_name -> agentplane.v1.LeaseRef
-	40, // 30: agentplane.v1.RecordVerdictRequest.result:type_name -> agentplane.v1.VerdictResult
-	41, // 31: agentplane.v1.RecordVerdictRequest.resolved:type_name -> agentplane.v1.ObligationResolution
-	42, // 32: agentplane.v1.RecordVerdictResponse.verdict:type_name -> agentplane.v1.Verdict
-	43, // 33: agentplane.v1.RecordVerdictResponse.open_obligations:type_name -> agentplane.v1.Obligation
+	42, // 30: agentplane.v1.RecordVerdictRequest.result:type_name -> agentplane.v1.VerdictResult
+	43, // 31: agentplane.v1.RecordVerdictRequest.resolved:type_name -> agentplane.v1.ObligationResolution
+	44, // 32: agentplane.v1.RecordVerdictResponse.verdict:type_name -> agentplane.v1.Verdict
+	45, // 33: agentplane.v1.RecordVerdictResponse.open_obligations:type_name -> agentplane.v1.Obligation
 	0,  // 34: agentplane.v1.PauseTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	26, // 35: agentplane.v1.PauseTaskResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	28, // 35: agentplane.v1.PauseTaskResponse.interrupt:type_name -> agentplane.v1.Interrupt
 	0,  // 36: agentplane.v1.CompleteTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	44, // 37: agentplane.v1.CompleteTaskRequest.output:type_name -> agentplane.v1.TaskOutput
-	25, // 38: agentplane.v1.CompleteTaskResponse.task:type_name -> agentplane.v1.Task
+	46, // 37: agentplane.v1.CompleteTaskRequest.output:type_name -> agentplane.v1.TaskOutput
+	27, // 38: agentplane.v1.CompleteTaskResponse.task:type_name -> agentplane.v1.Task
 	0,  // 39: agentplane.v1.FailTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	25, // 40: agentplane.v1.FailTaskResponse.task:type_name -> agentplane.v1.Task
-	3,  // 41: agentplane.v1.RuntimeService.LeaseTasks:input_type -> agentplane.v1.LeaseTasksRequest
-	5,  // 42: agentplane.v1.RuntimeService.Heartbeat:input_type -> agentplane.v1.HeartbeatRequest
-	8,  // 43: agentplane.v1.RuntimeService.ReportEvents:input_type -> agentplane.v1.ReportEventsRequest
-	10, // 44: agentplane.v1.RuntimeService.CheckToolCall:input_type -> agentplane.v1.CheckToolCallRequest
-	12, // 45: agentplane.v1.RuntimeService.AwaitDecision:input_type -> agentplane.v1.AwaitDecisionRequest
-	14, // 46: agentplane.v1.RuntimeService.SuspendTask:input_type -> agentplane.v1.SuspendTaskRequest
-	16, // 47: agentplane.v1.RuntimeService.RecordVerdict:input_type -> agentplane.v1.RecordVerdictRequest
-	18, // 48: agentplane.v1.RuntimeService.PauseTask:input_type -> agentplane.v1.PauseTaskRequest
-	20, // 49: agentplane.v1.RuntimeService.CompleteTask:input_type -> agentplane.v1.CompleteTaskRequest
-	22, // 50: agentplane.v1.RuntimeService.FailTask:input_type -> agentplane.v1.FailTaskRequest
-	4,  // 51: agentplane.v1.RuntimeService.LeaseTasks:output_type -> agentplane.v1.LeaseTasksResponse
-	6,  // 52: agentplane.v1.RuntimeService.Heartbeat:output_type -> agentplane.v1.HeartbeatResponse
-	9,  // 53: agentplane.v1.RuntimeService.ReportEvents:output_type -> agentplane.v1.ReportEventsResponse
-	11, // 54: agentplane.v1.RuntimeService.CheckToolCall:output_type -> agentplane.v1.CheckToolCallResponse
-	13, // 55: agentplane.v1.RuntimeService.AwaitDecision:output_type -> agentplane.v1.AwaitDecisionResponse
-	15, // 56: agentplane.v1.RuntimeService.SuspendTask:output_type -> agentplane.v1.SuspendTaskResponse
-	17, // 57: agentplane.v1.RuntimeService.RecordVerdict:output_type -> agentplane.v1.RecordVerdictResponse
-	19, // 58: agentplane.v1.RuntimeService.PauseTask:output_type -> agentplane.v1.PauseTaskResponse
-	21, // 59: agentplane.v1.RuntimeService.CompleteTask:output_type -> agentplane.v1.CompleteTaskResponse
-	23, // 60: agentplane.v1.RuntimeService.FailTask:output_type -> agentplane.v1.FailTaskResponse
-	51, // [51:61] is the sub-list for method output_type
-	41, // [41:51] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	27, // 40: agentplane.v1.FailTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 41: agentplane.v1.ReadTaskHistoryRequest.lease:type_name -> agentplane.v1.LeaseRef
+	47, // 42: agentplane.v1.ReadTaskHistoryResponse.events:type_name -> agentplane.v1.TaskEvent
+	3,  // 43: agentplane.v1.RuntimeService.LeaseTasks:input_type -> agentplane.v1.LeaseTasksRequest
+	5,  // 44: agentplane.v1.RuntimeService.Heartbeat:input_type -> agentplane.v1.HeartbeatRequest
+	8,  // 45: agentplane.v1.RuntimeService.ReportEvents:input_type -> agentplane.v1.ReportEventsRequest
+	10, // 46: agentplane.v1.RuntimeService.CheckToolCall:input_type -> agentplane.v1.CheckToolCallRequest
+	12, // 47: agentplane.v1.RuntimeService.AwaitDecision:input_type -> agentplane.v1.AwaitDecisionRequest
+	14, // 48: agentplane.v1.RuntimeService.SuspendTask:input_type -> agentplane.v1.SuspendTaskRequest
+	16, // 49: agentplane.v1.RuntimeService.RecordVerdict:input_type -> agentplane.v1.RecordVerdictRequest
+	18, // 50: agentplane.v1.RuntimeService.PauseTask:input_type -> agentplane.v1.PauseTaskRequest
+	20, // 51: agentplane.v1.RuntimeService.CompleteTask:input_type -> agentplane.v1.CompleteTaskRequest
+	22, // 52: agentplane.v1.RuntimeService.FailTask:input_type -> agentplane.v1.FailTaskRequest
+	24, // 53: agentplane.v1.RuntimeService.ReadTaskHistory:input_type -> agentplane.v1.ReadTaskHistoryRequest
+	4,  // 54: agentplane.v1.RuntimeService.LeaseTasks:output_type -> agentplane.v1.LeaseTasksResponse
+	6,  // 55: agentplane.v1.RuntimeService.Heartbeat:output_type -> agentplane.v1.HeartbeatResponse
+	9,  // 56: agentplane.v1.RuntimeService.ReportEvents:output_type -> agentplane.v1.ReportEventsResponse
+	11, // 57: agentplane.v1.RuntimeService.CheckToolCall:output_type -> agentplane.v1.CheckToolCallResponse
+	13, // 58: agentplane.v1.RuntimeService.AwaitDecision:output_type -> agentplane.v1.AwaitDecisionResponse
+	15, // 59: agentplane.v1.RuntimeService.SuspendTask:output_type -> agentplane.v1.SuspendTaskResponse
+	17, // 60: agentplane.v1.RuntimeService.RecordVerdict:output_type -> agentplane.v1.RecordVerdictResponse
+	19, // 61: agentplane.v1.RuntimeService.PauseTask:output_type -> agentplane.v1.PauseTaskResponse
+	21, // 62: agentplane.v1.RuntimeService.CompleteTask:output_type -> agentplane.v1.CompleteTaskResponse
+	23, // 63: agentplane.v1.RuntimeService.FailTask:output_type -> agentplane.v1.FailTaskResponse
+	25, // 64: agentplane.v1.RuntimeService.ReadTaskHistory:output_type -> agentplane.v1.ReadTaskHistoryResponse
+	54, // [54:65] is the sub-list for method output_type
+	43, // [43:54] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_runtime_service_proto_init() }
@@ -1906,7 +2053,7 @@ func file_agentplane_v1_runtime_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_runtime_service_proto_rawDesc), len(file_agentplane_v1_runtime_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,16 +19,17 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	RuntimeService_LeaseTasks_FullMethodName    = "/agentplane.v1.RuntimeService/LeaseTasks"
-	RuntimeService_Heartbeat_FullMethodName     = "/agentplane.v1.RuntimeService/Heartbeat"
-	RuntimeService_ReportEvents_FullMethodName  = "/agentplane.v1.RuntimeService/ReportEvents"
-	RuntimeService_CheckToolCall_FullMethodName = "/agentplane.v1.RuntimeService/CheckToolCall"
-	RuntimeService_AwaitDecision_FullMethodName = "/agentplane.v1.RuntimeService/AwaitDecision"
-	RuntimeService_SuspendTask_FullMethodName   = "/agentplane.v1.RuntimeService/SuspendTask"
-	RuntimeService_RecordVerdict_FullMethodName = "/agentplane.v1.RuntimeService/RecordVerdict"
-	RuntimeService_PauseTask_FullMethodName     = "/agentplane.v1.RuntimeService/PauseTask"
-	RuntimeService_CompleteTask_FullMethodName  = "/agentplane.v1.RuntimeService/CompleteTask"
-	RuntimeService_FailTask_FullMethodName      = "/agentplane.v1.RuntimeService/FailTask"
+	RuntimeService_LeaseTasks_FullMethodName      = "/agentplane.v1.RuntimeService/LeaseTasks"
+	RuntimeService_Heartbeat_FullMethodName       = "/agentplane.v1.RuntimeService/Heartbeat"
+	RuntimeService_ReportEvents_FullMethodName    = "/agentplane.v1.RuntimeService/ReportEvents"
+	RuntimeService_CheckToolCall_FullMethodName   = "/agentplane.v1.RuntimeService/CheckToolCall"
+	RuntimeService_AwaitDecision_FullMethodName   = "/agentplane.v1.RuntimeService/AwaitDecision"
+	RuntimeService_SuspendTask_FullMethodName     = "/agentplane.v1.RuntimeService/SuspendTask"
+	RuntimeService_RecordVerdict_FullMethodName   = "/agentplane.v1.RuntimeService/RecordVerdict"
+	RuntimeService_PauseTask_FullMethodName       = "/agentplane.v1.RuntimeService/PauseTask"
+	RuntimeService_CompleteTask_FullMethodName    = "/agentplane.v1.RuntimeService/CompleteTask"
+	RuntimeService_FailTask_FullMethodName        = "/agentplane.v1.RuntimeService/FailTask"
+	RuntimeService_ReadTaskHistory_FullMethodName = "/agentplane.v1.RuntimeService/ReadTaskHistory"
 )
 
 // RuntimeServiceClient is the client API for RuntimeService service.
@@ -66,6 +67,11 @@ type RuntimeServiceClient interface {
 	CompleteTask(ctx context.Context, in *CompleteTaskRequest, opts ...grpc.CallOption) (*CompleteTaskResponse, error)
 	// FailTask ends the task as FAILED, or with retry=true returns it to the queue.
 	FailTask(ctx context.Context, in *FailTaskRequest, opts ...grpc.CallOption) (*FailTaskResponse, error)
+	// ReadTaskHistory reads the log of the task a lease is held on, one page at a time,
+	// so a resumed runtime can rebuild its state (runtimes may not call WatchTask). It is
+	// fenced like a write: a lease that is not the task's current one is lease.lost, a
+	// task that has ended is task.terminal.
+	ReadTaskHistory(ctx context.Context, in *ReadTaskHistoryRequest, opts ...grpc.CallOption) (*ReadTaskHistoryResponse, error)
 }
 
 type runtimeServiceClient struct {
@@ -185,6 +191,16 @@ func (c *runtimeServiceClient) FailTask(ctx context.Context, in *FailTaskRequest
 	return out, nil
 }
 
+func (c *runtimeServiceClient) ReadTaskHistory(ctx context.Context, in *ReadTaskHistoryRequest, opts ...grpc.CallOption) (*ReadTaskHistoryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReadTaskHistoryResponse)
+	err := c.cc.Invoke(ctx, RuntimeService_ReadTaskHistory_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RuntimeServiceServer is the server API for RuntimeService service.
 // All implementations must embed UnimplementedRuntimeServiceServer
 // for forward compatibility.
@@ -220,6 +236,11 @@ type RuntimeServiceServer interface {
 	CompleteTask(context.Context, *CompleteTaskRequest) (*CompleteTaskResponse, error)
 	// FailTask ends the task as FAILED, or with retry=true returns it to the queue.
 	FailTask(context.Context, *FailTaskRequest) (*FailTaskResponse, error)
+	// ReadTaskHistory reads the log of the task a lease is held on, one page at a time,
+	// so a resumed runtime can rebuild its state (runtimes may not call WatchTask). It is
+	// fenced like a write: a lease that is not the task's current one is lease.lost, a
+	// task that has ended is task.terminal.
+	ReadTaskHistory(context.Context, *ReadTaskHistoryRequest) (*ReadTaskHistoryResponse, error)
 	mustEmbedUnimplementedRuntimeServiceServer()
 }
 
@@ -259,6 +280,9 @@ func (UnimplementedRuntimeServiceServer) CompleteTask(context.Context, *Complete
 }
 func (UnimplementedRuntimeServiceServer) FailTask(context.Context, *FailTaskRequest) (*FailTaskResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method FailTask not implemented")
+}
+func (UnimplementedRuntimeServiceServer) ReadTaskHistory(context.Context, *ReadTaskHistoryRequest) (*ReadTaskHistoryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReadTaskHistory not implemented")
 }
 func (UnimplementedRuntimeServiceServer) mustEmbedUnimplementedRuntimeServiceServer() {}
 func (UnimplementedRuntimeServiceServer) testEmbeddedByValue()                        {}
@@ -454,6 +478,24 @@ func _RuntimeService_FailTask_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RuntimeService_ReadTaskHistory_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReadTaskHistoryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RuntimeServiceServer).ReadTaskHistory(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RuntimeService_ReadTaskHistory_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RuntimeServiceServer).ReadTaskHistory(ctx, req.(*ReadTaskHistoryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RuntimeService_ServiceDesc is the grpc.ServiceDesc for RuntimeService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -496,6 +538,10 @@ var RuntimeService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "FailTask",
 			Handler:    _RuntimeService_FailTask_Handler,
+		},
+		{
+			MethodName: "ReadTaskHistory",
+			Handler:    _RuntimeService_ReadTaskHistory_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -219,7 +219,8 @@ type Task struct {
 	State TaskState `protobuf:"varint,3,opt,name=state,proto3,enum=agentplane.v1.TaskState" json:"state,omitempty"`
 	// Caller-chosen idempotency key from StartTask.
 	RequestId string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	// What runs, as submitted.
+	// What runs, as submitted. The basic view (TaskView) leaves an inline agent or graph
+	// out and keeps agent_id; spec_kind says which it was.
 	//
 	// Types that are valid to be assigned to Spec:
 	//
@@ -249,9 +250,17 @@ type Task struct {
 	InterruptPolicy *InterruptPolicy `protobuf:"bytes,17,opt,name=interrupt_policy,json=interruptPolicy,proto3" json:"interrupt_policy,omitempty"`
 	// Ids of interrupts waiting for a decision.
 	PendingInterruptIds []string `protobuf:"bytes,18,rep,name=pending_interrupt_ids,json=pendingInterruptIds,proto3" json:"pending_interrupt_ids,omitempty"`
-	// Effective MCP servers (deployment baseline plus honoured caller servers).
+	// Deprecated: never set. It carried header values, which may be an operator's
+	// credentials; read effective_mcp_servers (names, URLs and header names). A runtime
+	// gets the full entries in Lease.mcp_servers.
+	//
+	// Deprecated: Marked as deprecated in agentplane/v1/task.proto.
 	McpServers []*McpServer `protobuf:"bytes,19,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
-	// Effective A2A peers (deployment baseline plus honoured caller peers).
+	// Deprecated: never set. It carried header values, which may be an operator's
+	// credentials; read effective_a2a_peers (names, URLs and header names). A runtime
+	// gets the full entries in Lease.a2a_peers.
+	//
+	// Deprecated: Marked as deprecated in agentplane/v1/task.proto.
 	A2APeers []*A2APeer `protobuf:"bytes,20,rep,name=a2a_peers,json=a2aPeers,proto3" json:"a2a_peers,omitempty"`
 	// A cancellation was requested while a runtime held the task.
 	CancelRequested bool `protobuf:"varint,21,opt,name=cancel_requested,json=cancelRequested,proto3" json:"cancel_requested,omitempty"`
@@ -265,8 +274,20 @@ type Task struct {
 	ToolAxes []*ToolAxisOverride `protobuf:"bytes,25,rep,name=tool_axes,json=toolAxes,proto3" json:"tool_axes,omitempty"`
 	// Deadline applied to each interrupt of this task; absent means the deployment default.
 	InterruptTimeout *durationpb.Duration `protobuf:"bytes,26,opt,name=interrupt_timeout,json=interruptTimeout,proto3" json:"interrupt_timeout,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Effective MCP servers (deployment baseline plus honoured caller servers): names,
+	// URLs and header names, never header values.
+	EffectiveMcpServers []*McpServerInfo `protobuf:"bytes,27,rep,name=effective_mcp_servers,json=effectiveMcpServers,proto3" json:"effective_mcp_servers,omitempty"`
+	// Effective A2A peers (deployment baseline plus honoured caller peers): names, URLs
+	// and header names, never header values.
+	EffectiveA2APeers []*A2APeerInfo `protobuf:"bytes,28,rep,name=effective_a2a_peers,json=effectiveA2aPeers,proto3" json:"effective_a2a_peers,omitempty"`
+	// Kind of the submitted spec: AgentSpec, GraphSpec or static (agent_id). Set in
+	// every view, so that a basic view, which leaves the spec out, still says what runs.
+	SpecKind string `protobuf:"bytes,29,opt,name=spec_kind,json=specKind,proto3" json:"spec_kind,omitempty"`
+	// The run queue the task was started on ("default" unless StartTask named one). Only
+	// runtimes serving this queue lease the task.
+	Queue         string `protobuf:"bytes,30,opt,name=queue,proto3" json:"queue,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
@@ -438,6 +459,7 @@ func (x *Task) GetPendingInterruptIds() []string {
 	return nil
 }
 
+// Deprecated: Marked as deprecated in agentplane/v1/task.proto.
 func (x *Task) GetMcpServers() []*McpServer {
 	if x != nil {
 		return x.McpServers
@@ -445,6 +467,7 @@ func (x *Task) GetMcpServers() []*McpServer {
 	return nil
 }
 
+// Deprecated: Marked as deprecated in agentplane/v1/task.proto.
 func (x *Task) GetA2APeers() []*A2APeer {
 	if x != nil {
 		return x.A2APeers
@@ -492,6 +515,34 @@ func (x *Task) GetInterruptTimeout() *durationpb.Duration {
 		return x.InterruptTimeout
 	}
 	return nil
+}
+
+func (x *Task) GetEffectiveMcpServers() []*McpServerInfo {
+	if x != nil {
+		return x.EffectiveMcpServers
+	}
+	return nil
+}
+
+func (x *Task) GetEffectiveA2APeers() []*A2APeerInfo {
+	if x != nil {
+		return x.EffectiveA2APeers
+	}
+	return nil
+}
+
+func (x *Task) GetSpecKind() string {
+	if x != nil {
+		return x.SpecKind
+	}
+	return ""
+}
+
+func (x *Task) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
 }
 
 type isTask_Spec interface {
@@ -1846,7 +1897,7 @@ var File_agentplane_v1_task_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\n" +
-	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xef\t\n" +
+	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc8\v\n" +
 	"\x04Task\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12.\n" +
@@ -1869,10 +1920,10 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\afailure\x18\x0f \x01(\v2\x1a.agentplane.v1.TaskFailureR\afailure\x121\n" +
 	"\x06output\x18\x10 \x01(\v2\x19.agentplane.v1.TaskOutputR\x06output\x12I\n" +
 	"\x10interrupt_policy\x18\x11 \x01(\v2\x1e.agentplane.v1.InterruptPolicyR\x0finterruptPolicy\x122\n" +
-	"\x15pending_interrupt_ids\x18\x12 \x03(\tR\x13pendingInterruptIds\x129\n" +
-	"\vmcp_servers\x18\x13 \x03(\v2\x18.agentplane.v1.McpServerR\n" +
-	"mcpServers\x123\n" +
-	"\ta2a_peers\x18\x14 \x03(\v2\x16.agentplane.v1.A2aPeerR\ba2aPeers\x12)\n" +
+	"\x15pending_interrupt_ids\x18\x12 \x03(\tR\x13pendingInterruptIds\x12=\n" +
+	"\vmcp_servers\x18\x13 \x03(\v2\x18.agentplane.v1.McpServerB\x02\x18\x01R\n" +
+	"mcpServers\x127\n" +
+	"\ta2a_peers\x18\x14 \x03(\v2\x16.agentplane.v1.A2aPeerB\x02\x18\x01R\ba2aPeers\x12)\n" +
 	"\x10cancel_requested\x18\x15 \x01(\bR\x0fcancelRequested\x12\x1d\n" +
 	"\n" +
 	"created_by\x18\x16 \x01(\tR\tcreatedBy\x12\x1d\n" +
@@ -1881,7 +1932,11 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x18 \x01(\tR\tsessionId\x12<\n" +
 	"\ttool_axes\x18\x19 \x03(\v2\x1f.agentplane.v1.ToolAxisOverrideR\btoolAxes\x12F\n" +
-	"\x11interrupt_timeout\x18\x1a \x01(\v2\x19.google.protobuf.DurationR\x10interruptTimeout\x1a9\n" +
+	"\x11interrupt_timeout\x18\x1a \x01(\v2\x19.google.protobuf.DurationR\x10interruptTimeout\x12P\n" +
+	"\x15effective_mcp_servers\x18\x1b \x03(\v2\x1c.agentplane.v1.McpServerInfoR\x13effectiveMcpServers\x12J\n" +
+	"\x13effective_a2a_peers\x18\x1c \x03(\v2\x1a.agentplane.v1.A2aPeerInfoR\x11effectiveA2aPeers\x12\x1b\n" +
+	"\tspec_kind\x18\x1d \x01(\tR\bspecKind\x12\x14\n" +
+	"\x05queue\x18\x1e \x01(\tR\x05queue\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +
@@ -2045,11 +2100,13 @@ var file_agentplane_v1_task_proto_goTypes = []any{
 	(*A2APeer)(nil),               // 28: agentplane.v1.A2aPeer
 	(*ToolAxisOverride)(nil),      // 29: agentplane.v1.ToolAxisOverride
 	(*durationpb.Duration)(nil),   // 30: google.protobuf.Duration
-	(*structpb.Value)(nil),        // 31: google.protobuf.Value
-	(*ToolGated)(nil),             // 32: agentplane.v1.ToolGated
-	(*Interrupt)(nil),             // 33: agentplane.v1.Interrupt
-	(*Decision)(nil),              // 34: agentplane.v1.Decision
-	(*Verdict)(nil),               // 35: agentplane.v1.Verdict
+	(*McpServerInfo)(nil),         // 31: agentplane.v1.McpServerInfo
+	(*A2APeerInfo)(nil),           // 32: agentplane.v1.A2aPeerInfo
+	(*structpb.Value)(nil),        // 33: google.protobuf.Value
+	(*ToolGated)(nil),             // 34: agentplane.v1.ToolGated
+	(*Interrupt)(nil),             // 35: agentplane.v1.Interrupt
+	(*Decision)(nil),              // 36: agentplane.v1.Decision
+	(*Verdict)(nil),               // 37: agentplane.v1.Verdict
 }
 var file_agentplane_v1_task_proto_depIdxs = []int32{
 	0,  // 0: agentplane.v1.Task.state:type_name -> agentplane.v1.TaskState
@@ -2066,40 +2123,42 @@ var file_agentplane_v1_task_proto_depIdxs = []int32{
 	28, // 11: agentplane.v1.Task.a2a_peers:type_name -> agentplane.v1.A2aPeer
 	29, // 12: agentplane.v1.Task.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
 	30, // 13: agentplane.v1.Task.interrupt_timeout:type_name -> google.protobuf.Duration
-	31, // 14: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
-	25, // 15: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
-	7,  // 16: agentplane.v1.TaskEvent.submitted:type_name -> agentplane.v1.TaskSubmitted
-	8,  // 17: agentplane.v1.TaskEvent.state_changed:type_name -> agentplane.v1.StateChanged
-	9,  // 18: agentplane.v1.TaskEvent.message:type_name -> agentplane.v1.ChatMessage
-	10, // 19: agentplane.v1.TaskEvent.tool_call:type_name -> agentplane.v1.ToolCall
-	11, // 20: agentplane.v1.TaskEvent.tool_result:type_name -> agentplane.v1.ToolResult
-	12, // 21: agentplane.v1.TaskEvent.note:type_name -> agentplane.v1.RuntimeNote
-	13, // 22: agentplane.v1.TaskEvent.lease:type_name -> agentplane.v1.LeaseChanged
-	32, // 23: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
-	18, // 24: agentplane.v1.TaskEvent.interrupt_raised:type_name -> agentplane.v1.InterruptRaised
-	19, // 25: agentplane.v1.TaskEvent.interrupt_resolved:type_name -> agentplane.v1.InterruptResolved
-	20, // 26: agentplane.v1.TaskEvent.verdict_recorded:type_name -> agentplane.v1.VerdictRecorded
-	14, // 27: agentplane.v1.TaskEvent.mcp_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
-	14, // 28: agentplane.v1.TaskEvent.a2a_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
-	15, // 29: agentplane.v1.TaskEvent.entries_dropped:type_name -> agentplane.v1.EntriesDropped
-	17, // 30: agentplane.v1.TaskEvent.cancel_requested:type_name -> agentplane.v1.CancelRequested
-	5,  // 31: agentplane.v1.TaskEvent.output:type_name -> agentplane.v1.TaskOutput
-	0,  // 32: agentplane.v1.StateChanged.from:type_name -> agentplane.v1.TaskState
-	0,  // 33: agentplane.v1.StateChanged.to:type_name -> agentplane.v1.TaskState
-	1,  // 34: agentplane.v1.ChatMessage.role:type_name -> agentplane.v1.MessageRole
-	31, // 35: agentplane.v1.ToolCall.args:type_name -> google.protobuf.Value
-	31, // 36: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
-	22, // 37: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
-	2,  // 38: agentplane.v1.LeaseChanged.kind:type_name -> agentplane.v1.LeaseChangeKind
-	16, // 39: agentplane.v1.EntriesDropped.entries:type_name -> agentplane.v1.DroppedEntry
-	33, // 40: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
-	34, // 41: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
-	35, // 42: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
-	43, // [43:43] is the sub-list for method output_type
-	43, // [43:43] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	31, // 14: agentplane.v1.Task.effective_mcp_servers:type_name -> agentplane.v1.McpServerInfo
+	32, // 15: agentplane.v1.Task.effective_a2a_peers:type_name -> agentplane.v1.A2aPeerInfo
+	33, // 16: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
+	25, // 17: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
+	7,  // 18: agentplane.v1.TaskEvent.submitted:type_name -> agentplane.v1.TaskSubmitted
+	8,  // 19: agentplane.v1.TaskEvent.state_changed:type_name -> agentplane.v1.StateChanged
+	9,  // 20: agentplane.v1.TaskEvent.message:type_name -> agentplane.v1.ChatMessage
+	10, // 21: agentplane.v1.TaskEvent.tool_call:type_name -> agentplane.v1.ToolCall
+	11, // 22: agentplane.v1.TaskEvent.tool_result:type_name -> agentplane.v1.ToolResult
+	12, // 23: agentplane.v1.TaskEvent.note:type_name -> agentplane.v1.RuntimeNote
+	13, // 24: agentplane.v1.TaskEvent.lease:type_name -> agentplane.v1.LeaseChanged
+	34, // 25: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
+	18, // 26: agentplane.v1.TaskEvent.interrupt_raised:type_name -> agentplane.v1.InterruptRaised
+	19, // 27: agentplane.v1.TaskEvent.interrupt_resolved:type_name -> agentplane.v1.InterruptResolved
+	20, // 28: agentplane.v1.TaskEvent.verdict_recorded:type_name -> agentplane.v1.VerdictRecorded
+	14, // 29: agentplane.v1.TaskEvent.mcp_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
+	14, // 30: agentplane.v1.TaskEvent.a2a_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
+	15, // 31: agentplane.v1.TaskEvent.entries_dropped:type_name -> agentplane.v1.EntriesDropped
+	17, // 32: agentplane.v1.TaskEvent.cancel_requested:type_name -> agentplane.v1.CancelRequested
+	5,  // 33: agentplane.v1.TaskEvent.output:type_name -> agentplane.v1.TaskOutput
+	0,  // 34: agentplane.v1.StateChanged.from:type_name -> agentplane.v1.TaskState
+	0,  // 35: agentplane.v1.StateChanged.to:type_name -> agentplane.v1.TaskState
+	1,  // 36: agentplane.v1.ChatMessage.role:type_name -> agentplane.v1.MessageRole
+	33, // 37: agentplane.v1.ToolCall.args:type_name -> google.protobuf.Value
+	33, // 38: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
+	22, // 39: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
+	2,  // 40: agentplane.v1.LeaseChanged.kind:type_name -> agentplane.v1.LeaseChangeKind
+	16, // 41: agentplane.v1.EntriesDropped.entries:type_name -> agentplane.v1.DroppedEntry
+	35, // 42: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
+	36, // 43: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
+	37, // 44: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
+	45, // [45:45] is the sub-list for method output_type
+	45, // [45:45] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_task_proto_init() }

@@ -23,6 +23,62 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// TaskView says how much of a task a read returns (AIP-157). A task's submitted spec
+// may be as large as limits.max_spec_bytes, so lists and start responses leave it out
+// unless asked.
+type TaskView int32
+
+const (
+	// The RPC's default: BASIC for ListTasks and StartTask, FULL for GetTask.
+	TaskView_TASK_VIEW_UNSPECIFIED TaskView = 0
+	// Everything but the submitted spec: an inline agent or graph is left out (agent_id
+	// is kept; Task.spec_kind says which it was).
+	TaskView_TASK_VIEW_BASIC TaskView = 1
+	// The whole task, with the spec as submitted.
+	TaskView_TASK_VIEW_FULL TaskView = 2
+)
+
+// Enum value maps for TaskView.
+var (
+	TaskView_name = map[int32]string{
+		0: "TASK_VIEW_UNSPECIFIED",
+		1: "TASK_VIEW_BASIC",
+		2: "TASK_VIEW_FULL",
+	}
+	TaskView_value = map[string]int32{
+		"TASK_VIEW_UNSPECIFIED": 0,
+		"TASK_VIEW_BASIC":       1,
+		"TASK_VIEW_FULL":        2,
+	}
+)
+
+func (x TaskView) Enum() *TaskView {
+	p := new(TaskView)
+	*p = x
+	return p
+}
+
+func (x TaskView) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TaskView) Descriptor() protoreflect.EnumDescriptor {
+	return file_agentplane_v1_task_service_proto_enumTypes[0].Descriptor()
+}
+
+func (TaskView) Type() protoreflect.EnumType {
+	return &file_agentplane_v1_task_service_proto_enumTypes[0]
+}
+
+func (x TaskView) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TaskView.Descriptor instead.
+func (TaskView) EnumDescriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{0}
+}
+
 // StartTaskRequest starts a task from exactly one of: an inline agent, an inline graph,
 // a static agent id, or a document (JSON/YAML, routed on its kind).
 type StartTaskRequest struct {
@@ -57,7 +113,14 @@ type StartTaskRequest struct {
 	// Deadline applied to each interrupt of this task; absent means the deployment default.
 	InterruptTimeout *durationpb.Duration `protobuf:"bytes,13,opt,name=interrupt_timeout,json=interruptTimeout,proto3" json:"interrupt_timeout,omitempty"`
 	// Caller session id, passed to policies and approval requests.
-	SessionId     string `protobuf:"bytes,14,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	SessionId string `protobuf:"bytes,14,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// How much of the task the response carries; UNSPECIFIED means BASIC. Not part of
+	// the request an idempotent retry is compared on.
+	View TaskView `protobuf:"varint,15,opt,name=view,proto3,enum=agentplane.v1.TaskView" json:"view,omitempty"`
+	// The run queue: only runtimes that serve it lease the task. Empty means "default",
+	// the queue of runtimes that name none. 1 to 64 characters of letters, digits, '.',
+	// '_' and '-', starting with a letter or digit.
+	Queue         string `protobuf:"bytes,16,opt,name=queue,proto3" json:"queue,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -199,6 +262,20 @@ func (x *StartTaskRequest) GetInterruptTimeout() *durationpb.Duration {
 func (x *StartTaskRequest) GetSessionId() string {
 	if x != nil {
 		return x.SessionId
+	}
+	return ""
+}
+
+func (x *StartTaskRequest) GetView() TaskView {
+	if x != nil {
+		return x.View
+	}
+	return TaskView_TASK_VIEW_UNSPECIFIED
+}
+
+func (x *StartTaskRequest) GetQueue() string {
+	if x != nil {
+		return x.Queue
 	}
 	return ""
 }
@@ -388,7 +465,9 @@ func (x *ContinueTaskResponse) GetTask() *Task {
 type GetTaskRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The task.
-	TaskId        string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// How much of the task to return; UNSPECIFIED means FULL.
+	View          TaskView `protobuf:"varint,2,opt,name=view,proto3,enum=agentplane.v1.TaskView" json:"view,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -428,6 +507,13 @@ func (x *GetTaskRequest) GetTaskId() string {
 		return x.TaskId
 	}
 	return ""
+}
+
+func (x *GetTaskRequest) GetView() TaskView {
+	if x != nil {
+		return x.View
+	}
+	return TaskView_TASK_VIEW_UNSPECIFIED
 }
 
 // GetTaskResponse holds the task.
@@ -479,7 +565,9 @@ func (x *GetTaskResponse) GetTask() *Task {
 // ListTasksRequest filters and pages tasks.
 type ListTasksRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Maximum tasks per page; 0 means 50; capped at 500.
+	// Maximum tasks per page; 0 means 50; capped at 500. A page also stops before its
+	// encoded tasks would pass limits.max_list_response_bytes (but holds at least one
+	// task), so it may be short with a next_page_token.
 	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Opaque token from a previous response; the filters must not change between pages.
 	PageToken string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
@@ -491,6 +579,11 @@ type ListTasksRequest struct {
 	CreatedAfter *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_after,json=createdAfter,proto3" json:"created_after,omitempty"`
 	// Only tasks created before this time.
 	CreatedBefore *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_before,json=createdBefore,proto3" json:"created_before,omitempty"`
+	// How much of each task to return; UNSPECIFIED means BASIC. It may change between
+	// pages.
+	View TaskView `protobuf:"varint,7,opt,name=view,proto3,enum=agentplane.v1.TaskView" json:"view,omitempty"`
+	// Only tasks of this run queue; empty means every queue.
+	Queue         string `protobuf:"bytes,8,opt,name=queue,proto3" json:"queue,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -565,6 +658,20 @@ func (x *ListTasksRequest) GetCreatedBefore() *timestamppb.Timestamp {
 		return x.CreatedBefore
 	}
 	return nil
+}
+
+func (x *ListTasksRequest) GetView() TaskView {
+	if x != nil {
+		return x.View
+	}
+	return TaskView_TASK_VIEW_UNSPECIFIED
+}
+
+func (x *ListTasksRequest) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
 }
 
 // ListTasksResponse is one page of tasks.
@@ -1075,7 +1182,7 @@ var File_agentplane_v1_task_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\n" +
-	" agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a agentplane/v1/spec_service.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8b\x06\n" +
+	" agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a agentplane/v1/spec_service.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xce\x06\n" +
 	"\x10StartTaskRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x120\n" +
@@ -1094,7 +1201,9 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\ttool_axes\x18\f \x03(\v2\x1f.agentplane.v1.ToolAxisOverrideR\btoolAxes\x12F\n" +
 	"\x11interrupt_timeout\x18\r \x01(\v2\x19.google.protobuf.DurationR\x10interruptTimeout\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x0e \x01(\tR\tsessionId\x1a9\n" +
+	"session_id\x18\x0e \x01(\tR\tsessionId\x12+\n" +
+	"\x04view\x18\x0f \x01(\x0e2\x17.agentplane.v1.TaskViewR\x04view\x12\x14\n" +
+	"\x05queue\x18\x10 \x01(\tR\x05queue\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +
@@ -1106,11 +1215,12 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"?\n" +
 	"\x14ContinueTaskResponse\x12'\n" +
-	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\")\n" +
+	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"V\n" +
 	"\x0eGetTaskRequest\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\tR\x06taskId\":\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12+\n" +
+	"\x04view\x18\x02 \x01(\x0e2\x17.agentplane.v1.TaskViewR\x04view\":\n" +
 	"\x0fGetTaskResponse\x12'\n" +
-	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"\x84\x03\n" +
+	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"\xc7\x03\n" +
 	"\x10ListTasksRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -1118,7 +1228,9 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\x06states\x18\x03 \x03(\x0e2\x18.agentplane.v1.TaskStateR\x06states\x12C\n" +
 	"\x06labels\x18\x04 \x03(\v2+.agentplane.v1.ListTasksRequest.LabelsEntryR\x06labels\x12?\n" +
 	"\rcreated_after\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\fcreatedAfter\x12A\n" +
-	"\x0ecreated_before\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\x1a9\n" +
+	"\x0ecreated_before\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\x12+\n" +
+	"\x04view\x18\a \x01(\x0e2\x17.agentplane.v1.TaskViewR\x04view\x12\x14\n" +
+	"\x05queue\x18\b \x01(\tR\x05queue\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"f\n" +
@@ -1151,7 +1263,11 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"page_token\x18\x04 \x01(\tR\tpageToken\"~\n" +
 	"\x17ListObligationsResponse\x12;\n" +
 	"\vobligations\x18\x01 \x03(\v2\x19.agentplane.v1.ObligationR\vobligations\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xb0\x05\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*N\n" +
+	"\bTaskView\x12\x19\n" +
+	"\x15TASK_VIEW_UNSPECIFIED\x10\x00\x12\x13\n" +
+	"\x0fTASK_VIEW_BASIC\x10\x01\x12\x12\n" +
+	"\x0eTASK_VIEW_FULL\x10\x022\xb0\x05\n" +
 	"\vTaskService\x12N\n" +
 	"\tStartTask\x12\x1f.agentplane.v1.StartTaskRequest\x1a .agentplane.v1.StartTaskResponse\x12W\n" +
 	"\fContinueTask\x12\".agentplane.v1.ContinueTaskRequest\x1a#.agentplane.v1.ContinueTaskResponse\x12H\n" +
@@ -1175,86 +1291,91 @@ func file_agentplane_v1_task_service_proto_rawDescGZIP() []byte {
 	return file_agentplane_v1_task_service_proto_rawDescData
 }
 
+var file_agentplane_v1_task_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_agentplane_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_agentplane_v1_task_service_proto_goTypes = []any{
-	(*StartTaskRequest)(nil),        // 0: agentplane.v1.StartTaskRequest
-	(*StartTaskResponse)(nil),       // 1: agentplane.v1.StartTaskResponse
-	(*ContinueTaskRequest)(nil),     // 2: agentplane.v1.ContinueTaskRequest
-	(*ContinueTaskResponse)(nil),    // 3: agentplane.v1.ContinueTaskResponse
-	(*GetTaskRequest)(nil),          // 4: agentplane.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),         // 5: agentplane.v1.GetTaskResponse
-	(*ListTasksRequest)(nil),        // 6: agentplane.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),       // 7: agentplane.v1.ListTasksResponse
-	(*CancelTaskRequest)(nil),       // 8: agentplane.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),      // 9: agentplane.v1.CancelTaskResponse
-	(*WatchTaskRequest)(nil),        // 10: agentplane.v1.WatchTaskRequest
-	(*WatchTaskResponse)(nil),       // 11: agentplane.v1.WatchTaskResponse
-	(*ListVerdictsRequest)(nil),     // 12: agentplane.v1.ListVerdictsRequest
-	(*ListVerdictsResponse)(nil),    // 13: agentplane.v1.ListVerdictsResponse
-	(*ListObligationsRequest)(nil),  // 14: agentplane.v1.ListObligationsRequest
-	(*ListObligationsResponse)(nil), // 15: agentplane.v1.ListObligationsResponse
-	nil,                             // 16: agentplane.v1.StartTaskRequest.LabelsEntry
-	nil,                             // 17: agentplane.v1.ListTasksRequest.LabelsEntry
-	(*AgentSpec)(nil),               // 18: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),               // 19: agentplane.v1.GraphSpec
-	(DocumentFormat)(0),             // 20: agentplane.v1.DocumentFormat
-	(*InterruptPolicy)(nil),         // 21: agentplane.v1.InterruptPolicy
-	(*McpServerList)(nil),           // 22: agentplane.v1.McpServerList
-	(*A2APeerList)(nil),             // 23: agentplane.v1.A2aPeerList
-	(*ToolAxisOverride)(nil),        // 24: agentplane.v1.ToolAxisOverride
-	(*durationpb.Duration)(nil),     // 25: google.protobuf.Duration
-	(*Task)(nil),                    // 26: agentplane.v1.Task
-	(TaskState)(0),                  // 27: agentplane.v1.TaskState
-	(*timestamppb.Timestamp)(nil),   // 28: google.protobuf.Timestamp
-	(*TaskEvent)(nil),               // 29: agentplane.v1.TaskEvent
-	(*Verdict)(nil),                 // 30: agentplane.v1.Verdict
-	(ObligationState)(0),            // 31: agentplane.v1.ObligationState
-	(*Obligation)(nil),              // 32: agentplane.v1.Obligation
+	(TaskView)(0),                   // 0: agentplane.v1.TaskView
+	(*StartTaskRequest)(nil),        // 1: agentplane.v1.StartTaskRequest
+	(*StartTaskResponse)(nil),       // 2: agentplane.v1.StartTaskResponse
+	(*ContinueTaskRequest)(nil),     // 3: agentplane.v1.ContinueTaskRequest
+	(*ContinueTaskResponse)(nil),    // 4: agentplane.v1.ContinueTaskResponse
+	(*GetTaskRequest)(nil),          // 5: agentplane.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),         // 6: agentplane.v1.GetTaskResponse
+	(*ListTasksRequest)(nil),        // 7: agentplane.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),       // 8: agentplane.v1.ListTasksResponse
+	(*CancelTaskRequest)(nil),       // 9: agentplane.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),      // 10: agentplane.v1.CancelTaskResponse
+	(*WatchTaskRequest)(nil),        // 11: agentplane.v1.WatchTaskRequest
+	(*WatchTaskResponse)(nil),       // 12: agentplane.v1.WatchTaskResponse
+	(*ListVerdictsRequest)(nil),     // 13: agentplane.v1.ListVerdictsRequest
+	(*ListVerdictsResponse)(nil),    // 14: agentplane.v1.ListVerdictsResponse
+	(*ListObligationsRequest)(nil),  // 15: agentplane.v1.ListObligationsRequest
+	(*ListObligationsResponse)(nil), // 16: agentplane.v1.ListObligationsResponse
+	nil,                             // 17: agentplane.v1.StartTaskRequest.LabelsEntry
+	nil,                             // 18: agentplane.v1.ListTasksRequest.LabelsEntry
+	(*AgentSpec)(nil),               // 19: agentplane.v1.AgentSpec
+	(*GraphSpec)(nil),               // 20: agentplane.v1.GraphSpec
+	(DocumentFormat)(0),             // 21: agentplane.v1.DocumentFormat
+	(*InterruptPolicy)(nil),         // 22: agentplane.v1.InterruptPolicy
+	(*McpServerList)(nil),           // 23: agentplane.v1.McpServerList
+	(*A2APeerList)(nil),             // 24: agentplane.v1.A2aPeerList
+	(*ToolAxisOverride)(nil),        // 25: agentplane.v1.ToolAxisOverride
+	(*durationpb.Duration)(nil),     // 26: google.protobuf.Duration
+	(*Task)(nil),                    // 27: agentplane.v1.Task
+	(TaskState)(0),                  // 28: agentplane.v1.TaskState
+	(*timestamppb.Timestamp)(nil),   // 29: google.protobuf.Timestamp
+	(*TaskEvent)(nil),               // 30: agentplane.v1.TaskEvent
+	(*Verdict)(nil),                 // 31: agentplane.v1.Verdict
+	(ObligationState)(0),            // 32: agentplane.v1.ObligationState
+	(*Obligation)(nil),              // 33: agentplane.v1.Obligation
 }
 var file_agentplane_v1_task_service_proto_depIdxs = []int32{
-	18, // 0: agentplane.v1.StartTaskRequest.agent:type_name -> agentplane.v1.AgentSpec
-	19, // 1: agentplane.v1.StartTaskRequest.graph:type_name -> agentplane.v1.GraphSpec
-	20, // 2: agentplane.v1.StartTaskRequest.format:type_name -> agentplane.v1.DocumentFormat
-	16, // 3: agentplane.v1.StartTaskRequest.labels:type_name -> agentplane.v1.StartTaskRequest.LabelsEntry
-	21, // 4: agentplane.v1.StartTaskRequest.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	22, // 5: agentplane.v1.StartTaskRequest.mcp_servers:type_name -> agentplane.v1.McpServerList
-	23, // 6: agentplane.v1.StartTaskRequest.a2a_peers:type_name -> agentplane.v1.A2aPeerList
-	24, // 7: agentplane.v1.StartTaskRequest.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	25, // 8: agentplane.v1.StartTaskRequest.interrupt_timeout:type_name -> google.protobuf.Duration
-	26, // 9: agentplane.v1.StartTaskResponse.task:type_name -> agentplane.v1.Task
-	26, // 10: agentplane.v1.ContinueTaskResponse.task:type_name -> agentplane.v1.Task
-	26, // 11: agentplane.v1.GetTaskResponse.task:type_name -> agentplane.v1.Task
-	27, // 12: agentplane.v1.ListTasksRequest.states:type_name -> agentplane.v1.TaskState
-	17, // 13: agentplane.v1.ListTasksRequest.labels:type_name -> agentplane.v1.ListTasksRequest.LabelsEntry
-	28, // 14: agentplane.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
-	28, // 15: agentplane.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
-	26, // 16: agentplane.v1.ListTasksResponse.tasks:type_name -> agentplane.v1.Task
-	26, // 17: agentplane.v1.CancelTaskResponse.task:type_name -> agentplane.v1.Task
-	29, // 18: agentplane.v1.WatchTaskResponse.event:type_name -> agentplane.v1.TaskEvent
-	30, // 19: agentplane.v1.ListVerdictsResponse.verdicts:type_name -> agentplane.v1.Verdict
-	31, // 20: agentplane.v1.ListObligationsRequest.states:type_name -> agentplane.v1.ObligationState
-	32, // 21: agentplane.v1.ListObligationsResponse.obligations:type_name -> agentplane.v1.Obligation
-	0,  // 22: agentplane.v1.TaskService.StartTask:input_type -> agentplane.v1.StartTaskRequest
-	2,  // 23: agentplane.v1.TaskService.ContinueTask:input_type -> agentplane.v1.ContinueTaskRequest
-	4,  // 24: agentplane.v1.TaskService.GetTask:input_type -> agentplane.v1.GetTaskRequest
-	6,  // 25: agentplane.v1.TaskService.ListTasks:input_type -> agentplane.v1.ListTasksRequest
-	8,  // 26: agentplane.v1.TaskService.CancelTask:input_type -> agentplane.v1.CancelTaskRequest
-	10, // 27: agentplane.v1.TaskService.WatchTask:input_type -> agentplane.v1.WatchTaskRequest
-	12, // 28: agentplane.v1.TaskService.ListVerdicts:input_type -> agentplane.v1.ListVerdictsRequest
-	14, // 29: agentplane.v1.TaskService.ListObligations:input_type -> agentplane.v1.ListObligationsRequest
-	1,  // 30: agentplane.v1.TaskService.StartTask:output_type -> agentplane.v1.StartTaskResponse
-	3,  // 31: agentplane.v1.TaskService.ContinueTask:output_type -> agentplane.v1.ContinueTaskResponse
-	5,  // 32: agentplane.v1.TaskService.GetTask:output_type -> agentplane.v1.GetTaskResponse
-	7,  // 33: agentplane.v1.TaskService.ListTasks:output_type -> agentplane.v1.ListTasksResponse
-	9,  // 34: agentplane.v1.TaskService.CancelTask:output_type -> agentplane.v1.CancelTaskResponse
-	11, // 35: agentplane.v1.TaskService.WatchTask:output_type -> agentplane.v1.WatchTaskResponse
-	13, // 36: agentplane.v1.TaskService.ListVerdicts:output_type -> agentplane.v1.ListVerdictsResponse
-	15, // 37: agentplane.v1.TaskService.ListObligations:output_type -> agentplane.v1.ListObligationsResponse
-	30, // [30:38] is the sub-list for method output_type
-	22, // [22:30] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	19, // 0: agentplane.v1.StartTaskRequest.agent:type_name -> agentplane.v1.AgentSpec
+	20, // 1: agentplane.v1.StartTaskRequest.graph:type_name -> agentplane.v1.GraphSpec
+	21, // 2: agentplane.v1.StartTaskRequest.format:type_name -> agentplane.v1.DocumentFormat
+	17, // 3: agentplane.v1.StartTaskRequest.labels:type_name -> agentplane.v1.StartTaskRequest.LabelsEntry
+	22, // 4: agentplane.v1.StartTaskRequest.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	23, // 5: agentplane.v1.StartTaskRequest.mcp_servers:type_name -> agentplane.v1.McpServerList
+	24, // 6: agentplane.v1.StartTaskRequest.a2a_peers:type_name -> agentplane.v1.A2aPeerList
+	25, // 7: agentplane.v1.StartTaskRequest.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	26, // 8: agentplane.v1.StartTaskRequest.interrupt_timeout:type_name -> google.protobuf.Duration
+	0,  // 9: agentplane.v1.StartTaskRequest.view:type_name -> agentplane.v1.TaskView
+	27, // 10: agentplane.v1.StartTaskResponse.task:type_name -> agentplane.v1.Task
+	27, // 11: agentplane.v1.ContinueTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 12: agentplane.v1.GetTaskRequest.view:type_name -> agentplane.v1.TaskView
+	27, // 13: agentplane.v1.GetTaskResponse.task:type_name -> agentplane.v1.Task
+	28, // 14: agentplane.v1.ListTasksRequest.states:type_name -> agentplane.v1.TaskState
+	18, // 15: agentplane.v1.ListTasksRequest.labels:type_name -> agentplane.v1.ListTasksRequest.LabelsEntry
+	29, // 16: agentplane.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
+	29, // 17: agentplane.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
+	0,  // 18: agentplane.v1.ListTasksRequest.view:type_name -> agentplane.v1.TaskView
+	27, // 19: agentplane.v1.ListTasksResponse.tasks:type_name -> agentplane.v1.Task
+	27, // 20: agentplane.v1.CancelTaskResponse.task:type_name -> agentplane.v1.Task
+	30, // 21: agentplane.v1.WatchTaskResponse.event:type_name -> agentplane.v1.TaskEvent
+	31, // 22: agentplane.v1.ListVerdictsResponse.verdicts:type_name -> agentplane.v1.Verdict
+	32, // 23: agentplane.v1.ListObligationsRequest.states:type_name -> agentplane.v1.ObligationState
+	33, // 24: agentplane.v1.ListObligationsResponse.obligations:type_name -> agentplane.v1.Obligation
+	1,  // 25: agentplane.v1.TaskService.StartTask:input_type -> agentplane.v1.StartTaskRequest
+	3,  // 26: agentplane.v1.TaskService.ContinueTask:input_type -> agentplane.v1.ContinueTaskRequest
+	5,  // 27: agentplane.v1.TaskService.GetTask:input_type -> agentplane.v1.GetTaskRequest
+	7,  // 28: agentplane.v1.TaskService.ListTasks:input_type -> agentplane.v1.ListTasksRequest
+	9,  // 29: agentplane.v1.TaskService.CancelTask:input_type -> agentplane.v1.CancelTaskRequest
+	11, // 30: agentplane.v1.TaskService.WatchTask:input_type -> agentplane.v1.WatchTaskRequest
+	13, // 31: agentplane.v1.TaskService.ListVerdicts:input_type -> agentplane.v1.ListVerdictsRequest
+	15, // 32: agentplane.v1.TaskService.ListObligations:input_type -> agentplane.v1.ListObligationsRequest
+	2,  // 33: agentplane.v1.TaskService.StartTask:output_type -> agentplane.v1.StartTaskResponse
+	4,  // 34: agentplane.v1.TaskService.ContinueTask:output_type -> agentplane.v1.ContinueTaskResponse
+	6,  // 35: agentplane.v1.TaskService.GetTask:output_type -> agentplane.v1.GetTaskResponse
+	8,  // 36: agentplane.v1.TaskService.ListTasks:output_type -> agentplane.v1.ListTasksResponse
+	10, // 37: agentplane.v1.TaskService.CancelTask:output_type -> agentplane.v1.CancelTaskResponse
+	12, // 38: agentplane.v1.TaskService.WatchTask:output_type -> agentplane.v1.WatchTaskResponse
+	14, // 39: agentplane.v1.TaskService.ListVerdicts:output_type -> agentplane.v1.ListVerdictsResponse
+	16, // 40: agentplane.v1.TaskService.ListObligations:output_type -> agentplane.v1.ListObligationsResponse
+	33, // [33:41] is the sub-list for method output_type
+	25, // [25:33] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_task_service_proto_init() }
@@ -1278,13 +1399,14 @@ func file_agentplane_v1_task_service_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_task_service_proto_rawDesc), len(file_agentplane_v1_task_service_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_agentplane_v1_task_service_proto_goTypes,
 		DependencyIndexes: file_agentplane_v1_task_service_proto_depIdxs,
+		EnumInfos:         file_agentplane_v1_task_service_proto_enumTypes,
 		MessageInfos:      file_agentplane_v1_task_service_proto_msgTypes,
 	}.Build()
 	File_agentplane_v1_task_service_proto = out.File

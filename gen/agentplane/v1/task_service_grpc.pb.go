@@ -41,13 +41,15 @@ type TaskServiceClient interface {
 	// persists the task with its first event and queues it for runtimes. It is idempotent
 	// on request_id per tenant: a retry returns the same task with created=false; the same
 	// request_id with a different request is ALREADY_EXISTS (reason task.request_id_reused).
+	// The response carries the basic view of the task unless view asks for FULL.
 	StartTask(ctx context.Context, in *StartTaskRequest, opts ...grpc.CallOption) (*StartTaskResponse, error)
 	// ContinueTask resumes a task waiting in INPUT_REQUIRED for the user (a chat-mode
 	// pause) with a new user message. Any other state is FAILED_PRECONDITION.
 	ContinueTask(ctx context.Context, in *ContinueTaskRequest, opts ...grpc.CallOption) (*ContinueTaskResponse, error)
-	// GetTask returns one task.
+	// GetTask returns one task, in full unless view asks for BASIC.
 	GetTask(ctx context.Context, in *GetTaskRequest, opts ...grpc.CallOption) (*GetTaskResponse, error)
-	// ListTasks lists tasks newest first, filtered and paged.
+	// ListTasks lists tasks newest first, filtered and paged, in the basic view unless
+	// view asks for FULL.
 	ListTasks(ctx context.Context, in *ListTasksRequest, opts ...grpc.CallOption) (*ListTasksResponse, error)
 	// CancelTask ends a task as CANCELED. The runtime holding its lease learns of it on
 	// its next heartbeat. Canceling a terminal task is FAILED_PRECONDITION.
@@ -172,13 +174,15 @@ type TaskServiceServer interface {
 	// persists the task with its first event and queues it for runtimes. It is idempotent
 	// on request_id per tenant: a retry returns the same task with created=false; the same
 	// request_id with a different request is ALREADY_EXISTS (reason task.request_id_reused).
+	// The response carries the basic view of the task unless view asks for FULL.
 	StartTask(context.Context, *StartTaskRequest) (*StartTaskResponse, error)
 	// ContinueTask resumes a task waiting in INPUT_REQUIRED for the user (a chat-mode
 	// pause) with a new user message. Any other state is FAILED_PRECONDITION.
 	ContinueTask(context.Context, *ContinueTaskRequest) (*ContinueTaskResponse, error)
-	// GetTask returns one task.
+	// GetTask returns one task, in full unless view asks for BASIC.
 	GetTask(context.Context, *GetTaskRequest) (*GetTaskResponse, error)
-	// ListTasks lists tasks newest first, filtered and paged.
+	// ListTasks lists tasks newest first, filtered and paged, in the basic view unless
+	// view asks for FULL.
 	ListTasks(context.Context, *ListTasksRequest) (*ListTasksResponse, error)
 	// CancelTask ends a task as CANCELED. The runtime holding its lease learns of it on
 	// its next heartbeat. Canceling a terminal task is FAILED_PRECONDITION.

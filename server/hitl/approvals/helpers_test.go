@@ -82,7 +82,7 @@ func (e *env) open(t testing.TB) {
 	m, err := tasks.New(tasks.Options{Store: st, Clock: e.clock, Config: tasks.Config{
 		LeaseTTL: time.Hour, MaxAttempts: 3, MaxLeaseWait: time.Second, PurgeInterval: time.Hour,
 		MaxInputBytes: 4096, MaxEventBytes: 64 << 10, MaxTaskHistoryBytes: 64 << 20, MaxTaskEvents: 1 << 20,
-		MaxLabels: 4, MaxWatchBuffer: 64,
+		MaxLabels: 4, MaxWatchBuffer: 64, MaxListResponseBytes: 1 << 20,
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +212,7 @@ func edit(id string, a *structpb.Value) *agentplanev1.ResolveInterruptRequest {
 
 func (e *env) task(t testing.TB, tenant, id string) *agentplanev1.Task {
 	t.Helper()
-	task, err := e.tasks.Get(ctx, tenant, id)
+	task, err := e.tasks.Get(ctx, tenant, id, tasks.ViewFull)
 	if err != nil {
 		t.Fatal(err)
 	}

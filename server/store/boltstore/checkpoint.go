@@ -33,6 +33,7 @@ type walState struct {
 	kick       chan struct{}
 	stop       chan struct{}
 	done       chan struct{}
+	stopOnce   sync.Once
 	// failed is set (under Store.commitMu) when an append or the commit after it
 	// fails: the log's tail and the file may then disagree, so the store refuses
 	// further writes. A failed fdatasync is durability.err.
@@ -40,6 +41,11 @@ type walState struct {
 	// fileMu is held by an fdatasync of the open segment (one at a time) and by a
 	// checkpoint starting a new segment.
 	fileMu sync.Mutex
+	// logged is where the complete records of the open segment end (stored after each
+	// append, under commitMu); synced is where those an fdatasync confirmed end (under
+	// fileMu). A failed store cuts the segment at synced before it recovers.
+	logged atomic.Int64
+	synced int64
 	// checkpoints and checkpointNanos count the checkpoints since open and the time
 	// they took, for Stats.
 	checkpoints, checkpointNanos atomic.Int64
@@ -72,9 +78,10 @@ func prepareWAL(path string, opts Options) (ws *walState, replay []uint64, err e
 	if ws.lock, err = lockFile(ws.path(walLockName), path, opts.OpenTimeout); err != nil {
 		return nil, nil, err
 	}
+	lock := ws.lock // the returns below that fail set ws to nil
 	defer func() {
 		if err != nil {
-			_ = ws.lock.Close()
+			_ = lock.Close()
 		}
 	}()
 	if !haveLog {
@@ -109,6 +116,10 @@ func (s *Store) startWAL(ws *walState, replay []uint64, opts Options) error {
 	if err := s.db.Sync(); err != nil {
 		return err
 	}
+	upgraded, err := s.upgrade()
+	if err != nil {
+		return err
+	}
 	marker := ws.path(cleanMarkerName)
 	clean, err := exists(marker)
 	if err != nil {
@@ -121,9 +132,10 @@ func (s *Store) startWAL(ws *walState, replay []uint64, opts Options) error {
 		}
 		return ws.lock.Close()
 	}
-	// A clean shutdown's checkpoint is the current state; any other start needs one
-	// before the log (re)starts, since the file is trusted no more from here on.
-	if !clean {
+	// A clean shutdown's checkpoint is the current state (unless upgrade just changed
+	// the file); any other start needs one before the log (re)starts, since the file is
+	// trusted no more from here on.
+	if !clean || upgraded {
 		if err := s.db.View(ws.writeCheckpoint); err != nil {
 			return err
 		}
@@ -211,6 +223,10 @@ func (s *Store) checkpoint() error {
 	next := ws.log.seq + 1
 	ws.fileMu.Lock()
 	err = ws.log.openSegment(next)
+	if err == nil {
+		ws.logged.Store(0)
+		ws.synced = 0
+	}
 	ws.fileMu.Unlock()
 	if err == nil {
 		ws.log.size = 0
@@ -229,6 +245,12 @@ func (s *Store) checkpoint() error {
 	ws.checkpoints.Add(1)
 	ws.checkpointNanos.Add(int64(time.Since(start)))
 	return nil
+}
+
+// stopCheckpoints stops checkpointLoop and waits for it to end; idempotent.
+func (ws *walState) stopCheckpoints() {
+	ws.stopOnce.Do(func() { close(ws.stop) })
+	<-ws.done
 }
 
 // checkpointLoop checkpoints every CheckpointInterval, or sooner when the log has
@@ -284,10 +306,9 @@ const checkpointShare = 8
 // the file as is.
 func (s *Store) closeWAL() error {
 	ws := s.wal
-	close(ws.stop)
-	<-ws.done
+	ws.stopCheckpoints()
 	var err error
-	if ws.failedErr(s.dur) == nil {
+	if ws.failedErr(s.dur) == nil && s.failedErr() == nil {
 		err = s.checkpoint()
 		if err == nil {
 			err = s.db.Sync()
@@ -305,7 +326,7 @@ func (s *Store) closeWAL() error {
 // append writes the current batch's record to the log (caller holds commitMu), before
 // its transaction commits; Store.syncTo makes it durable. A failed append may leave part
 // of a record at the tail of the log, after which nothing may be appended, so from
-// then on the store refuses writes until a restart recovers from the log; the batch
+// then on the store is failed (see Health) until it recovers from the log; the batch
 // itself is rolled back and its callers get the error. A checkpoint is asked for once
 // the log holds CheckpointBytes, or an eighth of the store (storeSize) if that is more:
 // a checkpoint copies the whole store, so on a large store this bounds the copying to
@@ -314,6 +335,7 @@ func (ws *walState) append(storeSize int64) error {
 	if err := ws.log.append(ws.batch.record()); err != nil {
 		return ws.fail(fmt.Errorf("appending to the write-ahead log failed: %w", err))
 	}
+	ws.logged.Store(ws.log.off)
 	if ws.log.size >= max(ws.bytes, storeSize/checkpointShare) {
 		select {
 		case ws.kick <- struct{}{}:
@@ -342,12 +364,12 @@ func (ws *walState) failedErr(d *durability) error {
 	return d.failed()
 }
 
-// fail puts the store in the failed state (caller holds commitMu): writes are refused
-// until a restart, and Close leaves no clean-shutdown marker, so the next Open
-// recovers from the checkpoint and the log.
+// fail records why the log refuses writes (caller holds commitMu): the store is failed
+// (see Health) until it recovers, and Close leaves no clean-shutdown marker, so the
+// next Open recovers from the checkpoint and the log.
 func (ws *walState) fail(err error) error {
 	if ws.failed == nil {
-		ws.failed = fmt.Errorf("store: %w; writes are refused until a restart", err)
+		ws.failed = fmt.Errorf("store: %w", err)
 	}
 	return ws.failed
 }

@@ -213,8 +213,8 @@ func (s *Store) settle(r batchResult) {
 	if err == nil && r.seq > 0 {
 		if r.committed && s.wal != nil {
 			err = s.syncTo(r.seq)
-		} else {
-			err = s.dur.wait(r.seq)
+		} else if err = s.dur.wait(r.seq); err != nil {
+			err = s.fail(err)
 		}
 	}
 	if r.ordered {
@@ -242,9 +242,12 @@ func (s *Store) settle(r batchResult) {
 // commits without fsync; the batch is durable, and its callers are acknowledged, once
 // the leader's fdatasync returns (settle).
 func (s *Store) commitBatch(batch []*call) batchResult {
+	if err := s.failedErr(); err != nil {
+		return batchResult{ran: batch, err: err}
+	}
 	if s.wal != nil {
 		if err := s.wal.failedErr(s.dur); err != nil {
-			return batchResult{ran: batch, err: err}
+			return batchResult{ran: batch, err: s.fail(err)}
 		}
 	}
 	pending := make([]*call, 0, len(batch))
@@ -258,7 +261,7 @@ func (s *Store) commitBatch(batch []*call) batchResult {
 	for len(pending) > 0 {
 		tx, err := s.db.Begin(true)
 		if err != nil {
-			return batchResult{ran: pending, err: fmt.Errorf("store: begin transaction: %w", err)}
+			return batchResult{ran: pending, err: s.fail(fmt.Errorf("store: begin transaction: %w", err))}
 		}
 		state := &txState{counts: map[string]int64{}}
 		if s.wal != nil {
@@ -313,7 +316,7 @@ func (s *Store) commitBatch(batch []*call) batchResult {
 		if s.wal != nil {
 			if err := s.wal.append(tx.Size()); err != nil {
 				_ = tx.Rollback()
-				return batchResult{ran: ran, err: err}
+				return batchResult{ran: ran, err: s.fail(err)}
 			}
 		}
 		seq := s.dur.next()
@@ -328,7 +331,7 @@ func (s *Store) commitBatch(batch []*call) batchResult {
 				s.wal.fail(cause)
 				s.dur.markFailed(cause)
 			}
-			return batchResult{ran: ran, seq: seq, ordered: true, err: fmt.Errorf("store: commit: %w", err)}
+			return batchResult{ran: ran, seq: seq, ordered: true, err: s.fail(fmt.Errorf("store: commit: %w", err))}
 		}
 		if s.wal == nil {
 			s.dur.markDurable(seq) // bbolt fsynced it

@@ -37,8 +37,8 @@
 // file a moment before it is durable, so a View waits for the batches it may have
 // seen to be durable before it returns (at most the fdatasync in flight): no caller
 // or reader ever learns of a write a crash could take back. A failed fdatasync fails
-// its batch's callers and every later write and read until a restart, which recovers
-// from the log. Segments are filled with zeros ahead of their records (walChunk), so
+// its batch's callers and puts the store in the failed state (recover.go): every call
+// is refused until the store has recovered from the checkpoint and the log. Segments are filled with zeros ahead of their records (walChunk), so
 // an append overwrites blocks the file already has and its fdatasync need not journal
 // a new file size. The store file is therefore not trusted after an unclean
 // shutdown (an OS crash may have persisted a meta page without its data pages).
@@ -59,9 +59,9 @@
 // offset), syncs, checkpoints and serves. Replay is idempotent (records hold values,
 // not increments), so a crash during any of these steps is recovered by the next
 // Open. A failed log write, or a commit that fails after its record was written,
-// also makes the store refuse writes until restarted; a write that failed this way
-// may be found after the restart (its record was in the log), as with any write whose
-// outcome the caller never learned. A wal.lock file guards the directory, since
+// also puts the store in the failed state; a write that failed this way may be found
+// after the recovery (if its record was synced), as with any write whose outcome the
+// caller never learned. A wal.lock file guards the directory, since
 // recovery rewrites the store file before bbolt locks it.
 //
 // Opening takes bbolt's file lock with a timeout, so a second process on the same file

@@ -68,7 +68,7 @@ func (d *durability) markFailed(err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.err == nil {
-		d.err = fmt.Errorf("store: the write-ahead log failed; writes are refused until a restart: %w", err)
+		d.err = fmt.Errorf("store: the write-ahead log failed: %w", err)
 		close(d.changed)
 		d.changed = make(chan struct{})
 	}
@@ -146,11 +146,12 @@ func (s *Store) syncTo(seq uint64) error {
 	if done || err != nil {
 		return err
 	}
-	target := d.written.Load()
+	logged, target := ws.logged.Load(), d.written.Load()
 	if err := ws.syncLocked(); err != nil {
 		d.markFailed(err)
-		return d.failed()
+		return s.fail(d.failed())
 	}
+	ws.synced = logged
 	d.markDurable(target)
 	return nil
 }

@@ -55,15 +55,29 @@ type Options struct {
 	// CheckpointBytes starts a checkpoint sooner once the log has grown by this many
 	// bytes, or by an eighth of the store's size if that is more (default 64 MiB).
 	CheckpointBytes int64
+	// RecoverInterval is the first wait of a failed store before it probes the disk
+	// and tries to recover (default 1s; it doubles up to 16 times that between
+	// attempts); negative: a failed store stays failed until it is reopened. See
+	// Health.
+	RecoverInterval time.Duration
+	// OnHealth, if set, is called with the failure when the store starts refusing
+	// writes and with nil once it has recovered, in that order. It must return quickly
+	// and must not call the store.
+	OnHealth func(failure error)
 }
 
 // Store is the bbolt store.Store.
 type Store struct {
+	// db, wal and dur are replaced when a failed store recovers (under closeMu held
+	// exclusively); db is nil while a recovery has not managed to reopen the file.
 	db       *bolt.DB
 	path     string
+	opts     Options
 	tokenKey []byte
 	maxBatch int
 	log      *slog.Logger
+	// failure is the failed state: see Health.
+	failure failure
 
 	// closeMu is held shared by every operation and exclusively by Close, so Close
 	// waits for operations in flight and later ones see closed.
@@ -101,7 +115,8 @@ var _ store.Store = (*Store)(nil)
 
 // Open opens or creates the store file at path (creating its directory), taking the
 // file lock within OpenTimeout. A new file gets the current schema; an existing one
-// must carry exactly schema.Version, or Open fails with reason store.schema_mismatch.
+// must carry schema.Version, or an older one from schema.OldestUpgradable on, which
+// Open upgrades; any other fails with reason store.schema_mismatch.
 func Open(path string, opts Options) (*Store, error) {
 	if opts.OpenTimeout <= 0 {
 		opts.OpenTimeout = 2 * time.Second
@@ -124,6 +139,9 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.CheckpointBytes <= 0 {
 		opts.CheckpointBytes = 64 << 20
 	}
+	if opts.RecoverInterval == 0 {
+		opts.RecoverInterval = time.Second
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store directory: %w", err)
 	}
@@ -139,6 +157,19 @@ func Open(path string, opts Options) (*Store, error) {
 }
 
 func open(path string, opts Options, ws *walState, replay []uint64) (*Store, error) {
+	s := &Store{path: path, opts: opts, maxBatch: opts.MaxBatch, log: opts.Logger,
+		maxLinger: max(opts.MaxLinger, 0), arrive: make(chan struct{}, 1)}
+	if err := s.openFile(ws, replay); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// openFile opens the bbolt file, checks its schema and starts the write-ahead log mode
+// (replaying what prepareWAL found), setting s.db, s.dur and s.wal: at Open, and when a
+// failed store recovers.
+func (s *Store) openFile(ws *walState, replay []uint64) error {
+	path, opts := s.path, s.opts
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout: opts.OpenTimeout,
 		// The freelist is rebuilt by scanning at open instead of being written at every
@@ -148,27 +179,32 @@ func open(path string, opts Options, ws *walState, replay []uint64) (*Store, err
 		InitialMmapSize: opts.InitialMmapSize,
 	})
 	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("%w: could not lock %s within %s; is another agentplane process using this data directory?",
+		return fmt.Errorf("%w: could not lock %s within %s; is another agentplane process using this data directory?",
 			ErrLocked, path, opts.OpenTimeout)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("opening store %s: %w", path, err)
+		return fmt.Errorf("opening store %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path, maxBatch: opts.MaxBatch, log: opts.Logger,
-		maxLinger: max(opts.MaxLinger, 0), arrive: make(chan struct{}, 1), dur: newDurability()}
+	s.db, s.dur, s.wal = db, newDurability(), nil
+	fail := func(err error) error {
+		_ = db.Close()
+		s.db = nil
+		return err
+	}
 	info, err := s.initSchema()
 	if err != nil {
-		_ = db.Close()
-		return nil, err
+		return fail(err)
 	}
 	s.tokenKey = info.GetTokenKey()
 	if ws != nil {
-		if err := s.startWAL(ws, replay, opts); err != nil {
-			_ = db.Close()
-			return nil, err
-		}
+		err = s.startWAL(ws, replay, opts) // upgrades after the replay
+	} else {
+		_, err = s.upgrade()
 	}
-	return s, nil
+	if err != nil {
+		return fail(err)
+	}
+	return nil
 }
 
 // initSchema creates the buckets and header of a new file, or checks those of an
@@ -226,12 +262,15 @@ func (s *Store) readSchema(tx *bolt.Tx) (*storagev1.SchemaInfo, error) {
 	if err := proto.Unmarshal(v, info); err != nil {
 		return nil, fmt.Errorf("store %s: reading schema header: %w", s.path, err)
 	}
-	if info.GetVersion() != schema.Version {
+	if v := info.GetVersion(); v < schema.OldestUpgradable || v > schema.Version {
 		return nil, apierr.FailedPrecondition(apierr.ReasonStoreSchemaMismatch,
 			"store %s has schema version %d but this binary reads version %d: run a matching agentplane version, or restore a backup made by this one",
 			s.path, info.GetVersion(), schema.Version)
 	}
 	for _, name := range schema.Buckets {
+		if info.GetVersion() < schema.Version {
+			break // upgrade checks and creates what it needs
+		}
 		if tx.Bucket(name) == nil {
 			return nil, fmt.Errorf("store %s (schema %d) lacks bucket %s; the file is damaged", s.path, info.GetVersion(), name)
 		}
@@ -248,12 +287,17 @@ func (s *Store) Path() string { return s.path }
 // TokenKey implements store.Store.
 func (s *Store) TokenKey() []byte { return bytes.Clone(s.tokenKey) }
 
-// enter registers an operation; it fails once the store is closed.
+// enter registers an operation; it fails once the store is closed, and while it is
+// failed (see Health).
 func (s *Store) enter() error {
 	s.closeMu.RLock()
 	if s.closed {
 		s.closeMu.RUnlock()
 		return store.ErrClosed()
+	}
+	if err := s.failure.get(); err != nil {
+		s.closeMu.RUnlock()
+		return err
 	}
 	return nil
 }
@@ -262,12 +306,19 @@ func (s *Store) leave() { s.closeMu.RUnlock() }
 
 // Close implements store.Store.
 func (s *Store) Close() error {
+	s.failure.stopRecovery()
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	if s.closed {
 		return nil
 	}
 	s.closed = true
+	if s.db == nil {
+		return nil // a recovery closed it and could not reopen it
+	}
+	if s.failedErr() != nil {
+		return s.closeFailed(true)
+	}
 	var err error
 	if s.wal != nil {
 		err = s.closeWAL()
@@ -310,7 +361,10 @@ func (s *Store) settleRead(seen uint64) error {
 	if s.wal == nil {
 		return nil
 	}
-	return s.dur.wait(seen)
+	if err := s.dur.wait(seen); err != nil {
+		return s.fail(err)
+	}
+	return nil
 }
 
 // Check runs bbolt's consistency check over the whole file and returns every problem

@@ -82,9 +82,10 @@ func TestWALNoOneSeesABatchBeforeItIsDurable(t *testing.T) {
 }
 
 // A failed fdatasync fails the batch it was for, and the store refuses writes and
-// reads of what was not made durable until a restart, which recovers from the log.
+// reads of what was not made durable until a restart (here: it does not recover by
+// itself), which recovers from the log.
 func TestWALFailedSyncFailsTheBatchAndLaterWrites(t *testing.T) {
-	s := openTempWith(t, Options{WAL: true})
+	s := openTempWith(t, Options{WAL: true, RecoverInterval: -1})
 	path := s.path
 	ctx := context.Background()
 	workload(t, s, 0, 3)

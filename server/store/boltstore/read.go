@@ -3,10 +3,13 @@ package boltstore
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -65,6 +68,67 @@ func (r reader) GetTaskSpec(tenant, taskID string) (*storagev1.TaskSpecRecord, e
 	}
 	spec := &storagev1.TaskSpecRecord{}
 	return spec, unmarshal(v, spec, "task spec", key)
+}
+
+func (r reader) GetTaskSpecPartial(tenant, taskID string, withSubmitted bool) (*storagev1.TaskSpecRecord, error) {
+	if err := checkTenant(tenant); err != nil {
+		return nil, err
+	}
+	if !schema.ValidComponent(taskID) {
+		return nil, store.ErrTaskNotFound(taskID)
+	}
+	key := schema.TaskKey(tenant, taskID)
+	v := r.bucket(schema.TaskSpecs).Get(key)
+	if v == nil {
+		return nil, store.ErrTaskNotFound(taskID)
+	}
+	skip := specFieldsResolved
+	if !withSubmitted {
+		skip = specFieldsLarge
+	}
+	spec := &storagev1.TaskSpecRecord{}
+	if err := unmarshalWithout(v, spec, skip); err != nil {
+		return nil, fmt.Errorf("store: decoding task spec at key %x: %w", key, err)
+	}
+	return spec, nil
+}
+
+// The TaskSpecRecord fields a partial read leaves undecoded: the resolved spec, and
+// with it the submitted agent and graph.
+var (
+	specFieldsResolved = []protowire.Number{fieldNumber(&storagev1.TaskSpecRecord{}, "resolved_spec")}
+	specFieldsLarge    = append([]protowire.Number{
+		fieldNumber(&storagev1.TaskSpecRecord{}, "agent"),
+		fieldNumber(&storagev1.TaskSpecRecord{}, "graph"),
+	}, specFieldsResolved...)
+)
+
+func fieldNumber(m proto.Message, name protoreflect.Name) protowire.Number {
+	return m.ProtoReflect().Descriptor().Fields().ByName(name).Number()
+}
+
+// unmarshalWithout decodes the encoded message v into m, except its top-level fields
+// skip, which it steps over by their length prefix. Each kept field is merged in as it
+// comes, which is what decoding the whole of v does, without copying v.
+func unmarshalWithout(v []byte, m proto.Message, skip []protowire.Number) error {
+	merge := proto.UnmarshalOptions{Merge: true}
+	for b := v; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		l := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if l < 0 {
+			return protowire.ParseError(l)
+		}
+		if !slices.Contains(skip, num) {
+			if err := merge.Unmarshal(b[:n+l], m); err != nil {
+				return err
+			}
+		}
+		b = b[n+l:]
+	}
+	return nil
 }
 
 func (r reader) TaskForRequest(tenant, requestID string) (string, error) {
@@ -171,7 +235,7 @@ func scanSeq[T proto.Message](b *bolt.Bucket, tenant, parentID string, after int
 func indexBucket(idx store.Index) ([]byte, error) {
 	switch idx {
 	case store.IndexQueue:
-		return schema.Queue, nil
+		return schema.RunQueue, nil
 	case store.IndexLeaseDeadlines:
 		return schema.LeaseDeadlines, nil
 	case store.IndexEnded:
@@ -222,23 +286,56 @@ func (r reader) ScanIndex(idx store.Index, tenant string, ir store.IndexRange, f
 	if err := checkTenant(tenant); err != nil {
 		return err
 	}
+	if idx == store.IndexQueue {
+		return fmt.Errorf("store: the run queue is read with ScanQueue")
+	}
 	name, err := indexBucket(idx)
 	if err != nil {
 		return err
 	}
-	prefix := schema.TenantPrefix(tenant)
 	var stop []byte
 	if !ir.Until.IsZero() {
 		stop = schema.TimeBound(tenant, ir.Until)
 	}
-	c := r.bucket(name).Cursor()
+	return scanTimed(r.bucket(name), schema.TenantPrefix(tenant), stop, ir.After, idx.String(), func(k []byte) (time.Time, string, bool) {
+		_, at, id, ok := schema.DecodeTimeKey(k)
+		return at, id, ok
+	}, fn)
+}
+
+func (r reader) ScanQueue(tenant, queue string, ir store.IndexRange, fn func(store.IndexEntry) (bool, error)) error {
+	if err := checkTenant(tenant); err != nil {
+		return err
+	}
+	if queue == "" {
+		queue = store.DefaultQueue
+	}
+	if !schema.ValidQueueName(queue) {
+		return apierr.InvalidArgument(apierr.ReasonInvalidArgument, "queue %q is not a queue name", queue)
+	}
+	var stop []byte
+	if !ir.Until.IsZero() {
+		stop = schema.QueueBound(tenant, queue, ir.Until)
+	}
+	return scanTimed(r.bucket(schema.RunQueue), schema.QueuePrefix(tenant, queue), stop, ir.After, "run queue", func(k []byte) (time.Time, string, bool) {
+		_, _, at, id, ok := schema.DecodeQueueKey(k)
+		return at, id, ok
+	}, fn)
+}
+
+// scanTimed reads the keys under prefix of a time-ordered index, after the key after
+// (nil: from the first) and before stop (nil: no bound).
+func scanTimed(b *bolt.Bucket, prefix, stop, after []byte, what string,
+	decode func([]byte) (time.Time, string, bool), fn func(store.IndexEntry) (bool, error),
+) error {
+	c := b.Cursor()
 	var k []byte
-	if ir.After != nil {
-		if _, _, _, ok := schema.DecodeTimeKey(ir.After); !ok || !bytes.HasPrefix(ir.After, prefix) {
+	if after != nil {
+		if _, _, ok := decode(after); !ok || !bytes.HasPrefix(after, prefix) {
 			return apierr.InvalidArgument(apierr.ReasonPageTokenInvalid, "page cursor does not belong to this listing")
 		}
-		k, _ = c.Seek(ir.After)
-		if bytes.Equal(k, ir.After) {
+		k, _ = c.Seek(after)
+		if bytes.Equal(k, after) {
 			k, _ = c.Next()
 		}
 	} else {
@@ -248,9 +345,9 @@ func (r reader) ScanIndex(idx store.Index, tenant string, ir store.IndexRange, f
 		if stop != nil && bytes.Compare(k, stop) >= 0 {
 			return nil
 		}
-		_, at, id, ok := schema.DecodeTimeKey(k)
+		at, id, ok := decode(k)
 		if !ok {
-			return fmt.Errorf("store: malformed %s key %x", idx, k)
+			return fmt.Errorf("store: malformed %s key %x", what, k)
 		}
 		if more, err := fn(store.IndexEntry{At: at, ID: id, Cursor: bytes.Clone(k)}); err != nil || !more {
 			return err

@@ -80,8 +80,15 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 		Path:          s.path,
 		SchemaVersion: schema.Version,
 		TasksByState:  map[agentplanev1.TaskState]int64{},
+		QueueDepth:    map[string]int64{},
 		Commits:       s.commits.Load(),
 		Updates:       s.updates.Load(),
+	}
+	// s.wal is read as an operation (a recovery replaces it), and not inside the View:
+	// commitMu must not be awaited holding a read transaction, which a commit that
+	// remaps the file waits for.
+	if err := s.enter(); err != nil {
+		return st, err
 	}
 	if ws := s.wal; ws != nil {
 		s.commitMu.Lock()
@@ -90,6 +97,7 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 		st.Checkpoints = ws.checkpoints.Load()
 		st.CheckpointTime = time.Duration(ws.checkpointNanos.Load())
 	}
+	s.leave()
 	err := s.View(ctx, func(r store.Reader) error {
 		tx := r.(reader).tx
 		st.SizeBytes = tx.Size()
@@ -106,6 +114,10 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 				st.ActiveLeases += n
 			case name == schema.CounterPendingInterrupts:
 				st.PendingInterrupts += n
+			case strings.HasPrefix(name, schema.CounterQueueDepth):
+				if n != 0 {
+					st.QueueDepth[strings.TrimPrefix(name, schema.CounterQueueDepth)] += n
+				}
 			case strings.HasPrefix(name, schema.CounterTasksInState):
 				state, err := strconv.Atoi(strings.TrimPrefix(name, schema.CounterTasksInState))
 				if err != nil {

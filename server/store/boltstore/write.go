@@ -101,7 +101,20 @@ func queueKey(rec *storagev1.TaskRecord) []byte {
 	if rec == nil || rec.GetQueueTime() == nil {
 		return nil
 	}
-	return schema.TimeKey(rec.GetTenant(), rec.GetQueueTime().AsTime(), rec.GetTaskId())
+	return schema.QueueKey(rec.GetTenant(), store.QueueOf(rec), rec.GetQueueTime().AsTime(), rec.GetTaskId())
+}
+
+// moveQueue keeps the run queue and its depth counter in step with a task record.
+func (w *writer) moveQueue(old, rec *storagev1.TaskRecord) error {
+	delta, err := w.moveIndex(schema.RunQueue, queueKey(old), queueKey(rec))
+	if err != nil || delta == 0 {
+		return err
+	}
+	r := rec
+	if r == nil {
+		r = old
+	}
+	return w.addCount(r.GetTenant(), schema.CounterQueueDepth+store.QueueOf(r), delta)
 }
 
 func leaseKey(rec *storagev1.TaskRecord) []byte {
@@ -133,13 +146,17 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 	if reqID := rec.GetRequestId(); reqID != "" && !schema.ValidComponent(reqID) {
 		return apierr.InvalidArgument(apierr.ReasonInvalidArgument, "request_id is longer than %d bytes", schema.MaxComponent)
 	}
+	if q := rec.GetQueue(); q != "" && !schema.ValidQueueName(q) {
+		return apierr.InvalidArgument(apierr.ReasonInvalidArgument, "queue %q is not a queue name", q)
+	}
 	old, err := w.GetTask(tenant, id)
 	if err != nil && !store.IsNotFound(err) {
 		return err
 	}
 	if old != nil {
-		if !proto.Equal(old.GetCreateTime(), rec.GetCreateTime()) || old.GetRequestId() != rec.GetRequestId() {
-			return fmt.Errorf("store: task %s: create_time and request_id are immutable", id)
+		if !proto.Equal(old.GetCreateTime(), rec.GetCreateTime()) || old.GetRequestId() != rec.GetRequestId() ||
+			store.QueueOf(old) != store.QueueOf(rec) {
+			return fmt.Errorf("store: task %s: create_time, request_id and queue are immutable", id)
 		}
 	} else {
 		if reqID := rec.GetRequestId(); reqID != "" {
@@ -162,7 +179,7 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 			return err
 		}
 	}
-	if _, err := w.moveIndex(schema.Queue, queueKey(old), queueKey(rec)); err != nil {
+	if err := w.moveQueue(old, rec); err != nil {
 		return err
 	}
 	leases, err := w.moveIndex(schema.LeaseDeadlines, leaseKey(old), leaseKey(rec))
@@ -418,7 +435,7 @@ func (w *writer) DeleteTask(tenant, taskID string) (store.Deleted, error) {
 	if err := w.del(schema.TasksByCreate, schema.TaskByCreateKey(tenant, rec.GetCreateTime().AsTime(), taskID)); err != nil {
 		return d, err
 	}
-	if _, err := w.moveIndex(schema.Queue, queueKey(rec), nil); err != nil {
+	if err := w.moveQueue(rec, nil); err != nil {
 		return d, err
 	}
 	leases, err := w.moveIndex(schema.LeaseDeadlines, leaseKey(rec), nil)

@@ -7,8 +7,15 @@ import (
 )
 
 // Version is the layout version this binary reads and writes. Bump it with any change
-// to bucket names, key encodings or the meaning of stored values.
-const Version = 1
+// to bucket names, key encodings or the meaning of stored values, and teach the store
+// to upgrade the version before it (boltstore's upgrade).
+//
+// Version 2 keys the run queue by queue name (bucket RunQueue, QueueKey) where version
+// 1 had one queue per tenant (bucket QueueV1, TimeKey).
+const Version = 2
+
+// OldestUpgradable is the oldest version a store opens (and upgrades) from.
+const OldestUpgradable = 1
 
 // MaxComponent is the longest string component a key may hold.
 const MaxComponent = 255
@@ -27,8 +34,12 @@ var (
 	Requests = []byte("requests")
 	// Events maps EventKey to an EventRecord.
 	Events = []byte("events")
-	// Queue is the run queue: TimeKey(queue time), empty value.
-	Queue = []byte("queue")
+	// RunQueue is the run queue: QueueKey(tenant, queue, queue time, task id), empty
+	// value, so that leasing from one queue is a range scan.
+	RunQueue = []byte("run_queue")
+	// QueueV1 is version 1's run queue (TimeKey, one queue per tenant); only the
+	// upgrade reads it.
+	QueueV1 = []byte("queue")
 	// LeaseDeadlines indexes active leases: TimeKey(deadline), empty value.
 	LeaseDeadlines = []byte("lease_deadlines")
 	// Ended indexes terminal tasks for retention: TimeKey(end time), empty value.
@@ -51,7 +62,7 @@ var (
 
 // Buckets lists every bucket, created together with the store.
 var Buckets = [][]byte{
-	Meta, Tasks, TaskSpecs, TasksByCreate, Requests, Events, Queue, LeaseDeadlines, Ended,
+	Meta, Tasks, TaskSpecs, TasksByCreate, Requests, Events, RunQueue, LeaseDeadlines, Ended,
 	Interrupts, PendingInterrupts, InterruptDeadlines, InterruptsByTask,
 	Verdicts, Obligations, Counters,
 }
@@ -64,6 +75,8 @@ const (
 	CounterEvents            = "events"
 	CounterActiveLeases      = "leases.active"
 	CounterPendingInterrupts = "interrupts.pending"
+	// CounterQueueDepth is followed by a queue name: the tasks waiting in it.
+	CounterQueueDepth = "queue.depth."
 	// CounterTasksInState is followed by the TaskState number.
 	CounterTasksInState = "tasks.state."
 )
@@ -149,6 +162,65 @@ func InterruptKey(tenant, interruptID string) []byte {
 // interrupt deadlines): tenant, time, id, oldest first.
 func TimeKey(tenant string, t time.Time, id string) []byte {
 	return appendString(appendUint(TenantPrefix(tenant), Nanos(t)), id)
+}
+
+// DefaultQueue is the run queue of tasks started without one, and the only queue of a
+// runtime that names none.
+const DefaultQueue = "default"
+
+// MaxQueueName is the longest queue name.
+const MaxQueueName = 64
+
+// ValidQueueName reports whether q is a queue name: 1 to MaxQueueName bytes of ASCII
+// letters, digits, '.', '_' and '-', starting with a letter or digit.
+func ValidQueueName(q string) bool {
+	if q == "" || len(q) > MaxQueueName {
+		return false
+	}
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// QueuePrefix is the prefix of the RunQueue keys of one tenant's queue.
+func QueuePrefix(tenant, queue string) []byte {
+	return appendString(TenantPrefix(tenant), queue)
+}
+
+// QueueKey is the key of a queued task: tenant, queue, queue time, task id; oldest
+// first within a queue.
+func QueueKey(tenant, queue string, t time.Time, taskID string) []byte {
+	return appendString(appendUint(QueuePrefix(tenant, queue), Nanos(t)), taskID)
+}
+
+// QueueBound is the first QueueKey of tenant's queue after every key at or before t.
+func QueueBound(tenant, queue string, t time.Time) []byte {
+	return appendUint(QueuePrefix(tenant, queue), Nanos(t)+1)
+}
+
+// DecodeQueueKey splits a QueueKey.
+func DecodeQueueKey(key []byte) (tenant, queue string, t time.Time, taskID string, ok bool) {
+	tenant, rest, ok := cutString(key)
+	if !ok {
+		return "", "", time.Time{}, "", false
+	}
+	queue, rest, ok = cutString(rest)
+	if !ok || len(rest) < 8 {
+		return "", "", time.Time{}, "", false
+	}
+	n := binary.BigEndian.Uint64(rest)
+	taskID, rest, ok = cutString(rest[8:])
+	if !ok || len(rest) != 0 {
+		return "", "", time.Time{}, "", false
+	}
+	return tenant, queue, time.Unix(0, int64(n)).UTC(), taskID, true
 }
 
 // TimeBound is the first TimeKey of tenant after every key at or before t.

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 )
@@ -117,4 +118,28 @@ func FuzzDecodeTaskByCreateKey(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestQueueNamesAndKeys(t *testing.T) {
+	for q, want := range map[string]bool{
+		"default": true, "gpu": true, "a": true, "team-7.gpu_a100": true, strings.Repeat("q", MaxQueueName): true,
+		"": false, "-gpu": false, ".gpu": false, "_gpu": false, "gpu a100": false, "gpu/a100": false, "été": false,
+		strings.Repeat("q", MaxQueueName+1): false,
+	} {
+		if ValidQueueName(q) != want {
+			t.Errorf("ValidQueueName(%q) = %v", q, !want)
+		}
+	}
+	at := time.Unix(1700000000, 42).UTC()
+	k := QueueKey("acme", "gpu", at, "t1")
+	tenant, queue, got, id, ok := DecodeQueueKey(k)
+	if !ok || tenant != "acme" || queue != "gpu" || !got.Equal(at) || id != "t1" {
+		t.Fatalf("DecodeQueueKey = %q %q %v %q %v", tenant, queue, got, id, ok)
+	}
+	if !bytes.HasPrefix(k, QueuePrefix("acme", "gpu")) || bytes.HasPrefix(k, QueuePrefix("acme", "gp")) {
+		t.Fatal("a queue's keys must share its prefix and no other queue's")
+	}
+	if bytes.Compare(k, QueueBound("acme", "gpu", at)) >= 0 || bytes.Compare(QueueKey("acme", "gpu", at.Add(1), "t0"), QueueBound("acme", "gpu", at)) < 0 {
+		t.Fatal("QueueBound does not bound the keys at or before its time")
+	}
 }

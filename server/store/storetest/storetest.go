@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
@@ -36,6 +38,7 @@ func Run(t *testing.T, open Opener) {
 		{"ScanTasksOrderAndPaging", testScanTasks},
 		{"EventsGapFree", testEvents},
 		{"TimeIndexes", testTimeIndexes},
+		{"RunQueues", testRunQueues},
 		{"Interrupts", testInterrupts},
 		{"VerdictsAndObligations", testVerdictsAndObligations},
 		{"DeleteTaskCascade", testDeleteTask},
@@ -168,6 +171,18 @@ func indexIDs(t *testing.T, s store.Store, idx store.Index, tenant string, until
 	return ids
 }
 
+func queueIDs(t *testing.T, s store.Store, tenant, queue string, until time.Time) []string {
+	t.Helper()
+	var ids []string
+	view(t, s, func(r store.Reader) error {
+		return r.ScanQueue(tenant, queue, store.IndexRange{Until: until}, func(e store.IndexEntry) (bool, error) {
+			ids = append(ids, e.ID)
+			return true, nil
+		})
+	})
+	return ids
+}
+
 func tenants(t *testing.T, s store.Store, idx store.Index, after string) []string {
 	t.Helper()
 	var out []string
@@ -219,6 +234,37 @@ func testTaskSpec(t *testing.T, s store.Store) {
 			t.Errorf("GetTaskSpec = %v, %v", got, err)
 		}
 		_, err = r.GetTaskSpec("other", "t1")
+		wantCode(t, err, codes.NotFound, apierr.ReasonTaskNotFound)
+		return nil
+	})
+	// The partial reads: without the resolved spec, and without the submitted inline spec.
+	name := "big"
+	agent := &agentplanev1.AgentSpec{Name: &name, Model: "m"}
+	full := &storagev1.TaskSpecRecord{
+		Spec:             &storagev1.TaskSpecRecord_Agent{Agent: agent},
+		ResolvedSpec:     &agentplanev1.ResolvedSpec{Spec: &agentplanev1.ResolvedSpec_Agent{Agent: agent}},
+		Input:            "hello",
+		InterruptTimeout: durationpb.New(time.Minute),
+		ToolAxes:         []*agentplanev1.ToolAxisOverride{{Tool: "t", Egress: proto.Bool(true)}},
+		McpServers:       []*agentplanev1.McpServer{{Name: "m", Url: "https://m.example.com", Headers: map[string]string{"a": "b"}}},
+		A2APeers:         []*agentplanev1.A2APeer{{Name: "p", Url: "https://p.example.com"}},
+	}
+	putTasks(t, s, Task("acme", "t2", at(1)))
+	update(t, s, func(w store.Writer) error { return w.PutTaskSpec("acme", "t2", full) })
+	view(t, s, func(r store.Reader) error {
+		want := proto.Clone(full).(*storagev1.TaskSpecRecord)
+		want.ResolvedSpec = nil
+		if got, err := r.GetTaskSpecPartial("acme", "t2", true); err != nil || !proto.Equal(got, want) {
+			t.Errorf("GetTaskSpecPartial with the submitted spec = %v, %v; want %v", got, err, want)
+		}
+		want.Spec = nil
+		if got, err := r.GetTaskSpecPartial("acme", "t2", false); err != nil || !proto.Equal(got, want) {
+			t.Errorf("GetTaskSpecPartial = %v, %v; want %v", got, err, want)
+		}
+		if got, err := r.GetTaskSpecPartial("acme", "t1", false); err != nil || !proto.Equal(got, spec) {
+			t.Errorf("GetTaskSpecPartial of a static agent = %v, %v; want %v (agent_id kept)", got, err, spec)
+		}
+		_, err := r.GetTaskSpecPartial("other", "t2", true)
 		wantCode(t, err, codes.NotFound, apierr.ReasonTaskNotFound)
 		return nil
 	})
@@ -389,8 +435,8 @@ func testTimeIndexes(t *testing.T, s store.Store) {
 	ended.State, ended.EndTime = agentplanev1.TaskState_TASK_STATE_COMPLETED, timestamppb.New(at(40))
 	putTasks(t, s, q1, q2, q3, leased, ended)
 
-	equalStrings(t, "acme queue", indexIDs(t, s, store.IndexQueue, "acme", time.Time{}), []string{"q2", "q1"})
-	equalStrings(t, "acme queue until 10s", indexIDs(t, s, store.IndexQueue, "acme", at(10)), []string{"q2"})
+	equalStrings(t, "acme queue", queueIDs(t, s, "acme", "", time.Time{}), []string{"q2", "q1"})
+	equalStrings(t, "acme queue until 10s", queueIDs(t, s, "acme", "", at(10)), []string{"q2"})
 	equalStrings(t, "queue tenants", tenants(t, s, store.IndexQueue, ""), []string{"acme", "beta"})
 	equalStrings(t, "queue tenants after acme", tenants(t, s, store.IndexQueue, "acme"), []string{"beta"})
 	equalStrings(t, "lease deadlines", indexIDs(t, s, store.IndexLeaseDeadlines, "acme", at(30)), []string{"l1"})
@@ -400,7 +446,7 @@ func testTimeIndexes(t *testing.T, s store.Store) {
 	t.Run("paging", func(t *testing.T) {
 		var first store.IndexEntry
 		view(t, s, func(r store.Reader) error {
-			return r.ScanIndex(store.IndexQueue, "acme", store.IndexRange{}, func(e store.IndexEntry) (bool, error) {
+			return r.ScanQueue("acme", "", store.IndexRange{}, func(e store.IndexEntry) (bool, error) {
 				first = e
 				return false, nil
 			})
@@ -410,7 +456,7 @@ func testTimeIndexes(t *testing.T, s store.Store) {
 		}
 		var rest []string
 		view(t, s, func(r store.Reader) error {
-			return r.ScanIndex(store.IndexQueue, "acme", store.IndexRange{After: first.Cursor}, func(e store.IndexEntry) (bool, error) {
+			return r.ScanQueue("acme", "", store.IndexRange{After: first.Cursor}, func(e store.IndexEntry) (bool, error) {
 				rest = append(rest, e.ID)
 				return true, nil
 			})
@@ -423,10 +469,64 @@ func testTimeIndexes(t *testing.T, s store.Store) {
 	q2.QueueTime = timestamppb.New(at(50))
 	leased.Lease.Revoked = true
 	putTasks(t, s, q1, q2, leased)
-	equalStrings(t, "queue after dequeue", indexIDs(t, s, store.IndexQueue, "acme", time.Time{}), []string{"q2"})
-	equalStrings(t, "queue until 20s after move", indexIDs(t, s, store.IndexQueue, "acme", at(20)), nil)
+	equalStrings(t, "queue after dequeue", queueIDs(t, s, "acme", "", time.Time{}), []string{"q2"})
+	equalStrings(t, "queue until 20s after move", queueIDs(t, s, "acme", "", at(20)), nil)
 	equalStrings(t, "revoked lease", indexIDs(t, s, store.IndexLeaseDeadlines, "acme", time.Time{}), nil)
 	equalStrings(t, "lease tenants", tenants(t, s, store.IndexLeaseDeadlines, ""), nil)
+}
+
+// testRunQueues: each named queue is its own FIFO, its depth is counted, and a task's
+// queue is validated and immutable.
+func testRunQueues(t *testing.T, s store.Store) {
+	queued := func(tenant, id, queue string, sec int) *storagev1.TaskRecord {
+		rec := Task(tenant, id, at(sec))
+		rec.Queue, rec.QueueTime = queue, timestamppb.New(at(sec))
+		return rec
+	}
+	g1, d1, g2, d2, b1 := queued("acme", "g1", "gpu", 3), queued("acme", "d1", "", 2), queued("acme", "g2", "gpu", 1),
+		queued("acme", "d2", store.DefaultQueue, 4), queued("beta", "b1", "gpu", 5)
+	putTasks(t, s, g1, d1, g2, d2, b1)
+	equalStrings(t, "acme gpu", queueIDs(t, s, "acme", "gpu", time.Time{}), []string{"g2", "g1"})
+	equalStrings(t, "acme default", queueIDs(t, s, "acme", store.DefaultQueue, time.Time{}), []string{"d1", "d2"})
+	equalStrings(t, "acme default by its empty name", queueIDs(t, s, "acme", "", time.Time{}), []string{"d1", "d2"})
+	equalStrings(t, "beta gpu", queueIDs(t, s, "beta", "gpu", time.Time{}), []string{"b1"})
+	equalStrings(t, "acme gp (a prefix of gpu)", queueIDs(t, s, "acme", "gp", time.Time{}), nil)
+	equalStrings(t, "queue tenants", tenants(t, s, store.IndexQueue, ""), []string{"acme", "beta"})
+	depth := func(want map[string]int64) {
+		t.Helper()
+		st, err := s.Stats(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(st.QueueDepth) != fmt.Sprint(want) {
+			t.Fatalf("queue depth = %v, want %v", st.QueueDepth, want)
+		}
+	}
+	depth(map[string]int64{"default": 2, "gpu": 3})
+
+	g2.QueueTime = nil // leased
+	putTasks(t, s, g2)
+	update(t, s, func(w store.Writer) error {
+		_, err := w.DeleteTask("beta", "b1")
+		return err
+	})
+	equalStrings(t, "acme gpu after a lease", queueIDs(t, s, "acme", "gpu", time.Time{}), []string{"g1"})
+	depth(map[string]int64{"default": 2, "gpu": 1})
+
+	moved := proto.CloneOf(g1)
+	moved.Queue = "cpu"
+	err := s.Update(context.Background(), func(w store.Writer) error { return w.PutTask(moved) })
+	if err == nil {
+		t.Fatal("a task's queue changed")
+	}
+	for _, bad := range []string{"-x", "a b", "é", strings.Repeat("q", 65)} {
+		err := s.Update(context.Background(), func(w store.Writer) error { return w.PutTask(queued("acme", "bad", bad, 9)) })
+		wantCode(t, err, codes.InvalidArgument, apierr.ReasonInvalidArgument)
+		err = s.View(context.Background(), func(r store.Reader) error {
+			return r.ScanQueue("acme", bad, store.IndexRange{}, func(store.IndexEntry) (bool, error) { return true, nil })
+		})
+		wantCode(t, err, codes.InvalidArgument, apierr.ReasonInvalidArgument)
+	}
 }
 
 func testInterrupts(t *testing.T, s store.Store) {
@@ -598,7 +698,7 @@ func testDeleteTask(t *testing.T, s store.Store) {
 	equalStrings(t, "interrupt deadlines", indexIDs(t, s, store.IndexInterruptDeadlines, "acme", time.Time{}), []string{"i-kept"})
 	equalStrings(t, "lease deadlines", indexIDs(t, s, store.IndexLeaseDeadlines, "acme", time.Time{}), nil)
 	equalStrings(t, "ended", indexIDs(t, s, store.IndexEnded, "acme", time.Time{}), nil)
-	equalStrings(t, "queue", indexIDs(t, s, store.IndexQueue, "acme", time.Time{}), []string{"kept"})
+	equalStrings(t, "queue", queueIDs(t, s, "acme", store.DefaultQueue, time.Time{}), []string{"kept"})
 	view(t, s, func(r store.Reader) error {
 		if id, _ := r.TaskForRequest("acme", "req"); id != "" {
 			t.Errorf("request index still names %q", id)

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -154,6 +156,13 @@ func newAdminStatsCommand(g *globals) *cobra.Command {
 					t.Row("events", resp.GetEvents())
 					t.Row("pending interrupts", resp.GetPendingInterrupts())
 					t.Row("active leases", resp.GetActiveLeases())
+					queues := slices.Sorted(maps.Keys(resp.GetQueueDepth()))
+					if len(queues) == 0 {
+						t.Row("queued", 0)
+					}
+					for _, q := range queues {
+						t.Row("queued in "+q, resp.GetQueueDepth()[q])
+					}
 				})
 			})
 		},

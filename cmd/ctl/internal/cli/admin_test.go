@@ -86,13 +86,14 @@ func TestAdminStatsAndPurge(t *testing.T) {
 			StoreBytes: 3 << 20, SchemaVersion: 2, Events: 42, PendingInterrupts: 3, ActiveLeases: 1,
 			LogBytes: 2048, Checkpoints: 4, Commits: 10, Updates: 25,
 			TasksByState: map[string]int64{"TASK_STATE_WORKING": 4, "TASK_STATE_COMPLETED": 10},
+			QueueDepth:   map[string]int64{"default": 2, "gpu": 5},
 		},
 		purge: &agentplanev1.PurgeTasksResponse{Tasks: 7, Events: 70},
 	}
 	addr := startFakeCP(t, f)
 	code, out, _ := runCtl(t, addr, "admin", "stats")
 	for _, want := range []string{"v1.2.3", "1h30m0s", "bbolt /data/agentplane.db (schema 2)", "3.0 MiB (3145728 bytes)", "tasks completed     10", "tasks working       4", "pending interrupts  3",
-		"2.0 KiB (2048 bytes) (4 checkpoints since start)", "commits 10 (2.5 writes each)"} {
+		"2.0 KiB (2048 bytes) (4 checkpoints since start)", "commits 10 (2.5 writes each)", "queued in default 2", "queued in gpu 5"} {
 		// Column widths follow the longest label; compare with runs of spaces folded.
 		fold := func(s string) string { return regexp.MustCompile(` +`).ReplaceAllString(s, " ") }
 		if code != 0 || !strings.Contains(fold(out), fold(want)) {

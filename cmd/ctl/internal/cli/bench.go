@@ -33,10 +33,9 @@ func newBenchCommand(g *globals) *cobra.Command {
 	cmd := group("bench", "Measure the control plane: task starts, event appends, the approval round trip, an empty call")
 	cmd.Long = "Load generators. Each run prints one summary line:\n" +
 		"  NAME clients=N total=M: X req/s p50=... p90=... p99=...\n" +
-		"bench events and bench gate lease tasks from the queue: run them against a control plane whose\n" +
-		"queue is empty (a fresh --data-dir) and that serves no other runtime. A task that is not the\n" +
-		"bench's is handed back (counting an attempt); past a few, the bench stops. bench start leaves its\n" +
-		"tasks queued. Bench tasks carry the label bench=RUN_ID."
+		"Bench tasks are started on a run queue of their own, bench-RUN_ID, which no other runtime serves,\n" +
+		"and carry the label bench=RUN_ID. bench events and bench gate lease them from that queue and\n" +
+		"complete them; bench start cancels the tasks it started once it has measured."
 	cmd.AddCommand(newBenchStartCommand(g), newBenchEventsCommand(g), newBenchGateCommand(g), newBenchHealthCommand(g))
 	return cmd
 }
@@ -53,7 +52,8 @@ func newBenchHealthCommand(g *globals) *cobra.Command {
 }
 
 // newCallBench is a bench that makes one call per iteration from --clients callers;
-// labeled says the calls create tasks labeled with the run's id.
+// labeled says the calls create tasks labeled with the run's id, which it cancels
+// once it has measured (benchRun.cancelStarted).
 func newCallBench(g *globals, name, short string, call func(ctx context.Context, b *benchRun, caller, i int) error, labeled bool) *cobra.Command {
 	o := &benchOptions{}
 	cmd := &cobra.Command{
@@ -79,7 +79,13 @@ func newCallBench(g *globals, name, short string, call func(ctx context.Context,
 			if labeled {
 				res.extra = [][2]string{{"label", "bench=" + b.id}}
 			}
-			return res.print(g.printer(cmd))
+			if err := res.print(g.printer(cmd)); err != nil {
+				return err
+			}
+			if labeled {
+				return grpcCause(b.cancelStarted(ctx, o.clients))
+			}
+			return nil
 		},
 	}
 	o.bind(cmd, true)
@@ -122,6 +128,29 @@ type benchRun struct {
 	cmd   *cobra.Command
 	id    string
 	conns []*client.Client
+
+	mu      sync.Mutex
+	started []string // tasks started by bench start, canceled at its end
+}
+
+// cancelStarted cancels the tasks bench start started, from clients callers, so that
+// they leave the run's queue.
+func (b *benchRun) cancelStarted(ctx context.Context, clients int) error {
+	b.mu.Lock()
+	ids := b.started
+	b.mu.Unlock()
+	if len(ids) == 0 {
+		return nil
+	}
+	_, _, err := load(ctx, min(clients, len(ids)), len(ids), func(ctx context.Context, caller, i int) error {
+		_, err := b.conn(caller).Tasks.CancelTask(ctx, &agentplanev1.CancelTaskRequest{TaskId: ids[i], Reason: "ctl bench cleanup"})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("canceling the bench's tasks (queue %s): %w", b.queue(), err)
+	}
+	fmt.Fprintf(b.cmd.ErrOrStderr(), "bench: canceled the %d tasks it started\n", len(ids))
+	return nil
 }
 
 func newBenchRun(g *globals, cmd *cobra.Command, conns int) (*benchRun, context.Context, func(), error) {
@@ -144,6 +173,9 @@ func (b *benchRun) close() {
 		_ = c.Close()
 	}
 }
+
+// queue is the run's own run queue: no other runtime leases its tasks.
+func (b *benchRun) queue() string { return "bench-" + b.id }
 
 // conn is the connection of caller i.
 func (b *benchRun) conn(i int) *client.Client { return b.conns[i%len(b.conns)] }
@@ -275,6 +307,7 @@ func (b *benchRun) startRequest(i int, gated bool) *agentplanev1.StartTaskReques
 		Spec:      &agentplanev1.StartTaskRequest_Agent{Agent: benchAgent(gated)},
 		Input:     "bench",
 		Labels:    map[string]string{"bench": b.id},
+		Queue:     b.queue(),
 	}
 	if gated {
 		req.InterruptPolicy = &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Allowlist{
@@ -287,7 +320,12 @@ func (b *benchRun) startRequest(i int, gated bool) *agentplanev1.StartTaskReques
 func newBenchStartCommand(g *globals) *cobra.Command {
 	return newCallBench(g, "start", "StartTask throughput and latency: concurrent starts with distinct request ids",
 		func(ctx context.Context, b *benchRun, caller, i int) error {
-			_, err := b.conn(caller).Tasks.StartTask(ctx, b.startRequest(i, false))
+			resp, err := b.conn(caller).Tasks.StartTask(ctx, b.startRequest(i, false))
+			if err == nil {
+				b.mu.Lock()
+				b.started = append(b.started, resp.GetTask().GetTaskId())
+				b.mu.Unlock()
+			}
 			return err
 		}, true)
 }
@@ -477,19 +515,7 @@ func (b *benchRun) leaseTasks(ctx context.Context, n int, gated bool) (tasks []*
 	}
 	leased := make(chan *worker.Task)
 	release := make(chan struct{})
-	// Tasks ahead of the bench's in the queue are handed back one by one; past a few,
-	// the queue is not the bench's to use.
-	var foreign atomic.Int64
-	maxForeign := int64(max(16, 2*n))
-	crowded := make(chan struct{})
-	var crowdedOnce sync.Once
 	w, err := worker.New(c.Runtime, worker.HandlerFunc(func(ctx context.Context, t *worker.Task) error {
-		if t.Lease().GetTask().GetLabels()["bench"] != b.id {
-			if foreign.Add(1) > maxForeign {
-				crowdedOnce.Do(func() { close(crowded) })
-			}
-			return &worker.Failure{Reason: "bench.foreign_task", Message: "leased by ctl bench by mistake; handed back", Retry: true}
-		}
 		select {
 		case leased <- t:
 		case <-release: // the bench ended before it needed this task
@@ -505,6 +531,7 @@ func (b *benchRun) leaseTasks(ctx context.Context, n int, gated bool) (tasks []*
 		}
 	}), worker.Options{
 		RuntimeID: "ctl-bench-" + b.id,
+		Queues:    []string{b.queue()},
 		Capacity:  n,
 		PollWait:  5 * time.Second,
 		Logger:    slog.New(slog.NewTextHandler(b.cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -537,16 +564,10 @@ func (b *benchRun) leaseTasks(ctx context.Context, n int, gated bool) (tasks []*
 				err = errors.New("the runtime stopped before it leased the bench tasks")
 			}
 			return nil, nil, fmt.Errorf("leasing bench tasks: %w", err)
-		case <-crowded:
-			_ = stop()
-			return nil, nil, fmt.Errorf("the queue holds other tasks ahead of the bench's (%d handed back so far); run this bench against a control plane with an empty queue", foreign.Load())
 		case <-ctx.Done():
 			_ = stop()
 			return nil, nil, context.Cause(ctx)
 		}
-	}
-	if k := foreign.Load(); k > 0 {
-		fmt.Fprintf(b.cmd.ErrOrStderr(), "bench: handed back %d task(s) that were not the bench's\n", k)
 	}
 	return tasks, stop, nil
 }

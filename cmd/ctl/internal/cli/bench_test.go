@@ -50,11 +50,23 @@ func TestBenchStart(t *testing.T) {
 	if len(started) != 50 || len(ids) != 50 {
 		t.Fatalf("%d starts with %d distinct request ids, want 50 and 50", len(started), len(ids))
 	}
+	// On a queue of its own, and cleaned up: nothing is left for the next runtime.
+	if q := started[0].GetQueue(); !regexp.MustCompile(`^bench-[0-9a-f]{8}$`).MatchString(q) {
+		t.Fatalf("bench queue %q", q)
+	}
+	f.Do(func(s *workertest.State) {
+		if len(s.Queue) != 0 || len(s.Ends) != 50 || s.Ends["task-1"] != workertest.Canceled {
+			t.Fatalf("after the bench: %d tasks queued, %d ended (task-1 %q)", len(s.Queue), len(s.Ends), s.Ends["task-1"])
+		}
+	})
+	if !strings.Contains(errOut, "canceled the 50 tasks it started") {
+		t.Errorf("stderr %q", errOut)
+	}
 }
 
 func TestBenchEvents(t *testing.T) {
 	f := workertest.New(t)
-	f.Enqueue("someone-else", nil) // not the bench's: handed back
+	f.Enqueue("someone-else", nil) // not the bench's, in the default queue: left alone
 	out, errOut, err := runBench(t, f.Addr(), "events", "--clients", "3", "--total", "30", "--batch", "2")
 	if err != nil {
 		t.Fatalf("%v: %s", err, errOut)
@@ -62,13 +74,10 @@ func TestBenchEvents(t *testing.T) {
 	if !regexp.MustCompile(`^events ` + summaryLine + ` batch=2 label=bench=[0-9a-f]{8}\n$`).MatchString(out) {
 		t.Fatalf("summary %q", out)
 	}
-	if !strings.Contains(errOut, "handed back 1 task(s) that were not the bench's") {
-		t.Errorf("stderr %q", errOut)
-	}
 	var s workertest.State
 	f.Do(func(st *workertest.State) { s = *st })
-	if s.Ends["someone-else"] != workertest.Retried || len(s.Events["someone-else"]) != 0 {
-		t.Errorf("the foreign task: end %q, %d events", s.Ends["someone-else"], len(s.Events["someone-else"]))
+	if _, ended := s.Ends["someone-else"]; ended || len(s.Queue) != 1 || s.Queue[0].GetTask().GetTaskId() != "someone-else" {
+		t.Errorf("the other task: end %q, queue %v", s.Ends["someone-else"], s.Queue)
 	}
 	events := 0
 	for _, id := range []string{"task-1", "task-2", "task-3"} {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -28,6 +29,7 @@ type runtimeRunOptions struct {
 	capacity  int
 	once      bool
 	durable   bool
+	queues    []string
 }
 
 func newRuntimeRunCommand(g *globals) *cobra.Command {
@@ -39,7 +41,7 @@ func newRuntimeRunCommand(g *globals) *cobra.Command {
 			"turn ends, verdicts, complete or fail) for every task it leases. See docs/runtime-script.md.\n" +
 			"Ctrl-C stops leasing and lets running tasks finish; a second Ctrl-C hands them back to the queue.",
 		Example: "  ctl runtime run --script examples/runtime/hello.yaml\n" +
-			"  ctl runtime run --script examples/runtime/approval.yaml --once",
+			"  ctl runtime run --script examples/runtime/approval.yaml --queue approvals --once",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sc, err := script.Load(o.script)
@@ -53,6 +55,7 @@ func newRuntimeRunCommand(g *globals) *cobra.Command {
 				runner := &script.Runner{Script: sc, Tasks: c.Tasks, Progress: printer.Lines(cmd.OutOrStdout()), Durable: o.durable}
 				opts := worker.Options{
 					RuntimeID: o.runtimeID,
+					Queues:    o.queues,
 					Capacity:  o.capacity,
 					Logger:    slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn})),
 				}
@@ -63,8 +66,12 @@ func newRuntimeRunCommand(g *globals) *cobra.Command {
 				if err != nil {
 					return usageErr("%v", err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "runtime %s: playing %s (%d steps) for tasks from %s, %d at a time\n",
-					printer.Text(o.runtimeID), printer.Text(sc.Name), len(sc.Steps), printer.Text(g.addr), o.capacity)
+				queues := "default"
+				if len(o.queues) > 0 {
+					queues = strings.Join(o.queues, ", ")
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "runtime %s: playing %s (%d steps) for tasks of queue %s from %s, %d at a time\n",
+					printer.Text(o.runtimeID), printer.Text(sc.Name), len(sc.Steps), printer.Text(queues), printer.Text(g.addr), o.capacity)
 				return grpcCause(runUntilSignalled(ctx, w, cmd))
 			})
 		},
@@ -75,6 +82,7 @@ func newRuntimeRunCommand(g *globals) *cobra.Command {
 	f.StringVar(&o.runtimeID, "runtime-id", fmt.Sprintf("ctl-%s-%d", host, os.Getpid()), "this runtime's id, shown on its leases")
 	f.IntVar(&o.capacity, "capacity", 1, "tasks played at once")
 	f.BoolVar(&o.once, "once", false, "exit after one lease has ended (completed, failed, paused or suspended)")
+	f.StringSliceVar(&o.queues, "queue", nil, "run queue to lease from (repeatable or comma-separated); none means the default queue only")
 	f.BoolVar(&o.durable, "durable", false, "gated tool calls wait durably (giving the lease up) unless a step says wait: interactive")
 	_ = cmd.MarkFlagRequired("script")
 	return cmd

@@ -41,7 +41,9 @@ type taskStartOptions struct {
 	labels                        []string
 	policyFile                    string
 	sessionID                     string
+	queue                         string
 	interruptTimeout              time.Duration
+	view                          string
 }
 
 func newTaskStartCommand(g *globals) *cobra.Command {
@@ -54,7 +56,8 @@ func newTaskStartCommand(g *globals) *cobra.Command {
 			"With --request-id, repeating the command returns the same task instead of starting another.",
 		Example: "  ctl task start --agent agent.yaml --input \"summarize the release notes\"\n" +
 			"  ctl task start --agent-id billing-bot --input - < question.txt --label team=billing\n" +
-			"  ctl task start --agent agent.yaml --policy policy.yaml --input \"refund order 42\" --request-id refund-42",
+			"  ctl task start --agent agent.yaml --policy policy.yaml --input \"refund order 42\" --request-id refund-42\n" +
+			"  ctl task start --agent agent.yaml --input \"hi\" --queue gpu    # leased only by runtimes serving gpu",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req, err := o.request(g.stdin)
@@ -82,8 +85,27 @@ func newTaskStartCommand(g *globals) *cobra.Command {
 	f.StringArrayVar(&o.labels, "label", nil, "label key=value (repeatable)")
 	f.StringVar(&o.policyFile, "policy", "", "interrupt policy file (YAML or JSON): allowlist, denylist or predicate")
 	f.StringVar(&o.sessionID, "session", "", "session id passed to policies and approval requests")
+	f.StringVar(&o.queue, "queue", "", "run queue: only runtimes serving it lease the task (default: the default queue)")
 	f.DurationVar(&o.interruptTimeout, "interrupt-timeout", 0, "deadline of each interrupt of this task (default: the deployment's)")
+	viewFlag(cmd, &o.view, "basic")
 	return cmd
+}
+
+// viewFlag adds --view, naming the server's default for the command.
+func viewFlag(cmd *cobra.Command, v *string, def string) {
+	cmd.Flags().StringVar(v, "view", "", "how much of each task the server returns: basic (without the submitted spec) or full (default "+def+")")
+}
+
+// parseView reads --view; "" leaves the choice to the server's default for the RPC.
+func parseView(s string) (agentplanev1.TaskView, error) {
+	if s == "" {
+		return agentplanev1.TaskView_TASK_VIEW_UNSPECIFIED, nil
+	}
+	v, ok := parseEnum(s, "TASK_VIEW_", agentplanev1.TaskView_value)
+	if !ok {
+		return 0, usageErr("--view %q: want one of %s", s, enumChoices("TASK_VIEW_", agentplanev1.TaskView_value))
+	}
+	return agentplanev1.TaskView(v), nil
 }
 
 func (o *taskStartOptions) request(stdin io.Reader) (*agentplanev1.StartTaskRequest, error) {
@@ -93,7 +115,11 @@ func (o *taskStartOptions) request(stdin io.Reader) (*agentplanev1.StartTaskRequ
 	case n > 1:
 		return nil, usageErr("--agent, --graph and --agent-id are alternatives; give one")
 	}
-	req := &agentplanev1.StartTaskRequest{RequestId: o.requestID, Input: o.input, SessionId: o.sessionID}
+	view, err := parseView(o.view)
+	if err != nil {
+		return nil, err
+	}
+	req := &agentplanev1.StartTaskRequest{RequestId: o.requestID, Input: o.input, SessionId: o.sessionID, View: view, Queue: o.queue}
 	if o.input == "-" {
 		b, err := io.ReadAll(stdin)
 		if err != nil {
@@ -137,15 +163,7 @@ func (o *taskStartOptions) request(stdin io.Reader) (*agentplanev1.StartTaskRequ
 // does, named after the file they are in, and returns the error to exit with. Other
 // errors are returned as they are.
 func (o *taskStartOptions) specViolations(w io.Writer, err error) error {
-	if apierr.InfoOf(err).GetReason() != apierr.ReasonSpecInvalid {
-		return err
-	}
-	var violations []*agentplanev1.SpecViolation
-	for _, d := range status.Convert(err).Details() {
-		if sv, ok := d.(*agentplanev1.SpecViolations); ok {
-			violations = append(violations, sv.GetViolations()...)
-		}
-	}
+	violations := specViolationsOf(err)
 	if len(violations) == 0 {
 		return err
 	}
@@ -161,6 +179,24 @@ func (o *taskStartOptions) specViolations(w io.Writer, err error) error {
 		noun = "violation"
 	}
 	return &exitError{code: exitFailed, err: fmt.Errorf("%s is invalid (%d %s); no task was started", name, len(violations), noun)}
+}
+
+// specViolationsOf returns the violations a refused spec carries: those of an invalid
+// spec (spec.invalid) and the DOC-TOO-LARGE finding of a document over the
+// deployment's limits (limit.exceeded). Other errors have none.
+func specViolationsOf(err error) []*agentplanev1.SpecViolation {
+	switch apierr.InfoOf(err).GetReason() {
+	case apierr.ReasonSpecInvalid, apierr.ReasonResourceExhausted:
+	default:
+		return nil
+	}
+	var violations []*agentplanev1.SpecViolation
+	for _, d := range status.Convert(err).Details() {
+		if sv, ok := d.(*agentplanev1.SpecViolations); ok {
+			violations = append(violations, sv.GetViolations()...)
+		}
+	}
+	return violations
 }
 
 func countSet(values ...string) int {
@@ -209,9 +245,14 @@ func taskTable(t *printer.Tab, task *agentplanev1.Task) {
 		t.Row("spec", "GraphSpec "+orDash(spec.Graph.GetName()))
 	case *agentplanev1.Task_AgentId:
 		t.Row("spec", "agent id "+spec.AgentId)
+	default: // the basic view leaves an inline spec out
+		if k := task.GetSpecKind(); k != "" {
+			t.Row("spec", k)
+		}
 	}
 	t.Row("input", truncate(task.GetInput(), 120))
 	t.Row("labels", labelsText(task.GetLabels()))
+	t.Row("queue", orDash(task.GetQueue()))
 	t.Row("request id", orDash(task.GetRequestId()))
 	t.Row("created", when(task.GetCreateTime())+" by "+orDash(task.GetCreatedBy()))
 	t.Row("updated", when(task.GetUpdateTime()))
@@ -223,6 +264,16 @@ func taskTable(t *printer.Tab, task *agentplanev1.Task) {
 	t.Row("events", task.GetLastSequence())
 	if ids := task.GetPendingInterruptIds(); len(ids) > 0 {
 		t.Row("pending interrupts", strings.Join(ids, ", "))
+	}
+	var peers []string
+	for _, s := range task.GetEffectiveMcpServers() {
+		peers = append(peers, peerText("mcp", s.GetName(), s.GetUrl(), s.GetHeaderNames()))
+	}
+	for _, p := range task.GetEffectiveA2APeers() {
+		peers = append(peers, peerText("a2a", p.GetName(), p.GetUrl(), p.GetHeaderNames()))
+	}
+	if len(peers) > 0 {
+		t.Row("servers", strings.Join(peers, "; "))
 	}
 	if task.GetCancelRequested() {
 		t.Row("cancel requested", "yes")
@@ -236,6 +287,16 @@ func taskTable(t *printer.Tab, task *agentplanev1.Task) {
 			t.Row("structured output", truncate(compactJSON(out.GetStructured()), 200))
 		}
 	}
+}
+
+// peerText is one effective MCP server or A2A peer: the server shows header names,
+// never their values.
+func peerText(kind, name, url string, headers []string) string {
+	s := kind + " " + name + " " + url
+	if len(headers) > 0 {
+		s += " (headers: " + strings.Join(headers, ", ") + ")"
+	}
+	return s
 }
 
 // newTaskIDCommand builds a command taking one task id and printing the task that
@@ -264,9 +325,16 @@ type taskResponse interface {
 }
 
 func newTaskGetCommand(g *globals) *cobra.Command {
-	return newTaskIDCommand(g, "get TASK_ID", "Show a task", func(ctx context.Context, c *client.Client, id string) (taskResponse, error) {
-		return c.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: id})
+	var viewName string
+	cmd := newTaskIDCommand(g, "get TASK_ID", "Show a task", func(ctx context.Context, c *client.Client, id string) (taskResponse, error) {
+		view, err := parseView(viewName)
+		if err != nil {
+			return nil, err
+		}
+		return c.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: id, View: view})
 	})
+	viewFlag(cmd, &viewName, "full")
+	return cmd
 }
 
 func newTaskCancelCommand(g *globals) *cobra.Command {
@@ -291,8 +359,10 @@ func newTaskContinueCommand(g *globals) *cobra.Command {
 type taskListOptions struct {
 	states    []string
 	labels    []string
+	queue     string
 	limit     int32
 	pageToken string
+	view      string
 }
 
 func newTaskListCommand(g *globals) *cobra.Command {
@@ -303,7 +373,11 @@ func newTaskListCommand(g *globals) *cobra.Command {
 		Example: "  ctl task list --state working --state input_required\n  ctl task list --label team=billing --limit 20",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			req := &agentplanev1.ListTasksRequest{PageSize: o.limit, PageToken: o.pageToken}
+			view, err := parseView(o.view)
+			if err != nil {
+				return err
+			}
+			req := &agentplanev1.ListTasksRequest{PageSize: o.limit, PageToken: o.pageToken, View: view, Queue: o.queue}
 			for _, s := range o.states {
 				v, ok := parseEnum(s, "TASK_STATE_", agentplanev1.TaskState_value)
 				if !ok {
@@ -341,8 +415,10 @@ func newTaskListCommand(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringSliceVar(&o.states, "state", nil, "only tasks in these states (repeatable or comma-separated): "+enumChoices("TASK_STATE_", agentplanev1.TaskState_value))
 	f.StringArrayVar(&o.labels, "label", nil, "only tasks with this label key=value (repeatable; all must match)")
+	f.StringVar(&o.queue, "queue", "", "only tasks of this run queue")
 	f.Int32Var(&o.limit, "limit", 0, "tasks per page (server default 50, at most 500)")
 	f.StringVar(&o.pageToken, "page-token", "", "continue a listing from the token a previous page printed")
+	viewFlag(cmd, &o.view, "basic")
 	return cmd
 }
 

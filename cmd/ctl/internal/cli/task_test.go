@@ -339,3 +339,38 @@ func TestTaskCommandsAgainstTheServer(t *testing.T) {
 		}
 	}
 }
+
+func TestTaskViewFlag(t *testing.T) {
+	basic := sampleTask()
+	basic.Spec, basic.SpecKind = nil, "GraphSpec"
+	basic.EffectiveMcpServers = []*agentplanev1.McpServerInfo{{Name: "ops", Url: "https://mcp.example.com/sse", HeaderNames: []string{"Authorization"}}}
+	f := &fakeCP{task: basic, taskPages: []*agentplanev1.ListTasksResponse{{Tasks: []*agentplanev1.Task{basic}}}}
+	addr := startFakeCP(t, f)
+
+	code, out, errOut := runCtl(t, addr, "task", "get", "t-1")
+	if code != 0 || !regexp.MustCompile(`(?m)^spec\s+GraphSpec$`).MatchString(out) ||
+		!strings.Contains(out, "mcp ops https://mcp.example.com/sse (headers: Authorization)") {
+		t.Errorf("get of a basic task: exit %d %s\n%s", code, errOut, out)
+	}
+	for _, args := range [][]string{
+		{"task", "get", "t-1", "--view", "basic"},
+		{"task", "list", "--view", "FULL"},
+		{"task", "start", "--agent-id", "a", "--view", "task_view_full"},
+	} {
+		if code, _, errOut := runCtl(t, addr, args...); code != 0 {
+			t.Fatalf("%v: exit %d %s", args, code, errOut)
+		}
+	}
+	gets := requests[*agentplanev1.GetTaskRequest](f)
+	lists := requests[*agentplanev1.ListTasksRequest](f)
+	starts := requests[*agentplanev1.StartTaskRequest](f)
+	if gets[0].GetView() != agentplanev1.TaskView_TASK_VIEW_UNSPECIFIED || gets[1].GetView() != agentplanev1.TaskView_TASK_VIEW_BASIC ||
+		lists[0].GetView() != agentplanev1.TaskView_TASK_VIEW_FULL || starts[0].GetView() != agentplanev1.TaskView_TASK_VIEW_FULL {
+		t.Errorf("views sent: get %v %v, list %v, start %v", gets[0].GetView(), gets[1].GetView(), lists[0].GetView(), starts[0].GetView())
+	}
+	for _, args := range [][]string{{"task", "get", "t-1", "--view", "huge"}, {"task", "list", "--view", "huge"}, {"task", "start", "--agent-id", "a", "--view", "huge"}} {
+		if code, _, errOut := runCtl(t, addr, args...); code != exitUsage || !strings.Contains(errOut, `--view "huge": want one of basic, full`) {
+			t.Errorf("%v: exit %d %q", args, code, errOut)
+		}
+	}
+}

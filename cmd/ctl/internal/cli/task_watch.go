@@ -80,7 +80,7 @@ func (w *watcher) run(ctx context.Context) error {
 		case err == nil:
 			// The stream ended without the task ending (a server restarting
 			// gracefully, or --after past the end): ask whether it is over.
-			resp, gerr := w.tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: w.id})
+			resp, gerr := w.tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: w.id, View: agentplanev1.TaskView_TASK_VIEW_BASIC})
 			if gerr == nil && terminal(resp.GetTask().GetState()) {
 				return nil
 			}

@@ -157,7 +157,11 @@ type TaskRecord struct {
 	VerdictCount int64 `protobuf:"varint,26,opt,name=verdict_count,json=verdictCount,proto3" json:"verdict_count,omitempty"`
 	// Kind of spec: AgentSpec, GraphSpec or static (copied from the spec record so that
 	// listings need not read it).
-	SpecKind      string `protobuf:"bytes,27,opt,name=spec_kind,json=specKind,proto3" json:"spec_kind,omitempty"`
+	SpecKind string `protobuf:"bytes,27,opt,name=spec_kind,json=specKind,proto3" json:"spec_kind,omitempty"`
+	// The run queue the task was started on; drives the queue index, which is keyed by
+	// it so that leasing from one queue is a range scan. Empty in records written before
+	// queues existed, which means "default". Immutable.
+	Queue         string `protobuf:"bytes,40,opt,name=queue,proto3" json:"queue,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -377,6 +381,13 @@ func (x *TaskRecord) GetVerdictCount() int64 {
 func (x *TaskRecord) GetSpecKind() string {
 	if x != nil {
 		return x.SpecKind
+	}
+	return ""
+}
+
+func (x *TaskRecord) GetQueue() string {
+	if x != nil {
+		return x.Queue
 	}
 	return ""
 }
@@ -1036,7 +1047,8 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\x05R\aversion\x12;\n" +
 	"\vcreate_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12\x1b\n" +
-	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\xee\t\n" +
+	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\x84\n" +
+	"\n" +
 	"\n" +
 	"TaskRecord\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
@@ -1072,7 +1084,8 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\x14resume_interrupt_ids\x18\x18 \x03(\tR\x12resumeInterruptIds\x12)\n" +
 	"\x10obligation_count\x18\x19 \x01(\x03R\x0fobligationCount\x12#\n" +
 	"\rverdict_count\x18\x1a \x01(\x03R\fverdictCount\x12\x1b\n" +
-	"\tspec_kind\x18\x1b \x01(\tR\bspecKind\x1a9\n" +
+	"\tspec_kind\x18\x1b \x01(\tR\bspecKind\x12\x14\n" +
+	"\x05queue\x18( \x01(\tR\x05queue\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb2\x04\n" +

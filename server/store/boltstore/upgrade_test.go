@@ -1,0 +1,172 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
+	"github.com/agentplane/agentplane/server/store"
+	"github.com/agentplane/agentplane/server/store/schema"
+	"github.com/agentplane/agentplane/server/store/storetest"
+)
+
+// TestUpgradeFromVersion1 opens a store in version 1's layout (one run queue per
+// tenant, keyed by time) and finds its queued tasks in the default queue, counted,
+// under version 2; in the write-ahead log mode the checkpoint is of the upgraded file.
+func TestUpgradeFromVersion1(t *testing.T) {
+	for _, wal := range []bool{false, true} {
+		t.Run(fmt.Sprintf("wal=%v", wal), func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "agentplane.db")
+			s, err := Open(path, Options{WAL: wal})
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+			var recs []*storagev1.TaskRecord
+			for i, tenant := range []string{"acme", "acme", "beta"} {
+				rec := storetest.Task(tenant, fmt.Sprintf("t%d", i), base)
+				rec.QueueTime = timestamppb.New(base.Add(time.Duration(i) * time.Second))
+				recs = append(recs, rec)
+			}
+			if err := s.Update(context.Background(), func(w store.Writer) error {
+				for _, rec := range recs {
+					if err := w.PutTask(rec); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			downgrade(t, path)
+			if wal {
+				downgrade(t, filepath.Join(dir, checkpointName))
+			}
+
+			s, err = Open(path, Options{WAL: wal})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			if err := s.View(context.Background(), func(r store.Reader) error {
+				for _, tenant := range []string{"acme", "beta"} {
+					if err := r.ScanQueue(tenant, store.DefaultQueue, store.IndexRange{}, func(e store.IndexEntry) (bool, error) {
+						ids = append(ids, e.ID)
+						return true, nil
+					}); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(ids) != "[t0 t1 t2]" {
+				t.Fatalf("queued after the upgrade: %v", ids)
+			}
+			st, err := s.Stats(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.SchemaVersion != schema.Version || fmt.Sprint(st.QueueDepth) != "map[default:3]" {
+				t.Fatalf("stats after the upgrade: version %d, queue depth %v", st.SchemaVersion, st.QueueDepth)
+			}
+			if err := s.Check(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			files := []string{path}
+			if wal {
+				files = append(files, filepath.Join(dir, checkpointName))
+			}
+			for _, f := range files {
+				if v := version(t, f); v != schema.Version {
+					t.Fatalf("%s has schema version %d after the upgrade", filepath.Base(f), v)
+				}
+			}
+		})
+	}
+}
+
+// downgrade rewrites a version 2 file into version 1's layout.
+func downgrade(t *testing.T, path string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		old, err := tx.CreateBucket(schema.QueueV1)
+		if err != nil {
+			return err
+		}
+		if err := tx.Bucket(schema.RunQueue).ForEach(func(k, _ []byte) error {
+			tenant, _, at, id, ok := schema.DecodeQueueKey(k)
+			if !ok {
+				return fmt.Errorf("bad key %x", k)
+			}
+			return old.Put(schema.TimeKey(tenant, at, id), nil)
+		}); err != nil {
+			return err
+		}
+		if err := tx.DeleteBucket(schema.RunQueue); err != nil {
+			return err
+		}
+		var depth [][]byte
+		_ = tx.Bucket(schema.Counters).ForEach(func(k, _ []byte) error {
+			if bytes.Contains(k, []byte(schema.CounterQueueDepth)) {
+				depth = append(depth, bytes.Clone(k))
+			}
+			return nil
+		})
+		for _, k := range depth {
+			if err := tx.Bucket(schema.Counters).Delete(k); err != nil {
+				return err
+			}
+		}
+		info := &storagev1.SchemaInfo{}
+		if err := proto.Unmarshal(tx.Bucket(schema.Meta).Get(schema.MetaSchemaKey), info); err != nil {
+			return err
+		}
+		info.Version = 1
+		v, err := proto.Marshal(info)
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(schema.Meta).Put(schema.MetaSchemaKey, v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func version(t *testing.T, path string) int32 {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	info := &storagev1.SchemaInfo{}
+	if err := db.View(func(tx *bolt.Tx) error {
+		return proto.Unmarshal(tx.Bucket(schema.Meta).Get(schema.MetaSchemaKey), info)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return info.GetVersion()
+}
