@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -28,13 +29,15 @@ func TestRequestDigestIgnoresOnlyIDAndView(t *testing.T) {
 		SessionId:        "session",
 		View:             agentplanev1.TaskView_TASK_VIEW_FULL,
 	}
-	req.ProtoReflect().SetUnknown([]byte{0x98, 0x06, 0x01}) // field 99, varint 1
+	// Unknown: field 99 varint 1, field 1 varint 5 and field 15 bytes "x" (the numbers of
+	// request_id and view, under other wire types, are fields of their own).
+	req.ProtoReflect().SetUnknown([]byte{0x98, 0x06, 0x01, 0x08, 0x05, 0x7a, 0x01, 'x'})
 	before := proto.Clone(req)
 
 	cleared := proto.Clone(req).(*agentplanev1.StartTaskRequest)
 	cleared.RequestId = ""
 	cleared.View = agentplanev1.TaskView_TASK_VIEW_UNSPECIFIED
-	if got, want := RequestDigest(req), digest(cleared); !bytes.Equal(got, want) {
+	if got, want := RequestDigest(req), clearedDigest(cleared); !bytes.Equal(got, want) {
 		t.Fatalf("digest %x, want that of the request without its id, %x", got, want)
 	}
 	if !proto.Equal(req, before) {
@@ -50,6 +53,12 @@ func TestRequestDigestIgnoresOnlyIDAndView(t *testing.T) {
 		"a tool axis":   func(r *agentplanev1.StartTaskRequest) { r.ToolAxes[1].Egress = &egress },
 		"the spec":      func(r *agentplanev1.StartTaskRequest) { r.GetAgent().Model = "n" },
 		"unknown field": func(r *agentplanev1.StartTaskRequest) { r.ProtoReflect().SetUnknown([]byte{0x98, 0x06, 0x02}) },
+		"unknown field 1": func(r *agentplanev1.StartTaskRequest) {
+			r.ProtoReflect().SetUnknown([]byte{0x98, 0x06, 0x01, 0x7a, 0x01, 'x'})
+		},
+		"unknown field 15": func(r *agentplanev1.StartTaskRequest) {
+			r.ProtoReflect().SetUnknown([]byte{0x98, 0x06, 0x01, 0x08, 0x05})
+		},
 	} {
 		changed := proto.Clone(req).(*agentplanev1.StartTaskRequest)
 		change(changed)
@@ -57,6 +66,17 @@ func TestRequestDigestIgnoresOnlyIDAndView(t *testing.T) {
 			t.Fatalf("changing %s left the digest as it was", name)
 		}
 	}
+}
+
+// clearedDigest is what RequestDigest was first written as: the SHA-256 of the
+// deterministic encoding of a copy of the request with request_id and view cleared.
+func clearedDigest(m proto.Message) []byte {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	sum := sha256.Sum256(b)
+	return sum[:]
 }
 
 func BenchmarkRequestDigest(b *testing.B) {
