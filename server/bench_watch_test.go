@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/servertest"
 )
@@ -45,7 +46,7 @@ func BenchmarkWatchFanout(b *testing.B) {
 	started, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
 		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Model: "m",
 			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Answer briefly."}}}},
-		Input: "bench",
+		Input: client.UserText("bench"),
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -165,9 +166,10 @@ func TestWatchFanoutHelperProcess(t *testing.T) {
 		lines := bufio.NewScanner(os.Stdin)
 		for i := 0; lines.Scan(); i++ {
 			start := time.Now()
+			m := client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, fmt.Sprintf("bench event %d", i))
+			m.Node = "bench"
 			_, err := runtime.ReportEvents(ctx, &agentplanev1.ReportEventsRequest{Lease: ref, Events: []*agentplanev1.RuntimeEvent{{
-				Payload: &agentplanev1.RuntimeEvent_Message{Message: &agentplanev1.ChatMessage{
-					Role: agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, Text: fmt.Sprintf("bench event %d", i), Node: "bench"}},
+				Payload: &agentplanev1.RuntimeEvent_Message{Message: m},
 			}}})
 			if err != nil {
 				t.Fatal(err)

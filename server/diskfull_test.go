@@ -13,6 +13,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/config"
@@ -34,7 +36,7 @@ func TestDiskFullHealthAndRecovery(t *testing.T) {
 			ctx := context.Background()
 			start := func() (string, error) {
 				resp, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-					Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: "hello",
+					Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("hello"),
 				})
 				return resp.GetTask().GetTaskId(), err
 			}
@@ -54,7 +56,7 @@ func TestDiskFullHealthAndRecovery(t *testing.T) {
 			}
 			unavailable := func(what string, err error) {
 				t.Helper()
-				if status.Code(err) != codes.Unavailable || apierr.InfoOf(err).GetReason() != apierr.ReasonStoreUnavailable {
+				if status.Code(err) != codes.Unavailable || reasons.Of(err) != apierr.ReasonStoreUnavailable {
 					t.Fatalf("%s: want UNAVAILABLE %s, got %v", what, apierr.ReasonStoreUnavailable, err)
 				}
 			}

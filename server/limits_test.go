@@ -14,9 +14,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	"github.com/agentplane/agentplane/client"
+	"github.com/agentplane/agentplane/client/worker"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/auth"
@@ -91,17 +92,20 @@ func (r *limitsRun) settle(kind string, n int) {
 // wantLimited checks err is the per-principal refusal of kind.
 func wantLimited(t *testing.T, what string, err error, kind string) {
 	t.Helper()
-	info := apierr.InfoOf(err)
-	if status.Code(err) != codes.ResourceExhausted || info.GetReason() != apierr.ReasonConcurrencyLimit ||
+	info := reasons.Info(err)
+	if status.Code(err) != codes.ResourceExhausted || reasons.Parse(info.GetReason()) != apierr.ReasonConcurrencyLimit ||
 		info.GetMetadata()["kind"] != kind || info.GetMetadata()["limit"] != strconv.Itoa(perPrincipal) {
 		t.Fatalf("%s: want RESOURCE_EXHAUSTED %s kind=%s limit=%d, got %v (%v)", what, apierr.ReasonConcurrencyLimit, kind, perPrincipal, err, info)
+	}
+	if delay, retry := reasons.RetryAfter(err); !retry || delay <= 0 || !worker.IsTransient(err) {
+		t.Fatalf("%s: a concurrency refusal must say it is retryable (RetryInfo %v %v, IsTransient %v)", what, delay, retry, worker.IsTransient(err))
 	}
 }
 
 func (r *limitsRun) startTask(a *actor) string {
 	r.t.Helper()
 	resp, err := a.c.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: "hi", InterruptPolicy: gatedPolicy(),
+		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("hi"), InterruptPolicy: gatedPolicy(),
 	})
 	if err != nil {
 		r.t.Fatalf("StartTask by %v: %v", a, err)
@@ -210,7 +214,7 @@ func TestPrincipalLimitWatchesOverHTTP(t *testing.T) {
 	wantLimited(t, "gRPC watch with one HTTP and one gRPC watch open", err, "watch")
 	refused, line := httpWatch()
 	refused.Body.Close()
-	if refused.StatusCode != http.StatusTooManyRequests || !strings.Contains(line, `"reason":"`+apierr.ReasonConcurrencyLimit+`"`) {
+	if refused.StatusCode != http.StatusTooManyRequests || !strings.Contains(line, `"reason":"`+reasons.Wire(apierr.ReasonConcurrencyLimit)+`"`) {
 		t.Fatalf("third watch over HTTP: %d %s, want the %s refusal", refused.StatusCode, line, apierr.ReasonConcurrencyLimit)
 	}
 
@@ -235,7 +239,7 @@ func (r *limitsRun) pendingInterrupt(tenant string) (*agentplanev1.LeaseRef, str
 	ref := &agentplanev1.LeaseRef{TaskId: task, LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()}
 	check, err := rt.c.Runtime.CheckToolCall(context.Background(), &agentplanev1.CheckToolCallRequest{
 		Lease: ref, CallId: "call-1", ToolName: gatedTool, AgentName: "teller",
-		Args: structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"n": structpb.NewNumberValue(1)}}),
+		ArgumentsJson: `{"n":1}`,
 	})
 	if err != nil || check.GetInterrupt().GetInterruptId() == "" {
 		r.t.Fatalf("CheckToolCall: %v %v", check, err)
@@ -330,4 +334,18 @@ func TestPrincipalLimitCalls(t *testing.T) {
 	cancel2()
 	<-done2
 	r.settle("call", 0)
+}
+
+// TestCapabilitiesAdvertisePerPrincipalLimits: in multi-tenant mode GetCapabilities
+// says how many calls, watches and awaits the caller may hold.
+func TestCapabilitiesAdvertisePerPrincipalLimits(t *testing.T) {
+	r := startLimited(t)
+	resp, err := r.actor("acme", auth.RoleUser).c.Capabilities.GetCapabilities(context.Background(), &agentplanev1.GetCapabilitiesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := resp.GetCapabilities().GetLimits()
+	if lim.GetMaxCallsPerPrincipal() != perPrincipal || lim.GetMaxWatchesPerPrincipal() != perPrincipal || lim.GetMaxAwaitsPerPrincipal() != perPrincipal {
+		t.Fatalf("limits %v, want %d of each per principal", lim, perPrincipal)
+	}
 }

@@ -150,7 +150,7 @@ func (s *Server) serverOptions(unary grpc.UnaryServerInterceptor, stream grpc.St
 		grpc.ChainStreamInterceptor(append(streams, s.guard.StreamInterceptor, s.limits.stream)...),
 		// Over this size grpc-go answers RESOURCE_EXHAUSTED itself, before the codec
 		// and the interceptors (docs/errors.md).
-		grpc.MaxRecvMsgSize(int(s.cfg.Limits.MaxSpecBytes) + (64 << 10)),
+		grpc.MaxRecvMsgSize(int(s.cfg.Limits.MaxRequestBytes())),
 		grpc.ForceServerCodecV2(s.codec),
 		// Calls run on a pool of long-lived goroutines instead of a new goroutine
 		// each: a handler that reaches the store needs a deep stack, and growing a

@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -70,12 +72,12 @@ func TestStartTaskRunsTheSameValidation(t *testing.T) {
 	in := servertest.Start(t, nil)
 	ctx := context.Background()
 	doc := []byte("apiVersion: qar/v1\nkind: AgentSpec\ninstructions: ''\nmodel: m\nparent_close_policy: 1\n")
-	v, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Document: doc})
+	v, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Spec: &agentplanev1.ValidateSpecRequest_Document{Document: doc}})
 	if err != nil || v.GetValid() {
 		t.Fatalf("ValidateSpec: %v %v", v, err)
 	}
-	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "r1", Document: doc, Input: "hi"})
-	if status.Code(err) != codes.InvalidArgument || apierr.InfoOf(err).GetReason() != apierr.ReasonSpecInvalid {
+	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "r1", Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")})
+	if status.Code(err) != codes.InvalidArgument || reasons.Of(err) != apierr.ReasonSpecInvalid {
 		t.Fatalf("StartTask: want INVALID_ARGUMENT spec.invalid, got %v", err)
 	}
 	var got []*agentplanev1.SpecViolation
@@ -104,9 +106,14 @@ func TestStartTaskRunsTheSameValidation(t *testing.T) {
 func TestListRulesPages(t *testing.T) {
 	in := servertest.Start(t, nil)
 	ctx := context.Background()
-	all, err := in.Client.Spec.ListRules(ctx, &agentplanev1.ListRulesRequest{})
+	all, err := in.Client.Spec.ListRules(ctx, &agentplanev1.ListRulesRequest{PageSize: 500})
 	if err != nil || all.GetNextPageToken() != "" || len(all.GetRules()) < 20 {
 		t.Fatalf("whole catalogue: %d rules, next %q, %v", len(all.GetRules()), all.GetNextPageToken(), err)
+	}
+	// page_size 0 is the default page of every List RPC, 50, not the whole catalogue.
+	if def, err := in.Client.Spec.ListRules(ctx, &agentplanev1.ListRulesRequest{}); err != nil ||
+		len(def.GetRules()) != min(50, len(all.GetRules())) || (len(all.GetRules()) > 50) != (def.GetNextPageToken() != "") {
+		t.Fatalf("default page: %d rules, next %q, %v", len(def.GetRules()), def.GetNextPageToken(), err)
 	}
 	var paged []string
 	token := ""
@@ -135,7 +142,7 @@ func TestListRulesPages(t *testing.T) {
 	}
 	for _, bad := range []string{"x", "-1", "100000"} {
 		_, err := in.Client.Spec.ListRules(ctx, &agentplanev1.ListRulesRequest{PageToken: bad})
-		if apierr.InfoOf(err).GetReason() != apierr.ReasonPageTokenInvalid {
+		if reasons.Of(err) != apierr.ReasonPageTokenInvalid {
 			t.Errorf("token %q: want page_token.invalid, got %v", bad, err)
 		}
 	}
@@ -160,8 +167,8 @@ func TestDenseDocumentIsLimitExceeded(t *testing.T) {
 	doc := []byte(b.String())
 	check := func(what string, err error) {
 		t.Helper()
-		if status.Code(err) != codes.ResourceExhausted || apierr.InfoOf(err).GetReason() != apierr.ReasonResourceExhausted {
-			t.Fatalf("%s: got %v (%v), want RESOURCE_EXHAUSTED limit.exceeded", what, err, apierr.InfoOf(err))
+		if status.Code(err) != codes.ResourceExhausted || reasons.Of(err) != apierr.ReasonResourceExhausted {
+			t.Fatalf("%s: got %v (%v), want RESOURCE_EXHAUSTED limit.exceeded", what, err, reasons.Info(err))
 		}
 		var found bool
 		for _, d := range status.Convert(err).Details() {
@@ -173,9 +180,9 @@ func TestDenseDocumentIsLimitExceeded(t *testing.T) {
 			t.Fatalf("%s: %v lacks the DOC-TOO-LARGE finding", what, err)
 		}
 	}
-	_, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Document: doc})
+	_, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Spec: &agentplanev1.ValidateSpecRequest_Document{Document: doc}})
 	check("ValidateSpec", err)
-	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "dense", Document: doc, Input: "hi"})
+	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "dense", Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")})
 	check("StartTask", err)
 
 	resp, err := http.Post("http://"+in.HTTPAddr+"/v1/specs/validate", "application/yaml", strings.NewReader(string(doc)))
@@ -194,12 +201,12 @@ func TestDenseDocumentIsLimitExceeded(t *testing.T) {
 func TestStartTaskBadPolicyKeepsItsDetail(t *testing.T) {
 	in := servertest.Start(t, nil)
 	_, err := in.Client.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
-		RequestId: "cel", Input: "hi",
-		Document: []byte("apiVersion: qar/v1\nkind: AgentSpec\ninstructions: x\nmodel: m\n"),
+		RequestId: "cel", Input: client.UserText("hi"),
+		Spec: &agentplanev1.StartTaskRequest_Document{Document: []byte("apiVersion: qar/v1\nkind: AgentSpec\ninstructions: x\nmodel: m\n")},
 		InterruptPolicy: &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Predicate{
 			Predicate: &agentplanev1.PredicatePolicy{Expression: "tool_name ==="}}},
 	})
-	if status.Code(err) != codes.InvalidArgument || apierr.InfoOf(err).GetReason() != apierr.ReasonPolicyInvalid {
+	if status.Code(err) != codes.InvalidArgument || reasons.Of(err) != apierr.ReasonPolicyInvalid {
 		t.Fatalf("got %v, want INVALID_ARGUMENT policy.invalid", err)
 	}
 	st := status.Convert(err)

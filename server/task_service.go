@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -59,8 +60,20 @@ func (x *taskService) ListTasks(ctx context.Context, req *agentplanev1.ListTasks
 		PageSize:  int(req.GetPageSize()),
 		PageToken: req.GetPageToken(),
 		States:    req.GetStates(),
-		Labels:    req.GetLabels(),
 		Queue:     req.GetQueue(),
+	}
+	for _, sel := range req.GetLabelSelector() {
+		k, v, ok := strings.Cut(sel, "=")
+		if !ok || k == "" {
+			return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "label_selector %q is not key=value", sel)
+		}
+		if _, dup := q.Labels[k]; dup {
+			return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "label_selector names label %q twice", k)
+		}
+		if q.Labels == nil {
+			q.Labels = map[string]string{}
+		}
+		q.Labels[k] = v
 	}
 	for _, b := range []struct {
 		name string
@@ -95,13 +108,13 @@ func (x *taskService) CancelTask(ctx context.Context, req *agentplanev1.CancelTa
 	return &agentplanev1.CancelTaskResponse{Task: t}, nil
 }
 
-// ContinueTask resumes a task paused at the end of a chat turn.
+// ContinueTask resumes a task paused for its caller: a message, or tool outputs.
 func (x *taskService) ContinueTask(ctx context.Context, req *agentplanev1.ContinueTaskRequest) (*agentplanev1.ContinueTaskResponse, error) {
 	tenant, err := auth.TenantOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	t, err := x.s.domain.tasks.Continue(ctx, tenant, req.GetTaskId(), principalOf(ctx).Subject, req.GetMessage())
+	t, err := x.s.domain.tasks.Continue(ctx, tenant, req.GetTaskId(), principalOf(ctx).Subject, req.GetMessage(), req.GetToolOutputs())
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server"
@@ -221,7 +222,7 @@ func gatedPolicy() *agentplanev1.InterruptPolicy {
 	}}
 }
 
-func reasonOf(err error) string { return apierr.InfoOf(err).GetReason() }
+func reasonOf(err error) apierr.Reason { return reasons.Of(err) }
 
 // sameFailure describes how got differs from want (both status errors), "" when they
 // carry the same code, ErrorInfo reason and metadata, and the same message once each
@@ -230,7 +231,7 @@ func sameFailure(got error, gotID string, want error, wantID string) string {
 	gs, ws := status.Convert(got), status.Convert(want)
 	gm := strings.ReplaceAll(gs.Message(), gotID, "<id>")
 	wm := strings.ReplaceAll(ws.Message(), wantID, "<id>")
-	gi, wi := apierr.InfoOf(got), apierr.InfoOf(want)
+	gi, wi := reasons.Info(got), reasons.Info(want)
 	switch {
 	case gs.Code() != ws.Code():
 		return fmt.Sprintf("code %v, an absent id gets %v", gs.Code(), ws.Code())
@@ -538,7 +539,7 @@ func (r *tenancyRun) checkNoLeak(method string, caller *actor, owner string, err
 	if strings.Contains(msg, owner) {
 		r.t.Errorf("%s by %v: the error names tenant %q: %q", method, caller, owner, msg)
 	}
-	for k, v := range apierr.InfoOf(err).GetMetadata() {
+	for k, v := range reasons.Info(err).GetMetadata() {
 		if strings.Contains(k+"="+v, owner) {
 			r.t.Errorf("%s by %v: ErrorInfo metadata names tenant %q: %s=%s", method, caller, owner, k, v)
 		}
@@ -598,7 +599,7 @@ func (r *tenancyRun) startTask(a *actor) {
 	resp, err := a.c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
 		RequestId:       reqID,
 		Spec:            &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()},
-		Input:           "input of " + reqID, // the same request for the same id
+		Input:           client.UserText("input of " + reqID), // the same request for the same id
 		InterruptPolicy: gatedPolicy(),
 	})
 	r.note(agentplanev1.TaskService_StartTask_FullMethodName, own, err)
@@ -757,7 +758,7 @@ func (r *tenancyRun) continueTask(a *actor, w whose) {
 	cont := func(id string) error {
 		ctx, cancel := r.call()
 		defer cancel()
-		_, err := a.c.Tasks.ContinueTask(ctx, &agentplanev1.ContinueTaskRequest{TaskId: id, Message: "go on"})
+		_, err := a.c.Tasks.ContinueTask(ctx, &agentplanev1.ContinueTaskRequest{TaskId: id, Input: &agentplanev1.ContinueTaskRequest_Message{Message: client.UserText("go on")}})
 		return err
 	}
 	err := cont(id)
@@ -955,7 +956,7 @@ func (r *tenancyRun) checkTool(a *actor, w whose, tool string) {
 		var err error
 		resp, err = a.c.Runtime.CheckToolCall(ctx, &agentplanev1.CheckToolCallRequest{
 			Lease: ref, CallId: fmt.Sprintf("call-%d", r.calls), ToolName: tool, AgentName: "teller",
-			Args: structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"n": structpb.NewNumberValue(1)}}),
+			ArgumentsJson: `{"n":1}`,
 		})
 		return err
 	})
@@ -976,7 +977,7 @@ func (r *tenancyRun) pauseTask(a *actor, w whose) {
 	var resp *agentplanev1.PauseTaskResponse
 	_, ok := r.leased(agentplanev1.RuntimeService_PauseTask_FullMethodName, a, w, func(ctx context.Context, ref *agentplanev1.LeaseRef) error {
 		var err error
-		resp, err = a.c.Runtime.PauseTask(ctx, &agentplanev1.PauseTaskRequest{Lease: ref, Message: "your turn", Node: "teller"})
+		resp, err = a.c.Runtime.PauseTask(ctx, &agentplanev1.PauseTaskRequest{Lease: ref, Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "your turn"), Node: "teller"})
 		return err
 	})
 	if ok {
@@ -988,7 +989,7 @@ func (r *tenancyRun) completeTask(a *actor, w whose) {
 	var resp *agentplanev1.CompleteTaskResponse
 	ref, ok := r.leased(agentplanev1.RuntimeService_CompleteTask_FullMethodName, a, w, func(ctx context.Context, ref *agentplanev1.LeaseRef) error {
 		var err error
-		resp, err = a.c.Runtime.CompleteTask(ctx, &agentplanev1.CompleteTaskRequest{Lease: ref, Output: &agentplanev1.TaskOutput{Text: "done"}})
+		resp, err = a.c.Runtime.CompleteTask(ctx, &agentplanev1.CompleteTaskRequest{Lease: ref, Output: &agentplanev1.TaskOutput{Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "done")}})
 		return err
 	})
 	if ok && (resp.GetTask().GetTaskId() != ref.GetTaskId() || resp.GetTask().GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED) {
@@ -1049,12 +1050,14 @@ func (r *tenancyRun) awaitDecision(a *actor, w whose) {
 
 // --- HitlService ---
 
-// listAllInterrupts pages through a's pending interrupts, optionally of one task.
+// listAllInterrupts pages through a's pending interrupts of every kind (tool approvals
+// and chat-mode turn ends), optionally of one task.
 func listAllInterrupts(ctx context.Context, a *actor, taskID string) ([]*agentplanev1.Interrupt, error) {
 	var out []*agentplanev1.Interrupt
 	token := ""
 	for {
-		resp, err := a.c.Hitl.ListInterrupts(ctx, &agentplanev1.ListInterruptsRequest{TaskId: taskID, PageSize: 7, PageToken: token})
+		resp, err := a.c.Hitl.ListInterrupts(ctx, &agentplanev1.ListInterruptsRequest{TaskId: taskID, PageSize: 7, PageToken: token,
+			Kinds: []agentplanev1.InterruptKind{agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE}})
 		if err != nil {
 			return out, err
 		}
@@ -1396,7 +1399,7 @@ func TestHTTPRequiresCredentials(t *testing.T) {
 		path := fillPath(tmpl)
 		for _, authz := range []string{"", "Bearer " + auth.TokenPrefix + "unknown", "Basic YWxpY2U6c2VjcmV0"} {
 			code, body := do(method, path, authz)
-			if code != http.StatusUnauthorized || !strings.Contains(body, apierr.ReasonUnauthenticated) {
+			if code != http.StatusUnauthorized || !strings.Contains(body, reasons.Wire(apierr.ReasonUnauthenticated)) {
 				t.Errorf("%s %s (%s) with Authorization %q: %d %s, want 401 with %s",
 					method, path, rule.Selector, authz, code, body, apierr.ReasonUnauthenticated)
 			}
@@ -1424,7 +1427,7 @@ func TestHTTPRequiresCredentials(t *testing.T) {
 	// Another tenant's task over HTTP: the same 404 as an absent id.
 	ctx := context.Background()
 	started, err := mt.by["globex"][auth.RoleUser].c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: "globex's secret",
+		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("globex's secret"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -1471,7 +1474,7 @@ func TestMetricsDoNotBypassAdminScope(t *testing.T) {
 
 	mt := startMultiTenant(t, []string{"acme"}, nil)
 	if _, err := mt.by["acme"][auth.RoleUser].c.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: "counted",
+		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("counted"),
 	}); err != nil {
 		t.Fatal(err)
 	}

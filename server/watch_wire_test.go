@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/servertest"
 )
@@ -26,7 +27,7 @@ func TestWatchTaskWireBytes(t *testing.T) {
 	started, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
 		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Model: "m",
 			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "hi"}}}},
-		Input: "wire",
+		Input: client.UserText("wire"),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -9,11 +9,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 )
 
 func TestCancelQueuedTask(t *testing.T) {
@@ -68,13 +68,13 @@ func TestCancelReachesTheRuntime(t *testing.T) {
 func TestPauseAndContinue(t *testing.T) {
 	h := newHarness(t)
 	task := h.start(t, params("acme"))
-	_, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", "too early")
+	_, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", userText("too early"), nil)
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskState)
 
 	l := h.lease(t, "rt")
-	in, err := h.m.Pause(ctx, ref(l), "what next?", "main")
+	in, _, err := h.m.Pause(ctx, ref(l), assistantText("what next?"), "main", nil)
 	if err != nil || in.GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE ||
-		in.GetRequest().GetToolName() != hitl.AutoPauseTool || in.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_PENDING {
+		in.GetTurnEnd().GetAgentName() != "main" || in.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_PENDING {
 		t.Fatalf("Pause = %v, %v", in, err)
 	}
 	paused := h.get(t, "acme", task.GetTaskId())
@@ -89,23 +89,29 @@ func TestPauseAndContinue(t *testing.T) {
 	}
 	for name, msg := range map[string]string{"empty": "", "too long": strings.Repeat("x", 1025)} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", msg); err == nil {
+			if _, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", userText(msg), nil); err == nil {
 				t.Fatal("accepted")
 			}
 		})
 	}
-	_, err = h.m.Continue(ctx, "beta", task.GetTaskId(), "owner", "hi")
+	_, err = h.m.Continue(ctx, "beta", task.GetTaskId(), "owner", userText("hi"), nil)
 	wantErr(t, err, codes.NotFound, apierr.ReasonTaskNotFound)
 
-	resumed, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", "tell me more")
-	if err != nil || resumed.GetState() != agentplanev1.TaskState_TASK_STATE_WORKING || len(resumed.GetPendingInterruptIds()) != 0 {
+	resumed, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", userText("tell me more"), nil)
+	// Continued, the task is queued (SUBMITTED) until a runtime leases it (WORKING):
+	// clients tell waiting from running by the state.
+	if err != nil || resumed.GetState() != agentplanev1.TaskState_TASK_STATE_SUBMITTED || len(resumed.GetPendingInterruptIds()) != 0 ||
+		resumed.GetRuntimeId() != "" {
 		t.Fatalf("Continue = %v, %v", resumed, err)
 	}
-	_, err = h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", "again")
+	_, err = h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", userText("again"), nil)
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskState)
 
 	next := h.lease(t, "rt")
-	equal(t, "continue messages", next.GetContinueMessages(), []string{"tell me more"})
+	if s := h.get(t, "acme", task.GetTaskId()).GetState(); s != agentplanev1.TaskState_TASK_STATE_WORKING {
+		t.Fatalf("leased after continue: %v", s)
+	}
+	equal(t, "continue messages", texts(next.GetContinueMessages()), []string{"tell me more"})
 	if next.GetAttempt() != 2 || next.GetEpoch() != 2 {
 		t.Fatalf("lease after continue: attempt %d epoch %d", next.GetAttempt(), next.GetEpoch())
 	}
@@ -122,16 +128,16 @@ func TestPauseAndContinue(t *testing.T) {
 		t.Fatalf("pause interrupt after continue = %v", stored)
 	}
 	// The next turn end clears the delivered messages.
-	if _, err := h.m.Pause(ctx, ref(next), "", "main"); err != nil {
+	if _, _, err := h.m.Pause(ctx, ref(next), assistantText(""), "main", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", "third"); err != nil {
+	if _, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", userText("third"), nil); err != nil {
 		t.Fatal(err)
 	}
-	equal(t, "messages of the third turn", h.lease(t, "rt").GetContinueMessages(), []string{"third"})
-	equal(t, "log", kinds(h.events(t, "acme", task.GetTaskId()))[:12], []string{
+	equal(t, "messages of the third turn", texts(h.lease(t, "rt").GetContinueMessages()), []string{"third"})
+	equal(t, "log", kinds(h.events(t, "acme", task.GetTaskId()))[:13], []string{
 		"submitted", "state:WORKING", "lease:GRANTED", "message", "interrupt_raised", "lease:RELEASED", "state:INPUT_REQUIRED",
-		"message", "interrupt_resolved", "state:WORKING", "lease:GRANTED", "interrupt_raised",
+		"message", "interrupt_resolved", "state:SUBMITTED", "state:WORKING", "lease:GRANTED", "interrupt_raised",
 	})
 }
 
@@ -153,7 +159,7 @@ func TestContinueRefusesApprovalWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", "go on")
+	_, err = h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", userText("go on"), nil)
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskState)
 
 	// Canceling closes the pending interrupt: it leaves the inbox.
@@ -231,7 +237,7 @@ func TestHistoryLimits(t *testing.T) {
 	_, err = h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("one too many")})
 	wantErr(t, err, codes.ResourceExhausted, apierr.ReasonResourceExhausted)
 	// A task at its limit can still end.
-	if _, err := h.m.Complete(ctx, ref(l), &agentplanev1.TaskOutput{Text: "done"}); err != nil {
+	if _, err := h.m.Complete(ctx, ref(l), &agentplanev1.TaskOutput{Message: assistantText("done")}); err != nil {
 		t.Fatalf("Complete at the limit: %v", err)
 	}
 
@@ -251,7 +257,7 @@ func TestCancelResolvesThePause(t *testing.T) {
 	h := newHarness(t)
 	task := h.start(t, params("acme"))
 	l := h.lease(t, "rt")
-	in, err := h.m.Pause(ctx, ref(l), "what next?", "main")
+	in, _, err := h.m.Pause(ctx, ref(l), assistantText("what next?"), "main", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +277,7 @@ func TestCancelResolvesThePause(t *testing.T) {
 	d := got.GetDecision()
 	if got.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED || stored.GetClosedReason() != "task.canceled" ||
 		d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_TASK_ENDED || d.GetType() != agentplanev1.DecisionType_DECISION_TYPE_REJECT ||
-		d.GetDecidedBy() != hitl.SystemPrincipal || !d.GetDecidedAt().AsTime().Equal(h.clock.Now()) || d.GetInterruptId() != in.GetInterruptId() {
+		d.GetDecidedBy() != hitl.SystemPrincipal || !d.GetDecideTime().AsTime().Equal(h.clock.Now()) || d.GetInterruptId() != in.GetInterruptId() {
 		t.Fatalf("pause after cancel = %v", stored)
 	}
 	evs := h.events(t, "acme", task.GetTaskId())
@@ -307,7 +313,7 @@ func TestOnTaskEndHooks(t *testing.T) {
 
 	paused := h.start(t, params("acme"))
 	l := h.lease(t, "rt")
-	in, err := h.m.Pause(ctx, ref(l), "", "main")
+	in, _, err := h.m.Pause(ctx, ref(l), assistantText(""), "main", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,17 +358,17 @@ func TestChangesReturnTheTaskAsStored(t *testing.T) {
 			return h.m.Cancel(ctx, "acme", l.GetTask().GetTaskId(), "owner", "stop")
 		}},
 		{"complete", func(t *testing.T, l *agentplanev1.Lease) (*agentplanev1.Task, error) {
-			return h.m.Complete(ctx, ref(l), &agentplanev1.TaskOutput{Text: "42"})
+			return h.m.Complete(ctx, ref(l), &agentplanev1.TaskOutput{Message: assistantText("42")})
 		}},
 		{"fail with retry", func(t *testing.T, l *agentplanev1.Lease) (*agentplanev1.Task, error) {
 			return h.m.Fail(ctx, ref(l), "", "again", true)
 		}},
 		{"continue", func(t *testing.T, l *agentplanev1.Lease) (*agentplanev1.Task, error) {
-			if _, err := h.m.Pause(ctx, ref(l), "", "main"); err != nil {
+			if _, _, err := h.m.Pause(ctx, ref(l), assistantText(""), "main", nil); err != nil {
 				t.Fatal(err)
 			}
 			h.clock.Advance(time.Second)
-			return h.m.Continue(ctx, "acme", l.GetTask().GetTaskId(), "owner", "go on")
+			return h.m.Continue(ctx, "acme", l.GetTask().GetTaskId(), "owner", userText("go on"), nil)
 		}},
 	}
 	for _, tt := range tests {

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 )
 
 // View is how much of a task a read returns: BASIC leaves the submitted inline spec
@@ -32,6 +32,7 @@ func toAPITask(rec *storagev1.TaskRecord, spec *storagev1.TaskSpecRecord, view V
 		State:               rec.GetState(),
 		RequestId:           rec.GetRequestId(),
 		Input:               spec.GetInput(),
+		Usage:               rec.GetUsage(),
 		Labels:              rec.GetLabels(),
 		CreateTime:          rec.GetCreateTime(),
 		UpdateTime:          rec.GetUpdateTime(),
@@ -51,6 +52,7 @@ func toAPITask(rec *storagev1.TaskRecord, spec *storagev1.TaskSpecRecord, view V
 		InterruptTimeout:    spec.GetInterruptTimeout(),
 		SpecKind:            rec.GetSpecKind(),
 		Queue:               store.QueueOf(rec),
+		TraceContext:        rec.GetTraceContext(),
 	}
 	if l := rec.GetLease(); l != nil && !l.GetRevoked() {
 		t.RuntimeId = l.GetRuntimeId()

@@ -21,7 +21,7 @@ func TestRequestDigestIgnoresOnlyIDAndView(t *testing.T) {
 		RequestId: "req-1",
 		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Model: "m",
 			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "hi"}}}},
-		Input:            "input",
+		Input:            userText("input"),
 		Labels:           map[string]string{"a": "1", "b": "2", "c": "3"},
 		McpServers:       &agentplanev1.McpServerList{},
 		ToolAxes:         []*agentplanev1.ToolAxisOverride{{Tool: "s.t", Egress: &egress}, {Tool: "s.u"}},
@@ -84,7 +84,7 @@ func BenchmarkRequestDigest(b *testing.B) {
 		RequestId: "req-1",
 		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Model: "m",
 			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Answer briefly."}}}},
-		Input: "bench",
+		Input: userText("bench"),
 	}
 	for b.Loop() {
 		RequestDigest(req)

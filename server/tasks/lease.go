@@ -10,13 +10,14 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 )
 
-// Failure reasons set on TaskFailure.reason by the control plane.
+// Failure reasons set on TaskFailure.reason by the control plane (task.proto lists
+// them; any other TaskFailure.reason is a runtime's).
 const (
 	// FailureAttemptsExhausted: the task's leases were lost (or failed with retry)
 	// Config.MaxAttempts times in a row.
@@ -24,6 +25,31 @@ const (
 	// FailureRuntime is the default reason of FailTask.
 	FailureRuntime = "runtime.error"
 )
+
+// FailureReasons are the TaskFailure reasons the control plane itself writes.
+var FailureReasons = []string{FailureAttemptsExhausted, FailureRuntime}
+
+// Reasons written into StateChanged.reason. The comment on StateChanged.reason in
+// task.proto lists the same closed set (a test keeps them equal); a move to FAILED
+// carries the TaskFailure reason instead.
+const (
+	StateLeased            = "leased"
+	StateLeaseRequeued     = "lease.requeued"
+	StateInterruptRaised   = "interrupt.raised"
+	StateInterruptPending  = "interrupt.pending"
+	StateInterruptResolved = "interrupt.resolved"
+	StateSuspended         = "task.suspended"
+	StateTurnEnded         = "turn.ended"
+	// StateToolOutputRequired: the turn ended waiting for client tool outputs.
+	StateToolOutputRequired = "tool_output.required"
+	StateContinued          = "continued"
+	StateCompleted          = "completed"
+	StateCanceled           = "canceled"
+)
+
+// StateReasons is every State* reason.
+var StateReasons = []string{StateLeased, StateLeaseRequeued, StateInterruptRaised, StateInterruptPending,
+	StateInterruptResolved, StateSuspended, StateTurnEnded, StateToolOutputRequired, StateContinued, StateCompleted, StateCanceled}
 
 // maxLeaseBatch caps LeaseRequest.MaxTasks.
 const maxLeaseBatch = 64
@@ -176,7 +202,7 @@ func (o *Op) grant(runtimeID, leaseID string) error {
 		GrantTime: timestamppb.New(o.now),
 		Deadline:  timestamppb.New(o.now.Add(o.m.cfg.LeaseTTL)),
 	}
-	if err := o.SetState(agentplanev1.TaskState_TASK_STATE_WORKING, "leased"); err != nil {
+	if err := o.SetState(agentplanev1.TaskState_TASK_STATE_WORKING, StateLeased); err != nil {
 		return err
 	}
 	return o.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Lease{Lease: &agentplanev1.LeaseChanged{
@@ -198,16 +224,18 @@ func (o *Op) leaseProto() (*agentplanev1.Lease, error) {
 	}
 	l := o.rec.GetLease()
 	out := &agentplanev1.Lease{
-		LeaseId:          l.GetLeaseId(),
-		Epoch:            l.GetEpoch(),
-		Deadline:         l.GetDeadline(),
-		Task:             toAPITask(o.rec, spec, ViewFull),
-		Spec:             spec.GetResolvedSpec(),
-		HistoryCursor:    o.rec.GetLastSequence(),
-		Attempt:          o.rec.GetAttempt(),
-		ContinueMessages: o.rec.GetContinueMessages(),
-		McpServers:       spec.GetMcpServers(),
-		A2APeers:         spec.GetA2APeers(),
+		LeaseId:             l.GetLeaseId(),
+		Epoch:               l.GetEpoch(),
+		Deadline:            l.GetDeadline(),
+		Task:                toAPITask(o.rec, spec, ViewFull),
+		Spec:                spec.GetResolvedSpec(),
+		HistoryCursor:       o.rec.GetLastSequence(),
+		Attempt:             o.rec.GetAttempt(),
+		ContinueMessages:    o.rec.GetContinueMessages(),
+		ContinueToolResults: o.rec.GetContinueToolResults(),
+		McpServers:          spec.GetMcpServers(),
+		A2APeers:            spec.GetA2APeers(),
+		TraceContext:        o.rec.GetTraceContext(),
 	}
 	for _, ids := range []struct {
 		ids []string

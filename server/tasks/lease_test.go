@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -41,10 +40,10 @@ func TestLeaseLifecycle(t *testing.T) {
 		t.Fatalf("Heartbeat = %+v, %v", hb, err)
 	}
 	h.clock.Advance(8 * time.Second) // past the first deadline, within the extended one
-	h.allowCall(t, l, "c1", "search", structpb.NewStringValue("q"))
+	h.allowCall(t, l, "c1", "search", `"q"`)
 	last, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{
-		{Payload: &agentplanev1.RuntimeEvent_Message{Message: &agentplanev1.ChatMessage{Role: agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, Text: "hi"}}},
-		toolCall("c1", "search", structpb.NewStringValue("q")),
+		{Payload: &agentplanev1.RuntimeEvent_Message{Message: &agentplanev1.Message{Role: agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, Parts: textParts("hi")}}},
+		toolCall("c1", "search", `"q"`),
 		{Payload: &agentplanev1.RuntimeEvent_ToolResult{ToolResult: &agentplanev1.ToolResult{CallId: "c1", ToolName: "search"}}},
 		note("done thinking"),
 	})
@@ -54,8 +53,8 @@ func TestLeaseLifecycle(t *testing.T) {
 	if empty, err := h.m.ReportEvents(ctx, ref(l), nil); err != nil || empty != 7 {
 		t.Fatalf("empty report = %d, %v", empty, err)
 	}
-	done, err := h.m.Complete(ctx, ref(l), &agentplanev1.TaskOutput{Text: "42"})
-	if err != nil || done.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || done.GetOutput().GetText() != "42" ||
+	done, err := h.m.Complete(ctx, ref(l), &agentplanev1.TaskOutput{Message: assistantText("42")})
+	if err != nil || done.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || MessageText(done.GetOutput().GetMessage()) != "42" ||
 		done.GetEndTime() == nil || done.GetRuntimeId() != "" {
 		t.Fatalf("Complete = %v, %v", done, err)
 	}
@@ -96,7 +95,10 @@ func TestFencedWritesRefuseStaleLeases(t *testing.T) {
 			_, err := h.m.ReportEvents(ctx, r, []*agentplanev1.RuntimeEvent{note("x")})
 			return err
 		},
-		"pause":    func(r *agentplanev1.LeaseRef) error { _, err := h.m.Pause(ctx, r, "", ""); return err },
+		"pause": func(r *agentplanev1.LeaseRef) error {
+			_, _, err := h.m.Pause(ctx, r, assistantText(""), "", nil)
+			return err
+		},
 		"complete": func(r *agentplanev1.LeaseRef) error { _, err := h.m.Complete(ctx, r, nil); return err },
 		"fail":     func(r *agentplanev1.LeaseRef) error { _, err := h.m.Fail(ctx, r, "x", "y", false); return err },
 	}
@@ -141,8 +143,9 @@ func TestLeaseExpiryRequeuesThenFails(t *testing.T) {
 	_, err := h.m.Heartbeat(ctx, ref(last))
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskTerminal)
 	equal(t, "log", kinds(h.events(t, "acme", task.GetTaskId())), []string{
-		"submitted", "state:WORKING", "lease:GRANTED", "lease:EXPIRED",
-		"lease:GRANTED", "lease:EXPIRED", "lease:GRANTED", "lease:EXPIRED", "state:FAILED",
+		"submitted", "state:WORKING", "lease:GRANTED", "lease:EXPIRED", "state:SUBMITTED",
+		"state:WORKING", "lease:GRANTED", "lease:EXPIRED", "state:SUBMITTED",
+		"state:WORKING", "lease:GRANTED", "lease:EXPIRED", "state:FAILED",
 	})
 }
 
@@ -159,7 +162,7 @@ func TestExpiredLeaseIsAppliedLazily(t *testing.T) {
 		t.Errorf("lease.lost message %q does not name the lease and its deadline %s", msg, deadline)
 	}
 	got := h.get(t, "acme", task.GetTaskId())
-	if got.GetRuntimeId() != "" || got.GetState() != agentplanev1.TaskState_TASK_STATE_WORKING {
+	if got.GetRuntimeId() != "" || got.GetState() != agentplanev1.TaskState_TASK_STATE_SUBMITTED {
 		t.Fatalf("after a write with an expired lease: %v", got)
 	}
 	// The refused write left nothing but the expiry; the next lease is a new attempt.
@@ -168,7 +171,7 @@ func TestExpiredLeaseIsAppliedLazily(t *testing.T) {
 		t.Fatalf("next lease epoch %d", next.GetEpoch())
 	}
 	equal(t, "log", kinds(h.events(t, "acme", task.GetTaskId())), []string{
-		"submitted", "state:WORKING", "lease:GRANTED", "lease:EXPIRED", "lease:GRANTED",
+		"submitted", "state:WORKING", "lease:GRANTED", "lease:EXPIRED", "state:SUBMITTED", "state:WORKING", "lease:GRANTED",
 	})
 }
 
@@ -188,7 +191,7 @@ func TestFail(t *testing.T) {
 	task := h.start(t, params("acme"))
 	l := h.lease(t, "rt")
 	retried, err := h.m.Fail(ctx, ref(l), "model.timeout", "try again", true)
-	if err != nil || retried.GetState() != agentplanev1.TaskState_TASK_STATE_WORKING || retried.GetRuntimeId() != "" {
+	if err != nil || retried.GetState() != agentplanev1.TaskState_TASK_STATE_SUBMITTED || retried.GetRuntimeId() != "" {
 		t.Fatalf("retry = %v, %v", retried, err)
 	}
 	l = h.lease(t, "rt")
@@ -198,7 +201,7 @@ func TestFail(t *testing.T) {
 		t.Fatalf("fail = %v, %v", failed.GetFailure(), err)
 	}
 	equal(t, "log", kinds(h.events(t, "acme", task.GetTaskId())), []string{
-		"submitted", "state:WORKING", "lease:GRANTED", "lease:RELEASED", "lease:GRANTED", "lease:RELEASED", "state:FAILED",
+		"submitted", "state:WORKING", "lease:GRANTED", "lease:RELEASED", "state:SUBMITTED", "state:WORKING", "lease:GRANTED", "lease:RELEASED", "state:FAILED",
 	})
 }
 
@@ -212,7 +215,7 @@ func TestLeaseTasksValidation(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := h.m.LeaseTasks(ctx, req)
-			wantErr(t, err, codes.InvalidArgument, "")
+			wantErr(t, err, codes.InvalidArgument, 0)
 		})
 	}
 }
@@ -328,7 +331,7 @@ func TestToolCallDecisionIsSpentByTheReport(t *testing.T) {
 	h := newHarness(t)
 	task := h.start(t, params("acme"))
 	first := h.lease(t, "rt-1")
-	q := structpb.NewStringValue("q")
+	q := `"q"`
 	h.allowCall(t, first, "c1", "search", q)
 	if _, err := h.m.Fail(ctx, ref(first), "", "", true); err != nil {
 		t.Fatal(err)

@@ -9,11 +9,11 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 )
 
 // Op is one change to one task inside one store transaction. It buffers the events
@@ -148,6 +148,9 @@ func (o *Op) append(ev *agentplanev1.TaskEvent, lim limit) (int64, error) {
 	o.touched = true
 	o.rec.LastSequence++
 	o.rec.HistoryBytes += size
+	if msg := eventMessage(ev); msg != nil {
+		addUsage(&o.rec.Usage, msg.GetUsage())
+	}
 	o.rec.UpdateTime = timestamppb.New(o.now)
 	// The stored payload carries no id, sequence or time: the envelope and key do.
 	payload := &agentplanev1.TaskEvent{Payload: ev.GetPayload()}
@@ -170,11 +173,14 @@ var transitions = map[agentplanev1.TaskState][]agentplanev1.TaskState{
 		agentplanev1.TaskState_TASK_STATE_WORKING, agentplanev1.TaskState_TASK_STATE_FAILED, agentplanev1.TaskState_TASK_STATE_CANCELED,
 	},
 	agentplanev1.TaskState_TASK_STATE_WORKING: {
+		agentplanev1.TaskState_TASK_STATE_SUBMITTED, // requeued: the lease was lost or given back for a retry
 		agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, agentplanev1.TaskState_TASK_STATE_COMPLETED,
 		agentplanev1.TaskState_TASK_STATE_FAILED, agentplanev1.TaskState_TASK_STATE_CANCELED,
 	},
 	agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED: {
-		agentplanev1.TaskState_TASK_STATE_WORKING, agentplanev1.TaskState_TASK_STATE_COMPLETED,
+		agentplanev1.TaskState_TASK_STATE_SUBMITTED, // continued, or decided, with no lease held: queued
+		agentplanev1.TaskState_TASK_STATE_WORKING,   // decided while its runtime still holds the lease
+		agentplanev1.TaskState_TASK_STATE_COMPLETED,
 		agentplanev1.TaskState_TASK_STATE_FAILED, agentplanev1.TaskState_TASK_STATE_CANCELED,
 	},
 }
@@ -189,7 +195,7 @@ func isTerminal(s agentplanev1.TaskState) bool {
 
 func isTerminalEvent(ev *agentplanev1.TaskEvent) bool {
 	sc := ev.GetStateChanged()
-	return sc != nil && isTerminal(sc.GetTo())
+	return sc != nil && isTerminal(sc.GetToState())
 }
 
 // SetState moves the task to another state and records it. Reaching a terminal state
@@ -215,13 +221,13 @@ func (o *Op) SetState(to agentplanev1.TaskState, reason string) error {
 		if l := o.rec.GetLease(); l != nil && !l.GetRevoked() {
 			l.Revoked = true
 		}
-		o.rec.ContinueMessages, o.rec.ResumeInterruptIds = nil, nil
+		o.rec.ContinueMessages, o.rec.ContinueToolResults, o.rec.ResumeInterruptIds, o.rec.OpenCallIds = nil, nil, nil, nil
 		if err := o.closePendingInterrupts(stateWord(to)); err != nil {
 			return err
 		}
 	}
 	return o.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_StateChanged{
-		StateChanged: &agentplanev1.StateChanged{From: from, To: to, Reason: reason},
+		StateChanged: &agentplanev1.StateChanged{FromState: from, ToState: to, Reason: reason},
 	}})
 }
 
@@ -292,13 +298,14 @@ func (o *Op) ReleaseLease(kind agentplanev1.LeaseChangeKind) error {
 func (o *Op) HandBack() {
 	o.touched = true
 	o.rec.FailedAttempts = 0
-	o.rec.ContinueMessages, o.rec.ResumeInterruptIds = nil, nil
+	o.rec.ContinueMessages, o.rec.ContinueToolResults, o.rec.ResumeInterruptIds = nil, nil, nil
 }
 
-// Resume makes a task without a lease runnable again: back to WORKING in the queue.
-// Use it when what a task waited for has arrived (a decision, a user message).
+// Resume makes a task without a lease runnable again: back to SUBMITTED in the queue,
+// until a runtime leases it (WORKING means a runtime holds it). Use it when what a
+// task waited for has arrived (a decision, a user message) or its lease was lost.
 func (o *Op) Resume(reason string) error {
-	if err := o.SetState(agentplanev1.TaskState_TASK_STATE_WORKING, reason); err != nil {
+	if err := o.SetState(agentplanev1.TaskState_TASK_STATE_SUBMITTED, reason); err != nil {
 		return err
 	}
 	o.Enqueue()
@@ -319,9 +326,9 @@ func (o *Op) lostAttempt(what string) error {
 		return o.SetState(agentplanev1.TaskState_TASK_STATE_FAILED, FailureAttemptsExhausted)
 	}
 	if len(o.rec.GetPendingInterruptIds()) > 0 {
-		return o.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "interrupt.pending")
+		return o.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, StateInterruptPending)
 	}
-	return o.Resume("lease.requeued")
+	return o.Resume(StateLeaseRequeued)
 }
 
 // flush writes the record and the events and arranges what follows the commit.

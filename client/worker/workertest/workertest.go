@@ -17,8 +17,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
-	"github.com/agentplane/agentplane/server/apierr"
 )
 
 // Ends recorded in State.Ends.
@@ -190,7 +191,7 @@ func (f *Server) Enqueue(taskID string, mutate func(*agentplanev1.Lease)) {
 			LeaseId: taskID + "-lease-1",
 			Epoch:   1,
 			Attempt: 1,
-			Task:    &agentplanev1.Task{TaskId: taskID, Input: "input of " + taskID, State: agentplanev1.TaskState_TASK_STATE_WORKING},
+			Task:    &agentplanev1.Task{TaskId: taskID, Input: client.UserText("input of " + taskID), State: agentplanev1.TaskState_TASK_STATE_WORKING},
 		}
 		if mutate != nil {
 			mutate(l)
@@ -233,9 +234,9 @@ func (f *Server) End(taskID string) string {
 	return f.s.Ends[taskID]
 }
 
-func grpcErr(e *apierr.Error) error {
-	st, _ := apierr.ToStatus(e)
-	return st.Err()
+// grpcErr is the error the real server answers: code, declared reason, message.
+func grpcErr(c codes.Code, r reasons.Reason, format string, args ...any) error {
+	return reasons.Status(c, r, fmt.Sprintf(format, args...), nil).Err()
 }
 
 // LeaseTasks grants up to max_tasks queued leases, waiting up to wait for one.
@@ -294,14 +295,14 @@ func (f *Server) LeaseTasks(ctx context.Context, req *agentplanev1.LeaseTasksReq
 // fenced checks a lease ref; called with f.mu held.
 func (f *Server) fenced(ref *agentplanev1.LeaseRef) error {
 	if f.s.Lost[ref.GetLeaseId()] {
-		return grpcErr(apierr.FailedPrecondition(apierr.ReasonLeaseLost, "lease %s of task %s is no longer held", ref.GetLeaseId(), ref.GetTaskId()))
+		return grpcErr(codes.FailedPrecondition, agentplanev1.ErrorReason_ERROR_REASON_LEASE_LOST, "lease %s of task %s is no longer held", ref.GetLeaseId(), ref.GetTaskId())
 	}
 	cur := f.s.leases[ref.GetTaskId()]
 	if cur == nil || cur.GetLeaseId() != ref.GetLeaseId() || cur.GetEpoch() != ref.GetEpoch() {
-		return grpcErr(apierr.FailedPrecondition(apierr.ReasonLeaseLost, "lease %s (epoch %d) of task %s is not the current lease", ref.GetLeaseId(), ref.GetEpoch(), ref.GetTaskId()))
+		return grpcErr(codes.FailedPrecondition, agentplanev1.ErrorReason_ERROR_REASON_LEASE_LOST, "lease %s (epoch %d) of task %s is not the current lease", ref.GetLeaseId(), ref.GetEpoch(), ref.GetTaskId())
 	}
 	if _, ended := f.s.Ends[ref.GetTaskId()]; ended {
-		return grpcErr(apierr.FailedPrecondition(apierr.ReasonLeaseLost, "lease %s was released", ref.GetLeaseId()))
+		return grpcErr(codes.FailedPrecondition, agentplanev1.ErrorReason_ERROR_REASON_LEASE_LOST, "lease %s was released", ref.GetLeaseId())
 	}
 	return nil
 }
@@ -452,21 +453,21 @@ func (f *Server) RecordVerdict(_ context.Context, req *agentplanev1.RecordVerdic
 		ledger := s.Obligations[taskID]
 		for _, r := range req.GetResolved() {
 			i := slices.IndexFunc(ledger, func(o *agentplanev1.Obligation) bool {
-				return o.GetObligationId() == r.GetId() && o.GetState() == agentplanev1.ObligationState_OBLIGATION_STATE_OPEN
+				return o.GetObligationId() == r.GetObligationId() && o.GetState() == agentplanev1.ObligationState_OBLIGATION_STATE_OPEN
 			})
 			if i < 0 {
-				v.DroppedIds = append(v.DroppedIds, r.GetId())
+				v.DroppedObligationIds = append(v.DroppedObligationIds, r.GetObligationId())
 				continue
 			}
 			ledger[i].State = agentplanev1.ObligationState_OBLIGATION_STATE_ADDRESSED
 			if r.GetHow() == agentplanev1.ResolutionHow_RESOLUTION_HOW_WITHDRAWN {
 				ledger[i].State = agentplanev1.ObligationState_OBLIGATION_STATE_WITHDRAWN
 			}
-			ledger[i].ResolvedIn = v.GetVerdictId()
+			ledger[i].ResolvedInVerdictId = v.GetVerdictId()
 			v.Resolved = append(v.Resolved, r)
 		}
 		for _, text := range req.GetRaised() {
-			o := &agentplanev1.Obligation{ObligationId: fmt.Sprintf("ob-%d", len(ledger)+1), Text: text, State: agentplanev1.ObligationState_OBLIGATION_STATE_OPEN, RaisedBy: req.GetNode(), RaisedIn: v.GetVerdictId()}
+			o := &agentplanev1.Obligation{ObligationId: fmt.Sprintf("ob-%d", len(ledger)+1), Text: text, State: agentplanev1.ObligationState_OBLIGATION_STATE_OPEN, RaisedBy: req.GetNode(), RaisedInVerdictId: v.GetVerdictId()}
 			ledger = append(ledger, o)
 			v.Raised = append(v.Raised, o)
 		}
@@ -578,20 +579,20 @@ func (f *Server) CancelTask(_ context.Context, req *agentplanev1.CancelTaskReque
 		f.s.Canceled[id] = req.GetReason()
 		return &agentplanev1.CancelTaskResponse{Task: l.GetTask()}, nil
 	}
-	return nil, grpcErr(apierr.NotFound(apierr.ReasonTaskNotFound, "task %s not found", id))
+	return nil, grpcErr(codes.NotFound, agentplanev1.ErrorReason_ERROR_REASON_TASK_NOT_FOUND, "task %s not found", id)
 }
 
 // ResolveInterrupt records a decision as a reviewer's; AwaitDecision streams get it.
 // Approve carries no args here: a runtime runs the call's own args.
 func (f *Server) ResolveInterrupt(_ context.Context, req *agentplanev1.ResolveInterruptRequest) (*agentplanev1.ResolveInterruptResponse, error) {
-	dec := &agentplanev1.Decision{InterruptId: req.GetInterruptId(), DecidedBy: "owner", DecidedAt: timestamppb.Now(), Source: agentplanev1.DecisionSource_DECISION_SOURCE_HUMAN}
+	dec := &agentplanev1.Decision{InterruptId: req.GetInterruptId(), DecidedBy: "owner", DecideTime: timestamppb.Now(), Source: agentplanev1.DecisionSource_DECISION_SOURCE_HUMAN}
 	switch d := req.GetDecision().(type) {
 	case *agentplanev1.ResolveInterruptRequest_Approve:
 		dec.Type, dec.Reason = agentplanev1.DecisionType_DECISION_TYPE_APPROVE, d.Approve.Reason
 	case *agentplanev1.ResolveInterruptRequest_Reject:
 		dec.Type, dec.Reason = agentplanev1.DecisionType_DECISION_TYPE_REJECT, &d.Reject.Reason
 	case *agentplanev1.ResolveInterruptRequest_Edit:
-		dec.Type, dec.Reason, dec.Args = agentplanev1.DecisionType_DECISION_TYPE_EDIT, d.Edit.Reason, d.Edit.Args
+		dec.Type, dec.Reason, dec.ArgumentsJson = agentplanev1.DecisionType_DECISION_TYPE_EDIT, d.Edit.Reason, d.Edit.GetArgumentsJson()
 	default:
 		return nil, status.Error(codes.InvalidArgument, "workertest: no decision")
 	}
@@ -599,7 +600,7 @@ func (f *Server) ResolveInterrupt(_ context.Context, req *agentplanev1.ResolveIn
 	defer f.mu.Unlock()
 	defer f.notify()
 	if _, done := f.s.Decisions[req.GetInterruptId()]; done {
-		return nil, grpcErr(apierr.FailedPrecondition(apierr.ReasonAlreadyResolved, "interrupt %s is already resolved", req.GetInterruptId()))
+		return nil, grpcErr(codes.FailedPrecondition, agentplanev1.ErrorReason_ERROR_REASON_INTERRUPT_ALREADY_RESOLVED, "interrupt %s is already resolved", req.GetInterruptId())
 	}
 	f.s.Resolutions = append(f.s.Resolutions, req)
 	f.s.Decisions[req.GetInterruptId()] = dec

@@ -10,7 +10,6 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
-	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -114,12 +113,19 @@ type Lease struct {
 	ResolvedInterrupts []*Interrupt `protobuf:"bytes,8,rep,name=resolved_interrupts,json=resolvedInterrupts,proto3" json:"resolved_interrupts,omitempty"`
 	// Interrupts still pending (the runtime should not run their calls).
 	PendingInterrupts []*Interrupt `protobuf:"bytes,9,rep,name=pending_interrupts,json=pendingInterrupts,proto3" json:"pending_interrupts,omitempty"`
-	// User messages delivered by ContinueTask since the last lease.
-	ContinueMessages []string `protobuf:"bytes,10,rep,name=continue_messages,json=continueMessages,proto3" json:"continue_messages,omitempty"`
+	// User messages delivered by ContinueTask since the task last paused (they are in
+	// the history too).
+	ContinueMessages []*Message `protobuf:"bytes,14,rep,name=continue_messages,json=continueMessages,proto3" json:"continue_messages,omitempty"`
+	// Outputs of client-executed tool calls delivered by ContinueTask since the task
+	// last paused, as the ToolResult events logged for them.
+	ContinueToolResults []*ToolResult `protobuf:"bytes,15,rep,name=continue_tool_results,json=continueToolResults,proto3" json:"continue_tool_results,omitempty"`
 	// Effective MCP servers.
 	McpServers []*McpServer `protobuf:"bytes,11,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	// Effective A2A peers.
-	A2APeers      []*A2APeer `protobuf:"bytes,12,rep,name=a2a_peers,json=a2aPeers,proto3" json:"a2a_peers,omitempty"`
+	A2APeers []*A2APeer `protobuf:"bytes,12,rep,name=a2a_peers,json=a2aPeers,proto3" json:"a2a_peers,omitempty"`
+	// The W3C trace context captured at StartTask (the same as task.trace_context), for
+	// the runtime to continue the caller's trace. Absent when StartTask carried none.
+	TraceContext  *TraceContext `protobuf:"bytes,13,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -217,9 +223,16 @@ func (x *Lease) GetPendingInterrupts() []*Interrupt {
 	return nil
 }
 
-func (x *Lease) GetContinueMessages() []string {
+func (x *Lease) GetContinueMessages() []*Message {
 	if x != nil {
 		return x.ContinueMessages
+	}
+	return nil
+}
+
+func (x *Lease) GetContinueToolResults() []*ToolResult {
+	if x != nil {
+		return x.ContinueToolResults
 	}
 	return nil
 }
@@ -234,6 +247,13 @@ func (x *Lease) GetMcpServers() []*McpServer {
 func (x *Lease) GetA2APeers() []*A2APeer {
 	if x != nil {
 		return x.A2APeers
+	}
+	return nil
+}
+
+func (x *Lease) GetTraceContext() *TraceContext {
+	if x != nil {
+		return x.TraceContext
 	}
 	return nil
 }
@@ -608,7 +628,7 @@ func (x *RuntimeEvent) GetPayload() isRuntimeEvent_Payload {
 	return nil
 }
 
-func (x *RuntimeEvent) GetMessage() *ChatMessage {
+func (x *RuntimeEvent) GetMessage() *Message {
 	if x != nil {
 		if x, ok := x.Payload.(*RuntimeEvent_Message); ok {
 			return x.Message
@@ -649,17 +669,20 @@ type isRuntimeEvent_Payload interface {
 }
 
 type RuntimeEvent_Message struct {
-	// A model or system message.
-	Message *ChatMessage `protobuf:"bytes,1,opt,name=message,proto3,oneof"`
+	// A model or system message; an empty message_id is assigned by the server.
+	Message *Message `protobuf:"bytes,5,opt,name=message,proto3,oneof"`
 }
 
 type RuntimeEvent_ToolCall struct {
-	// A tool call made (after the gate allowed it).
+	// A tool call, after the gate decided on it (allowed, approved, edited, or
+	// rejected: a rejected call is reported too, with the arguments ruled on, so the
+	// transcript has it). Once per call id.
 	ToolCall *ToolCall `protobuf:"bytes,2,opt,name=tool_call,json=toolCall,proto3,oneof"`
 }
 
 type RuntimeEvent_ToolResult struct {
-	// A tool result.
+	// A tool result, for a call reported earlier (in this report or a previous one);
+	// once per call id; is_error for a rejected call.
 	ToolResult *ToolResult `protobuf:"bytes,3,opt,name=tool_result,json=toolResult,proto3,oneof"`
 }
 
@@ -681,7 +704,8 @@ type ReportEventsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The lease.
 	Lease *LeaseRef `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
-	// Events, appended in order in one transaction.
+	// Events, appended in order in one transaction; at most
+	// Capabilities.limits.max_events_per_report.
 	Events        []*RuntimeEvent `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -788,14 +812,17 @@ type CheckToolCallRequest struct {
 	ToolName string `protobuf:"bytes,3,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
 	// Tool description, for the policy and the reviewer.
 	ToolDescription *string `protobuf:"bytes,4,opt,name=tool_description,json=toolDescription,proto3,oneof" json:"tool_description,omitempty"`
-	// Arguments the model produced.
-	Args *structpb.Value `protobuf:"bytes,5,opt,name=args,proto3" json:"args,omitempty"`
 	// Agent name (graph node) making the call.
 	AgentName string `protobuf:"bytes,6,opt,name=agent_name,json=agentName,proto3" json:"agent_name,omitempty"`
 	// Zero-based model round-trip index.
 	TripIndex int32 `protobuf:"varint,7,opt,name=trip_index,json=tripIndex,proto3" json:"trip_index,omitempty"`
 	// MCP annotations of the tool, if it is an MCP tool (may only tighten).
-	Annotations   *McpToolAnnotations `protobuf:"bytes,8,opt,name=annotations,proto3" json:"annotations,omitempty"`
+	Annotations *McpToolAnnotations `protobuf:"bytes,8,opt,name=annotations,proto3" json:"annotations,omitempty"`
+	// The arguments exactly as the model produced them, as JSON text. It need not be
+	// valid JSON: malformed text is logged and digested as given, and the gate still
+	// decides (a reviewer may reject it or edit it into valid arguments). Decisions bind
+	// the SHA-256 of these bytes.
+	ArgumentsJson string `protobuf:"bytes,9,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -858,13 +885,6 @@ func (x *CheckToolCallRequest) GetToolDescription() string {
 	return ""
 }
 
-func (x *CheckToolCallRequest) GetArgs() *structpb.Value {
-	if x != nil {
-		return x.Args
-	}
-	return nil
-}
-
 func (x *CheckToolCallRequest) GetAgentName() string {
 	if x != nil {
 		return x.AgentName
@@ -886,6 +906,13 @@ func (x *CheckToolCallRequest) GetAnnotations() *McpToolAnnotations {
 	return nil
 }
 
+func (x *CheckToolCallRequest) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
 // CheckToolCallResponse is the gate's answer.
 type CheckToolCallResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -893,17 +920,21 @@ type CheckToolCallResponse struct {
 	Outcome GateOutcome `protobuf:"varint,1,opt,name=outcome,proto3,enum=agentplane.v1.GateOutcome" json:"outcome,omitempty"`
 	// The interrupt to wait on, for INTERRUPT.
 	Interrupt *Interrupt `protobuf:"bytes,2,opt,name=interrupt,proto3" json:"interrupt,omitempty"`
-	// The synthesized decision, for REJECT; for ALLOW the args to run with.
+	// The synthesized decision, for REJECT; for ALLOW the arguments_json to run with.
 	Decision *Decision `protobuf:"bytes,3,opt,name=decision,proto3" json:"decision,omitempty"`
-	// Why.
+	// Why: the closed set of ToolGated.reason.
 	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	// Set when the call was already reported to the task's log (ReportEvents, under this
 	// lease or an earlier one): it ran, or was running, then, and its decision is spent.
 	// A runtime replaying its turn after a lost lease must not run it again; its result,
 	// if reported, is in the history. Reporting the call again is refused.
-	CallReported  bool `protobuf:"varint,5,opt,name=call_reported,json=callReported,proto3" json:"call_reported,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CallReported bool `protobuf:"varint,5,opt,name=call_reported,json=callReported,proto3" json:"call_reported,omitempty"`
+	// Set when the call's ToolResult was reported too. A replaying runtime that finds
+	// call_reported without result_reported reports the result (or an is_error result
+	// saying it was lost) before it ends the turn.
+	ResultReported bool `protobuf:"varint,6,opt,name=result_reported,json=resultReported,proto3" json:"result_reported,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CheckToolCallResponse) Reset() {
@@ -971,6 +1002,13 @@ func (x *CheckToolCallResponse) GetCallReported() bool {
 	return false
 }
 
+func (x *CheckToolCallResponse) GetResultReported() bool {
+	if x != nil {
+		return x.ResultReported
+	}
+	return false
+}
+
 // AwaitDecisionRequest waits for a decision.
 type AwaitDecisionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1029,7 +1067,8 @@ func (x *AwaitDecisionRequest) GetInterruptId() string {
 // AwaitDecisionResponse carries the decision.
 type AwaitDecisionResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The decision; the runtime runs exactly decision.args (approve, edit) or nothing.
+	// The decision; the runtime runs exactly decision.arguments_json (approve, edit) or
+	// nothing (reject: it reports the call and an is_error result).
 	Decision      *Decision `protobuf:"bytes,1,opt,name=decision,proto3" json:"decision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1178,7 +1217,12 @@ type RecordVerdictRequest struct {
 	// New obligations, as written.
 	Raised []string `protobuf:"bytes,5,rep,name=raised,proto3" json:"raised,omitempty"`
 	// Whether recording ends the reviewer's turn.
-	EndsTurn      bool `protobuf:"varint,6,opt,name=ends_turn,json=endsTurn,proto3" json:"ends_turn,omitempty"`
+	EndsTurn bool `protobuf:"varint,6,opt,name=ends_turn,json=endsTurn,proto3" json:"ends_turn,omitempty"`
+	// The verdict tool call that carried this verdict, when the evaluator decided by
+	// one: it must have been checked with CheckToolCall as a call to tool "verdict" and
+	// allowed (or approved). Recorded on the Verdict; the runtime reports the call and
+	// its result as for any tool call.
+	CallId        string `protobuf:"bytes,7,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1255,6 +1299,13 @@ func (x *RecordVerdictRequest) GetEndsTurn() bool {
 	return false
 }
 
+func (x *RecordVerdictRequest) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
 // RecordVerdictResponse reports what was recorded.
 type RecordVerdictResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1315,12 +1366,19 @@ type PauseTaskRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The lease.
 	Lease *LeaseRef `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
-	// The assistant's last message of the turn, appended to the log if set.
-	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	// Node whose turn ended.
-	Node          string `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Node string `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	// The assistant's last message of the turn, appended to the log if set.
+	Message *Message `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// Reported tool calls (ToolCall events without a ToolResult) of function tools the
+	// client executes, as reported (call_id, tool_name, arguments_json): the task waits
+	// for their outputs (one TOOL_OUTPUT_REQUIRED interrupt each, carrying the call)
+	// instead of a user message, and ContinueTask's tool_outputs supplies them. A call
+	// that is not reported and open, was rejected, or differs from its report is
+	// FAILED_PRECONDITION (tool_result.unexpected).
+	ToolOutputCalls []*ToolCall `protobuf:"bytes,5,rep,name=tool_output_calls,json=toolOutputCalls,proto3" json:"tool_output_calls,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *PauseTaskRequest) Reset() {
@@ -1360,13 +1418,6 @@ func (x *PauseTaskRequest) GetLease() *LeaseRef {
 	return nil
 }
 
-func (x *PauseTaskRequest) GetMessage() string {
-	if x != nil {
-		return x.Message
-	}
-	return ""
-}
-
 func (x *PauseTaskRequest) GetNode() string {
 	if x != nil {
 		return x.Node
@@ -1374,13 +1425,29 @@ func (x *PauseTaskRequest) GetNode() string {
 	return ""
 }
 
+func (x *PauseTaskRequest) GetMessage() *Message {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *PauseTaskRequest) GetToolOutputCalls() []*ToolCall {
+	if x != nil {
+		return x.ToolOutputCalls
+	}
+	return nil
+}
+
 // PauseTaskResponse returns the pause interrupt.
 type PauseTaskResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The synthetic __auto_pause__ interrupt.
-	Interrupt     *Interrupt `protobuf:"bytes,1,opt,name=interrupt,proto3" json:"interrupt,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The synthetic __auto_pause__ interrupt; unset when the task waits for tool outputs.
+	Interrupt *Interrupt `protobuf:"bytes,1,opt,name=interrupt,proto3" json:"interrupt,omitempty"`
+	// The TOOL_OUTPUT_REQUIRED interrupts, one per tool_output_calls entry, in order.
+	ToolOutputInterrupts []*Interrupt `protobuf:"bytes,2,rep,name=tool_output_interrupts,json=toolOutputInterrupts,proto3" json:"tool_output_interrupts,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *PauseTaskResponse) Reset() {
@@ -1416,6 +1483,13 @@ func (*PauseTaskResponse) Descriptor() ([]byte, []int) {
 func (x *PauseTaskResponse) GetInterrupt() *Interrupt {
 	if x != nil {
 		return x.Interrupt
+	}
+	return nil
+}
+
+func (x *PauseTaskResponse) GetToolOutputInterrupts() []*Interrupt {
+	if x != nil {
+		return x.ToolOutputInterrupts
 	}
 	return nil
 }
@@ -1764,11 +1838,11 @@ var File_agentplane_v1_runtime_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\n" +
-	"#agentplane/v1/runtime_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"T\n" +
+	"#agentplane/v1/runtime_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"T\n" +
 	"\bLeaseRef\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x19\n" +
 	"\blease_id\x18\x02 \x01(\tR\aleaseId\x12\x14\n" +
-	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\"\xbc\x04\n" +
+	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\"\xeb\x05\n" +
 	"\x05Lease\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x126\n" +
@@ -1778,12 +1852,14 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\x0ehistory_cursor\x18\x06 \x01(\x03R\rhistoryCursor\x12\x18\n" +
 	"\aattempt\x18\a \x01(\x05R\aattempt\x12I\n" +
 	"\x13resolved_interrupts\x18\b \x03(\v2\x18.agentplane.v1.InterruptR\x12resolvedInterrupts\x12G\n" +
-	"\x12pending_interrupts\x18\t \x03(\v2\x18.agentplane.v1.InterruptR\x11pendingInterrupts\x12+\n" +
-	"\x11continue_messages\x18\n" +
-	" \x03(\tR\x10continueMessages\x129\n" +
+	"\x12pending_interrupts\x18\t \x03(\v2\x18.agentplane.v1.InterruptR\x11pendingInterrupts\x12C\n" +
+	"\x11continue_messages\x18\x0e \x03(\v2\x16.agentplane.v1.MessageR\x10continueMessages\x12M\n" +
+	"\x15continue_tool_results\x18\x0f \x03(\v2\x19.agentplane.v1.ToolResultR\x13continueToolResults\x129\n" +
 	"\vmcp_servers\x18\v \x03(\v2\x18.agentplane.v1.McpServerR\n" +
 	"mcpServers\x123\n" +
-	"\ta2a_peers\x18\f \x03(\v2\x16.agentplane.v1.A2aPeerR\ba2aPeers\"z\n" +
+	"\ta2a_peers\x18\f \x03(\v2\x16.agentplane.v1.A2aPeerR\ba2aPeers\x12@\n" +
+	"\rtrace_context\x18\r \x01(\v2\x1b.agentplane.v1.TraceContextR\ftraceContextJ\x04\b\n" +
+	"\x10\v\"z\n" +
 	"\fResolvedSpec\x120\n" +
 	"\x05agent\x18\x01 \x01(\v2\x18.agentplane.v1.AgentSpecH\x00R\x05agent\x120\n" +
 	"\x05graph\x18\x02 \x01(\v2\x18.agentplane.v1.GraphSpecH\x00R\x05graphB\x06\n" +
@@ -1801,37 +1877,38 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\x11HeartbeatResponse\x126\n" +
 	"\bdeadline\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x1a\n" +
 	"\bcanceled\x18\x02 \x01(\bR\bcanceled\x12#\n" +
-	"\rcancel_reason\x18\x03 \x01(\tR\fcancelReason\"\xf9\x01\n" +
-	"\fRuntimeEvent\x126\n" +
-	"\amessage\x18\x01 \x01(\v2\x1a.agentplane.v1.ChatMessageH\x00R\amessage\x126\n" +
+	"\rcancel_reason\x18\x03 \x01(\tR\fcancelReason\"\xfb\x01\n" +
+	"\fRuntimeEvent\x122\n" +
+	"\amessage\x18\x05 \x01(\v2\x16.agentplane.v1.MessageH\x00R\amessage\x126\n" +
 	"\ttool_call\x18\x02 \x01(\v2\x17.agentplane.v1.ToolCallH\x00R\btoolCall\x12<\n" +
 	"\vtool_result\x18\x03 \x01(\v2\x19.agentplane.v1.ToolResultH\x00R\n" +
 	"toolResult\x120\n" +
 	"\x04note\x18\x04 \x01(\v2\x1a.agentplane.v1.RuntimeNoteH\x00R\x04noteB\t\n" +
-	"\apayload\"y\n" +
+	"\apayloadJ\x04\b\x01\x10\x02\"y\n" +
 	"\x13ReportEventsRequest\x12-\n" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x123\n" +
 	"\x06events\x18\x02 \x03(\v2\x1b.agentplane.v1.RuntimeEventR\x06events\";\n" +
 	"\x14ReportEventsResponse\x12#\n" +
-	"\rlast_sequence\x18\x01 \x01(\x03R\flastSequence\"\xef\x02\n" +
+	"\rlast_sequence\x18\x01 \x01(\x03R\flastSequence\"\xf6\x02\n" +
 	"\x14CheckToolCallRequest\x12-\n" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x12\x17\n" +
 	"\acall_id\x18\x02 \x01(\tR\x06callId\x12\x1b\n" +
 	"\ttool_name\x18\x03 \x01(\tR\btoolName\x12.\n" +
-	"\x10tool_description\x18\x04 \x01(\tH\x00R\x0ftoolDescription\x88\x01\x01\x12*\n" +
-	"\x04args\x18\x05 \x01(\v2\x16.google.protobuf.ValueR\x04args\x12\x1d\n" +
+	"\x10tool_description\x18\x04 \x01(\tH\x00R\x0ftoolDescription\x88\x01\x01\x12\x1d\n" +
 	"\n" +
 	"agent_name\x18\x06 \x01(\tR\tagentName\x12\x1d\n" +
 	"\n" +
 	"trip_index\x18\a \x01(\x05R\ttripIndex\x12C\n" +
-	"\vannotations\x18\b \x01(\v2!.agentplane.v1.McpToolAnnotationsR\vannotationsB\x13\n" +
-	"\x11_tool_description\"\xf7\x01\n" +
+	"\vannotations\x18\b \x01(\v2!.agentplane.v1.McpToolAnnotationsR\vannotations\x12%\n" +
+	"\x0earguments_json\x18\t \x01(\tR\rargumentsJsonB\x13\n" +
+	"\x11_tool_descriptionJ\x04\b\x05\x10\x06R\x04args\"\xa0\x02\n" +
 	"\x15CheckToolCallResponse\x124\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2\x1a.agentplane.v1.GateOutcomeR\aoutcome\x126\n" +
 	"\tinterrupt\x18\x02 \x01(\v2\x18.agentplane.v1.InterruptR\tinterrupt\x123\n" +
 	"\bdecision\x18\x03 \x01(\v2\x17.agentplane.v1.DecisionR\bdecision\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12#\n" +
-	"\rcall_reported\x18\x05 \x01(\bR\fcallReported\"h\n" +
+	"\rcall_reported\x18\x05 \x01(\bR\fcallReported\x12'\n" +
+	"\x0fresult_reported\x18\x06 \x01(\bR\x0eresultReported\"h\n" +
 	"\x14AwaitDecisionRequest\x12-\n" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x12!\n" +
 	"\finterrupt_id\x18\x02 \x01(\tR\vinterruptId\"L\n" +
@@ -1840,23 +1917,26 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\x12SuspendTaskRequest\x12-\n" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\">\n" +
 	"\x13SuspendTaskResponse\x12'\n" +
-	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"\x85\x02\n" +
+	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"\x9e\x02\n" +
 	"\x14RecordVerdictRequest\x12-\n" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x124\n" +
 	"\x06result\x18\x03 \x01(\v2\x1c.agentplane.v1.VerdictResultR\x06result\x12?\n" +
 	"\bresolved\x18\x04 \x03(\v2#.agentplane.v1.ObligationResolutionR\bresolved\x12\x16\n" +
 	"\x06raised\x18\x05 \x03(\tR\x06raised\x12\x1b\n" +
-	"\tends_turn\x18\x06 \x01(\bR\bendsTurn\"\x8f\x01\n" +
+	"\tends_turn\x18\x06 \x01(\bR\bendsTurn\x12\x17\n" +
+	"\acall_id\x18\a \x01(\tR\x06callId\"\x8f\x01\n" +
 	"\x15RecordVerdictResponse\x120\n" +
 	"\averdict\x18\x01 \x01(\v2\x16.agentplane.v1.VerdictR\averdict\x12D\n" +
-	"\x10open_obligations\x18\x02 \x03(\v2\x19.agentplane.v1.ObligationR\x0fopenObligations\"o\n" +
+	"\x10open_obligations\x18\x02 \x03(\v2\x19.agentplane.v1.ObligationR\x0fopenObligations\"\xd2\x01\n" +
 	"\x10PauseTaskRequest\x12-\n" +
-	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
-	"\x04node\x18\x03 \x01(\tR\x04node\"K\n" +
+	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\x120\n" +
+	"\amessage\x18\x04 \x01(\v2\x16.agentplane.v1.MessageR\amessage\x12C\n" +
+	"\x11tool_output_calls\x18\x05 \x03(\v2\x17.agentplane.v1.ToolCallR\x0ftoolOutputCallsJ\x04\b\x02\x10\x03\"\x9b\x01\n" +
 	"\x11PauseTaskResponse\x126\n" +
-	"\tinterrupt\x18\x01 \x01(\v2\x18.agentplane.v1.InterruptR\tinterrupt\"w\n" +
+	"\tinterrupt\x18\x01 \x01(\v2\x18.agentplane.v1.InterruptR\tinterrupt\x12N\n" +
+	"\x16tool_output_interrupts\x18\x02 \x03(\v2\x18.agentplane.v1.InterruptR\x14toolOutputInterrupts\"w\n" +
 	"\x13CompleteTaskRequest\x12-\n" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x121\n" +
 	"\x06output\x18\x02 \x01(\v2\x19.agentplane.v1.TaskOutputR\x06output\"?\n" +
@@ -1933,16 +2013,16 @@ var file_agentplane_v1_runtime_service_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil),   // 26: google.protobuf.Timestamp
 	(*Task)(nil),                    // 27: agentplane.v1.Task
 	(*Interrupt)(nil),               // 28: agentplane.v1.Interrupt
-	(*McpServer)(nil),               // 29: agentplane.v1.McpServer
-	(*A2APeer)(nil),                 // 30: agentplane.v1.A2aPeer
-	(*AgentSpec)(nil),               // 31: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),               // 32: agentplane.v1.GraphSpec
-	(*durationpb.Duration)(nil),     // 33: google.protobuf.Duration
-	(*ChatMessage)(nil),             // 34: agentplane.v1.ChatMessage
-	(*ToolCall)(nil),                // 35: agentplane.v1.ToolCall
-	(*ToolResult)(nil),              // 36: agentplane.v1.ToolResult
-	(*RuntimeNote)(nil),             // 37: agentplane.v1.RuntimeNote
-	(*structpb.Value)(nil),          // 38: google.protobuf.Value
+	(*Message)(nil),                 // 29: agentplane.v1.Message
+	(*ToolResult)(nil),              // 30: agentplane.v1.ToolResult
+	(*McpServer)(nil),               // 31: agentplane.v1.McpServer
+	(*A2APeer)(nil),                 // 32: agentplane.v1.A2aPeer
+	(*TraceContext)(nil),            // 33: agentplane.v1.TraceContext
+	(*AgentSpec)(nil),               // 34: agentplane.v1.AgentSpec
+	(*GraphSpec)(nil),               // 35: agentplane.v1.GraphSpec
+	(*durationpb.Duration)(nil),     // 36: google.protobuf.Duration
+	(*ToolCall)(nil),                // 37: agentplane.v1.ToolCall
+	(*RuntimeNote)(nil),             // 38: agentplane.v1.RuntimeNote
 	(*McpToolAnnotations)(nil),      // 39: agentplane.v1.McpToolAnnotations
 	(GateOutcome)(0),                // 40: agentplane.v1.GateOutcome
 	(*Decision)(nil),                // 41: agentplane.v1.Decision
@@ -1959,71 +2039,76 @@ var file_agentplane_v1_runtime_service_proto_depIdxs = []int32{
 	2,  // 2: agentplane.v1.Lease.spec:type_name -> agentplane.v1.ResolvedSpec
 	28, // 3: agentplane.v1.Lease.resolved_interrupts:type_name -> agentplane.v1.Interrupt
 	28, // 4: agentplane.v1.Lease.pending_interrupts:type_name -> agentplane.v1.Interrupt
-	29, // 5: agentplane.v1.Lease.mcp_servers:type_name -> agentplane.v1.McpServer
-	30, // 6: agentplane.v1.Lease.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	31, // 7: agentplane.v1.ResolvedSpec.agent:type_name -> agentplane.v1.AgentSpec
-	32, // 8: agentplane.v1.ResolvedSpec.graph:type_name -> agentplane.v1.GraphSpec
-	33, // 9: agentplane.v1.LeaseTasksRequest.wait:type_name -> google.protobuf.Duration
-	1,  // 10: agentplane.v1.LeaseTasksResponse.leases:type_name -> agentplane.v1.Lease
-	0,  // 11: agentplane.v1.HeartbeatRequest.lease:type_name -> agentplane.v1.LeaseRef
-	26, // 12: agentplane.v1.HeartbeatResponse.deadline:type_name -> google.protobuf.Timestamp
-	34, // 13: agentplane.v1.RuntimeEvent.message:type_name -> agentplane.v1.ChatMessage
-	35, // 14: agentplane.v1.RuntimeEvent.tool_call:type_name -> agentplane.v1.ToolCall
-	36, // 15: agentplane.v1.RuntimeEvent.tool_result:type_name -> agentplane.v1.ToolResult
-	37, // 16: agentplane.v1.RuntimeEvent.note:type_name -> agentplane.v1.RuntimeNote
-	0,  // 17: agentplane.v1.ReportEventsRequest.lease:type_name -> agentplane.v1.LeaseRef
-	7,  // 18: agentplane.v1.ReportEventsRequest.events:type_name -> agentplane.v1.RuntimeEvent
-	0,  // 19: agentplane.v1.CheckToolCallRequest.lease:type_name -> agentplane.v1.LeaseRef
-	38, // 20: agentplane.v1.CheckToolCallRequest.args:type_name -> google.protobuf.Value
-	39, // 21: agentplane.v1.CheckToolCallRequest.annotations:type_name -> agentplane.v1.McpToolAnnotations
-	40, // 22: agentplane.v1.CheckToolCallResponse.outcome:type_name -> agentplane.v1.GateOutcome
-	28, // 23: agentplane.v1.CheckToolCallResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	41, // 24: agentplane.v1.CheckToolCallResponse.decision:type_name -> agentplane.v1.Decision
-	0,  // 25: agentplane.v1.AwaitDecisionRequest.lease:type_name -> agentplane.v1.LeaseRef
-	41, // 26: agentplane.v1.AwaitDecisionResponse.decision:type_name -> agentplane.v1.Decision
-	0,  // 27: agentplane.v1.SuspendTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	27, // 28: agentplane.v1.SuspendTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 29: agentplane.v1.RecordVerdictRequest.lease:type_name -> agentplane.v1.LeaseRef
-	42, // 30: agentplane.v1.RecordVerdictRequest.result:type_name -> agentplane.v1.VerdictResult
-	43, // 31: agentplane.v1.RecordVerdictRequest.resolved:type_name -> agentplane.v1.ObligationResolution
-	44, // 32: agentplane.v1.RecordVerdictResponse.verdict:type_name -> agentplane.v1.Verdict
-	45, // 33: agentplane.v1.RecordVerdictResponse.open_obligations:type_name -> agentplane.v1.Obligation
-	0,  // 34: agentplane.v1.PauseTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	28, // 35: agentplane.v1.PauseTaskResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	0,  // 36: agentplane.v1.CompleteTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	46, // 37: agentplane.v1.CompleteTaskRequest.output:type_name -> agentplane.v1.TaskOutput
-	27, // 38: agentplane.v1.CompleteTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 39: agentplane.v1.FailTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	27, // 40: agentplane.v1.FailTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 41: agentplane.v1.ReadTaskHistoryRequest.lease:type_name -> agentplane.v1.LeaseRef
-	47, // 42: agentplane.v1.ReadTaskHistoryResponse.events:type_name -> agentplane.v1.TaskEvent
-	3,  // 43: agentplane.v1.RuntimeService.LeaseTasks:input_type -> agentplane.v1.LeaseTasksRequest
-	5,  // 44: agentplane.v1.RuntimeService.Heartbeat:input_type -> agentplane.v1.HeartbeatRequest
-	8,  // 45: agentplane.v1.RuntimeService.ReportEvents:input_type -> agentplane.v1.ReportEventsRequest
-	10, // 46: agentplane.v1.RuntimeService.CheckToolCall:input_type -> agentplane.v1.CheckToolCallRequest
-	12, // 47: agentplane.v1.RuntimeService.AwaitDecision:input_type -> agentplane.v1.AwaitDecisionRequest
-	14, // 48: agentplane.v1.RuntimeService.SuspendTask:input_type -> agentplane.v1.SuspendTaskRequest
-	16, // 49: agentplane.v1.RuntimeService.RecordVerdict:input_type -> agentplane.v1.RecordVerdictRequest
-	18, // 50: agentplane.v1.RuntimeService.PauseTask:input_type -> agentplane.v1.PauseTaskRequest
-	20, // 51: agentplane.v1.RuntimeService.CompleteTask:input_type -> agentplane.v1.CompleteTaskRequest
-	22, // 52: agentplane.v1.RuntimeService.FailTask:input_type -> agentplane.v1.FailTaskRequest
-	24, // 53: agentplane.v1.RuntimeService.ReadTaskHistory:input_type -> agentplane.v1.ReadTaskHistoryRequest
-	4,  // 54: agentplane.v1.RuntimeService.LeaseTasks:output_type -> agentplane.v1.LeaseTasksResponse
-	6,  // 55: agentplane.v1.RuntimeService.Heartbeat:output_type -> agentplane.v1.HeartbeatResponse
-	9,  // 56: agentplane.v1.RuntimeService.ReportEvents:output_type -> agentplane.v1.ReportEventsResponse
-	11, // 57: agentplane.v1.RuntimeService.CheckToolCall:output_type -> agentplane.v1.CheckToolCallResponse
-	13, // 58: agentplane.v1.RuntimeService.AwaitDecision:output_type -> agentplane.v1.AwaitDecisionResponse
-	15, // 59: agentplane.v1.RuntimeService.SuspendTask:output_type -> agentplane.v1.SuspendTaskResponse
-	17, // 60: agentplane.v1.RuntimeService.RecordVerdict:output_type -> agentplane.v1.RecordVerdictResponse
-	19, // 61: agentplane.v1.RuntimeService.PauseTask:output_type -> agentplane.v1.PauseTaskResponse
-	21, // 62: agentplane.v1.RuntimeService.CompleteTask:output_type -> agentplane.v1.CompleteTaskResponse
-	23, // 63: agentplane.v1.RuntimeService.FailTask:output_type -> agentplane.v1.FailTaskResponse
-	25, // 64: agentplane.v1.RuntimeService.ReadTaskHistory:output_type -> agentplane.v1.ReadTaskHistoryResponse
-	54, // [54:65] is the sub-list for method output_type
-	43, // [43:54] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	29, // 5: agentplane.v1.Lease.continue_messages:type_name -> agentplane.v1.Message
+	30, // 6: agentplane.v1.Lease.continue_tool_results:type_name -> agentplane.v1.ToolResult
+	31, // 7: agentplane.v1.Lease.mcp_servers:type_name -> agentplane.v1.McpServer
+	32, // 8: agentplane.v1.Lease.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	33, // 9: agentplane.v1.Lease.trace_context:type_name -> agentplane.v1.TraceContext
+	34, // 10: agentplane.v1.ResolvedSpec.agent:type_name -> agentplane.v1.AgentSpec
+	35, // 11: agentplane.v1.ResolvedSpec.graph:type_name -> agentplane.v1.GraphSpec
+	36, // 12: agentplane.v1.LeaseTasksRequest.wait:type_name -> google.protobuf.Duration
+	1,  // 13: agentplane.v1.LeaseTasksResponse.leases:type_name -> agentplane.v1.Lease
+	0,  // 14: agentplane.v1.HeartbeatRequest.lease:type_name -> agentplane.v1.LeaseRef
+	26, // 15: agentplane.v1.HeartbeatResponse.deadline:type_name -> google.protobuf.Timestamp
+	29, // 16: agentplane.v1.RuntimeEvent.message:type_name -> agentplane.v1.Message
+	37, // 17: agentplane.v1.RuntimeEvent.tool_call:type_name -> agentplane.v1.ToolCall
+	30, // 18: agentplane.v1.RuntimeEvent.tool_result:type_name -> agentplane.v1.ToolResult
+	38, // 19: agentplane.v1.RuntimeEvent.note:type_name -> agentplane.v1.RuntimeNote
+	0,  // 20: agentplane.v1.ReportEventsRequest.lease:type_name -> agentplane.v1.LeaseRef
+	7,  // 21: agentplane.v1.ReportEventsRequest.events:type_name -> agentplane.v1.RuntimeEvent
+	0,  // 22: agentplane.v1.CheckToolCallRequest.lease:type_name -> agentplane.v1.LeaseRef
+	39, // 23: agentplane.v1.CheckToolCallRequest.annotations:type_name -> agentplane.v1.McpToolAnnotations
+	40, // 24: agentplane.v1.CheckToolCallResponse.outcome:type_name -> agentplane.v1.GateOutcome
+	28, // 25: agentplane.v1.CheckToolCallResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	41, // 26: agentplane.v1.CheckToolCallResponse.decision:type_name -> agentplane.v1.Decision
+	0,  // 27: agentplane.v1.AwaitDecisionRequest.lease:type_name -> agentplane.v1.LeaseRef
+	41, // 28: agentplane.v1.AwaitDecisionResponse.decision:type_name -> agentplane.v1.Decision
+	0,  // 29: agentplane.v1.SuspendTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	27, // 30: agentplane.v1.SuspendTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 31: agentplane.v1.RecordVerdictRequest.lease:type_name -> agentplane.v1.LeaseRef
+	42, // 32: agentplane.v1.RecordVerdictRequest.result:type_name -> agentplane.v1.VerdictResult
+	43, // 33: agentplane.v1.RecordVerdictRequest.resolved:type_name -> agentplane.v1.ObligationResolution
+	44, // 34: agentplane.v1.RecordVerdictResponse.verdict:type_name -> agentplane.v1.Verdict
+	45, // 35: agentplane.v1.RecordVerdictResponse.open_obligations:type_name -> agentplane.v1.Obligation
+	0,  // 36: agentplane.v1.PauseTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	29, // 37: agentplane.v1.PauseTaskRequest.message:type_name -> agentplane.v1.Message
+	37, // 38: agentplane.v1.PauseTaskRequest.tool_output_calls:type_name -> agentplane.v1.ToolCall
+	28, // 39: agentplane.v1.PauseTaskResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	28, // 40: agentplane.v1.PauseTaskResponse.tool_output_interrupts:type_name -> agentplane.v1.Interrupt
+	0,  // 41: agentplane.v1.CompleteTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	46, // 42: agentplane.v1.CompleteTaskRequest.output:type_name -> agentplane.v1.TaskOutput
+	27, // 43: agentplane.v1.CompleteTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 44: agentplane.v1.FailTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	27, // 45: agentplane.v1.FailTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 46: agentplane.v1.ReadTaskHistoryRequest.lease:type_name -> agentplane.v1.LeaseRef
+	47, // 47: agentplane.v1.ReadTaskHistoryResponse.events:type_name -> agentplane.v1.TaskEvent
+	3,  // 48: agentplane.v1.RuntimeService.LeaseTasks:input_type -> agentplane.v1.LeaseTasksRequest
+	5,  // 49: agentplane.v1.RuntimeService.Heartbeat:input_type -> agentplane.v1.HeartbeatRequest
+	8,  // 50: agentplane.v1.RuntimeService.ReportEvents:input_type -> agentplane.v1.ReportEventsRequest
+	10, // 51: agentplane.v1.RuntimeService.CheckToolCall:input_type -> agentplane.v1.CheckToolCallRequest
+	12, // 52: agentplane.v1.RuntimeService.AwaitDecision:input_type -> agentplane.v1.AwaitDecisionRequest
+	14, // 53: agentplane.v1.RuntimeService.SuspendTask:input_type -> agentplane.v1.SuspendTaskRequest
+	16, // 54: agentplane.v1.RuntimeService.RecordVerdict:input_type -> agentplane.v1.RecordVerdictRequest
+	18, // 55: agentplane.v1.RuntimeService.PauseTask:input_type -> agentplane.v1.PauseTaskRequest
+	20, // 56: agentplane.v1.RuntimeService.CompleteTask:input_type -> agentplane.v1.CompleteTaskRequest
+	22, // 57: agentplane.v1.RuntimeService.FailTask:input_type -> agentplane.v1.FailTaskRequest
+	24, // 58: agentplane.v1.RuntimeService.ReadTaskHistory:input_type -> agentplane.v1.ReadTaskHistoryRequest
+	4,  // 59: agentplane.v1.RuntimeService.LeaseTasks:output_type -> agentplane.v1.LeaseTasksResponse
+	6,  // 60: agentplane.v1.RuntimeService.Heartbeat:output_type -> agentplane.v1.HeartbeatResponse
+	9,  // 61: agentplane.v1.RuntimeService.ReportEvents:output_type -> agentplane.v1.ReportEventsResponse
+	11, // 62: agentplane.v1.RuntimeService.CheckToolCall:output_type -> agentplane.v1.CheckToolCallResponse
+	13, // 63: agentplane.v1.RuntimeService.AwaitDecision:output_type -> agentplane.v1.AwaitDecisionResponse
+	15, // 64: agentplane.v1.RuntimeService.SuspendTask:output_type -> agentplane.v1.SuspendTaskResponse
+	17, // 65: agentplane.v1.RuntimeService.RecordVerdict:output_type -> agentplane.v1.RecordVerdictResponse
+	19, // 66: agentplane.v1.RuntimeService.PauseTask:output_type -> agentplane.v1.PauseTaskResponse
+	21, // 67: agentplane.v1.RuntimeService.CompleteTask:output_type -> agentplane.v1.CompleteTaskResponse
+	23, // 68: agentplane.v1.RuntimeService.FailTask:output_type -> agentplane.v1.FailTaskResponse
+	25, // 69: agentplane.v1.RuntimeService.ReadTaskHistory:output_type -> agentplane.v1.ReadTaskHistoryResponse
+	59, // [59:70] is the sub-list for method output_type
+	48, // [48:59] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_runtime_service_proto_init() }

@@ -10,6 +10,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -80,26 +81,28 @@ func (TaskView) EnumDescriptor() ([]byte, []int) {
 }
 
 // StartTaskRequest starts a task from exactly one of: an inline agent, an inline graph,
-// a static agent id, or a document (JSON/YAML, routed on its kind).
+// a static agent id, a document (JSON/YAML, routed on its kind), or the wire-shaped spec
+// as a JSON object.
+//
+// The W3C trace context of the call (the traceparent and tracestate gRPC metadata
+// keys, or HTTP headers) is captured with the task: see Task.trace_context.
 type StartTaskRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Idempotency key chosen by the caller, unique per tenant. Recommended; when empty
 	// every call creates a new task.
 	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	// What runs.
+	// What runs. Exactly one arm is set; none is INVALID_ARGUMENT.
 	//
 	// Types that are valid to be assigned to Spec:
 	//
 	//	*StartTaskRequest_Agent
 	//	*StartTaskRequest_Graph
 	//	*StartTaskRequest_AgentId
+	//	*StartTaskRequest_Document
+	//	*StartTaskRequest_SpecJson
 	Spec isStartTaskRequest_Spec `protobuf_oneof:"spec"`
-	// A qar/v1 document (JSON or YAML). Mutually exclusive with the spec oneof.
-	Document []byte `protobuf:"bytes,5,opt,name=document,proto3" json:"document,omitempty"`
 	// Syntax of document.
 	Format DocumentFormat `protobuf:"varint,6,opt,name=format,proto3,enum=agentplane.v1.DocumentFormat" json:"format,omitempty"`
-	// The user's input.
-	Input string `protobuf:"bytes,7,opt,name=input,proto3" json:"input,omitempty"`
 	// Labels for filtering. At most 32, keys and values bounded.
 	Labels map[string]string `protobuf:"bytes,8,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Which tool calls need a human.
@@ -120,7 +123,11 @@ type StartTaskRequest struct {
 	// The run queue: only runtimes that serve it lease the task. Empty means "default",
 	// the queue of runtimes that name none. 1 to 64 characters of letters, digits, '.',
 	// '_' and '-', starting with a letter or digit.
-	Queue         string `protobuf:"bytes,16,opt,name=queue,proto3" json:"queue,omitempty"`
+	Queue string `protobuf:"bytes,16,opt,name=queue,proto3" json:"queue,omitempty"`
+	// The user's message that starts the run, if any: role USER (or UNSPECIFIED,
+	// taken as USER) with at least one part. Its message_id is assigned when empty. Bounded by
+	// limits.max_input_bytes (encoded size).
+	Input         *Message `protobuf:"bytes,18,opt,name=input,proto3" json:"input,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -198,7 +205,18 @@ func (x *StartTaskRequest) GetAgentId() string {
 
 func (x *StartTaskRequest) GetDocument() []byte {
 	if x != nil {
-		return x.Document
+		if x, ok := x.Spec.(*StartTaskRequest_Document); ok {
+			return x.Document
+		}
+	}
+	return nil
+}
+
+func (x *StartTaskRequest) GetSpecJson() *structpb.Struct {
+	if x != nil {
+		if x, ok := x.Spec.(*StartTaskRequest_SpecJson); ok {
+			return x.SpecJson
+		}
 	}
 	return nil
 }
@@ -208,13 +226,6 @@ func (x *StartTaskRequest) GetFormat() DocumentFormat {
 		return x.Format
 	}
 	return DocumentFormat_DOCUMENT_FORMAT_UNSPECIFIED
-}
-
-func (x *StartTaskRequest) GetInput() string {
-	if x != nil {
-		return x.Input
-	}
-	return ""
 }
 
 func (x *StartTaskRequest) GetLabels() map[string]string {
@@ -280,6 +291,13 @@ func (x *StartTaskRequest) GetQueue() string {
 	return ""
 }
 
+func (x *StartTaskRequest) GetInput() *Message {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
 type isStartTaskRequest_Spec interface {
 	isStartTaskRequest_Spec()
 }
@@ -299,11 +317,28 @@ type StartTaskRequest_AgentId struct {
 	AgentId string `protobuf:"bytes,4,opt,name=agent_id,json=agentId,proto3,oneof"`
 }
 
+type StartTaskRequest_Document struct {
+	// A qar/v1 document (JSON or YAML bytes).
+	Document []byte `protobuf:"bytes,5,opt,name=document,proto3,oneof"`
+}
+
+type StartTaskRequest_SpecJson struct {
+	// The spec in the qar/v1 wire shape (seed 000) as a JSON object, routed on its
+	// `kind`: over HTTP, `{"spec": {"apiVersion": "qar/v1", "kind": "AgentSpec", ...},
+	// "input": "..."}`. Validated exactly like the same document sent as bytes (see
+	// ValidateSpecRequest.spec_json).
+	SpecJson *structpb.Struct `protobuf:"bytes,17,opt,name=spec_json,json=spec,proto3,oneof"`
+}
+
 func (*StartTaskRequest_Agent) isStartTaskRequest_Spec() {}
 
 func (*StartTaskRequest_Graph) isStartTaskRequest_Spec() {}
 
 func (*StartTaskRequest_AgentId) isStartTaskRequest_Spec() {}
+
+func (*StartTaskRequest_Document) isStartTaskRequest_Spec() {}
+
+func (*StartTaskRequest_SpecJson) isStartTaskRequest_Spec() {}
 
 // StartTaskResponse holds the task.
 type StartTaskResponse struct {
@@ -365,8 +400,13 @@ type ContinueTaskRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The task.
 	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	// The next user message.
-	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// What the task waits for.
+	//
+	// Types that are valid to be assigned to Input:
+	//
+	//	*ContinueTaskRequest_Message
+	//	*ContinueTaskRequest_ToolOutputs
+	Input         isContinueTaskRequest_Input `protobuf_oneof:"input"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -408,17 +448,166 @@ func (x *ContinueTaskRequest) GetTaskId() string {
 	return ""
 }
 
-func (x *ContinueTaskRequest) GetMessage() string {
+func (x *ContinueTaskRequest) GetInput() isContinueTaskRequest_Input {
 	if x != nil {
-		return x.Message
+		return x.Input
+	}
+	return nil
+}
+
+func (x *ContinueTaskRequest) GetMessage() *Message {
+	if x != nil {
+		if x, ok := x.Input.(*ContinueTaskRequest_Message); ok {
+			return x.Message
+		}
+	}
+	return nil
+}
+
+func (x *ContinueTaskRequest) GetToolOutputs() *ToolOutputs {
+	if x != nil {
+		if x, ok := x.Input.(*ContinueTaskRequest_ToolOutputs); ok {
+			return x.ToolOutputs
+		}
+	}
+	return nil
+}
+
+type isContinueTaskRequest_Input interface {
+	isContinueTaskRequest_Input()
+}
+
+type ContinueTaskRequest_Message struct {
+	// The next user message, for a chat-mode pause (INTERRUPT_KIND_AUTO_PAUSE): role
+	// USER (or UNSPECIFIED) with at least one part; bounded by limits.max_input_bytes.
+	Message *Message `protobuf:"bytes,3,opt,name=message,proto3,oneof"`
+}
+
+type ContinueTaskRequest_ToolOutputs struct {
+	// The outputs of the client-executed tool calls the task waits for
+	// (INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED): exactly one per pending call id.
+	ToolOutputs *ToolOutputs `protobuf:"bytes,4,opt,name=tool_outputs,json=toolOutputs,proto3,oneof"`
+}
+
+func (*ContinueTaskRequest_Message) isContinueTaskRequest_Input() {}
+
+func (*ContinueTaskRequest_ToolOutputs) isContinueTaskRequest_Input() {}
+
+// ToolOutputs is the outputs of client-executed tool calls.
+type ToolOutputs struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per pending call, in any order.
+	Outputs       []*ToolOutput `protobuf:"bytes,1,rep,name=outputs,proto3" json:"outputs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolOutputs) Reset() {
+	*x = ToolOutputs{}
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolOutputs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolOutputs) ProtoMessage() {}
+
+func (x *ToolOutputs) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolOutputs.ProtoReflect.Descriptor instead.
+func (*ToolOutputs) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ToolOutputs) GetOutputs() []*ToolOutput {
+	if x != nil {
+		return x.Outputs
+	}
+	return nil
+}
+
+// ToolOutput is what a client-executed tool call returned. The server logs it as the
+// call's ToolResult.
+type ToolOutput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pending call it answers (Interrupt.call_id).
+	CallId string `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// The result.
+	Result *structpb.Value `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	// Whether the tool failed.
+	IsError       bool `protobuf:"varint,3,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolOutput) Reset() {
+	*x = ToolOutput{}
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolOutput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolOutput) ProtoMessage() {}
+
+func (x *ToolOutput) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolOutput.ProtoReflect.Descriptor instead.
+func (*ToolOutput) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ToolOutput) GetCallId() string {
+	if x != nil {
+		return x.CallId
 	}
 	return ""
+}
+
+func (x *ToolOutput) GetResult() *structpb.Value {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *ToolOutput) GetIsError() bool {
+	if x != nil {
+		return x.IsError
+	}
+	return false
 }
 
 // ContinueTaskResponse holds the task.
 type ContinueTaskResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The task, back in SUBMITTED (queued) or WORKING.
+	// The task, back in SUBMITTED: queued until a runtime leases it.
 	Task          *Task `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -426,7 +615,7 @@ type ContinueTaskResponse struct {
 
 func (x *ContinueTaskResponse) Reset() {
 	*x = ContinueTaskResponse{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[3]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -438,7 +627,7 @@ func (x *ContinueTaskResponse) String() string {
 func (*ContinueTaskResponse) ProtoMessage() {}
 
 func (x *ContinueTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[3]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -451,7 +640,7 @@ func (x *ContinueTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContinueTaskResponse.ProtoReflect.Descriptor instead.
 func (*ContinueTaskResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{3}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ContinueTaskResponse) GetTask() *Task {
@@ -474,7 +663,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[4]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -486,7 +675,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[4]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -499,7 +688,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{4}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetTaskRequest) GetTaskId() string {
@@ -527,7 +716,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[5]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -539,7 +728,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[5]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -552,7 +741,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{5}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetTaskResponse) GetTask() *Task {
@@ -573,8 +762,11 @@ type ListTasksRequest struct {
 	PageToken string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	// Only tasks in one of these states; empty means all.
 	States []TaskState `protobuf:"varint,3,rep,packed,name=states,proto3,enum=agentplane.v1.TaskState" json:"states,omitempty"`
-	// Only tasks carrying all these labels.
-	Labels map[string]string `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Only tasks carrying all these labels, each written `key=value` (the value may be
+	// empty or contain `=`; the key may not be given twice). A list rather than a map so
+	// that it is an ordinary repeated query parameter over HTTP:
+	// `GET /v1/tasks?labelSelector=env=prod&labelSelector=team=a`.
+	LabelSelector []string `protobuf:"bytes,9,rep,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
 	// Only tasks created at or after this time.
 	CreatedAfter *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_after,json=createdAfter,proto3" json:"created_after,omitempty"`
 	// Only tasks created before this time.
@@ -590,7 +782,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[6]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -602,7 +794,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[6]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -615,7 +807,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{6}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListTasksRequest) GetPageSize() int32 {
@@ -639,9 +831,9 @@ func (x *ListTasksRequest) GetStates() []TaskState {
 	return nil
 }
 
-func (x *ListTasksRequest) GetLabels() map[string]string {
+func (x *ListTasksRequest) GetLabelSelector() []string {
 	if x != nil {
-		return x.Labels
+		return x.LabelSelector
 	}
 	return nil
 }
@@ -687,7 +879,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[7]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -699,7 +891,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[7]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -712,7 +904,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{7}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -742,7 +934,7 @@ type CancelTaskRequest struct {
 
 func (x *CancelTaskRequest) Reset() {
 	*x = CancelTaskRequest{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[8]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -754,7 +946,7 @@ func (x *CancelTaskRequest) String() string {
 func (*CancelTaskRequest) ProtoMessage() {}
 
 func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[8]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -767,7 +959,7 @@ func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskRequest.ProtoReflect.Descriptor instead.
 func (*CancelTaskRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{8}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CancelTaskRequest) GetTaskId() string {
@@ -795,7 +987,7 @@ type CancelTaskResponse struct {
 
 func (x *CancelTaskResponse) Reset() {
 	*x = CancelTaskResponse{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[9]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -807,7 +999,7 @@ func (x *CancelTaskResponse) String() string {
 func (*CancelTaskResponse) ProtoMessage() {}
 
 func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[9]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -820,7 +1012,7 @@ func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskResponse.ProtoReflect.Descriptor instead.
 func (*CancelTaskResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{9}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CancelTaskResponse) GetTask() *Task {
@@ -843,7 +1035,7 @@ type WatchTaskRequest struct {
 
 func (x *WatchTaskRequest) Reset() {
 	*x = WatchTaskRequest{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[10]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -855,7 +1047,7 @@ func (x *WatchTaskRequest) String() string {
 func (*WatchTaskRequest) ProtoMessage() {}
 
 func (x *WatchTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[10]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -868,7 +1060,7 @@ func (x *WatchTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchTaskRequest.ProtoReflect.Descriptor instead.
 func (*WatchTaskRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{10}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WatchTaskRequest) GetTaskId() string {
@@ -896,7 +1088,7 @@ type WatchTaskResponse struct {
 
 func (x *WatchTaskResponse) Reset() {
 	*x = WatchTaskResponse{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[11]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -908,7 +1100,7 @@ func (x *WatchTaskResponse) String() string {
 func (*WatchTaskResponse) ProtoMessage() {}
 
 func (x *WatchTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[11]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -921,7 +1113,7 @@ func (x *WatchTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchTaskResponse.ProtoReflect.Descriptor instead.
 func (*WatchTaskResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{11}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WatchTaskResponse) GetEvent() *TaskEvent {
@@ -936,7 +1128,7 @@ type ListVerdictsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The task.
 	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	// Maximum verdicts per page; 0 means 50.
+	// Maximum verdicts per page; 0 means 50; capped at 500.
 	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Opaque token from a previous response.
 	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
@@ -946,7 +1138,7 @@ type ListVerdictsRequest struct {
 
 func (x *ListVerdictsRequest) Reset() {
 	*x = ListVerdictsRequest{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[12]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -958,7 +1150,7 @@ func (x *ListVerdictsRequest) String() string {
 func (*ListVerdictsRequest) ProtoMessage() {}
 
 func (x *ListVerdictsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[12]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -971,7 +1163,7 @@ func (x *ListVerdictsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListVerdictsRequest.ProtoReflect.Descriptor instead.
 func (*ListVerdictsRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{12}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListVerdictsRequest) GetTaskId() string {
@@ -1008,7 +1200,7 @@ type ListVerdictsResponse struct {
 
 func (x *ListVerdictsResponse) Reset() {
 	*x = ListVerdictsResponse{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[13]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1020,7 +1212,7 @@ func (x *ListVerdictsResponse) String() string {
 func (*ListVerdictsResponse) ProtoMessage() {}
 
 func (x *ListVerdictsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[13]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1033,7 +1225,7 @@ func (x *ListVerdictsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListVerdictsResponse.ProtoReflect.Descriptor instead.
 func (*ListVerdictsResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{13}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListVerdictsResponse) GetVerdicts() []*Verdict {
@@ -1057,7 +1249,7 @@ type ListObligationsRequest struct {
 	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	// Only obligations in these states; empty means all.
 	States []ObligationState `protobuf:"varint,2,rep,packed,name=states,proto3,enum=agentplane.v1.ObligationState" json:"states,omitempty"`
-	// Maximum obligations per page; 0 means 100.
+	// Maximum obligations per page; 0 means 50; capped at 500.
 	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Opaque token from a previous response.
 	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
@@ -1067,7 +1259,7 @@ type ListObligationsRequest struct {
 
 func (x *ListObligationsRequest) Reset() {
 	*x = ListObligationsRequest{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[14]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1079,7 +1271,7 @@ func (x *ListObligationsRequest) String() string {
 func (*ListObligationsRequest) ProtoMessage() {}
 
 func (x *ListObligationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[14]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1092,7 +1284,7 @@ func (x *ListObligationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListObligationsRequest.ProtoReflect.Descriptor instead.
 func (*ListObligationsRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{14}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListObligationsRequest) GetTaskId() string {
@@ -1136,7 +1328,7 @@ type ListObligationsResponse struct {
 
 func (x *ListObligationsResponse) Reset() {
 	*x = ListObligationsResponse{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[15]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1148,7 +1340,7 @@ func (x *ListObligationsResponse) String() string {
 func (*ListObligationsResponse) ProtoMessage() {}
 
 func (x *ListObligationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[15]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1161,7 +1353,7 @@ func (x *ListObligationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListObligationsResponse.ProtoReflect.Descriptor instead.
 func (*ListObligationsResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{15}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListObligationsResponse) GetObligations() []*Obligation {
@@ -1182,16 +1374,16 @@ var File_agentplane_v1_task_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\n" +
-	" agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a agentplane/v1/spec_service.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xce\x06\n" +
+	" agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a agentplane/v1/spec_service.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa2\a\n" +
 	"\x10StartTaskRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x120\n" +
 	"\x05agent\x18\x02 \x01(\v2\x18.agentplane.v1.AgentSpecH\x00R\x05agent\x120\n" +
 	"\x05graph\x18\x03 \x01(\v2\x18.agentplane.v1.GraphSpecH\x00R\x05graph\x12\x1b\n" +
-	"\bagent_id\x18\x04 \x01(\tH\x00R\aagentId\x12\x1a\n" +
-	"\bdocument\x18\x05 \x01(\fR\bdocument\x125\n" +
-	"\x06format\x18\x06 \x01(\x0e2\x1d.agentplane.v1.DocumentFormatR\x06format\x12\x14\n" +
-	"\x05input\x18\a \x01(\tR\x05input\x12C\n" +
+	"\bagent_id\x18\x04 \x01(\tH\x00R\aagentId\x12\x1c\n" +
+	"\bdocument\x18\x05 \x01(\fH\x00R\bdocument\x122\n" +
+	"\tspec_json\x18\x11 \x01(\v2\x17.google.protobuf.StructH\x00R\x04spec\x125\n" +
+	"\x06format\x18\x06 \x01(\x0e2\x1d.agentplane.v1.DocumentFormatR\x06format\x12C\n" +
 	"\x06labels\x18\b \x03(\v2+.agentplane.v1.StartTaskRequest.LabelsEntryR\x06labels\x12I\n" +
 	"\x10interrupt_policy\x18\t \x01(\v2\x1e.agentplane.v1.InterruptPolicyR\x0finterruptPolicy\x12=\n" +
 	"\vmcp_servers\x18\n" +
@@ -1203,37 +1395,44 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x0e \x01(\tR\tsessionId\x12+\n" +
 	"\x04view\x18\x0f \x01(\x0e2\x17.agentplane.v1.TaskViewR\x04view\x12\x14\n" +
-	"\x05queue\x18\x10 \x01(\tR\x05queue\x1a9\n" +
+	"\x05queue\x18\x10 \x01(\tR\x05queue\x12,\n" +
+	"\x05input\x18\x12 \x01(\v2\x16.agentplane.v1.MessageR\x05input\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +
-	"\x04spec\"V\n" +
+	"\x04specJ\x04\b\a\x10\b\"V\n" +
 	"\x11StartTaskResponse\x12'\n" +
 	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated\"H\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"\xb2\x01\n" +
 	"\x13ContinueTaskRequest\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"?\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x122\n" +
+	"\amessage\x18\x03 \x01(\v2\x16.agentplane.v1.MessageH\x00R\amessage\x12?\n" +
+	"\ftool_outputs\x18\x04 \x01(\v2\x1a.agentplane.v1.ToolOutputsH\x00R\vtoolOutputsB\a\n" +
+	"\x05inputJ\x04\b\x02\x10\x03\"B\n" +
+	"\vToolOutputs\x123\n" +
+	"\aoutputs\x18\x01 \x03(\v2\x19.agentplane.v1.ToolOutputR\aoutputs\"p\n" +
+	"\n" +
+	"ToolOutput\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12.\n" +
+	"\x06result\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x06result\x12\x19\n" +
+	"\bis_error\x18\x03 \x01(\bR\aisError\"?\n" +
 	"\x14ContinueTaskResponse\x12'\n" +
 	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"V\n" +
 	"\x0eGetTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12+\n" +
 	"\x04view\x18\x02 \x01(\x0e2\x17.agentplane.v1.TaskViewR\x04view\":\n" +
 	"\x0fGetTaskResponse\x12'\n" +
-	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"\xc7\x03\n" +
+	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"\xfc\x02\n" +
 	"\x10ListTasksRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\x120\n" +
-	"\x06states\x18\x03 \x03(\x0e2\x18.agentplane.v1.TaskStateR\x06states\x12C\n" +
-	"\x06labels\x18\x04 \x03(\v2+.agentplane.v1.ListTasksRequest.LabelsEntryR\x06labels\x12?\n" +
+	"\x06states\x18\x03 \x03(\x0e2\x18.agentplane.v1.TaskStateR\x06states\x12%\n" +
+	"\x0elabel_selector\x18\t \x03(\tR\rlabelSelector\x12?\n" +
 	"\rcreated_after\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\fcreatedAfter\x12A\n" +
 	"\x0ecreated_before\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\x12+\n" +
 	"\x04view\x18\a \x01(\x0e2\x17.agentplane.v1.TaskViewR\x04view\x12\x14\n" +
-	"\x05queue\x18\b \x01(\tR\x05queue\x1a9\n" +
-	"\vLabelsEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"f\n" +
+	"\x05queue\x18\b \x01(\tR\x05queueJ\x04\b\x04\x10\x05R\x06labels\"f\n" +
 	"\x11ListTasksResponse\x12)\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x13.agentplane.v1.TaskR\x05tasks\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"D\n" +
@@ -1292,90 +1491,99 @@ func file_agentplane_v1_task_service_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_v1_task_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentplane_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_agentplane_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_agentplane_v1_task_service_proto_goTypes = []any{
 	(TaskView)(0),                   // 0: agentplane.v1.TaskView
 	(*StartTaskRequest)(nil),        // 1: agentplane.v1.StartTaskRequest
 	(*StartTaskResponse)(nil),       // 2: agentplane.v1.StartTaskResponse
 	(*ContinueTaskRequest)(nil),     // 3: agentplane.v1.ContinueTaskRequest
-	(*ContinueTaskResponse)(nil),    // 4: agentplane.v1.ContinueTaskResponse
-	(*GetTaskRequest)(nil),          // 5: agentplane.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),         // 6: agentplane.v1.GetTaskResponse
-	(*ListTasksRequest)(nil),        // 7: agentplane.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),       // 8: agentplane.v1.ListTasksResponse
-	(*CancelTaskRequest)(nil),       // 9: agentplane.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),      // 10: agentplane.v1.CancelTaskResponse
-	(*WatchTaskRequest)(nil),        // 11: agentplane.v1.WatchTaskRequest
-	(*WatchTaskResponse)(nil),       // 12: agentplane.v1.WatchTaskResponse
-	(*ListVerdictsRequest)(nil),     // 13: agentplane.v1.ListVerdictsRequest
-	(*ListVerdictsResponse)(nil),    // 14: agentplane.v1.ListVerdictsResponse
-	(*ListObligationsRequest)(nil),  // 15: agentplane.v1.ListObligationsRequest
-	(*ListObligationsResponse)(nil), // 16: agentplane.v1.ListObligationsResponse
-	nil,                             // 17: agentplane.v1.StartTaskRequest.LabelsEntry
-	nil,                             // 18: agentplane.v1.ListTasksRequest.LabelsEntry
-	(*AgentSpec)(nil),               // 19: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),               // 20: agentplane.v1.GraphSpec
-	(DocumentFormat)(0),             // 21: agentplane.v1.DocumentFormat
-	(*InterruptPolicy)(nil),         // 22: agentplane.v1.InterruptPolicy
-	(*McpServerList)(nil),           // 23: agentplane.v1.McpServerList
-	(*A2APeerList)(nil),             // 24: agentplane.v1.A2aPeerList
-	(*ToolAxisOverride)(nil),        // 25: agentplane.v1.ToolAxisOverride
-	(*durationpb.Duration)(nil),     // 26: google.protobuf.Duration
-	(*Task)(nil),                    // 27: agentplane.v1.Task
-	(TaskState)(0),                  // 28: agentplane.v1.TaskState
-	(*timestamppb.Timestamp)(nil),   // 29: google.protobuf.Timestamp
-	(*TaskEvent)(nil),               // 30: agentplane.v1.TaskEvent
-	(*Verdict)(nil),                 // 31: agentplane.v1.Verdict
-	(ObligationState)(0),            // 32: agentplane.v1.ObligationState
-	(*Obligation)(nil),              // 33: agentplane.v1.Obligation
+	(*ToolOutputs)(nil),             // 4: agentplane.v1.ToolOutputs
+	(*ToolOutput)(nil),              // 5: agentplane.v1.ToolOutput
+	(*ContinueTaskResponse)(nil),    // 6: agentplane.v1.ContinueTaskResponse
+	(*GetTaskRequest)(nil),          // 7: agentplane.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),         // 8: agentplane.v1.GetTaskResponse
+	(*ListTasksRequest)(nil),        // 9: agentplane.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),       // 10: agentplane.v1.ListTasksResponse
+	(*CancelTaskRequest)(nil),       // 11: agentplane.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),      // 12: agentplane.v1.CancelTaskResponse
+	(*WatchTaskRequest)(nil),        // 13: agentplane.v1.WatchTaskRequest
+	(*WatchTaskResponse)(nil),       // 14: agentplane.v1.WatchTaskResponse
+	(*ListVerdictsRequest)(nil),     // 15: agentplane.v1.ListVerdictsRequest
+	(*ListVerdictsResponse)(nil),    // 16: agentplane.v1.ListVerdictsResponse
+	(*ListObligationsRequest)(nil),  // 17: agentplane.v1.ListObligationsRequest
+	(*ListObligationsResponse)(nil), // 18: agentplane.v1.ListObligationsResponse
+	nil,                             // 19: agentplane.v1.StartTaskRequest.LabelsEntry
+	(*AgentSpec)(nil),               // 20: agentplane.v1.AgentSpec
+	(*GraphSpec)(nil),               // 21: agentplane.v1.GraphSpec
+	(*structpb.Struct)(nil),         // 22: google.protobuf.Struct
+	(DocumentFormat)(0),             // 23: agentplane.v1.DocumentFormat
+	(*InterruptPolicy)(nil),         // 24: agentplane.v1.InterruptPolicy
+	(*McpServerList)(nil),           // 25: agentplane.v1.McpServerList
+	(*A2APeerList)(nil),             // 26: agentplane.v1.A2aPeerList
+	(*ToolAxisOverride)(nil),        // 27: agentplane.v1.ToolAxisOverride
+	(*durationpb.Duration)(nil),     // 28: google.protobuf.Duration
+	(*Message)(nil),                 // 29: agentplane.v1.Message
+	(*Task)(nil),                    // 30: agentplane.v1.Task
+	(*structpb.Value)(nil),          // 31: google.protobuf.Value
+	(TaskState)(0),                  // 32: agentplane.v1.TaskState
+	(*timestamppb.Timestamp)(nil),   // 33: google.protobuf.Timestamp
+	(*TaskEvent)(nil),               // 34: agentplane.v1.TaskEvent
+	(*Verdict)(nil),                 // 35: agentplane.v1.Verdict
+	(ObligationState)(0),            // 36: agentplane.v1.ObligationState
+	(*Obligation)(nil),              // 37: agentplane.v1.Obligation
 }
 var file_agentplane_v1_task_service_proto_depIdxs = []int32{
-	19, // 0: agentplane.v1.StartTaskRequest.agent:type_name -> agentplane.v1.AgentSpec
-	20, // 1: agentplane.v1.StartTaskRequest.graph:type_name -> agentplane.v1.GraphSpec
-	21, // 2: agentplane.v1.StartTaskRequest.format:type_name -> agentplane.v1.DocumentFormat
-	17, // 3: agentplane.v1.StartTaskRequest.labels:type_name -> agentplane.v1.StartTaskRequest.LabelsEntry
-	22, // 4: agentplane.v1.StartTaskRequest.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	23, // 5: agentplane.v1.StartTaskRequest.mcp_servers:type_name -> agentplane.v1.McpServerList
-	24, // 6: agentplane.v1.StartTaskRequest.a2a_peers:type_name -> agentplane.v1.A2aPeerList
-	25, // 7: agentplane.v1.StartTaskRequest.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	26, // 8: agentplane.v1.StartTaskRequest.interrupt_timeout:type_name -> google.protobuf.Duration
-	0,  // 9: agentplane.v1.StartTaskRequest.view:type_name -> agentplane.v1.TaskView
-	27, // 10: agentplane.v1.StartTaskResponse.task:type_name -> agentplane.v1.Task
-	27, // 11: agentplane.v1.ContinueTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 12: agentplane.v1.GetTaskRequest.view:type_name -> agentplane.v1.TaskView
-	27, // 13: agentplane.v1.GetTaskResponse.task:type_name -> agentplane.v1.Task
-	28, // 14: agentplane.v1.ListTasksRequest.states:type_name -> agentplane.v1.TaskState
-	18, // 15: agentplane.v1.ListTasksRequest.labels:type_name -> agentplane.v1.ListTasksRequest.LabelsEntry
-	29, // 16: agentplane.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
-	29, // 17: agentplane.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
-	0,  // 18: agentplane.v1.ListTasksRequest.view:type_name -> agentplane.v1.TaskView
-	27, // 19: agentplane.v1.ListTasksResponse.tasks:type_name -> agentplane.v1.Task
-	27, // 20: agentplane.v1.CancelTaskResponse.task:type_name -> agentplane.v1.Task
-	30, // 21: agentplane.v1.WatchTaskResponse.event:type_name -> agentplane.v1.TaskEvent
-	31, // 22: agentplane.v1.ListVerdictsResponse.verdicts:type_name -> agentplane.v1.Verdict
-	32, // 23: agentplane.v1.ListObligationsRequest.states:type_name -> agentplane.v1.ObligationState
-	33, // 24: agentplane.v1.ListObligationsResponse.obligations:type_name -> agentplane.v1.Obligation
-	1,  // 25: agentplane.v1.TaskService.StartTask:input_type -> agentplane.v1.StartTaskRequest
-	3,  // 26: agentplane.v1.TaskService.ContinueTask:input_type -> agentplane.v1.ContinueTaskRequest
-	5,  // 27: agentplane.v1.TaskService.GetTask:input_type -> agentplane.v1.GetTaskRequest
-	7,  // 28: agentplane.v1.TaskService.ListTasks:input_type -> agentplane.v1.ListTasksRequest
-	9,  // 29: agentplane.v1.TaskService.CancelTask:input_type -> agentplane.v1.CancelTaskRequest
-	11, // 30: agentplane.v1.TaskService.WatchTask:input_type -> agentplane.v1.WatchTaskRequest
-	13, // 31: agentplane.v1.TaskService.ListVerdicts:input_type -> agentplane.v1.ListVerdictsRequest
-	15, // 32: agentplane.v1.TaskService.ListObligations:input_type -> agentplane.v1.ListObligationsRequest
-	2,  // 33: agentplane.v1.TaskService.StartTask:output_type -> agentplane.v1.StartTaskResponse
-	4,  // 34: agentplane.v1.TaskService.ContinueTask:output_type -> agentplane.v1.ContinueTaskResponse
-	6,  // 35: agentplane.v1.TaskService.GetTask:output_type -> agentplane.v1.GetTaskResponse
-	8,  // 36: agentplane.v1.TaskService.ListTasks:output_type -> agentplane.v1.ListTasksResponse
-	10, // 37: agentplane.v1.TaskService.CancelTask:output_type -> agentplane.v1.CancelTaskResponse
-	12, // 38: agentplane.v1.TaskService.WatchTask:output_type -> agentplane.v1.WatchTaskResponse
-	14, // 39: agentplane.v1.TaskService.ListVerdicts:output_type -> agentplane.v1.ListVerdictsResponse
-	16, // 40: agentplane.v1.TaskService.ListObligations:output_type -> agentplane.v1.ListObligationsResponse
-	33, // [33:41] is the sub-list for method output_type
-	25, // [25:33] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	20, // 0: agentplane.v1.StartTaskRequest.agent:type_name -> agentplane.v1.AgentSpec
+	21, // 1: agentplane.v1.StartTaskRequest.graph:type_name -> agentplane.v1.GraphSpec
+	22, // 2: agentplane.v1.StartTaskRequest.spec_json:type_name -> google.protobuf.Struct
+	23, // 3: agentplane.v1.StartTaskRequest.format:type_name -> agentplane.v1.DocumentFormat
+	19, // 4: agentplane.v1.StartTaskRequest.labels:type_name -> agentplane.v1.StartTaskRequest.LabelsEntry
+	24, // 5: agentplane.v1.StartTaskRequest.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	25, // 6: agentplane.v1.StartTaskRequest.mcp_servers:type_name -> agentplane.v1.McpServerList
+	26, // 7: agentplane.v1.StartTaskRequest.a2a_peers:type_name -> agentplane.v1.A2aPeerList
+	27, // 8: agentplane.v1.StartTaskRequest.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	28, // 9: agentplane.v1.StartTaskRequest.interrupt_timeout:type_name -> google.protobuf.Duration
+	0,  // 10: agentplane.v1.StartTaskRequest.view:type_name -> agentplane.v1.TaskView
+	29, // 11: agentplane.v1.StartTaskRequest.input:type_name -> agentplane.v1.Message
+	30, // 12: agentplane.v1.StartTaskResponse.task:type_name -> agentplane.v1.Task
+	29, // 13: agentplane.v1.ContinueTaskRequest.message:type_name -> agentplane.v1.Message
+	4,  // 14: agentplane.v1.ContinueTaskRequest.tool_outputs:type_name -> agentplane.v1.ToolOutputs
+	5,  // 15: agentplane.v1.ToolOutputs.outputs:type_name -> agentplane.v1.ToolOutput
+	31, // 16: agentplane.v1.ToolOutput.result:type_name -> google.protobuf.Value
+	30, // 17: agentplane.v1.ContinueTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 18: agentplane.v1.GetTaskRequest.view:type_name -> agentplane.v1.TaskView
+	30, // 19: agentplane.v1.GetTaskResponse.task:type_name -> agentplane.v1.Task
+	32, // 20: agentplane.v1.ListTasksRequest.states:type_name -> agentplane.v1.TaskState
+	33, // 21: agentplane.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
+	33, // 22: agentplane.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
+	0,  // 23: agentplane.v1.ListTasksRequest.view:type_name -> agentplane.v1.TaskView
+	30, // 24: agentplane.v1.ListTasksResponse.tasks:type_name -> agentplane.v1.Task
+	30, // 25: agentplane.v1.CancelTaskResponse.task:type_name -> agentplane.v1.Task
+	34, // 26: agentplane.v1.WatchTaskResponse.event:type_name -> agentplane.v1.TaskEvent
+	35, // 27: agentplane.v1.ListVerdictsResponse.verdicts:type_name -> agentplane.v1.Verdict
+	36, // 28: agentplane.v1.ListObligationsRequest.states:type_name -> agentplane.v1.ObligationState
+	37, // 29: agentplane.v1.ListObligationsResponse.obligations:type_name -> agentplane.v1.Obligation
+	1,  // 30: agentplane.v1.TaskService.StartTask:input_type -> agentplane.v1.StartTaskRequest
+	3,  // 31: agentplane.v1.TaskService.ContinueTask:input_type -> agentplane.v1.ContinueTaskRequest
+	7,  // 32: agentplane.v1.TaskService.GetTask:input_type -> agentplane.v1.GetTaskRequest
+	9,  // 33: agentplane.v1.TaskService.ListTasks:input_type -> agentplane.v1.ListTasksRequest
+	11, // 34: agentplane.v1.TaskService.CancelTask:input_type -> agentplane.v1.CancelTaskRequest
+	13, // 35: agentplane.v1.TaskService.WatchTask:input_type -> agentplane.v1.WatchTaskRequest
+	15, // 36: agentplane.v1.TaskService.ListVerdicts:input_type -> agentplane.v1.ListVerdictsRequest
+	17, // 37: agentplane.v1.TaskService.ListObligations:input_type -> agentplane.v1.ListObligationsRequest
+	2,  // 38: agentplane.v1.TaskService.StartTask:output_type -> agentplane.v1.StartTaskResponse
+	6,  // 39: agentplane.v1.TaskService.ContinueTask:output_type -> agentplane.v1.ContinueTaskResponse
+	8,  // 40: agentplane.v1.TaskService.GetTask:output_type -> agentplane.v1.GetTaskResponse
+	10, // 41: agentplane.v1.TaskService.ListTasks:output_type -> agentplane.v1.ListTasksResponse
+	12, // 42: agentplane.v1.TaskService.CancelTask:output_type -> agentplane.v1.CancelTaskResponse
+	14, // 43: agentplane.v1.TaskService.WatchTask:output_type -> agentplane.v1.WatchTaskResponse
+	16, // 44: agentplane.v1.TaskService.ListVerdicts:output_type -> agentplane.v1.ListVerdictsResponse
+	18, // 45: agentplane.v1.TaskService.ListObligations:output_type -> agentplane.v1.ListObligationsResponse
+	38, // [38:46] is the sub-list for method output_type
+	30, // [30:38] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_task_service_proto_init() }
@@ -1393,6 +1601,12 @@ func file_agentplane_v1_task_service_proto_init() {
 		(*StartTaskRequest_Agent)(nil),
 		(*StartTaskRequest_Graph)(nil),
 		(*StartTaskRequest_AgentId)(nil),
+		(*StartTaskRequest_Document)(nil),
+		(*StartTaskRequest_SpecJson)(nil),
+	}
+	file_agentplane_v1_task_service_proto_msgTypes[2].OneofWrappers = []any{
+		(*ContinueTaskRequest_Message)(nil),
+		(*ContinueTaskRequest_ToolOutputs)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1400,7 +1614,7 @@ func file_agentplane_v1_task_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_task_service_proto_rawDesc), len(file_agentplane_v1_task_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -18,7 +18,7 @@ import (
 const awaitRecheck = 10 * time.Second
 
 // AwaitDecision waits for the decision on interrupt id of the caller's task
-// (interactive delivery) and returns it: the runtime runs exactly decision.args
+// (interactive delivery) and returns it: the runtime runs exactly decision.arguments_json
 // (approve, edit) or nothing (reject). It returns as soon as the resolving
 // transaction commits, without another store round trip when the decision was made
 // while this lease held the task. A decision already made is returned at once, also
@@ -124,9 +124,9 @@ func (s *Service) SuspendTask(ctx context.Context, ref *agentplanev1.LeaseRef) (
 		}
 		var err error
 		if len(task.GetPendingInterruptIds()) > 0 {
-			err = op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "task.suspended")
+			err = op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, tasks.StateSuspended)
 		} else {
-			err = op.Resume("interrupt.resolved")
+			err = op.Resume(tasks.StateInterruptResolved)
 		}
 		if err != nil {
 			return err

@@ -6,11 +6,11 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/tasks"
 )
 
@@ -69,6 +69,7 @@ func (s *Service) CheckToolCall(ctx context.Context, req *agentplanev1.CheckTool
 			resp, err = answerAgain(task, prev.GetInterrupt(), call, res)
 			if resp != nil {
 				resp.CallReported = prev.GetConsumedEpoch() != 0
+				resp.ResultReported = prev.GetResultReported()
 			}
 			return err
 		case !store.IsNotFound(err):
@@ -118,7 +119,7 @@ func (s *Service) meta(op *tasks.Op, spec *storagev1.TaskSpecRecord, id string) 
 		TaskID:        task.GetTaskId(),
 		Tenant:        task.GetTenant(),
 		SessionID:     task.GetSessionId(),
-		OriginalInput: spec.GetInput(),
+		OriginalInput: tasks.MessageText(spec.GetInput()),
 		Now:           op.Now(),
 		Timeout:       s.timeout(spec),
 	}
@@ -128,19 +129,19 @@ func (s *Service) meta(op *tasks.Op, spec *storagev1.TaskSpecRecord, id string) 
 // answer, when the call is the same one.
 func answerAgain(task *storagev1.TaskRecord, prev *agentplanev1.Interrupt, call hitl.Call, res hitl.GateResult) (*agentplanev1.CheckToolCallResponse, error) {
 	outcome := hitl.OutcomeOf(prev)
-	if prev.GetArgsDigest() != res.ArgsDigest || prev.GetRequest().GetToolName() != call.ToolName || outcome != res.Outcome {
+	if prev.GetArgsDigest() != res.ArgsDigest || prev.GetApproval().GetToolName() != call.ToolName || outcome != res.Outcome {
 		return nil, apierr.FailedPrecondition(apierr.ReasonArgsMismatch,
 			"call %q of task %s was already answered (%s for tool %q with args digest %s); give a changed call a new call_id",
-			call.CallID, task.GetTaskId(), outcome, prev.GetRequest().GetToolName(), prev.GetArgsDigest())
+			call.CallID, task.GetTaskId(), outcome, prev.GetApproval().GetToolName(), prev.GetArgsDigest())
 	}
 	resp := &agentplanev1.CheckToolCallResponse{Outcome: outcome, Reason: res.Reason}
 	switch outcome {
 	case agentplanev1.GateOutcome_GATE_OUTCOME_INTERRUPT:
 		resp.Interrupt = prev
 	case agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW:
-		// The record keeps the digest only; the call's args have that digest.
+		// The record keeps the digest only; the call's text has that digest.
 		d := proto.CloneOf(prev.GetDecision())
-		d.Args = call.Args
+		d.ArgumentsJson = call.ArgumentsJSON
 		resp.Decision = d
 	default:
 		resp.Decision = prev.GetDecision()
@@ -170,7 +171,7 @@ func (s *Service) raise(op *tasks.Op, meta hitl.InterruptMeta, call hitl.Call, r
 		return nil, err
 	}
 	task.PendingInterruptIds = append(task.PendingInterruptIds, meta.InterruptID)
-	if err := op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "interrupt.raised"); err != nil {
+	if err := op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, tasks.StateInterruptRaised); err != nil {
 		return nil, err
 	}
 	return in, nil

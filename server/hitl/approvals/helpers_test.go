@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"sync"
@@ -12,13 +13,13 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/gates"
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/spec"
 	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/boltstore"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/tasks"
 )
 
@@ -138,7 +139,7 @@ type startOpt func(*tasks.StartParams)
 // startAndLease starts a task in tenant and leases it.
 func (e *env) startAndLease(t testing.TB, tenant string, opts ...startOpt) *agentplanev1.LeaseRef {
 	t.Helper()
-	p := tasks.StartParams{Tenant: tenant, Principal: "owner", AgentID: "writer", Resolved: plainAgent(), Input: "write the report",
+	p := tasks.StartParams{Tenant: tenant, Principal: "owner", AgentID: "writer", Resolved: plainAgent(), Input: &agentplanev1.Message{Parts: []*agentplanev1.Part{{Kind: &agentplanev1.Part_Text{Text: "write the report"}}}},
 		InterruptPolicy: allowlist("fs.write"), SessionID: "s-1"}
 	for _, o := range opts {
 		o(&p)
@@ -164,17 +165,18 @@ func (e *env) leaseFull(t testing.TB, tenant string) *agentplanev1.Lease {
 	return leases[0]
 }
 
-func args(t testing.TB, v map[string]any) *structpb.Value {
+// args is v as JSON text, as a model would write it.
+func args(t testing.TB, v map[string]any) string {
 	t.Helper()
-	out, err := structpb.NewValue(v)
+	out, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return string(out)
 }
 
-func checkReq(ref *agentplanev1.LeaseRef, callID, tool string, a *structpb.Value) *agentplanev1.CheckToolCallRequest {
-	return &agentplanev1.CheckToolCallRequest{Lease: ref, CallId: callID, ToolName: tool, Args: a, AgentName: "writer", TripIndex: 2}
+func checkReq(ref *agentplanev1.LeaseRef, callID, tool string, a string) *agentplanev1.CheckToolCallRequest {
+	return &agentplanev1.CheckToolCallRequest{Lease: ref, CallId: callID, ToolName: tool, ArgumentsJson: a, AgentName: "writer", TripIndex: 2}
 }
 
 // gated raises an interrupt for fs.write and returns it.
@@ -191,9 +193,9 @@ func (e *env) gated(t testing.TB, ref *agentplanev1.LeaseRef, callID string) *ag
 }
 
 // report reports one tool call under ref, as a runtime does before running it.
-func (e *env) report(ref *agentplanev1.LeaseRef, callID, tool string, a *structpb.Value) error {
+func (e *env) report(ref *agentplanev1.LeaseRef, callID, tool string, a string) error {
 	_, err := e.tasks.ReportEvents(ctx, ref, []*agentplanev1.RuntimeEvent{{Payload: &agentplanev1.RuntimeEvent_ToolCall{
-		ToolCall: &agentplanev1.ToolCall{CallId: callID, ToolName: tool, Args: a, Node: "writer"},
+		ToolCall: &agentplanev1.ToolCall{CallId: callID, ToolName: tool, ArgumentsJson: a, Node: "writer"},
 	}}})
 	return err
 }
@@ -206,8 +208,8 @@ func reject(id, reason string) *agentplanev1.ResolveInterruptRequest {
 	return &agentplanev1.ResolveInterruptRequest{InterruptId: id, Decision: &agentplanev1.ResolveInterruptRequest_Reject{Reject: &agentplanev1.RejectDecision{Reason: reason}}}
 }
 
-func edit(id string, a *structpb.Value) *agentplanev1.ResolveInterruptRequest {
-	return &agentplanev1.ResolveInterruptRequest{InterruptId: id, Decision: &agentplanev1.ResolveInterruptRequest_Edit{Edit: &agentplanev1.EditDecision{Args: a}}}
+func edit(id string, a string) *agentplanev1.ResolveInterruptRequest {
+	return &agentplanev1.ResolveInterruptRequest{InterruptId: id, Decision: &agentplanev1.ResolveInterruptRequest_Edit{Edit: &agentplanev1.EditDecision{ArgumentsJson: a}}}
 }
 
 func (e *env) task(t testing.TB, tenant, id string) *agentplanev1.Task {
@@ -243,7 +245,7 @@ func (e *env) events(t testing.TB, tenant, taskID string) ([]string, []*agentpla
 			ev := rec.GetEvent()
 			name := string(ev.ProtoReflect().WhichOneof(ev.ProtoReflect().Descriptor().Oneofs().ByName("payload")).Name())
 			if sc := ev.GetStateChanged(); sc != nil {
-				name += ":" + sc.GetTo().String()[len("TASK_STATE_"):]
+				name += ":" + sc.GetToState().String()[len("TASK_STATE_"):]
 			}
 			names = append(names, name)
 			evs = append(evs, ev)
@@ -255,10 +257,10 @@ func (e *env) events(t testing.TB, tenant, taskID string) ([]string, []*agentpla
 	return names, evs
 }
 
-func wantErr(t testing.TB, err error, code codes.Code, reason string) {
+func wantErr(t testing.TB, err error, code codes.Code, reason apierr.Reason) {
 	t.Helper()
 	var e *apierr.Error
-	if !errors.As(err, &e) || e.Code != code || (reason != "" && e.Reason != reason) {
+	if !errors.As(err, &e) || e.Code != code || (reason != 0 && e.Reason != reason) {
 		t.Fatalf("err = %v, want %s (%s)", err, code, reason)
 	}
 }
@@ -273,4 +275,9 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// bothStates lists pending and resolved interrupts.
+var bothStates = []agentplanev1.InterruptState{
+	agentplanev1.InterruptState_INTERRUPT_STATE_PENDING, agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED,
 }

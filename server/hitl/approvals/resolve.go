@@ -4,11 +4,11 @@ import (
 	"context"
 	"time"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/tasks"
 )
 
@@ -58,7 +58,7 @@ func (s *Service) ResolveInterrupt(ctx context.Context, tenant, principal string
 			return err
 		}
 		in := rec.GetInterrupt()
-		schema, hasSchema := hitl.ToolSchema(spec.GetResolvedSpec(), in.GetNode(), in.GetRequest().GetToolName())
+		schema, hasSchema := hitl.ToolSchema(spec.GetResolvedSpec(), in.GetNode(), in.GetApproval().GetToolName())
 		d, err := hitl.DecideResolve(in, req, hitl.ResolveParams{
 			Principal:    principal,
 			Now:          op.Now(),

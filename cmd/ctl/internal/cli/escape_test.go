@@ -7,14 +7,16 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
-	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/servertest"
 )
 
@@ -61,28 +63,28 @@ func nastyInterrupt() *agentplanev1.Interrupt {
 	return &agentplanev1.Interrupt{
 		InterruptId: "i-1" + nasty, TaskId: "t-1" + nasty, Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL,
 		State: agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED, ArgsDigest: nasty, CallId: nasty,
-		Request: &agentplanev1.ApprovalRequest{
-			ToolName: "issue_refund" + nasty, ToolDescription: proto.String(nasty), Args: nastyValue(), RequestedAt: timestamppb.Now(),
+		Request: &agentplanev1.Interrupt_Approval{Approval: &agentplanev1.ApprovalRequest{
+			ToolName: "issue_refund" + nasty, ToolDescription: proto.String(nasty), ArgumentsJson: nasty, RequestTime: timestamppb.Now(),
 			Context: &agentplanev1.ApprovalContext{AgentName: nasty, Tags: []string{nasty}, OriginalInput: proto.String(nasty), SessionId: proto.String(nasty)},
-		},
-		Decision: &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_EDIT, DecidedBy: nasty, Reason: proto.String(nasty), Args: nastyValue()},
+		}},
+		Decision: &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_EDIT, DecidedBy: nasty, Reason: proto.String(nasty), ArgumentsJson: nasty},
 	}
 }
 
 func nastyTask() *agentplanev1.Task {
 	return &agentplanev1.Task{
 		TaskId: "t-1" + nasty, State: agentplanev1.TaskState_TASK_STATE_FAILED, Spec: &agentplanev1.Task_AgentId{AgentId: nasty},
-		Input: nasty, Labels: map[string]string{nasty: nasty}, RequestId: nasty, CreatedBy: nasty, RuntimeId: nasty,
+		Input: client.UserText(nasty), Labels: map[string]string{nasty: nasty}, RequestId: nasty, CreatedBy: nasty, RuntimeId: nasty,
 		PendingInterruptIds: []string{nasty}, Failure: &agentplanev1.TaskFailure{Reason: nasty, Message: nasty},
-		Output: &agentplanev1.TaskOutput{Text: nasty, Structured: nastyValue()},
+		Output: &agentplanev1.TaskOutput{Message: client.UserText(nasty), Structured: nastyValue()},
 	}
 }
 
 func nastyEvents() []*agentplanev1.TaskEvent {
 	evs := []*agentplanev1.TaskEvent{
-		{Payload: &agentplanev1.TaskEvent_Submitted{Submitted: &agentplanev1.TaskSubmitted{Input: nasty, CreatedBy: nasty, Kind: nasty}}},
-		{Payload: &agentplanev1.TaskEvent_Message{Message: &agentplanev1.ChatMessage{Text: nasty, Node: nasty}}},
-		{Payload: &agentplanev1.TaskEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{ToolName: nasty, CallId: nasty, Args: nastyValue()}}},
+		{Payload: &agentplanev1.TaskEvent_Submitted{Submitted: &agentplanev1.TaskSubmitted{Input: client.UserText(nasty), CreatedBy: nasty, Kind: nasty}}},
+		{Payload: &agentplanev1.TaskEvent_Message{Message: &agentplanev1.Message{Parts: client.UserText(nasty).GetParts(), Node: nasty, Model: nasty}}},
+		{Payload: &agentplanev1.TaskEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{ToolName: nasty, CallId: nasty, ArgumentsJson: nasty}}},
 		{Payload: &agentplanev1.TaskEvent_ToolResult{ToolResult: &agentplanev1.ToolResult{ToolName: nasty, CallId: nasty, Result: nastyValue()}}},
 		{Payload: &agentplanev1.TaskEvent_Note{Note: &agentplanev1.RuntimeNote{Text: nasty, Attributes: map[string]string{nasty: nasty}}}},
 		{Payload: &agentplanev1.TaskEvent_Lease{Lease: &agentplanev1.LeaseChanged{RuntimeId: nasty}}},
@@ -90,12 +92,12 @@ func nastyEvents() []*agentplanev1.TaskEvent {
 		{Payload: &agentplanev1.TaskEvent_InterruptRaised{InterruptRaised: &agentplanev1.InterruptRaised{Interrupt: nastyInterrupt()}}},
 		{Payload: &agentplanev1.TaskEvent_InterruptResolved{InterruptResolved: &agentplanev1.InterruptResolved{InterruptId: nasty, Decision: nastyInterrupt().GetDecision()}}},
 		{Payload: &agentplanev1.TaskEvent_CancelRequested{CancelRequested: &agentplanev1.CancelRequested{RequestedBy: nasty, Reason: nasty}}},
-		{Payload: &agentplanev1.TaskEvent_VerdictRecorded{VerdictRecorded: &agentplanev1.VerdictRecorded{Verdict: &agentplanev1.Verdict{Node: nasty, Result: &agentplanev1.VerdictResult{Verdict: nasty}, DroppedIds: []string{nasty}}}}},
+		{Payload: &agentplanev1.TaskEvent_VerdictRecorded{VerdictRecorded: &agentplanev1.VerdictRecorded{Verdict: &agentplanev1.Verdict{Node: nasty, Result: &agentplanev1.VerdictResult{Verdict: nasty}, DroppedObligationIds: []string{nasty}}}}},
 		{Payload: &agentplanev1.TaskEvent_McpInjectionIgnored{McpInjectionIgnored: &agentplanev1.InjectionIgnored{Names: []string{nasty}, Reason: nasty}}},
 		{Payload: &agentplanev1.TaskEvent_A2AInjectionIgnored{A2AInjectionIgnored: &agentplanev1.InjectionIgnored{Names: []string{nasty}, Reason: nasty}}},
 		{Payload: &agentplanev1.TaskEvent_EntriesDropped{EntriesDropped: &agentplanev1.EntriesDropped{Protocol: nasty, Entries: []*agentplanev1.DroppedEntry{{Name: nasty, Reason: nasty}}}}},
-		{Payload: &agentplanev1.TaskEvent_Output{Output: &agentplanev1.TaskOutput{Text: nasty}}},
-		{Payload: &agentplanev1.TaskEvent_StateChanged{StateChanged: &agentplanev1.StateChanged{To: agentplanev1.TaskState_TASK_STATE_FAILED, Reason: nasty}}},
+		{Payload: &agentplanev1.TaskEvent_Output{Output: &agentplanev1.TaskOutput{Message: client.UserText(nasty)}}},
+		{Payload: &agentplanev1.TaskEvent_StateChanged{StateChanged: &agentplanev1.StateChanged{ToState: agentplanev1.TaskState_TASK_STATE_FAILED, Reason: nasty}}},
 	}
 	for i, ev := range evs {
 		ev.Sequence = int64(i + 1)
@@ -111,8 +113,8 @@ func TestHumanOutputEscapesCallerText(t *testing.T) {
 	f := &fakeCP{
 		task:        nastyTask(),
 		taskPages:   []*agentplanev1.ListTasksResponse{{Tasks: []*agentplanev1.Task{nastyTask()}, NextPageToken: nasty}},
-		verdicts:    []*agentplanev1.ListVerdictsResponse{{Verdicts: []*agentplanev1.Verdict{{VerdictId: nasty, Node: nasty, Result: &agentplanev1.VerdictResult{Verdict: nasty, Rationale: proto.String(nasty)}, DroppedIds: []string{nasty}}}}},
-		obligations: []*agentplanev1.ListObligationsResponse{{Obligations: []*agentplanev1.Obligation{{ObligationId: nasty, RaisedBy: nasty, RaisedIn: nasty, ResolvedIn: nasty, Text: nasty, Reason: proto.String(nasty)}}}},
+		verdicts:    []*agentplanev1.ListVerdictsResponse{{Verdicts: []*agentplanev1.Verdict{{VerdictId: nasty, Node: nasty, Result: &agentplanev1.VerdictResult{Verdict: nasty, Rationale: proto.String(nasty)}, DroppedObligationIds: []string{nasty}}}}},
+		obligations: []*agentplanev1.ListObligationsResponse{{Obligations: []*agentplanev1.Obligation{{ObligationId: nasty, RaisedBy: nasty, RaisedInVerdictId: nasty, ResolvedInVerdictId: nasty, Text: nasty, Reason: proto.String(nasty)}}}},
 		interrupt:   nastyInterrupt(),
 		inbox:       &agentplanev1.ListInterruptsResponse{Interrupts: []*agentplanev1.Interrupt{nastyInterrupt()}, NextPageToken: nasty},
 		stats:       &agentplanev1.GetStatsResponse{ServerVersion: nasty, Store: nasty, StorePath: nasty, TasksByState: map[string]int64{nasty: 1}},
@@ -150,7 +152,10 @@ func TestHumanOutputEscapesCallerText(t *testing.T) {
 	}
 
 	// Errors: the server's message (a caller's text echoed back) and ErrorInfo.
-	f.err = grpcErrOf(apierr.New(codes.FailedPrecondition, "task.not_found"+nasty, "no task "+nasty))
+	f.err = func() error { // a reason no server declares, as a hostile server could send
+		st, _ := status.New(codes.FailedPrecondition, "no task "+nasty).WithDetails(&errdetails.ErrorInfo{Domain: reasons.Domain, Reason: "task.not_found" + nasty})
+		return st.Err()
+	}()
 	code, out, errOut := runCtl(t, addr, "task", "get", "t-1"+nasty)
 	if code == 0 || raw(out+errOut) != "" || !strings.Contains(errOut, `\x1b[2J`) {
 		t.Errorf("error: exit %d, raw %s:\n%s%s", code, raw(out+errOut), out, errOut)

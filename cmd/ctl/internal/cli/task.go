@@ -4,16 +4,21 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/cmd/ctl/internal/printer"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -119,14 +124,15 @@ func (o *taskStartOptions) request(stdin io.Reader) (*agentplanev1.StartTaskRequ
 	if err != nil {
 		return nil, err
 	}
-	req := &agentplanev1.StartTaskRequest{RequestId: o.requestID, Input: o.input, SessionId: o.sessionID, View: view, Queue: o.queue}
+	input := o.input
 	if o.input == "-" {
 		b, err := io.ReadAll(stdin)
 		if err != nil {
 			return nil, usageErr("reading the input from standard input: %v", err)
 		}
-		req.Input = string(b)
+		input = string(b)
 	}
+	req := &agentplanev1.StartTaskRequest{RequestId: o.requestID, Input: client.UserText(input), SessionId: o.sessionID, View: view, Queue: o.queue}
 	switch {
 	case o.agentID != "":
 		req.Spec = &agentplanev1.StartTaskRequest_AgentId{AgentId: o.agentID}
@@ -185,7 +191,7 @@ func (o *taskStartOptions) specViolations(w io.Writer, err error) error {
 // spec (spec.invalid) and the DOC-TOO-LARGE finding of a document over the
 // deployment's limits (limit.exceeded). Other errors have none.
 func specViolationsOf(err error) []*agentplanev1.SpecViolation {
-	switch apierr.InfoOf(err).GetReason() {
+	switch reasons.Of(err) {
 	case apierr.ReasonSpecInvalid, apierr.ReasonResourceExhausted:
 	default:
 		return nil
@@ -229,7 +235,7 @@ func readSpecDocument(req *agentplanev1.StartTaskRequest, flag, path, wantKind s
 		}
 		return usageErr("--%s %s: the document is a %s, not a %s%s", flag, path, head.Kind, wantKind, hint)
 	}
-	req.Document = b
+	req.Spec = &agentplanev1.StartTaskRequest_Document{Document: b}
 	req.Format = documentFormat(path)
 	return nil
 }
@@ -250,7 +256,7 @@ func taskTable(t *printer.Tab, task *agentplanev1.Task) {
 			t.Row("spec", k)
 		}
 	}
-	t.Row("input", truncate(task.GetInput(), 120))
+	t.Row("input", truncate(messageSummary(task.GetInput()), 120))
 	t.Row("labels", labelsText(task.GetLabels()))
 	t.Row("queue", orDash(task.GetQueue()))
 	t.Row("request id", orDash(task.GetRequestId()))
@@ -282,7 +288,7 @@ func taskTable(t *printer.Tab, task *agentplanev1.Task) {
 		t.Row("failure", fmt.Sprintf("%s: %s", f.GetReason(), f.GetMessage()))
 	}
 	if out := task.GetOutput(); out != nil {
-		t.Row("output", truncate(out.GetText(), 200))
+		t.Row("output", truncate(messageSummary(out.GetMessage()), 200))
 		if out.GetStructured() != nil {
 			t.Row("structured output", truncate(compactJSON(out.GetStructured()), 200))
 		}
@@ -348,12 +354,48 @@ func newTaskCancelCommand(g *globals) *cobra.Command {
 
 func newTaskContinueCommand(g *globals) *cobra.Command {
 	var message string
-	cmd := newTaskIDCommand(g, "continue TASK_ID --message TEXT", "Resume a task paused for the user (chat mode) with the next message", func(ctx context.Context, c *client.Client, id string) (taskResponse, error) {
-		return c.Tasks.ContinueTask(ctx, &agentplanev1.ContinueTaskRequest{TaskId: id, Message: message})
-	})
-	cmd.Flags().StringVar(&message, "message", "", "the user's next message (required)")
-	_ = cmd.MarkFlagRequired("message")
+	var outputs []string
+	cmd := newTaskIDCommand(g, "continue TASK_ID (--message TEXT | --tool-output CALL_ID=JSON...)",
+		"Resume a task paused for its caller: the user's next message (chat mode), or the outputs of client tool calls", func(ctx context.Context, c *client.Client, id string) (taskResponse, error) {
+			req, err := continueRequest(id, message, outputs)
+			if err != nil {
+				return nil, err
+			}
+			return c.Tasks.ContinueTask(ctx, req)
+		})
+	cmd.Example = "  ctl task continue TASK_ID --message \"thanks!\"\n" +
+		"  ctl task continue TASK_ID --tool-output call_1='{\"temp_c\":21}' --tool-output call_2='\"12:00\"'"
+	cmd.Flags().StringVar(&message, "message", "", "the user's next message, for a task paused at the end of a turn")
+	cmd.Flags().StringArrayVar(&outputs, "tool-output", nil, "CALL_ID=JSON: the output of a client tool call the task waits for (repeat for each pending call)")
 	return cmd
+}
+
+// continueRequest builds a ContinueTaskRequest from --message or --tool-output.
+func continueRequest(id, message string, outputs []string) (*agentplanev1.ContinueTaskRequest, error) {
+	req := &agentplanev1.ContinueTaskRequest{TaskId: id}
+	switch {
+	case message != "" && len(outputs) > 0:
+		return nil, usageErr("--message and --tool-output are alternatives: a task waits for one or the other")
+	case message != "":
+		req.Input = &agentplanev1.ContinueTaskRequest_Message{Message: client.UserText(message)}
+		return req, nil
+	case len(outputs) == 0:
+		return nil, usageErr("give --message TEXT, or --tool-output CALL_ID=JSON for each call the task waits for")
+	}
+	outs := &agentplanev1.ToolOutputs{}
+	for _, o := range outputs {
+		callID, text, ok := strings.Cut(o, "=")
+		if !ok || callID == "" {
+			return nil, usageErr("--tool-output %q: want CALL_ID=JSON", o)
+		}
+		v := &structpb.Value{}
+		if err := protojson.Unmarshal([]byte(text), v); err != nil {
+			return nil, usageErr("--tool-output %s: the output is not valid JSON (quote a string as '\"text\"'): %v", callID, err)
+		}
+		outs.Outputs = append(outs.Outputs, &agentplanev1.ToolOutput{CallId: callID, Result: v})
+	}
+	req.Input = &agentplanev1.ContinueTaskRequest_ToolOutputs{ToolOutputs: outs}
+	return req, nil
 }
 
 type taskListOptions struct {
@@ -389,7 +431,9 @@ func newTaskListCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req.Labels = labels
+			for _, k := range slices.Sorted(maps.Keys(labels)) {
+				req.LabelSelector = append(req.LabelSelector, k+"="+labels[k])
+			}
 			if o.limit < 0 {
 				return usageErr("--limit must not be negative")
 			}
@@ -461,10 +505,10 @@ func newTaskVerdictsCommand(g *globals) *cobra.Command {
 							raised = append(raised, o.GetObligationId())
 						}
 						for _, r := range v.GetResolved() {
-							resolved = append(resolved, r.GetId()+":"+enumName(r.GetHow(), "RESOLUTION_HOW_"))
+							resolved = append(resolved, r.GetObligationId()+":"+enumName(r.GetHow(), "RESOLUTION_HOW_"))
 						}
 						t.Row(v.GetVerdictId(), v.GetNode(), v.GetResult().GetVerdict(), conf, orNone(raised), orNone(resolved),
-							orNone(v.GetDroppedIds()), v.GetSequence(), when(v.GetCreateTime()), truncate(orDash(v.GetResult().GetRationale()), 60))
+							orNone(v.GetDroppedObligationIds()), v.GetSequence(), when(v.GetCreateTime()), truncate(orDash(v.GetResult().GetRationale()), 60))
 					}
 				})
 			})
@@ -502,8 +546,8 @@ func newTaskObligationsCommand(g *globals) *cobra.Command {
 				return g.printer(cmd).Message(all, func(t *printer.Tab) {
 					t.Row("OBLIGATION", "STATE", "RAISED BY", "IN", "RESOLVED IN", "TEXT", "REASON")
 					for _, o := range all.GetObligations() {
-						t.Row(o.GetObligationId(), enumName(o.GetState(), "OBLIGATION_STATE_"), o.GetRaisedBy(), o.GetRaisedIn(),
-							orDash(o.GetResolvedIn()), truncate(o.GetText(), 60), truncate(orDash(o.GetReason()), 40))
+						t.Row(o.GetObligationId(), enumName(o.GetState(), "OBLIGATION_STATE_"), o.GetRaisedBy(), o.GetRaisedInVerdictId(),
+							orDash(o.GetResolvedInVerdictId()), truncate(o.GetText(), 60), truncate(orDash(o.GetReason()), 40))
 					}
 				})
 			})

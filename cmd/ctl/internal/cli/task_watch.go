@@ -129,7 +129,7 @@ func (w *watcher) once(ctx context.Context) (ended bool, err error) {
 			return false, err
 		}
 		w.last = ev.GetSequence()
-		if terminal(ev.GetStateChanged().GetTo()) {
+		if terminal(ev.GetStateChanged().GetToState()) {
 			return true, nil
 		}
 	}
@@ -167,9 +167,9 @@ func printEvent(p *printer.Printer, ev *agentplanev1.TaskEvent) error {
 func describeEvent(ev *agentplanev1.TaskEvent) (kind, summary string) {
 	switch p := ev.GetPayload().(type) {
 	case *agentplanev1.TaskEvent_Submitted:
-		return "submitted", fmt.Sprintf("%s by %s: %q", p.Submitted.GetKind(), orDash(p.Submitted.GetCreatedBy()), truncate(p.Submitted.GetInput(), 80))
+		return "submitted", fmt.Sprintf("%s by %s: %q", p.Submitted.GetKind(), orDash(p.Submitted.GetCreatedBy()), truncate(oneLine(messageSummary(p.Submitted.GetInput())), 80))
 	case *agentplanev1.TaskEvent_StateChanged:
-		s := stateName(p.StateChanged.GetFrom()) + " -> " + stateName(p.StateChanged.GetTo())
+		s := stateName(p.StateChanged.GetFromState()) + " -> " + stateName(p.StateChanged.GetToState())
 		if r := p.StateChanged.GetReason(); r != "" {
 			s += " (" + r + ")"
 		}
@@ -180,10 +180,13 @@ func describeEvent(ev *agentplanev1.TaskEvent) (kind, summary string) {
 		if m.GetNode() != "" {
 			who += " " + m.GetNode()
 		}
-		return "message", who + ": " + truncate(oneLine(m.GetText()), 100)
+		if m.GetModel() != "" {
+			who += " (" + m.GetModel() + ")"
+		}
+		return "message", who + ": " + truncate(oneLine(messageSummary(m)), 100) + usageText(m.GetUsage())
 	case *agentplanev1.TaskEvent_ToolCall:
 		c := p.ToolCall
-		return "tool call", fmt.Sprintf("%s [%s] %s", c.GetToolName(), c.GetCallId(), truncate(compactJSON(c.GetArgs()), 80))
+		return "tool call", fmt.Sprintf("%s [%s] %s", c.GetToolName(), c.GetCallId(), truncate(argsText(c.GetArgumentsJson()), 80))
 	case *agentplanev1.TaskEvent_ToolResult:
 		r := p.ToolResult
 		s := fmt.Sprintf("%s [%s] -> %s", r.GetToolName(), r.GetCallId(), truncate(compactJSON(r.GetResult()), 80))
@@ -214,7 +217,11 @@ func describeEvent(ev *agentplanev1.TaskEvent) (kind, summary string) {
 		if it.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE {
 			return "interrupt", it.GetInterruptId() + ": turn ended, waiting for the user (ctl task continue)"
 		}
-		return "interrupt", fmt.Sprintf("%s: %s waits for approval (ctl hitl show %s)", it.GetInterruptId(), it.GetRequest().GetToolName(), it.GetInterruptId())
+		if it.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED {
+			return "interrupt", fmt.Sprintf("%s: %s [%s] %s waits for the client's output (ctl task continue --tool-output %s=JSON)",
+				it.GetInterruptId(), it.GetToolOutput().GetToolName(), it.GetCallId(), truncate(argsText(it.GetToolOutput().GetArgumentsJson()), 60), it.GetCallId())
+		}
+		return "interrupt", fmt.Sprintf("%s: %s waits for approval (ctl hitl show %s)", it.GetInterruptId(), it.GetApproval().GetToolName(), it.GetInterruptId())
 	case *agentplanev1.TaskEvent_InterruptResolved:
 		d := p.InterruptResolved.GetDecision()
 		s := fmt.Sprintf("%s: %s by %s", p.InterruptResolved.GetInterruptId(), enumName(d.GetType(), "DECISION_TYPE_"), orDash(d.GetDecidedBy()))
@@ -232,8 +239,8 @@ func describeEvent(ev *agentplanev1.TaskEvent) (kind, summary string) {
 			s += fmt.Sprintf(" (confidence %.2f)", v.GetResult().GetConfidence())
 		}
 		s += fmt.Sprintf("; raised %d, resolved %d", len(v.GetRaised()), len(v.GetResolved()))
-		if len(v.GetDroppedIds()) > 0 {
-			s += "; dropped " + strings.Join(v.GetDroppedIds(), ",")
+		if len(v.GetDroppedObligationIds()) > 0 {
+			s += "; dropped " + strings.Join(v.GetDroppedObligationIds(), ",")
 		}
 		return "verdict", s
 	case *agentplanev1.TaskEvent_McpInjectionIgnored:
@@ -249,7 +256,7 @@ func describeEvent(ev *agentplanev1.TaskEvent) (kind, summary string) {
 	case *agentplanev1.TaskEvent_CancelRequested:
 		return "cancel", fmt.Sprintf("by %s: %s", orDash(p.CancelRequested.GetRequestedBy()), orDash(p.CancelRequested.GetReason()))
 	case *agentplanev1.TaskEvent_Output:
-		return "output", truncate(oneLine(p.Output.GetText()), 100)
+		return "output", truncate(oneLine(messageSummary(p.Output.GetMessage())), 100)
 	}
 	return "unknown", "(an event this ctl does not know; use -o json)"
 }
