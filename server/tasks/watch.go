@@ -16,24 +16,72 @@ const watchPage = 256
 
 type watchKey struct{ tenant, taskID string }
 
-// hub fans committed events out to live watchers. Publishing never blocks: a
-// watcher's channel is bounded, and a watcher whose channel is full is marked lagged
-// and catches up from the store instead.
+// hub fans committed events out to live watchers. Publishing never blocks on a
+// watcher: a watcher's channel is bounded, and a watcher whose channel is full is
+// marked lagged and catches up from the store instead. Nor does the fan-out delay the
+// commit that published the events (and with it the writer's answer): publish queues
+// them, in commit order, for one goroutine at a time to send (drain).
 type hub struct {
-	mu   sync.Mutex
+	// mu guards subs; a fan-out holds it for reading.
+	mu   sync.RWMutex
 	subs map[watchKey]map[*subscription]struct{}
+
+	// qmu guards the queue of published events awaiting their fan-out.
+	qmu      sync.Mutex
+	room     sync.Cond // on qmu: the queue shrank
+	queue    []published
+	queued   int  // events in queue
+	draining bool // a goroutine is fanning the queue out
+	// maxQueued is how many events may await their fan-out before publish waits for
+	// the queue to shrink, so that writers cannot outrun the fan-out without bound.
+	maxQueued int
+}
+
+// published is one commit's events for one watched task.
+type published struct {
+	key    watchKey
+	events []*storagev1.EventRecord
 }
 
 type subscription struct {
-	ch chan *agentplanev1.TaskEvent
+	ch chan Event
 	// lagged has a token when events were dropped for this watcher.
 	lagged chan struct{}
 }
 
-func newHub() *hub { return &hub{subs: map[watchKey]map[*subscription]struct{}{}} }
+// Event is an event as Follow sends it. A live event is one value shared by every
+// watcher of its task, so what a watcher derives from it alone (its wire encoding) can
+// be derived once for all of them: see Encoded.
+type Event struct {
+	*agentplanev1.TaskEvent
+	enc *encoding // nil for an event read from the store for one watcher
+}
+
+type encoding struct {
+	once sync.Once
+	b    []byte
+	err  error
+}
+
+// Encoded returns encode(e.TaskEvent). For a live event, encode runs once, in
+// whichever watcher comes first, and every watcher gets its result: encode must depend
+// on the event alone, and nobody may modify the bytes.
+func (e Event) Encoded(encode func(*agentplanev1.TaskEvent) ([]byte, error)) ([]byte, error) {
+	if e.enc == nil {
+		return encode(e.TaskEvent)
+	}
+	e.enc.once.Do(func() { e.enc.b, e.enc.err = encode(e.TaskEvent) })
+	return e.enc.b, e.enc.err
+}
+
+func newHub() *hub {
+	h := &hub{subs: map[watchKey]map[*subscription]struct{}{}, maxQueued: 4096}
+	h.room.L = &h.qmu
+	return h
+}
 
 func (h *hub) subscribe(k watchKey, buffer int) *subscription {
-	s := &subscription{ch: make(chan *agentplanev1.TaskEvent, buffer), lagged: make(chan struct{}, 1)}
+	s := &subscription{ch: make(chan Event, buffer), lagged: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.subs[k] == nil {
@@ -52,20 +100,65 @@ func (h *hub) unsubscribe(k watchKey, s *subscription) {
 	}
 }
 
-// publish runs after a commit, in commit order, on the committing goroutine.
+// publish runs after a commit, in commit order, on the committing goroutine. It only
+// queues the events of a watched task for drain; a watcher that subscribes after
+// publish dropped its task's events (nobody watched) reads them from the store, as it
+// does every event committed before its subscription.
 func (h *hub) publish(tenant, taskID string, events []*storagev1.EventRecord) {
 	if len(events) == 0 {
 		return
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	subs := h.subs[watchKey{tenant, taskID}]
+	k := watchKey{tenant, taskID}
+	h.mu.RLock()
+	watched := len(h.subs[k]) > 0
+	h.mu.RUnlock()
+	if !watched {
+		return
+	}
+	h.qmu.Lock()
+	defer h.qmu.Unlock()
+	for h.queued >= h.maxQueued {
+		h.room.Wait()
+	}
+	h.queue = append(h.queue, published{k, events})
+	h.queued += len(events)
+	if !h.draining {
+		h.draining = true
+		go h.drain()
+	}
+}
+
+// drain fans the queue out in order until it is empty.
+func (h *hub) drain() {
+	for {
+		h.qmu.Lock()
+		batch := h.queue
+		h.queue, h.queued = nil, 0
+		if len(batch) == 0 {
+			h.draining = false
+			h.qmu.Unlock()
+			return
+		}
+		h.room.Broadcast()
+		h.qmu.Unlock()
+		for _, p := range batch {
+			h.fanOut(p.key, p.events)
+		}
+	}
+}
+
+// fanOut sends one commit's events of a task to its watchers, each event encoded for
+// the API once for all of them.
+func (h *hub) fanOut(k watchKey, events []*storagev1.EventRecord) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	subs := h.subs[k]
 	if len(subs) == 0 {
 		return
 	}
-	api := make([]*agentplanev1.TaskEvent, len(events))
+	api := make([]Event, len(events))
 	for i, ev := range events {
-		api[i] = toAPIEvent(taskID, ev)
+		api[i] = Event{TaskEvent: toAPIEvent(k.taskID, ev), enc: &encoding{}}
 	}
 	for s := range subs {
 	send:
@@ -83,14 +176,19 @@ func (h *hub) publish(tenant, taskID string, events []*storagev1.EventRecord) {
 	}
 }
 
-// Watch sends the task's events with sequence > afterSeq to send, in order: first
+// Watch is Follow for a caller that needs only the events.
+func (m *Manager) Watch(ctx context.Context, tenant, taskID string, afterSeq int64, send func(*agentplanev1.TaskEvent) error) error {
+	return m.Follow(ctx, tenant, taskID, afterSeq, func(ev Event) error { return send(ev.TaskEvent) })
+}
+
+// Follow sends the task's events with sequence > afterSeq to send, in order: first
 // those in the store, then live ones as they commit, with no gap and no repeat. It
 // returns nil after sending the event that made the task terminal (at once if the task
 // already ended and the caller has seen everything), the error of send, or ctx's
 // error. A missing task is NOT_FOUND; afterSeq beyond the task's last event is
 // INVALID_ARGUMENT. A watcher that falls more than Config.MaxWatchBuffer events behind
 // loses nothing: it reads the missed events from the store.
-func (m *Manager) Watch(ctx context.Context, tenant, taskID string, afterSeq int64, send func(*agentplanev1.TaskEvent) error) error {
+func (m *Manager) Follow(ctx context.Context, tenant, taskID string, afterSeq int64, send func(Event) error) error {
 	if afterSeq < 0 {
 		return apierr.InvalidArgument(apierr.ReasonInvalidArgument, "after_sequence may not be negative")
 	}
@@ -106,7 +204,7 @@ func (m *Manager) Watch(ctx context.Context, tenant, taskID string, afterSeq int
 	// been sent (or the task ended and there is nothing more to send).
 	catchUp := func() (done bool, err error) {
 		for {
-			var page []*agentplanev1.TaskEvent
+			var page []Event
 			var rec *storagev1.TaskRecord
 			err := m.store.View(ctx, func(r store.Reader) error {
 				page, rec = page[:0], nil
@@ -115,7 +213,7 @@ func (m *Manager) Watch(ctx context.Context, tenant, taskID string, afterSeq int
 					return err
 				}
 				return r.ScanEvents(tenant, taskID, last, func(ev *storagev1.EventRecord) (bool, error) {
-					page = append(page, toAPIEvent(taskID, ev))
+					page = append(page, Event{TaskEvent: toAPIEvent(taskID, ev)})
 					return len(page) < watchPage, nil
 				})
 			})
@@ -132,7 +230,7 @@ func (m *Manager) Watch(ctx context.Context, tenant, taskID string, afterSeq int
 					return false, err
 				}
 				last = ev.GetSequence()
-				if isTerminalEvent(ev) {
+				if isTerminalEvent(ev.TaskEvent) {
 					return true, nil
 				}
 			}
@@ -155,7 +253,7 @@ func (m *Manager) Watch(ctx context.Context, tenant, taskID string, afterSeq int
 					return err
 				}
 				last = seq
-				if isTerminalEvent(ev) {
+				if isTerminalEvent(ev.TaskEvent) {
 					return nil
 				}
 			default:
