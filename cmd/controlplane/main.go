@@ -99,7 +99,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if addr := srv.HTTPAddr(); addr != "" {
 		fmt.Fprintf(stdout, "  HTTP/JSON  http://%s  (metrics at /metrics, health at /healthz)\n", addr)
 	}
-	fmt.Fprintf(stdout, "  store      %s\n", cfg.StorePath())
+	fmt.Fprintf(stdout, "  store      %s\n", srv.StoreLocation())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -194,6 +194,11 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
+// Health is always nil: this store has no failed state of its own. A call that
+// cannot reach the database fails UNAVAILABLE (store.unavailable) by itself, and the
+// next one tries again through the pool.
+func (s *Store) Health() error { return nil }
+
 // TokenKey implements store.Store.
 func (s *Store) TokenKey() []byte { return s.tokenKey }
 
