@@ -8,10 +8,10 @@ import (
 
 	"github.com/agentplane/agentplane/gates"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/hitl/approvals"
 	"github.com/agentplane/agentplane/server/spec"
-	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/boltstore"
 	"github.com/agentplane/agentplane/server/store/pgstore"
@@ -21,10 +21,10 @@ import (
 
 // domain is everything beneath the service layer, built once at New.
 type domain struct {
-	store     domainStore
+	store domainStore
 	// where names the store for people: the bbolt file, or the database without its
 	// password.
-	where string
+	where     string
 	tasks     *tasks.Manager
 	specs     *spec.Validator
 	decodes   *decodeGate
