@@ -305,8 +305,8 @@ func retryable(err error) bool {
 // the server shutting down) into UNAVAILABLE (store.unavailable); other errors are
 // returned as they are.
 func unavailable(err error) error {
-	if err == nil {
-		return nil
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
