@@ -396,3 +396,11 @@ func (s *Store) Close() error {
 	s.pool.Close()
 	return nil
 }
+
+// TaskTenants lists, in key order, every tenant that has a task, for a whole-store walk
+// (package storecopy).
+func (s *Store) TaskTenants(ctx context.Context, fn func(tenant string) (bool, error)) error {
+	return s.View(ctx, func(r store.Reader) error {
+		return r.(*reader).tenants("tasks", "create_key", "", fn)
+	})
+}

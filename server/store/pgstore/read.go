@@ -316,6 +316,11 @@ func (r *reader) Tenants(idx store.Index, after string, fn func(string) (bool, e
 	if err != nil {
 		return err
 	}
+	return r.tenants(table, col, after, fn)
+}
+
+// tenants lists the tenants with a row in table where col is set, after after.
+func (r *reader) tenants(table, col string, after string, fn func(string) (bool, error)) error {
 	// Key order of tenants: shorter first, then by bytes (schema.TenantPrefix).
 	q := fmt.Sprintf(`SELECT tenant FROM (SELECT DISTINCT tenant FROM %s WHERE %s IS NOT NULL) t
 		WHERE (octet_length(tenant), convert_to(tenant, 'UTF8')) > (octet_length($1::text), convert_to($1::text, 'UTF8'))
