@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/test/bufconn"
 
@@ -145,6 +146,13 @@ func (s *Server) serverOptions(unary grpc.UnaryServerInterceptor, stream grpc.St
 		grpc.ChainUnaryInterceptor(append(unaries, s.guard.UnaryInterceptor, s.limits.unary)...),
 		grpc.ChainStreamInterceptor(append(streams, s.guard.StreamInterceptor, s.limits.stream)...),
 		grpc.MaxRecvMsgSize(int(s.cfg.Limits.MaxSpecBytes) + (64 << 10)),
+		// Clients may ping as often as every 10 s, with or without a call open, as
+		// the gRPC libraries of other languages commonly do (the default policy, 5
+		// min, answers them with GOAWAY too_many_pings). The server pings a
+		// connection idle for a minute and drops it if the ping goes unanswered, so
+		// dead peers do not hold streams open.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
 		// Calls run on a pool of long-lived goroutines instead of a new goroutine
 		// each: a handler that reaches the store needs a deep stack, and growing a
 		// fresh goroutine's stack to it on every call showed in CPU profiles at about
@@ -153,6 +161,13 @@ func (s *Server) serverOptions(unary grpc.UnaryServerInterceptor, stream grpc.St
 		grpc.NumStreamWorkers(streamWorkers),
 	}
 }
+
+// Transport keepalive (see serverOptions).
+const (
+	keepaliveMinTime = 10 * time.Second
+	keepaliveTime    = time.Minute
+	keepaliveTimeout = 20 * time.Second
+)
 
 // streamWorkers is the size of the gRPC handler pool: enough for the concurrent
 // callers of a busy deployment (a call waiting on a commit holds its worker).

@@ -78,7 +78,11 @@ func (x *taskService) CancelTask(ctx context.Context, req *agentplanev1.CancelTa
 	if err != nil {
 		return nil, err
 	}
-	t, err := x.s.domain.tasks.Cancel(ctx, tenant, req.GetTaskId(), principalOf(ctx).Subject, req.GetReason())
+	once, err := tasks.NewRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	t, err := x.s.domain.tasks.Cancel(ctx, tenant, req.GetTaskId(), principalOf(ctx).Subject, req.GetReason(), once)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +95,11 @@ func (x *taskService) ContinueTask(ctx context.Context, req *agentplanev1.Contin
 	if err != nil {
 		return nil, err
 	}
-	t, err := x.s.domain.tasks.Continue(ctx, tenant, req.GetTaskId(), principalOf(ctx).Subject, req.GetMessage())
+	once, err := tasks.NewRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	t, err := x.s.domain.tasks.Continue(ctx, tenant, req.GetTaskId(), principalOf(ctx).Subject, req.GetMessage(), once)
 	if err != nil {
 		return nil, err
 	}
@@ -112,9 +120,7 @@ func (x *taskService) WatchTask(req *agentplanev1.WatchTaskRequest, stream grpc.
 	}
 	ctx, stop := x.s.untilShutdown(ctx)
 	defer stop()
-	err = x.s.domain.tasks.Watch(ctx, tenant, req.GetTaskId(), req.GetAfterSequence(), func(ev *agentplanev1.TaskEvent) error {
-		return stream.Send(&agentplanev1.WatchTaskResponse{Event: ev})
-	})
+	err = x.s.domain.tasks.Watch(ctx, tenant, req.GetTaskId(), req.GetAfterSequence(), stream.Send)
 	return x.s.shutdownError(ctx, err)
 }
 
@@ -142,4 +148,17 @@ func (x *taskService) ListObligations(ctx context.Context, req *agentplanev1.Lis
 		return nil, err
 	}
 	return &agentplanev1.ListObligationsResponse{Obligations: list, NextPageToken: next}, nil
+}
+
+// ListTaskEvents pages a task's log, oldest first.
+func (x *taskService) ListTaskEvents(ctx context.Context, req *agentplanev1.ListTaskEventsRequest) (*agentplanev1.ListTaskEventsResponse, error) {
+	tenant, err := auth.TenantOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list, next, err := x.s.domain.tasks.ListEvents(ctx, tenant, req.GetTaskId(), req.GetAfterSequence(), int(req.GetPageSize()), req.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	return &agentplanev1.ListTaskEventsResponse{Events: list, NextPageToken: next}, nil
 }

@@ -22,13 +22,19 @@ func terminalError(rec *storagev1.TaskRecord, what string) error {
 // Cancel ends a task as CANCELED, recording who asked and why. A task that a runtime
 // holds is canceled at once too; the lease is revoked, so the runtime's writes are
 // refused (lease.lost) and its next heartbeat reports the cancellation. A terminal
-// task is FAILED_PRECONDITION (task.terminal).
-func (m *Manager) Cancel(ctx context.Context, tenant, taskID, principal, reason string) (*agentplanev1.Task, error) {
+// task is FAILED_PRECONDITION (task.terminal), except for a retry of a cancel made
+// under req, which returns the task as it is now.
+func (m *Manager) Cancel(ctx context.Context, tenant, taskID, principal, reason string, req Request) (*agentplanev1.Task, error) {
 	if len(reason) > maxReasonBytes {
 		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "reason is longer than %d bytes", maxReasonBytes)
 	}
 	var task *agentplanev1.Task
-	err := m.UpdateTask(ctx, tenant, taskID, func(op *Op) error {
+	current := func(op *Op, _ *storagev1.AppliedRequest) error {
+		var err error
+		task, err = op.APITask()
+		return err
+	}
+	err := m.UpdateTaskOnce(ctx, tenant, taskID, req, func(op *Op) error {
 		task = nil
 		rec := op.Task()
 		if isTerminal(rec.GetState()) {
@@ -44,10 +50,8 @@ func (m *Manager) Cancel(ctx context.Context, tenant, taskID, principal, reason 
 		if err := op.SetState(agentplanev1.TaskState_TASK_STATE_CANCELED, "canceled"); err != nil {
 			return err
 		}
-		var err error
-		task, err = op.APITask()
-		return err
-	})
+		return current(op, nil)
+	}, current)
 	return task, err
 }
 
@@ -56,8 +60,9 @@ func (m *Manager) Cancel(ctx context.Context, tenant, taskID, principal, reason 
 // pause is resolved, and the task goes back to the queue in WORKING; the next lease
 // carries the message. A task waiting for a reviewer's decision, or in any other
 // state, is FAILED_PRECONDITION. A message over Config.MaxInputBytes is
-// RESOURCE_EXHAUSTED.
-func (m *Manager) Continue(ctx context.Context, tenant, taskID, principal, message string) (*agentplanev1.Task, error) {
+// RESOURCE_EXHAUSTED. A retry of a continue made under req returns the task as it is
+// now and delivers nothing, whatever the task did since.
+func (m *Manager) Continue(ctx context.Context, tenant, taskID, principal, message string, req Request) (*agentplanev1.Task, error) {
 	switch {
 	case message == "":
 		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "message is required")
@@ -65,7 +70,12 @@ func (m *Manager) Continue(ctx context.Context, tenant, taskID, principal, messa
 		return nil, apierr.ResourceExhausted("message of %d bytes exceeds the %d-byte limit (limits.max_input_bytes)", len(message), m.cfg.MaxInputBytes)
 	}
 	var task *agentplanev1.Task
-	err := m.UpdateTask(ctx, tenant, taskID, func(op *Op) error {
+	current := func(op *Op, _ *storagev1.AppliedRequest) error {
+		var err error
+		task, err = op.APITask()
+		return err
+	}
+	err := m.UpdateTaskOnce(ctx, tenant, taskID, req, func(op *Op) error {
 		task = nil
 		rec := op.Task()
 		switch {
@@ -119,8 +129,7 @@ func (m *Manager) Continue(ctx context.Context, tenant, taskID, principal, messa
 		if err := op.Resume("continued"); err != nil {
 			return err
 		}
-		task, err = op.APITask()
-		return err
-	})
+		return current(op, nil)
+	}, current)
 	return task, err
 }

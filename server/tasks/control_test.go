@@ -19,16 +19,16 @@ import (
 func TestCancelQueuedTask(t *testing.T) {
 	h := newHarness(t)
 	task := h.start(t, params("acme"))
-	_, err := h.m.Cancel(ctx, "beta", task.GetTaskId(), "intruder", "")
+	_, err := h.m.Cancel(ctx, "beta", task.GetTaskId(), "intruder", "", Request{})
 	wantErr(t, err, codes.NotFound, apierr.ReasonTaskNotFound)
-	got, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "changed my mind")
+	got, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "changed my mind", Request{})
 	if err != nil || got.GetState() != agentplanev1.TaskState_TASK_STATE_CANCELED || got.GetCancelRequested() || got.GetEndTime() == nil {
 		t.Fatalf("Cancel = %v, %v", got, err)
 	}
 	if leases, _ := h.m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "rt"}); len(leases) != 0 {
 		t.Fatal("a canceled task stayed in the queue")
 	}
-	_, err = h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "")
+	_, err = h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "", Request{})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskTerminal)
 	evs := h.events(t, "acme", task.GetTaskId())
 	equal(t, "log", kinds(evs), []string{"submitted", "cancel_requested", "state:CANCELED"})
@@ -41,7 +41,7 @@ func TestCancelReachesTheRuntime(t *testing.T) {
 	h := newHarness(t)
 	task := h.start(t, params("acme"))
 	l := h.lease(t, "rt")
-	got, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "stop")
+	got, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "stop", Request{})
 	if err != nil || got.GetState() != agentplanev1.TaskState_TASK_STATE_CANCELED || !got.GetCancelRequested() || got.GetRuntimeId() != "" {
 		t.Fatalf("Cancel = %v, %v", got, err)
 	}
@@ -51,9 +51,9 @@ func TestCancelReachesTheRuntime(t *testing.T) {
 			t.Fatalf("Heartbeat after cancel = %+v, %v", hb, err)
 		}
 	}
-	_, err = h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("still going")})
+	_, err = h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note("still going")})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
-	_, err = h.m.Complete(ctx, ref(l), nil)
+	_, err = h.m.Complete(ctx, ref(l), Request{}, nil)
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
 	h.clock.Advance(time.Hour)
 	if n, _ := h.m.ExpireLeases(ctx); n != 0 {
@@ -68,11 +68,11 @@ func TestCancelReachesTheRuntime(t *testing.T) {
 func TestPauseAndContinue(t *testing.T) {
 	h := newHarness(t)
 	task := h.start(t, params("acme"))
-	_, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", "too early")
+	_, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", "too early", Request{})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskState)
 
 	l := h.lease(t, "rt")
-	in, err := h.m.Pause(ctx, ref(l), "what next?", "main")
+	in, err := h.m.Pause(ctx, ref(l), Request{}, "what next?", "main")
 	if err != nil || in.GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE ||
 		in.GetRequest().GetToolName() != hitl.AutoPauseTool || in.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_PENDING {
 		t.Fatalf("Pause = %v, %v", in, err)
@@ -82,26 +82,26 @@ func TestPauseAndContinue(t *testing.T) {
 		len(paused.GetPendingInterruptIds()) != 1 || paused.GetPendingInterruptIds()[0] != in.GetInterruptId() {
 		t.Fatalf("paused task = %v", paused)
 	}
-	_, err = h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("after pause")})
+	_, err = h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note("after pause")})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
 	if leases, _ := h.m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "rt"}); len(leases) != 0 {
 		t.Fatal("a paused task was leased")
 	}
 	for name, msg := range map[string]string{"empty": "", "too long": strings.Repeat("x", 1025)} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", msg); err == nil {
+			if _, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", msg, Request{}); err == nil {
 				t.Fatal("accepted")
 			}
 		})
 	}
-	_, err = h.m.Continue(ctx, "beta", task.GetTaskId(), "owner", "hi")
+	_, err = h.m.Continue(ctx, "beta", task.GetTaskId(), "owner", "hi", Request{})
 	wantErr(t, err, codes.NotFound, apierr.ReasonTaskNotFound)
 
-	resumed, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", "tell me more")
+	resumed, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", "tell me more", Request{})
 	if err != nil || resumed.GetState() != agentplanev1.TaskState_TASK_STATE_WORKING || len(resumed.GetPendingInterruptIds()) != 0 {
 		t.Fatalf("Continue = %v, %v", resumed, err)
 	}
-	_, err = h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", "again")
+	_, err = h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", "again", Request{})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskState)
 
 	next := h.lease(t, "rt")
@@ -122,10 +122,10 @@ func TestPauseAndContinue(t *testing.T) {
 		t.Fatalf("pause interrupt after continue = %v", stored)
 	}
 	// The next turn end clears the delivered messages.
-	if _, err := h.m.Pause(ctx, ref(next), "", "main"); err != nil {
+	if _, err := h.m.Pause(ctx, ref(next), Request{}, "", "main"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", "third"); err != nil {
+	if _, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", "third", Request{}); err != nil {
 		t.Fatal(err)
 	}
 	equal(t, "messages of the third turn", h.lease(t, "rt").GetContinueMessages(), []string{"third"})
@@ -153,11 +153,11 @@ func TestContinueRefusesApprovalWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", "go on")
+	_, err = h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", "go on", Request{})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskState)
 
 	// Canceling closes the pending interrupt: it leaves the inbox.
-	if _, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", ""); err != nil {
+	if _, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "", Request{}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := h.store.Stats(ctx)
@@ -214,36 +214,36 @@ func TestHistoryLimits(t *testing.T) {
 	})
 	task := h.start(t, params("acme"))
 	l := h.lease(t, "rt") // log: submitted, state, lease = 3 events
-	_, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note(strings.Repeat("x", 200))})
+	_, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note(strings.Repeat("x", 200))})
 	wantErr(t, err, codes.ResourceExhausted, apierr.ReasonResourceExhausted)
 	if !strings.Contains(err.Error(), "limits.max_event_bytes") {
 		t.Fatalf("error does not name the limit: %v", err)
 	}
 	// Four events would make 7; the whole report is refused, nothing appended.
-	_, err = h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("a"), note("b"), note("c"), note("d")})
+	_, err = h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note("a"), note("b"), note("c"), note("d")})
 	wantErr(t, err, codes.ResourceExhausted, apierr.ReasonResourceExhausted)
 	if got := h.get(t, "acme", task.GetTaskId()).GetLastSequence(); got != 3 {
 		t.Fatalf("a refused report appended: last_sequence %d", got)
 	}
-	if last, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("a"), note("b"), note("c")}); err != nil || last != 6 {
+	if last, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note("a"), note("b"), note("c")}); err != nil || last != 6 {
 		t.Fatalf("report up to the limit = %d, %v", last, err)
 	}
-	_, err = h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("one too many")})
+	_, err = h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note("one too many")})
 	wantErr(t, err, codes.ResourceExhausted, apierr.ReasonResourceExhausted)
 	// A task at its limit can still end.
-	if _, err := h.m.Complete(ctx, ref(l), &agentplanev1.TaskOutput{Text: "done"}); err != nil {
+	if _, err := h.m.Complete(ctx, ref(l), Request{}, &agentplanev1.TaskOutput{Text: "done"}); err != nil {
 		t.Fatalf("Complete at the limit: %v", err)
 	}
 
 	h2 := newHarness(t, func(c *Config) { c.MaxTaskHistoryBytes = 150 })
 	h2.start(t, params("acme"))
 	l2 := h2.lease(t, "rt")
-	_, err = h2.m.ReportEvents(ctx, ref(l2), []*agentplanev1.RuntimeEvent{note(strings.Repeat("y", 120))})
+	_, err = h2.m.ReportEvents(ctx, ref(l2), Request{}, []*agentplanev1.RuntimeEvent{note(strings.Repeat("y", 120))})
 	wantErr(t, err, codes.ResourceExhausted, apierr.ReasonResourceExhausted)
 	if !strings.Contains(err.Error(), "limits.max_task_history_bytes") {
 		t.Fatalf("error does not name the limit: %v", err)
 	}
-	_, err = h2.m.ReportEvents(ctx, ref(l2), []*agentplanev1.RuntimeEvent{{}})
+	_, err = h2.m.ReportEvents(ctx, ref(l2), Request{}, []*agentplanev1.RuntimeEvent{{}})
 	wantErr(t, err, codes.InvalidArgument, apierr.ReasonEventInvalid)
 }
 
@@ -251,12 +251,12 @@ func TestCancelResolvesThePause(t *testing.T) {
 	h := newHarness(t)
 	task := h.start(t, params("acme"))
 	l := h.lease(t, "rt")
-	in, err := h.m.Pause(ctx, ref(l), "what next?", "main")
+	in, err := h.m.Pause(ctx, ref(l), Request{}, "what next?", "main")
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.clock.Advance(time.Minute)
-	if _, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "done chatting"); err != nil {
+	if _, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "done chatting", Request{}); err != nil {
 		t.Fatal(err)
 	}
 	var stored *storagev1.InterruptRecord
@@ -307,14 +307,14 @@ func TestOnTaskEndHooks(t *testing.T) {
 
 	paused := h.start(t, params("acme"))
 	l := h.lease(t, "rt")
-	in, err := h.m.Pause(ctx, ref(l), "", "main")
+	in, err := h.m.Pause(ctx, ref(l), Request{}, "", "main")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := took(); len(got) != 0 {
 		t.Fatalf("hooks called for changes that did not end a task: %v", got)
 	}
-	if _, err := h.m.Cancel(ctx, "acme", paused.GetTaskId(), "owner", ""); err != nil {
+	if _, err := h.m.Cancel(ctx, "acme", paused.GetTaskId(), "owner", "", Request{}); err != nil {
 		t.Fatal(err)
 	}
 	got := took()
@@ -325,14 +325,14 @@ func TestOnTaskEndHooks(t *testing.T) {
 	}
 
 	done := h.start(t, params("acme"))
-	if _, err := h.m.Complete(ctx, ref(h.lease(t, "rt")), nil); err != nil {
+	if _, err := h.m.Complete(ctx, ref(h.lease(t, "rt")), Request{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := took(); len(got) != 2 || got[1].taskID != done.GetTaskId() || len(got[1].resolved) != 0 {
 		t.Fatalf("hooks after complete = %v", got)
 	}
 	// A refused change ends nothing and calls nothing.
-	if _, err := h.m.Cancel(ctx, "acme", done.GetTaskId(), "owner", ""); err == nil {
+	if _, err := h.m.Cancel(ctx, "acme", done.GetTaskId(), "owner", "", Request{}); err == nil {
 		t.Fatal("canceled an ended task")
 	}
 	if got := took(); len(got) != 0 {
@@ -349,20 +349,20 @@ func TestChangesReturnTheTaskAsStored(t *testing.T) {
 		change func(t *testing.T, l *agentplanev1.Lease) (*agentplanev1.Task, error)
 	}{
 		{"cancel", func(t *testing.T, l *agentplanev1.Lease) (*agentplanev1.Task, error) {
-			return h.m.Cancel(ctx, "acme", l.GetTask().GetTaskId(), "owner", "stop")
+			return h.m.Cancel(ctx, "acme", l.GetTask().GetTaskId(), "owner", "stop", Request{})
 		}},
 		{"complete", func(t *testing.T, l *agentplanev1.Lease) (*agentplanev1.Task, error) {
-			return h.m.Complete(ctx, ref(l), &agentplanev1.TaskOutput{Text: "42"})
+			return h.m.Complete(ctx, ref(l), Request{}, &agentplanev1.TaskOutput{Text: "42"})
 		}},
 		{"fail with retry", func(t *testing.T, l *agentplanev1.Lease) (*agentplanev1.Task, error) {
-			return h.m.Fail(ctx, ref(l), "", "again", true)
+			return h.m.Fail(ctx, ref(l), Request{}, "", "again", true)
 		}},
 		{"continue", func(t *testing.T, l *agentplanev1.Lease) (*agentplanev1.Task, error) {
-			if _, err := h.m.Pause(ctx, ref(l), "", "main"); err != nil {
+			if _, err := h.m.Pause(ctx, ref(l), Request{}, "", "main"); err != nil {
 				t.Fatal(err)
 			}
 			h.clock.Advance(time.Second)
-			return h.m.Continue(ctx, "acme", l.GetTask().GetTaskId(), "owner", "go on")
+			return h.m.Continue(ctx, "acme", l.GetTask().GetTaskId(), "owner", "go on", Request{})
 		}},
 	}
 	for _, tt := range tests {
@@ -380,7 +380,7 @@ func TestChangesReturnTheTaskAsStored(t *testing.T) {
 			}
 			if tt.name == "fail with retry" || tt.name == "continue" {
 				h.lease(t, "rt") // out of the queue, so the next case leases its own task
-				if _, err := h.m.Cancel(ctx, "acme", l.GetTask().GetTaskId(), "owner", ""); err != nil {
+				if _, err := h.m.Cancel(ctx, "acme", l.GetTask().GetTaskId(), "owner", "", Request{}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -34,7 +34,7 @@ type HeartbeatResult struct {
 // lease.lost.
 func (m *Manager) Heartbeat(ctx context.Context, ref *agentplanev1.LeaseRef) (HeartbeatResult, error) {
 	var res HeartbeatResult
-	err := m.updateLeased(ctx, ref, true, func(op *Op) error {
+	err := m.updateLeased(ctx, ref, true, Request{}, func(op *Op) error {
 		l := op.rec.GetLease()
 		if l.GetRevoked() {
 			res = HeartbeatResult{Deadline: l.GetDeadline().AsTime(), Canceled: true, CancelReason: op.rec.GetCancellation().GetReason()}
@@ -44,7 +44,7 @@ func (m *Manager) Heartbeat(ctx context.Context, ref *agentplanev1.LeaseRef) (He
 		l.Deadline = timestamppb.New(op.now.Add(op.m.cfg.LeaseTTL))
 		res = HeartbeatResult{Deadline: l.GetDeadline().AsTime()}
 		return nil
-	})
+	}, nil)
 	return res, err
 }
 
@@ -71,7 +71,10 @@ func runtimePayload(ev *agentplanev1.RuntimeEvent) (*agentplanev1.TaskEvent, err
 // id (useDecision): a call that was never checked, still waits, was rejected, names
 // another tool, has other arguments than the decision's, or was reported before is
 // FAILED_PRECONDITION (tool_call.not_approved), and so is the whole report.
-func (m *Manager) ReportEvents(ctx context.Context, ref *agentplanev1.LeaseRef, events []*agentplanev1.RuntimeEvent) (int64, error) {
+//
+// A report made under req that the task already appended is not appended again: it
+// returns the sequence the first report returned.
+func (m *Manager) ReportEvents(ctx context.Context, ref *agentplanev1.LeaseRef, req Request, events []*agentplanev1.RuntimeEvent) (int64, error) {
 	payloads := make([]*agentplanev1.TaskEvent, len(events))
 	for i, ev := range events {
 		p, err := runtimePayload(ev)
@@ -84,7 +87,7 @@ func (m *Manager) ReportEvents(ctx context.Context, ref *agentplanev1.LeaseRef, 
 		payloads[i] = p
 	}
 	var last int64
-	err := m.UpdateLeased(ctx, ref, func(op *Op) error {
+	err := m.UpdateLeasedOnce(ctx, ref, req, func(op *Op) error {
 		last = op.rec.GetLastSequence()
 		for i, p := range payloads {
 			if tc := p.GetToolCall(); tc != nil {
@@ -98,6 +101,10 @@ func (m *Manager) ReportEvents(ctx context.Context, ref *agentplanev1.LeaseRef, 
 			}
 			last = seq
 		}
+		op.SetResult("", last)
+		return nil
+	}, func(_ *Op, a *storagev1.AppliedRequest) error {
+		last = a.GetResultSequence()
 		return nil
 	})
 	return last, err
@@ -139,11 +146,12 @@ func (o *Op) useDecision(tc *agentplanev1.ToolCall) error {
 
 // Pause ends a chat turn: the assistant's last message (if any) is appended, the task
 // waits in INPUT_REQUIRED on a synthetic __auto_pause__ interrupt, and the lease is
-// released. Only Continue resumes it. The task must be WORKING.
-func (m *Manager) Pause(ctx context.Context, ref *agentplanev1.LeaseRef, message, node string) (*agentplanev1.Interrupt, error) {
+// released. Only Continue resumes it. The task must be WORKING. A retry of a pause made
+// under req returns the interrupt the first call raised.
+func (m *Manager) Pause(ctx context.Context, ref *agentplanev1.LeaseRef, req Request, message, node string) (*agentplanev1.Interrupt, error) {
 	id := newID()
 	var in *agentplanev1.Interrupt
-	err := m.UpdateLeased(ctx, ref, func(op *Op) error {
+	err := m.UpdateLeasedOnce(ctx, ref, req, func(op *Op) error {
 		in = nil
 		rec := op.Task()
 		if rec.GetState() != agentplanev1.TaskState_TASK_STATE_WORKING {
@@ -176,11 +184,16 @@ func (m *Manager) Pause(ctx context.Context, ref *agentplanev1.LeaseRef, message
 			return err
 		}
 		rec.PendingInterruptIds = append(rec.PendingInterruptIds, id)
+		op.SetResult(id, 0)
 		op.HandBack()
 		if err := op.ReleaseLease(agentplanev1.LeaseChangeKind_LEASE_CHANGE_KIND_RELEASED); err != nil {
 			return err
 		}
 		return op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "turn.ended")
+	}, func(op *Op, a *storagev1.AppliedRequest) error {
+		rec, err := op.Writer().GetInterrupt(op.rec.GetTenant(), a.GetResultId())
+		in = rec.GetInterrupt()
+		return err
 	})
 	return in, err
 }
@@ -188,11 +201,11 @@ func (m *Manager) Pause(ctx context.Context, ref *agentplanev1.LeaseRef, message
 // Complete ends the task as COMPLETED with its output and releases the lease. The
 // output is bound by Config.MaxEventBytes but not by the task's history limits, so a
 // task that reached them can still complete.
-func (m *Manager) Complete(ctx context.Context, ref *agentplanev1.LeaseRef, output *agentplanev1.TaskOutput) (*agentplanev1.Task, error) {
+func (m *Manager) Complete(ctx context.Context, ref *agentplanev1.LeaseRef, req Request, output *agentplanev1.TaskOutput) (*agentplanev1.Task, error) {
 	if output == nil {
 		output = &agentplanev1.TaskOutput{}
 	}
-	return m.endLeased(ctx, ref, func(op *Op) error {
+	return m.endLeased(ctx, ref, req, func(op *Op) error {
 		if _, err := op.append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Output{Output: output}}, limitSize); err != nil {
 			return err
 		}
@@ -207,7 +220,7 @@ func (m *Manager) Complete(ctx context.Context, ref *agentplanev1.LeaseRef, outp
 // Fail ends the task as FAILED with reason (default runtime.error) and message, or,
 // with retry, releases the lease and returns the task to the queue; a retry counts as
 // a lost attempt, so past Config.MaxAttempts it fails with lease.attempts_exhausted.
-func (m *Manager) Fail(ctx context.Context, ref *agentplanev1.LeaseRef, reason, message string, retry bool) (*agentplanev1.Task, error) {
+func (m *Manager) Fail(ctx context.Context, ref *agentplanev1.LeaseRef, req Request, reason, message string, retry bool) (*agentplanev1.Task, error) {
 	if reason == "" {
 		reason = FailureRuntime
 	}
@@ -217,7 +230,7 @@ func (m *Manager) Fail(ctx context.Context, ref *agentplanev1.LeaseRef, reason, 
 	if len(message) > maxFailureMessage {
 		message = message[:maxFailureMessage] + "…"
 	}
-	return m.endLeased(ctx, ref, func(op *Op) error {
+	return m.endLeased(ctx, ref, req, func(op *Op) error {
 		rec := op.Task()
 		runtimeID := rec.GetLease().GetRuntimeId()
 		if err := op.ReleaseLease(agentplanev1.LeaseChangeKind_LEASE_CHANGE_KIND_RELEASED); err != nil {
@@ -231,17 +244,21 @@ func (m *Manager) Fail(ctx context.Context, ref *agentplanev1.LeaseRef, reason, 
 	})
 }
 
-// endLeased runs a fenced change and returns the task as it is after it.
-func (m *Manager) endLeased(ctx context.Context, ref *agentplanev1.LeaseRef, fn func(*Op) error) (*agentplanev1.Task, error) {
+// endLeased runs a fenced change made under req and returns the task as it is after
+// it; a retry of it returns the task as it is now.
+func (m *Manager) endLeased(ctx context.Context, ref *agentplanev1.LeaseRef, req Request, fn func(*Op) error) (*agentplanev1.Task, error) {
 	var task *agentplanev1.Task
-	err := m.UpdateLeased(ctx, ref, func(op *Op) error {
+	current := func(op *Op) error {
+		var err error
+		task, err = op.APITask()
+		return err
+	}
+	err := m.UpdateLeasedOnce(ctx, ref, req, func(op *Op) error {
 		task = nil
 		if err := fn(op); err != nil {
 			return err
 		}
-		var err error
-		task, err = op.APITask()
-		return err
-	})
+		return current(op)
+	}, func(op *Op, _ *storagev1.AppliedRequest) error { return current(op) })
 	return task, err
 }

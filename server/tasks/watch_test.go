@@ -27,7 +27,12 @@ type collector struct {
 
 func newCollector() *collector { return &collector{seen: make(chan struct{}, 1<<16)} }
 
-func (c *collector) send(ev *agentplanev1.TaskEvent) error {
+// send collects the events of a watch (other messages are not counted).
+func (c *collector) send(msg *agentplanev1.WatchTaskResponse) error {
+	ev := msg.GetEvent()
+	if ev == nil {
+		return nil
+	}
 	if c.gate != nil && c.count() >= c.blockAfter {
 		<-c.gate
 	}
@@ -71,11 +76,11 @@ func TestWatchReplaysThenFollowsAndEnds(t *testing.T) {
 	done := h.watch("acme", task.GetTaskId(), 0, c)
 	waitUntil(t, func() bool { return c.count() == 3 })
 	for i := range 5 {
-		if _, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note(fmt.Sprint(i)), note("x")}); err != nil {
+		if _, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note(fmt.Sprint(i)), note("x")}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	done2, err := h.m.Complete(ctx, ref(l), nil)
+	done2, err := h.m.Complete(ctx, ref(l), Request{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +112,7 @@ func TestWatchReconnectMidStream(t *testing.T) {
 	go func() { done <- h.m.Watch(c1ctx, "acme", task.GetTaskId(), 0, c1.send) }()
 	report := func(n int) {
 		for range n {
-			if _, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("n")}); err != nil {
+			if _, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note("n")}); err != nil {
 				t.Error(err)
 			}
 		}
@@ -126,7 +131,7 @@ func TestWatchReconnectMidStream(t *testing.T) {
 	c2 := newCollector()
 	done2 := h.watch("acme", task.GetTaskId(), lastSeen, c2)
 	report(5)
-	final, err := h.m.Complete(ctx, ref(l), nil)
+	final, err := h.m.Complete(ctx, ref(l), Request{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,11 +156,11 @@ func TestSlowWatcherDoesNotBlock(t *testing.T) {
 
 	const reports = 200
 	for i := range reports {
-		if _, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note(fmt.Sprint(i))}); err != nil {
+		if _, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note(fmt.Sprint(i))}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	final, err := h.m.Complete(ctx, ref(l), nil)
+	final, err := h.m.Complete(ctx, ref(l), Request{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +195,7 @@ func TestWatchErrors(t *testing.T) {
 		"other tenant end": {"beta", 5, codes.NotFound, apierr.ReasonTaskNotFound},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := h.m.Watch(ctx, tc.tenant, task.GetTaskId(), tc.after, func(*agentplanev1.TaskEvent) error {
+			err := h.m.Watch(ctx, tc.tenant, task.GetTaskId(), tc.after, func(*agentplanev1.WatchTaskResponse) error {
 				t.Fatal("sent an event")
 				return nil
 			})
@@ -198,7 +203,7 @@ func TestWatchErrors(t *testing.T) {
 		})
 	}
 	boom := errors.New("client gone")
-	if err := h.m.Watch(ctx, "acme", task.GetTaskId(), 0, func(*agentplanev1.TaskEvent) error { return boom }); !errors.Is(err, boom) {
+	if err := h.m.Watch(ctx, "acme", task.GetTaskId(), 0, func(*agentplanev1.WatchTaskResponse) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("Watch = %v, want the send error", err)
 	}
 	// Nothing stays subscribed after watches end.

@@ -1456,9 +1456,13 @@ type LeaseChanged struct {
 	// The fencing epoch.
 	Epoch int64 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// The attempt number this lease is.
-	Attempt       int32 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Attempt int32 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// For EXPIRED: the runtime never acknowledged the lease (made no call under it; the
+	// LeaseTasks response may have been lost), so no attempt was counted and the next
+	// lease has the same attempt number.
+	Unacknowledged bool `protobuf:"varint,6,opt,name=unacknowledged,proto3" json:"unacknowledged,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *LeaseChanged) Reset() {
@@ -1524,6 +1528,13 @@ func (x *LeaseChanged) GetAttempt() int32 {
 		return x.Attempt
 	}
 	return 0
+}
+
+func (x *LeaseChanged) GetUnacknowledged() bool {
+	if x != nil {
+		return x.Unacknowledged
+	}
+	return false
 }
 
 // InjectionIgnored says caller-supplied MCP servers or A2A peers were not honoured.
@@ -1893,6 +1904,174 @@ func (x *VerdictRecorded) GetVerdict() *Verdict {
 	return nil
 }
 
+// StreamCaughtUp marks the end of a stream's replay.
+type StreamCaughtUp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Sequence of the last event of the log when the replay ended (the last one sent, or
+	// after_sequence when there was nothing to replay).
+	LastSequence  int64 `protobuf:"varint,1,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamCaughtUp) Reset() {
+	*x = StreamCaughtUp{}
+	mi := &file_agentplane_v1_task_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamCaughtUp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamCaughtUp) ProtoMessage() {}
+
+func (x *StreamCaughtUp) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamCaughtUp.ProtoReflect.Descriptor instead.
+func (*StreamCaughtUp) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *StreamCaughtUp) GetLastSequence() int64 {
+	if x != nil {
+		return x.LastSequence
+	}
+	return 0
+}
+
+// StreamKeepalive is sent on an idle stream so that proxies and load balancers do not
+// close it and the client can tell a quiet stream from a dead one.
+type StreamKeepalive struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The server's time when it was sent.
+	Time          *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamKeepalive) Reset() {
+	*x = StreamKeepalive{}
+	mi := &file_agentplane_v1_task_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamKeepalive) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamKeepalive) ProtoMessage() {}
+
+func (x *StreamKeepalive) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamKeepalive.ProtoReflect.Descriptor instead.
+func (*StreamKeepalive) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *StreamKeepalive) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+// MessageDelta is a fragment of a message being produced (a model's streamed tokens).
+type MessageDelta struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The id the runtime gives the message being produced; every delta of one message
+	// carries the same id, which the complete message's event carries too once reported.
+	MessageId string `protobuf:"bytes,1,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	// Text to append to what the earlier deltas of this message_id carried.
+	TextDelta string `protobuf:"bytes,2,opt,name=text_delta,json=textDelta,proto3" json:"text_delta,omitempty"`
+	// Agent (graph node) producing the message.
+	Node string `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	// Sequence of the task's newest event when the delta was published.
+	AfterSequence int64 `protobuf:"varint,4,opt,name=after_sequence,json=afterSequence,proto3" json:"after_sequence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MessageDelta) Reset() {
+	*x = MessageDelta{}
+	mi := &file_agentplane_v1_task_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MessageDelta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MessageDelta) ProtoMessage() {}
+
+func (x *MessageDelta) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MessageDelta.ProtoReflect.Descriptor instead.
+func (*MessageDelta) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *MessageDelta) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+func (x *MessageDelta) GetTextDelta() string {
+	if x != nil {
+		return x.TextDelta
+	}
+	return ""
+}
+
+func (x *MessageDelta) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *MessageDelta) GetAfterSequence() int64 {
+	if x != nil {
+		return x.AfterSequence
+	}
+	return 0
+}
+
 var File_agentplane_v1_task_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_proto_rawDesc = "" +
@@ -2008,14 +2187,15 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"attributes\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xac\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd4\x01\n" +
 	"\fLeaseChanged\x122\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1e.agentplane.v1.LeaseChangeKindR\x04kind\x12\x1d\n" +
 	"\n" +
 	"runtime_id\x18\x02 \x01(\tR\truntimeId\x12\x19\n" +
 	"\blease_id\x18\x03 \x01(\tR\aleaseId\x12\x14\n" +
 	"\x05epoch\x18\x04 \x01(\x03R\x05epoch\x12\x18\n" +
-	"\aattempt\x18\x05 \x01(\x05R\aattempt\"@\n" +
+	"\aattempt\x18\x05 \x01(\x05R\aattempt\x12&\n" +
+	"\x0eunacknowledged\x18\x06 \x01(\bR\x0eunacknowledged\"@\n" +
 	"\x10InjectionIgnored\x12\x14\n" +
 	"\x05names\x18\x01 \x03(\tR\x05names\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"c\n" +
@@ -2034,7 +2214,18 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\finterrupt_id\x18\x01 \x01(\tR\vinterruptId\x123\n" +
 	"\bdecision\x18\x02 \x01(\v2\x17.agentplane.v1.DecisionR\bdecision\"C\n" +
 	"\x0fVerdictRecorded\x120\n" +
-	"\averdict\x18\x01 \x01(\v2\x16.agentplane.v1.VerdictR\averdict*\xc2\x01\n" +
+	"\averdict\x18\x01 \x01(\v2\x16.agentplane.v1.VerdictR\averdict\"5\n" +
+	"\x0eStreamCaughtUp\x12#\n" +
+	"\rlast_sequence\x18\x01 \x01(\x03R\flastSequence\"A\n" +
+	"\x0fStreamKeepalive\x12.\n" +
+	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\x87\x01\n" +
+	"\fMessageDelta\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x01 \x01(\tR\tmessageId\x12\x1d\n" +
+	"\n" +
+	"text_delta\x18\x02 \x01(\tR\ttextDelta\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\x12%\n" +
+	"\x0eafter_sequence\x18\x04 \x01(\x03R\rafterSequence*\xc2\x01\n" +
 	"\tTaskState\x12\x1a\n" +
 	"\x16TASK_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14TASK_STATE_SUBMITTED\x10\x01\x12\x16\n" +
@@ -2067,7 +2258,7 @@ func file_agentplane_v1_task_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_v1_task_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_agentplane_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_agentplane_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_agentplane_v1_task_proto_goTypes = []any{
 	(TaskState)(0),                // 0: agentplane.v1.TaskState
 	(MessageRole)(0),              // 1: agentplane.v1.MessageRole
@@ -2090,43 +2281,46 @@ var file_agentplane_v1_task_proto_goTypes = []any{
 	(*InterruptRaised)(nil),       // 18: agentplane.v1.InterruptRaised
 	(*InterruptResolved)(nil),     // 19: agentplane.v1.InterruptResolved
 	(*VerdictRecorded)(nil),       // 20: agentplane.v1.VerdictRecorded
-	nil,                           // 21: agentplane.v1.Task.LabelsEntry
-	nil,                           // 22: agentplane.v1.RuntimeNote.AttributesEntry
-	(*AgentSpec)(nil),             // 23: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),             // 24: agentplane.v1.GraphSpec
-	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
-	(*InterruptPolicy)(nil),       // 26: agentplane.v1.InterruptPolicy
-	(*McpServer)(nil),             // 27: agentplane.v1.McpServer
-	(*A2APeer)(nil),               // 28: agentplane.v1.A2aPeer
-	(*ToolAxisOverride)(nil),      // 29: agentplane.v1.ToolAxisOverride
-	(*durationpb.Duration)(nil),   // 30: google.protobuf.Duration
-	(*McpServerInfo)(nil),         // 31: agentplane.v1.McpServerInfo
-	(*A2APeerInfo)(nil),           // 32: agentplane.v1.A2aPeerInfo
-	(*structpb.Value)(nil),        // 33: google.protobuf.Value
-	(*ToolGated)(nil),             // 34: agentplane.v1.ToolGated
-	(*Interrupt)(nil),             // 35: agentplane.v1.Interrupt
-	(*Decision)(nil),              // 36: agentplane.v1.Decision
-	(*Verdict)(nil),               // 37: agentplane.v1.Verdict
+	(*StreamCaughtUp)(nil),        // 21: agentplane.v1.StreamCaughtUp
+	(*StreamKeepalive)(nil),       // 22: agentplane.v1.StreamKeepalive
+	(*MessageDelta)(nil),          // 23: agentplane.v1.MessageDelta
+	nil,                           // 24: agentplane.v1.Task.LabelsEntry
+	nil,                           // 25: agentplane.v1.RuntimeNote.AttributesEntry
+	(*AgentSpec)(nil),             // 26: agentplane.v1.AgentSpec
+	(*GraphSpec)(nil),             // 27: agentplane.v1.GraphSpec
+	(*timestamppb.Timestamp)(nil), // 28: google.protobuf.Timestamp
+	(*InterruptPolicy)(nil),       // 29: agentplane.v1.InterruptPolicy
+	(*McpServer)(nil),             // 30: agentplane.v1.McpServer
+	(*A2APeer)(nil),               // 31: agentplane.v1.A2aPeer
+	(*ToolAxisOverride)(nil),      // 32: agentplane.v1.ToolAxisOverride
+	(*durationpb.Duration)(nil),   // 33: google.protobuf.Duration
+	(*McpServerInfo)(nil),         // 34: agentplane.v1.McpServerInfo
+	(*A2APeerInfo)(nil),           // 35: agentplane.v1.A2aPeerInfo
+	(*structpb.Value)(nil),        // 36: google.protobuf.Value
+	(*ToolGated)(nil),             // 37: agentplane.v1.ToolGated
+	(*Interrupt)(nil),             // 38: agentplane.v1.Interrupt
+	(*Decision)(nil),              // 39: agentplane.v1.Decision
+	(*Verdict)(nil),               // 40: agentplane.v1.Verdict
 }
 var file_agentplane_v1_task_proto_depIdxs = []int32{
 	0,  // 0: agentplane.v1.Task.state:type_name -> agentplane.v1.TaskState
-	23, // 1: agentplane.v1.Task.agent:type_name -> agentplane.v1.AgentSpec
-	24, // 2: agentplane.v1.Task.graph:type_name -> agentplane.v1.GraphSpec
-	21, // 3: agentplane.v1.Task.labels:type_name -> agentplane.v1.Task.LabelsEntry
-	25, // 4: agentplane.v1.Task.create_time:type_name -> google.protobuf.Timestamp
-	25, // 5: agentplane.v1.Task.update_time:type_name -> google.protobuf.Timestamp
-	25, // 6: agentplane.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	26, // 1: agentplane.v1.Task.agent:type_name -> agentplane.v1.AgentSpec
+	27, // 2: agentplane.v1.Task.graph:type_name -> agentplane.v1.GraphSpec
+	24, // 3: agentplane.v1.Task.labels:type_name -> agentplane.v1.Task.LabelsEntry
+	28, // 4: agentplane.v1.Task.create_time:type_name -> google.protobuf.Timestamp
+	28, // 5: agentplane.v1.Task.update_time:type_name -> google.protobuf.Timestamp
+	28, // 6: agentplane.v1.Task.end_time:type_name -> google.protobuf.Timestamp
 	4,  // 7: agentplane.v1.Task.failure:type_name -> agentplane.v1.TaskFailure
 	5,  // 8: agentplane.v1.Task.output:type_name -> agentplane.v1.TaskOutput
-	26, // 9: agentplane.v1.Task.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	27, // 10: agentplane.v1.Task.mcp_servers:type_name -> agentplane.v1.McpServer
-	28, // 11: agentplane.v1.Task.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	29, // 12: agentplane.v1.Task.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	30, // 13: agentplane.v1.Task.interrupt_timeout:type_name -> google.protobuf.Duration
-	31, // 14: agentplane.v1.Task.effective_mcp_servers:type_name -> agentplane.v1.McpServerInfo
-	32, // 15: agentplane.v1.Task.effective_a2a_peers:type_name -> agentplane.v1.A2aPeerInfo
-	33, // 16: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
-	25, // 17: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
+	29, // 9: agentplane.v1.Task.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	30, // 10: agentplane.v1.Task.mcp_servers:type_name -> agentplane.v1.McpServer
+	31, // 11: agentplane.v1.Task.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	32, // 12: agentplane.v1.Task.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	33, // 13: agentplane.v1.Task.interrupt_timeout:type_name -> google.protobuf.Duration
+	34, // 14: agentplane.v1.Task.effective_mcp_servers:type_name -> agentplane.v1.McpServerInfo
+	35, // 15: agentplane.v1.Task.effective_a2a_peers:type_name -> agentplane.v1.A2aPeerInfo
+	36, // 16: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
+	28, // 17: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
 	7,  // 18: agentplane.v1.TaskEvent.submitted:type_name -> agentplane.v1.TaskSubmitted
 	8,  // 19: agentplane.v1.TaskEvent.state_changed:type_name -> agentplane.v1.StateChanged
 	9,  // 20: agentplane.v1.TaskEvent.message:type_name -> agentplane.v1.ChatMessage
@@ -2134,7 +2328,7 @@ var file_agentplane_v1_task_proto_depIdxs = []int32{
 	11, // 22: agentplane.v1.TaskEvent.tool_result:type_name -> agentplane.v1.ToolResult
 	12, // 23: agentplane.v1.TaskEvent.note:type_name -> agentplane.v1.RuntimeNote
 	13, // 24: agentplane.v1.TaskEvent.lease:type_name -> agentplane.v1.LeaseChanged
-	34, // 25: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
+	37, // 25: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
 	18, // 26: agentplane.v1.TaskEvent.interrupt_raised:type_name -> agentplane.v1.InterruptRaised
 	19, // 27: agentplane.v1.TaskEvent.interrupt_resolved:type_name -> agentplane.v1.InterruptResolved
 	20, // 28: agentplane.v1.TaskEvent.verdict_recorded:type_name -> agentplane.v1.VerdictRecorded
@@ -2146,19 +2340,20 @@ var file_agentplane_v1_task_proto_depIdxs = []int32{
 	0,  // 34: agentplane.v1.StateChanged.from:type_name -> agentplane.v1.TaskState
 	0,  // 35: agentplane.v1.StateChanged.to:type_name -> agentplane.v1.TaskState
 	1,  // 36: agentplane.v1.ChatMessage.role:type_name -> agentplane.v1.MessageRole
-	33, // 37: agentplane.v1.ToolCall.args:type_name -> google.protobuf.Value
-	33, // 38: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
-	22, // 39: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
+	36, // 37: agentplane.v1.ToolCall.args:type_name -> google.protobuf.Value
+	36, // 38: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
+	25, // 39: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
 	2,  // 40: agentplane.v1.LeaseChanged.kind:type_name -> agentplane.v1.LeaseChangeKind
 	16, // 41: agentplane.v1.EntriesDropped.entries:type_name -> agentplane.v1.DroppedEntry
-	35, // 42: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
-	36, // 43: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
-	37, // 44: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
-	45, // [45:45] is the sub-list for method output_type
-	45, // [45:45] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	38, // 42: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
+	39, // 43: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
+	40, // 44: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
+	28, // 45: agentplane.v1.StreamKeepalive.time:type_name -> google.protobuf.Timestamp
+	46, // [46:46] is the sub-list for method output_type
+	46, // [46:46] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_task_proto_init() }
@@ -2199,7 +2394,7 @@ func file_agentplane_v1_task_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_task_proto_rawDesc), len(file_agentplane_v1_task_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   20,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

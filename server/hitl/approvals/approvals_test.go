@@ -130,7 +130,7 @@ func TestResolveInteractive(t *testing.T) {
 	}
 	got := make(chan result, 1)
 	go func() {
-		d, err := e.svc.AwaitDecision(ctx, ref, in.GetInterruptId())
+		d, err := awaitDecision(e.svc, ctx, ref, in.GetInterruptId())
 		got <- result{d, err}
 	}()
 	waitFor(t, "the runtime to wait", func() bool { return e.svc.waiters.count() == 1 })
@@ -179,7 +179,7 @@ func TestResolveInteractive(t *testing.T) {
 	_, err = e.svc.ResolveInterrupt(ctx, tenant, "bob", reject(in.GetInterruptId(), "no"))
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonAlreadyResolved)
 	// A decision already made is returned at once.
-	d2, err := e.svc.AwaitDecision(ctx, ref, in.GetInterruptId())
+	d2, err := awaitDecision(e.svc, ctx, ref, in.GetInterruptId())
 	if err != nil || !proto.Equal(d2, d) {
 		t.Errorf("AwaitDecision after the fact = %v, %v", d2, err)
 	}
@@ -225,7 +225,7 @@ func TestDurableResolutionAcrossRestart(t *testing.T) {
 	e := newEnv(t, testConfig())
 	ref := e.startAndLease(t, tenant)
 	in := e.gated(t, ref, "c1")
-	task, err := e.svc.SuspendTask(ctx, ref)
+	task, err := e.svc.SuspendTask(ctx, ref, tasks.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestDurableResolutionAcrossRestart(t *testing.T) {
 		t.Fatalf("SuspendTask returned %v, the store holds %v", task, stored)
 	}
 	// The old lease is gone.
-	_, err = e.svc.AwaitDecision(ctx, ref, in.GetInterruptId())
+	_, err = awaitDecision(e.svc, ctx, ref, in.GetInterruptId())
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
 
 	e.restart(t)
@@ -262,7 +262,7 @@ func TestDurableResolutionAcrossRestart(t *testing.T) {
 	}
 	// The new lease can ask for the decision too, and run the edited call.
 	ref2 := &agentplanev1.LeaseRef{TaskId: l.GetTask().GetTaskId(), LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()}
-	d, err := e.svc.AwaitDecision(ctx, ref2, in.GetInterruptId())
+	d, err := awaitDecision(e.svc, ctx, ref2, in.GetInterruptId())
 	if err != nil || !proto.Equal(d, out.GetDecision()) {
 		t.Fatalf("AwaitDecision on the new lease = %v, %v", d, err)
 	}
@@ -282,7 +282,7 @@ func TestSuspendAfterDecisionRequeues(t *testing.T) {
 	if _, err := e.svc.ResolveInterrupt(ctx, tenant, "alice", reject(in.GetInterruptId(), "not now")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.SuspendTask(ctx, ref); err != nil {
+	if _, err := e.svc.SuspendTask(ctx, ref, tasks.Request{}); err != nil {
 		t.Fatal(err)
 	}
 	l := e.leaseFull(t, tenant)
@@ -297,24 +297,24 @@ func TestAwaitRefusals(t *testing.T) {
 	in := e.gated(t, ref, "c1")
 	other := e.startAndLease(t, tenant)
 
-	_, err := e.svc.AwaitDecision(ctx, other, in.GetInterruptId())
+	_, err := awaitDecision(e.svc, ctx, other, in.GetInterruptId())
 	wantErr(t, err, codes.NotFound, apierr.ReasonInterruptNotFound)
-	_, err = e.svc.AwaitDecision(ctx, &agentplanev1.LeaseRef{TaskId: ref.GetTaskId(), LeaseId: "forged", Epoch: 1}, in.GetInterruptId())
+	_, err = awaitDecision(e.svc, ctx, &agentplanev1.LeaseRef{TaskId: ref.GetTaskId(), LeaseId: "forged", Epoch: 1}, in.GetInterruptId())
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
 
 	c, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { _, err := e.svc.AwaitDecision(c, ref, in.GetInterruptId()); done <- err }()
+	go func() { _, err := awaitDecision(e.svc, c, ref, in.GetInterruptId()); done <- err }()
 	waitFor(t, "the runtime to wait", func() bool { return e.svc.waiters.count() == 1 })
 	cancel()
 	if err := <-done; err != context.Canceled {
 		t.Errorf("AwaitDecision after cancel = %v", err)
 	}
 
-	if _, err := e.tasks.Cancel(ctx, tenant, ref.GetTaskId(), "owner", "changed my mind"); err != nil {
+	if _, err := e.tasks.Cancel(ctx, tenant, ref.GetTaskId(), "owner", "changed my mind", tasks.Request{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.svc.AwaitDecision(ctx, ref, in.GetInterruptId())
+	_, err = awaitDecision(e.svc, ctx, ref, in.GetInterruptId())
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
 	_, err = e.svc.ResolveInterrupt(ctx, tenant, "alice", approve(in.GetInterruptId()))
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskTerminal)
@@ -496,15 +496,15 @@ func TestTaskEndResolvesPendingInterrupts(t *testing.T) {
 		state agentplanev1.TaskState
 	}{
 		{"canceled", func(e *env, ref *agentplanev1.LeaseRef) error {
-			_, err := e.tasks.Cancel(ctx, tenant, ref.GetTaskId(), "owner", "stop")
+			_, err := e.tasks.Cancel(ctx, tenant, ref.GetTaskId(), "owner", "stop", tasks.Request{})
 			return err
 		}, agentplanev1.TaskState_TASK_STATE_CANCELED},
 		{"completed", func(e *env, ref *agentplanev1.LeaseRef) error {
-			_, err := e.tasks.Complete(ctx, ref, &agentplanev1.TaskOutput{Text: "done without it"})
+			_, err := e.tasks.Complete(ctx, ref, tasks.Request{}, &agentplanev1.TaskOutput{Text: "done without it"})
 			return err
 		}, agentplanev1.TaskState_TASK_STATE_COMPLETED},
 		{"failed", func(e *env, ref *agentplanev1.LeaseRef) error {
-			_, err := e.tasks.Fail(ctx, ref, "", "gave up", false)
+			_, err := e.tasks.Fail(ctx, ref, tasks.Request{}, "", "gave up", false)
 			return err
 		}, agentplanev1.TaskState_TASK_STATE_FAILED},
 	}
@@ -555,9 +555,9 @@ func TestAwaitEndsWhenTheTaskEnds(t *testing.T) {
 	ref := e.startAndLease(t, tenant)
 	in := e.gated(t, ref, "c1")
 	done := make(chan error, 1)
-	go func() { _, err := e.svc.AwaitDecision(ctx, ref, in.GetInterruptId()); done <- err }()
+	go func() { _, err := awaitDecision(e.svc, ctx, ref, in.GetInterruptId()); done <- err }()
 	waitFor(t, "the runtime to wait", func() bool { return e.svc.waiters.count() == 1 })
-	if _, err := e.tasks.Cancel(ctx, tenant, ref.GetTaskId(), "owner", "enough"); err != nil {
+	if _, err := e.tasks.Cancel(ctx, tenant, ref.GetTaskId(), "owner", "enough", tasks.Request{}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -577,7 +577,7 @@ func TestDecisionIsSpentByTheReportNotByALease(t *testing.T) {
 	e := newEnv(t, testConfig())
 	ref := e.startAndLease(t, tenant)
 	in := e.gated(t, ref, "c1")
-	if _, err := e.svc.SuspendTask(ctx, ref); err != nil {
+	if _, err := e.svc.SuspendTask(ctx, ref, tasks.Request{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.svc.ResolveInterrupt(ctx, tenant, "alice", approve(in.GetInterruptId())); err != nil {

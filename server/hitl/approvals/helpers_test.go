@@ -192,7 +192,7 @@ func (e *env) gated(t testing.TB, ref *agentplanev1.LeaseRef, callID string) *ag
 
 // report reports one tool call under ref, as a runtime does before running it.
 func (e *env) report(ref *agentplanev1.LeaseRef, callID, tool string, a *structpb.Value) error {
-	_, err := e.tasks.ReportEvents(ctx, ref, []*agentplanev1.RuntimeEvent{{Payload: &agentplanev1.RuntimeEvent_ToolCall{
+	_, err := e.tasks.ReportEvents(ctx, ref, tasks.Request{}, []*agentplanev1.RuntimeEvent{{Payload: &agentplanev1.RuntimeEvent_ToolCall{
 		ToolCall: &agentplanev1.ToolCall{CallId: callID, ToolName: tool, Args: a, Node: "writer"},
 	}}})
 	return err
@@ -273,4 +273,17 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// awaitDecision runs Service.AwaitDecision and returns the decision it sent (nil when
+// it sent none, or ended with a cancellation).
+func awaitDecision(svc *Service, ctx context.Context, ref *agentplanev1.LeaseRef, id string) (*agentplanev1.Decision, error) {
+	var d *agentplanev1.Decision
+	err := svc.AwaitDecision(ctx, ref, id, func(msg *agentplanev1.AwaitDecisionResponse) error {
+		if msg.GetDecision() != nil {
+			d = msg.GetDecision()
+		}
+		return nil
+	})
+	return d, err
 }

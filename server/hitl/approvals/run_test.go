@@ -104,7 +104,7 @@ func TestReportedToolCallRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := e.task(t, tenant, ref.GetTaskId()).GetLastSequence()
-			_, err := e.tasks.ReportEvents(ctx, ref, tt.events)
+			_, err := e.tasks.ReportEvents(ctx, ref, tasks.Request{}, tt.events)
 			wantErr(t, err, tt.code, tt.reason)
 			if after := e.task(t, tenant, ref.GetTaskId()).GetLastSequence(); after != before {
 				t.Errorf("a refused report appended %d events", after-before)
@@ -151,7 +151,7 @@ func TestAnswersGivenAtOnce(t *testing.T) {
 	wantErr(t, err, codes.NotFound, apierr.ReasonInterruptNotFound)
 	_, err = e.svc.ResolveInterrupt(ctx, tenant, "alice", reject(id, "no"))
 	wantErr(t, err, codes.NotFound, apierr.ReasonInterruptNotFound)
-	_, err = e.svc.AwaitDecision(ctx, ref, id)
+	_, err = awaitDecision(e.svc, ctx, ref, id)
 	wantErr(t, err, codes.NotFound, apierr.ReasonInterruptNotFound)
 	list, err := e.svc.ListInterrupts(ctx, tenant, &agentplanev1.ListInterruptsRequest{TaskId: ref.GetTaskId(), IncludeResolved: true})
 	if err != nil || len(list.GetInterrupts()) != 0 {

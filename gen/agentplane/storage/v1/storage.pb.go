@@ -161,9 +161,12 @@ type TaskRecord struct {
 	// The run queue the task was started on; drives the queue index, which is keyed by
 	// it so that leasing from one queue is a range scan. Empty in records written before
 	// queues existed, which means "default". Immutable.
-	Queue         string `protobuf:"bytes,40,opt,name=queue,proto3" json:"queue,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Queue string `protobuf:"bytes,40,opt,name=queue,proto3" json:"queue,omitempty"`
+	// The last mutating calls made on the task with a request id, oldest first, at most
+	// 32: what a retry of one of them is answered from.
+	AppliedRequests []*AppliedRequest `protobuf:"bytes,41,rep,name=applied_requests,json=appliedRequests,proto3" json:"applied_requests,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *TaskRecord) Reset() {
@@ -392,6 +395,88 @@ func (x *TaskRecord) GetQueue() string {
 	return ""
 }
 
+func (x *TaskRecord) GetAppliedRequests() []*AppliedRequest {
+	if x != nil {
+		return x.AppliedRequests
+	}
+	return nil
+}
+
+// AppliedRequest is a call that changed a task under a caller's request id.
+type AppliedRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The caller's request id.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Digest of the request (with its method, without its request id), to tell a retry
+	// from a different request reusing the id.
+	Digest []byte `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`
+	// What the call returned that the task record does not hold: the interrupt id
+	// (PauseTask, ResolveInterrupt), the last sequence appended (ReportEvents), the
+	// verdict's sequence (RecordVerdict).
+	ResultId       string `protobuf:"bytes,3,opt,name=result_id,json=resultId,proto3" json:"result_id,omitempty"`
+	ResultSequence int64  `protobuf:"varint,4,opt,name=result_sequence,json=resultSequence,proto3" json:"result_sequence,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *AppliedRequest) Reset() {
+	*x = AppliedRequest{}
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppliedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppliedRequest) ProtoMessage() {}
+
+func (x *AppliedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppliedRequest.ProtoReflect.Descriptor instead.
+func (*AppliedRequest) Descriptor() ([]byte, []int) {
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *AppliedRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *AppliedRequest) GetDigest() []byte {
+	if x != nil {
+		return x.Digest
+	}
+	return nil
+}
+
+func (x *AppliedRequest) GetResultId() string {
+	if x != nil {
+		return x.ResultId
+	}
+	return ""
+}
+
+func (x *AppliedRequest) GetResultSequence() int64 {
+	if x != nil {
+		return x.ResultSequence
+	}
+	return 0
+}
+
 // TaskSpecRecord is what a task was started with. Written once, with the task, and
 // never changed.
 type TaskSpecRecord struct {
@@ -426,7 +511,7 @@ type TaskSpecRecord struct {
 
 func (x *TaskSpecRecord) Reset() {
 	*x = TaskSpecRecord{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[2]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -438,7 +523,7 @@ func (x *TaskSpecRecord) String() string {
 func (*TaskSpecRecord) ProtoMessage() {}
 
 func (x *TaskSpecRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[2]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -451,7 +536,7 @@ func (x *TaskSpecRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskSpecRecord.ProtoReflect.Descriptor instead.
 func (*TaskSpecRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{2}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *TaskSpecRecord) GetSpec() isTaskSpecRecord_Spec {
@@ -579,7 +664,7 @@ type Cancellation struct {
 
 func (x *Cancellation) Reset() {
 	*x = Cancellation{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[3]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -591,7 +676,7 @@ func (x *Cancellation) String() string {
 func (*Cancellation) ProtoMessage() {}
 
 func (x *Cancellation) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[3]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -604,7 +689,7 @@ func (x *Cancellation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancellation.ProtoReflect.Descriptor instead.
 func (*Cancellation) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{3}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Cancellation) GetReason() string {
@@ -651,14 +736,18 @@ type LeaseRecord struct {
 	// The task ended while the lease was held (canceled). The lease no longer fences
 	// writes and has no deadline; it is kept only so the runtime's next heartbeat learns
 	// why it must stop.
-	Revoked       bool `protobuf:"varint,6,opt,name=revoked,proto3" json:"revoked,omitempty"`
+	Revoked bool `protobuf:"varint,6,opt,name=revoked,proto3" json:"revoked,omitempty"`
+	// The runtime made a call under the lease (a heartbeat, a write, a history read).
+	// A lease that expires unacknowledged (its LeaseTasks response was lost) counts no
+	// attempt.
+	Acknowledged  bool `protobuf:"varint,7,opt,name=acknowledged,proto3" json:"acknowledged,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LeaseRecord) Reset() {
 	*x = LeaseRecord{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[4]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -670,7 +759,7 @@ func (x *LeaseRecord) String() string {
 func (*LeaseRecord) ProtoMessage() {}
 
 func (x *LeaseRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[4]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -683,7 +772,7 @@ func (x *LeaseRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRecord.ProtoReflect.Descriptor instead.
 func (*LeaseRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{4}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *LeaseRecord) GetLeaseId() string {
@@ -728,6 +817,13 @@ func (x *LeaseRecord) GetRevoked() bool {
 	return false
 }
 
+func (x *LeaseRecord) GetAcknowledged() bool {
+	if x != nil {
+		return x.Acknowledged
+	}
+	return false
+}
+
 // EventRecord is one entry of a task's log. The envelope (sequence, time, the lease
 // epoch that wrote it) is the store's; the payload is the API's TaskEvent oneof, with
 // task_id, sequence and time left unset because the envelope and the key carry them.
@@ -747,7 +843,7 @@ type EventRecord struct {
 
 func (x *EventRecord) Reset() {
 	*x = EventRecord{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[5]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -759,7 +855,7 @@ func (x *EventRecord) String() string {
 func (*EventRecord) ProtoMessage() {}
 
 func (x *EventRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[5]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -772,7 +868,7 @@ func (x *EventRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRecord.ProtoReflect.Descriptor instead.
 func (*EventRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{5}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *EventRecord) GetSequence() int64 {
@@ -814,7 +910,7 @@ type RequestRecord struct {
 
 func (x *RequestRecord) Reset() {
 	*x = RequestRecord{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[6]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -826,7 +922,7 @@ func (x *RequestRecord) String() string {
 func (*RequestRecord) ProtoMessage() {}
 
 func (x *RequestRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[6]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -839,7 +935,7 @@ func (x *RequestRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestRecord.ProtoReflect.Descriptor instead.
 func (*RequestRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{6}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RequestRecord) GetTaskId() string {
@@ -872,7 +968,7 @@ type InterruptRecord struct {
 
 func (x *InterruptRecord) Reset() {
 	*x = InterruptRecord{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[7]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -884,7 +980,7 @@ func (x *InterruptRecord) String() string {
 func (*InterruptRecord) ProtoMessage() {}
 
 func (x *InterruptRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[7]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -897,7 +993,7 @@ func (x *InterruptRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptRecord.ProtoReflect.Descriptor instead.
 func (*InterruptRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{7}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *InterruptRecord) GetInterrupt() *v1.Interrupt {
@@ -946,7 +1042,7 @@ type VerdictRecord struct {
 
 func (x *VerdictRecord) Reset() {
 	*x = VerdictRecord{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[8]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -958,7 +1054,7 @@ func (x *VerdictRecord) String() string {
 func (*VerdictRecord) ProtoMessage() {}
 
 func (x *VerdictRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[8]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -971,7 +1067,7 @@ func (x *VerdictRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerdictRecord.ProtoReflect.Descriptor instead.
 func (*VerdictRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{8}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *VerdictRecord) GetVerdict() *v1.Verdict {
@@ -995,7 +1091,7 @@ type ObligationRecord struct {
 
 func (x *ObligationRecord) Reset() {
 	*x = ObligationRecord{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[9]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1007,7 +1103,7 @@ func (x *ObligationRecord) String() string {
 func (*ObligationRecord) ProtoMessage() {}
 
 func (x *ObligationRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[9]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1020,7 +1116,7 @@ func (x *ObligationRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObligationRecord.ProtoReflect.Descriptor instead.
 func (*ObligationRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{9}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ObligationRecord) GetOrdinal() int64 {
@@ -1047,7 +1143,7 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\x05R\aversion\x12;\n" +
 	"\vcreate_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12\x1b\n" +
-	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\x84\n" +
+	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\xd6\n" +
 	"\n" +
 	"\n" +
 	"TaskRecord\x12\x17\n" +
@@ -1085,10 +1181,17 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\x10obligation_count\x18\x19 \x01(\x03R\x0fobligationCount\x12#\n" +
 	"\rverdict_count\x18\x1a \x01(\x03R\fverdictCount\x12\x1b\n" +
 	"\tspec_kind\x18\x1b \x01(\tR\bspecKind\x12\x14\n" +
-	"\x05queue\x18( \x01(\tR\x05queue\x1a9\n" +
+	"\x05queue\x18( \x01(\tR\x05queue\x12P\n" +
+	"\x10applied_requests\x18) \x03(\v2%.agentplane.storage.v1.AppliedRequestR\x0fappliedRequests\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb2\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8d\x01\n" +
+	"\x0eAppliedRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x16\n" +
+	"\x06digest\x18\x02 \x01(\fR\x06digest\x12\x1b\n" +
+	"\tresult_id\x18\x03 \x01(\tR\bresultId\x12'\n" +
+	"\x0fresult_sequence\x18\x04 \x01(\x03R\x0eresultSequence\"\xb2\x04\n" +
 	"\x0eTaskSpecRecord\x120\n" +
 	"\x05agent\x18\x01 \x01(\v2\x18.agentplane.v1.AgentSpecH\x00R\x05agent\x120\n" +
 	"\x05graph\x18\x02 \x01(\v2\x18.agentplane.v1.GraphSpecH\x00R\x05graph\x12\x1b\n" +
@@ -1107,7 +1210,7 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12!\n" +
 	"\frequested_by\x18\x02 \x01(\tR\vrequestedBy\x12.\n" +
 	"\x04time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12!\n" +
-	"\fruntime_held\x18\x04 \x01(\bR\vruntimeHeld\"\xea\x01\n" +
+	"\fruntime_held\x18\x04 \x01(\bR\vruntimeHeld\"\x8e\x02\n" +
 	"\vLeaseRecord\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x1d\n" +
@@ -1116,7 +1219,8 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\n" +
 	"grant_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tgrantTime\x126\n" +
 	"\bdeadline\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x18\n" +
-	"\arevoked\x18\x06 \x01(\bR\arevoked\"\x9f\x01\n" +
+	"\arevoked\x18\x06 \x01(\bR\arevoked\x12\"\n" +
+	"\facknowledged\x18\a \x01(\bR\facknowledged\"\x9f\x01\n" +
 	"\vEventRecord\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x03R\bsequence\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x14\n" +
@@ -1151,70 +1255,72 @@ func file_agentplane_storage_v1_storage_proto_rawDescGZIP() []byte {
 	return file_agentplane_storage_v1_storage_proto_rawDescData
 }
 
-var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(*SchemaInfo)(nil),            // 0: agentplane.storage.v1.SchemaInfo
 	(*TaskRecord)(nil),            // 1: agentplane.storage.v1.TaskRecord
-	(*TaskSpecRecord)(nil),        // 2: agentplane.storage.v1.TaskSpecRecord
-	(*Cancellation)(nil),          // 3: agentplane.storage.v1.Cancellation
-	(*LeaseRecord)(nil),           // 4: agentplane.storage.v1.LeaseRecord
-	(*EventRecord)(nil),           // 5: agentplane.storage.v1.EventRecord
-	(*RequestRecord)(nil),         // 6: agentplane.storage.v1.RequestRecord
-	(*InterruptRecord)(nil),       // 7: agentplane.storage.v1.InterruptRecord
-	(*VerdictRecord)(nil),         // 8: agentplane.storage.v1.VerdictRecord
-	(*ObligationRecord)(nil),      // 9: agentplane.storage.v1.ObligationRecord
-	nil,                           // 10: agentplane.storage.v1.TaskRecord.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
-	(v1.TaskState)(0),             // 12: agentplane.v1.TaskState
-	(*v1.TaskFailure)(nil),        // 13: agentplane.v1.TaskFailure
-	(*v1.TaskOutput)(nil),         // 14: agentplane.v1.TaskOutput
-	(*v1.AgentSpec)(nil),          // 15: agentplane.v1.AgentSpec
-	(*v1.GraphSpec)(nil),          // 16: agentplane.v1.GraphSpec
-	(*v1.ResolvedSpec)(nil),       // 17: agentplane.v1.ResolvedSpec
-	(*v1.InterruptPolicy)(nil),    // 18: agentplane.v1.InterruptPolicy
-	(*durationpb.Duration)(nil),   // 19: google.protobuf.Duration
-	(*v1.ToolAxisOverride)(nil),   // 20: agentplane.v1.ToolAxisOverride
-	(*v1.McpServer)(nil),          // 21: agentplane.v1.McpServer
-	(*v1.A2APeer)(nil),            // 22: agentplane.v1.A2aPeer
-	(*v1.TaskEvent)(nil),          // 23: agentplane.v1.TaskEvent
-	(*v1.Interrupt)(nil),          // 24: agentplane.v1.Interrupt
-	(*v1.Verdict)(nil),            // 25: agentplane.v1.Verdict
-	(*v1.Obligation)(nil),         // 26: agentplane.v1.Obligation
+	(*AppliedRequest)(nil),        // 2: agentplane.storage.v1.AppliedRequest
+	(*TaskSpecRecord)(nil),        // 3: agentplane.storage.v1.TaskSpecRecord
+	(*Cancellation)(nil),          // 4: agentplane.storage.v1.Cancellation
+	(*LeaseRecord)(nil),           // 5: agentplane.storage.v1.LeaseRecord
+	(*EventRecord)(nil),           // 6: agentplane.storage.v1.EventRecord
+	(*RequestRecord)(nil),         // 7: agentplane.storage.v1.RequestRecord
+	(*InterruptRecord)(nil),       // 8: agentplane.storage.v1.InterruptRecord
+	(*VerdictRecord)(nil),         // 9: agentplane.storage.v1.VerdictRecord
+	(*ObligationRecord)(nil),      // 10: agentplane.storage.v1.ObligationRecord
+	nil,                           // 11: agentplane.storage.v1.TaskRecord.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(v1.TaskState)(0),             // 13: agentplane.v1.TaskState
+	(*v1.TaskFailure)(nil),        // 14: agentplane.v1.TaskFailure
+	(*v1.TaskOutput)(nil),         // 15: agentplane.v1.TaskOutput
+	(*v1.AgentSpec)(nil),          // 16: agentplane.v1.AgentSpec
+	(*v1.GraphSpec)(nil),          // 17: agentplane.v1.GraphSpec
+	(*v1.ResolvedSpec)(nil),       // 18: agentplane.v1.ResolvedSpec
+	(*v1.InterruptPolicy)(nil),    // 19: agentplane.v1.InterruptPolicy
+	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
+	(*v1.ToolAxisOverride)(nil),   // 21: agentplane.v1.ToolAxisOverride
+	(*v1.McpServer)(nil),          // 22: agentplane.v1.McpServer
+	(*v1.A2APeer)(nil),            // 23: agentplane.v1.A2aPeer
+	(*v1.TaskEvent)(nil),          // 24: agentplane.v1.TaskEvent
+	(*v1.Interrupt)(nil),          // 25: agentplane.v1.Interrupt
+	(*v1.Verdict)(nil),            // 26: agentplane.v1.Verdict
+	(*v1.Obligation)(nil),         // 27: agentplane.v1.Obligation
 }
 var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
-	11, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
-	12, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
-	10, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
-	11, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
-	11, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
-	11, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
-	13, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
-	14, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
-	3,  // 8: agentplane.storage.v1.TaskRecord.cancellation:type_name -> agentplane.storage.v1.Cancellation
-	4,  // 9: agentplane.storage.v1.TaskRecord.lease:type_name -> agentplane.storage.v1.LeaseRecord
-	11, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
-	15, // 11: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
-	16, // 12: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
-	17, // 13: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
-	18, // 14: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	19, // 15: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
-	20, // 16: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	21, // 17: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
-	22, // 18: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	11, // 19: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
-	11, // 20: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
-	11, // 21: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
-	11, // 22: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
-	23, // 23: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
-	24, // 24: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
-	11, // 25: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
-	25, // 26: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
-	26, // 27: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	12, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
+	13, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
+	11, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
+	12, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
+	12, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
+	12, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
+	14, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
+	15, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
+	4,  // 8: agentplane.storage.v1.TaskRecord.cancellation:type_name -> agentplane.storage.v1.Cancellation
+	5,  // 9: agentplane.storage.v1.TaskRecord.lease:type_name -> agentplane.storage.v1.LeaseRecord
+	12, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
+	2,  // 11: agentplane.storage.v1.TaskRecord.applied_requests:type_name -> agentplane.storage.v1.AppliedRequest
+	16, // 12: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
+	17, // 13: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
+	18, // 14: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
+	19, // 15: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	20, // 16: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
+	21, // 17: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	22, // 18: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
+	23, // 19: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	12, // 20: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
+	12, // 21: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
+	12, // 22: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
+	12, // 23: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
+	24, // 24: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
+	25, // 25: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
+	12, // 26: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
+	26, // 27: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
+	27, // 28: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_storage_v1_storage_proto_init() }
@@ -1222,7 +1328,7 @@ func file_agentplane_storage_v1_storage_proto_init() {
 	if File_agentplane_storage_v1_storage_proto != nil {
 		return
 	}
-	file_agentplane_storage_v1_storage_proto_msgTypes[2].OneofWrappers = []any{
+	file_agentplane_storage_v1_storage_proto_msgTypes[3].OneofWrappers = []any{
 		(*TaskSpecRecord_Agent)(nil),
 		(*TaskSpecRecord_Graph)(nil),
 		(*TaskSpecRecord_AgentId)(nil),
@@ -1233,7 +1339,7 @@ func file_agentplane_storage_v1_storage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_storage_v1_storage_proto_rawDesc), len(file_agentplane_storage_v1_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
