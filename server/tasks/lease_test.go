@@ -122,6 +122,9 @@ func TestLeaseExpiryRequeuesThenFails(t *testing.T) {
 		if last.GetAttempt() != attempt || last.GetEpoch() != int64(attempt) {
 			t.Fatalf("lease %d: attempt %d epoch %d", attempt, last.GetAttempt(), last.GetEpoch())
 		}
+		if _, err := h.m.Heartbeat(ctx, ref(last)); err != nil { // acknowledged: the runtime got it
+			t.Fatal(err)
+		}
 		h.clock.Advance(10 * time.Second) // exactly the deadline: expired
 		n, err := h.m.ExpireLeases(ctx)
 		if err != nil || n != 1 {
@@ -144,6 +147,57 @@ func TestLeaseExpiryRequeuesThenFails(t *testing.T) {
 		"submitted", "state:WORKING", "lease:GRANTED", "lease:EXPIRED",
 		"lease:GRANTED", "lease:EXPIRED", "lease:GRANTED", "lease:EXPIRED", "state:FAILED",
 	})
+}
+
+// TestUnacknowledgedLeaseCountsNoAttempt: a lease whose LeaseTasks response never
+// reached its runtime (simulated by never calling under it) expires without counting an
+// attempt, however often it happens; the first lease the runtime acknowledges is still
+// attempt 1, and only acknowledged leases count towards MaxAttempts.
+func TestUnacknowledgedLeaseCountsNoAttempt(t *testing.T) {
+	h := newHarness(t) // MaxAttempts 3
+	task := h.start(t, params("acme"))
+	for i := 1; i <= 5; i++ {
+		l := h.lease(t, "rt")
+		if l.GetAttempt() != 1 || l.GetEpoch() != int64(i) {
+			t.Fatalf("offer %d: attempt %d epoch %d; want attempt 1 epoch %d", i, l.GetAttempt(), l.GetEpoch(), i)
+		}
+		h.clock.Advance(10 * time.Second)
+		if n, err := h.m.ExpireLeases(ctx); err != nil || n != 1 {
+			t.Fatalf("ExpireLeases = %d, %v", n, err)
+		}
+	}
+	got := h.get(t, "acme", task.GetTaskId())
+	if got.GetState() != agentplanev1.TaskState_TASK_STATE_WORKING || got.GetAttempt() != 0 {
+		t.Fatalf("after 5 unacknowledged expiries: state %s attempt %d; want WORKING (queued) with no attempt", got.GetState(), got.GetAttempt())
+	}
+	evs := h.events(t, "acme", task.GetTaskId())
+	var expired int
+	for _, ev := range evs {
+		if l := ev.GetLease(); l.GetKind() == agentplanev1.LeaseChangeKind_LEASE_CHANGE_KIND_EXPIRED {
+			expired++
+			if !l.GetUnacknowledged() {
+				t.Errorf("event %d: an unacknowledged expiry is not marked so", ev.GetSequence())
+			}
+		}
+	}
+	if expired != 5 {
+		t.Fatalf("%d expiries logged, want 5", expired)
+	}
+	// A read of the history acknowledges a lease too.
+	l := h.lease(t, "rt")
+	if _, _, err := h.m.ReadHistory(ctx, ref(l), 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(10 * time.Second)
+	if _, err := h.m.ExpireLeases(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.get(t, "acme", task.GetTaskId()); got.GetAttempt() != 1 {
+		t.Fatalf("an acknowledged lease that expired left attempt %d, want 1", got.GetAttempt())
+	}
+	if l := h.lease(t, "rt"); l.GetAttempt() != 2 {
+		t.Fatalf("the lease after an acknowledged expiry is attempt %d, want 2", l.GetAttempt())
+	}
 }
 
 func TestExpiredLeaseIsAppliedLazily(t *testing.T) {

@@ -287,3 +287,13 @@ func awaitDecision(svc *Service, ctx context.Context, ref *agentplanev1.LeaseRef
 	})
 	return d, err
 }
+
+// awaitAll runs Service.AwaitDecision and returns every message it sent.
+func awaitAll(svc *Service, ctx context.Context, ref *agentplanev1.LeaseRef, id string) ([]*agentplanev1.AwaitDecisionResponse, error) {
+	var out []*agentplanev1.AwaitDecisionResponse
+	err := svc.AwaitDecision(ctx, ref, id, func(msg *agentplanev1.AwaitDecisionResponse) error {
+		out = append(out, msg)
+		return nil
+	})
+	return out, err
+}
