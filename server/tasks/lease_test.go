@@ -98,7 +98,10 @@ func TestFencedWritesRefuseStaleLeases(t *testing.T) {
 		},
 		"pause":    func(r *agentplanev1.LeaseRef) error { _, err := h.m.Pause(ctx, r, Request{}, "", ""); return err },
 		"complete": func(r *agentplanev1.LeaseRef) error { _, err := h.m.Complete(ctx, r, Request{}, nil); return err },
-		"fail":     func(r *agentplanev1.LeaseRef) error { _, err := h.m.Fail(ctx, r, Request{}, "x", "y", false); return err },
+		"fail": func(r *agentplanev1.LeaseRef) error {
+			_, err := h.m.Fail(ctx, r, Request{}, "x", "y", false)
+			return err
+		},
 	}
 	before := h.get(t, "acme", task.GetTaskId())
 	for name, r := range map[string]*agentplanev1.LeaseRef{
