@@ -19,6 +19,7 @@ type domain struct {
 	store     *boltstore.Store
 	tasks     *tasks.Manager
 	specs     *spec.Validator
+	decodes   *decodeGate
 	static    map[string]*agentplanev1.AgentSpec
 	compiler  *hitl.Compiler
 	approvals *approvals.Service
@@ -36,6 +37,11 @@ func (s *Server) openDomain() (err error) {
 	}
 	d.static = dep.StaticAgents
 	d.specs = spec.NewValidator(dep)
+	gate := cfg.Limits.SpecDecodeBytes
+	if gate == 0 {
+		gate = 2 * cfg.Limits.MaxSpecBytes
+	}
+	d.decodes = newDecodeGate(gate)
 	d.store, err = boltstore.Open(cfg.StorePath(), boltstore.Options{
 		OpenTimeout:        cfg.Store.OpenTimeout.D(),
 		MaxBatch:           cfg.Store.MaxBatch,

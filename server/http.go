@@ -37,6 +37,8 @@ func (s *Server) buildHTTP() error {
 		}}),
 		runtime.WithHealthzEndpoint(healthpb.NewHealthClient(conn)),
 		runtime.WithMetadata(s.tls2peer.annotate),
+		runtime.WithErrorHandler(s.httpError),
+		runtime.WithRoutingErrorHandler(s.httpRoutingError),
 	)
 	ctx := context.Background()
 	for _, register := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
@@ -52,7 +54,6 @@ func (s *Server) buildHTTP() error {
 		}
 	}
 
-	maxBody := s.cfg.Limits.MaxSpecBytes + (64 << 10)
 	root := http.NewServeMux()
 	root.Handle("/metrics", s.metricsAuth(promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})))
 	if s.cfg.Debug.Pprof {
@@ -62,7 +63,7 @@ func (s *Server) buildHTTP() error {
 		root.Handle("/debug/pprof/symbol", s.metricsAuth(http.HandlerFunc(pprof.Symbol)))
 		root.Handle("/debug/pprof/trace", s.metricsAuth(http.HandlerFunc(pprof.Trace)))
 	}
-	root.Handle("/", http.MaxBytesHandler(gw, maxBody))
+	root.Handle("/", limitBody(gw, s.maxHTTPBody()))
 	s.http = &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second, TLSConfig: s.tls}
 	return nil
 }

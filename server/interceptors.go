@@ -56,6 +56,9 @@ func (s *Server) mapError(method string, err error) error {
 		s.log.Error("internal error", "method", method, "err", err)
 	} else if st.Code() == codes.Internal || st.Code() == codes.DataLoss || st.Code() == codes.Unavailable {
 		s.log.Warn("call failed", "method", method, "code", st.Code().String(), "err", err)
+	} else if apierr.HasReason(err, apierr.ReasonRequestMalformed) {
+		// A broken client or a probe, rare either way: worth an operator's eye.
+		s.log.Info("malformed request refused", "method", method, "reason", apierr.ReasonRequestMalformed, "msg", st.Message())
 	} else {
 		s.log.Debug("call refused", "method", method, "code", st.Code().String(), "msg", st.Message())
 	}

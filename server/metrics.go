@@ -13,6 +13,8 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 	inflight *prometheus.GaugeVec
 	streams  prometheus.Gauge
+	// httpRefused counts HTTP requests the gateway answered before any method ran.
+	httpRefused *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -35,8 +37,12 @@ func newMetrics() *metrics {
 			Namespace: "agentplane", Name: "grpc_open_streams",
 			Help: "Server streams currently open (WatchTask, AwaitDecision, Backup).",
 		}),
+		httpRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "agentplane", Name: "http_refused_total",
+			Help: "HTTP requests the gateway refused before any gRPC method ran (a malformed body or path, a body over the size limit, an unknown route), by status code and reason.",
+		}, []string{"code", "reason"}),
 	}
-	m.registry.MustRegister(m.requests, m.latency, m.inflight, m.streams,
+	m.registry.MustRegister(m.requests, m.latency, m.inflight, m.streams, m.httpRefused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -64,6 +64,9 @@ type Server struct {
 	tls      *tls.Config
 	tls2peer tlsHandoff
 
+	// codec decodes requests for every gRPC server of this process (see readErrors).
+	codec requestCodec
+
 	// stopping is closed when shutdown begins; long-lived streams end on it.
 	stopping chan struct{}
 	stopOnce sync.Once
@@ -81,7 +84,7 @@ func New(cfg config.Config, opts ...Option) (_ *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, metrics: newMetrics(), start: time.Now(), stopping: make(chan struct{})}
+	s := &Server{cfg: cfg, metrics: newMetrics(), start: time.Now(), stopping: make(chan struct{}), codec: newRequestCodec()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -145,6 +148,8 @@ func (s *Server) serverOptions(unary grpc.UnaryServerInterceptor, stream grpc.St
 	return []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(append(unaries, s.guard.UnaryInterceptor, s.limits.unary)...),
 		grpc.ChainStreamInterceptor(append(streams, s.guard.StreamInterceptor, s.limits.stream)...),
+		// Over this size grpc-go answers RESOURCE_EXHAUSTED itself, before the codec
+		// and the interceptors (docs/errors.md).
 		grpc.MaxRecvMsgSize(int(s.cfg.Limits.MaxSpecBytes) + (64 << 10)),
 		// Clients may ping as often as every 10 s, with or without a call open, as
 		// the gRPC libraries of other languages commonly do (the default policy, 5
@@ -153,6 +158,7 @@ func (s *Server) serverOptions(unary grpc.UnaryServerInterceptor, stream grpc.St
 		// dead peers do not hold streams open.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
+		grpc.ForceServerCodecV2(s.codec),
 		// Calls run on a pool of long-lived goroutines instead of a new goroutine
 		// each: a handler that reaches the store needs a deep stack, and growing a
 		// fresh goroutine's stack to it on every call showed in CPU profiles at about
@@ -173,9 +179,10 @@ const (
 // callers of a busy deployment (a call waiting on a commit holds its worker).
 const streamWorkers = 128
 
-// registerServices registers every service on g: the public server, and the
-// in-process one behind the HTTP gateway.
-func (s *Server) registerServices(g *grpc.Server) {
+// registerServices registers every service on server (the public one, and the
+// in-process one behind the HTTP gateway) through readErrors.
+func (s *Server) registerServices(server *grpc.Server) {
+	g := readErrors{server, s.codec.notes}
 	agentplanev1.RegisterSpecServiceServer(g, &specService{s: s})
 	agentplanev1.RegisterTaskServiceServer(g, &taskService{s: s})
 	agentplanev1.RegisterHitlServiceServer(g, &hitlService{s: s})
@@ -185,7 +192,7 @@ func (s *Server) registerServices(g *grpc.Server) {
 
 	if s.health == nil {
 		s.health = health.NewServer()
-		for name := range g.GetServiceInfo() {
+		for name := range server.GetServiceInfo() {
 			s.healthNames = append(s.healthNames, name)
 		}
 		s.healthNames = append(s.healthNames, "")

@@ -18,11 +18,33 @@ func (x *specService) ValidateSpec(ctx context.Context, req *agentplanev1.Valida
 	}
 	in := spec.InputFromRequest(req)
 	in.TenantMaxDepth = x.s.tenantMaxDepth(tenant, req.GetTenantMaxDepth())
-	res, err := x.s.domain.specs.Validate(in)
+	res, err := x.s.validate(ctx, in)
 	if err != nil {
 		return nil, err
 	}
 	return res.Response(), nil
+}
+
+// validate is the validation of ValidateSpec and StartTask: a document is decoded
+// under the decode gate (waiting its turn while others are decoded), and a document
+// refused for its size or density is limit.exceeded, not an invalid spec.
+func (s *Server) validate(ctx context.Context, in spec.Input) (*spec.Result, error) {
+	if w := s.domain.specs.DecodeWeight(in); w > 0 {
+		release, err := s.domain.decodes.acquire(ctx, w)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
+	res, err := s.domain.specs.Validate(in)
+	if err != nil {
+		return nil, err
+	}
+	if v := res.OverLimit(); v != nil {
+		return nil, apierr.ResourceExhausted("the document is over this deployment's limits: %s", v.GetMessage()).
+			WithDetails(&agentplanev1.SpecViolations{Violations: res.Errors})
+	}
+	return res, nil
 }
 
 // tenantMaxDepth is the tenant's nesting cap: the configured one, tightened by the

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -140,5 +141,80 @@ func TestListRulesPages(t *testing.T) {
 	}
 	if _, err := in.Client.Spec.GetRule(ctx, &agentplanev1.GetRuleRequest{RuleId: "D13-R3"}); err != nil {
 		t.Fatalf("GetRule D13-R3: %v", err)
+	}
+}
+
+// TestDenseDocumentIsLimitExceeded: a document of the size limit that is all structure
+// (a flow list of one-letter scalars) is refused before it is parsed, as
+// RESOURCE_EXHAUSTED limit.exceeded with the finding attached, by ValidateSpec and
+// StartTask alike, and over HTTP.
+func TestDenseDocumentIsLimitExceeded(t *testing.T) {
+	in := servertest.Start(t, nil)
+	ctx := context.Background()
+	var b strings.Builder
+	b.WriteString("apiVersion: qar/v1\nkind: AgentSpec\ninstructions: x\nmodel: m\nmetadata: [")
+	for b.Len() < 1<<20-3 {
+		b.WriteString("a,")
+	}
+	b.WriteString("a]\n")
+	doc := []byte(b.String())
+	check := func(what string, err error) {
+		t.Helper()
+		if status.Code(err) != codes.ResourceExhausted || apierr.InfoOf(err).GetReason() != apierr.ReasonResourceExhausted {
+			t.Fatalf("%s: got %v (%v), want RESOURCE_EXHAUSTED limit.exceeded", what, err, apierr.InfoOf(err))
+		}
+		var found bool
+		for _, d := range status.Convert(err).Details() {
+			if v, ok := d.(*agentplanev1.SpecViolations); ok && len(v.GetViolations()) == 1 && v.GetViolations()[0].GetRuleId() == "DOC-TOO-LARGE" {
+				found = true
+			}
+		}
+		if !found || !strings.Contains(status.Convert(err).Message(), "values") {
+			t.Fatalf("%s: %v lacks the DOC-TOO-LARGE finding", what, err)
+		}
+	}
+	_, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Document: doc})
+	check("ValidateSpec", err)
+	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "dense", Document: doc, Input: "hi"})
+	check("StartTask", err)
+
+	resp, err := http.Post("http://"+in.HTTPAddr+"/v1/specs/validate", "application/yaml", strings.NewReader(string(doc)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), `"limit.exceeded"`) {
+		t.Fatalf("HTTP: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestStartTaskBadPolicyKeepsItsDetail: a CEL predicate that does not compile is
+// policy.invalid with its BadRequest detail, and the message says it once.
+func TestStartTaskBadPolicyKeepsItsDetail(t *testing.T) {
+	in := servertest.Start(t, nil)
+	_, err := in.Client.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
+		RequestId: "cel", Input: "hi",
+		Document: []byte("apiVersion: qar/v1\nkind: AgentSpec\ninstructions: x\nmodel: m\n"),
+		InterruptPolicy: &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Predicate{
+			Predicate: &agentplanev1.PredicatePolicy{Expression: "tool_name ==="}}},
+	})
+	if status.Code(err) != codes.InvalidArgument || apierr.InfoOf(err).GetReason() != apierr.ReasonPolicyInvalid {
+		t.Fatalf("got %v, want INVALID_ARGUMENT policy.invalid", err)
+	}
+	st := status.Convert(err)
+	if msg := st.Message(); strings.Count(msg, "invalid interrupt_policy") != 1 || strings.Contains(msg, "policy.invalid") {
+		t.Errorf("the message repeats itself or its code: %q", msg)
+	}
+	var fields []string
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, v := range br.GetFieldViolations() {
+				fields = append(fields, v.GetField())
+			}
+		}
+	}
+	if len(fields) == 0 {
+		t.Fatalf("no BadRequest detail in %v", st.Details())
 	}
 }

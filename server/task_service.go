@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -59,11 +61,18 @@ func (x *taskService) ListTasks(ctx context.Context, req *agentplanev1.ListTasks
 		Labels:    req.GetLabels(),
 		Queue:     req.GetQueue(),
 	}
-	if t := req.GetCreatedAfter(); t != nil {
-		q.CreatedAfter = t.AsTime()
-	}
-	if t := req.GetCreatedBefore(); t != nil {
-		q.CreatedBefore = t.AsTime()
+	for _, b := range []struct {
+		name string
+		t    *timestamppb.Timestamp
+		dst  *time.Time
+	}{{"created_after", req.GetCreatedAfter(), &q.CreatedAfter}, {"created_before", req.GetCreatedBefore(), &q.CreatedBefore}} {
+		if b.t == nil {
+			continue
+		}
+		if err := b.t.CheckValid(); err != nil {
+			return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "%s is not a valid timestamp (nanos in [0, 1e9), years 1 to 9999): %v", b.name, err)
+		}
+		*b.dst = b.t.AsTime()
 	}
 	list, next, err := x.s.domain.tasks.List(ctx, tenant, q)
 	if err != nil {

@@ -56,7 +56,7 @@ func (x *taskService) StartTask(ctx context.Context, req *agentplanev1.StartTask
 	}
 
 	// What runs: validated by the same code as ValidateSpec.
-	if params.Resolved, err = s.resolveStartSpec(req, tenant, &params); err != nil {
+	if params.Resolved, err = s.resolveStartSpec(ctx, req, tenant, &params); err != nil {
 		return nil, err
 	}
 
@@ -86,7 +86,10 @@ func (x *taskService) StartTask(ctx context.Context, req *agentplanev1.StartTask
 	// becomes a task (and the gate finds it in the compile cache).
 	if pol := req.GetInterruptPolicy(); pol != nil {
 		if _, err := s.domain.compiler.Compile(pol); err != nil {
-			return nil, apierr.Wrap(err, codes.InvalidArgument, apierr.ReasonPolicyInvalid, "interrupt_policy: %v", err)
+			if apierr.HasReason(err, apierr.ReasonPolicyInvalid) {
+				return nil, err // already says what is wrong, with a BadRequest per violation
+			}
+			return nil, apierr.Wrap(err, codes.InvalidArgument, apierr.ReasonPolicyInvalid, "invalid interrupt_policy")
 		}
 		params.InterruptPolicy = pol
 	}
@@ -103,7 +106,7 @@ func (x *taskService) StartTask(ctx context.Context, req *agentplanev1.StartTask
 
 // resolveStartSpec validates the request's spec and returns what the runtime runs,
 // filling the submitted spec into params.
-func (s *Server) resolveStartSpec(req *agentplanev1.StartTaskRequest, tenant string, params *tasks.StartParams) (*agentplanev1.ResolvedSpec, error) {
+func (s *Server) resolveStartSpec(ctx context.Context, req *agentplanev1.StartTaskRequest, tenant string, params *tasks.StartParams) (*agentplanev1.ResolvedSpec, error) {
 	given := 0
 	for _, set := range []bool{req.GetAgent() != nil, req.GetGraph() != nil, req.GetAgentId() != "", len(req.GetDocument()) > 0} {
 		if set {
@@ -125,7 +128,7 @@ func (s *Server) resolveStartSpec(req *agentplanev1.StartTaskRequest, tenant str
 		params.AgentID = id
 		in.Agent = static
 	}
-	res, err := s.domain.specs.Validate(in)
+	res, err := s.validate(ctx, in)
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ func rank(pkg string) (int, bool) {
 		return 5, false
 	case strings.HasPrefix(rel, "server/"):
 		return 4, true // domain packages: spec, tasks, hitl, auth, ...
-	case strings.HasPrefix(rel, "cmd/"):
+	case strings.HasPrefix(rel, "cmd/") || strings.HasPrefix(rel, "tools/"): // binaries; tools/ measure them
 		return 7, true
 	case strings.HasPrefix(rel, "internal/"):
 		return 8, true

@@ -24,7 +24,12 @@ const Domain = "agentplane"
 
 // Stable reasons. A reason names what went wrong, not where; clients branch on it.
 const (
-	ReasonInvalidArgument      = "request.invalid"
+	ReasonInvalidArgument = "request.invalid"
+	// ReasonRequestMalformed: the request could not be read at all: not protobuf,
+	// truncated, invalid UTF-8 in a string, malformed JSON over HTTP.
+	ReasonRequestMalformed = "request.malformed"
+	// ReasonRouteNotFound: an HTTP path or method the API does not have.
+	ReasonRouteNotFound        = "route.not_found"
 	ReasonSpecInvalid          = "spec.invalid"
 	ReasonTaskNotFound         = "task.not_found"
 	ReasonTaskTerminal         = "task.terminal"

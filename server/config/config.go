@@ -86,6 +86,10 @@ type Limits struct {
 	MaxSpecBytes int64 `yaml:"max_spec_bytes"`
 	// MaxSpecNesting is the deepest JSON/YAML nesting a document may have.
 	MaxSpecNesting int `yaml:"max_spec_nesting"`
+	// SpecDecodeBytes bounds the documents decoded at once (ValidateSpec, StartTask),
+	// by their weight: their size, or more for a dense document. A document waits
+	// while others fill it; 0 means two documents of max_spec_bytes.
+	SpecDecodeBytes int64 `yaml:"spec_decode_bytes"`
 	// MaxInputBytes bounds a task's input and a ContinueTask message.
 	MaxInputBytes int64 `yaml:"max_input_bytes"`
 	// MaxEventBytes bounds one event's payload.
@@ -404,6 +408,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.StreamKeepaliveInterval < Duration(time.Second) {
 		bad("limits.stream_keepalive_interval must be at least 1s")
+	}
+	if c.Limits.SpecDecodeBytes < 0 {
+		bad("limits.spec_decode_bytes must be >= 0 (got %d)", c.Limits.SpecDecodeBytes)
 	}
 	if c.Tasks.LeaseTTL < Duration(time.Second) {
 		bad("tasks.lease_ttl must be at least 1s")

@@ -19,6 +19,10 @@ import (
 const (
 	DefaultMaxDocumentBytes = 1 << 20
 	DefaultMaxNesting       = 64
+	// DefaultValueBytes derives the default value budget from the size limit: one
+	// value per this many bytes (never fewer than MinMaxValues values).
+	DefaultValueBytes = 64
+	MinMaxValues      = 1024
 )
 
 // Limits bound the work of decoding one document.
@@ -29,6 +33,12 @@ type Limits struct {
 	// MaxNesting is the deepest nesting of objects and arrays accepted; the root
 	// object is level 1.
 	MaxNesting int
+	// MaxValues bounds the values (objects, arrays and scalars, YAML aliases
+	// expanded) of one document. It is checked before the parser builds anything,
+	// from a count of the document's structural characters, so that a dense document
+	// (a list of a million one-letter scalars) costs a scan, not a tree. 0 derives it
+	// from MaxDocumentBytes (one value per DefaultValueBytes bytes).
+	MaxValues int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -37,6 +47,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxNesting <= 0 {
 		l.MaxNesting = DefaultMaxNesting
+	}
+	if l.MaxValues <= 0 {
+		l.MaxValues = int(max(l.MaxDocumentBytes/DefaultValueBytes, MinMaxValues))
 	}
 	return l
 }
@@ -117,13 +130,18 @@ func Decode(data []byte, format agentplanev1.DocumentFormat, lim Limits) *Docume
 	if format == agentplanev1.DocumentFormat_DOCUMENT_FORMAT_UNSPECIFIED {
 		format = DetectFormat(data)
 	}
+	if format != agentplanev1.DocumentFormat_DOCUMENT_FORMAT_JSON {
+		if e := yamlNonPrintable(data); e != nil {
+			return stop(e)
+		}
+	}
 	var root *node
 	var perr *parseError
 	if format == agentplanev1.DocumentFormat_DOCUMENT_FORMAT_JSON {
-		root, perr = parseJSON(data, lim.MaxNesting)
+		root, perr = parseJSON(data, lim.MaxNesting, lim.MaxValues)
 	} else {
 		var found []*violation
-		root, found, perr = parseYAML(data, lim.MaxNesting, int(lim.MaxDocumentBytes))
+		root, found, perr = parseYAML(data, lim.MaxNesting, lim.MaxValues)
 		d.found = append(d.found, found...)
 	}
 	if perr != nil {
@@ -147,14 +165,31 @@ func Decode(data []byte, format agentplanev1.DocumentFormat, lim Limits) *Docume
 		d.Agent = &agentplanev1.AgentSpec{}
 		b.message(root, d.Agent.ProtoReflect(), nil)
 	}
-	d.found, d.order = b.found, b.order
-	slices.SortStableFunc(d.found, func(a, b *violation) int {
-		if a.pos.line != b.pos.line {
-			return int(a.pos.line - b.pos.line)
-		}
-		return int(a.pos.col - b.pos.col)
-	})
+	d.found, d.order = inTextOrder(b.found), b.order
 	return d
+}
+
+// yamlNonPrintable finds the first character YAML does not allow in a stream
+// (c-printable: C0 controls other than tab, LF and CR, DEL, C1 controls other than
+// NEL, U+FFFE and U+FFFF). goccy/go-yaml accepts them, so a raw NUL would otherwise
+// reach a string. JSON's own rules (no raw control characters in strings) are the
+// JSON parser's. data is valid UTF-8.
+func yamlNonPrintable(data []byte) *parseError {
+	line, col := int32(1), int32(1)
+	for _, r := range string(data) {
+		bad := (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r == 0x7f ||
+			(r >= 0x80 && r <= 0x9f && r != 0x85) || r == 0xfffe || r == 0xffff
+		if bad {
+			return &parseError{rule: RuleDocSyntax, pos: pos{line, col},
+				msg: fmt.Sprintf("the control character U+%04X is not allowed in a YAML document; write it as an escape in a double-quoted string", r)}
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return nil
 }
 
 // DetectFormat guesses the syntax of a document the way ValidateSpec does when no

@@ -1,8 +1,11 @@
 package spec
 
 import (
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/goccy/go-yaml/lexer"
 
 	"google.golang.org/protobuf/proto"
 
@@ -90,9 +93,9 @@ func TestDecodeLimits(t *testing.T) {
 		{"json too deep", strings.Repeat("[", 10) + strings.Repeat("]", 10), Limits{MaxNesting: 5}, RuleDocTooDeep},
 		{"yaml flow too deep", strings.Repeat("[", 10) + strings.Repeat("]", 10), Limits{MaxNesting: 5}, RuleDocTooDeep},
 		{"yaml block too deep", "- - - - - - - - - - x\n", Limits{MaxNesting: 5}, RuleDocTooDeep},
-		{"yaml pathological depth", strings.Repeat("[", 100000), Limits{MaxNesting: 64, MaxDocumentBytes: 1 << 20}, RuleDocTooDeep},
-		{"json pathological depth", strings.Repeat("[", 100000), Limits{MaxNesting: 64, MaxDocumentBytes: 1 << 20}, RuleDocTooDeep},
-		{"yaml alias expansion", "a: &a [1, 1, 1, 1]\nb: &b [*a, *a, *a, *a]\nc: [*b, *b, *b, *b]\n", Limits{MaxDocumentBytes: 60}, RuleDocTooLarge},
+		{"yaml pathological depth", strings.Repeat("[", 100000), Limits{MaxNesting: 64, MaxDocumentBytes: 1 << 20, MaxValues: 1 << 20}, RuleDocTooDeep},
+		{"json pathological depth", strings.Repeat("[", 100000), Limits{MaxNesting: 64, MaxDocumentBytes: 1 << 20, MaxValues: 1 << 20}, RuleDocTooDeep},
+		{"yaml alias expansion", "a: &a [1, 1, 1, 1]\nb: &b [*a, *a, *a, *a]\nc: [*b, *b, *b, *b]\n", Limits{MaxValues: 60}, RuleDocTooLarge},
 		{"yaml alias depth", "a: &a [[[[1]]]]\nb: [[*a]]\n", Limits{MaxNesting: 6}, RuleDocTooDeep},
 	}
 	for _, tt := range tests {
@@ -108,6 +111,107 @@ func TestDecodeLimits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestYAMLControlCharacters: a raw control character is a syntax error at its
+// place, in a quoted string or a plain one; escaped, it is a string like any other.
+func TestYAMLControlCharacters(t *testing.T) {
+	for _, c := range []string{"\x00", "\x01", "\x7f", "\u0080", "\ufffe"} {
+		for _, doc := range []string{
+			"apiVersion: qar/v1\nkind: AgentSpec\nmodel: m\ninstructions: \"a" + c + "b\"\n",
+			"apiVersion: qar/v1\nkind: AgentSpec\nmodel: m\ninstructions: a" + c + "b\n",
+		} {
+			vs := Decode([]byte(doc), formatYAML, Limits{}).Violations()
+			if len(vs) != 1 || vs[0].GetRuleId() != RuleDocSyntax || vs[0].GetPosition().GetLine() != 4 || !strings.Contains(vs[0].GetMessage(), "control character") {
+				t.Errorf("%q: got %v, want one DOC-SYNTAX on line 4", doc, vs)
+			}
+		}
+	}
+	d := Decode([]byte("apiVersion: qar/v1\nkind: AgentSpec\nmodel: m\ninstructions: \"a\\0b\tc\"\n"), formatYAML, Limits{})
+	if vs := d.Violations(); len(vs) != 0 || d.Agent.GetInstructions().GetText() != "a\x00b\tc" {
+		t.Fatalf("escaped: %v %q", vs, d.Agent.GetInstructions().GetText())
+	}
+}
+
+// TestDecodeValueBudget: a document of the default size limit that is all structure
+// (the YAML amplification case: a flow list of one-letter scalars) is refused as
+// DOC-TOO-LARGE from a scan, before a lexer or parser builds anything for it.
+func TestDecodeValueBudget(t *testing.T) {
+	fill := func(head, item, tail string) []byte {
+		var b strings.Builder
+		b.WriteString(head)
+		for b.Len() < DefaultMaxDocumentBytes-len(item)-len(tail) {
+			b.WriteString(item)
+		}
+		b.WriteString(tail)
+		return []byte(b.String())
+	}
+	yamlHead := "apiVersion: qar/v1\nkind: AgentSpec\nmetadata:"
+	tests := []struct {
+		name   string
+		doc    []byte
+		format agentplanev1.DocumentFormat
+	}{
+		{"yaml flow list", fill(yamlHead+" [", "a,", "a]\n"), formatYAML},
+		{"yaml block list", fill(yamlHead+"\n", "- a\n", ""), formatYAML},
+		{"yaml flow map", fill(yamlHead+" {", "a: b, ", "a: b}\n"), formatYAML},
+		{"json array", fill(`{"apiVersion": "qar/v1", "metadata": [`, "1,", "1]}"), formatJSON},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			d := Decode(tt.doc, tt.format, Limits{})
+			runtime.ReadMemStats(&after)
+			vs := d.Violations()
+			if len(vs) != 1 || vs[0].GetRuleId() != RuleDocTooLarge || d.Agent != nil || d.Graph != nil {
+				t.Fatalf("got %v, want one %s and no spec", vs, RuleDocTooLarge)
+			}
+			if msg := vs[0].GetMessage(); !strings.Contains(msg, "over this deployment's limit of 16384 values") {
+				t.Errorf("message %q does not name the value limit", msg)
+			}
+			// The refusal costs about a copy of the input, not a tree: the lexer alone
+			// allocates over 250 MB for the flow list.
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+				t.Errorf("refusing the document allocated %d MiB", alloc>>20)
+			}
+		})
+	}
+	// Prose is not structure: a document of the size limit that is nearly all
+	// instructions text (a block scalar with commas, colons, dashes and short lines)
+	// is decoded.
+	prose := fill("apiVersion: qar/v1\nkind: AgentSpec\nmodel: m\ninstructions: |\n", "  Check the order and the customer's history, then reply politely: be brief.\n", "")
+	if vs := Decode(prose, formatYAML, Limits{}).Violations(); len(vs) != 0 {
+		t.Fatalf("a %d-byte prose document: %v", len(prose), vs)
+	}
+	// Just under the budget is decoded: the bound is not a guess that refuses
+	// ordinary documents.
+	var b strings.Builder
+	b.WriteString(yamlHead + " [")
+	for range 15000 {
+		b.WriteString("a,")
+	}
+	b.WriteString("a]\n")
+	if vs := Decode([]byte(b.String()), formatYAML, Limits{}).Violations(); len(vs) != 1 || vs[0].GetRuleId() != RuleDocUnknownKey {
+		t.Fatalf("a 15001-item list: got %v, want only the unknown key metadata", vs)
+	}
+}
+
+// FuzzYAMLTokenBound: the scan that guards the lexer never counts fewer tokens than
+// the lexer makes.
+func FuzzYAMLTokenBound(f *testing.F) {
+	addSeeds(f, func(d []byte) { f.Add(d) })
+	for _, s := range []string{"a: b\n", "[a, b, {c: d}]", "- a\n- b\n", "'a'\"b\"", "a: |\n  x\n  y\n", "--- a\n...\n", "? a\n: b\n", "!t &x a", "*x", "a #c\n", "%YAML 1.2\n---\na"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 4096 {
+			return
+		}
+		if n, bound := len(lexer.Tokenize(string(data))), yamlTokenBound(data); n > bound {
+			t.Fatalf("%q: the lexer made %d tokens, the bound is %d", data, n, bound)
+		}
+	})
 }
 
 // TestDuplicateKeysEverywhere: a repeated key is reported in any object, and the

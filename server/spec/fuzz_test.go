@@ -14,7 +14,7 @@ import (
 )
 
 // fuzzLimits keep each fuzz input's work small and bounded.
-var fuzzLimits = Limits{MaxDocumentBytes: 64 << 10, MaxNesting: 32}
+var fuzzLimits = Limits{MaxDocumentBytes: 64 << 10, MaxNesting: 32, MaxValues: 1 << 15}
 
 func addSeeds(f *testing.F, add func(data []byte)) {
 	files, _ := filepath.Glob(filepath.Join(corpusDir, "*"))
@@ -67,7 +67,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("a decoded spec does not encode: %v", err)
 		}
-		back := Decode(enc, formatJSON, Limits{MaxDocumentBytes: int64(len(enc)) + 1, MaxNesting: fuzzLimits.MaxNesting + 2})
+		back := Decode(enc, formatJSON, Limits{MaxDocumentBytes: int64(len(enc)) + 1, MaxNesting: fuzzLimits.MaxNesting + 2, MaxValues: fuzzLimits.MaxValues})
 		var got proto.Message = back.Agent
 		if back.Graph != nil {
 			got = back.Graph
@@ -128,7 +128,7 @@ func FuzzJSONParser(f *testing.F) {
 		if !utf8.Valid(data) || len(data) > 1<<16 || (len(data) >= 3 && string(data[:3]) == "\xef\xbb\xbf") {
 			return
 		}
-		root, perr := parseJSON(data, 10000)
+		root, perr := parseJSON(data, 10000, 1<<30)
 		want := json.Valid(data)
 		if (perr == nil) != want {
 			t.Fatalf("parseJSON ok=%v, json.Valid=%v: %v", perr == nil, want, perr)

@@ -15,9 +15,12 @@ import (
 // shares string memory with one copy of the input. Its acceptance is checked against
 // encoding/json by a differential fuzz test (FuzzJSONParser), and string escapes are
 // decoded by encoding/json itself.
-func parseJSON(data []byte, maxDepth int) (*node, *parseError) {
-	p := &jsonParser{src: string(data), line: 1, col: 1, maxDepth: maxDepth}
+func parseJSON(data []byte, maxDepth, maxValues int) (*node, *parseError) {
 	nodes, members, items := countJSON(data)
+	if nodes > maxValues {
+		return nil, tooManyValues(nodes, maxValues)
+	}
+	p := &jsonParser{src: string(data), line: 1, col: 1, maxDepth: maxDepth}
 	p.slab = make([]node, 0, nodes)
 	p.mslab = make([]member, 0, members)
 	p.islab = make([]*node, 0, items)
@@ -41,8 +44,10 @@ func parseJSON(data []byte, maxDepth int) (*node, *parseError) {
 
 // countJSON bounds the numbers of values, object members and array items of a
 // document from its structural characters outside strings, so that the parser's
-// slabs are allocated once at the right size. On malformed input the counts are
-// only a guess; the slabs then grow as usual.
+// slabs are allocated once at the right size and a document over the value budget
+// is refused before anything is built. On malformed input the counts are only a
+// guess, but never below what the parser builds before it stops at the error (both
+// end a string at the same quote); the slabs then grow as usual.
 func countJSON(data []byte) (nodes, members, items int) {
 	var open []bool // true for an array
 	in := false
@@ -85,6 +90,12 @@ type parseError struct {
 	rule string
 	pos  pos
 	msg  string
+}
+
+// tooManyValues refuses a document over the value budget (Limits.MaxValues).
+func tooManyValues(n, limit int) *parseError {
+	return &parseError{rule: RuleDocTooLarge, pos: pos{1, 1},
+		msg: fmt.Sprintf("the document holds about %d values, over this deployment's limit of %d values per document (derived from its size limit); shrink its lists and objects", n, limit)}
 }
 
 type jsonParser struct {

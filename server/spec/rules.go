@@ -896,8 +896,11 @@ mcpTools: [github]
 		scope:   ScopeDocument,
 		summary: "the document is no larger than the deployment's limit",
 		description: "Documents are at most the deployment's size limit (1 MiB by default; the " +
-			"examples assume 4 KiB), and a YAML document may not expand through aliases to more " +
-			"values than that many bytes would hold.",
+			"examples assume 4 KiB), and hold at most one value per 64 bytes of that limit (at least " +
+			"1024), YAML aliases expanded. The value count is bounded from a scan of the document's " +
+			"structural characters before it is parsed, so a dense document costs a scan, not a tree. " +
+			"The API answers such a document as RESOURCE_EXHAUSTED limit.exceeded (with this finding " +
+			"attached), not as an invalid spec.",
 		example: `a: &a [x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x]
 b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a]
 c: [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b]

@@ -48,6 +48,34 @@ func NewValidator(d Deployment) *Validator {
 	return &Validator{d: d, lim: d.limits(), staticIDs: ids}
 }
 
+// DecodeWeight estimates what decoding in's document costs, in bytes, for callers
+// that bound the documents decoded at once: its size, or for a dense document the
+// size limit's share per value (MaxDocumentBytes/MaxValues) times the values its
+// tokens may make, from the scan Decode refuses over-budget documents with. A YAML
+// document whose lexer may run up to the scan's slack weighs up to twice the size
+// limit; a document the scan refuses weighs its size (the scan is all it costs).
+// 0 for typed input. It costs one pass over the bytes.
+func (v *Validator) DecodeWeight(in Input) int64 {
+	if len(in.Document) == 0 {
+		return 0
+	}
+	format := in.Format
+	if format == agentplanev1.DocumentFormat_DOCUMENT_FORMAT_UNSPECIFIED {
+		format = DetectFormat(in.Document)
+	}
+	var values int
+	if format == agentplanev1.DocumentFormat_DOCUMENT_FORMAT_JSON {
+		if values, _, _ = countJSON(in.Document); values > v.lim.MaxValues {
+			values = 0
+		}
+	} else {
+		if n := yamlTokenBound(in.Document); n <= yamlScanSlack*yamlTokensPerValue*v.lim.MaxValues {
+			values = n / yamlTokensPerValue
+		}
+	}
+	return max(int64(len(in.Document)), int64(values)*(v.lim.MaxDocumentBytes/int64(v.lim.MaxValues)))
+}
+
 // Input is one thing to validate: exactly one of Agent, Graph or Document.
 type Input struct {
 	Agent *agentplanev1.AgentSpec
@@ -82,10 +110,11 @@ type Result struct {
 	// the caller's input for typed input; treat it as read-only.
 	Agent *agentplanev1.AgentSpec
 	Graph *agentplanev1.GraphSpec
-	// Errors invalidate the spec. Document findings (syntax, types, keys) come first,
-	// in text order; then rule findings in a fixed walk order: fields in schema
-	// order, list elements by index, graph nodes in document order (typed input:
-	// by name, which is the order of the canonical encoding).
+	// Errors invalidate the spec. For a document, all findings (syntax, types, keys
+	// and rules) are in text order, by the position each is reported at; findings at
+	// the same place keep the walk order. Typed input has no text: its findings are in
+	// a fixed walk order: fields in schema order, list elements by index, graph nodes
+	// by name (the order of the canonical encoding).
 	Errors []*agentplanev1.SpecViolation
 	// Warnings do not invalidate the spec.
 	Warnings []*agentplanev1.SpecViolation
@@ -93,6 +122,18 @@ type Result struct {
 
 // Valid reports whether the spec has no errors.
 func (r *Result) Valid() bool { return len(r.Errors) == 0 }
+
+// OverLimit returns the finding of a document that was refused for its size (bytes,
+// values or alias expansion: DOC-TOO-LARGE), or nil. Nothing else was checked in such
+// a document; the server answers it as limit.exceeded rather than as an invalid spec.
+func (r *Result) OverLimit() *agentplanev1.SpecViolation {
+	for _, e := range r.Errors {
+		if e.GetRuleId() == RuleDocTooLarge {
+			return e
+		}
+	}
+	return nil
+}
 
 // Response renders the result as the API response (the seed's SpecValidateResult
 // plus warnings and kind).
@@ -164,9 +205,21 @@ func (v *Validator) validateDocument(in Input, w *walker) *Result {
 		}
 		return out
 	}
-	res.Errors = protos(append(slices.Clone(doc.found), keep(w.errs)...))
-	res.Warnings = protos(keep(w.warns))
+	res.Errors = protos(inTextOrder(append(slices.Clone(doc.found), keep(w.errs)...)))
+	res.Warnings = protos(inTextOrder(keep(w.warns)))
 	return res
+}
+
+// inTextOrder sorts a document's findings by position, keeping the walk order of
+// findings at the same place (the API promises violations in document order).
+func inTextOrder(l findings) findings {
+	slices.SortStableFunc(l, func(a, b *violation) int {
+		if a.pos.line != b.pos.line {
+			return int(a.pos.line - b.pos.line)
+		}
+		return int(a.pos.col - b.pos.col)
+	})
+	return l
 }
 
 // under reports whether path is one of roots or inside one of them.

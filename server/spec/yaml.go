@@ -17,10 +17,17 @@ import (
 // parseYAML parses a YAML 1.2 document into the same tree parseJSON builds, using
 // goccy/go-yaml's AST for positions. Only the JSON data model is accepted: constructs
 // outside it (merge keys, complex keys, custom tags, .inf/.nan, several documents in
-// one file) are reported as DOC-YAML and the value is dropped. Aliases are expanded
-// by sharing the anchored subtree, under a budget of maxNodes values so that an
-// alias bomb is a DOC-TOO-LARGE finding rather than unbounded work.
-func parseYAML(data []byte, maxDepth, maxNodes int) (root *node, found []*violation, perr *parseError) {
+// one file) are reported as DOC-YAML and the value is dropped.
+//
+// Work is bounded by maxValues before the lexer runs: the lexer and parser cost a few
+// hundred bytes per token (a 1 MiB flow list of one-letter scalars took 575 MB), so
+// yamlTokenBound counts, in one pass over the bytes, an upper bound on the tokens, and
+// a document that may hold more than yamlScanSlack*yamlTokensPerValue*maxValues is
+// refused there. The lexer's real count must then be within
+// yamlTokensPerValue*maxValues before the parser runs. Aliases are expanded by
+// sharing the anchored subtree, and expanded values count against maxValues too, so
+// an alias bomb is a DOC-TOO-LARGE finding rather than unbounded work.
+func parseYAML(data []byte, maxDepth, maxValues int) (root *node, found []*violation, perr *parseError) {
 	defer func() {
 		// The parser runs on untrusted input; if it ever panics, that is a document we
 		// cannot read, not a crashed control plane.
@@ -29,7 +36,14 @@ func parseYAML(data []byte, maxDepth, maxNodes int) (root *node, found []*violat
 			perr = &parseError{rule: RuleDocSyntax, pos: pos{1, 1}, msg: fmt.Sprintf("the YAML parser could not read this document (%v)", r)}
 		}
 	}()
+	tokenBudget := yamlTokensPerValue * maxValues
+	if n := yamlTokenBound(data); n > yamlScanSlack*tokenBudget {
+		return nil, nil, tooManyValues(n/(yamlScanSlack*yamlTokensPerValue), maxValues)
+	}
 	tokens := lexer.Tokenize(string(data))
+	if len(tokens) > tokenBudget {
+		return nil, nil, tooManyValues(len(tokens)/yamlTokensPerValue, maxValues)
+	}
 	// The parser recurses once per nesting level. Estimate the depth from the tokens
 	// first so that a pathological input ("[[[[..." or "- - - - ...") never reaches it;
 	// the exact limit is applied to the tree below.
@@ -62,7 +76,7 @@ func parseYAML(data []byte, maxDepth, maxNodes int) (root *node, found []*violat
 	if body == nil {
 		return nil, nil, &parseError{rule: RuleDocSyntax, pos: pos{1, 1}, msg: "the document is empty; expected a mapping"}
 	}
-	c := &yamlConv{maxDepth: maxDepth, maxNodes: maxNodes, anchors: map[string]anchor{}}
+	c := &yamlConv{maxDepth: maxDepth, maxNodes: maxValues, anchors: map[string]anchor{}}
 	n, _, perr := c.convert(body, nil, 1)
 	if perr != nil {
 		return nil, nil, perr
@@ -129,6 +143,53 @@ func yamlDepthExceeds(tokens token.Tokens, limit int) (pos, bool) {
 	return pos{}, false
 }
 
+// yamlTokensPerValue is how many tokens the token budget allows per value: a block
+// mapping entry is a key, ':' and its value, and list items add '-' or ','.
+const yamlTokensPerValue = 4
+
+// yamlScanSlack is how far over the token budget yamlTokenBound may go before the
+// lexer runs: the bound counts the commas, colons, dashes and line breaks of prose in
+// quoted and block scalars, which the lexer does not split, so a 1 MiB document that
+// is mostly instructions text bounds to about one token per 16 to 35 bytes. The
+// lexer's exact count then holds the token budget before parsing; the slack only
+// bounds the lexer's own work.
+const yamlScanSlack = 2
+
+// yamlTokenBound returns an upper bound on the number of tokens goccy/go-yaml's lexer
+// makes of data, without tokenizing: every token is either an indicator or a scalar,
+// and scalars are delimited by indicators or line breaks (spaces never split a plain
+// scalar), so counting the characters that can be indicators or line breaks, wherever
+// they are, and doubling bounds the tokens. Quoting is ignored on purpose: prose in a
+// quoted or block scalar counts only its commas, colons, dashes and line breaks (about
+// one per 30 to 40 bytes), and a scan that tried to follow YAML's quoting rules could
+// be led to skip what the lexer tokenizes.
+func yamlTokenBound(data []byte) int {
+	n := 0
+	directive := false // on a line that starts with '%', spaces separate tokens
+	for i, c := range data {
+		lineStart := i == 0 || data[i-1] == '\n' || data[i-1] == '\r'
+		switch c {
+		case ',', '[', ']', '{', '}', ':', '-', '?', '#', '&', '*', '!', '|', '>', '"', '\'', '@', '`':
+			n++
+		case '\n', '\r':
+			n++
+			directive = false
+		case '%':
+			n++
+			directive = directive || lineStart
+		case '.': // a document end marker "..." starts a line
+			if lineStart {
+				n++
+			}
+		case ' ', '\t':
+			if directive {
+				n++
+			}
+		}
+	}
+	return 2*n + 1
+}
+
 type anchor struct {
 	n      *node
 	size   int
@@ -159,7 +220,7 @@ func (c *yamlConv) convert(n ast.Node, p *Path, depth int) (*node, [2]int, *pars
 	c.nodes++
 	if c.nodes > c.maxNodes {
 		return nil, [2]int{}, &parseError{rule: RuleDocTooLarge, pos: at,
-			msg: fmt.Sprintf("the document expands to more than %d values (through aliases); write it out or shrink it", c.maxNodes)}
+			msg: fmt.Sprintf("the document expands to more than %d values (through aliases), over this deployment's limit of values per document; write it out or shrink it", c.maxNodes)}
 	}
 	switch v := n.(type) {
 	case *ast.MappingNode:
@@ -248,7 +309,7 @@ func (c *yamlConv) convert(n ast.Node, p *Path, depth int) (*node, [2]int, *pars
 		c.nodes += a.size - 1
 		if c.nodes > c.maxNodes {
 			return nil, [2]int{}, &parseError{rule: RuleDocTooLarge, pos: at,
-				msg: fmt.Sprintf("the document expands to more than %d values (through aliases); write it out or shrink it", c.maxNodes)}
+				msg: fmt.Sprintf("the document expands to more than %d values (through aliases), over this deployment's limit of values per document; write it out or shrink it", c.maxNodes)}
 		}
 		if depth+a.height-1 > c.maxDepth {
 			return nil, [2]int{}, tooDeep(at, c.maxDepth)

@@ -257,7 +257,7 @@ type ValidateSpecResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Whether the spec has no errors. Always present in JSON.
 	Valid *bool `protobuf:"varint,1,opt,name=valid,proto3,oneof" json:"valid,omitempty"`
-	// Violations, in document order.
+	// Violations, in document order (by line and column; typed input: in a fixed walk order).
 	Errors []*SpecViolation `protobuf:"bytes,2,rep,name=errors,proto3" json:"errors,omitempty"`
 	// Findings that do not invalidate the spec (for example an unreachable node).
 	Warnings []*SpecViolation `protobuf:"bytes,3,rep,name=warnings,proto3" json:"warnings,omitempty"`

@@ -19,16 +19,20 @@ const (
 	checkpointName  = "checkpoint.db"
 	cleanMarkerName = "clean-shutdown"
 	walLockName     = "wal.lock"
+	walRemovedName  = "wal.removed"
 )
 
 // walState is the write-ahead log mode's part of a Store; nil when the mode is off.
 type walState struct {
-	dir        string // the store file's directory
-	log        wal
-	every      time.Duration
-	bytes      int64
-	batch      walBatch
-	lock       *os.File
+	dir   string // the store file's directory
+	log   wal
+	every time.Duration
+	bytes int64
+	batch walBatch
+	lock  *os.File
+	// recovered says the store file was rebuilt from the checkpoint (an unclean
+	// shutdown); the log's segments are then still needed, on top of the checkpoint.
+	recovered  bool
 	checkpoint sync.Mutex // one checkpoint at a time
 	kick       chan struct{}
 	stop       chan struct{}
@@ -84,6 +88,10 @@ func prepareWAL(path string, opts Options) (ws *walState, replay []uint64, err e
 			_ = lock.Close()
 		}
 	}()
+	// What a crash left of switching the log off (see removeLog): never read again.
+	if err := os.RemoveAll(ws.path(walRemovedName)); err != nil {
+		return nil, nil, err
+	}
 	if !haveLog {
 		return ws, nil, nil
 	}
@@ -102,40 +110,61 @@ func prepareWAL(path string, opts Options) (ws *walState, replay []uint64, err e
 	if replay, err = listSegments(ws.log.dir); err != nil {
 		return nil, nil, err
 	}
+	ws.recovered = true
 	return ws, replay, nil
 }
 
 // startWAL runs after bbolt opened (and the schema check): it replays what prepareWAL
 // found, then either switches the log off for good (opts.WAL false: the file is synced
-// and the log's files removed) or makes a checkpoint of the current state, starts an
-// empty segment and turns bbolt's fsyncs off.
+// and the log's files removed) or starts a new segment and turns bbolt's fsyncs off.
 func (s *Store) startWAL(ws *walState, replay []uint64, opts Options) error {
-	if err := replayLog(s.db, ws.log.dir, replay); err != nil {
+	replayed, end, err := replayLog(s.db, ws.log.dir, replay)
+	if err != nil {
 		return fmt.Errorf("store %s: replaying write-ahead log: %w", s.path, err)
 	}
 	if err := s.db.Sync(); err != nil {
 		return err
 	}
+	if end != nil && end.size > end.off {
+		if err := end.truncate(); err != nil {
+			return fmt.Errorf("store %s: truncating the write-ahead log after its last record: %w", s.path, err)
+		}
+		if end.torn {
+			s.log.Warn("store: the write-ahead log ended in a torn append (writes never acknowledged); truncated it there",
+				"segment", end.path, "offset", end.off, "bytes_dropped", end.size-end.off)
+		}
+	}
 	upgraded, err := s.upgrade()
 	if err != nil {
 		return err
+	}
+	if upgraded {
+		// The upgrade wrote outside the log: a new checkpoint must hold it, and with it
+		// whatever was just replayed, so the replayed segments are not kept.
+		ws.recovered = false
+	}
+	if !opts.WAL {
+		if err := ws.removeLog(); err != nil {
+			return fmt.Errorf("store %s: removing the write-ahead log: %w", s.path, err)
+		}
+		return ws.lock.Close()
 	}
 	marker := ws.path(cleanMarkerName)
 	clean, err := exists(marker)
 	if err != nil {
 		return err
 	}
-	if !opts.WAL {
-		err := errors.Join(os.RemoveAll(ws.log.dir), os.Remove(ws.path(checkpointName)), os.Remove(marker))
-		if err := errors.Join(ignoreMissing(err), syncDir(ws.dir)); err != nil {
-			return fmt.Errorf("store %s: removing the write-ahead log: %w", s.path, err)
-		}
-		return ws.lock.Close()
+	haveCheckpoint, err := exists(ws.path(checkpointName))
+	if err != nil {
+		return err
 	}
-	// A clean shutdown's checkpoint is the current state (unless upgrade just changed
-	// the file); any other start needs one before the log (re)starts, since the file is
-	// trusted no more from here on.
-	if !clean || upgraded {
+	// A clean shutdown's checkpoint is the store as it is. A recovery's is the store
+	// before the segments just replayed, which are kept for the next checkpoint to fold
+	// in, so that recovering costs one copy of the store (the checkpoint into place), not
+	// two. Any other start (the first in the mode) needs a checkpoint before the log
+	// starts, since the file is trusted no more from here on; so does a start that upgraded
+	// the schema.
+	if upgraded || (!ws.recovered && !(clean && haveCheckpoint)) {
 		if err := s.db.View(ws.writeCheckpoint); err != nil {
 			return err
 		}
@@ -151,16 +180,34 @@ func (s *Store) startWAL(ws *walState, replay []uint64, opts Options) error {
 		return err
 	}
 	next := uint64(1)
-	if len(seqs) > 0 {
+	switch {
+	case ws.recovered && end != nil:
+		// The segments after the last one with records hold nothing: drop them.
+		next = end.seq + 1
+	case ws.recovered:
+		next = 1
+	case len(seqs) > 0:
 		next = seqs[len(seqs)-1] + 1
+	}
+	if ws.recovered {
+		for _, n := range seqs {
+			if n >= next {
+				if err := fsRemove(filepath.Join(ws.log.dir, segmentName(n))); err != nil {
+					return err
+				}
+			}
+		}
+		ws.log.size = replayed
 	}
 	if err := ws.log.openSegment(next); err != nil {
 		return err
 	}
-	if err := ws.log.removeBefore(next); err != nil {
-		return err
+	if !ws.recovered {
+		if err := ws.log.removeBefore(next); err != nil {
+			return err
+		}
 	}
-	if err := os.Remove(marker); ignoreMissing(err) != nil {
+	if err := fsRemove(marker); ignoreMissing(err) != nil {
 		return err
 	}
 	if err := syncDir(ws.dir); err != nil {
@@ -172,6 +219,38 @@ func (s *Store) startWAL(ws *walState, replay []uint64, opts Options) error {
 	s.wal = ws
 	go s.checkpointLoop()
 	return nil
+}
+
+// removeLog switches the log mode off for good, once the store file holds everything
+// and is synced. The order is what a crash at any point needs: first the marker
+// (durably: with the log gone, no later Open would remove it, and a marker says the
+// checkpoint is the store, which stops being true as soon as the store is written
+// without the log), then the whole log at once (renamed away: part of it replayed onto
+// the checkpoint would lose writes; without the marker, the whole log replayed onto
+// it rebuilds the store), then the checkpoint (a checkpoint without a log is ignored
+// and replaced when the mode is next turned on).
+func (ws *walState) removeLog() error {
+	if err := fsRemove(ws.path(cleanMarkerName)); ignoreMissing(err) != nil {
+		return err
+	} else if err == nil {
+		if err := syncDir(ws.dir); err != nil {
+			return err
+		}
+	}
+	removed := ws.path(walRemovedName)
+	if err := fsRename(ws.log.dir, removed); err != nil {
+		return err
+	}
+	if err := syncDir(ws.dir); err != nil {
+		return err
+	}
+	if err := fsRemove(ws.path(checkpointName)); ignoreMissing(err) != nil {
+		return err
+	}
+	if err := fsRemoveAll(removed); err != nil {
+		return err
+	}
+	return syncDir(ws.dir)
 }
 
 func ignoreMissing(err error) error {

@@ -25,7 +25,7 @@ type call struct {
 	onCommit []func()
 }
 
-// Update implements store.Store with group commit; see the package documentation.
+// Update implements store.Store with group commit (see leadOnce, and docs/store.md).
 func (s *Store) Update(ctx context.Context, fn func(store.Writer) error) error {
 	if err := s.enter(); err != nil {
 		return err

@@ -40,13 +40,13 @@ type Options struct {
 	// MaxLinger bounds how long a commit leader waits for more callers when recent
 	// concurrency says they are about to arrive (default 5ms; negative: never wait); the
 	// wait is also never more than half the recent commit time.
-	// See the package documentation.
+	// See Store.plan.
 	MaxLinger time.Duration
 	// Logger receives errors that have no caller to return to (default slog.Default).
 	Logger *slog.Logger
 	// WAL turns on the write-ahead log mode: a commit appends its batch to a log and
 	// fsyncs that once, instead of bbolt's two fsyncs; checkpoints bound the log. See
-	// the package documentation. Opening without it a store last used with it replays
+	// docs/store.md. Opening without it a store last used with it replays
 	// the log (if the shutdown was unclean) and removes the log's files.
 	WAL bool
 	// CheckpointInterval is how often the WAL mode considers a checkpoint while
@@ -142,7 +142,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.RecoverInterval == 0 {
 		opts.RecoverInterval = time.Second
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := makeDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("store directory: %w", err)
 	}
 	ws, replay, err := prepareWAL(path, opts)
@@ -191,6 +191,12 @@ func (s *Store) openFile(ws *walState, replay []uint64) error {
 		s.db = nil
 		return err
 	}
+	trace("open", path)
+	// The file's entry may be new (or left unsynced by an Open that crashed): make it
+	// durable before the first write is acknowledged.
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return fail(fmt.Errorf("opening store %s: %w", path, err))
+	}
 	info, err := s.initSchema()
 	if err != nil {
 		return fail(err)
@@ -203,6 +209,36 @@ func (s *Store) openFile(ws *walState, replay []uint64) error {
 	}
 	if err != nil {
 		return fail(err)
+	}
+	return nil
+}
+
+// makeDir creates dir and its missing parents, and makes their entries durable: each
+// new directory is synced into its parent, and dir's own entry always is (an earlier
+// Open may have created it and crashed before syncing it).
+func makeDir(dir string) error {
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		ok, err := exists(d)
+		if err != nil {
+			return err
+		}
+		if ok || filepath.Dir(d) == d {
+			break
+		}
+		missing = append(missing, d)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	parents := []string{filepath.Dir(dir)}
+	for _, d := range missing[min(1, len(missing)):] { // missing[0] is dir
+		parents = append(parents, filepath.Dir(d))
+	}
+	for _, d := range parents {
+		if err := syncDir(d); err != nil {
+			return err
+		}
 	}
 	return nil
 }

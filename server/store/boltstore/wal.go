@@ -122,6 +122,8 @@ type wal struct {
 	off   int64 // where the next record of the open segment goes
 	alloc int64 // bytes of the open segment already written (records, then zeros)
 	size  int64 // bytes appended since the last checkpoint (all segments)
+	// wrote, set by tests only, sees every write to the open segment once it is made.
+	wrote func(off int64, p []byte)
 }
 
 // walChunk is how far ahead of its records a segment is filled with zeros. Appending
@@ -180,17 +182,27 @@ func (w *wal) append(rec []byte) error {
 	end := w.off + int64(len(rec))
 	if end > w.alloc {
 		for w.alloc < end+walChunk {
-			if _, err := w.f.WriteAt(zeros, w.alloc); err != nil {
+			if err := w.writeAt(zeros, w.alloc); err != nil {
 				return err
 			}
 			w.alloc += int64(len(zeros))
 		}
 	}
-	if _, err := w.f.WriteAt(rec, w.off); err != nil {
+	if err := w.writeAt(rec, w.off); err != nil {
 		return err
 	}
 	w.off = end
 	w.size += int64(len(rec))
+	return nil
+}
+
+func (w *wal) writeAt(p []byte, off int64) error {
+	if _, err := w.f.WriteAt(p, off); err != nil {
+		return err
+	}
+	if w.wrote != nil {
+		w.wrote(off, p)
+	}
 	return nil
 }
 
@@ -202,7 +214,7 @@ func (w *wal) removeBefore(seq uint64) error {
 	}
 	for _, n := range seqs {
 		if n < seq {
-			if err := os.Remove(filepath.Join(w.dir, segmentName(n))); err != nil {
+			if err := fsRemove(filepath.Join(w.dir, segmentName(n))); err != nil {
 				return err
 			}
 		}
@@ -219,52 +231,93 @@ func (w *wal) close() error {
 	return err
 }
 
-// errCorruptWAL is wrapped by Open's error when a record other than the last one of
-// the log is damaged: replaying past it would silently drop acknowledged writes.
+// errCorruptWAL is wrapped by Open's error when the log is damaged in a way a crash
+// cannot explain: replaying past the damage would silently drop acknowledged writes.
 var errCorruptWAL = errors.New("write-ahead log is corrupt")
 
-// replayLog applies the segments seqs of dir to db, in order. A segment ends at its
-// last record: what follows is zeros (written ahead, see walChunk) or nothing. A
-// damaged record is tolerated only as the last thing the log holds, where a crash
-// during an append leaves it: in the last segment with records, with nothing but
-// zeros after it. Anywhere else the log is corrupt, and replaying past the damage
-// would silently drop acknowledged writes.
-func replayLog(db *bolt.DB, dir string, seqs []uint64) error {
+// sectorSize is the unit a disk writes atomically. A crash during writeback leaves
+// each sector of a segment either as written or as it was before, and before it held a
+// record every byte of a segment was zero (written ahead, see walChunk, or a hole).
+const sectorSize = 512
+
+// logEnd is where the records of a log end: in segment seq (at path) at offset off,
+// followed by size-off bytes of zeros or of a torn tail (torn).
+type logEnd struct {
+	seq       uint64
+	path      string
+	off, size int64
+	torn      bool
+}
+
+// replayLog applies the segments seqs of dir to db, in order, and returns the bytes of
+// records applied and where they end (nil if no segment holds anything).
+//
+// A segment ends at its last record: what follows is zeros or nothing. Damage is a
+// torn tail, where the log ends, if it is in the last segment that holds anything and
+// a crash can have caused it: the file ends inside the record, its length is zero, or
+// a sector it covers is zero from the record's bytes to the sector's end (the sector
+// never reached the disk), or nothing but zeros follows it. Such a record was never
+// acknowledged, and neither was anything after it in the segment, even a valid
+// record: the store acknowledges a record once an fdatasync that started after it was
+// written returns, and that fdatasync would have written the damaged record's sectors
+// too (kernels and disks write pages back in any order, so later pages can reach the
+// disk first). Any other damage, and any damage in an earlier segment (a segment is
+// fdatasynced in full before the next one is started), is corruption.
+func replayLog(db *bolt.DB, dir string, seqs []uint64) (replayed int64, last *logEnd, err error) {
 	data := make([][]byte, len(seqs))
-	last := -1
+	lastIdx := -1
 	for i, seq := range seqs {
-		var err error
 		if data[i], err = os.ReadFile(filepath.Join(dir, segmentName(seq))); err != nil {
-			return err
+			return 0, nil, err
 		}
 		if !allZero(data[i]) {
-			last = i
+			lastIdx = i
 		}
 	}
-	for i, seq := range seqs {
-		if err := replaySegment(db, filepath.Join(dir, segmentName(seq)), data[i], i == last); err != nil {
-			return err
+	for i, seq := range seqs[:lastIdx+1] {
+		path := filepath.Join(dir, segmentName(seq))
+		end, torn, err := replaySegment(db, path, data[i], i == lastIdx)
+		if err != nil {
+			return 0, nil, err
+		}
+		replayed += int64(end)
+		if i == lastIdx {
+			last = &logEnd{seq: seq, path: path, off: int64(end), size: int64(len(data[i])), torn: torn}
 		}
 		data[i] = nil
 	}
-	return nil
+	return replayed, last, nil
 }
 
-func allZero(p []byte) bool { return len(bytes.TrimRight(p, "\x00")) == 0 }
+func allZero(p []byte) bool { return contentEnd(p) == 0 }
+
+// contentEnd returns the length of p without its trailing zeros, comparing whole blocks
+// first: a segment's tail is megabytes of zeros.
+func contentEnd(p []byte) int {
+	end := len(p)
+	for end > 0 {
+		n := min(end, len(zeros))
+		if !bytes.Equal(p[end-n:end], zeros[:n]) {
+			return len(bytes.TrimRight(p[:end], "\x00"))
+		}
+		end -= n
+	}
+	return 0
+}
 
 // replaySegment applies the records of one segment (data, read from path) to db, a
-// transaction per chunk of records; last says whether a damaged final record is
-// tolerated (see replayLog).
-func replaySegment(db *bolt.DB, path string, data []byte, last bool) error {
+// transaction per chunk of records, and returns where its records end and whether a
+// damaged record follows them (a torn tail; tolerated only if last, see replayLog).
+func replaySegment(db *bolt.DB, path string, data []byte, last bool) (end int, torn bool, err error) {
 	var payloads [][]byte
-	for off := 0; off < len(data); {
+	// Past content, only the zeros written ahead of the records (found once: a check
+	// per record would scan those zeros, megabytes, for every record).
+	content := contentEnd(data)
+	off := 0
+	for off < content {
 		rest := data[off:]
-		if allZero(rest) {
-			break // the zeros written ahead of the records
-		}
 		bad := ""
 		var n int
-		extent := len(rest) // what the damaged record may have covered
 		switch {
 		case len(rest) < walHeader:
 			bad = "short header"
@@ -273,12 +326,10 @@ func replaySegment(db *bolt.DB, path string, data []byte, last bool) error {
 			switch {
 			case n == 0 || n > walMaxRecord:
 				bad = fmt.Sprintf("bad length %d", n)
-				extent = walHeader
 			case len(rest) < walHeader+n:
 				bad = "short record"
 			case crc32.Checksum(rest[walHeader:walHeader+n], castagnoli) != binary.LittleEndian.Uint32(rest[4:8]):
 				bad = "checksum mismatch"
-				extent = walHeader + n
 			}
 		}
 		if bad == "" {
@@ -286,10 +337,11 @@ func replaySegment(db *bolt.DB, path string, data []byte, last bool) error {
 			off += walHeader + n
 			continue
 		}
-		if last && allZero(rest[extent:]) {
-			break // the append a crash interrupted: never acknowledged
+		if last && tornRecord(data, content, off, n) {
+			torn = true
+			break
 		}
-		return fmt.Errorf("%w: %s: record at offset %d: %s, with %d bytes after it",
+		return 0, false, fmt.Errorf("%w: %s: record at offset %d: %s, with %d bytes after it",
 			errCorruptWAL, path, off, bad, len(rest))
 	}
 	for len(payloads) > 0 {
@@ -303,20 +355,47 @@ func replaySegment(db *bolt.DB, path string, data []byte, last bool) error {
 			}
 			return nil
 		}); err != nil {
-			return err
+			return 0, false, err
 		}
 	}
-	return nil
+	return off, torn, nil
 }
 
-// syncDir makes the entries of dir (creations, renames, removals) durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+// tornRecord says whether the damaged record at off of a segment's data (of length n,
+// as its header says; the data is zeros from content on) can be an append a crash cut short: see
+// replayLog.
+func tornRecord(data []byte, content, off, n int) bool {
+	rest := data[off:]
+	switch {
+	case len(rest) < walHeader || len(rest) < walHeader+n && n <= walMaxRecord:
+		return true // the file ends inside the record
+	case n == 0:
+		return true // the header never reached the disk
+	case n > walMaxRecord:
+		return off+walHeader >= content
+	}
+	end := off + walHeader + n
+	for s := off; s < end; s = (s/sectorSize + 1) * sectorSize {
+		if allZero(data[s:min(len(data), (s/sectorSize+1)*sectorSize)]) {
+			return true
+		}
+	}
+	return end >= content
+}
+
+// truncate cuts the segment after its last record, durably, so that a torn tail is
+// never read again (the log goes on in a new segment after it) and a segment kept
+// after a recovery holds its records only.
+func (e *logEnd) truncate() error {
+	f, err := os.OpenFile(e.path, os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
-	err = d.Sync()
-	return errors.Join(err, d.Close())
+	err = f.Truncate(e.off)
+	if err == nil {
+		err = fdatasync(f)
+	}
+	return errors.Join(err, f.Close())
 }
 
 // copyFile writes src to dst through a temporary file, fsynced and renamed, so dst
@@ -335,7 +414,7 @@ func copyFile(dst string, src io.Reader) error {
 		_ = os.Remove(tmp)
 		return err
 	}
-	if err := os.Rename(tmp, dst); err != nil {
+	if err := fsRename(tmp, dst); err != nil {
 		return err
 	}
 	return syncDir(filepath.Dir(dst))

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/cmd/ctl/internal/printer"
@@ -66,6 +67,10 @@ func newSpecValidateCommand(g *globals) *cobra.Command {
 					resp, err := validate(&agentplanev1.ValidateSpecRequest{
 						Document: docs[i], Format: documentFormat(path), DocumentName: path, TenantMaxDepth: o.tenantMaxDepth,
 					})
+					if v := specViolationsOf(err); v != nil {
+						// Over the deployment's limits: refused, with its finding.
+						resp, err = &agentplanev1.ValidateSpecResponse{Valid: proto.Bool(false), Errors: v}, nil
+					}
 					if err != nil {
 						return fmt.Errorf("%s: %w", path, err)
 					}

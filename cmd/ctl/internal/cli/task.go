@@ -163,15 +163,7 @@ func (o *taskStartOptions) request(stdin io.Reader) (*agentplanev1.StartTaskRequ
 // does, named after the file they are in, and returns the error to exit with. Other
 // errors are returned as they are.
 func (o *taskStartOptions) specViolations(w io.Writer, err error) error {
-	if apierr.InfoOf(err).GetReason() != apierr.ReasonSpecInvalid {
-		return err
-	}
-	var violations []*agentplanev1.SpecViolation
-	for _, d := range status.Convert(err).Details() {
-		if sv, ok := d.(*agentplanev1.SpecViolations); ok {
-			violations = append(violations, sv.GetViolations()...)
-		}
-	}
+	violations := specViolationsOf(err)
 	if len(violations) == 0 {
 		return err
 	}
@@ -187,6 +179,24 @@ func (o *taskStartOptions) specViolations(w io.Writer, err error) error {
 		noun = "violation"
 	}
 	return &exitError{code: exitFailed, err: fmt.Errorf("%s is invalid (%d %s); no task was started", name, len(violations), noun)}
+}
+
+// specViolationsOf returns the violations a refused spec carries: those of an invalid
+// spec (spec.invalid) and the DOC-TOO-LARGE finding of a document over the
+// deployment's limits (limit.exceeded). Other errors have none.
+func specViolationsOf(err error) []*agentplanev1.SpecViolation {
+	switch apierr.InfoOf(err).GetReason() {
+	case apierr.ReasonSpecInvalid, apierr.ReasonResourceExhausted:
+	default:
+		return nil
+	}
+	var violations []*agentplanev1.SpecViolation
+	for _, d := range status.Convert(err).Details() {
+		if sv, ok := d.(*agentplanev1.SpecViolations); ok {
+			violations = append(violations, sv.GetViolations()...)
+		}
+	}
+	return violations
 }
 
 func countSet(values ...string) int {
