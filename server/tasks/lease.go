@@ -154,8 +154,10 @@ func (m *Manager) updateLeased(ctx context.Context, ref *agentplanev1.LeaseRef, 
 				return fenceError(rec, ref, f)
 			}
 		case fenceExpired:
-			// Worded before expire, which releases the lease.
+			// Worded before expire, which releases the lease. The runtime got the
+			// lease (it calls under it): losing it counts.
 			lost = fenceError(rec, ref, fenceExpired)
+			rec.GetLease().Acknowledged = true
 			if err := op.expire(); err != nil {
 				return err
 			}
@@ -168,7 +170,7 @@ func (m *Manager) updateLeased(ctx context.Context, ref *agentplanev1.LeaseRef, 
 		if err := fn(op); err != nil {
 			return err
 		}
-		op.remember(req)
+		op.remember(req, true)
 		return op.flush()
 	})
 	if err != nil {

@@ -15,10 +15,19 @@ import (
 	"github.com/agentplane/agentplane/server/store"
 )
 
-// maxAppliedRequests is how many request ids a task remembers (TaskRecord.applied_requests).
-// A retry comes seconds after its call; a client that makes more than this many other
-// keyed calls on one task in between loses the protection for the oldest.
-const maxAppliedRequests = 32
+// maxAppliedRequests is how many request ids a task remembers of each kind of caller
+// (TaskRecord.applied_requests): clients' calls (ContinueTask, CancelTask,
+// ResolveInterrupt) and runtimes' lease-fenced writes are counted apart, so that a busy
+// runtime's reports cannot push out the id of a ContinueTask whose retry arrives after
+// the task moved on to its next turn. A retry comes seconds after its call; a caller
+// that makes more than this many other keyed calls on one task in between loses the
+// protection for the oldest. Every runtime write rewrites the task record, which
+// carries the list, so it is kept short (and digests are truncated to 16 bytes).
+const maxAppliedRequests = 16
+
+// digestBytes is how much of a request's SHA-256 is kept: enough to tell two requests
+// apart, not to resist a forger, who could only confuse their own retries.
+const digestBytes = 16
 
 // Request names a mutating call on a task made under a caller's request id, so that a
 // retry of it is answered from what the first call did instead of being applied again.
@@ -53,7 +62,7 @@ func NewRequest(msg proto.Message) (Request, error) {
 	h.Write([]byte(r.Descriptor().FullName()))
 	h.Write([]byte{0})
 	h.Write(b)
-	return Request{ID: id, Digest: h.Sum(nil)}, nil
+	return Request{ID: id, Digest: h.Sum(nil)[:digestBytes]}, nil
 }
 
 // Replay is how a retried call answers from the first call's record: op is the task
@@ -87,19 +96,26 @@ func (o *Op) SetResult(id string, sequence int64) {
 	o.result = &storagev1.AppliedRequest{ResultId: id, ResultSequence: sequence}
 }
 
-// remember records req, with what fn set with SetResult, as applied to the task.
-func (o *Op) remember(req Request) {
+// remember records req, with what fn set with SetResult, as applied to the task, and
+// forgets the oldest request of the same kind (fenced or not) past maxAppliedRequests.
+func (o *Op) remember(req Request, fenced bool) {
 	if req.ID == "" {
 		return
 	}
-	a := &storagev1.AppliedRequest{RequestId: req.ID, Digest: req.Digest}
+	a := &storagev1.AppliedRequest{RequestId: req.ID, Digest: req.Digest, Fenced: fenced}
 	if o.result != nil {
 		a.ResultId, a.ResultSequence = o.result.GetResultId(), o.result.GetResultSequence()
 	}
 	o.touched = true
 	list := append(o.rec.GetAppliedRequests(), a)
-	if n := len(list) - maxAppliedRequests; n > 0 {
-		list = append([]*storagev1.AppliedRequest(nil), list[n:]...)
+	kept := 0
+	for i := len(list) - 1; i >= 0; i-- {
+		if list[i].GetFenced() == fenced {
+			if kept++; kept > maxAppliedRequests {
+				list = append(list[:i:i], list[i+1:]...)
+				break
+			}
+		}
 	}
 	o.rec.AppliedRequests = list
 }
@@ -124,7 +140,7 @@ func (m *Manager) UpdateTaskOnce(ctx context.Context, tenant, taskID string, req
 		if err := fn(op); err != nil {
 			return err
 		}
-		op.remember(req)
+		op.remember(req, false)
 		return op.flush()
 	})
 }

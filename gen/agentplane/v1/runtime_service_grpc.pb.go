@@ -48,7 +48,7 @@ const (
 // among the mutating calls on the task): a retry with the same request_id and the same
 // request returns the first call's result (also after the call released the lease or
 // ended the task), the same request_id with a different request is ALREADY_EXISTS
-// (reason task.request_id_reused). A task remembers the last 32 request ids. LeaseTasks
+// (reason task.request_id_reused). A task remembers the last 16 request ids of runtime writes. LeaseTasks
 // needs none: a lease is acknowledged by the runtime's first call under it, and a lease
 // that expires unacknowledged (its response was lost) returns the task to the queue
 // without counting an attempt.
@@ -261,7 +261,7 @@ func (c *runtimeServiceClient) PublishDeltas(ctx context.Context, in *PublishDel
 // among the mutating calls on the task): a retry with the same request_id and the same
 // request returns the first call's result (also after the call released the lease or
 // ended the task), the same request_id with a different request is ALREADY_EXISTS
-// (reason task.request_id_reused). A task remembers the last 32 request ids. LeaseTasks
+// (reason task.request_id_reused). A task remembers the last 16 request ids of runtime writes. LeaseTasks
 // needs none: a lease is acknowledged by the runtime's first call under it, and a lease
 // that expires unacknowledged (its response was lost) returns the task to the queue
 // without counting an attempt.

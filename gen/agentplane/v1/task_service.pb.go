@@ -368,8 +368,8 @@ type ContinueTaskRequest struct {
 	// The next user message.
 	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	// Idempotency key chosen by the caller (at most 128 bytes), unique among the
-	// mutating calls on this task; recommended. The task remembers the last 32 ids it
-	// was changed under, for as long as it is kept.
+	// mutating calls on this task; recommended. The task remembers the last 16 ids of
+	// such calls (ContinueTask, CancelTask, ResolveInterrupt), for as long as it is kept.
 	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1005,7 +1005,8 @@ type WatchTaskResponse_Event struct {
 
 type WatchTaskResponse_CaughtUp struct {
 	// The replay from the store has reached the end of the log; what follows is live.
-	// Sent once per stream, before any live event.
+	// Sent once per stream, before any live event; not sent when the replay ends with
+	// the terminal event.
 	CaughtUp *StreamCaughtUp `protobuf:"bytes,2,opt,name=caught_up,json=caughtUp,proto3,oneof"`
 }
 

@@ -69,9 +69,9 @@ type TaskServiceClient interface {
 	// log and the stream goes live, keepalives on an idle stream, and ephemeral message
 	// deltas, which are not part of the log.
 	//
-	// End and errors: the stream ends OK after the event that makes the task terminal (at
-	// once, after caught_up, when the task already ended and after_sequence is its last
-	// event). A missing task, or another tenant's, is NOT_FOUND; after_sequence beyond
+	// End and errors: the stream ends OK after the event that makes the task terminal
+	// (without caught_up when the replay reaches it; at once, with no message, when the
+	// task already ended and after_sequence is its last event). A missing task, or another tenant's, is NOT_FOUND; after_sequence beyond
 	// the task's last event is INVALID_ARGUMENT; the server shutting down ends it with
 	// UNAVAILABLE (reconnect with the last sequence seen); too many watches of one
 	// principal is RESOURCE_EXHAUSTED before the first message. A client that is slow to
@@ -233,9 +233,9 @@ type TaskServiceServer interface {
 	// log and the stream goes live, keepalives on an idle stream, and ephemeral message
 	// deltas, which are not part of the log.
 	//
-	// End and errors: the stream ends OK after the event that makes the task terminal (at
-	// once, after caught_up, when the task already ended and after_sequence is its last
-	// event). A missing task, or another tenant's, is NOT_FOUND; after_sequence beyond
+	// End and errors: the stream ends OK after the event that makes the task terminal
+	// (without caught_up when the replay reaches it; at once, with no message, when the
+	// task already ended and after_sequence is its last event). A missing task, or another tenant's, is NOT_FOUND; after_sequence beyond
 	// the task's last event is INVALID_ARGUMENT; the server shutting down ends it with
 	// UNAVAILABLE (reconnect with the last sequence seen); too many watches of one
 	// principal is RESOURCE_EXHAUSTED before the first message. A client that is slow to

@@ -163,7 +163,8 @@ type TaskRecord struct {
 	// queues existed, which means "default". Immutable.
 	Queue string `protobuf:"bytes,40,opt,name=queue,proto3" json:"queue,omitempty"`
 	// The last mutating calls made on the task with a request id, oldest first, at most
-	// 32: what a retry of one of them is answered from.
+	// 16 clients' calls and 16 runtimes' lease-fenced writes: what a retry of one of them
+	// is answered from.
 	AppliedRequests []*AppliedRequest `protobuf:"bytes,41,rep,name=applied_requests,json=appliedRequests,proto3" json:"applied_requests,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
@@ -407,16 +408,19 @@ type AppliedRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The caller's request id.
 	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	// Digest of the request (with its method, without its request id), to tell a retry
-	// from a different request reusing the id.
+	// Digest of the request (its message type and fields, without its request id; the
+	// first 16 bytes of a SHA-256), to tell a retry from a different request reusing the
+	// id.
 	Digest []byte `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`
 	// What the call returned that the task record does not hold: the interrupt id
 	// (PauseTask, ResolveInterrupt), the last sequence appended (ReportEvents), the
 	// verdict's sequence (RecordVerdict).
 	ResultId       string `protobuf:"bytes,3,opt,name=result_id,json=resultId,proto3" json:"result_id,omitempty"`
 	ResultSequence int64  `protobuf:"varint,4,opt,name=result_sequence,json=resultSequence,proto3" json:"result_sequence,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Made by a runtime under a lease (counted apart from clients' calls).
+	Fenced        bool `protobuf:"varint,5,opt,name=fenced,proto3" json:"fenced,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AppliedRequest) Reset() {
@@ -475,6 +479,13 @@ func (x *AppliedRequest) GetResultSequence() int64 {
 		return x.ResultSequence
 	}
 	return 0
+}
+
+func (x *AppliedRequest) GetFenced() bool {
+	if x != nil {
+		return x.Fenced
+	}
+	return false
 }
 
 // TaskSpecRecord is what a task was started with. Written once, with the task, and
@@ -1185,13 +1196,14 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\x10applied_requests\x18) \x03(\v2%.agentplane.storage.v1.AppliedRequestR\x0fappliedRequests\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8d\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa5\x01\n" +
 	"\x0eAppliedRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x16\n" +
 	"\x06digest\x18\x02 \x01(\fR\x06digest\x12\x1b\n" +
 	"\tresult_id\x18\x03 \x01(\tR\bresultId\x12'\n" +
-	"\x0fresult_sequence\x18\x04 \x01(\x03R\x0eresultSequence\"\xb2\x04\n" +
+	"\x0fresult_sequence\x18\x04 \x01(\x03R\x0eresultSequence\x12\x16\n" +
+	"\x06fenced\x18\x05 \x01(\bR\x06fenced\"\xb2\x04\n" +
 	"\x0eTaskSpecRecord\x120\n" +
 	"\x05agent\x18\x01 \x01(\v2\x18.agentplane.v1.AgentSpecH\x00R\x05agent\x120\n" +
 	"\x05graph\x18\x02 \x01(\v2\x18.agentplane.v1.GraphSpecH\x00R\x05graph\x12\x1b\n" +
