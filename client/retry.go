@@ -54,12 +54,12 @@ func WithRetry(r Retry) Option {
 	return func(o *options) error { o.retry = r.withDefaults(); return nil }
 }
 
-// safeToRepeat lists the unary calls without a request_id that may be repeated: they
-// read, or repeating them changes nothing (a heartbeat, a gate check keyed by call id,
+// safeToRepeat lists the unary calls without a request_id, other than Get* and List*,
+// that may be repeated: they read, or repeating them changes nothing (a heartbeat, a gate check keyed by call id,
 // a long poll whose lost leases are only offered).
 var safeToRepeat = map[string]bool{
 	"ValidateSpec": true, "Heartbeat": true, "CheckToolCall": true, "LeaseTasks": true,
-	"ReadTaskHistory": true, "PublishDeltas": true, "GetCapabilities": true, "GetStats": true,
+	"ReadTaskHistory": true, "PublishDeltas": true,
 }
 
 // RetryInterceptor gives every mutating call that has a request_id field one (a random
