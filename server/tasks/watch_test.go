@@ -209,3 +209,70 @@ func TestWatchErrors(t *testing.T) {
 	// Nothing stays subscribed after watches end.
 	waitUntil(t, func() bool { h.m.hub.mu.Lock(); defer h.m.hub.mu.Unlock(); return len(h.m.hub.subs) == 0 })
 }
+
+// TestWatchDeltasFollowTheLog: a live watcher gets caught_up once, then deltas in the
+// order they were published relative to events; deltas are refused without a message
+// id or under a stale lease, and reach nobody when nobody watches.
+func TestWatchDeltasFollowTheLog(t *testing.T) {
+	h := newHarness(t)
+	task := h.start(t, params("acme"))
+	l := h.lease(t, "rt")
+	delta := func(id, text string) []*agentplanev1.MessageDelta {
+		return []*agentplanev1.MessageDelta{{MessageId: id, TextDelta: text}}
+	}
+	if n, err := h.m.PublishDeltas(ctx, ref(l), delta("m0", "x")); err != nil || n != 0 {
+		t.Fatalf("PublishDeltas without watchers = %d, %v", n, err)
+	}
+	_, err := h.m.PublishDeltas(ctx, ref(l), delta("", "x"))
+	wantErr(t, err, codes.InvalidArgument, apierr.ReasonInvalidArgument)
+	stale := ref(l)
+	stale.Epoch++
+	_, err = h.m.PublishDeltas(ctx, stale, delta("m0", "x"))
+	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
+
+	msgs := make(chan *agentplanev1.WatchTaskResponse, 64)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- h.m.Watch(wctx, "acme", task.GetTaskId(), 0, func(m *agentplanev1.WatchTaskResponse) error { msgs <- m; return nil })
+	}()
+	var last int64
+	for m := range msgs {
+		if m.GetCaughtUp() != nil {
+			last = m.GetCaughtUp().GetLastSequence()
+			break
+		}
+	}
+	if n, err := h.m.PublishDeltas(ctx, ref(l), delta("m1", "a")); err != nil || n != 1 {
+		t.Fatalf("PublishDeltas = %d, %v; want 1 watcher", n, err)
+	}
+	seq, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note("m1 done")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.m.PublishDeltas(ctx, ref(l), delta("m2", "b")); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for len(got) < 3 {
+		m := <-msgs
+		switch {
+		case m.GetMessageDelta() != nil:
+			d := m.GetMessageDelta()
+			got = append(got, fmt.Sprintf("%s@%d", d.GetMessageId(), d.GetAfterSequence()))
+		case m.GetEvent() != nil:
+			got = append(got, fmt.Sprint("event@", m.GetEvent().GetSequence()))
+		case m.GetCaughtUp() != nil:
+			t.Fatal("a second caught_up")
+		}
+	}
+	want := []string{fmt.Sprint("m1@", last), fmt.Sprint("event@", seq), fmt.Sprint("m2@", seq)}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("watcher got %v, want %v", got, want)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+}
