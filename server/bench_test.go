@@ -42,7 +42,7 @@ func BenchmarkValidateSpecGRPC(b *testing.B) {
 		for _, v := range []struct {
 			name string
 			req  *agentplanev1.ValidateSpecRequest
-		}{{"typed", typed}, {"document", &agentplanev1.ValidateSpecRequest{Document: doc}}} {
+		}{{"typed", typed}, {"document", &agentplanev1.ValidateSpecRequest{Spec: &agentplanev1.ValidateSpecRequest_Document{Document: doc}}}} {
 			b.Run(c.name+"/"+v.name, func(b *testing.B) {
 				b.SetBytes(int64(len(doc)))
 				for b.Loop() {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math"
 	"slices"
 
 	"google.golang.org/grpc/codes"
@@ -11,6 +12,7 @@ import (
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/spec"
+	"github.com/agentplane/agentplane/server/store/pagetoken"
 	"github.com/agentplane/agentplane/server/version"
 )
 
@@ -60,12 +62,25 @@ func (x *capabilityService) GetCapabilities(ctx context.Context, _ *agentplanev1
 	if t := s.tenantMaxDepth(p.Tenant, 0); t > 0 && t < maxDepth {
 		maxDepth = t
 	}
+	lim := s.cfg.Limits
 	caps.Limits = &agentplanev1.Limits{
-		MaxDepth:            maxDepth,
-		MaxSpecBytes:        s.cfg.Limits.MaxSpecBytes,
-		MaxEventBytes:       s.cfg.Limits.MaxEventBytes,
-		MaxTaskHistoryBytes: s.cfg.Limits.MaxTaskHistoryBytes,
-		MaxTaskEvents:       s.cfg.Limits.MaxTaskEvents,
+		MaxDepth:             int32(maxDepth),
+		MaxSpecBytes:         lim.MaxSpecBytes,
+		MaxEventBytes:        lim.MaxEventBytes,
+		MaxTaskHistoryBytes:  lim.MaxTaskHistoryBytes,
+		MaxTaskEvents:        int32(min(lim.MaxTaskEvents, math.MaxInt32)),
+		MaxRequestBytes:      lim.MaxRequestBytes(),
+		MaxInputBytes:        lim.MaxInputBytes,
+		MaxLabels:            int32(lim.MaxLabels),
+		MaxListResponseBytes: lim.MaxListResponseBytes,
+		MaxEventsPerReport:   int32(lim.MaxEventsPerReport()),
+		DefaultPageSize:      pagetoken.DefaultPageSize,
+		MaxPageSize:          pagetoken.MaxPageSize,
+	}
+	if s.limits.enabled { // the per-principal limits hold in multi-tenant mode only
+		caps.Limits.MaxCallsPerPrincipal = int32(s.limits.max[slotCall])
+		caps.Limits.MaxWatchesPerPrincipal = int32(s.limits.max[slotWatch])
+		caps.Limits.MaxAwaitsPerPrincipal = int32(s.limits.max[slotAwait])
 	}
 	return &agentplanev1.GetCapabilitiesResponse{Capabilities: caps}, nil
 }

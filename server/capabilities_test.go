@@ -661,7 +661,7 @@ func TestPostureDeniedWorkflowsAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	started, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Document: doc, Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: "write it",
+		Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: "write it",
 	})
 	if status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("StartTask of a GraphSpec with workflows denied: want FAILED_PRECONDITION, got %v (task %v)", err, started.GetTask().GetState())

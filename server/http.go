@@ -37,6 +37,7 @@ func (s *Server) buildHTTP() error {
 		}}),
 		runtime.WithHealthzEndpoint(healthpb.NewHealthClient(conn)),
 		runtime.WithMetadata(s.tls2peer.annotate),
+		runtime.WithIncomingHeaderMatcher(traceHeaderMatcher),
 		runtime.WithErrorHandler(s.httpError),
 		runtime.WithRoutingErrorHandler(s.httpRoutingError),
 	)

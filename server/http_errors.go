@@ -105,7 +105,7 @@ func (s *Server) httpRoutingError(ctx context.Context, mux *runtime.ServeMux, m 
 	s.httpError(ctx, mux, m, w, r, err)
 }
 
-func (s *Server) maxHTTPBody() int64 { return s.cfg.Limits.MaxSpecBytes + (64 << 10) }
+func (s *Server) maxHTTPBody() int64 { return s.cfg.Limits.MaxRequestBytes() }
 
 // statusWriter writes its own HTTP status instead of the one it is given.
 type statusWriter struct {

@@ -337,3 +337,17 @@ func TestPrincipalLimitCalls(t *testing.T) {
 	<-done2
 	r.settle("call", 0)
 }
+
+// TestCapabilitiesAdvertisePerPrincipalLimits: in multi-tenant mode GetCapabilities
+// says how many calls, watches and awaits the caller may hold.
+func TestCapabilitiesAdvertisePerPrincipalLimits(t *testing.T) {
+	r := startLimited(t)
+	resp, err := r.actor("acme", auth.RoleUser).c.Capabilities.GetCapabilities(context.Background(), &agentplanev1.GetCapabilitiesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := resp.GetCapabilities().GetLimits()
+	if lim.GetMaxCallsPerPrincipal() != perPrincipal || lim.GetMaxWatchesPerPrincipal() != perPrincipal || lim.GetMaxAwaitsPerPrincipal() != perPrincipal {
+		t.Fatalf("limits %v, want %d of each per principal", lim, perPrincipal)
+	}
+}

@@ -150,7 +150,7 @@ func (s *Server) serverOptions(unary grpc.UnaryServerInterceptor, stream grpc.St
 		grpc.ChainStreamInterceptor(append(streams, s.guard.StreamInterceptor, s.limits.stream)...),
 		// Over this size grpc-go answers RESOURCE_EXHAUSTED itself, before the codec
 		// and the interceptors (docs/errors.md).
-		grpc.MaxRecvMsgSize(int(s.cfg.Limits.MaxSpecBytes) + (64 << 10)),
+		grpc.MaxRecvMsgSize(int(s.cfg.Limits.MaxRequestBytes())),
 		// Clients may ping as often as every 10 s, with or without a call open, as
 		// the gRPC libraries of other languages commonly do (the default policy, 5
 		// min, answers them with GOAWAY too_many_pings). The server pings a

@@ -8,6 +8,7 @@ import (
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/spec"
+	"github.com/agentplane/agentplane/server/store/pagetoken"
 )
 
 // ValidateSpec checks a typed spec or a document with the same validator StartTask uses.
@@ -17,7 +18,7 @@ func (x *specService) ValidateSpec(ctx context.Context, req *agentplanev1.Valida
 		return nil, err
 	}
 	in := spec.InputFromRequest(req)
-	in.TenantMaxDepth = x.s.tenantMaxDepth(tenant, req.GetTenantMaxDepth())
+	in.TenantMaxDepth = x.s.tenantMaxDepth(tenant, int64(req.GetTenantMaxDepth()))
 	res, err := x.s.validate(ctx, in)
 	if err != nil {
 		return nil, err
@@ -53,7 +54,8 @@ func (s *Server) tenantMaxDepth(tenant string, requested int64) int64 {
 	return spec.TenantMaxDepth(&s.cfg, tenant, requested)
 }
 
-// ListRules pages the rule catalogue in id order. The page token is the index of the
+// ListRules pages the rule catalogue in id order, with the page sizes of every List
+// RPC (pagetoken.PageSize). The page token is the index of the
 // next rule: the catalogue is compiled in, so it cannot change under a client.
 func (x *specService) ListRules(_ context.Context, req *agentplanev1.ListRulesRequest) (*agentplanev1.ListRulesResponse, error) {
 	rules := spec.Rules()
@@ -65,13 +67,11 @@ func (x *specService) ListRules(_ context.Context, req *agentplanev1.ListRulesRe
 		}
 		start = n
 	}
-	if req.GetPageSize() < 0 {
-		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "page_size must not be negative")
+	size, err := pagetoken.PageSize(req.GetPageSize())
+	if err != nil {
+		return nil, err
 	}
-	end := len(rules)
-	if size := int(req.GetPageSize()); size > 0 && start+size < end {
-		end = start + size
-	}
+	end := min(start+size, len(rules))
 	resp := &agentplanev1.ListRulesResponse{Rules: rules[start:end]}
 	if end < len(rules) {
 		resp.NextPageToken = strconv.Itoa(end)

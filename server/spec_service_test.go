@@ -70,11 +70,11 @@ func TestStartTaskRunsTheSameValidation(t *testing.T) {
 	in := servertest.Start(t, nil)
 	ctx := context.Background()
 	doc := []byte("apiVersion: qar/v1\nkind: AgentSpec\ninstructions: ''\nmodel: m\nparent_close_policy: 1\n")
-	v, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Document: doc})
+	v, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Spec: &agentplanev1.ValidateSpecRequest_Document{Document: doc}})
 	if err != nil || v.GetValid() {
 		t.Fatalf("ValidateSpec: %v %v", v, err)
 	}
-	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "r1", Document: doc, Input: "hi"})
+	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "r1", Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: "hi"})
 	if status.Code(err) != codes.InvalidArgument || apierr.InfoOf(err).GetReason() != apierr.ReasonSpecInvalid {
 		t.Fatalf("StartTask: want INVALID_ARGUMENT spec.invalid, got %v", err)
 	}
@@ -104,9 +104,14 @@ func TestStartTaskRunsTheSameValidation(t *testing.T) {
 func TestListRulesPages(t *testing.T) {
 	in := servertest.Start(t, nil)
 	ctx := context.Background()
-	all, err := in.Client.Spec.ListRules(ctx, &agentplanev1.ListRulesRequest{})
+	all, err := in.Client.Spec.ListRules(ctx, &agentplanev1.ListRulesRequest{PageSize: 500})
 	if err != nil || all.GetNextPageToken() != "" || len(all.GetRules()) < 20 {
 		t.Fatalf("whole catalogue: %d rules, next %q, %v", len(all.GetRules()), all.GetNextPageToken(), err)
+	}
+	// page_size 0 is the default page of every List RPC, 50, not the whole catalogue.
+	if def, err := in.Client.Spec.ListRules(ctx, &agentplanev1.ListRulesRequest{}); err != nil ||
+		len(def.GetRules()) != min(50, len(all.GetRules())) || (len(all.GetRules()) > 50) != (def.GetNextPageToken() != "") {
+		t.Fatalf("default page: %d rules, next %q, %v", len(def.GetRules()), def.GetNextPageToken(), err)
 	}
 	var paged []string
 	token := ""
@@ -173,9 +178,9 @@ func TestDenseDocumentIsLimitExceeded(t *testing.T) {
 			t.Fatalf("%s: %v lacks the DOC-TOO-LARGE finding", what, err)
 		}
 	}
-	_, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Document: doc})
+	_, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Spec: &agentplanev1.ValidateSpecRequest_Document{Document: doc}})
 	check("ValidateSpec", err)
-	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "dense", Document: doc, Input: "hi"})
+	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "dense", Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: "hi"})
 	check("StartTask", err)
 
 	resp, err := http.Post("http://"+in.HTTPAddr+"/v1/specs/validate", "application/yaml", strings.NewReader(string(doc)))
@@ -195,7 +200,7 @@ func TestStartTaskBadPolicyKeepsItsDetail(t *testing.T) {
 	in := servertest.Start(t, nil)
 	_, err := in.Client.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
 		RequestId: "cel", Input: "hi",
-		Document: []byte("apiVersion: qar/v1\nkind: AgentSpec\ninstructions: x\nmodel: m\n"),
+		Spec: &agentplanev1.StartTaskRequest_Document{Document: []byte("apiVersion: qar/v1\nkind: AgentSpec\ninstructions: x\nmodel: m\n")},
 		InterruptPolicy: &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Predicate{
 			Predicate: &agentplanev1.PredicatePolicy{Expression: "tool_name ==="}}},
 	})

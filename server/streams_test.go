@@ -86,7 +86,7 @@ func TestWatchStreamArms(t *testing.T) {
 		t.Fatal(err)
 	}
 	recvUntil(t, stream.Recv, "the terminal event", func(m *agentplanev1.WatchTaskResponse) bool {
-		return m.GetEvent().GetStateChanged().GetTo() == agentplanev1.TaskState_TASK_STATE_COMPLETED
+		return m.GetEvent().GetStateChanged().GetToState() == agentplanev1.TaskState_TASK_STATE_COMPLETED
 	})
 	if _, err := stream.Recv(); err == nil {
 		t.Fatal("the watch went on after the terminal event")

@@ -42,6 +42,7 @@ func (x *taskService) StartTask(ctx context.Context, req *agentplanev1.StartTask
 		ToolAxes:      req.GetToolAxes(),
 		SessionID:     req.GetSessionId(),
 		Queue:         req.GetQueue(),
+		TraceContext:  traceContextOf(ctx),
 	}
 	if q := req.GetQueue(); q != "" {
 		if err := tasks.CheckQueue("queue", q); err != nil {
@@ -107,18 +108,12 @@ func (x *taskService) StartTask(ctx context.Context, req *agentplanev1.StartTask
 // resolveStartSpec validates the request's spec and returns what the runtime runs,
 // filling the submitted spec into params.
 func (s *Server) resolveStartSpec(ctx context.Context, req *agentplanev1.StartTaskRequest, tenant string, params *tasks.StartParams) (*agentplanev1.ResolvedSpec, error) {
-	given := 0
-	for _, set := range []bool{req.GetAgent() != nil, req.GetGraph() != nil, req.GetAgentId() != "", len(req.GetDocument()) > 0} {
-		if set {
-			given++
-		}
-	}
-	if given != 1 {
+	if req.GetSpec() == nil {
 		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument,
-			"give exactly one of agent, graph, agent_id or document (got %d)", given)
+			"give exactly one of agent, graph, agent_id, document or spec")
 	}
-	in := spec.Input{Agent: req.GetAgent(), Graph: req.GetGraph(), Document: req.GetDocument(), Format: req.GetFormat(),
-		TenantMaxDepth: s.tenantMaxDepth(tenant, 0)}
+	in := spec.Input{Agent: req.GetAgent(), Graph: req.GetGraph(), Document: req.GetDocument(), SpecJSON: req.GetSpecJson(),
+		Format: req.GetFormat(), TenantMaxDepth: s.tenantMaxDepth(tenant, 0)}
 	if id := req.GetAgentId(); id != "" {
 		static, ok := s.domain.static[id]
 		if !ok {

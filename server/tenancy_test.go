@@ -1072,12 +1072,14 @@ func (r *tenancyRun) awaitDecision(a *actor, w whose) {
 
 // --- HitlService ---
 
-// listAllInterrupts pages through a's pending interrupts, optionally of one task.
+// listAllInterrupts pages through a's pending interrupts of every kind (tool approvals
+// and chat-mode turn ends), optionally of one task.
 func listAllInterrupts(ctx context.Context, a *actor, taskID string) ([]*agentplanev1.Interrupt, error) {
 	var out []*agentplanev1.Interrupt
 	token := ""
 	for {
-		resp, err := a.c.Hitl.ListInterrupts(ctx, &agentplanev1.ListInterruptsRequest{TaskId: taskID, PageSize: 7, PageToken: token})
+		resp, err := a.c.Hitl.ListInterrupts(ctx, &agentplanev1.ListInterruptsRequest{TaskId: taskID, PageSize: 7, PageToken: token,
+			Kinds: []agentplanev1.InterruptKind{agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE}})
 		if err != nil {
 			return out, err
 		}

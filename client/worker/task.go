@@ -153,8 +153,11 @@ func (t *Task) write(ctx context.Context, what, end string, call func(context.Co
 }
 
 // Report appends events to the task's log in one transaction and returns the
-// sequence of the last one. A report repeated after a lost response is not appended
-// twice.
+// sequence of the last one. One call takes at most the deployment's
+// Capabilities.limits.max_events_per_report events (4 with the default limits), so
+// that it always fits the request size cap; more is INVALID_ARGUMENT limit.exceeded
+// and appends nothing. Report a longer batch in several calls.
+// A report repeated after a lost response is not appended twice.
 func (t *Task) Report(ctx context.Context, events ...*agentplanev1.RuntimeEvent) (int64, error) {
 	var last int64
 	req := &agentplanev1.ReportEventsRequest{Lease: t.ref, Events: events, RequestId: client.NewRequestID()}

@@ -122,6 +122,27 @@ type Limits struct {
 	StreamKeepaliveInterval Duration `yaml:"stream_keepalive_interval"`
 }
 
+// requestSlack is what a request may carry beyond its largest part (a spec document,
+// or the events of a report): the other fields and the framing.
+const requestSlack = 64 << 10
+
+// MaxRequestBytes is the largest request message the server reads (gRPC
+// MaxRecvMsgSize, the HTTP body cap): a spec of MaxSpecBytes and the rest of its
+// request. A larger one is refused by the transport.
+func (l Limits) MaxRequestBytes() int64 { return l.MaxSpecBytes + requestSlack }
+
+// reportEventOverhead bounds what one event adds to a ReportEvents request beyond its
+// payload (field tags and lengths of the list entry and of the oneof arm).
+const reportEventOverhead = 32
+
+// MaxEventsPerReport is the most events one ReportEvents call may carry: as many
+// events of MaxEventBytes as always fit MaxRequestBytes with the request's other
+// fields, and at least 1. A call within it never meets the transport limit.
+func (l Limits) MaxEventsPerReport() int {
+	n := (l.MaxRequestBytes() - requestSlack/16) / (l.MaxEventBytes + reportEventOverhead)
+	return int(max(n, 1))
+}
+
 // Spec holds deployment knowledge used by validation.
 type Spec struct {
 	// PlatformMaxDepth is the platform's graph nesting cap.

@@ -132,7 +132,7 @@ func DecideResolve(in *agentplanev1.Interrupt, req *agentplanev1.ResolveInterrup
 	d := &agentplanev1.Decision{
 		RuledArgsDigest: in.GetArgsDigest(),
 		DecidedBy:       p.Principal,
-		DecidedAt:       timestamppb.New(p.Now),
+		DecideTime:      timestamppb.New(p.Now),
 		Source:          agentplanev1.DecisionSource_DECISION_SOURCE_HUMAN,
 		InterruptId:     in.GetInterruptId(),
 	}
@@ -140,7 +140,7 @@ func DecideResolve(in *agentplanev1.Interrupt, req *agentplanev1.ResolveInterrup
 	switch r := req.GetDecision().(type) {
 	case *agentplanev1.ResolveInterruptRequest_Approve:
 		d.Type = agentplanev1.DecisionType_DECISION_TYPE_APPROVE
-		d.Args = in.GetRequest().GetArgs()
+		d.Args = in.GetApproval().GetArgs()
 		d.ArgsDigest = in.GetArgsDigest()
 		reason = r.Approve.Reason
 	case *agentplanev1.ResolveInterruptRequest_Reject:
@@ -189,7 +189,7 @@ func editInvalid(in *agentplanev1.Interrupt, violations []string) error {
 		fv[i] = &errdetails.BadRequest_FieldViolation{Field: "edit.args", Description: v}
 	}
 	return apierr.InvalidArgument(apierr.ReasonEditInvalid, "the edited args do not fit the parameters of tool %q: %s",
-		in.GetRequest().GetToolName(), strings.Join(violations, "; ")).
+		in.GetApproval().GetToolName(), strings.Join(violations, "; ")).
 		WithDetails(&errdetails.BadRequest{FieldViolations: fv})
 }
 
@@ -201,7 +201,7 @@ func DeadlineDecision(in *agentplanev1.Interrupt, approve bool, now time.Time) *
 	d := &agentplanev1.Decision{
 		RuledArgsDigest: in.GetArgsDigest(),
 		DecidedBy:       SystemPrincipal,
-		DecidedAt:       timestamppb.New(now),
+		DecideTime:      timestamppb.New(now),
 		Source:          agentplanev1.DecisionSource_DECISION_SOURCE_DEADLINE,
 		InterruptId:     in.GetInterruptId(),
 	}
@@ -209,7 +209,7 @@ func DeadlineDecision(in *agentplanev1.Interrupt, approve bool, now time.Time) *
 	var reason string
 	if approve {
 		d.Type = agentplanev1.DecisionType_DECISION_TYPE_APPROVE
-		d.Args = in.GetRequest().GetArgs()
+		d.Args = in.GetApproval().GetArgs()
 		d.ArgsDigest = in.GetArgsDigest()
 		reason = fmt.Sprintf("No reviewer decided by the deadline (%s); the deployment default approved the call.", when)
 	} else {
@@ -237,7 +237,7 @@ func DecideContinue(in *agentplanev1.Interrupt, principal string, now time.Time)
 		Type:            agentplanev1.DecisionType_DECISION_TYPE_APPROVE,
 		RuledArgsDigest: in.GetArgsDigest(),
 		DecidedBy:       principal,
-		DecidedAt:       timestamppb.New(now),
+		DecideTime:      timestamppb.New(now),
 		Source:          agentplanev1.DecisionSource_DECISION_SOURCE_CONTINUE,
 		InterruptId:     in.GetInterruptId(),
 	}, nil
@@ -258,7 +258,7 @@ func TaskEndedDecision(in *agentplanev1.Interrupt, how string, now time.Time) *a
 		ModelReason:     &reason,
 		RuledArgsDigest: in.GetArgsDigest(),
 		DecidedBy:       SystemPrincipal,
-		DecidedAt:       timestamppb.New(now),
+		DecideTime:      timestamppb.New(now),
 		Source:          agentplanev1.DecisionSource_DECISION_SOURCE_TASK_ENDED,
 		InterruptId:     in.GetInterruptId(),
 	}

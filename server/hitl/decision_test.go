@@ -136,7 +136,7 @@ func TestDecideResolve(t *testing.T) {
 				t.Fatal(err)
 			}
 			if d.GetType() != tt.typ || !proto.Equal(d.GetArgs(), tt.args) || d.GetArgsDigest() != tt.digest ||
-				d.GetRuledArgsDigest() != in.GetArgsDigest() || d.GetDecidedBy() != "alice" || !d.GetDecidedAt().AsTime().Equal(t0.Add(time.Second)) ||
+				d.GetRuledArgsDigest() != in.GetArgsDigest() || d.GetDecidedBy() != "alice" || !d.GetDecideTime().AsTime().Equal(t0.Add(time.Second)) ||
 				d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_HUMAN || d.GetInterruptId() != "I1" {
 				t.Errorf("decision %v", d)
 			}
@@ -176,7 +176,7 @@ func TestDeadlineDecision(t *testing.T) {
 			wantType, wantArgs = agentplanev1.DecisionType_DECISION_TYPE_APPROVE, args
 		}
 		if d.GetType() != wantType || !proto.Equal(d.GetArgs(), wantArgs) || d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_DEADLINE ||
-			d.GetDecidedBy() != SystemPrincipal || !d.GetDecidedAt().AsTime().Equal(now) || d.GetRuledArgsDigest() != in.GetArgsDigest() ||
+			d.GetDecidedBy() != SystemPrincipal || !d.GetDecideTime().AsTime().Equal(now) || d.GetRuledArgsDigest() != in.GetArgsDigest() ||
 			d.GetInterruptId() != "I1" || !strings.Contains(d.GetModelReason(), "2026-05-01T12:01:00Z") {
 			t.Errorf("DeadlineDecision(approve=%v) = %v", approve, d)
 		}

@@ -144,7 +144,7 @@ func (g *Gate) Check(ctx context.Context, t TaskGating, c Call, now time.Time) (
 			RuledArgsDigest: digest,
 			ArgsDigest:      digest,
 			DecidedBy:       SystemPrincipal,
-			DecidedAt:       timestamppb.New(now),
+			DecideTime:      timestamppb.New(now),
 			Source:          agentplanev1.DecisionSource_DECISION_SOURCE_POLICY,
 		}
 		return res, nil
@@ -164,7 +164,7 @@ func (g *Gate) Check(ctx context.Context, t TaskGating, c Call, now time.Time) (
 		Reason:          &res.Detail,
 		RuledArgsDigest: digest,
 		DecidedBy:       SystemPrincipal,
-		DecidedAt:       timestamppb.New(now),
+		DecideTime:      timestamppb.New(now),
 		Source:          agentplanev1.DecisionSource_DECISION_SOURCE_HITL_DISABLED,
 		// The server wrote this text, so it reaches the model verbatim.
 		ModelReason: &res.Detail,

@@ -102,7 +102,7 @@ func TestGateCheck(t *testing.T) {
 				}
 			case agentplanev1.GateOutcome_GATE_OUTCOME_REJECT:
 				if d.GetType() != agentplanev1.DecisionType_DECISION_TYPE_REJECT || d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_HITL_DISABLED ||
-					d.GetArgs() != nil || d.GetRuledArgsDigest() != digest || d.GetDecidedBy() != SystemPrincipal || !d.GetDecidedAt().AsTime().Equal(t0) {
+					d.GetArgs() != nil || d.GetRuledArgsDigest() != digest || d.GetDecidedBy() != SystemPrincipal || !d.GetDecideTime().AsTime().Equal(t0) {
 					t.Errorf("REJECT decision %v is not a synthesized rejection", d)
 				}
 				if !strings.Contains(d.GetModelReason(), tt.detail) || d.GetReason() != d.GetModelReason() || !strings.Contains(d.GetReason(), tt.call.ToolName) {
@@ -172,10 +172,10 @@ func TestToolGatedEventAndInterrupt(t *testing.T) {
 		!in.GetDeadline().AsTime().Equal(t0.Add(time.Hour)) {
 		t.Errorf("interrupt %v", in)
 	}
-	req := in.GetRequest()
+	req := in.GetApproval()
 	ctx := req.GetContext()
 	if req.GetInterruptId() != "I1" || req.GetToolName() != c.ToolName || req.GetToolDescription() != "Pays" || !proto.Equal(req.GetArgs(), args) ||
-		!req.GetRequestedAt().AsTime().Equal(t0) || ctx.GetAgentName() != "sup" || ctx.GetTripIndex() != 4 || ctx.GetSessionId() != "s1" ||
+		!req.GetRequestTime().AsTime().Equal(t0) || ctx.GetAgentName() != "sup" || ctx.GetTripIndex() != 4 || ctx.GetSessionId() != "s1" ||
 		ctx.GetOriginalInput() != "pay the bill" || !slices.Equal(ctx.GetTags(), []string{"money"}) {
 		t.Errorf("approval request %v", req)
 	}
@@ -187,7 +187,7 @@ func TestToolGatedEventAndInterrupt(t *testing.T) {
 		t.Error("an interrupt without timeout has a deadline")
 	}
 	pause := NewAutoPauseInterrupt(InterruptMeta{InterruptID: "P1", TaskID: "T1", Now: t0, Timeout: time.Minute}, "sup")
-	if pause.GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE || pause.GetRequest().GetToolName() != AutoPauseTool ||
+	if pause.GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE || pause.GetTurnEnd().GetAgentName() != "sup" || pause.GetApproval() != nil ||
 		pause.GetDeadline() != nil || pause.GetArgsDigest() == "" || pause.GetNode() != "sup" {
 		t.Errorf("auto-pause interrupt %v", pause)
 	}

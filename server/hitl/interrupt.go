@@ -9,9 +9,6 @@ import (
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
-// AutoPauseTool is the tool name of a chat-mode pause's synthetic interrupt.
-const AutoPauseTool = "__auto_pause__"
-
 // InterruptMeta is what an interrupt needs beyond the call: its identity, its task
 // and the run context a reviewer sees.
 type InterruptMeta struct {
@@ -30,29 +27,43 @@ type InterruptMeta struct {
 func NewToolInterrupt(m InterruptMeta, c Call, r GateResult) *agentplanev1.Interrupt {
 	in := newInterrupt(m, agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, c.AgentName, r.ArgsDigest)
 	in.CallId = c.CallID
-	req := in.Request
-	req.ToolName = c.ToolName
+	req := &agentplanev1.ApprovalRequest{
+		InterruptId: m.InterruptID,
+		ToolName:    c.ToolName,
+		Args:        c.Args,
+		Context: &agentplanev1.ApprovalContext{
+			AgentName: c.AgentName, TripIndex: c.TripIndex, Tags: r.Tags,
+		},
+		RequestTime: timestamppb.New(m.Now),
+	}
 	if c.ToolDescription != "" {
 		req.ToolDescription = &c.ToolDescription
 	}
-	req.Args = c.Args
 	if req.Args == nil {
 		req.Args = structpb.NewNullValue()
 	}
-	req.Context.TripIndex = c.TripIndex
-	req.Context.Tags = r.Tags
+	if m.SessionID != "" {
+		req.Context.SessionId = &m.SessionID
+	}
+	if m.OriginalInput != "" {
+		req.Context.OriginalInput = &m.OriginalInput
+	}
+	in.Request = &agentplanev1.Interrupt_Approval{Approval: req}
 	return in
 }
 
 // NewAutoPauseInterrupt builds the synthetic __auto_pause__ interrupt of a chat-mode
-// turn end by node. It has no deadline: only ContinueTask resolves it.
+// turn end by node. It has no deadline: only ContinueTask resolves it. Its request is
+// a TurnEndRequest; its args digest is the digest of null (nothing was asked about).
 func NewAutoPauseInterrupt(m InterruptMeta, node string) *agentplanev1.Interrupt {
 	m.Timeout = 0
-	null := structpb.NewNullValue()
-	digest, _ := ArgsDigest(null) // null always has a digest
+	digest, _ := ArgsDigest(structpb.NewNullValue()) // null always has a digest
 	in := newInterrupt(m, agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE, node, digest)
-	in.Request.ToolName = AutoPauseTool
-	in.Request.Args = null
+	req := &agentplanev1.TurnEndRequest{AgentName: node, RequestTime: timestamppb.New(m.Now)}
+	if m.SessionID != "" {
+		req.SessionId = &m.SessionID
+	}
+	in.Request = &agentplanev1.Interrupt_TurnEnd{TurnEnd: req}
 	return in
 }
 
@@ -65,17 +76,6 @@ func newInterrupt(m InterruptMeta, kind agentplanev1.InterruptKind, node, digest
 		State:       agentplanev1.InterruptState_INTERRUPT_STATE_PENDING,
 		ArgsDigest:  digest,
 		Node:        node,
-		Request: &agentplanev1.ApprovalRequest{
-			InterruptId: m.InterruptID,
-			Context:     &agentplanev1.ApprovalContext{AgentName: node},
-			RequestedAt: timestamppb.New(m.Now),
-		},
-	}
-	if m.SessionID != "" {
-		in.Request.Context.SessionId = &m.SessionID
-	}
-	if m.OriginalInput != "" {
-		in.Request.Context.OriginalInput = &m.OriginalInput
 	}
 	if m.Timeout > 0 {
 		in.Deadline = timestamppb.New(m.Now.Add(m.Timeout))

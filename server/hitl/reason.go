@@ -47,10 +47,10 @@ func ReasonPolicyFor(ct *agentplanev1.ContentTrustPolicy, d ReasonDefaults) Reas
 		p.Trusted = ct.GetHitlReasonPolicy() == TrustTrusted
 	}
 	if ct.GetMaxUntrustedBytes() > 0 {
-		p.MaxUntrustedBytes = ct.GetMaxUntrustedBytes()
+		p.MaxUntrustedBytes = int64(ct.GetMaxUntrustedBytes())
 	}
 	if ct.GetMaxTrustedBytes() > 0 {
-		p.MaxTrustedBytes = ct.GetMaxTrustedBytes()
+		p.MaxTrustedBytes = int64(ct.GetMaxTrustedBytes())
 	}
 	return p
 }

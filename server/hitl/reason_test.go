@@ -106,8 +106,8 @@ func TestReasonPolicyFor(t *testing.T) {
 		want ReasonPolicy
 	}{
 		{"defaults", nil, ReasonPolicy{MaxUntrustedBytes: 4096}},
-		{"trusted with cap", &agentplanev1.ContentTrustPolicy{HitlReasonPolicy: proto.String("trusted"), MaxTrustedBytes: proto.Int64(10)}, ReasonPolicy{Trusted: true, MaxUntrustedBytes: 4096, MaxTrustedBytes: 10}},
-		{"untrusted with cap", &agentplanev1.ContentTrustPolicy{HitlReasonPolicy: proto.String("untrusted"), MaxUntrustedBytes: proto.Int64(100)}, ReasonPolicy{MaxUntrustedBytes: 100}},
+		{"trusted with cap", &agentplanev1.ContentTrustPolicy{HitlReasonPolicy: proto.String("trusted"), MaxTrustedBytes: proto.Int32(10)}, ReasonPolicy{Trusted: true, MaxUntrustedBytes: 4096, MaxTrustedBytes: 10}},
+		{"untrusted with cap", &agentplanev1.ContentTrustPolicy{HitlReasonPolicy: proto.String("untrusted"), MaxUntrustedBytes: proto.Int32(100)}, ReasonPolicy{MaxUntrustedBytes: 100}},
 		{"unknown mode is untrusted", &agentplanev1.ContentTrustPolicy{HitlReasonPolicy: proto.String("mostly")}, ReasonPolicy{MaxUntrustedBytes: 4096}},
 	}
 	for _, tt := range tests {

@@ -39,7 +39,7 @@ func DecidedCall(m InterruptMeta, c Call, r GateResult) *agentplanev1.Interrupt 
 	m.Timeout = 0
 	c.Args = nil
 	in := NewToolInterrupt(m, c, r)
-	in.Request.Args = nil
+	in.GetApproval().Args = nil
 	d := proto.CloneOf(r.Decision)
 	d.Args = nil
 	in.State = agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED
@@ -85,7 +85,7 @@ func CheckRun(in *agentplanev1.Interrupt, call *agentplanev1.ToolCall) error {
 		return NotApproved(id, "call %q still waits for a decision on interrupt %s; run it once the decision approves it",
 			id, in.GetInterruptId())
 	}
-	if tool := in.GetRequest().GetToolName(); tool != call.GetToolName() {
+	if tool := in.GetApproval().GetToolName(); tool != call.GetToolName() {
 		return NotApproved(id, "call %q was checked as a call to tool %q, not %q", id, tool, call.GetToolName())
 	}
 	d := in.GetDecision()

@@ -49,7 +49,7 @@ func TestDecidedCall(t *testing.T) {
 	digest, _ := ArgsDigest(args)
 	d := allowed.GetDecision()
 	if allowed.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED || allowed.GetDeadline() != nil ||
-		allowed.GetArgsDigest() != digest || allowed.GetRequest().GetArgs() != nil || allowed.GetInterruptId() != InterruptID("T1", "c1") ||
+		allowed.GetArgsDigest() != digest || allowed.GetApproval().GetArgs() != nil || allowed.GetInterruptId() != InterruptID("T1", "c1") ||
 		d.GetArgs() != nil || d.GetArgsDigest() != digest || d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_POLICY {
 		t.Errorf("record of an allowed call = %v", allowed)
 	}
@@ -111,7 +111,7 @@ func TestCheckRun(t *testing.T) {
 		{"allowed by policy, other args", allowed, call("fs.write", edited), codes.FailedPrecondition},
 		{"allowed by policy, no args", allowed, call("fs.write", nil), codes.FailedPrecondition},
 		{"rejected at once (hitl disabled)", disabled, call("a2a__bank__pay", args), codes.FailedPrecondition},
-		{"a chat pause", pause, call(AutoPauseTool, nil), codes.FailedPrecondition},
+		{"a chat pause", pause, call("__auto_pause__", nil), codes.FailedPrecondition},
 		{"args with no JSON form", approved, call("fs.write", structpb.NewNumberValue(math.NaN())), codes.InvalidArgument},
 	}
 	for _, tt := range tests {

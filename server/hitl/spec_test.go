@@ -151,14 +151,14 @@ func TestToolSchema(t *testing.T) {
 }
 
 func TestHitlReasonTrust(t *testing.T) {
-	ct := func(mode *string, maxU, maxT *int64) *agentplanev1.ContentTrustPolicy {
+	ct := func(mode *string, maxU, maxT *int32) *agentplanev1.ContentTrustPolicy {
 		return &agentplanev1.ContentTrustPolicy{HitlReasonPolicy: mode, MaxUntrustedBytes: maxU, MaxTrustedBytes: maxT}
 	}
 	trusted, untrusted := proto.String(TrustTrusted), proto.String(TrustUntrusted)
-	inner := &agentplanev1.GraphSpec{ContentTrust: ct(nil, proto.Int64(50), nil), Agents: map[string]*agentplanev1.GraphAgent{
-		"leaf": agentNode(nil, &agentplanev1.AgentSpec{ContentTrust: ct(nil, nil, proto.Int64(7))}),
+	inner := &agentplanev1.GraphSpec{ContentTrust: ct(nil, proto.Int32(50), nil), Agents: map[string]*agentplanev1.GraphAgent{
+		"leaf": agentNode(nil, &agentplanev1.AgentSpec{ContentTrust: ct(nil, nil, proto.Int32(7))}),
 	}}
-	g := graphSpec(&agentplanev1.GraphSpec{ContentTrust: ct(trusted, proto.Int64(99), proto.Int64(1000)), Agents: map[string]*agentplanev1.GraphAgent{
+	g := graphSpec(&agentplanev1.GraphSpec{ContentTrust: ct(trusted, proto.Int32(99), proto.Int32(1000)), Agents: map[string]*agentplanev1.GraphAgent{
 		"own":  agentNode(nil, &agentplanev1.AgentSpec{ContentTrust: ct(untrusted, nil, nil)}),
 		"bare": agentNode(nil, nil),
 		"sub":  graphNode(nil, inner),
@@ -171,10 +171,10 @@ func TestHitlReasonTrust(t *testing.T) {
 	}{
 		{"plain agent", agentSpec(&agentplanev1.AgentSpec{ContentTrust: ct(trusted, nil, nil)}), "", ct(trusted, nil, nil)},
 		{"plain agent without settings", agentSpec(&agentplanev1.AgentSpec{}), "", ct(nil, nil, nil)},
-		{"node's own mode, graph's caps", g, "own", ct(untrusted, proto.Int64(99), proto.Int64(1000))},
-		{"node without settings takes the graph's", g, "bare", ct(trusted, proto.Int64(99), proto.Int64(1000))},
-		{"nearest wins per field", g, "leaf", ct(trusted, proto.Int64(50), proto.Int64(7))},
-		{"unknown node takes the top graph's", g, "ghost", ct(trusted, proto.Int64(99), proto.Int64(1000))},
+		{"node's own mode, graph's caps", g, "own", ct(untrusted, proto.Int32(99), proto.Int32(1000))},
+		{"node without settings takes the graph's", g, "bare", ct(trusted, proto.Int32(99), proto.Int32(1000))},
+		{"nearest wins per field", g, "leaf", ct(trusted, proto.Int32(50), proto.Int32(7))},
+		{"unknown node takes the top graph's", g, "ghost", ct(trusted, proto.Int32(99), proto.Int32(1000))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

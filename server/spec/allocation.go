@@ -29,7 +29,7 @@ func CheckAllocation(a *agentplanev1.SubgraphAllocation, remaining Budget, path 
 	p := NewPath(path)
 	ints := []struct {
 		name      string
-		v         *int64
+		v         *int32
 		remaining int64
 	}{
 		{"input_tokens", a.InputTokens, remaining.InputTokens},
@@ -41,7 +41,7 @@ func CheckAllocation(a *agentplanev1.SubgraphAllocation, remaining Budget, path 
 		case f.v == nil:
 		case *f.v <= 0:
 			out.add(RuleAllocationPositive, p.Child(f.name), "%s must be greater than 0, got %d; leave it out to take the default", f.name, *f.v)
-		case *f.v > f.remaining:
+		case int64(*f.v) > f.remaining:
 			out.add(RuleAllocationOverBudget, p.Child(f.name), "%s allocates %d, but the outer graph has %d left", f.name, *f.v, f.remaining)
 		}
 	}

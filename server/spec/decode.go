@@ -579,6 +579,20 @@ func (b *binder) scalar(n *node, fd protoreflect.FieldDescriptor, a at) (protore
 			break
 		}
 		return protoreflect.ValueOfInt64(i), true
+	case protoreflect.Int32Kind:
+		if n.kind != kindNumber {
+			b.typeError(n, a, "an integer")
+			break
+		}
+		i, err := parseInteger(n.str)
+		if err == "" && (i < math.MinInt32 || i > math.MaxInt32) {
+			err = fmt.Sprintf("integer %s is out of range (at most %d)", n.str, math.MaxInt32)
+		}
+		if err != "" {
+			b.report(RuleDocType, a.path(), n.pos, "%s", err)
+			break
+		}
+		return protoreflect.ValueOfInt32(int32(i)), true
 	case protoreflect.DoubleKind:
 		if n.kind != kindNumber {
 			b.typeError(n, a, "a number")

@@ -1,12 +1,13 @@
 package spec
 
 import (
+	"encoding/json"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/goccy/go-yaml/lexer"
-
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -246,7 +247,7 @@ func TestEncodeCanonical(t *testing.T) {
 				Model:        "m\"\n\x01<",
 			}}}},
 		},
-		Limits: &agentplanev1.GraphLimits{Budget: &agentplanev1.GraphBudget{TotalWallClockS: proto.Float64(1e21), TotalInputTokens: proto.Int64(1 << 62)}},
+		Limits: &agentplanev1.GraphLimits{Budget: &agentplanev1.GraphBudget{TotalWallClockS: proto.Float64(1e21), TotalInputTokens: proto.Int32(1 << 30)}},
 	}
 	got, err := Encode(g)
 	if err != nil {
@@ -254,7 +255,7 @@ func TestEncodeCanonical(t *testing.T) {
 	}
 	want := `{"agents":{"a":{"role":"collaborator","spec":{"instructions":{"preset":"qodo-default"},"model":"m\"\n\u0001<"}},` +
 		`"z":{"role":"supervisor","spec":{"agent_id":""}}},"apiVersion":"qar/v1","kind":"GraphSpec",` +
-		`"limits":{"budget":{"total_input_tokens":4611686018427387904,"total_wall_clock_s":1e+21}}}`
+		`"limits":{"budget":{"total_input_tokens":1073741824,"total_wall_clock_s":1e+21}}}`
 	if string(got) != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
@@ -274,4 +275,43 @@ func TestEncodeRefusesNonFinite(t *testing.T) {
 func posInf() float64 {
 	var zero float64
 	return 1 / zero
+}
+
+// TestTypedRendersWireNumbersAndNames: protojson renders the typed spec's counts as
+// JSON numbers (int64 would be strings, and bigint in TypeScript) and an edge's ends
+// under the wire's "from" and "to", though the fields are from_node and to_node.
+func TestTypedRendersWireNumbersAndNames(t *testing.T) {
+	g := &agentplanev1.GraphSpec{
+		ApiVersion: APIVersion, Kind: KindGraph,
+		Edges: []*agentplanev1.GraphEdge{{FromNode: "a", ToNode: "b", Kind: "handoff"}},
+		Limits: &agentplanev1.GraphLimits{MaxSteps: proto.Int32(5), MaxDepth: proto.Int32(2), PerAgentIterations: proto.Int32(3),
+			Budget: &agentplanev1.GraphBudget{TotalInputTokens: proto.Int32(1000), TotalOutputTokens: proto.Int32(100)}},
+		ContentTrust: &agentplanev1.ContentTrustPolicy{MaxUntrustedBytes: proto.Int32(4096)},
+	}
+	b, err := protojson.Marshal(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	limits := got["limits"].(map[string]any)
+	budget := limits["budget"].(map[string]any)
+	for name, v := range map[string]any{"max_steps": limits["max_steps"], "max_depth": limits["max_depth"],
+		"per_agent_iterations": limits["per_agent_iterations"], "total_input_tokens": budget["total_input_tokens"],
+		"max_untrusted_bytes": got["content_trust"].(map[string]any)["max_untrusted_bytes"]} {
+		if _, ok := v.(float64); !ok {
+			t.Errorf("%s renders as %T (%v), want a JSON number", name, v, v)
+		}
+	}
+	edge := got["edges"].([]any)[0].(map[string]any)
+	if edge["from"] != "a" || edge["to"] != "b" {
+		t.Errorf("edge renders as %v, want the wire's from and to", edge)
+	}
+	// And the rendering reads back as a document with the same values.
+	doc := Decode(b, formatJSON, Limits{})
+	if len(doc.Violations()) != 0 || doc.Graph.GetLimits().GetMaxSteps() != 5 || doc.Graph.GetEdges()[0].GetFromNode() != "a" {
+		t.Fatalf("decoded %v: %v", doc.Graph, doc.Violations())
+	}
 }

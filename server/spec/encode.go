@@ -193,7 +193,7 @@ func (e *encoder) single(fd protoreflect.FieldDescriptor, v protoreflect.Value) 
 		e.str(v.String())
 	case protoreflect.BoolKind:
 		e.buf = strconv.AppendBool(e.buf, v.Bool())
-	case protoreflect.Int64Kind:
+	case protoreflect.Int64Kind, protoreflect.Int32Kind:
 		e.buf = strconv.AppendInt(e.buf, v.Int(), 10)
 	case protoreflect.DoubleKind:
 		return e.number(v.Float())

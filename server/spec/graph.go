@@ -30,7 +30,7 @@ func (w *walker) rootGraph(g *agentplanev1.GraphSpec, p *Path) {
 
 func declaredDepth(g *agentplanev1.GraphSpec) int64 {
 	if d := g.GetLimits().GetMaxDepth(); d >= 1 {
-		return d
+		return int64(d)
 	}
 	return 0
 }
@@ -182,7 +182,7 @@ func (w *walker) edges(g *agentplanev1.GraphSpec, p *Path) []*agentplanev1.Graph
 	seen := make(map[edgeKey]int, len(g.GetEdges()))
 	for i, e := range g.GetEdges() {
 		ep := p.Index(i)
-		for _, end := range []struct{ key, name string }{{"from", e.GetFrom()}, {"to", e.GetTo()}} {
+		for _, end := range []struct{ key, name string }{{"from", e.GetFromNode()}, {"to", e.GetToNode()}} {
 			if end.name == "" {
 				w.errf(RuleEdgeEnds, ep.Child(end.key), "%s is required: a node name", end.key)
 			} else if _, ok := agents[end.name]; !ok {
@@ -195,14 +195,14 @@ func (w *walker) edges(g *agentplanev1.GraphSpec, p *Path) []*agentplanev1.Graph
 		case !slices.Contains(edgeKinds, k):
 			w.errf(RuleEdgeKind, ep.Child("kind"), "edge kind must be %s, got %q", oneOf(edgeKinds), k)
 		}
-		key := edgeKey{e.GetFrom(), e.GetTo(), e.GetKind()}
+		key := edgeKey{e.GetFromNode(), e.GetToNode(), e.GetKind()}
 		if j, dup := seen[key]; dup {
-			w.errf(RuleEdgeUnique, ep, "the same %s edge %s -> %s is already declared at edges[%d]", e.GetKind(), e.GetFrom(), e.GetTo(), j)
+			w.errf(RuleEdgeUnique, ep, "the same %s edge %s -> %s is already declared at edges[%d]", e.GetKind(), e.GetFromNode(), e.GetToNode(), j)
 		} else {
 			seen[key] = i
 		}
-		if target, ok := agents[e.GetTo()]; ok && e.GetKind() == "evaluate" && target.GetRole() != "evaluator" {
-			w.errf(RuleEvaluateTarget, ep.Child("to"), "an evaluate edge dispatches an evaluator, but %q has role %q", e.GetTo(), target.GetRole())
+		if target, ok := agents[e.GetToNode()]; ok && e.GetKind() == "evaluate" && target.GetRole() != "evaluator" {
+			w.errf(RuleEvaluateTarget, ep.Child("to"), "an evaluate edge dispatches an evaluator, but %q has role %q", e.GetToNode(), target.GetRole())
 		}
 		if oe := e.GetOnError(); oe != nil {
 			op := ep.Child("on_error")
@@ -271,13 +271,13 @@ func (w *walker) limits(l *agentplanev1.GraphLimits, p *Path) {
 	}
 	for _, f := range []struct {
 		name string
-		v    *int64
+		v    *int32
 	}{{"max_steps", l.MaxSteps}, {"max_depth", l.MaxDepth}, {"per_agent_iterations", l.PerAgentIterations}} {
 		if f.v != nil && *f.v < 1 {
 			w.errf(RuleLimitMin, p.Child(f.name), "%s must be at least 1, got %d", f.name, *f.v)
 		}
 	}
-	if d := l.GetMaxDepth(); d >= 1 && w.deployCap > 0 && d > w.deployCap {
+	if d := int64(l.GetMaxDepth()); d >= 1 && w.deployCap > 0 && d > w.deployCap {
 		w.errf(RuleMaxDepthOverCap, p.Child("max_depth"), "max_depth %d is over this deployment's nesting cap of %d (%s); lower it",
 			d, w.deployCap, strings.TrimSuffix(w.capSources(), ", limits.max_depth of this graph and the graphs around it"))
 	}
@@ -310,7 +310,7 @@ func (w *walker) topologyWarnings(g *agentplanev1.GraphSpec, names []string, edg
 	dispatched := map[string]bool{}
 	for _, e := range edges {
 		if e.GetKind() == "evaluate" {
-			dispatched[e.GetTo()] = true
+			dispatched[e.GetToNode()] = true
 		}
 	}
 	if _, ok := agents[g.GetEntry()]; ok {
@@ -318,9 +318,9 @@ func (w *walker) topologyWarnings(g *agentplanev1.GraphSpec, names []string, edg
 		// edge it guards is taken.
 		next := map[string][]string{}
 		for _, e := range edges {
-			next[e.GetFrom()] = append(next[e.GetFrom()], e.GetTo())
+			next[e.GetFromNode()] = append(next[e.GetFromNode()], e.GetToNode())
 			if r := e.GetOnError().GetRouteTo(); r != "" {
-				next[e.GetFrom()] = append(next[e.GetFrom()], r)
+				next[e.GetFromNode()] = append(next[e.GetFromNode()], r)
 			}
 		}
 		seen := map[string]bool{g.GetEntry(): true}
@@ -347,9 +347,9 @@ func (w *walker) topologyWarnings(g *agentplanev1.GraphSpec, names []string, edg
 		}
 	}
 	for i, e := range edges {
-		if e.GetKind() != "evaluate" && agents[e.GetTo()].GetRole() == "evaluator" && slices.Contains(edgeKinds, e.GetKind()) {
+		if e.GetKind() != "evaluate" && agents[e.GetToNode()].GetRole() == "evaluator" && slices.Contains(edgeKinds, e.GetKind()) {
 			w.warnf(WarnEvaluatorEdgeKind, p.Child("edges").Index(i).Child("kind"),
-				"this %s edge reaches evaluator %q, whose verdict only an evaluate edge collects", e.GetKind(), e.GetTo())
+				"this %s edge reaches evaluator %q, whose verdict only an evaluate edge collects", e.GetKind(), e.GetToNode())
 		}
 	}
 }

@@ -66,11 +66,11 @@ func (g gen) optString(xs ...string) *string {
 	return proto.String(g.pick(xs...))
 }
 
-func (g gen) optInt(xs ...int64) *int64 {
+func (g gen) optInt(xs ...int32) *int32 {
 	if g.chance(0.5) {
 		return nil
 	}
-	return proto.Int64(xs[g.intn(len(xs))])
+	return proto.Int32(xs[g.intn(len(xs))])
 }
 
 func (g gen) schema() *structpb.Struct {
@@ -225,7 +225,7 @@ func (g gen) graph(depth int, routed bool) *agentplanev1.GraphSpec {
 		gs.Agents[g.pick(nodeNames...)] = n
 	}
 	for range g.count(5) {
-		e := &agentplanev1.GraphEdge{From: g.pick(nodeNames...), To: g.pick(nodeNames...), Kind: g.pick("handoff", "ai_tool", "evaluate", "", "call")}
+		e := &agentplanev1.GraphEdge{FromNode: g.pick(nodeNames...), ToNode: g.pick(nodeNames...), Kind: g.pick("handoff", "ai_tool", "evaluate", "", "call")}
 		switch g.intn(6) {
 		case 5:
 			e.OnError = &agentplanev1.EdgeOnError{Abort: proto.Bool(g.chance(0.7))}
@@ -250,10 +250,10 @@ func (g gen) graph(depth int, routed bool) *agentplanev1.GraphSpec {
 		if g.chance(0.4) {
 			b := &agentplanev1.GraphBudget{}
 			if g.chance(0.8) {
-				b.TotalInputTokens = proto.Int64(g.pick2(1000, 0))
+				b.TotalInputTokens = proto.Int32(g.pick2(1000, 0))
 			}
 			if g.chance(0.8) {
-				b.TotalOutputTokens = proto.Int64(100)
+				b.TotalOutputTokens = proto.Int32(100)
 			}
 			if g.chance(0.8) {
 				b.TotalWallClockS = proto.Float64([]float64{60.5, 0, -1, 1e-9, 1e22}[g.intn(5)])
@@ -271,7 +271,7 @@ func (g gen) graph(depth int, routed bool) *agentplanev1.GraphSpec {
 	return gs
 }
 
-func (g gen) pick2(xs ...int64) int64 { return xs[g.intn(len(xs))] }
+func (g gen) pick2(xs ...int32) int32 { return xs[g.intn(len(xs))] }
 
 type triple struct{ rule, path, msg string }
 

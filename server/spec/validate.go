@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -54,8 +55,12 @@ func NewValidator(d Deployment) *Validator {
 // tokens may make, from the scan Decode refuses over-budget documents with. A YAML
 // document whose lexer may run up to the scan's slack weighs up to twice the size
 // limit; a document the scan refuses weighs its size (the scan is all it costs).
-// 0 for typed input. It costs one pass over the bytes.
+// A SpecJSON object weighs its encoded size (proto.Size, close to the JSON it is
+// validated as). 0 for typed input. It costs one pass over the bytes.
 func (v *Validator) DecodeWeight(in Input) int64 {
+	if in.SpecJSON != nil {
+		return int64(proto.Size(in.SpecJSON))
+	}
 	if len(in.Document) == 0 {
 		return 0
 	}
@@ -76,12 +81,17 @@ func (v *Validator) DecodeWeight(in Input) int64 {
 	return max(int64(len(in.Document)), int64(values)*(v.lim.MaxDocumentBytes/int64(v.lim.MaxValues)))
 }
 
-// Input is one thing to validate: exactly one of Agent, Graph or Document.
+// Input is one thing to validate: exactly one of Agent, Graph, Document or SpecJSON.
 type Input struct {
 	Agent *agentplanev1.AgentSpec
 	Graph *agentplanev1.GraphSpec
 	// Document is a qar/v1 document, JSON or YAML, routed on its kind.
 	Document []byte
+	// SpecJSON is a qar/v1 document as a JSON object (the requests' spec_json). It is
+	// validated as its canonical JSON encoding (Encode: keys sorted), like a document,
+	// so its violations come in key order, and carry no position: there is no text to
+	// point into.
+	SpecJSON *structpb.Struct
 	// Format is the syntax of Document; unspecified detects it (see DetectFormat).
 	Format agentplanev1.DocumentFormat
 	// DocumentName names the document in messages (a file name); optional.
@@ -96,9 +106,10 @@ func InputFromRequest(r *agentplanev1.ValidateSpecRequest) Input {
 		Agent:          r.GetAgent(),
 		Graph:          r.GetGraph(),
 		Document:       r.GetDocument(),
+		SpecJSON:       r.GetSpecJson(),
 		Format:         r.GetFormat(),
 		DocumentName:   r.GetDocumentName(),
-		TenantMaxDepth: r.GetTenantMaxDepth(),
+		TenantMaxDepth: int64(r.GetTenantMaxDepth()),
 	}
 }
 
@@ -148,17 +159,20 @@ func (r *Result) Response() *agentplanev1.ValidateSpecResponse {
 
 // Validate checks one spec and reports every violation. An invalid spec is a
 // Result, not an error; the error is for input that is not a spec at all (none or
-// more than one of Agent, Graph and Document), an InvalidArgument apierr.
+// more than one of Agent, Graph, Document and SpecJSON), an InvalidArgument apierr.
 func (v *Validator) Validate(in Input) (*Result, error) {
 	given := 0
-	for _, set := range []bool{in.Agent != nil, in.Graph != nil, len(in.Document) > 0} {
+	for _, set := range []bool{in.Agent != nil, in.Graph != nil, len(in.Document) > 0, in.SpecJSON != nil} {
 		if set {
 			given++
 		}
 	}
 	if given != 1 {
 		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument,
-			"give exactly one of agent, graph or document (got %d)", given)
+			"give exactly one of agent, graph, document or spec (got %d)", given)
+	}
+	if in.SpecJSON != nil {
+		return v.validateSpecJSON(in)
 	}
 	w := v.newWalker(in.TenantMaxDepth)
 	res := &Result{}
@@ -208,6 +222,23 @@ func (v *Validator) validateDocument(in Input, w *walker) *Result {
 	res.Errors = protos(inTextOrder(append(slices.Clone(doc.found), keep(w.errs)...)))
 	res.Warnings = protos(inTextOrder(keep(w.warns)))
 	return res
+}
+
+// validateSpecJSON validates a JSON-object spec as the document of its canonical
+// encoding, without positions.
+func (v *Validator) validateSpecJSON(in Input) (*Result, error) {
+	data, err := Encode(in.SpecJSON)
+	if err != nil {
+		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "spec: %v", err)
+	}
+	in.SpecJSON, in.Document, in.Format = nil, data, agentplanev1.DocumentFormat_DOCUMENT_FORMAT_JSON
+	res := v.validateDocument(in, v.newWalker(in.TenantMaxDepth))
+	for _, l := range [][]*agentplanev1.SpecViolation{res.Errors, res.Warnings} {
+		for _, e := range l {
+			e.Position = nil
+		}
+	}
+	return res, nil
 }
 
 // inTextOrder sorts a document's findings by position, keeping the walk order of

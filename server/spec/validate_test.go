@@ -87,7 +87,7 @@ func TestDepthCaps(t *testing.T) {
 				Termination: []*agentplanev1.TerminationCondition{{Kind: "agent_returns", Agent: proto.String("n")}},
 			}
 			if i == levels-1 && maxDepth > 0 {
-				g.Limits = &agentplanev1.GraphLimits{MaxDepth: proto.Int64(maxDepth)}
+				g.Limits = &agentplanev1.GraphLimits{MaxDepth: proto.Int32(int32(maxDepth))}
 			}
 			leaf = &agentplanev1.NodeSpec{Spec: &agentplanev1.NodeSpec_Graph{Graph: g}}
 		}

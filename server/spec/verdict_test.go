@@ -45,10 +45,10 @@ func TestCheckAllocation(t *testing.T) {
 		want []string
 	}{
 		{"empty takes defaults", &agentplanev1.SubgraphAllocation{}, nil},
-		{"all within", &agentplanev1.SubgraphAllocation{InputTokens: proto.Int64(1000), OutputTokens: proto.Int64(1), WallClockS: proto.Float64(60), MaxSteps: proto.Int64(10)}, nil},
-		{"over", &agentplanev1.SubgraphAllocation{InputTokens: proto.Int64(1001), WallClockS: proto.Float64(60.5), MaxSteps: proto.Int64(11)},
+		{"all within", &agentplanev1.SubgraphAllocation{InputTokens: proto.Int32(1000), OutputTokens: proto.Int32(1), WallClockS: proto.Float64(60), MaxSteps: proto.Int32(10)}, nil},
+		{"over", &agentplanev1.SubgraphAllocation{InputTokens: proto.Int32(1001), WallClockS: proto.Float64(60.5), MaxSteps: proto.Int32(11)},
 			[]string{"D13-R3 /allocation/input_tokens", "D13-R3 /allocation/max_steps", "D13-R3 /allocation/wall_clock_s"}},
-		{"not positive", &agentplanev1.SubgraphAllocation{OutputTokens: proto.Int64(0), WallClockS: proto.Float64(math.Inf(1))},
+		{"not positive", &agentplanev1.SubgraphAllocation{OutputTokens: proto.Int32(0), WallClockS: proto.Float64(math.Inf(1))},
 			[]string{"D13-R7 /allocation/output_tokens", "D13-R7 /allocation/wall_clock_s"}},
 	}
 	for _, tt := range tests {

@@ -121,7 +121,7 @@ func (w *walker) contentTrust(ct *agentplanev1.ContentTrustPolicy, p *Path) {
 	}
 	caps := []struct {
 		name string
-		v    *int64
+		v    *int32
 	}{
 		{"max_untrusted_bytes", ct.MaxUntrustedBytes},
 		{"max_trusted_bytes", ct.MaxTrustedBytes},

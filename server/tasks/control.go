@@ -57,7 +57,7 @@ func (m *Manager) Cancel(ctx context.Context, tenant, taskID, principal, reason 
 
 // Continue resumes a task paused at the end of a chat turn (INPUT_REQUIRED on its
 // __auto_pause__ interrupt) with the user's next message: the message is logged, the
-// pause is resolved, and the task goes back to the queue in WORKING; the next lease
+// pause is resolved, and the task goes back to the queue in SUBMITTED; the next lease
 // carries the message. A task waiting for a reviewer's decision, or in any other
 // state, is FAILED_PRECONDITION. A message over Config.MaxInputBytes is
 // RESOURCE_EXHAUSTED. A retry of a continue made under req returns the task as it is

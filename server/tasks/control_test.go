@@ -74,7 +74,7 @@ func TestPauseAndContinue(t *testing.T) {
 	l := h.lease(t, "rt")
 	in, err := h.m.Pause(ctx, ref(l), Request{}, "what next?", "main")
 	if err != nil || in.GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE ||
-		in.GetRequest().GetToolName() != hitl.AutoPauseTool || in.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_PENDING {
+		in.GetTurnEnd().GetAgentName() != "main" || in.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_PENDING {
 		t.Fatalf("Pause = %v, %v", in, err)
 	}
 	paused := h.get(t, "acme", task.GetTaskId())
@@ -98,13 +98,19 @@ func TestPauseAndContinue(t *testing.T) {
 	wantErr(t, err, codes.NotFound, apierr.ReasonTaskNotFound)
 
 	resumed, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", "tell me more", Request{})
-	if err != nil || resumed.GetState() != agentplanev1.TaskState_TASK_STATE_WORKING || len(resumed.GetPendingInterruptIds()) != 0 {
+	// Continued, the task is queued (SUBMITTED) until a runtime leases it (WORKING):
+	// clients tell waiting from running by the state.
+	if err != nil || resumed.GetState() != agentplanev1.TaskState_TASK_STATE_SUBMITTED || len(resumed.GetPendingInterruptIds()) != 0 ||
+		resumed.GetRuntimeId() != "" {
 		t.Fatalf("Continue = %v, %v", resumed, err)
 	}
 	_, err = h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", "again", Request{})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskState)
 
 	next := h.lease(t, "rt")
+	if s := h.get(t, "acme", task.GetTaskId()).GetState(); s != agentplanev1.TaskState_TASK_STATE_WORKING {
+		t.Fatalf("leased after continue: %v", s)
+	}
 	equal(t, "continue messages", next.GetContinueMessages(), []string{"tell me more"})
 	if next.GetAttempt() != 2 || next.GetEpoch() != 2 {
 		t.Fatalf("lease after continue: attempt %d epoch %d", next.GetAttempt(), next.GetEpoch())
@@ -129,9 +135,9 @@ func TestPauseAndContinue(t *testing.T) {
 		t.Fatal(err)
 	}
 	equal(t, "messages of the third turn", h.lease(t, "rt").GetContinueMessages(), []string{"third"})
-	equal(t, "log", kinds(h.events(t, "acme", task.GetTaskId()))[:12], []string{
+	equal(t, "log", kinds(h.events(t, "acme", task.GetTaskId()))[:13], []string{
 		"submitted", "state:WORKING", "lease:GRANTED", "message", "interrupt_raised", "lease:RELEASED", "state:INPUT_REQUIRED",
-		"message", "interrupt_resolved", "state:WORKING", "lease:GRANTED", "interrupt_raised",
+		"message", "interrupt_resolved", "state:SUBMITTED", "state:WORKING", "lease:GRANTED", "interrupt_raised",
 	})
 }
 
@@ -271,7 +277,7 @@ func TestCancelResolvesThePause(t *testing.T) {
 	d := got.GetDecision()
 	if got.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED || stored.GetClosedReason() != "task.canceled" ||
 		d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_TASK_ENDED || d.GetType() != agentplanev1.DecisionType_DECISION_TYPE_REJECT ||
-		d.GetDecidedBy() != hitl.SystemPrincipal || !d.GetDecidedAt().AsTime().Equal(h.clock.Now()) || d.GetInterruptId() != in.GetInterruptId() {
+		d.GetDecidedBy() != hitl.SystemPrincipal || !d.GetDecideTime().AsTime().Equal(h.clock.Now()) || d.GetInterruptId() != in.GetInterruptId() {
 		t.Fatalf("pause after cancel = %v", stored)
 	}
 	evs := h.events(t, "acme", task.GetTaskId())

@@ -51,6 +51,7 @@ func toAPITask(rec *storagev1.TaskRecord, spec *storagev1.TaskSpecRecord, view V
 		InterruptTimeout:    spec.GetInterruptTimeout(),
 		SpecKind:            rec.GetSpecKind(),
 		Queue:               store.QueueOf(rec),
+		TraceContext:        rec.GetTraceContext(),
 	}
 	if l := rec.GetLease(); l != nil && !l.GetRevoked() {
 		t.RuntimeId = l.GetRuntimeId()

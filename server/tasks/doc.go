@@ -1,8 +1,10 @@
 // Package tasks is the task lifecycle and the runtime lease protocol, over a
 // store.Store.
 //
-// A task moves SUBMITTED -> WORKING -> (INPUT_REQUIRED <-> WORKING)* -> COMPLETED |
-// FAILED | CANCELED. Every change is one store transaction that rewrites the task
+// A task moves SUBMITTED -> WORKING -> (INPUT_REQUIRED -> (SUBMITTED | WORKING))* ->
+// COMPLETED | FAILED | CANCELED. It is WORKING exactly while a runtime holds a lease
+// on it and SUBMITTED while it waits in its queue (new, continued, resumed or
+// requeued after a lost lease). Every change is one store transaction that rewrites the task
 // record and appends the events that describe the change, so the event log is the
 // task's history and can be replayed exactly (Watch).
 //

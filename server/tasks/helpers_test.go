@@ -172,7 +172,7 @@ func kinds(evs []*agentplanev1.TaskEvent) []string {
 	for _, ev := range evs {
 		switch p := ev.GetPayload().(type) {
 		case *agentplanev1.TaskEvent_StateChanged:
-			out = append(out, "state:"+p.StateChanged.GetTo().String()[len("TASK_STATE_"):])
+			out = append(out, "state:"+p.StateChanged.GetToState().String()[len("TASK_STATE_"):])
 		case *agentplanev1.TaskEvent_Lease:
 			out = append(out, "lease:"+p.Lease.GetKind().String()[len("LEASE_CHANGE_KIND_"):])
 		default:

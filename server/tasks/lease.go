@@ -199,7 +199,7 @@ func (o *Op) expire() error {
 		if len(o.rec.GetPendingInterruptIds()) > 0 {
 			return o.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "interrupt.pending")
 		}
-		return o.Resume("lease.unacknowledged")
+		return o.Resume("lease.requeued")
 	}
 	return o.lostAttempt(fmt.Sprintf("the lease held by runtime %q expired at %s without a heartbeat",
 		l.GetRuntimeId(), l.GetDeadline().AsTime().Format(time.RFC3339)))
@@ -250,6 +250,7 @@ func (o *Op) leaseProto() (*agentplanev1.Lease, error) {
 		ContinueMessages: o.rec.GetContinueMessages(),
 		McpServers:       spec.GetMcpServers(),
 		A2APeers:         spec.GetA2APeers(),
+		TraceContext:     o.rec.GetTraceContext(),
 	}
 	for _, ids := range []struct {
 		ids []string

@@ -147,8 +147,9 @@ func TestLeaseExpiryRequeuesThenFails(t *testing.T) {
 	_, err := h.m.Heartbeat(ctx, ref(last))
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskTerminal)
 	equal(t, "log", kinds(h.events(t, "acme", task.GetTaskId())), []string{
-		"submitted", "state:WORKING", "lease:GRANTED", "lease:EXPIRED",
-		"lease:GRANTED", "lease:EXPIRED", "lease:GRANTED", "lease:EXPIRED", "state:FAILED",
+		"submitted", "state:WORKING", "lease:GRANTED", "lease:EXPIRED", "state:SUBMITTED",
+		"state:WORKING", "lease:GRANTED", "lease:EXPIRED", "state:SUBMITTED",
+		"state:WORKING", "lease:GRANTED", "lease:EXPIRED", "state:FAILED",
 	})
 }
 
@@ -170,8 +171,8 @@ func TestUnacknowledgedLeaseCountsNoAttempt(t *testing.T) {
 		}
 	}
 	got := h.get(t, "acme", task.GetTaskId())
-	if got.GetState() != agentplanev1.TaskState_TASK_STATE_WORKING || got.GetAttempt() != 0 {
-		t.Fatalf("after 5 unacknowledged expiries: state %s attempt %d; want WORKING (queued) with no attempt", got.GetState(), got.GetAttempt())
+	if got.GetState() != agentplanev1.TaskState_TASK_STATE_SUBMITTED || got.GetAttempt() != 0 {
+		t.Fatalf("after 5 unacknowledged expiries: state %s attempt %d; want SUBMITTED (queued) with no attempt", got.GetState(), got.GetAttempt())
 	}
 	evs := h.events(t, "acme", task.GetTaskId())
 	var expired int
@@ -216,7 +217,7 @@ func TestExpiredLeaseIsAppliedLazily(t *testing.T) {
 		t.Errorf("lease.lost message %q does not name the lease and its deadline %s", msg, deadline)
 	}
 	got := h.get(t, "acme", task.GetTaskId())
-	if got.GetRuntimeId() != "" || got.GetState() != agentplanev1.TaskState_TASK_STATE_WORKING {
+	if got.GetRuntimeId() != "" || got.GetState() != agentplanev1.TaskState_TASK_STATE_SUBMITTED {
 		t.Fatalf("after a write with an expired lease: %v", got)
 	}
 	// The refused write left nothing but the expiry; the next lease is a new attempt.
@@ -225,7 +226,7 @@ func TestExpiredLeaseIsAppliedLazily(t *testing.T) {
 		t.Fatalf("next lease epoch %d", next.GetEpoch())
 	}
 	equal(t, "log", kinds(h.events(t, "acme", task.GetTaskId())), []string{
-		"submitted", "state:WORKING", "lease:GRANTED", "lease:EXPIRED", "lease:GRANTED",
+		"submitted", "state:WORKING", "lease:GRANTED", "lease:EXPIRED", "state:SUBMITTED", "state:WORKING", "lease:GRANTED",
 	})
 }
 
@@ -245,7 +246,7 @@ func TestFail(t *testing.T) {
 	task := h.start(t, params("acme"))
 	l := h.lease(t, "rt")
 	retried, err := h.m.Fail(ctx, ref(l), Request{}, "model.timeout", "try again", true)
-	if err != nil || retried.GetState() != agentplanev1.TaskState_TASK_STATE_WORKING || retried.GetRuntimeId() != "" {
+	if err != nil || retried.GetState() != agentplanev1.TaskState_TASK_STATE_SUBMITTED || retried.GetRuntimeId() != "" {
 		t.Fatalf("retry = %v, %v", retried, err)
 	}
 	l = h.lease(t, "rt")
@@ -255,7 +256,7 @@ func TestFail(t *testing.T) {
 		t.Fatalf("fail = %v, %v", failed.GetFailure(), err)
 	}
 	equal(t, "log", kinds(h.events(t, "acme", task.GetTaskId())), []string{
-		"submitted", "state:WORKING", "lease:GRANTED", "lease:RELEASED", "lease:GRANTED", "lease:RELEASED", "state:FAILED",
+		"submitted", "state:WORKING", "lease:GRANTED", "lease:RELEASED", "state:SUBMITTED", "state:WORKING", "lease:GRANTED", "lease:RELEASED", "state:FAILED",
 	})
 }
 

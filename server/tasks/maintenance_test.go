@@ -89,7 +89,7 @@ func TestMaintenanceExpiresLeases(t *testing.T) {
 	h.clock.Advance(time.Second)
 	waitUntil(t, func() bool {
 		got, err := h.m.Get(ctx, "acme", task.GetTaskId(), ViewFull)
-		return err == nil && got.GetRuntimeId() == "" && got.GetState() == agentplanev1.TaskState_TASK_STATE_WORKING
+		return err == nil && got.GetRuntimeId() == "" && got.GetState() == agentplanev1.TaskState_TASK_STATE_SUBMITTED
 	})
 	h.m.Stop()
 	h.m.Stop() // idempotent

@@ -34,6 +34,8 @@ type Config struct {
 	MaxInputBytes int64
 	// MaxEventBytes bounds one reported event's encoded payload.
 	MaxEventBytes int64
+	// MaxEventsPerReport bounds the events of one ReportEvents call; 0 means no bound.
+	MaxEventsPerReport int
 	// MaxTaskHistoryBytes bounds the total encoded payload of a task's events.
 	MaxTaskHistoryBytes int64
 	// MaxTaskEvents bounds the number of a task's events.
@@ -60,6 +62,7 @@ func ConfigFrom(c config.Config) Config {
 		PurgeInterval:       c.Tasks.PurgeInterval.D(),
 		MaxInputBytes:       c.Limits.MaxInputBytes,
 		MaxEventBytes:       c.Limits.MaxEventBytes,
+		MaxEventsPerReport:  c.Limits.MaxEventsPerReport(),
 		MaxTaskHistoryBytes: c.Limits.MaxTaskHistoryBytes,
 		MaxTaskEvents:       c.Limits.MaxTaskEvents,
 		MaxLabels:           c.Limits.MaxLabels,
@@ -71,7 +74,7 @@ func ConfigFrom(c config.Config) Config {
 }
 
 func (c Config) validate() error {
-	if c.LeaseTTL <= 0 || c.MaxAttempts < 1 || c.MaxLeaseWait < 0 || c.MaxInputBytes < 1 || c.MaxEventBytes < 1 ||
+	if c.LeaseTTL <= 0 || c.MaxAttempts < 1 || c.MaxLeaseWait < 0 || c.MaxInputBytes < 1 || c.MaxEventBytes < 1 || c.MaxEventsPerReport < 0 ||
 		c.MaxTaskHistoryBytes < 1 || c.MaxTaskEvents < 1 || c.MaxLabels < 0 || c.MaxWatchBuffer < 1 || c.MaxListResponseBytes < 1 {
 		return errors.New("tasks: config needs positive lease_ttl, max_attempts, limits and max_watch_buffer")
 	}

@@ -172,11 +172,14 @@ var transitions = map[agentplanev1.TaskState][]agentplanev1.TaskState{
 		agentplanev1.TaskState_TASK_STATE_WORKING, agentplanev1.TaskState_TASK_STATE_FAILED, agentplanev1.TaskState_TASK_STATE_CANCELED,
 	},
 	agentplanev1.TaskState_TASK_STATE_WORKING: {
+		agentplanev1.TaskState_TASK_STATE_SUBMITTED, // requeued: the lease was lost or given back for a retry
 		agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, agentplanev1.TaskState_TASK_STATE_COMPLETED,
 		agentplanev1.TaskState_TASK_STATE_FAILED, agentplanev1.TaskState_TASK_STATE_CANCELED,
 	},
 	agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED: {
-		agentplanev1.TaskState_TASK_STATE_WORKING, agentplanev1.TaskState_TASK_STATE_COMPLETED,
+		agentplanev1.TaskState_TASK_STATE_SUBMITTED, // continued, or decided, with no lease held: queued
+		agentplanev1.TaskState_TASK_STATE_WORKING,   // decided while its runtime still holds the lease
+		agentplanev1.TaskState_TASK_STATE_COMPLETED,
 		agentplanev1.TaskState_TASK_STATE_FAILED, agentplanev1.TaskState_TASK_STATE_CANCELED,
 	},
 }
@@ -191,7 +194,7 @@ func isTerminal(s agentplanev1.TaskState) bool {
 
 func isTerminalEvent(ev *agentplanev1.TaskEvent) bool {
 	sc := ev.GetStateChanged()
-	return sc != nil && isTerminal(sc.GetTo())
+	return sc != nil && isTerminal(sc.GetToState())
 }
 
 // SetState moves the task to another state and records it. Reaching a terminal state
@@ -223,7 +226,7 @@ func (o *Op) SetState(to agentplanev1.TaskState, reason string) error {
 		}
 	}
 	return o.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_StateChanged{
-		StateChanged: &agentplanev1.StateChanged{From: from, To: to, Reason: reason},
+		StateChanged: &agentplanev1.StateChanged{FromState: from, ToState: to, Reason: reason},
 	}})
 }
 
@@ -298,10 +301,11 @@ func (o *Op) HandBack() {
 	o.rec.ContinueMessages, o.rec.ResumeInterruptIds = nil, nil
 }
 
-// Resume makes a task without a lease runnable again: back to WORKING in the queue.
-// Use it when what a task waited for has arrived (a decision, a user message).
+// Resume makes a task without a lease runnable again: back to SUBMITTED in the queue,
+// until a runtime leases it (WORKING means a runtime holds it). Use it when what a
+// task waited for has arrived (a decision, a user message) or its lease was lost.
 func (o *Op) Resume(reason string) error {
-	if err := o.SetState(agentplanev1.TaskState_TASK_STATE_WORKING, reason); err != nil {
+	if err := o.SetState(agentplanev1.TaskState_TASK_STATE_SUBMITTED, reason); err != nil {
 		return err
 	}
 	o.Enqueue()

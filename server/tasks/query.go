@@ -18,26 +18,16 @@ import (
 	"github.com/agentplane/agentplane/server/store/pagetoken"
 )
 
-// Page sizes.
 const (
-	defaultPageSize           = 50
-	defaultObligationPageSize = 100
-	maxPageSize               = 500
 	// maxScanPerPage bounds the tasks one ListTasks page examines, so that a filter that
 	// matches little cannot make one call scan a whole tenant; the page then comes back
 	// short, with a token to go on.
 	maxScanPerPage = 5000
 )
 
-func pageSize(n, def int) (int, error) {
-	switch {
-	case n < 0:
-		return 0, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "page_size may not be negative")
-	case n == 0:
-		return def, nil
-	}
-	return min(n, maxPageSize), nil
-}
+// pageSize is the page size of a request's page_size (pagetoken.PageSize: the sizes
+// every List RPC shares). n comes from an int32 field.
+func pageSize(n int) (int, error) { return pagetoken.PageSize(int32(n)) }
 
 // Get returns one task of tenant in view; another tenant's task is NOT_FOUND like a
 // missing one.
@@ -130,7 +120,7 @@ func (q ListQuery) matches(rec *storagev1.TaskRecord) bool {
 // always fits); only an empty token means the end. The basic view never decodes the
 // tasks' specs.
 func (m *Manager) List(ctx context.Context, tenant string, q ListQuery) ([]*agentplanev1.Task, string, error) {
-	size, err := pageSize(q.PageSize, defaultPageSize)
+	size, err := pageSize(q.PageSize)
 	if err != nil {
 		return nil, "", err
 	}
@@ -217,7 +207,7 @@ func (m *Manager) openSeqToken(scope []byte, token string) (int64, error) {
 
 // ListVerdicts returns a page of a task's verdicts in the order they were recorded.
 func (m *Manager) ListVerdicts(ctx context.Context, tenant, taskID string, size int, token string) ([]*agentplanev1.Verdict, string, error) {
-	size, err := pageSize(size, defaultPageSize)
+	size, err := pageSize(size)
 	if err != nil {
 		return nil, "", err
 	}
@@ -250,7 +240,7 @@ func (m *Manager) ListVerdicts(ctx context.Context, tenant, taskID string, size 
 // ListObligations returns a page of a task's obligations ledger in the order they were
 // raised, optionally only those in the given states.
 func (m *Manager) ListObligations(ctx context.Context, tenant, taskID string, states []agentplanev1.ObligationState, size int, token string) ([]*agentplanev1.Obligation, string, error) {
-	size, err := pageSize(size, defaultObligationPageSize)
+	size, err := pageSize(size)
 	if err != nil {
 		return nil, "", err
 	}
@@ -297,7 +287,7 @@ func (m *Manager) ListObligations(ctx context.Context, tenant, taskID string, st
 // at least). The token is empty when the page reached the log's end as it was read.
 // Another tenant's task is NOT_FOUND.
 func (m *Manager) ListEvents(ctx context.Context, tenant, taskID string, afterSeq int64, size int, token string) ([]*agentplanev1.TaskEvent, string, error) {
-	size, err := pageSize(size, defaultPageSize)
+	size, err := pageSize(size)
 	if err != nil {
 		return nil, "", err
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
@@ -65,7 +66,10 @@ func runtimePayload(ev *agentplanev1.RuntimeEvent) (*agentplanev1.TaskEvent, err
 
 // ReportEvents appends a runtime's events, in order, in one transaction, and returns
 // the sequence of the last one. Either all are appended or none: one event that is
-// malformed or over a limit (RESOURCE_EXHAUSTED) refuses the whole report.
+// malformed or over a limit (RESOURCE_EXHAUSTED) refuses the whole report. More than
+// Config.MaxEventsPerReport events is INVALID_ARGUMENT (limit.exceeded) at once: the
+// limit keeps a report under the transport's request cap, whose refusal would not say
+// what to do.
 //
 // A tool call (ToolCall event) runs under the decision the gate recorded for its call
 // id (useDecision): a call that was never checked, still waits, was rejected, names
@@ -75,6 +79,10 @@ func runtimePayload(ev *agentplanev1.RuntimeEvent) (*agentplanev1.TaskEvent, err
 // A report made under req that the task already appended is not appended again: it
 // returns the sequence the first report returned.
 func (m *Manager) ReportEvents(ctx context.Context, ref *agentplanev1.LeaseRef, req Request, events []*agentplanev1.RuntimeEvent) (int64, error) {
+	if n := m.cfg.MaxEventsPerReport; n > 0 && len(events) > n {
+		return 0, apierr.New(codes.InvalidArgument, apierr.ReasonResourceExhausted,
+			"%d events in one report; at most %d are allowed (limits.max_events_per_report): split the batch", len(events), m.cfg.MaxEventsPerReport)
+	}
 	payloads := make([]*agentplanev1.TaskEvent, len(events))
 	for i, ev := range events {
 		p, err := runtimePayload(ev)

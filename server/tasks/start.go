@@ -74,6 +74,9 @@ type StartParams struct {
 	GateEvents []*agentplanev1.TaskEvent
 	// View is how much of the task Start returns (UNSPECIFIED: full).
 	View View
+	// TraceContext is the W3C trace context of the StartTask call, kept with the task
+	// and handed to its leases; nil when the call carried none.
+	TraceContext *agentplanev1.TraceContext
 }
 
 // CheckQueue refuses a run queue name that is not 1 to 64 characters of ASCII
@@ -248,6 +251,7 @@ func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.
 			SessionId:     p.SessionID,
 			SpecKind:      kind,
 			Queue:         p.Queue,
+			TraceContext:  p.TraceContext,
 		}
 		op := m.newOp(w, now, rec)
 		if err := op.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Submitted{Submitted: &agentplanev1.TaskSubmitted{

@@ -71,7 +71,7 @@ func TestRecord(t *testing.T) {
 	if retry, err := r.Record(ctx, firstReq); err != nil || !proto.Equal(retry, first) {
 		t.Fatalf("retried Record = %v, %v; want the first answer %v", retry, err, first)
 	}
-	if v := first.GetVerdict(); v.GetVerdictId() != "V1" || v.GetApproved() || !slices.Equal(v.GetDroppedIds(), []string{"1"}) || v.GetSequence() == 0 ||
+	if v := first.GetVerdict(); v.GetVerdictId() != "V1" || v.GetApproved() || !slices.Equal(v.GetDroppedObligationIds(), []string{"1"}) || v.GetSequence() == 0 ||
 		!slices.Equal(ids(first.GetOpenObligations()), []string{"O1", "O2"}) {
 		t.Errorf("first verdict = %v", first)
 	}
@@ -81,7 +81,7 @@ func TestRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := second.GetVerdict(); v.GetVerdictId() != "V2" || !v.GetApproved() || !v.GetEndsTurn() || !slices.Equal(v.GetDroppedIds(), []string{"O9"}) ||
+	if v := second.GetVerdict(); v.GetVerdictId() != "V2" || !v.GetApproved() || !v.GetEndsTurn() || !slices.Equal(v.GetDroppedObligationIds(), []string{"O9"}) ||
 		!slices.Equal(ids(second.GetOpenObligations()), []string{"O3"}) {
 		t.Errorf("second verdict = %v", second)
 	}

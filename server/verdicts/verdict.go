@@ -85,8 +85,8 @@ func Check(r Request) error {
 	}
 	for i, res := range r.Resolved {
 		f := "resolved[" + strconv.Itoa(i) + "]"
-		if res.GetId() == "" {
-			add(f+".id", "the obligation id is required")
+		if res.GetObligationId() == "" {
+			add(f+".obligation_id", "the obligation id is required")
 		}
 		switch res.GetHow() {
 		case agentplanev1.ResolutionHow_RESOLUTION_HOW_ADDRESSED:
@@ -182,7 +182,7 @@ type Outcome struct {
 // number of obligations raised so far; neither is modified.
 //
 // A resolution naming an id that is not open (unknown, already resolved, or named
-// twice in this verdict) is dropped and listed in Verdict.dropped_ids; the rest of the
+// twice in this verdict) is dropped and listed in Verdict.dropped_obligation_ids; the rest of the
 // verdict counts. Raised obligations get the next ids, O<count+1>, ... . Approved is
 // verdict == pass.
 func Apply(taskID string, verdictNo int64, r Request, open []*agentplanev1.Obligation, count int64, now time.Time) Outcome {
@@ -204,9 +204,9 @@ func Apply(taskID string, verdictNo int64, r Request, open []*agentplanev1.Oblig
 	closed := make([]bool, len(open))
 	out := Outcome{Verdict: v, Count: count}
 	for _, res := range r.Resolved {
-		i, ok := byID[res.GetId()]
+		i, ok := byID[res.GetObligationId()]
 		if !ok || closed[i] {
-			v.DroppedIds = append(v.DroppedIds, res.GetId())
+			v.DroppedObligationIds = append(v.DroppedObligationIds, res.GetObligationId())
 			continue
 		}
 		closed[i] = true
@@ -215,7 +215,7 @@ func Apply(taskID string, verdictNo int64, r Request, open []*agentplanev1.Oblig
 		if res.GetHow() == agentplanev1.ResolutionHow_RESOLUTION_HOW_WITHDRAWN {
 			o.State = agentplanev1.ObligationState_OBLIGATION_STATE_WITHDRAWN
 		}
-		o.ResolvedIn = vid
+		o.ResolvedInVerdictId = vid
 		o.Reason = res.Reason
 		v.Resolved = append(v.Resolved, res)
 		out.Resolved = append(out.Resolved, o)
@@ -228,12 +228,12 @@ func Apply(taskID string, verdictNo int64, r Request, open []*agentplanev1.Oblig
 	for _, text := range r.Raised {
 		out.Count++
 		o := &agentplanev1.Obligation{
-			ObligationId: ObligationID(out.Count),
-			Text:         text,
-			State:        agentplanev1.ObligationState_OBLIGATION_STATE_OPEN,
-			RaisedBy:     r.Node,
-			RaisedIn:     vid,
-			CreateTime:   ts,
+			ObligationId:      ObligationID(out.Count),
+			Text:              text,
+			State:             agentplanev1.ObligationState_OBLIGATION_STATE_OPEN,
+			RaisedBy:          r.Node,
+			RaisedInVerdictId: vid,
+			CreateTime:        ts,
 		}
 		v.Raised = append(v.Raised, o)
 		out.Raised = append(out.Raised, o)
@@ -250,7 +250,7 @@ func cloneObligation(o *agentplanev1.Obligation) *agentplanev1.Obligation {
 // with the ids it may close, so that it can correct itself; "" when nothing was
 // dropped.
 func (o Outcome) DroppedNote() string {
-	if len(o.Verdict.GetDroppedIds()) == 0 {
+	if len(o.Verdict.GetDroppedObligationIds()) == 0 {
 		return ""
 	}
 	openIDs := make([]string, len(o.Open))
@@ -262,7 +262,7 @@ func (o Outcome) DroppedNote() string {
 		open = "the open obligations are " + strings.Join(openIDs, ", ")
 	}
 	return fmt.Sprintf("Resolutions for %s were dropped because those ids are not open; %s. The rest of the verdict was recorded.",
-		strings.Join(quoteAll(o.Verdict.GetDroppedIds()), ", "), open)
+		strings.Join(quoteAll(o.Verdict.GetDroppedObligationIds()), ", "), open)
 }
 
 func quoteAll(ss []string) []string {

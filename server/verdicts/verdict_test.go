@@ -25,11 +25,11 @@ func result(verdict string, confidence *float64, rationale *string) *agentplanev
 }
 
 func addressed(id string) *agentplanev1.ObligationResolution {
-	return &agentplanev1.ObligationResolution{Id: id, How: agentplanev1.ResolutionHow_RESOLUTION_HOW_ADDRESSED}
+	return &agentplanev1.ObligationResolution{ObligationId: id, How: agentplanev1.ResolutionHow_RESOLUTION_HOW_ADDRESSED}
 }
 
 func withdrawn(id, reason string) *agentplanev1.ObligationResolution {
-	return &agentplanev1.ObligationResolution{Id: id, How: agentplanev1.ResolutionHow_RESOLUTION_HOW_WITHDRAWN, Reason: proto.String(reason)}
+	return &agentplanev1.ObligationResolution{ObligationId: id, How: agentplanev1.ResolutionHow_RESOLUTION_HOW_WITHDRAWN, Reason: proto.String(reason)}
 }
 
 func TestCheck(t *testing.T) {
@@ -71,7 +71,7 @@ func TestCheck(t *testing.T) {
 			r.Result.Scores = map[string]*structpb.Value{"x": structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{nan}})}
 		}), []string{`result.scores["x"]`}},
 		{"withdrawal without reason", with(func(r *Request) { r.Resolved = []*agentplanev1.ObligationResolution{withdrawn("O1", " ")} }), []string{"resolved[0].reason"}},
-		{"resolution without id or how", with(func(r *Request) { r.Resolved = []*agentplanev1.ObligationResolution{{}} }), []string{"resolved[0].id", "resolved[0].how"}},
+		{"resolution without id or how", with(func(r *Request) { r.Resolved = []*agentplanev1.ObligationResolution{{}} }), []string{"resolved[0].obligation_id", "resolved[0].how"}},
 		{"blank raised", with(func(r *Request) { r.Raised = []string{"ok", ""} }), []string{"raised[1]"}},
 		{"too many raised", with(func(r *Request) { r.Raised = slices.Repeat([]string{"x"}, MaxRaised+1) }), []string{"raised"}},
 		{"every problem named", Request{Result: result("maybe", proto.Float64(2), nil)}, []string{"node", "result.verdict", "result.confidence", "result.rationale"}},
@@ -171,8 +171,8 @@ func TestLedger(t *testing.T) {
 				!proto.Equal(v.GetResult(), st.req.Result) || !v.GetCreateTime().AsTime().Equal(t0) {
 				t.Errorf("verdict %v", v)
 			}
-			if !slices.Equal(v.GetDroppedIds(), st.dropped) {
-				t.Errorf("dropped %q, want %q", v.GetDroppedIds(), st.dropped)
+			if !slices.Equal(v.GetDroppedObligationIds(), st.dropped) {
+				t.Errorf("dropped %q, want %q", v.GetDroppedObligationIds(), st.dropped)
 			}
 			if got := ids(out.Resolved); !slices.Equal(got, st.resolved) {
 				t.Errorf("resolved %q, want %q", got, st.resolved)
@@ -187,12 +187,12 @@ func TestLedger(t *testing.T) {
 				t.Errorf("verdict lists %d applied resolutions, want %d", len(v.GetResolved()), len(st.resolved))
 			}
 			for _, o := range out.Resolved {
-				if o.GetResolvedIn() != v.GetVerdictId() || o.GetState() == agentplanev1.ObligationState_OBLIGATION_STATE_OPEN {
+				if o.GetResolvedInVerdictId() != v.GetVerdictId() || o.GetState() == agentplanev1.ObligationState_OBLIGATION_STATE_OPEN {
 					t.Errorf("resolved obligation %v", o)
 				}
 			}
 			for _, o := range out.Raised {
-				if o.GetRaisedIn() != v.GetVerdictId() || o.GetRaisedBy() != "audit" || o.GetState() != agentplanev1.ObligationState_OBLIGATION_STATE_OPEN || o.GetText() == "" {
+				if o.GetRaisedInVerdictId() != v.GetVerdictId() || o.GetRaisedBy() != "audit" || o.GetState() != agentplanev1.ObligationState_OBLIGATION_STATE_OPEN || o.GetText() == "" {
 					t.Errorf("raised obligation %v", o)
 				}
 			}

@@ -320,7 +320,7 @@ func (p *play) verdict(ctx context.Context, v *Verdict) error {
 				return err
 			}
 		}
-		r := &agentplanev1.ObligationResolution{Id: id, How: agentplanev1.ResolutionHow_RESOLUTION_HOW_ADDRESSED}
+		r := &agentplanev1.ObligationResolution{ObligationId: id, How: agentplanev1.ResolutionHow_RESOLUTION_HOW_ADDRESSED}
 		if res.How == "withdrawn" {
 			r.How = agentplanev1.ResolutionHow_RESOLUTION_HOW_WITHDRAWN
 		}
@@ -335,7 +335,7 @@ func (p *play) verdict(ctx context.Context, v *Verdict) error {
 	}
 	rec := resp.GetVerdict()
 	line := fmt.Sprintf("verdict %s by %s recorded (%s); %d open obligations", v.Verdict, req.Node, rec.GetVerdictId(), len(resp.GetOpenObligations()))
-	if d := rec.GetDroppedIds(); len(d) > 0 {
+	if d := rec.GetDroppedObligationIds(); len(d) > 0 {
 		line += fmt.Sprintf("; dropped unknown ids %s", strings.Join(d, ", "))
 	}
 	p.r.logf(p.t, "%s", line)

@@ -279,7 +279,7 @@ func TestReviewExample(t *testing.T) {
 		first.GetRaised()[0] != "add a backup step before the migration" {
 		t.Errorf("first verdict %v", first)
 	}
-	wantRes := &agentplanev1.ObligationResolution{Id: "ob-1", How: agentplanev1.ResolutionHow_RESOLUTION_HOW_ADDRESSED}
+	wantRes := &agentplanev1.ObligationResolution{ObligationId: "ob-1", How: agentplanev1.ResolutionHow_RESOLUTION_HOW_ADDRESSED}
 	if len(second.GetResolved()) != 1 || !proto.Equal(second.GetResolved()[0], wantRes) {
 		t.Errorf("second verdict resolved %v, want the obligation found by its text", second.GetResolved())
 	}

@@ -87,7 +87,7 @@ func playApprovalExample(t *testing.T, c, approver, runtime *client.Client) {
 		t.Fatal(err)
 	}
 	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Document: doc, Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: "refund order 42", InterruptPolicy: policy,
+		Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: "refund order 42", InterruptPolicy: policy,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -130,9 +130,9 @@ func playApprovalExample(t *testing.T, c, approver, runtime *client.Client) {
 				InterruptId: it.GetInterruptId(), ArgsDigest: it.GetArgsDigest(),
 				Decision: &agentplanev1.ResolveInterruptRequest_Approve{Approve: &agentplanev1.ApproveDecision{}},
 			}); err != nil {
-				t.Fatalf("approve %s: %v", it.GetRequest().GetToolName(), err)
+				t.Fatalf("approve %s: %v", it.GetApproval().GetToolName(), err)
 			}
-			approved = append(approved, it.GetRequest().GetToolName())
+			approved = append(approved, it.GetApproval().GetToolName())
 		case agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE:
 			if _, err := c.Tasks.ContinueTask(ctx, &agentplanev1.ContinueTaskRequest{TaskId: taskID, Message: "thanks!"}); err != nil {
 				t.Fatalf("continue: %v", err)
@@ -176,7 +176,7 @@ func TestReviewExampleAgainstTheServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Document: graph, Input: "write the upgrade guide"})
+	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Document{Document: graph}, Input: "write the upgrade guide"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestReviewExampleAgainstTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := verdicts.GetVerdicts()
-	if len(v) != 2 || v[0].GetApproved() || len(v[0].GetRaised()) != 1 || !v[1].GetApproved() || len(v[1].GetResolved()) != 1 || len(v[1].GetDroppedIds()) != 0 {
+	if len(v) != 2 || v[0].GetApproved() || len(v[0].GetRaised()) != 1 || !v[1].GetApproved() || len(v[1].GetResolved()) != 1 || len(v[1].GetDroppedObligationIds()) != 0 {
 		t.Fatalf("verdicts %v", v)
 	}
 	ledger, err := c.Tasks.ListObligations(ctx, &agentplanev1.ListObligationsRequest{TaskId: taskID})
@@ -233,7 +233,7 @@ func TestResumeDoesNotRunAToolTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Document: doc, Input: "weather?"})
+	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: "weather?"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -452,21 +452,21 @@ func (f *Server) RecordVerdict(_ context.Context, req *agentplanev1.RecordVerdic
 		ledger := s.Obligations[taskID]
 		for _, r := range req.GetResolved() {
 			i := slices.IndexFunc(ledger, func(o *agentplanev1.Obligation) bool {
-				return o.GetObligationId() == r.GetId() && o.GetState() == agentplanev1.ObligationState_OBLIGATION_STATE_OPEN
+				return o.GetObligationId() == r.GetObligationId() && o.GetState() == agentplanev1.ObligationState_OBLIGATION_STATE_OPEN
 			})
 			if i < 0 {
-				v.DroppedIds = append(v.DroppedIds, r.GetId())
+				v.DroppedObligationIds = append(v.DroppedObligationIds, r.GetObligationId())
 				continue
 			}
 			ledger[i].State = agentplanev1.ObligationState_OBLIGATION_STATE_ADDRESSED
 			if r.GetHow() == agentplanev1.ResolutionHow_RESOLUTION_HOW_WITHDRAWN {
 				ledger[i].State = agentplanev1.ObligationState_OBLIGATION_STATE_WITHDRAWN
 			}
-			ledger[i].ResolvedIn = v.GetVerdictId()
+			ledger[i].ResolvedInVerdictId = v.GetVerdictId()
 			v.Resolved = append(v.Resolved, r)
 		}
 		for _, text := range req.GetRaised() {
-			o := &agentplanev1.Obligation{ObligationId: fmt.Sprintf("ob-%d", len(ledger)+1), Text: text, State: agentplanev1.ObligationState_OBLIGATION_STATE_OPEN, RaisedBy: req.GetNode(), RaisedIn: v.GetVerdictId()}
+			o := &agentplanev1.Obligation{ObligationId: fmt.Sprintf("ob-%d", len(ledger)+1), Text: text, State: agentplanev1.ObligationState_OBLIGATION_STATE_OPEN, RaisedBy: req.GetNode(), RaisedInVerdictId: v.GetVerdictId()}
 			ledger = append(ledger, o)
 			v.Raised = append(v.Raised, o)
 		}
@@ -584,7 +584,7 @@ func (f *Server) CancelTask(_ context.Context, req *agentplanev1.CancelTaskReque
 // ResolveInterrupt records a decision as a reviewer's; AwaitDecision streams get it.
 // Approve carries no args here: a runtime runs the call's own args.
 func (f *Server) ResolveInterrupt(_ context.Context, req *agentplanev1.ResolveInterruptRequest) (*agentplanev1.ResolveInterruptResponse, error) {
-	dec := &agentplanev1.Decision{InterruptId: req.GetInterruptId(), DecidedBy: "owner", DecidedAt: timestamppb.Now(), Source: agentplanev1.DecisionSource_DECISION_SOURCE_HUMAN}
+	dec := &agentplanev1.Decision{InterruptId: req.GetInterruptId(), DecidedBy: "owner", DecideTime: timestamppb.Now(), Source: agentplanev1.DecisionSource_DECISION_SOURCE_HUMAN}
 	switch d := req.GetDecision().(type) {
 	case *agentplanev1.ResolveInterruptRequest_Approve:
 		dec.Type, dec.Reason = agentplanev1.DecisionType_DECISION_TYPE_APPROVE, d.Approve.Reason

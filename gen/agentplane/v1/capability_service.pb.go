@@ -431,11 +431,13 @@ func (x *SpecVocabulary) GetInstructionPresets() []string {
 	return nil
 }
 
-// Limits are the sizes and caps in force.
+// Limits are the sizes and caps in force for the caller: every limit a request can hit.
+// Byte sizes are int64; counts are int32. 0 means no limit (the per-principal ones in a
+// single-user deployment).
 type Limits struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Effective graph nesting cap min(platform, tenant).
-	MaxDepth int64 `protobuf:"varint,1,opt,name=max_depth,json=maxDepth,proto3" json:"max_depth,omitempty"`
+	MaxDepth int32 `protobuf:"varint,1,opt,name=max_depth,json=maxDepth,proto3" json:"max_depth,omitempty"`
 	// Largest spec document accepted, in bytes.
 	MaxSpecBytes int64 `protobuf:"varint,2,opt,name=max_spec_bytes,json=maxSpecBytes,proto3" json:"max_spec_bytes,omitempty"`
 	// Largest event payload, in bytes.
@@ -443,7 +445,32 @@ type Limits struct {
 	// Largest total history of one task, in bytes.
 	MaxTaskHistoryBytes int64 `protobuf:"varint,4,opt,name=max_task_history_bytes,json=maxTaskHistoryBytes,proto3" json:"max_task_history_bytes,omitempty"`
 	// Most events one task may hold.
-	MaxTaskEvents int64 `protobuf:"varint,5,opt,name=max_task_events,json=maxTaskEvents,proto3" json:"max_task_events,omitempty"`
+	MaxTaskEvents int32 `protobuf:"varint,5,opt,name=max_task_events,json=maxTaskEvents,proto3" json:"max_task_events,omitempty"`
+	// Largest request message the server reads, in bytes (gRPC message or HTTP body).
+	// A larger one is refused by the transport (RESOURCE_EXHAUSTED, or HTTP 413) before
+	// any handler sees it.
+	MaxRequestBytes int64 `protobuf:"varint,6,opt,name=max_request_bytes,json=maxRequestBytes,proto3" json:"max_request_bytes,omitempty"`
+	// Largest StartTask input or ContinueTask message, in bytes.
+	MaxInputBytes int64 `protobuf:"varint,7,opt,name=max_input_bytes,json=maxInputBytes,proto3" json:"max_input_bytes,omitempty"`
+	// Most labels one task may carry.
+	MaxLabels int32 `protobuf:"varint,8,opt,name=max_labels,json=maxLabels,proto3" json:"max_labels,omitempty"`
+	// Byte cap of one ListTasks page's encoded tasks: a page stops before it (holding at
+	// least one task) and says so with a next_page_token.
+	MaxListResponseBytes int64 `protobuf:"varint,9,opt,name=max_list_response_bytes,json=maxListResponseBytes,proto3" json:"max_list_response_bytes,omitempty"`
+	// Most events one RuntimeService.ReportEvents call may carry. At most this many
+	// events of at most max_event_bytes each always fit max_request_bytes.
+	MaxEventsPerReport int32 `protobuf:"varint,10,opt,name=max_events_per_report,json=maxEventsPerReport,proto3" json:"max_events_per_report,omitempty"`
+	// Calls the caller may have in flight at once (unary calls and streams other than
+	// watches and awaits); 0 means no limit.
+	MaxCallsPerPrincipal int32 `protobuf:"varint,11,opt,name=max_calls_per_principal,json=maxCallsPerPrincipal,proto3" json:"max_calls_per_principal,omitempty"`
+	// WatchTask streams the caller may have open at once; 0 means no limit.
+	MaxWatchesPerPrincipal int32 `protobuf:"varint,12,opt,name=max_watches_per_principal,json=maxWatchesPerPrincipal,proto3" json:"max_watches_per_principal,omitempty"`
+	// AwaitDecision streams the caller may have open at once; 0 means no limit.
+	MaxAwaitsPerPrincipal int32 `protobuf:"varint,13,opt,name=max_awaits_per_principal,json=maxAwaitsPerPrincipal,proto3" json:"max_awaits_per_principal,omitempty"`
+	// page_size used by every List RPC when a request gives 0.
+	DefaultPageSize int32 `protobuf:"varint,14,opt,name=default_page_size,json=defaultPageSize,proto3" json:"default_page_size,omitempty"`
+	// Largest page_size of every List RPC; a larger one is lowered to it.
+	MaxPageSize   int32 `protobuf:"varint,15,opt,name=max_page_size,json=maxPageSize,proto3" json:"max_page_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -478,7 +505,7 @@ func (*Limits) Descriptor() ([]byte, []int) {
 	return file_agentplane_v1_capability_service_proto_rawDescGZIP(), []int{5}
 }
 
-func (x *Limits) GetMaxDepth() int64 {
+func (x *Limits) GetMaxDepth() int32 {
 	if x != nil {
 		return x.MaxDepth
 	}
@@ -506,9 +533,79 @@ func (x *Limits) GetMaxTaskHistoryBytes() int64 {
 	return 0
 }
 
-func (x *Limits) GetMaxTaskEvents() int64 {
+func (x *Limits) GetMaxTaskEvents() int32 {
 	if x != nil {
 		return x.MaxTaskEvents
+	}
+	return 0
+}
+
+func (x *Limits) GetMaxRequestBytes() int64 {
+	if x != nil {
+		return x.MaxRequestBytes
+	}
+	return 0
+}
+
+func (x *Limits) GetMaxInputBytes() int64 {
+	if x != nil {
+		return x.MaxInputBytes
+	}
+	return 0
+}
+
+func (x *Limits) GetMaxLabels() int32 {
+	if x != nil {
+		return x.MaxLabels
+	}
+	return 0
+}
+
+func (x *Limits) GetMaxListResponseBytes() int64 {
+	if x != nil {
+		return x.MaxListResponseBytes
+	}
+	return 0
+}
+
+func (x *Limits) GetMaxEventsPerReport() int32 {
+	if x != nil {
+		return x.MaxEventsPerReport
+	}
+	return 0
+}
+
+func (x *Limits) GetMaxCallsPerPrincipal() int32 {
+	if x != nil {
+		return x.MaxCallsPerPrincipal
+	}
+	return 0
+}
+
+func (x *Limits) GetMaxWatchesPerPrincipal() int32 {
+	if x != nil {
+		return x.MaxWatchesPerPrincipal
+	}
+	return 0
+}
+
+func (x *Limits) GetMaxAwaitsPerPrincipal() int32 {
+	if x != nil {
+		return x.MaxAwaitsPerPrincipal
+	}
+	return 0
+}
+
+func (x *Limits) GetDefaultPageSize() int32 {
+	if x != nil {
+		return x.DefaultPageSize
+	}
+	return 0
+}
+
+func (x *Limits) GetMaxPageSize() int32 {
+	if x != nil {
+		return x.MaxPageSize
 	}
 	return 0
 }
@@ -688,13 +785,25 @@ const file_agentplane_v1_capability_service_proto_rawDesc = "" +
 	"\n" +
 	"hitl_modes\x18\x05 \x03(\tR\thitlModes\x12+\n" +
 	"\x11termination_kinds\x18\x06 \x03(\tR\x10terminationKinds\x12/\n" +
-	"\x13instruction_presets\x18\a \x03(\tR\x12instructionPresets\"\xd0\x01\n" +
+	"\x13instruction_presets\x18\a \x03(\tR\x12instructionPresets\"\xa8\x05\n" +
 	"\x06Limits\x12\x1b\n" +
-	"\tmax_depth\x18\x01 \x01(\x03R\bmaxDepth\x12$\n" +
+	"\tmax_depth\x18\x01 \x01(\x05R\bmaxDepth\x12$\n" +
 	"\x0emax_spec_bytes\x18\x02 \x01(\x03R\fmaxSpecBytes\x12&\n" +
 	"\x0fmax_event_bytes\x18\x03 \x01(\x03R\rmaxEventBytes\x123\n" +
 	"\x16max_task_history_bytes\x18\x04 \x01(\x03R\x13maxTaskHistoryBytes\x12&\n" +
-	"\x0fmax_task_events\x18\x05 \x01(\x03R\rmaxTaskEvents\"\x85\x03\n" +
+	"\x0fmax_task_events\x18\x05 \x01(\x05R\rmaxTaskEvents\x12*\n" +
+	"\x11max_request_bytes\x18\x06 \x01(\x03R\x0fmaxRequestBytes\x12&\n" +
+	"\x0fmax_input_bytes\x18\a \x01(\x03R\rmaxInputBytes\x12\x1d\n" +
+	"\n" +
+	"max_labels\x18\b \x01(\x05R\tmaxLabels\x125\n" +
+	"\x17max_list_response_bytes\x18\t \x01(\x03R\x14maxListResponseBytes\x121\n" +
+	"\x15max_events_per_report\x18\n" +
+	" \x01(\x05R\x12maxEventsPerReport\x125\n" +
+	"\x17max_calls_per_principal\x18\v \x01(\x05R\x14maxCallsPerPrincipal\x129\n" +
+	"\x19max_watches_per_principal\x18\f \x01(\x05R\x16maxWatchesPerPrincipal\x127\n" +
+	"\x18max_awaits_per_principal\x18\r \x01(\x05R\x15maxAwaitsPerPrincipal\x12*\n" +
+	"\x11default_page_size\x18\x0e \x01(\x05R\x0fdefaultPageSize\x12\"\n" +
+	"\rmax_page_size\x18\x0f \x01(\x05R\vmaxPageSize\"\x85\x03\n" +
 	"\bFeatures\x12'\n" +
 	"\x0fspec_validation\x18\x01 \x01(\bR\x0especValidation\x12\x14\n" +
 	"\x05tasks\x18\x02 \x01(\bR\x05tasks\x12!\n" +

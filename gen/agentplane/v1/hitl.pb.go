@@ -89,6 +89,7 @@ const (
 	// A gated tool call waits for approval.
 	InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL InterruptKind = 1
 	// Chat mode: the turn ended (synthetic __auto_pause__); only ContinueTask resolves it.
+	// Not shown in the reviewers' inbox unless ListInterruptsRequest.kinds asks for it.
 	InterruptKind_INTERRUPT_KIND_AUTO_PAUSE InterruptKind = 2
 )
 
@@ -685,13 +686,18 @@ type Interrupt struct {
 	Kind InterruptKind `protobuf:"varint,4,opt,name=kind,proto3,enum=agentplane.v1.InterruptKind" json:"kind,omitempty"`
 	// Pending or resolved.
 	State InterruptState `protobuf:"varint,5,opt,name=state,proto3,enum=agentplane.v1.InterruptState" json:"state,omitempty"`
-	// What the reviewer is asked to rule on.
-	Request *ApprovalRequest `protobuf:"bytes,6,opt,name=request,proto3" json:"request,omitempty"`
+	// What is asked, by kind; the arm set matches kind.
+	//
+	// Types that are valid to be assigned to Request:
+	//
+	//	*Interrupt_Approval
+	//	*Interrupt_TurnEnd
+	Request isInterrupt_Request `protobuf_oneof:"request"`
 	// When the deployment default decision applies, if set.
 	Deadline *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=deadline,proto3" json:"deadline,omitempty"`
 	// The decision, once resolved.
 	Decision *Decision `protobuf:"bytes,8,opt,name=decision,proto3" json:"decision,omitempty"`
-	// SHA-256 (hex) of the canonical JSON of request.args.
+	// SHA-256 (hex) of the canonical JSON of approval.args (of null for AUTO_PAUSE).
 	ArgsDigest string `protobuf:"bytes,9,opt,name=args_digest,json=argsDigest,proto3" json:"args_digest,omitempty"`
 	// Tool call id from the runtime.
 	CallId string `protobuf:"bytes,10,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
@@ -766,9 +772,27 @@ func (x *Interrupt) GetState() InterruptState {
 	return InterruptState_INTERRUPT_STATE_UNSPECIFIED
 }
 
-func (x *Interrupt) GetRequest() *ApprovalRequest {
+func (x *Interrupt) GetRequest() isInterrupt_Request {
 	if x != nil {
 		return x.Request
+	}
+	return nil
+}
+
+func (x *Interrupt) GetApproval() *ApprovalRequest {
+	if x != nil {
+		if x, ok := x.Request.(*Interrupt_Approval); ok {
+			return x.Approval
+		}
+	}
+	return nil
+}
+
+func (x *Interrupt) GetTurnEnd() *TurnEndRequest {
+	if x != nil {
+		if x, ok := x.Request.(*Interrupt_TurnEnd); ok {
+			return x.TurnEnd
+		}
 	}
 	return nil
 }
@@ -808,6 +832,24 @@ func (x *Interrupt) GetNode() string {
 	return ""
 }
 
+type isInterrupt_Request interface {
+	isInterrupt_Request()
+}
+
+type Interrupt_Approval struct {
+	// kind TOOL_APPROVAL: the gated call a reviewer rules on.
+	Approval *ApprovalRequest `protobuf:"bytes,6,opt,name=approval,proto3,oneof"`
+}
+
+type Interrupt_TurnEnd struct {
+	// kind AUTO_PAUSE: the end of a chat turn, answered by TaskService.ContinueTask.
+	TurnEnd *TurnEndRequest `protobuf:"bytes,12,opt,name=turn_end,json=turnEnd,proto3,oneof"`
+}
+
+func (*Interrupt_Approval) isInterrupt_Request() {}
+
+func (*Interrupt_TurnEnd) isInterrupt_Request() {}
+
 // ApprovalRequest is the pending tool call a human rules on.
 type ApprovalRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -822,7 +864,7 @@ type ApprovalRequest struct {
 	// Read-only run context.
 	Context *ApprovalContext `protobuf:"bytes,5,opt,name=context,proto3" json:"context,omitempty"`
 	// When the request was raised.
-	RequestedAt   *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=requested_at,json=requestedAt,proto3" json:"requested_at,omitempty"`
+	RequestTime   *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=request_time,json=requestTime,proto3" json:"request_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -892,9 +934,74 @@ func (x *ApprovalRequest) GetContext() *ApprovalContext {
 	return nil
 }
 
-func (x *ApprovalRequest) GetRequestedAt() *timestamppb.Timestamp {
+func (x *ApprovalRequest) GetRequestTime() *timestamppb.Timestamp {
 	if x != nil {
-		return x.RequestedAt
+		return x.RequestTime
+	}
+	return nil
+}
+
+// TurnEndRequest is a chat-mode pause: the agent ended its turn and waits for the
+// user's next message (TaskService.ContinueTask). There is nothing to approve.
+type TurnEndRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Agent (node) whose turn ended.
+	AgentName string `protobuf:"bytes,1,opt,name=agent_name,json=agentName,proto3" json:"agent_name,omitempty"`
+	// Caller session id.
+	SessionId *string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3,oneof" json:"session_id,omitempty"`
+	// When the turn ended.
+	RequestTime   *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=request_time,json=requestTime,proto3" json:"request_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TurnEndRequest) Reset() {
+	*x = TurnEndRequest{}
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TurnEndRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TurnEndRequest) ProtoMessage() {}
+
+func (x *TurnEndRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TurnEndRequest.ProtoReflect.Descriptor instead.
+func (*TurnEndRequest) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *TurnEndRequest) GetAgentName() string {
+	if x != nil {
+		return x.AgentName
+	}
+	return ""
+}
+
+func (x *TurnEndRequest) GetSessionId() string {
+	if x != nil && x.SessionId != nil {
+		return *x.SessionId
+	}
+	return ""
+}
+
+func (x *TurnEndRequest) GetRequestTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RequestTime
 	}
 	return nil
 }
@@ -918,7 +1025,7 @@ type ApprovalContext struct {
 
 func (x *ApprovalContext) Reset() {
 	*x = ApprovalContext{}
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[7]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -930,7 +1037,7 @@ func (x *ApprovalContext) String() string {
 func (*ApprovalContext) ProtoMessage() {}
 
 func (x *ApprovalContext) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[7]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -943,7 +1050,7 @@ func (x *ApprovalContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalContext.ProtoReflect.Descriptor instead.
 func (*ApprovalContext) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{7}
+	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ApprovalContext) GetAgentName() string {
@@ -999,7 +1106,7 @@ type Decision struct {
 	// Principal that decided ("system" for deadline and synthesized decisions).
 	DecidedBy string `protobuf:"bytes,6,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
 	// When.
-	DecidedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=decided_at,json=decidedAt,proto3" json:"decided_at,omitempty"`
+	DecideTime *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=decide_time,json=decideTime,proto3" json:"decide_time,omitempty"`
 	// Who or what decided.
 	Source DecisionSource `protobuf:"varint,8,opt,name=source,proto3,enum=agentplane.v1.DecisionSource" json:"source,omitempty"`
 	// The reason as it reaches the model, after content_trust.hitl_reason_policy
@@ -1013,7 +1120,7 @@ type Decision struct {
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[8]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1025,7 +1132,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[8]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1038,7 +1145,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{8}
+	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Decision) GetType() DecisionType {
@@ -1083,9 +1190,9 @@ func (x *Decision) GetDecidedBy() string {
 	return ""
 }
 
-func (x *Decision) GetDecidedAt() *timestamppb.Timestamp {
+func (x *Decision) GetDecideTime() *timestamppb.Timestamp {
 	if x != nil {
-		return x.DecidedAt
+		return x.DecideTime
 	}
 	return nil
 }
@@ -1140,29 +1247,38 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\finterrupt_id\x18\x04 \x01(\tR\vinterruptId\x12\x12\n" +
 	"\x04tags\x18\x05 \x03(\tR\x04tags\x12\x16\n" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x12\n" +
-	"\x04node\x18\a \x01(\tR\x04node\"\xbb\x03\n" +
+	"\x04node\x18\a \x01(\tR\x04node\"\x86\x04\n" +
 	"\tInterrupt\x12!\n" +
 	"\finterrupt_id\x18\x01 \x01(\tR\vinterruptId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06tenant\x18\x03 \x01(\tR\x06tenant\x120\n" +
 	"\x04kind\x18\x04 \x01(\x0e2\x1c.agentplane.v1.InterruptKindR\x04kind\x123\n" +
-	"\x05state\x18\x05 \x01(\x0e2\x1d.agentplane.v1.InterruptStateR\x05state\x128\n" +
-	"\arequest\x18\x06 \x01(\v2\x1e.agentplane.v1.ApprovalRequestR\arequest\x126\n" +
+	"\x05state\x18\x05 \x01(\x0e2\x1d.agentplane.v1.InterruptStateR\x05state\x12<\n" +
+	"\bapproval\x18\x06 \x01(\v2\x1e.agentplane.v1.ApprovalRequestH\x00R\bapproval\x12:\n" +
+	"\bturn_end\x18\f \x01(\v2\x1d.agentplane.v1.TurnEndRequestH\x00R\aturnEnd\x126\n" +
 	"\bdeadline\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x123\n" +
 	"\bdecision\x18\b \x01(\v2\x17.agentplane.v1.DecisionR\bdecision\x12\x1f\n" +
 	"\vargs_digest\x18\t \x01(\tR\n" +
 	"argsDigest\x12\x17\n" +
 	"\acall_id\x18\n" +
 	" \x01(\tR\x06callId\x12\x12\n" +
-	"\x04node\x18\v \x01(\tR\x04node\"\xbb\x02\n" +
+	"\x04node\x18\v \x01(\tR\x04nodeB\t\n" +
+	"\arequest\"\xbb\x02\n" +
 	"\x0fApprovalRequest\x12!\n" +
 	"\finterrupt_id\x18\x01 \x01(\tR\vinterruptId\x12\x1b\n" +
 	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12.\n" +
 	"\x10tool_description\x18\x03 \x01(\tH\x00R\x0ftoolDescription\x88\x01\x01\x12*\n" +
 	"\x04args\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\x04args\x128\n" +
 	"\acontext\x18\x05 \x01(\v2\x1e.agentplane.v1.ApprovalContextR\acontext\x12=\n" +
-	"\frequested_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAtB\x13\n" +
-	"\x11_tool_description\"\xd5\x01\n" +
+	"\frequest_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestTimeB\x13\n" +
+	"\x11_tool_description\"\xa1\x01\n" +
+	"\x0eTurnEndRequest\x12\x1d\n" +
+	"\n" +
+	"agent_name\x18\x01 \x01(\tR\tagentName\x12\"\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tH\x00R\tsessionId\x88\x01\x01\x12=\n" +
+	"\frequest_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestTimeB\r\n" +
+	"\v_session_id\"\xd5\x01\n" +
 	"\x0fApprovalContext\x12\x1d\n" +
 	"\n" +
 	"agent_name\x18\x01 \x01(\tR\tagentName\x12\x1d\n" +
@@ -1173,7 +1289,7 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\x0eoriginal_input\x18\x04 \x01(\tH\x01R\roriginalInput\x88\x01\x01\x12\x12\n" +
 	"\x04tags\x18\x05 \x03(\tR\x04tagsB\r\n" +
 	"\v_session_idB\x11\n" +
-	"\x0f_original_input\"\xc9\x03\n" +
+	"\x0f_original_input\"\xcb\x03\n" +
 	"\bDecision\x12/\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1b.agentplane.v1.DecisionTypeR\x04type\x12\x1b\n" +
 	"\x06reason\x18\x02 \x01(\tH\x00R\x06reason\x88\x01\x01\x12*\n" +
@@ -1182,9 +1298,9 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\vargs_digest\x18\x05 \x01(\tR\n" +
 	"argsDigest\x12\x1d\n" +
 	"\n" +
-	"decided_by\x18\x06 \x01(\tR\tdecidedBy\x129\n" +
-	"\n" +
-	"decided_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\x125\n" +
+	"decided_by\x18\x06 \x01(\tR\tdecidedBy\x12;\n" +
+	"\vdecide_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"decideTime\x125\n" +
 	"\x06source\x18\b \x01(\x0e2\x1d.agentplane.v1.DecisionSourceR\x06source\x12&\n" +
 	"\fmodel_reason\x18\t \x01(\tH\x01R\vmodelReason\x88\x01\x01\x12!\n" +
 	"\finterrupt_id\x18\n" +
@@ -1231,7 +1347,7 @@ func file_agentplane_v1_hitl_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_v1_hitl_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_agentplane_v1_hitl_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_agentplane_v1_hitl_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_agentplane_v1_hitl_proto_goTypes = []any{
 	(GateOutcome)(0),              // 0: agentplane.v1.GateOutcome
 	(InterruptKind)(0),            // 1: agentplane.v1.InterruptKind
@@ -1245,36 +1361,39 @@ var file_agentplane_v1_hitl_proto_goTypes = []any{
 	(*ToolGated)(nil),             // 9: agentplane.v1.ToolGated
 	(*Interrupt)(nil),             // 10: agentplane.v1.Interrupt
 	(*ApprovalRequest)(nil),       // 11: agentplane.v1.ApprovalRequest
-	(*ApprovalContext)(nil),       // 12: agentplane.v1.ApprovalContext
-	(*Decision)(nil),              // 13: agentplane.v1.Decision
-	nil,                           // 14: agentplane.v1.ToolListPolicy.TagsEntry
-	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
-	(*structpb.Value)(nil),        // 16: google.protobuf.Value
+	(*TurnEndRequest)(nil),        // 12: agentplane.v1.TurnEndRequest
+	(*ApprovalContext)(nil),       // 13: agentplane.v1.ApprovalContext
+	(*Decision)(nil),              // 14: agentplane.v1.Decision
+	nil,                           // 15: agentplane.v1.ToolListPolicy.TagsEntry
+	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
+	(*structpb.Value)(nil),        // 17: google.protobuf.Value
 }
 var file_agentplane_v1_hitl_proto_depIdxs = []int32{
 	6,  // 0: agentplane.v1.InterruptPolicy.allowlist:type_name -> agentplane.v1.ToolListPolicy
 	6,  // 1: agentplane.v1.InterruptPolicy.denylist:type_name -> agentplane.v1.ToolListPolicy
 	8,  // 2: agentplane.v1.InterruptPolicy.predicate:type_name -> agentplane.v1.PredicatePolicy
-	14, // 3: agentplane.v1.ToolListPolicy.tags:type_name -> agentplane.v1.ToolListPolicy.TagsEntry
+	15, // 3: agentplane.v1.ToolListPolicy.tags:type_name -> agentplane.v1.ToolListPolicy.TagsEntry
 	0,  // 4: agentplane.v1.ToolGated.outcome:type_name -> agentplane.v1.GateOutcome
 	1,  // 5: agentplane.v1.Interrupt.kind:type_name -> agentplane.v1.InterruptKind
 	2,  // 6: agentplane.v1.Interrupt.state:type_name -> agentplane.v1.InterruptState
-	11, // 7: agentplane.v1.Interrupt.request:type_name -> agentplane.v1.ApprovalRequest
-	15, // 8: agentplane.v1.Interrupt.deadline:type_name -> google.protobuf.Timestamp
-	13, // 9: agentplane.v1.Interrupt.decision:type_name -> agentplane.v1.Decision
-	16, // 10: agentplane.v1.ApprovalRequest.args:type_name -> google.protobuf.Value
-	12, // 11: agentplane.v1.ApprovalRequest.context:type_name -> agentplane.v1.ApprovalContext
-	15, // 12: agentplane.v1.ApprovalRequest.requested_at:type_name -> google.protobuf.Timestamp
-	3,  // 13: agentplane.v1.Decision.type:type_name -> agentplane.v1.DecisionType
-	16, // 14: agentplane.v1.Decision.args:type_name -> google.protobuf.Value
-	15, // 15: agentplane.v1.Decision.decided_at:type_name -> google.protobuf.Timestamp
-	4,  // 16: agentplane.v1.Decision.source:type_name -> agentplane.v1.DecisionSource
-	7,  // 17: agentplane.v1.ToolListPolicy.TagsEntry.value:type_name -> agentplane.v1.TagList
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	11, // 7: agentplane.v1.Interrupt.approval:type_name -> agentplane.v1.ApprovalRequest
+	12, // 8: agentplane.v1.Interrupt.turn_end:type_name -> agentplane.v1.TurnEndRequest
+	16, // 9: agentplane.v1.Interrupt.deadline:type_name -> google.protobuf.Timestamp
+	14, // 10: agentplane.v1.Interrupt.decision:type_name -> agentplane.v1.Decision
+	17, // 11: agentplane.v1.ApprovalRequest.args:type_name -> google.protobuf.Value
+	13, // 12: agentplane.v1.ApprovalRequest.context:type_name -> agentplane.v1.ApprovalContext
+	16, // 13: agentplane.v1.ApprovalRequest.request_time:type_name -> google.protobuf.Timestamp
+	16, // 14: agentplane.v1.TurnEndRequest.request_time:type_name -> google.protobuf.Timestamp
+	3,  // 15: agentplane.v1.Decision.type:type_name -> agentplane.v1.DecisionType
+	17, // 16: agentplane.v1.Decision.args:type_name -> google.protobuf.Value
+	16, // 17: agentplane.v1.Decision.decide_time:type_name -> google.protobuf.Timestamp
+	4,  // 18: agentplane.v1.Decision.source:type_name -> agentplane.v1.DecisionSource
+	7,  // 19: agentplane.v1.ToolListPolicy.TagsEntry.value:type_name -> agentplane.v1.TagList
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_hitl_proto_init() }
@@ -1287,16 +1406,21 @@ func file_agentplane_v1_hitl_proto_init() {
 		(*InterruptPolicy_Denylist)(nil),
 		(*InterruptPolicy_Predicate)(nil),
 	}
+	file_agentplane_v1_hitl_proto_msgTypes[5].OneofWrappers = []any{
+		(*Interrupt_Approval)(nil),
+		(*Interrupt_TurnEnd)(nil),
+	}
 	file_agentplane_v1_hitl_proto_msgTypes[6].OneofWrappers = []any{}
 	file_agentplane_v1_hitl_proto_msgTypes[7].OneofWrappers = []any{}
 	file_agentplane_v1_hitl_proto_msgTypes[8].OneofWrappers = []any{}
+	file_agentplane_v1_hitl_proto_msgTypes[9].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_hitl_proto_rawDesc), len(file_agentplane_v1_hitl_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

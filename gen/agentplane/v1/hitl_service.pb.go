@@ -38,10 +38,14 @@ type ListInterruptsRequest struct {
 	Tag string `protobuf:"bytes,5,opt,name=tag,proto3" json:"tag,omitempty"`
 	// Only interrupts at least this old.
 	MinAge *durationpb.Duration `protobuf:"bytes,6,opt,name=min_age,json=minAge,proto3" json:"min_age,omitempty"`
-	// Include resolved interrupts too (default: pending only).
-	IncludeResolved bool `protobuf:"varint,7,opt,name=include_resolved,json=includeResolved,proto3" json:"include_resolved,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Only interrupts of these kinds; empty means TOOL_APPROVAL only (the interrupts a
+	// reviewer can resolve). Add AUTO_PAUSE to see chat-mode pauses too.
+	Kinds []InterruptKind `protobuf:"varint,8,rep,packed,name=kinds,proto3,enum=agentplane.v1.InterruptKind" json:"kinds,omitempty"`
+	// Only interrupts in these states; empty means PENDING only. RESOLVED needs task_id:
+	// decided interrupts are listed per task, the tenant-wide inbox holds pending ones.
+	States        []InterruptState `protobuf:"varint,9,rep,packed,name=states,proto3,enum=agentplane.v1.InterruptState" json:"states,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListInterruptsRequest) Reset() {
@@ -116,11 +120,18 @@ func (x *ListInterruptsRequest) GetMinAge() *durationpb.Duration {
 	return nil
 }
 
-func (x *ListInterruptsRequest) GetIncludeResolved() bool {
+func (x *ListInterruptsRequest) GetKinds() []InterruptKind {
 	if x != nil {
-		return x.IncludeResolved
+		return x.Kinds
 	}
-	return false
+	return nil
+}
+
+func (x *ListInterruptsRequest) GetStates() []InterruptState {
+	if x != nil {
+		return x.States
+	}
+	return nil
 }
 
 // ListInterruptsResponse is one page of the inbox.
@@ -603,7 +614,7 @@ var File_agentplane_v1_hitl_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_hitl_service_proto_rawDesc = "" +
 	"\n" +
-	" agentplane/v1/hitl_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xfa\x01\n" +
+	" agentplane/v1/hitl_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xd2\x02\n" +
 	"\x15ListInterruptsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -611,8 +622,9 @@ const file_agentplane_v1_hitl_service_proto_rawDesc = "" +
 	"\atask_id\x18\x03 \x01(\tR\x06taskId\x12\x1b\n" +
 	"\ttool_name\x18\x04 \x01(\tR\btoolName\x12\x10\n" +
 	"\x03tag\x18\x05 \x01(\tR\x03tag\x122\n" +
-	"\amin_age\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x06minAge\x12)\n" +
-	"\x10include_resolved\x18\a \x01(\bR\x0fincludeResolved\"z\n" +
+	"\amin_age\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x06minAge\x122\n" +
+	"\x05kinds\x18\b \x03(\x0e2\x1c.agentplane.v1.InterruptKindR\x05kinds\x125\n" +
+	"\x06states\x18\t \x03(\x0e2\x1d.agentplane.v1.InterruptStateR\x06statesJ\x04\b\a\x10\bR\x10include_resolved\"z\n" +
 	"\x16ListInterruptsResponse\x128\n" +
 	"\n" +
 	"interrupts\x18\x01 \x03(\v2\x18.agentplane.v1.InterruptR\n" +
@@ -673,29 +685,33 @@ var file_agentplane_v1_hitl_service_proto_goTypes = []any{
 	(*EditDecision)(nil),             // 7: agentplane.v1.EditDecision
 	(*ResolveInterruptResponse)(nil), // 8: agentplane.v1.ResolveInterruptResponse
 	(*durationpb.Duration)(nil),      // 9: google.protobuf.Duration
-	(*Interrupt)(nil),                // 10: agentplane.v1.Interrupt
-	(*structpb.Value)(nil),           // 11: google.protobuf.Value
+	(InterruptKind)(0),               // 10: agentplane.v1.InterruptKind
+	(InterruptState)(0),              // 11: agentplane.v1.InterruptState
+	(*Interrupt)(nil),                // 12: agentplane.v1.Interrupt
+	(*structpb.Value)(nil),           // 13: google.protobuf.Value
 }
 var file_agentplane_v1_hitl_service_proto_depIdxs = []int32{
 	9,  // 0: agentplane.v1.ListInterruptsRequest.min_age:type_name -> google.protobuf.Duration
-	10, // 1: agentplane.v1.ListInterruptsResponse.interrupts:type_name -> agentplane.v1.Interrupt
-	10, // 2: agentplane.v1.GetInterruptResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	5,  // 3: agentplane.v1.ResolveInterruptRequest.approve:type_name -> agentplane.v1.ApproveDecision
-	6,  // 4: agentplane.v1.ResolveInterruptRequest.reject:type_name -> agentplane.v1.RejectDecision
-	7,  // 5: agentplane.v1.ResolveInterruptRequest.edit:type_name -> agentplane.v1.EditDecision
-	11, // 6: agentplane.v1.EditDecision.args:type_name -> google.protobuf.Value
-	10, // 7: agentplane.v1.ResolveInterruptResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	0,  // 8: agentplane.v1.HitlService.ListInterrupts:input_type -> agentplane.v1.ListInterruptsRequest
-	2,  // 9: agentplane.v1.HitlService.GetInterrupt:input_type -> agentplane.v1.GetInterruptRequest
-	4,  // 10: agentplane.v1.HitlService.ResolveInterrupt:input_type -> agentplane.v1.ResolveInterruptRequest
-	1,  // 11: agentplane.v1.HitlService.ListInterrupts:output_type -> agentplane.v1.ListInterruptsResponse
-	3,  // 12: agentplane.v1.HitlService.GetInterrupt:output_type -> agentplane.v1.GetInterruptResponse
-	8,  // 13: agentplane.v1.HitlService.ResolveInterrupt:output_type -> agentplane.v1.ResolveInterruptResponse
-	11, // [11:14] is the sub-list for method output_type
-	8,  // [8:11] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	10, // 1: agentplane.v1.ListInterruptsRequest.kinds:type_name -> agentplane.v1.InterruptKind
+	11, // 2: agentplane.v1.ListInterruptsRequest.states:type_name -> agentplane.v1.InterruptState
+	12, // 3: agentplane.v1.ListInterruptsResponse.interrupts:type_name -> agentplane.v1.Interrupt
+	12, // 4: agentplane.v1.GetInterruptResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	5,  // 5: agentplane.v1.ResolveInterruptRequest.approve:type_name -> agentplane.v1.ApproveDecision
+	6,  // 6: agentplane.v1.ResolveInterruptRequest.reject:type_name -> agentplane.v1.RejectDecision
+	7,  // 7: agentplane.v1.ResolveInterruptRequest.edit:type_name -> agentplane.v1.EditDecision
+	13, // 8: agentplane.v1.EditDecision.args:type_name -> google.protobuf.Value
+	12, // 9: agentplane.v1.ResolveInterruptResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	0,  // 10: agentplane.v1.HitlService.ListInterrupts:input_type -> agentplane.v1.ListInterruptsRequest
+	2,  // 11: agentplane.v1.HitlService.GetInterrupt:input_type -> agentplane.v1.GetInterruptRequest
+	4,  // 12: agentplane.v1.HitlService.ResolveInterrupt:input_type -> agentplane.v1.ResolveInterruptRequest
+	1,  // 13: agentplane.v1.HitlService.ListInterrupts:output_type -> agentplane.v1.ListInterruptsResponse
+	3,  // 14: agentplane.v1.HitlService.GetInterrupt:output_type -> agentplane.v1.GetInterruptResponse
+	8,  // 15: agentplane.v1.HitlService.ResolveInterrupt:output_type -> agentplane.v1.ResolveInterruptResponse
+	13, // [13:16] is the sub-list for method output_type
+	10, // [10:13] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_hitl_service_proto_init() }

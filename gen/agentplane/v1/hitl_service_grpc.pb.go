@@ -30,7 +30,9 @@ const (
 //
 // HitlService is the reviewers' inbox: pending interrupts, and their resolution.
 type HitlServiceClient interface {
-	// ListInterrupts lists interrupts of the caller's tenant, oldest first, filtered and paged.
+	// ListInterrupts lists interrupts of the caller's tenant, oldest first, filtered and
+	// paged. By default it is the reviewers' inbox: pending tool approvals. kinds and
+	// states widen or narrow it; resolved interrupts are listed per task (task_id).
 	ListInterrupts(ctx context.Context, in *ListInterruptsRequest, opts ...grpc.CallOption) (*ListInterruptsResponse, error)
 	// GetInterrupt returns one interrupt.
 	GetInterrupt(ctx context.Context, in *GetInterruptRequest, opts ...grpc.CallOption) (*GetInterruptResponse, error)
@@ -86,7 +88,9 @@ func (c *hitlServiceClient) ResolveInterrupt(ctx context.Context, in *ResolveInt
 //
 // HitlService is the reviewers' inbox: pending interrupts, and their resolution.
 type HitlServiceServer interface {
-	// ListInterrupts lists interrupts of the caller's tenant, oldest first, filtered and paged.
+	// ListInterrupts lists interrupts of the caller's tenant, oldest first, filtered and
+	// paged. By default it is the reviewers' inbox: pending tool approvals. kinds and
+	// states widen or narrow it; resolved interrupts are listed per task (task_id).
 	ListInterrupts(context.Context, *ListInterruptsRequest) (*ListInterruptsResponse, error)
 	// GetInterrupt returns one interrupt.
 	GetInterrupt(context.Context, *GetInterruptRequest) (*GetInterruptResponse, error)

@@ -91,8 +91,9 @@ func (x *LeaseRef) GetEpoch() int64 {
 // Lease grants a runtime one task until deadline.
 //
 // Authoritative and repeated fields: lease_id, epoch, deadline, attempt, spec,
-// mcp_servers, a2a_peers and task (the state as of the grant) are authoritative: they
-// are the lease or what it runs, and are nowhere else for the runtime. The log is the
+// mcp_servers, a2a_peers, trace_context and task (the state as of the grant) are
+// authoritative: they are the lease or what it runs, and are nowhere else for the
+// runtime. The log is the
 // authority for everything that happened: history_cursor says how far it reaches at
 // the grant, and a resumed runtime rebuilds its transcript with ReadTaskHistory up to
 // it. resolved_interrupts, pending_interrupts and continue_messages repeat parts of
@@ -130,7 +131,10 @@ type Lease struct {
 	// Effective MCP servers.
 	McpServers []*McpServer `protobuf:"bytes,11,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	// Effective A2A peers.
-	A2APeers      []*A2APeer `protobuf:"bytes,12,rep,name=a2a_peers,json=a2aPeers,proto3" json:"a2a_peers,omitempty"`
+	A2APeers []*A2APeer `protobuf:"bytes,12,rep,name=a2a_peers,json=a2aPeers,proto3" json:"a2a_peers,omitempty"`
+	// The W3C trace context captured at StartTask (the same as task.trace_context), for
+	// the runtime to continue the caller's trace. Absent when StartTask carried none.
+	TraceContext  *TraceContext `protobuf:"bytes,13,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -245,6 +249,13 @@ func (x *Lease) GetMcpServers() []*McpServer {
 func (x *Lease) GetA2APeers() []*A2APeer {
 	if x != nil {
 		return x.A2APeers
+	}
+	return nil
+}
+
+func (x *Lease) GetTraceContext() *TraceContext {
+	if x != nil {
+		return x.TraceContext
 	}
 	return nil
 }
@@ -692,7 +703,8 @@ type ReportEventsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The lease.
 	Lease *LeaseRef `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
-	// Events, appended in order in one transaction.
+	// Events, appended in order in one transaction; at most
+	// Capabilities.limits.max_events_per_report.
 	Events []*RuntimeEvent `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"`
 	// Idempotency key (see RuntimeService); recommended.
 	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
@@ -2108,7 +2120,7 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\bLeaseRef\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x19\n" +
 	"\blease_id\x18\x02 \x01(\tR\aleaseId\x12\x14\n" +
-	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\"\xbc\x04\n" +
+	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\"\xfe\x04\n" +
 	"\x05Lease\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x126\n" +
@@ -2123,7 +2135,8 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	" \x03(\tR\x10continueMessages\x129\n" +
 	"\vmcp_servers\x18\v \x03(\v2\x18.agentplane.v1.McpServerR\n" +
 	"mcpServers\x123\n" +
-	"\ta2a_peers\x18\f \x03(\v2\x16.agentplane.v1.A2aPeerR\ba2aPeers\"z\n" +
+	"\ta2a_peers\x18\f \x03(\v2\x16.agentplane.v1.A2aPeerR\ba2aPeers\x12@\n" +
+	"\rtrace_context\x18\r \x01(\v2\x1b.agentplane.v1.TraceContextR\ftraceContext\"z\n" +
 	"\fResolvedSpec\x120\n" +
 	"\x05agent\x18\x01 \x01(\v2\x18.agentplane.v1.AgentSpecH\x00R\x05agent\x120\n" +
 	"\x05graph\x18\x02 \x01(\v2\x18.agentplane.v1.GraphSpecH\x00R\x05graphB\x06\n" +
@@ -2305,25 +2318,26 @@ var file_agentplane_v1_runtime_service_proto_goTypes = []any{
 	(*Interrupt)(nil),               // 32: agentplane.v1.Interrupt
 	(*McpServer)(nil),               // 33: agentplane.v1.McpServer
 	(*A2APeer)(nil),                 // 34: agentplane.v1.A2aPeer
-	(*AgentSpec)(nil),               // 35: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),               // 36: agentplane.v1.GraphSpec
-	(*durationpb.Duration)(nil),     // 37: google.protobuf.Duration
-	(*ChatMessage)(nil),             // 38: agentplane.v1.ChatMessage
-	(*ToolCall)(nil),                // 39: agentplane.v1.ToolCall
-	(*ToolResult)(nil),              // 40: agentplane.v1.ToolResult
-	(*RuntimeNote)(nil),             // 41: agentplane.v1.RuntimeNote
-	(*structpb.Value)(nil),          // 42: google.protobuf.Value
-	(*McpToolAnnotations)(nil),      // 43: agentplane.v1.McpToolAnnotations
-	(GateOutcome)(0),                // 44: agentplane.v1.GateOutcome
-	(*Decision)(nil),                // 45: agentplane.v1.Decision
-	(*StreamKeepalive)(nil),         // 46: agentplane.v1.StreamKeepalive
-	(*VerdictResult)(nil),           // 47: agentplane.v1.VerdictResult
-	(*ObligationResolution)(nil),    // 48: agentplane.v1.ObligationResolution
-	(*Verdict)(nil),                 // 49: agentplane.v1.Verdict
-	(*Obligation)(nil),              // 50: agentplane.v1.Obligation
-	(*TaskOutput)(nil),              // 51: agentplane.v1.TaskOutput
-	(*TaskEvent)(nil),               // 52: agentplane.v1.TaskEvent
-	(*MessageDelta)(nil),            // 53: agentplane.v1.MessageDelta
+	(*TraceContext)(nil),            // 35: agentplane.v1.TraceContext
+	(*AgentSpec)(nil),               // 36: agentplane.v1.AgentSpec
+	(*GraphSpec)(nil),               // 37: agentplane.v1.GraphSpec
+	(*durationpb.Duration)(nil),     // 38: google.protobuf.Duration
+	(*ChatMessage)(nil),             // 39: agentplane.v1.ChatMessage
+	(*ToolCall)(nil),                // 40: agentplane.v1.ToolCall
+	(*ToolResult)(nil),              // 41: agentplane.v1.ToolResult
+	(*RuntimeNote)(nil),             // 42: agentplane.v1.RuntimeNote
+	(*structpb.Value)(nil),          // 43: google.protobuf.Value
+	(*McpToolAnnotations)(nil),      // 44: agentplane.v1.McpToolAnnotations
+	(GateOutcome)(0),                // 45: agentplane.v1.GateOutcome
+	(*Decision)(nil),                // 46: agentplane.v1.Decision
+	(*StreamKeepalive)(nil),         // 47: agentplane.v1.StreamKeepalive
+	(*VerdictResult)(nil),           // 48: agentplane.v1.VerdictResult
+	(*ObligationResolution)(nil),    // 49: agentplane.v1.ObligationResolution
+	(*Verdict)(nil),                 // 50: agentplane.v1.Verdict
+	(*Obligation)(nil),              // 51: agentplane.v1.Obligation
+	(*TaskOutput)(nil),              // 52: agentplane.v1.TaskOutput
+	(*TaskEvent)(nil),               // 53: agentplane.v1.TaskEvent
+	(*MessageDelta)(nil),            // 54: agentplane.v1.MessageDelta
 }
 var file_agentplane_v1_runtime_service_proto_depIdxs = []int32{
 	30, // 0: agentplane.v1.Lease.deadline:type_name -> google.protobuf.Timestamp
@@ -2333,77 +2347,78 @@ var file_agentplane_v1_runtime_service_proto_depIdxs = []int32{
 	32, // 4: agentplane.v1.Lease.pending_interrupts:type_name -> agentplane.v1.Interrupt
 	33, // 5: agentplane.v1.Lease.mcp_servers:type_name -> agentplane.v1.McpServer
 	34, // 6: agentplane.v1.Lease.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	35, // 7: agentplane.v1.ResolvedSpec.agent:type_name -> agentplane.v1.AgentSpec
-	36, // 8: agentplane.v1.ResolvedSpec.graph:type_name -> agentplane.v1.GraphSpec
-	37, // 9: agentplane.v1.LeaseTasksRequest.wait:type_name -> google.protobuf.Duration
-	1,  // 10: agentplane.v1.LeaseTasksResponse.leases:type_name -> agentplane.v1.Lease
-	0,  // 11: agentplane.v1.HeartbeatRequest.lease:type_name -> agentplane.v1.LeaseRef
-	30, // 12: agentplane.v1.HeartbeatResponse.deadline:type_name -> google.protobuf.Timestamp
-	38, // 13: agentplane.v1.RuntimeEvent.message:type_name -> agentplane.v1.ChatMessage
-	39, // 14: agentplane.v1.RuntimeEvent.tool_call:type_name -> agentplane.v1.ToolCall
-	40, // 15: agentplane.v1.RuntimeEvent.tool_result:type_name -> agentplane.v1.ToolResult
-	41, // 16: agentplane.v1.RuntimeEvent.note:type_name -> agentplane.v1.RuntimeNote
-	0,  // 17: agentplane.v1.ReportEventsRequest.lease:type_name -> agentplane.v1.LeaseRef
-	7,  // 18: agentplane.v1.ReportEventsRequest.events:type_name -> agentplane.v1.RuntimeEvent
-	0,  // 19: agentplane.v1.CheckToolCallRequest.lease:type_name -> agentplane.v1.LeaseRef
-	42, // 20: agentplane.v1.CheckToolCallRequest.args:type_name -> google.protobuf.Value
-	43, // 21: agentplane.v1.CheckToolCallRequest.annotations:type_name -> agentplane.v1.McpToolAnnotations
-	44, // 22: agentplane.v1.CheckToolCallResponse.outcome:type_name -> agentplane.v1.GateOutcome
-	32, // 23: agentplane.v1.CheckToolCallResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	45, // 24: agentplane.v1.CheckToolCallResponse.decision:type_name -> agentplane.v1.Decision
-	0,  // 25: agentplane.v1.AwaitDecisionRequest.lease:type_name -> agentplane.v1.LeaseRef
-	45, // 26: agentplane.v1.AwaitDecisionResponse.decision:type_name -> agentplane.v1.Decision
-	14, // 27: agentplane.v1.AwaitDecisionResponse.pending:type_name -> agentplane.v1.AwaitPending
-	46, // 28: agentplane.v1.AwaitDecisionResponse.keepalive:type_name -> agentplane.v1.StreamKeepalive
-	15, // 29: agentplane.v1.AwaitDecisionResponse.canceled:type_name -> agentplane.v1.AwaitCanceled
-	30, // 30: agentplane.v1.AwaitPending.deadline:type_name -> google.protobuf.Timestamp
-	0,  // 31: agentplane.v1.SuspendTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	31, // 32: agentplane.v1.SuspendTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 33: agentplane.v1.RecordVerdictRequest.lease:type_name -> agentplane.v1.LeaseRef
-	47, // 34: agentplane.v1.RecordVerdictRequest.result:type_name -> agentplane.v1.VerdictResult
-	48, // 35: agentplane.v1.RecordVerdictRequest.resolved:type_name -> agentplane.v1.ObligationResolution
-	49, // 36: agentplane.v1.RecordVerdictResponse.verdict:type_name -> agentplane.v1.Verdict
-	50, // 37: agentplane.v1.RecordVerdictResponse.open_obligations:type_name -> agentplane.v1.Obligation
-	0,  // 38: agentplane.v1.PauseTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	32, // 39: agentplane.v1.PauseTaskResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	0,  // 40: agentplane.v1.CompleteTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	51, // 41: agentplane.v1.CompleteTaskRequest.output:type_name -> agentplane.v1.TaskOutput
-	31, // 42: agentplane.v1.CompleteTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 43: agentplane.v1.FailTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	31, // 44: agentplane.v1.FailTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 45: agentplane.v1.ReadTaskHistoryRequest.lease:type_name -> agentplane.v1.LeaseRef
-	52, // 46: agentplane.v1.ReadTaskHistoryResponse.events:type_name -> agentplane.v1.TaskEvent
-	0,  // 47: agentplane.v1.PublishDeltasRequest.lease:type_name -> agentplane.v1.LeaseRef
-	53, // 48: agentplane.v1.PublishDeltasRequest.deltas:type_name -> agentplane.v1.MessageDelta
-	3,  // 49: agentplane.v1.RuntimeService.LeaseTasks:input_type -> agentplane.v1.LeaseTasksRequest
-	5,  // 50: agentplane.v1.RuntimeService.Heartbeat:input_type -> agentplane.v1.HeartbeatRequest
-	8,  // 51: agentplane.v1.RuntimeService.ReportEvents:input_type -> agentplane.v1.ReportEventsRequest
-	10, // 52: agentplane.v1.RuntimeService.CheckToolCall:input_type -> agentplane.v1.CheckToolCallRequest
-	12, // 53: agentplane.v1.RuntimeService.AwaitDecision:input_type -> agentplane.v1.AwaitDecisionRequest
-	16, // 54: agentplane.v1.RuntimeService.SuspendTask:input_type -> agentplane.v1.SuspendTaskRequest
-	18, // 55: agentplane.v1.RuntimeService.RecordVerdict:input_type -> agentplane.v1.RecordVerdictRequest
-	20, // 56: agentplane.v1.RuntimeService.PauseTask:input_type -> agentplane.v1.PauseTaskRequest
-	22, // 57: agentplane.v1.RuntimeService.CompleteTask:input_type -> agentplane.v1.CompleteTaskRequest
-	24, // 58: agentplane.v1.RuntimeService.FailTask:input_type -> agentplane.v1.FailTaskRequest
-	26, // 59: agentplane.v1.RuntimeService.ReadTaskHistory:input_type -> agentplane.v1.ReadTaskHistoryRequest
-	28, // 60: agentplane.v1.RuntimeService.PublishDeltas:input_type -> agentplane.v1.PublishDeltasRequest
-	4,  // 61: agentplane.v1.RuntimeService.LeaseTasks:output_type -> agentplane.v1.LeaseTasksResponse
-	6,  // 62: agentplane.v1.RuntimeService.Heartbeat:output_type -> agentplane.v1.HeartbeatResponse
-	9,  // 63: agentplane.v1.RuntimeService.ReportEvents:output_type -> agentplane.v1.ReportEventsResponse
-	11, // 64: agentplane.v1.RuntimeService.CheckToolCall:output_type -> agentplane.v1.CheckToolCallResponse
-	13, // 65: agentplane.v1.RuntimeService.AwaitDecision:output_type -> agentplane.v1.AwaitDecisionResponse
-	17, // 66: agentplane.v1.RuntimeService.SuspendTask:output_type -> agentplane.v1.SuspendTaskResponse
-	19, // 67: agentplane.v1.RuntimeService.RecordVerdict:output_type -> agentplane.v1.RecordVerdictResponse
-	21, // 68: agentplane.v1.RuntimeService.PauseTask:output_type -> agentplane.v1.PauseTaskResponse
-	23, // 69: agentplane.v1.RuntimeService.CompleteTask:output_type -> agentplane.v1.CompleteTaskResponse
-	25, // 70: agentplane.v1.RuntimeService.FailTask:output_type -> agentplane.v1.FailTaskResponse
-	27, // 71: agentplane.v1.RuntimeService.ReadTaskHistory:output_type -> agentplane.v1.ReadTaskHistoryResponse
-	29, // 72: agentplane.v1.RuntimeService.PublishDeltas:output_type -> agentplane.v1.PublishDeltasResponse
-	61, // [61:73] is the sub-list for method output_type
-	49, // [49:61] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	35, // 7: agentplane.v1.Lease.trace_context:type_name -> agentplane.v1.TraceContext
+	36, // 8: agentplane.v1.ResolvedSpec.agent:type_name -> agentplane.v1.AgentSpec
+	37, // 9: agentplane.v1.ResolvedSpec.graph:type_name -> agentplane.v1.GraphSpec
+	38, // 10: agentplane.v1.LeaseTasksRequest.wait:type_name -> google.protobuf.Duration
+	1,  // 11: agentplane.v1.LeaseTasksResponse.leases:type_name -> agentplane.v1.Lease
+	0,  // 12: agentplane.v1.HeartbeatRequest.lease:type_name -> agentplane.v1.LeaseRef
+	30, // 13: agentplane.v1.HeartbeatResponse.deadline:type_name -> google.protobuf.Timestamp
+	39, // 14: agentplane.v1.RuntimeEvent.message:type_name -> agentplane.v1.ChatMessage
+	40, // 15: agentplane.v1.RuntimeEvent.tool_call:type_name -> agentplane.v1.ToolCall
+	41, // 16: agentplane.v1.RuntimeEvent.tool_result:type_name -> agentplane.v1.ToolResult
+	42, // 17: agentplane.v1.RuntimeEvent.note:type_name -> agentplane.v1.RuntimeNote
+	0,  // 18: agentplane.v1.ReportEventsRequest.lease:type_name -> agentplane.v1.LeaseRef
+	7,  // 19: agentplane.v1.ReportEventsRequest.events:type_name -> agentplane.v1.RuntimeEvent
+	0,  // 20: agentplane.v1.CheckToolCallRequest.lease:type_name -> agentplane.v1.LeaseRef
+	43, // 21: agentplane.v1.CheckToolCallRequest.args:type_name -> google.protobuf.Value
+	44, // 22: agentplane.v1.CheckToolCallRequest.annotations:type_name -> agentplane.v1.McpToolAnnotations
+	45, // 23: agentplane.v1.CheckToolCallResponse.outcome:type_name -> agentplane.v1.GateOutcome
+	32, // 24: agentplane.v1.CheckToolCallResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	46, // 25: agentplane.v1.CheckToolCallResponse.decision:type_name -> agentplane.v1.Decision
+	0,  // 26: agentplane.v1.AwaitDecisionRequest.lease:type_name -> agentplane.v1.LeaseRef
+	46, // 27: agentplane.v1.AwaitDecisionResponse.decision:type_name -> agentplane.v1.Decision
+	14, // 28: agentplane.v1.AwaitDecisionResponse.pending:type_name -> agentplane.v1.AwaitPending
+	47, // 29: agentplane.v1.AwaitDecisionResponse.keepalive:type_name -> agentplane.v1.StreamKeepalive
+	15, // 30: agentplane.v1.AwaitDecisionResponse.canceled:type_name -> agentplane.v1.AwaitCanceled
+	30, // 31: agentplane.v1.AwaitPending.deadline:type_name -> google.protobuf.Timestamp
+	0,  // 32: agentplane.v1.SuspendTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	31, // 33: agentplane.v1.SuspendTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 34: agentplane.v1.RecordVerdictRequest.lease:type_name -> agentplane.v1.LeaseRef
+	48, // 35: agentplane.v1.RecordVerdictRequest.result:type_name -> agentplane.v1.VerdictResult
+	49, // 36: agentplane.v1.RecordVerdictRequest.resolved:type_name -> agentplane.v1.ObligationResolution
+	50, // 37: agentplane.v1.RecordVerdictResponse.verdict:type_name -> agentplane.v1.Verdict
+	51, // 38: agentplane.v1.RecordVerdictResponse.open_obligations:type_name -> agentplane.v1.Obligation
+	0,  // 39: agentplane.v1.PauseTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	32, // 40: agentplane.v1.PauseTaskResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	0,  // 41: agentplane.v1.CompleteTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	52, // 42: agentplane.v1.CompleteTaskRequest.output:type_name -> agentplane.v1.TaskOutput
+	31, // 43: agentplane.v1.CompleteTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 44: agentplane.v1.FailTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	31, // 45: agentplane.v1.FailTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 46: agentplane.v1.ReadTaskHistoryRequest.lease:type_name -> agentplane.v1.LeaseRef
+	53, // 47: agentplane.v1.ReadTaskHistoryResponse.events:type_name -> agentplane.v1.TaskEvent
+	0,  // 48: agentplane.v1.PublishDeltasRequest.lease:type_name -> agentplane.v1.LeaseRef
+	54, // 49: agentplane.v1.PublishDeltasRequest.deltas:type_name -> agentplane.v1.MessageDelta
+	3,  // 50: agentplane.v1.RuntimeService.LeaseTasks:input_type -> agentplane.v1.LeaseTasksRequest
+	5,  // 51: agentplane.v1.RuntimeService.Heartbeat:input_type -> agentplane.v1.HeartbeatRequest
+	8,  // 52: agentplane.v1.RuntimeService.ReportEvents:input_type -> agentplane.v1.ReportEventsRequest
+	10, // 53: agentplane.v1.RuntimeService.CheckToolCall:input_type -> agentplane.v1.CheckToolCallRequest
+	12, // 54: agentplane.v1.RuntimeService.AwaitDecision:input_type -> agentplane.v1.AwaitDecisionRequest
+	16, // 55: agentplane.v1.RuntimeService.SuspendTask:input_type -> agentplane.v1.SuspendTaskRequest
+	18, // 56: agentplane.v1.RuntimeService.RecordVerdict:input_type -> agentplane.v1.RecordVerdictRequest
+	20, // 57: agentplane.v1.RuntimeService.PauseTask:input_type -> agentplane.v1.PauseTaskRequest
+	22, // 58: agentplane.v1.RuntimeService.CompleteTask:input_type -> agentplane.v1.CompleteTaskRequest
+	24, // 59: agentplane.v1.RuntimeService.FailTask:input_type -> agentplane.v1.FailTaskRequest
+	26, // 60: agentplane.v1.RuntimeService.ReadTaskHistory:input_type -> agentplane.v1.ReadTaskHistoryRequest
+	28, // 61: agentplane.v1.RuntimeService.PublishDeltas:input_type -> agentplane.v1.PublishDeltasRequest
+	4,  // 62: agentplane.v1.RuntimeService.LeaseTasks:output_type -> agentplane.v1.LeaseTasksResponse
+	6,  // 63: agentplane.v1.RuntimeService.Heartbeat:output_type -> agentplane.v1.HeartbeatResponse
+	9,  // 64: agentplane.v1.RuntimeService.ReportEvents:output_type -> agentplane.v1.ReportEventsResponse
+	11, // 65: agentplane.v1.RuntimeService.CheckToolCall:output_type -> agentplane.v1.CheckToolCallResponse
+	13, // 66: agentplane.v1.RuntimeService.AwaitDecision:output_type -> agentplane.v1.AwaitDecisionResponse
+	17, // 67: agentplane.v1.RuntimeService.SuspendTask:output_type -> agentplane.v1.SuspendTaskResponse
+	19, // 68: agentplane.v1.RuntimeService.RecordVerdict:output_type -> agentplane.v1.RecordVerdictResponse
+	21, // 69: agentplane.v1.RuntimeService.PauseTask:output_type -> agentplane.v1.PauseTaskResponse
+	23, // 70: agentplane.v1.RuntimeService.CompleteTask:output_type -> agentplane.v1.CompleteTaskResponse
+	25, // 71: agentplane.v1.RuntimeService.FailTask:output_type -> agentplane.v1.FailTaskResponse
+	27, // 72: agentplane.v1.RuntimeService.ReadTaskHistory:output_type -> agentplane.v1.ReadTaskHistoryResponse
+	29, // 73: agentplane.v1.RuntimeService.PublishDeltas:output_type -> agentplane.v1.PublishDeltasResponse
+	62, // [62:74] is the sub-list for method output_type
+	50, // [50:62] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_runtime_service_proto_init() }

@@ -64,8 +64,12 @@ type RuntimeServiceClient interface {
 	// canceled.
 	Heartbeat(ctx context.Context, in *HeartbeatRequest, opts ...grpc.CallOption) (*HeartbeatResponse, error)
 	// ReportEvents appends runtime events (messages, tool calls and results, notes) to
-	// the task's log, in one transaction. Retry it with the same request_id: a retry of
-	// a report that was appended returns its last_sequence and appends nothing.
+	// the task's log, in one transaction. One call carries at most
+	// Capabilities.limits.max_events_per_report events, each at most max_event_bytes:
+	// more is INVALID_ARGUMENT (reason limit.exceeded) before anything is appended. Within
+	// these limits a call always fits max_request_bytes; split larger batches. Retry it
+	// with the same request_id: a retry of a report that was appended returns its
+	// last_sequence and appends nothing.
 	ReportEvents(ctx context.Context, in *ReportEventsRequest, opts ...grpc.CallOption) (*ReportEventsResponse, error)
 	// CheckToolCall asks whether a tool call may run: allow, interrupt (wait for a
 	// decision) or reject (with a synthesized decision). Call and answer are logged.
@@ -277,8 +281,12 @@ type RuntimeServiceServer interface {
 	// canceled.
 	Heartbeat(context.Context, *HeartbeatRequest) (*HeartbeatResponse, error)
 	// ReportEvents appends runtime events (messages, tool calls and results, notes) to
-	// the task's log, in one transaction. Retry it with the same request_id: a retry of
-	// a report that was appended returns its last_sequence and appends nothing.
+	// the task's log, in one transaction. One call carries at most
+	// Capabilities.limits.max_events_per_report events, each at most max_event_bytes:
+	// more is INVALID_ARGUMENT (reason limit.exceeded) before anything is appended. Within
+	// these limits a call always fits max_request_bytes; split larger batches. Retry it
+	// with the same request_id: a retry of a report that was appended returns its
+	// last_sequence and appends nothing.
 	ReportEvents(context.Context, *ReportEventsRequest) (*ReportEventsResponse, error)
 	// CheckToolCall asks whether a tool call may run: allow, interrupt (wait for a
 	// decision) or reject (with a synthesized decision). Call and answer are logged.

@@ -32,6 +32,8 @@ type AgentSpec struct {
 	// Optional display name.
 	Name *string `protobuf:"bytes,3,opt,name=name,proto3,oneof" json:"name,omitempty"`
 	// The system instructions: plain text, or a server preset with optional appended text.
+	// Not the wire shape: protojson renders {"text": ...} where a document has a plain
+	// string (see the file comment).
 	Instructions *Instructions `protobuf:"bytes,4,opt,name=instructions,proto3" json:"instructions,omitempty"`
 	// Model identifier, non-empty.
 	Model string `protobuf:"bytes,5,opt,name=model,proto3" json:"model,omitempty"`
@@ -194,7 +196,10 @@ func (x *AgentSpec) GetAutoPauseOnTurnEnd() bool {
 	return false
 }
 
-// Instructions is the wire union `string | {preset, append}`.
+// Instructions is the wire union `string | {preset, append}`. Proto has no
+// string-or-object field, so the typed form is a oneof and renders as
+// `{"text": "..."}` or `{"preset": {"preset": ..., "append": ...}}`, not as the wire's
+// bare string or bare object. Send the wire shape through spec_json or a document.
 type Instructions struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Exactly one arm is set.
@@ -815,9 +820,9 @@ type ContentTrustPolicy struct {
 	// Trust mode of bulletin posts forwarded to a supervisor.
 	BulletinPostPolicy *string `protobuf:"bytes,4,opt,name=bulletin_post_policy,proto3,oneof" json:"bulletin_post_policy,omitempty"`
 	// Byte cap on one piece of untrusted content; positive.
-	MaxUntrustedBytes *int64 `protobuf:"varint,5,opt,name=max_untrusted_bytes,proto3,oneof" json:"max_untrusted_bytes,omitempty"`
+	MaxUntrustedBytes *int32 `protobuf:"varint,5,opt,name=max_untrusted_bytes,proto3,oneof" json:"max_untrusted_bytes,omitempty"`
 	// Byte cap on one piece of trusted content; positive.
-	MaxTrustedBytes *int64 `protobuf:"varint,6,opt,name=max_trusted_bytes,proto3,oneof" json:"max_trusted_bytes,omitempty"`
+	MaxTrustedBytes *int32 `protobuf:"varint,6,opt,name=max_trusted_bytes,proto3,oneof" json:"max_trusted_bytes,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -880,14 +885,14 @@ func (x *ContentTrustPolicy) GetBulletinPostPolicy() string {
 	return ""
 }
 
-func (x *ContentTrustPolicy) GetMaxUntrustedBytes() int64 {
+func (x *ContentTrustPolicy) GetMaxUntrustedBytes() int32 {
 	if x != nil && x.MaxUntrustedBytes != nil {
 		return *x.MaxUntrustedBytes
 	}
 	return 0
 }
 
-func (x *ContentTrustPolicy) GetMaxTrustedBytes() int64 {
+func (x *ContentTrustPolicy) GetMaxTrustedBytes() int32 {
 	if x != nil && x.MaxTrustedBytes != nil {
 		return *x.MaxTrustedBytes
 	}
@@ -1131,7 +1136,10 @@ func (x *GraphAgent) GetAutoPauseOnTurnEnd() bool {
 }
 
 // NodeSpec is the wire union of a node's spec: an inline agent, a nested graph, or a
-// static agent reference `{agent_id}`.
+// static agent reference `{agent_id}`. On the wire the union is untagged (the kind key,
+// or agent_id, says which); the typed form is a oneof and renders with the arm's name
+// as an extra level (`{"agent": {...}}`). Send the wire shape through spec_json or a
+// document.
 type NodeSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Exactly one arm is set.
@@ -1284,10 +1292,11 @@ func (x *StaticAgentRef) GetAgentId() string {
 // GraphEdge is a directed edge of a graph.
 type GraphEdge struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Producer node name.
-	From string `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
-	// Target node name.
-	To string `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	// Producer node name. Named from_node so that it is not a keyword in Python; its JSON
+	// name is the wire's "from".
+	FromNode string `protobuf:"bytes,1,opt,name=from_node,json=from,proto3" json:"from_node,omitempty"`
+	// Target node name (JSON "to", as on the wire).
+	ToNode string `protobuf:"bytes,2,opt,name=to_node,json=to,proto3" json:"to_node,omitempty"`
 	// handoff, ai_tool or evaluate (the target of evaluate must be an evaluator).
 	Kind string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
 	// What happens when the target fails.
@@ -1326,16 +1335,16 @@ func (*GraphEdge) Descriptor() ([]byte, []int) {
 	return file_agentplane_v1_spec_proto_rawDescGZIP(), []int{15}
 }
 
-func (x *GraphEdge) GetFrom() string {
+func (x *GraphEdge) GetFromNode() string {
 	if x != nil {
-		return x.From
+		return x.FromNode
 	}
 	return ""
 }
 
-func (x *GraphEdge) GetTo() string {
+func (x *GraphEdge) GetToNode() string {
 	if x != nil {
-		return x.To
+		return x.ToNode
 	}
 	return ""
 }
@@ -1413,12 +1422,12 @@ func (x *EdgeOnError) GetRouteTo() string {
 type GraphLimits struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Maximum steps of the whole graph.
-	MaxSteps *int64 `protobuf:"varint,1,opt,name=max_steps,proto3,oneof" json:"max_steps,omitempty"`
+	MaxSteps *int32 `protobuf:"varint,1,opt,name=max_steps,proto3,oneof" json:"max_steps,omitempty"`
 	// Nesting cap. The effective cap is min(platform, tenant, this value); a value over the
 	// deployment's cap is rule D13-R2.
-	MaxDepth *int64 `protobuf:"varint,2,opt,name=max_depth,proto3,oneof" json:"max_depth,omitempty"`
+	MaxDepth *int32 `protobuf:"varint,2,opt,name=max_depth,proto3,oneof" json:"max_depth,omitempty"`
 	// Maximum iterations of any one node.
-	PerAgentIterations *int64 `protobuf:"varint,3,opt,name=per_agent_iterations,proto3,oneof" json:"per_agent_iterations,omitempty"`
+	PerAgentIterations *int32 `protobuf:"varint,3,opt,name=per_agent_iterations,proto3,oneof" json:"per_agent_iterations,omitempty"`
 	// Token and wall-clock budget; every field required and > 0.
 	Budget        *GraphBudget `protobuf:"bytes,4,opt,name=budget,proto3" json:"budget,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1455,21 +1464,21 @@ func (*GraphLimits) Descriptor() ([]byte, []int) {
 	return file_agentplane_v1_spec_proto_rawDescGZIP(), []int{17}
 }
 
-func (x *GraphLimits) GetMaxSteps() int64 {
+func (x *GraphLimits) GetMaxSteps() int32 {
 	if x != nil && x.MaxSteps != nil {
 		return *x.MaxSteps
 	}
 	return 0
 }
 
-func (x *GraphLimits) GetMaxDepth() int64 {
+func (x *GraphLimits) GetMaxDepth() int32 {
 	if x != nil && x.MaxDepth != nil {
 		return *x.MaxDepth
 	}
 	return 0
 }
 
-func (x *GraphLimits) GetPerAgentIterations() int64 {
+func (x *GraphLimits) GetPerAgentIterations() int32 {
 	if x != nil && x.PerAgentIterations != nil {
 		return *x.PerAgentIterations
 	}
@@ -1487,9 +1496,9 @@ func (x *GraphLimits) GetBudget() *GraphBudget {
 type GraphBudget struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Total input tokens, > 0.
-	TotalInputTokens *int64 `protobuf:"varint,1,opt,name=total_input_tokens,proto3,oneof" json:"total_input_tokens,omitempty"`
+	TotalInputTokens *int32 `protobuf:"varint,1,opt,name=total_input_tokens,proto3,oneof" json:"total_input_tokens,omitempty"`
 	// Total output tokens, > 0.
-	TotalOutputTokens *int64 `protobuf:"varint,2,opt,name=total_output_tokens,proto3,oneof" json:"total_output_tokens,omitempty"`
+	TotalOutputTokens *int32 `protobuf:"varint,2,opt,name=total_output_tokens,proto3,oneof" json:"total_output_tokens,omitempty"`
 	// Total wall-clock seconds, > 0.
 	TotalWallClockS *float64 `protobuf:"fixed64,3,opt,name=total_wall_clock_s,proto3,oneof" json:"total_wall_clock_s,omitempty"`
 	unknownFields   protoimpl.UnknownFields
@@ -1526,14 +1535,14 @@ func (*GraphBudget) Descriptor() ([]byte, []int) {
 	return file_agentplane_v1_spec_proto_rawDescGZIP(), []int{18}
 }
 
-func (x *GraphBudget) GetTotalInputTokens() int64 {
+func (x *GraphBudget) GetTotalInputTokens() int32 {
 	if x != nil && x.TotalInputTokens != nil {
 		return *x.TotalInputTokens
 	}
 	return 0
 }
 
-func (x *GraphBudget) GetTotalOutputTokens() int64 {
+func (x *GraphBudget) GetTotalOutputTokens() int32 {
 	if x != nil && x.TotalOutputTokens != nil {
 		return *x.TotalOutputTokens
 	}
@@ -1553,13 +1562,13 @@ func (x *GraphBudget) GetTotalWallClockS() float64 {
 type SubgraphAllocation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Input tokens allocated.
-	InputTokens *int64 `protobuf:"varint,1,opt,name=input_tokens,proto3,oneof" json:"input_tokens,omitempty"`
+	InputTokens *int32 `protobuf:"varint,1,opt,name=input_tokens,proto3,oneof" json:"input_tokens,omitempty"`
 	// Output tokens allocated.
-	OutputTokens *int64 `protobuf:"varint,2,opt,name=output_tokens,proto3,oneof" json:"output_tokens,omitempty"`
+	OutputTokens *int32 `protobuf:"varint,2,opt,name=output_tokens,proto3,oneof" json:"output_tokens,omitempty"`
 	// Wall-clock seconds allocated.
 	WallClockS *float64 `protobuf:"fixed64,3,opt,name=wall_clock_s,proto3,oneof" json:"wall_clock_s,omitempty"`
 	// Steps allocated.
-	MaxSteps      *int64 `protobuf:"varint,4,opt,name=max_steps,proto3,oneof" json:"max_steps,omitempty"`
+	MaxSteps      *int32 `protobuf:"varint,4,opt,name=max_steps,proto3,oneof" json:"max_steps,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1594,14 +1603,14 @@ func (*SubgraphAllocation) Descriptor() ([]byte, []int) {
 	return file_agentplane_v1_spec_proto_rawDescGZIP(), []int{19}
 }
 
-func (x *SubgraphAllocation) GetInputTokens() int64 {
+func (x *SubgraphAllocation) GetInputTokens() int32 {
 	if x != nil && x.InputTokens != nil {
 		return *x.InputTokens
 	}
 	return 0
 }
 
-func (x *SubgraphAllocation) GetOutputTokens() int64 {
+func (x *SubgraphAllocation) GetOutputTokens() int32 {
 	if x != nil && x.OutputTokens != nil {
 		return *x.OutputTokens
 	}
@@ -1615,7 +1624,7 @@ func (x *SubgraphAllocation) GetWallClockS() float64 {
 	return 0
 }
 
-func (x *SubgraphAllocation) GetMaxSteps() int64 {
+func (x *SubgraphAllocation) GetMaxSteps() int32 {
 	if x != nil && x.MaxSteps != nil {
 		return *x.MaxSteps
 	}
@@ -1678,7 +1687,10 @@ func (x *TerminationCondition) GetAgent() string {
 	return ""
 }
 
-// VerdictResult is an evaluator's verdict (seed vocabulary).
+// VerdictResult is an evaluator's verdict (seed vocabulary). The wire shape has the
+// additional scores as top-level keys beside verdict (`{"verdict": "pass",
+// "faithfulness": 0.9}`); proto has no open index, so the typed form nests them under
+// scores.
 type VerdictResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// pass, fail or needs_revision.
@@ -1687,7 +1699,8 @@ type VerdictResult struct {
 	Confidence *float64 `protobuf:"fixed64,2,opt,name=confidence,proto3,oneof" json:"confidence,omitempty"`
 	// Free-form explanation; required unless the verdict is pass.
 	Rationale *string `protobuf:"bytes,3,opt,name=rationale,proto3,oneof" json:"rationale,omitempty"`
-	// Additional scores (for example faithfulness), kept verbatim.
+	// Additional scores (for example faithfulness), kept verbatim. On the wire these are
+	// top-level keys of the verdict; here they are nested (see the message comment).
 	Scores        map[string]*structpb.Value `protobuf:"bytes,4,rep,name=scores,proto3" json:"scores,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1834,8 +1847,8 @@ const file_agentplane_v1_spec_proto_rawDesc = "" +
 	"\x12hitl_reason_policy\x18\x02 \x01(\tH\x01R\x12hitl_reason_policy\x88\x01\x01\x123\n" +
 	"\x12tool_output_policy\x18\x03 \x01(\tH\x02R\x12tool_output_policy\x88\x01\x01\x127\n" +
 	"\x14bulletin_post_policy\x18\x04 \x01(\tH\x03R\x14bulletin_post_policy\x88\x01\x01\x125\n" +
-	"\x13max_untrusted_bytes\x18\x05 \x01(\x03H\x04R\x13max_untrusted_bytes\x88\x01\x01\x121\n" +
-	"\x11max_trusted_bytes\x18\x06 \x01(\x03H\x05R\x11max_trusted_bytes\x88\x01\x01B\x1d\n" +
+	"\x13max_untrusted_bytes\x18\x05 \x01(\x05H\x04R\x13max_untrusted_bytes\x88\x01\x01\x121\n" +
+	"\x11max_trusted_bytes\x18\x06 \x01(\x05H\x05R\x11max_trusted_bytes\x88\x01\x01B\x1d\n" +
 	"\x1b_evaluator_rationale_policyB\x15\n" +
 	"\x13_hitl_reason_policyB\x15\n" +
 	"\x13_tool_output_policyB\x17\n" +
@@ -1879,10 +1892,10 @@ const file_agentplane_v1_spec_proto_rawDesc = "" +
 	"\fstatic_agent\x18\x03 \x01(\v2\x1d.agentplane.v1.StaticAgentRefH\x00R\vstaticAgentB\x06\n" +
 	"\x04spec\",\n" +
 	"\x0eStaticAgentRef\x12\x1a\n" +
-	"\bagent_id\x18\x01 \x01(\tR\bagent_id\"{\n" +
-	"\tGraphEdge\x12\x12\n" +
-	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
-	"\x02to\x18\x02 \x01(\tR\x02to\x12\x12\n" +
+	"\bagent_id\x18\x01 \x01(\tR\bagent_id\"\x85\x01\n" +
+	"\tGraphEdge\x12\x17\n" +
+	"\tfrom_node\x18\x01 \x01(\tR\x04from\x12\x13\n" +
+	"\ato_node\x18\x02 \x01(\tR\x02to\x12\x12\n" +
 	"\x04kind\x18\x03 \x01(\tR\x04kind\x126\n" +
 	"\bon_error\x18\x04 \x01(\v2\x1a.agentplane.v1.EdgeOnErrorR\bon_error\"`\n" +
 	"\vEdgeOnError\x12\x19\n" +
@@ -1891,9 +1904,9 @@ const file_agentplane_v1_spec_proto_rawDesc = "" +
 	"\x06_abortB\v\n" +
 	"\t_route_to\"\xf5\x01\n" +
 	"\vGraphLimits\x12!\n" +
-	"\tmax_steps\x18\x01 \x01(\x03H\x00R\tmax_steps\x88\x01\x01\x12!\n" +
-	"\tmax_depth\x18\x02 \x01(\x03H\x01R\tmax_depth\x88\x01\x01\x127\n" +
-	"\x14per_agent_iterations\x18\x03 \x01(\x03H\x02R\x14per_agent_iterations\x88\x01\x01\x122\n" +
+	"\tmax_steps\x18\x01 \x01(\x05H\x00R\tmax_steps\x88\x01\x01\x12!\n" +
+	"\tmax_depth\x18\x02 \x01(\x05H\x01R\tmax_depth\x88\x01\x01\x127\n" +
+	"\x14per_agent_iterations\x18\x03 \x01(\x05H\x02R\x14per_agent_iterations\x88\x01\x01\x122\n" +
 	"\x06budget\x18\x04 \x01(\v2\x1a.agentplane.v1.GraphBudgetR\x06budgetB\f\n" +
 	"\n" +
 	"_max_stepsB\f\n" +
@@ -1901,17 +1914,17 @@ const file_agentplane_v1_spec_proto_rawDesc = "" +
 	"_max_depthB\x17\n" +
 	"\x15_per_agent_iterations\"\xf4\x01\n" +
 	"\vGraphBudget\x123\n" +
-	"\x12total_input_tokens\x18\x01 \x01(\x03H\x00R\x12total_input_tokens\x88\x01\x01\x125\n" +
-	"\x13total_output_tokens\x18\x02 \x01(\x03H\x01R\x13total_output_tokens\x88\x01\x01\x123\n" +
+	"\x12total_input_tokens\x18\x01 \x01(\x05H\x00R\x12total_input_tokens\x88\x01\x01\x125\n" +
+	"\x13total_output_tokens\x18\x02 \x01(\x05H\x01R\x13total_output_tokens\x88\x01\x01\x123\n" +
 	"\x12total_wall_clock_s\x18\x03 \x01(\x01H\x02R\x12total_wall_clock_s\x88\x01\x01B\x15\n" +
 	"\x13_total_input_tokensB\x16\n" +
 	"\x14_total_output_tokensB\x15\n" +
 	"\x13_total_wall_clock_s\"\xf6\x01\n" +
 	"\x12SubgraphAllocation\x12'\n" +
-	"\finput_tokens\x18\x01 \x01(\x03H\x00R\finput_tokens\x88\x01\x01\x12)\n" +
-	"\routput_tokens\x18\x02 \x01(\x03H\x01R\routput_tokens\x88\x01\x01\x12'\n" +
+	"\finput_tokens\x18\x01 \x01(\x05H\x00R\finput_tokens\x88\x01\x01\x12)\n" +
+	"\routput_tokens\x18\x02 \x01(\x05H\x01R\routput_tokens\x88\x01\x01\x12'\n" +
 	"\fwall_clock_s\x18\x03 \x01(\x01H\x02R\fwall_clock_s\x88\x01\x01\x12!\n" +
-	"\tmax_steps\x18\x04 \x01(\x03H\x03R\tmax_steps\x88\x01\x01B\x0f\n" +
+	"\tmax_steps\x18\x04 \x01(\x05H\x03R\tmax_steps\x88\x01\x01B\x0f\n" +
 	"\r_input_tokensB\x10\n" +
 	"\x0e_output_tokensB\x0f\n" +
 	"\r_wall_clock_sB\f\n" +

@@ -9,6 +9,7 @@ package agentplanev1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -127,25 +128,25 @@ func (RuleSeverity) EnumDescriptor() ([]byte, []int) {
 	return file_agentplane_v1_spec_service_proto_rawDescGZIP(), []int{1}
 }
 
-// ValidateSpecRequest carries exactly one of: a typed agent, a typed graph, or a document.
+// ValidateSpecRequest carries exactly one spec: a typed agent, a typed graph, a document,
+// or the wire-shaped spec as a JSON object.
 type ValidateSpecRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The typed spec, for gRPC clients.
+	// The spec. Exactly one arm is set; none is INVALID_ARGUMENT.
 	//
 	// Types that are valid to be assigned to Spec:
 	//
 	//	*ValidateSpecRequest_Agent
 	//	*ValidateSpecRequest_Graph
+	//	*ValidateSpecRequest_Document
+	//	*ValidateSpecRequest_SpecJson
 	Spec isValidateSpecRequest_Spec `protobuf_oneof:"spec"`
-	// A qar/v1 document (JSON or YAML bytes) routed on its `kind`. Over HTTP this is the
-	// raw request body of POST /v1/specs/validate. Mutually exclusive with agent and graph.
-	Document []byte `protobuf:"bytes,3,opt,name=document,proto3" json:"document,omitempty"`
 	// Syntax of document.
 	Format DocumentFormat `protobuf:"varint,4,opt,name=format,proto3,enum=agentplane.v1.DocumentFormat" json:"format,omitempty"`
 	// Name of the document (for example a file name) used in positions; optional.
 	DocumentName string `protobuf:"bytes,5,opt,name=document_name,json=documentName,proto3" json:"document_name,omitempty"`
 	// Tenant depth cap to apply in addition to the platform's; 0 means none.
-	TenantMaxDepth int64 `protobuf:"varint,6,opt,name=tenant_max_depth,json=tenantMaxDepth,proto3" json:"tenant_max_depth,omitempty"`
+	TenantMaxDepth int32 `protobuf:"varint,6,opt,name=tenant_max_depth,json=tenantMaxDepth,proto3" json:"tenant_max_depth,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -207,7 +208,18 @@ func (x *ValidateSpecRequest) GetGraph() *GraphSpec {
 
 func (x *ValidateSpecRequest) GetDocument() []byte {
 	if x != nil {
-		return x.Document
+		if x, ok := x.Spec.(*ValidateSpecRequest_Document); ok {
+			return x.Document
+		}
+	}
+	return nil
+}
+
+func (x *ValidateSpecRequest) GetSpecJson() *structpb.Struct {
+	if x != nil {
+		if x, ok := x.Spec.(*ValidateSpecRequest_SpecJson); ok {
+			return x.SpecJson
+		}
 	}
 	return nil
 }
@@ -226,7 +238,7 @@ func (x *ValidateSpecRequest) GetDocumentName() string {
 	return ""
 }
 
-func (x *ValidateSpecRequest) GetTenantMaxDepth() int64 {
+func (x *ValidateSpecRequest) GetTenantMaxDepth() int32 {
 	if x != nil {
 		return x.TenantMaxDepth
 	}
@@ -238,18 +250,38 @@ type isValidateSpecRequest_Spec interface {
 }
 
 type ValidateSpecRequest_Agent struct {
-	// A typed AgentSpec.
+	// A typed AgentSpec, for gRPC clients.
 	Agent *AgentSpec `protobuf:"bytes,1,opt,name=agent,proto3,oneof"`
 }
 
 type ValidateSpecRequest_Graph struct {
-	// A typed GraphSpec.
+	// A typed GraphSpec, for gRPC clients.
 	Graph *GraphSpec `protobuf:"bytes,2,opt,name=graph,proto3,oneof"`
+}
+
+type ValidateSpecRequest_Document struct {
+	// A qar/v1 document (JSON or YAML bytes) routed on its `kind`. Over HTTP this is the
+	// raw request body of POST /v1/specs/validate.
+	Document []byte `protobuf:"bytes,3,opt,name=document,proto3,oneof"`
+}
+
+type ValidateSpecRequest_SpecJson struct {
+	// The spec in the qar/v1 wire shape (seed 000) as a JSON object, routed on its
+	// `kind`: `{"spec": {"apiVersion": "qar/v1", "kind": "AgentSpec", "instructions":
+	// "...", ...}}` in JSON. It validates exactly like the same document sent as
+	// bytes, except that violations carry no position and come in key order (sorted
+	// keys at every level: a JSON object keeps no order of its keys), and duplicate
+	// keys cannot occur (a JSON object holds each key once).
+	SpecJson *structpb.Struct `protobuf:"bytes,7,opt,name=spec_json,json=spec,proto3,oneof"`
 }
 
 func (*ValidateSpecRequest_Agent) isValidateSpecRequest_Spec() {}
 
 func (*ValidateSpecRequest_Graph) isValidateSpecRequest_Spec() {}
+
+func (*ValidateSpecRequest_Document) isValidateSpecRequest_Spec() {}
+
+func (*ValidateSpecRequest_SpecJson) isValidateSpecRequest_Spec() {}
 
 // ValidateSpecResponse is the seed's SpecValidateResult: `{"valid": true}` or
 // `{"valid": false, "errors": [...]}`, plus warnings that do not invalidate.
@@ -328,7 +360,8 @@ func (x *ValidateSpecResponse) GetKind() string {
 // SpecViolation is one broken rule.
 type SpecViolation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Stable rule id, for example D10-R1. See SpecService.ListRules.
+	// Stable rule id, for example D10-R1. See SpecService.ListRules. JSON "rule_id": the
+	// seed's validation result fixes the name.
 	RuleId string `protobuf:"bytes,1,opt,name=rule_id,proto3" json:"rule_id,omitempty"`
 	// RFC 6901 JSON pointer into the spec; "" is the root.
 	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
@@ -503,8 +536,10 @@ func (x *SpecViolations) GetViolations() []*SpecViolation {
 // Rule is one entry of the rule catalogue.
 type Rule struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Stable id: D10-* agent, D11-* graph topology, D13-* limits and nesting, DOC-* document syntax.
-	RuleId string `protobuf:"bytes,1,opt,name=rule_id,proto3" json:"rule_id,omitempty"`
+	// Stable id: D10-* agent, D11-* graph topology, D13-* limits and nesting, DOC-* document
+	// syntax. JSON "ruleId", like every field outside the seed's shapes (a SpecViolation
+	// keeps the seed's "rule_id").
+	RuleId string `protobuf:"bytes,1,opt,name=rule_id,json=ruleId,proto3" json:"rule_id,omitempty"`
 	// One-line summary of what the rule checks.
 	Summary string `protobuf:"bytes,2,opt,name=summary,proto3" json:"summary,omitempty"`
 	// Longer explanation: why the rule exists and how to fix a violation.
@@ -594,7 +629,7 @@ func (x *Rule) GetScope() string {
 // ListRulesRequest pages through the catalogue.
 type ListRulesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Maximum rules to return; 0 means all.
+	// Maximum rules per page; 0 means 50; capped at 500 (the same for every List RPC).
 	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Token from a previous response.
 	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
@@ -880,14 +915,15 @@ var File_agentplane_v1_spec_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_spec_service_proto_rawDesc = "" +
 	"\n" +
-	" agentplane/v1/spec_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/spec.proto\"\xa3\x02\n" +
+	" agentplane/v1/spec_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/spec.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xd9\x02\n" +
 	"\x13ValidateSpecRequest\x120\n" +
 	"\x05agent\x18\x01 \x01(\v2\x18.agentplane.v1.AgentSpecH\x00R\x05agent\x120\n" +
-	"\x05graph\x18\x02 \x01(\v2\x18.agentplane.v1.GraphSpecH\x00R\x05graph\x12\x1a\n" +
-	"\bdocument\x18\x03 \x01(\fR\bdocument\x125\n" +
+	"\x05graph\x18\x02 \x01(\v2\x18.agentplane.v1.GraphSpecH\x00R\x05graph\x12\x1c\n" +
+	"\bdocument\x18\x03 \x01(\fH\x00R\bdocument\x122\n" +
+	"\tspec_json\x18\a \x01(\v2\x17.google.protobuf.StructH\x00R\x04spec\x125\n" +
 	"\x06format\x18\x04 \x01(\x0e2\x1d.agentplane.v1.DocumentFormatR\x06format\x12#\n" +
 	"\rdocument_name\x18\x05 \x01(\tR\fdocumentName\x12(\n" +
-	"\x10tenant_max_depth\x18\x06 \x01(\x03R\x0etenantMaxDepthB\x06\n" +
+	"\x10tenant_max_depth\x18\x06 \x01(\x05R\x0etenantMaxDepthB\x06\n" +
 	"\x04spec\"\xbf\x01\n" +
 	"\x14ValidateSpecResponse\x12\x19\n" +
 	"\x05valid\x18\x01 \x01(\bH\x00R\x05valid\x88\x01\x01\x124\n" +
@@ -906,9 +942,9 @@ const file_agentplane_v1_spec_service_proto_rawDesc = "" +
 	"\x0eSpecViolations\x12<\n" +
 	"\n" +
 	"violations\x18\x01 \x03(\v2\x1c.agentplane.v1.SpecViolationR\n" +
-	"violations\"\xd4\x01\n" +
-	"\x04Rule\x12\x18\n" +
-	"\arule_id\x18\x01 \x01(\tR\arule_id\x12\x18\n" +
+	"violations\"\xd3\x01\n" +
+	"\x04Rule\x12\x17\n" +
+	"\arule_id\x18\x01 \x01(\tR\x06ruleId\x12\x18\n" +
 	"\asummary\x18\x02 \x01(\tR\asummary\x12 \n" +
 	"\vdescription\x18\x03 \x01(\tR\vdescription\x127\n" +
 	"\bseverity\x18\x04 \x01(\x0e2\x1b.agentplane.v1.RuleSeverityR\bseverity\x12'\n" +
@@ -974,31 +1010,33 @@ var file_agentplane_v1_spec_service_proto_goTypes = []any{
 	(*GetSpecSchemaResponse)(nil), // 13: agentplane.v1.GetSpecSchemaResponse
 	(*AgentSpec)(nil),             // 14: agentplane.v1.AgentSpec
 	(*GraphSpec)(nil),             // 15: agentplane.v1.GraphSpec
+	(*structpb.Struct)(nil),       // 16: google.protobuf.Struct
 }
 var file_agentplane_v1_spec_service_proto_depIdxs = []int32{
 	14, // 0: agentplane.v1.ValidateSpecRequest.agent:type_name -> agentplane.v1.AgentSpec
 	15, // 1: agentplane.v1.ValidateSpecRequest.graph:type_name -> agentplane.v1.GraphSpec
-	0,  // 2: agentplane.v1.ValidateSpecRequest.format:type_name -> agentplane.v1.DocumentFormat
-	4,  // 3: agentplane.v1.ValidateSpecResponse.errors:type_name -> agentplane.v1.SpecViolation
-	4,  // 4: agentplane.v1.ValidateSpecResponse.warnings:type_name -> agentplane.v1.SpecViolation
-	5,  // 5: agentplane.v1.SpecViolation.position:type_name -> agentplane.v1.SourcePosition
-	4,  // 6: agentplane.v1.SpecViolations.violations:type_name -> agentplane.v1.SpecViolation
-	1,  // 7: agentplane.v1.Rule.severity:type_name -> agentplane.v1.RuleSeverity
-	7,  // 8: agentplane.v1.ListRulesResponse.rules:type_name -> agentplane.v1.Rule
-	7,  // 9: agentplane.v1.GetRuleResponse.rule:type_name -> agentplane.v1.Rule
-	2,  // 10: agentplane.v1.SpecService.ValidateSpec:input_type -> agentplane.v1.ValidateSpecRequest
-	8,  // 11: agentplane.v1.SpecService.ListRules:input_type -> agentplane.v1.ListRulesRequest
-	10, // 12: agentplane.v1.SpecService.GetRule:input_type -> agentplane.v1.GetRuleRequest
-	12, // 13: agentplane.v1.SpecService.GetSpecSchema:input_type -> agentplane.v1.GetSpecSchemaRequest
-	3,  // 14: agentplane.v1.SpecService.ValidateSpec:output_type -> agentplane.v1.ValidateSpecResponse
-	9,  // 15: agentplane.v1.SpecService.ListRules:output_type -> agentplane.v1.ListRulesResponse
-	11, // 16: agentplane.v1.SpecService.GetRule:output_type -> agentplane.v1.GetRuleResponse
-	13, // 17: agentplane.v1.SpecService.GetSpecSchema:output_type -> agentplane.v1.GetSpecSchemaResponse
-	14, // [14:18] is the sub-list for method output_type
-	10, // [10:14] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	16, // 2: agentplane.v1.ValidateSpecRequest.spec_json:type_name -> google.protobuf.Struct
+	0,  // 3: agentplane.v1.ValidateSpecRequest.format:type_name -> agentplane.v1.DocumentFormat
+	4,  // 4: agentplane.v1.ValidateSpecResponse.errors:type_name -> agentplane.v1.SpecViolation
+	4,  // 5: agentplane.v1.ValidateSpecResponse.warnings:type_name -> agentplane.v1.SpecViolation
+	5,  // 6: agentplane.v1.SpecViolation.position:type_name -> agentplane.v1.SourcePosition
+	4,  // 7: agentplane.v1.SpecViolations.violations:type_name -> agentplane.v1.SpecViolation
+	1,  // 8: agentplane.v1.Rule.severity:type_name -> agentplane.v1.RuleSeverity
+	7,  // 9: agentplane.v1.ListRulesResponse.rules:type_name -> agentplane.v1.Rule
+	7,  // 10: agentplane.v1.GetRuleResponse.rule:type_name -> agentplane.v1.Rule
+	2,  // 11: agentplane.v1.SpecService.ValidateSpec:input_type -> agentplane.v1.ValidateSpecRequest
+	8,  // 12: agentplane.v1.SpecService.ListRules:input_type -> agentplane.v1.ListRulesRequest
+	10, // 13: agentplane.v1.SpecService.GetRule:input_type -> agentplane.v1.GetRuleRequest
+	12, // 14: agentplane.v1.SpecService.GetSpecSchema:input_type -> agentplane.v1.GetSpecSchemaRequest
+	3,  // 15: agentplane.v1.SpecService.ValidateSpec:output_type -> agentplane.v1.ValidateSpecResponse
+	9,  // 16: agentplane.v1.SpecService.ListRules:output_type -> agentplane.v1.ListRulesResponse
+	11, // 17: agentplane.v1.SpecService.GetRule:output_type -> agentplane.v1.GetRuleResponse
+	13, // 18: agentplane.v1.SpecService.GetSpecSchema:output_type -> agentplane.v1.GetSpecSchemaResponse
+	15, // [15:19] is the sub-list for method output_type
+	11, // [11:15] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_spec_service_proto_init() }
@@ -1010,6 +1048,8 @@ func file_agentplane_v1_spec_service_proto_init() {
 	file_agentplane_v1_spec_service_proto_msgTypes[0].OneofWrappers = []any{
 		(*ValidateSpecRequest_Agent)(nil),
 		(*ValidateSpecRequest_Graph)(nil),
+		(*ValidateSpecRequest_Document)(nil),
+		(*ValidateSpecRequest_SpecJson)(nil),
 	}
 	file_agentplane_v1_spec_service_proto_msgTypes[1].OneofWrappers = []any{}
 	type x struct{}

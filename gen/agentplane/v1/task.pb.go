@@ -24,16 +24,28 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// TaskState is the lifecycle state of a task (A2A-compatible names).
-// SUBMITTED -> WORKING -> (INPUT_REQUIRED <-> WORKING)* -> COMPLETED | FAILED | CANCELED.
+// TaskState is the lifecycle state of a task. The names follow A2A's TaskState
+// (submitted, working, input-required, completed, failed, canceled), but the enum is
+// this API's own: A2A numbers its states differently (its 3 is completed, here
+// INPUT_REQUIRED), writes them in kebab-case in its JSON ("input-required"), and has
+// states this API does not (rejected, auth-required, unknown). Map by meaning, not by
+// number or spelling.
+//
+// SUBMITTED -> WORKING -> (INPUT_REQUIRED -> (SUBMITTED | WORKING))* -> COMPLETED |
+// FAILED | CANCELED; WORKING -> SUBMITTED when a lease is lost or given back for a retry.
+//
+// SUBMITTED and WORKING tell queued from running: a task is WORKING exactly while a
+// runtime holds a lease on it, and SUBMITTED while it waits in its queue for one,
+// whether it is new, continued (ContinueTask), resumed by a decision after its runtime
+// suspended, or requeued after a lost lease.
 type TaskState int32
 
 const (
 	// Not set; never stored.
 	TaskState_TASK_STATE_UNSPECIFIED TaskState = 0
-	// Accepted and queued, waiting for a runtime lease.
+	// Queued: waiting for a runtime lease (new, continued, resumed or requeued).
 	TaskState_TASK_STATE_SUBMITTED TaskState = 1
-	// A runtime holds or will soon hold a lease and is running it.
+	// A runtime holds a lease on the task and is running it.
 	TaskState_TASK_STATE_WORKING TaskState = 2
 	// Waiting for a person: a pending interrupt, or the end of a chat turn.
 	TaskState_TASK_STATE_INPUT_REQUIRED TaskState = 3
@@ -213,7 +225,8 @@ type Task struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Server-assigned id.
 	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	// Owning tenant ("" in single-user deployments is the owner's tenant "default").
+	// Owning tenant: the tenant of the principal that started the task. Always set; in a
+	// single-user deployment it is "default".
 	Tenant string `protobuf:"bytes,2,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	// Current state.
 	State TaskState `protobuf:"varint,3,opt,name=state,proto3,enum=agentplane.v1.TaskState" json:"state,omitempty"`
@@ -285,7 +298,11 @@ type Task struct {
 	SpecKind string `protobuf:"bytes,29,opt,name=spec_kind,json=specKind,proto3" json:"spec_kind,omitempty"`
 	// The run queue the task was started on ("default" unless StartTask named one). Only
 	// runtimes serving this queue lease the task.
-	Queue         string `protobuf:"bytes,30,opt,name=queue,proto3" json:"queue,omitempty"`
+	Queue string `protobuf:"bytes,30,opt,name=queue,proto3" json:"queue,omitempty"`
+	// The W3C trace context of the StartTask call (its traceparent and tracestate gRPC
+	// metadata, or HTTP headers), so a runtime can continue the caller's trace. Absent
+	// when the call carried no valid traceparent.
+	TraceContext  *TraceContext `protobuf:"bytes,31,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -545,6 +562,13 @@ func (x *Task) GetQueue() string {
 	return ""
 }
 
+func (x *Task) GetTraceContext() *TraceContext {
+	if x != nil {
+		return x.TraceContext
+	}
+	return nil
+}
+
 type isTask_Spec interface {
 	isTask_Spec()
 }
@@ -570,6 +594,64 @@ func (*Task_Graph) isTask_Spec() {}
 
 func (*Task_AgentId) isTask_Spec() {}
 
+// TraceContext is a W3C Trace Context (https://www.w3.org/TR/trace-context/), as the
+// header values.
+type TraceContext struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The traceparent value, for example
+	// "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01". Only well-formed
+	// values are kept (version 00 form, non-zero trace and parent ids).
+	Traceparent string `protobuf:"bytes,1,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// The tracestate value, kept only with a traceparent; at most 512 bytes.
+	Tracestate    string `protobuf:"bytes,2,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceContext) Reset() {
+	*x = TraceContext{}
+	mi := &file_agentplane_v1_task_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceContext) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceContext) ProtoMessage() {}
+
+func (x *TraceContext) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceContext.ProtoReflect.Descriptor instead.
+func (*TraceContext) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *TraceContext) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *TraceContext) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
+	}
+	return ""
+}
+
 // TaskFailure explains a FAILED task.
 type TaskFailure struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -583,7 +665,7 @@ type TaskFailure struct {
 
 func (x *TaskFailure) Reset() {
 	*x = TaskFailure{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[1]
+	mi := &file_agentplane_v1_task_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -595,7 +677,7 @@ func (x *TaskFailure) String() string {
 func (*TaskFailure) ProtoMessage() {}
 
 func (x *TaskFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[1]
+	mi := &file_agentplane_v1_task_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -608,7 +690,7 @@ func (x *TaskFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskFailure.ProtoReflect.Descriptor instead.
 func (*TaskFailure) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{1}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *TaskFailure) GetReason() string {
@@ -638,7 +720,7 @@ type TaskOutput struct {
 
 func (x *TaskOutput) Reset() {
 	*x = TaskOutput{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[2]
+	mi := &file_agentplane_v1_task_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -650,7 +732,7 @@ func (x *TaskOutput) String() string {
 func (*TaskOutput) ProtoMessage() {}
 
 func (x *TaskOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[2]
+	mi := &file_agentplane_v1_task_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -663,7 +745,7 @@ func (x *TaskOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskOutput.ProtoReflect.Descriptor instead.
 func (*TaskOutput) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{2}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *TaskOutput) GetText() string {
@@ -717,7 +799,7 @@ type TaskEvent struct {
 
 func (x *TaskEvent) Reset() {
 	*x = TaskEvent{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[3]
+	mi := &file_agentplane_v1_task_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -729,7 +811,7 @@ func (x *TaskEvent) String() string {
 func (*TaskEvent) ProtoMessage() {}
 
 func (x *TaskEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[3]
+	mi := &file_agentplane_v1_task_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -742,7 +824,7 @@ func (x *TaskEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEvent.ProtoReflect.Descriptor instead.
 func (*TaskEvent) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{3}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *TaskEvent) GetTaskId() string {
@@ -1048,7 +1130,7 @@ type TaskSubmitted struct {
 
 func (x *TaskSubmitted) Reset() {
 	*x = TaskSubmitted{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[4]
+	mi := &file_agentplane_v1_task_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1060,7 +1142,7 @@ func (x *TaskSubmitted) String() string {
 func (*TaskSubmitted) ProtoMessage() {}
 
 func (x *TaskSubmitted) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[4]
+	mi := &file_agentplane_v1_task_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1073,7 +1155,7 @@ func (x *TaskSubmitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskSubmitted.ProtoReflect.Descriptor instead.
 func (*TaskSubmitted) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{4}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *TaskSubmitted) GetInput() string {
@@ -1100,10 +1182,10 @@ func (x *TaskSubmitted) GetCreatedBy() string {
 // StateChanged records a transition.
 type StateChanged struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Previous state.
-	From TaskState `protobuf:"varint,1,opt,name=from,proto3,enum=agentplane.v1.TaskState" json:"from,omitempty"`
+	// Previous state. Named from_state so that it is not a keyword in Python.
+	FromState TaskState `protobuf:"varint,1,opt,name=from_state,json=fromState,proto3,enum=agentplane.v1.TaskState" json:"from_state,omitempty"`
 	// New state.
-	To TaskState `protobuf:"varint,2,opt,name=to,proto3,enum=agentplane.v1.TaskState" json:"to,omitempty"`
+	ToState TaskState `protobuf:"varint,2,opt,name=to_state,json=toState,proto3,enum=agentplane.v1.TaskState" json:"to_state,omitempty"`
 	// Why, for example lease.expired or canceled.
 	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1112,7 +1194,7 @@ type StateChanged struct {
 
 func (x *StateChanged) Reset() {
 	*x = StateChanged{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[5]
+	mi := &file_agentplane_v1_task_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1124,7 +1206,7 @@ func (x *StateChanged) String() string {
 func (*StateChanged) ProtoMessage() {}
 
 func (x *StateChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[5]
+	mi := &file_agentplane_v1_task_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1137,19 +1219,19 @@ func (x *StateChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateChanged.ProtoReflect.Descriptor instead.
 func (*StateChanged) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{5}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{6}
 }
 
-func (x *StateChanged) GetFrom() TaskState {
+func (x *StateChanged) GetFromState() TaskState {
 	if x != nil {
-		return x.From
+		return x.FromState
 	}
 	return TaskState_TASK_STATE_UNSPECIFIED
 }
 
-func (x *StateChanged) GetTo() TaskState {
+func (x *StateChanged) GetToState() TaskState {
 	if x != nil {
-		return x.To
+		return x.ToState
 	}
 	return TaskState_TASK_STATE_UNSPECIFIED
 }
@@ -1176,7 +1258,7 @@ type ChatMessage struct {
 
 func (x *ChatMessage) Reset() {
 	*x = ChatMessage{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[6]
+	mi := &file_agentplane_v1_task_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1188,7 +1270,7 @@ func (x *ChatMessage) String() string {
 func (*ChatMessage) ProtoMessage() {}
 
 func (x *ChatMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[6]
+	mi := &file_agentplane_v1_task_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1201,7 +1283,7 @@ func (x *ChatMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatMessage.ProtoReflect.Descriptor instead.
 func (*ChatMessage) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{6}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ChatMessage) GetRole() MessageRole {
@@ -1244,7 +1326,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[7]
+	mi := &file_agentplane_v1_task_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1256,7 +1338,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[7]
+	mi := &file_agentplane_v1_task_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1269,7 +1351,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{7}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ToolCall) GetCallId() string {
@@ -1326,7 +1408,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[8]
+	mi := &file_agentplane_v1_task_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1338,7 +1420,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[8]
+	mi := &file_agentplane_v1_task_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1351,7 +1433,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{8}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ToolResult) GetCallId() string {
@@ -1402,7 +1484,7 @@ type RuntimeNote struct {
 
 func (x *RuntimeNote) Reset() {
 	*x = RuntimeNote{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[9]
+	mi := &file_agentplane_v1_task_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1414,7 +1496,7 @@ func (x *RuntimeNote) String() string {
 func (*RuntimeNote) ProtoMessage() {}
 
 func (x *RuntimeNote) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[9]
+	mi := &file_agentplane_v1_task_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1427,7 +1509,7 @@ func (x *RuntimeNote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeNote.ProtoReflect.Descriptor instead.
 func (*RuntimeNote) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{9}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RuntimeNote) GetText() string {
@@ -1467,7 +1549,7 @@ type LeaseChanged struct {
 
 func (x *LeaseChanged) Reset() {
 	*x = LeaseChanged{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[10]
+	mi := &file_agentplane_v1_task_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1479,7 +1561,7 @@ func (x *LeaseChanged) String() string {
 func (*LeaseChanged) ProtoMessage() {}
 
 func (x *LeaseChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[10]
+	mi := &file_agentplane_v1_task_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1492,7 +1574,7 @@ func (x *LeaseChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseChanged.ProtoReflect.Descriptor instead.
 func (*LeaseChanged) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{10}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LeaseChanged) GetKind() LeaseChangeKind {
@@ -1550,7 +1632,7 @@ type InjectionIgnored struct {
 
 func (x *InjectionIgnored) Reset() {
 	*x = InjectionIgnored{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[11]
+	mi := &file_agentplane_v1_task_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1562,7 +1644,7 @@ func (x *InjectionIgnored) String() string {
 func (*InjectionIgnored) ProtoMessage() {}
 
 func (x *InjectionIgnored) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[11]
+	mi := &file_agentplane_v1_task_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1575,7 +1657,7 @@ func (x *InjectionIgnored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InjectionIgnored.ProtoReflect.Descriptor instead.
 func (*InjectionIgnored) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{11}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *InjectionIgnored) GetNames() []string {
@@ -1605,7 +1687,7 @@ type EntriesDropped struct {
 
 func (x *EntriesDropped) Reset() {
 	*x = EntriesDropped{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[12]
+	mi := &file_agentplane_v1_task_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1617,7 +1699,7 @@ func (x *EntriesDropped) String() string {
 func (*EntriesDropped) ProtoMessage() {}
 
 func (x *EntriesDropped) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[12]
+	mi := &file_agentplane_v1_task_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1630,7 +1712,7 @@ func (x *EntriesDropped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EntriesDropped.ProtoReflect.Descriptor instead.
 func (*EntriesDropped) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{12}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *EntriesDropped) GetProtocol() string {
@@ -1660,7 +1742,7 @@ type DroppedEntry struct {
 
 func (x *DroppedEntry) Reset() {
 	*x = DroppedEntry{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[13]
+	mi := &file_agentplane_v1_task_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1672,7 +1754,7 @@ func (x *DroppedEntry) String() string {
 func (*DroppedEntry) ProtoMessage() {}
 
 func (x *DroppedEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[13]
+	mi := &file_agentplane_v1_task_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1685,7 +1767,7 @@ func (x *DroppedEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DroppedEntry.ProtoReflect.Descriptor instead.
 func (*DroppedEntry) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{13}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DroppedEntry) GetName() string {
@@ -1715,7 +1797,7 @@ type CancelRequested struct {
 
 func (x *CancelRequested) Reset() {
 	*x = CancelRequested{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[14]
+	mi := &file_agentplane_v1_task_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1727,7 +1809,7 @@ func (x *CancelRequested) String() string {
 func (*CancelRequested) ProtoMessage() {}
 
 func (x *CancelRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[14]
+	mi := &file_agentplane_v1_task_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1740,7 +1822,7 @@ func (x *CancelRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequested.ProtoReflect.Descriptor instead.
 func (*CancelRequested) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{14}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CancelRequested) GetReason() string {
@@ -1768,7 +1850,7 @@ type InterruptRaised struct {
 
 func (x *InterruptRaised) Reset() {
 	*x = InterruptRaised{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[15]
+	mi := &file_agentplane_v1_task_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1780,7 +1862,7 @@ func (x *InterruptRaised) String() string {
 func (*InterruptRaised) ProtoMessage() {}
 
 func (x *InterruptRaised) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[15]
+	mi := &file_agentplane_v1_task_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1793,7 +1875,7 @@ func (x *InterruptRaised) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptRaised.ProtoReflect.Descriptor instead.
 func (*InterruptRaised) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{15}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *InterruptRaised) GetInterrupt() *Interrupt {
@@ -1816,7 +1898,7 @@ type InterruptResolved struct {
 
 func (x *InterruptResolved) Reset() {
 	*x = InterruptResolved{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[16]
+	mi := &file_agentplane_v1_task_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1828,7 +1910,7 @@ func (x *InterruptResolved) String() string {
 func (*InterruptResolved) ProtoMessage() {}
 
 func (x *InterruptResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[16]
+	mi := &file_agentplane_v1_task_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1841,7 +1923,7 @@ func (x *InterruptResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptResolved.ProtoReflect.Descriptor instead.
 func (*InterruptResolved) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{16}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *InterruptResolved) GetInterruptId() string {
@@ -1869,7 +1951,7 @@ type VerdictRecorded struct {
 
 func (x *VerdictRecorded) Reset() {
 	*x = VerdictRecorded{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[17]
+	mi := &file_agentplane_v1_task_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1881,7 +1963,7 @@ func (x *VerdictRecorded) String() string {
 func (*VerdictRecorded) ProtoMessage() {}
 
 func (x *VerdictRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[17]
+	mi := &file_agentplane_v1_task_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1894,7 +1976,7 @@ func (x *VerdictRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerdictRecorded.ProtoReflect.Descriptor instead.
 func (*VerdictRecorded) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{17}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *VerdictRecorded) GetVerdict() *Verdict {
@@ -1916,7 +1998,7 @@ type StreamCaughtUp struct {
 
 func (x *StreamCaughtUp) Reset() {
 	*x = StreamCaughtUp{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[18]
+	mi := &file_agentplane_v1_task_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1928,7 +2010,7 @@ func (x *StreamCaughtUp) String() string {
 func (*StreamCaughtUp) ProtoMessage() {}
 
 func (x *StreamCaughtUp) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[18]
+	mi := &file_agentplane_v1_task_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1941,7 +2023,7 @@ func (x *StreamCaughtUp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamCaughtUp.ProtoReflect.Descriptor instead.
 func (*StreamCaughtUp) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{18}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StreamCaughtUp) GetLastSequence() int64 {
@@ -1963,7 +2045,7 @@ type StreamKeepalive struct {
 
 func (x *StreamKeepalive) Reset() {
 	*x = StreamKeepalive{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[19]
+	mi := &file_agentplane_v1_task_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1975,7 +2057,7 @@ func (x *StreamKeepalive) String() string {
 func (*StreamKeepalive) ProtoMessage() {}
 
 func (x *StreamKeepalive) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[19]
+	mi := &file_agentplane_v1_task_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1988,7 +2070,7 @@ func (x *StreamKeepalive) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamKeepalive.ProtoReflect.Descriptor instead.
 func (*StreamKeepalive) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{19}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StreamKeepalive) GetTime() *timestamppb.Timestamp {
@@ -2016,7 +2098,7 @@ type MessageDelta struct {
 
 func (x *MessageDelta) Reset() {
 	*x = MessageDelta{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[20]
+	mi := &file_agentplane_v1_task_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2028,7 +2110,7 @@ func (x *MessageDelta) String() string {
 func (*MessageDelta) ProtoMessage() {}
 
 func (x *MessageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[20]
+	mi := &file_agentplane_v1_task_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2041,7 +2123,7 @@ func (x *MessageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageDelta.ProtoReflect.Descriptor instead.
 func (*MessageDelta) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{20}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *MessageDelta) GetMessageId() string {
@@ -2076,7 +2158,7 @@ var File_agentplane_v1_task_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\n" +
-	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc8\v\n" +
+	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8a\f\n" +
 	"\x04Task\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12.\n" +
@@ -2115,11 +2197,17 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\x15effective_mcp_servers\x18\x1b \x03(\v2\x1c.agentplane.v1.McpServerInfoR\x13effectiveMcpServers\x12J\n" +
 	"\x13effective_a2a_peers\x18\x1c \x03(\v2\x1a.agentplane.v1.A2aPeerInfoR\x11effectiveA2aPeers\x12\x1b\n" +
 	"\tspec_kind\x18\x1d \x01(\tR\bspecKind\x12\x14\n" +
-	"\x05queue\x18\x1e \x01(\tR\x05queue\x1a9\n" +
+	"\x05queue\x18\x1e \x01(\tR\x05queue\x12@\n" +
+	"\rtrace_context\x18\x1f \x01(\v2\x1b.agentplane.v1.TraceContextR\ftraceContext\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +
-	"\x04spec\"?\n" +
+	"\x04spec\"P\n" +
+	"\fTraceContext\x12 \n" +
+	"\vtraceparent\x18\x01 \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x18\x02 \x01(\tR\n" +
+	"tracestate\"?\n" +
 	"\vTaskFailure\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"X\n" +
@@ -2157,10 +2245,11 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\x05input\x18\x01 \x01(\tR\x05input\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1d\n" +
 	"\n" +
-	"created_by\x18\x03 \x01(\tR\tcreatedBy\"~\n" +
-	"\fStateChanged\x12,\n" +
-	"\x04from\x18\x01 \x01(\x0e2\x18.agentplane.v1.TaskStateR\x04from\x12(\n" +
-	"\x02to\x18\x02 \x01(\x0e2\x18.agentplane.v1.TaskStateR\x02to\x12\x16\n" +
+	"created_by\x18\x03 \x01(\tR\tcreatedBy\"\x94\x01\n" +
+	"\fStateChanged\x127\n" +
+	"\n" +
+	"from_state\x18\x01 \x01(\x0e2\x18.agentplane.v1.TaskStateR\tfromState\x123\n" +
+	"\bto_state\x18\x02 \x01(\x0e2\x18.agentplane.v1.TaskStateR\atoState\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"e\n" +
 	"\vChatMessage\x12.\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x1a.agentplane.v1.MessageRoleR\x04role\x12\x12\n" +
@@ -2258,102 +2347,104 @@ func file_agentplane_v1_task_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_v1_task_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_agentplane_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_agentplane_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_agentplane_v1_task_proto_goTypes = []any{
 	(TaskState)(0),                // 0: agentplane.v1.TaskState
 	(MessageRole)(0),              // 1: agentplane.v1.MessageRole
 	(LeaseChangeKind)(0),          // 2: agentplane.v1.LeaseChangeKind
 	(*Task)(nil),                  // 3: agentplane.v1.Task
-	(*TaskFailure)(nil),           // 4: agentplane.v1.TaskFailure
-	(*TaskOutput)(nil),            // 5: agentplane.v1.TaskOutput
-	(*TaskEvent)(nil),             // 6: agentplane.v1.TaskEvent
-	(*TaskSubmitted)(nil),         // 7: agentplane.v1.TaskSubmitted
-	(*StateChanged)(nil),          // 8: agentplane.v1.StateChanged
-	(*ChatMessage)(nil),           // 9: agentplane.v1.ChatMessage
-	(*ToolCall)(nil),              // 10: agentplane.v1.ToolCall
-	(*ToolResult)(nil),            // 11: agentplane.v1.ToolResult
-	(*RuntimeNote)(nil),           // 12: agentplane.v1.RuntimeNote
-	(*LeaseChanged)(nil),          // 13: agentplane.v1.LeaseChanged
-	(*InjectionIgnored)(nil),      // 14: agentplane.v1.InjectionIgnored
-	(*EntriesDropped)(nil),        // 15: agentplane.v1.EntriesDropped
-	(*DroppedEntry)(nil),          // 16: agentplane.v1.DroppedEntry
-	(*CancelRequested)(nil),       // 17: agentplane.v1.CancelRequested
-	(*InterruptRaised)(nil),       // 18: agentplane.v1.InterruptRaised
-	(*InterruptResolved)(nil),     // 19: agentplane.v1.InterruptResolved
-	(*VerdictRecorded)(nil),       // 20: agentplane.v1.VerdictRecorded
-	(*StreamCaughtUp)(nil),        // 21: agentplane.v1.StreamCaughtUp
-	(*StreamKeepalive)(nil),       // 22: agentplane.v1.StreamKeepalive
-	(*MessageDelta)(nil),          // 23: agentplane.v1.MessageDelta
-	nil,                           // 24: agentplane.v1.Task.LabelsEntry
-	nil,                           // 25: agentplane.v1.RuntimeNote.AttributesEntry
-	(*AgentSpec)(nil),             // 26: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),             // 27: agentplane.v1.GraphSpec
-	(*timestamppb.Timestamp)(nil), // 28: google.protobuf.Timestamp
-	(*InterruptPolicy)(nil),       // 29: agentplane.v1.InterruptPolicy
-	(*McpServer)(nil),             // 30: agentplane.v1.McpServer
-	(*A2APeer)(nil),               // 31: agentplane.v1.A2aPeer
-	(*ToolAxisOverride)(nil),      // 32: agentplane.v1.ToolAxisOverride
-	(*durationpb.Duration)(nil),   // 33: google.protobuf.Duration
-	(*McpServerInfo)(nil),         // 34: agentplane.v1.McpServerInfo
-	(*A2APeerInfo)(nil),           // 35: agentplane.v1.A2aPeerInfo
-	(*structpb.Value)(nil),        // 36: google.protobuf.Value
-	(*ToolGated)(nil),             // 37: agentplane.v1.ToolGated
-	(*Interrupt)(nil),             // 38: agentplane.v1.Interrupt
-	(*Decision)(nil),              // 39: agentplane.v1.Decision
-	(*Verdict)(nil),               // 40: agentplane.v1.Verdict
+	(*TraceContext)(nil),          // 4: agentplane.v1.TraceContext
+	(*TaskFailure)(nil),           // 5: agentplane.v1.TaskFailure
+	(*TaskOutput)(nil),            // 6: agentplane.v1.TaskOutput
+	(*TaskEvent)(nil),             // 7: agentplane.v1.TaskEvent
+	(*TaskSubmitted)(nil),         // 8: agentplane.v1.TaskSubmitted
+	(*StateChanged)(nil),          // 9: agentplane.v1.StateChanged
+	(*ChatMessage)(nil),           // 10: agentplane.v1.ChatMessage
+	(*ToolCall)(nil),              // 11: agentplane.v1.ToolCall
+	(*ToolResult)(nil),            // 12: agentplane.v1.ToolResult
+	(*RuntimeNote)(nil),           // 13: agentplane.v1.RuntimeNote
+	(*LeaseChanged)(nil),          // 14: agentplane.v1.LeaseChanged
+	(*InjectionIgnored)(nil),      // 15: agentplane.v1.InjectionIgnored
+	(*EntriesDropped)(nil),        // 16: agentplane.v1.EntriesDropped
+	(*DroppedEntry)(nil),          // 17: agentplane.v1.DroppedEntry
+	(*CancelRequested)(nil),       // 18: agentplane.v1.CancelRequested
+	(*InterruptRaised)(nil),       // 19: agentplane.v1.InterruptRaised
+	(*InterruptResolved)(nil),     // 20: agentplane.v1.InterruptResolved
+	(*VerdictRecorded)(nil),       // 21: agentplane.v1.VerdictRecorded
+	(*StreamCaughtUp)(nil),        // 22: agentplane.v1.StreamCaughtUp
+	(*StreamKeepalive)(nil),       // 23: agentplane.v1.StreamKeepalive
+	(*MessageDelta)(nil),          // 24: agentplane.v1.MessageDelta
+	nil,                           // 25: agentplane.v1.Task.LabelsEntry
+	nil,                           // 26: agentplane.v1.RuntimeNote.AttributesEntry
+	(*AgentSpec)(nil),             // 27: agentplane.v1.AgentSpec
+	(*GraphSpec)(nil),             // 28: agentplane.v1.GraphSpec
+	(*timestamppb.Timestamp)(nil), // 29: google.protobuf.Timestamp
+	(*InterruptPolicy)(nil),       // 30: agentplane.v1.InterruptPolicy
+	(*McpServer)(nil),             // 31: agentplane.v1.McpServer
+	(*A2APeer)(nil),               // 32: agentplane.v1.A2aPeer
+	(*ToolAxisOverride)(nil),      // 33: agentplane.v1.ToolAxisOverride
+	(*durationpb.Duration)(nil),   // 34: google.protobuf.Duration
+	(*McpServerInfo)(nil),         // 35: agentplane.v1.McpServerInfo
+	(*A2APeerInfo)(nil),           // 36: agentplane.v1.A2aPeerInfo
+	(*structpb.Value)(nil),        // 37: google.protobuf.Value
+	(*ToolGated)(nil),             // 38: agentplane.v1.ToolGated
+	(*Interrupt)(nil),             // 39: agentplane.v1.Interrupt
+	(*Decision)(nil),              // 40: agentplane.v1.Decision
+	(*Verdict)(nil),               // 41: agentplane.v1.Verdict
 }
 var file_agentplane_v1_task_proto_depIdxs = []int32{
 	0,  // 0: agentplane.v1.Task.state:type_name -> agentplane.v1.TaskState
-	26, // 1: agentplane.v1.Task.agent:type_name -> agentplane.v1.AgentSpec
-	27, // 2: agentplane.v1.Task.graph:type_name -> agentplane.v1.GraphSpec
-	24, // 3: agentplane.v1.Task.labels:type_name -> agentplane.v1.Task.LabelsEntry
-	28, // 4: agentplane.v1.Task.create_time:type_name -> google.protobuf.Timestamp
-	28, // 5: agentplane.v1.Task.update_time:type_name -> google.protobuf.Timestamp
-	28, // 6: agentplane.v1.Task.end_time:type_name -> google.protobuf.Timestamp
-	4,  // 7: agentplane.v1.Task.failure:type_name -> agentplane.v1.TaskFailure
-	5,  // 8: agentplane.v1.Task.output:type_name -> agentplane.v1.TaskOutput
-	29, // 9: agentplane.v1.Task.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	30, // 10: agentplane.v1.Task.mcp_servers:type_name -> agentplane.v1.McpServer
-	31, // 11: agentplane.v1.Task.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	32, // 12: agentplane.v1.Task.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	33, // 13: agentplane.v1.Task.interrupt_timeout:type_name -> google.protobuf.Duration
-	34, // 14: agentplane.v1.Task.effective_mcp_servers:type_name -> agentplane.v1.McpServerInfo
-	35, // 15: agentplane.v1.Task.effective_a2a_peers:type_name -> agentplane.v1.A2aPeerInfo
-	36, // 16: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
-	28, // 17: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
-	7,  // 18: agentplane.v1.TaskEvent.submitted:type_name -> agentplane.v1.TaskSubmitted
-	8,  // 19: agentplane.v1.TaskEvent.state_changed:type_name -> agentplane.v1.StateChanged
-	9,  // 20: agentplane.v1.TaskEvent.message:type_name -> agentplane.v1.ChatMessage
-	10, // 21: agentplane.v1.TaskEvent.tool_call:type_name -> agentplane.v1.ToolCall
-	11, // 22: agentplane.v1.TaskEvent.tool_result:type_name -> agentplane.v1.ToolResult
-	12, // 23: agentplane.v1.TaskEvent.note:type_name -> agentplane.v1.RuntimeNote
-	13, // 24: agentplane.v1.TaskEvent.lease:type_name -> agentplane.v1.LeaseChanged
-	37, // 25: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
-	18, // 26: agentplane.v1.TaskEvent.interrupt_raised:type_name -> agentplane.v1.InterruptRaised
-	19, // 27: agentplane.v1.TaskEvent.interrupt_resolved:type_name -> agentplane.v1.InterruptResolved
-	20, // 28: agentplane.v1.TaskEvent.verdict_recorded:type_name -> agentplane.v1.VerdictRecorded
-	14, // 29: agentplane.v1.TaskEvent.mcp_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
-	14, // 30: agentplane.v1.TaskEvent.a2a_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
-	15, // 31: agentplane.v1.TaskEvent.entries_dropped:type_name -> agentplane.v1.EntriesDropped
-	17, // 32: agentplane.v1.TaskEvent.cancel_requested:type_name -> agentplane.v1.CancelRequested
-	5,  // 33: agentplane.v1.TaskEvent.output:type_name -> agentplane.v1.TaskOutput
-	0,  // 34: agentplane.v1.StateChanged.from:type_name -> agentplane.v1.TaskState
-	0,  // 35: agentplane.v1.StateChanged.to:type_name -> agentplane.v1.TaskState
-	1,  // 36: agentplane.v1.ChatMessage.role:type_name -> agentplane.v1.MessageRole
-	36, // 37: agentplane.v1.ToolCall.args:type_name -> google.protobuf.Value
-	36, // 38: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
-	25, // 39: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
-	2,  // 40: agentplane.v1.LeaseChanged.kind:type_name -> agentplane.v1.LeaseChangeKind
-	16, // 41: agentplane.v1.EntriesDropped.entries:type_name -> agentplane.v1.DroppedEntry
-	38, // 42: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
-	39, // 43: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
-	40, // 44: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
-	28, // 45: agentplane.v1.StreamKeepalive.time:type_name -> google.protobuf.Timestamp
-	46, // [46:46] is the sub-list for method output_type
-	46, // [46:46] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	27, // 1: agentplane.v1.Task.agent:type_name -> agentplane.v1.AgentSpec
+	28, // 2: agentplane.v1.Task.graph:type_name -> agentplane.v1.GraphSpec
+	25, // 3: agentplane.v1.Task.labels:type_name -> agentplane.v1.Task.LabelsEntry
+	29, // 4: agentplane.v1.Task.create_time:type_name -> google.protobuf.Timestamp
+	29, // 5: agentplane.v1.Task.update_time:type_name -> google.protobuf.Timestamp
+	29, // 6: agentplane.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	5,  // 7: agentplane.v1.Task.failure:type_name -> agentplane.v1.TaskFailure
+	6,  // 8: agentplane.v1.Task.output:type_name -> agentplane.v1.TaskOutput
+	30, // 9: agentplane.v1.Task.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	31, // 10: agentplane.v1.Task.mcp_servers:type_name -> agentplane.v1.McpServer
+	32, // 11: agentplane.v1.Task.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	33, // 12: agentplane.v1.Task.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	34, // 13: agentplane.v1.Task.interrupt_timeout:type_name -> google.protobuf.Duration
+	35, // 14: agentplane.v1.Task.effective_mcp_servers:type_name -> agentplane.v1.McpServerInfo
+	36, // 15: agentplane.v1.Task.effective_a2a_peers:type_name -> agentplane.v1.A2aPeerInfo
+	4,  // 16: agentplane.v1.Task.trace_context:type_name -> agentplane.v1.TraceContext
+	37, // 17: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
+	29, // 18: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
+	8,  // 19: agentplane.v1.TaskEvent.submitted:type_name -> agentplane.v1.TaskSubmitted
+	9,  // 20: agentplane.v1.TaskEvent.state_changed:type_name -> agentplane.v1.StateChanged
+	10, // 21: agentplane.v1.TaskEvent.message:type_name -> agentplane.v1.ChatMessage
+	11, // 22: agentplane.v1.TaskEvent.tool_call:type_name -> agentplane.v1.ToolCall
+	12, // 23: agentplane.v1.TaskEvent.tool_result:type_name -> agentplane.v1.ToolResult
+	13, // 24: agentplane.v1.TaskEvent.note:type_name -> agentplane.v1.RuntimeNote
+	14, // 25: agentplane.v1.TaskEvent.lease:type_name -> agentplane.v1.LeaseChanged
+	38, // 26: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
+	19, // 27: agentplane.v1.TaskEvent.interrupt_raised:type_name -> agentplane.v1.InterruptRaised
+	20, // 28: agentplane.v1.TaskEvent.interrupt_resolved:type_name -> agentplane.v1.InterruptResolved
+	21, // 29: agentplane.v1.TaskEvent.verdict_recorded:type_name -> agentplane.v1.VerdictRecorded
+	15, // 30: agentplane.v1.TaskEvent.mcp_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
+	15, // 31: agentplane.v1.TaskEvent.a2a_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
+	16, // 32: agentplane.v1.TaskEvent.entries_dropped:type_name -> agentplane.v1.EntriesDropped
+	18, // 33: agentplane.v1.TaskEvent.cancel_requested:type_name -> agentplane.v1.CancelRequested
+	6,  // 34: agentplane.v1.TaskEvent.output:type_name -> agentplane.v1.TaskOutput
+	0,  // 35: agentplane.v1.StateChanged.from_state:type_name -> agentplane.v1.TaskState
+	0,  // 36: agentplane.v1.StateChanged.to_state:type_name -> agentplane.v1.TaskState
+	1,  // 37: agentplane.v1.ChatMessage.role:type_name -> agentplane.v1.MessageRole
+	37, // 38: agentplane.v1.ToolCall.args:type_name -> google.protobuf.Value
+	37, // 39: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
+	26, // 40: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
+	2,  // 41: agentplane.v1.LeaseChanged.kind:type_name -> agentplane.v1.LeaseChangeKind
+	17, // 42: agentplane.v1.EntriesDropped.entries:type_name -> agentplane.v1.DroppedEntry
+	39, // 43: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
+	40, // 44: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
+	41, // 45: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
+	29, // 46: agentplane.v1.StreamKeepalive.time:type_name -> google.protobuf.Timestamp
+	47, // [47:47] is the sub-list for method output_type
+	47, // [47:47] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_task_proto_init() }
@@ -2370,7 +2461,7 @@ func file_agentplane_v1_task_proto_init() {
 		(*Task_Graph)(nil),
 		(*Task_AgentId)(nil),
 	}
-	file_agentplane_v1_task_proto_msgTypes[3].OneofWrappers = []any{
+	file_agentplane_v1_task_proto_msgTypes[4].OneofWrappers = []any{
 		(*TaskEvent_Submitted)(nil),
 		(*TaskEvent_StateChanged)(nil),
 		(*TaskEvent_Message)(nil),
@@ -2394,7 +2485,7 @@ func file_agentplane_v1_task_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_task_proto_rawDesc), len(file_agentplane_v1_task_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

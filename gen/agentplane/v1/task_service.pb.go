@@ -10,6 +10,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -80,22 +81,26 @@ func (TaskView) EnumDescriptor() ([]byte, []int) {
 }
 
 // StartTaskRequest starts a task from exactly one of: an inline agent, an inline graph,
-// a static agent id, or a document (JSON/YAML, routed on its kind).
+// a static agent id, a document (JSON/YAML, routed on its kind), or the wire-shaped spec
+// as a JSON object.
+//
+// The W3C trace context of the call (the traceparent and tracestate gRPC metadata
+// keys, or HTTP headers) is captured with the task: see Task.trace_context.
 type StartTaskRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Idempotency key chosen by the caller, unique per tenant. Recommended; when empty
 	// every call creates a new task.
 	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	// What runs.
+	// What runs. Exactly one arm is set; none is INVALID_ARGUMENT.
 	//
 	// Types that are valid to be assigned to Spec:
 	//
 	//	*StartTaskRequest_Agent
 	//	*StartTaskRequest_Graph
 	//	*StartTaskRequest_AgentId
+	//	*StartTaskRequest_Document
+	//	*StartTaskRequest_SpecJson
 	Spec isStartTaskRequest_Spec `protobuf_oneof:"spec"`
-	// A qar/v1 document (JSON or YAML). Mutually exclusive with the spec oneof.
-	Document []byte `protobuf:"bytes,5,opt,name=document,proto3" json:"document,omitempty"`
 	// Syntax of document.
 	Format DocumentFormat `protobuf:"varint,6,opt,name=format,proto3,enum=agentplane.v1.DocumentFormat" json:"format,omitempty"`
 	// The user's input.
@@ -198,7 +203,18 @@ func (x *StartTaskRequest) GetAgentId() string {
 
 func (x *StartTaskRequest) GetDocument() []byte {
 	if x != nil {
-		return x.Document
+		if x, ok := x.Spec.(*StartTaskRequest_Document); ok {
+			return x.Document
+		}
+	}
+	return nil
+}
+
+func (x *StartTaskRequest) GetSpecJson() *structpb.Struct {
+	if x != nil {
+		if x, ok := x.Spec.(*StartTaskRequest_SpecJson); ok {
+			return x.SpecJson
+		}
 	}
 	return nil
 }
@@ -299,11 +315,28 @@ type StartTaskRequest_AgentId struct {
 	AgentId string `protobuf:"bytes,4,opt,name=agent_id,json=agentId,proto3,oneof"`
 }
 
+type StartTaskRequest_Document struct {
+	// A qar/v1 document (JSON or YAML bytes).
+	Document []byte `protobuf:"bytes,5,opt,name=document,proto3,oneof"`
+}
+
+type StartTaskRequest_SpecJson struct {
+	// The spec in the qar/v1 wire shape (seed 000) as a JSON object, routed on its
+	// `kind`: over HTTP, `{"spec": {"apiVersion": "qar/v1", "kind": "AgentSpec", ...},
+	// "input": "..."}`. Validated exactly like the same document sent as bytes (see
+	// ValidateSpecRequest.spec_json).
+	SpecJson *structpb.Struct `protobuf:"bytes,17,opt,name=spec_json,json=spec,proto3,oneof"`
+}
+
 func (*StartTaskRequest_Agent) isStartTaskRequest_Spec() {}
 
 func (*StartTaskRequest_Graph) isStartTaskRequest_Spec() {}
 
 func (*StartTaskRequest_AgentId) isStartTaskRequest_Spec() {}
+
+func (*StartTaskRequest_Document) isStartTaskRequest_Spec() {}
+
+func (*StartTaskRequest_SpecJson) isStartTaskRequest_Spec() {}
 
 // StartTaskResponse holds the task.
 type StartTaskResponse struct {
@@ -429,7 +462,7 @@ func (x *ContinueTaskRequest) GetRequestId() string {
 // ContinueTaskResponse holds the task.
 type ContinueTaskResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The task, back in SUBMITTED (queued) or WORKING.
+	// The task, back in SUBMITTED: queued until a runtime leases it.
 	Task          *Task `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1169,7 +1202,7 @@ type ListVerdictsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The task.
 	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	// Maximum verdicts per page; 0 means 50.
+	// Maximum verdicts per page; 0 means 50; capped at 500.
 	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Opaque token from a previous response.
 	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
@@ -1290,7 +1323,7 @@ type ListObligationsRequest struct {
 	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	// Only obligations in these states; empty means all.
 	States []ObligationState `protobuf:"varint,2,rep,packed,name=states,proto3,enum=agentplane.v1.ObligationState" json:"states,omitempty"`
-	// Maximum obligations per page; 0 means 100.
+	// Maximum obligations per page; 0 means 50; capped at 500.
 	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Opaque token from a previous response.
 	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
@@ -1415,14 +1448,15 @@ var File_agentplane_v1_task_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\n" +
-	" agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a agentplane/v1/spec_service.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xce\x06\n" +
+	" agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a agentplane/v1/spec_service.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x84\a\n" +
 	"\x10StartTaskRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x120\n" +
 	"\x05agent\x18\x02 \x01(\v2\x18.agentplane.v1.AgentSpecH\x00R\x05agent\x120\n" +
 	"\x05graph\x18\x03 \x01(\v2\x18.agentplane.v1.GraphSpecH\x00R\x05graph\x12\x1b\n" +
-	"\bagent_id\x18\x04 \x01(\tH\x00R\aagentId\x12\x1a\n" +
-	"\bdocument\x18\x05 \x01(\fR\bdocument\x125\n" +
+	"\bagent_id\x18\x04 \x01(\tH\x00R\aagentId\x12\x1c\n" +
+	"\bdocument\x18\x05 \x01(\fH\x00R\bdocument\x122\n" +
+	"\tspec_json\x18\x11 \x01(\v2\x17.google.protobuf.StructH\x00R\x04spec\x125\n" +
 	"\x06format\x18\x06 \x01(\x0e2\x1d.agentplane.v1.DocumentFormatR\x06format\x12\x14\n" +
 	"\x05input\x18\a \x01(\tR\x05input\x12C\n" +
 	"\x06labels\x18\b \x03(\v2+.agentplane.v1.StartTaskRequest.LabelsEntryR\x06labels\x12I\n" +
@@ -1568,76 +1602,78 @@ var file_agentplane_v1_task_service_proto_goTypes = []any{
 	nil,                             // 20: agentplane.v1.ListTasksRequest.LabelsEntry
 	(*AgentSpec)(nil),               // 21: agentplane.v1.AgentSpec
 	(*GraphSpec)(nil),               // 22: agentplane.v1.GraphSpec
-	(DocumentFormat)(0),             // 23: agentplane.v1.DocumentFormat
-	(*InterruptPolicy)(nil),         // 24: agentplane.v1.InterruptPolicy
-	(*McpServerList)(nil),           // 25: agentplane.v1.McpServerList
-	(*A2APeerList)(nil),             // 26: agentplane.v1.A2aPeerList
-	(*ToolAxisOverride)(nil),        // 27: agentplane.v1.ToolAxisOverride
-	(*durationpb.Duration)(nil),     // 28: google.protobuf.Duration
-	(*Task)(nil),                    // 29: agentplane.v1.Task
-	(TaskState)(0),                  // 30: agentplane.v1.TaskState
-	(*timestamppb.Timestamp)(nil),   // 31: google.protobuf.Timestamp
-	(*TaskEvent)(nil),               // 32: agentplane.v1.TaskEvent
-	(*StreamCaughtUp)(nil),          // 33: agentplane.v1.StreamCaughtUp
-	(*StreamKeepalive)(nil),         // 34: agentplane.v1.StreamKeepalive
-	(*MessageDelta)(nil),            // 35: agentplane.v1.MessageDelta
-	(*Verdict)(nil),                 // 36: agentplane.v1.Verdict
-	(ObligationState)(0),            // 37: agentplane.v1.ObligationState
-	(*Obligation)(nil),              // 38: agentplane.v1.Obligation
+	(*structpb.Struct)(nil),         // 23: google.protobuf.Struct
+	(DocumentFormat)(0),             // 24: agentplane.v1.DocumentFormat
+	(*InterruptPolicy)(nil),         // 25: agentplane.v1.InterruptPolicy
+	(*McpServerList)(nil),           // 26: agentplane.v1.McpServerList
+	(*A2APeerList)(nil),             // 27: agentplane.v1.A2aPeerList
+	(*ToolAxisOverride)(nil),        // 28: agentplane.v1.ToolAxisOverride
+	(*durationpb.Duration)(nil),     // 29: google.protobuf.Duration
+	(*Task)(nil),                    // 30: agentplane.v1.Task
+	(TaskState)(0),                  // 31: agentplane.v1.TaskState
+	(*timestamppb.Timestamp)(nil),   // 32: google.protobuf.Timestamp
+	(*TaskEvent)(nil),               // 33: agentplane.v1.TaskEvent
+	(*StreamCaughtUp)(nil),          // 34: agentplane.v1.StreamCaughtUp
+	(*StreamKeepalive)(nil),         // 35: agentplane.v1.StreamKeepalive
+	(*MessageDelta)(nil),            // 36: agentplane.v1.MessageDelta
+	(*Verdict)(nil),                 // 37: agentplane.v1.Verdict
+	(ObligationState)(0),            // 38: agentplane.v1.ObligationState
+	(*Obligation)(nil),              // 39: agentplane.v1.Obligation
 }
 var file_agentplane_v1_task_service_proto_depIdxs = []int32{
 	21, // 0: agentplane.v1.StartTaskRequest.agent:type_name -> agentplane.v1.AgentSpec
 	22, // 1: agentplane.v1.StartTaskRequest.graph:type_name -> agentplane.v1.GraphSpec
-	23, // 2: agentplane.v1.StartTaskRequest.format:type_name -> agentplane.v1.DocumentFormat
-	19, // 3: agentplane.v1.StartTaskRequest.labels:type_name -> agentplane.v1.StartTaskRequest.LabelsEntry
-	24, // 4: agentplane.v1.StartTaskRequest.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	25, // 5: agentplane.v1.StartTaskRequest.mcp_servers:type_name -> agentplane.v1.McpServerList
-	26, // 6: agentplane.v1.StartTaskRequest.a2a_peers:type_name -> agentplane.v1.A2aPeerList
-	27, // 7: agentplane.v1.StartTaskRequest.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	28, // 8: agentplane.v1.StartTaskRequest.interrupt_timeout:type_name -> google.protobuf.Duration
-	0,  // 9: agentplane.v1.StartTaskRequest.view:type_name -> agentplane.v1.TaskView
-	29, // 10: agentplane.v1.StartTaskResponse.task:type_name -> agentplane.v1.Task
-	29, // 11: agentplane.v1.ContinueTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 12: agentplane.v1.GetTaskRequest.view:type_name -> agentplane.v1.TaskView
-	29, // 13: agentplane.v1.GetTaskResponse.task:type_name -> agentplane.v1.Task
-	30, // 14: agentplane.v1.ListTasksRequest.states:type_name -> agentplane.v1.TaskState
-	20, // 15: agentplane.v1.ListTasksRequest.labels:type_name -> agentplane.v1.ListTasksRequest.LabelsEntry
-	31, // 16: agentplane.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
-	31, // 17: agentplane.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
-	0,  // 18: agentplane.v1.ListTasksRequest.view:type_name -> agentplane.v1.TaskView
-	29, // 19: agentplane.v1.ListTasksResponse.tasks:type_name -> agentplane.v1.Task
-	29, // 20: agentplane.v1.CancelTaskResponse.task:type_name -> agentplane.v1.Task
-	32, // 21: agentplane.v1.WatchTaskResponse.event:type_name -> agentplane.v1.TaskEvent
-	33, // 22: agentplane.v1.WatchTaskResponse.caught_up:type_name -> agentplane.v1.StreamCaughtUp
-	34, // 23: agentplane.v1.WatchTaskResponse.keepalive:type_name -> agentplane.v1.StreamKeepalive
-	35, // 24: agentplane.v1.WatchTaskResponse.message_delta:type_name -> agentplane.v1.MessageDelta
-	32, // 25: agentplane.v1.ListTaskEventsResponse.events:type_name -> agentplane.v1.TaskEvent
-	36, // 26: agentplane.v1.ListVerdictsResponse.verdicts:type_name -> agentplane.v1.Verdict
-	37, // 27: agentplane.v1.ListObligationsRequest.states:type_name -> agentplane.v1.ObligationState
-	38, // 28: agentplane.v1.ListObligationsResponse.obligations:type_name -> agentplane.v1.Obligation
-	1,  // 29: agentplane.v1.TaskService.StartTask:input_type -> agentplane.v1.StartTaskRequest
-	3,  // 30: agentplane.v1.TaskService.ContinueTask:input_type -> agentplane.v1.ContinueTaskRequest
-	5,  // 31: agentplane.v1.TaskService.GetTask:input_type -> agentplane.v1.GetTaskRequest
-	7,  // 32: agentplane.v1.TaskService.ListTasks:input_type -> agentplane.v1.ListTasksRequest
-	9,  // 33: agentplane.v1.TaskService.CancelTask:input_type -> agentplane.v1.CancelTaskRequest
-	11, // 34: agentplane.v1.TaskService.WatchTask:input_type -> agentplane.v1.WatchTaskRequest
-	15, // 35: agentplane.v1.TaskService.ListVerdicts:input_type -> agentplane.v1.ListVerdictsRequest
-	17, // 36: agentplane.v1.TaskService.ListObligations:input_type -> agentplane.v1.ListObligationsRequest
-	13, // 37: agentplane.v1.TaskService.ListTaskEvents:input_type -> agentplane.v1.ListTaskEventsRequest
-	2,  // 38: agentplane.v1.TaskService.StartTask:output_type -> agentplane.v1.StartTaskResponse
-	4,  // 39: agentplane.v1.TaskService.ContinueTask:output_type -> agentplane.v1.ContinueTaskResponse
-	6,  // 40: agentplane.v1.TaskService.GetTask:output_type -> agentplane.v1.GetTaskResponse
-	8,  // 41: agentplane.v1.TaskService.ListTasks:output_type -> agentplane.v1.ListTasksResponse
-	10, // 42: agentplane.v1.TaskService.CancelTask:output_type -> agentplane.v1.CancelTaskResponse
-	12, // 43: agentplane.v1.TaskService.WatchTask:output_type -> agentplane.v1.WatchTaskResponse
-	16, // 44: agentplane.v1.TaskService.ListVerdicts:output_type -> agentplane.v1.ListVerdictsResponse
-	18, // 45: agentplane.v1.TaskService.ListObligations:output_type -> agentplane.v1.ListObligationsResponse
-	14, // 46: agentplane.v1.TaskService.ListTaskEvents:output_type -> agentplane.v1.ListTaskEventsResponse
-	38, // [38:47] is the sub-list for method output_type
-	29, // [29:38] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	23, // 2: agentplane.v1.StartTaskRequest.spec_json:type_name -> google.protobuf.Struct
+	24, // 3: agentplane.v1.StartTaskRequest.format:type_name -> agentplane.v1.DocumentFormat
+	19, // 4: agentplane.v1.StartTaskRequest.labels:type_name -> agentplane.v1.StartTaskRequest.LabelsEntry
+	25, // 5: agentplane.v1.StartTaskRequest.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	26, // 6: agentplane.v1.StartTaskRequest.mcp_servers:type_name -> agentplane.v1.McpServerList
+	27, // 7: agentplane.v1.StartTaskRequest.a2a_peers:type_name -> agentplane.v1.A2aPeerList
+	28, // 8: agentplane.v1.StartTaskRequest.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	29, // 9: agentplane.v1.StartTaskRequest.interrupt_timeout:type_name -> google.protobuf.Duration
+	0,  // 10: agentplane.v1.StartTaskRequest.view:type_name -> agentplane.v1.TaskView
+	30, // 11: agentplane.v1.StartTaskResponse.task:type_name -> agentplane.v1.Task
+	30, // 12: agentplane.v1.ContinueTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 13: agentplane.v1.GetTaskRequest.view:type_name -> agentplane.v1.TaskView
+	30, // 14: agentplane.v1.GetTaskResponse.task:type_name -> agentplane.v1.Task
+	31, // 15: agentplane.v1.ListTasksRequest.states:type_name -> agentplane.v1.TaskState
+	20, // 16: agentplane.v1.ListTasksRequest.labels:type_name -> agentplane.v1.ListTasksRequest.LabelsEntry
+	32, // 17: agentplane.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
+	32, // 18: agentplane.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
+	0,  // 19: agentplane.v1.ListTasksRequest.view:type_name -> agentplane.v1.TaskView
+	30, // 20: agentplane.v1.ListTasksResponse.tasks:type_name -> agentplane.v1.Task
+	30, // 21: agentplane.v1.CancelTaskResponse.task:type_name -> agentplane.v1.Task
+	33, // 22: agentplane.v1.WatchTaskResponse.event:type_name -> agentplane.v1.TaskEvent
+	34, // 23: agentplane.v1.WatchTaskResponse.caught_up:type_name -> agentplane.v1.StreamCaughtUp
+	35, // 24: agentplane.v1.WatchTaskResponse.keepalive:type_name -> agentplane.v1.StreamKeepalive
+	36, // 25: agentplane.v1.WatchTaskResponse.message_delta:type_name -> agentplane.v1.MessageDelta
+	33, // 26: agentplane.v1.ListTaskEventsResponse.events:type_name -> agentplane.v1.TaskEvent
+	37, // 27: agentplane.v1.ListVerdictsResponse.verdicts:type_name -> agentplane.v1.Verdict
+	38, // 28: agentplane.v1.ListObligationsRequest.states:type_name -> agentplane.v1.ObligationState
+	39, // 29: agentplane.v1.ListObligationsResponse.obligations:type_name -> agentplane.v1.Obligation
+	1,  // 30: agentplane.v1.TaskService.StartTask:input_type -> agentplane.v1.StartTaskRequest
+	3,  // 31: agentplane.v1.TaskService.ContinueTask:input_type -> agentplane.v1.ContinueTaskRequest
+	5,  // 32: agentplane.v1.TaskService.GetTask:input_type -> agentplane.v1.GetTaskRequest
+	7,  // 33: agentplane.v1.TaskService.ListTasks:input_type -> agentplane.v1.ListTasksRequest
+	9,  // 34: agentplane.v1.TaskService.CancelTask:input_type -> agentplane.v1.CancelTaskRequest
+	11, // 35: agentplane.v1.TaskService.WatchTask:input_type -> agentplane.v1.WatchTaskRequest
+	15, // 36: agentplane.v1.TaskService.ListVerdicts:input_type -> agentplane.v1.ListVerdictsRequest
+	17, // 37: agentplane.v1.TaskService.ListObligations:input_type -> agentplane.v1.ListObligationsRequest
+	13, // 38: agentplane.v1.TaskService.ListTaskEvents:input_type -> agentplane.v1.ListTaskEventsRequest
+	2,  // 39: agentplane.v1.TaskService.StartTask:output_type -> agentplane.v1.StartTaskResponse
+	4,  // 40: agentplane.v1.TaskService.ContinueTask:output_type -> agentplane.v1.ContinueTaskResponse
+	6,  // 41: agentplane.v1.TaskService.GetTask:output_type -> agentplane.v1.GetTaskResponse
+	8,  // 42: agentplane.v1.TaskService.ListTasks:output_type -> agentplane.v1.ListTasksResponse
+	10, // 43: agentplane.v1.TaskService.CancelTask:output_type -> agentplane.v1.CancelTaskResponse
+	12, // 44: agentplane.v1.TaskService.WatchTask:output_type -> agentplane.v1.WatchTaskResponse
+	16, // 45: agentplane.v1.TaskService.ListVerdicts:output_type -> agentplane.v1.ListVerdictsResponse
+	18, // 46: agentplane.v1.TaskService.ListObligations:output_type -> agentplane.v1.ListObligationsResponse
+	14, // 47: agentplane.v1.TaskService.ListTaskEvents:output_type -> agentplane.v1.ListTaskEventsResponse
+	39, // [39:48] is the sub-list for method output_type
+	30, // [30:39] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_task_service_proto_init() }
@@ -1655,6 +1691,8 @@ func file_agentplane_v1_task_service_proto_init() {
 		(*StartTaskRequest_Agent)(nil),
 		(*StartTaskRequest_Graph)(nil),
 		(*StartTaskRequest_AgentId)(nil),
+		(*StartTaskRequest_Document)(nil),
+		(*StartTaskRequest_SpecJson)(nil),
 	}
 	file_agentplane_v1_task_service_proto_msgTypes[11].OneofWrappers = []any{
 		(*WatchTaskResponse_Event)(nil),

@@ -45,7 +45,8 @@ type TaskServiceClient interface {
 	// The response carries the basic view of the task unless view asks for FULL.
 	StartTask(ctx context.Context, in *StartTaskRequest, opts ...grpc.CallOption) (*StartTaskResponse, error)
 	// ContinueTask resumes a task waiting in INPUT_REQUIRED for the user (a chat-mode
-	// pause) with a new user message. Any other state is FAILED_PRECONDITION. With a
+	// pause) with a new user message. The task goes back to SUBMITTED (queued) until a
+	// runtime leases it (WORKING). Any other state is FAILED_PRECONDITION. With a
 	// request_id it is safe to retry: a retry of a call that succeeded returns the task
 	// (as it is now) without delivering the message again, even when the task has moved
 	// on to its next turn; the same request_id with a different request is ALREADY_EXISTS
@@ -209,7 +210,8 @@ type TaskServiceServer interface {
 	// The response carries the basic view of the task unless view asks for FULL.
 	StartTask(context.Context, *StartTaskRequest) (*StartTaskResponse, error)
 	// ContinueTask resumes a task waiting in INPUT_REQUIRED for the user (a chat-mode
-	// pause) with a new user message. Any other state is FAILED_PRECONDITION. With a
+	// pause) with a new user message. The task goes back to SUBMITTED (queued) until a
+	// runtime leases it (WORKING). Any other state is FAILED_PRECONDITION. With a
 	// request_id it is safe to retry: a retry of a call that succeeded returns the task
 	// (as it is now) without delivering the message again, even when the task has moved
 	// on to its next turn; the same request_id with a different request is ALREADY_EXISTS

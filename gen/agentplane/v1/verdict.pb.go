@@ -143,10 +143,10 @@ type Obligation struct {
 	State ObligationState `protobuf:"varint,3,opt,name=state,proto3,enum=agentplane.v1.ObligationState" json:"state,omitempty"`
 	// Node whose verdict raised it.
 	RaisedBy string `protobuf:"bytes,4,opt,name=raised_by,json=raisedBy,proto3" json:"raised_by,omitempty"`
-	// Verdict that raised it.
-	RaisedIn string `protobuf:"bytes,5,opt,name=raised_in,json=raisedIn,proto3" json:"raised_in,omitempty"`
-	// Verdict that resolved it, if resolved.
-	ResolvedIn string `protobuf:"bytes,6,opt,name=resolved_in,json=resolvedIn,proto3" json:"resolved_in,omitempty"`
+	// Verdict that raised it (Verdict.verdict_id).
+	RaisedInVerdictId string `protobuf:"bytes,5,opt,name=raised_in_verdict_id,json=raisedInVerdictId,proto3" json:"raised_in_verdict_id,omitempty"`
+	// Verdict that resolved it, if resolved (Verdict.verdict_id).
+	ResolvedInVerdictId string `protobuf:"bytes,6,opt,name=resolved_in_verdict_id,json=resolvedInVerdictId,proto3" json:"resolved_in_verdict_id,omitempty"`
 	// Reason given when resolving.
 	Reason *string `protobuf:"bytes,7,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
 	// When raised.
@@ -213,16 +213,16 @@ func (x *Obligation) GetRaisedBy() string {
 	return ""
 }
 
-func (x *Obligation) GetRaisedIn() string {
+func (x *Obligation) GetRaisedInVerdictId() string {
 	if x != nil {
-		return x.RaisedIn
+		return x.RaisedInVerdictId
 	}
 	return ""
 }
 
-func (x *Obligation) GetResolvedIn() string {
+func (x *Obligation) GetResolvedInVerdictId() string {
 	if x != nil {
-		return x.ResolvedIn
+		return x.ResolvedInVerdictId
 	}
 	return ""
 }
@@ -244,8 +244,8 @@ func (x *Obligation) GetCreateTime() *timestamppb.Timestamp {
 // ObligationResolution is what a reviewer says about one open obligation.
 type ObligationResolution struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The obligation, by ledger id.
-	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The obligation, by ledger id (Obligation.obligation_id).
+	ObligationId string `protobuf:"bytes,1,opt,name=obligation_id,json=obligationId,proto3" json:"obligation_id,omitempty"`
 	// Addressed or withdrawn.
 	How ResolutionHow `protobuf:"varint,2,opt,name=how,proto3,enum=agentplane.v1.ResolutionHow" json:"how,omitempty"`
 	// Why; required for a withdrawal.
@@ -284,9 +284,9 @@ func (*ObligationResolution) Descriptor() ([]byte, []int) {
 	return file_agentplane_v1_verdict_proto_rawDescGZIP(), []int{1}
 }
 
-func (x *ObligationResolution) GetId() string {
+func (x *ObligationResolution) GetObligationId() string {
 	if x != nil {
-		return x.Id
+		return x.ObligationId
 	}
 	return ""
 }
@@ -322,8 +322,8 @@ type Verdict struct {
 	Resolved []*ObligationResolution `protobuf:"bytes,6,rep,name=resolved,proto3" json:"resolved,omitempty"`
 	// Obligations this verdict raised, with their new ids.
 	Raised []*Obligation `protobuf:"bytes,7,rep,name=raised,proto3" json:"raised,omitempty"`
-	// Resolution ids that were not open and were dropped.
-	DroppedIds []string `protobuf:"bytes,8,rep,name=dropped_ids,json=droppedIds,proto3" json:"dropped_ids,omitempty"`
+	// Obligation ids of resolutions that were not open and were dropped.
+	DroppedObligationIds []string `protobuf:"bytes,8,rep,name=dropped_obligation_ids,json=droppedObligationIds,proto3" json:"dropped_obligation_ids,omitempty"`
 	// Whether recording this verdict ended the reviewer's turn.
 	EndsTurn bool `protobuf:"varint,9,opt,name=ends_turn,json=endsTurn,proto3" json:"ends_turn,omitempty"`
 	// Sequence of the verdict_recorded event in the task log.
@@ -413,9 +413,9 @@ func (x *Verdict) GetRaised() []*Obligation {
 	return nil
 }
 
-func (x *Verdict) GetDroppedIds() []string {
+func (x *Verdict) GetDroppedObligationIds() []string {
 	if x != nil {
-		return x.DroppedIds
+		return x.DroppedObligationIds
 	}
 	return nil
 }
@@ -445,25 +445,24 @@ var File_agentplane_v1_verdict_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_verdict_proto_rawDesc = "" +
 	"\n" +
-	"\x1bagentplane/v1/verdict.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/spec.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbb\x02\n" +
+	"\x1bagentplane/v1/verdict.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/spec.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe3\x02\n" +
 	"\n" +
 	"Obligation\x12#\n" +
 	"\robligation_id\x18\x01 \x01(\tR\fobligationId\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x124\n" +
 	"\x05state\x18\x03 \x01(\x0e2\x1e.agentplane.v1.ObligationStateR\x05state\x12\x1b\n" +
-	"\traised_by\x18\x04 \x01(\tR\braisedBy\x12\x1b\n" +
-	"\traised_in\x18\x05 \x01(\tR\braisedIn\x12\x1f\n" +
-	"\vresolved_in\x18\x06 \x01(\tR\n" +
-	"resolvedIn\x12\x1b\n" +
+	"\traised_by\x18\x04 \x01(\tR\braisedBy\x12/\n" +
+	"\x14raised_in_verdict_id\x18\x05 \x01(\tR\x11raisedInVerdictId\x123\n" +
+	"\x16resolved_in_verdict_id\x18\x06 \x01(\tR\x13resolvedInVerdictId\x12\x1b\n" +
 	"\x06reason\x18\a \x01(\tH\x00R\x06reason\x88\x01\x01\x12;\n" +
 	"\vcreate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTimeB\t\n" +
-	"\a_reason\"~\n" +
-	"\x14ObligationResolution\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
+	"\a_reason\"\x93\x01\n" +
+	"\x14ObligationResolution\x12#\n" +
+	"\robligation_id\x18\x01 \x01(\tR\fobligationId\x12.\n" +
 	"\x03how\x18\x02 \x01(\x0e2\x1c.agentplane.v1.ResolutionHowR\x03how\x12\x1b\n" +
 	"\x06reason\x18\x03 \x01(\tH\x00R\x06reason\x88\x01\x01B\t\n" +
-	"\a_reason\"\xb2\x03\n" +
+	"\a_reason\"\xc7\x03\n" +
 	"\aVerdict\x12\x1d\n" +
 	"\n" +
 	"verdict_id\x18\x01 \x01(\tR\tverdictId\x12\x17\n" +
@@ -472,9 +471,8 @@ const file_agentplane_v1_verdict_proto_rawDesc = "" +
 	"\x06result\x18\x04 \x01(\v2\x1c.agentplane.v1.VerdictResultR\x06result\x12\x1a\n" +
 	"\bapproved\x18\x05 \x01(\bR\bapproved\x12?\n" +
 	"\bresolved\x18\x06 \x03(\v2#.agentplane.v1.ObligationResolutionR\bresolved\x121\n" +
-	"\x06raised\x18\a \x03(\v2\x19.agentplane.v1.ObligationR\x06raised\x12\x1f\n" +
-	"\vdropped_ids\x18\b \x03(\tR\n" +
-	"droppedIds\x12\x1b\n" +
+	"\x06raised\x18\a \x03(\v2\x19.agentplane.v1.ObligationR\x06raised\x124\n" +
+	"\x16dropped_obligation_ids\x18\b \x03(\tR\x14droppedObligationIds\x12\x1b\n" +
 	"\tends_turn\x18\t \x01(\bR\bendsTurn\x12\x1a\n" +
 	"\bsequence\x18\n" +
 	" \x01(\x03R\bsequence\x12;\n" +

@@ -39,9 +39,9 @@ func TestCheckToolCallOutcomes(t *testing.T) {
 	in := gated.GetInterrupt()
 	if gated.GetOutcome() != agentplanev1.GateOutcome_GATE_OUTCOME_INTERRUPT || gated.GetReason() != hitl.ReasonAllowlist ||
 		in.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_PENDING || in.GetTaskId() != ref.GetTaskId() || in.GetTenant() != tenant ||
-		in.GetCallId() != "c-write" || !slices.Equal(in.GetRequest().GetContext().GetTags(), []string{"io"}) ||
-		in.GetRequest().GetContext().GetOriginalInput() != "write the report" || in.GetRequest().GetContext().GetSessionId() != "s-1" ||
-		in.GetRequest().GetContext().GetTripIndex() != 2 || in.GetDeadline() != nil {
+		in.GetCallId() != "c-write" || !slices.Equal(in.GetApproval().GetContext().GetTags(), []string{"io"}) ||
+		in.GetApproval().GetContext().GetOriginalInput() != "write the report" || in.GetApproval().GetContext().GetSessionId() != "s-1" ||
+		in.GetApproval().GetContext().GetTripIndex() != 2 || in.GetDeadline() != nil {
 		t.Errorf("interrupt = %v", gated)
 	}
 	task := e.task(t, tenant, ref.GetTaskId())
@@ -146,7 +146,7 @@ func TestResolveInteractive(t *testing.T) {
 	}
 	d := r.d
 	if !proto.Equal(d, out.GetDecision()) || d.GetType() != agentplanev1.DecisionType_DECISION_TYPE_APPROVE || d.GetDecidedBy() != "alice" ||
-		d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_HUMAN || !proto.Equal(d.GetArgs(), in.GetRequest().GetArgs()) ||
+		d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_HUMAN || !proto.Equal(d.GetArgs(), in.GetApproval().GetArgs()) ||
 		d.GetArgsDigest() != in.GetArgsDigest() || d.GetRuledArgsDigest() != in.GetArgsDigest() {
 		t.Errorf("decision = %v", d)
 	}
@@ -253,8 +253,8 @@ func TestDurableResolutionAcrossRestart(t *testing.T) {
 	if out.GetDecision().GetType() != agentplanev1.DecisionType_DECISION_TYPE_EDIT || !proto.Equal(out.GetDecision().GetArgs(), newArgs) {
 		t.Errorf("edit decision = %v", out.GetDecision())
 	}
-	if task := e.task(t, tenant, ref.GetTaskId()); task.GetState() != agentplanev1.TaskState_TASK_STATE_WORKING {
-		t.Errorf("task after the decision = %v (want queued, WORKING)", task.GetState())
+	if task := e.task(t, tenant, ref.GetTaskId()); task.GetState() != agentplanev1.TaskState_TASK_STATE_SUBMITTED {
+		t.Errorf("task after the decision = %v (want queued, SUBMITTED)", task.GetState())
 	}
 	l := e.leaseFull(t, tenant)
 	if len(l.GetResolvedInterrupts()) != 1 || !proto.Equal(l.GetResolvedInterrupts()[0].GetDecision(), out.GetDecision()) || len(l.GetPendingInterrupts()) != 0 {
@@ -266,7 +266,7 @@ func TestDurableResolutionAcrossRestart(t *testing.T) {
 	if err != nil || !proto.Equal(d, out.GetDecision()) {
 		t.Fatalf("AwaitDecision on the new lease = %v, %v", d, err)
 	}
-	wantErr(t, e.report(ref2, "c1", "fs.write", in.GetRequest().GetArgs()), codes.FailedPrecondition, apierr.ReasonToolCallNotApproved)
+	wantErr(t, e.report(ref2, "c1", "fs.write", in.GetApproval().GetArgs()), codes.FailedPrecondition, apierr.ReasonToolCallNotApproved)
 	if err := e.report(ref2, "c1", "fs.write", newArgs); err != nil {
 		t.Fatalf("the edited call cannot run: %v", err)
 	}
@@ -405,6 +405,12 @@ func TestListInterrupts(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids = append(ids, a2a.GetInterrupt().GetInterruptId())
+	// A chat-mode turn end: pending too, but nothing a reviewer can resolve.
+	e.clock.Advance(time.Minute)
+	pause, err := e.tasks.Pause(ctx, e.startAndLease(t, tenant), tasks.Request{}, "your turn", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.svc.ResolveInterrupt(ctx, tenant, "alice", approve(ids[2])); err != nil {
 		t.Fatal(err)
 	}
@@ -439,10 +445,19 @@ func TestListInterrupts(t *testing.T) {
 		{"paged by two", &agentplanev1.ListInterruptsRequest{PageSize: 2}, []string{ids[0], ids[1], ids[3], ids[4], ids[5]}},
 		{"by tool", &agentplanev1.ListInterruptsRequest{ToolName: "a2a__bank__pay"}, []string{ids[5]}},
 		{"by tag", &agentplanev1.ListInterruptsRequest{Tag: "io", PageSize: 1}, []string{ids[0], ids[1], ids[3], ids[4]}},
-		{"by age", &agentplanev1.ListInterruptsRequest{MinAge: durationpb.New(2 * time.Minute)}, []string{ids[0], ids[1], ids[3]}},
+		{"by age", &agentplanev1.ListInterruptsRequest{MinAge: durationpb.New(2 * time.Minute)}, []string{ids[0], ids[1], ids[3], ids[4]}},
 		{"by task", &agentplanev1.ListInterruptsRequest{TaskId: ref1.GetTaskId()}, []string{ids[0], ids[4]}},
-		{"by task with resolved, paged", &agentplanev1.ListInterruptsRequest{TaskId: ref1.GetTaskId(), IncludeResolved: true, PageSize: 1}, []string{ids[0], ids[2], ids[4]}},
+		{"by task with resolved, paged", &agentplanev1.ListInterruptsRequest{TaskId: ref1.GetTaskId(), States: bothStates, PageSize: 1}, []string{ids[0], ids[2], ids[4]}},
 		{"by task and tool", &agentplanev1.ListInterruptsRequest{TaskId: ref2.GetTaskId(), ToolName: "fs.write"}, []string{ids[1], ids[3]}},
+		{"pending explicitly", &agentplanev1.ListInterruptsRequest{States: []agentplanev1.InterruptState{agentplanev1.InterruptState_INTERRUPT_STATE_PENDING}},
+			[]string{ids[0], ids[1], ids[3], ids[4], ids[5]}},
+		{"resolved only, by task", &agentplanev1.ListInterruptsRequest{TaskId: ref1.GetTaskId(),
+			States: []agentplanev1.InterruptState{agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED}}, []string{ids[2]}},
+		{"turn ends only", &agentplanev1.ListInterruptsRequest{Kinds: []agentplanev1.InterruptKind{agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE}},
+			[]string{pause.GetInterruptId()}},
+		{"every kind, paged", &agentplanev1.ListInterruptsRequest{PageSize: 4, Kinds: []agentplanev1.InterruptKind{
+			agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE, agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL}},
+			[]string{ids[0], ids[1], ids[3], ids[4], ids[5], pause.GetInterruptId()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -457,11 +472,15 @@ func TestListInterrupts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, req := range map[string]*agentplanev1.ListInterruptsRequest{
-		"token with other filters":         {PageSize: 1, ToolName: "fs.write", PageToken: first.GetNextPageToken()},
-		"tampered token":                   {PageToken: first.GetNextPageToken() + "x"},
-		"negative page size":               {PageSize: -1},
-		"negative age":                     {MinAge: durationpb.New(-time.Second)},
-		"include_resolved without task_id": {IncludeResolved: true},
+		"token with other filters": {PageSize: 1, ToolName: "fs.write", PageToken: first.GetNextPageToken()},
+		"tampered token":           {PageToken: first.GetNextPageToken() + "x"},
+		"negative page size":       {PageSize: -1},
+		"negative age":             {MinAge: durationpb.New(-time.Second)},
+		"resolved without task_id": {States: bothStates},
+		"unspecified kind":         {Kinds: []agentplanev1.InterruptKind{agentplanev1.InterruptKind_INTERRUPT_KIND_UNSPECIFIED}},
+		"unknown state":            {TaskId: ref1.GetTaskId(), States: []agentplanev1.InterruptState{9}},
+		"token with other kinds": {PageToken: first.GetNextPageToken(), PageSize: 1,
+			Kinds: []agentplanev1.InterruptKind{agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := e.svc.ListInterrupts(ctx, tenant, req)
@@ -531,7 +550,7 @@ func TestTaskEndResolvesPendingInterrupts(t *testing.T) {
 			if inbox, err := e.svc.ListInterrupts(ctx, tenant, &agentplanev1.ListInterruptsRequest{}); err != nil || len(inbox.GetInterrupts()) != 0 {
 				t.Errorf("inbox = %v, %v; want empty", inbox.GetInterrupts(), err)
 			}
-			all, err := e.svc.ListInterrupts(ctx, tenant, &agentplanev1.ListInterruptsRequest{TaskId: ref.GetTaskId(), IncludeResolved: true})
+			all, err := e.svc.ListInterrupts(ctx, tenant, &agentplanev1.ListInterruptsRequest{TaskId: ref.GetTaskId(), States: bothStates})
 			if err != nil || len(all.GetInterrupts()) != 1 || !proto.Equal(all.GetInterrupts()[0], got) {
 				t.Errorf("the task's interrupts = %v, %v", all.GetInterrupts(), err)
 			}
@@ -615,8 +634,8 @@ func TestDecisionIsSpentByTheReportNotByALease(t *testing.T) {
 	}
 	expire()
 	third := leaseAgain()
-	wantErr(t, e.report(second, "c1", "fs.write", in.GetRequest().GetArgs()), codes.FailedPrecondition, apierr.ReasonLeaseLost)
-	if err := e.report(third, "c1", "fs.write", in.GetRequest().GetArgs()); err != nil {
+	wantErr(t, e.report(second, "c1", "fs.write", in.GetApproval().GetArgs()), codes.FailedPrecondition, apierr.ReasonLeaseLost)
+	if err := e.report(third, "c1", "fs.write", in.GetApproval().GetArgs()); err != nil {
 		t.Fatalf("the lease holding the decision cannot run the call: %v", err)
 	}
 	if got := consumed(); got != third.GetEpoch() {
@@ -624,7 +643,7 @@ func TestDecisionIsSpentByTheReportNotByALease(t *testing.T) {
 	}
 	expire()
 	fourth := leaseAgain()
-	wantErr(t, e.report(fourth, "c1", "fs.write", in.GetRequest().GetArgs()), codes.FailedPrecondition, apierr.ReasonToolCallNotApproved)
+	wantErr(t, e.report(fourth, "c1", "fs.write", in.GetApproval().GetArgs()), codes.FailedPrecondition, apierr.ReasonToolCallNotApproved)
 }
 
 // Asking again about a call says whether it was reported already: a runtime replaying
@@ -633,7 +652,7 @@ func TestCheckToolCallSaysWhenTheCallWasReported(t *testing.T) {
 	e := newEnv(t, testConfig())
 	ref := e.startAndLease(t, tenant)
 	in := e.gated(t, ref, "c1")
-	a := in.GetRequest().GetArgs()
+	a := in.GetApproval().GetArgs()
 	ask := func() *agentplanev1.CheckToolCallResponse {
 		t.Helper()
 		resp, err := e.svc.CheckToolCall(ctx, checkReq(ref, "c1", "fs.write", a))

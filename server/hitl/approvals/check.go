@@ -128,10 +128,10 @@ func (s *Service) meta(op *tasks.Op, spec *storagev1.TaskSpecRecord, id string) 
 // answer, when the call is the same one.
 func answerAgain(task *storagev1.TaskRecord, prev *agentplanev1.Interrupt, call hitl.Call, res hitl.GateResult) (*agentplanev1.CheckToolCallResponse, error) {
 	outcome := hitl.OutcomeOf(prev)
-	if prev.GetArgsDigest() != res.ArgsDigest || prev.GetRequest().GetToolName() != call.ToolName || outcome != res.Outcome {
+	if prev.GetArgsDigest() != res.ArgsDigest || prev.GetApproval().GetToolName() != call.ToolName || outcome != res.Outcome {
 		return nil, apierr.FailedPrecondition(apierr.ReasonArgsMismatch,
 			"call %q of task %s was already answered (%s for tool %q with args digest %s); give a changed call a new call_id",
-			call.CallID, task.GetTaskId(), outcome, prev.GetRequest().GetToolName(), prev.GetArgsDigest())
+			call.CallID, task.GetTaskId(), outcome, prev.GetApproval().GetToolName(), prev.GetArgsDigest())
 	}
 	resp := &agentplanev1.CheckToolCallResponse{Outcome: outcome, Reason: res.Reason}
 	switch outcome {

@@ -243,7 +243,7 @@ func (e *env) events(t testing.TB, tenant, taskID string) ([]string, []*agentpla
 			ev := rec.GetEvent()
 			name := string(ev.ProtoReflect().WhichOneof(ev.ProtoReflect().Descriptor().Oneofs().ByName("payload")).Name())
 			if sc := ev.GetStateChanged(); sc != nil {
-				name += ":" + sc.GetTo().String()[len("TASK_STATE_"):]
+				name += ":" + sc.GetToState().String()[len("TASK_STATE_"):]
 			}
 			names = append(names, name)
 			evs = append(evs, ev)
@@ -296,4 +296,9 @@ func awaitAll(svc *Service, ctx context.Context, ref *agentplanev1.LeaseRef, id 
 		return nil
 	})
 	return out, err
+}
+
+// bothStates lists pending and resolved interrupts.
+var bothStates = []agentplanev1.InterruptState{
+	agentplanev1.InterruptState_INTERRUPT_STATE_PENDING, agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED,
 }

@@ -17,31 +17,22 @@ import (
 	"github.com/agentplane/agentplane/server/store/pagetoken"
 )
 
-// Page sizes of ListInterrupts.
-const (
-	DefaultPageSize = 50
-	MaxPageSize     = 500
-	// scanBudgetPerItem bounds the entries one page examines per item it may return,
-	// so that a filter matching little cannot make one call read the whole inbox; a
-	// short page with a next_page_token then continues the scan.
-	scanBudgetPerItem = 20
-)
+// scanBudgetPerItem bounds the entries one page examines per item it may return, so
+// that a filter matching little cannot make one call read the whole inbox; a short
+// page with a next_page_token then continues the scan.
+const scanBudgetPerItem = 20
 
-// ListInterrupts is tenant's inbox: pending interrupts, oldest first, filtered by task,
-// tool, tag and minimum age, and paged with sealed tokens (bound to the tenant and the
-// filters; they survive restarts). Overdue deadlines are applied first, so the inbox
-// never shows an interrupt whose deadline has passed. include_resolved lists a task's
-// resolved and closed interrupts too, and needs task_id: the store keeps no tenant-wide
-// index of decided interrupts.
+// ListInterrupts is tenant's inbox: interrupts oldest first, filtered by kind (tool
+// approvals unless kinds says otherwise), state (pending unless states says
+// otherwise), task, tool, tag and minimum age, and paged with sealed tokens (bound to
+// the tenant and the filters; they survive restarts). Overdue deadlines are applied
+// first, so the inbox never shows an interrupt whose deadline has passed. Resolved
+// interrupts (and those closed with their task) are listed per task and need task_id:
+// the store keeps no tenant-wide index of decided interrupts.
 func (s *Service) ListInterrupts(ctx context.Context, tenant string, req *agentplanev1.ListInterruptsRequest) (*agentplanev1.ListInterruptsResponse, error) {
-	size := int(req.GetPageSize())
-	switch {
-	case size < 0:
-		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "page_size may not be negative")
-	case size == 0:
-		size = DefaultPageSize
-	case size > MaxPageSize:
-		size = MaxPageSize
+	size, err := pagetoken.PageSize(req.GetPageSize())
+	if err != nil {
+		return nil, err
 	}
 	var minAge time.Duration
 	if ma := req.GetMinAge(); ma != nil {
@@ -50,12 +41,19 @@ func (s *Service) ListInterrupts(ctx context.Context, tenant string, req *agentp
 		}
 		minAge = ma.AsDuration()
 	}
-	if req.GetIncludeResolved() && req.GetTaskId() == "" {
+	f := filter{tool: req.GetToolName(), tag: req.GetTag(), before: s.clock.Now().Add(-minAge), ageBound: minAge > 0}
+	if f.kinds, err = kindsFilter(req.GetKinds()); err != nil {
+		return nil, err
+	}
+	if f.pending, f.resolved, err = statesFilter(req.GetStates()); err != nil {
+		return nil, err
+	}
+	if f.resolved && req.GetTaskId() == "" {
 		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument,
-			"include_resolved needs task_id: decided interrupts are listed per task (the inbox holds pending ones)")
+			"states RESOLVED needs task_id: decided interrupts are listed per task (the inbox holds pending ones)")
 	}
 	scope := pagetoken.Scope("interrupts", tenant, req.GetTaskId(), req.GetToolName(), req.GetTag(),
-		strconv.FormatInt(int64(minAge), 10), strconv.FormatBool(req.GetIncludeResolved()))
+		strconv.FormatInt(int64(minAge), 10), f.key())
 	cursor, err := s.tokens.Open(scope, req.GetPageToken())
 	if err != nil {
 		return nil, err
@@ -63,11 +61,10 @@ func (s *Service) ListInterrupts(ctx context.Context, tenant string, req *agentp
 	if _, err := s.applyDue(ctx, tenant); err != nil {
 		return nil, err
 	}
-	f := filter{tool: req.GetToolName(), tag: req.GetTag(), before: s.clock.Now().Add(-minAge), ageBound: minAge > 0}
 	var out []*agentplanev1.Interrupt
 	var next []byte
 	if req.GetTaskId() != "" {
-		out, next, err = s.listTask(ctx, tenant, req.GetTaskId(), req.GetIncludeResolved(), f, cursor, size)
+		out, next, err = s.listTask(ctx, tenant, req.GetTaskId(), f, cursor, size)
 	} else {
 		out, next, err = s.listInbox(ctx, tenant, f, cursor, size)
 	}
@@ -77,16 +74,71 @@ func (s *Service) ListInterrupts(ctx context.Context, tenant string, req *agentp
 	return &agentplanev1.ListInterruptsResponse{Interrupts: out, NextPageToken: s.tokens.Seal(scope, next)}, nil
 }
 
+// kindsFilter is the set of kinds a request lists: tool approvals when it names none.
+func kindsFilter(kinds []agentplanev1.InterruptKind) ([]agentplanev1.InterruptKind, error) {
+	if len(kinds) == 0 {
+		return []agentplanev1.InterruptKind{agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL}, nil
+	}
+	out := make([]agentplanev1.InterruptKind, 0, len(kinds))
+	for _, k := range kinds {
+		switch k {
+		case agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE:
+		default:
+			return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "kinds: %v is not an interrupt kind", k)
+		}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// statesFilter says which states a request lists: pending ones when it names none.
+func statesFilter(states []agentplanev1.InterruptState) (pending, resolved bool, err error) {
+	if len(states) == 0 {
+		return true, false, nil
+	}
+	for _, st := range states {
+		switch st {
+		case agentplanev1.InterruptState_INTERRUPT_STATE_PENDING:
+			pending = true
+		case agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED:
+			resolved = true
+		default:
+			return false, false, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "states: %v is not an interrupt state", st)
+		}
+	}
+	return pending, resolved, nil
+}
+
 type filter struct {
+	kinds     []agentplanev1.InterruptKind
+	pending   bool
+	resolved  bool
 	tool, tag string
 	// before: only interrupts raised at or before it, when ageBound.
 	before   time.Time
 	ageBound bool
 }
 
+// key is the kinds and states of f, for the page token's scope.
+func (f filter) key() string {
+	b := []byte(strconv.FormatBool(f.pending) + "," + strconv.FormatBool(f.resolved))
+	for _, k := range f.kinds {
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(k), 10)
+	}
+	return string(b)
+}
+
+// matches reports whether rec passes f's kind, tool, tag and age filters (the state
+// filter is the listing's: see listInbox and listTask).
 func (f filter) matches(rec *storagev1.InterruptRecord) bool {
-	req := rec.GetInterrupt().GetRequest()
+	req := rec.GetInterrupt().GetApproval()
 	switch {
+	case !slices.Contains(f.kinds, rec.GetInterrupt().GetKind()):
+		return false
 	case f.tool != "" && req.GetToolName() != f.tool:
 		return false
 	case f.tag != "" && !slices.Contains(req.GetContext().GetTags(), f.tag):
@@ -97,7 +149,8 @@ func (f filter) matches(rec *storagev1.InterruptRecord) bool {
 	return true
 }
 
-// listInbox pages the tenant's pending-interrupt index.
+// listInbox pages the tenant's pending-interrupt index (f.pending is set: a request
+// for resolved ones names a task).
 func (s *Service) listInbox(ctx context.Context, tenant string, f filter, cursor []byte, size int) ([]*agentplanev1.Interrupt, []byte, error) {
 	var out []*agentplanev1.Interrupt
 	var resume []byte
@@ -136,7 +189,7 @@ func (s *Service) listInbox(ctx context.Context, tenant string, f filter, cursor
 
 // listTask pages one task's interrupts by (creation time, id). A task holds few
 // interrupts, so they are read whole and sorted; the cursor is the last one returned.
-func (s *Service) listTask(ctx context.Context, tenant, taskID string, all bool, f filter, cursor []byte, size int) ([]*agentplanev1.Interrupt, []byte, error) {
+func (s *Service) listTask(ctx context.Context, tenant, taskID string, f filter, cursor []byte, size int) ([]*agentplanev1.Interrupt, []byte, error) {
 	var recs []*storagev1.InterruptRecord
 	err := s.store.View(ctx, func(r store.Reader) error {
 		recs = nil
@@ -145,7 +198,7 @@ func (s *Service) listTask(ctx context.Context, tenant, taskID string, all bool,
 				return true, nil // not an interrupt: see getInterrupt
 			}
 			pending := rec.GetInterrupt().GetState() == agentplanev1.InterruptState_INTERRUPT_STATE_PENDING && rec.GetClosedReason() == ""
-			if (all || pending) && f.matches(rec) {
+			if (pending && f.pending || !pending && f.resolved) && f.matches(rec) {
 				recs = append(recs, rec)
 			}
 			return true, nil

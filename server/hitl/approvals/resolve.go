@@ -66,7 +66,7 @@ func (s *Service) ResolveInterrupt(ctx context.Context, tenant, principal string
 			return err
 		}
 		in := rec.GetInterrupt()
-		schema, hasSchema := hitl.ToolSchema(spec.GetResolvedSpec(), in.GetNode(), in.GetRequest().GetToolName())
+		schema, hasSchema := hitl.ToolSchema(spec.GetResolvedSpec(), in.GetNode(), in.GetApproval().GetToolName())
 		d, err := hitl.DecideResolve(in, req, hitl.ResolveParams{
 			Principal:    principal,
 			Now:          op.Now(),

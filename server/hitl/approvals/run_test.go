@@ -143,7 +143,7 @@ func TestAnswersGivenAtOnce(t *testing.T) {
 
 	id := hitl.InterruptID(ref.GetTaskId(), "c-read")
 	rec := e.record(t, tenant, id)
-	if rec.GetInterrupt().GetRequest().GetArgs() != nil || rec.GetInterrupt().GetDecision().GetArgs() != nil {
+	if rec.GetInterrupt().GetApproval().GetArgs() != nil || rec.GetInterrupt().GetDecision().GetArgs() != nil {
 		t.Error("the record of an allowed call keeps the arguments, not only their digest")
 	}
 	// Not an interrupt: nobody can see, resolve or await it.
@@ -153,7 +153,7 @@ func TestAnswersGivenAtOnce(t *testing.T) {
 	wantErr(t, err, codes.NotFound, apierr.ReasonInterruptNotFound)
 	_, err = awaitDecision(e.svc, ctx, ref, id)
 	wantErr(t, err, codes.NotFound, apierr.ReasonInterruptNotFound)
-	list, err := e.svc.ListInterrupts(ctx, tenant, &agentplanev1.ListInterruptsRequest{TaskId: ref.GetTaskId(), IncludeResolved: true})
+	list, err := e.svc.ListInterrupts(ctx, tenant, &agentplanev1.ListInterruptsRequest{TaskId: ref.GetTaskId(), States: bothStates})
 	if err != nil || len(list.GetInterrupts()) != 0 {
 		t.Errorf("the task's interrupts = %v, %v; want none", list.GetInterrupts(), err)
 	}

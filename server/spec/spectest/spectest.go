@@ -20,7 +20,7 @@ func Agent(name string, tools int) *agentplanev1.AgentSpec {
 		Name:         proto.String(name),
 		Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "You are " + name + ". Do the part of the task you are handed, cite your sources, and say when you are unsure."}},
 		Model:        "gpt-4.1",
-		ContentTrust: &agentplanev1.ContentTrustPolicy{ToolOutputPolicy: proto.String("untrusted"), MaxUntrustedBytes: proto.Int64(16384)},
+		ContentTrust: &agentplanev1.ContentTrustPolicy{ToolOutputPolicy: proto.String("untrusted"), MaxUntrustedBytes: proto.Int32(16384)},
 	}
 	for i := range tools {
 		params, err := structpb.NewStruct(map[string]any{
@@ -61,8 +61,8 @@ func Graph(prefix string, n, nest int) *agentplanev1.GraphSpec {
 		Name:       proto.String(prefix + "graph"),
 		Agents:     map[string]*agentplanev1.GraphAgent{},
 		Entry:      prefix + "n00",
-		Limits: &agentplanev1.GraphLimits{MaxSteps: proto.Int64(100), PerAgentIterations: proto.Int64(5),
-			Budget: &agentplanev1.GraphBudget{TotalInputTokens: proto.Int64(1e6), TotalOutputTokens: proto.Int64(1e5), TotalWallClockS: proto.Float64(1800)}},
+		Limits: &agentplanev1.GraphLimits{MaxSteps: proto.Int32(100), PerAgentIterations: proto.Int32(5),
+			Budget: &agentplanev1.GraphBudget{TotalInputTokens: proto.Int32(1e6), TotalOutputTokens: proto.Int32(1e5), TotalWallClockS: proto.Float64(1800)}},
 		Termination: []*agentplanev1.TerminationCondition{{Kind: "agent_returns", Agent: proto.String(prefix + "n00")}, {Kind: "max_steps_reached"}},
 	}
 	for i := range n {
@@ -80,7 +80,7 @@ func Graph(prefix string, n, nest int) *agentplanev1.GraphSpec {
 		}
 		g.Agents[name] = node
 		if i > 0 {
-			e := &agentplanev1.GraphEdge{From: prefix + "n00", To: name, Kind: kind}
+			e := &agentplanev1.GraphEdge{FromNode: prefix + "n00", ToNode: name, Kind: kind}
 			if i%3 == 0 {
 				e.OnError = &agentplanev1.EdgeOnError{RouteTo: proto.String(prefix + "n00")}
 			}

@@ -5,5 +5,5 @@
 // was altered, that was minted for another tenant or another listing, or that is
 // replayed with different filters fails to open, so a caller cannot steer a scan
 // outside its own range. The key comes from the store (Store.TokenKey), so tokens
-// survive restarts.
+// survive restarts. PageSize holds the page sizes every List RPC shares.
 package pagetoken

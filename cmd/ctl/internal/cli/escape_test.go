@@ -61,10 +61,10 @@ func nastyInterrupt() *agentplanev1.Interrupt {
 	return &agentplanev1.Interrupt{
 		InterruptId: "i-1" + nasty, TaskId: "t-1" + nasty, Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL,
 		State: agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED, ArgsDigest: nasty, CallId: nasty,
-		Request: &agentplanev1.ApprovalRequest{
-			ToolName: "issue_refund" + nasty, ToolDescription: proto.String(nasty), Args: nastyValue(), RequestedAt: timestamppb.Now(),
+		Request: &agentplanev1.Interrupt_Approval{Approval: &agentplanev1.ApprovalRequest{
+			ToolName: "issue_refund" + nasty, ToolDescription: proto.String(nasty), Args: nastyValue(), RequestTime: timestamppb.Now(),
 			Context: &agentplanev1.ApprovalContext{AgentName: nasty, Tags: []string{nasty}, OriginalInput: proto.String(nasty), SessionId: proto.String(nasty)},
-		},
+		}},
 		Decision: &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_EDIT, DecidedBy: nasty, Reason: proto.String(nasty), Args: nastyValue()},
 	}
 }
@@ -90,12 +90,12 @@ func nastyEvents() []*agentplanev1.TaskEvent {
 		{Payload: &agentplanev1.TaskEvent_InterruptRaised{InterruptRaised: &agentplanev1.InterruptRaised{Interrupt: nastyInterrupt()}}},
 		{Payload: &agentplanev1.TaskEvent_InterruptResolved{InterruptResolved: &agentplanev1.InterruptResolved{InterruptId: nasty, Decision: nastyInterrupt().GetDecision()}}},
 		{Payload: &agentplanev1.TaskEvent_CancelRequested{CancelRequested: &agentplanev1.CancelRequested{RequestedBy: nasty, Reason: nasty}}},
-		{Payload: &agentplanev1.TaskEvent_VerdictRecorded{VerdictRecorded: &agentplanev1.VerdictRecorded{Verdict: &agentplanev1.Verdict{Node: nasty, Result: &agentplanev1.VerdictResult{Verdict: nasty}, DroppedIds: []string{nasty}}}}},
+		{Payload: &agentplanev1.TaskEvent_VerdictRecorded{VerdictRecorded: &agentplanev1.VerdictRecorded{Verdict: &agentplanev1.Verdict{Node: nasty, Result: &agentplanev1.VerdictResult{Verdict: nasty}, DroppedObligationIds: []string{nasty}}}}},
 		{Payload: &agentplanev1.TaskEvent_McpInjectionIgnored{McpInjectionIgnored: &agentplanev1.InjectionIgnored{Names: []string{nasty}, Reason: nasty}}},
 		{Payload: &agentplanev1.TaskEvent_A2AInjectionIgnored{A2AInjectionIgnored: &agentplanev1.InjectionIgnored{Names: []string{nasty}, Reason: nasty}}},
 		{Payload: &agentplanev1.TaskEvent_EntriesDropped{EntriesDropped: &agentplanev1.EntriesDropped{Protocol: nasty, Entries: []*agentplanev1.DroppedEntry{{Name: nasty, Reason: nasty}}}}},
 		{Payload: &agentplanev1.TaskEvent_Output{Output: &agentplanev1.TaskOutput{Text: nasty}}},
-		{Payload: &agentplanev1.TaskEvent_StateChanged{StateChanged: &agentplanev1.StateChanged{To: agentplanev1.TaskState_TASK_STATE_FAILED, Reason: nasty}}},
+		{Payload: &agentplanev1.TaskEvent_StateChanged{StateChanged: &agentplanev1.StateChanged{ToState: agentplanev1.TaskState_TASK_STATE_FAILED, Reason: nasty}}},
 	}
 	for i, ev := range evs {
 		ev.Sequence = int64(i + 1)
@@ -111,8 +111,8 @@ func TestHumanOutputEscapesCallerText(t *testing.T) {
 	f := &fakeCP{
 		task:        nastyTask(),
 		taskPages:   []*agentplanev1.ListTasksResponse{{Tasks: []*agentplanev1.Task{nastyTask()}, NextPageToken: nasty}},
-		verdicts:    []*agentplanev1.ListVerdictsResponse{{Verdicts: []*agentplanev1.Verdict{{VerdictId: nasty, Node: nasty, Result: &agentplanev1.VerdictResult{Verdict: nasty, Rationale: proto.String(nasty)}, DroppedIds: []string{nasty}}}}},
-		obligations: []*agentplanev1.ListObligationsResponse{{Obligations: []*agentplanev1.Obligation{{ObligationId: nasty, RaisedBy: nasty, RaisedIn: nasty, ResolvedIn: nasty, Text: nasty, Reason: proto.String(nasty)}}}},
+		verdicts:    []*agentplanev1.ListVerdictsResponse{{Verdicts: []*agentplanev1.Verdict{{VerdictId: nasty, Node: nasty, Result: &agentplanev1.VerdictResult{Verdict: nasty, Rationale: proto.String(nasty)}, DroppedObligationIds: []string{nasty}}}}},
+		obligations: []*agentplanev1.ListObligationsResponse{{Obligations: []*agentplanev1.Obligation{{ObligationId: nasty, RaisedBy: nasty, RaisedInVerdictId: nasty, ResolvedInVerdictId: nasty, Text: nasty, Reason: proto.String(nasty)}}}},
 		interrupt:   nastyInterrupt(),
 		inbox:       &agentplanev1.ListInterruptsResponse{Interrupts: []*agentplanev1.Interrupt{nastyInterrupt()}, NextPageToken: nasty},
 		stats:       &agentplanev1.GetStatsResponse{ServerVersion: nasty, Store: nasty, StorePath: nasty, TasksByState: map[string]int64{nasty: 1}},

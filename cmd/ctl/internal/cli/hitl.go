@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/cmd/ctl/internal/printer"
@@ -30,7 +31,7 @@ func addHitlCommands(cmd *cobra.Command, g *globals) {
 type hitlListOptions struct {
 	task, tool, tag string
 	minAge          time.Duration
-	all             bool
+	all, turnEnds   bool
 	limit           int32
 	pageToken       string
 }
@@ -47,7 +48,17 @@ func newHitlListCommand(g *globals) *cobra.Command {
 				return usageErr("--min-age and --limit must not be negative")
 			}
 			req := &agentplanev1.ListInterruptsRequest{
-				PageSize: o.limit, PageToken: o.pageToken, TaskId: o.task, ToolName: o.tool, Tag: o.tag, IncludeResolved: o.all,
+				PageSize: o.limit, PageToken: o.pageToken, TaskId: o.task, ToolName: o.tool, Tag: o.tag,
+			}
+			if o.turnEnds {
+				req.Kinds = []agentplanev1.InterruptKind{
+					agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE,
+				}
+			}
+			if o.all {
+				req.States = []agentplanev1.InterruptState{
+					agentplanev1.InterruptState_INTERRUPT_STATE_PENDING, agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED,
+				}
 			}
 			if o.minAge > 0 {
 				req.MinAge = durationpb.New(o.minAge)
@@ -65,9 +76,9 @@ func newHitlListCommand(g *globals) *cobra.Command {
 					}
 					t.Row(head...)
 					for _, it := range resp.GetInterrupts() {
-						r := it.GetRequest()
+						r := it.GetApproval()
 						row := []any{it.GetInterruptId(), it.GetTaskId(), interruptTool(it), orNone(r.GetContext().GetTags()),
-							age(r.GetRequestedAt(), now), truncate(compactJSON(r.GetArgs()), 48)}
+							age(requestTime(it), now), truncate(compactJSON(r.GetArgs()), 48)}
 						if o.all {
 							row = append(row, interruptState(it))
 						}
@@ -86,7 +97,8 @@ func newHitlListCommand(g *globals) *cobra.Command {
 	f.StringVar(&o.tool, "tool", "", "only interrupts for this tool")
 	f.StringVar(&o.tag, "tag", "", "only interrupts carrying this tag")
 	f.DurationVar(&o.minAge, "min-age", 0, "only interrupts waiting at least this long")
-	f.BoolVar(&o.all, "all", false, "include resolved interrupts")
+	f.BoolVar(&o.all, "all", false, "include resolved interrupts (needs --task)")
+	f.BoolVar(&o.turnEnds, "turn-ends", false, "include chat-mode turn ends (resolved by ctl task continue)")
 	f.Int32Var(&o.limit, "limit", 0, "interrupts per page (server default 50, at most 500)")
 	f.StringVar(&o.pageToken, "page-token", "", "continue a listing from the token a previous page printed")
 	return cmd
@@ -97,7 +109,15 @@ func interruptTool(it *agentplanev1.Interrupt) string {
 	if it.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE {
 		return "(turn end)"
 	}
-	return it.GetRequest().GetToolName()
+	return it.GetApproval().GetToolName()
+}
+
+// requestTime is when an interrupt was raised, whatever its kind.
+func requestTime(it *agentplanev1.Interrupt) *timestamppb.Timestamp {
+	if te := it.GetTurnEnd(); te != nil {
+		return te.GetRequestTime()
+	}
+	return it.GetApproval().GetRequestTime()
 }
 
 func interruptState(it *agentplanev1.Interrupt) string {
@@ -128,7 +148,7 @@ func newHitlShowCommand(g *globals) *cobra.Command {
 				}
 				if g.output == string(printer.Table) {
 					// Args go last, indented, since a table cell cannot hold them.
-					fmt.Fprintf(cmd.OutOrStdout(), "args:\n%s\n", printer.Block(indent(indentedJSON(it.GetRequest().GetArgs()), "  ")))
+					fmt.Fprintf(cmd.OutOrStdout(), "args:\n%s\n", printer.Block(indent(indentedJSON(it.GetApproval().GetArgs()), "  ")))
 					if d := it.GetDecision(); d.GetType() == agentplanev1.DecisionType_DECISION_TYPE_EDIT {
 						fmt.Fprintf(cmd.OutOrStdout(), "edited args:\n%s\n", printer.Block(indent(indentedJSON(d.GetArgs()), "  ")))
 					}
@@ -140,7 +160,7 @@ func newHitlShowCommand(g *globals) *cobra.Command {
 }
 
 func interruptTable(t *printer.Tab, it *agentplanev1.Interrupt, now time.Time) {
-	r := it.GetRequest()
+	r := it.GetApproval()
 	rc := r.GetContext()
 	t.Row("INTERRUPT", it.GetInterruptId())
 	t.Row("task", it.GetTaskId())
@@ -158,14 +178,14 @@ func interruptTable(t *printer.Tab, it *agentplanev1.Interrupt, now time.Time) {
 		t.Row("original input", truncate(rc.GetOriginalInput(), 120))
 	}
 	t.Row("tags", orNone(rc.GetTags()))
-	t.Row("requested", when(r.GetRequestedAt())+" ("+age(r.GetRequestedAt(), now)+" ago)")
+	t.Row("requested", when(requestTime(it))+" ("+age(requestTime(it), now)+" ago)")
 	if it.GetDeadline() != nil {
 		t.Row("deadline", when(it.GetDeadline()))
 	}
 	t.Row("args digest", orDash(it.GetArgsDigest()))
 	if d := it.GetDecision(); d != nil {
 		t.Row("decision", fmt.Sprintf("%s by %s at %s (%s)", enumName(d.GetType(), "DECISION_TYPE_"), orDash(d.GetDecidedBy()),
-			when(d.GetDecidedAt()), enumName(d.GetSource(), "DECISION_SOURCE_")))
+			when(d.GetDecideTime()), enumName(d.GetSource(), "DECISION_SOURCE_")))
 		if d.Reason != nil {
 			t.Row("reason", d.GetReason())
 		}

@@ -18,21 +18,21 @@ func sampleInterrupt() *agentplanev1.Interrupt {
 	return &agentplanev1.Interrupt{
 		InterruptId: "i-1", TaskId: "t-1", Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL,
 		State: agentplanev1.InterruptState_INTERRUPT_STATE_PENDING, ArgsDigest: "ab12", CallId: "c1",
-		Request: &agentplanev1.ApprovalRequest{
+		Request: &agentplanev1.Interrupt_Approval{Approval: &agentplanev1.ApprovalRequest{
 			InterruptId: "i-1", ToolName: "send_email", ToolDescription: proto.String("Send an email"), Args: args,
-			RequestedAt: timestamppb.New(time.Now().Add(-5 * time.Minute)),
+			RequestTime: timestamppb.New(time.Now().Add(-5 * time.Minute)),
 			Context:     &agentplanev1.ApprovalContext{AgentName: "support", TripIndex: 2, Tags: []string{"outbound", "pii"}, OriginalInput: proto.String("refund order 42")},
-		},
+		}},
 	}
 }
 
 func TestHitlList(t *testing.T) {
 	pause := &agentplanev1.Interrupt{InterruptId: "i-2", TaskId: "t-2", Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE,
 		State: agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED, Decision: &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_APPROVE},
-		Request: &agentplanev1.ApprovalRequest{RequestedAt: timestamppb.Now()}}
+		Request: &agentplanev1.Interrupt_TurnEnd{TurnEnd: &agentplanev1.TurnEndRequest{RequestTime: timestamppb.Now()}}}
 	f := &fakeCP{inbox: &agentplanev1.ListInterruptsResponse{Interrupts: []*agentplanev1.Interrupt{sampleInterrupt(), pause}}}
 	addr := startFakeCP(t, f)
-	code, out, errOut := runCtl(t, addr, "hitl", "list", "--task", "t-1", "--tool", "send_email", "--tag", "pii", "--min-age", "2m", "--all")
+	code, out, errOut := runCtl(t, addr, "hitl", "list", "--task", "t-1", "--tool", "send_email", "--tag", "pii", "--min-age", "2m", "--all", "--turn-ends")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -43,7 +43,8 @@ func TestHitlList(t *testing.T) {
 		t.Errorf("table:\n%s", out)
 	}
 	req := requests[*agentplanev1.ListInterruptsRequest](f)[0]
-	if req.GetTaskId() != "t-1" || req.GetToolName() != "send_email" || req.GetTag() != "pii" || req.GetMinAge().AsDuration() != 2*time.Minute || !req.GetIncludeResolved() {
+	if req.GetTaskId() != "t-1" || req.GetToolName() != "send_email" || req.GetTag() != "pii" || req.GetMinAge().AsDuration() != 2*time.Minute ||
+		len(req.GetStates()) != 2 || len(req.GetKinds()) != 2 {
 		t.Errorf("request %v", req)
 	}
 }

@@ -149,7 +149,7 @@ func TestExampleSpecsValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Document: doc, DocumentName: "approval.agent.yaml"})
+	resp, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Spec: &agentplanev1.ValidateSpecRequest_Document{Document: doc}, DocumentName: "approval.agent.yaml"})
 	if status.Code(err) == codes.Unimplemented {
 		t.Skip("the server does not validate specs yet")
 	}

@@ -23,7 +23,7 @@ func addSpecCommands(cmd *cobra.Command, g *globals) {
 }
 
 type specValidateOptions struct {
-	tenantMaxDepth int64
+	tenantMaxDepth int32
 	quiet          bool
 	offline        bool
 	config         string
@@ -65,7 +65,8 @@ func newSpecValidateCommand(g *globals) *cobra.Command {
 			run := func(validate func(*agentplanev1.ValidateSpecRequest) (*agentplanev1.ValidateSpecResponse, error)) error {
 				for i, path := range args {
 					resp, err := validate(&agentplanev1.ValidateSpecRequest{
-						Document: docs[i], Format: documentFormat(path), DocumentName: path, TenantMaxDepth: o.tenantMaxDepth,
+						Spec:   &agentplanev1.ValidateSpecRequest_Document{Document: docs[i]},
+						Format: documentFormat(path), DocumentName: path, TenantMaxDepth: o.tenantMaxDepth,
 					})
 					if v := specViolationsOf(err); v != nil {
 						// Over the deployment's limits: refused, with its finding.
@@ -107,7 +108,7 @@ func newSpecValidateCommand(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.Int64Var(&o.tenantMaxDepth, "tenant-max-depth", 0, "validate against a tenant nesting cap too")
+	f.Int32Var(&o.tenantMaxDepth, "tenant-max-depth", 0, "validate against a tenant nesting cap too")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing for valid documents and no warnings")
 	f.BoolVar(&o.offline, "offline", false, "validate here, without a control plane, with the rules of --config")
 	f.StringVar(&o.config, "config", os.Getenv("AGENTPLANE_CONFIG"), "with --offline: the control plane's config file (env AGENTPLANE_CONFIG; default: the server's defaults)")
@@ -133,7 +134,7 @@ func (o *specValidateOptions) offlineValidator() (func(*agentplanev1.ValidateSpe
 	v := spec.NewValidator(dep)
 	return func(req *agentplanev1.ValidateSpecRequest) (*agentplanev1.ValidateSpecResponse, error) {
 		in := spec.InputFromRequest(req)
-		in.TenantMaxDepth = spec.TenantMaxDepth(&cfg, o.tenant, req.GetTenantMaxDepth())
+		in.TenantMaxDepth = spec.TenantMaxDepth(&cfg, o.tenant, int64(req.GetTenantMaxDepth()))
 		res, err := v.Validate(in)
 		if err != nil {
 			st, _ := apierr.ToStatus(err) // the status the server would send
@@ -178,9 +179,17 @@ func newSpecRulesCommand(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.call(cmd, func(ctx context.Context, c *client.Client) error {
-				resp, err := c.Spec.ListRules(ctx, &agentplanev1.ListRulesRequest{})
-				if err != nil {
-					return err
+				// The catalogue is longer than a page: read it all.
+				resp := &agentplanev1.ListRulesResponse{}
+				for token := ""; ; {
+					page, err := c.Spec.ListRules(ctx, &agentplanev1.ListRulesRequest{PageSize: 500, PageToken: token})
+					if err != nil {
+						return err
+					}
+					resp.Rules = append(resp.Rules, page.GetRules()...)
+					if token = page.GetNextPageToken(); token == "" {
+						break
+					}
 				}
 				return g.printer(cmd).Message(resp, func(t *printer.Tab) {
 					t.Row("RULE", "SEVERITY", "SCOPE", "SUMMARY")

@@ -229,7 +229,7 @@ func readSpecDocument(req *agentplanev1.StartTaskRequest, flag, path, wantKind s
 		}
 		return usageErr("--%s %s: the document is a %s, not a %s%s", flag, path, head.Kind, wantKind, hint)
 	}
-	req.Document = b
+	req.Spec = &agentplanev1.StartTaskRequest_Document{Document: b}
 	req.Format = documentFormat(path)
 	return nil
 }
@@ -461,10 +461,10 @@ func newTaskVerdictsCommand(g *globals) *cobra.Command {
 							raised = append(raised, o.GetObligationId())
 						}
 						for _, r := range v.GetResolved() {
-							resolved = append(resolved, r.GetId()+":"+enumName(r.GetHow(), "RESOLUTION_HOW_"))
+							resolved = append(resolved, r.GetObligationId()+":"+enumName(r.GetHow(), "RESOLUTION_HOW_"))
 						}
 						t.Row(v.GetVerdictId(), v.GetNode(), v.GetResult().GetVerdict(), conf, orNone(raised), orNone(resolved),
-							orNone(v.GetDroppedIds()), v.GetSequence(), when(v.GetCreateTime()), truncate(orDash(v.GetResult().GetRationale()), 60))
+							orNone(v.GetDroppedObligationIds()), v.GetSequence(), when(v.GetCreateTime()), truncate(orDash(v.GetResult().GetRationale()), 60))
 					}
 				})
 			})
@@ -502,8 +502,8 @@ func newTaskObligationsCommand(g *globals) *cobra.Command {
 				return g.printer(cmd).Message(all, func(t *printer.Tab) {
 					t.Row("OBLIGATION", "STATE", "RAISED BY", "IN", "RESOLVED IN", "TEXT", "REASON")
 					for _, o := range all.GetObligations() {
-						t.Row(o.GetObligationId(), enumName(o.GetState(), "OBLIGATION_STATE_"), o.GetRaisedBy(), o.GetRaisedIn(),
-							orDash(o.GetResolvedIn()), truncate(o.GetText(), 60), truncate(orDash(o.GetReason()), 40))
+						t.Row(o.GetObligationId(), enumName(o.GetState(), "OBLIGATION_STATE_"), o.GetRaisedBy(), o.GetRaisedInVerdictId(),
+							orDash(o.GetResolvedInVerdictId()), truncate(o.GetText(), 60), truncate(orDash(o.GetReason()), 40))
 					}
 				})
 			})

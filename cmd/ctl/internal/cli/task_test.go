@@ -205,12 +205,12 @@ func TestTaskList(t *testing.T) {
 func TestTaskVerdictsAndObligationsReadEveryPage(t *testing.T) {
 	v := func(id string) *agentplanev1.Verdict {
 		return &agentplanev1.Verdict{VerdictId: id, Node: "reviewer", Result: &agentplanev1.VerdictResult{Verdict: "needs_revision", Confidence: proto.Float64(0.7), Rationale: proto.String("cite sources")},
-			Raised: []*agentplanev1.Obligation{{ObligationId: "ob-1"}}, DroppedIds: []string{"ob-9"}}
+			Raised: []*agentplanev1.Obligation{{ObligationId: "ob-1"}}, DroppedObligationIds: []string{"ob-9"}}
 	}
 	f := &fakeCP{
 		verdicts: []*agentplanev1.ListVerdictsResponse{{Verdicts: []*agentplanev1.Verdict{v("v1")}, NextPageToken: "1"}, {Verdicts: []*agentplanev1.Verdict{v("v2")}}},
 		obligations: []*agentplanev1.ListObligationsResponse{{Obligations: []*agentplanev1.Obligation{
-			{ObligationId: "ob-1", Text: "cite sources", State: agentplanev1.ObligationState_OBLIGATION_STATE_OPEN, RaisedBy: "reviewer", RaisedIn: "v1"},
+			{ObligationId: "ob-1", Text: "cite sources", State: agentplanev1.ObligationState_OBLIGATION_STATE_OPEN, RaisedBy: "reviewer", RaisedInVerdictId: "v1"},
 		}}},
 	}
 	addr := startFakeCP(t, f)
@@ -231,11 +231,11 @@ func watchEvents() []*agentplanev1.TaskEvent {
 	at := timestamppb.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	return []*agentplanev1.TaskEvent{
 		{Sequence: 1, Time: at, Payload: &agentplanev1.TaskEvent_Submitted{Submitted: &agentplanev1.TaskSubmitted{Kind: "AgentSpec", Input: "hi", CreatedBy: "owner"}}},
-		{Sequence: 2, Time: at, Payload: &agentplanev1.TaskEvent_StateChanged{StateChanged: &agentplanev1.StateChanged{From: agentplanev1.TaskState_TASK_STATE_SUBMITTED, To: agentplanev1.TaskState_TASK_STATE_WORKING}}},
+		{Sequence: 2, Time: at, Payload: &agentplanev1.TaskEvent_StateChanged{StateChanged: &agentplanev1.StateChanged{FromState: agentplanev1.TaskState_TASK_STATE_SUBMITTED, ToState: agentplanev1.TaskState_TASK_STATE_WORKING}}},
 		{Sequence: 3, Time: at, Payload: &agentplanev1.TaskEvent_Message{Message: &agentplanev1.ChatMessage{Role: agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, Text: "Hello\nthere", Node: "helper"}}},
 		{Sequence: 4, Time: at, Payload: &agentplanev1.TaskEvent_ToolGated{ToolGated: &agentplanev1.ToolGated{CallId: "c1", ToolName: "pay", Outcome: agentplanev1.GateOutcome_GATE_OUTCOME_INTERRUPT, InterruptId: "i-1", Tags: []string{"money"}, Reason: "policy.allowlist"}}},
 		{Sequence: 5, Time: at, Payload: &agentplanev1.TaskEvent_InterruptResolved{InterruptResolved: &agentplanev1.InterruptResolved{InterruptId: "i-1", Decision: &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_REJECT, DecidedBy: "system", Source: agentplanev1.DecisionSource_DECISION_SOURCE_DEADLINE, Reason: proto.String("timed out")}}}},
-		{Sequence: 6, Time: at, Payload: &agentplanev1.TaskEvent_StateChanged{StateChanged: &agentplanev1.StateChanged{From: agentplanev1.TaskState_TASK_STATE_WORKING, To: agentplanev1.TaskState_TASK_STATE_COMPLETED}}},
+		{Sequence: 6, Time: at, Payload: &agentplanev1.TaskEvent_StateChanged{StateChanged: &agentplanev1.StateChanged{FromState: agentplanev1.TaskState_TASK_STATE_WORKING, ToState: agentplanev1.TaskState_TASK_STATE_COMPLETED}}},
 	}
 }
 

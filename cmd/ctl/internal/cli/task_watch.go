@@ -132,7 +132,7 @@ func (w *watcher) once(ctx context.Context) (ended bool, err error) {
 			return false, err
 		}
 		w.last = ev.GetSequence()
-		if terminal(ev.GetStateChanged().GetTo()) {
+		if terminal(ev.GetStateChanged().GetToState()) {
 			return true, nil
 		}
 	}
@@ -172,7 +172,7 @@ func describeEvent(ev *agentplanev1.TaskEvent) (kind, summary string) {
 	case *agentplanev1.TaskEvent_Submitted:
 		return "submitted", fmt.Sprintf("%s by %s: %q", p.Submitted.GetKind(), orDash(p.Submitted.GetCreatedBy()), truncate(p.Submitted.GetInput(), 80))
 	case *agentplanev1.TaskEvent_StateChanged:
-		s := stateName(p.StateChanged.GetFrom()) + " -> " + stateName(p.StateChanged.GetTo())
+		s := stateName(p.StateChanged.GetFromState()) + " -> " + stateName(p.StateChanged.GetToState())
 		if r := p.StateChanged.GetReason(); r != "" {
 			s += " (" + r + ")"
 		}
@@ -217,7 +217,7 @@ func describeEvent(ev *agentplanev1.TaskEvent) (kind, summary string) {
 		if it.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE {
 			return "interrupt", it.GetInterruptId() + ": turn ended, waiting for the user (ctl task continue)"
 		}
-		return "interrupt", fmt.Sprintf("%s: %s waits for approval (ctl hitl show %s)", it.GetInterruptId(), it.GetRequest().GetToolName(), it.GetInterruptId())
+		return "interrupt", fmt.Sprintf("%s: %s waits for approval (ctl hitl show %s)", it.GetInterruptId(), it.GetApproval().GetToolName(), it.GetInterruptId())
 	case *agentplanev1.TaskEvent_InterruptResolved:
 		d := p.InterruptResolved.GetDecision()
 		s := fmt.Sprintf("%s: %s by %s", p.InterruptResolved.GetInterruptId(), enumName(d.GetType(), "DECISION_TYPE_"), orDash(d.GetDecidedBy()))
@@ -235,8 +235,8 @@ func describeEvent(ev *agentplanev1.TaskEvent) (kind, summary string) {
 			s += fmt.Sprintf(" (confidence %.2f)", v.GetResult().GetConfidence())
 		}
 		s += fmt.Sprintf("; raised %d, resolved %d", len(v.GetRaised()), len(v.GetResolved()))
-		if len(v.GetDroppedIds()) > 0 {
-			s += "; dropped " + strings.Join(v.GetDroppedIds(), ",")
+		if len(v.GetDroppedObligationIds()) > 0 {
+			s += "; dropped " + strings.Join(v.GetDroppedObligationIds(), ",")
 		}
 		return "verdict", s
 	case *agentplanev1.TaskEvent_McpInjectionIgnored:

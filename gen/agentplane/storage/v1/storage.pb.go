@@ -162,10 +162,12 @@ type TaskRecord struct {
 	// it so that leasing from one queue is a range scan. Empty in records written before
 	// queues existed, which means "default". Immutable.
 	Queue string `protobuf:"bytes,40,opt,name=queue,proto3" json:"queue,omitempty"`
+	// The W3C trace context of the StartTask call, if it carried one. Immutable.
+	TraceContext *v1.TraceContext `protobuf:"bytes,41,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
 	// The last mutating calls made on the task with a request id, oldest first, at most
 	// 16 clients' calls and 16 runtimes' lease-fenced writes: what a retry of one of them
 	// is answered from.
-	AppliedRequests []*AppliedRequest `protobuf:"bytes,41,rep,name=applied_requests,json=appliedRequests,proto3" json:"applied_requests,omitempty"`
+	AppliedRequests []*AppliedRequest `protobuf:"bytes,42,rep,name=applied_requests,json=appliedRequests,proto3" json:"applied_requests,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -394,6 +396,13 @@ func (x *TaskRecord) GetQueue() string {
 		return x.Queue
 	}
 	return ""
+}
+
+func (x *TaskRecord) GetTraceContext() *v1.TraceContext {
+	if x != nil {
+		return x.TraceContext
+	}
+	return nil
 }
 
 func (x *TaskRecord) GetAppliedRequests() []*AppliedRequest {
@@ -1154,8 +1163,7 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\x05R\aversion\x12;\n" +
 	"\vcreate_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12\x1b\n" +
-	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\xd6\n" +
-	"\n" +
+	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\x98\v\n" +
 	"\n" +
 	"TaskRecord\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
@@ -1192,8 +1200,9 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\x10obligation_count\x18\x19 \x01(\x03R\x0fobligationCount\x12#\n" +
 	"\rverdict_count\x18\x1a \x01(\x03R\fverdictCount\x12\x1b\n" +
 	"\tspec_kind\x18\x1b \x01(\tR\bspecKind\x12\x14\n" +
-	"\x05queue\x18( \x01(\tR\x05queue\x12P\n" +
-	"\x10applied_requests\x18) \x03(\v2%.agentplane.storage.v1.AppliedRequestR\x0fappliedRequests\x1a9\n" +
+	"\x05queue\x18( \x01(\tR\x05queue\x12@\n" +
+	"\rtrace_context\x18) \x01(\v2\x1b.agentplane.v1.TraceContextR\ftraceContext\x12P\n" +
+	"\x10applied_requests\x18* \x03(\v2%.agentplane.storage.v1.AppliedRequestR\x0fappliedRequests\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa5\x01\n" +
@@ -1285,18 +1294,19 @@ var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(v1.TaskState)(0),             // 13: agentplane.v1.TaskState
 	(*v1.TaskFailure)(nil),        // 14: agentplane.v1.TaskFailure
 	(*v1.TaskOutput)(nil),         // 15: agentplane.v1.TaskOutput
-	(*v1.AgentSpec)(nil),          // 16: agentplane.v1.AgentSpec
-	(*v1.GraphSpec)(nil),          // 17: agentplane.v1.GraphSpec
-	(*v1.ResolvedSpec)(nil),       // 18: agentplane.v1.ResolvedSpec
-	(*v1.InterruptPolicy)(nil),    // 19: agentplane.v1.InterruptPolicy
-	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
-	(*v1.ToolAxisOverride)(nil),   // 21: agentplane.v1.ToolAxisOverride
-	(*v1.McpServer)(nil),          // 22: agentplane.v1.McpServer
-	(*v1.A2APeer)(nil),            // 23: agentplane.v1.A2aPeer
-	(*v1.TaskEvent)(nil),          // 24: agentplane.v1.TaskEvent
-	(*v1.Interrupt)(nil),          // 25: agentplane.v1.Interrupt
-	(*v1.Verdict)(nil),            // 26: agentplane.v1.Verdict
-	(*v1.Obligation)(nil),         // 27: agentplane.v1.Obligation
+	(*v1.TraceContext)(nil),       // 16: agentplane.v1.TraceContext
+	(*v1.AgentSpec)(nil),          // 17: agentplane.v1.AgentSpec
+	(*v1.GraphSpec)(nil),          // 18: agentplane.v1.GraphSpec
+	(*v1.ResolvedSpec)(nil),       // 19: agentplane.v1.ResolvedSpec
+	(*v1.InterruptPolicy)(nil),    // 20: agentplane.v1.InterruptPolicy
+	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
+	(*v1.ToolAxisOverride)(nil),   // 22: agentplane.v1.ToolAxisOverride
+	(*v1.McpServer)(nil),          // 23: agentplane.v1.McpServer
+	(*v1.A2APeer)(nil),            // 24: agentplane.v1.A2aPeer
+	(*v1.TaskEvent)(nil),          // 25: agentplane.v1.TaskEvent
+	(*v1.Interrupt)(nil),          // 26: agentplane.v1.Interrupt
+	(*v1.Verdict)(nil),            // 27: agentplane.v1.Verdict
+	(*v1.Obligation)(nil),         // 28: agentplane.v1.Obligation
 }
 var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
 	12, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
@@ -1310,29 +1320,30 @@ var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
 	4,  // 8: agentplane.storage.v1.TaskRecord.cancellation:type_name -> agentplane.storage.v1.Cancellation
 	5,  // 9: agentplane.storage.v1.TaskRecord.lease:type_name -> agentplane.storage.v1.LeaseRecord
 	12, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
-	2,  // 11: agentplane.storage.v1.TaskRecord.applied_requests:type_name -> agentplane.storage.v1.AppliedRequest
-	16, // 12: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
-	17, // 13: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
-	18, // 14: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
-	19, // 15: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	20, // 16: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
-	21, // 17: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	22, // 18: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
-	23, // 19: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	12, // 20: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
-	12, // 21: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
-	12, // 22: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
-	12, // 23: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
-	24, // 24: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
-	25, // 25: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
-	12, // 26: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
-	26, // 27: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
-	27, // 28: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	16, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
+	2,  // 12: agentplane.storage.v1.TaskRecord.applied_requests:type_name -> agentplane.storage.v1.AppliedRequest
+	17, // 13: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
+	18, // 14: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
+	19, // 15: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
+	20, // 16: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	21, // 17: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
+	22, // 18: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	23, // 19: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
+	24, // 20: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	12, // 21: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
+	12, // 22: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
+	12, // 23: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
+	12, // 24: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
+	25, // 25: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
+	26, // 26: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
+	12, // 27: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
+	27, // 28: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
+	28, // 29: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_storage_v1_storage_proto_init() }
