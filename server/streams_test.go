@@ -166,13 +166,15 @@ func TestListTaskEventsPages(t *testing.T) {
 	e := newRetryEnv(t)
 	task := e.start()
 	ref := e.lease()
-	var evs []*agentplanev1.RuntimeEvent
+	var rep *agentplanev1.ReportEventsResponse
 	for range 7 {
-		evs = append(evs, &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_Note{Note: &agentplanev1.RuntimeNote{Text: "n"}}})
-	}
-	rep, err := e.c.ReportEvents(e.ctx, &agentplanev1.ReportEventsRequest{Lease: ref, Events: evs})
-	if err != nil {
-		t.Fatal(err)
+		var err error
+		rep, err = e.c.ReportEvents(e.ctx, &agentplanev1.ReportEventsRequest{Lease: ref, Events: []*agentplanev1.RuntimeEvent{
+			{Payload: &agentplanev1.RuntimeEvent_Note{Note: &agentplanev1.RuntimeNote{Text: "n"}}},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	var seqs []int64
 	req := &agentplanev1.ListTaskEventsRequest{TaskId: task.GetTaskId(), PageSize: 3, AfterSequence: 2}
@@ -203,7 +205,7 @@ func TestListTaskEventsPages(t *testing.T) {
 	if seqs[len(seqs)-1] != rep.GetLastSequence() {
 		t.Fatalf("sequences %v end before %d", seqs, rep.GetLastSequence())
 	}
-	_, err = e.ts.ListTaskEvents(e.ctx, &agentplanev1.ListTaskEventsRequest{TaskId: "no-such-task"})
+	_, err := e.ts.ListTaskEvents(e.ctx, &agentplanev1.ListTaskEventsRequest{TaskId: "no-such-task"})
 	if status.Code(err) != codes.NotFound {
 		t.Fatalf("ListTaskEvents of a missing task: %v", err)
 	}
