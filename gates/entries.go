@@ -51,6 +51,12 @@ const (
 	DropOverLimit        Reason = "over_limit"            // past MaxCallerPeers
 )
 
+// DropReasons is every Drop* reason: the closed set the comment on
+// DroppedEntry.reason in task.proto lists (a test keeps them equal).
+var DropReasons = []Reason{DropNameInvalid, DropNameDuplicate, DropShadowsBaseline, DropURLInvalid, DropURLScheme,
+	DropURLPlainHTTP, DropURLCredentials, DropURLForbiddenHost, DropURLPrivateHost, DropHeadersTooMany,
+	DropHeadersTooLarge, DropHeaderInvalid, DropHeaderReserved, DropOverLimit}
+
 // Entry is a caller or baseline entry: an MCP server or an A2A peer. Both are a name
 // (a tool-name segment), a URL and headers, and every shape rule applies to both.
 type Entry interface {

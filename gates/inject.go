@@ -13,6 +13,9 @@ const (
 	IgnoredCompliancePosture IgnoreReason = "compliance_posture"
 )
 
+// IgnoreReasons is every Ignored* reason (InjectionIgnored.reason's closed set).
+var IgnoreReasons = []IgnoreReason{IgnoredMultiTenant, IgnoredCompliancePosture}
+
 // lane is one injection lane: its locked key and the capability a posture denies.
 type lane struct {
 	key   LockedKey

@@ -174,6 +174,9 @@ const (
 	GatedAxisOverride   = "axes.caller_override"
 )
 
+// AlwaysGatedReasons is every Gated* reason.
+var AlwaysGatedReasons = []string{GatedA2a, GatedMcpDestructive, GatedAxisOverride}
+
 // AlwaysGated decides whether a call to toolName must wait for a human whatever the
 // interrupt policy says (so also on a deployment with no policy), and why. A2A skills
 // always are; an MCP tool is when its destructiveHint is true or when the caller's

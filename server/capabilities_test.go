@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/gates"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -343,9 +344,9 @@ func TestCapabilitiesNeverLie(t *testing.T) {
 					started, err := cl.Tasks.StartTask(ctx, req)
 					if locked && shape.entries != nil {
 						if status.Code(err) != codes.FailedPrecondition || reasonOf(err) != apierr.ReasonLockedKey ||
-							apierr.InfoOf(err).GetMetadata()["keys"] != l.name {
+							reasons.Info(err).GetMetadata()["keys"] != l.name {
 							t.Errorf("%s %s list on a locked key: want FAILED_PRECONDITION %s keys=%s, got %v (%v)",
-								l.name, shape.name, apierr.ReasonLockedKey, l.name, err, apierr.InfoOf(err).GetMetadata())
+								l.name, shape.name, apierr.ReasonLockedKey, l.name, err, reasons.Info(err).GetMetadata())
 						}
 						continue
 					}
@@ -388,8 +389,8 @@ func TestCapabilitiesNeverLie(t *testing.T) {
 					l.set(req, []peer{})
 				}
 				_, err := cl.Tasks.StartTask(ctx, req)
-				if status.Code(err) != codes.FailedPrecondition || apierr.InfoOf(err).GetMetadata()["keys"] != "mcp,a2a" {
-					t.Errorf("both lanes locked and present: want one refusal with keys=mcp,a2a, got %v (%v)", err, apierr.InfoOf(err).GetMetadata())
+				if status.Code(err) != codes.FailedPrecondition || reasons.Info(err).GetMetadata()["keys"] != "mcp,a2a" {
+					t.Errorf("both lanes locked and present: want one refusal with keys=mcp,a2a, got %v (%v)", err, reasons.Info(err).GetMetadata())
 				}
 			}
 		})

@@ -13,6 +13,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/config"
@@ -54,7 +55,7 @@ func TestDiskFullHealthAndRecovery(t *testing.T) {
 			}
 			unavailable := func(what string, err error) {
 				t.Helper()
-				if status.Code(err) != codes.Unavailable || apierr.InfoOf(err).GetReason() != apierr.ReasonStoreUnavailable {
+				if status.Code(err) != codes.Unavailable || reasons.Of(err) != apierr.ReasonStoreUnavailable {
 					t.Fatalf("%s: want UNAVAILABLE %s, got %v", what, apierr.ReasonStoreUnavailable, err)
 				}
 			}

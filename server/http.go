@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -40,6 +42,7 @@ func (s *Server) buildHTTP() error {
 		runtime.WithIncomingHeaderMatcher(traceHeaderMatcher),
 		runtime.WithErrorHandler(s.httpError),
 		runtime.WithRoutingErrorHandler(s.httpRoutingError),
+		runtime.WithOutgoingHeaderMatcher(outgoingHeader),
 	)
 	ctx := context.Background()
 	for _, register := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
@@ -53,6 +56,10 @@ func (s *Server) buildHTTP() error {
 		if err := register(ctx, gw, conn); err != nil {
 			return fmt.Errorf("gateway: %w", err)
 		}
+	}
+	// Registered after the generated route, so it takes its place.
+	if err := gw.HandlePath(http.MethodGet, "/v1/admin/backup", s.httpBackup(gw)); err != nil {
+		return fmt.Errorf("gateway: %w", err)
 	}
 
 	root := http.NewServeMux()
@@ -77,6 +84,12 @@ type bodyMarshaler struct {
 	runtime.JSONPb
 }
 
+// StreamContentType implements runtime.StreamContentType: a server stream over HTTP
+// (WatchTask, AwaitDecision) is newline-delimited JSON, one {"result": ...} object a
+// line, and a last {"error": google.rpc.Status} line if the stream fails after its
+// first message (the HTTP status, 200, is sent by then).
+func (m *bodyMarshaler) StreamContentType(any) string { return "application/x-ndjson" }
+
 // NewDecoder implements runtime.Marshaler.
 func (m *bodyMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
 	return runtime.DecoderFunc(func(v any) error {
@@ -87,4 +100,62 @@ func (m *bodyMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
 		}
 		return m.JSONPb.NewDecoder(r).Decode(v)
 	})
+}
+
+// outgoingHeader forwards the gRPC response metadata the handlers set as
+// Grpc-Metadata-* headers, but not the transport's own content-type
+// (application/grpc), which says nothing true about an HTTP response.
+func outgoingHeader(key string) (string, bool) {
+	if key == "content-type" {
+		return "", false
+	}
+	return runtime.MetadataHeaderPrefix + key, true
+}
+
+// httpBackup answers GET /v1/admin/backup with the backup itself, a bbolt file sent
+// as application/octet-stream, rather than the gateway's stream of base64 chunks. It
+// calls Backup in process like every gateway route, so authentication, roles and
+// limits apply exactly as over gRPC. An error before the first byte is an ordinary
+// error response (through httpError); one after it aborts the response, so that a
+// client never mistakes a truncated copy for a whole one (Content-Length is the full
+// size).
+func (s *Server) httpBackup(gw *runtime.ServeMux) runtime.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+		_, m := runtime.MarshalerForRequest(gw, r)
+		ctx, err := runtime.AnnotateContext(r.Context(), gw, r, agentplanev1.AdminService_Backup_FullMethodName,
+			runtime.WithHTTPPathPattern("/v1/admin/backup"))
+		if err != nil {
+			runtime.HTTPError(ctx, gw, m, w, r, err)
+			return
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stream, err := agentplanev1.NewAdminServiceClient(s.gwConn).Backup(ctx, &agentplanev1.BackupRequest{})
+		var first *agentplanev1.BackupResponse
+		if err == nil {
+			first, err = stream.Recv()
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			runtime.HTTPError(ctx, gw, m, w, r, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Disposition", `attachment; filename="agentplane-backup.db"`)
+		if n := first.GetTotalBytes(); n > 0 {
+			w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+		}
+		for chunk := first; chunk != nil; {
+			if _, err := w.Write(chunk.GetChunk()); err != nil {
+				return // the client went away
+			}
+			chunk, err = stream.Recv()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				s.log.Warn("http backup failed after it started; aborting the response", "err", err)
+				panic(http.ErrAbortHandler)
+			}
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/spec"
@@ -28,7 +29,7 @@ import (
 // UNAUTHENTICATED first, as a gRPC call is.
 func (s *Server) httpError(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
 	st := status.Convert(err)
-	if apierr.InfoOf(err) == nil {
+	if reasons.Info(err) == nil {
 		var e *apierr.Error
 		_, authErr := s.guard.AuthenticateHTTP(r)
 		switch code := st.Code(); {
@@ -58,11 +59,11 @@ func (s *Server) httpError(ctx context.Context, mux *runtime.ServeMux, m runtime
 			s.log.Error("gateway error", "method", r.Method, "path", r.URL.Path, "err", err)
 			e = apierr.New(codes.Internal, apierr.ReasonInternal, "internal error")
 		}
-		s.metrics.httpRefused.WithLabelValues(e.Code.String(), e.Reason).Inc()
+		s.metrics.httpRefused.WithLabelValues(e.Code.String(), reasons.Wire(e.Reason)).Inc()
 		if e.Reason == apierr.ReasonRouteNotFound {
-			s.log.Debug("http request refused", "method", r.Method, "path", r.URL.Path, "reason", e.Reason)
+			s.log.Debug("http request refused", "method", r.Method, "path", r.URL.Path, "reason", reasons.Wire(e.Reason))
 		} else {
-			s.log.Info("http request refused", "method", r.Method, "path", r.URL.Path, "code", e.Code.String(), "reason", e.Reason, "msg", e.Message)
+			s.log.Info("http request refused", "method", r.Method, "path", r.URL.Path, "code", e.Code.String(), "reason", reasons.Wire(e.Reason), "msg", e.Message)
 		}
 		st, _ = apierr.ToStatus(e)
 	} else if tooLargeDocument(st) {

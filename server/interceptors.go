@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	"github.com/agentplane/agentplane/server/apierr"
 )
 
@@ -58,7 +59,7 @@ func (s *Server) mapError(method string, err error) error {
 		s.log.Warn("call failed", "method", method, "code", st.Code().String(), "err", err)
 	} else if apierr.HasReason(err, apierr.ReasonRequestMalformed) {
 		// A broken client or a probe, rare either way: worth an operator's eye.
-		s.log.Info("malformed request refused", "method", method, "reason", apierr.ReasonRequestMalformed, "msg", st.Message())
+		s.log.Info("malformed request refused", "method", method, "reason", reasons.Wire(apierr.ReasonRequestMalformed), "msg", st.Message())
 	} else {
 		s.log.Debug("call refused", "method", method, "code", st.Code().String(), "msg", st.Message())
 	}

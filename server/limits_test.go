@@ -16,7 +16,9 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	"github.com/agentplane/agentplane/client"
+	"github.com/agentplane/agentplane/client/worker"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/auth"
@@ -91,10 +93,13 @@ func (r *limitsRun) settle(kind string, n int) {
 // wantLimited checks err is the per-principal refusal of kind.
 func wantLimited(t *testing.T, what string, err error, kind string) {
 	t.Helper()
-	info := apierr.InfoOf(err)
-	if status.Code(err) != codes.ResourceExhausted || info.GetReason() != apierr.ReasonConcurrencyLimit ||
+	info := reasons.Info(err)
+	if status.Code(err) != codes.ResourceExhausted || reasons.Parse(info.GetReason()) != apierr.ReasonConcurrencyLimit ||
 		info.GetMetadata()["kind"] != kind || info.GetMetadata()["limit"] != strconv.Itoa(perPrincipal) {
 		t.Fatalf("%s: want RESOURCE_EXHAUSTED %s kind=%s limit=%d, got %v (%v)", what, apierr.ReasonConcurrencyLimit, kind, perPrincipal, err, info)
+	}
+	if delay, retry := reasons.RetryAfter(err); !retry || delay <= 0 || !worker.IsTransient(err) {
+		t.Fatalf("%s: a concurrency refusal must say it is retryable (RetryInfo %v %v, IsTransient %v)", what, delay, retry, worker.IsTransient(err))
 	}
 }
 
@@ -210,7 +215,7 @@ func TestPrincipalLimitWatchesOverHTTP(t *testing.T) {
 	wantLimited(t, "gRPC watch with one HTTP and one gRPC watch open", err, "watch")
 	refused, line := httpWatch()
 	refused.Body.Close()
-	if refused.StatusCode != http.StatusTooManyRequests || !strings.Contains(line, `"reason":"`+apierr.ReasonConcurrencyLimit+`"`) {
+	if refused.StatusCode != http.StatusTooManyRequests || !strings.Contains(line, `"reason":"`+reasons.Wire(apierr.ReasonConcurrencyLimit)+`"`) {
 		t.Fatalf("third watch over HTTP: %d %s, want the %s refusal", refused.StatusCode, line, apierr.ReasonConcurrencyLimit)
 	}
 

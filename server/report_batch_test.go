@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -82,7 +83,7 @@ func TestReportBatchLimit(t *testing.T) {
 		small[i] = noteOfSize(16)
 	}
 	_, err = in.Client.Runtime.ReportEvents(ctx, &agentplanev1.ReportEventsRequest{Lease: ref, Events: small})
-	if status.Code(err) != codes.InvalidArgument || apierr.InfoOf(err).GetReason() != apierr.ReasonResourceExhausted ||
+	if status.Code(err) != codes.InvalidArgument || reasons.Of(err) != apierr.ReasonResourceExhausted ||
 		!strings.Contains(err.Error(), "max_events_per_report") {
 		t.Fatalf("%d small events: want INVALID_ARGUMENT limit.exceeded naming max_events_per_report, got %v", len(small), err)
 	}

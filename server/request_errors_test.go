@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -112,22 +113,22 @@ func TestUnreadableRequestsOverGRPC(t *testing.T) {
 		method string
 		req    []byte
 		code   codes.Code
-		reason string
+		reason apierr.Reason
 	}{
 		{"invalid UTF-8", unary, getTask, []byte{0x0a, 0x01, 0xff}, codes.InvalidArgument, apierr.ReasonRequestMalformed},
 		{"truncated", unary, getTask, []byte{0x0a, 0x05, 'a'}, codes.InvalidArgument, apierr.ReasonRequestMalformed},
 		// grpc-go refuses a message over its size limit from the length prefix,
 		// before the codec and the interceptors, and writes the status itself: no
 		// ErrorInfo (docs/errors.md says so).
-		{"over the size limit", unary, "/agentplane.v1.SpecService/ValidateSpec", make([]byte, 2<<20), codes.ResourceExhausted, ""},
+		{"over the size limit", unary, "/agentplane.v1.SpecService/ValidateSpec", make([]byte, 2<<20), codes.ResourceExhausted, 0},
 		{"stream invalid UTF-8", stream, watchTask, []byte{0x0a, 0x01, 0xff}, codes.InvalidArgument, apierr.ReasonRequestMalformed},
 		{"stream truncated", stream, watchTask, []byte{0x0a, 0x05, 'a'}, codes.InvalidArgument, apierr.ReasonRequestMalformed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.call(tt.method, tt.req)
-			if status.Code(err) != tt.code || apierr.InfoOf(err).GetReason() != tt.reason {
-				t.Fatalf("got %v (ErrorInfo %v), want %s %s", err, apierr.InfoOf(err), tt.code, tt.reason)
+			if status.Code(err) != tt.code || reasons.Of(err) != tt.reason {
+				t.Fatalf("got %v (ErrorInfo %v), want %s %s", err, reasons.Info(err), tt.code, tt.reason)
 			}
 		})
 	}
@@ -175,7 +176,7 @@ func TestUnreadableRequestsOverHTTP(t *testing.T) {
 	tests := []struct {
 		name, method, path, body string
 		code                     int
-		reason                   string
+		reason                   apierr.Reason
 	}{
 		{"invalid UTF-8 in the path", http.MethodGet, "/v1/tasks/%ff", "", http.StatusBadRequest, apierr.ReasonRequestMalformed},
 		{"body not JSON", http.MethodPost, "/v1/tasks", "{", http.StatusBadRequest, apierr.ReasonRequestMalformed},
@@ -185,7 +186,7 @@ func TestUnreadableRequestsOverHTTP(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, body := do(tt.method, tt.path, tt.body)
-			if code != tt.code || !strings.Contains(body, `"reason":"`+tt.reason+`"`) || !strings.Contains(body, `"domain":"agentplane"`) {
+			if code != tt.code || !strings.Contains(body, `"reason":"`+reasons.Wire(tt.reason)+`"`) || !strings.Contains(body, `"domain":"agentplane"`) {
 				t.Fatalf("got %d %s, want %d with reason %s", code, body, tt.code, tt.reason)
 			}
 		})
@@ -214,7 +215,7 @@ func TestListTasksRefusesInvalidTimestamps(t *testing.T) {
 		{CreatedBefore: &timestamppb.Timestamp{Seconds: 1, Nanos: 1e9}},
 	} {
 		_, err := in.Client.Tasks.ListTasks(context.Background(), req)
-		if status.Code(err) != codes.InvalidArgument || apierr.InfoOf(err).GetReason() != apierr.ReasonInvalidArgument {
+		if status.Code(err) != codes.InvalidArgument || reasons.Of(err) != apierr.ReasonInvalidArgument {
 			t.Errorf("%v: got %v, want INVALID_ARGUMENT request.invalid", req, err)
 		}
 	}
@@ -240,7 +241,7 @@ func TestUnreadableRequestsAuthenticateFirst(t *testing.T) {
 	for _, tc := range []struct {
 		token  string
 		code   codes.Code
-		reason string
+		reason apierr.Reason
 		http   int
 	}{
 		{"", codes.Unauthenticated, apierr.ReasonUnauthenticated, http.StatusUnauthorized},
@@ -251,7 +252,7 @@ func TestUnreadableRequestsAuthenticateFirst(t *testing.T) {
 			ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tc.token)
 		}
 		err := conn.Invoke(ctx, "/agentplane.v1.TaskService/GetTask", []byte{0x0a, 0x01, 0xff}, &emptyMsg{}, grpc.ForceCodecV2(bytesCodec{}))
-		if status.Code(err) != tc.code || apierr.InfoOf(err).GetReason() != tc.reason {
+		if status.Code(err) != tc.code || reasons.Of(err) != tc.reason {
 			t.Errorf("gRPC, token %v: got %v, want %s %s", tc.token != "", err, tc.code, tc.reason)
 		}
 		req, _ := http.NewRequest(http.MethodGet, "http://"+in.HTTPAddr+"/v1/tasks/%ff", nil)
@@ -264,7 +265,7 @@ func TestUnreadableRequestsAuthenticateFirst(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != tc.http || !strings.Contains(string(body), `"reason":"`+tc.reason+`"`) {
+		if resp.StatusCode != tc.http || !strings.Contains(string(body), `"reason":"`+reasons.Wire(tc.reason)+`"`) {
 			t.Errorf("HTTP, token %v: got %d %s, want %d %s", tc.token != "", resp.StatusCode, body, tc.http, tc.reason)
 		}
 	}

@@ -81,7 +81,7 @@ func twice[T proto.Message](t *testing.T, what string, call func() (T, error)) T
 
 func wantReused(t *testing.T, what string, err error) {
 	t.Helper()
-	if status.Code(err) != codes.AlreadyExists || apierr.InfoOf(err).GetReason() != apierr.ReasonRequestIDReused {
+	if status.Code(err) != codes.AlreadyExists || apierr.ReasonOf(err) != apierr.ReasonRequestIDReused {
 		t.Fatalf("%s with a reused request_id: %v; want ALREADY_EXISTS (%s)", what, err, apierr.ReasonRequestIDReused)
 	}
 }
@@ -132,7 +132,7 @@ func TestRetriedRuntimeWritesReturnTheFirstResult(t *testing.T) {
 	wantReused(t, "ResolveInterrupt", err)
 	resolve.RequestId = "approve-2"
 	_, err = e.hs.ResolveInterrupt(e.ctx, resolve)
-	if apierr.InfoOf(err).GetReason() != apierr.ReasonAlreadyResolved {
+	if apierr.ReasonOf(err) != apierr.ReasonAlreadyResolved {
 		t.Fatalf("a second resolution under a new request_id: %v; want %s", err, apierr.ReasonAlreadyResolved)
 	}
 
@@ -178,7 +178,7 @@ func TestRetriedRuntimeWritesReturnTheFirstResult(t *testing.T) {
 		t.Fatalf("CompleteTask: %v", done.GetTask().GetState())
 	}
 	_, err = e.c.CompleteTask(e.ctx, &agentplanev1.CompleteTaskRequest{Lease: ref, Output: &agentplanev1.TaskOutput{Text: "ok"}})
-	if apierr.InfoOf(err).GetReason() != apierr.ReasonTaskTerminal {
+	if apierr.ReasonOf(err) != apierr.ReasonTaskTerminal {
 		t.Fatalf("CompleteTask again without a request_id: %v; want %s", err, apierr.ReasonTaskTerminal)
 	}
 

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -75,7 +76,7 @@ func TestStartTaskRunsTheSameValidation(t *testing.T) {
 		t.Fatalf("ValidateSpec: %v %v", v, err)
 	}
 	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "r1", Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: "hi"})
-	if status.Code(err) != codes.InvalidArgument || apierr.InfoOf(err).GetReason() != apierr.ReasonSpecInvalid {
+	if status.Code(err) != codes.InvalidArgument || reasons.Of(err) != apierr.ReasonSpecInvalid {
 		t.Fatalf("StartTask: want INVALID_ARGUMENT spec.invalid, got %v", err)
 	}
 	var got []*agentplanev1.SpecViolation
@@ -140,7 +141,7 @@ func TestListRulesPages(t *testing.T) {
 	}
 	for _, bad := range []string{"x", "-1", "100000"} {
 		_, err := in.Client.Spec.ListRules(ctx, &agentplanev1.ListRulesRequest{PageToken: bad})
-		if apierr.InfoOf(err).GetReason() != apierr.ReasonPageTokenInvalid {
+		if reasons.Of(err) != apierr.ReasonPageTokenInvalid {
 			t.Errorf("token %q: want page_token.invalid, got %v", bad, err)
 		}
 	}
@@ -165,8 +166,8 @@ func TestDenseDocumentIsLimitExceeded(t *testing.T) {
 	doc := []byte(b.String())
 	check := func(what string, err error) {
 		t.Helper()
-		if status.Code(err) != codes.ResourceExhausted || apierr.InfoOf(err).GetReason() != apierr.ReasonResourceExhausted {
-			t.Fatalf("%s: got %v (%v), want RESOURCE_EXHAUSTED limit.exceeded", what, err, apierr.InfoOf(err))
+		if status.Code(err) != codes.ResourceExhausted || reasons.Of(err) != apierr.ReasonResourceExhausted {
+			t.Fatalf("%s: got %v (%v), want RESOURCE_EXHAUSTED limit.exceeded", what, err, reasons.Info(err))
 		}
 		var found bool
 		for _, d := range status.Convert(err).Details() {
@@ -204,7 +205,7 @@ func TestStartTaskBadPolicyKeepsItsDetail(t *testing.T) {
 		InterruptPolicy: &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Predicate{
 			Predicate: &agentplanev1.PredicatePolicy{Expression: "tool_name ==="}}},
 	})
-	if status.Code(err) != codes.InvalidArgument || apierr.InfoOf(err).GetReason() != apierr.ReasonPolicyInvalid {
+	if status.Code(err) != codes.InvalidArgument || reasons.Of(err) != apierr.ReasonPolicyInvalid {
 		t.Fatalf("got %v, want INVALID_ARGUMENT policy.invalid", err)
 	}
 	st := status.Convert(err)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -58,8 +59,20 @@ func (x *taskService) ListTasks(ctx context.Context, req *agentplanev1.ListTasks
 		PageSize:  int(req.GetPageSize()),
 		PageToken: req.GetPageToken(),
 		States:    req.GetStates(),
-		Labels:    req.GetLabels(),
 		Queue:     req.GetQueue(),
+	}
+	for _, sel := range req.GetLabelSelector() {
+		k, v, ok := strings.Cut(sel, "=")
+		if !ok || k == "" {
+			return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "label_selector %q is not key=value", sel)
+		}
+		if _, dup := q.Labels[k]; dup {
+			return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "label_selector names label %q twice", k)
+		}
+		if q.Labels == nil {
+			q.Labels = map[string]string{}
+		}
+		q.Labels[k] = v
 	}
 	for _, b := range []struct {
 		name string

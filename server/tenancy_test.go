@@ -38,6 +38,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server"
@@ -223,7 +224,7 @@ func gatedPolicy() *agentplanev1.InterruptPolicy {
 	}}
 }
 
-func reasonOf(err error) string { return apierr.InfoOf(err).GetReason() }
+func reasonOf(err error) apierr.Reason { return reasons.Of(err) }
 
 // sameFailure describes how got differs from want (both status errors), "" when they
 // carry the same code, ErrorInfo reason and metadata, and the same message once each
@@ -232,7 +233,7 @@ func sameFailure(got error, gotID string, want error, wantID string) string {
 	gs, ws := status.Convert(got), status.Convert(want)
 	gm := strings.ReplaceAll(gs.Message(), gotID, "<id>")
 	wm := strings.ReplaceAll(ws.Message(), wantID, "<id>")
-	gi, wi := apierr.InfoOf(got), apierr.InfoOf(want)
+	gi, wi := reasons.Info(got), reasons.Info(want)
 	switch {
 	case gs.Code() != ws.Code():
 		return fmt.Sprintf("code %v, an absent id gets %v", gs.Code(), ws.Code())
@@ -542,7 +543,7 @@ func (r *tenancyRun) checkNoLeak(method string, caller *actor, owner string, err
 	if strings.Contains(msg, owner) {
 		r.t.Errorf("%s by %v: the error names tenant %q: %q", method, caller, owner, msg)
 	}
-	for k, v := range apierr.InfoOf(err).GetMetadata() {
+	for k, v := range reasons.Info(err).GetMetadata() {
 		if strings.Contains(k+"="+v, owner) {
 			r.t.Errorf("%s by %v: ErrorInfo metadata names tenant %q: %s=%s", method, caller, owner, k, v)
 		}
@@ -1421,7 +1422,7 @@ func TestHTTPRequiresCredentials(t *testing.T) {
 		path := fillPath(tmpl)
 		for _, authz := range []string{"", "Bearer " + auth.TokenPrefix + "unknown", "Basic YWxpY2U6c2VjcmV0"} {
 			code, body := do(method, path, authz)
-			if code != http.StatusUnauthorized || !strings.Contains(body, apierr.ReasonUnauthenticated) {
+			if code != http.StatusUnauthorized || !strings.Contains(body, reasons.Wire(apierr.ReasonUnauthenticated)) {
 				t.Errorf("%s %s (%s) with Authorization %q: %d %s, want 401 with %s",
 					method, path, rule.Selector, authz, code, body, apierr.ReasonUnauthenticated)
 			}

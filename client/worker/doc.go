@@ -49,9 +49,12 @@
 // # Transport errors
 //
 // LeaseTasks, Heartbeat and AwaitDecision are retried with exponential backoff on
-// transient errors (UNAVAILABLE and the like). Writes (ReportEvents, CheckToolCall,
+// transient errors (IsTransient): an agentplane error that carries a RetryInfo (its
+// reason is declared retryable: server.unavailable, store.unavailable,
+// limit.concurrency, deadline.exceeded), or a transport error without an agentplane
+// ErrorInfo (UNAVAILABLE and the like). Writes (ReportEvents, CheckToolCall,
 // Complete, ...) are not retried, since repeating one could apply it twice; their error
-// goes to the handler. A permanent LeaseTasks error (UNIMPLEMENTED, UNAUTHENTICATED,
-// PERMISSION_DENIED, INVALID_ARGUMENT) stops the worker: Run drains the running tasks
-// and returns it.
+// goes to the handler. Any other LeaseTasks error (UNAUTHENTICATED, PERMISSION_DENIED,
+// INVALID_ARGUMENT, limit.exceeded, internal) stops the worker: Run drains the running
+// tasks and returns it.
 package worker

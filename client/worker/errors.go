@@ -7,7 +7,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/api/reasons"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
 var (
@@ -50,21 +51,31 @@ func stopCause(err error) error {
 	if status.Code(err) != codes.FailedPrecondition {
 		return nil
 	}
-	switch apierr.InfoOf(err).GetReason() {
-	case apierr.ReasonLeaseLost:
+	switch reasons.Of(err) {
+	case agentplanev1.ErrorReason_ERROR_REASON_LEASE_LOST:
 		return ErrLeaseLost
-	case apierr.ReasonTaskTerminal:
+	case agentplanev1.ErrorReason_ERROR_REASON_TASK_TERMINAL:
 		return ErrCanceled
 	}
 	return nil
 }
 
 // IsTransient reports whether a failed idempotent call (a poll, a read, a stream) is
-// worth repeating after a backoff: the server may be restarting or overloaded.
+// worth repeating after a backoff. An agentplane error says so itself: it is transient
+// when it carries a google.rpc.RetryInfo (its reason is declared retryable), whatever
+// its code, so a permanent limit (limit.exceeded, RESOURCE_EXHAUSTED) is not retried
+// while limit.concurrency is. An error without an agentplane ErrorInfo comes from the
+// transport or a proxy: it is transient when its code says the server may be
+// restarting or unreachable.
 func IsTransient(err error) bool {
+	if _, retry := reasons.RetryAfter(err); retry {
+		return true
+	}
+	if reasons.Info(err) != nil {
+		return false
+	}
 	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Aborted,
-		codes.Internal, codes.Unknown:
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.Internal, codes.Unknown:
 		return true
 	}
 	return false

@@ -3,7 +3,9 @@ package layering
 import (
 	"encoding/json"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -15,8 +17,8 @@ const module = "github.com/agentplane/agentplane"
 func rank(pkg string) (int, bool) {
 	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
 	switch {
-	case strings.HasPrefix(rel, "gen/"):
-		return 0, true // storage messages embed API messages
+	case strings.HasPrefix(rel, "gen/") || strings.HasPrefix(rel, "api/"):
+		return 0, true // the published API: generated code and api/reasons, which reads it
 	case rel == "gates" || strings.HasPrefix(rel, "gates/"):
 		return 1, false // pure decisions: below everything but gen, so config can validate with them
 	case rel == "server/apierr" || rel == "server/config":
@@ -46,8 +48,10 @@ func forbidden(from, to string) string {
 	switch {
 	case (f == "gates" || strings.HasPrefix(f, "gates/")) && !strings.HasPrefix(t, "gen/") && !strings.HasPrefix(t, "gates"):
 		return "gates is pure: it may import only gen"
-	case (f == "client" || strings.HasPrefix(f, "client/")) && strings.HasPrefix(t, "server/") && t != "server/apierr":
-		return "the client must not depend on the server's internals"
+	case (f == "client" || strings.HasPrefix(f, "client/")) && (t == "server" || strings.HasPrefix(t, "server/")):
+		return "the client (the Go SDK) must not depend on the server: it reads errors with api/reasons"
+	case (f == "api" || strings.HasPrefix(f, "api/")) && !strings.HasPrefix(t, "gen/agentplane/v1"):
+		return "api/ is the published API: it may import only gen/agentplane/v1"
 	case strings.HasPrefix(f, "server/") && f != "server/servertest" && (t == "client" || strings.HasPrefix(t, "client/")):
 		return "domain packages must not call the API through the client"
 	}
@@ -144,5 +148,27 @@ func TestCtlDoesNotLinkTheServer(t *testing.T) {
 	}
 	if linked == 0 {
 		t.Fatal("cmd/ctl links no server package at all; is the module path right?")
+	}
+}
+
+// TestPublishedProtosAreTheAPIOnly: proto/ is what clients generate from and what
+// api/image.binpb holds, so it declares package agentplane.v1 only; the store's
+// on-disk messages live in server/store/proto.
+func TestPublishedProtosAreTheAPIOnly(t *testing.T) {
+	files, err := filepath.Glob("../../proto/*/*/*.proto")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no protos under proto/ (%v)", err)
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(src), "\npackage agentplane.v1;\n") {
+			t.Errorf("%s is in the published module but is not package agentplane.v1", f)
+		}
+	}
+	if all, _ := filepath.Glob("../../proto/*/*/*/*.proto"); len(all) > 0 {
+		t.Errorf("protos nested deeper than proto/agentplane/v1: %v", all)
 	}
 }

@@ -1,5 +1,6 @@
-// Package apierr is the error vocabulary of agentplane: every error a caller can see
-// carries a gRPC code and a stable reason (google.rpc.ErrorInfo, domain "agentplane").
+// Package apierr is how the server writes errors: every error a caller can see carries
+// a gRPC code and a reason declared in proto/agentplane/v1/errors.proto
+// (google.rpc.ErrorInfo, domain "agentplane"; see package api/reasons).
 //
 // Domain packages return *Error values (or wrap them); the server boundary turns any
 // error into a gRPC status with ToStatus. Errors that are not *Error become Internal
@@ -12,69 +13,65 @@ import (
 	"errors"
 	"fmt"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/protoadapt"
+
+	"github.com/agentplane/agentplane/api/reasons"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
 // Domain is the ErrorInfo domain of every agentplane error.
-const Domain = "agentplane"
+const Domain = reasons.Domain
 
-// Stable reasons. A reason names what went wrong, not where; clients branch on it.
+// Reason is a declared error reason (agentplane.v1.ErrorReason). Only the constants
+// below are used: a reason proto/agentplane/v1/errors.proto does not declare cannot
+// be written (reasons.Status panics on one, and TestEveryReasonIsDeclared checks the
+// sources).
+type Reason = reasons.Reason
+
+// The reasons the server produces, by their Go names. What each means, its codes and
+// whether it is retryable are declared in proto/agentplane/v1/errors.proto
+// (docs/errors.md is generated from it).
 const (
-	ReasonInvalidArgument = "request.invalid"
-	// ReasonRequestMalformed: the request could not be read at all: not protobuf,
-	// truncated, invalid UTF-8 in a string, malformed JSON over HTTP.
-	ReasonRequestMalformed = "request.malformed"
-	// ReasonRouteNotFound: an HTTP path or method the API does not have.
-	ReasonRouteNotFound        = "route.not_found"
-	ReasonSpecInvalid          = "spec.invalid"
-	ReasonTaskNotFound         = "task.not_found"
-	ReasonTaskTerminal         = "task.terminal"
-	ReasonTaskState            = "task.wrong_state"
-	ReasonRequestIDReused      = "task.request_id_reused"
-	ReasonInterruptNotFound    = "interrupt.not_found"
-	ReasonAlreadyResolved      = "interrupt.already_resolved"
-	ReasonArgsMismatch         = "interrupt.args_mismatch"
-	ReasonEditInvalid          = "interrupt.edit_invalid"
-	ReasonLeaseLost            = "lease.lost"
-	ReasonLockedKey            = "config.locked_key"
-	ReasonComplianceDenied     = "compliance.denied"
-	ReasonRuleNotFound         = "rule.not_found"
-	ReasonResourceExhausted    = "limit.exceeded"
-	ReasonUnimplemented        = "unimplemented"
-	ReasonUnauthenticated      = "auth.unauthenticated"
-	ReasonPermissionDenied     = "auth.permission_denied"
-	ReasonUnavailable          = "server.unavailable"
-	ReasonInternal             = "internal"
-	ReasonPolicyInvalid        = "policy.invalid"
-	ReasonPageTokenInvalid     = "page_token.invalid"
-	ReasonStoreSchemaMismatch  = "store.schema_mismatch"
-	ReasonDeadlineExceeded     = "deadline.exceeded"
-	ReasonCanceled             = "request.canceled"
-	ReasonVerdictInvalid       = "verdict.invalid"
-	ReasonObligationInvalid    = "obligation.invalid"
-	ReasonEventInvalid         = "event.invalid"
-	ReasonTaskAlreadyCompleted = "task.already_ended"
-	ReasonObligationNotFound   = "obligation.not_found"
-	// ReasonToolCallNotApproved: a runtime reported a tool call that no decision lets
-	// run (never checked, pending, rejected, other arguments, or already reported).
-	ReasonToolCallNotApproved = "tool_call.not_approved"
-	// ReasonConcurrencyLimit: the caller already has as many calls, watches or awaits
-	// open as the deployment allows one principal (ErrorInfo metadata kind and limit);
-	// retry once one of them ends.
-	ReasonConcurrencyLimit = "limit.concurrency"
-	// ReasonStoreUnavailable: the store refuses writes after a failed write or sync
-	// (disk full, I/O error) until it has recovered; retry with backoff.
-	ReasonStoreUnavailable = "store.unavailable"
+	ReasonInvalidArgument     = agentplanev1.ErrorReason_ERROR_REASON_REQUEST_INVALID
+	ReasonSpecInvalid         = agentplanev1.ErrorReason_ERROR_REASON_SPEC_INVALID
+	ReasonTaskNotFound        = agentplanev1.ErrorReason_ERROR_REASON_TASK_NOT_FOUND
+	ReasonTaskTerminal        = agentplanev1.ErrorReason_ERROR_REASON_TASK_TERMINAL
+	ReasonTaskState           = agentplanev1.ErrorReason_ERROR_REASON_TASK_WRONG_STATE
+	ReasonRequestIDReused     = agentplanev1.ErrorReason_ERROR_REASON_TASK_REQUEST_ID_REUSED
+	ReasonInterruptNotFound   = agentplanev1.ErrorReason_ERROR_REASON_INTERRUPT_NOT_FOUND
+	ReasonAlreadyResolved     = agentplanev1.ErrorReason_ERROR_REASON_INTERRUPT_ALREADY_RESOLVED
+	ReasonArgsMismatch        = agentplanev1.ErrorReason_ERROR_REASON_INTERRUPT_ARGS_MISMATCH
+	ReasonEditInvalid         = agentplanev1.ErrorReason_ERROR_REASON_INTERRUPT_EDIT_INVALID
+	ReasonLeaseLost           = agentplanev1.ErrorReason_ERROR_REASON_LEASE_LOST
+	ReasonLockedKey           = agentplanev1.ErrorReason_ERROR_REASON_CONFIG_LOCKED_KEY
+	ReasonComplianceDenied    = agentplanev1.ErrorReason_ERROR_REASON_COMPLIANCE_DENIED
+	ReasonRuleNotFound        = agentplanev1.ErrorReason_ERROR_REASON_RULE_NOT_FOUND
+	ReasonResourceExhausted   = agentplanev1.ErrorReason_ERROR_REASON_LIMIT_EXCEEDED
+	ReasonUnauthenticated     = agentplanev1.ErrorReason_ERROR_REASON_AUTH_UNAUTHENTICATED
+	ReasonPermissionDenied    = agentplanev1.ErrorReason_ERROR_REASON_AUTH_PERMISSION_DENIED
+	ReasonUnavailable         = agentplanev1.ErrorReason_ERROR_REASON_SERVER_UNAVAILABLE
+	ReasonInternal            = agentplanev1.ErrorReason_ERROR_REASON_INTERNAL
+	ReasonPolicyInvalid       = agentplanev1.ErrorReason_ERROR_REASON_POLICY_INVALID
+	ReasonPageTokenInvalid    = agentplanev1.ErrorReason_ERROR_REASON_PAGE_TOKEN_INVALID
+	ReasonStoreSchemaMismatch = agentplanev1.ErrorReason_ERROR_REASON_STORE_SCHEMA_MISMATCH
+	ReasonDeadlineExceeded    = agentplanev1.ErrorReason_ERROR_REASON_DEADLINE_EXCEEDED
+	ReasonCanceled            = agentplanev1.ErrorReason_ERROR_REASON_REQUEST_CANCELED
+	ReasonVerdictInvalid      = agentplanev1.ErrorReason_ERROR_REASON_VERDICT_INVALID
+	ReasonEventInvalid        = agentplanev1.ErrorReason_ERROR_REASON_EVENT_INVALID
+	ReasonObligationNotFound  = agentplanev1.ErrorReason_ERROR_REASON_OBLIGATION_NOT_FOUND
+	ReasonToolCallNotApproved = agentplanev1.ErrorReason_ERROR_REASON_TOOL_CALL_NOT_APPROVED
+	ReasonConcurrencyLimit    = agentplanev1.ErrorReason_ERROR_REASON_LIMIT_CONCURRENCY
+	ReasonStoreUnavailable    = agentplanev1.ErrorReason_ERROR_REASON_STORE_UNAVAILABLE
+	ReasonRequestMalformed    = agentplanev1.ErrorReason_ERROR_REASON_REQUEST_MALFORMED
+	ReasonRouteNotFound       = agentplanev1.ErrorReason_ERROR_REASON_ROUTE_NOT_FOUND
 )
 
 // Error is an error a client may see.
 type Error struct {
 	Code    codes.Code
-	Reason  string
+	Reason  Reason
 	Message string
 	// Metadata is copied into ErrorInfo.metadata.
 	Metadata map[string]string
@@ -85,12 +82,12 @@ type Error struct {
 }
 
 // New returns an Error with a formatted message.
-func New(code codes.Code, reason, format string, args ...any) *Error {
+func New(code codes.Code, reason Reason, format string, args ...any) *Error {
 	return &Error{Code: code, Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
 // Wrap returns an Error that keeps cause for logs and errors.Is.
-func Wrap(cause error, code codes.Code, reason, format string, args ...any) *Error {
+func Wrap(cause error, code codes.Code, reason Reason, format string, args ...any) *Error {
 	e := New(code, reason, format, args...)
 	e.cause = cause
 	return e
@@ -113,9 +110,9 @@ func (e *Error) WithMetadata(k, v string) *Error {
 
 func (e *Error) Error() string {
 	if e.cause != nil {
-		return fmt.Sprintf("%s (%s): %s: %v", e.Code, e.Reason, e.Message, e.cause)
+		return fmt.Sprintf("%s (%s): %s: %v", e.Code, reasons.Wire(e.Reason), e.Message, e.cause)
 	}
-	return fmt.Sprintf("%s (%s): %s", e.Code, e.Reason, e.Message)
+	return fmt.Sprintf("%s (%s): %s", e.Code, reasons.Wire(e.Reason), e.Message)
 }
 
 // Unwrap returns the cause.
@@ -129,34 +126,35 @@ func (e *Error) Is(target error) bool {
 }
 
 // HasReason reports whether err is (or wraps) an *Error with the given reason.
-func HasReason(err error, reason string) bool {
+func HasReason(err error, reason Reason) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Reason == reason
 }
 
-// ReasonOf returns the reason of err, or "" when err is not an *Error.
-func ReasonOf(err error) string {
+// ReasonOf returns the reason of err, or ERROR_REASON_UNSPECIFIED when err is not an
+// *Error.
+func ReasonOf(err error) Reason {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Reason
 	}
-	return ""
+	return agentplanev1.ErrorReason_ERROR_REASON_UNSPECIFIED
 }
 
 // Shorthands for the common codes.
 
 // InvalidArgument is a bad request.
-func InvalidArgument(reason, format string, args ...any) *Error {
+func InvalidArgument(reason Reason, format string, args ...any) *Error {
 	return New(codes.InvalidArgument, reason, format, args...)
 }
 
 // NotFound is a missing (or another tenant's) resource.
-func NotFound(reason, format string, args ...any) *Error {
+func NotFound(reason Reason, format string, args ...any) *Error {
 	return New(codes.NotFound, reason, format, args...)
 }
 
 // FailedPrecondition is a request that cannot apply to the resource's current state.
-func FailedPrecondition(reason, format string, args ...any) *Error {
+func FailedPrecondition(reason Reason, format string, args ...any) *Error {
 	return New(codes.FailedPrecondition, reason, format, args...)
 }
 
@@ -165,13 +163,8 @@ func ResourceExhausted(format string, args ...any) *Error {
 	return New(codes.ResourceExhausted, ReasonResourceExhausted, format, args...)
 }
 
-// Unimplemented names what is missing.
-func Unimplemented(format string, args ...any) *Error {
-	return New(codes.Unimplemented, ReasonUnimplemented, format, args...)
-}
-
 // ToStatus converts any error into a gRPC status. *Error keeps its code, reason,
-// message and details; a context error keeps its code; anything else is Internal with
+// message and details (and gains a RetryInfo when its reason is retryable); a context error keeps its code; anything else is Internal with
 // a generic message (log the original). The second result is false when err was not
 // a recognised client error and should be logged.
 func ToStatus(err error) (*status.Status, bool) {
@@ -180,15 +173,7 @@ func ToStatus(err error) (*status.Status, bool) {
 	}
 	var e *Error
 	if errors.As(err, &e) {
-		st := status.New(e.Code, e.Message)
-		details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Domain: Domain, Reason: e.Reason, Metadata: e.Metadata}}
-		for _, d := range e.Details {
-			details = append(details, protoadapt.MessageV1Of(d))
-		}
-		if withDetails, derr := st.WithDetails(details...); derr == nil {
-			st = withDetails
-		}
-		return st, true
+		return reasons.Status(e.Code, e.Reason, e.Message, e.Metadata, e.Details...), true
 	}
 	if st, ok := status.FromError(err); ok && st.Code() != codes.Unknown {
 		return st, true
@@ -201,18 +186,4 @@ func ToStatus(err error) (*status.Status, bool) {
 	}
 	st, _ := ToStatus(New(codes.Internal, ReasonInternal, "internal error"))
 	return st, false
-}
-
-// InfoOf extracts the ErrorInfo of a status error (client side), or nil.
-func InfoOf(err error) *errdetails.ErrorInfo {
-	st, ok := status.FromError(err)
-	if !ok {
-		return nil
-	}
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok {
-			return info
-		}
-	}
-	return nil
 }

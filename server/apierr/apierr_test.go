@@ -8,6 +8,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/agentplane/agentplane/api/reasons"
 )
 
 func TestToStatusKeepsCodeReasonAndDetails(t *testing.T) {
@@ -16,8 +18,8 @@ func TestToStatusKeepsCodeReasonAndDetails(t *testing.T) {
 	if !known || st.Code() != codes.NotFound || st.Message() != `task "t1" not found` {
 		t.Fatalf("got %v %v", st, known)
 	}
-	info := InfoOf(st.Err())
-	if info.GetDomain() != Domain || info.GetReason() != ReasonTaskNotFound || info.GetMetadata()["task_id"] != "t1" {
+	info := reasons.Info(st.Err())
+	if info.GetDomain() != Domain || info.GetReason() != "task.not_found" || info.GetMetadata()["task_id"] != "t1" {
 		t.Fatalf("ErrorInfo = %v", info)
 	}
 }
@@ -27,8 +29,8 @@ func TestToStatusMasksUnknownErrors(t *testing.T) {
 	if known || st.Code() != codes.Internal || st.Message() != "internal error" {
 		t.Fatalf("internal detail must not reach the client: %v %v", st, known)
 	}
-	if InfoOf(st.Err()).GetReason() != ReasonInternal {
-		t.Fatalf("reason = %v", InfoOf(st.Err()))
+	if reasons.Of(st.Err()) != ReasonInternal {
+		t.Fatalf("reason = %v", reasons.Info(st.Err()))
 	}
 }
 
@@ -53,7 +55,7 @@ func TestIsMatchesByReason(t *testing.T) {
 	if !errors.Is(err, New(codes.Unknown, ReasonLeaseLost, "")) || !HasReason(err, ReasonLeaseLost) || ReasonOf(err) != ReasonLeaseLost {
 		t.Fatal("reason matching failed")
 	}
-	if HasReason(err, ReasonTaskNotFound) || ReasonOf(errors.New("x")) != "" {
+	if HasReason(err, ReasonTaskNotFound) || ReasonOf(errors.New("x")) != 0 {
 		t.Fatal("matched the wrong reason")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/config"
@@ -246,14 +247,14 @@ func TestAuthorizeErrorsCarryReasons(t *testing.T) {
 		md     []string
 		method string
 		code   codes.Code
-		reason string
+		reason apierr.Reason
 	}{
 		{"no credentials", nil, agentplanev1.TaskService_GetTask_FullMethodName, codes.Unauthenticated, apierr.ReasonUnauthenticated},
 		{"not bearer", []string{"authorization", "Basic " + ts.user}, agentplanev1.TaskService_GetTask_FullMethodName, codes.Unauthenticated, apierr.ReasonUnauthenticated},
 		{"empty bearer", []string{"authorization", "Bearer "}, agentplanev1.TaskService_GetTask_FullMethodName, codes.Unauthenticated, apierr.ReasonUnauthenticated},
 		{"two headers", []string{"authorization", "Bearer " + ts.user, "authorization", "Bearer " + ts.admin}, agentplanev1.TaskService_GetTask_FullMethodName, codes.Unauthenticated, apierr.ReasonUnauthenticated},
 		{"role missing", []string{"authorization", "Bearer " + ts.user}, agentplanev1.HitlService_ResolveInterrupt_FullMethodName, codes.PermissionDenied, apierr.ReasonPermissionDenied},
-		{"lower-case scheme", []string{"authorization", "bearer " + ts.user}, agentplanev1.TaskService_GetTask_FullMethodName, codes.OK, ""},
+		{"lower-case scheme", []string{"authorization", "bearer " + ts.user}, agentplanev1.TaskService_GetTask_FullMethodName, codes.OK, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -268,8 +269,8 @@ func TestAuthorizeErrorsCarryReasons(t *testing.T) {
 				}
 				return
 			}
-			info := apierr.InfoOf(err)
-			if statusCode(err) != tt.code || info == nil || info.GetReason() != tt.reason || info.GetDomain() != apierr.Domain {
+			info := reasons.Info(err)
+			if statusCode(err) != tt.code || info == nil || reasons.Parse(info.GetReason()) != tt.reason || info.GetDomain() != apierr.Domain {
 				t.Fatalf("got %v (info %v), want %s %s", err, info, tt.code, tt.reason)
 			}
 		})

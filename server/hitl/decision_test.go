@@ -82,7 +82,7 @@ func TestDecideResolve(t *testing.T) {
 		args     *structpb.Value
 		digest   string
 		code     codes.Code
-		reason   string
+		reason   apierr.Reason
 		fieldErr []string
 	}{
 		{name: "approve", in: in, req: approveReq(nil), typ: agentplanev1.DecisionType_DECISION_TYPE_APPROVE, args: args, digest: in.GetArgsDigest()},

@@ -55,6 +55,12 @@ const (
 	ReasonInvalidCallArgs = "call.args_invalid"
 )
 
+// GateReasons is every reason above. With gates.AlwaysGatedReasons, they are the
+// closed set the comment on ToolGated.reason in hitl.proto lists (a test keeps them
+// equal).
+var GateReasons = []string{ReasonNoPolicy, ReasonNotMatched, ReasonAllowlist, ReasonDenylist, ReasonPredicate,
+	ReasonPredicateError, ReasonPolicyBroken, ReasonHITLDisabled, ReasonInvalidCallArgs}
+
 // PolicyKind is the kind of a compiled policy.
 type PolicyKind int
 

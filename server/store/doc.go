@@ -19,8 +19,9 @@
 //   - Every key starts with the tenant. A lookup in one tenant never returns another
 //     tenant's data; a scan never crosses into another tenant's range.
 //
-// Values are agentplane.storage.v1 messages (gen/agentplane/storage/v1), never the
-// public API messages themselves, so disk and wire can evolve apart.
+// Values are agentplane.storage.v1 messages (server/store/proto, generated into
+// server/store/gen; not part of the published API), never the public API messages
+// themselves, so disk and wire can evolve apart.
 //
 // Errors: a missing record is an *apierr.Error with code NotFound and the resource's
 // reason (task.not_found, interrupt.not_found); a closed store is Unavailable; a store

@@ -5,8 +5,8 @@ import (
 	"io"
 	"time"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/store/schema"
 )
 

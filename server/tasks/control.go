@@ -6,10 +6,10 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/hitl"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 )
 
 // maxReasonBytes bounds a caller's cancel reason.
@@ -47,7 +47,7 @@ func (m *Manager) Cancel(ctx context.Context, tenant, taskID, principal, reason 
 		}}); err != nil {
 			return err
 		}
-		if err := op.SetState(agentplanev1.TaskState_TASK_STATE_CANCELED, "canceled"); err != nil {
+		if err := op.SetState(agentplanev1.TaskState_TASK_STATE_CANCELED, StateCanceled); err != nil {
 			return err
 		}
 		return current(op, nil)
@@ -126,7 +126,7 @@ func (m *Manager) Continue(ctx context.Context, tenant, taskID, principal, messa
 			return id == pause.GetInterrupt().GetInterruptId()
 		})
 		rec.ContinueMessages = append(rec.ContinueMessages, message)
-		if err := op.Resume("continued"); err != nil {
+		if err := op.Resume(StateContinued); err != nil {
 			return err
 		}
 		return current(op, nil)

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 )
 
 // View is how much of a task a read returns: BASIC leaves the submitted inline spec

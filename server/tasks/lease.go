@@ -10,13 +10,14 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 )
 
-// Failure reasons set on TaskFailure.reason by the control plane.
+// Failure reasons set on TaskFailure.reason by the control plane (task.proto lists
+// them; any other TaskFailure.reason is a runtime's).
 const (
 	// FailureAttemptsExhausted: the task's leases were lost (or failed with retry)
 	// Config.MaxAttempts times in a row.
@@ -24,6 +25,29 @@ const (
 	// FailureRuntime is the default reason of FailTask.
 	FailureRuntime = "runtime.error"
 )
+
+// FailureReasons are the TaskFailure reasons the control plane itself writes.
+var FailureReasons = []string{FailureAttemptsExhausted, FailureRuntime}
+
+// Reasons written into StateChanged.reason. The comment on StateChanged.reason in
+// task.proto lists the same closed set (a test keeps them equal); a move to FAILED
+// carries the TaskFailure reason instead.
+const (
+	StateLeased            = "leased"
+	StateLeaseRequeued     = "lease.requeued"
+	StateInterruptRaised   = "interrupt.raised"
+	StateInterruptPending  = "interrupt.pending"
+	StateInterruptResolved = "interrupt.resolved"
+	StateSuspended         = "task.suspended"
+	StateTurnEnded         = "turn.ended"
+	StateContinued         = "continued"
+	StateCompleted         = "completed"
+	StateCanceled          = "canceled"
+)
+
+// StateReasons is every State* reason.
+var StateReasons = []string{StateLeased, StateLeaseRequeued, StateInterruptRaised, StateInterruptPending,
+	StateInterruptResolved, StateSuspended, StateTurnEnded, StateContinued, StateCompleted, StateCanceled}
 
 // maxLeaseBatch caps LeaseRequest.MaxTasks.
 const maxLeaseBatch = 64
@@ -218,7 +242,7 @@ func (o *Op) grant(runtimeID, leaseID string) error {
 		GrantTime: timestamppb.New(o.now),
 		Deadline:  timestamppb.New(o.now.Add(o.m.cfg.LeaseTTL)),
 	}
-	if err := o.SetState(agentplanev1.TaskState_TASK_STATE_WORKING, "leased"); err != nil {
+	if err := o.SetState(agentplanev1.TaskState_TASK_STATE_WORKING, StateLeased); err != nil {
 		return err
 	}
 	return o.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Lease{Lease: &agentplanev1.LeaseChanged{

@@ -270,7 +270,7 @@ func TestLeaseTasksValidation(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := h.m.LeaseTasks(ctx, req)
-			wantErr(t, err, codes.InvalidArgument, "")
+			wantErr(t, err, codes.InvalidArgument, 0)
 		})
 	}
 }

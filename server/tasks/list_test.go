@@ -7,9 +7,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 )
 
 func ids(tasks []*agentplanev1.Task) []string {
@@ -102,7 +102,7 @@ func TestList(t *testing.T) {
 	t.Run("bad queries", func(t *testing.T) {
 		for _, q := range []ListQuery{{PageSize: -1}, {CreatedAfter: created[3], CreatedBefore: created[1]}} {
 			_, _, err := h.m.List(ctx, "acme", q)
-			wantErr(t, err, codes.InvalidArgument, "")
+			wantErr(t, err, codes.InvalidArgument, 0)
 		}
 	})
 }

@@ -59,7 +59,7 @@ func TestPurge(t *testing.T) {
 		t.Fatalf("stats after purge = %+v, %v", st, err)
 	}
 	_, err = h.m.Purge(ctx, 0, false)
-	wantErr(t, err, codes.InvalidArgument, "")
+	wantErr(t, err, codes.InvalidArgument, 0)
 }
 
 func TestPurgeInBatches(t *testing.T) {

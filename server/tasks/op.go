@@ -9,11 +9,11 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 )
 
 // Op is one change to one task inside one store transaction. It buffers the events
@@ -326,9 +326,9 @@ func (o *Op) lostAttempt(what string) error {
 		return o.SetState(agentplanev1.TaskState_TASK_STATE_FAILED, FailureAttemptsExhausted)
 	}
 	if len(o.rec.GetPendingInterruptIds()) > 0 {
-		return o.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "interrupt.pending")
+		return o.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, StateInterruptPending)
 	}
-	return o.Resume("lease.requeued")
+	return o.Resume(StateLeaseRequeued)
 }
 
 // flush writes the record and the events and arranges what follows the commit.

@@ -11,10 +11,10 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/store/pagetoken"
 )
 

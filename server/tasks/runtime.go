@@ -9,11 +9,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 )
 
 // maxFailureMessage bounds FailTask's message as stored.
@@ -197,7 +197,7 @@ func (m *Manager) Pause(ctx context.Context, ref *agentplanev1.LeaseRef, req Req
 		if err := op.ReleaseLease(agentplanev1.LeaseChangeKind_LEASE_CHANGE_KIND_RELEASED); err != nil {
 			return err
 		}
-		return op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "turn.ended")
+		return op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, StateTurnEnded)
 	}, func(op *Op, a *storagev1.AppliedRequest) error {
 		rec, err := op.Writer().GetInterrupt(op.rec.GetTenant(), a.GetResultId())
 		in = rec.GetInterrupt()
@@ -221,7 +221,7 @@ func (m *Manager) Complete(ctx context.Context, ref *agentplanev1.LeaseRef, req 
 		if err := op.ReleaseLease(agentplanev1.LeaseChangeKind_LEASE_CHANGE_KIND_RELEASED); err != nil {
 			return err
 		}
-		return op.SetState(agentplanev1.TaskState_TASK_STATE_COMPLETED, "completed")
+		return op.SetState(agentplanev1.TaskState_TASK_STATE_COMPLETED, StateCompleted)
 	})
 }
 

@@ -54,7 +54,7 @@ func TestStartRefusesBadParams(t *testing.T) {
 			p := params("acme")
 			tc.mod(&p)
 			_, _, err := h.m.Start(ctx, p)
-			wantErr(t, err, tc.code, "")
+			wantErr(t, err, tc.code, 0)
 		})
 	}
 	if tasks, _, _ := h.m.List(ctx, "acme", ListQuery{}); len(tasks) != 0 {

@@ -7,10 +7,10 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 )
 
 // watchPage is how many events a watcher reads from the store per transaction, so a

@@ -187,11 +187,11 @@ func TestWatchErrors(t *testing.T) {
 		tenant string
 		after  int64
 		code   codes.Code
-		reason string
+		reason apierr.Reason
 	}{
 		"other tenant":     {"beta", 0, codes.NotFound, apierr.ReasonTaskNotFound},
-		"negative":         {"acme", -1, codes.InvalidArgument, ""},
-		"beyond the end":   {"acme", 5, codes.InvalidArgument, ""},
+		"negative":         {"acme", -1, codes.InvalidArgument, 0},
+		"beyond the end":   {"acme", 5, codes.InvalidArgument, 0},
 		"other tenant end": {"beta", 5, codes.NotFound, apierr.ReasonTaskNotFound},
 	} {
 		t.Run(name, func(t *testing.T) {

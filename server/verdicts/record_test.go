@@ -11,11 +11,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/boltstore"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/tasks"
 )
 
@@ -127,7 +127,7 @@ func TestRecord(t *testing.T) {
 	for name, tc := range map[string]struct {
 		req    *agentplanev1.RecordVerdictRequest
 		code   codes.Code
-		reason string
+		reason apierr.Reason
 	}{
 		"not an evaluator": {&agentplanev1.RecordVerdictRequest{Lease: ref, Node: "sup", Result: &agentplanev1.VerdictResult{Verdict: "pass"}},
 			codes.FailedPrecondition, apierr.ReasonVerdictInvalid},

@@ -17,8 +17,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
-	"github.com/agentplane/agentplane/server/apierr"
 )
 
 // Ends recorded in State.Ends.
@@ -233,9 +233,9 @@ func (f *Server) End(taskID string) string {
 	return f.s.Ends[taskID]
 }
 
-func grpcErr(e *apierr.Error) error {
-	st, _ := apierr.ToStatus(e)
-	return st.Err()
+// grpcErr is the error the real server answers: code, declared reason, message.
+func grpcErr(c codes.Code, r reasons.Reason, format string, args ...any) error {
+	return reasons.Status(c, r, fmt.Sprintf(format, args...), nil).Err()
 }
 
 // LeaseTasks grants up to max_tasks queued leases, waiting up to wait for one.
@@ -294,14 +294,14 @@ func (f *Server) LeaseTasks(ctx context.Context, req *agentplanev1.LeaseTasksReq
 // fenced checks a lease ref; called with f.mu held.
 func (f *Server) fenced(ref *agentplanev1.LeaseRef) error {
 	if f.s.Lost[ref.GetLeaseId()] {
-		return grpcErr(apierr.FailedPrecondition(apierr.ReasonLeaseLost, "lease %s of task %s is no longer held", ref.GetLeaseId(), ref.GetTaskId()))
+		return grpcErr(codes.FailedPrecondition, agentplanev1.ErrorReason_ERROR_REASON_LEASE_LOST, "lease %s of task %s is no longer held", ref.GetLeaseId(), ref.GetTaskId())
 	}
 	cur := f.s.leases[ref.GetTaskId()]
 	if cur == nil || cur.GetLeaseId() != ref.GetLeaseId() || cur.GetEpoch() != ref.GetEpoch() {
-		return grpcErr(apierr.FailedPrecondition(apierr.ReasonLeaseLost, "lease %s (epoch %d) of task %s is not the current lease", ref.GetLeaseId(), ref.GetEpoch(), ref.GetTaskId()))
+		return grpcErr(codes.FailedPrecondition, agentplanev1.ErrorReason_ERROR_REASON_LEASE_LOST, "lease %s (epoch %d) of task %s is not the current lease", ref.GetLeaseId(), ref.GetEpoch(), ref.GetTaskId())
 	}
 	if _, ended := f.s.Ends[ref.GetTaskId()]; ended {
-		return grpcErr(apierr.FailedPrecondition(apierr.ReasonLeaseLost, "lease %s was released", ref.GetLeaseId()))
+		return grpcErr(codes.FailedPrecondition, agentplanev1.ErrorReason_ERROR_REASON_LEASE_LOST, "lease %s was released", ref.GetLeaseId())
 	}
 	return nil
 }
@@ -578,7 +578,7 @@ func (f *Server) CancelTask(_ context.Context, req *agentplanev1.CancelTaskReque
 		f.s.Canceled[id] = req.GetReason()
 		return &agentplanev1.CancelTaskResponse{Task: l.GetTask()}, nil
 	}
-	return nil, grpcErr(apierr.NotFound(apierr.ReasonTaskNotFound, "task %s not found", id))
+	return nil, grpcErr(codes.NotFound, agentplanev1.ErrorReason_ERROR_REASON_TASK_NOT_FOUND, "task %s not found", id)
 }
 
 // ResolveInterrupt records a decision as a reviewer's; AwaitDecision streams get it.
@@ -599,7 +599,7 @@ func (f *Server) ResolveInterrupt(_ context.Context, req *agentplanev1.ResolveIn
 	defer f.mu.Unlock()
 	defer f.notify()
 	if _, done := f.s.Decisions[req.GetInterruptId()]; done {
-		return nil, grpcErr(apierr.FailedPrecondition(apierr.ReasonAlreadyResolved, "interrupt %s is already resolved", req.GetInterruptId()))
+		return nil, grpcErr(codes.FailedPrecondition, agentplanev1.ErrorReason_ERROR_REASON_INTERRUPT_ALREADY_RESOLVED, "interrupt %s is already resolved", req.GetInterruptId())
 	}
 	f.s.Resolutions = append(f.s.Resolutions, req)
 	f.s.Decisions[req.GetInterruptId()] = dec

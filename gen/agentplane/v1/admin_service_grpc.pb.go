@@ -32,6 +32,8 @@ const (
 type AdminServiceClient interface {
 	// Backup streams a consistent copy of the store while it serves traffic. The bytes
 	// form a bbolt file that the server opens when --data-dir points at its directory.
+	// Over HTTP, GET /v1/admin/backup answers the file itself (application/octet-stream,
+	// Content-Length the whole size), not a stream of chunks.
 	Backup(ctx context.Context, in *BackupRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BackupResponse], error)
 	// PurgeTasks deletes terminal tasks older than a cutoff, with their events, interrupts
 	// and verdicts.
@@ -95,6 +97,8 @@ func (c *adminServiceClient) GetStats(ctx context.Context, in *GetStatsRequest, 
 type AdminServiceServer interface {
 	// Backup streams a consistent copy of the store while it serves traffic. The bytes
 	// form a bbolt file that the server opens when --data-dir points at its directory.
+	// Over HTTP, GET /v1/admin/backup answers the file itself (application/octet-stream,
+	// Content-Length the whole size), not a stream of chunks.
 	Backup(*BackupRequest, grpc.ServerStreamingServer[BackupResponse]) error
 	// PurgeTasks deletes terminal tasks older than a cutoff, with their events, interrupts
 	// and verdicts.

@@ -586,7 +586,17 @@ type ToolGated struct {
 	InterruptId string `protobuf:"bytes,4,opt,name=interrupt_id,json=interruptId,proto3" json:"interrupt_id,omitempty"`
 	// Tags from the policy match.
 	Tags []string `protobuf:"bytes,5,rep,name=tags,proto3" json:"tags,omitempty"`
-	// Why, for example policy.allowlist, a2a.always_gated, hitl.disabled.
+	// Why the gate answered so: one of a closed set the server writes (a client may meet
+	// values added later and should show them as they are). From the interrupt policy:
+	// `policy.none` (no policy: ALLOW), `policy.not_matched` (the policy did not match:
+	// ALLOW), `policy.allowlist`, `policy.denylist`, `policy.predicate` (the policy
+	// matched: INTERRUPT), `policy.predicate_error` (the predicate failed to evaluate:
+	// INTERRUPT, fail closed), `policy.unusable` (the task's policy no longer compiles:
+	// INTERRUPT). Whatever the policy says: `a2a.always_gated` (an A2A skill),
+	// `mcp.destructive_hint` (an MCP tool annotated destructive),
+	// `axes.caller_override` (the caller's tool_axes tightened the tool to gated),
+	// `call.args_invalid` (arguments that are not a JSON object: REJECT),
+	// `hitl.disabled` (the call needed a person but HITL is off: REJECT).
 	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	// Graph node or agent.
 	Node          string `protobuf:"bytes,7,opt,name=node,proto3" json:"node,omitempty"`

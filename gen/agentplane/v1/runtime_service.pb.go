@@ -927,7 +927,7 @@ type CheckToolCallResponse struct {
 	Interrupt *Interrupt `protobuf:"bytes,2,opt,name=interrupt,proto3" json:"interrupt,omitempty"`
 	// The synthesized decision, for REJECT; for ALLOW the args to run with.
 	Decision *Decision `protobuf:"bytes,3,opt,name=decision,proto3" json:"decision,omitempty"`
-	// Why.
+	// Why: the closed set of ToolGated.reason.
 	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	// Set when the call was already reported to the task's log (ReportEvents, under this
 	// lease or an earlier one): it ran, or was running, then, and its decision is spent.

@@ -655,7 +655,12 @@ func (x *TraceContext) GetTracestate() string {
 // TaskFailure explains a FAILED task.
 type TaskFailure struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Stable machine-readable reason, for example lease.attempts_exhausted or runtime.error.
+	// Stable machine-readable reason. The control plane writes
+	// `lease.attempts_exhausted` (the task's leases were lost or handed back with retry
+	// limits.max_attempts times in a row) and `runtime.error` (FailTask without a
+	// reason). Any other value is the runtime's own FailTaskRequest.reason: an open,
+	// runtime-defined vocabulary (dotted lower-case by convention, at most 128 bytes;
+	// the Go SDK writes e.g. `runtime.stopping`).
 	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
 	// Human-readable explanation.
 	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
@@ -1186,7 +1191,18 @@ type StateChanged struct {
 	FromState TaskState `protobuf:"varint,1,opt,name=from_state,json=fromState,proto3,enum=agentplane.v1.TaskState" json:"from_state,omitempty"`
 	// New state.
 	ToState TaskState `protobuf:"varint,2,opt,name=to_state,json=toState,proto3,enum=agentplane.v1.TaskState" json:"to_state,omitempty"`
-	// Why, for example lease.expired or canceled.
+	// Why the task moved: one of a closed set the server writes (a client may meet
+	// values added later and should show them as they are): `leased` (a runtime took
+	// the lease: WORKING), `lease.requeued` (a lease expired or was handed back with
+	// retry: SUBMITTED, queued again), `interrupt.raised` (a tool call waits for a
+	// reviewer: INPUT_REQUIRED), `interrupt.pending` (a lease ended while an interrupt
+	// is still pending: INPUT_REQUIRED), `interrupt.resolved` (the last pending
+	// interrupt was decided: WORKING if the runtime still holds the lease, else
+	// SUBMITTED), `task.suspended` (the runtime gave the lease up to wait for a
+	// decision: INPUT_REQUIRED), `turn.ended` (a chat-mode pause for the user:
+	// INPUT_REQUIRED), `continued` (ContinueTask: SUBMITTED), `completed` (COMPLETED),
+	// `canceled` (CANCELED). Moving to FAILED, the reason is the task's
+	// TaskFailure.reason.
 	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1624,7 +1640,7 @@ type InjectionIgnored struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Names of the ignored entries.
 	Names []string `protobuf:"bytes,1,rep,name=names,proto3" json:"names,omitempty"`
-	// Why: multi_tenant, compliance_posture.
+	// Why: `multi_tenant` or `compliance_posture` (a closed set).
 	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1734,7 +1750,18 @@ type DroppedEntry struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Name or "#index".
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// Why it was dropped.
+	// Why it was dropped: one of a closed set the server writes (a client may meet values
+	// added later and should show them as they are): `name.invalid` (empty, too long or
+	// not a usable tool-name segment), `name.duplicate` (the same name, case-insensitively,
+	// as an earlier entry), `name.shadows_baseline` (the name of a deployment baseline
+	// entry), `url.invalid` (not an absolute http(s) URL with a well-formed host),
+	// `url.scheme` (a scheme other than https or http), `url.plain_http` (http other
+	// than to loopback in single-user mode), `url.credentials` (userinfo in the URL),
+	// `url.forbidden_host` (link-local, metadata, unspecified, multicast, reserved or
+	// numeric), `url.private_host` (a loopback, private or internal host in multi-tenant
+	// mode), `headers.too_many`, `headers.too_large`, `headers.invalid` (not an HTTP
+	// token name, or control characters in a value), `headers.reserved` (a header the
+	// transport owns), `over_limit` (past the per-request entry limit).
 	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -110,7 +110,7 @@ func TestCheckToolCallRetries(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := e.svc.CheckToolCall(ctx, req)
-			wantErr(t, err, codes.InvalidArgument, "")
+			wantErr(t, err, codes.InvalidArgument, 0)
 		})
 	}
 	stale := proto.Clone(ref).(*agentplanev1.LeaseRef)
@@ -197,7 +197,7 @@ func TestResolveRefusals(t *testing.T) {
 		tenant string
 		req    *agentplanev1.ResolveInterruptRequest
 		code   codes.Code
-		reason string
+		reason apierr.Reason
 	}{
 		{"another tenant", "acme", approve(id), codes.NotFound, apierr.ReasonInterruptNotFound},
 		{"absent", tenant, approve("in-nope"), codes.NotFound, apierr.ReasonInterruptNotFound},
@@ -484,7 +484,7 @@ func TestListInterrupts(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := e.svc.ListInterrupts(ctx, tenant, req)
-			wantErr(t, err, codes.InvalidArgument, "")
+			wantErr(t, err, codes.InvalidArgument, 0)
 		})
 	}
 	// Tokens are another tenant's nothing.

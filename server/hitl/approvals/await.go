@@ -7,10 +7,10 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/tasks"
 )
 
@@ -186,9 +186,9 @@ func (s *Service) SuspendTask(ctx context.Context, ref *agentplanev1.LeaseRef, r
 		}
 		var err error
 		if len(task.GetPendingInterruptIds()) > 0 {
-			err = op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "task.suspended")
+			err = op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, tasks.StateSuspended)
 		} else {
-			err = op.Resume("interrupt.resolved")
+			err = op.Resume(tasks.StateInterruptResolved)
 		}
 		if err != nil {
 			return err

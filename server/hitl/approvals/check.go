@@ -6,11 +6,11 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/tasks"
 )
 
@@ -170,7 +170,7 @@ func (s *Service) raise(op *tasks.Op, meta hitl.InterruptMeta, call hitl.Call, r
 		return nil, err
 	}
 	task.PendingInterruptIds = append(task.PendingInterruptIds, meta.InterruptID)
-	if err := op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "interrupt.raised"); err != nil {
+	if err := op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, tasks.StateInterruptRaised); err != nil {
 		return nil, err
 	}
 	return in, nil

@@ -12,13 +12,13 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/gates"
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/spec"
 	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/boltstore"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/tasks"
 )
 
@@ -255,10 +255,10 @@ func (e *env) events(t testing.TB, tenant, taskID string) ([]string, []*agentpla
 	return names, evs
 }
 
-func wantErr(t testing.TB, err error, code codes.Code, reason string) {
+func wantErr(t testing.TB, err error, code codes.Code, reason apierr.Reason) {
 	t.Helper()
 	var e *apierr.Error
-	if !errors.As(err, &e) || e.Code != code || (reason != "" && e.Reason != reason) {
+	if !errors.As(err, &e) || e.Code != code || (reason != 0 && e.Reason != reason) {
 		t.Fatalf("err = %v, want %s (%s)", err, code, reason)
 	}
 }

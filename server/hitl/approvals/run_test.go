@@ -92,7 +92,7 @@ func TestReportedToolCallRefusals(t *testing.T) {
 		name   string
 		events []*agentplanev1.RuntimeEvent
 		code   codes.Code
-		reason string
+		reason apierr.Reason
 	}{
 		{"never checked", []*agentplanev1.RuntimeEvent{toolCall("c-unchecked", "fs.read", a)}, codes.FailedPrecondition, apierr.ReasonToolCallNotApproved},
 		{"another tool under the call's decision", []*agentplanev1.RuntimeEvent{toolCall("c-read", "fs.delete", a)}, codes.FailedPrecondition, apierr.ReasonToolCallNotApproved},

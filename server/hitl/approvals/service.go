@@ -9,12 +9,12 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/store/pagetoken"
 	"github.com/agentplane/agentplane/server/tasks"
 )
@@ -203,9 +203,9 @@ func (s *Service) resolve(op *tasks.Op, rec *storagev1.InterruptRecord, d *agent
 	if len(task.GetPendingInterruptIds()) == 0 {
 		var err error
 		if held {
-			err = op.SetState(agentplanev1.TaskState_TASK_STATE_WORKING, "interrupt.resolved")
+			err = op.SetState(agentplanev1.TaskState_TASK_STATE_WORKING, tasks.StateInterruptResolved)
 		} else {
-			err = op.Resume("interrupt.resolved")
+			err = op.Resume(tasks.StateInterruptResolved)
 		}
 		if err != nil {
 			return nil, err

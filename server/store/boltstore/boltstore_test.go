@@ -16,9 +16,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/store/schema"
 
 	"github.com/agentplane/agentplane/server/store"
@@ -104,7 +104,7 @@ func TestReopenKeepsDataAndTokenKey(t *testing.T) {
 func TestOpenRefusesForeignAndNewerFiles(t *testing.T) {
 	for name, tc := range map[string]struct {
 		prepare func(*bolt.Tx) error
-		reason  string
+		reason  apierr.Reason
 		text    string
 	}{
 		"newer schema": {
@@ -150,7 +150,7 @@ func TestOpenRefusesForeignAndNewerFiles(t *testing.T) {
 				s.Close()
 				t.Fatal("Open accepted the file")
 			}
-			if tc.reason != "" && !apierr.HasReason(err, tc.reason) {
+			if tc.reason != 0 && !apierr.HasReason(err, tc.reason) {
 				t.Fatalf("Open = %v, want reason %s", err, tc.reason)
 			}
 			if !strings.Contains(err.Error(), tc.text) {

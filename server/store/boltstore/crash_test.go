@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/store/storetest"
 )
 

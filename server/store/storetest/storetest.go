@@ -15,10 +15,10 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	storagev1 "github.com/agentplane/agentplane/gen/agentplane/storage/v1"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 )
 
 // Opener returns a new, empty store. The suite closes it.
@@ -136,13 +136,13 @@ func getTask(t *testing.T, s store.Store, tenant, id string) (*storagev1.TaskRec
 	return rec, err
 }
 
-func wantCode(t *testing.T, err error, code codes.Code, reason string) {
+func wantCode(t *testing.T, err error, code codes.Code, reason apierr.Reason) {
 	t.Helper()
 	var e *apierr.Error
 	if !errors.As(err, &e) {
 		t.Fatalf("err = %v, want *apierr.Error %s/%s", err, code, reason)
 	}
-	if e.Code != code || (reason != "" && e.Reason != reason) {
+	if e.Code != code || (reason != 0 && e.Reason != reason) {
 		t.Fatalf("err = %s/%s (%v), want %s/%s", e.Code, e.Reason, err, code, reason)
 	}
 }

@@ -7,14 +7,15 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
-	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/servertest"
 )
 
@@ -150,7 +151,10 @@ func TestHumanOutputEscapesCallerText(t *testing.T) {
 	}
 
 	// Errors: the server's message (a caller's text echoed back) and ErrorInfo.
-	f.err = grpcErrOf(apierr.New(codes.FailedPrecondition, "task.not_found"+nasty, "no task "+nasty))
+	f.err = func() error { // a reason no server declares, as a hostile server could send
+		st, _ := status.New(codes.FailedPrecondition, "no task "+nasty).WithDetails(&errdetails.ErrorInfo{Domain: reasons.Domain, Reason: "task.not_found" + nasty})
+		return st.Err()
+	}()
 	code, out, errOut := runCtl(t, addr, "task", "get", "t-1"+nasty)
 	if code == 0 || raw(out+errOut) != "" || !strings.Contains(errOut, `\x1b[2J`) {
 		t.Errorf("error: exit %d, raw %s:\n%s%s", code, raw(out+errOut), out, errOut)

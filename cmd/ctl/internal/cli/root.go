@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/cmd/ctl/internal/printer"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -74,7 +75,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return ee.code
 	}
 	fmt.Fprintf(stderr, "ctl: %s\n", describe(err))
-	if isFlagError(err) || apierr.InfoOf(err).GetMetadata()[apierr.MetaRequiredField] != "" {
+	if isFlagError(err) || reasons.Info(err).GetMetadata()[apierr.MetaRequiredField] != "" {
 		return exitUsage // a flag this deployment needs was not given
 	}
 	return exitFailed
@@ -90,9 +91,9 @@ func describe(err error) string {
 		return printer.Block(u.Error())
 	}
 	if st, ok := status.FromError(err); ok {
-		if info := apierr.InfoOf(err); info != nil {
+		if info := reasons.Info(err); info != nil {
 			msg := st.Message()
-			if w, ok := ctlWording(info.GetReason(), info.GetMetadata()); ok {
+			if w, ok := ctlWording(reasons.Parse(info.GetReason()), info.GetMetadata()); ok {
 				msg = w
 			}
 			return printer.Block(fmt.Sprintf("%s (%s): %s", st.Code(), info.GetReason(), msg))
@@ -104,7 +105,7 @@ func describe(err error) string {
 
 // ctlWording rephrases an API error in ctl's commands, from its ErrorInfo reason and
 // metadata (never from the message text, which may change).
-func ctlWording(reason string, md map[string]string) (string, bool) {
+func ctlWording(reason apierr.Reason, md map[string]string) (string, bool) {
 	task, interrupt := md[apierr.MetaTaskID], md[apierr.MetaInterruptID]
 	switch {
 	case reason == apierr.ReasonRuleNotFound:
@@ -155,7 +156,7 @@ func (e *unreachableError) Unwrap() error { return e.err }
 // elsewhere. Anything else is returned as it is.
 func (g *globals) explain(err error) error {
 	var inner interface{ GRPCStatus() *status.Status }
-	if errors.As(err, &inner) && inner.GRPCStatus().Code() == codes.Unavailable && apierr.InfoOf(err) == nil {
+	if errors.As(err, &inner) && inner.GRPCStatus().Code() == codes.Unavailable && reasons.Info(err) == nil {
 		cause := inner.(error)
 		return &unreachableError{addr: g.addr, context: strings.TrimSuffix(err.Error(), cause.Error()), err: cause}
 	}

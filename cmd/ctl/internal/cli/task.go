@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/cmd/ctl/internal/printer"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -185,7 +188,7 @@ func (o *taskStartOptions) specViolations(w io.Writer, err error) error {
 // spec (spec.invalid) and the DOC-TOO-LARGE finding of a document over the
 // deployment's limits (limit.exceeded). Other errors have none.
 func specViolationsOf(err error) []*agentplanev1.SpecViolation {
-	switch apierr.InfoOf(err).GetReason() {
+	switch reasons.Of(err) {
 	case apierr.ReasonSpecInvalid, apierr.ReasonResourceExhausted:
 	default:
 		return nil
@@ -389,7 +392,9 @@ func newTaskListCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req.Labels = labels
+			for _, k := range slices.Sorted(maps.Keys(labels)) {
+				req.LabelSelector = append(req.LabelSelector, k+"="+labels[k])
+			}
 			if o.limit < 0 {
 				return usageErr("--limit must not be negative")
 			}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -192,7 +193,7 @@ func TestTaskList(t *testing.T) {
 	req := requests[*agentplanev1.ListTasksRequest](f)[0]
 	wantStates := []agentplanev1.TaskState{agentplanev1.TaskState_TASK_STATE_WORKING, agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, agentplanev1.TaskState_TASK_STATE_FAILED}
 	if len(req.GetStates()) != 3 || req.GetStates()[0] != wantStates[0] || req.GetStates()[1] != wantStates[1] || req.GetStates()[2] != wantStates[2] ||
-		req.GetLabels()["team"] != "billing" || req.GetPageSize() != 2 {
+		!slices.Contains(req.GetLabelSelector(), "team=billing") || req.GetPageSize() != 2 {
 		t.Errorf("request %v", req)
 	}
 

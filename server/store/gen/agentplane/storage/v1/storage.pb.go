@@ -1262,7 +1262,7 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\aordinal\x18\x01 \x01(\x03R\aordinal\x129\n" +
 	"\n" +
 	"obligation\x18\x02 \x01(\v2\x19.agentplane.v1.ObligationR\n" +
-	"obligationBFZDgithub.com/agentplane/agentplane/gen/agentplane/storage/v1;storagev1b\x06proto3"
+	"obligationBSZQgithub.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1;storagev1b\x06proto3"
 
 var (
 	file_agentplane_storage_v1_storage_proto_rawDescOnce sync.Once

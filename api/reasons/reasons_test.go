@@ -1,0 +1,76 @@
+package reasons
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+)
+
+// TestDeclarations: every value but UNSPECIFIED is declared with a wire string that
+// parses back to it and at least one code; the enum name is the wire string in upper
+// case with dots as underscores (ERROR_REASON_TASK_NOT_FOUND <-> task.not_found).
+func TestDeclarations(t *testing.T) {
+	if len(All()) != len(agentplanev1.ErrorReason_name)-1 {
+		t.Fatalf("%d declared reasons, the enum has %d values", len(All()), len(agentplanev1.ErrorReason_name))
+	}
+	for _, r := range All() {
+		w := Wire(r)
+		if w == "" || Parse(w) != r || len(Codes(r)) == 0 {
+			t.Errorf("%s: wire %q, parses to %s, codes %v", r, w, Parse(w), Codes(r))
+		}
+		if want := "ERROR_REASON_" + strings.ToUpper(strings.ReplaceAll(w, ".", "_")); r.String() != want {
+			t.Errorf("%s is sent as %q: name it %s", r, w, want)
+		}
+	}
+	if Parse("no.such_reason") != agentplanev1.ErrorReason_ERROR_REASON_UNSPECIFIED || Wire(agentplanev1.ErrorReason_ERROR_REASON_UNSPECIFIED) != "" {
+		t.Error("an undeclared reason must parse to UNSPECIFIED and have no wire string")
+	}
+}
+
+// TestStatusSaysWhetherToRetry: a retryable reason carries RetryInfo, others do not;
+// the ErrorInfo names the wire string; Of and RetryAfter read them back through
+// wrapping.
+func TestStatusSaysWhetherToRetry(t *testing.T) {
+	for _, r := range All() {
+		err := fmt.Errorf("call: %w", Status(Codes(r)[0], r, "m", map[string]string{"k": "v"}).Err())
+		if Of(err) != r || Info(err).GetMetadata()["k"] != "v" || Info(err).GetReason() != Wire(r) {
+			t.Errorf("%s: read back as %s (%v)", r, Of(err), Info(err))
+		}
+		delay, retry := RetryAfter(err)
+		if retry != Retryable(r) || (retry && delay != RetryDelay) {
+			t.Errorf("%s: RetryInfo %v %v, declared retryable %v", r, delay, retry, Retryable(r))
+		}
+	}
+	if !Retryable(agentplanev1.ErrorReason_ERROR_REASON_LIMIT_CONCURRENCY) || Retryable(agentplanev1.ErrorReason_ERROR_REASON_LIMIT_EXCEEDED) {
+		t.Error("limit.concurrency is retryable, limit.exceeded is not")
+	}
+}
+
+func TestInfoIgnoresOtherDomainsAndPlainErrors(t *testing.T) {
+	st, _ := status.New(codes.NotFound, "x").WithDetails(&errdetails.ErrorInfo{Domain: "googleapis.com", Reason: "task.not_found"})
+	if Info(st.Err()) != nil || Of(st.Err()) != agentplanev1.ErrorReason_ERROR_REASON_UNSPECIFIED {
+		t.Error("an ErrorInfo of another domain was read as agentplane's")
+	}
+	if Info(errors.New("plain")) != nil || Info(nil) != nil {
+		t.Error("a plain error has no ErrorInfo")
+	}
+	if _, retry := RetryAfter(status.Error(codes.Unavailable, "transport")); retry {
+		t.Error("RetryInfo found where there is none")
+	}
+}
+
+func TestStatusRefusesUndeclaredReasons(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("Status built an error with an undeclared reason")
+		}
+	}()
+	Status(codes.Internal, agentplanev1.ErrorReason(9999), "m", nil)
+}
