@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -81,7 +82,7 @@ func twice[T proto.Message](t *testing.T, what string, call func() (T, error)) T
 
 func wantReused(t *testing.T, what string, err error) {
 	t.Helper()
-	if status.Code(err) != codes.AlreadyExists || apierr.ReasonOf(err) != apierr.ReasonRequestIDReused {
+	if status.Code(err) != codes.AlreadyExists || reasons.Of(err) != apierr.ReasonRequestIDReused {
 		t.Fatalf("%s with a reused request_id: %v; want ALREADY_EXISTS (%s)", what, err, apierr.ReasonRequestIDReused)
 	}
 }
@@ -132,7 +133,7 @@ func TestRetriedRuntimeWritesReturnTheFirstResult(t *testing.T) {
 	wantReused(t, "ResolveInterrupt", err)
 	resolve.RequestId = "approve-2"
 	_, err = e.hs.ResolveInterrupt(e.ctx, resolve)
-	if apierr.ReasonOf(err) != apierr.ReasonAlreadyResolved {
+	if reasons.Of(err) != apierr.ReasonAlreadyResolved {
 		t.Fatalf("a second resolution under a new request_id: %v; want %s", err, apierr.ReasonAlreadyResolved)
 	}
 
@@ -178,7 +179,7 @@ func TestRetriedRuntimeWritesReturnTheFirstResult(t *testing.T) {
 		t.Fatalf("CompleteTask: %v", done.GetTask().GetState())
 	}
 	_, err = e.c.CompleteTask(e.ctx, &agentplanev1.CompleteTaskRequest{Lease: ref, Output: &agentplanev1.TaskOutput{Text: "ok"}})
-	if apierr.ReasonOf(err) != apierr.ReasonTaskTerminal {
+	if reasons.Of(err) != apierr.ReasonTaskTerminal {
 		t.Fatalf("CompleteTask again without a request_id: %v; want %s", err, apierr.ReasonTaskTerminal)
 	}
 

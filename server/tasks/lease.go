@@ -221,9 +221,9 @@ func (o *Op) expire() error {
 	if !l.GetAcknowledged() {
 		o.rec.Attempt--
 		if len(o.rec.GetPendingInterruptIds()) > 0 {
-			return o.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "interrupt.pending")
+			return o.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, StateInterruptPending)
 		}
-		return o.Resume("lease.requeued")
+		return o.Resume(StateLeaseRequeued)
 	}
 	return o.lostAttempt(fmt.Sprintf("the lease held by runtime %q expired at %s without a heartbeat",
 		l.GetRuntimeId(), l.GetDeadline().AsTime().Format(time.RFC3339)))
