@@ -253,7 +253,8 @@ type Task struct {
 	EndTime *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
 	// Sequence number of the newest event in the task's log.
 	LastSequence int64 `protobuf:"varint,13,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
-	// How many leases have been granted for this task.
+	// How many leases have been granted for this task, not counting leases that expired
+	// unacknowledged (their runtime never made a call under them).
 	Attempt int32 `protobuf:"varint,14,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	// Why the task failed, when FAILED.
 	Failure *TaskFailure `protobuf:"bytes,15,opt,name=failure,proto3" json:"failure,omitempty"`
