@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/servertest"
 )
@@ -25,7 +26,7 @@ func BenchmarkStartTaskGRPC(b *testing.B) {
 		for pb.Next() {
 			i := n.Add(1)
 			_, err := in.Client.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
-				RequestId: fmt.Sprintf("r%d", i), Spec: &agentplanev1.StartTaskRequest_Agent{Agent: agent}, Input: "bench",
+				RequestId: fmt.Sprintf("r%d", i), Spec: &agentplanev1.StartTaskRequest_Agent{Agent: agent}, Input: client.UserText("bench"),
 			})
 			if err != nil {
 				b.Error(err)

@@ -142,7 +142,7 @@ func peerNames(ps []peer) []string {
 
 // startRequest is a valid StartTask request with no caller entries.
 func startRequest() *agentplanev1.StartTaskRequest {
-	return &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: "hello"}
+	return &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("hello")}
 }
 
 // taskLog reads task's log up to the sequence it had when returned.
@@ -662,7 +662,7 @@ func TestPostureDeniedWorkflowsAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	started, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: "write it",
+		Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("write it"),
 	})
 	if status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("StartTask of a GraphSpec with workflows denied: want FAILED_PRECONDITION, got %v (task %v)", err, started.GetTask().GetState())

@@ -15,6 +15,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/servertest"
 	"github.com/agentplane/agentplane/server/store/schema"
@@ -40,7 +41,7 @@ func startLabelled(t *testing.T, in *servertest.Instance, labels map[string]stri
 	t.Helper()
 	resp, err := in.Client.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
 		Spec:  &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()},
-		Input: "hi", Labels: labels,
+		Input: client.UserText("hi"), Labels: labels,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/api/reasons"
 	"github.com/agentplane/agentplane/client"
@@ -106,7 +105,7 @@ func wantLimited(t *testing.T, what string, err error, kind string) {
 func (r *limitsRun) startTask(a *actor) string {
 	r.t.Helper()
 	resp, err := a.c.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: "hi", InterruptPolicy: gatedPolicy(),
+		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("hi"), InterruptPolicy: gatedPolicy(),
 	})
 	if err != nil {
 		r.t.Fatalf("StartTask by %v: %v", a, err)
@@ -240,7 +239,7 @@ func (r *limitsRun) pendingInterrupt(tenant string) (*agentplanev1.LeaseRef, str
 	ref := &agentplanev1.LeaseRef{TaskId: task, LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()}
 	check, err := rt.c.Runtime.CheckToolCall(context.Background(), &agentplanev1.CheckToolCallRequest{
 		Lease: ref, CallId: "call-1", ToolName: gatedTool, AgentName: "teller",
-		Args: structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"n": structpb.NewNumberValue(1)}}),
+		ArgumentsJson: `{"n":1}`,
 	})
 	if err != nil || check.GetInterrupt().GetInterruptId() == "" {
 		r.t.Fatalf("CheckToolCall: %v %v", check, err)

@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -117,7 +116,7 @@ func TestClientReadsNeverCarryOperatorSecrets(t *testing.T) {
 	// A task whose caller also brings servers of its own (ignored in multi-tenant mode,
 	// which the log says).
 	started, err := user.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		RequestId: "r1", Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: "move 1",
+		RequestId: "r1", Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("move 1"),
 		InterruptPolicy: gatedPolicy(),
 		McpServers:      &agentplanev1.McpServerList{Servers: []*agentplanev1.McpServer{{Name: "mine", Url: "https://mine.example.com"}}},
 	})
@@ -138,7 +137,7 @@ func TestClientReadsNeverCarryOperatorSecrets(t *testing.T) {
 		t.Errorf("the deprecated mcp_servers/a2a_peers are set: %v %v", shown.GetMcpServers(), shown.GetA2APeers())
 	}
 	_, err = user.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{ // the idempotent retry
-		RequestId: "r1", Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: "move 1",
+		RequestId: "r1", Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("move 1"),
 		InterruptPolicy: gatedPolicy(),
 		McpServers:      &agentplanev1.McpServerList{Servers: []*agentplanev1.McpServer{{Name: "mine", Url: "https://mine.example.com"}}},
 	})
@@ -189,9 +188,9 @@ func TestClientReadsNeverCarryOperatorSecrets(t *testing.T) {
 	ref := &agentplanev1.LeaseRef{TaskId: id, LeaseId: lease.GetLeaseId(), Epoch: lease.GetEpoch()}
 
 	// A gated call raises an interrupt; the approver decides; the runtime runs and completes.
-	args := structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"n": structpb.NewNumberValue(1)}})
+	args := `{"n":1}`
 	check, err := runtime.Runtime.CheckToolCall(ctx, &agentplanev1.CheckToolCallRequest{
-		Lease: ref, CallId: "c1", ToolName: gatedTool, AgentName: "teller", Args: args})
+		Lease: ref, CallId: "c1", ToolName: gatedTool, AgentName: "teller", ArgumentsJson: args})
 	must("CheckToolCall", err)
 	reads()
 	in := check.GetInterrupt()
@@ -207,15 +206,16 @@ func TestClientReadsNeverCarryOperatorSecrets(t *testing.T) {
 	_, err = runtime.Runtime.Heartbeat(ctx, &agentplanev1.HeartbeatRequest{Lease: ref})
 	must("Heartbeat", err)
 	_, err = runtime.Runtime.ReportEvents(ctx, &agentplanev1.ReportEventsRequest{Lease: ref, Events: []*agentplanev1.RuntimeEvent{
-		{Payload: &agentplanev1.RuntimeEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{CallId: "c1", ToolName: gatedTool, Args: args, Node: "teller"}}},
+		{Payload: &agentplanev1.RuntimeEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{CallId: "c1", ToolName: gatedTool, ArgumentsJson: args, Node: "teller"}}},
+		{Payload: &agentplanev1.RuntimeEvent_ToolResult{ToolResult: &agentplanev1.ToolResult{CallId: "c1", ToolName: gatedTool}}},
 	}})
 	must("ReportEvents", err)
-	_, err = runtime.Runtime.CompleteTask(ctx, &agentplanev1.CompleteTaskRequest{Lease: ref, Output: &agentplanev1.TaskOutput{Text: "done"}})
+	_, err = runtime.Runtime.CompleteTask(ctx, &agentplanev1.CompleteTaskRequest{Lease: ref, Output: &agentplanev1.TaskOutput{Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "done")}})
 	must("CompleteTask", err)
 	reads()
 	// A second task, canceled, for CancelTask's response.
 	second, err := user.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: "move 2"})
+		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("move 2")})
 	must("StartTask", err)
 	_, err = user.Tasks.CancelTask(ctx, &agentplanev1.CancelTaskRequest{TaskId: second.GetTask().GetTaskId(), Reason: "no"})
 	must("CancelTask", err)

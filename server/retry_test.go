@@ -8,9 +8,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -35,7 +35,7 @@ func newRetryEnv(t *testing.T) *retryEnv {
 func (e *retryEnv) start() *agentplanev1.Task {
 	e.t.Helper()
 	resp, err := e.ts.StartTask(e.ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: "hi", InterruptPolicy: gatedPolicy(),
+		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("hi"), InterruptPolicy: gatedPolicy(),
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -112,7 +112,7 @@ func TestRetriedRuntimeWritesReturnTheFirstResult(t *testing.T) {
 
 	// A gated call: the interrupt is resolved once, by a reviewer whose response was lost.
 	check, err := e.c.CheckToolCall(e.ctx, &agentplanev1.CheckToolCallRequest{
-		Lease: ref, CallId: "c1", ToolName: gatedTool, AgentName: "teller", Args: structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"n": structpb.NewNumberValue(1)}}),
+		Lease: ref, CallId: "c1", ToolName: gatedTool, AgentName: "teller", ArgumentsJson: `{"n":1}`,
 	})
 	if err != nil || check.GetOutcome() != agentplanev1.GateOutcome_GATE_OUTCOME_INTERRUPT {
 		t.Fatalf("CheckToolCall = %v, %v; want INTERRUPT", check, err)
@@ -139,7 +139,7 @@ func TestRetriedRuntimeWritesReturnTheFirstResult(t *testing.T) {
 
 	// A pause ends the turn and releases the lease; its retry still answers.
 	paused := twice(t, "PauseTask", func() (*agentplanev1.PauseTaskResponse, error) {
-		return e.c.PauseTask(e.ctx, &agentplanev1.PauseTaskRequest{Lease: ref, RequestId: "p1", Message: "more?", Node: "teller"})
+		return e.c.PauseTask(e.ctx, &agentplanev1.PauseTaskRequest{Lease: ref, RequestId: "p1", Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "more?"), Node: "teller"})
 	})
 	if paused.GetInterrupt().GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE {
 		t.Fatalf("PauseTask: %v", paused)
@@ -147,7 +147,7 @@ func TestRetriedRuntimeWritesReturnTheFirstResult(t *testing.T) {
 
 	// ContinueTask, retried after the task moved on to its next turn and paused again,
 	// is not delivered as that turn's message.
-	cont := &agentplanev1.ContinueTaskRequest{TaskId: task.GetTaskId(), Message: "go on", RequestId: "u1"}
+	cont := &agentplanev1.ContinueTaskRequest{TaskId: task.GetTaskId(), Input: &agentplanev1.ContinueTaskRequest_Message{Message: client.UserText("go on")}, RequestId: "u1"}
 	if _, err := e.ts.ContinueTask(e.ctx, cont); err != nil {
 		t.Fatal(err)
 	}
@@ -163,22 +163,22 @@ func TestRetriedRuntimeWritesReturnTheFirstResult(t *testing.T) {
 	if got.GetTask().GetState() != agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED || len(e.events(task.GetTaskId())) != before {
 		t.Fatalf("a retried ContinueTask was delivered to the next turn: task %s", got.GetTask().GetState())
 	}
-	cont.Message = "something else"
+	cont.Input = &agentplanev1.ContinueTaskRequest_Message{Message: client.UserText("something else")}
 	_, err = e.ts.ContinueTask(e.ctx, cont)
 	wantReused(t, "ContinueTask", err)
 
 	// CompleteTask ends the task; its retry answers with the completed task.
-	if _, err := e.ts.ContinueTask(e.ctx, &agentplanev1.ContinueTaskRequest{TaskId: task.GetTaskId(), Message: "bye", RequestId: "u2"}); err != nil {
+	if _, err := e.ts.ContinueTask(e.ctx, &agentplanev1.ContinueTaskRequest{TaskId: task.GetTaskId(), Input: &agentplanev1.ContinueTaskRequest_Message{Message: client.UserText("bye")}, RequestId: "u2"}); err != nil {
 		t.Fatal(err)
 	}
 	ref = e.lease()
 	done := twice(t, "CompleteTask", func() (*agentplanev1.CompleteTaskResponse, error) {
-		return e.c.CompleteTask(e.ctx, &agentplanev1.CompleteTaskRequest{Lease: ref, RequestId: "done", Output: &agentplanev1.TaskOutput{Text: "ok"}})
+		return e.c.CompleteTask(e.ctx, &agentplanev1.CompleteTaskRequest{Lease: ref, RequestId: "done", Output: &agentplanev1.TaskOutput{Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "ok")}})
 	})
 	if done.GetTask().GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED {
 		t.Fatalf("CompleteTask: %v", done.GetTask().GetState())
 	}
-	_, err = e.c.CompleteTask(e.ctx, &agentplanev1.CompleteTaskRequest{Lease: ref, Output: &agentplanev1.TaskOutput{Text: "ok"}})
+	_, err = e.c.CompleteTask(e.ctx, &agentplanev1.CompleteTaskRequest{Lease: ref, Output: &agentplanev1.TaskOutput{Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "ok")}})
 	if reasons.Of(err) != apierr.ReasonTaskTerminal {
 		t.Fatalf("CompleteTask again without a request_id: %v; want %s", err, apierr.ReasonTaskTerminal)
 	}
@@ -194,7 +194,7 @@ func TestRetriedRuntimeWritesReturnTheFirstResult(t *testing.T) {
 		t.Fatal("leased another task")
 	}
 	if _, err := e.c.CheckToolCall(e.ctx, &agentplanev1.CheckToolCallRequest{
-		Lease: ref, CallId: "c2", ToolName: gatedTool, AgentName: "teller", Args: structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"n": structpb.NewNumberValue(2)}}),
+		Lease: ref, CallId: "c2", ToolName: gatedTool, AgentName: "teller", ArgumentsJson: `{"n":2}`,
 	}); err != nil {
 		t.Fatal(err)
 	}

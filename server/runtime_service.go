@@ -129,7 +129,7 @@ func (x *runtimeService) RecordVerdict(ctx context.Context, req *agentplanev1.Re
 	return x.s.domain.verdicts.Record(ctx, req)
 }
 
-// PauseTask ends a turn and waits for the user.
+// PauseTask ends a turn and waits for the user (a message or tool outputs).
 func (x *runtimeService) PauseTask(ctx context.Context, req *agentplanev1.PauseTaskRequest) (*agentplanev1.PauseTaskResponse, error) {
 	if err := checkLease(ctx, req.GetLease()); err != nil {
 		return nil, err
@@ -138,11 +138,11 @@ func (x *runtimeService) PauseTask(ctx context.Context, req *agentplanev1.PauseT
 	if err != nil {
 		return nil, err
 	}
-	in, err := x.s.domain.tasks.Pause(ctx, req.GetLease(), once, req.GetMessage(), req.GetNode())
+	in, waits, err := x.s.domain.tasks.Pause(ctx, req.GetLease(), once, req.GetMessage(), req.GetNode(), req.GetToolOutputCalls())
 	if err != nil {
 		return nil, err
 	}
-	return &agentplanev1.PauseTaskResponse{Interrupt: in}, nil
+	return &agentplanev1.PauseTaskResponse{Interrupt: in, ToolOutputInterrupts: waits}, nil
 }
 
 // CompleteTask ends the task with its output.

@@ -231,7 +231,7 @@ func TestShutdownEndsWatchesWithUnavailable(t *testing.T) {
 	started, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
 		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Model: "m",
 			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "hi"}}}},
-		Input: "wait",
+		Input: client.UserText("wait"),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -125,7 +126,7 @@ func TestSpecJSONValidatesLikeTheDocument(t *testing.T) {
 
 			// StartTask: the document over gRPC, the object over HTTP.
 			_, docErr := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-				Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: "hi"})
+				Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")})
 			code, body := postStartTask(t, in.HTTPAddr, obj)
 			if docErr == nil {
 				if code != http.StatusOK || body["task"] == nil {
@@ -152,7 +153,7 @@ func postStartTask(t *testing.T, addr string, spec *structpb.Struct) (int, map[s
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := fmt.Sprintf(`{"spec": %s, "input": "hi"}`, specJSON)
+	body := fmt.Sprintf(`{"spec": %s, "input": {"parts": [{"text": "hi"}]}}`, specJSON)
 	resp, err := http.Post("http://"+addr+"/v1/tasks", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)

@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -82,7 +82,7 @@ func TestWatchStreamArms(t *testing.T) {
 		t.Fatalf("deltas entered the log: %d events", len(evs))
 	}
 
-	if _, err := e.c.CompleteTask(ctx, &agentplanev1.CompleteTaskRequest{Lease: ref, Output: &agentplanev1.TaskOutput{Text: "Hello"}}); err != nil {
+	if _, err := e.c.CompleteTask(ctx, &agentplanev1.CompleteTaskRequest{Lease: ref, Output: &agentplanev1.TaskOutput{Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "Hello")}}); err != nil {
 		t.Fatal(err)
 	}
 	recvUntil(t, stream.Recv, "the terminal event", func(m *agentplanev1.WatchTaskResponse) bool {
@@ -109,7 +109,7 @@ func TestAwaitDecisionArms(t *testing.T) {
 		t.Helper()
 		resp, err := e.c.CheckToolCall(ctx, &agentplanev1.CheckToolCallRequest{
 			Lease: ref, CallId: call, ToolName: gatedTool, AgentName: "teller",
-			Args: structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"n": structpb.NewNumberValue(1)}}),
+			ArgumentsJson: `{"n":1}`,
 		})
 		if err != nil || resp.GetOutcome() != agentplanev1.GateOutcome_GATE_OUTCOME_INTERRUPT {
 			t.Fatalf("CheckToolCall = %v, %v", resp, err)

@@ -111,7 +111,7 @@ func (x *taskService) CancelTask(ctx context.Context, req *agentplanev1.CancelTa
 	return &agentplanev1.CancelTaskResponse{Task: t}, nil
 }
 
-// ContinueTask resumes a task paused at the end of a chat turn.
+// ContinueTask resumes a task paused for its caller: a message, or tool outputs.
 func (x *taskService) ContinueTask(ctx context.Context, req *agentplanev1.ContinueTaskRequest) (*agentplanev1.ContinueTaskResponse, error) {
 	tenant, err := auth.TenantOf(ctx)
 	if err != nil {
@@ -121,7 +121,7 @@ func (x *taskService) ContinueTask(ctx context.Context, req *agentplanev1.Contin
 	if err != nil {
 		return nil, err
 	}
-	t, err := x.s.domain.tasks.Continue(ctx, tenant, req.GetTaskId(), principalOf(ctx).Subject, req.GetMessage(), once)
+	t, err := x.s.domain.tasks.Continue(ctx, tenant, req.GetTaskId(), principalOf(ctx).Subject, req.GetMessage(), req.GetToolOutputs(), once)
 	if err != nil {
 		return nil, err
 	}

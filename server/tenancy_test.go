@@ -603,7 +603,7 @@ func (r *tenancyRun) startTask(a *actor) {
 	resp, err := a.c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
 		RequestId:       reqID,
 		Spec:            &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()},
-		Input:           "input of " + reqID, // the same request for the same id
+		Input:           client.UserText("input of " + reqID), // the same request for the same id
 		InterruptPolicy: gatedPolicy(),
 	})
 	r.note(agentplanev1.TaskService_StartTask_FullMethodName, own, err)
@@ -762,7 +762,7 @@ func (r *tenancyRun) continueTask(a *actor, w whose) {
 	cont := func(id string) error {
 		ctx, cancel := r.call()
 		defer cancel()
-		_, err := a.c.Tasks.ContinueTask(ctx, &agentplanev1.ContinueTaskRequest{TaskId: id, Message: "go on"})
+		_, err := a.c.Tasks.ContinueTask(ctx, &agentplanev1.ContinueTaskRequest{TaskId: id, Input: &agentplanev1.ContinueTaskRequest_Message{Message: client.UserText("go on")}})
 		return err
 	}
 	err := cont(id)
@@ -979,7 +979,7 @@ func (r *tenancyRun) checkTool(a *actor, w whose, tool string) {
 		var err error
 		resp, err = a.c.Runtime.CheckToolCall(ctx, &agentplanev1.CheckToolCallRequest{
 			Lease: ref, CallId: fmt.Sprintf("call-%d", r.calls), ToolName: tool, AgentName: "teller",
-			Args: structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"n": structpb.NewNumberValue(1)}}),
+			ArgumentsJson: `{"n":1}`,
 		})
 		return err
 	})
@@ -1000,7 +1000,7 @@ func (r *tenancyRun) pauseTask(a *actor, w whose) {
 	var resp *agentplanev1.PauseTaskResponse
 	_, ok := r.leased(agentplanev1.RuntimeService_PauseTask_FullMethodName, a, w, func(ctx context.Context, ref *agentplanev1.LeaseRef) error {
 		var err error
-		resp, err = a.c.Runtime.PauseTask(ctx, &agentplanev1.PauseTaskRequest{Lease: ref, Message: "your turn", Node: "teller"})
+		resp, err = a.c.Runtime.PauseTask(ctx, &agentplanev1.PauseTaskRequest{Lease: ref, Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "your turn"), Node: "teller"})
 		return err
 	})
 	if ok {
@@ -1012,7 +1012,7 @@ func (r *tenancyRun) completeTask(a *actor, w whose) {
 	var resp *agentplanev1.CompleteTaskResponse
 	ref, ok := r.leased(agentplanev1.RuntimeService_CompleteTask_FullMethodName, a, w, func(ctx context.Context, ref *agentplanev1.LeaseRef) error {
 		var err error
-		resp, err = a.c.Runtime.CompleteTask(ctx, &agentplanev1.CompleteTaskRequest{Lease: ref, Output: &agentplanev1.TaskOutput{Text: "done"}})
+		resp, err = a.c.Runtime.CompleteTask(ctx, &agentplanev1.CompleteTaskRequest{Lease: ref, Output: &agentplanev1.TaskOutput{Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "done")}})
 		return err
 	})
 	if ok && (resp.GetTask().GetTaskId() != ref.GetTaskId() || resp.GetTask().GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED) {
@@ -1450,7 +1450,7 @@ func TestHTTPRequiresCredentials(t *testing.T) {
 	// Another tenant's task over HTTP: the same 404 as an absent id.
 	ctx := context.Background()
 	started, err := mt.by["globex"][auth.RoleUser].c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: "globex's secret",
+		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("globex's secret"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -1497,7 +1497,7 @@ func TestMetricsDoNotBypassAdminScope(t *testing.T) {
 
 	mt := startMultiTenant(t, []string{"acme"}, nil)
 	if _, err := mt.by["acme"][auth.RoleUser].c.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: "counted",
+		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("counted"),
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc/metadata"
 
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/servertest"
 )
@@ -29,7 +30,7 @@ func TestTraceContextCapturedAtStart(t *testing.T) {
 		t.Helper()
 		ctx := metadata.AppendToOutgoingContext(context.Background(), md...)
 		resp, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-			Spec: &agentplanev1.StartTaskRequest_Document{Document: []byte(agent)}, Input: "hi"})
+			Spec: &agentplanev1.StartTaskRequest_Document{Document: []byte(agent)}, Input: client.UserText("hi")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +79,7 @@ func TestTraceContextCapturedAtStart(t *testing.T) {
 	})
 	t.Run("http", func(t *testing.T) {
 		req, err := http.NewRequest(http.MethodPost, "http://"+in.HTTPAddr+"/v1/tasks",
-			strings.NewReader(`{"spec": `+agent+`, "input": "hi"}`))
+			strings.NewReader(`{"spec": `+agent+`, "input": {"parts": [{"text": "hi"}]}}`))
 		if err != nil {
 			t.Fatal(err)
 		}

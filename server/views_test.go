@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/config"
@@ -29,7 +30,7 @@ func TestTaskViewsPerRPC(t *testing.T) {
 	start := func(view agentplanev1.TaskView) *agentplanev1.Task {
 		t.Helper()
 		resp, err := tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "r",
-			Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: "hi", View: view})
+			Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("hi"), View: view})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +123,7 @@ func TestListTasksByteCap(t *testing.T) {
 	big.Instructions = &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: strings.Repeat("be brief. ", 300)}}
 	const n = 5
 	for range n {
-		if _, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: big}, Input: "hi"}); err != nil {
+		if _, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: big}, Input: client.UserText("hi")}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -53,7 +54,7 @@ func TestPermanentLimitIsNotRetried(t *testing.T) {
 			ApiVersion: "qar/v1", Kind: "AgentSpec", Name: proto.String("sdk-test"), Model: "m",
 			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Be brief."}},
 		}},
-		Input: strings.Repeat("x", 17),
+		Input: client.UserText(strings.Repeat("x", 17)),
 	})
 	if status.Code(err) != codes.ResourceExhausted || reasons.Of(err) != agentplanev1.ErrorReason_ERROR_REASON_LIMIT_EXCEEDED {
 		t.Fatalf("StartTask = %v, want RESOURCE_EXHAUSTED limit.exceeded", err)

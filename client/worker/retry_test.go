@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/client/worker/workertest"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
@@ -64,7 +65,7 @@ func TestWritesAreRepeatedWithTheirRequestID(t *testing.T) {
 		if err := task.Say(ctx, "hello"); err != nil {
 			return err
 		}
-		return task.Complete(ctx, &agentplanev1.TaskOutput{Text: "done"})
+		return task.Complete(ctx, &agentplanev1.TaskOutput{Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "done")})
 	}, once)
 	if err := r.wait(t); err != nil {
 		t.Fatal(err)

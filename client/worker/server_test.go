@@ -11,9 +11,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/servertest"
 )
@@ -41,7 +45,7 @@ func startAgentTask(t *testing.T, in *servertest.Instance, input string) string 
 			ApiVersion: "qar/v1", Kind: "AgentSpec", Name: proto.String("sdk-test"), Model: "m",
 			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Be brief."}},
 		}},
-		Input: input,
+		Input: client.UserText(input),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +78,7 @@ func TestServerCompletesWithHeartbeats(t *testing.T) {
 	id := startAgentTask(t, in, "hello")
 	// Hold the task for three lease lifetimes: only heartbeats keep it.
 	w := serverWorker(t, in, func(ctx context.Context, task *Task) error {
-		if task.Input() != "hello" || task.Spec().GetAgent().GetName() != "sdk-test" || task.Attempt() != 1 {
+		if task.InputText() != "hello" || task.Spec().GetAgent().GetName() != "sdk-test" || task.Attempt() != 1 {
 			return errors.New("lease content")
 		}
 		first := task.Deadline()
@@ -88,7 +92,7 @@ func TestServerCompletesWithHeartbeats(t *testing.T) {
 		if err := task.Say(ctx, "still here"); err != nil {
 			return err
 		}
-		return task.Complete(ctx, &agentplanev1.TaskOutput{Text: "done"})
+		return task.Complete(ctx, &agentplanev1.TaskOutput{Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "done")})
 	})
 	if err := w.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -155,7 +159,7 @@ func TestServerReplayedCallIsNotRunTwice(t *testing.T) {
 	ran := 0
 	var replayed *Gate
 	w, err := New(in.Client.Runtime, HandlerFunc(func(ctx context.Context, task *Task) error {
-		g, err := task.ToolCall(ctx, Call{ID: "c1", Name: "search", Args: structpb.NewStringValue("q"), Node: "sdk-test"})
+		g, err := task.ToolCall(ctx, Call{ID: "c1", Name: "search", ArgumentsJSON: `"q"`, Node: "sdk-test"})
 		if err != nil {
 			return err
 		}
@@ -167,7 +171,13 @@ func TestServerReplayedCallIsNotRunTwice(t *testing.T) {
 			return &Failure{Reason: "runtime.restart", Message: "lost the turn", Retry: true}
 		}
 		replayed = g
-		return task.Complete(ctx, &agentplanev1.TaskOutput{Text: "done"})
+		if g.Reported && !g.ResultReported {
+			// Its result was lost with the first lease; the transcript needs one.
+			if err := task.ToolResult(ctx, g.Call, structpb.NewStringValue("the result was lost with the runtime"), true); err != nil {
+				return err
+			}
+		}
+		return task.Complete(ctx, &agentplanev1.TaskOutput{Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "done")})
 	}), Options{RuntimeID: "sdk-e2e", MaxTasks: 2, PollWait: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -178,10 +188,69 @@ func TestServerReplayedCallIsNotRunTwice(t *testing.T) {
 	if ran != 1 {
 		t.Fatalf("the tool ran %d times", ran)
 	}
-	if replayed == nil || !replayed.Reported || replayed.Allowed {
-		t.Fatalf("replayed gate %+v, want Reported and not Allowed", replayed)
+	if replayed == nil || !replayed.Reported || replayed.ResultReported || replayed.Allowed {
+		t.Fatalf("replayed gate %+v, want Reported without its result and not Allowed", replayed)
 	}
 	if got := getTask(t, in, id); got.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED {
 		t.Fatalf("task %v failure %v", got.GetState(), got.GetFailure())
+	}
+}
+
+// A client function tool: the handler runs the gate, reports the call and waits for
+// the client's output; the client continues the task with it, and the next lease
+// carries it as the call's result.
+func TestServerWaitsForClientToolOutputs(t *testing.T) {
+	in := startServer(t)
+	id := startAgentTask(t, in, "weather?")
+	waited := make(chan []*agentplanev1.Interrupt, 1)
+	var got []*agentplanev1.ToolResult
+	w, err := New(in.Client.Runtime, HandlerFunc(func(ctx context.Context, task *Task) error {
+		if res := task.ContinueToolResults(); len(res) > 0 {
+			got = res
+			return task.Complete(ctx, &agentplanev1.TaskOutput{Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "sunny")})
+		}
+		g, err := task.ToolCall(ctx, Call{ID: "w1", Name: "get_weather", ArgumentsJSON: `{"city":"Oslo"}`, Node: "sdk-test"})
+		if err != nil {
+			return err
+		}
+		waits, err := task.WaitForToolOutputs(ctx, "sdk-test", g)
+		waited <- waits
+		return err
+	}), Options{RuntimeID: "sdk-e2e", MaxTasks: 2, PollWait: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(context.Background()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var waits []*agentplanev1.Interrupt
+	select {
+	case waits = <-waited:
+	case <-ctx.Done():
+		t.Fatal("the task did not wait for the tool output")
+	}
+	if len(waits) != 1 || waits[0].GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED || waits[0].GetCallId() != "w1" ||
+		waits[0].GetToolOutput().GetArgumentsJson() != `{"city":"Oslo"}` {
+		t.Fatalf("waits %v", waits)
+	}
+	if _, err := in.Client.Tasks.ContinueTask(ctx, &agentplanev1.ContinueTaskRequest{TaskId: id,
+		Input: &agentplanev1.ContinueTaskRequest_Message{Message: client.UserText("hi")}}); reasons.Of(err) != agentplanev1.ErrorReason_ERROR_REASON_TASK_TOOL_OUTPUTS_MISMATCH {
+		t.Fatalf("a message for a task waiting for tool outputs: %v", err)
+	}
+	if _, err := in.Client.Tasks.ContinueTask(ctx, &agentplanev1.ContinueTaskRequest{TaskId: id,
+		Input: &agentplanev1.ContinueTaskRequest_ToolOutputs{ToolOutputs: &agentplanev1.ToolOutputs{Outputs: []*agentplanev1.ToolOutput{
+			{CallId: "w1", Result: structpb.NewStringValue("21C, clear")},
+		}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].GetCallId() != "w1" || got[0].GetResult().GetStringValue() != "21C, clear" {
+		t.Fatalf("continue_tool_results %v", got)
+	}
+	if task := getTask(t, in, id); task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED {
+		t.Fatalf("task %v failure %v", task.GetState(), task.GetFailure())
 	}
 }

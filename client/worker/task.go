@@ -64,8 +64,11 @@ func (t *Task) ID() string { return t.ref.GetTaskId() }
 // messages). Do not modify it.
 func (t *Task) Lease() *agentplanev1.Lease { return t.lease }
 
-// Input is the user's input that started the task.
-func (t *Task) Input() string { return t.lease.GetTask().GetInput() }
+// Input is the user's message that started the task.
+func (t *Task) Input() *agentplanev1.Message { return t.lease.GetTask().GetInput() }
+
+// InputText is the text of the user's message that started the task.
+func (t *Task) InputText() string { return client.MessageText(t.Input()) }
 
 // Spec is the resolved spec to run.
 func (t *Task) Spec() *agentplanev1.ResolvedSpec { return t.lease.GetSpec() }
@@ -73,9 +76,15 @@ func (t *Task) Spec() *agentplanev1.ResolvedSpec { return t.lease.GetSpec() }
 // Attempt is the attempt number of this lease, from 1.
 func (t *Task) Attempt() int32 { return t.lease.GetAttempt() }
 
-// ContinueMessages are the user messages ContinueTask delivered since the last lease
-// (chat mode: what the user said after the turn ended).
-func (t *Task) ContinueMessages() []string { return t.lease.GetContinueMessages() }
+// ContinueMessages are the user messages ContinueTask delivered since the task last
+// paused (chat mode: what the user said after the turn ended).
+func (t *Task) ContinueMessages() []*agentplanev1.Message { return t.lease.GetContinueMessages() }
+
+// ContinueToolResults are the outputs of client-executed tool calls ContinueTask
+// delivered since the task last paused (WaitForToolOutputs), as logged.
+func (t *Task) ContinueToolResults() []*agentplanev1.ToolResult {
+	return t.lease.GetContinueToolResults()
+}
 
 // ResolvedInterrupts are the interrupts decided while the task was suspended.
 // ToolCall consults them by call id; they are here for handlers that rebuild their
@@ -214,11 +223,11 @@ func (t *Task) Note(ctx context.Context, text string, attrs map[string]string) e
 	return err
 }
 
-// MessageEvent builds a message event.
+// MessageEvent builds a message event of one text part.
 func MessageEvent(role agentplanev1.MessageRole, text, node string) *agentplanev1.RuntimeEvent {
-	return &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_Message{
-		Message: &agentplanev1.ChatMessage{Role: role, Text: text, Node: node},
-	}}
+	m := client.TextMessage(role, text)
+	m.Node = node
+	return &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_Message{Message: m}}
 }
 
 // Call is a tool call the model wants to make.
@@ -230,8 +239,9 @@ type Call struct {
 	Name string
 	// Description is the tool's description, for the policy and the reviewer.
 	Description string
-	// Args are the arguments the model produced.
-	Args *structpb.Value
+	// ArgumentsJSON is the arguments exactly as the model produced them (JSON text,
+	// possibly malformed); decisions bind its SHA-256.
+	ArgumentsJSON string
 	// Node is the agent (graph node) making the call.
 	Node string
 	// Trip is the zero-based model round-trip index.
@@ -249,11 +259,11 @@ type Call struct {
 type Gate struct {
 	// Call is the call asked about.
 	Call Call
-	// Allowed says the tool may run, with exactly Args.
+	// Allowed says the tool may run, with exactly ArgumentsJSON.
 	Allowed bool
-	// Args are the arguments to run with: as produced, or as a reviewer approved or
-	// edited them. Nil when not allowed.
-	Args *structpb.Value
+	// ArgumentsJSON is the arguments to run with: as produced, or as a reviewer
+	// approved or edited them. Empty when not allowed.
+	ArgumentsJSON string
 	// Interrupt is the interrupt the call waited on, if it was gated.
 	Interrupt *agentplanev1.Interrupt
 	// Decision is the decision that allowed or rejected it, when there was one.
@@ -263,14 +273,20 @@ type Gate struct {
 	// Reported is set when the call was reported to the task's log already, by an
 	// earlier lease of this task (the handler is replaying its turn after a lost
 	// lease): the tool ran, or was running, then. Do not run it again; its result, if
-	// it was reported, is in the history. Allowed is false.
+	// it was reported (ResultReported), is in the history; if not, report one (an
+	// is_error result saying it was lost will do) before ending the turn. Allowed is
+	// false.
 	Reported bool
+	// ResultReported is set with Reported when the call's result is in the history too.
+	ResultReported bool
 }
 
 // ToolCall asks the control plane whether a tool call may run, waits for a decision
-// when it is gated, and, when it may run, reports the call (with the args to run)
-// to the task's log. Running the tool and reporting its result (ToolResult) is the
-// caller's.
+// when it is gated, and, when it may run, reports the call (with the arguments to
+// run) to the task's log. Running the tool and reporting its result (ToolResult) is
+// the caller's. A rejected call is reported too, with its error result (the reason
+// the model is shown), so the transcript has both (docs/hitl.md, "Event sequence");
+// the caller reports nothing more for it.
 //
 // When the call waits durably, ToolCall gives up the lease and returns ErrSuspended;
 // the handler should return. When the task is leased again, calling ToolCall with the
@@ -294,9 +310,20 @@ func (t *Task) ToolCall(ctx context.Context, c Call) (*Gate, error) {
 		}
 		gate = g
 	}
-	if gate.Allowed {
+	switch {
+	case gate.Reported:
+	case gate.Allowed:
 		_, err := t.Report(ctx, &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_ToolCall{
-			ToolCall: &agentplanev1.ToolCall{CallId: c.ID, ToolName: c.Name, Args: gate.Args, Node: c.Node, TripIndex: c.Trip},
+			ToolCall: &agentplanev1.ToolCall{CallId: c.ID, ToolName: c.Name, ArgumentsJson: gate.ArgumentsJSON, Node: c.Node, TripIndex: c.Trip},
+		}})
+		if err != nil {
+			return nil, err
+		}
+	default:
+		_, err := t.Report(ctx, &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_ToolCall{
+			ToolCall: &agentplanev1.ToolCall{CallId: c.ID, ToolName: c.Name, ArgumentsJson: c.ArgumentsJSON, Node: c.Node, TripIndex: c.Trip},
+		}}, &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_ToolResult{
+			ToolResult: &agentplanev1.ToolResult{CallId: c.ID, ToolName: c.Name, Result: structpb.NewStringValue(gate.Reason), IsError: true, Node: c.Node},
 		}})
 		if err != nil {
 			return nil, err
@@ -319,13 +346,13 @@ func (t *Task) takeInterrupt(callID string) *agentplanev1.Interrupt {
 
 func (t *Task) check(ctx context.Context, c Call) (*Gate, error) {
 	req := &agentplanev1.CheckToolCallRequest{
-		Lease:       t.ref,
-		CallId:      c.ID,
-		ToolName:    c.Name,
-		Args:        c.Args,
-		AgentName:   c.Node,
-		TripIndex:   c.Trip,
-		Annotations: c.Annotations,
+		Lease:         t.ref,
+		CallId:        c.ID,
+		ToolName:      c.Name,
+		ArgumentsJson: c.ArgumentsJSON,
+		AgentName:     c.Node,
+		TripIndex:     c.Trip,
+		Annotations:   c.Annotations,
 	}
 	if c.Description != "" {
 		req.ToolDescription = &c.Description
@@ -340,16 +367,13 @@ func (t *Task) check(ctx context.Context, c Call) (*Gate, error) {
 		return nil, err
 	}
 	if resp.GetCallReported() {
-		return &Gate{Call: c, Reported: true, Interrupt: resp.GetInterrupt(), Decision: resp.GetDecision(),
+		return &Gate{Call: c, Reported: true, ResultReported: resp.GetResultReported(), Interrupt: resp.GetInterrupt(), Decision: resp.GetDecision(),
 			Reason: fmt.Sprintf("call %s was already run under an earlier lease of this task; see its result in the history", c.ID)}, nil
 	}
 	switch resp.GetOutcome() {
 	case agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW:
-		args := resp.GetDecision().GetArgs()
-		if args == nil {
-			args = c.Args
-		}
-		return &Gate{Call: c, Allowed: true, Args: args, Decision: resp.GetDecision()}, nil
+		// ALLOW runs the call's own text.
+		return &Gate{Call: c, Allowed: true, ArgumentsJSON: c.ArgumentsJSON, Decision: resp.GetDecision()}, nil
 	case agentplanev1.GateOutcome_GATE_OUTCOME_REJECT:
 		g := gateOf(c, resp.GetDecision())
 		if g.Reason == "" {
@@ -390,11 +414,8 @@ func (t *Task) waitOrUse(ctx context.Context, c Call, it *agentplanev1.Interrupt
 	}
 	g := gateOf(c, dec)
 	g.Interrupt = it
-	if g.Allowed && g.Args == nil {
-		if dec.GetType() != agentplanev1.DecisionType_DECISION_TYPE_APPROVE {
-			return nil, fmt.Errorf("worker: decision %s on interrupt %s carries no arguments", dec.GetType(), it.GetInterruptId())
-		}
-		g.Args = c.Args // approve means unchanged
+	if g.Allowed && dec.GetType() == agentplanev1.DecisionType_DECISION_TYPE_APPROVE {
+		g.ArgumentsJSON = c.ArgumentsJSON // approve means unchanged
 	}
 	return g, nil
 }
@@ -404,7 +425,7 @@ func gateOf(c Call, dec *agentplanev1.Decision) *Gate {
 	switch dec.GetType() {
 	case agentplanev1.DecisionType_DECISION_TYPE_APPROVE, agentplanev1.DecisionType_DECISION_TYPE_EDIT:
 		g.Allowed = true
-		g.Args = dec.GetArgs()
+		g.ArgumentsJSON = dec.GetArgumentsJson()
 	default:
 		g.Reason = dec.GetModelReason()
 		if g.Reason == "" {
@@ -476,8 +497,8 @@ func (t *Task) awaitOnce(ctx context.Context, interruptID string) (*agentplanev1
 	}
 }
 
-// ToolResult reports what a tool returned for an allowed call (or the rejection the
-// model is shown, with isError).
+// ToolResult reports what a tool returned for an allowed call (isError when it
+// failed). A rejected call's result is reported by ToolCall.
 func (t *Task) ToolResult(ctx context.Context, c Call, result *structpb.Value, isError bool) error {
 	_, err := t.Report(ctx, &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_ToolResult{
 		ToolResult: &agentplanev1.ToolResult{CallId: c.ID, ToolName: c.Name, Result: result, IsError: isError, Node: c.Node},
@@ -511,18 +532,42 @@ func (t *Task) Suspend(ctx context.Context) error {
 	})
 }
 
-// Pause ends a chat turn: message (if set) is appended as the turn's last assistant
-// message, the task waits in INPUT_REQUIRED for ContinueTask, and the lease is
-// released. The next lease carries the user's message in ContinueMessages.
+// Pause ends a chat turn: message (if not empty) is appended as the turn's last
+// assistant message, the task waits in INPUT_REQUIRED for ContinueTask, and the lease
+// is released. The next lease carries the user's message in ContinueMessages.
 func (t *Task) Pause(ctx context.Context, message, node string) (*agentplanev1.Interrupt, error) {
+	req := &agentplanev1.PauseTaskRequest{Lease: t.ref, Node: node, RequestId: client.NewRequestID()}
+	if message != "" {
+		req.Message = client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, message)
+	}
 	var it *agentplanev1.Interrupt
-	req := &agentplanev1.PauseTaskRequest{Lease: t.ref, Message: message, Node: node, RequestId: client.NewRequestID()}
 	err := t.write(ctx, "pause task", "paused", func(ctx context.Context) error {
 		resp, err := t.w.rt.PauseTask(ctx, req)
 		it = resp.GetInterrupt()
 		return err
 	})
 	return it, err
+}
+
+// WaitForToolOutputs ends a turn whose calls (allowed and reported by ToolCall, with
+// the arguments it ran them with) are function tools the client executes: the task
+// waits in INPUT_REQUIRED on one TOOL_OUTPUT_REQUIRED interrupt per call until
+// ContinueTask supplies their outputs, and the lease is released. The next lease
+// carries the outputs in ContinueToolResults.
+func (t *Task) WaitForToolOutputs(ctx context.Context, node string, gates ...*Gate) ([]*agentplanev1.Interrupt, error) {
+	req := &agentplanev1.PauseTaskRequest{Lease: t.ref, Node: node, RequestId: client.NewRequestID()}
+	for _, g := range gates {
+		req.ToolOutputCalls = append(req.ToolOutputCalls, &agentplanev1.ToolCall{
+			CallId: g.Call.ID, ToolName: g.Call.Name, ArgumentsJson: g.ArgumentsJSON, Node: g.Call.Node, TripIndex: g.Call.Trip,
+		})
+	}
+	var its []*agentplanev1.Interrupt
+	err := t.write(ctx, "pause task for tool outputs", "paused", func(ctx context.Context) error {
+		resp, err := t.w.rt.PauseTask(ctx, req)
+		its = resp.GetToolOutputInterrupts()
+		return err
+	})
+	return its, err
 }
 
 // Complete ends the task as COMPLETED with output.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentplane/agentplane/client/worker/workertest"
 
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
@@ -79,7 +80,7 @@ func TestCompleteReportsUnderTheLease(t *testing.T) {
 	rt := f.Runtime()
 	f.Enqueue("t1", func(l *agentplanev1.Lease) { l.LeaseId, l.Epoch = "lease-7", 7 })
 	r := startWorker(t, rt, func(ctx context.Context, task *Task) error {
-		if task.ID() != "t1" || task.Input() != "input of t1" || task.Ref().GetEpoch() != 7 {
+		if task.ID() != "t1" || task.InputText() != "input of t1" || task.Ref().GetEpoch() != 7 {
 			return errors.New("lease not exposed")
 		}
 		if err := task.Say(ctx, "hello"); err != nil {
@@ -88,17 +89,17 @@ func TestCompleteReportsUnderTheLease(t *testing.T) {
 		if err := task.Note(ctx, "thinking", map[string]string{"k": "v"}); err != nil {
 			return err
 		}
-		return task.Complete(ctx, &agentplanev1.TaskOutput{Text: "done"})
+		return task.Complete(ctx, &agentplanev1.TaskOutput{Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "done")})
 	}, once)
 	if err := r.wait(t); err != nil {
 		t.Fatal(err)
 	}
 	s := snapshot(f)
-	if s.Ends["t1"] != "completed" || s.Outputs["t1"].GetText() != "done" {
+	if s.Ends["t1"] != "completed" || client.MessageText(s.Outputs["t1"].GetMessage()) != "done" {
 		t.Fatalf("want completed with output, got %q %v (failure %v)", s.Ends["t1"], s.Outputs["t1"], s.Failures["t1"])
 	}
 	ev := s.Events["t1"]
-	if len(ev) != 2 || ev[0].GetMessage().GetText() != "hello" || ev[0].GetMessage().GetRole() != agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT || ev[1].GetNote().GetAttributes()["k"] != "v" {
+	if len(ev) != 2 || client.MessageText(ev[0].GetMessage()) != "hello" || ev[0].GetMessage().GetRole() != agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT || ev[1].GetNote().GetAttributes()["k"] != "v" {
 		t.Fatalf("events: %v", ev)
 	}
 }
@@ -185,7 +186,7 @@ func TestHeartbeatsKeepTheLease(t *testing.T) {
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
-		return task.Complete(ctx, &agentplanev1.TaskOutput{Text: "ok"})
+		return task.Complete(ctx, &agentplanev1.TaskOutput{Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "ok")})
 	}, once)
 	// Three heartbeats span more than two lease lifetimes: the lease survived only
 	// because each one extended it.
@@ -287,7 +288,7 @@ func TestInteractiveDecision(t *testing.T) {
 		{name: "approve runs the original args", decision: &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_APPROVE},
 			wantAllow: true, wantTo: "a@example.com"},
 		{name: "edit runs the edited args, after a dropped stream", drops: 2,
-			decision:  &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_EDIT, Args: structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"to": structpb.NewStringValue("b@example.com")}})},
+			decision:  &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_EDIT, ArgumentsJson: `{"to":"b@example.com"}`},
 			wantAllow: true, wantTo: "b@example.com"},
 		{name: "reject shows the model reason", decision: &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_REJECT, Reason: proto.String("no"), ModelReason: proto.String("<untrusted>no</untrusted>")},
 			wantWhy: "<untrusted>no</untrusted>"},
@@ -300,7 +301,7 @@ func TestInteractiveDecision(t *testing.T) {
 			var gate *Gate
 			r := startWorker(t, rt, func(ctx context.Context, task *Task) error {
 				var err error
-				gate, err = task.ToolCall(ctx, Call{ID: "c1", Name: "send_email", Args: mustValue(t, map[string]any{"to": "a@example.com"}), Node: "mailer"})
+				gate, err = task.ToolCall(ctx, Call{ID: "c1", Name: "send_email", ArgumentsJSON: `{"to":"a@example.com"}`, Node: "mailer"})
 				if err != nil {
 					return err
 				}
@@ -324,12 +325,15 @@ func TestInteractiveDecision(t *testing.T) {
 			}
 			ev := snapshot(f).Events["t1"]
 			if !tc.wantAllow {
-				if len(ev) != 0 {
-					t.Fatalf("a rejected call was reported: %v", ev)
+				// A rejected call is reported with its original arguments and an error
+				// result carrying the reason the model is shown.
+				if len(ev) != 2 || ev[0].GetToolCall().GetArgumentsJson() != `{"to":"a@example.com"}` || !ev[1].GetToolResult().GetIsError() ||
+					ev[1].GetToolResult().GetResult().GetStringValue() != tc.wantWhy {
+					t.Fatalf("a rejected call was reported as %v", ev)
 				}
 				return
 			}
-			if len(ev) != 2 || ev[0].GetToolCall().GetArgs().GetStructValue().GetFields()["to"].GetStringValue() != tc.wantTo || ev[1].GetToolResult().GetCallId() != "c1" {
+			if len(ev) != 2 || ev[0].GetToolCall().GetArgumentsJson() != `{"to":"`+tc.wantTo+`"}` || ev[1].GetToolResult().GetCallId() != "c1" {
 				t.Fatalf("events %v", ev)
 			}
 		})
@@ -362,7 +366,7 @@ func TestGateAnswersWithoutInterrupt(t *testing.T) {
 			var gate *Gate
 			r := startWorker(t, rt, func(ctx context.Context, task *Task) error {
 				var err error
-				if gate, err = task.ToolCall(ctx, Call{ID: "c1", Name: "search", Args: mustValue(t, "q"), Description: "web search"}); err != nil {
+				if gate, err = task.ToolCall(ctx, Call{ID: "c1", Name: "search", ArgumentsJSON: `"q"`, Description: "web search"}); err != nil {
 					return err
 				}
 				return task.Complete(ctx, nil)
@@ -373,8 +377,8 @@ func TestGateAnswersWithoutInterrupt(t *testing.T) {
 			if gate == nil || gate.Allowed != tc.wantAllow || gate.Reason != tc.wantWhy {
 				t.Fatalf("gate %+v", gate)
 			}
-			if tc.wantAllow && gate.Args.GetStringValue() != "q" {
-				t.Fatalf("allowed args %v", gate.Args)
+			if tc.wantAllow && gate.ArgumentsJSON != `"q"` {
+				t.Fatalf("allowed args %v", gate.ArgumentsJSON)
 			}
 			if c := snapshot(f).Checks[0]; c.GetToolDescription() != "web search" || c.GetCallId() != "c1" {
 				t.Fatalf("check request %v", c)
@@ -390,17 +394,17 @@ func TestDurableSuspendThenResume(t *testing.T) {
 	f.Enqueue("t1", nil)
 	var mu sync.Mutex
 	var results []error
-	args := mustValue(t, map[string]any{"amount": 10})
+	args := `{"amount": 12345678901234567}`
 	r := startWorker(t, rt, func(ctx context.Context, task *Task) error {
 		// The handler replays from the start on every lease, as a stateless runtime would.
-		gate, err := task.ToolCall(ctx, Call{ID: "pay-1", Name: "pay", Args: args})
+		gate, err := task.ToolCall(ctx, Call{ID: "pay-1", Name: "pay", ArgumentsJSON: args})
 		mu.Lock()
 		results = append(results, err)
 		mu.Unlock()
 		if err != nil {
 			return err
 		}
-		return task.Complete(ctx, &agentplanev1.TaskOutput{Text: gate.Decision.GetType().String()})
+		return task.Complete(ctx, &agentplanev1.TaskOutput{Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, gate.Decision.GetType().String())})
 	}, func(o *Options) { o.MaxTasks = 2; o.Delivery = Durable })
 
 	f.WaitFor(t, "the suspension", func(s *workertest.State) bool { return s.Ends["t1"] == workertest.Suspended })
@@ -408,7 +412,7 @@ func TestDurableSuspendThenResume(t *testing.T) {
 		l.ResolvedInterrupts = []*agentplanev1.Interrupt{{
 			InterruptId: "i1", CallId: "pay-1", Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL,
 			State:    agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED,
-			Decision: &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_APPROVE, Args: args},
+			Decision: &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_APPROVE, ArgumentsJson: args},
 		}}
 	})
 	if err := r.wait(t); err != nil {
@@ -421,7 +425,7 @@ func TestDurableSuspendThenResume(t *testing.T) {
 	if len(s.Checks) != 1 {
 		t.Fatalf("the resumed call asked the gate again: %d checks", len(s.Checks))
 	}
-	if s.Ends["t1"] != "completed" || s.Outputs["t1"].GetText() != "DECISION_TYPE_APPROVE" || s.Failures["t1"] != nil {
+	if s.Ends["t1"] != "completed" || client.MessageText(s.Outputs["t1"].GetMessage()) != "DECISION_TYPE_APPROVE" || s.Failures["t1"] != nil {
 		t.Fatalf("end %q output %v failure %v", s.Ends["t1"], s.Outputs["t1"], s.Failures["t1"])
 	}
 	if ev := s.Events["t1"]; len(ev) != 1 || ev[0].GetToolCall().GetCallId() != "pay-1" {
@@ -435,7 +439,7 @@ func TestPauseThenContinue(t *testing.T) {
 	f.Enqueue("t1", nil)
 	r := startWorker(t, rt, func(ctx context.Context, task *Task) error {
 		if msgs := task.ContinueMessages(); len(msgs) > 0 {
-			if err := task.Say(ctx, "you said "+msgs[0]); err != nil {
+			if err := task.Say(ctx, "you said "+client.MessageText(msgs[0])); err != nil {
 				return err
 			}
 			return task.Complete(ctx, nil)
@@ -453,15 +457,15 @@ func TestPauseThenContinue(t *testing.T) {
 		return nil
 	}, func(o *Options) { o.MaxTasks = 2 })
 	f.WaitFor(t, "the pause", func(s *workertest.State) bool { return s.Ends["t1"] == workertest.Paused })
-	if p := snapshot(f).Pauses["t1"]; p.GetMessage() != "anything else?" || p.GetNode() != "chat" {
+	if p := snapshot(f).Pauses["t1"]; client.MessageText(p.GetMessage()) != "anything else?" || p.GetNode() != "chat" {
 		t.Errorf("pause request %v", p)
 	}
-	f.Requeue("t1", func(l *agentplanev1.Lease) { l.ContinueMessages = []string{"more"} })
+	f.Requeue("t1", func(l *agentplanev1.Lease) { l.ContinueMessages = []*agentplanev1.Message{client.UserText("more")} })
 	if err := r.wait(t); err != nil {
 		t.Fatal(err)
 	}
 	s := snapshot(f)
-	if s.Ends["t1"] != "completed" || len(s.Events["t1"]) != 1 || s.Events["t1"][0].GetMessage().GetText() != "you said more" {
+	if s.Ends["t1"] != "completed" || len(s.Events["t1"]) != 1 || client.MessageText(s.Events["t1"][0].GetMessage()) != "you said more" {
 		t.Fatalf("end %q events %v", s.Ends["t1"], s.Events["t1"])
 	}
 }

@@ -163,7 +163,7 @@ func startRequest(reqID string) *agentplanev1.StartTaskRequest {
 			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Answer briefly."}},
 			Model:        "test-model",
 		}},
-		Input: "crash test " + reqID,
+		Input: client.UserText("crash test " + reqID),
 	}
 }
 
@@ -192,7 +192,7 @@ func runtimeLoop(ctx context.Context, c *client.Client, l *ledger, round int) {
 			ref := &agentplanev1.LeaseRef{TaskId: lease.GetTask().GetTaskId(), LeaseId: lease.GetLeaseId(), Epoch: lease.GetEpoch()}
 			for j := 0; j < 3; j++ {
 				r, err := c.Runtime.ReportEvents(ctx, &agentplanev1.ReportEventsRequest{Lease: ref, Events: []*agentplanev1.RuntimeEvent{
-					{Payload: &agentplanev1.RuntimeEvent_Message{Message: &agentplanev1.ChatMessage{Role: agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, Text: fmt.Sprintf("step %d", j)}}},
+					{Payload: &agentplanev1.RuntimeEvent_Message{Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, fmt.Sprintf("step %d", j))}},
 				}})
 				if err != nil {
 					return
@@ -204,7 +204,7 @@ func runtimeLoop(ctx context.Context, c *client.Client, l *ledger, round int) {
 				l.reports++
 				l.mu.Unlock()
 			}
-			if _, err := c.Runtime.CompleteTask(ctx, &agentplanev1.CompleteTaskRequest{Lease: ref, Output: &agentplanev1.TaskOutput{Text: "done"}}); err != nil {
+			if _, err := c.Runtime.CompleteTask(ctx, &agentplanev1.CompleteTaskRequest{Lease: ref, Output: &agentplanev1.TaskOutput{Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "done")}}); err != nil {
 				return
 			}
 		}

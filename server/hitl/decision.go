@@ -40,10 +40,16 @@ type ResolveParams struct {
 }
 
 // CheckResolvable refuses a resolution the interrupt's state does not allow: a chat
-// pause (only ContinueTask resolves it), an interrupt already resolved (the decision
+// pause or a wait for tool outputs (only ContinueTask resolves them), an interrupt already resolved (the decision
 // is single-use), or a reviewer who saw other arguments (expectedDigest, when set,
 // must equal the interrupt's args digest).
 func CheckResolvable(in *agentplanev1.Interrupt, expectedDigest string) error {
+	if in.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED {
+		return apierr.FailedPrecondition(apierr.ReasonTaskState,
+			"interrupt %s waits for the output of client tool call %q; give it with TaskService.ContinueTask (tool_outputs)", in.GetInterruptId(), in.GetCallId()).
+			WithMetadata(apierr.MetaTaskID, in.GetTaskId()).WithMetadata(apierr.MetaInterruptID, in.GetInterruptId()).
+			WithMetadata(apierr.MetaResolveWith, apierr.ResolveWithContinueTask)
+	}
 	if in.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE {
 		return apierr.FailedPrecondition(apierr.ReasonTaskState,
 			"interrupt %s is a chat-mode pause; resume the task with TaskService.ContinueTask", in.GetInterruptId()).
@@ -104,8 +110,8 @@ func CheckResolveRequest(req *agentplanev1.ResolveInterruptRequest) error {
 		}
 	case *agentplanev1.ResolveInterruptRequest_Edit:
 		reason = d.Edit.GetReason()
-		if d.Edit.GetArgs() == nil {
-			return apierr.InvalidArgument(apierr.ReasonEditInvalid, "edit.args is required")
+		if d.Edit.GetArgumentsJson() == "" {
+			return apierr.InvalidArgument(apierr.ReasonEditInvalid, "edit.arguments_json is required")
 		}
 	}
 	if len(reason) > MaxReasonBytes {
@@ -116,12 +122,12 @@ func CheckResolveRequest(req *agentplanev1.ResolveInterruptRequest) error {
 
 // DecideResolve turns a person's ruling into the server's Decision for in. It runs
 // CheckResolveRequest and CheckResolvable, then validates edited arguments: they must
-// be a JSON object and satisfy the tool's parameter schema when the spec declares
-// one (otherwise INVALID_ARGUMENT, reason interrupt.edit_invalid, with every
-// violation in a google.rpc.BadRequest). The decision carries the args the runtime
-// must run with (the interrupt's for approve, the new ones for edit, none for
-// reject), the digest of the args ruled on and of the args to run, the principal
-// and the time.
+// be JSON text of an object and satisfy the tool's parameter schema when the spec
+// declares one (otherwise INVALID_ARGUMENT, reason interrupt.edit_invalid, with every
+// violation in a google.rpc.BadRequest). The decision carries the arguments_json the
+// runtime must run with (the interrupt's for approve, the new text for edit, none for
+// reject), the digest of the text ruled on and of the text to run (for reject, the
+// ruled one: the call is reported with it), the call id, the principal and the time.
 func DecideResolve(in *agentplanev1.Interrupt, req *agentplanev1.ResolveInterruptRequest, p ResolveParams) (*agentplanev1.Decision, error) {
 	if err := CheckResolveRequest(req); err != nil {
 		return nil, err
@@ -135,25 +141,26 @@ func DecideResolve(in *agentplanev1.Interrupt, req *agentplanev1.ResolveInterrup
 		DecideTime:      timestamppb.New(p.Now),
 		Source:          agentplanev1.DecisionSource_DECISION_SOURCE_HUMAN,
 		InterruptId:     in.GetInterruptId(),
+		CallId:          in.GetCallId(),
 	}
 	var reason *string
 	switch r := req.GetDecision().(type) {
 	case *agentplanev1.ResolveInterruptRequest_Approve:
 		d.Type = agentplanev1.DecisionType_DECISION_TYPE_APPROVE
-		d.Args = in.GetApproval().GetArgs()
+		d.ArgumentsJson = in.GetApproval().GetArgumentsJson()
 		d.ArgsDigest = in.GetArgsDigest()
 		reason = r.Approve.Reason
 	case *agentplanev1.ResolveInterruptRequest_Reject:
 		d.Type = agentplanev1.DecisionType_DECISION_TYPE_REJECT
+		d.ArgsDigest = in.GetArgsDigest()
 		reason = &r.Reject.Reason
 	case *agentplanev1.ResolveInterruptRequest_Edit:
-		digest, err := checkEdit(in, r.Edit.GetArgs(), p)
-		if err != nil {
+		if err := checkEdit(in, r.Edit.GetArgumentsJson(), p); err != nil {
 			return nil, err
 		}
 		d.Type = agentplanev1.DecisionType_DECISION_TYPE_EDIT
-		d.Args = r.Edit.GetArgs()
-		d.ArgsDigest = digest
+		d.ArgumentsJson = r.Edit.GetArgumentsJson()
+		d.ArgsDigest = ArgsDigest(d.ArgumentsJson)
 		reason = r.Edit.Reason
 	}
 	if reason != nil && *reason != "" {
@@ -163,30 +170,30 @@ func DecideResolve(in *agentplanev1.Interrupt, req *agentplanev1.ResolveInterrup
 	return d, nil
 }
 
-func checkEdit(in *agentplanev1.Interrupt, args *structpb.Value, p ResolveParams) (string, error) {
-	digest, err := ArgsDigest(args)
-	if err != nil {
-		return "", editInvalid(in, []string{err.Error()})
+func checkEdit(in *agentplanev1.Interrupt, text string, p ResolveParams) error {
+	args, ok := ParseArgs(text)
+	if !ok {
+		return editInvalid(in, []string{"arguments_json is not valid JSON"})
 	}
 	if args.GetStructValue() == nil {
-		return "", editInvalid(in, []string{"tool arguments must be a JSON object"})
+		return editInvalid(in, []string{"tool arguments must be a JSON object"})
 	}
 	if !p.HasSchema {
-		return digest, nil
+		return nil
 	}
 	if p.ValidateArgs == nil {
-		return "", apierr.New(codes.Internal, apierr.ReasonInternal, "edit validation is not configured")
+		return apierr.New(codes.Internal, apierr.ReasonInternal, "edit validation is not configured")
 	}
 	if v := p.ValidateArgs(p.Schema, args); len(v) > 0 {
-		return "", editInvalid(in, v)
+		return editInvalid(in, v)
 	}
-	return digest, nil
+	return nil
 }
 
 func editInvalid(in *agentplanev1.Interrupt, violations []string) error {
 	fv := make([]*errdetails.BadRequest_FieldViolation, len(violations))
 	for i, v := range violations {
-		fv[i] = &errdetails.BadRequest_FieldViolation{Field: "edit.args", Description: v}
+		fv[i] = &errdetails.BadRequest_FieldViolation{Field: "edit.arguments_json", Description: v}
 	}
 	return apierr.InvalidArgument(apierr.ReasonEditInvalid, "the edited args do not fit the parameters of tool %q: %s",
 		in.GetApproval().GetToolName(), strings.Join(violations, "; ")).
@@ -204,13 +211,14 @@ func DeadlineDecision(in *agentplanev1.Interrupt, approve bool, now time.Time) *
 		DecideTime:      timestamppb.New(now),
 		Source:          agentplanev1.DecisionSource_DECISION_SOURCE_DEADLINE,
 		InterruptId:     in.GetInterruptId(),
+		CallId:          in.GetCallId(),
+		ArgsDigest:      in.GetArgsDigest(),
 	}
 	when := in.GetDeadline().AsTime().UTC().Format(time.RFC3339)
 	var reason string
 	if approve {
 		d.Type = agentplanev1.DecisionType_DECISION_TYPE_APPROVE
-		d.Args = in.GetApproval().GetArgs()
-		d.ArgsDigest = in.GetArgsDigest()
+		d.ArgumentsJson = in.GetApproval().GetArgumentsJson()
 		reason = fmt.Sprintf("No reviewer decided by the deadline (%s); the deployment default approved the call.", when)
 	} else {
 		d.Type = agentplanev1.DecisionType_DECISION_TYPE_REJECT
@@ -221,10 +229,14 @@ func DeadlineDecision(in *agentplanev1.Interrupt, approve bool, now time.Time) *
 	return d
 }
 
-// DecideContinue is the decision of ContinueTask on a chat-mode pause. The user's
-// message travels separately (as a continue message), not as a reason.
+// DecideContinue is the decision of ContinueTask on a chat-mode pause, or on a wait
+// for the output of a client-executed tool call (TOOL_OUTPUT_REQUIRED). The user's
+// message or the tool output travels separately (as a continue message or a
+// ToolResult), not as a reason.
 func DecideContinue(in *agentplanev1.Interrupt, principal string, now time.Time) (*agentplanev1.Decision, error) {
-	if in.GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE {
+	switch in.GetKind() {
+	case agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE, agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED:
+	default:
 		return nil, apierr.FailedPrecondition(apierr.ReasonTaskState,
 			"interrupt %s waits for a reviewer's decision, not for a user message; resolve it with HitlService.ResolveInterrupt", in.GetInterruptId()).
 			WithMetadata(apierr.MetaTaskID, in.GetTaskId()).WithMetadata(apierr.MetaInterruptID, in.GetInterruptId()).
@@ -240,6 +252,7 @@ func DecideContinue(in *agentplanev1.Interrupt, principal string, now time.Time)
 		DecideTime:      timestamppb.New(now),
 		Source:          agentplanev1.DecisionSource_DECISION_SOURCE_CONTINUE,
 		InterruptId:     in.GetInterruptId(),
+		CallId:          in.GetCallId(),
 	}, nil
 }
 
@@ -249,8 +262,11 @@ func DecideContinue(in *agentplanev1.Interrupt, principal string, now time.Time)
 // Its reason is the server's and reaches the model verbatim.
 func TaskEndedDecision(in *agentplanev1.Interrupt, how string, now time.Time) *agentplanev1.Decision {
 	reason := fmt.Sprintf("The task %s before a decision on this call; the call did not run.", how)
-	if in.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE {
+	switch in.GetKind() {
+	case agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE:
 		reason = fmt.Sprintf("The task %s while it waited for the user.", how)
+	case agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED:
+		reason = fmt.Sprintf("The task %s while it waited for the output of this call from the client.", how)
 	}
 	return &agentplanev1.Decision{
 		Type:            agentplanev1.DecisionType_DECISION_TYPE_REJECT,
@@ -261,6 +277,8 @@ func TaskEndedDecision(in *agentplanev1.Interrupt, how string, now time.Time) *a
 		DecideTime:      timestamppb.New(now),
 		Source:          agentplanev1.DecisionSource_DECISION_SOURCE_TASK_ENDED,
 		InterruptId:     in.GetInterruptId(),
+		CallId:          in.GetCallId(),
+		ArgsDigest:      in.GetArgsDigest(),
 	}
 }
 

@@ -14,12 +14,14 @@
 //     the call (fail closed) and says so.
 //   - ResolveMode: enabled / passthrough / disabled, with passthrough handed to the
 //     enclosing frame and, at the top, to the control plane's reviewers.
-//   - ArgsDigest: SHA-256 of the RFC 8785 canonical JSON of the arguments; decisions
-//     bind the arguments ruled on and the arguments to run by it.
+//   - ArgsDigest: SHA-256 of the arguments exactly as the model wrote them (JSON
+//     text, possibly malformed); decisions bind the arguments ruled on and the
+//     arguments to run by it.
 //   - InterruptID, DecidedCall, CheckRun: every answer of the gate is stored under an
 //     id derived from the task and the call id (an interrupt, or the resolved record
 //     of a call decided at once), and the runtime's report of the call is checked
-//     against that decision: same tool, same arguments by digest, not rejected.
+//     against that decision: same tool, same arguments by digest (the ruled ones
+//     for a rejection, which is reported too); CheckResult checks its result.
 //   - DecideResolve, DeadlineDecision, DecideContinue: the server's decisions, bound
 //     to interrupt, principal and digests; RenderReason applies
 //     content_trust.hitl_reason_policy to the reason that reaches the model.

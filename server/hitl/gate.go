@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -50,7 +49,8 @@ type Call struct {
 	CallID          string
 	ToolName        string
 	ToolDescription string
-	Args            *structpb.Value
+	// ArgumentsJSON is the model's arguments as JSON text, possibly malformed.
+	ArgumentsJSON string
 	// AgentName is the graph node (or the agent) making the call.
 	AgentName   string
 	TripIndex   int32
@@ -63,7 +63,7 @@ func CallFromRequest(r *agentplanev1.CheckToolCallRequest) Call {
 		CallID:          r.GetCallId(),
 		ToolName:        r.GetToolName(),
 		ToolDescription: r.GetToolDescription(),
-		Args:            r.GetArgs(),
+		ArgumentsJSON:   r.GetArgumentsJson(),
 		AgentName:       r.GetAgentName(),
 		TripIndex:       r.GetTripIndex(),
 		Annotations:     r.GetAnnotations(),
@@ -91,7 +91,7 @@ type GateResult struct {
 	Detail string
 	// Tags from the policy match.
 	Tags []string
-	// ArgsDigest is the digest of the call's args (ArgsDigest).
+	// ArgsDigest is the digest of the call's arguments text (ArgsDigest).
 	ArgsDigest string
 	// Mode is how a gated call was handled; zero for ALLOW.
 	Mode ModeResolution
@@ -101,17 +101,14 @@ type GateResult struct {
 }
 
 // Check decides one call. It is pure apart from reading the compiler's cache. The
-// only error is a call the gate cannot reason about (no tool name, arguments with no
-// JSON form), an INVALID_ARGUMENT; everything else, including a policy that fails to
-// evaluate, is an answer, and when in doubt the answer gates.
+// only error is a call with no tool name, an INVALID_ARGUMENT; everything else,
+// including arguments that are not valid JSON and a policy that fails to evaluate, is
+// an answer, and when in doubt the answer gates.
 func (g *Gate) Check(ctx context.Context, t TaskGating, c Call, now time.Time) (GateResult, error) {
 	if c.ToolName == "" {
 		return GateResult{}, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "tool_name is required")
 	}
-	digest, err := ArgsDigest(c.Args)
-	if err != nil {
-		return GateResult{}, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "args: %v", err)
-	}
+	digest := ArgsDigest(c.ArgumentsJSON)
 	res := GateResult{ArgsDigest: digest}
 
 	var m Match
@@ -120,14 +117,19 @@ func (g *Gate) Check(ctx context.Context, t TaskGating, c Call, now time.Time) (
 		// the policy cannot say no, so it says yes.
 		m = Match{Gate: true, Reason: ReasonPolicyBroken, Detail: "the task's interrupt policy no longer compiles, gating the call: " + err.Error()}
 	} else {
-		m = pol.Evaluate(ctx, PolicyContext{
+		pc := PolicyContext{
 			ToolName:        c.ToolName,
 			ToolDescription: c.ToolDescription,
-			Args:            c.Args,
+			ArgumentsJSON:   c.ArgumentsJSON,
 			AgentName:       c.AgentName,
 			TripIndex:       c.TripIndex,
 			SessionID:       t.SessionID,
-		})
+		}
+		if pol.Kind() == KindPredicate {
+			// Only a predicate reads the arguments' value.
+			pc.Args, pc.ArgsValid = ParseArgs(c.ArgumentsJSON)
+		}
+		m = pol.Evaluate(ctx, pc)
 	}
 	res.Tags, res.Reason, res.Detail = m.Tags, m.Reason, m.Detail
 	if always, why := g.alwaysGated(c.ToolName, c.Annotations, t.ToolAxes); always {
@@ -140,7 +142,8 @@ func (g *Gate) Check(ctx context.Context, t TaskGating, c Call, now time.Time) (
 		res.Outcome = agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW
 		res.Decision = &agentplanev1.Decision{
 			Type:            agentplanev1.DecisionType_DECISION_TYPE_APPROVE,
-			Args:            c.Args,
+			ArgumentsJson:   c.ArgumentsJSON,
+			CallId:          c.CallID,
 			RuledArgsDigest: digest,
 			ArgsDigest:      digest,
 			DecidedBy:       SystemPrincipal,
@@ -162,7 +165,9 @@ func (g *Gate) Check(ctx context.Context, t TaskGating, c Call, now time.Time) (
 	res.Decision = &agentplanev1.Decision{
 		Type:            agentplanev1.DecisionType_DECISION_TYPE_REJECT,
 		Reason:          &res.Detail,
+		CallId:          c.CallID,
 		RuledArgsDigest: digest,
+		ArgsDigest:      digest,
 		DecidedBy:       SystemPrincipal,
 		DecideTime:      timestamppb.New(now),
 		Source:          agentplanev1.DecisionSource_DECISION_SOURCE_HITL_DISABLED,
@@ -190,12 +195,13 @@ func rejectText(c Call, gatedBy string, m ModeResolution, plainAgent bool) strin
 // ToolGatedEvent is the event recording the gate's answer.
 func ToolGatedEvent(c Call, r GateResult, interruptID string) *agentplanev1.ToolGated {
 	return &agentplanev1.ToolGated{
-		CallId:      c.CallID,
-		ToolName:    c.ToolName,
-		Outcome:     r.Outcome,
-		InterruptId: interruptID,
-		Tags:        r.Tags,
-		Reason:      r.Reason,
-		Node:        c.AgentName,
+		CallId:        c.CallID,
+		ToolName:      c.ToolName,
+		Outcome:       r.Outcome,
+		InterruptId:   interruptID,
+		Tags:          r.Tags,
+		Reason:        r.Reason,
+		Node:          c.AgentName,
+		ArgumentsJson: c.ArgumentsJSON,
 	}
 }

@@ -2,7 +2,6 @@ package hitl
 
 import (
 	"context"
-	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/gates"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -23,8 +21,8 @@ var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 
 func TestGateCheck(t *testing.T) {
 	g := NewGate(nil, gates.AlwaysGated)
-	args := mustValue(t, map[string]any{"path": "/etc/passwd"})
-	digest, _ := ArgsDigest(args)
+	args := `{"path": "/etc/passwd"}`
+	digest := ArgsDigest(args)
 	plain := agentSpec(&agentplanev1.AgentSpec{Model: "m"})
 	graph := func(def *string) *agentplanev1.ResolvedSpec {
 		return graphSpec(&agentplanev1.GraphSpec{HitlDefault: def, Entry: "sup", Agents: map[string]*agentplanev1.GraphAgent{
@@ -35,7 +33,7 @@ func TestGateCheck(t *testing.T) {
 	}
 	destructive := &agentplanev1.McpToolAnnotations{DestructiveHint: proto.Bool(true)}
 	call := func(tool, node string, ann *agentplanev1.McpToolAnnotations) Call {
-		return Call{CallID: "c1", ToolName: tool, Args: args, AgentName: node, TripIndex: 1, Annotations: ann}
+		return Call{CallID: "c1", ToolName: tool, ArgumentsJSON: args, AgentName: node, TripIndex: 1, Annotations: ann}
 	}
 	tests := []struct {
 		name    string
@@ -92,7 +90,7 @@ func TestGateCheck(t *testing.T) {
 			d := r.Decision
 			switch r.Outcome {
 			case agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW:
-				if d.GetType() != agentplanev1.DecisionType_DECISION_TYPE_APPROVE || !proto.Equal(d.GetArgs(), args) || d.GetArgsDigest() != digest ||
+				if d.GetType() != agentplanev1.DecisionType_DECISION_TYPE_APPROVE || d.GetArgumentsJson() != args || d.GetArgsDigest() != digest || d.GetCallId() != "c1" ||
 					d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_POLICY || d.GetDecidedBy() != SystemPrincipal {
 					t.Errorf("ALLOW decision %v does not carry the call's args", d)
 				}
@@ -102,7 +100,7 @@ func TestGateCheck(t *testing.T) {
 				}
 			case agentplanev1.GateOutcome_GATE_OUTCOME_REJECT:
 				if d.GetType() != agentplanev1.DecisionType_DECISION_TYPE_REJECT || d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_HITL_DISABLED ||
-					d.GetArgs() != nil || d.GetRuledArgsDigest() != digest || d.GetDecidedBy() != SystemPrincipal || !d.GetDecideTime().AsTime().Equal(t0) {
+					d.GetArgumentsJson() != "" || d.GetRuledArgsDigest() != digest || d.GetArgsDigest() != digest || d.GetCallId() != "c1" || d.GetDecidedBy() != SystemPrincipal || !d.GetDecideTime().AsTime().Equal(t0) {
 					t.Errorf("REJECT decision %v is not a synthesized rejection", d)
 				}
 				if !strings.Contains(d.GetModelReason(), tt.detail) || d.GetReason() != d.GetModelReason() || !strings.Contains(d.GetReason(), tt.call.ToolName) {
@@ -116,8 +114,7 @@ func TestGateCheck(t *testing.T) {
 func TestGateCheckBadCalls(t *testing.T) {
 	g := NewGate(nil, gates.AlwaysGated)
 	for name, c := range map[string]Call{
-		"no tool name": {Args: structpb.NewNullValue()},
-		"NaN args":     {ToolName: "t", Args: structpb.NewNumberValue(math.NaN())},
+		"no tool name": {ArgumentsJSON: "{}"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := g.Check(context.Background(), TaskGating{Spec: agentSpec(&agentplanev1.AgentSpec{})}, c, t0)
@@ -153,8 +150,8 @@ func TestNewGateNeedsAlwaysGated(t *testing.T) {
 
 func TestToolGatedEventAndInterrupt(t *testing.T) {
 	g := NewGate(nil, gates.AlwaysGated)
-	args := mustValue(t, map[string]any{"id": 7})
-	c := Call{CallID: "call-3", ToolName: "a2a__bank__pay", ToolDescription: "Pays", Args: args, AgentName: "sup", TripIndex: 4}
+	args := `{"id": 12345678901234567}`
+	c := Call{CallID: "call-3", ToolName: "a2a__bank__pay", ToolDescription: "Pays", ArgumentsJSON: args, AgentName: "sup", TripIndex: 4}
 	task := TaskGating{Spec: agentSpec(&agentplanev1.AgentSpec{}), Policy: predicate("['money']"), SessionID: "s1"}
 	r, err := g.Check(context.Background(), task, c, t0)
 	if err != nil {
@@ -162,7 +159,7 @@ func TestToolGatedEventAndInterrupt(t *testing.T) {
 	}
 	ev := ToolGatedEvent(c, r, "I1")
 	want := &agentplanev1.ToolGated{CallId: "call-3", ToolName: "a2a__bank__pay", Outcome: agentplanev1.GateOutcome_GATE_OUTCOME_INTERRUPT,
-		InterruptId: "I1", Tags: []string{"money"}, Reason: gates.GatedA2a, Node: "sup"}
+		InterruptId: "I1", Tags: []string{"money"}, Reason: gates.GatedA2a, Node: "sup", ArgumentsJson: args}
 	if !proto.Equal(ev, want) {
 		t.Errorf("ToolGatedEvent = %v, want %v", ev, want)
 	}
@@ -174,7 +171,7 @@ func TestToolGatedEventAndInterrupt(t *testing.T) {
 	}
 	req := in.GetApproval()
 	ctx := req.GetContext()
-	if req.GetInterruptId() != "I1" || req.GetToolName() != c.ToolName || req.GetToolDescription() != "Pays" || !proto.Equal(req.GetArgs(), args) ||
+	if req.GetInterruptId() != "I1" || req.GetToolName() != c.ToolName || req.GetToolDescription() != "Pays" || req.GetArgumentsJson() != args ||
 		!req.GetRequestTime().AsTime().Equal(t0) || ctx.GetAgentName() != "sup" || ctx.GetTripIndex() != 4 || ctx.GetSessionId() != "s1" ||
 		ctx.GetOriginalInput() != "pay the bill" || !slices.Equal(ctx.GetTags(), []string{"money"}) {
 		t.Errorf("approval request %v", req)
@@ -194,9 +191,7 @@ func TestToolGatedEventAndInterrupt(t *testing.T) {
 }
 
 func BenchmarkGateCheck(b *testing.B) {
-	args := structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
-		"path": structpb.NewStringValue("/etc/passwd"), "recursive": structpb.NewBoolValue(true),
-	}})
+	args := `{"path": "/etc/passwd", "recursive": true}`
 	spec := graphSpec(&agentplanev1.GraphSpec{HitlDefault: enabled, Entry: "sup", Agents: map[string]*agentplanev1.GraphAgent{
 		"sup": agentNode(nil, nil), "worker": agentNode(nil, nil),
 	}})
@@ -206,7 +201,7 @@ func BenchmarkGateCheck(b *testing.B) {
 			// A fresh message per iteration is what the server sees (decoded from the
 			// store), so the cache key is computed every time.
 			task := TaskGating{Spec: spec, Policy: bp.policy, SessionID: "s"}
-			c := Call{CallID: "c", ToolName: "fs.delete", Args: args, AgentName: "worker", TripIndex: 1}
+			c := Call{CallID: "c", ToolName: "fs.delete", ArgumentsJSON: args, AgentName: "worker", TripIndex: 1}
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {

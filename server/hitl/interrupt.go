@@ -3,7 +3,6 @@ package hitl
 import (
 	"time"
 
-	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -28,9 +27,9 @@ func NewToolInterrupt(m InterruptMeta, c Call, r GateResult) *agentplanev1.Inter
 	in := newInterrupt(m, agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, c.AgentName, r.ArgsDigest)
 	in.CallId = c.CallID
 	req := &agentplanev1.ApprovalRequest{
-		InterruptId: m.InterruptID,
-		ToolName:    c.ToolName,
-		Args:        c.Args,
+		InterruptId:   m.InterruptID,
+		ToolName:      c.ToolName,
+		ArgumentsJson: c.ArgumentsJSON,
 		Context: &agentplanev1.ApprovalContext{
 			AgentName: c.AgentName, TripIndex: c.TripIndex, Tags: r.Tags,
 		},
@@ -38,9 +37,6 @@ func NewToolInterrupt(m InterruptMeta, c Call, r GateResult) *agentplanev1.Inter
 	}
 	if c.ToolDescription != "" {
 		req.ToolDescription = &c.ToolDescription
-	}
-	if req.Args == nil {
-		req.Args = structpb.NewNullValue()
 	}
 	if m.SessionID != "" {
 		req.Context.SessionId = &m.SessionID
@@ -54,17 +50,43 @@ func NewToolInterrupt(m InterruptMeta, c Call, r GateResult) *agentplanev1.Inter
 
 // NewAutoPauseInterrupt builds the synthetic __auto_pause__ interrupt of a chat-mode
 // turn end by node. It has no deadline: only ContinueTask resolves it. Its request is
-// a TurnEndRequest; its args digest is the digest of null (nothing was asked about).
+// a TurnEndRequest; its args digest is the digest of empty text (nothing was asked
+// about).
 func NewAutoPauseInterrupt(m InterruptMeta, node string) *agentplanev1.Interrupt {
 	m.Timeout = 0
-	digest, _ := ArgsDigest(structpb.NewNullValue()) // null always has a digest
-	in := newInterrupt(m, agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE, node, digest)
+	in := newInterrupt(m, agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE, node, ArgsDigest(""))
 	req := &agentplanev1.TurnEndRequest{AgentName: node, RequestTime: timestamppb.New(m.Now)}
 	if m.SessionID != "" {
 		req.SessionId = &m.SessionID
 	}
 	in.Request = &agentplanev1.Interrupt_TurnEnd{TurnEnd: req}
 	return in
+}
+
+// NewToolOutputInterrupt builds the interrupt of a reported call to a function tool
+// the client executes (INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED): the task waits for the
+// call's output, which only ContinueTask supplies. It has no deadline. call is the
+// call as reported.
+func NewToolOutputInterrupt(m InterruptMeta, node string, call *agentplanev1.ToolCall) *agentplanev1.Interrupt {
+	m.Timeout = 0
+	in := newInterrupt(m, agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED, node, ArgsDigest(call.GetArgumentsJson()))
+	in.CallId = call.GetCallId()
+	req := &agentplanev1.ToolOutputRequest{
+		ToolName: call.GetToolName(), ArgumentsJson: call.GetArgumentsJson(), AgentName: node,
+		TripIndex: call.GetTripIndex(), RequestTime: timestamppb.New(m.Now),
+	}
+	if m.SessionID != "" {
+		req.SessionId = &m.SessionID
+	}
+	in.Request = &agentplanev1.Interrupt_ToolOutput{ToolOutput: req}
+	return in
+}
+
+// ToolOutputInterruptID is the id of the TOOL_OUTPUT_REQUIRED interrupt of call
+// callID of task taskID: derived, like InterruptID, but distinct from the id of the
+// gate's record of the same call.
+func ToolOutputInterruptID(taskID, callID string) string {
+	return "out-" + InterruptID(taskID, callID)[len("in-"):]
 }
 
 func newInterrupt(m InterruptMeta, kind agentplanev1.InterruptKind, node, digest string) *agentplanev1.Interrupt {

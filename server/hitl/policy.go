@@ -106,10 +106,15 @@ func (p *Policy) Kind() PolicyKind {
 type PolicyContext struct {
 	ToolName        string
 	ToolDescription string
-	Args            *structpb.Value
-	AgentName       string
-	TripIndex       int32
-	SessionID       string
+	// Args is ArgumentsJSON parsed; nil (CEL null) when ArgsValid is false.
+	Args *structpb.Value
+	// ArgumentsJSON is the arguments as the model produced them.
+	ArgumentsJSON string
+	// ArgsValid says whether ArgumentsJSON is valid JSON.
+	ArgsValid bool
+	AgentName string
+	TripIndex int32
+	SessionID string
 }
 
 // Match is a policy's answer for one call.
@@ -223,6 +228,10 @@ func (a *policyActivation) ResolveName(name string) (any, bool) {
 			return structpb.NewNullValue(), true
 		}
 		return a.pc.Args, true
+	case "arguments_json":
+		return a.pc.ArgumentsJSON, true
+	case "args_valid":
+		return a.pc.ArgsValid, true
 	case "agent_name":
 		return a.pc.AgentName, true
 	case "trip_index":
@@ -242,6 +251,8 @@ var celEnv = func() *cel.Env {
 		cel.Variable("tool_name", cel.StringType),
 		cel.Variable("tool_description", cel.StringType),
 		cel.Variable("args", cel.DynType),
+		cel.Variable("arguments_json", cel.StringType),
+		cel.Variable("args_valid", cel.BoolType),
 		cel.Variable("agent_name", cel.StringType),
 		cel.Variable("trip_index", cel.IntType),
 		cel.Variable("session_id", cel.StringType),

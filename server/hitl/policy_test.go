@@ -155,6 +155,12 @@ func TestEvaluate(t *testing.T) {
 		{"runtime type error fails closed", predicate("args.n + 1 > 0"), with(func(c *PolicyContext) { c.Args = mustValue(t, map[string]any{"n": "x"}) }), true, nil, ReasonPredicateError, "no such overload"},
 		{"cost limit fails closed", predicate("args.items.all(x, args.items.all(y, x + y >= 0.0))"),
 			with(func(c *PolicyContext) { c.Args = mustValue(t, map[string]any{"items": bigList}) }), true, nil, ReasonPredicateError, "cost limit"},
+		{"predicate on malformed args", predicate("!args_valid || arguments_json.contains('rm -rf')"),
+			with(func(c *PolicyContext) { c.ArgumentsJSON, c.ArgsValid = `{"cmd": "rm -rf`, false }), true, nil, ReasonPredicate, ""},
+		{"predicate on valid args text", predicate("!args_valid"),
+			with(func(c *PolicyContext) {
+				c.ArgumentsJSON, c.ArgsValid, c.Args = `{}`, true, mustValue(t, map[string]any{})
+			}), false, nil, ReasonNotMatched, ""},
 		{"division by zero fails closed", predicate("1 / (trip_index - 2) > 0"), base, true, nil, ReasonPredicateError, "division by zero"},
 	}
 	for _, tt := range tests {

@@ -37,11 +37,10 @@ func InterruptID(taskID, callID string) string {
 // travel in the runtime's ToolCall event, and checking the call needs only the digest.
 func DecidedCall(m InterruptMeta, c Call, r GateResult) *agentplanev1.Interrupt {
 	m.Timeout = 0
-	c.Args = nil
+	c.ArgumentsJSON = ""
 	in := NewToolInterrupt(m, c, r)
-	in.GetApproval().Args = nil
 	d := proto.CloneOf(r.Decision)
-	d.Args = nil
+	d.ArgumentsJson = ""
 	in.State = agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED
 	in.Decision = d
 	return in
@@ -70,12 +69,13 @@ func OutcomeOf(in *agentplanev1.Interrupt) agentplanev1.GateOutcome {
 }
 
 // CheckRun refuses a reported tool call that the decision recorded for it (in, found
-// by InterruptID) does not let run: the call still waits for a decision, was
-// rejected, names another tool, or has arguments whose digest is not the decision's
-// (the original arguments for approve and ALLOW, the reviewer's for edit). The
-// refusal is FAILED_PRECONDITION with reason tool_call.not_approved; arguments with
-// no JSON form are INVALID_ARGUMENT. Whether the decision was already used is the
-// caller's to check: it is stored beside the interrupt.
+// by InterruptID) does not account for: the call still waits for a decision, names
+// another tool, or has arguments whose digest is not the decision's args_digest (the
+// original text for approve, ALLOW and reject, the reviewer's for edit). A rejected
+// call is reported too, so that the transcript has it; it did not run, and its
+// result must say so (CheckResult). The refusal is FAILED_PRECONDITION with reason
+// tool_call.not_approved. Whether the decision was already used is the caller's to
+// check: it is stored beside the interrupt.
 func CheckRun(in *agentplanev1.Interrupt, call *agentplanev1.ToolCall) error {
 	id := call.GetCallId()
 	if in.GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL {
@@ -89,18 +89,45 @@ func CheckRun(in *agentplanev1.Interrupt, call *agentplanev1.ToolCall) error {
 		return NotApproved(id, "call %q was checked as a call to tool %q, not %q", id, tool, call.GetToolName())
 	}
 	d := in.GetDecision()
+	want := d.GetArgsDigest()
+	if Rejected(d) {
+		// Decisions recorded before rejections carried args_digest.
+		want = d.GetRuledArgsDigest()
+	}
+	if digest := ArgsDigest(call.GetArgumentsJson()); digest != want {
+		if Rejected(d) {
+			return NotApproved(id, "call %q was rejected; report it with the arguments ruled on (digest %s), not other ones (digest %s)",
+				id, want, digest).WithMetadata("args_digest", want)
+		}
+		return NotApproved(id, "the arguments of call %q (digest %s) are not the ones %s (digest %s); run exactly the decision's arguments_json",
+			id, digest, decisionWord(d), want).WithMetadata("args_digest", want)
+	}
+	return nil
+}
+
+// Rejected reports whether d lets its call not run.
+func Rejected(d *agentplanev1.Decision) bool {
 	switch d.GetType() {
 	case agentplanev1.DecisionType_DECISION_TYPE_APPROVE, agentplanev1.DecisionType_DECISION_TYPE_EDIT:
-	default:
-		return NotApproved(id, "call %q was %s by %s; it must not run", id, decisionWord(d), d.GetDecidedBy())
+		return false
 	}
-	digest, err := ArgsDigest(call.GetArgs())
-	if err != nil {
-		return apierr.InvalidArgument(apierr.ReasonEventInvalid, "tool_call.args of call %q: %v", id, err)
+	return true
+}
+
+// CheckResult refuses a reported tool result that the call's decision (in, as for
+// CheckRun) does not allow: a rejected call did not run, so its result is an error
+// (is_error, carrying what the model is told). A result naming another tool than
+// the call is refused too.
+func CheckResult(in *agentplanev1.Interrupt, res *agentplanev1.ToolResult) error {
+	id := res.GetCallId()
+	if tool := in.GetApproval().GetToolName(); res.GetToolName() != "" && tool != res.GetToolName() {
+		return apierr.FailedPrecondition(apierr.ReasonToolResultUnexpected, "call %q is a call to tool %q, not %q", id, tool, res.GetToolName()).
+			WithMetadata("call_id", id)
 	}
-	if digest != d.GetArgsDigest() {
-		return NotApproved(id, "the arguments of call %q (digest %s) are not the ones %s (digest %s); run exactly the decision's args",
-			id, digest, decisionWord(d), d.GetArgsDigest()).WithMetadata("args_digest", d.GetArgsDigest())
+	if d := in.GetDecision(); Rejected(d) && !res.GetIsError() {
+		return apierr.FailedPrecondition(apierr.ReasonToolResultUnexpected,
+			"call %q was %s by %s and did not run; report its result with is_error set, carrying the decision's model_reason", id, decisionWord(d), d.GetDecidedBy()).
+			WithMetadata("call_id", id)
 	}
 	return nil
 }

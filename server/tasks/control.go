@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -55,19 +56,42 @@ func (m *Manager) Cancel(ctx context.Context, tenant, taskID, principal, reason 
 	return task, err
 }
 
-// Continue resumes a task paused at the end of a chat turn (INPUT_REQUIRED on its
-// __auto_pause__ interrupt) with the user's next message: the message is logged, the
-// pause is resolved, and the task goes back to the queue in SUBMITTED; the next lease
-// carries the message. A task waiting for a reviewer's decision, or in any other
-// state, is FAILED_PRECONDITION. A message over Config.MaxInputBytes is
-// RESOURCE_EXHAUSTED. A retry of a continue made under req returns the task as it is
-// now and delivers nothing, whatever the task did since.
-func (m *Manager) Continue(ctx context.Context, tenant, taskID, principal, message string, req Request) (*agentplanev1.Task, error) {
+// Continue resumes a task waiting in INPUT_REQUIRED for its caller, with exactly
+// one of message and outputs:
+//
+//   - message, for a chat-mode pause (its __auto_pause__ interrupt): the message is
+//     logged and handed to the next lease;
+//   - outputs, for a task waiting for the outputs of client-executed tool calls (its
+//     TOOL_OUTPUT_REQUIRED interrupts): one output per pending call, each logged as
+//     the call's ToolResult and handed to the next lease.
+//
+// The pause is resolved and the task goes back to the queue in SUBMITTED. A task
+// waiting for a reviewer's decision, or in any other state, is FAILED_PRECONDITION;
+// so is the wrong kind of input, or outputs naming a call the task does not wait for
+// or missing one it does (task.tool_outputs_mismatch). A message over
+// Config.MaxInputBytes is RESOURCE_EXHAUSTED. A retry of a continue made under req
+// returns the task as it is now and delivers nothing, whatever the task did since.
+func (m *Manager) Continue(ctx context.Context, tenant, taskID, principal string, message *agentplanev1.Message, outputs *agentplanev1.ToolOutputs, req Request) (*agentplanev1.Task, error) {
 	switch {
-	case message == "":
-		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "message is required")
-	case int64(len(message)) > m.cfg.MaxInputBytes:
-		return nil, apierr.ResourceExhausted("message of %d bytes exceeds the %d-byte limit (limits.max_input_bytes)", len(message), m.cfg.MaxInputBytes)
+	case message == nil && outputs == nil:
+		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "a message or tool_outputs is required")
+	case message != nil:
+		if err := CheckUserMessage("message", message, m.cfg.MaxInputBytes); err != nil {
+			return nil, err
+		}
+		message = userMessage(message)
+	default:
+		seen := map[string]bool{}
+		for i, o := range outputs.GetOutputs() {
+			switch id := o.GetCallId(); {
+			case id == "":
+				return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "tool_outputs.outputs[%d].call_id is required", i)
+			case seen[id]:
+				return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "tool_outputs names call %q twice", id)
+			default:
+				seen[id] = true
+			}
+		}
 	}
 	var task *agentplanev1.Task
 	current := func(op *Op, _ *storagev1.AppliedRequest) error {
@@ -88,48 +112,109 @@ func (m *Manager) Continue(ctx context.Context, tenant, taskID, principal, messa
 				WithMetadata(apierr.MetaWantState, agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED.String())
 		}
 		var pause *storagev1.InterruptRecord
+		var waiting []*storagev1.InterruptRecord // TOOL_OUTPUT_REQUIRED, in pending order
 		for _, id := range rec.GetPendingInterruptIds() {
 			in, err := op.Writer().GetInterrupt(rec.GetTenant(), id)
 			if err != nil {
 				return err
 			}
-			if in.GetInterrupt().GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE {
+			switch in.GetInterrupt().GetKind() {
+			case agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE:
+				pause = in
+			case agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED:
+				waiting = append(waiting, in)
+			default:
 				return apierr.FailedPrecondition(apierr.ReasonTaskState,
 					"task %s waits for a decision on interrupt %s; resolve it with HitlService.ResolveInterrupt", rec.GetTaskId(), id).
 					WithMetadata(apierr.MetaTaskID, rec.GetTaskId()).WithMetadata(apierr.MetaInterruptID, id).
 					WithMetadata(apierr.MetaResolveWith, apierr.ResolveWithResolveInterrupt)
 			}
-			pause = in
 		}
-		if pause == nil || rec.GetLease() != nil {
+		if (pause == nil && len(waiting) == 0) || rec.GetLease() != nil {
 			return apierr.FailedPrecondition(apierr.ReasonTaskState, "task %s is not paused at the end of a turn", rec.GetTaskId())
 		}
-		decision, err := hitl.DecideContinue(pause.GetInterrupt(), principal, op.now)
-		if err != nil {
-			return err
+		resolved := []*storagev1.InterruptRecord{pause}
+		if message != nil {
+			if len(waiting) > 0 {
+				return outputsMismatch(rec, waiting, "task %s waits for the outputs of client tool calls %s, not a message; continue it with tool_outputs",
+					rec.GetTaskId(), strings.Join(callIDs(waiting), ", "))
+			}
+			if _, err := op.AppendContent(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Message{Message: message}}); err != nil {
+				return err
+			}
+			rec.ContinueMessages = append(rec.ContinueMessages, message)
+		} else {
+			if len(waiting) == 0 {
+				return outputsMismatch(rec, nil, "task %s waits for a user message at the end of its turn, not for tool outputs; continue it with a message", rec.GetTaskId())
+			}
+			byCall := map[string]*agentplanev1.ToolOutput{}
+			for _, o := range outputs.GetOutputs() {
+				byCall[o.GetCallId()] = o
+			}
+			ids := callIDs(waiting)
+			for _, o := range outputs.GetOutputs() {
+				if !slices.Contains(ids, o.GetCallId()) {
+					return outputsMismatch(rec, waiting, "task %s does not wait for the output of call %q; it waits for %s", rec.GetTaskId(), o.GetCallId(), strings.Join(ids, ", "))
+				}
+			}
+			for _, id := range ids {
+				if byCall[id] == nil {
+					return outputsMismatch(rec, waiting, "tool_outputs has no output for call %q; the task waits for %s", id, strings.Join(ids, ", "))
+				}
+			}
+			resolved = waiting
+			for _, in := range waiting {
+				o := byCall[in.GetInterrupt().GetCallId()]
+				res := &agentplanev1.ToolResult{
+					CallId: o.GetCallId(), ToolName: in.GetInterrupt().GetToolOutput().GetToolName(),
+					Result: o.GetResult(), IsError: o.GetIsError(), Node: in.GetInterrupt().GetNode(),
+				}
+				if err := op.useResult(res); err != nil {
+					return err
+				}
+				if _, err := op.AppendContent(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_ToolResult{ToolResult: res}}); err != nil {
+					return err
+				}
+				rec.ContinueToolResults = append(rec.ContinueToolResults, res)
+			}
 		}
-		if _, err := op.AppendContent(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Message{Message: &agentplanev1.ChatMessage{
-			Role: agentplanev1.MessageRole_MESSAGE_ROLE_USER, Text: message,
-		}}}); err != nil {
-			return err
+		for _, in := range resolved {
+			decision, err := hitl.DecideContinue(in.GetInterrupt(), principal, op.now)
+			if err != nil {
+				return err
+			}
+			in.Interrupt = hitl.Resolved(in.GetInterrupt(), decision)
+			if err := op.Writer().PutInterrupt(in); err != nil {
+				return err
+			}
+			if err := op.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_InterruptResolved{
+				InterruptResolved: hitl.InterruptResolvedEvent(decision),
+			}}); err != nil {
+				return err
+			}
+			rec.PendingInterruptIds = slices.DeleteFunc(rec.PendingInterruptIds, func(id string) bool {
+				return id == in.GetInterrupt().GetInterruptId()
+			})
 		}
-		pause.Interrupt = hitl.Resolved(pause.GetInterrupt(), decision)
-		if err := op.Writer().PutInterrupt(pause); err != nil {
-			return err
-		}
-		if err := op.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_InterruptResolved{
-			InterruptResolved: hitl.InterruptResolvedEvent(decision),
-		}}); err != nil {
-			return err
-		}
-		rec.PendingInterruptIds = slices.DeleteFunc(rec.PendingInterruptIds, func(id string) bool {
-			return id == pause.GetInterrupt().GetInterruptId()
-		})
-		rec.ContinueMessages = append(rec.ContinueMessages, message)
 		if err := op.Resume(StateContinued); err != nil {
 			return err
 		}
 		return current(op, nil)
 	}, current)
 	return task, err
+}
+
+func callIDs(ins []*storagev1.InterruptRecord) []string {
+	ids := make([]string, len(ins))
+	for i, in := range ins {
+		ids[i] = in.GetInterrupt().GetCallId()
+	}
+	return ids
+}
+
+// outputsMismatch refuses a ContinueTask whose input is not what the task waits for.
+func outputsMismatch(rec *storagev1.TaskRecord, waiting []*storagev1.InterruptRecord, format string, args ...any) error {
+	return apierr.FailedPrecondition(apierr.ReasonToolOutputsMismatch, format, args...).
+		WithMetadata(apierr.MetaTaskID, rec.GetTaskId()).
+		WithMetadata("pending_call_ids", strings.Join(callIDs(waiting), ","))
 }

@@ -68,11 +68,11 @@ func TestCancelReachesTheRuntime(t *testing.T) {
 func TestPauseAndContinue(t *testing.T) {
 	h := newHarness(t)
 	task := h.start(t, params("acme"))
-	_, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", "too early", Request{})
+	_, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", userText("too early"), nil, Request{})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskState)
 
 	l := h.lease(t, "rt")
-	in, err := h.m.Pause(ctx, ref(l), Request{}, "what next?", "main")
+	in, _, err := h.m.Pause(ctx, ref(l), Request{}, assistantText("what next?"), "main", nil)
 	if err != nil || in.GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE ||
 		in.GetTurnEnd().GetAgentName() != "main" || in.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_PENDING {
 		t.Fatalf("Pause = %v, %v", in, err)
@@ -89,29 +89,29 @@ func TestPauseAndContinue(t *testing.T) {
 	}
 	for name, msg := range map[string]string{"empty": "", "too long": strings.Repeat("x", 1025)} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", msg, Request{}); err == nil {
+			if _, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", userText(msg), nil, Request{}); err == nil {
 				t.Fatal("accepted")
 			}
 		})
 	}
-	_, err = h.m.Continue(ctx, "beta", task.GetTaskId(), "owner", "hi", Request{})
+	_, err = h.m.Continue(ctx, "beta", task.GetTaskId(), "owner", userText("hi"), nil, Request{})
 	wantErr(t, err, codes.NotFound, apierr.ReasonTaskNotFound)
 
-	resumed, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", "tell me more", Request{})
+	resumed, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", userText("tell me more"), nil, Request{})
 	// Continued, the task is queued (SUBMITTED) until a runtime leases it (WORKING):
 	// clients tell waiting from running by the state.
 	if err != nil || resumed.GetState() != agentplanev1.TaskState_TASK_STATE_SUBMITTED || len(resumed.GetPendingInterruptIds()) != 0 ||
 		resumed.GetRuntimeId() != "" {
 		t.Fatalf("Continue = %v, %v", resumed, err)
 	}
-	_, err = h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", "again", Request{})
+	_, err = h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", userText("again"), nil, Request{})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskState)
 
 	next := h.lease(t, "rt")
 	if s := h.get(t, "acme", task.GetTaskId()).GetState(); s != agentplanev1.TaskState_TASK_STATE_WORKING {
 		t.Fatalf("leased after continue: %v", s)
 	}
-	equal(t, "continue messages", next.GetContinueMessages(), []string{"tell me more"})
+	equal(t, "continue messages", texts(next.GetContinueMessages()), []string{"tell me more"})
 	if next.GetAttempt() != 2 || next.GetEpoch() != 2 {
 		t.Fatalf("lease after continue: attempt %d epoch %d", next.GetAttempt(), next.GetEpoch())
 	}
@@ -128,13 +128,13 @@ func TestPauseAndContinue(t *testing.T) {
 		t.Fatalf("pause interrupt after continue = %v", stored)
 	}
 	// The next turn end clears the delivered messages.
-	if _, err := h.m.Pause(ctx, ref(next), Request{}, "", "main"); err != nil {
+	if _, _, err := h.m.Pause(ctx, ref(next), Request{}, assistantText(""), "main", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", "third", Request{}); err != nil {
+	if _, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", userText("third"), nil, Request{}); err != nil {
 		t.Fatal(err)
 	}
-	equal(t, "messages of the third turn", h.lease(t, "rt").GetContinueMessages(), []string{"third"})
+	equal(t, "messages of the third turn", texts(h.lease(t, "rt").GetContinueMessages()), []string{"third"})
 	equal(t, "log", kinds(h.events(t, "acme", task.GetTaskId()))[:13], []string{
 		"submitted", "state:WORKING", "lease:GRANTED", "message", "interrupt_raised", "lease:RELEASED", "state:INPUT_REQUIRED",
 		"message", "interrupt_resolved", "state:SUBMITTED", "state:WORKING", "lease:GRANTED", "interrupt_raised",
@@ -159,7 +159,7 @@ func TestContinueRefusesApprovalWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", "go on", Request{})
+	_, err = h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", userText("go on"), nil, Request{})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskState)
 
 	// Canceling closes the pending interrupt: it leaves the inbox.
@@ -237,7 +237,7 @@ func TestHistoryLimits(t *testing.T) {
 	_, err = h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note("one too many")})
 	wantErr(t, err, codes.ResourceExhausted, apierr.ReasonResourceExhausted)
 	// A task at its limit can still end.
-	if _, err := h.m.Complete(ctx, ref(l), Request{}, &agentplanev1.TaskOutput{Text: "done"}); err != nil {
+	if _, err := h.m.Complete(ctx, ref(l), Request{}, &agentplanev1.TaskOutput{Message: assistantText("done")}); err != nil {
 		t.Fatalf("Complete at the limit: %v", err)
 	}
 
@@ -257,7 +257,7 @@ func TestCancelResolvesThePause(t *testing.T) {
 	h := newHarness(t)
 	task := h.start(t, params("acme"))
 	l := h.lease(t, "rt")
-	in, err := h.m.Pause(ctx, ref(l), Request{}, "what next?", "main")
+	in, _, err := h.m.Pause(ctx, ref(l), Request{}, assistantText("what next?"), "main", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func TestOnTaskEndHooks(t *testing.T) {
 
 	paused := h.start(t, params("acme"))
 	l := h.lease(t, "rt")
-	in, err := h.m.Pause(ctx, ref(l), Request{}, "", "main")
+	in, _, err := h.m.Pause(ctx, ref(l), Request{}, assistantText(""), "main", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,17 +358,17 @@ func TestChangesReturnTheTaskAsStored(t *testing.T) {
 			return h.m.Cancel(ctx, "acme", l.GetTask().GetTaskId(), "owner", "stop", Request{})
 		}},
 		{"complete", func(t *testing.T, l *agentplanev1.Lease) (*agentplanev1.Task, error) {
-			return h.m.Complete(ctx, ref(l), Request{}, &agentplanev1.TaskOutput{Text: "42"})
+			return h.m.Complete(ctx, ref(l), Request{}, &agentplanev1.TaskOutput{Message: assistantText("42")})
 		}},
 		{"fail with retry", func(t *testing.T, l *agentplanev1.Lease) (*agentplanev1.Task, error) {
 			return h.m.Fail(ctx, ref(l), Request{}, "", "again", true)
 		}},
 		{"continue", func(t *testing.T, l *agentplanev1.Lease) (*agentplanev1.Task, error) {
-			if _, err := h.m.Pause(ctx, ref(l), Request{}, "", "main"); err != nil {
+			if _, _, err := h.m.Pause(ctx, ref(l), Request{}, assistantText(""), "main", nil); err != nil {
 				t.Fatal(err)
 			}
 			h.clock.Advance(time.Second)
-			return h.m.Continue(ctx, "acme", l.GetTask().GetTaskId(), "owner", "go on", Request{})
+			return h.m.Continue(ctx, "acme", l.GetTask().GetTaskId(), "owner", userText("go on"), nil, Request{})
 		}},
 	}
 	for _, tt := range tests {

@@ -32,6 +32,7 @@ func toAPITask(rec *storagev1.TaskRecord, spec *storagev1.TaskSpecRecord, view V
 		State:               rec.GetState(),
 		RequestId:           rec.GetRequestId(),
 		Input:               spec.GetInput(),
+		Usage:               rec.GetUsage(),
 		Labels:              rec.GetLabels(),
 		CreateTime:          rec.GetCreateTime(),
 		UpdateTime:          rec.GetUpdateTime(),

@@ -11,7 +11,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -105,7 +104,7 @@ func params(tenant string) StartParams {
 		Principal: "owner",
 		AgentID:   "echo",
 		Resolved:  &agentplanev1.ResolvedSpec{Spec: &agentplanev1.ResolvedSpec_Agent{Agent: &agentplanev1.AgentSpec{Name: &name, Model: "m"}}},
-		Input:     "hello",
+		Input:     userText("hello"),
 	}
 }
 
@@ -192,18 +191,15 @@ func wantErr(t testing.TB, err error, code codes.Code, reason apierr.Reason) {
 
 // allowCall records the gate's ALLOW for a call of the leased task, as
 // RuntimeService.CheckToolCall does, so that the call may be reported once.
-func (h *harness) allowCall(t testing.TB, l *agentplanev1.Lease, callID, tool string, args *structpb.Value) {
+func (h *harness) allowCall(t testing.TB, l *agentplanev1.Lease, callID, tool string, args string) {
 	t.Helper()
-	digest, err := hitl.ArgsDigest(args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	call := hitl.Call{CallID: callID, ToolName: tool, Args: args, AgentName: "echo"}
+	digest := hitl.ArgsDigest(args)
+	call := hitl.Call{CallID: callID, ToolName: tool, ArgumentsJSON: args, AgentName: "echo"}
 	res := hitl.GateResult{Outcome: agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW, ArgsDigest: digest, Decision: &agentplanev1.Decision{
-		Type: agentplanev1.DecisionType_DECISION_TYPE_APPROVE, Args: args, ArgsDigest: digest, RuledArgsDigest: digest,
+		Type: agentplanev1.DecisionType_DECISION_TYPE_APPROVE, ArgumentsJson: args, ArgsDigest: digest, RuledArgsDigest: digest,
 		DecidedBy: hitl.SystemPrincipal, Source: agentplanev1.DecisionSource_DECISION_SOURCE_POLICY,
 	}}
-	err = h.m.UpdateLeased(ctx, ref(l), func(op *Op) error {
+	err := h.m.UpdateLeased(ctx, ref(l), func(op *Op) error {
 		rec := op.Task()
 		in := hitl.DecidedCall(hitl.InterruptMeta{
 			InterruptID: hitl.InterruptID(rec.GetTaskId(), callID), TaskID: rec.GetTaskId(), Tenant: rec.GetTenant(), Now: op.Now(),
@@ -215,8 +211,12 @@ func (h *harness) allowCall(t testing.TB, l *agentplanev1.Lease, callID, tool st
 	}
 }
 
-func toolCall(callID, tool string, args *structpb.Value) *agentplanev1.RuntimeEvent {
-	return &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{CallId: callID, ToolName: tool, Args: args}}}
+func toolCall(callID, tool string, args string) *agentplanev1.RuntimeEvent {
+	return &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{CallId: callID, ToolName: tool, ArgumentsJson: args}}}
+}
+
+func toolResult(callID string, isError bool) *agentplanev1.RuntimeEvent {
+	return &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_ToolResult{ToolResult: &agentplanev1.ToolResult{CallId: callID, IsError: isError}}}
 }
 
 func note(text string) *agentplanev1.RuntimeEvent {
@@ -234,4 +234,32 @@ func equal(t testing.TB, what string, got, want any) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("%s = %v, want %v", what, got, want)
 	}
+}
+
+func textParts(s string) []*agentplanev1.Part {
+	return []*agentplanev1.Part{{Kind: &agentplanev1.Part_Text{Text: s}}}
+}
+
+// userText is a user message of one text part; "" gives a message with no parts.
+func userText(s string) *agentplanev1.Message {
+	if s == "" {
+		return &agentplanev1.Message{}
+	}
+	return &agentplanev1.Message{Role: agentplanev1.MessageRole_MESSAGE_ROLE_USER, Parts: textParts(s)}
+}
+
+// assistantText is an assistant message of one text part; "" gives none.
+func assistantText(s string) *agentplanev1.Message {
+	if s == "" {
+		return nil
+	}
+	return &agentplanev1.Message{Role: agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, Parts: textParts(s)}
+}
+
+func texts(msgs []*agentplanev1.Message) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = MessageText(m)
+	}
+	return out
 }

@@ -73,7 +73,7 @@ func TestReadHistoryPagesUnderTheLease(t *testing.T) {
 
 	// Once the task ended under a lease, reads under it say so.
 	l = h.lease(t, "rt-3")
-	if _, err := h.m.Complete(ctx, ref(l), Request{}, &agentplanev1.TaskOutput{Text: "done"}); err != nil {
+	if _, err := h.m.Complete(ctx, ref(l), Request{}, &agentplanev1.TaskOutput{Message: assistantText("done")}); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err = h.m.ReadHistory(ctx, ref(l), 0, 0)

@@ -40,14 +40,16 @@ const (
 	StateInterruptResolved = "interrupt.resolved"
 	StateSuspended         = "task.suspended"
 	StateTurnEnded         = "turn.ended"
-	StateContinued         = "continued"
-	StateCompleted         = "completed"
-	StateCanceled          = "canceled"
+	// StateToolOutputRequired: the turn ended waiting for client tool outputs.
+	StateToolOutputRequired = "tool_output.required"
+	StateContinued          = "continued"
+	StateCompleted          = "completed"
+	StateCanceled           = "canceled"
 )
 
 // StateReasons is every State* reason.
 var StateReasons = []string{StateLeased, StateLeaseRequeued, StateInterruptRaised, StateInterruptPending,
-	StateInterruptResolved, StateSuspended, StateTurnEnded, StateContinued, StateCompleted, StateCanceled}
+	StateInterruptResolved, StateSuspended, StateTurnEnded, StateToolOutputRequired, StateContinued, StateCompleted, StateCanceled}
 
 // maxLeaseBatch caps LeaseRequest.MaxTasks.
 const maxLeaseBatch = 64
@@ -264,17 +266,18 @@ func (o *Op) leaseProto() (*agentplanev1.Lease, error) {
 	}
 	l := o.rec.GetLease()
 	out := &agentplanev1.Lease{
-		LeaseId:          l.GetLeaseId(),
-		Epoch:            l.GetEpoch(),
-		Deadline:         l.GetDeadline(),
-		Task:             toAPITask(o.rec, spec, ViewFull),
-		Spec:             spec.GetResolvedSpec(),
-		HistoryCursor:    o.rec.GetLastSequence(),
-		Attempt:          o.rec.GetAttempt(),
-		ContinueMessages: o.rec.GetContinueMessages(),
-		McpServers:       spec.GetMcpServers(),
-		A2APeers:         spec.GetA2APeers(),
-		TraceContext:     o.rec.GetTraceContext(),
+		LeaseId:             l.GetLeaseId(),
+		Epoch:               l.GetEpoch(),
+		Deadline:            l.GetDeadline(),
+		Task:                toAPITask(o.rec, spec, ViewFull),
+		Spec:                spec.GetResolvedSpec(),
+		HistoryCursor:       o.rec.GetLastSequence(),
+		Attempt:             o.rec.GetAttempt(),
+		ContinueMessages:    o.rec.GetContinueMessages(),
+		ContinueToolResults: o.rec.GetContinueToolResults(),
+		McpServers:          spec.GetMcpServers(),
+		A2APeers:            spec.GetA2APeers(),
+		TraceContext:        o.rec.GetTraceContext(),
 	}
 	for _, ids := range []struct {
 		ids []string

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -41,10 +40,10 @@ func TestLeaseLifecycle(t *testing.T) {
 		t.Fatalf("Heartbeat = %+v, %v", hb, err)
 	}
 	h.clock.Advance(8 * time.Second) // past the first deadline, within the extended one
-	h.allowCall(t, l, "c1", "search", structpb.NewStringValue("q"))
+	h.allowCall(t, l, "c1", "search", `"q"`)
 	last, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{
-		{Payload: &agentplanev1.RuntimeEvent_Message{Message: &agentplanev1.ChatMessage{Role: agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, Text: "hi"}}},
-		toolCall("c1", "search", structpb.NewStringValue("q")),
+		{Payload: &agentplanev1.RuntimeEvent_Message{Message: &agentplanev1.Message{Role: agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, Parts: textParts("hi")}}},
+		toolCall("c1", "search", `"q"`),
 		{Payload: &agentplanev1.RuntimeEvent_ToolResult{ToolResult: &agentplanev1.ToolResult{CallId: "c1", ToolName: "search"}}},
 		note("done thinking"),
 	})
@@ -54,8 +53,8 @@ func TestLeaseLifecycle(t *testing.T) {
 	if empty, err := h.m.ReportEvents(ctx, ref(l), Request{}, nil); err != nil || empty != 7 {
 		t.Fatalf("empty report = %d, %v", empty, err)
 	}
-	done, err := h.m.Complete(ctx, ref(l), Request{}, &agentplanev1.TaskOutput{Text: "42"})
-	if err != nil || done.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || done.GetOutput().GetText() != "42" ||
+	done, err := h.m.Complete(ctx, ref(l), Request{}, &agentplanev1.TaskOutput{Message: assistantText("42")})
+	if err != nil || done.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || MessageText(done.GetOutput().GetMessage()) != "42" ||
 		done.GetEndTime() == nil || done.GetRuntimeId() != "" {
 		t.Fatalf("Complete = %v, %v", done, err)
 	}
@@ -96,7 +95,10 @@ func TestFencedWritesRefuseStaleLeases(t *testing.T) {
 			_, err := h.m.ReportEvents(ctx, r, Request{}, []*agentplanev1.RuntimeEvent{note("x")})
 			return err
 		},
-		"pause":    func(r *agentplanev1.LeaseRef) error { _, err := h.m.Pause(ctx, r, Request{}, "", ""); return err },
+		"pause": func(r *agentplanev1.LeaseRef) error {
+			_, _, err := h.m.Pause(ctx, r, Request{}, assistantText(""), "", nil)
+			return err
+		},
 		"complete": func(r *agentplanev1.LeaseRef) error { _, err := h.m.Complete(ctx, r, Request{}, nil); return err },
 		"fail": func(r *agentplanev1.LeaseRef) error {
 			_, err := h.m.Fail(ctx, r, Request{}, "x", "y", false)
@@ -386,7 +388,7 @@ func TestToolCallDecisionIsSpentByTheReport(t *testing.T) {
 	h := newHarness(t)
 	task := h.start(t, params("acme"))
 	first := h.lease(t, "rt-1")
-	q := structpb.NewStringValue("q")
+	q := `"q"`
 	h.allowCall(t, first, "c1", "search", q)
 	if _, err := h.m.Fail(ctx, ref(first), Request{}, "", "", true); err != nil {
 		t.Fatal(err)

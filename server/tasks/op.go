@@ -150,6 +150,9 @@ func (o *Op) append(ev *agentplanev1.TaskEvent, lim limit) (int64, error) {
 	o.touched = true
 	o.rec.LastSequence++
 	o.rec.HistoryBytes += size
+	if msg := eventMessage(ev); msg != nil {
+		addUsage(&o.rec.Usage, msg.GetUsage())
+	}
 	o.rec.UpdateTime = timestamppb.New(o.now)
 	// The stored payload carries no id, sequence or time: the envelope and key do.
 	payload := &agentplanev1.TaskEvent{Payload: ev.GetPayload()}
@@ -220,7 +223,7 @@ func (o *Op) SetState(to agentplanev1.TaskState, reason string) error {
 		if l := o.rec.GetLease(); l != nil && !l.GetRevoked() {
 			l.Revoked = true
 		}
-		o.rec.ContinueMessages, o.rec.ResumeInterruptIds = nil, nil
+		o.rec.ContinueMessages, o.rec.ContinueToolResults, o.rec.ResumeInterruptIds, o.rec.OpenCallIds = nil, nil, nil, nil
 		if err := o.closePendingInterrupts(stateWord(to)); err != nil {
 			return err
 		}
@@ -298,7 +301,7 @@ func (o *Op) ReleaseLease(kind agentplanev1.LeaseChangeKind) error {
 func (o *Op) HandBack() {
 	o.touched = true
 	o.rec.FailedAttempts = 0
-	o.rec.ContinueMessages, o.rec.ResumeInterruptIds = nil, nil
+	o.rec.ContinueMessages, o.rec.ContinueToolResults, o.rec.ResumeInterruptIds = nil, nil, nil
 }
 
 // Resume makes a task without a lease runnable again: back to SUBMITTED in the queue,

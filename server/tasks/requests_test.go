@@ -30,11 +30,11 @@ func TestContinueIDOutlivesABusyTurn(t *testing.T) {
 	h := newHarness(t)
 	task := h.start(t, params("acme"))
 	l := h.lease(t, "rt")
-	if _, err := h.m.Pause(ctx, ref(l), Request{}, "", "main"); err != nil {
+	if _, _, err := h.m.Pause(ctx, ref(l), Request{}, nil, "main", nil); err != nil {
 		t.Fatal(err)
 	}
-	cont := &agentplanev1.ContinueTaskRequest{TaskId: task.GetTaskId(), Message: "go on", RequestId: "u1"}
-	if _, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", cont.GetMessage(), request(t, cont)); err != nil {
+	cont := &agentplanev1.ContinueTaskRequest{TaskId: task.GetTaskId(), Input: &agentplanev1.ContinueTaskRequest_Message{Message: userText("go on")}, RequestId: "u1"}
+	if _, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", cont.GetMessage(), nil, request(t, cont)); err != nil {
 		t.Fatal(err)
 	}
 	l = h.lease(t, "rt")
@@ -44,11 +44,11 @@ func TestContinueIDOutlivesABusyTurn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := h.m.Pause(ctx, ref(l), Request{}, "", "main"); err != nil {
+	if _, _, err := h.m.Pause(ctx, ref(l), Request{}, nil, "main", nil); err != nil {
 		t.Fatal(err)
 	}
 	before := h.get(t, "acme", task.GetTaskId())
-	got, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", cont.GetMessage(), request(t, cont))
+	got, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", cont.GetMessage(), nil, request(t, cont))
 	if err != nil {
 		t.Fatalf("retried Continue: %v", err)
 	}

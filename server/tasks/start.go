@@ -51,8 +51,10 @@ type StartParams struct {
 	AgentID string
 	// Resolved is the spec the runtime runs (required).
 	Resolved *agentplanev1.ResolvedSpec
-	// Input is the user's input (at most Config.MaxInputBytes).
-	Input string
+	// Input is the user's message, if any (CheckUserMessage; at most
+	// Config.MaxInputBytes encoded). Start logs a copy with role USER and an id
+	// assigned when it has none.
+	Input *agentplanev1.Message
 	// Labels are filterable caller labels (at most Config.MaxLabels; keys 1-63 bytes,
 	// values up to 256).
 	Labels map[string]string
@@ -154,12 +156,15 @@ func (m *Manager) checkStart(p *StartParams) error {
 		return invalid("request_id must be valid UTF-8 of at most %d bytes", maxIDBytes)
 	case len(p.SessionID) > maxIDBytes:
 		return invalid("session_id is longer than %d bytes", maxIDBytes)
-	case int64(len(p.Input)) > m.cfg.MaxInputBytes:
-		return apierr.ResourceExhausted("input of %d bytes exceeds the %d-byte limit (limits.max_input_bytes)", len(p.Input), m.cfg.MaxInputBytes)
 	case len(p.Labels) > m.cfg.MaxLabels:
 		return invalid("%d labels; at most %d are allowed", len(p.Labels), m.cfg.MaxLabels)
 	case p.InterruptTimeout < 0:
 		return invalid("interrupt_timeout may not be negative")
+	}
+	if p.Input != nil {
+		if err := CheckUserMessage("input", p.Input, m.cfg.MaxInputBytes); err != nil {
+			return err
+		}
 	}
 	if p.Queue == "" {
 		p.Queue = store.DefaultQueue
@@ -190,9 +195,18 @@ func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.
 		return nil, false, err
 	}
 	id, now := newID(), m.clock.Now()
+	reqDigest := p.RequestDigest
+	if reqDigest == nil {
+		reqDigest = RequestDigest(p.asRequest())
+	}
+	// After the digest: an assigned id is not part of what a retry is compared on.
+	var input *agentplanev1.Message
+	if p.Input != nil {
+		input = userMessage(p.Input)
+	}
 	spec := &storagev1.TaskSpecRecord{
 		ResolvedSpec:    p.Resolved,
-		Input:           p.Input,
+		Input:           input,
 		InterruptPolicy: p.InterruptPolicy,
 		ToolAxes:        p.ToolAxes,
 		McpServers:      p.McpServers,
@@ -209,10 +223,6 @@ func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.
 		spec.Spec, kind = &storagev1.TaskSpecRecord_Graph{Graph: p.Graph}, KindGraph
 	default:
 		spec.Spec = &storagev1.TaskSpecRecord_AgentId{AgentId: p.AgentID}
-	}
-	reqDigest := p.RequestDigest
-	if reqDigest == nil {
-		reqDigest = RequestDigest(p.asRequest())
 	}
 	err = m.store.Update(ctx, func(w store.Writer) error {
 		task, created = nil, false
@@ -255,7 +265,7 @@ func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.
 		}
 		op := m.newOp(w, now, rec)
 		if err := op.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Submitted{Submitted: &agentplanev1.TaskSubmitted{
-			Input: p.Input, Kind: kind, CreatedBy: p.Principal,
+			Input: input, Kind: kind, CreatedBy: p.Principal,
 		}}}); err != nil {
 			return err
 		}

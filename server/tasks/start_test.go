@@ -20,7 +20,7 @@ func TestStart(t *testing.T) {
 		McpInjectionIgnored: &agentplanev1.InjectionIgnored{Names: []string{"evil"}, Reason: "multi_tenant"},
 	}}}
 	task := h.start(t, p)
-	if task.GetState() != agentplanev1.TaskState_TASK_STATE_SUBMITTED || task.GetAgentId() != "echo" || task.GetInput() != "hello" ||
+	if task.GetState() != agentplanev1.TaskState_TASK_STATE_SUBMITTED || task.GetAgentId() != "echo" || MessageText(task.GetInput()) != "hello" || task.GetInput().GetRole() != agentplanev1.MessageRole_MESSAGE_ROLE_USER || task.GetInput().GetMessageId() == "" ||
 		task.GetLabels()["team"] != "blue" || task.GetCreatedBy() != "owner" || task.GetLastSequence() != 2 || task.GetTenant() != "acme" {
 		t.Fatalf("Start = %v", task)
 	}
@@ -39,16 +39,19 @@ func TestStartRefusesBadParams(t *testing.T) {
 		mod  func(*StartParams)
 		code codes.Code
 	}{
-		"no spec":            {func(p *StartParams) { p.AgentID = "" }, codes.InvalidArgument},
-		"two specs":          {func(p *StartParams) { p.Agent = &agentplanev1.AgentSpec{} }, codes.InvalidArgument},
-		"no resolved spec":   {func(p *StartParams) { p.Resolved = nil }, codes.InvalidArgument},
-		"no tenant":          {func(p *StartParams) { p.Tenant = "" }, codes.InvalidArgument},
-		"long request id":    {func(p *StartParams) { p.RequestID = strings.Repeat("r", 129) }, codes.InvalidArgument},
-		"input over limit":   {func(p *StartParams) { p.Input = strings.Repeat("x", 1025) }, codes.ResourceExhausted},
-		"too many labels":    {func(p *StartParams) { p.Labels = map[string]string{"a": "", "b": "", "c": "", "d": "", "e": ""} }, codes.InvalidArgument},
-		"empty label key":    {func(p *StartParams) { p.Labels = map[string]string{"": "v"} }, codes.InvalidArgument},
-		"negative timeout":   {func(p *StartParams) { p.InterruptTimeout = -1 }, codes.InvalidArgument},
-		"gate event payload": {func(p *StartParams) { p.GateEvents = []*agentplanev1.TaskEvent{{}} }, codes.InvalidArgument},
+		"no spec":             {func(p *StartParams) { p.AgentID = "" }, codes.InvalidArgument},
+		"two specs":           {func(p *StartParams) { p.Agent = &agentplanev1.AgentSpec{} }, codes.InvalidArgument},
+		"no resolved spec":    {func(p *StartParams) { p.Resolved = nil }, codes.InvalidArgument},
+		"no tenant":           {func(p *StartParams) { p.Tenant = "" }, codes.InvalidArgument},
+		"long request id":     {func(p *StartParams) { p.RequestID = strings.Repeat("r", 129) }, codes.InvalidArgument},
+		"input over limit":    {func(p *StartParams) { p.Input = userText(strings.Repeat("x", 1025)) }, codes.ResourceExhausted},
+		"input without parts": {func(p *StartParams) { p.Input = &agentplanev1.Message{} }, codes.InvalidArgument},
+		"assistant input":     {func(p *StartParams) { p.Input.Role = agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT }, codes.InvalidArgument},
+		"empty part":          {func(p *StartParams) { p.Input.Parts = append(p.Input.Parts, &agentplanev1.Part{}) }, codes.InvalidArgument},
+		"too many labels":     {func(p *StartParams) { p.Labels = map[string]string{"a": "", "b": "", "c": "", "d": "", "e": ""} }, codes.InvalidArgument},
+		"empty label key":     {func(p *StartParams) { p.Labels = map[string]string{"": "v"} }, codes.InvalidArgument},
+		"negative timeout":    {func(p *StartParams) { p.InterruptTimeout = -1 }, codes.InvalidArgument},
+		"gate event payload":  {func(p *StartParams) { p.GateEvents = []*agentplanev1.TaskEvent{{}} }, codes.InvalidArgument},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := params("acme")
@@ -74,15 +77,15 @@ func TestStartIsIdempotentPerTenant(t *testing.T) {
 	}
 
 	changed := p
-	changed.Input = "something else"
+	changed.Input = userText("something else")
 	_, _, err = h.m.Start(ctx, changed)
 	wantErr(t, err, codes.AlreadyExists, apierr.ReasonRequestIDReused)
 
 	explicit := p
-	explicit.RequestDigest = RequestDigest(&agentplanev1.StartTaskRequest{RequestId: "req-2", Input: "x"})
+	explicit.RequestDigest = RequestDigest(&agentplanev1.StartTaskRequest{RequestId: "req-2", Input: userText("x")})
 	explicit.RequestID = "req-2"
 	a := h.start(t, explicit)
-	explicit.RequestDigest = RequestDigest(&agentplanev1.StartTaskRequest{RequestId: "req-2", Input: "x"})
+	explicit.RequestDigest = RequestDigest(&agentplanev1.StartTaskRequest{RequestId: "req-2", Input: userText("x")})
 	b, created, err := h.m.Start(ctx, explicit)
 	if err != nil || created || b.GetTaskId() != a.GetTaskId() {
 		t.Fatalf("retry with a caller digest = %v, %v, %v", b.GetTaskId(), created, err)

@@ -5,6 +5,9 @@ import (
 	"fmt"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/hitl"
+	"github.com/agentplane/agentplane/server/spec"
+	"github.com/agentplane/agentplane/server/store"
 	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/tasks"
 )
@@ -24,8 +27,10 @@ func NewRecorder(m *tasks.Manager) *Recorder { return &Recorder{tasks: m} }
 // the verdict (keyed by the sequence of its VerdictRecorded event), the ledger entries
 // it resolved and raised, and the event. It returns the response the runtime gets:
 // the verdict as recorded, with dropped ids, and the open obligations afterwards. A
-// stale lease is lease.lost. A retry of a call made with a request_id returns the
-// verdict that call recorded and the ledger's open obligations now.
+// stale lease is lease.lost. A verdict naming the tool call that carried it (call_id)
+// must name a call of the verdict tool that the gate let run (checkCall).
+// A retry of a call made with a request_id returns the verdict that call recorded and
+// the ledger's open obligations now.
 func (r *Recorder) Record(ctx context.Context, req *agentplanev1.RecordVerdictRequest) (*agentplanev1.RecordVerdictResponse, error) {
 	in := RequestFrom(req)
 	if err := Check(in); err != nil {
@@ -43,6 +48,9 @@ func (r *Recorder) Record(ctx context.Context, req *agentplanev1.RecordVerdictRe
 			return err
 		}
 		if err := CheckNode(spec.GetResolvedSpec(), in.Node); err != nil {
+			return err
+		}
+		if err := checkCall(op, in.CallID); err != nil {
 			return err
 		}
 		task := op.Task()
@@ -112,4 +120,28 @@ func (r *Recorder) Record(ctx context.Context, req *agentplanev1.RecordVerdictRe
 		return nil, err
 	}
 	return resp, nil
+}
+
+// checkCall refuses a verdict call id that is not a call of the verdict tool checked
+// with the gate and let run (allowed, approved or edited).
+func checkCall(op *tasks.Op, callID string) error {
+	if callID == "" {
+		return nil
+	}
+	task := op.Task()
+	rec, err := op.Writer().GetInterrupt(task.GetTenant(), hitl.InterruptID(task.GetTaskId(), callID))
+	switch {
+	case store.IsNotFound(err):
+		return hitl.NotApproved(callID, "call %q of task %s was never checked; check the verdict call with RuntimeService.CheckToolCall before recording it", callID, task.GetTaskId())
+	case err != nil:
+		return err
+	}
+	in := rec.GetInterrupt()
+	switch {
+	case in.GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL || in.GetApproval().GetToolName() != spec.VerdictToolName:
+		return hitl.NotApproved(callID, "call %q is not a call of the %s tool", callID, spec.VerdictToolName)
+	case in.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED || hitl.Rejected(in.GetDecision()):
+		return hitl.NotApproved(callID, "call %q of the %s tool was not let run", callID, spec.VerdictToolName)
+	}
+	return nil
 }

@@ -10,9 +10,12 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/hitl"
+	"github.com/agentplane/agentplane/server/spec"
 	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/boltstore"
 	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
@@ -32,8 +35,17 @@ func reviewGraph() *agentplanev1.GraphSpec {
 	}}
 }
 
-func TestRecord(t *testing.T) {
-	ctx := context.Background()
+// startReview starts a review graph task and leases it.
+var ctx = context.Background()
+
+func startReview(t *testing.T) (*tasks.Manager, *agentplanev1.LeaseRef) {
+	t.Helper()
+	m, _, ref := startReviewStore(t)
+	return m, ref
+}
+
+func startReviewStore(t *testing.T) (*tasks.Manager, store.Store, *agentplanev1.LeaseRef) {
+	t.Helper()
 	st, err := boltstore.Open(filepath.Join(t.TempDir(), "agentplane.db"), boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +61,7 @@ func TestRecord(t *testing.T) {
 	}
 	g := reviewGraph()
 	if _, _, err := m.Start(ctx, tasks.StartParams{Tenant: "default", Principal: "owner", Graph: g,
-		Resolved: &agentplanev1.ResolvedSpec{Spec: &agentplanev1.ResolvedSpec_Graph{Graph: g}}, Input: "review this"}); err != nil {
+		Resolved: &agentplanev1.ResolvedSpec{Spec: &agentplanev1.ResolvedSpec_Graph{Graph: g}}, Input: &agentplanev1.Message{Parts: []*agentplanev1.Part{{Kind: &agentplanev1.Part_Text{Text: "review this"}}}}}); err != nil {
 		t.Fatal(err)
 	}
 	leases, err := m.LeaseTasks(ctx, tasks.LeaseRequest{RuntimeID: "rt"})
@@ -57,7 +69,11 @@ func TestRecord(t *testing.T) {
 		t.Fatalf("lease: %v %v", leases, err)
 	}
 	l := leases[0]
-	ref := &agentplanev1.LeaseRef{TaskId: l.GetTask().GetTaskId(), LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()}
+	return m, st, &agentplanev1.LeaseRef{TaskId: l.GetTask().GetTaskId(), LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()}
+}
+
+func TestRecord(t *testing.T) {
+	m, st, ref := startReviewStore(t)
 	r := NewRecorder(m)
 
 	firstReq := &agentplanev1.RecordVerdictRequest{Lease: ref, Node: "audit", RequestId: "v1",
@@ -146,5 +162,48 @@ func TestRecord(t *testing.T) {
 	}
 	if vs, _, _ := m.ListVerdicts(ctx, "default", ref.GetTaskId(), 0, ""); len(vs) != 2 {
 		t.Errorf("refused verdicts were recorded: %d verdicts", len(vs))
+	}
+}
+
+// A verdict names the verdict tool call that carried it, which the gate let run.
+func TestVerdictCarriesItsCallID(t *testing.T) {
+	m, ref := startReview(t)
+	decide := func(callID, tool string, outcome agentplanev1.GateOutcome) {
+		t.Helper()
+		d := &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_APPROVE, Source: agentplanev1.DecisionSource_DECISION_SOURCE_POLICY}
+		if outcome == agentplanev1.GateOutcome_GATE_OUTCOME_REJECT {
+			d = &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_REJECT, Source: agentplanev1.DecisionSource_DECISION_SOURCE_HITL_DISABLED}
+		}
+		err := m.UpdateLeased(ctx, ref, func(op *tasks.Op) error {
+			in := hitl.DecidedCall(hitl.InterruptMeta{InterruptID: hitl.InterruptID(ref.GetTaskId(), callID), TaskID: ref.GetTaskId(), Tenant: "default", Now: t0},
+				hitl.Call{CallID: callID, ToolName: tool, ArgumentsJSON: `{"verdict":"pass"}`, AgentName: "audit"},
+				hitl.GateResult{Outcome: outcome, Decision: d})
+			return op.Writer().PutInterrupt(&storagev1.InterruptRecord{Interrupt: in, CreateTime: timestamppb.New(t0), RaisedEpoch: op.Epoch()})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	decide("v-1", spec.VerdictToolName, agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW)
+	decide("s-1", "search", agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW)
+	decide("v-2", spec.VerdictToolName, agentplanev1.GateOutcome_GATE_OUTCOME_REJECT)
+	r := NewRecorder(m)
+	record := func(callID string) (*agentplanev1.RecordVerdictResponse, error) {
+		return r.Record(ctx, &agentplanev1.RecordVerdictRequest{Lease: ref, Node: "audit", CallId: callID, Result: &agentplanev1.VerdictResult{Verdict: "pass"}})
+	}
+	for _, bad := range []string{"never-checked", "s-1", "v-2"} {
+		_, err := record(bad)
+		var e *apierr.Error
+		if !errors.As(err, &e) || e.Reason != apierr.ReasonToolCallNotApproved {
+			t.Errorf("call id %s: %v, want %s", bad, err, apierr.ReasonToolCallNotApproved)
+		}
+	}
+	resp, err := record("v-1")
+	if err != nil || resp.GetVerdict().GetCallId() != "v-1" {
+		t.Fatalf("Record = %v, %v", resp, err)
+	}
+	vs, _, err := m.ListVerdicts(ctx, "default", ref.GetTaskId(), 0, "")
+	if err != nil || len(vs) != 1 || vs[0].GetCallId() != "v-1" {
+		t.Fatalf("ListVerdicts = %v, %v", vs, err)
 	}
 }

@@ -38,11 +38,13 @@ type Request struct {
 	Resolved []*agentplanev1.ObligationResolution
 	Raised   []string
 	EndsTurn bool
+	// CallID is the verdict tool call that carried the verdict, if any.
+	CallID string
 }
 
 // RequestFrom reads a Request out of a RecordVerdictRequest.
 func RequestFrom(r *agentplanev1.RecordVerdictRequest) Request {
-	return Request{Node: r.GetNode(), Result: r.GetResult(), Resolved: r.GetResolved(), Raised: r.GetRaised(), EndsTurn: r.GetEndsTurn()}
+	return Request{Node: r.GetNode(), Result: r.GetResult(), Resolved: r.GetResolved(), Raised: r.GetRaised(), EndsTurn: r.GetEndsTurn(), CallID: r.GetCallId()}
 }
 
 // Check validates a verdict on its own: the verdict is pass, fail or needs_revision;
@@ -196,6 +198,7 @@ func Apply(taskID string, verdictNo int64, r Request, open []*agentplanev1.Oblig
 		Approved:   r.Result.GetVerdict() == Pass,
 		EndsTurn:   r.EndsTurn,
 		CreateTime: ts,
+		CallId:     r.CallID,
 	}
 	byID := make(map[string]int, len(open))
 	for i, o := range open {

@@ -113,7 +113,7 @@ test('ValidateSpec takes the raw YAML document as its body', async () => {
 
 test('StartTask, GetTask, ListTasks by labelSelector, CancelTask, WatchTask', async () => {
   const started = await call(api.TaskService.TaskService_StartTask, {
-    body: { requestId: 'openapi-check-1', document: Buffer.from(agentYAML).toString('base64'), input: 'hi', labels: { env: 'prod' } },
+    body: { requestId: 'openapi-check-1', document: Buffer.from(agentYAML).toString('base64'), input: { parts: [{ text: 'hi' }] }, labels: { env: 'prod' } },
   });
   assert.equal(started.status, 200, JSON.stringify(started.body));
   const id = started.body.task.taskId;
@@ -146,7 +146,7 @@ test('StartTask, GetTask, ListTasks by labelSelector, CancelTask, WatchTask', as
 
 test('StartTask takes the spec as a JSON object', async () => {
   const res = await call(api.TaskService.TaskService_StartTask, {
-    body: { spec: { apiVersion: 'qar/v1', kind: 'AgentSpec', name: 'openapi-json', instructions: 'Answer briefly.', model: 'm' }, input: 'hi' },
+    body: { spec: { apiVersion: 'qar/v1', kind: 'AgentSpec', name: 'openapi-json', instructions: 'Answer briefly.', model: 'm' }, input: { parts: [{ text: 'hi' }] } },
   });
   assert.equal(res.status, 200, JSON.stringify(res.body));
   assert.ok(res.body.task.taskId);

@@ -10,8 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/protobuf/types/known/structpb"
-
+	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/client/worker"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
@@ -56,8 +55,8 @@ func (r *Runner) Run(ctx context.Context, t *worker.Task) error {
 		return err
 	}
 	p := &play{r: r, t: t, node: r.node(t), ran: ran, vars: strings.NewReplacer(
-		"{{input}}", t.Input(),
-		"{{continue}}", strings.Join(t.ContinueMessages(), "\n"),
+		"{{input}}", t.InputText(),
+		"{{continue}}", continueText(t.ContinueMessages()),
 	)}
 	r.logf(t, "leased (attempt %d); playing %s from step %d of %d", t.Attempt(), r.Script.Name, start+1, len(r.Script.Steps))
 	for i := start; i < len(r.Script.Steps); i++ {
@@ -199,7 +198,10 @@ func (p *play) step(ctx context.Context, i int) (ended bool, err error) {
 		return false, p.verdict(ctx, st.Verdict)
 
 	case st.Complete != nil:
-		out := &agentplanev1.TaskOutput{Text: p.vars.Replace(st.Complete.Text), Structured: st.Complete.Structured}
+		out := &agentplanev1.TaskOutput{
+			Message:    client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, p.vars.Replace(st.Complete.Text)),
+			Structured: st.Complete.Structured,
+		}
 		if err := t.Complete(ctx, out); err != nil {
 			return false, err
 		}
@@ -225,14 +227,14 @@ func (p *play) checkpoint(ctx context.Context, i int) error {
 func (p *play) tool(ctx context.Context, i int, tool *Tool) (bool, error) {
 	t := p.t
 	call := worker.Call{
-		ID:          tool.ID,
-		Name:        tool.Name,
-		Description: tool.Description,
-		Args:        tool.args,
-		Node:        p.node,
-		Trip:        tool.Trip,
-		Annotations: tool.annotations,
-		Delivery:    worker.Interactive,
+		ID:            tool.ID,
+		Name:          tool.Name,
+		Description:   tool.Description,
+		ArgumentsJSON: tool.args,
+		Node:          p.node,
+		Trip:          tool.Trip,
+		Annotations:   tool.annotations,
+		Delivery:      worker.Interactive,
 		OnInterrupt: func(it *agentplanev1.Interrupt) {
 			p.r.logf(t, "tool %s needs approval: interrupt %s (ctl hitl approve %s)", tool.Name, it.GetInterruptId(), it.GetInterruptId())
 		},
@@ -268,14 +270,14 @@ func (p *play) tool(ctx context.Context, i int, tool *Tool) (bool, error) {
 		// Reported by an earlier lease although the history read at the start of this
 		// one did not show it (a runner without Tasks): do not run it again.
 		p.r.logf(t, "tool %s already ran under an earlier lease; not running it again", tool.Name)
-		return false, nil
+		if gate.ResultReported {
+			return false, nil
+		}
+		return false, t.ToolResult(ctx, call, tool.result, tool.Error)
 	}
 	if !gate.Allowed {
+		// ToolCall reported the rejected call and its error result.
 		p.r.logf(t, "tool %s rejected: %s", tool.Name, gate.Reason)
-		rejected := structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"rejected": structpb.NewStringValue(gate.Reason)}})
-		if err := t.ToolResult(ctx, call, rejected, true); err != nil {
-			return false, err
-		}
 		if tool.OnReject == "fail" {
 			if err := t.Fail(ctx, "tool.rejected", fmt.Sprintf("tool %s was rejected: %s", tool.Name, gate.Reason), false); err != nil {
 				return false, err
@@ -363,4 +365,12 @@ func (p *play) obligationByText(ctx context.Context, text string) (string, error
 		}
 		req.PageToken = resp.GetNextPageToken()
 	}
+}
+
+func continueText(msgs []*agentplanev1.Message) string {
+	texts := make([]string, len(msgs))
+	for i, m := range msgs {
+		texts[i] = client.MessageText(m)
+	}
+	return strings.Join(texts, "\n")
 }

@@ -97,8 +97,11 @@ type Tool struct {
 	Name string `yaml:"name"`
 	// Description of the tool, for the policy and the reviewer.
 	Description string `yaml:"description"`
-	// Args the "model" produced.
+	// Args the "model" produced, as YAML; sent as their JSON text ({} when absent).
 	Args any `yaml:"args"`
+	// ArgsJSON is the arguments as raw JSON text, sent exactly as written (it may be
+	// malformed, as a model's can be). Exclusive with Args.
+	ArgsJSON string `yaml:"args_json"`
 	// Result the "tool" returns when it runs.
 	Result any `yaml:"result"`
 	// Error marks Result as a tool error.
@@ -114,8 +117,9 @@ type Tool struct {
 	// Annotations are MCP tool annotations (readOnlyHint, destructiveHint, ...).
 	Annotations map[string]any `yaml:"annotations"`
 
-	args, result *structpb.Value
-	annotations  *agentplanev1.McpToolAnnotations
+	args        string
+	result      *structpb.Value
+	annotations *agentplanev1.McpToolAnnotations
 }
 
 // Verdict is an evaluator's verdict step.
@@ -278,8 +282,19 @@ func checkTool(t *Tool) error {
 		return fmt.Errorf("tool on_reject %q: want continue or fail", t.OnReject)
 	}
 	var err error
-	if t.args, err = value(t.Args); err != nil {
-		return fmt.Errorf("tool args: %w", err)
+	switch {
+	case t.Args != nil && t.ArgsJSON != "":
+		return errors.New("tool has both args and args_json; give one")
+	case t.ArgsJSON != "":
+		t.args = t.ArgsJSON
+	case t.Args == nil:
+		t.args = "{}"
+	default:
+		b, err := json.Marshal(t.Args)
+		if err != nil {
+			return fmt.Errorf("tool args: %w", err)
+		}
+		t.args = string(b)
 	}
 	if t.result, err = value(t.Result); err != nil {
 		return fmt.Errorf("tool result: %w", err)

@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/client/worker"
 	"github.com/agentplane/agentplane/client/worker/workertest"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -80,8 +81,13 @@ func TestParseValues(t *testing.T) {
 	s, err := Parse("t.yaml", []byte(`steps:
   - tool:
       name: pay
-      args: {amount: 10, to: [a, b], note: null}
+      args: {amount: 12345678901234567, to: [a, b], note: null}
       annotations: {destructiveHint: true}
+  - tool:
+      name: raw
+      args_json: '{"amount": 1.50, "x":'
+  - tool:
+      name: none
   - verdict: {verdict: pass, scores: {style: 0.5}}
   - sleep: 5ms
   - complete: {text: done, structured: {ok: true}}
@@ -90,9 +96,17 @@ func TestParseValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	tool := s.Steps[0].Tool
-	if got := tool.args.GetStructValue().GetFields()["amount"].GetNumberValue(); got != 10 {
-		t.Errorf("args amount %v", got)
+	// Integers keep every digit in the JSON text; args_json is sent as written.
+	if want := `{"amount":12345678901234567,"note":null,"to":["a","b"]}`; tool.args != want {
+		t.Errorf("args = %s, want %s", tool.args, want)
 	}
+	if got := s.Steps[1].Tool.args; got != `{"amount": 1.50, "x":` {
+		t.Errorf("args_json = %s", got)
+	}
+	if got := s.Steps[2].Tool.args; got != `{}` {
+		t.Errorf("absent args = %s", got)
+	}
+	s.Steps = append(s.Steps[:1], s.Steps[3:]...)
 	if !tool.annotations.GetDestructiveHint() || s.Steps[0].Line != 2 {
 		t.Errorf("annotations %v line %d", tool.annotations, s.Steps[0].Line)
 	}
@@ -187,7 +201,7 @@ func TestApprovalExample(t *testing.T) {
 	f.Do(func(s *workertest.State) {
 		s.Gate = interruptFor(map[string]string{"send_email": "i-email", "issue_refund": "i-refund"})
 	})
-	f.Enqueue("t1", func(l *agentplanev1.Lease) { l.Task.Input = "refund order 42" })
+	f.Enqueue("t1", func(l *agentplanev1.Lease) { l.Task.Input = client.UserText("refund order 42") })
 	done, progress := runScript(t, f, sc, 3)
 
 	f.WaitFor(t, "the runtime awaiting the email decision", func(s *workertest.State) bool { return s.Awaiting["i-email"] > 0 })
@@ -200,12 +214,12 @@ func TestApprovalExample(t *testing.T) {
 		l.ResolvedInterrupts = []*agentplanev1.Interrupt{{
 			InterruptId: "i-refund", CallId: refundCall.GetCallId(), Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL,
 			State:    agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED,
-			Decision: &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_APPROVE, Args: refundCall.GetArgs(), DecidedBy: "owner"},
+			Decision: &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_APPROVE, ArgumentsJson: refundCall.GetArgumentsJson(), DecidedBy: "owner"},
 		}}
 	})
 
 	f.WaitFor(t, "the chat pause", func(s *workertest.State) bool { return s.Ends["t1"] == workertest.Paused })
-	f.Requeue("t1", func(l *agentplanev1.Lease) { l.ContinueMessages = []string{"thanks!"} })
+	f.Requeue("t1", func(l *agentplanev1.Lease) { l.ContinueMessages = []*agentplanev1.Message{client.UserText("thanks!")} })
 	waitDone(t, done)
 
 	var s workertest.State
@@ -213,13 +227,13 @@ func TestApprovalExample(t *testing.T) {
 	if s.Ends["t1"] != workertest.Completed {
 		t.Fatalf("end %q failure %v\nprogress:\n%s", s.Ends["t1"], s.Failures["t1"], progress)
 	}
-	if out := s.Outputs["t1"]; out.GetText() != "Refunded order 42." || out.GetStructured().GetStructValue().GetFields()["refund_id"].GetStringValue() != "R-42" {
+	if out := s.Outputs["t1"]; client.MessageText(out.GetMessage()) != "Refunded order 42." || out.GetStructured().GetStructValue().GetFields()["refund_id"].GetStringValue() != "R-42" {
 		t.Errorf("output %v", out)
 	}
 	if len(s.Checks) != 3 {
 		t.Errorf("want 3 gate checks (the resumed refund uses its decision), got %d", len(s.Checks))
 	}
-	if p := s.Pauses["t1"]; p.GetMessage() != "The refund is on its way. Anything else?" || p.GetNode() != "support" {
+	if p := s.Pauses["t1"]; client.MessageText(p.GetMessage()) != "The refund is on its way. Anything else?" || p.GetNode() != "support" {
 		t.Errorf("pause %v", p)
 	}
 
@@ -228,7 +242,7 @@ func TestApprovalExample(t *testing.T) {
 	for _, ev := range s.Events["t1"] {
 		switch p := ev.GetPayload().(type) {
 		case *agentplanev1.RuntimeEvent_Message:
-			got = append(got, "say "+p.Message.GetText())
+			got = append(got, "say "+client.MessageText(p.Message))
 		case *agentplanev1.RuntimeEvent_ToolCall:
 			got = append(got, "call "+p.ToolCall.GetToolName()+" "+p.ToolCall.GetCallId())
 		case *agentplanev1.RuntimeEvent_ToolResult:
@@ -322,7 +336,9 @@ func TestRejection(t *testing.T) {
 				t.Fatalf("end %q", s.Ends["t1"])
 			}
 			ev := s.Events["t1"]
-			if len(ev) != 1 || !ev[0].GetToolResult().GetIsError() || ev[0].GetToolResult().GetResult().GetStructValue().GetFields()["rejected"].GetStringValue() != "hitl disabled" {
+			// The rejected call is in the transcript, with its error result.
+			if len(ev) != 2 || ev[0].GetToolCall().GetCallId() != "step-1" || !ev[1].GetToolResult().GetIsError() ||
+				ev[1].GetToolResult().GetResult().GetStringValue() != "hitl disabled" {
 				t.Fatalf("events %v", ev)
 			}
 			if tc.wantEnd == workertest.Failed && s.Failures["t1"].GetReason() != "tool.rejected" {
@@ -338,13 +354,13 @@ func TestTemplates(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := workertest.New(t)
-	f.Enqueue("t1", func(l *agentplanev1.Lease) { l.Task.Input = "hi" })
+	f.Enqueue("t1", func(l *agentplanev1.Lease) { l.Task.Input = client.UserText("hi") })
 	done, _ := runScript(t, f, sc, 1)
 	waitDone(t, done)
 	var s workertest.State
 	f.Do(func(st *workertest.State) { s = *st })
 	msg := s.Events["t1"][0].GetMessage()
-	if msg.GetText() != "input=hi" || msg.GetNode() != "bot" || s.Outputs["t1"].GetText() != "done with hi" {
+	if client.MessageText(msg) != "input=hi" || msg.GetNode() != "bot" || client.MessageText(s.Outputs["t1"].GetMessage()) != "done with hi" {
 		t.Fatalf("message %v output %v", msg, s.Outputs["t1"])
 	}
 }

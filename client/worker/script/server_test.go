@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/client/worker"
@@ -87,7 +86,7 @@ func playApprovalExample(t *testing.T, c, approver, runtime *client.Client) {
 		t.Fatal(err)
 	}
 	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: "refund order 42", InterruptPolicy: policy,
+		Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("refund order 42"), InterruptPolicy: policy,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +133,7 @@ func playApprovalExample(t *testing.T, c, approver, runtime *client.Client) {
 			}
 			approved = append(approved, it.GetApproval().GetToolName())
 		case agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE:
-			if _, err := c.Tasks.ContinueTask(ctx, &agentplanev1.ContinueTaskRequest{TaskId: taskID, Message: "thanks!"}); err != nil {
+			if _, err := c.Tasks.ContinueTask(ctx, &agentplanev1.ContinueTaskRequest{TaskId: taskID, Input: &agentplanev1.ContinueTaskRequest_Message{Message: client.UserText("thanks!")}}); err != nil {
 				t.Fatalf("continue: %v", err)
 			}
 		}
@@ -144,7 +143,7 @@ func playApprovalExample(t *testing.T, c, approver, runtime *client.Client) {
 		t.Fatal(err)
 	}
 	task := got.GetTask()
-	if task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || task.GetOutput().GetText() != "Refunded order 42." {
+	if task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || client.MessageText(task.GetOutput().GetMessage()) != "Refunded order 42." {
 		t.Fatalf("task %v %v %v\nprogress:\n%s", task.GetState(), task.GetFailure(), task.GetOutput(), progress)
 	}
 	if err := <-runDone; err != nil {
@@ -176,7 +175,7 @@ func TestReviewExampleAgainstTheServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Document{Document: graph}, Input: "write the upgrade guide"})
+	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Document{Document: graph}, Input: client.UserText("write the upgrade guide")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +232,7 @@ func TestResumeDoesNotRunAToolTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: "weather?"})
+	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("weather?")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,13 +246,13 @@ func TestResumeDoesNotRunAToolTwice(t *testing.T) {
 	}
 	l := leases.GetLeases()[0]
 	ref := &agentplanev1.LeaseRef{TaskId: taskID, LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()}
-	args, _ := structpb.NewValue(map[string]any{"city": "Paris"})
-	gate, err := c.Runtime.CheckToolCall(ctx, &agentplanev1.CheckToolCallRequest{Lease: ref, CallId: "step-2", ToolName: "get_weather", Args: args, AgentName: "support"})
+	args := `{"city": "Paris"}`
+	gate, err := c.Runtime.CheckToolCall(ctx, &agentplanev1.CheckToolCallRequest{Lease: ref, CallId: "step-2", ToolName: "get_weather", ArgumentsJson: args, AgentName: "support"})
 	if err != nil || gate.GetOutcome() != agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW {
 		t.Fatalf("check: %v %v", gate, err)
 	}
 	if _, err := c.Runtime.ReportEvents(ctx, &agentplanev1.ReportEventsRequest{Lease: ref, Events: []*agentplanev1.RuntimeEvent{
-		{Payload: &agentplanev1.RuntimeEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{CallId: "step-2", ToolName: "get_weather", Args: args}}},
+		{Payload: &agentplanev1.RuntimeEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{CallId: "step-2", ToolName: "get_weather", ArgumentsJson: args}}},
 	}}); err != nil {
 		t.Fatal(err)
 	}

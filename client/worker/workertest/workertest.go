@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
@@ -190,7 +191,7 @@ func (f *Server) Enqueue(taskID string, mutate func(*agentplanev1.Lease)) {
 			LeaseId: taskID + "-lease-1",
 			Epoch:   1,
 			Attempt: 1,
-			Task:    &agentplanev1.Task{TaskId: taskID, Input: "input of " + taskID, State: agentplanev1.TaskState_TASK_STATE_WORKING},
+			Task:    &agentplanev1.Task{TaskId: taskID, Input: client.UserText("input of " + taskID), State: agentplanev1.TaskState_TASK_STATE_WORKING},
 		}
 		if mutate != nil {
 			mutate(l)
@@ -591,7 +592,7 @@ func (f *Server) ResolveInterrupt(_ context.Context, req *agentplanev1.ResolveIn
 	case *agentplanev1.ResolveInterruptRequest_Reject:
 		dec.Type, dec.Reason = agentplanev1.DecisionType_DECISION_TYPE_REJECT, &d.Reject.Reason
 	case *agentplanev1.ResolveInterruptRequest_Edit:
-		dec.Type, dec.Reason, dec.Args = agentplanev1.DecisionType_DECISION_TYPE_EDIT, d.Edit.Reason, d.Edit.Args
+		dec.Type, dec.Reason, dec.ArgumentsJson = agentplanev1.DecisionType_DECISION_TYPE_EDIT, d.Edit.Reason, d.Edit.GetArgumentsJson()
 	default:
 		return nil, status.Error(codes.InvalidArgument, "workertest: no decision")
 	}

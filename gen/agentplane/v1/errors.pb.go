@@ -84,11 +84,24 @@ const (
 	// The reviewer ruled on arguments that are not the interrupt's (ErrorInfo metadata
 	// `args_digest`: the digest of the interrupt's arguments).
 	ErrorReason_ERROR_REASON_INTERRUPT_ARGS_MISMATCH ErrorReason = 16
-	// A runtime reported a tool call no decision lets run: never asked about
-	// (CheckToolCall), still pending, rejected, with arguments or tool other than the
-	// decision's, or reported a second time (a decision is single-use). The whole report
-	// is refused. ErrorInfo metadata `call_id`.
+	// A runtime reported a tool call no decision accounts for: never asked about
+	// (CheckToolCall), still pending, with `arguments_json` or tool other than the
+	// decision's (for a rejected call, which is reported too, the text ruled on), or
+	// reported a second time (a decision is single-use). The whole report is refused.
+	// Also: RecordVerdict's call_id naming a call that is not an allowed call of the
+	// `verdict` tool. ErrorInfo metadata `call_id`.
 	ErrorReason_ERROR_REASON_TOOL_CALL_NOT_APPROVED ErrorReason = 17
+	// A runtime reported a tool result no reported call expects: a call never checked
+	// or not yet reported as a ToolCall, a second result, another tool's name, a rejected
+	// call's result without is_error; or it ended a turn (PauseTask, CompleteTask) while
+	// a reported call has no result (docs/hitl.md, "Event sequence"). The whole request
+	// is refused. ErrorInfo metadata `call_id`.
+	ErrorReason_ERROR_REASON_TOOL_RESULT_UNEXPECTED ErrorReason = 33
+	// ContinueTask gave a message to a task that waits for client tool outputs (or
+	// outputs to one that waits for a message), or outputs that name a call the task
+	// does not wait for or miss one it does. ErrorInfo metadata `pending_call_ids`: the
+	// calls it waits for, comma-separated.
+	ErrorReason_ERROR_REASON_TASK_TOOL_OUTPUTS_MISMATCH ErrorReason = 34
 	// A runtime wrote with a stale or expired lease (fencing), or to a task canceled
 	// under its lease. The runtime must stop working on the task.
 	ErrorReason_ERROR_REASON_LEASE_LOST ErrorReason = 18
@@ -166,6 +179,8 @@ var (
 		15: "ERROR_REASON_INTERRUPT_ALREADY_RESOLVED",
 		16: "ERROR_REASON_INTERRUPT_ARGS_MISMATCH",
 		17: "ERROR_REASON_TOOL_CALL_NOT_APPROVED",
+		33: "ERROR_REASON_TOOL_RESULT_UNEXPECTED",
+		34: "ERROR_REASON_TASK_TOOL_OUTPUTS_MISMATCH",
 		18: "ERROR_REASON_LEASE_LOST",
 		19: "ERROR_REASON_CONFIG_LOCKED_KEY",
 		20: "ERROR_REASON_COMPLIANCE_DENIED",
@@ -201,6 +216,8 @@ var (
 		"ERROR_REASON_INTERRUPT_ALREADY_RESOLVED": 15,
 		"ERROR_REASON_INTERRUPT_ARGS_MISMATCH":    16,
 		"ERROR_REASON_TOOL_CALL_NOT_APPROVED":     17,
+		"ERROR_REASON_TOOL_RESULT_UNEXPECTED":     33,
+		"ERROR_REASON_TASK_TOOL_OUTPUTS_MISMATCH": 34,
 		"ERROR_REASON_LEASE_LOST":                 18,
 		"ERROR_REASON_CONFIG_LOCKED_KEY":          19,
 		"ERROR_REASON_COMPLIANCE_DENIED":          20,
@@ -341,7 +358,7 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"\x12ErrorReasonOptions\x12\x12\n" +
 	"\x04wire\x18\x01 \x01(\tR\x04wire\x12\x14\n" +
 	"\x05codes\x18\x02 \x03(\tR\x05codes\x12\x1c\n" +
-	"\tretryable\x18\x03 \x01(\bR\tretryable*\xab\x14\n" +
+	"\tretryable\x18\x03 \x01(\bR\tretryable*\xeb\x15\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12I\n" +
 	"\x1cERROR_REASON_REQUEST_INVALID\x10\x01\x1a'\xe2\xf9\x18#\n" +
@@ -378,7 +395,11 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"$ERROR_REASON_INTERRUPT_ARGS_MISMATCH\x10\x10\x1a2\xe2\xf9\x18.\n" +
 	"\x17interrupt.args_mismatch\x12\x13FAILED_PRECONDITION\x12Z\n" +
 	"#ERROR_REASON_TOOL_CALL_NOT_APPROVED\x10\x11\x1a1\xe2\xf9\x18-\n" +
-	"\x16tool_call.not_approved\x12\x13FAILED_PRECONDITION\x12B\n" +
+	"\x16tool_call.not_approved\x12\x13FAILED_PRECONDITION\x12Z\n" +
+	"#ERROR_REASON_TOOL_RESULT_UNEXPECTED\x10!\x1a1\xe2\xf9\x18-\n" +
+	"\x16tool_result.unexpected\x12\x13FAILED_PRECONDITION\x12b\n" +
+	"'ERROR_REASON_TASK_TOOL_OUTPUTS_MISMATCH\x10\"\x1a5\xe2\xf9\x181\n" +
+	"\x1atask.tool_outputs_mismatch\x12\x13FAILED_PRECONDITION\x12B\n" +
 	"\x17ERROR_REASON_LEASE_LOST\x10\x12\x1a%\xe2\xf9\x18!\n" +
 	"\n" +
 	"lease.lost\x12\x13FAILED_PRECONDITION\x12P\n" +

@@ -9,7 +9,6 @@ package agentplanev1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
-	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -91,6 +90,12 @@ const (
 	// Chat mode: the turn ended (synthetic __auto_pause__); only ContinueTask resolves it.
 	// Not shown in the reviewers' inbox unless ListInterruptsRequest.kinds asks for it.
 	InterruptKind_INTERRUPT_KIND_AUTO_PAUSE InterruptKind = 2
+	// A function tool the client executes was called: the task waits for its output,
+	// which ContinueTask's tool_outputs supplies (one interrupt per pending call, named
+	// by call_id; the tool_output request carries the tool and its arguments). Raised by
+	// PauseTask's tool_output_calls. Not shown in the reviewers' inbox unless
+	// ListInterruptsRequest.kinds asks for it.
+	InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED InterruptKind = 3
 )
 
 // Enum value maps for InterruptKind.
@@ -99,11 +104,13 @@ var (
 		0: "INTERRUPT_KIND_UNSPECIFIED",
 		1: "INTERRUPT_KIND_TOOL_APPROVAL",
 		2: "INTERRUPT_KIND_AUTO_PAUSE",
+		3: "INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED",
 	}
 	InterruptKind_value = map[string]int32{
-		"INTERRUPT_KIND_UNSPECIFIED":   0,
-		"INTERRUPT_KIND_TOOL_APPROVAL": 1,
-		"INTERRUPT_KIND_AUTO_PAUSE":    2,
+		"INTERRUPT_KIND_UNSPECIFIED":          0,
+		"INTERRUPT_KIND_TOOL_APPROVAL":        1,
+		"INTERRUPT_KIND_AUTO_PAUSE":           2,
+		"INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED": 3,
 	}
 )
 
@@ -524,8 +531,10 @@ func (x *TagList) GetTags() []string {
 }
 
 // PredicatePolicy is a CEL expression over the policy context:
-// tool_name (string), tool_description (string), args (dyn), agent_name (string),
-// trip_index (int), session_id (string). It returns a bool (gate or not) or a list of
+// tool_name (string), tool_description (string), args (dyn: the call's arguments_json
+// parsed as JSON; null when the text is not valid JSON), arguments_json (string: the
+// text as the model produced it), args_valid (bool: whether that text is valid JSON),
+// agent_name (string), trip_index (int), session_id (string). It returns a bool (gate or not) or a list of
 // strings (gate when non-empty; the strings become the request's tags). It is compiled
 // and type-checked at StartTask.
 type PredicatePolicy struct {
@@ -599,7 +608,10 @@ type ToolGated struct {
 	// `hitl.disabled` (the call needed a person but HITL is off: REJECT).
 	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	// Graph node or agent.
-	Node          string `protobuf:"bytes,7,opt,name=node,proto3" json:"node,omitempty"`
+	Node string `protobuf:"bytes,7,opt,name=node,proto3" json:"node,omitempty"`
+	// The call's arguments as JSON text, exactly as the runtime asked about them (and
+	// as the model produced them); the gate's decision binds their SHA-256.
+	ArgumentsJson string `protobuf:"bytes,8,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -683,6 +695,13 @@ func (x *ToolGated) GetNode() string {
 	return ""
 }
 
+func (x *ToolGated) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
 // Interrupt is a durable pause of a task waiting for a decision.
 type Interrupt struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -702,12 +721,14 @@ type Interrupt struct {
 	//
 	//	*Interrupt_Approval
 	//	*Interrupt_TurnEnd
+	//	*Interrupt_ToolOutput
 	Request isInterrupt_Request `protobuf_oneof:"request"`
 	// When the deployment default decision applies, if set.
 	Deadline *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=deadline,proto3" json:"deadline,omitempty"`
 	// The decision, once resolved.
 	Decision *Decision `protobuf:"bytes,8,opt,name=decision,proto3" json:"decision,omitempty"`
-	// SHA-256 (hex) of the canonical JSON of approval.args (of null for AUTO_PAUSE).
+	// SHA-256 (hex) of the bytes of the request's arguments_json, exactly as given (of
+	// the empty text for AUTO_PAUSE).
 	ArgsDigest string `protobuf:"bytes,9,opt,name=args_digest,json=argsDigest,proto3" json:"args_digest,omitempty"`
 	// Tool call id from the runtime.
 	CallId string `protobuf:"bytes,10,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
@@ -807,6 +828,15 @@ func (x *Interrupt) GetTurnEnd() *TurnEndRequest {
 	return nil
 }
 
+func (x *Interrupt) GetToolOutput() *ToolOutputRequest {
+	if x != nil {
+		if x, ok := x.Request.(*Interrupt_ToolOutput); ok {
+			return x.ToolOutput
+		}
+	}
+	return nil
+}
+
 func (x *Interrupt) GetDeadline() *timestamppb.Timestamp {
 	if x != nil {
 		return x.Deadline
@@ -856,9 +886,17 @@ type Interrupt_TurnEnd struct {
 	TurnEnd *TurnEndRequest `protobuf:"bytes,12,opt,name=turn_end,json=turnEnd,proto3,oneof"`
 }
 
+type Interrupt_ToolOutput struct {
+	// kind TOOL_OUTPUT_REQUIRED: a client tool call whose output the task waits for,
+	// answered by TaskService.ContinueTask (tool_outputs).
+	ToolOutput *ToolOutputRequest `protobuf:"bytes,13,opt,name=tool_output,json=toolOutput,proto3,oneof"`
+}
+
 func (*Interrupt_Approval) isInterrupt_Request() {}
 
 func (*Interrupt_TurnEnd) isInterrupt_Request() {}
+
+func (*Interrupt_ToolOutput) isInterrupt_Request() {}
 
 // ApprovalRequest is the pending tool call a human rules on.
 type ApprovalRequest struct {
@@ -869,12 +907,13 @@ type ApprovalRequest struct {
 	ToolName string `protobuf:"bytes,2,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
 	// Human-facing tool description, when known.
 	ToolDescription *string `protobuf:"bytes,3,opt,name=tool_description,json=toolDescription,proto3,oneof" json:"tool_description,omitempty"`
-	// The exact arguments the model produced.
-	Args *structpb.Value `protobuf:"bytes,4,opt,name=args,proto3" json:"args,omitempty"`
 	// Read-only run context.
 	Context *ApprovalContext `protobuf:"bytes,5,opt,name=context,proto3" json:"context,omitempty"`
 	// When the request was raised.
-	RequestTime   *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=request_time,json=requestTime,proto3" json:"request_time,omitempty"`
+	RequestTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=request_time,json=requestTime,proto3" json:"request_time,omitempty"`
+	// The exact arguments the model produced, as JSON text (possibly malformed: a
+	// reviewer can still reject it, or edit it into valid arguments).
+	ArgumentsJson string `protobuf:"bytes,7,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -930,13 +969,6 @@ func (x *ApprovalRequest) GetToolDescription() string {
 	return ""
 }
 
-func (x *ApprovalRequest) GetArgs() *structpb.Value {
-	if x != nil {
-		return x.Args
-	}
-	return nil
-}
-
 func (x *ApprovalRequest) GetContext() *ApprovalContext {
 	if x != nil {
 		return x.Context
@@ -949,6 +981,13 @@ func (x *ApprovalRequest) GetRequestTime() *timestamppb.Timestamp {
 		return x.RequestTime
 	}
 	return nil
+}
+
+func (x *ApprovalRequest) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
 }
 
 // TurnEndRequest is a chat-mode pause: the agent ended its turn and waits for the
@@ -1016,6 +1055,98 @@ func (x *TurnEndRequest) GetRequestTime() *timestamppb.Timestamp {
 	return nil
 }
 
+// ToolOutputRequest is a call of a function tool the client executes: the task waits
+// for its output (TaskService.ContinueTask, tool_outputs). There is nothing to approve.
+type ToolOutputRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tool to run.
+	ToolName string `protobuf:"bytes,1,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
+	// Its arguments, as JSON text, exactly as the call was reported.
+	ArgumentsJson string `protobuf:"bytes,2,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	// Agent (node) that made the call.
+	AgentName string `protobuf:"bytes,3,opt,name=agent_name,json=agentName,proto3" json:"agent_name,omitempty"`
+	// Zero-based model round-trip index.
+	TripIndex int32 `protobuf:"varint,4,opt,name=trip_index,json=tripIndex,proto3" json:"trip_index,omitempty"`
+	// Caller session id.
+	SessionId *string `protobuf:"bytes,5,opt,name=session_id,json=sessionId,proto3,oneof" json:"session_id,omitempty"`
+	// When the task started waiting.
+	RequestTime   *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=request_time,json=requestTime,proto3" json:"request_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolOutputRequest) Reset() {
+	*x = ToolOutputRequest{}
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolOutputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolOutputRequest) ProtoMessage() {}
+
+func (x *ToolOutputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolOutputRequest.ProtoReflect.Descriptor instead.
+func (*ToolOutputRequest) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ToolOutputRequest) GetToolName() string {
+	if x != nil {
+		return x.ToolName
+	}
+	return ""
+}
+
+func (x *ToolOutputRequest) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
+func (x *ToolOutputRequest) GetAgentName() string {
+	if x != nil {
+		return x.AgentName
+	}
+	return ""
+}
+
+func (x *ToolOutputRequest) GetTripIndex() int32 {
+	if x != nil {
+		return x.TripIndex
+	}
+	return 0
+}
+
+func (x *ToolOutputRequest) GetSessionId() string {
+	if x != nil && x.SessionId != nil {
+		return *x.SessionId
+	}
+	return ""
+}
+
+func (x *ToolOutputRequest) GetRequestTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RequestTime
+	}
+	return nil
+}
+
 // ApprovalContext is the run context shown to a reviewer.
 type ApprovalContext struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1035,7 +1166,7 @@ type ApprovalContext struct {
 
 func (x *ApprovalContext) Reset() {
 	*x = ApprovalContext{}
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[8]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1047,7 +1178,7 @@ func (x *ApprovalContext) String() string {
 func (*ApprovalContext) ProtoMessage() {}
 
 func (x *ApprovalContext) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[8]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1060,7 +1191,7 @@ func (x *ApprovalContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalContext.ProtoReflect.Descriptor instead.
 func (*ApprovalContext) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{8}
+	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ApprovalContext) GetAgentName() string {
@@ -1106,12 +1237,10 @@ type Decision struct {
 	Type DecisionType `protobuf:"varint,1,opt,name=type,proto3,enum=agentplane.v1.DecisionType" json:"type,omitempty"`
 	// Reason as the human gave it (required for reject).
 	Reason *string `protobuf:"bytes,2,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
-	// Arguments the runtime must run with: the original ones for approve, the new ones
-	// for edit; absent for reject.
-	Args *structpb.Value `protobuf:"bytes,3,opt,name=args,proto3" json:"args,omitempty"`
-	// SHA-256 (hex) of the canonical JSON of the arguments ruled on (the request's).
+	// SHA-256 (hex) of the arguments ruled on (the request's arguments_json).
 	RuledArgsDigest string `protobuf:"bytes,4,opt,name=ruled_args_digest,json=ruledArgsDigest,proto3" json:"ruled_args_digest,omitempty"`
-	// SHA-256 (hex) of the canonical JSON of args.
+	// SHA-256 (hex) of arguments_json: the arguments the call runs with, or, for a
+	// reject, the ones it was reported with (the ruled ones).
 	ArgsDigest string `protobuf:"bytes,5,opt,name=args_digest,json=argsDigest,proto3" json:"args_digest,omitempty"`
 	// Principal that decided ("system" for deadline and synthesized decisions).
 	DecidedBy string `protobuf:"bytes,6,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
@@ -1123,14 +1252,19 @@ type Decision struct {
 	// (untrusted reasons are fenced and capped).
 	ModelReason *string `protobuf:"bytes,9,opt,name=model_reason,json=modelReason,proto3,oneof" json:"model_reason,omitempty"`
 	// The interrupt this decision belongs to.
-	InterruptId   string `protobuf:"bytes,10,opt,name=interrupt_id,json=interruptId,proto3" json:"interrupt_id,omitempty"`
+	InterruptId string `protobuf:"bytes,10,opt,name=interrupt_id,json=interruptId,proto3" json:"interrupt_id,omitempty"`
+	// Arguments as JSON text the runtime must run with: the original text for approve
+	// (and ALLOW), the reviewer's for edit; empty for reject.
+	ArgumentsJson string `protobuf:"bytes,11,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	// The tool call this decision is about (empty for a chat-mode pause).
+	CallId        string `protobuf:"bytes,12,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[9]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1142,7 +1276,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[9]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1155,7 +1289,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{9}
+	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Decision) GetType() DecisionType {
@@ -1170,13 +1304,6 @@ func (x *Decision) GetReason() string {
 		return *x.Reason
 	}
 	return ""
-}
-
-func (x *Decision) GetArgs() *structpb.Value {
-	if x != nil {
-		return x.Args
-	}
-	return nil
 }
 
 func (x *Decision) GetRuledArgsDigest() string {
@@ -1228,11 +1355,25 @@ func (x *Decision) GetInterruptId() string {
 	return ""
 }
 
+func (x *Decision) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
+func (x *Decision) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
 var File_agentplane_v1_hitl_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\n" +
-	"\x18agentplane/v1/hitl.proto\x12\ragentplane.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd7\x01\n" +
+	"\x18agentplane/v1/hitl.proto\x12\ragentplane.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd7\x01\n" +
 	"\x0fInterruptPolicy\x12=\n" +
 	"\tallowlist\x18\x01 \x01(\v2\x1d.agentplane.v1.ToolListPolicyH\x00R\tallowlist\x12;\n" +
 	"\bdenylist\x18\x02 \x01(\v2\x1d.agentplane.v1.ToolListPolicyH\x00R\bdenylist\x12>\n" +
@@ -1249,7 +1390,7 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\x0fPredicatePolicy\x12\x1e\n" +
 	"\n" +
 	"expression\x18\x01 \x01(\tR\n" +
-	"expression\"\xda\x01\n" +
+	"expression\"\x81\x02\n" +
 	"\tToolGated\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x1b\n" +
 	"\ttool_name\x18\x02 \x01(\tR\btoolName\x124\n" +
@@ -1257,7 +1398,8 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\finterrupt_id\x18\x04 \x01(\tR\vinterruptId\x12\x12\n" +
 	"\x04tags\x18\x05 \x03(\tR\x04tags\x12\x16\n" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x12\n" +
-	"\x04node\x18\a \x01(\tR\x04node\"\x86\x04\n" +
+	"\x04node\x18\a \x01(\tR\x04node\x12%\n" +
+	"\x0earguments_json\x18\b \x01(\tR\rargumentsJson\"\xcb\x04\n" +
 	"\tInterrupt\x12!\n" +
 	"\finterrupt_id\x18\x01 \x01(\tR\vinterruptId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x16\n" +
@@ -1265,7 +1407,9 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\x04kind\x18\x04 \x01(\x0e2\x1c.agentplane.v1.InterruptKindR\x04kind\x123\n" +
 	"\x05state\x18\x05 \x01(\x0e2\x1d.agentplane.v1.InterruptStateR\x05state\x12<\n" +
 	"\bapproval\x18\x06 \x01(\v2\x1e.agentplane.v1.ApprovalRequestH\x00R\bapproval\x12:\n" +
-	"\bturn_end\x18\f \x01(\v2\x1d.agentplane.v1.TurnEndRequestH\x00R\aturnEnd\x126\n" +
+	"\bturn_end\x18\f \x01(\v2\x1d.agentplane.v1.TurnEndRequestH\x00R\aturnEnd\x12C\n" +
+	"\vtool_output\x18\r \x01(\v2 .agentplane.v1.ToolOutputRequestH\x00R\n" +
+	"toolOutput\x126\n" +
 	"\bdeadline\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x123\n" +
 	"\bdecision\x18\b \x01(\v2\x17.agentplane.v1.DecisionR\bdecision\x12\x1f\n" +
 	"\vargs_digest\x18\t \x01(\tR\n" +
@@ -1273,21 +1417,32 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\acall_id\x18\n" +
 	" \x01(\tR\x06callId\x12\x12\n" +
 	"\x04node\x18\v \x01(\tR\x04nodeB\t\n" +
-	"\arequest\"\xbb\x02\n" +
+	"\arequest\"\xc2\x02\n" +
 	"\x0fApprovalRequest\x12!\n" +
 	"\finterrupt_id\x18\x01 \x01(\tR\vinterruptId\x12\x1b\n" +
 	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12.\n" +
-	"\x10tool_description\x18\x03 \x01(\tH\x00R\x0ftoolDescription\x88\x01\x01\x12*\n" +
-	"\x04args\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\x04args\x128\n" +
+	"\x10tool_description\x18\x03 \x01(\tH\x00R\x0ftoolDescription\x88\x01\x01\x128\n" +
 	"\acontext\x18\x05 \x01(\v2\x1e.agentplane.v1.ApprovalContextR\acontext\x12=\n" +
-	"\frequest_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestTimeB\x13\n" +
-	"\x11_tool_description\"\xa1\x01\n" +
+	"\frequest_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestTime\x12%\n" +
+	"\x0earguments_json\x18\a \x01(\tR\rargumentsJsonB\x13\n" +
+	"\x11_tool_descriptionJ\x04\b\x04\x10\x05R\x04args\"\xa1\x01\n" +
 	"\x0eTurnEndRequest\x12\x1d\n" +
 	"\n" +
 	"agent_name\x18\x01 \x01(\tR\tagentName\x12\"\n" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tH\x00R\tsessionId\x88\x01\x01\x12=\n" +
 	"\frequest_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestTimeB\r\n" +
+	"\v_session_id\"\x87\x02\n" +
+	"\x11ToolOutputRequest\x12\x1b\n" +
+	"\ttool_name\x18\x01 \x01(\tR\btoolName\x12%\n" +
+	"\x0earguments_json\x18\x02 \x01(\tR\rargumentsJson\x12\x1d\n" +
+	"\n" +
+	"agent_name\x18\x03 \x01(\tR\tagentName\x12\x1d\n" +
+	"\n" +
+	"trip_index\x18\x04 \x01(\x05R\ttripIndex\x12\"\n" +
+	"\n" +
+	"session_id\x18\x05 \x01(\tH\x00R\tsessionId\x88\x01\x01\x12=\n" +
+	"\frequest_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestTimeB\r\n" +
 	"\v_session_id\"\xd5\x01\n" +
 	"\x0fApprovalContext\x12\x1d\n" +
 	"\n" +
@@ -1299,11 +1454,10 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\x0eoriginal_input\x18\x04 \x01(\tH\x01R\roriginalInput\x88\x01\x01\x12\x12\n" +
 	"\x04tags\x18\x05 \x03(\tR\x04tagsB\r\n" +
 	"\v_session_idB\x11\n" +
-	"\x0f_original_input\"\xcb\x03\n" +
+	"\x0f_original_input\"\xeb\x03\n" +
 	"\bDecision\x12/\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1b.agentplane.v1.DecisionTypeR\x04type\x12\x1b\n" +
 	"\x06reason\x18\x02 \x01(\tH\x00R\x06reason\x88\x01\x01\x12*\n" +
-	"\x04args\x18\x03 \x01(\v2\x16.google.protobuf.ValueR\x04args\x12*\n" +
 	"\x11ruled_args_digest\x18\x04 \x01(\tR\x0fruledArgsDigest\x12\x1f\n" +
 	"\vargs_digest\x18\x05 \x01(\tR\n" +
 	"argsDigest\x12\x1d\n" +
@@ -1314,18 +1468,21 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\x06source\x18\b \x01(\x0e2\x1d.agentplane.v1.DecisionSourceR\x06source\x12&\n" +
 	"\fmodel_reason\x18\t \x01(\tH\x01R\vmodelReason\x88\x01\x01\x12!\n" +
 	"\finterrupt_id\x18\n" +
-	" \x01(\tR\vinterruptIdB\t\n" +
+	" \x01(\tR\vinterruptId\x12%\n" +
+	"\x0earguments_json\x18\v \x01(\tR\rargumentsJson\x12\x17\n" +
+	"\acall_id\x18\f \x01(\tR\x06callIdB\t\n" +
 	"\a_reasonB\x0f\n" +
-	"\r_model_reason*x\n" +
+	"\r_model_reasonJ\x04\b\x03\x10\x04R\x04args*x\n" +
 	"\vGateOutcome\x12\x1c\n" +
 	"\x18GATE_OUTCOME_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12GATE_OUTCOME_ALLOW\x10\x01\x12\x1a\n" +
 	"\x16GATE_OUTCOME_INTERRUPT\x10\x02\x12\x17\n" +
-	"\x13GATE_OUTCOME_REJECT\x10\x03*p\n" +
+	"\x13GATE_OUTCOME_REJECT\x10\x03*\x99\x01\n" +
 	"\rInterruptKind\x12\x1e\n" +
 	"\x1aINTERRUPT_KIND_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cINTERRUPT_KIND_TOOL_APPROVAL\x10\x01\x12\x1d\n" +
-	"\x19INTERRUPT_KIND_AUTO_PAUSE\x10\x02*l\n" +
+	"\x19INTERRUPT_KIND_AUTO_PAUSE\x10\x02\x12'\n" +
+	"#INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED\x10\x03*l\n" +
 	"\x0eInterruptState\x12\x1f\n" +
 	"\x1bINTERRUPT_STATE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17INTERRUPT_STATE_PENDING\x10\x01\x12\x1c\n" +
@@ -1357,7 +1514,7 @@ func file_agentplane_v1_hitl_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_v1_hitl_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_agentplane_v1_hitl_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_agentplane_v1_hitl_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_agentplane_v1_hitl_proto_goTypes = []any{
 	(GateOutcome)(0),              // 0: agentplane.v1.GateOutcome
 	(InterruptKind)(0),            // 1: agentplane.v1.InterruptKind
@@ -1372,31 +1529,31 @@ var file_agentplane_v1_hitl_proto_goTypes = []any{
 	(*Interrupt)(nil),             // 10: agentplane.v1.Interrupt
 	(*ApprovalRequest)(nil),       // 11: agentplane.v1.ApprovalRequest
 	(*TurnEndRequest)(nil),        // 12: agentplane.v1.TurnEndRequest
-	(*ApprovalContext)(nil),       // 13: agentplane.v1.ApprovalContext
-	(*Decision)(nil),              // 14: agentplane.v1.Decision
-	nil,                           // 15: agentplane.v1.ToolListPolicy.TagsEntry
-	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
-	(*structpb.Value)(nil),        // 17: google.protobuf.Value
+	(*ToolOutputRequest)(nil),     // 13: agentplane.v1.ToolOutputRequest
+	(*ApprovalContext)(nil),       // 14: agentplane.v1.ApprovalContext
+	(*Decision)(nil),              // 15: agentplane.v1.Decision
+	nil,                           // 16: agentplane.v1.ToolListPolicy.TagsEntry
+	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
 }
 var file_agentplane_v1_hitl_proto_depIdxs = []int32{
 	6,  // 0: agentplane.v1.InterruptPolicy.allowlist:type_name -> agentplane.v1.ToolListPolicy
 	6,  // 1: agentplane.v1.InterruptPolicy.denylist:type_name -> agentplane.v1.ToolListPolicy
 	8,  // 2: agentplane.v1.InterruptPolicy.predicate:type_name -> agentplane.v1.PredicatePolicy
-	15, // 3: agentplane.v1.ToolListPolicy.tags:type_name -> agentplane.v1.ToolListPolicy.TagsEntry
+	16, // 3: agentplane.v1.ToolListPolicy.tags:type_name -> agentplane.v1.ToolListPolicy.TagsEntry
 	0,  // 4: agentplane.v1.ToolGated.outcome:type_name -> agentplane.v1.GateOutcome
 	1,  // 5: agentplane.v1.Interrupt.kind:type_name -> agentplane.v1.InterruptKind
 	2,  // 6: agentplane.v1.Interrupt.state:type_name -> agentplane.v1.InterruptState
 	11, // 7: agentplane.v1.Interrupt.approval:type_name -> agentplane.v1.ApprovalRequest
 	12, // 8: agentplane.v1.Interrupt.turn_end:type_name -> agentplane.v1.TurnEndRequest
-	16, // 9: agentplane.v1.Interrupt.deadline:type_name -> google.protobuf.Timestamp
-	14, // 10: agentplane.v1.Interrupt.decision:type_name -> agentplane.v1.Decision
-	17, // 11: agentplane.v1.ApprovalRequest.args:type_name -> google.protobuf.Value
-	13, // 12: agentplane.v1.ApprovalRequest.context:type_name -> agentplane.v1.ApprovalContext
-	16, // 13: agentplane.v1.ApprovalRequest.request_time:type_name -> google.protobuf.Timestamp
-	16, // 14: agentplane.v1.TurnEndRequest.request_time:type_name -> google.protobuf.Timestamp
-	3,  // 15: agentplane.v1.Decision.type:type_name -> agentplane.v1.DecisionType
-	17, // 16: agentplane.v1.Decision.args:type_name -> google.protobuf.Value
-	16, // 17: agentplane.v1.Decision.decide_time:type_name -> google.protobuf.Timestamp
+	13, // 9: agentplane.v1.Interrupt.tool_output:type_name -> agentplane.v1.ToolOutputRequest
+	17, // 10: agentplane.v1.Interrupt.deadline:type_name -> google.protobuf.Timestamp
+	15, // 11: agentplane.v1.Interrupt.decision:type_name -> agentplane.v1.Decision
+	14, // 12: agentplane.v1.ApprovalRequest.context:type_name -> agentplane.v1.ApprovalContext
+	17, // 13: agentplane.v1.ApprovalRequest.request_time:type_name -> google.protobuf.Timestamp
+	17, // 14: agentplane.v1.TurnEndRequest.request_time:type_name -> google.protobuf.Timestamp
+	17, // 15: agentplane.v1.ToolOutputRequest.request_time:type_name -> google.protobuf.Timestamp
+	3,  // 16: agentplane.v1.Decision.type:type_name -> agentplane.v1.DecisionType
+	17, // 17: agentplane.v1.Decision.decide_time:type_name -> google.protobuf.Timestamp
 	4,  // 18: agentplane.v1.Decision.source:type_name -> agentplane.v1.DecisionSource
 	7,  // 19: agentplane.v1.ToolListPolicy.TagsEntry.value:type_name -> agentplane.v1.TagList
 	20, // [20:20] is the sub-list for method output_type
@@ -1419,18 +1576,20 @@ func file_agentplane_v1_hitl_proto_init() {
 	file_agentplane_v1_hitl_proto_msgTypes[5].OneofWrappers = []any{
 		(*Interrupt_Approval)(nil),
 		(*Interrupt_TurnEnd)(nil),
+		(*Interrupt_ToolOutput)(nil),
 	}
 	file_agentplane_v1_hitl_proto_msgTypes[6].OneofWrappers = []any{}
 	file_agentplane_v1_hitl_proto_msgTypes[7].OneofWrappers = []any{}
 	file_agentplane_v1_hitl_proto_msgTypes[8].OneofWrappers = []any{}
 	file_agentplane_v1_hitl_proto_msgTypes[9].OneofWrappers = []any{}
+	file_agentplane_v1_hitl_proto_msgTypes[10].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_hitl_proto_rawDesc), len(file_agentplane_v1_hitl_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -10,7 +10,6 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
-	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -39,7 +38,8 @@ type ListInterruptsRequest struct {
 	// Only interrupts at least this old.
 	MinAge *durationpb.Duration `protobuf:"bytes,6,opt,name=min_age,json=minAge,proto3" json:"min_age,omitempty"`
 	// Only interrupts of these kinds; empty means TOOL_APPROVAL only (the interrupts a
-	// reviewer can resolve). Add AUTO_PAUSE to see chat-mode pauses too.
+	// reviewer can resolve). Add AUTO_PAUSE to see chat-mode pauses too, and
+	// TOOL_OUTPUT_REQUIRED to see waits for client tool outputs.
 	Kinds []InterruptKind `protobuf:"varint,8,rep,packed,name=kinds,proto3,enum=agentplane.v1.InterruptKind" json:"kinds,omitempty"`
 	// Only interrupts in these states; empty means PENDING only. RESOLVED needs task_id:
 	// decided interrupts are listed per task, the tenant-wide inbox holds pending ones.
@@ -512,10 +512,11 @@ func (x *RejectDecision) GetReason() string {
 // EditDecision replaces a call's arguments.
 type EditDecision struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The new arguments; must satisfy the tool's parameter schema.
-	Args *structpb.Value `protobuf:"bytes,1,opt,name=args,proto3" json:"args,omitempty"`
 	// Optional audit note.
-	Reason        *string `protobuf:"bytes,2,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
+	Reason *string `protobuf:"bytes,2,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
+	// The new arguments as JSON text: it must be valid JSON and satisfy the tool's
+	// parameter schema; the runtime runs exactly this text.
+	ArgumentsJson string `protobuf:"bytes,3,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -550,16 +551,16 @@ func (*EditDecision) Descriptor() ([]byte, []int) {
 	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{7}
 }
 
-func (x *EditDecision) GetArgs() *structpb.Value {
-	if x != nil {
-		return x.Args
-	}
-	return nil
-}
-
 func (x *EditDecision) GetReason() string {
 	if x != nil && x.Reason != nil {
 		return *x.Reason
+	}
+	return ""
+}
+
+func (x *EditDecision) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
 	}
 	return ""
 }
@@ -614,7 +615,7 @@ var File_agentplane_v1_hitl_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_hitl_service_proto_rawDesc = "" +
 	"\n" +
-	" agentplane/v1/hitl_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xd2\x02\n" +
+	" agentplane/v1/hitl_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x1egoogle/protobuf/duration.proto\"\xd2\x02\n" +
 	"\x15ListInterruptsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -649,11 +650,11 @@ const file_agentplane_v1_hitl_service_proto_rawDesc = "" +
 	"\x06reason\x18\x01 \x01(\tH\x00R\x06reason\x88\x01\x01B\t\n" +
 	"\a_reason\"(\n" +
 	"\x0eRejectDecision\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"b\n" +
-	"\fEditDecision\x12*\n" +
-	"\x04args\x18\x01 \x01(\v2\x16.google.protobuf.ValueR\x04args\x12\x1b\n" +
-	"\x06reason\x18\x02 \x01(\tH\x00R\x06reason\x88\x01\x01B\t\n" +
-	"\a_reason\"R\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"i\n" +
+	"\fEditDecision\x12\x1b\n" +
+	"\x06reason\x18\x02 \x01(\tH\x00R\x06reason\x88\x01\x01\x12%\n" +
+	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJsonB\t\n" +
+	"\a_reasonJ\x04\b\x01\x10\x02R\x04args\"R\n" +
 	"\x18ResolveInterruptResponse\x126\n" +
 	"\tinterrupt\x18\x01 \x01(\v2\x18.agentplane.v1.InterruptR\tinterrupt2\xaa\x02\n" +
 	"\vHitlService\x12]\n" +
@@ -688,7 +689,6 @@ var file_agentplane_v1_hitl_service_proto_goTypes = []any{
 	(InterruptKind)(0),               // 10: agentplane.v1.InterruptKind
 	(InterruptState)(0),              // 11: agentplane.v1.InterruptState
 	(*Interrupt)(nil),                // 12: agentplane.v1.Interrupt
-	(*structpb.Value)(nil),           // 13: google.protobuf.Value
 }
 var file_agentplane_v1_hitl_service_proto_depIdxs = []int32{
 	9,  // 0: agentplane.v1.ListInterruptsRequest.min_age:type_name -> google.protobuf.Duration
@@ -699,19 +699,18 @@ var file_agentplane_v1_hitl_service_proto_depIdxs = []int32{
 	5,  // 5: agentplane.v1.ResolveInterruptRequest.approve:type_name -> agentplane.v1.ApproveDecision
 	6,  // 6: agentplane.v1.ResolveInterruptRequest.reject:type_name -> agentplane.v1.RejectDecision
 	7,  // 7: agentplane.v1.ResolveInterruptRequest.edit:type_name -> agentplane.v1.EditDecision
-	13, // 8: agentplane.v1.EditDecision.args:type_name -> google.protobuf.Value
-	12, // 9: agentplane.v1.ResolveInterruptResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	0,  // 10: agentplane.v1.HitlService.ListInterrupts:input_type -> agentplane.v1.ListInterruptsRequest
-	2,  // 11: agentplane.v1.HitlService.GetInterrupt:input_type -> agentplane.v1.GetInterruptRequest
-	4,  // 12: agentplane.v1.HitlService.ResolveInterrupt:input_type -> agentplane.v1.ResolveInterruptRequest
-	1,  // 13: agentplane.v1.HitlService.ListInterrupts:output_type -> agentplane.v1.ListInterruptsResponse
-	3,  // 14: agentplane.v1.HitlService.GetInterrupt:output_type -> agentplane.v1.GetInterruptResponse
-	8,  // 15: agentplane.v1.HitlService.ResolveInterrupt:output_type -> agentplane.v1.ResolveInterruptResponse
-	13, // [13:16] is the sub-list for method output_type
-	10, // [10:13] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	12, // 8: agentplane.v1.ResolveInterruptResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	0,  // 9: agentplane.v1.HitlService.ListInterrupts:input_type -> agentplane.v1.ListInterruptsRequest
+	2,  // 10: agentplane.v1.HitlService.GetInterrupt:input_type -> agentplane.v1.GetInterruptRequest
+	4,  // 11: agentplane.v1.HitlService.ResolveInterrupt:input_type -> agentplane.v1.ResolveInterruptRequest
+	1,  // 12: agentplane.v1.HitlService.ListInterrupts:output_type -> agentplane.v1.ListInterruptsResponse
+	3,  // 13: agentplane.v1.HitlService.GetInterrupt:output_type -> agentplane.v1.GetInterruptResponse
+	8,  // 14: agentplane.v1.HitlService.ResolveInterrupt:output_type -> agentplane.v1.ResolveInterruptResponse
+	12, // [12:15] is the sub-list for method output_type
+	9,  // [9:12] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_hitl_service_proto_init() }

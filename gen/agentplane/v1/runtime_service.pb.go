@@ -10,7 +10,6 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
-	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -93,13 +92,13 @@ func (x *LeaseRef) GetEpoch() int64 {
 // Authoritative and repeated fields: lease_id, epoch, deadline, attempt, spec,
 // mcp_servers, a2a_peers, trace_context and task (the state as of the grant) are
 // authoritative: they are the lease or what it runs, and are nowhere else for the
-// runtime. The log is the
-// authority for everything that happened: history_cursor says how far it reaches at
-// the grant, and a resumed runtime rebuilds its transcript with ReadTaskHistory up to
-// it. resolved_interrupts, pending_interrupts and continue_messages repeat parts of
-// that history (InterruptRaised/InterruptResolved events, the user's messages) for
-// convenience; they are what the runtime must act on in this turn, and where they and
-// the log could seem to differ, the log wins.
+// runtime. The log is the authority for everything that happened: history_cursor says
+// how far it reaches at the grant, and a resumed runtime rebuilds its transcript with
+// ReadTaskHistory up to it. resolved_interrupts, pending_interrupts,
+// continue_messages and continue_tool_results repeat parts of that history
+// (InterruptRaised and InterruptResolved events, the user's messages, the client's tool
+// results) for convenience: they are what the runtime must act on in this turn, and
+// where they and the log could seem to differ, the log wins.
 type Lease struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Lease id.
@@ -126,8 +125,12 @@ type Lease struct {
 	ResolvedInterrupts []*Interrupt `protobuf:"bytes,8,rep,name=resolved_interrupts,json=resolvedInterrupts,proto3" json:"resolved_interrupts,omitempty"`
 	// Interrupts still pending (the runtime should not run their calls).
 	PendingInterrupts []*Interrupt `protobuf:"bytes,9,rep,name=pending_interrupts,json=pendingInterrupts,proto3" json:"pending_interrupts,omitempty"`
-	// User messages delivered by ContinueTask since the last lease.
-	ContinueMessages []string `protobuf:"bytes,10,rep,name=continue_messages,json=continueMessages,proto3" json:"continue_messages,omitempty"`
+	// User messages delivered by ContinueTask since the task last paused (they are in
+	// the history too).
+	ContinueMessages []*Message `protobuf:"bytes,14,rep,name=continue_messages,json=continueMessages,proto3" json:"continue_messages,omitempty"`
+	// Outputs of client-executed tool calls delivered by ContinueTask since the task
+	// last paused, as the ToolResult events logged for them.
+	ContinueToolResults []*ToolResult `protobuf:"bytes,15,rep,name=continue_tool_results,json=continueToolResults,proto3" json:"continue_tool_results,omitempty"`
 	// Effective MCP servers.
 	McpServers []*McpServer `protobuf:"bytes,11,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	// Effective A2A peers.
@@ -232,9 +235,16 @@ func (x *Lease) GetPendingInterrupts() []*Interrupt {
 	return nil
 }
 
-func (x *Lease) GetContinueMessages() []string {
+func (x *Lease) GetContinueMessages() []*Message {
 	if x != nil {
 		return x.ContinueMessages
+	}
+	return nil
+}
+
+func (x *Lease) GetContinueToolResults() []*ToolResult {
+	if x != nil {
+		return x.ContinueToolResults
 	}
 	return nil
 }
@@ -630,7 +640,7 @@ func (x *RuntimeEvent) GetPayload() isRuntimeEvent_Payload {
 	return nil
 }
 
-func (x *RuntimeEvent) GetMessage() *ChatMessage {
+func (x *RuntimeEvent) GetMessage() *Message {
 	if x != nil {
 		if x, ok := x.Payload.(*RuntimeEvent_Message); ok {
 			return x.Message
@@ -671,17 +681,20 @@ type isRuntimeEvent_Payload interface {
 }
 
 type RuntimeEvent_Message struct {
-	// A model or system message.
-	Message *ChatMessage `protobuf:"bytes,1,opt,name=message,proto3,oneof"`
+	// A model or system message; an empty message_id is assigned by the server.
+	Message *Message `protobuf:"bytes,5,opt,name=message,proto3,oneof"`
 }
 
 type RuntimeEvent_ToolCall struct {
-	// A tool call made (after the gate allowed it).
+	// A tool call, after the gate decided on it (allowed, approved, edited, or
+	// rejected: a rejected call is reported too, with the arguments ruled on, so the
+	// transcript has it). Once per call id.
 	ToolCall *ToolCall `protobuf:"bytes,2,opt,name=tool_call,json=toolCall,proto3,oneof"`
 }
 
 type RuntimeEvent_ToolResult struct {
-	// A tool result.
+	// A tool result, for a call reported earlier (in this report or a previous one);
+	// once per call id; is_error for a rejected call.
 	ToolResult *ToolResult `protobuf:"bytes,3,opt,name=tool_result,json=toolResult,proto3,oneof"`
 }
 
@@ -820,14 +833,17 @@ type CheckToolCallRequest struct {
 	ToolName string `protobuf:"bytes,3,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
 	// Tool description, for the policy and the reviewer.
 	ToolDescription *string `protobuf:"bytes,4,opt,name=tool_description,json=toolDescription,proto3,oneof" json:"tool_description,omitempty"`
-	// Arguments the model produced.
-	Args *structpb.Value `protobuf:"bytes,5,opt,name=args,proto3" json:"args,omitempty"`
 	// Agent name (graph node) making the call.
 	AgentName string `protobuf:"bytes,6,opt,name=agent_name,json=agentName,proto3" json:"agent_name,omitempty"`
 	// Zero-based model round-trip index.
 	TripIndex int32 `protobuf:"varint,7,opt,name=trip_index,json=tripIndex,proto3" json:"trip_index,omitempty"`
 	// MCP annotations of the tool, if it is an MCP tool (may only tighten).
-	Annotations   *McpToolAnnotations `protobuf:"bytes,8,opt,name=annotations,proto3" json:"annotations,omitempty"`
+	Annotations *McpToolAnnotations `protobuf:"bytes,8,opt,name=annotations,proto3" json:"annotations,omitempty"`
+	// The arguments exactly as the model produced them, as JSON text. It need not be
+	// valid JSON: malformed text is logged and digested as given, and the gate still
+	// decides (a reviewer may reject it or edit it into valid arguments). Decisions bind
+	// the SHA-256 of these bytes.
+	ArgumentsJson string `protobuf:"bytes,9,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -890,13 +906,6 @@ func (x *CheckToolCallRequest) GetToolDescription() string {
 	return ""
 }
 
-func (x *CheckToolCallRequest) GetArgs() *structpb.Value {
-	if x != nil {
-		return x.Args
-	}
-	return nil
-}
-
 func (x *CheckToolCallRequest) GetAgentName() string {
 	if x != nil {
 		return x.AgentName
@@ -918,6 +927,13 @@ func (x *CheckToolCallRequest) GetAnnotations() *McpToolAnnotations {
 	return nil
 }
 
+func (x *CheckToolCallRequest) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
 // CheckToolCallResponse is the gate's answer.
 type CheckToolCallResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -925,7 +941,7 @@ type CheckToolCallResponse struct {
 	Outcome GateOutcome `protobuf:"varint,1,opt,name=outcome,proto3,enum=agentplane.v1.GateOutcome" json:"outcome,omitempty"`
 	// The interrupt to wait on, for INTERRUPT.
 	Interrupt *Interrupt `protobuf:"bytes,2,opt,name=interrupt,proto3" json:"interrupt,omitempty"`
-	// The synthesized decision, for REJECT; for ALLOW the args to run with.
+	// The synthesized decision, for REJECT; for ALLOW the arguments_json to run with.
 	Decision *Decision `protobuf:"bytes,3,opt,name=decision,proto3" json:"decision,omitempty"`
 	// Why: the closed set of ToolGated.reason.
 	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
@@ -933,9 +949,13 @@ type CheckToolCallResponse struct {
 	// lease or an earlier one): it ran, or was running, then, and its decision is spent.
 	// A runtime replaying its turn after a lost lease must not run it again; its result,
 	// if reported, is in the history. Reporting the call again is refused.
-	CallReported  bool `protobuf:"varint,5,opt,name=call_reported,json=callReported,proto3" json:"call_reported,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CallReported bool `protobuf:"varint,5,opt,name=call_reported,json=callReported,proto3" json:"call_reported,omitempty"`
+	// Set when the call's ToolResult was reported too. A replaying runtime that finds
+	// call_reported without result_reported reports the result (or an is_error result
+	// saying it was lost) before it ends the turn.
+	ResultReported bool `protobuf:"varint,6,opt,name=result_reported,json=resultReported,proto3" json:"result_reported,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CheckToolCallResponse) Reset() {
@@ -999,6 +1019,13 @@ func (x *CheckToolCallResponse) GetReason() string {
 func (x *CheckToolCallResponse) GetCallReported() bool {
 	if x != nil {
 		return x.CallReported
+	}
+	return false
+}
+
+func (x *CheckToolCallResponse) GetResultReported() bool {
+	if x != nil {
+		return x.ResultReported
 	}
 	return false
 }
@@ -1153,8 +1180,9 @@ type isAwaitDecisionResponse_Kind interface {
 }
 
 type AwaitDecisionResponse_Decision struct {
-	// The decision; the runtime runs exactly decision.args (approve, edit) or nothing.
-	// The last message of the stream.
+	// The decision; the runtime runs exactly decision.arguments_json (approve, edit) or
+	// nothing (reject: it reports the call and an is_error result). The last message of
+	// the stream.
 	Decision *Decision `protobuf:"bytes,1,opt,name=decision,proto3,oneof"`
 }
 
@@ -1393,8 +1421,13 @@ type RecordVerdictRequest struct {
 	Raised []string `protobuf:"bytes,5,rep,name=raised,proto3" json:"raised,omitempty"`
 	// Whether recording ends the reviewer's turn.
 	EndsTurn bool `protobuf:"varint,6,opt,name=ends_turn,json=endsTurn,proto3" json:"ends_turn,omitempty"`
+	// The verdict tool call that carried this verdict, when the evaluator decided by
+	// one: it must have been checked with CheckToolCall as a call to tool "verdict" and
+	// allowed (or approved). Recorded on the Verdict; the runtime reports the call and
+	// its result as for any tool call.
+	CallId string `protobuf:"bytes,7,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	// Idempotency key (see RuntimeService); recommended.
-	RequestId     string `protobuf:"bytes,7,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId     string `protobuf:"bytes,8,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1471,6 +1504,13 @@ func (x *RecordVerdictRequest) GetEndsTurn() bool {
 	return false
 }
 
+func (x *RecordVerdictRequest) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
 func (x *RecordVerdictRequest) GetRequestId() string {
 	if x != nil {
 		return x.RequestId
@@ -1538,12 +1578,19 @@ type PauseTaskRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The lease.
 	Lease *LeaseRef `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
-	// The assistant's last message of the turn, appended to the log if set.
-	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	// Node whose turn ended.
 	Node string `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	// The assistant's last message of the turn, appended to the log if set.
+	Message *Message `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// Reported tool calls (ToolCall events without a ToolResult) of function tools the
+	// client executes, as reported (call_id, tool_name, arguments_json): the task waits
+	// for their outputs (one TOOL_OUTPUT_REQUIRED interrupt each, carrying the call)
+	// instead of a user message, and ContinueTask's tool_outputs supplies them. A call
+	// that is not reported and open, was rejected, or differs from its report is
+	// FAILED_PRECONDITION (tool_result.unexpected).
+	ToolOutputCalls []*ToolCall `protobuf:"bytes,5,rep,name=tool_output_calls,json=toolOutputCalls,proto3" json:"tool_output_calls,omitempty"`
 	// Idempotency key (see RuntimeService); recommended.
-	RequestId     string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId     string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1585,18 +1632,25 @@ func (x *PauseTaskRequest) GetLease() *LeaseRef {
 	return nil
 }
 
-func (x *PauseTaskRequest) GetMessage() string {
-	if x != nil {
-		return x.Message
-	}
-	return ""
-}
-
 func (x *PauseTaskRequest) GetNode() string {
 	if x != nil {
 		return x.Node
 	}
 	return ""
+}
+
+func (x *PauseTaskRequest) GetMessage() *Message {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *PauseTaskRequest) GetToolOutputCalls() []*ToolCall {
+	if x != nil {
+		return x.ToolOutputCalls
+	}
+	return nil
 }
 
 func (x *PauseTaskRequest) GetRequestId() string {
@@ -1609,10 +1663,12 @@ func (x *PauseTaskRequest) GetRequestId() string {
 // PauseTaskResponse returns the pause interrupt.
 type PauseTaskResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The synthetic __auto_pause__ interrupt.
-	Interrupt     *Interrupt `protobuf:"bytes,1,opt,name=interrupt,proto3" json:"interrupt,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The synthetic __auto_pause__ interrupt; unset when the task waits for tool outputs.
+	Interrupt *Interrupt `protobuf:"bytes,1,opt,name=interrupt,proto3" json:"interrupt,omitempty"`
+	// The TOOL_OUTPUT_REQUIRED interrupts, one per tool_output_calls entry, in order.
+	ToolOutputInterrupts []*Interrupt `protobuf:"bytes,2,rep,name=tool_output_interrupts,json=toolOutputInterrupts,proto3" json:"tool_output_interrupts,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *PauseTaskResponse) Reset() {
@@ -1648,6 +1704,13 @@ func (*PauseTaskResponse) Descriptor() ([]byte, []int) {
 func (x *PauseTaskResponse) GetInterrupt() *Interrupt {
 	if x != nil {
 		return x.Interrupt
+	}
+	return nil
+}
+
+func (x *PauseTaskResponse) GetToolOutputInterrupts() []*Interrupt {
+	if x != nil {
+		return x.ToolOutputInterrupts
 	}
 	return nil
 }
@@ -2116,11 +2179,11 @@ var File_agentplane_v1_runtime_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\n" +
-	"#agentplane/v1/runtime_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"T\n" +
+	"#agentplane/v1/runtime_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"T\n" +
 	"\bLeaseRef\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x19\n" +
 	"\blease_id\x18\x02 \x01(\tR\aleaseId\x12\x14\n" +
-	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\"\xfe\x04\n" +
+	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\"\xeb\x05\n" +
 	"\x05Lease\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x126\n" +
@@ -2130,13 +2193,14 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\x0ehistory_cursor\x18\x06 \x01(\x03R\rhistoryCursor\x12\x18\n" +
 	"\aattempt\x18\a \x01(\x05R\aattempt\x12I\n" +
 	"\x13resolved_interrupts\x18\b \x03(\v2\x18.agentplane.v1.InterruptR\x12resolvedInterrupts\x12G\n" +
-	"\x12pending_interrupts\x18\t \x03(\v2\x18.agentplane.v1.InterruptR\x11pendingInterrupts\x12+\n" +
-	"\x11continue_messages\x18\n" +
-	" \x03(\tR\x10continueMessages\x129\n" +
+	"\x12pending_interrupts\x18\t \x03(\v2\x18.agentplane.v1.InterruptR\x11pendingInterrupts\x12C\n" +
+	"\x11continue_messages\x18\x0e \x03(\v2\x16.agentplane.v1.MessageR\x10continueMessages\x12M\n" +
+	"\x15continue_tool_results\x18\x0f \x03(\v2\x19.agentplane.v1.ToolResultR\x13continueToolResults\x129\n" +
 	"\vmcp_servers\x18\v \x03(\v2\x18.agentplane.v1.McpServerR\n" +
 	"mcpServers\x123\n" +
 	"\ta2a_peers\x18\f \x03(\v2\x16.agentplane.v1.A2aPeerR\ba2aPeers\x12@\n" +
-	"\rtrace_context\x18\r \x01(\v2\x1b.agentplane.v1.TraceContextR\ftraceContext\"z\n" +
+	"\rtrace_context\x18\r \x01(\v2\x1b.agentplane.v1.TraceContextR\ftraceContextJ\x04\b\n" +
+	"\x10\v\"z\n" +
 	"\fResolvedSpec\x120\n" +
 	"\x05agent\x18\x01 \x01(\v2\x18.agentplane.v1.AgentSpecH\x00R\x05agent\x120\n" +
 	"\x05graph\x18\x02 \x01(\v2\x18.agentplane.v1.GraphSpecH\x00R\x05graphB\x06\n" +
@@ -2154,39 +2218,40 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\x11HeartbeatResponse\x126\n" +
 	"\bdeadline\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x1a\n" +
 	"\bcanceled\x18\x02 \x01(\bR\bcanceled\x12#\n" +
-	"\rcancel_reason\x18\x03 \x01(\tR\fcancelReason\"\xf9\x01\n" +
-	"\fRuntimeEvent\x126\n" +
-	"\amessage\x18\x01 \x01(\v2\x1a.agentplane.v1.ChatMessageH\x00R\amessage\x126\n" +
+	"\rcancel_reason\x18\x03 \x01(\tR\fcancelReason\"\xfb\x01\n" +
+	"\fRuntimeEvent\x122\n" +
+	"\amessage\x18\x05 \x01(\v2\x16.agentplane.v1.MessageH\x00R\amessage\x126\n" +
 	"\ttool_call\x18\x02 \x01(\v2\x17.agentplane.v1.ToolCallH\x00R\btoolCall\x12<\n" +
 	"\vtool_result\x18\x03 \x01(\v2\x19.agentplane.v1.ToolResultH\x00R\n" +
 	"toolResult\x120\n" +
 	"\x04note\x18\x04 \x01(\v2\x1a.agentplane.v1.RuntimeNoteH\x00R\x04noteB\t\n" +
-	"\apayload\"\x98\x01\n" +
+	"\apayloadJ\x04\b\x01\x10\x02\"\x98\x01\n" +
 	"\x13ReportEventsRequest\x12-\n" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x123\n" +
 	"\x06events\x18\x02 \x03(\v2\x1b.agentplane.v1.RuntimeEventR\x06events\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\";\n" +
 	"\x14ReportEventsResponse\x12#\n" +
-	"\rlast_sequence\x18\x01 \x01(\x03R\flastSequence\"\xef\x02\n" +
+	"\rlast_sequence\x18\x01 \x01(\x03R\flastSequence\"\xf6\x02\n" +
 	"\x14CheckToolCallRequest\x12-\n" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x12\x17\n" +
 	"\acall_id\x18\x02 \x01(\tR\x06callId\x12\x1b\n" +
 	"\ttool_name\x18\x03 \x01(\tR\btoolName\x12.\n" +
-	"\x10tool_description\x18\x04 \x01(\tH\x00R\x0ftoolDescription\x88\x01\x01\x12*\n" +
-	"\x04args\x18\x05 \x01(\v2\x16.google.protobuf.ValueR\x04args\x12\x1d\n" +
+	"\x10tool_description\x18\x04 \x01(\tH\x00R\x0ftoolDescription\x88\x01\x01\x12\x1d\n" +
 	"\n" +
 	"agent_name\x18\x06 \x01(\tR\tagentName\x12\x1d\n" +
 	"\n" +
 	"trip_index\x18\a \x01(\x05R\ttripIndex\x12C\n" +
-	"\vannotations\x18\b \x01(\v2!.agentplane.v1.McpToolAnnotationsR\vannotationsB\x13\n" +
-	"\x11_tool_description\"\xf7\x01\n" +
+	"\vannotations\x18\b \x01(\v2!.agentplane.v1.McpToolAnnotationsR\vannotations\x12%\n" +
+	"\x0earguments_json\x18\t \x01(\tR\rargumentsJsonB\x13\n" +
+	"\x11_tool_descriptionJ\x04\b\x05\x10\x06R\x04args\"\xa0\x02\n" +
 	"\x15CheckToolCallResponse\x124\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2\x1a.agentplane.v1.GateOutcomeR\aoutcome\x126\n" +
 	"\tinterrupt\x18\x02 \x01(\v2\x18.agentplane.v1.InterruptR\tinterrupt\x123\n" +
 	"\bdecision\x18\x03 \x01(\v2\x17.agentplane.v1.DecisionR\bdecision\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12#\n" +
-	"\rcall_reported\x18\x05 \x01(\bR\fcallReported\"h\n" +
+	"\rcall_reported\x18\x05 \x01(\bR\fcallReported\x12'\n" +
+	"\x0fresult_reported\x18\x06 \x01(\bR\x0eresultReported\"h\n" +
 	"\x14AwaitDecisionRequest\x12-\n" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x12!\n" +
 	"\finterrupt_id\x18\x02 \x01(\tR\vinterruptId\"\x8b\x02\n" +
@@ -2205,27 +2270,30 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x02 \x01(\tR\trequestId\">\n" +
 	"\x13SuspendTaskResponse\x12'\n" +
-	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"\xa4\x02\n" +
+	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"\xbd\x02\n" +
 	"\x14RecordVerdictRequest\x12-\n" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x124\n" +
 	"\x06result\x18\x03 \x01(\v2\x1c.agentplane.v1.VerdictResultR\x06result\x12?\n" +
 	"\bresolved\x18\x04 \x03(\v2#.agentplane.v1.ObligationResolutionR\bresolved\x12\x16\n" +
 	"\x06raised\x18\x05 \x03(\tR\x06raised\x12\x1b\n" +
-	"\tends_turn\x18\x06 \x01(\bR\bendsTurn\x12\x1d\n" +
+	"\tends_turn\x18\x06 \x01(\bR\bendsTurn\x12\x17\n" +
+	"\acall_id\x18\a \x01(\tR\x06callId\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\a \x01(\tR\trequestId\"\x8f\x01\n" +
+	"request_id\x18\b \x01(\tR\trequestId\"\x8f\x01\n" +
 	"\x15RecordVerdictResponse\x120\n" +
 	"\averdict\x18\x01 \x01(\v2\x16.agentplane.v1.VerdictR\averdict\x12D\n" +
-	"\x10open_obligations\x18\x02 \x03(\v2\x19.agentplane.v1.ObligationR\x0fopenObligations\"\x8e\x01\n" +
+	"\x10open_obligations\x18\x02 \x03(\v2\x19.agentplane.v1.ObligationR\x0fopenObligations\"\xf1\x01\n" +
 	"\x10PauseTaskRequest\x12-\n" +
-	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
-	"\x04node\x18\x03 \x01(\tR\x04node\x12\x1d\n" +
+	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\x120\n" +
+	"\amessage\x18\x04 \x01(\v2\x16.agentplane.v1.MessageR\amessage\x12C\n" +
+	"\x11tool_output_calls\x18\x05 \x03(\v2\x17.agentplane.v1.ToolCallR\x0ftoolOutputCalls\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x04 \x01(\tR\trequestId\"K\n" +
+	"request_id\x18\x06 \x01(\tR\trequestIdJ\x04\b\x02\x10\x03\"\x9b\x01\n" +
 	"\x11PauseTaskResponse\x126\n" +
-	"\tinterrupt\x18\x01 \x01(\v2\x18.agentplane.v1.InterruptR\tinterrupt\"\x96\x01\n" +
+	"\tinterrupt\x18\x01 \x01(\v2\x18.agentplane.v1.InterruptR\tinterrupt\x12N\n" +
+	"\x16tool_output_interrupts\x18\x02 \x03(\v2\x18.agentplane.v1.InterruptR\x14toolOutputInterrupts\"\x96\x01\n" +
 	"\x13CompleteTaskRequest\x12-\n" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x121\n" +
 	"\x06output\x18\x02 \x01(\v2\x19.agentplane.v1.TaskOutputR\x06output\x12\x1d\n" +
@@ -2316,28 +2384,27 @@ var file_agentplane_v1_runtime_service_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil),   // 30: google.protobuf.Timestamp
 	(*Task)(nil),                    // 31: agentplane.v1.Task
 	(*Interrupt)(nil),               // 32: agentplane.v1.Interrupt
-	(*McpServer)(nil),               // 33: agentplane.v1.McpServer
-	(*A2APeer)(nil),                 // 34: agentplane.v1.A2aPeer
-	(*TraceContext)(nil),            // 35: agentplane.v1.TraceContext
-	(*AgentSpec)(nil),               // 36: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),               // 37: agentplane.v1.GraphSpec
-	(*durationpb.Duration)(nil),     // 38: google.protobuf.Duration
-	(*ChatMessage)(nil),             // 39: agentplane.v1.ChatMessage
-	(*ToolCall)(nil),                // 40: agentplane.v1.ToolCall
-	(*ToolResult)(nil),              // 41: agentplane.v1.ToolResult
+	(*Message)(nil),                 // 33: agentplane.v1.Message
+	(*ToolResult)(nil),              // 34: agentplane.v1.ToolResult
+	(*McpServer)(nil),               // 35: agentplane.v1.McpServer
+	(*A2APeer)(nil),                 // 36: agentplane.v1.A2aPeer
+	(*TraceContext)(nil),            // 37: agentplane.v1.TraceContext
+	(*AgentSpec)(nil),               // 38: agentplane.v1.AgentSpec
+	(*GraphSpec)(nil),               // 39: agentplane.v1.GraphSpec
+	(*durationpb.Duration)(nil),     // 40: google.protobuf.Duration
+	(*ToolCall)(nil),                // 41: agentplane.v1.ToolCall
 	(*RuntimeNote)(nil),             // 42: agentplane.v1.RuntimeNote
-	(*structpb.Value)(nil),          // 43: google.protobuf.Value
-	(*McpToolAnnotations)(nil),      // 44: agentplane.v1.McpToolAnnotations
-	(GateOutcome)(0),                // 45: agentplane.v1.GateOutcome
-	(*Decision)(nil),                // 46: agentplane.v1.Decision
-	(*StreamKeepalive)(nil),         // 47: agentplane.v1.StreamKeepalive
-	(*VerdictResult)(nil),           // 48: agentplane.v1.VerdictResult
-	(*ObligationResolution)(nil),    // 49: agentplane.v1.ObligationResolution
-	(*Verdict)(nil),                 // 50: agentplane.v1.Verdict
-	(*Obligation)(nil),              // 51: agentplane.v1.Obligation
-	(*TaskOutput)(nil),              // 52: agentplane.v1.TaskOutput
-	(*TaskEvent)(nil),               // 53: agentplane.v1.TaskEvent
-	(*MessageDelta)(nil),            // 54: agentplane.v1.MessageDelta
+	(*McpToolAnnotations)(nil),      // 43: agentplane.v1.McpToolAnnotations
+	(GateOutcome)(0),                // 44: agentplane.v1.GateOutcome
+	(*Decision)(nil),                // 45: agentplane.v1.Decision
+	(*StreamKeepalive)(nil),         // 46: agentplane.v1.StreamKeepalive
+	(*VerdictResult)(nil),           // 47: agentplane.v1.VerdictResult
+	(*ObligationResolution)(nil),    // 48: agentplane.v1.ObligationResolution
+	(*Verdict)(nil),                 // 49: agentplane.v1.Verdict
+	(*Obligation)(nil),              // 50: agentplane.v1.Obligation
+	(*TaskOutput)(nil),              // 51: agentplane.v1.TaskOutput
+	(*TaskEvent)(nil),               // 52: agentplane.v1.TaskEvent
+	(*MessageDelta)(nil),            // 53: agentplane.v1.MessageDelta
 }
 var file_agentplane_v1_runtime_service_proto_depIdxs = []int32{
 	30, // 0: agentplane.v1.Lease.deadline:type_name -> google.protobuf.Timestamp
@@ -2345,80 +2412,84 @@ var file_agentplane_v1_runtime_service_proto_depIdxs = []int32{
 	2,  // 2: agentplane.v1.Lease.spec:type_name -> agentplane.v1.ResolvedSpec
 	32, // 3: agentplane.v1.Lease.resolved_interrupts:type_name -> agentplane.v1.Interrupt
 	32, // 4: agentplane.v1.Lease.pending_interrupts:type_name -> agentplane.v1.Interrupt
-	33, // 5: agentplane.v1.Lease.mcp_servers:type_name -> agentplane.v1.McpServer
-	34, // 6: agentplane.v1.Lease.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	35, // 7: agentplane.v1.Lease.trace_context:type_name -> agentplane.v1.TraceContext
-	36, // 8: agentplane.v1.ResolvedSpec.agent:type_name -> agentplane.v1.AgentSpec
-	37, // 9: agentplane.v1.ResolvedSpec.graph:type_name -> agentplane.v1.GraphSpec
-	38, // 10: agentplane.v1.LeaseTasksRequest.wait:type_name -> google.protobuf.Duration
-	1,  // 11: agentplane.v1.LeaseTasksResponse.leases:type_name -> agentplane.v1.Lease
-	0,  // 12: agentplane.v1.HeartbeatRequest.lease:type_name -> agentplane.v1.LeaseRef
-	30, // 13: agentplane.v1.HeartbeatResponse.deadline:type_name -> google.protobuf.Timestamp
-	39, // 14: agentplane.v1.RuntimeEvent.message:type_name -> agentplane.v1.ChatMessage
-	40, // 15: agentplane.v1.RuntimeEvent.tool_call:type_name -> agentplane.v1.ToolCall
-	41, // 16: agentplane.v1.RuntimeEvent.tool_result:type_name -> agentplane.v1.ToolResult
-	42, // 17: agentplane.v1.RuntimeEvent.note:type_name -> agentplane.v1.RuntimeNote
-	0,  // 18: agentplane.v1.ReportEventsRequest.lease:type_name -> agentplane.v1.LeaseRef
-	7,  // 19: agentplane.v1.ReportEventsRequest.events:type_name -> agentplane.v1.RuntimeEvent
-	0,  // 20: agentplane.v1.CheckToolCallRequest.lease:type_name -> agentplane.v1.LeaseRef
-	43, // 21: agentplane.v1.CheckToolCallRequest.args:type_name -> google.protobuf.Value
-	44, // 22: agentplane.v1.CheckToolCallRequest.annotations:type_name -> agentplane.v1.McpToolAnnotations
-	45, // 23: agentplane.v1.CheckToolCallResponse.outcome:type_name -> agentplane.v1.GateOutcome
-	32, // 24: agentplane.v1.CheckToolCallResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	46, // 25: agentplane.v1.CheckToolCallResponse.decision:type_name -> agentplane.v1.Decision
-	0,  // 26: agentplane.v1.AwaitDecisionRequest.lease:type_name -> agentplane.v1.LeaseRef
-	46, // 27: agentplane.v1.AwaitDecisionResponse.decision:type_name -> agentplane.v1.Decision
-	14, // 28: agentplane.v1.AwaitDecisionResponse.pending:type_name -> agentplane.v1.AwaitPending
-	47, // 29: agentplane.v1.AwaitDecisionResponse.keepalive:type_name -> agentplane.v1.StreamKeepalive
-	15, // 30: agentplane.v1.AwaitDecisionResponse.canceled:type_name -> agentplane.v1.AwaitCanceled
-	30, // 31: agentplane.v1.AwaitPending.deadline:type_name -> google.protobuf.Timestamp
-	0,  // 32: agentplane.v1.SuspendTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	31, // 33: agentplane.v1.SuspendTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 34: agentplane.v1.RecordVerdictRequest.lease:type_name -> agentplane.v1.LeaseRef
-	48, // 35: agentplane.v1.RecordVerdictRequest.result:type_name -> agentplane.v1.VerdictResult
-	49, // 36: agentplane.v1.RecordVerdictRequest.resolved:type_name -> agentplane.v1.ObligationResolution
-	50, // 37: agentplane.v1.RecordVerdictResponse.verdict:type_name -> agentplane.v1.Verdict
-	51, // 38: agentplane.v1.RecordVerdictResponse.open_obligations:type_name -> agentplane.v1.Obligation
-	0,  // 39: agentplane.v1.PauseTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	32, // 40: agentplane.v1.PauseTaskResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	0,  // 41: agentplane.v1.CompleteTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	52, // 42: agentplane.v1.CompleteTaskRequest.output:type_name -> agentplane.v1.TaskOutput
-	31, // 43: agentplane.v1.CompleteTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 44: agentplane.v1.FailTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	31, // 45: agentplane.v1.FailTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 46: agentplane.v1.ReadTaskHistoryRequest.lease:type_name -> agentplane.v1.LeaseRef
-	53, // 47: agentplane.v1.ReadTaskHistoryResponse.events:type_name -> agentplane.v1.TaskEvent
-	0,  // 48: agentplane.v1.PublishDeltasRequest.lease:type_name -> agentplane.v1.LeaseRef
-	54, // 49: agentplane.v1.PublishDeltasRequest.deltas:type_name -> agentplane.v1.MessageDelta
-	3,  // 50: agentplane.v1.RuntimeService.LeaseTasks:input_type -> agentplane.v1.LeaseTasksRequest
-	5,  // 51: agentplane.v1.RuntimeService.Heartbeat:input_type -> agentplane.v1.HeartbeatRequest
-	8,  // 52: agentplane.v1.RuntimeService.ReportEvents:input_type -> agentplane.v1.ReportEventsRequest
-	10, // 53: agentplane.v1.RuntimeService.CheckToolCall:input_type -> agentplane.v1.CheckToolCallRequest
-	12, // 54: agentplane.v1.RuntimeService.AwaitDecision:input_type -> agentplane.v1.AwaitDecisionRequest
-	16, // 55: agentplane.v1.RuntimeService.SuspendTask:input_type -> agentplane.v1.SuspendTaskRequest
-	18, // 56: agentplane.v1.RuntimeService.RecordVerdict:input_type -> agentplane.v1.RecordVerdictRequest
-	20, // 57: agentplane.v1.RuntimeService.PauseTask:input_type -> agentplane.v1.PauseTaskRequest
-	22, // 58: agentplane.v1.RuntimeService.CompleteTask:input_type -> agentplane.v1.CompleteTaskRequest
-	24, // 59: agentplane.v1.RuntimeService.FailTask:input_type -> agentplane.v1.FailTaskRequest
-	26, // 60: agentplane.v1.RuntimeService.ReadTaskHistory:input_type -> agentplane.v1.ReadTaskHistoryRequest
-	28, // 61: agentplane.v1.RuntimeService.PublishDeltas:input_type -> agentplane.v1.PublishDeltasRequest
-	4,  // 62: agentplane.v1.RuntimeService.LeaseTasks:output_type -> agentplane.v1.LeaseTasksResponse
-	6,  // 63: agentplane.v1.RuntimeService.Heartbeat:output_type -> agentplane.v1.HeartbeatResponse
-	9,  // 64: agentplane.v1.RuntimeService.ReportEvents:output_type -> agentplane.v1.ReportEventsResponse
-	11, // 65: agentplane.v1.RuntimeService.CheckToolCall:output_type -> agentplane.v1.CheckToolCallResponse
-	13, // 66: agentplane.v1.RuntimeService.AwaitDecision:output_type -> agentplane.v1.AwaitDecisionResponse
-	17, // 67: agentplane.v1.RuntimeService.SuspendTask:output_type -> agentplane.v1.SuspendTaskResponse
-	19, // 68: agentplane.v1.RuntimeService.RecordVerdict:output_type -> agentplane.v1.RecordVerdictResponse
-	21, // 69: agentplane.v1.RuntimeService.PauseTask:output_type -> agentplane.v1.PauseTaskResponse
-	23, // 70: agentplane.v1.RuntimeService.CompleteTask:output_type -> agentplane.v1.CompleteTaskResponse
-	25, // 71: agentplane.v1.RuntimeService.FailTask:output_type -> agentplane.v1.FailTaskResponse
-	27, // 72: agentplane.v1.RuntimeService.ReadTaskHistory:output_type -> agentplane.v1.ReadTaskHistoryResponse
-	29, // 73: agentplane.v1.RuntimeService.PublishDeltas:output_type -> agentplane.v1.PublishDeltasResponse
-	62, // [62:74] is the sub-list for method output_type
-	50, // [50:62] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	33, // 5: agentplane.v1.Lease.continue_messages:type_name -> agentplane.v1.Message
+	34, // 6: agentplane.v1.Lease.continue_tool_results:type_name -> agentplane.v1.ToolResult
+	35, // 7: agentplane.v1.Lease.mcp_servers:type_name -> agentplane.v1.McpServer
+	36, // 8: agentplane.v1.Lease.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	37, // 9: agentplane.v1.Lease.trace_context:type_name -> agentplane.v1.TraceContext
+	38, // 10: agentplane.v1.ResolvedSpec.agent:type_name -> agentplane.v1.AgentSpec
+	39, // 11: agentplane.v1.ResolvedSpec.graph:type_name -> agentplane.v1.GraphSpec
+	40, // 12: agentplane.v1.LeaseTasksRequest.wait:type_name -> google.protobuf.Duration
+	1,  // 13: agentplane.v1.LeaseTasksResponse.leases:type_name -> agentplane.v1.Lease
+	0,  // 14: agentplane.v1.HeartbeatRequest.lease:type_name -> agentplane.v1.LeaseRef
+	30, // 15: agentplane.v1.HeartbeatResponse.deadline:type_name -> google.protobuf.Timestamp
+	33, // 16: agentplane.v1.RuntimeEvent.message:type_name -> agentplane.v1.Message
+	41, // 17: agentplane.v1.RuntimeEvent.tool_call:type_name -> agentplane.v1.ToolCall
+	34, // 18: agentplane.v1.RuntimeEvent.tool_result:type_name -> agentplane.v1.ToolResult
+	42, // 19: agentplane.v1.RuntimeEvent.note:type_name -> agentplane.v1.RuntimeNote
+	0,  // 20: agentplane.v1.ReportEventsRequest.lease:type_name -> agentplane.v1.LeaseRef
+	7,  // 21: agentplane.v1.ReportEventsRequest.events:type_name -> agentplane.v1.RuntimeEvent
+	0,  // 22: agentplane.v1.CheckToolCallRequest.lease:type_name -> agentplane.v1.LeaseRef
+	43, // 23: agentplane.v1.CheckToolCallRequest.annotations:type_name -> agentplane.v1.McpToolAnnotations
+	44, // 24: agentplane.v1.CheckToolCallResponse.outcome:type_name -> agentplane.v1.GateOutcome
+	32, // 25: agentplane.v1.CheckToolCallResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	45, // 26: agentplane.v1.CheckToolCallResponse.decision:type_name -> agentplane.v1.Decision
+	0,  // 27: agentplane.v1.AwaitDecisionRequest.lease:type_name -> agentplane.v1.LeaseRef
+	45, // 28: agentplane.v1.AwaitDecisionResponse.decision:type_name -> agentplane.v1.Decision
+	14, // 29: agentplane.v1.AwaitDecisionResponse.pending:type_name -> agentplane.v1.AwaitPending
+	46, // 30: agentplane.v1.AwaitDecisionResponse.keepalive:type_name -> agentplane.v1.StreamKeepalive
+	15, // 31: agentplane.v1.AwaitDecisionResponse.canceled:type_name -> agentplane.v1.AwaitCanceled
+	30, // 32: agentplane.v1.AwaitPending.deadline:type_name -> google.protobuf.Timestamp
+	0,  // 33: agentplane.v1.SuspendTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	31, // 34: agentplane.v1.SuspendTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 35: agentplane.v1.RecordVerdictRequest.lease:type_name -> agentplane.v1.LeaseRef
+	47, // 36: agentplane.v1.RecordVerdictRequest.result:type_name -> agentplane.v1.VerdictResult
+	48, // 37: agentplane.v1.RecordVerdictRequest.resolved:type_name -> agentplane.v1.ObligationResolution
+	49, // 38: agentplane.v1.RecordVerdictResponse.verdict:type_name -> agentplane.v1.Verdict
+	50, // 39: agentplane.v1.RecordVerdictResponse.open_obligations:type_name -> agentplane.v1.Obligation
+	0,  // 40: agentplane.v1.PauseTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	33, // 41: agentplane.v1.PauseTaskRequest.message:type_name -> agentplane.v1.Message
+	41, // 42: agentplane.v1.PauseTaskRequest.tool_output_calls:type_name -> agentplane.v1.ToolCall
+	32, // 43: agentplane.v1.PauseTaskResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	32, // 44: agentplane.v1.PauseTaskResponse.tool_output_interrupts:type_name -> agentplane.v1.Interrupt
+	0,  // 45: agentplane.v1.CompleteTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	51, // 46: agentplane.v1.CompleteTaskRequest.output:type_name -> agentplane.v1.TaskOutput
+	31, // 47: agentplane.v1.CompleteTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 48: agentplane.v1.FailTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	31, // 49: agentplane.v1.FailTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 50: agentplane.v1.ReadTaskHistoryRequest.lease:type_name -> agentplane.v1.LeaseRef
+	52, // 51: agentplane.v1.ReadTaskHistoryResponse.events:type_name -> agentplane.v1.TaskEvent
+	0,  // 52: agentplane.v1.PublishDeltasRequest.lease:type_name -> agentplane.v1.LeaseRef
+	53, // 53: agentplane.v1.PublishDeltasRequest.deltas:type_name -> agentplane.v1.MessageDelta
+	3,  // 54: agentplane.v1.RuntimeService.LeaseTasks:input_type -> agentplane.v1.LeaseTasksRequest
+	5,  // 55: agentplane.v1.RuntimeService.Heartbeat:input_type -> agentplane.v1.HeartbeatRequest
+	8,  // 56: agentplane.v1.RuntimeService.ReportEvents:input_type -> agentplane.v1.ReportEventsRequest
+	10, // 57: agentplane.v1.RuntimeService.CheckToolCall:input_type -> agentplane.v1.CheckToolCallRequest
+	12, // 58: agentplane.v1.RuntimeService.AwaitDecision:input_type -> agentplane.v1.AwaitDecisionRequest
+	16, // 59: agentplane.v1.RuntimeService.SuspendTask:input_type -> agentplane.v1.SuspendTaskRequest
+	18, // 60: agentplane.v1.RuntimeService.RecordVerdict:input_type -> agentplane.v1.RecordVerdictRequest
+	20, // 61: agentplane.v1.RuntimeService.PauseTask:input_type -> agentplane.v1.PauseTaskRequest
+	22, // 62: agentplane.v1.RuntimeService.CompleteTask:input_type -> agentplane.v1.CompleteTaskRequest
+	24, // 63: agentplane.v1.RuntimeService.FailTask:input_type -> agentplane.v1.FailTaskRequest
+	26, // 64: agentplane.v1.RuntimeService.ReadTaskHistory:input_type -> agentplane.v1.ReadTaskHistoryRequest
+	28, // 65: agentplane.v1.RuntimeService.PublishDeltas:input_type -> agentplane.v1.PublishDeltasRequest
+	4,  // 66: agentplane.v1.RuntimeService.LeaseTasks:output_type -> agentplane.v1.LeaseTasksResponse
+	6,  // 67: agentplane.v1.RuntimeService.Heartbeat:output_type -> agentplane.v1.HeartbeatResponse
+	9,  // 68: agentplane.v1.RuntimeService.ReportEvents:output_type -> agentplane.v1.ReportEventsResponse
+	11, // 69: agentplane.v1.RuntimeService.CheckToolCall:output_type -> agentplane.v1.CheckToolCallResponse
+	13, // 70: agentplane.v1.RuntimeService.AwaitDecision:output_type -> agentplane.v1.AwaitDecisionResponse
+	17, // 71: agentplane.v1.RuntimeService.SuspendTask:output_type -> agentplane.v1.SuspendTaskResponse
+	19, // 72: agentplane.v1.RuntimeService.RecordVerdict:output_type -> agentplane.v1.RecordVerdictResponse
+	21, // 73: agentplane.v1.RuntimeService.PauseTask:output_type -> agentplane.v1.PauseTaskResponse
+	23, // 74: agentplane.v1.RuntimeService.CompleteTask:output_type -> agentplane.v1.CompleteTaskResponse
+	25, // 75: agentplane.v1.RuntimeService.FailTask:output_type -> agentplane.v1.FailTaskResponse
+	27, // 76: agentplane.v1.RuntimeService.ReadTaskHistory:output_type -> agentplane.v1.ReadTaskHistoryResponse
+	29, // 77: agentplane.v1.RuntimeService.PublishDeltas:output_type -> agentplane.v1.PublishDeltasResponse
+	66, // [66:78] is the sub-list for method output_type
+	54, // [54:66] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_runtime_service_proto_init() }

@@ -94,9 +94,13 @@ type RuntimeServiceClient interface {
 	// RecordVerdict records an evaluator node's verdict and updates the obligations ledger.
 	RecordVerdict(ctx context.Context, in *RecordVerdictRequest, opts ...grpc.CallOption) (*RecordVerdictResponse, error)
 	// PauseTask ends a turn and waits for the user: the task moves to INPUT_REQUIRED on a
-	// synthetic __auto_pause__ interrupt and the lease is released; ContinueTask resumes it.
+	// synthetic __auto_pause__ interrupt, or, with tool_output_calls, on one
+	// TOOL_OUTPUT_REQUIRED interrupt per call the client must execute; the lease is
+	// released; ContinueTask resumes it. Every reported tool call needs its ToolResult
+	// first, or must be named in tool_output_calls (docs/hitl.md, "Event sequence").
 	PauseTask(ctx context.Context, in *PauseTaskRequest, opts ...grpc.CallOption) (*PauseTaskResponse, error)
-	// CompleteTask ends the task as COMPLETED with its output.
+	// CompleteTask ends the task as COMPLETED with its output. Every reported tool call
+	// needs its ToolResult first.
 	CompleteTask(ctx context.Context, in *CompleteTaskRequest, opts ...grpc.CallOption) (*CompleteTaskResponse, error)
 	// FailTask ends the task as FAILED, or with retry=true returns it to the queue.
 	FailTask(ctx context.Context, in *FailTaskRequest, opts ...grpc.CallOption) (*FailTaskResponse, error)
@@ -311,9 +315,13 @@ type RuntimeServiceServer interface {
 	// RecordVerdict records an evaluator node's verdict and updates the obligations ledger.
 	RecordVerdict(context.Context, *RecordVerdictRequest) (*RecordVerdictResponse, error)
 	// PauseTask ends a turn and waits for the user: the task moves to INPUT_REQUIRED on a
-	// synthetic __auto_pause__ interrupt and the lease is released; ContinueTask resumes it.
+	// synthetic __auto_pause__ interrupt, or, with tool_output_calls, on one
+	// TOOL_OUTPUT_REQUIRED interrupt per call the client must execute; the lease is
+	// released; ContinueTask resumes it. Every reported tool call needs its ToolResult
+	// first, or must be named in tool_output_calls (docs/hitl.md, "Event sequence").
 	PauseTask(context.Context, *PauseTaskRequest) (*PauseTaskResponse, error)
-	// CompleteTask ends the task as COMPLETED with its output.
+	// CompleteTask ends the task as COMPLETED with its output. Every reported tool call
+	// needs its ToolResult first.
 	CompleteTask(context.Context, *CompleteTaskRequest) (*CompleteTaskResponse, error)
 	// FailTask ends the task as FAILED, or with retry=true returns it to the queue.
 	FailTask(context.Context, *FailTaskRequest) (*FailTaskResponse, error)

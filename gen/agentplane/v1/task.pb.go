@@ -241,8 +241,6 @@ type Task struct {
 	//	*Task_Graph
 	//	*Task_AgentId
 	Spec isTask_Spec `protobuf_oneof:"spec"`
-	// The user's input that starts the run.
-	Input string `protobuf:"bytes,8,opt,name=input,proto3" json:"input,omitempty"`
 	// Caller labels, usable as ListTasks filters.
 	Labels map[string]string `protobuf:"bytes,9,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// When the task was accepted.
@@ -303,7 +301,13 @@ type Task struct {
 	// The W3C trace context of the StartTask call (its traceparent and tracestate gRPC
 	// metadata, or HTTP headers), so a runtime can continue the caller's trace. Absent
 	// when the call carried no valid traceparent.
-	TraceContext  *TraceContext `protobuf:"bytes,31,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
+	TraceContext *TraceContext `protobuf:"bytes,31,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
+	// The user's message that starts the run (StartTaskRequest.input, with its
+	// message_id filled in).
+	Input *Message `protobuf:"bytes,32,opt,name=input,proto3" json:"input,omitempty"`
+	// Tokens used by the task's model calls so far: the sum of the usage of every
+	// message in its log that carries one (Message.usage).
+	Usage         *TokenUsage `protobuf:"bytes,33,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -396,13 +400,6 @@ func (x *Task) GetAgentId() string {
 		if x, ok := x.Spec.(*Task_AgentId); ok {
 			return x.AgentId
 		}
-	}
-	return ""
-}
-
-func (x *Task) GetInput() string {
-	if x != nil {
-		return x.Input
 	}
 	return ""
 }
@@ -570,6 +567,20 @@ func (x *Task) GetTraceContext() *TraceContext {
 	return nil
 }
 
+func (x *Task) GetInput() *Message {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *Task) GetUsage() *TokenUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
 type isTask_Spec interface {
 	isTask_Spec()
 }
@@ -716,10 +727,10 @@ func (x *TaskFailure) GetMessage() string {
 // TaskOutput is the result of a COMPLETED task.
 type TaskOutput struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Final text answer.
-	Text string `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
 	// Structured output, when the spec declares output_schema.
-	Structured    *structpb.Value `protobuf:"bytes,2,opt,name=structured,proto3" json:"structured,omitempty"`
+	Structured *structpb.Value `protobuf:"bytes,2,opt,name=structured,proto3" json:"structured,omitempty"`
+	// The final answer, an assistant message.
+	Message       *Message `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -754,16 +765,16 @@ func (*TaskOutput) Descriptor() ([]byte, []int) {
 	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{3}
 }
 
-func (x *TaskOutput) GetText() string {
-	if x != nil {
-		return x.Text
-	}
-	return ""
-}
-
 func (x *TaskOutput) GetStructured() *structpb.Value {
 	if x != nil {
 		return x.Structured
+	}
+	return nil
+}
+
+func (x *TaskOutput) GetMessage() *Message {
+	if x != nil {
+		return x.Message
 	}
 	return nil
 }
@@ -879,7 +890,7 @@ func (x *TaskEvent) GetStateChanged() *StateChanged {
 	return nil
 }
 
-func (x *TaskEvent) GetMessage() *ChatMessage {
+func (x *TaskEvent) GetMessage() *Message {
 	if x != nil {
 		if x, ok := x.Payload.(*TaskEvent_Message); ok {
 			return x.Message
@@ -1021,7 +1032,7 @@ type TaskEvent_StateChanged struct {
 
 type TaskEvent_Message struct {
 	// A user, model or system message.
-	Message *ChatMessage `protobuf:"bytes,12,opt,name=message,proto3,oneof"`
+	Message *Message `protobuf:"bytes,26,opt,name=message,proto3,oneof"`
 }
 
 type TaskEvent_ToolCall struct {
@@ -1124,12 +1135,12 @@ func (*TaskEvent_Output) isTaskEvent_Payload() {}
 // TaskSubmitted is the first event of every task.
 type TaskSubmitted struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The input.
-	Input string `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
 	// Spec kind: AgentSpec, GraphSpec or static.
 	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
 	// Principal that started the task.
-	CreatedBy     string `protobuf:"bytes,3,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	CreatedBy string `protobuf:"bytes,3,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	// The input message.
+	Input         *Message `protobuf:"bytes,4,opt,name=input,proto3" json:"input,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1164,13 +1175,6 @@ func (*TaskSubmitted) Descriptor() ([]byte, []int) {
 	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{5}
 }
 
-func (x *TaskSubmitted) GetInput() string {
-	if x != nil {
-		return x.Input
-	}
-	return ""
-}
-
 func (x *TaskSubmitted) GetKind() string {
 	if x != nil {
 		return x.Kind
@@ -1183,6 +1187,13 @@ func (x *TaskSubmitted) GetCreatedBy() string {
 		return x.CreatedBy
 	}
 	return ""
+}
+
+func (x *TaskSubmitted) GetInput() *Message {
+	if x != nil {
+		return x.Input
+	}
+	return nil
 }
 
 // StateChanged records a transition.
@@ -1201,7 +1212,8 @@ type StateChanged struct {
 	// interrupt was decided: WORKING if the runtime still holds the lease, else
 	// SUBMITTED), `task.suspended` (the runtime gave the lease up to wait for a
 	// decision: INPUT_REQUIRED), `turn.ended` (a chat-mode pause for the user:
-	// INPUT_REQUIRED), `continued` (ContinueTask: SUBMITTED), `completed` (COMPLETED),
+	// INPUT_REQUIRED), `tool_output.required` (the turn ended waiting for the outputs of
+	// client tool calls: INPUT_REQUIRED), `continued` (ContinueTask: SUBMITTED), `completed` (COMPLETED),
 	// `canceled` (CANCELED). Moving to FAILED, the reason is the task's
 	// TaskFailure.reason.
 	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
@@ -1260,33 +1272,47 @@ func (x *StateChanged) GetReason() string {
 	return ""
 }
 
-// ChatMessage is one message of the conversation.
-type ChatMessage struct {
+// Message is one message of the conversation: who said it and what, as typed parts.
+// A model call that produced only tool calls is an assistant message with no parts
+// (its ToolCall events name it by message_id), which still carries the call's usage.
+type Message struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
+	// Id of the message, meant to be unique in its task: chosen by whoever sends it (a
+	// client's input, a runtime's report) so that streamed deltas can refer to it before
+	// it is logged; the server assigns one ("msg-" and a random suffix) when it is
+	// empty, and does not check that a sender's ids are unique. At most 128 bytes.
+	MessageId string `protobuf:"bytes,1,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
 	// Who said it.
-	Role MessageRole `protobuf:"varint,1,opt,name=role,proto3,enum=agentplane.v1.MessageRole" json:"role,omitempty"`
-	// The text.
-	Text string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	Role MessageRole `protobuf:"varint,2,opt,name=role,proto3,enum=agentplane.v1.MessageRole" json:"role,omitempty"`
+	// The content, in order. A user message (StartTask, ContinueTask) needs at least
+	// one part.
+	Parts []*Part `protobuf:"bytes,3,rep,name=parts,proto3" json:"parts,omitempty"`
 	// Graph node that produced it, if any.
-	Node          string `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	Node string `protobuf:"bytes,4,opt,name=node,proto3" json:"node,omitempty"`
+	// The model that produced it (assistant messages), as the runtime called it, for
+	// example gpt-4o-2024-08-06.
+	Model string `protobuf:"bytes,5,opt,name=model,proto3" json:"model,omitempty"`
+	// Tokens the model call that produced it used (assistant messages); summed into
+	// Task.usage when the message is logged.
+	Usage         *TokenUsage `protobuf:"bytes,6,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *ChatMessage) Reset() {
-	*x = ChatMessage{}
+func (x *Message) Reset() {
+	*x = Message{}
 	mi := &file_agentplane_v1_task_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *ChatMessage) String() string {
+func (x *Message) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*ChatMessage) ProtoMessage() {}
+func (*Message) ProtoMessage() {}
 
-func (x *ChatMessage) ProtoReflect() protoreflect.Message {
+func (x *Message) ProtoReflect() protoreflect.Message {
 	mi := &file_agentplane_v1_task_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -1298,30 +1324,370 @@ func (x *ChatMessage) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use ChatMessage.ProtoReflect.Descriptor instead.
-func (*ChatMessage) Descriptor() ([]byte, []int) {
+// Deprecated: Use Message.ProtoReflect.Descriptor instead.
+func (*Message) Descriptor() ([]byte, []int) {
 	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{7}
 }
 
-func (x *ChatMessage) GetRole() MessageRole {
+func (x *Message) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+func (x *Message) GetRole() MessageRole {
 	if x != nil {
 		return x.Role
 	}
 	return MessageRole_MESSAGE_ROLE_UNSPECIFIED
 }
 
-func (x *ChatMessage) GetText() string {
+func (x *Message) GetParts() []*Part {
 	if x != nil {
-		return x.Text
+		return x.Parts
 	}
-	return ""
+	return nil
 }
 
-func (x *ChatMessage) GetNode() string {
+func (x *Message) GetNode() string {
 	if x != nil {
 		return x.Node
 	}
 	return ""
+}
+
+func (x *Message) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *Message) GetUsage() *TokenUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+// Part is one piece of a message's content.
+type Part struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Exactly one kind.
+	//
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*Part_Text
+	//	*Part_Data
+	//	*Part_File
+	Kind          isPart_Kind `protobuf_oneof:"kind"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Part) Reset() {
+	*x = Part{}
+	mi := &file_agentplane_v1_task_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Part) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Part) ProtoMessage() {}
+
+func (x *Part) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Part.ProtoReflect.Descriptor instead.
+func (*Part) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Part) GetKind() isPart_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *Part) GetText() string {
+	if x != nil {
+		if x, ok := x.Kind.(*Part_Text); ok {
+			return x.Text
+		}
+	}
+	return ""
+}
+
+func (x *Part) GetData() *DataPart {
+	if x != nil {
+		if x, ok := x.Kind.(*Part_Data); ok {
+			return x.Data
+		}
+	}
+	return nil
+}
+
+func (x *Part) GetFile() *FilePart {
+	if x != nil {
+		if x, ok := x.Kind.(*Part_File); ok {
+			return x.File
+		}
+	}
+	return nil
+}
+
+type isPart_Kind interface {
+	isPart_Kind()
+}
+
+type Part_Text struct {
+	// Plain text.
+	Text string `protobuf:"bytes,1,opt,name=text,proto3,oneof"`
+}
+
+type Part_Data struct {
+	// Structured data (a JSON object).
+	Data *DataPart `protobuf:"bytes,2,opt,name=data,proto3,oneof"`
+}
+
+type Part_File struct {
+	// A file, inline or by reference.
+	File *FilePart `protobuf:"bytes,3,opt,name=file,proto3,oneof"`
+}
+
+func (*Part_Text) isPart_Kind() {}
+
+func (*Part_Data) isPart_Kind() {}
+
+func (*Part_File) isPart_Kind() {}
+
+// DataPart is structured content.
+type DataPart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The data.
+	Data          *structpb.Struct `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataPart) Reset() {
+	*x = DataPart{}
+	mi := &file_agentplane_v1_task_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataPart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataPart) ProtoMessage() {}
+
+func (x *DataPart) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataPart.ProtoReflect.Descriptor instead.
+func (*DataPart) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DataPart) GetData() *structpb.Struct {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+// FilePart is a file in a message.
+type FilePart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// File name, if known.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Media type, for example image/png.
+	MediaType string `protobuf:"bytes,2,opt,name=media_type,json=mediaType,proto3" json:"media_type,omitempty"`
+	// Where the content is.
+	//
+	// Types that are valid to be assigned to Source:
+	//
+	//	*FilePart_Bytes
+	//	*FilePart_Uri
+	Source        isFilePart_Source `protobuf_oneof:"source"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FilePart) Reset() {
+	*x = FilePart{}
+	mi := &file_agentplane_v1_task_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FilePart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FilePart) ProtoMessage() {}
+
+func (x *FilePart) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FilePart.ProtoReflect.Descriptor instead.
+func (*FilePart) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *FilePart) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *FilePart) GetMediaType() string {
+	if x != nil {
+		return x.MediaType
+	}
+	return ""
+}
+
+func (x *FilePart) GetSource() isFilePart_Source {
+	if x != nil {
+		return x.Source
+	}
+	return nil
+}
+
+func (x *FilePart) GetBytes() []byte {
+	if x != nil {
+		if x, ok := x.Source.(*FilePart_Bytes); ok {
+			return x.Bytes
+		}
+	}
+	return nil
+}
+
+func (x *FilePart) GetUri() string {
+	if x != nil {
+		if x, ok := x.Source.(*FilePart_Uri); ok {
+			return x.Uri
+		}
+	}
+	return ""
+}
+
+type isFilePart_Source interface {
+	isFilePart_Source()
+}
+
+type FilePart_Bytes struct {
+	// The content itself (counts against the event size limit).
+	Bytes []byte `protobuf:"bytes,3,opt,name=bytes,proto3,oneof"`
+}
+
+type FilePart_Uri struct {
+	// A URI the content can be fetched from.
+	Uri string `protobuf:"bytes,4,opt,name=uri,proto3,oneof"`
+}
+
+func (*FilePart_Bytes) isFilePart_Source() {}
+
+func (*FilePart_Uri) isFilePart_Source() {}
+
+// TokenUsage counts the tokens of model calls.
+type TokenUsage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Prompt (input) tokens.
+	InputTokens int32 `protobuf:"varint,1,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	// Completion (output) tokens.
+	OutputTokens int32 `protobuf:"varint,2,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	// Total tokens as the provider counted them (usually input plus output).
+	TotalTokens   int32 `protobuf:"varint,3,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TokenUsage) Reset() {
+	*x = TokenUsage{}
+	mi := &file_agentplane_v1_task_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenUsage) ProtoMessage() {}
+
+func (x *TokenUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenUsage.ProtoReflect.Descriptor instead.
+func (*TokenUsage) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *TokenUsage) GetInputTokens() int32 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *TokenUsage) GetOutputTokens() int32 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
+}
+
+func (x *TokenUsage) GetTotalTokens() int32 {
+	if x != nil {
+		return x.TotalTokens
+	}
+	return 0
 }
 
 // ToolCall is a call the model made.
@@ -1331,19 +1697,25 @@ type ToolCall struct {
 	CallId string `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	// Tool name.
 	ToolName string `protobuf:"bytes,2,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
-	// Arguments as the model produced them (or as approved/edited).
-	Args *structpb.Value `protobuf:"bytes,3,opt,name=args,proto3" json:"args,omitempty"`
 	// Graph node or agent name.
 	Node string `protobuf:"bytes,4,opt,name=node,proto3" json:"node,omitempty"`
 	// Zero-based model round-trip index.
-	TripIndex     int32 `protobuf:"varint,5,opt,name=trip_index,json=tripIndex,proto3" json:"trip_index,omitempty"`
+	TripIndex int32 `protobuf:"varint,5,opt,name=trip_index,json=tripIndex,proto3" json:"trip_index,omitempty"`
+	// The arguments as JSON text, exactly the text the call runs with: the model's own
+	// text for an allowed, approved or rejected call, the reviewer's for an edited one.
+	// It need not be valid JSON (a model's malformed arguments are carried as they
+	// are); its SHA-256 must be the decision's args_digest (see docs/hitl.md).
+	ArgumentsJson string `protobuf:"bytes,6,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	// Id of the assistant message (Message.message_id) whose model call made it, if
+	// the runtime reported one.
+	MessageId     string `protobuf:"bytes,7,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[8]
+	mi := &file_agentplane_v1_task_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1355,7 +1727,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[8]
+	mi := &file_agentplane_v1_task_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1368,7 +1740,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{8}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ToolCall) GetCallId() string {
@@ -1385,13 +1757,6 @@ func (x *ToolCall) GetToolName() string {
 	return ""
 }
 
-func (x *ToolCall) GetArgs() *structpb.Value {
-	if x != nil {
-		return x.Args
-	}
-	return nil
-}
-
 func (x *ToolCall) GetNode() string {
 	if x != nil {
 		return x.Node
@@ -1404,6 +1769,20 @@ func (x *ToolCall) GetTripIndex() int32 {
 		return x.TripIndex
 	}
 	return 0
+}
+
+func (x *ToolCall) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
+func (x *ToolCall) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
 }
 
 // ToolResult is what a tool returned.
@@ -1425,7 +1804,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[9]
+	mi := &file_agentplane_v1_task_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1437,7 +1816,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[9]
+	mi := &file_agentplane_v1_task_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1450,7 +1829,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{9}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ToolResult) GetCallId() string {
@@ -1501,7 +1880,7 @@ type RuntimeNote struct {
 
 func (x *RuntimeNote) Reset() {
 	*x = RuntimeNote{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[10]
+	mi := &file_agentplane_v1_task_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +1892,7 @@ func (x *RuntimeNote) String() string {
 func (*RuntimeNote) ProtoMessage() {}
 
 func (x *RuntimeNote) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[10]
+	mi := &file_agentplane_v1_task_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +1905,7 @@ func (x *RuntimeNote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeNote.ProtoReflect.Descriptor instead.
 func (*RuntimeNote) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{10}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RuntimeNote) GetText() string {
@@ -1566,7 +1945,7 @@ type LeaseChanged struct {
 
 func (x *LeaseChanged) Reset() {
 	*x = LeaseChanged{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[11]
+	mi := &file_agentplane_v1_task_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1578,7 +1957,7 @@ func (x *LeaseChanged) String() string {
 func (*LeaseChanged) ProtoMessage() {}
 
 func (x *LeaseChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[11]
+	mi := &file_agentplane_v1_task_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1591,7 +1970,7 @@ func (x *LeaseChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseChanged.ProtoReflect.Descriptor instead.
 func (*LeaseChanged) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{11}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *LeaseChanged) GetKind() LeaseChangeKind {
@@ -1649,7 +2028,7 @@ type InjectionIgnored struct {
 
 func (x *InjectionIgnored) Reset() {
 	*x = InjectionIgnored{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[12]
+	mi := &file_agentplane_v1_task_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1661,7 +2040,7 @@ func (x *InjectionIgnored) String() string {
 func (*InjectionIgnored) ProtoMessage() {}
 
 func (x *InjectionIgnored) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[12]
+	mi := &file_agentplane_v1_task_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1674,7 +2053,7 @@ func (x *InjectionIgnored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InjectionIgnored.ProtoReflect.Descriptor instead.
 func (*InjectionIgnored) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{12}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *InjectionIgnored) GetNames() []string {
@@ -1704,7 +2083,7 @@ type EntriesDropped struct {
 
 func (x *EntriesDropped) Reset() {
 	*x = EntriesDropped{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[13]
+	mi := &file_agentplane_v1_task_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1716,7 +2095,7 @@ func (x *EntriesDropped) String() string {
 func (*EntriesDropped) ProtoMessage() {}
 
 func (x *EntriesDropped) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[13]
+	mi := &file_agentplane_v1_task_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1729,7 +2108,7 @@ func (x *EntriesDropped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EntriesDropped.ProtoReflect.Descriptor instead.
 func (*EntriesDropped) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{13}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *EntriesDropped) GetProtocol() string {
@@ -1770,7 +2149,7 @@ type DroppedEntry struct {
 
 func (x *DroppedEntry) Reset() {
 	*x = DroppedEntry{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[14]
+	mi := &file_agentplane_v1_task_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1782,7 +2161,7 @@ func (x *DroppedEntry) String() string {
 func (*DroppedEntry) ProtoMessage() {}
 
 func (x *DroppedEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[14]
+	mi := &file_agentplane_v1_task_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1795,7 +2174,7 @@ func (x *DroppedEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DroppedEntry.ProtoReflect.Descriptor instead.
 func (*DroppedEntry) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{14}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DroppedEntry) GetName() string {
@@ -1825,7 +2204,7 @@ type CancelRequested struct {
 
 func (x *CancelRequested) Reset() {
 	*x = CancelRequested{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[15]
+	mi := &file_agentplane_v1_task_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1837,7 +2216,7 @@ func (x *CancelRequested) String() string {
 func (*CancelRequested) ProtoMessage() {}
 
 func (x *CancelRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[15]
+	mi := &file_agentplane_v1_task_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1850,7 +2229,7 @@ func (x *CancelRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequested.ProtoReflect.Descriptor instead.
 func (*CancelRequested) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{15}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CancelRequested) GetReason() string {
@@ -1878,7 +2257,7 @@ type InterruptRaised struct {
 
 func (x *InterruptRaised) Reset() {
 	*x = InterruptRaised{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[16]
+	mi := &file_agentplane_v1_task_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1890,7 +2269,7 @@ func (x *InterruptRaised) String() string {
 func (*InterruptRaised) ProtoMessage() {}
 
 func (x *InterruptRaised) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[16]
+	mi := &file_agentplane_v1_task_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1903,7 +2282,7 @@ func (x *InterruptRaised) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptRaised.ProtoReflect.Descriptor instead.
 func (*InterruptRaised) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{16}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *InterruptRaised) GetInterrupt() *Interrupt {
@@ -1926,7 +2305,7 @@ type InterruptResolved struct {
 
 func (x *InterruptResolved) Reset() {
 	*x = InterruptResolved{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[17]
+	mi := &file_agentplane_v1_task_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1938,7 +2317,7 @@ func (x *InterruptResolved) String() string {
 func (*InterruptResolved) ProtoMessage() {}
 
 func (x *InterruptResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[17]
+	mi := &file_agentplane_v1_task_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1951,7 +2330,7 @@ func (x *InterruptResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptResolved.ProtoReflect.Descriptor instead.
 func (*InterruptResolved) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{17}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *InterruptResolved) GetInterruptId() string {
@@ -1979,7 +2358,7 @@ type VerdictRecorded struct {
 
 func (x *VerdictRecorded) Reset() {
 	*x = VerdictRecorded{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[18]
+	mi := &file_agentplane_v1_task_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1991,7 +2370,7 @@ func (x *VerdictRecorded) String() string {
 func (*VerdictRecorded) ProtoMessage() {}
 
 func (x *VerdictRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[18]
+	mi := &file_agentplane_v1_task_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2004,7 +2383,7 @@ func (x *VerdictRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerdictRecorded.ProtoReflect.Descriptor instead.
 func (*VerdictRecorded) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{18}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *VerdictRecorded) GetVerdict() *Verdict {
@@ -2026,7 +2405,7 @@ type StreamCaughtUp struct {
 
 func (x *StreamCaughtUp) Reset() {
 	*x = StreamCaughtUp{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[19]
+	mi := &file_agentplane_v1_task_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2038,7 +2417,7 @@ func (x *StreamCaughtUp) String() string {
 func (*StreamCaughtUp) ProtoMessage() {}
 
 func (x *StreamCaughtUp) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[19]
+	mi := &file_agentplane_v1_task_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2051,7 +2430,7 @@ func (x *StreamCaughtUp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamCaughtUp.ProtoReflect.Descriptor instead.
 func (*StreamCaughtUp) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{19}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StreamCaughtUp) GetLastSequence() int64 {
@@ -2073,7 +2452,7 @@ type StreamKeepalive struct {
 
 func (x *StreamKeepalive) Reset() {
 	*x = StreamKeepalive{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[20]
+	mi := &file_agentplane_v1_task_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2085,7 +2464,7 @@ func (x *StreamKeepalive) String() string {
 func (*StreamKeepalive) ProtoMessage() {}
 
 func (x *StreamKeepalive) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[20]
+	mi := &file_agentplane_v1_task_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2098,7 +2477,7 @@ func (x *StreamKeepalive) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamKeepalive.ProtoReflect.Descriptor instead.
 func (*StreamKeepalive) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{20}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *StreamKeepalive) GetTime() *timestamppb.Timestamp {
@@ -2126,7 +2505,7 @@ type MessageDelta struct {
 
 func (x *MessageDelta) Reset() {
 	*x = MessageDelta{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[21]
+	mi := &file_agentplane_v1_task_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2138,7 +2517,7 @@ func (x *MessageDelta) String() string {
 func (*MessageDelta) ProtoMessage() {}
 
 func (x *MessageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[21]
+	mi := &file_agentplane_v1_task_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2151,7 +2530,7 @@ func (x *MessageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageDelta.ProtoReflect.Descriptor instead.
 func (*MessageDelta) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{21}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *MessageDelta) GetMessageId() string {
@@ -2186,7 +2565,7 @@ var File_agentplane_v1_task_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\n" +
-	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8a\f\n" +
+	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd9\f\n" +
 	"\x04Task\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12.\n" +
@@ -2195,8 +2574,7 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"request_id\x18\x04 \x01(\tR\trequestId\x120\n" +
 	"\x05agent\x18\x05 \x01(\v2\x18.agentplane.v1.AgentSpecH\x00R\x05agent\x120\n" +
 	"\x05graph\x18\x06 \x01(\v2\x18.agentplane.v1.GraphSpecH\x00R\x05graph\x12\x1b\n" +
-	"\bagent_id\x18\a \x01(\tH\x00R\aagentId\x12\x14\n" +
-	"\x05input\x18\b \x01(\tR\x05input\x127\n" +
+	"\bagent_id\x18\a \x01(\tH\x00R\aagentId\x127\n" +
 	"\x06labels\x18\t \x03(\v2\x1f.agentplane.v1.Task.LabelsEntryR\x06labels\x12;\n" +
 	"\vcreate_time\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\n" +
@@ -2226,11 +2604,13 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\x13effective_a2a_peers\x18\x1c \x03(\v2\x1a.agentplane.v1.A2aPeerInfoR\x11effectiveA2aPeers\x12\x1b\n" +
 	"\tspec_kind\x18\x1d \x01(\tR\bspecKind\x12\x14\n" +
 	"\x05queue\x18\x1e \x01(\tR\x05queue\x12@\n" +
-	"\rtrace_context\x18\x1f \x01(\v2\x1b.agentplane.v1.TraceContextR\ftraceContext\x1a9\n" +
+	"\rtrace_context\x18\x1f \x01(\v2\x1b.agentplane.v1.TraceContextR\ftraceContext\x12,\n" +
+	"\x05input\x18  \x01(\v2\x16.agentplane.v1.MessageR\x05input\x12/\n" +
+	"\x05usage\x18! \x01(\v2\x19.agentplane.v1.TokenUsageR\x05usage\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +
-	"\x04spec\"P\n" +
+	"\x04specJ\x04\b\b\x10\t\"P\n" +
 	"\fTraceContext\x12 \n" +
 	"\vtraceparent\x18\x01 \x01(\tR\vtraceparent\x12\x1e\n" +
 	"\n" +
@@ -2238,21 +2618,21 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"tracestate\"?\n" +
 	"\vTaskFailure\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"X\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x82\x01\n" +
 	"\n" +
-	"TaskOutput\x12\x12\n" +
-	"\x04text\x18\x01 \x01(\tR\x04text\x126\n" +
+	"TaskOutput\x126\n" +
 	"\n" +
 	"structured\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\n" +
-	"structured\"\xb4\t\n" +
+	"structured\x120\n" +
+	"\amessage\x18\x03 \x01(\v2\x16.agentplane.v1.MessageR\amessageJ\x04\b\x01\x10\x02R\x04text\"\xb6\t\n" +
 	"\tTaskEvent\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1a\n" +
 	"\bsequence\x18\x02 \x01(\x03R\bsequence\x12.\n" +
 	"\x04time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12<\n" +
 	"\tsubmitted\x18\n" +
 	" \x01(\v2\x1c.agentplane.v1.TaskSubmittedH\x00R\tsubmitted\x12B\n" +
-	"\rstate_changed\x18\v \x01(\v2\x1b.agentplane.v1.StateChangedH\x00R\fstateChanged\x126\n" +
-	"\amessage\x18\f \x01(\v2\x1a.agentplane.v1.ChatMessageH\x00R\amessage\x126\n" +
+	"\rstate_changed\x18\v \x01(\v2\x1b.agentplane.v1.StateChangedH\x00R\fstateChanged\x122\n" +
+	"\amessage\x18\x1a \x01(\v2\x16.agentplane.v1.MessageH\x00R\amessage\x126\n" +
 	"\ttool_call\x18\r \x01(\v2\x17.agentplane.v1.ToolCallH\x00R\btoolCall\x12<\n" +
 	"\vtool_result\x18\x0e \x01(\v2\x19.agentplane.v1.ToolResultH\x00R\n" +
 	"toolResult\x120\n" +
@@ -2268,28 +2648,53 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\x0fentries_dropped\x18\x17 \x01(\v2\x1d.agentplane.v1.EntriesDroppedH\x00R\x0eentriesDropped\x12K\n" +
 	"\x10cancel_requested\x18\x18 \x01(\v2\x1e.agentplane.v1.CancelRequestedH\x00R\x0fcancelRequested\x123\n" +
 	"\x06output\x18\x19 \x01(\v2\x19.agentplane.v1.TaskOutputH\x00R\x06outputB\t\n" +
-	"\apayload\"X\n" +
-	"\rTaskSubmitted\x12\x14\n" +
-	"\x05input\x18\x01 \x01(\tR\x05input\x12\x12\n" +
+	"\apayloadJ\x04\b\f\x10\r\"v\n" +
+	"\rTaskSubmitted\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1d\n" +
 	"\n" +
-	"created_by\x18\x03 \x01(\tR\tcreatedBy\"\x94\x01\n" +
+	"created_by\x18\x03 \x01(\tR\tcreatedBy\x12,\n" +
+	"\x05input\x18\x04 \x01(\v2\x16.agentplane.v1.MessageR\x05inputJ\x04\b\x01\x10\x02\"\x94\x01\n" +
 	"\fStateChanged\x127\n" +
 	"\n" +
 	"from_state\x18\x01 \x01(\x0e2\x18.agentplane.v1.TaskStateR\tfromState\x123\n" +
 	"\bto_state\x18\x02 \x01(\x0e2\x18.agentplane.v1.TaskStateR\atoState\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"e\n" +
-	"\vChatMessage\x12.\n" +
-	"\x04role\x18\x01 \x01(\x0e2\x1a.agentplane.v1.MessageRoleR\x04role\x12\x12\n" +
-	"\x04text\x18\x02 \x01(\tR\x04text\x12\x12\n" +
-	"\x04node\x18\x03 \x01(\tR\x04node\"\x9f\x01\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xde\x01\n" +
+	"\aMessage\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x01 \x01(\tR\tmessageId\x12.\n" +
+	"\x04role\x18\x02 \x01(\x0e2\x1a.agentplane.v1.MessageRoleR\x04role\x12)\n" +
+	"\x05parts\x18\x03 \x03(\v2\x13.agentplane.v1.PartR\x05parts\x12\x12\n" +
+	"\x04node\x18\x04 \x01(\tR\x04node\x12\x14\n" +
+	"\x05model\x18\x05 \x01(\tR\x05model\x12/\n" +
+	"\x05usage\x18\x06 \x01(\v2\x19.agentplane.v1.TokenUsageR\x05usage\"\x82\x01\n" +
+	"\x04Part\x12\x14\n" +
+	"\x04text\x18\x01 \x01(\tH\x00R\x04text\x12-\n" +
+	"\x04data\x18\x02 \x01(\v2\x17.agentplane.v1.DataPartH\x00R\x04data\x12-\n" +
+	"\x04file\x18\x03 \x01(\v2\x17.agentplane.v1.FilePartH\x00R\x04fileB\x06\n" +
+	"\x04kind\"7\n" +
+	"\bDataPart\x12+\n" +
+	"\x04data\x18\x01 \x01(\v2\x17.google.protobuf.StructR\x04data\"s\n" +
+	"\bFilePart\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"media_type\x18\x02 \x01(\tR\tmediaType\x12\x16\n" +
+	"\x05bytes\x18\x03 \x01(\fH\x00R\x05bytes\x12\x12\n" +
+	"\x03uri\x18\x04 \x01(\tH\x00R\x03uriB\b\n" +
+	"\x06source\"w\n" +
+	"\n" +
+	"TokenUsage\x12!\n" +
+	"\finput_tokens\x18\x01 \x01(\x05R\vinputTokens\x12#\n" +
+	"\routput_tokens\x18\x02 \x01(\x05R\foutputTokens\x12!\n" +
+	"\ftotal_tokens\x18\x03 \x01(\x05R\vtotalTokens\"\xc5\x01\n" +
 	"\bToolCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x1b\n" +
-	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12*\n" +
-	"\x04args\x18\x03 \x01(\v2\x16.google.protobuf.ValueR\x04args\x12\x12\n" +
+	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12\x12\n" +
 	"\x04node\x18\x04 \x01(\tR\x04node\x12\x1d\n" +
 	"\n" +
-	"trip_index\x18\x05 \x01(\x05R\ttripIndex\"\xa1\x01\n" +
+	"trip_index\x18\x05 \x01(\x05R\ttripIndex\x12%\n" +
+	"\x0earguments_json\x18\x06 \x01(\tR\rargumentsJson\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\a \x01(\tR\tmessageIdJ\x04\b\x03\x10\x04R\x04args\"\xa1\x01\n" +
 	"\n" +
 	"ToolResult\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x1b\n" +
@@ -2375,7 +2780,7 @@ func file_agentplane_v1_task_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_v1_task_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_agentplane_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_agentplane_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_agentplane_v1_task_proto_goTypes = []any{
 	(TaskState)(0),                // 0: agentplane.v1.TaskState
 	(MessageRole)(0),              // 1: agentplane.v1.MessageRole
@@ -2387,92 +2792,105 @@ var file_agentplane_v1_task_proto_goTypes = []any{
 	(*TaskEvent)(nil),             // 7: agentplane.v1.TaskEvent
 	(*TaskSubmitted)(nil),         // 8: agentplane.v1.TaskSubmitted
 	(*StateChanged)(nil),          // 9: agentplane.v1.StateChanged
-	(*ChatMessage)(nil),           // 10: agentplane.v1.ChatMessage
-	(*ToolCall)(nil),              // 11: agentplane.v1.ToolCall
-	(*ToolResult)(nil),            // 12: agentplane.v1.ToolResult
-	(*RuntimeNote)(nil),           // 13: agentplane.v1.RuntimeNote
-	(*LeaseChanged)(nil),          // 14: agentplane.v1.LeaseChanged
-	(*InjectionIgnored)(nil),      // 15: agentplane.v1.InjectionIgnored
-	(*EntriesDropped)(nil),        // 16: agentplane.v1.EntriesDropped
-	(*DroppedEntry)(nil),          // 17: agentplane.v1.DroppedEntry
-	(*CancelRequested)(nil),       // 18: agentplane.v1.CancelRequested
-	(*InterruptRaised)(nil),       // 19: agentplane.v1.InterruptRaised
-	(*InterruptResolved)(nil),     // 20: agentplane.v1.InterruptResolved
-	(*VerdictRecorded)(nil),       // 21: agentplane.v1.VerdictRecorded
-	(*StreamCaughtUp)(nil),        // 22: agentplane.v1.StreamCaughtUp
-	(*StreamKeepalive)(nil),       // 23: agentplane.v1.StreamKeepalive
-	(*MessageDelta)(nil),          // 24: agentplane.v1.MessageDelta
-	nil,                           // 25: agentplane.v1.Task.LabelsEntry
-	nil,                           // 26: agentplane.v1.RuntimeNote.AttributesEntry
-	(*AgentSpec)(nil),             // 27: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),             // 28: agentplane.v1.GraphSpec
-	(*timestamppb.Timestamp)(nil), // 29: google.protobuf.Timestamp
-	(*InterruptPolicy)(nil),       // 30: agentplane.v1.InterruptPolicy
-	(*McpServer)(nil),             // 31: agentplane.v1.McpServer
-	(*A2APeer)(nil),               // 32: agentplane.v1.A2aPeer
-	(*ToolAxisOverride)(nil),      // 33: agentplane.v1.ToolAxisOverride
-	(*durationpb.Duration)(nil),   // 34: google.protobuf.Duration
-	(*McpServerInfo)(nil),         // 35: agentplane.v1.McpServerInfo
-	(*A2APeerInfo)(nil),           // 36: agentplane.v1.A2aPeerInfo
-	(*structpb.Value)(nil),        // 37: google.protobuf.Value
-	(*ToolGated)(nil),             // 38: agentplane.v1.ToolGated
-	(*Interrupt)(nil),             // 39: agentplane.v1.Interrupt
-	(*Decision)(nil),              // 40: agentplane.v1.Decision
-	(*Verdict)(nil),               // 41: agentplane.v1.Verdict
+	(*Message)(nil),               // 10: agentplane.v1.Message
+	(*Part)(nil),                  // 11: agentplane.v1.Part
+	(*DataPart)(nil),              // 12: agentplane.v1.DataPart
+	(*FilePart)(nil),              // 13: agentplane.v1.FilePart
+	(*TokenUsage)(nil),            // 14: agentplane.v1.TokenUsage
+	(*ToolCall)(nil),              // 15: agentplane.v1.ToolCall
+	(*ToolResult)(nil),            // 16: agentplane.v1.ToolResult
+	(*RuntimeNote)(nil),           // 17: agentplane.v1.RuntimeNote
+	(*LeaseChanged)(nil),          // 18: agentplane.v1.LeaseChanged
+	(*InjectionIgnored)(nil),      // 19: agentplane.v1.InjectionIgnored
+	(*EntriesDropped)(nil),        // 20: agentplane.v1.EntriesDropped
+	(*DroppedEntry)(nil),          // 21: agentplane.v1.DroppedEntry
+	(*CancelRequested)(nil),       // 22: agentplane.v1.CancelRequested
+	(*InterruptRaised)(nil),       // 23: agentplane.v1.InterruptRaised
+	(*InterruptResolved)(nil),     // 24: agentplane.v1.InterruptResolved
+	(*VerdictRecorded)(nil),       // 25: agentplane.v1.VerdictRecorded
+	(*StreamCaughtUp)(nil),        // 26: agentplane.v1.StreamCaughtUp
+	(*StreamKeepalive)(nil),       // 27: agentplane.v1.StreamKeepalive
+	(*MessageDelta)(nil),          // 28: agentplane.v1.MessageDelta
+	nil,                           // 29: agentplane.v1.Task.LabelsEntry
+	nil,                           // 30: agentplane.v1.RuntimeNote.AttributesEntry
+	(*AgentSpec)(nil),             // 31: agentplane.v1.AgentSpec
+	(*GraphSpec)(nil),             // 32: agentplane.v1.GraphSpec
+	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
+	(*InterruptPolicy)(nil),       // 34: agentplane.v1.InterruptPolicy
+	(*McpServer)(nil),             // 35: agentplane.v1.McpServer
+	(*A2APeer)(nil),               // 36: agentplane.v1.A2aPeer
+	(*ToolAxisOverride)(nil),      // 37: agentplane.v1.ToolAxisOverride
+	(*durationpb.Duration)(nil),   // 38: google.protobuf.Duration
+	(*McpServerInfo)(nil),         // 39: agentplane.v1.McpServerInfo
+	(*A2APeerInfo)(nil),           // 40: agentplane.v1.A2aPeerInfo
+	(*structpb.Value)(nil),        // 41: google.protobuf.Value
+	(*ToolGated)(nil),             // 42: agentplane.v1.ToolGated
+	(*structpb.Struct)(nil),       // 43: google.protobuf.Struct
+	(*Interrupt)(nil),             // 44: agentplane.v1.Interrupt
+	(*Decision)(nil),              // 45: agentplane.v1.Decision
+	(*Verdict)(nil),               // 46: agentplane.v1.Verdict
 }
 var file_agentplane_v1_task_proto_depIdxs = []int32{
 	0,  // 0: agentplane.v1.Task.state:type_name -> agentplane.v1.TaskState
-	27, // 1: agentplane.v1.Task.agent:type_name -> agentplane.v1.AgentSpec
-	28, // 2: agentplane.v1.Task.graph:type_name -> agentplane.v1.GraphSpec
-	25, // 3: agentplane.v1.Task.labels:type_name -> agentplane.v1.Task.LabelsEntry
-	29, // 4: agentplane.v1.Task.create_time:type_name -> google.protobuf.Timestamp
-	29, // 5: agentplane.v1.Task.update_time:type_name -> google.protobuf.Timestamp
-	29, // 6: agentplane.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	31, // 1: agentplane.v1.Task.agent:type_name -> agentplane.v1.AgentSpec
+	32, // 2: agentplane.v1.Task.graph:type_name -> agentplane.v1.GraphSpec
+	29, // 3: agentplane.v1.Task.labels:type_name -> agentplane.v1.Task.LabelsEntry
+	33, // 4: agentplane.v1.Task.create_time:type_name -> google.protobuf.Timestamp
+	33, // 5: agentplane.v1.Task.update_time:type_name -> google.protobuf.Timestamp
+	33, // 6: agentplane.v1.Task.end_time:type_name -> google.protobuf.Timestamp
 	5,  // 7: agentplane.v1.Task.failure:type_name -> agentplane.v1.TaskFailure
 	6,  // 8: agentplane.v1.Task.output:type_name -> agentplane.v1.TaskOutput
-	30, // 9: agentplane.v1.Task.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	31, // 10: agentplane.v1.Task.mcp_servers:type_name -> agentplane.v1.McpServer
-	32, // 11: agentplane.v1.Task.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	33, // 12: agentplane.v1.Task.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	34, // 13: agentplane.v1.Task.interrupt_timeout:type_name -> google.protobuf.Duration
-	35, // 14: agentplane.v1.Task.effective_mcp_servers:type_name -> agentplane.v1.McpServerInfo
-	36, // 15: agentplane.v1.Task.effective_a2a_peers:type_name -> agentplane.v1.A2aPeerInfo
+	34, // 9: agentplane.v1.Task.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	35, // 10: agentplane.v1.Task.mcp_servers:type_name -> agentplane.v1.McpServer
+	36, // 11: agentplane.v1.Task.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	37, // 12: agentplane.v1.Task.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	38, // 13: agentplane.v1.Task.interrupt_timeout:type_name -> google.protobuf.Duration
+	39, // 14: agentplane.v1.Task.effective_mcp_servers:type_name -> agentplane.v1.McpServerInfo
+	40, // 15: agentplane.v1.Task.effective_a2a_peers:type_name -> agentplane.v1.A2aPeerInfo
 	4,  // 16: agentplane.v1.Task.trace_context:type_name -> agentplane.v1.TraceContext
-	37, // 17: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
-	29, // 18: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
-	8,  // 19: agentplane.v1.TaskEvent.submitted:type_name -> agentplane.v1.TaskSubmitted
-	9,  // 20: agentplane.v1.TaskEvent.state_changed:type_name -> agentplane.v1.StateChanged
-	10, // 21: agentplane.v1.TaskEvent.message:type_name -> agentplane.v1.ChatMessage
-	11, // 22: agentplane.v1.TaskEvent.tool_call:type_name -> agentplane.v1.ToolCall
-	12, // 23: agentplane.v1.TaskEvent.tool_result:type_name -> agentplane.v1.ToolResult
-	13, // 24: agentplane.v1.TaskEvent.note:type_name -> agentplane.v1.RuntimeNote
-	14, // 25: agentplane.v1.TaskEvent.lease:type_name -> agentplane.v1.LeaseChanged
-	38, // 26: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
-	19, // 27: agentplane.v1.TaskEvent.interrupt_raised:type_name -> agentplane.v1.InterruptRaised
-	20, // 28: agentplane.v1.TaskEvent.interrupt_resolved:type_name -> agentplane.v1.InterruptResolved
-	21, // 29: agentplane.v1.TaskEvent.verdict_recorded:type_name -> agentplane.v1.VerdictRecorded
-	15, // 30: agentplane.v1.TaskEvent.mcp_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
-	15, // 31: agentplane.v1.TaskEvent.a2a_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
-	16, // 32: agentplane.v1.TaskEvent.entries_dropped:type_name -> agentplane.v1.EntriesDropped
-	18, // 33: agentplane.v1.TaskEvent.cancel_requested:type_name -> agentplane.v1.CancelRequested
-	6,  // 34: agentplane.v1.TaskEvent.output:type_name -> agentplane.v1.TaskOutput
-	0,  // 35: agentplane.v1.StateChanged.from_state:type_name -> agentplane.v1.TaskState
-	0,  // 36: agentplane.v1.StateChanged.to_state:type_name -> agentplane.v1.TaskState
-	1,  // 37: agentplane.v1.ChatMessage.role:type_name -> agentplane.v1.MessageRole
-	37, // 38: agentplane.v1.ToolCall.args:type_name -> google.protobuf.Value
-	37, // 39: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
-	26, // 40: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
-	2,  // 41: agentplane.v1.LeaseChanged.kind:type_name -> agentplane.v1.LeaseChangeKind
-	17, // 42: agentplane.v1.EntriesDropped.entries:type_name -> agentplane.v1.DroppedEntry
-	39, // 43: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
-	40, // 44: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
-	41, // 45: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
-	29, // 46: agentplane.v1.StreamKeepalive.time:type_name -> google.protobuf.Timestamp
-	47, // [47:47] is the sub-list for method output_type
-	47, // [47:47] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	10, // 17: agentplane.v1.Task.input:type_name -> agentplane.v1.Message
+	14, // 18: agentplane.v1.Task.usage:type_name -> agentplane.v1.TokenUsage
+	41, // 19: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
+	10, // 20: agentplane.v1.TaskOutput.message:type_name -> agentplane.v1.Message
+	33, // 21: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
+	8,  // 22: agentplane.v1.TaskEvent.submitted:type_name -> agentplane.v1.TaskSubmitted
+	9,  // 23: agentplane.v1.TaskEvent.state_changed:type_name -> agentplane.v1.StateChanged
+	10, // 24: agentplane.v1.TaskEvent.message:type_name -> agentplane.v1.Message
+	15, // 25: agentplane.v1.TaskEvent.tool_call:type_name -> agentplane.v1.ToolCall
+	16, // 26: agentplane.v1.TaskEvent.tool_result:type_name -> agentplane.v1.ToolResult
+	17, // 27: agentplane.v1.TaskEvent.note:type_name -> agentplane.v1.RuntimeNote
+	18, // 28: agentplane.v1.TaskEvent.lease:type_name -> agentplane.v1.LeaseChanged
+	42, // 29: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
+	23, // 30: agentplane.v1.TaskEvent.interrupt_raised:type_name -> agentplane.v1.InterruptRaised
+	24, // 31: agentplane.v1.TaskEvent.interrupt_resolved:type_name -> agentplane.v1.InterruptResolved
+	25, // 32: agentplane.v1.TaskEvent.verdict_recorded:type_name -> agentplane.v1.VerdictRecorded
+	19, // 33: agentplane.v1.TaskEvent.mcp_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
+	19, // 34: agentplane.v1.TaskEvent.a2a_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
+	20, // 35: agentplane.v1.TaskEvent.entries_dropped:type_name -> agentplane.v1.EntriesDropped
+	22, // 36: agentplane.v1.TaskEvent.cancel_requested:type_name -> agentplane.v1.CancelRequested
+	6,  // 37: agentplane.v1.TaskEvent.output:type_name -> agentplane.v1.TaskOutput
+	10, // 38: agentplane.v1.TaskSubmitted.input:type_name -> agentplane.v1.Message
+	0,  // 39: agentplane.v1.StateChanged.from_state:type_name -> agentplane.v1.TaskState
+	0,  // 40: agentplane.v1.StateChanged.to_state:type_name -> agentplane.v1.TaskState
+	1,  // 41: agentplane.v1.Message.role:type_name -> agentplane.v1.MessageRole
+	11, // 42: agentplane.v1.Message.parts:type_name -> agentplane.v1.Part
+	14, // 43: agentplane.v1.Message.usage:type_name -> agentplane.v1.TokenUsage
+	12, // 44: agentplane.v1.Part.data:type_name -> agentplane.v1.DataPart
+	13, // 45: agentplane.v1.Part.file:type_name -> agentplane.v1.FilePart
+	43, // 46: agentplane.v1.DataPart.data:type_name -> google.protobuf.Struct
+	41, // 47: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
+	30, // 48: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
+	2,  // 49: agentplane.v1.LeaseChanged.kind:type_name -> agentplane.v1.LeaseChangeKind
+	21, // 50: agentplane.v1.EntriesDropped.entries:type_name -> agentplane.v1.DroppedEntry
+	44, // 51: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
+	45, // 52: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
+	46, // 53: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
+	33, // 54: agentplane.v1.StreamKeepalive.time:type_name -> google.protobuf.Timestamp
+	55, // [55:55] is the sub-list for method output_type
+	55, // [55:55] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_task_proto_init() }
@@ -2507,13 +2925,22 @@ func file_agentplane_v1_task_proto_init() {
 		(*TaskEvent_CancelRequested)(nil),
 		(*TaskEvent_Output)(nil),
 	}
+	file_agentplane_v1_task_proto_msgTypes[8].OneofWrappers = []any{
+		(*Part_Text)(nil),
+		(*Part_Data)(nil),
+		(*Part_File)(nil),
+	}
+	file_agentplane_v1_task_proto_msgTypes[10].OneofWrappers = []any{
+		(*FilePart_Bytes)(nil),
+		(*FilePart_Uri)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_task_proto_rawDesc), len(file_agentplane_v1_task_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   24,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -103,8 +103,6 @@ type StartTaskRequest struct {
 	Spec isStartTaskRequest_Spec `protobuf_oneof:"spec"`
 	// Syntax of document.
 	Format DocumentFormat `protobuf:"varint,6,opt,name=format,proto3,enum=agentplane.v1.DocumentFormat" json:"format,omitempty"`
-	// The user's input.
-	Input string `protobuf:"bytes,7,opt,name=input,proto3" json:"input,omitempty"`
 	// Labels for filtering. At most 32, keys and values bounded.
 	Labels map[string]string `protobuf:"bytes,8,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Which tool calls need a human.
@@ -125,7 +123,11 @@ type StartTaskRequest struct {
 	// The run queue: only runtimes that serve it lease the task. Empty means "default",
 	// the queue of runtimes that name none. 1 to 64 characters of letters, digits, '.',
 	// '_' and '-', starting with a letter or digit.
-	Queue         string `protobuf:"bytes,16,opt,name=queue,proto3" json:"queue,omitempty"`
+	Queue string `protobuf:"bytes,16,opt,name=queue,proto3" json:"queue,omitempty"`
+	// The user's message that starts the run, if any: role USER (or UNSPECIFIED,
+	// taken as USER) with at least one part. Its message_id is assigned when empty. Bounded by
+	// limits.max_input_bytes (encoded size).
+	Input         *Message `protobuf:"bytes,18,opt,name=input,proto3" json:"input,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -226,13 +228,6 @@ func (x *StartTaskRequest) GetFormat() DocumentFormat {
 	return DocumentFormat_DOCUMENT_FORMAT_UNSPECIFIED
 }
 
-func (x *StartTaskRequest) GetInput() string {
-	if x != nil {
-		return x.Input
-	}
-	return ""
-}
-
 func (x *StartTaskRequest) GetLabels() map[string]string {
 	if x != nil {
 		return x.Labels
@@ -294,6 +289,13 @@ func (x *StartTaskRequest) GetQueue() string {
 		return x.Queue
 	}
 	return ""
+}
+
+func (x *StartTaskRequest) GetInput() *Message {
+	if x != nil {
+		return x.Input
+	}
+	return nil
 }
 
 type isStartTaskRequest_Spec interface {
@@ -398,12 +400,17 @@ type ContinueTaskRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The task.
 	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	// The next user message.
-	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// What the task waits for.
+	//
+	// Types that are valid to be assigned to Input:
+	//
+	//	*ContinueTaskRequest_Message
+	//	*ContinueTaskRequest_ToolOutputs
+	Input isContinueTaskRequest_Input `protobuf_oneof:"input"`
 	// Idempotency key chosen by the caller (at most 128 bytes), unique among the
 	// mutating calls on this task; recommended. The task remembers the last 16 ids of
 	// such calls (ContinueTask, CancelTask, ResolveInterrupt), for as long as it is kept.
-	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId     string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -445,11 +452,29 @@ func (x *ContinueTaskRequest) GetTaskId() string {
 	return ""
 }
 
-func (x *ContinueTaskRequest) GetMessage() string {
+func (x *ContinueTaskRequest) GetInput() isContinueTaskRequest_Input {
 	if x != nil {
-		return x.Message
+		return x.Input
 	}
-	return ""
+	return nil
+}
+
+func (x *ContinueTaskRequest) GetMessage() *Message {
+	if x != nil {
+		if x, ok := x.Input.(*ContinueTaskRequest_Message); ok {
+			return x.Message
+		}
+	}
+	return nil
+}
+
+func (x *ContinueTaskRequest) GetToolOutputs() *ToolOutputs {
+	if x != nil {
+		if x, ok := x.Input.(*ContinueTaskRequest_ToolOutputs); ok {
+			return x.ToolOutputs
+		}
+	}
+	return nil
 }
 
 func (x *ContinueTaskRequest) GetRequestId() string {
@@ -457,6 +482,137 @@ func (x *ContinueTaskRequest) GetRequestId() string {
 		return x.RequestId
 	}
 	return ""
+}
+
+type isContinueTaskRequest_Input interface {
+	isContinueTaskRequest_Input()
+}
+
+type ContinueTaskRequest_Message struct {
+	// The next user message, for a chat-mode pause (INTERRUPT_KIND_AUTO_PAUSE): role
+	// USER (or UNSPECIFIED) with at least one part; bounded by limits.max_input_bytes.
+	Message *Message `protobuf:"bytes,3,opt,name=message,proto3,oneof"`
+}
+
+type ContinueTaskRequest_ToolOutputs struct {
+	// The outputs of the client-executed tool calls the task waits for
+	// (INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED): exactly one per pending call id.
+	ToolOutputs *ToolOutputs `protobuf:"bytes,4,opt,name=tool_outputs,json=toolOutputs,proto3,oneof"`
+}
+
+func (*ContinueTaskRequest_Message) isContinueTaskRequest_Input() {}
+
+func (*ContinueTaskRequest_ToolOutputs) isContinueTaskRequest_Input() {}
+
+// ToolOutputs is the outputs of client-executed tool calls.
+type ToolOutputs struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per pending call, in any order.
+	Outputs       []*ToolOutput `protobuf:"bytes,1,rep,name=outputs,proto3" json:"outputs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolOutputs) Reset() {
+	*x = ToolOutputs{}
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolOutputs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolOutputs) ProtoMessage() {}
+
+func (x *ToolOutputs) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolOutputs.ProtoReflect.Descriptor instead.
+func (*ToolOutputs) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ToolOutputs) GetOutputs() []*ToolOutput {
+	if x != nil {
+		return x.Outputs
+	}
+	return nil
+}
+
+// ToolOutput is what a client-executed tool call returned. The server logs it as the
+// call's ToolResult.
+type ToolOutput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pending call it answers (Interrupt.call_id).
+	CallId string `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// The result.
+	Result *structpb.Value `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	// Whether the tool failed.
+	IsError       bool `protobuf:"varint,3,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolOutput) Reset() {
+	*x = ToolOutput{}
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolOutput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolOutput) ProtoMessage() {}
+
+func (x *ToolOutput) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolOutput.ProtoReflect.Descriptor instead.
+func (*ToolOutput) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ToolOutput) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *ToolOutput) GetResult() *structpb.Value {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *ToolOutput) GetIsError() bool {
+	if x != nil {
+		return x.IsError
+	}
+	return false
 }
 
 // ContinueTaskResponse holds the task.
@@ -470,7 +626,7 @@ type ContinueTaskResponse struct {
 
 func (x *ContinueTaskResponse) Reset() {
 	*x = ContinueTaskResponse{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[3]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -482,7 +638,7 @@ func (x *ContinueTaskResponse) String() string {
 func (*ContinueTaskResponse) ProtoMessage() {}
 
 func (x *ContinueTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[3]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -495,7 +651,7 @@ func (x *ContinueTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContinueTaskResponse.ProtoReflect.Descriptor instead.
 func (*ContinueTaskResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{3}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ContinueTaskResponse) GetTask() *Task {
@@ -518,7 +674,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[4]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -530,7 +686,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[4]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -543,7 +699,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{4}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetTaskRequest) GetTaskId() string {
@@ -571,7 +727,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[5]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -583,7 +739,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[5]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -596,7 +752,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{5}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetTaskResponse) GetTask() *Task {
@@ -637,7 +793,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[6]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -649,7 +805,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[6]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -662,7 +818,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{6}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListTasksRequest) GetPageSize() int32 {
@@ -734,7 +890,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[7]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -746,7 +902,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[7]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -759,7 +915,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{7}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -791,7 +947,7 @@ type CancelTaskRequest struct {
 
 func (x *CancelTaskRequest) Reset() {
 	*x = CancelTaskRequest{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[8]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -803,7 +959,7 @@ func (x *CancelTaskRequest) String() string {
 func (*CancelTaskRequest) ProtoMessage() {}
 
 func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[8]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -816,7 +972,7 @@ func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskRequest.ProtoReflect.Descriptor instead.
 func (*CancelTaskRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{8}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CancelTaskRequest) GetTaskId() string {
@@ -851,7 +1007,7 @@ type CancelTaskResponse struct {
 
 func (x *CancelTaskResponse) Reset() {
 	*x = CancelTaskResponse{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[9]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -863,7 +1019,7 @@ func (x *CancelTaskResponse) String() string {
 func (*CancelTaskResponse) ProtoMessage() {}
 
 func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[9]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -876,7 +1032,7 @@ func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskResponse.ProtoReflect.Descriptor instead.
 func (*CancelTaskResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{9}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CancelTaskResponse) GetTask() *Task {
@@ -899,7 +1055,7 @@ type WatchTaskRequest struct {
 
 func (x *WatchTaskRequest) Reset() {
 	*x = WatchTaskRequest{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[10]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +1067,7 @@ func (x *WatchTaskRequest) String() string {
 func (*WatchTaskRequest) ProtoMessage() {}
 
 func (x *WatchTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[10]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +1080,7 @@ func (x *WatchTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchTaskRequest.ProtoReflect.Descriptor instead.
 func (*WatchTaskRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{10}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WatchTaskRequest) GetTaskId() string {
@@ -959,7 +1115,7 @@ type WatchTaskResponse struct {
 
 func (x *WatchTaskResponse) Reset() {
 	*x = WatchTaskResponse{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[11]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -971,7 +1127,7 @@ func (x *WatchTaskResponse) String() string {
 func (*WatchTaskResponse) ProtoMessage() {}
 
 func (x *WatchTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[11]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -984,7 +1140,7 @@ func (x *WatchTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchTaskResponse.ProtoReflect.Descriptor instead.
 func (*WatchTaskResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{11}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WatchTaskResponse) GetKind() isWatchTaskResponse_Kind {
@@ -1087,7 +1243,7 @@ type ListTaskEventsRequest struct {
 
 func (x *ListTaskEventsRequest) Reset() {
 	*x = ListTaskEventsRequest{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[12]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1099,7 +1255,7 @@ func (x *ListTaskEventsRequest) String() string {
 func (*ListTaskEventsRequest) ProtoMessage() {}
 
 func (x *ListTaskEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[12]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1112,7 +1268,7 @@ func (x *ListTaskEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTaskEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListTaskEventsRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{12}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListTaskEventsRequest) GetTaskId() string {
@@ -1158,7 +1314,7 @@ type ListTaskEventsResponse struct {
 
 func (x *ListTaskEventsResponse) Reset() {
 	*x = ListTaskEventsResponse{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[13]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1170,7 +1326,7 @@ func (x *ListTaskEventsResponse) String() string {
 func (*ListTaskEventsResponse) ProtoMessage() {}
 
 func (x *ListTaskEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[13]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1183,7 +1339,7 @@ func (x *ListTaskEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTaskEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListTaskEventsResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{13}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListTaskEventsResponse) GetEvents() []*TaskEvent {
@@ -1215,7 +1371,7 @@ type ListVerdictsRequest struct {
 
 func (x *ListVerdictsRequest) Reset() {
 	*x = ListVerdictsRequest{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[14]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1227,7 +1383,7 @@ func (x *ListVerdictsRequest) String() string {
 func (*ListVerdictsRequest) ProtoMessage() {}
 
 func (x *ListVerdictsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[14]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1240,7 +1396,7 @@ func (x *ListVerdictsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListVerdictsRequest.ProtoReflect.Descriptor instead.
 func (*ListVerdictsRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{14}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListVerdictsRequest) GetTaskId() string {
@@ -1277,7 +1433,7 @@ type ListVerdictsResponse struct {
 
 func (x *ListVerdictsResponse) Reset() {
 	*x = ListVerdictsResponse{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[15]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1289,7 +1445,7 @@ func (x *ListVerdictsResponse) String() string {
 func (*ListVerdictsResponse) ProtoMessage() {}
 
 func (x *ListVerdictsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[15]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1302,7 +1458,7 @@ func (x *ListVerdictsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListVerdictsResponse.ProtoReflect.Descriptor instead.
 func (*ListVerdictsResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{15}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListVerdictsResponse) GetVerdicts() []*Verdict {
@@ -1336,7 +1492,7 @@ type ListObligationsRequest struct {
 
 func (x *ListObligationsRequest) Reset() {
 	*x = ListObligationsRequest{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[16]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1348,7 +1504,7 @@ func (x *ListObligationsRequest) String() string {
 func (*ListObligationsRequest) ProtoMessage() {}
 
 func (x *ListObligationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[16]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1361,7 +1517,7 @@ func (x *ListObligationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListObligationsRequest.ProtoReflect.Descriptor instead.
 func (*ListObligationsRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{16}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListObligationsRequest) GetTaskId() string {
@@ -1405,7 +1561,7 @@ type ListObligationsResponse struct {
 
 func (x *ListObligationsResponse) Reset() {
 	*x = ListObligationsResponse{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[17]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1417,7 +1573,7 @@ func (x *ListObligationsResponse) String() string {
 func (*ListObligationsResponse) ProtoMessage() {}
 
 func (x *ListObligationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[17]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1430,7 +1586,7 @@ func (x *ListObligationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListObligationsResponse.ProtoReflect.Descriptor instead.
 func (*ListObligationsResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{17}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListObligationsResponse) GetObligations() []*Obligation {
@@ -1451,7 +1607,7 @@ var File_agentplane_v1_task_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\n" +
-	" agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a agentplane/v1/spec_service.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x84\a\n" +
+	" agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a agentplane/v1/spec_service.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa2\a\n" +
 	"\x10StartTaskRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x120\n" +
@@ -1460,8 +1616,7 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\bagent_id\x18\x04 \x01(\tH\x00R\aagentId\x12\x1c\n" +
 	"\bdocument\x18\x05 \x01(\fH\x00R\bdocument\x122\n" +
 	"\tspec_json\x18\x11 \x01(\v2\x17.google.protobuf.StructH\x00R\x04spec\x125\n" +
-	"\x06format\x18\x06 \x01(\x0e2\x1d.agentplane.v1.DocumentFormatR\x06format\x12\x14\n" +
-	"\x05input\x18\a \x01(\tR\x05input\x12C\n" +
+	"\x06format\x18\x06 \x01(\x0e2\x1d.agentplane.v1.DocumentFormatR\x06format\x12C\n" +
 	"\x06labels\x18\b \x03(\v2+.agentplane.v1.StartTaskRequest.LabelsEntryR\x06labels\x12I\n" +
 	"\x10interrupt_policy\x18\t \x01(\v2\x1e.agentplane.v1.InterruptPolicyR\x0finterruptPolicy\x12=\n" +
 	"\vmcp_servers\x18\n" +
@@ -1473,19 +1628,29 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x0e \x01(\tR\tsessionId\x12+\n" +
 	"\x04view\x18\x0f \x01(\x0e2\x17.agentplane.v1.TaskViewR\x04view\x12\x14\n" +
-	"\x05queue\x18\x10 \x01(\tR\x05queue\x1a9\n" +
+	"\x05queue\x18\x10 \x01(\tR\x05queue\x12,\n" +
+	"\x05input\x18\x12 \x01(\v2\x16.agentplane.v1.MessageR\x05input\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +
-	"\x04spec\"V\n" +
+	"\x04specJ\x04\b\a\x10\b\"V\n" +
 	"\x11StartTaskResponse\x12'\n" +
 	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated\"g\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"\xd1\x01\n" +
 	"\x13ContinueTaskRequest\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1d\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x122\n" +
+	"\amessage\x18\x03 \x01(\v2\x16.agentplane.v1.MessageH\x00R\amessage\x12?\n" +
+	"\ftool_outputs\x18\x04 \x01(\v2\x1a.agentplane.v1.ToolOutputsH\x00R\vtoolOutputs\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x03 \x01(\tR\trequestId\"?\n" +
+	"request_id\x18\x05 \x01(\tR\trequestIdB\a\n" +
+	"\x05inputJ\x04\b\x02\x10\x03\"B\n" +
+	"\vToolOutputs\x123\n" +
+	"\aoutputs\x18\x01 \x03(\v2\x19.agentplane.v1.ToolOutputR\aoutputs\"p\n" +
+	"\n" +
+	"ToolOutput\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12.\n" +
+	"\x06result\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x06result\x12\x19\n" +
+	"\bis_error\x18\x03 \x01(\bR\aisError\"?\n" +
 	"\x14ContinueTaskResponse\x12'\n" +
 	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"V\n" +
 	"\x0eGetTaskRequest\x12\x17\n" +
@@ -1577,101 +1742,110 @@ func file_agentplane_v1_task_service_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_v1_task_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentplane_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_agentplane_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_agentplane_v1_task_service_proto_goTypes = []any{
 	(TaskView)(0),                   // 0: agentplane.v1.TaskView
 	(*StartTaskRequest)(nil),        // 1: agentplane.v1.StartTaskRequest
 	(*StartTaskResponse)(nil),       // 2: agentplane.v1.StartTaskResponse
 	(*ContinueTaskRequest)(nil),     // 3: agentplane.v1.ContinueTaskRequest
-	(*ContinueTaskResponse)(nil),    // 4: agentplane.v1.ContinueTaskResponse
-	(*GetTaskRequest)(nil),          // 5: agentplane.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),         // 6: agentplane.v1.GetTaskResponse
-	(*ListTasksRequest)(nil),        // 7: agentplane.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),       // 8: agentplane.v1.ListTasksResponse
-	(*CancelTaskRequest)(nil),       // 9: agentplane.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),      // 10: agentplane.v1.CancelTaskResponse
-	(*WatchTaskRequest)(nil),        // 11: agentplane.v1.WatchTaskRequest
-	(*WatchTaskResponse)(nil),       // 12: agentplane.v1.WatchTaskResponse
-	(*ListTaskEventsRequest)(nil),   // 13: agentplane.v1.ListTaskEventsRequest
-	(*ListTaskEventsResponse)(nil),  // 14: agentplane.v1.ListTaskEventsResponse
-	(*ListVerdictsRequest)(nil),     // 15: agentplane.v1.ListVerdictsRequest
-	(*ListVerdictsResponse)(nil),    // 16: agentplane.v1.ListVerdictsResponse
-	(*ListObligationsRequest)(nil),  // 17: agentplane.v1.ListObligationsRequest
-	(*ListObligationsResponse)(nil), // 18: agentplane.v1.ListObligationsResponse
-	nil,                             // 19: agentplane.v1.StartTaskRequest.LabelsEntry
-	(*AgentSpec)(nil),               // 20: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),               // 21: agentplane.v1.GraphSpec
-	(*structpb.Struct)(nil),         // 22: google.protobuf.Struct
-	(DocumentFormat)(0),             // 23: agentplane.v1.DocumentFormat
-	(*InterruptPolicy)(nil),         // 24: agentplane.v1.InterruptPolicy
-	(*McpServerList)(nil),           // 25: agentplane.v1.McpServerList
-	(*A2APeerList)(nil),             // 26: agentplane.v1.A2aPeerList
-	(*ToolAxisOverride)(nil),        // 27: agentplane.v1.ToolAxisOverride
-	(*durationpb.Duration)(nil),     // 28: google.protobuf.Duration
-	(*Task)(nil),                    // 29: agentplane.v1.Task
-	(TaskState)(0),                  // 30: agentplane.v1.TaskState
-	(*timestamppb.Timestamp)(nil),   // 31: google.protobuf.Timestamp
-	(*TaskEvent)(nil),               // 32: agentplane.v1.TaskEvent
-	(*StreamCaughtUp)(nil),          // 33: agentplane.v1.StreamCaughtUp
-	(*StreamKeepalive)(nil),         // 34: agentplane.v1.StreamKeepalive
-	(*MessageDelta)(nil),            // 35: agentplane.v1.MessageDelta
-	(*Verdict)(nil),                 // 36: agentplane.v1.Verdict
-	(ObligationState)(0),            // 37: agentplane.v1.ObligationState
-	(*Obligation)(nil),              // 38: agentplane.v1.Obligation
+	(*ToolOutputs)(nil),             // 4: agentplane.v1.ToolOutputs
+	(*ToolOutput)(nil),              // 5: agentplane.v1.ToolOutput
+	(*ContinueTaskResponse)(nil),    // 6: agentplane.v1.ContinueTaskResponse
+	(*GetTaskRequest)(nil),          // 7: agentplane.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),         // 8: agentplane.v1.GetTaskResponse
+	(*ListTasksRequest)(nil),        // 9: agentplane.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),       // 10: agentplane.v1.ListTasksResponse
+	(*CancelTaskRequest)(nil),       // 11: agentplane.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),      // 12: agentplane.v1.CancelTaskResponse
+	(*WatchTaskRequest)(nil),        // 13: agentplane.v1.WatchTaskRequest
+	(*WatchTaskResponse)(nil),       // 14: agentplane.v1.WatchTaskResponse
+	(*ListTaskEventsRequest)(nil),   // 15: agentplane.v1.ListTaskEventsRequest
+	(*ListTaskEventsResponse)(nil),  // 16: agentplane.v1.ListTaskEventsResponse
+	(*ListVerdictsRequest)(nil),     // 17: agentplane.v1.ListVerdictsRequest
+	(*ListVerdictsResponse)(nil),    // 18: agentplane.v1.ListVerdictsResponse
+	(*ListObligationsRequest)(nil),  // 19: agentplane.v1.ListObligationsRequest
+	(*ListObligationsResponse)(nil), // 20: agentplane.v1.ListObligationsResponse
+	nil,                             // 21: agentplane.v1.StartTaskRequest.LabelsEntry
+	(*AgentSpec)(nil),               // 22: agentplane.v1.AgentSpec
+	(*GraphSpec)(nil),               // 23: agentplane.v1.GraphSpec
+	(*structpb.Struct)(nil),         // 24: google.protobuf.Struct
+	(DocumentFormat)(0),             // 25: agentplane.v1.DocumentFormat
+	(*InterruptPolicy)(nil),         // 26: agentplane.v1.InterruptPolicy
+	(*McpServerList)(nil),           // 27: agentplane.v1.McpServerList
+	(*A2APeerList)(nil),             // 28: agentplane.v1.A2aPeerList
+	(*ToolAxisOverride)(nil),        // 29: agentplane.v1.ToolAxisOverride
+	(*durationpb.Duration)(nil),     // 30: google.protobuf.Duration
+	(*Message)(nil),                 // 31: agentplane.v1.Message
+	(*Task)(nil),                    // 32: agentplane.v1.Task
+	(*structpb.Value)(nil),          // 33: google.protobuf.Value
+	(TaskState)(0),                  // 34: agentplane.v1.TaskState
+	(*timestamppb.Timestamp)(nil),   // 35: google.protobuf.Timestamp
+	(*TaskEvent)(nil),               // 36: agentplane.v1.TaskEvent
+	(*StreamCaughtUp)(nil),          // 37: agentplane.v1.StreamCaughtUp
+	(*StreamKeepalive)(nil),         // 38: agentplane.v1.StreamKeepalive
+	(*MessageDelta)(nil),            // 39: agentplane.v1.MessageDelta
+	(*Verdict)(nil),                 // 40: agentplane.v1.Verdict
+	(ObligationState)(0),            // 41: agentplane.v1.ObligationState
+	(*Obligation)(nil),              // 42: agentplane.v1.Obligation
 }
 var file_agentplane_v1_task_service_proto_depIdxs = []int32{
-	20, // 0: agentplane.v1.StartTaskRequest.agent:type_name -> agentplane.v1.AgentSpec
-	21, // 1: agentplane.v1.StartTaskRequest.graph:type_name -> agentplane.v1.GraphSpec
-	22, // 2: agentplane.v1.StartTaskRequest.spec_json:type_name -> google.protobuf.Struct
-	23, // 3: agentplane.v1.StartTaskRequest.format:type_name -> agentplane.v1.DocumentFormat
-	19, // 4: agentplane.v1.StartTaskRequest.labels:type_name -> agentplane.v1.StartTaskRequest.LabelsEntry
-	24, // 5: agentplane.v1.StartTaskRequest.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	25, // 6: agentplane.v1.StartTaskRequest.mcp_servers:type_name -> agentplane.v1.McpServerList
-	26, // 7: agentplane.v1.StartTaskRequest.a2a_peers:type_name -> agentplane.v1.A2aPeerList
-	27, // 8: agentplane.v1.StartTaskRequest.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	28, // 9: agentplane.v1.StartTaskRequest.interrupt_timeout:type_name -> google.protobuf.Duration
+	22, // 0: agentplane.v1.StartTaskRequest.agent:type_name -> agentplane.v1.AgentSpec
+	23, // 1: agentplane.v1.StartTaskRequest.graph:type_name -> agentplane.v1.GraphSpec
+	24, // 2: agentplane.v1.StartTaskRequest.spec_json:type_name -> google.protobuf.Struct
+	25, // 3: agentplane.v1.StartTaskRequest.format:type_name -> agentplane.v1.DocumentFormat
+	21, // 4: agentplane.v1.StartTaskRequest.labels:type_name -> agentplane.v1.StartTaskRequest.LabelsEntry
+	26, // 5: agentplane.v1.StartTaskRequest.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	27, // 6: agentplane.v1.StartTaskRequest.mcp_servers:type_name -> agentplane.v1.McpServerList
+	28, // 7: agentplane.v1.StartTaskRequest.a2a_peers:type_name -> agentplane.v1.A2aPeerList
+	29, // 8: agentplane.v1.StartTaskRequest.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	30, // 9: agentplane.v1.StartTaskRequest.interrupt_timeout:type_name -> google.protobuf.Duration
 	0,  // 10: agentplane.v1.StartTaskRequest.view:type_name -> agentplane.v1.TaskView
-	29, // 11: agentplane.v1.StartTaskResponse.task:type_name -> agentplane.v1.Task
-	29, // 12: agentplane.v1.ContinueTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 13: agentplane.v1.GetTaskRequest.view:type_name -> agentplane.v1.TaskView
-	29, // 14: agentplane.v1.GetTaskResponse.task:type_name -> agentplane.v1.Task
-	30, // 15: agentplane.v1.ListTasksRequest.states:type_name -> agentplane.v1.TaskState
-	31, // 16: agentplane.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
-	31, // 17: agentplane.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
-	0,  // 18: agentplane.v1.ListTasksRequest.view:type_name -> agentplane.v1.TaskView
-	29, // 19: agentplane.v1.ListTasksResponse.tasks:type_name -> agentplane.v1.Task
-	29, // 20: agentplane.v1.CancelTaskResponse.task:type_name -> agentplane.v1.Task
-	32, // 21: agentplane.v1.WatchTaskResponse.event:type_name -> agentplane.v1.TaskEvent
-	33, // 22: agentplane.v1.WatchTaskResponse.caught_up:type_name -> agentplane.v1.StreamCaughtUp
-	34, // 23: agentplane.v1.WatchTaskResponse.keepalive:type_name -> agentplane.v1.StreamKeepalive
-	35, // 24: agentplane.v1.WatchTaskResponse.message_delta:type_name -> agentplane.v1.MessageDelta
-	32, // 25: agentplane.v1.ListTaskEventsResponse.events:type_name -> agentplane.v1.TaskEvent
-	36, // 26: agentplane.v1.ListVerdictsResponse.verdicts:type_name -> agentplane.v1.Verdict
-	37, // 27: agentplane.v1.ListObligationsRequest.states:type_name -> agentplane.v1.ObligationState
-	38, // 28: agentplane.v1.ListObligationsResponse.obligations:type_name -> agentplane.v1.Obligation
-	1,  // 29: agentplane.v1.TaskService.StartTask:input_type -> agentplane.v1.StartTaskRequest
-	3,  // 30: agentplane.v1.TaskService.ContinueTask:input_type -> agentplane.v1.ContinueTaskRequest
-	5,  // 31: agentplane.v1.TaskService.GetTask:input_type -> agentplane.v1.GetTaskRequest
-	7,  // 32: agentplane.v1.TaskService.ListTasks:input_type -> agentplane.v1.ListTasksRequest
-	9,  // 33: agentplane.v1.TaskService.CancelTask:input_type -> agentplane.v1.CancelTaskRequest
-	11, // 34: agentplane.v1.TaskService.WatchTask:input_type -> agentplane.v1.WatchTaskRequest
-	15, // 35: agentplane.v1.TaskService.ListVerdicts:input_type -> agentplane.v1.ListVerdictsRequest
-	17, // 36: agentplane.v1.TaskService.ListObligations:input_type -> agentplane.v1.ListObligationsRequest
-	13, // 37: agentplane.v1.TaskService.ListTaskEvents:input_type -> agentplane.v1.ListTaskEventsRequest
-	2,  // 38: agentplane.v1.TaskService.StartTask:output_type -> agentplane.v1.StartTaskResponse
-	4,  // 39: agentplane.v1.TaskService.ContinueTask:output_type -> agentplane.v1.ContinueTaskResponse
-	6,  // 40: agentplane.v1.TaskService.GetTask:output_type -> agentplane.v1.GetTaskResponse
-	8,  // 41: agentplane.v1.TaskService.ListTasks:output_type -> agentplane.v1.ListTasksResponse
-	10, // 42: agentplane.v1.TaskService.CancelTask:output_type -> agentplane.v1.CancelTaskResponse
-	12, // 43: agentplane.v1.TaskService.WatchTask:output_type -> agentplane.v1.WatchTaskResponse
-	16, // 44: agentplane.v1.TaskService.ListVerdicts:output_type -> agentplane.v1.ListVerdictsResponse
-	18, // 45: agentplane.v1.TaskService.ListObligations:output_type -> agentplane.v1.ListObligationsResponse
-	14, // 46: agentplane.v1.TaskService.ListTaskEvents:output_type -> agentplane.v1.ListTaskEventsResponse
-	38, // [38:47] is the sub-list for method output_type
-	29, // [29:38] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	31, // 11: agentplane.v1.StartTaskRequest.input:type_name -> agentplane.v1.Message
+	32, // 12: agentplane.v1.StartTaskResponse.task:type_name -> agentplane.v1.Task
+	31, // 13: agentplane.v1.ContinueTaskRequest.message:type_name -> agentplane.v1.Message
+	4,  // 14: agentplane.v1.ContinueTaskRequest.tool_outputs:type_name -> agentplane.v1.ToolOutputs
+	5,  // 15: agentplane.v1.ToolOutputs.outputs:type_name -> agentplane.v1.ToolOutput
+	33, // 16: agentplane.v1.ToolOutput.result:type_name -> google.protobuf.Value
+	32, // 17: agentplane.v1.ContinueTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 18: agentplane.v1.GetTaskRequest.view:type_name -> agentplane.v1.TaskView
+	32, // 19: agentplane.v1.GetTaskResponse.task:type_name -> agentplane.v1.Task
+	34, // 20: agentplane.v1.ListTasksRequest.states:type_name -> agentplane.v1.TaskState
+	35, // 21: agentplane.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
+	35, // 22: agentplane.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
+	0,  // 23: agentplane.v1.ListTasksRequest.view:type_name -> agentplane.v1.TaskView
+	32, // 24: agentplane.v1.ListTasksResponse.tasks:type_name -> agentplane.v1.Task
+	32, // 25: agentplane.v1.CancelTaskResponse.task:type_name -> agentplane.v1.Task
+	36, // 26: agentplane.v1.WatchTaskResponse.event:type_name -> agentplane.v1.TaskEvent
+	37, // 27: agentplane.v1.WatchTaskResponse.caught_up:type_name -> agentplane.v1.StreamCaughtUp
+	38, // 28: agentplane.v1.WatchTaskResponse.keepalive:type_name -> agentplane.v1.StreamKeepalive
+	39, // 29: agentplane.v1.WatchTaskResponse.message_delta:type_name -> agentplane.v1.MessageDelta
+	36, // 30: agentplane.v1.ListTaskEventsResponse.events:type_name -> agentplane.v1.TaskEvent
+	40, // 31: agentplane.v1.ListVerdictsResponse.verdicts:type_name -> agentplane.v1.Verdict
+	41, // 32: agentplane.v1.ListObligationsRequest.states:type_name -> agentplane.v1.ObligationState
+	42, // 33: agentplane.v1.ListObligationsResponse.obligations:type_name -> agentplane.v1.Obligation
+	1,  // 34: agentplane.v1.TaskService.StartTask:input_type -> agentplane.v1.StartTaskRequest
+	3,  // 35: agentplane.v1.TaskService.ContinueTask:input_type -> agentplane.v1.ContinueTaskRequest
+	7,  // 36: agentplane.v1.TaskService.GetTask:input_type -> agentplane.v1.GetTaskRequest
+	9,  // 37: agentplane.v1.TaskService.ListTasks:input_type -> agentplane.v1.ListTasksRequest
+	11, // 38: agentplane.v1.TaskService.CancelTask:input_type -> agentplane.v1.CancelTaskRequest
+	13, // 39: agentplane.v1.TaskService.WatchTask:input_type -> agentplane.v1.WatchTaskRequest
+	17, // 40: agentplane.v1.TaskService.ListVerdicts:input_type -> agentplane.v1.ListVerdictsRequest
+	19, // 41: agentplane.v1.TaskService.ListObligations:input_type -> agentplane.v1.ListObligationsRequest
+	15, // 42: agentplane.v1.TaskService.ListTaskEvents:input_type -> agentplane.v1.ListTaskEventsRequest
+	2,  // 43: agentplane.v1.TaskService.StartTask:output_type -> agentplane.v1.StartTaskResponse
+	6,  // 44: agentplane.v1.TaskService.ContinueTask:output_type -> agentplane.v1.ContinueTaskResponse
+	8,  // 45: agentplane.v1.TaskService.GetTask:output_type -> agentplane.v1.GetTaskResponse
+	10, // 46: agentplane.v1.TaskService.ListTasks:output_type -> agentplane.v1.ListTasksResponse
+	12, // 47: agentplane.v1.TaskService.CancelTask:output_type -> agentplane.v1.CancelTaskResponse
+	14, // 48: agentplane.v1.TaskService.WatchTask:output_type -> agentplane.v1.WatchTaskResponse
+	18, // 49: agentplane.v1.TaskService.ListVerdicts:output_type -> agentplane.v1.ListVerdictsResponse
+	20, // 50: agentplane.v1.TaskService.ListObligations:output_type -> agentplane.v1.ListObligationsResponse
+	16, // 51: agentplane.v1.TaskService.ListTaskEvents:output_type -> agentplane.v1.ListTaskEventsResponse
+	43, // [43:52] is the sub-list for method output_type
+	34, // [34:43] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_task_service_proto_init() }
@@ -1692,7 +1866,11 @@ func file_agentplane_v1_task_service_proto_init() {
 		(*StartTaskRequest_Document)(nil),
 		(*StartTaskRequest_SpecJson)(nil),
 	}
-	file_agentplane_v1_task_service_proto_msgTypes[11].OneofWrappers = []any{
+	file_agentplane_v1_task_service_proto_msgTypes[2].OneofWrappers = []any{
+		(*ContinueTaskRequest_Message)(nil),
+		(*ContinueTaskRequest_ToolOutputs)(nil),
+	}
+	file_agentplane_v1_task_service_proto_msgTypes[13].OneofWrappers = []any{
 		(*WatchTaskResponse_Event)(nil),
 		(*WatchTaskResponse_CaughtUp)(nil),
 		(*WatchTaskResponse_Keepalive)(nil),
@@ -1704,7 +1882,7 @@ func file_agentplane_v1_task_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_task_service_proto_rawDesc), len(file_agentplane_v1_task_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   19,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

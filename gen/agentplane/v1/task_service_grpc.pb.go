@@ -44,12 +44,16 @@ type TaskServiceClient interface {
 	// request_id with a different request is ALREADY_EXISTS (reason task.request_id_reused).
 	// The response carries the basic view of the task unless view asks for FULL.
 	StartTask(ctx context.Context, in *StartTaskRequest, opts ...grpc.CallOption) (*StartTaskResponse, error)
-	// ContinueTask resumes a task waiting in INPUT_REQUIRED for the user (a chat-mode
-	// pause) with a new user message. The task goes back to SUBMITTED (queued) until a
-	// runtime leases it (WORKING). Any other state is FAILED_PRECONDITION. With a
-	// request_id it is safe to retry: a retry of a call that succeeded returns the task
-	// (as it is now) without delivering the message again, even when the task has moved
-	// on to its next turn; the same request_id with a different request is ALREADY_EXISTS
+	// ContinueTask resumes a task waiting in INPUT_REQUIRED for the user: a chat-mode
+	// pause with a new user message, or a task waiting for the outputs of client-executed
+	// tool calls with exactly one output per pending call (tool_outputs). The wrong kind
+	// of input, or outputs that name an unknown call or miss a pending one, are
+	// FAILED_PRECONDITION (task.tool_outputs_mismatch); any other state is
+	// FAILED_PRECONDITION too. The task goes back to SUBMITTED (queued) until a runtime
+	// leases it (WORKING). With a request_id it is
+	// safe to retry: a retry of a call that succeeded returns the task (as it is now)
+	// without delivering the message or outputs again, even when the task has moved on to
+	// its next turn; the same request_id with a different request is ALREADY_EXISTS
 	// (reason task.request_id_reused).
 	ContinueTask(ctx context.Context, in *ContinueTaskRequest, opts ...grpc.CallOption) (*ContinueTaskResponse, error)
 	// GetTask returns one task, in full unless view asks for BASIC.
@@ -209,12 +213,16 @@ type TaskServiceServer interface {
 	// request_id with a different request is ALREADY_EXISTS (reason task.request_id_reused).
 	// The response carries the basic view of the task unless view asks for FULL.
 	StartTask(context.Context, *StartTaskRequest) (*StartTaskResponse, error)
-	// ContinueTask resumes a task waiting in INPUT_REQUIRED for the user (a chat-mode
-	// pause) with a new user message. The task goes back to SUBMITTED (queued) until a
-	// runtime leases it (WORKING). Any other state is FAILED_PRECONDITION. With a
-	// request_id it is safe to retry: a retry of a call that succeeded returns the task
-	// (as it is now) without delivering the message again, even when the task has moved
-	// on to its next turn; the same request_id with a different request is ALREADY_EXISTS
+	// ContinueTask resumes a task waiting in INPUT_REQUIRED for the user: a chat-mode
+	// pause with a new user message, or a task waiting for the outputs of client-executed
+	// tool calls with exactly one output per pending call (tool_outputs). The wrong kind
+	// of input, or outputs that name an unknown call or miss a pending one, are
+	// FAILED_PRECONDITION (task.tool_outputs_mismatch); any other state is
+	// FAILED_PRECONDITION too. The task goes back to SUBMITTED (queued) until a runtime
+	// leases it (WORKING). With a request_id it is
+	// safe to retry: a retry of a call that succeeded returns the task (as it is now)
+	// without delivering the message or outputs again, even when the task has moved on to
+	// its next turn; the same request_id with a different request is ALREADY_EXISTS
 	// (reason task.request_id_reused).
 	ContinueTask(context.Context, *ContinueTaskRequest) (*ContinueTaskResponse, error)
 	// GetTask returns one task, in full unless view asks for BASIC.

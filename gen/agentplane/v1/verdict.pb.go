@@ -329,7 +329,11 @@ type Verdict struct {
 	// Sequence of the verdict_recorded event in the task log.
 	Sequence int64 `protobuf:"varint,10,opt,name=sequence,proto3" json:"sequence,omitempty"`
 	// When recorded.
-	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// Id of the verdict tool call that carried this verdict (RecordVerdictRequest.call_id),
+	// for the transcript: the runtime reports that call as a ToolCall and its answer as
+	// a ToolResult.
+	CallId        string `protobuf:"bytes,12,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -441,6 +445,13 @@ func (x *Verdict) GetCreateTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Verdict) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
 var File_agentplane_v1_verdict_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_verdict_proto_rawDesc = "" +
@@ -462,7 +473,7 @@ const file_agentplane_v1_verdict_proto_rawDesc = "" +
 	"\robligation_id\x18\x01 \x01(\tR\fobligationId\x12.\n" +
 	"\x03how\x18\x02 \x01(\x0e2\x1c.agentplane.v1.ResolutionHowR\x03how\x12\x1b\n" +
 	"\x06reason\x18\x03 \x01(\tH\x00R\x06reason\x88\x01\x01B\t\n" +
-	"\a_reason\"\xc7\x03\n" +
+	"\a_reason\"\xe0\x03\n" +
 	"\aVerdict\x12\x1d\n" +
 	"\n" +
 	"verdict_id\x18\x01 \x01(\tR\tverdictId\x12\x17\n" +
@@ -477,7 +488,8 @@ const file_agentplane_v1_verdict_proto_rawDesc = "" +
 	"\bsequence\x18\n" +
 	" \x01(\x03R\bsequence\x12;\n" +
 	"\vcreate_time\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"createTime*\x8e\x01\n" +
+	"createTime\x12\x17\n" +
+	"\acall_id\x18\f \x01(\tR\x06callId*\x8e\x01\n" +
 	"\x0fObligationState\x12 \n" +
 	"\x1cOBLIGATION_STATE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15OBLIGATION_STATE_OPEN\x10\x01\x12\x1e\n" +

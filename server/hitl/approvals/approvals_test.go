@@ -28,7 +28,7 @@ func TestCheckToolCallOutcomes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if allow.GetOutcome() != agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW || !proto.Equal(allow.GetDecision().GetArgs(), a) || allow.GetReason() != hitl.ReasonNotMatched {
+	if allow.GetOutcome() != agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW || allow.GetDecision().GetArgumentsJson() != a || allow.GetReason() != hitl.ReasonNotMatched {
 		t.Errorf("allow = %v", allow)
 	}
 
@@ -104,9 +104,9 @@ func TestCheckToolCallRetries(t *testing.T) {
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonArgsMismatch)
 
 	for name, req := range map[string]*agentplanev1.CheckToolCallRequest{
-		"no call id":    checkReq(ref, "", "fs.write", nil),
+		"no call id":    checkReq(ref, "", "fs.write", "{}"),
 		"no agent name": {Lease: ref, CallId: "c", ToolName: "fs.write"},
-		"no tool name":  checkReq(ref, "c9", "", nil),
+		"no tool name":  checkReq(ref, "c9", "", "{}"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := e.svc.CheckToolCall(ctx, req)
@@ -115,7 +115,7 @@ func TestCheckToolCallRetries(t *testing.T) {
 	}
 	stale := proto.Clone(ref).(*agentplanev1.LeaseRef)
 	stale.Epoch++
-	_, err = e.svc.CheckToolCall(ctx, checkReq(stale, "c2", "fs.write", nil))
+	_, err = e.svc.CheckToolCall(ctx, checkReq(stale, "c2", "fs.write", "{}"))
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
 }
 
@@ -146,7 +146,7 @@ func TestResolveInteractive(t *testing.T) {
 	}
 	d := r.d
 	if !proto.Equal(d, out.GetDecision()) || d.GetType() != agentplanev1.DecisionType_DECISION_TYPE_APPROVE || d.GetDecidedBy() != "alice" ||
-		d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_HUMAN || !proto.Equal(d.GetArgs(), in.GetApproval().GetArgs()) ||
+		d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_HUMAN || d.GetArgumentsJson() != in.GetApproval().GetArgumentsJson() ||
 		d.GetArgsDigest() != in.GetArgsDigest() || d.GetRuledArgsDigest() != in.GetArgsDigest() {
 		t.Errorf("decision = %v", d)
 	}
@@ -168,7 +168,7 @@ func TestResolveInteractive(t *testing.T) {
 	if e.svc.waiters.count() != 0 {
 		t.Errorf("%d waiters left", e.svc.waiters.count())
 	}
-	if err := e.report(ref, "c1", "fs.write", d.GetArgs()); err != nil {
+	if err := e.report(ref, "c1", "fs.write", d.GetArgumentsJson()); err != nil {
 		t.Fatalf("the approved call cannot run: %v", err)
 	}
 	if rec := e.record(t, tenant, in.GetInterruptId()); rec.GetConsumedEpoch() != ref.GetEpoch() {
@@ -250,7 +250,7 @@ func TestDurableResolutionAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.GetDecision().GetType() != agentplanev1.DecisionType_DECISION_TYPE_EDIT || !proto.Equal(out.GetDecision().GetArgs(), newArgs) {
+	if out.GetDecision().GetType() != agentplanev1.DecisionType_DECISION_TYPE_EDIT || out.GetDecision().GetArgumentsJson() != newArgs {
 		t.Errorf("edit decision = %v", out.GetDecision())
 	}
 	if task := e.task(t, tenant, ref.GetTaskId()); task.GetState() != agentplanev1.TaskState_TASK_STATE_SUBMITTED {
@@ -266,7 +266,7 @@ func TestDurableResolutionAcrossRestart(t *testing.T) {
 	if err != nil || !proto.Equal(d, out.GetDecision()) {
 		t.Fatalf("AwaitDecision on the new lease = %v, %v", d, err)
 	}
-	wantErr(t, e.report(ref2, "c1", "fs.write", in.GetApproval().GetArgs()), codes.FailedPrecondition, apierr.ReasonToolCallNotApproved)
+	wantErr(t, e.report(ref2, "c1", "fs.write", in.GetApproval().GetArgumentsJson()), codes.FailedPrecondition, apierr.ReasonToolCallNotApproved)
 	if err := e.report(ref2, "c1", "fs.write", newArgs); err != nil {
 		t.Fatalf("the edited call cannot run: %v", err)
 	}
@@ -407,7 +407,7 @@ func TestListInterrupts(t *testing.T) {
 	ids = append(ids, a2a.GetInterrupt().GetInterruptId())
 	// A chat-mode turn end: pending too, but nothing a reviewer can resolve.
 	e.clock.Advance(time.Minute)
-	pause, err := e.tasks.Pause(ctx, e.startAndLease(t, tenant), tasks.Request{}, "your turn", "main")
+	pause, _, err := e.tasks.Pause(ctx, e.startAndLease(t, tenant), tasks.Request{}, &agentplanev1.Message{Parts: []*agentplanev1.Part{{Kind: &agentplanev1.Part_Text{Text: "your turn"}}}}, "main", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,7 +522,7 @@ func TestTaskEndResolvesPendingInterrupts(t *testing.T) {
 			return err
 		}, agentplanev1.TaskState_TASK_STATE_CANCELED},
 		{"completed", func(e *env, ref *agentplanev1.LeaseRef) error {
-			_, err := e.tasks.Complete(ctx, ref, tasks.Request{}, &agentplanev1.TaskOutput{Text: "done without it"})
+			_, err := e.tasks.Complete(ctx, ref, tasks.Request{}, &agentplanev1.TaskOutput{Message: &agentplanev1.Message{Parts: []*agentplanev1.Part{{Kind: &agentplanev1.Part_Text{Text: "done without it"}}}}})
 			return err
 		}, agentplanev1.TaskState_TASK_STATE_COMPLETED},
 		{"failed", func(e *env, ref *agentplanev1.LeaseRef) error {
@@ -634,8 +634,8 @@ func TestDecisionIsSpentByTheReportNotByALease(t *testing.T) {
 	}
 	expire()
 	third := leaseAgain()
-	wantErr(t, e.report(second, "c1", "fs.write", in.GetApproval().GetArgs()), codes.FailedPrecondition, apierr.ReasonLeaseLost)
-	if err := e.report(third, "c1", "fs.write", in.GetApproval().GetArgs()); err != nil {
+	wantErr(t, e.report(second, "c1", "fs.write", in.GetApproval().GetArgumentsJson()), codes.FailedPrecondition, apierr.ReasonLeaseLost)
+	if err := e.report(third, "c1", "fs.write", in.GetApproval().GetArgumentsJson()); err != nil {
 		t.Fatalf("the lease holding the decision cannot run the call: %v", err)
 	}
 	if got := consumed(); got != third.GetEpoch() {
@@ -643,7 +643,7 @@ func TestDecisionIsSpentByTheReportNotByALease(t *testing.T) {
 	}
 	expire()
 	fourth := leaseAgain()
-	wantErr(t, e.report(fourth, "c1", "fs.write", in.GetApproval().GetArgs()), codes.FailedPrecondition, apierr.ReasonToolCallNotApproved)
+	wantErr(t, e.report(fourth, "c1", "fs.write", in.GetApproval().GetArgumentsJson()), codes.FailedPrecondition, apierr.ReasonToolCallNotApproved)
 }
 
 // Asking again about a call says whether it was reported already: a runtime replaying
@@ -652,7 +652,7 @@ func TestCheckToolCallSaysWhenTheCallWasReported(t *testing.T) {
 	e := newEnv(t, testConfig())
 	ref := e.startAndLease(t, tenant)
 	in := e.gated(t, ref, "c1")
-	a := in.GetApproval().GetArgs()
+	a := in.GetApproval().GetArgumentsJson()
 	ask := func() *agentplanev1.CheckToolCallResponse {
 		t.Helper()
 		resp, err := e.svc.CheckToolCall(ctx, checkReq(ref, "c1", "fs.write", a))

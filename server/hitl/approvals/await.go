@@ -21,7 +21,7 @@ import (
 const awaitRecheck = 10 * time.Second
 
 // AwaitDecision waits for the decision on interrupt id of the caller's task
-// (interactive delivery) and sends it: the runtime runs exactly decision.args
+// (interactive delivery) and sends it: the runtime runs exactly decision.arguments_json
 // (approve, edit) or nothing (reject). It sends the decision as soon as the resolving
 // transaction commits, without another store round trip when the decision was made
 // while this lease held the task. A decision already made is sent at once, also to a

@@ -69,6 +69,7 @@ func (s *Service) CheckToolCall(ctx context.Context, req *agentplanev1.CheckTool
 			resp, err = answerAgain(task, prev.GetInterrupt(), call, res)
 			if resp != nil {
 				resp.CallReported = prev.GetConsumedEpoch() != 0
+				resp.ResultReported = prev.GetResultReported()
 			}
 			return err
 		case !store.IsNotFound(err):
@@ -118,7 +119,7 @@ func (s *Service) meta(op *tasks.Op, spec *storagev1.TaskSpecRecord, id string) 
 		TaskID:        task.GetTaskId(),
 		Tenant:        task.GetTenant(),
 		SessionID:     task.GetSessionId(),
-		OriginalInput: spec.GetInput(),
+		OriginalInput: tasks.MessageText(spec.GetInput()),
 		Now:           op.Now(),
 		Timeout:       s.timeout(spec),
 	}
@@ -138,9 +139,9 @@ func answerAgain(task *storagev1.TaskRecord, prev *agentplanev1.Interrupt, call 
 	case agentplanev1.GateOutcome_GATE_OUTCOME_INTERRUPT:
 		resp.Interrupt = prev
 	case agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW:
-		// The record keeps the digest only; the call's args have that digest.
+		// The record keeps the digest only; the call's text has that digest.
 		d := proto.CloneOf(prev.GetDecision())
-		d.Args = call.Args
+		d.ArgumentsJson = call.ArgumentsJSON
 		resp.Decision = d
 	default:
 		resp.Decision = prev.GetDecision()

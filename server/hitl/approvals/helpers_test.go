@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"sync"
@@ -138,7 +139,7 @@ type startOpt func(*tasks.StartParams)
 // startAndLease starts a task in tenant and leases it.
 func (e *env) startAndLease(t testing.TB, tenant string, opts ...startOpt) *agentplanev1.LeaseRef {
 	t.Helper()
-	p := tasks.StartParams{Tenant: tenant, Principal: "owner", AgentID: "writer", Resolved: plainAgent(), Input: "write the report",
+	p := tasks.StartParams{Tenant: tenant, Principal: "owner", AgentID: "writer", Resolved: plainAgent(), Input: &agentplanev1.Message{Parts: []*agentplanev1.Part{{Kind: &agentplanev1.Part_Text{Text: "write the report"}}}},
 		InterruptPolicy: allowlist("fs.write"), SessionID: "s-1"}
 	for _, o := range opts {
 		o(&p)
@@ -164,17 +165,18 @@ func (e *env) leaseFull(t testing.TB, tenant string) *agentplanev1.Lease {
 	return leases[0]
 }
 
-func args(t testing.TB, v map[string]any) *structpb.Value {
+// args is v as JSON text, as a model would write it.
+func args(t testing.TB, v map[string]any) string {
 	t.Helper()
-	out, err := structpb.NewValue(v)
+	out, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return string(out)
 }
 
-func checkReq(ref *agentplanev1.LeaseRef, callID, tool string, a *structpb.Value) *agentplanev1.CheckToolCallRequest {
-	return &agentplanev1.CheckToolCallRequest{Lease: ref, CallId: callID, ToolName: tool, Args: a, AgentName: "writer", TripIndex: 2}
+func checkReq(ref *agentplanev1.LeaseRef, callID, tool string, a string) *agentplanev1.CheckToolCallRequest {
+	return &agentplanev1.CheckToolCallRequest{Lease: ref, CallId: callID, ToolName: tool, ArgumentsJson: a, AgentName: "writer", TripIndex: 2}
 }
 
 // gated raises an interrupt for fs.write and returns it.
@@ -191,9 +193,9 @@ func (e *env) gated(t testing.TB, ref *agentplanev1.LeaseRef, callID string) *ag
 }
 
 // report reports one tool call under ref, as a runtime does before running it.
-func (e *env) report(ref *agentplanev1.LeaseRef, callID, tool string, a *structpb.Value) error {
+func (e *env) report(ref *agentplanev1.LeaseRef, callID, tool string, a string) error {
 	_, err := e.tasks.ReportEvents(ctx, ref, tasks.Request{}, []*agentplanev1.RuntimeEvent{{Payload: &agentplanev1.RuntimeEvent_ToolCall{
-		ToolCall: &agentplanev1.ToolCall{CallId: callID, ToolName: tool, Args: a, Node: "writer"},
+		ToolCall: &agentplanev1.ToolCall{CallId: callID, ToolName: tool, ArgumentsJson: a, Node: "writer"},
 	}}})
 	return err
 }
@@ -206,8 +208,8 @@ func reject(id, reason string) *agentplanev1.ResolveInterruptRequest {
 	return &agentplanev1.ResolveInterruptRequest{InterruptId: id, Decision: &agentplanev1.ResolveInterruptRequest_Reject{Reject: &agentplanev1.RejectDecision{Reason: reason}}}
 }
 
-func edit(id string, a *structpb.Value) *agentplanev1.ResolveInterruptRequest {
-	return &agentplanev1.ResolveInterruptRequest{InterruptId: id, Decision: &agentplanev1.ResolveInterruptRequest_Edit{Edit: &agentplanev1.EditDecision{Args: a}}}
+func edit(id string, a string) *agentplanev1.ResolveInterruptRequest {
+	return &agentplanev1.ResolveInterruptRequest{InterruptId: id, Decision: &agentplanev1.ResolveInterruptRequest_Edit{Edit: &agentplanev1.EditDecision{ArgumentsJson: a}}}
 }
 
 func (e *env) task(t testing.TB, tenant, id string) *agentplanev1.Task {

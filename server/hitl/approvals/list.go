@@ -82,7 +82,8 @@ func kindsFilter(kinds []agentplanev1.InterruptKind) ([]agentplanev1.InterruptKi
 	out := make([]agentplanev1.InterruptKind, 0, len(kinds))
 	for _, k := range kinds {
 		switch k {
-		case agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE:
+		case agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE,
+			agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED:
 		default:
 			return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "kinds: %v is not an interrupt kind", k)
 		}

@@ -5,7 +5,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -15,7 +14,8 @@ import (
 
 // TestReportedToolCallsRunOnlyWhatWasDecided drives each way a call can be decided
 // through CheckToolCall (and ResolveInterrupt), then reports the call as a runtime
-// does before running it: only the decided tool with the decided args passes, once.
+// does before running it: only the decided tool with the decided args passes, once. A
+// rejected call is reported too (for the transcript), with the arguments ruled on.
 func TestReportedToolCallsRunOnlyWhatWasDecided(t *testing.T) {
 	orig := map[string]any{"path": "/tmp/c1", "data": "x"}
 	edited := map[string]any{"path": "/tmp/safe"}
@@ -36,9 +36,11 @@ func TestReportedToolCallsRunOnlyWhatWasDecided(t *testing.T) {
 		{"approved, other args", allowlist("fs.write"), "fs.write", approve, edited, false},
 		{"edited, edited args", allowlist("fs.write"), "fs.write", func(id string) *agentplanev1.ResolveInterruptRequest { return edit(id, args(t, edited)) }, edited, true},
 		{"edited, original args", allowlist("fs.write"), "fs.write", func(id string) *agentplanev1.ResolveInterruptRequest { return edit(id, args(t, edited)) }, orig, false},
-		{"rejected by a reviewer", allowlist("fs.write"), "fs.write", func(id string) *agentplanev1.ResolveInterruptRequest { return reject(id, "no") }, orig, false},
+		{"rejected by a reviewer, ruled args", allowlist("fs.write"), "fs.write", func(id string) *agentplanev1.ResolveInterruptRequest { return reject(id, "no") }, orig, true},
+		{"rejected by a reviewer, other args", allowlist("fs.write"), "fs.write", func(id string) *agentplanev1.ResolveInterruptRequest { return reject(id, "no") }, edited, false},
 		{"still pending", allowlist("fs.write"), "fs.write", nil, orig, false},
-		{"rejected at once (no reviewer)", nil, "a2a__bank__pay", nil, orig, false},
+		{"rejected at once (no reviewer), ruled args", nil, "a2a__bank__pay", nil, orig, true},
+		{"rejected at once (no reviewer), other args", nil, "a2a__bank__pay", nil, edited, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,11 +84,11 @@ func TestReportedToolCallRefusals(t *testing.T) {
 	if _, err := e.svc.CheckToolCall(ctx, checkReq(ref, "c-read", "fs.read", a)); err != nil {
 		t.Fatal(err)
 	}
-	toolCall := func(callID, tool string, a *structpb.Value) *agentplanev1.RuntimeEvent {
-		return &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{CallId: callID, ToolName: tool, Args: a}}}
+	toolCall := func(callID, tool string, a string) *agentplanev1.RuntimeEvent {
+		return &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{CallId: callID, ToolName: tool, ArgumentsJson: a}}}
 	}
-	msg := &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_Message{Message: &agentplanev1.ChatMessage{
-		Role: agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, Text: "reading",
+	msg := &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_Message{Message: &agentplanev1.Message{
+		Role: agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, Parts: []*agentplanev1.Part{{Kind: &agentplanev1.Part_Text{Text: "reading"}}},
 	}}}
 	tests := []struct {
 		name   string
@@ -129,7 +131,7 @@ func TestAnswersGivenAtOnce(t *testing.T) {
 	}
 	d := first.GetDecision()
 	if first.GetOutcome() != agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW || d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_POLICY ||
-		d.GetDecidedBy() != hitl.SystemPrincipal || !proto.Equal(d.GetArgs(), a) {
+		d.GetDecidedBy() != hitl.SystemPrincipal || d.GetArgumentsJson() != a {
 		t.Fatalf("ALLOW answer = %v", first)
 	}
 	before, _ := e.events(t, tenant, ref.GetTaskId())
@@ -143,7 +145,7 @@ func TestAnswersGivenAtOnce(t *testing.T) {
 
 	id := hitl.InterruptID(ref.GetTaskId(), "c-read")
 	rec := e.record(t, tenant, id)
-	if rec.GetInterrupt().GetApproval().GetArgs() != nil || rec.GetInterrupt().GetDecision().GetArgs() != nil {
+	if rec.GetInterrupt().GetApproval().GetArgumentsJson() != "" || rec.GetInterrupt().GetDecision().GetArgumentsJson() != "" {
 		t.Error("the record of an allowed call keeps the arguments, not only their digest")
 	}
 	// Not an interrupt: nobody can see, resolve or await it.

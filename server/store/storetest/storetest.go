@@ -226,7 +226,7 @@ func testTaskRoundTrip(t *testing.T, s store.Store) {
 
 func testTaskSpec(t *testing.T, s store.Store) {
 	putTasks(t, s, Task("acme", "t1", at(0)))
-	spec := &storagev1.TaskSpecRecord{Spec: &storagev1.TaskSpecRecord_AgentId{AgentId: "echo"}, Input: "hi"}
+	spec := &storagev1.TaskSpecRecord{Spec: &storagev1.TaskSpecRecord_AgentId{AgentId: "echo"}, Input: textMessage("hi")}
 	update(t, s, func(w store.Writer) error { return w.PutTaskSpec("acme", "t1", spec) })
 	view(t, s, func(r store.Reader) error {
 		got, err := r.GetTaskSpec("acme", "t1")
@@ -243,7 +243,7 @@ func testTaskSpec(t *testing.T, s store.Store) {
 	full := &storagev1.TaskSpecRecord{
 		Spec:             &storagev1.TaskSpecRecord_Agent{Agent: agent},
 		ResolvedSpec:     &agentplanev1.ResolvedSpec{Spec: &agentplanev1.ResolvedSpec_Agent{Agent: agent}},
-		Input:            "hello",
+		Input:            textMessage("hello"),
 		InterruptTimeout: durationpb.New(time.Minute),
 		ToolAxes:         []*agentplanev1.ToolAxisOverride{{Tool: "t", Egress: proto.Bool(true)}},
 		McpServers:       []*agentplanev1.McpServer{{Name: "m", Url: "https://m.example.com", Headers: map[string]string{"a": "b"}}},
@@ -662,7 +662,7 @@ func testDeleteTask(t *testing.T, s store.Store) {
 	putTasks(t, s, doomed, kept)
 	update(t, s, func(w store.Writer) error {
 		for _, id := range []string{"doomed", "kept"} {
-			if err := w.PutTaskSpec("acme", id, &storagev1.TaskSpecRecord{Input: id}); err != nil {
+			if err := w.PutTaskSpec("acme", id, &storagev1.TaskSpecRecord{Input: textMessage(id)}); err != nil {
 				return err
 			}
 			if err := w.AppendEvents("acme", id, Event(1, "a"), Event(2, "b")); err != nil {
@@ -979,4 +979,9 @@ func testClosed(t *testing.T, s store.Store) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close = %v", err)
 	}
+}
+
+// textMessage is a user message of one text part.
+func textMessage(text string) *agentplanev1.Message {
+	return &agentplanev1.Message{Role: agentplanev1.MessageRole_MESSAGE_ROLE_USER, Parts: []*agentplanev1.Part{{Kind: &agentplanev1.Part_Text{Text: text}}}}
 }

@@ -305,7 +305,7 @@ func (b *benchRun) startRequest(i int, gated bool) *agentplanev1.StartTaskReques
 	req := &agentplanev1.StartTaskRequest{
 		RequestId: fmt.Sprintf("bench-%s-%d", b.id, i),
 		Spec:      &agentplanev1.StartTaskRequest_Agent{Agent: benchAgent(gated)},
-		Input:     "bench",
+		Input:     client.UserText("bench"),
 		Labels:    map[string]string{"bench": b.id},
 		Queue:     b.queue(),
 	}
@@ -449,12 +449,12 @@ func (b *benchRun) gateRoundTrips(ctx context.Context, t *worker.Task, n int) (g
 	defer func() { close(work); <-approverErr }()
 
 	var r gateResult
-	args, _ := structpb.NewValue(map[string]any{"n": 0})
+	args := `{"n":0}`
 	for i := range n {
 		call := fmt.Sprintf("bench-%d", i)
 		t0 := time.Now()
 		resp, err := c.Runtime.CheckToolCall(ctx, &agentplanev1.CheckToolCallRequest{
-			Lease: t.Ref(), CallId: call, ToolName: benchGatedTool, Args: args, AgentName: "bench",
+			Lease: t.Ref(), CallId: call, ToolName: benchGatedTool, ArgumentsJson: args, AgentName: "bench",
 		})
 		if err != nil {
 			return r, err
@@ -493,7 +493,7 @@ func (b *benchRun) gateRoundTrips(ctx context.Context, t *worker.Task, n int) (g
 		// Run the call, as a runtime would, and report it (untimed): the report
 		// spends the decision.
 		if _, err := c.Runtime.ReportEvents(ctx, &agentplanev1.ReportEventsRequest{Lease: t.Ref(), Events: []*agentplanev1.RuntimeEvent{
-			{Payload: &agentplanev1.RuntimeEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{CallId: call, ToolName: benchGatedTool, Args: args}}},
+			{Payload: &agentplanev1.RuntimeEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{CallId: call, ToolName: benchGatedTool, ArgumentsJson: args}}},
 			{Payload: &agentplanev1.RuntimeEvent_ToolResult{ToolResult: &agentplanev1.ToolResult{CallId: call, ToolName: benchGatedTool, Result: structpb.NewNumberValue(1)}}},
 		}}); err != nil {
 			return r, fmt.Errorf("reporting call %s: %w", call, err)
@@ -528,7 +528,7 @@ func (b *benchRun) leaseTasks(ctx context.Context, n int, gated bool) (tasks []*
 		}
 		select {
 		case <-release:
-			return t.Complete(context.WithoutCancel(ctx), &agentplanev1.TaskOutput{Text: "bench done"})
+			return t.Complete(context.WithoutCancel(ctx), &agentplanev1.TaskOutput{Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "bench done")})
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/servertest"
 )
@@ -63,27 +64,27 @@ func nastyInterrupt() *agentplanev1.Interrupt {
 		InterruptId: "i-1" + nasty, TaskId: "t-1" + nasty, Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL,
 		State: agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED, ArgsDigest: nasty, CallId: nasty,
 		Request: &agentplanev1.Interrupt_Approval{Approval: &agentplanev1.ApprovalRequest{
-			ToolName: "issue_refund" + nasty, ToolDescription: proto.String(nasty), Args: nastyValue(), RequestTime: timestamppb.Now(),
+			ToolName: "issue_refund" + nasty, ToolDescription: proto.String(nasty), ArgumentsJson: nasty, RequestTime: timestamppb.Now(),
 			Context: &agentplanev1.ApprovalContext{AgentName: nasty, Tags: []string{nasty}, OriginalInput: proto.String(nasty), SessionId: proto.String(nasty)},
 		}},
-		Decision: &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_EDIT, DecidedBy: nasty, Reason: proto.String(nasty), Args: nastyValue()},
+		Decision: &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_EDIT, DecidedBy: nasty, Reason: proto.String(nasty), ArgumentsJson: nasty},
 	}
 }
 
 func nastyTask() *agentplanev1.Task {
 	return &agentplanev1.Task{
 		TaskId: "t-1" + nasty, State: agentplanev1.TaskState_TASK_STATE_FAILED, Spec: &agentplanev1.Task_AgentId{AgentId: nasty},
-		Input: nasty, Labels: map[string]string{nasty: nasty}, RequestId: nasty, CreatedBy: nasty, RuntimeId: nasty,
+		Input: client.UserText(nasty), Labels: map[string]string{nasty: nasty}, RequestId: nasty, CreatedBy: nasty, RuntimeId: nasty,
 		PendingInterruptIds: []string{nasty}, Failure: &agentplanev1.TaskFailure{Reason: nasty, Message: nasty},
-		Output: &agentplanev1.TaskOutput{Text: nasty, Structured: nastyValue()},
+		Output: &agentplanev1.TaskOutput{Message: client.UserText(nasty), Structured: nastyValue()},
 	}
 }
 
 func nastyEvents() []*agentplanev1.TaskEvent {
 	evs := []*agentplanev1.TaskEvent{
-		{Payload: &agentplanev1.TaskEvent_Submitted{Submitted: &agentplanev1.TaskSubmitted{Input: nasty, CreatedBy: nasty, Kind: nasty}}},
-		{Payload: &agentplanev1.TaskEvent_Message{Message: &agentplanev1.ChatMessage{Text: nasty, Node: nasty}}},
-		{Payload: &agentplanev1.TaskEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{ToolName: nasty, CallId: nasty, Args: nastyValue()}}},
+		{Payload: &agentplanev1.TaskEvent_Submitted{Submitted: &agentplanev1.TaskSubmitted{Input: client.UserText(nasty), CreatedBy: nasty, Kind: nasty}}},
+		{Payload: &agentplanev1.TaskEvent_Message{Message: &agentplanev1.Message{Parts: client.UserText(nasty).GetParts(), Node: nasty, Model: nasty}}},
+		{Payload: &agentplanev1.TaskEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{ToolName: nasty, CallId: nasty, ArgumentsJson: nasty}}},
 		{Payload: &agentplanev1.TaskEvent_ToolResult{ToolResult: &agentplanev1.ToolResult{ToolName: nasty, CallId: nasty, Result: nastyValue()}}},
 		{Payload: &agentplanev1.TaskEvent_Note{Note: &agentplanev1.RuntimeNote{Text: nasty, Attributes: map[string]string{nasty: nasty}}}},
 		{Payload: &agentplanev1.TaskEvent_Lease{Lease: &agentplanev1.LeaseChanged{RuntimeId: nasty}}},
@@ -95,7 +96,7 @@ func nastyEvents() []*agentplanev1.TaskEvent {
 		{Payload: &agentplanev1.TaskEvent_McpInjectionIgnored{McpInjectionIgnored: &agentplanev1.InjectionIgnored{Names: []string{nasty}, Reason: nasty}}},
 		{Payload: &agentplanev1.TaskEvent_A2AInjectionIgnored{A2AInjectionIgnored: &agentplanev1.InjectionIgnored{Names: []string{nasty}, Reason: nasty}}},
 		{Payload: &agentplanev1.TaskEvent_EntriesDropped{EntriesDropped: &agentplanev1.EntriesDropped{Protocol: nasty, Entries: []*agentplanev1.DroppedEntry{{Name: nasty, Reason: nasty}}}}},
-		{Payload: &agentplanev1.TaskEvent_Output{Output: &agentplanev1.TaskOutput{Text: nasty}}},
+		{Payload: &agentplanev1.TaskEvent_Output{Output: &agentplanev1.TaskOutput{Message: client.UserText(nasty)}}},
 		{Payload: &agentplanev1.TaskEvent_StateChanged{StateChanged: &agentplanev1.StateChanged{ToState: agentplanev1.TaskState_TASK_STATE_FAILED, Reason: nasty}}},
 	}
 	for i, ev := range evs {

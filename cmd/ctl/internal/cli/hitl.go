@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/agentplane/agentplane/client"
@@ -32,6 +31,7 @@ type hitlListOptions struct {
 	task, tool, tag string
 	minAge          time.Duration
 	all, turnEnds   bool
+	toolOutputs     bool
 	limit           int32
 	pageToken       string
 }
@@ -50,10 +50,14 @@ func newHitlListCommand(g *globals) *cobra.Command {
 			req := &agentplanev1.ListInterruptsRequest{
 				PageSize: o.limit, PageToken: o.pageToken, TaskId: o.task, ToolName: o.tool, Tag: o.tag,
 			}
+			if o.turnEnds || o.toolOutputs {
+				req.Kinds = []agentplanev1.InterruptKind{agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL}
+			}
 			if o.turnEnds {
-				req.Kinds = []agentplanev1.InterruptKind{
-					agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE,
-				}
+				req.Kinds = append(req.Kinds, agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE)
+			}
+			if o.toolOutputs {
+				req.Kinds = append(req.Kinds, agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED)
 			}
 			if o.all {
 				req.States = []agentplanev1.InterruptState{
@@ -77,8 +81,12 @@ func newHitlListCommand(g *globals) *cobra.Command {
 					t.Row(head...)
 					for _, it := range resp.GetInterrupts() {
 						r := it.GetApproval()
+						args := r.GetArgumentsJson()
+						if to := it.GetToolOutput(); to != nil {
+							args = to.GetArgumentsJson()
+						}
 						row := []any{it.GetInterruptId(), it.GetTaskId(), interruptTool(it), orNone(r.GetContext().GetTags()),
-							age(requestTime(it), now), truncate(compactJSON(r.GetArgs()), 48)}
+							age(requestTime(it), now), truncate(argsText(args), 48)}
 						if o.all {
 							row = append(row, interruptState(it))
 						}
@@ -99,6 +107,7 @@ func newHitlListCommand(g *globals) *cobra.Command {
 	f.DurationVar(&o.minAge, "min-age", 0, "only interrupts waiting at least this long")
 	f.BoolVar(&o.all, "all", false, "include resolved interrupts (needs --task)")
 	f.BoolVar(&o.turnEnds, "turn-ends", false, "include chat-mode turn ends (resolved by ctl task continue)")
+	f.BoolVar(&o.toolOutputs, "tool-outputs", false, "include waits for client tool outputs (given by ctl task continue --tool-output)")
 	f.Int32Var(&o.limit, "limit", 0, "interrupts per page (server default 50, at most 500)")
 	f.StringVar(&o.pageToken, "page-token", "", "continue a listing from the token a previous page printed")
 	return cmd
@@ -109,6 +118,9 @@ func interruptTool(it *agentplanev1.Interrupt) string {
 	if it.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE {
 		return "(turn end)"
 	}
+	if it.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED {
+		return it.GetToolOutput().GetToolName() + " (client output)"
+	}
 	return it.GetApproval().GetToolName()
 }
 
@@ -116,6 +128,9 @@ func interruptTool(it *agentplanev1.Interrupt) string {
 func requestTime(it *agentplanev1.Interrupt) *timestamppb.Timestamp {
 	if te := it.GetTurnEnd(); te != nil {
 		return te.GetRequestTime()
+	}
+	if to := it.GetToolOutput(); to != nil {
+		return to.GetRequestTime()
 	}
 	return it.GetApproval().GetRequestTime()
 }
@@ -148,9 +163,9 @@ func newHitlShowCommand(g *globals) *cobra.Command {
 				}
 				if g.output == string(printer.Table) {
 					// Args go last, indented, since a table cell cannot hold them.
-					fmt.Fprintf(cmd.OutOrStdout(), "args:\n%s\n", printer.Block(indent(indentedJSON(it.GetApproval().GetArgs()), "  ")))
+					fmt.Fprintf(cmd.OutOrStdout(), "args:\n%s\n", printer.Block(indent(argsIndented(it.GetApproval().GetArgumentsJson()), "  ")))
 					if d := it.GetDecision(); d.GetType() == agentplanev1.DecisionType_DECISION_TYPE_EDIT {
-						fmt.Fprintf(cmd.OutOrStdout(), "edited args:\n%s\n", printer.Block(indent(indentedJSON(d.GetArgs()), "  ")))
+						fmt.Fprintf(cmd.OutOrStdout(), "edited args:\n%s\n", printer.Block(indent(argsIndented(d.GetArgumentsJson()), "  ")))
 					}
 				}
 				return nil
@@ -274,7 +289,7 @@ func newHitlEditCommand(g *globals) *cobra.Command {
 			return nil, err
 		}
 		return &agentplanev1.ResolveInterruptRequest{Decision: &agentplanev1.ResolveInterruptRequest_Edit{
-			Edit: &agentplanev1.EditDecision{Args: args, Reason: optional(o.reason)},
+			Edit: &agentplanev1.EditDecision{ArgumentsJson: args, Reason: optional(o.reason)},
 		}}, nil
 	})
 	cmd.Flags().StringVar(&argsFlag, "args", "", "the new arguments as JSON, or @FILE to read them from a file (required)")
@@ -283,24 +298,21 @@ func newHitlEditCommand(g *globals) *cobra.Command {
 	return cmd
 }
 
-// parseArgsFlag reads --args: inline JSON or @FILE.
-func parseArgsFlag(s string) (*structpb.Value, error) {
+// parseArgsFlag reads --args: inline JSON or @FILE. The text is sent as written (the
+// decision binds its digest); only its validity is checked here.
+func parseArgsFlag(s string) (string, error) {
 	b := []byte(s)
 	source := "--args"
 	if name, ok := strings.CutPrefix(s, "@"); ok {
 		var err error
 		if b, err = os.ReadFile(name); err != nil {
-			return nil, usageErr("--args: %v", err)
+			return "", usageErr("--args: %v", err)
 		}
 		source = name
 	}
 	var v any
 	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, usageErr("%s is not valid JSON: %v", source, err)
+		return "", usageErr("%s is not valid JSON: %v", source, err)
 	}
-	pv, err := structpb.NewValue(v)
-	if err != nil {
-		return nil, usageErr("%s: %v", source, err)
-	}
-	return pv, nil
+	return strings.TrimSpace(string(b)), nil
 }

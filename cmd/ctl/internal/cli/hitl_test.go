@@ -7,19 +7,18 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
 func sampleInterrupt() *agentplanev1.Interrupt {
-	args, _ := structpb.NewValue(map[string]any{"to": "customer@example.com", "body": strings.Repeat("long text ", 20)})
+	args := `{"to": "customer@example.com", "body": "` + strings.Repeat("long text ", 20) + `"}`
 	return &agentplanev1.Interrupt{
 		InterruptId: "i-1", TaskId: "t-1", Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL,
 		State: agentplanev1.InterruptState_INTERRUPT_STATE_PENDING, ArgsDigest: "ab12", CallId: "c1",
 		Request: &agentplanev1.Interrupt_Approval{Approval: &agentplanev1.ApprovalRequest{
-			InterruptId: "i-1", ToolName: "send_email", ToolDescription: proto.String("Send an email"), Args: args,
+			InterruptId: "i-1", ToolName: "send_email", ToolDescription: proto.String("Send an email"), ArgumentsJson: args,
 			RequestTime: timestamppb.New(time.Now().Add(-5 * time.Minute)),
 			Context:     &agentplanev1.ApprovalContext{AgentName: "support", TripIndex: 2, Tags: []string{"outbound", "pii"}, OriginalInput: proto.String("refund order 42")},
 		}},
@@ -30,21 +29,25 @@ func TestHitlList(t *testing.T) {
 	pause := &agentplanev1.Interrupt{InterruptId: "i-2", TaskId: "t-2", Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE,
 		State: agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED, Decision: &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_APPROVE},
 		Request: &agentplanev1.Interrupt_TurnEnd{TurnEnd: &agentplanev1.TurnEndRequest{RequestTime: timestamppb.Now()}}}
-	f := &fakeCP{inbox: &agentplanev1.ListInterruptsResponse{Interrupts: []*agentplanev1.Interrupt{sampleInterrupt(), pause}}}
+	wait := &agentplanev1.Interrupt{InterruptId: "i-3", TaskId: "t-3", Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED,
+		State: agentplanev1.InterruptState_INTERRUPT_STATE_PENDING, CallId: "w1",
+		Request: &agentplanev1.Interrupt_ToolOutput{ToolOutput: &agentplanev1.ToolOutputRequest{ToolName: "get_weather", ArgumentsJson: `{"city": "Oslo"}`, RequestTime: timestamppb.Now()}}}
+	f := &fakeCP{inbox: &agentplanev1.ListInterruptsResponse{Interrupts: []*agentplanev1.Interrupt{sampleInterrupt(), pause, wait}}}
 	addr := startFakeCP(t, f)
-	code, out, errOut := runCtl(t, addr, "hitl", "list", "--task", "t-1", "--tool", "send_email", "--tag", "pii", "--min-age", "2m", "--all", "--turn-ends")
+	code, out, errOut := runCtl(t, addr, "hitl", "list", "--task", "t-1", "--tool", "send_email", "--tag", "pii", "--min-age", "2m", "--all", "--turn-ends", "--tool-outputs")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || !regexp.MustCompile(`^INTERRUPT\s+TASK\s+TOOL\s+TAGS\s+AGE\s+ARGS\s+STATE$`).MatchString(lines[0]) ||
-		!regexp.MustCompile(`^i-1\s+t-1\s+send_email\s+outbound,pii\s+5m\d+s\s+\{"body":"long text[^…]*…\s+pending$`).MatchString(lines[1]) ||
-		!regexp.MustCompile(`^i-2\s+t-2\s+\(turn end\)\s+-\s+\S+\s+null\s+approved$`).MatchString(lines[2]) {
+	if len(lines) != 4 || !regexp.MustCompile(`^INTERRUPT\s+TASK\s+TOOL\s+TAGS\s+AGE\s+ARGS\s+STATE$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^i-1\s+t-1\s+send_email\s+outbound,pii\s+5m\d+s\s+\{"to":"customer@example.com","body":"long text[^…]*…\s+pending$`).MatchString(lines[1]) ||
+		!regexp.MustCompile(`^i-2\s+t-2\s+\(turn end\)\s+-\s+\S+\s+-\s+approved$`).MatchString(lines[2]) ||
+		!regexp.MustCompile(`^i-3\s+t-3\s+get_weather \(client output\)\s+-\s+\S+\s+\{"city":"Oslo"\}\s+pending$`).MatchString(lines[3]) {
 		t.Errorf("table:\n%s", out)
 	}
 	req := requests[*agentplanev1.ListInterruptsRequest](f)[0]
 	if req.GetTaskId() != "t-1" || req.GetToolName() != "send_email" || req.GetTag() != "pii" || req.GetMinAge().AsDuration() != 2*time.Minute ||
-		len(req.GetStates()) != 2 || len(req.GetKinds()) != 2 {
+		len(req.GetStates()) != 2 || len(req.GetKinds()) != 3 {
 		t.Errorf("request %v", req)
 	}
 }
@@ -54,7 +57,7 @@ func TestHitlShow(t *testing.T) {
 	addr := startFakeCP(t, f)
 	code, out, _ := runCtl(t, addr, "hitl", "show", "i-1")
 	for _, want := range []string{"description     Send an email", "agent           support (trip 2)", "original input  refund order 42",
-		"args digest     ab12", "args:\n  {\n    \"body\":", "\"to\": \"customer@example.com\""} {
+		"args digest     ab12", "args:\n  {\n    \"to\":", "\"to\": \"customer@example.com\""} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("show: exit %d, output lacks %q:\n%s", code, want, out)
 		}
@@ -84,13 +87,13 @@ func TestHitlResolutions(t *testing.T) {
 			}
 		}},
 		{"edit inline", []string{"edit", "i-1", "--args", `{"to": "b@example.com", "cc": [1, 2]}`, "--digest", "ab12"}, func(t *testing.T, r *agentplanev1.ResolveInterruptRequest) {
-			f := r.GetEdit().GetArgs().GetStructValue().GetFields()
-			if f["to"].GetStringValue() != "b@example.com" || len(f["cc"].GetListValue().GetValues()) != 2 || r.GetArgsDigest() != "ab12" {
+			// The text is sent as written: its digest is what the decision binds.
+			if r.GetEdit().GetArgumentsJson() != `{"to": "b@example.com", "cc": [1, 2]}` || r.GetArgsDigest() != "ab12" {
 				t.Errorf("%v", r)
 			}
 		}},
 		{"edit from file", []string{"edit", "i-1", "--args", "@" + argsFile, "--reason", "internal address"}, func(t *testing.T, r *agentplanev1.ResolveInterruptRequest) {
-			if r.GetEdit().GetArgs().GetStructValue().GetFields()["to"].GetStringValue() != "ops@example.com" || r.GetEdit().GetReason() != "internal address" {
+			if !strings.Contains(r.GetEdit().GetArgumentsJson(), `"ops@example.com"`) || r.GetEdit().GetReason() != "internal address" {
 				t.Errorf("%v", r)
 			}
 		}},

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -187,7 +188,7 @@ func TestBenchAgainstTheServer(t *testing.T) {
 		requireServerSide(t, in)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		mine, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: benchAgent(false)}, Input: "mine"})
+		mine, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: benchAgent(false)}, Input: client.UserText("mine")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +217,7 @@ func TestAdminAgainstTheServer(t *testing.T) {
 		t.Skip("the server does not implement AdminService yet")
 	}
 	requireServerSide(t, in)
-	started, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: benchAgent(false)}, Input: "keep me"})
+	started, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: benchAgent(false)}, Input: client.UserText("keep me")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +233,7 @@ func TestAdminAgainstTheServer(t *testing.T) {
 	}
 	restored := servertest.Start(t, func(c *config.Config) { c.DataDir = restoreDir })
 	got, err := restored.Client.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: started.GetTask().GetTaskId()})
-	if err != nil || got.GetTask().GetInput() != "keep me" {
+	if err != nil || client.MessageText(got.GetTask().GetInput()) != "keep me" {
 		t.Fatalf("the restored server does not hold the task: %v %v", err, got)
 	}
 	code, out, errOut = runCtl(t, in.GRPCAddr, "admin", "purge", "--older-than", "24h", "--dry-run")

@@ -4,13 +4,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/client/worker/workertest"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
 func TestRuntimeRunOncePlaysTheScript(t *testing.T) {
 	f := workertest.New(t)
-	f.Enqueue("t1", func(l *agentplanev1.Lease) { l.Task.Input = "weather in Paris?" })
+	f.Enqueue("t1", func(l *agentplanev1.Lease) { l.Task.Input = client.UserText("weather in Paris?") })
 	code, out, errOut := runCtl(t, f.Addr(), "runtime", "run", "--script", "../../../../examples/runtime/hello.yaml", "--once", "--runtime-id", "rt-test")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -27,7 +28,7 @@ func TestRuntimeRunOncePlaysTheScript(t *testing.T) {
 	}
 	var s workertest.State
 	f.Do(func(st *workertest.State) { s = *st })
-	if s.Ends["t1"] != workertest.Completed || len(s.Events["t1"]) != 4 || s.Outputs["t1"].GetText() != "It is 21°C and clear in Paris." {
+	if s.Ends["t1"] != workertest.Completed || len(s.Events["t1"]) != 4 || client.MessageText(s.Outputs["t1"].GetMessage()) != "It is 21°C and clear in Paris." {
 		t.Fatalf("end %q events %d output %v", s.Ends["t1"], len(s.Events["t1"]), s.Outputs["t1"])
 	}
 }

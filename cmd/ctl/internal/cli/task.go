@@ -13,8 +13,10 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/api/reasons"
 	"github.com/agentplane/agentplane/client"
@@ -122,14 +124,15 @@ func (o *taskStartOptions) request(stdin io.Reader) (*agentplanev1.StartTaskRequ
 	if err != nil {
 		return nil, err
 	}
-	req := &agentplanev1.StartTaskRequest{RequestId: o.requestID, Input: o.input, SessionId: o.sessionID, View: view, Queue: o.queue}
+	input := o.input
 	if o.input == "-" {
 		b, err := io.ReadAll(stdin)
 		if err != nil {
 			return nil, usageErr("reading the input from standard input: %v", err)
 		}
-		req.Input = string(b)
+		input = string(b)
 	}
+	req := &agentplanev1.StartTaskRequest{RequestId: o.requestID, Input: client.UserText(input), SessionId: o.sessionID, View: view, Queue: o.queue}
 	switch {
 	case o.agentID != "":
 		req.Spec = &agentplanev1.StartTaskRequest_AgentId{AgentId: o.agentID}
@@ -253,7 +256,7 @@ func taskTable(t *printer.Tab, task *agentplanev1.Task) {
 			t.Row("spec", k)
 		}
 	}
-	t.Row("input", truncate(task.GetInput(), 120))
+	t.Row("input", truncate(messageSummary(task.GetInput()), 120))
 	t.Row("labels", labelsText(task.GetLabels()))
 	t.Row("queue", orDash(task.GetQueue()))
 	t.Row("request id", orDash(task.GetRequestId()))
@@ -285,7 +288,7 @@ func taskTable(t *printer.Tab, task *agentplanev1.Task) {
 		t.Row("failure", fmt.Sprintf("%s: %s", f.GetReason(), f.GetMessage()))
 	}
 	if out := task.GetOutput(); out != nil {
-		t.Row("output", truncate(out.GetText(), 200))
+		t.Row("output", truncate(messageSummary(out.GetMessage()), 200))
 		if out.GetStructured() != nil {
 			t.Row("structured output", truncate(compactJSON(out.GetStructured()), 200))
 		}
@@ -351,12 +354,48 @@ func newTaskCancelCommand(g *globals) *cobra.Command {
 
 func newTaskContinueCommand(g *globals) *cobra.Command {
 	var message string
-	cmd := newTaskIDCommand(g, "continue TASK_ID --message TEXT", "Resume a task paused for the user (chat mode) with the next message", func(ctx context.Context, c *client.Client, id string) (taskResponse, error) {
-		return c.Tasks.ContinueTask(ctx, &agentplanev1.ContinueTaskRequest{TaskId: id, Message: message})
-	})
-	cmd.Flags().StringVar(&message, "message", "", "the user's next message (required)")
-	_ = cmd.MarkFlagRequired("message")
+	var outputs []string
+	cmd := newTaskIDCommand(g, "continue TASK_ID (--message TEXT | --tool-output CALL_ID=JSON...)",
+		"Resume a task paused for its caller: the user's next message (chat mode), or the outputs of client tool calls", func(ctx context.Context, c *client.Client, id string) (taskResponse, error) {
+			req, err := continueRequest(id, message, outputs)
+			if err != nil {
+				return nil, err
+			}
+			return c.Tasks.ContinueTask(ctx, req)
+		})
+	cmd.Example = "  ctl task continue TASK_ID --message \"thanks!\"\n" +
+		"  ctl task continue TASK_ID --tool-output call_1='{\"temp_c\":21}' --tool-output call_2='\"12:00\"'"
+	cmd.Flags().StringVar(&message, "message", "", "the user's next message, for a task paused at the end of a turn")
+	cmd.Flags().StringArrayVar(&outputs, "tool-output", nil, "CALL_ID=JSON: the output of a client tool call the task waits for (repeat for each pending call)")
 	return cmd
+}
+
+// continueRequest builds a ContinueTaskRequest from --message or --tool-output.
+func continueRequest(id, message string, outputs []string) (*agentplanev1.ContinueTaskRequest, error) {
+	req := &agentplanev1.ContinueTaskRequest{TaskId: id}
+	switch {
+	case message != "" && len(outputs) > 0:
+		return nil, usageErr("--message and --tool-output are alternatives: a task waits for one or the other")
+	case message != "":
+		req.Input = &agentplanev1.ContinueTaskRequest_Message{Message: client.UserText(message)}
+		return req, nil
+	case len(outputs) == 0:
+		return nil, usageErr("give --message TEXT, or --tool-output CALL_ID=JSON for each call the task waits for")
+	}
+	outs := &agentplanev1.ToolOutputs{}
+	for _, o := range outputs {
+		callID, text, ok := strings.Cut(o, "=")
+		if !ok || callID == "" {
+			return nil, usageErr("--tool-output %q: want CALL_ID=JSON", o)
+		}
+		v := &structpb.Value{}
+		if err := protojson.Unmarshal([]byte(text), v); err != nil {
+			return nil, usageErr("--tool-output %s: the output is not valid JSON (quote a string as '\"text\"'): %v", callID, err)
+		}
+		outs.Outputs = append(outs.Outputs, &agentplanev1.ToolOutput{CallId: callID, Result: v})
+	}
+	req.Input = &agentplanev1.ContinueTaskRequest_ToolOutputs{ToolOutputs: outs}
+	return req, nil
 }
 
 type taskListOptions struct {

@@ -4,6 +4,7 @@ package cli
 // admin and bench commands.
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -174,4 +175,51 @@ func documentFormat(path string) agentplanev1.DocumentFormat {
 		return agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML
 	}
 	return agentplanev1.DocumentFormat_DOCUMENT_FORMAT_UNSPECIFIED
+}
+
+// messageSummary is a message's content on one line: its text parts, and a
+// placeholder for each data or file part.
+func messageSummary(m *agentplanev1.Message) string {
+	var parts []string
+	for _, p := range m.GetParts() {
+		switch k := p.GetKind().(type) {
+		case *agentplanev1.Part_Text:
+			parts = append(parts, k.Text)
+		case *agentplanev1.Part_Data:
+			parts = append(parts, "[data "+compactJSON(structpb.NewStructValue(k.Data.GetData()))+"]")
+		case *agentplanev1.Part_File:
+			parts = append(parts, "[file "+orDash(k.File.GetName())+" "+k.File.GetMediaType()+"]")
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// usageText is a message's token usage, for a watch line; "" when it has none.
+func usageText(u *agentplanev1.TokenUsage) string {
+	if u == nil {
+		return ""
+	}
+	return fmt.Sprintf(" [tokens in %d, out %d]", u.GetInputTokens(), u.GetOutputTokens())
+}
+
+// argsText is a call's arguments_json on one line: compacted when it is valid JSON,
+// as written (marked) when it is not, "-" when there are none.
+func argsText(s string) string {
+	if s == "" {
+		return "-"
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(s)); err != nil {
+		return s + " (not valid JSON)"
+	}
+	return b.String()
+}
+
+// argsIndented is argsText for reading, indented.
+func argsIndented(s string) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, []byte(s), "", "  "); err != nil {
+		return s + "\n(not valid JSON)"
+	}
+	return b.String()
 }

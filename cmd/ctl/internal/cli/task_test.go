@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -38,7 +39,7 @@ func writeFile(t *testing.T, name, content string) string {
 
 func sampleTask() *agentplanev1.Task {
 	return &agentplanev1.Task{
-		TaskId: "t-1", State: agentplanev1.TaskState_TASK_STATE_WORKING, Input: "summarize", Attempt: 2,
+		TaskId: "t-1", State: agentplanev1.TaskState_TASK_STATE_WORKING, Input: client.UserText("summarize"), Attempt: 2,
 		Labels:     map[string]string{"team": "billing", "env": "dev"},
 		CreateTime: timestamppb.New(time.Now().Add(-90 * time.Second)), CreatedBy: "owner",
 		Spec: &agentplanev1.Task_Agent{Agent: &agentplanev1.AgentSpec{Name: proto.String("helper")}},
@@ -62,7 +63,7 @@ func TestTaskStartSendsTheDocument(t *testing.T) {
 	if string(req.GetDocument()) != agentDoc || req.GetFormat() != agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML {
 		t.Errorf("document %q format %v", req.GetDocument(), req.GetFormat())
 	}
-	if req.GetInput() != "from stdin\n" || req.GetRequestId() != "r-1" || req.GetLabels()["team"] != "billing" || req.GetLabels()["env"] != "dev" {
+	if client.MessageText(req.GetInput()) != "from stdin\n" || req.GetRequestId() != "r-1" || req.GetLabels()["team"] != "billing" || req.GetLabels()["env"] != "dev" {
 		t.Errorf("request %v", req)
 	}
 	if al := req.GetInterruptPolicy().GetAllowlist(); len(al.GetTools()) != 1 || al.GetTags()["send_email"].GetTags()[0] != "outbound" {
@@ -160,11 +161,27 @@ func TestTaskGetCancelContinue(t *testing.T) {
 	if code, _, errOut := runCtl(t, addr, "task", "continue", "t-1", "--message", "and then?"); code != 0 {
 		t.Fatalf("continue: %d %s", code, errOut)
 	}
-	if r := requests[*agentplanev1.ContinueTaskRequest](f)[0]; r.GetMessage() != "and then?" {
+	if r := requests[*agentplanev1.ContinueTaskRequest](f)[0]; client.MessageText(r.GetMessage()) != "and then?" ||
+		r.GetMessage().GetRole() != agentplanev1.MessageRole_MESSAGE_ROLE_USER || len(r.GetMessage().GetParts()) != 1 {
 		t.Errorf("continue request %v", r)
 	}
-	if code, _, _ := runCtl(t, addr, "task", "continue", "t-1"); code != exitUsage {
-		t.Errorf("continue without --message: exit %d", code)
+	if code, _, errOut := runCtl(t, addr, "task", "continue", "t-1", "--tool-output", `call_1={"n":12345678901234567}`, "--tool-output", `call_2="12:00"`); code != 0 {
+		t.Fatalf("continue with tool outputs: %d %s", code, errOut)
+	}
+	outs := requests[*agentplanev1.ContinueTaskRequest](f)[1].GetToolOutputs().GetOutputs()
+	if len(outs) != 2 || outs[0].GetCallId() != "call_1" || outs[0].GetResult().GetStructValue().GetFields()["n"] == nil ||
+		outs[1].GetCallId() != "call_2" || outs[1].GetResult().GetStringValue() != "12:00" {
+		t.Errorf("tool outputs %v", outs)
+	}
+	for _, bad := range [][]string{
+		{"task", "continue", "t-1"},
+		{"task", "continue", "t-1", "--message", "hi", "--tool-output", "c=1"},
+		{"task", "continue", "t-1", "--tool-output", "no-equals"},
+		{"task", "continue", "t-1", "--tool-output", "c={not json"},
+	} {
+		if code, _, _ := runCtl(t, addr, bad...); code != exitUsage {
+			t.Errorf("%q: exit %d, want a usage error", bad, code)
+		}
 	}
 	if code, _, _ := runCtl(t, addr, "task", "get"); code != exitUsage {
 		t.Errorf("get without id: exit %d", code)
@@ -231,9 +248,9 @@ func TestTaskVerdictsAndObligationsReadEveryPage(t *testing.T) {
 func watchEvents() []*agentplanev1.TaskEvent {
 	at := timestamppb.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	return []*agentplanev1.TaskEvent{
-		{Sequence: 1, Time: at, Payload: &agentplanev1.TaskEvent_Submitted{Submitted: &agentplanev1.TaskSubmitted{Kind: "AgentSpec", Input: "hi", CreatedBy: "owner"}}},
+		{Sequence: 1, Time: at, Payload: &agentplanev1.TaskEvent_Submitted{Submitted: &agentplanev1.TaskSubmitted{Kind: "AgentSpec", Input: client.UserText("hi"), CreatedBy: "owner"}}},
 		{Sequence: 2, Time: at, Payload: &agentplanev1.TaskEvent_StateChanged{StateChanged: &agentplanev1.StateChanged{FromState: agentplanev1.TaskState_TASK_STATE_SUBMITTED, ToState: agentplanev1.TaskState_TASK_STATE_WORKING}}},
-		{Sequence: 3, Time: at, Payload: &agentplanev1.TaskEvent_Message{Message: &agentplanev1.ChatMessage{Role: agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, Text: "Hello\nthere", Node: "helper"}}},
+		{Sequence: 3, Time: at, Payload: &agentplanev1.TaskEvent_Message{Message: &agentplanev1.Message{Role: agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, Parts: client.UserText("Hello\nthere").GetParts(), Node: "helper"}}},
 		{Sequence: 4, Time: at, Payload: &agentplanev1.TaskEvent_ToolGated{ToolGated: &agentplanev1.ToolGated{CallId: "c1", ToolName: "pay", Outcome: agentplanev1.GateOutcome_GATE_OUTCOME_INTERRUPT, InterruptId: "i-1", Tags: []string{"money"}, Reason: "policy.allowlist"}}},
 		{Sequence: 5, Time: at, Payload: &agentplanev1.TaskEvent_InterruptResolved{InterruptResolved: &agentplanev1.InterruptResolved{InterruptId: "i-1", Decision: &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_REJECT, DecidedBy: "system", Source: agentplanev1.DecisionSource_DECISION_SOURCE_DEADLINE, Reason: proto.String("timed out")}}}},
 		{Sequence: 6, Time: at, Payload: &agentplanev1.TaskEvent_StateChanged{StateChanged: &agentplanev1.StateChanged{FromState: agentplanev1.TaskState_TASK_STATE_WORKING, ToState: agentplanev1.TaskState_TASK_STATE_COMPLETED}}},

@@ -170,7 +170,7 @@ func printEvent(p *printer.Printer, ev *agentplanev1.TaskEvent) error {
 func describeEvent(ev *agentplanev1.TaskEvent) (kind, summary string) {
 	switch p := ev.GetPayload().(type) {
 	case *agentplanev1.TaskEvent_Submitted:
-		return "submitted", fmt.Sprintf("%s by %s: %q", p.Submitted.GetKind(), orDash(p.Submitted.GetCreatedBy()), truncate(p.Submitted.GetInput(), 80))
+		return "submitted", fmt.Sprintf("%s by %s: %q", p.Submitted.GetKind(), orDash(p.Submitted.GetCreatedBy()), truncate(oneLine(messageSummary(p.Submitted.GetInput())), 80))
 	case *agentplanev1.TaskEvent_StateChanged:
 		s := stateName(p.StateChanged.GetFromState()) + " -> " + stateName(p.StateChanged.GetToState())
 		if r := p.StateChanged.GetReason(); r != "" {
@@ -183,10 +183,13 @@ func describeEvent(ev *agentplanev1.TaskEvent) (kind, summary string) {
 		if m.GetNode() != "" {
 			who += " " + m.GetNode()
 		}
-		return "message", who + ": " + truncate(oneLine(m.GetText()), 100)
+		if m.GetModel() != "" {
+			who += " (" + m.GetModel() + ")"
+		}
+		return "message", who + ": " + truncate(oneLine(messageSummary(m)), 100) + usageText(m.GetUsage())
 	case *agentplanev1.TaskEvent_ToolCall:
 		c := p.ToolCall
-		return "tool call", fmt.Sprintf("%s [%s] %s", c.GetToolName(), c.GetCallId(), truncate(compactJSON(c.GetArgs()), 80))
+		return "tool call", fmt.Sprintf("%s [%s] %s", c.GetToolName(), c.GetCallId(), truncate(argsText(c.GetArgumentsJson()), 80))
 	case *agentplanev1.TaskEvent_ToolResult:
 		r := p.ToolResult
 		s := fmt.Sprintf("%s [%s] -> %s", r.GetToolName(), r.GetCallId(), truncate(compactJSON(r.GetResult()), 80))
@@ -216,6 +219,10 @@ func describeEvent(ev *agentplanev1.TaskEvent) (kind, summary string) {
 		it := p.InterruptRaised.GetInterrupt()
 		if it.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE {
 			return "interrupt", it.GetInterruptId() + ": turn ended, waiting for the user (ctl task continue)"
+		}
+		if it.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED {
+			return "interrupt", fmt.Sprintf("%s: %s [%s] %s waits for the client's output (ctl task continue --tool-output %s=JSON)",
+				it.GetInterruptId(), it.GetToolOutput().GetToolName(), it.GetCallId(), truncate(argsText(it.GetToolOutput().GetArgumentsJson()), 60), it.GetCallId())
 		}
 		return "interrupt", fmt.Sprintf("%s: %s waits for approval (ctl hitl show %s)", it.GetInterruptId(), it.GetApproval().GetToolName(), it.GetInterruptId())
 	case *agentplanev1.TaskEvent_InterruptResolved:
@@ -252,7 +259,7 @@ func describeEvent(ev *agentplanev1.TaskEvent) (kind, summary string) {
 	case *agentplanev1.TaskEvent_CancelRequested:
 		return "cancel", fmt.Sprintf("by %s: %s", orDash(p.CancelRequested.GetRequestedBy()), orDash(p.CancelRequested.GetReason()))
 	case *agentplanev1.TaskEvent_Output:
-		return "output", truncate(oneLine(p.Output.GetText()), 100)
+		return "output", truncate(oneLine(messageSummary(p.Output.GetMessage())), 100)
 	}
 	return "unknown", "(an event this ctl does not know; use -o json)"
 }

@@ -145,9 +145,6 @@ type TaskRecord struct {
 	// Set while the task waits in the run queue; drives the queue index (FIFO per
 	// tenant by this time).
 	QueueTime *timestamppb.Timestamp `protobuf:"bytes,22,opt,name=queue_time,json=queueTime,proto3" json:"queue_time,omitempty"`
-	// User messages given by ContinueTask since the task last paused; handed to every
-	// lease until the runtime ends its turn again.
-	ContinueMessages []string `protobuf:"bytes,23,rep,name=continue_messages,json=continueMessages,proto3" json:"continue_messages,omitempty"`
 	// Tool approvals resolved during the current turn whose calls are not reported yet;
 	// handed to every lease until the call is reported or the runtime ends its turn.
 	ResumeInterruptIds []string `protobuf:"bytes,24,rep,name=resume_interrupt_ids,json=resumeInterruptIds,proto3" json:"resume_interrupt_ids,omitempty"`
@@ -164,10 +161,22 @@ type TaskRecord struct {
 	Queue string `protobuf:"bytes,40,opt,name=queue,proto3" json:"queue,omitempty"`
 	// The W3C trace context of the StartTask call, if it carried one. Immutable.
 	TraceContext *v1.TraceContext `protobuf:"bytes,41,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
+	// User messages given by ContinueTask since the task last paused; handed to every
+	// lease until the runtime ends its turn again.
+	ContinueMessages []*v1.Message `protobuf:"bytes,42,rep,name=continue_messages,json=continueMessages,proto3" json:"continue_messages,omitempty"`
+	// Tool outputs given by ContinueTask since the task last paused, as logged; handed
+	// to every lease until the runtime ends its turn again.
+	ContinueToolResults []*v1.ToolResult `protobuf:"bytes,43,rep,name=continue_tool_results,json=continueToolResults,proto3" json:"continue_tool_results,omitempty"`
+	// Sum of the token usage of the task's logged messages (the API's Task.usage).
+	Usage *v1.TokenUsage `protobuf:"bytes,44,opt,name=usage,proto3" json:"usage,omitempty"`
+	// Call ids reported as ToolCall events whose ToolResult is not reported yet, in
+	// report order: a turn cannot end while one is open (unless PauseTask names it as a
+	// client tool call).
+	OpenCallIds []string `protobuf:"bytes,45,rep,name=open_call_ids,json=openCallIds,proto3" json:"open_call_ids,omitempty"`
 	// The last mutating calls made on the task with a request id, oldest first, at most
 	// 16 clients' calls and 16 runtimes' lease-fenced writes: what a retry of one of them
 	// is answered from.
-	AppliedRequests []*AppliedRequest `protobuf:"bytes,42,rep,name=applied_requests,json=appliedRequests,proto3" json:"applied_requests,omitempty"`
+	AppliedRequests []*AppliedRequest `protobuf:"bytes,46,rep,name=applied_requests,json=appliedRequests,proto3" json:"applied_requests,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -356,13 +365,6 @@ func (x *TaskRecord) GetQueueTime() *timestamppb.Timestamp {
 	return nil
 }
 
-func (x *TaskRecord) GetContinueMessages() []string {
-	if x != nil {
-		return x.ContinueMessages
-	}
-	return nil
-}
-
 func (x *TaskRecord) GetResumeInterruptIds() []string {
 	if x != nil {
 		return x.ResumeInterruptIds
@@ -401,6 +403,34 @@ func (x *TaskRecord) GetQueue() string {
 func (x *TaskRecord) GetTraceContext() *v1.TraceContext {
 	if x != nil {
 		return x.TraceContext
+	}
+	return nil
+}
+
+func (x *TaskRecord) GetContinueMessages() []*v1.Message {
+	if x != nil {
+		return x.ContinueMessages
+	}
+	return nil
+}
+
+func (x *TaskRecord) GetContinueToolResults() []*v1.ToolResult {
+	if x != nil {
+		return x.ContinueToolResults
+	}
+	return nil
+}
+
+func (x *TaskRecord) GetUsage() *v1.TokenUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *TaskRecord) GetOpenCallIds() []string {
+	if x != nil {
+		return x.OpenCallIds
 	}
 	return nil
 }
@@ -513,8 +543,6 @@ type TaskSpecRecord struct {
 	// verdict tool granted), so that a running task is not affected by later changes of
 	// the deployment's agent table.
 	ResolvedSpec *v1.ResolvedSpec `protobuf:"bytes,4,opt,name=resolved_spec,json=resolvedSpec,proto3" json:"resolved_spec,omitempty"`
-	// The user's input.
-	Input string `protobuf:"bytes,5,opt,name=input,proto3" json:"input,omitempty"`
 	// The interrupt policy gating tool calls.
 	InterruptPolicy *v1.InterruptPolicy `protobuf:"bytes,6,opt,name=interrupt_policy,json=interruptPolicy,proto3" json:"interrupt_policy,omitempty"`
 	// Deadline applied to each interrupt of this task; absent means the deployment default.
@@ -524,7 +552,9 @@ type TaskSpecRecord struct {
 	// Effective MCP servers.
 	McpServers []*v1.McpServer `protobuf:"bytes,9,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	// Effective A2A peers.
-	A2APeers      []*v1.A2APeer `protobuf:"bytes,10,rep,name=a2a_peers,json=a2aPeers,proto3" json:"a2a_peers,omitempty"`
+	A2APeers []*v1.A2APeer `protobuf:"bytes,10,rep,name=a2a_peers,json=a2aPeers,proto3" json:"a2a_peers,omitempty"`
+	// The user's input message.
+	Input         *v1.Message `protobuf:"bytes,11,opt,name=input,proto3" json:"input,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -600,13 +630,6 @@ func (x *TaskSpecRecord) GetResolvedSpec() *v1.ResolvedSpec {
 	return nil
 }
 
-func (x *TaskSpecRecord) GetInput() string {
-	if x != nil {
-		return x.Input
-	}
-	return ""
-}
-
 func (x *TaskSpecRecord) GetInterruptPolicy() *v1.InterruptPolicy {
 	if x != nil {
 		return x.InterruptPolicy
@@ -638,6 +661,13 @@ func (x *TaskSpecRecord) GetMcpServers() []*v1.McpServer {
 func (x *TaskSpecRecord) GetA2APeers() []*v1.A2APeer {
 	if x != nil {
 		return x.A2APeers
+	}
+	return nil
+}
+
+func (x *TaskSpecRecord) GetInput() *v1.Message {
+	if x != nil {
+		return x.Input
 	}
 	return nil
 }
@@ -981,9 +1011,12 @@ type InterruptRecord struct {
 	ConsumedEpoch int64 `protobuf:"varint,4,opt,name=consumed_epoch,json=consumedEpoch,proto3" json:"consumed_epoch,omitempty"`
 	// Set when the task ended while the interrupt was pending: it leaves the inbox and
 	// can no longer be resolved.
-	ClosedReason  string `protobuf:"bytes,5,opt,name=closed_reason,json=closedReason,proto3" json:"closed_reason,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ClosedReason string `protobuf:"bytes,5,opt,name=closed_reason,json=closedReason,proto3" json:"closed_reason,omitempty"`
+	// A ToolResult was reported for the call (for records of tool calls): a call has
+	// one result.
+	ResultReported bool `protobuf:"varint,6,opt,name=result_reported,json=resultReported,proto3" json:"result_reported,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *InterruptRecord) Reset() {
@@ -1049,6 +1082,13 @@ func (x *InterruptRecord) GetClosedReason() string {
 		return x.ClosedReason
 	}
 	return ""
+}
+
+func (x *InterruptRecord) GetResultReported() bool {
+	if x != nil {
+		return x.ResultReported
+	}
+	return false
 }
 
 // VerdictRecord is a stored verdict, keyed by its task and its event sequence.
@@ -1163,7 +1203,7 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\x05R\aversion\x12;\n" +
 	"\vcreate_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12\x1b\n" +
-	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\x98\v\n" +
+	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\xda\f\n" +
 	"\n" +
 	"TaskRecord\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
@@ -1194,39 +1234,42 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\x05lease\x18\x14 \x01(\v2\".agentplane.storage.v1.LeaseRecordR\x05lease\x12\x14\n" +
 	"\x05epoch\x18\x15 \x01(\x03R\x05epoch\x129\n" +
 	"\n" +
-	"queue_time\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\tqueueTime\x12+\n" +
-	"\x11continue_messages\x18\x17 \x03(\tR\x10continueMessages\x120\n" +
+	"queue_time\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\tqueueTime\x120\n" +
 	"\x14resume_interrupt_ids\x18\x18 \x03(\tR\x12resumeInterruptIds\x12)\n" +
 	"\x10obligation_count\x18\x19 \x01(\x03R\x0fobligationCount\x12#\n" +
 	"\rverdict_count\x18\x1a \x01(\x03R\fverdictCount\x12\x1b\n" +
 	"\tspec_kind\x18\x1b \x01(\tR\bspecKind\x12\x14\n" +
 	"\x05queue\x18( \x01(\tR\x05queue\x12@\n" +
-	"\rtrace_context\x18) \x01(\v2\x1b.agentplane.v1.TraceContextR\ftraceContext\x12P\n" +
-	"\x10applied_requests\x18* \x03(\v2%.agentplane.storage.v1.AppliedRequestR\x0fappliedRequests\x1a9\n" +
+	"\rtrace_context\x18) \x01(\v2\x1b.agentplane.v1.TraceContextR\ftraceContext\x12C\n" +
+	"\x11continue_messages\x18* \x03(\v2\x16.agentplane.v1.MessageR\x10continueMessages\x12M\n" +
+	"\x15continue_tool_results\x18+ \x03(\v2\x19.agentplane.v1.ToolResultR\x13continueToolResults\x12/\n" +
+	"\x05usage\x18, \x01(\v2\x19.agentplane.v1.TokenUsageR\x05usage\x12\"\n" +
+	"\ropen_call_ids\x18- \x03(\tR\vopenCallIds\x12P\n" +
+	"\x10applied_requests\x18. \x03(\v2%.agentplane.storage.v1.AppliedRequestR\x0fappliedRequests\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa5\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\x17\x10\x18\"\xa5\x01\n" +
 	"\x0eAppliedRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x16\n" +
 	"\x06digest\x18\x02 \x01(\fR\x06digest\x12\x1b\n" +
 	"\tresult_id\x18\x03 \x01(\tR\bresultId\x12'\n" +
 	"\x0fresult_sequence\x18\x04 \x01(\x03R\x0eresultSequence\x12\x16\n" +
-	"\x06fenced\x18\x05 \x01(\bR\x06fenced\"\xb2\x04\n" +
+	"\x06fenced\x18\x05 \x01(\bR\x06fenced\"\xd0\x04\n" +
 	"\x0eTaskSpecRecord\x120\n" +
 	"\x05agent\x18\x01 \x01(\v2\x18.agentplane.v1.AgentSpecH\x00R\x05agent\x120\n" +
 	"\x05graph\x18\x02 \x01(\v2\x18.agentplane.v1.GraphSpecH\x00R\x05graph\x12\x1b\n" +
 	"\bagent_id\x18\x03 \x01(\tH\x00R\aagentId\x12@\n" +
-	"\rresolved_spec\x18\x04 \x01(\v2\x1b.agentplane.v1.ResolvedSpecR\fresolvedSpec\x12\x14\n" +
-	"\x05input\x18\x05 \x01(\tR\x05input\x12I\n" +
+	"\rresolved_spec\x18\x04 \x01(\v2\x1b.agentplane.v1.ResolvedSpecR\fresolvedSpec\x12I\n" +
 	"\x10interrupt_policy\x18\x06 \x01(\v2\x1e.agentplane.v1.InterruptPolicyR\x0finterruptPolicy\x12F\n" +
 	"\x11interrupt_timeout\x18\a \x01(\v2\x19.google.protobuf.DurationR\x10interruptTimeout\x12<\n" +
 	"\ttool_axes\x18\b \x03(\v2\x1f.agentplane.v1.ToolAxisOverrideR\btoolAxes\x129\n" +
 	"\vmcp_servers\x18\t \x03(\v2\x18.agentplane.v1.McpServerR\n" +
 	"mcpServers\x123\n" +
 	"\ta2a_peers\x18\n" +
-	" \x03(\v2\x16.agentplane.v1.A2aPeerR\ba2aPeersB\x06\n" +
-	"\x04spec\"\x9c\x01\n" +
+	" \x03(\v2\x16.agentplane.v1.A2aPeerR\ba2aPeers\x12,\n" +
+	"\x05input\x18\v \x01(\v2\x16.agentplane.v1.MessageR\x05inputB\x06\n" +
+	"\x04specJ\x04\b\x05\x10\x06\"\x9c\x01\n" +
 	"\fCancellation\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12!\n" +
 	"\frequested_by\x18\x02 \x01(\tR\vrequestedBy\x12.\n" +
@@ -1248,14 +1291,15 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\x12.\n" +
 	"\x05event\x18\x04 \x01(\v2\x18.agentplane.v1.TaskEventR\x05event\"(\n" +
 	"\rRequestRecord\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\tR\x06taskId\"\xf5\x01\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\"\x9e\x02\n" +
 	"\x0fInterruptRecord\x126\n" +
 	"\tinterrupt\x18\x01 \x01(\v2\x18.agentplane.v1.InterruptR\tinterrupt\x12;\n" +
 	"\vcreate_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12!\n" +
 	"\fraised_epoch\x18\x03 \x01(\x03R\vraisedEpoch\x12%\n" +
 	"\x0econsumed_epoch\x18\x04 \x01(\x03R\rconsumedEpoch\x12#\n" +
-	"\rclosed_reason\x18\x05 \x01(\tR\fclosedReason\"A\n" +
+	"\rclosed_reason\x18\x05 \x01(\tR\fclosedReason\x12'\n" +
+	"\x0fresult_reported\x18\x06 \x01(\bR\x0eresultReported\"A\n" +
 	"\rVerdictRecord\x120\n" +
 	"\averdict\x18\x01 \x01(\v2\x16.agentplane.v1.VerdictR\averdict\"g\n" +
 	"\x10ObligationRecord\x12\x18\n" +
@@ -1295,18 +1339,21 @@ var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(*v1.TaskFailure)(nil),        // 14: agentplane.v1.TaskFailure
 	(*v1.TaskOutput)(nil),         // 15: agentplane.v1.TaskOutput
 	(*v1.TraceContext)(nil),       // 16: agentplane.v1.TraceContext
-	(*v1.AgentSpec)(nil),          // 17: agentplane.v1.AgentSpec
-	(*v1.GraphSpec)(nil),          // 18: agentplane.v1.GraphSpec
-	(*v1.ResolvedSpec)(nil),       // 19: agentplane.v1.ResolvedSpec
-	(*v1.InterruptPolicy)(nil),    // 20: agentplane.v1.InterruptPolicy
-	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
-	(*v1.ToolAxisOverride)(nil),   // 22: agentplane.v1.ToolAxisOverride
-	(*v1.McpServer)(nil),          // 23: agentplane.v1.McpServer
-	(*v1.A2APeer)(nil),            // 24: agentplane.v1.A2aPeer
-	(*v1.TaskEvent)(nil),          // 25: agentplane.v1.TaskEvent
-	(*v1.Interrupt)(nil),          // 26: agentplane.v1.Interrupt
-	(*v1.Verdict)(nil),            // 27: agentplane.v1.Verdict
-	(*v1.Obligation)(nil),         // 28: agentplane.v1.Obligation
+	(*v1.Message)(nil),            // 17: agentplane.v1.Message
+	(*v1.ToolResult)(nil),         // 18: agentplane.v1.ToolResult
+	(*v1.TokenUsage)(nil),         // 19: agentplane.v1.TokenUsage
+	(*v1.AgentSpec)(nil),          // 20: agentplane.v1.AgentSpec
+	(*v1.GraphSpec)(nil),          // 21: agentplane.v1.GraphSpec
+	(*v1.ResolvedSpec)(nil),       // 22: agentplane.v1.ResolvedSpec
+	(*v1.InterruptPolicy)(nil),    // 23: agentplane.v1.InterruptPolicy
+	(*durationpb.Duration)(nil),   // 24: google.protobuf.Duration
+	(*v1.ToolAxisOverride)(nil),   // 25: agentplane.v1.ToolAxisOverride
+	(*v1.McpServer)(nil),          // 26: agentplane.v1.McpServer
+	(*v1.A2APeer)(nil),            // 27: agentplane.v1.A2aPeer
+	(*v1.TaskEvent)(nil),          // 28: agentplane.v1.TaskEvent
+	(*v1.Interrupt)(nil),          // 29: agentplane.v1.Interrupt
+	(*v1.Verdict)(nil),            // 30: agentplane.v1.Verdict
+	(*v1.Obligation)(nil),         // 31: agentplane.v1.Obligation
 }
 var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
 	12, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
@@ -1321,29 +1368,33 @@ var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
 	5,  // 9: agentplane.storage.v1.TaskRecord.lease:type_name -> agentplane.storage.v1.LeaseRecord
 	12, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
 	16, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
-	2,  // 12: agentplane.storage.v1.TaskRecord.applied_requests:type_name -> agentplane.storage.v1.AppliedRequest
-	17, // 13: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
-	18, // 14: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
-	19, // 15: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
-	20, // 16: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	21, // 17: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
-	22, // 18: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	23, // 19: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
-	24, // 20: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	12, // 21: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
-	12, // 22: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
-	12, // 23: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
-	12, // 24: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
-	25, // 25: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
-	26, // 26: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
-	12, // 27: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
-	27, // 28: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
-	28, // 29: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	17, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
+	18, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
+	19, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
+	2,  // 15: agentplane.storage.v1.TaskRecord.applied_requests:type_name -> agentplane.storage.v1.AppliedRequest
+	20, // 16: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
+	21, // 17: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
+	22, // 18: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
+	23, // 19: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	24, // 20: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
+	25, // 21: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	26, // 22: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
+	27, // 23: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	17, // 24: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
+	12, // 25: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
+	12, // 26: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
+	12, // 27: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
+	12, // 28: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
+	28, // 29: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
+	29, // 30: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
+	12, // 31: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
+	30, // 32: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
+	31, // 33: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_storage_v1_storage_proto_init() }
