@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -112,9 +113,16 @@ func TestToolOutputsForClientCalls(t *testing.T) {
 	_, _, err = h.m.Pause(ctx, ref(l), Request{}, nil, "main", []*agentplanev1.ToolCall{{CallId: "s1", ToolName: "search", ArgumentsJson: `{}`}})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonToolResultUnexpected) // answered already
 
-	pause, waits, err := h.m.Pause(ctx, ref(l), Request{}, assistantText("let me check"), "main", []*agentplanev1.ToolCall{f1, f2})
+	once := request(t, &agentplanev1.PauseTaskRequest{Lease: ref(l), Message: assistantText("let me check"), Node: "main",
+		ToolOutputCalls: []*agentplanev1.ToolCall{f1, f2}, RequestId: "p1"})
+	pause, waits, err := h.m.Pause(ctx, ref(l), once, assistantText("let me check"), "main", []*agentplanev1.ToolCall{f1, f2})
 	if err != nil || pause != nil || len(waits) != 2 {
 		t.Fatalf("Pause = %v, %v, %v", pause, waits, err)
+	}
+	// Retried after a lost response: the same interrupts, nothing raised again.
+	if p2, w2, err := h.m.Pause(ctx, ref(l), once, assistantText("let me check"), "main", []*agentplanev1.ToolCall{f1, f2}); err != nil ||
+		p2 != nil || len(w2) != 2 || !proto.Equal(w2[0], waits[0]) || !proto.Equal(w2[1], waits[1]) {
+		t.Fatalf("retried Pause = %v, %v, %v; want the first call's interrupts", p2, w2, err)
 	}
 	for i, in := range waits {
 		if in.GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED || in.GetCallId() != []string{"f1", "f2"}[i] ||
