@@ -310,7 +310,7 @@ func TestLongPollWakesOnNewWork(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { _, err := h.m.LeaseTasks(c, LeaseRequest{RuntimeID: "rt", Wait: time.Hour}); done <- err }()
 	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
+	if err := within(t, done, "a canceled long poll to return"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled poll = %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
@@ -193,14 +194,48 @@ var idEncoding = base32.HexEncoding.WithPadding(base32.NoPadding)
 func newID() string { return newIDAt(time.Now()) }
 
 func newIDAt(t time.Time) string {
-	b := make([]byte, 16)
+	b := idBytes(t)
+	return encodeID(b[:])
+}
+
+func idBytes(t time.Time) [16]byte {
+	var b [16]byte
 	ms := uint64(t.UnixMilli())
 	for i := 5; i >= 0; i-- {
 		b[i] = byte(ms)
 		ms >>= 8
 	}
 	_, _ = rand.Read(b[6:]) // never fails (crypto/rand panics rather than return an error)
-	return strings.ToLower(idEncoding.EncodeToString(b))
+	return b
+}
+
+func encodeID(b []byte) string { return strings.ToLower(idEncoding.EncodeToString(b)) }
+
+// lastTaskID is the newest id newTaskID returned.
+var lastTaskID struct {
+	mu sync.Mutex
+	b  [16]byte
+}
+
+// newTaskID is newID made strictly increasing within the process: an id that would
+// not sort after the previous one (the same millisecond, or a clock stepped back) is
+// the previous one plus one. The run queue orders tasks queued at the same instant
+// by id, so this makes it FIFO by start also when the clock does not tell the
+// starts apart. Only task ids are made this way: lease ids must stay unguessable.
+func newTaskID() string {
+	b := idBytes(time.Now())
+	lastTaskID.mu.Lock()
+	defer lastTaskID.mu.Unlock()
+	if bytes.Compare(b[:], lastTaskID.b[:]) <= 0 {
+		b = lastTaskID.b
+		for i := len(b) - 1; i >= 0; i-- {
+			if b[i]++; b[i] != 0 {
+				break
+			}
+		}
+	}
+	lastTaskID.b = b
+	return encodeID(b[:])
 }
 
 // signal is a broadcast: wait returns a channel closed by the next broadcast.

@@ -194,7 +194,7 @@ func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.
 	if err := m.checkStart(&p); err != nil {
 		return nil, false, err
 	}
-	id, now := newID(), m.clock.Now()
+	id, now := newTaskID(), m.clock.Now()
 	reqDigest := p.RequestDigest
 	if reqDigest == nil {
 		reqDigest = RequestDigest(p.asRequest())

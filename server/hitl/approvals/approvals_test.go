@@ -121,6 +121,7 @@ func TestCheckToolCallRetries(t *testing.T) {
 
 func TestResolveInteractive(t *testing.T) {
 	e := newEnv(t, testConfig())
+	e.svc.recheck = time.Hour // only the decision's announcement can end the wait
 	ref := e.startAndLease(t, tenant)
 	in := e.gated(t, ref, "c1")
 
@@ -140,7 +141,7 @@ func TestResolveInteractive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := <-got
+	r := within(t, got, "AwaitDecision to return the decision")
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -179,7 +180,7 @@ func TestResolveInteractive(t *testing.T) {
 	_, err = e.svc.ResolveInterrupt(ctx, tenant, "bob", reject(in.GetInterruptId(), "no"))
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonAlreadyResolved)
 	// A decision already made is returned at once.
-	d2, err := awaitDecision(e.svc, ctx, ref, in.GetInterruptId())
+	d2, err := e.await(t, ref, in.GetInterruptId())
 	if err != nil || !proto.Equal(d2, d) {
 		t.Errorf("AwaitDecision after the fact = %v, %v", d2, err)
 	}
@@ -236,7 +237,7 @@ func TestDurableResolutionAcrossRestart(t *testing.T) {
 		t.Fatalf("SuspendTask returned %v, the store holds %v", task, stored)
 	}
 	// The old lease is gone.
-	_, err = awaitDecision(e.svc, ctx, ref, in.GetInterruptId())
+	_, err = e.await(t, ref, in.GetInterruptId())
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
 
 	e.restart(t)
@@ -262,7 +263,7 @@ func TestDurableResolutionAcrossRestart(t *testing.T) {
 	}
 	// The new lease can ask for the decision too, and run the edited call.
 	ref2 := &agentplanev1.LeaseRef{TaskId: l.GetTask().GetTaskId(), LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()}
-	d, err := awaitDecision(e.svc, ctx, ref2, in.GetInterruptId())
+	d, err := e.await(t, ref2, in.GetInterruptId())
 	if err != nil || !proto.Equal(d, out.GetDecision()) {
 		t.Fatalf("AwaitDecision on the new lease = %v, %v", d, err)
 	}
@@ -297,9 +298,9 @@ func TestAwaitRefusals(t *testing.T) {
 	in := e.gated(t, ref, "c1")
 	other := e.startAndLease(t, tenant)
 
-	_, err := awaitDecision(e.svc, ctx, other, in.GetInterruptId())
+	_, err := e.await(t, other, in.GetInterruptId())
 	wantErr(t, err, codes.NotFound, apierr.ReasonInterruptNotFound)
-	_, err = awaitDecision(e.svc, ctx, &agentplanev1.LeaseRef{TaskId: ref.GetTaskId(), LeaseId: "forged", Epoch: 1}, in.GetInterruptId())
+	_, err = e.await(t, &agentplanev1.LeaseRef{TaskId: ref.GetTaskId(), LeaseId: "forged", Epoch: 1}, in.GetInterruptId())
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
 
 	c, cancel := context.WithCancel(ctx)
@@ -307,7 +308,7 @@ func TestAwaitRefusals(t *testing.T) {
 	go func() { _, err := awaitDecision(e.svc, c, ref, in.GetInterruptId()); done <- err }()
 	waitFor(t, "the runtime to wait", func() bool { return e.svc.waiters.count() == 1 })
 	cancel()
-	if err := <-done; err != context.Canceled {
+	if err := within(t, done, "a canceled AwaitDecision to return"); err != context.Canceled {
 		t.Errorf("AwaitDecision after cancel = %v", err)
 	}
 

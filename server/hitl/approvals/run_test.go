@@ -153,7 +153,7 @@ func TestAnswersGivenAtOnce(t *testing.T) {
 	wantErr(t, err, codes.NotFound, apierr.ReasonInterruptNotFound)
 	_, err = e.svc.ResolveInterrupt(ctx, tenant, "alice", reject(id, "no"))
 	wantErr(t, err, codes.NotFound, apierr.ReasonInterruptNotFound)
-	_, err = awaitDecision(e.svc, ctx, ref, id)
+	_, err = e.await(t, ref, id)
 	wantErr(t, err, codes.NotFound, apierr.ReasonInterruptNotFound)
 	list, err := e.svc.ListInterrupts(ctx, tenant, &agentplanev1.ListInterruptsRequest{TaskId: ref.GetTaskId(), States: bothStates})
 	if err != nil || len(list.GetInterrupts()) != 0 {

@@ -165,7 +165,7 @@ func TestOpenRefusesForeignAndNewerFiles(t *testing.T) {
 // them failing after writing did not fail the rest, and that a panic stayed contained.
 func TestGroupCommitSharesCommits(t *testing.T) {
 	s := openTemp(t)
-	defer s.Close()
+	defer closeWithin(t, s)
 	entered, release := make(chan struct{}), make(chan struct{})
 	leaderDone := make(chan error, 1)
 	go func() {
@@ -175,7 +175,7 @@ func TestGroupCommitSharesCommits(t *testing.T) {
 			return w.PutTask(storetest.Task("acme", "leader", time.Now()))
 		})
 	}()
-	<-entered
+	within(t, entered, "the leader's function to run")
 	before, _ := s.Stats(context.Background())
 
 	const followers = 20
@@ -200,8 +200,8 @@ func TestGroupCommitSharesCommits(t *testing.T) {
 	// Wait until every follower is queued behind the blocked leader.
 	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.queue) == followers })
 	close(release)
-	wg.Wait()
-	if err := <-leaderDone; err != nil {
+	within(t, allDone(&wg), "the queued Updates to return")
+	if err := within(t, leaderDone, "the leader's Update to return"); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := s.Stats(context.Background())
@@ -227,12 +227,12 @@ func TestMaxBatchBoundsACommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer closeWithin(t, s)
 	entered, release := make(chan struct{}), make(chan struct{})
 	go func() {
 		_ = s.Update(context.Background(), func(store.Writer) error { close(entered); <-release; return nil })
 	}()
-	<-entered
+	within(t, entered, "the first Update's function to run")
 	before, _ := s.Stats(context.Background())
 	var wg sync.WaitGroup
 	for i := range 10 {
@@ -246,7 +246,7 @@ func TestMaxBatchBoundsACommit(t *testing.T) {
 	}
 	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.queue) == 10 })
 	close(release)
-	wg.Wait()
+	within(t, allDone(&wg), "the queued Updates to return")
 	after, _ := s.Stats(context.Background())
 	if got := after.Commits - before.Commits; got != 3 {
 		t.Fatalf("10 queued Updates with MaxBatch 4 took %d commits, want 3", got)

@@ -39,7 +39,7 @@ func holdSyncs(s *Store) (entered chan struct{}, release func()) {
 // may learn of it until the fdatasync returns.
 func TestWALNoOneSeesABatchBeforeItIsDurable(t *testing.T) {
 	s := openTempWith(t, Options{WAL: true})
-	defer s.Close()
+	defer closeWithin(t, s)
 	ctx := context.Background()
 	entered, release := holdSyncs(s)
 	defer release()
@@ -48,7 +48,7 @@ func TestWALNoOneSeesABatchBeforeItIsDurable(t *testing.T) {
 	go func() {
 		acked <- s.Update(ctx, func(w store.Writer) error { return w.PutTask(storetest.Task("acme", "t1", time.Now())) })
 	}()
-	<-entered // the record is written; its fdatasync is held
+	within(t, entered, "the batch's fdatasync to start") // the record is written; its fdatasync is held
 	// The batch commits to the file regardless.
 	waitFor(t, func() bool {
 		var in bool
@@ -73,10 +73,10 @@ func TestWALNoOneSeesABatchBeforeItIsDurable(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 	release()
-	if err := <-acked; err != nil {
+	if err := within(t, acked, "the Update to return after the sync"); err != nil {
 		t.Fatalf("Update: %v", err)
 	}
-	if err := <-read; err != nil {
+	if err := within(t, read, "the View to return after the sync"); err != nil {
 		t.Fatalf("View after the sync: %v", err)
 	}
 }
@@ -127,7 +127,7 @@ func TestCommitHooksRunInCommitOrder(t *testing.T) {
 	for _, wal := range []bool{false, true} {
 		t.Run(map[bool]string{false: "default", true: "wal"}[wal], func(t *testing.T) {
 			s := openTempWith(t, Options{WAL: wal})
-			defer s.Close()
+			defer closeWithin(t, s)
 			ctx := context.Background()
 			if err := s.Update(ctx, func(w store.Writer) error {
 				return w.PutTask(storetest.Task("acme", "counter", time.Now()))
@@ -161,7 +161,7 @@ func TestCommitHooksRunInCommitOrder(t *testing.T) {
 					}
 				})
 			}
-			wg.Wait()
+			within(t, allDone(&wg), "the concurrent Updates to return")
 			if len(seen) != callers*each {
 				t.Fatalf("%d hooks ran, want %d", len(seen), callers*each)
 			}
