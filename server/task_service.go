@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -142,8 +143,20 @@ func (x *taskService) WatchTask(req *agentplanev1.WatchTaskRequest, stream grpc.
 	}
 	ctx, stop := x.s.untilShutdown(ctx)
 	defer stop()
-	err = x.s.domain.tasks.Watch(ctx, tenant, req.GetTaskId(), req.GetAfterSequence(), stream.Send)
+	err = x.s.domain.tasks.Follow(ctx, tenant, req.GetTaskId(), req.GetAfterSequence(), func(ev tasks.Event) error {
+		b, err := ev.Encoded(encodeWatchResponse)
+		if err != nil {
+			return err
+		}
+		return stream.SendMsg(encoded(b))
+	})
 	return x.s.shutdownError(ctx, err)
+}
+
+// encodeWatchResponse is the wire form of a WatchTaskResponse, as gRPC's protobuf
+// codec writes it.
+func encodeWatchResponse(resp *agentplanev1.WatchTaskResponse) ([]byte, error) {
+	return proto.Marshal(resp)
 }
 
 // ListVerdicts pages a task's verdicts, oldest first.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -22,13 +21,13 @@ import (
 // Mutant: checkEdit without its object check (a schema's validator catches it
 // otherwise, so TestDecideResolve's case with a schema does not).
 func TestEditOfAToolWithoutASchemaMustBeAnObject(t *testing.T) {
-	in := pendingInterrupt(t, mustValue(t, map[string]any{"path": "/a"}))
+	in := pendingInterrupt(t, `{"path":"/a"}`)
 	p := ResolveParams{Principal: "alice", Now: t0.Add(time.Second), Reason: ReasonPolicy{Trusted: true}}
-	for name, args := range map[string]*structpb.Value{
-		"string": structpb.NewStringValue("/b"),
-		"list":   structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{structpb.NewStringValue("/b")}}),
-		"number": structpb.NewNumberValue(3),
-		"null":   structpb.NewNullValue(),
+	for name, args := range map[string]string{
+		"string": `"/b"`,
+		"list":   `["/b"]`,
+		"number": `3`,
+		"null":   `null`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			d, err := DecideResolve(in, editReq(args), p)

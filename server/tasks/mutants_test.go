@@ -126,16 +126,20 @@ func TestLaggedWatcherFillsTheGapBeforeANewerEvent(t *testing.T) {
 		return false
 	})
 	report(5) // 5..8 fill the buffer, 9 is dropped
-	h.m.hub.mu.Lock()
+	// The fan-out runs off the committing goroutine: wait for it to mark the watcher.
 	stolen := 0
-	for s := range h.m.hub.subs[watchKey{"acme", task.GetTaskId()}] {
-		select {
-		case <-s.lagged:
-			stolen++
-		default:
+	waitUntil(t, func() bool {
+		h.m.hub.mu.Lock()
+		defer h.m.hub.mu.Unlock()
+		for s := range h.m.hub.subs[watchKey{"acme", task.GetTaskId()}] {
+			select {
+			case <-s.lagged:
+				stolen++
+			default:
+			}
 		}
-	}
-	h.m.hub.mu.Unlock()
+		return stolen > 0
+	})
 	if stolen != 1 {
 		t.Fatalf("%d lagged marks, want the watcher's one", stolen)
 	}

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -97,17 +98,32 @@ func CheckQueue(field, q string) error {
 // protobuf encoding, which is stable for one binary; a retry that straddles an upgrade
 // which changes the encoding would be refused as a different request.
 func RequestDigest(req *agentplanev1.StartTaskRequest) []byte {
-	c := proto.Clone(req).(*agentplanev1.StartTaskRequest)
-	c.RequestId = ""
-	c.View = agentplanev1.TaskView_TASK_VIEW_UNSPECIFIED // how much to show, not what to start
-	return digest(c)
+	// The digest of the request with request_id and view cleared (view is how much to
+	// show, not what to start), without copying it (a deep copy, of the whole spec, was
+	// 3% of a StartTask's CPU): a message's encoding is its fields' encodings one after
+	// the other, so leaving those two fields' out of the request's encoding gives the
+	// encoding of the request without them.
+	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(req) // valid messages always encode
+	h := sha256.New()
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if n < 0 || m < 0 {
+			break // not reached: b is what Marshal wrote
+		}
+		if !(num == requestIDField && typ == protowire.BytesType) && !(num == viewField && typ == protowire.VarintType) {
+			h.Write(b[:n+m])
+		}
+		b = b[n+m:]
+	}
+	return h.Sum(nil)
 }
 
-func digest(m proto.Message) []byte {
-	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(m) // valid messages always encode
-	sum := sha256.Sum256(b)
-	return sum[:]
-}
+// The numbers of the StartTaskRequest fields a retry may change.
+var (
+	requestIDField = (&agentplanev1.StartTaskRequest{}).ProtoReflect().Descriptor().Fields().ByName("request_id").Number()
+	viewField      = (&agentplanev1.StartTaskRequest{}).ProtoReflect().Descriptor().Fields().ByName("view").Number()
+)
 
 // asRequest is the request these parameters stand for, for the fallback digest.
 func (p *StartParams) asRequest() *agentplanev1.StartTaskRequest {

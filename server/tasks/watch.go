@@ -20,25 +20,87 @@ const watchPage = 256
 type watchKey struct{ tenant, taskID string }
 
 // hub fans committed events, and ephemeral message deltas, out to live watchers.
-// Publishing never blocks: a watcher's channel is bounded, and a watcher whose channel
-// is full is marked lagged and catches up from the store instead (a delta that does
-// not fit is dropped).
+// Publishing never blocks on a watcher: a watcher's channel is bounded, and a watcher
+// whose channel is full is marked lagged and catches up from the store instead (a
+// delta that does not fit is dropped). Nor does the fan-out delay the
+// commit that published the events (and with it the writer's answer): publish queues
+// them, in commit order, for one goroutine at a time to send (drain).
 type hub struct {
-	mu   sync.Mutex
+	// mu guards subs; a fan-out holds it for reading.
+	mu   sync.RWMutex
 	subs map[watchKey]map[*subscription]struct{}
+
+	// qmu guards the queue of published events awaiting their fan-out.
+	qmu      sync.Mutex
+	room     sync.Cond // on qmu: the queue shrank
+	queue    []published
+	queued   int  // events in queue
+	draining bool // a goroutine is fanning the queue out
+	// maxQueued is how many events may await their fan-out before publish waits for
+	// the queue to shrink, so that writers cannot outrun the fan-out without bound.
+	maxQueued int
+}
+
+// published is one commit's events, or one PublishDeltas call's deltas, for one
+// watched task. Both go through the same queue, so a watcher sees them in the order
+// they were published.
+type published struct {
+	key    watchKey
+	events []*storagev1.EventRecord
+	deltas []*agentplanev1.MessageDelta
 }
 
 type subscription struct {
-	// ch carries events and deltas (WatchTaskResponse arms), in publishing order.
-	ch chan *agentplanev1.WatchTaskResponse
+	ch chan Event
 	// lagged has a token when events were dropped for this watcher.
 	lagged chan struct{}
 }
 
-func newHub() *hub { return &hub{subs: map[watchKey]map[*subscription]struct{}{}} }
+// Event is one message of a watch as Follow sends it: an event of the log
+// (TaskEvent set), or another arm of WatchTaskResponse (Other set: caught_up,
+// keepalive, message_delta). A live event or delta is one value shared by every
+// watcher of its task, so what a watcher derives from it alone (its wire encoding) can
+// be derived once for all of them: see Encoded.
+type Event struct {
+	*agentplanev1.TaskEvent
+	// Other is the message when it is not an event of the log.
+	Other *agentplanev1.WatchTaskResponse
+	enc   *encoding // nil for a message made for one watcher
+}
+
+// Response is the WatchTaskResponse that carries e.
+func (e Event) Response() *agentplanev1.WatchTaskResponse {
+	if e.Other != nil {
+		return e.Other
+	}
+	return &agentplanev1.WatchTaskResponse{Kind: &agentplanev1.WatchTaskResponse_Event{Event: e.TaskEvent}}
+}
+
+type encoding struct {
+	once sync.Once
+	b    []byte
+	err  error
+}
+
+// Encoded returns encode(e.Response()). For a live event or delta, encode runs once,
+// in whichever watcher comes first, and every watcher gets its result: encode must
+// depend on the message alone, and nobody may modify the bytes.
+func (e Event) Encoded(encode func(*agentplanev1.WatchTaskResponse) ([]byte, error)) ([]byte, error) {
+	if e.enc == nil {
+		return encode(e.Response())
+	}
+	e.enc.once.Do(func() { e.enc.b, e.enc.err = encode(e.Response()) })
+	return e.enc.b, e.enc.err
+}
+
+func newHub() *hub {
+	h := &hub{subs: map[watchKey]map[*subscription]struct{}{}, maxQueued: 4096}
+	h.room.L = &h.qmu
+	return h
+}
 
 func (h *hub) subscribe(k watchKey, buffer int) *subscription {
-	s := &subscription{ch: make(chan *agentplanev1.WatchTaskResponse, buffer), lagged: make(chan struct{}, 1)}
+	s := &subscription{ch: make(chan Event, buffer), lagged: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.subs[k] == nil {
@@ -57,20 +119,93 @@ func (h *hub) unsubscribe(k watchKey, s *subscription) {
 	}
 }
 
-// publish runs after a commit, in commit order, on the committing goroutine.
+// publish runs after a commit, in commit order, on the committing goroutine. It only
+// queues the events of a watched task for drain; a watcher that subscribes after
+// publish dropped its task's events (nobody watched) reads them from the store, as it
+// does every event committed before its subscription.
 func (h *hub) publish(tenant, taskID string, events []*storagev1.EventRecord) {
 	if len(events) == 0 {
 		return
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	subs := h.subs[watchKey{tenant, taskID}]
+	k := watchKey{tenant, taskID}
+	h.mu.RLock()
+	watched := len(h.subs[k]) > 0
+	h.mu.RUnlock()
+	if !watched {
+		return
+	}
+	h.qmu.Lock()
+	defer h.qmu.Unlock()
+	for h.queued >= h.maxQueued {
+		h.room.Wait()
+	}
+	h.enqueue(published{key: k, events: events})
+}
+
+// publishDeltas queues deltas for the live watchers of a task and returns how many
+// there are. A watcher whose channel is full when they are fanned out misses them.
+func (h *hub) publishDeltas(tenant, taskID string, deltas []*agentplanev1.MessageDelta) int {
+	k := watchKey{tenant, taskID}
+	h.mu.RLock()
+	n := len(h.subs[k])
+	h.mu.RUnlock()
+	if n == 0 || len(deltas) == 0 {
+		return n
+	}
+	h.qmu.Lock()
+	defer h.qmu.Unlock()
+	for h.queued >= h.maxQueued {
+		h.room.Wait()
+	}
+	h.enqueue(published{key: k, deltas: deltas})
+	return n
+}
+
+// enqueue adds p to the queue and starts a drain if none runs; qmu is held.
+func (h *hub) enqueue(p published) {
+	h.queue = append(h.queue, p)
+	h.queued += len(p.events) + len(p.deltas)
+	if !h.draining {
+		h.draining = true
+		go h.drain()
+	}
+}
+
+// drain fans the queue out in order until it is empty.
+func (h *hub) drain() {
+	for {
+		h.qmu.Lock()
+		batch := h.queue
+		h.queue, h.queued = nil, 0
+		if len(batch) == 0 {
+			h.draining = false
+			h.qmu.Unlock()
+			return
+		}
+		h.room.Broadcast()
+		h.qmu.Unlock()
+		for _, p := range batch {
+			if len(p.deltas) > 0 {
+				h.fanOutDeltas(p.key, p.deltas)
+			} else {
+				h.fanOut(p.key, p.events)
+			}
+		}
+	}
+}
+
+// fanOut sends one commit's events of a task to its watchers, each event encoded for
+// the API once for all of them.
+func (h *hub) fanOut(k watchKey, events []*storagev1.EventRecord) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	subs := h.subs[k]
 	if len(subs) == 0 {
 		return
 	}
-	api := make([]*agentplanev1.WatchTaskResponse, len(events))
+	api := make([]Event, len(events))
 	for i, ev := range events {
-		api[i] = eventResponse(toAPIEvent(taskID, ev))
+		api[i] = Event{TaskEvent: toAPIEvent(k.taskID, ev), enc: &encoding{}}
 	}
 	for s := range subs {
 	send:
@@ -88,28 +223,36 @@ func (h *hub) publish(tenant, taskID string, events []*storagev1.EventRecord) {
 	}
 }
 
-// publishDelta hands deltas to the live watchers of a task and returns how many there
-// were. A watcher whose channel is full misses them.
-func (h *hub) publishDelta(tenant, taskID string, deltas []*agentplanev1.MessageDelta) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	subs := h.subs[watchKey{tenant, taskID}]
+// fanOutDeltas sends one PublishDeltas call's deltas to the watchers of a task, each
+// encoded once for all of them; a watcher with no room misses them (it is not marked
+// lagged: there is nothing to catch up on).
+func (h *hub) fanOutDeltas(k watchKey, deltas []*agentplanev1.MessageDelta) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	subs := h.subs[k]
+	if len(subs) == 0 {
+		return
+	}
+	msgs := make([]Event, len(deltas))
+	for i, d := range deltas {
+		msgs[i] = Event{Other: &agentplanev1.WatchTaskResponse{Kind: &agentplanev1.WatchTaskResponse_MessageDelta{MessageDelta: d}}, enc: &encoding{}}
+	}
 	for s := range subs {
-		for _, d := range deltas {
+		for _, msg := range msgs {
 			select {
-			case s.ch <- &agentplanev1.WatchTaskResponse{Kind: &agentplanev1.WatchTaskResponse_MessageDelta{MessageDelta: d}}:
+			case s.ch <- msg:
 			default:
 			}
 		}
 	}
-	return len(subs)
 }
 
-func eventResponse(ev *agentplanev1.TaskEvent) *agentplanev1.WatchTaskResponse {
-	return &agentplanev1.WatchTaskResponse{Kind: &agentplanev1.WatchTaskResponse_Event{Event: ev}}
+// Watch is Follow for a caller that needs the messages, not their shared encoding.
+func (m *Manager) Watch(ctx context.Context, tenant, taskID string, afterSeq int64, send func(*agentplanev1.WatchTaskResponse) error) error {
+	return m.Follow(ctx, tenant, taskID, afterSeq, func(ev Event) error { return send(ev.Response()) })
 }
 
-// Watch sends the task's events with sequence > afterSeq to send, in order: first
+// Follow sends the task's events with sequence > afterSeq to send, in order: first
 // those in the store, then live ones as they commit, with no gap and no repeat. When
 // the replay has reached the end of the log and the task has not ended it sends one
 // caught_up marker; while live it sends the message deltas published for the task
@@ -120,7 +263,7 @@ func eventResponse(ev *agentplanev1.TaskEvent) *agentplanev1.WatchTaskResponse {
 // NOT_FOUND; afterSeq beyond the task's last event is INVALID_ARGUMENT. A watcher that
 // falls more than Config.MaxWatchBuffer events behind loses no event: it reads the
 // missed events from the store (and misses the deltas).
-func (m *Manager) Watch(ctx context.Context, tenant, taskID string, afterSeq int64, send func(*agentplanev1.WatchTaskResponse) error) error {
+func (m *Manager) Follow(ctx context.Context, tenant, taskID string, afterSeq int64, send func(Event) error) error {
 	if afterSeq < 0 {
 		return apierr.InvalidArgument(apierr.ReasonInvalidArgument, "after_sequence may not be negative")
 	}
@@ -136,7 +279,7 @@ func (m *Manager) Watch(ctx context.Context, tenant, taskID string, afterSeq int
 	// been sent (or the task ended and there is nothing more to send).
 	catchUp := func() (done bool, err error) {
 		for {
-			var page []*agentplanev1.TaskEvent
+			var page []Event
 			var rec *storagev1.TaskRecord
 			err := m.store.View(ctx, func(r store.Reader) error {
 				page, rec = page[:0], nil
@@ -145,7 +288,7 @@ func (m *Manager) Watch(ctx context.Context, tenant, taskID string, afterSeq int
 					return err
 				}
 				return r.ScanEvents(tenant, taskID, last, func(ev *storagev1.EventRecord) (bool, error) {
-					page = append(page, toAPIEvent(taskID, ev))
+					page = append(page, Event{TaskEvent: toAPIEvent(taskID, ev)})
 					return len(page) < watchPage, nil
 				})
 			})
@@ -158,11 +301,11 @@ func (m *Manager) Watch(ctx context.Context, tenant, taskID string, afterSeq int
 			}
 			first = false
 			for _, ev := range page {
-				if err := send(eventResponse(ev)); err != nil {
+				if err := send(ev); err != nil {
 					return false, err
 				}
 				last = ev.GetSequence()
-				if isTerminalEvent(ev) {
+				if isTerminalEvent(ev.TaskEvent) {
 					return true, nil
 				}
 			}
@@ -174,9 +317,9 @@ func (m *Manager) Watch(ctx context.Context, tenant, taskID string, afterSeq int
 	if done, err := catchUp(); done || err != nil {
 		return err
 	}
-	if err := send(&agentplanev1.WatchTaskResponse{Kind: &agentplanev1.WatchTaskResponse_CaughtUp{
+	if err := send(Event{Other: &agentplanev1.WatchTaskResponse{Kind: &agentplanev1.WatchTaskResponse_CaughtUp{
 		CaughtUp: &agentplanev1.StreamCaughtUp{LastSequence: last},
-	}}); err != nil {
+	}}}); err != nil {
 		return err
 	}
 	var keepalive <-chan time.Time
@@ -188,29 +331,28 @@ func (m *Manager) Watch(ctx context.Context, tenant, taskID string, afterSeq int
 	idle := true // nothing sent since the last tick
 	for {
 		select {
-		case msg := <-sub.ch:
-			if d := msg.GetMessageDelta(); d != nil {
+		case ev := <-sub.ch:
+			if d := ev.Other.GetMessageDelta(); d != nil {
 				// Only a delta that follows what this watcher has seen: one published
 				// before events it has since read from the store is stale.
 				if d.GetAfterSequence() == last {
-					if err := send(msg); err != nil {
+					if err := send(ev); err != nil {
 						return err
 					}
 					idle = false
 				}
 				continue
 			}
-			ev := msg.GetEvent()
 			switch seq := ev.GetSequence(); {
 			case seq <= last:
 				continue // already sent from the store
 			case seq == last+1:
-				if err := send(msg); err != nil {
+				if err := send(ev); err != nil {
 					return err
 				}
 				idle = false
 				last = seq
-				if isTerminalEvent(ev) {
+				if isTerminalEvent(ev.TaskEvent) {
 					return nil
 				}
 			default:
@@ -226,9 +368,9 @@ func (m *Manager) Watch(ctx context.Context, tenant, taskID string, afterSeq int
 			idle = false
 		case <-keepalive:
 			if idle {
-				if err := send(&agentplanev1.WatchTaskResponse{Kind: &agentplanev1.WatchTaskResponse_Keepalive{
+				if err := send(Event{Other: &agentplanev1.WatchTaskResponse{Kind: &agentplanev1.WatchTaskResponse_Keepalive{
 					Keepalive: &agentplanev1.StreamKeepalive{Time: timestamppb.New(m.clock.Now())},
-				}}); err != nil {
+				}}}); err != nil {
 					return err
 				}
 			}
@@ -280,5 +422,5 @@ func (m *Manager) PublishDeltas(ctx context.Context, ref *agentplanev1.LeaseRef,
 	for i, d := range deltas {
 		out[i] = &agentplanev1.MessageDelta{MessageId: d.GetMessageId(), TextDelta: d.GetTextDelta(), Node: d.GetNode(), AfterSequence: last}
 	}
-	return m.hub.publishDelta(tenant, ref.GetTaskId(), out), nil
+	return m.hub.publishDeltas(tenant, ref.GetTaskId(), out), nil
 }

@@ -1,0 +1,247 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/agentplane/agentplane/client"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/servertest"
+)
+
+// BenchmarkWatchFanout is one writer appending events, one per ReportEvents, to a
+// task that 1,000 WatchTask streams (over 8 connections) follow, each event written
+// once every watcher has received the one before. The writer and the watchers are
+// two processes of their own (this test binary again, see
+// TestWatchFanoutHelperProcess), so that this process is the server's alone and
+// neither client shares a Go scheduler with it or with the other. ns/op is from the
+// write until the last watcher has the event; ack-p50-us is the median of the
+// writer's acknowledgement latency; server-cpu-us/delivered is this process's CPU time
+// (user and system) per delivered event.
+//
+//	go test ./server -run '^$' -bench WatchFanout -benchtime 1000x
+func BenchmarkWatchFanout(b *testing.B) {
+	const watchers = 1000
+	in := servertest.Start(b, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
+		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Model: "m",
+			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Answer briefly."}}}},
+		Input: client.UserText("bench"),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	taskID := started.GetTask().GetTaskId()
+	leased, err := in.Client.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "bench", MaxTasks: 1})
+	if err != nil || len(leased.GetLeases()) != 1 {
+		b.Fatalf("lease: %v %v", leased, err)
+	}
+	l := leased.GetLeases()[0]
+	ref, err := protojson.Marshal(&agentplanev1.LeaseRef{TaskId: taskID, LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()})
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	helper := func(role string, args ...string) (io.WriteCloser, *bufio.Scanner) {
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run", "^TestWatchFanoutHelperProcess$")
+		cmd.Env = append(os.Environ(), "WATCH_FANOUT_HELPER="+role, "WATCH_FANOUT_ADDR="+in.GRPCAddr)
+		for i, a := range args {
+			cmd.Env = append(cmd.Env, fmt.Sprintf("WATCH_FANOUT_ARG%d=%s", i, a))
+		}
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { stdin.Close(); cmd.Wait() })
+		return stdin, bufio.NewScanner(stdout)
+	}
+	// next reads the helper's next number.
+	next := func(out *bufio.Scanner) int64 {
+		if !out.Scan() {
+			b.Fatalf("helper process ended: %v", out.Err())
+		}
+		n, err := strconv.ParseInt(out.Text(), 10, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	writer, acked := helper("write", string(ref))
+	write := func() time.Duration {
+		if _, err := io.WriteString(writer, "\n"); err != nil {
+			b.Fatal(err)
+		}
+		return time.Duration(next(acked))
+	}
+	write()
+	got, err := in.Client.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: taskID})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Each watcher starts with the last event written, from the store.
+	_, delivered := helper("watch", taskID, strconv.FormatInt(got.GetTask().GetLastSequence()-1, 10), strconv.Itoa(watchers))
+	if next(delivered) != 0 { // every watcher is live
+		b.Fatal("watchers not ready")
+	}
+	write()
+	for next(delivered) < 1 {
+	}
+
+	acks := make([]time.Duration, b.N)
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for i := range b.N {
+		acks[i] = write()
+		for next(delivered) < int64(i+2) {
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Microsecond)/float64(watchers*b.N), "server-cpu-us/delivered")
+	slices.Sort(acks)
+	b.ReportMetric(float64(acks[len(acks)/2])/float64(time.Microsecond), "ack-p50-us")
+}
+
+// TestWatchFanoutHelperProcess is a client process of BenchmarkWatchFanout, and skips
+// unless that benchmark started it. As the writer it appends one event for each line
+// it reads and prints each acknowledgement's latency in nanoseconds; as the watchers
+// it opens them, prints 0 once every one is live, then n each time every watcher has
+// received n events.
+func TestWatchFanoutHelperProcess(t *testing.T) {
+	role := os.Getenv("WATCH_FANOUT_HELPER")
+	if role == "" {
+		t.Skip("a helper process of BenchmarkWatchFanout")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dial := func() *grpc.ClientConn {
+		c, err := grpc.NewClient(os.Getenv("WATCH_FANOUT_ADDR"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	arg := func(i int) string { return os.Getenv(fmt.Sprintf("WATCH_FANOUT_ARG%d", i)) }
+	out := bufio.NewWriter(os.Stdout)
+	print := func(n int64) {
+		fmt.Fprintln(out, n)
+		if err := out.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	switch role {
+	case "write":
+		ref := &agentplanev1.LeaseRef{}
+		if err := protojson.Unmarshal([]byte(arg(0)), ref); err != nil {
+			t.Fatal(err)
+		}
+		runtime := agentplanev1.NewRuntimeServiceClient(dial())
+		lines := bufio.NewScanner(os.Stdin)
+		for i := 0; lines.Scan(); i++ {
+			start := time.Now()
+			m := client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, fmt.Sprintf("bench event %d", i))
+			m.Node = "bench"
+			_, err := runtime.ReportEvents(ctx, &agentplanev1.ReportEventsRequest{Lease: ref, Events: []*agentplanev1.RuntimeEvent{{
+				Payload: &agentplanev1.RuntimeEvent_Message{Message: m},
+			}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			print(int64(time.Since(start)))
+		}
+	case "watch":
+		const conns = 8
+		after, _ := strconv.ParseInt(arg(1), 10, 64)
+		watchers, _ := strconv.Atoi(arg(2))
+		var cs []*grpc.ClientConn
+		for range conns {
+			cs = append(cs, dial())
+		}
+		var mu sync.Mutex
+		var total atomic.Int64
+		var wg sync.WaitGroup
+		for i := range watchers {
+			stream, err := cs[i%conns].NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, "/agentplane.v1.TaskService/WatchTask",
+				grpc.ForceCodecV2(sendOnlyCodec{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := stream.SendMsg(&agentplanev1.WatchTaskRequest{TaskId: arg(0), AfterSequence: after}); err != nil {
+				t.Fatal(err)
+			}
+			if err := stream.CloseSend(); err != nil {
+				t.Fatal(err)
+			}
+			if err := stream.RecvMsg(&emptyMsg{}); err != nil { // the event written before: live
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				for {
+					if err := stream.RecvMsg(&emptyMsg{}); err != nil {
+						if !errors.Is(err, io.EOF) && ctx.Err() == nil {
+							t.Error(err)
+						}
+						return
+					}
+					if n := total.Add(1); n%int64(watchers) == 0 {
+						mu.Lock()
+						print(n / int64(watchers))
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		mu.Lock()
+		print(0)
+		mu.Unlock()
+		io.Copy(io.Discard, os.Stdin) // until the benchmark ends
+		cancel()
+		wg.Wait()
+	}
+}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// sendOnlyCodec marshals requests as protobuf and discards responses undecoded.
+type sendOnlyCodec struct{}
+
+func (sendOnlyCodec) Marshal(m any) (mem.BufferSlice, error) {
+	b, err := proto.Marshal(m.(proto.Message))
+	return mem.BufferSlice{mem.SliceBuffer(b)}, err
+}
+func (sendOnlyCodec) Unmarshal(mem.BufferSlice, any) error { return nil }
+func (sendOnlyCodec) Name() string                         { return "proto" }
