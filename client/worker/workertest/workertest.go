@@ -378,7 +378,7 @@ func (f *Server) AwaitDecision(req *agentplanev1.AwaitDecisionRequest, stream gr
 		dec, ch := f.s.Decisions[id], f.changed
 		f.mu.Unlock()
 		if dec != nil {
-			return stream.Send(&agentplanev1.AwaitDecisionResponse{Decision: dec})
+			return stream.Send(&agentplanev1.AwaitDecisionResponse{Kind: &agentplanev1.AwaitDecisionResponse_Decision{Decision: dec}})
 		}
 		select {
 		case <-ch:

@@ -34,7 +34,7 @@ func (e *env) await(t testing.TB, ref *agentplanev1.LeaseRef, id string) (*agent
 	}
 	got := make(chan result, 1)
 	go func() {
-		d, err := e.svc.AwaitDecision(ctx, ref, id)
+		d, err := awaitDecision(e.svc, ctx, ref, id)
 		got <- result{d, err}
 	}()
 	r := within(t, got, "AwaitDecision to return at once")
