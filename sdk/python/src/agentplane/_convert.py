@@ -1,7 +1,8 @@
 """Conversion between plain Python values and protobuf messages.
 
 Struct and Value fields take and give dicts, lists, strings, numbers, booleans and
-None; every other message field takes a dict of its fields (or the message itself),
+None; an enum field takes its value's name or number; every
+other message field takes a dict of its fields (or the message itself),
 recursively, so a request is written as plain data.
 """
 
@@ -74,14 +75,21 @@ def fill(msg, fields):
         elif fd.label == fd.LABEL_REPEATED:
             for item in py:
                 if fd.message_type is None:
-                    target.append(item)
+                    target.append(_enum(fd, item))
                 else:
                     _assign(target.add(), item)
         elif fd.message_type is not None:
             _assign(target, py)
         else:
-            setattr(msg, name, py)
+            setattr(msg, name, _enum(fd, py))
     return msg
+
+
+def _enum(fd, py):
+    # An enum field also takes its value's name ("TASK_STATE_WORKING").
+    if fd.enum_type is not None and isinstance(py, str):
+        return fd.enum_type.values_by_name[py].number
+    return py
 
 
 def _assign(sub, py):
@@ -96,6 +104,7 @@ def _assign(sub, py):
     elif name == _LIST:
         sub.extend(py)
     elif isinstance(py, dict):
+        sub.SetInParent()  # an empty dict still sets the field (a oneof arm, presence)
         fill(sub, py)
     else:
         # Well-known conversions: Duration from seconds, Timestamp from a datetime.
