@@ -31,6 +31,17 @@ def binary():
     return _built
 
 
+def new_token(tenant, *roles):
+    """Returns (token, config entry YAML) from `controlplane token new`."""
+    args = [binary(), "token", "new", "--name", "py-" + tenant, "--tenant", tenant]
+    for r in roles:
+        args += ["--role", r]
+    out = subprocess.run(args, check=True, capture_output=True, text=True, timeout=60).stdout
+    token = re.search(r"^\s+(apt_\S+)$", out, re.M).group(1)
+    entry = out[out.index("  - name:"):]
+    return token, entry
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -38,8 +49,14 @@ def _free_port():
 
 
 class ControlPlane:
-    def __init__(self):
+    def __init__(self, config_yaml=None):
         self.data_dir = tempfile.mkdtemp(prefix="agentplane-pytest-")
+        self.extra = []
+        if config_yaml is not None:
+            path = os.path.join(self.data_dir, "controlplane.yaml")
+            with open(path, "w") as f:
+                f.write(config_yaml)
+            self.extra = ["--config", path]
         self.address = f"127.0.0.1:{_free_port()}"
         self.proc = None
         self.start()
@@ -47,7 +64,7 @@ class ControlPlane:
     def start(self):
         self.proc = subprocess.Popen(
             [binary(), "--data-dir", self.data_dir, "--grpc-addr", self.address, "--http-addr", "off",
-             "--log-level", "warn"],
+             "--log-level", "warn", *self.extra],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.monotonic() + 60
         out = ""

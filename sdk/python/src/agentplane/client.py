@@ -9,6 +9,7 @@ caller repeats with the same message is an idempotent retry.
 """
 
 import importlib
+import ipaddress
 import re
 import time
 import uuid
@@ -36,6 +37,18 @@ from agentplane.v1 import (
 def new_request_id():
     """Returns a fresh idempotency key."""
     return str(uuid.uuid4())
+
+
+def _loopback(address):
+    host = address.rsplit(":", 1)[0].strip("[]") if ":" in address else address
+    if host.startswith(("unix:", "unix-abstract:")):
+        return True
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _snake(name):
@@ -109,11 +122,15 @@ class Client:
 
     address: host:port of its gRPC listener. token: a bearer token sent on every call.
     tls: None for plaintext, True for TLS with the system roots, or a
-    grpc.ChannelCredentials. options: extra grpc channel options.
+    grpc.ChannelCredentials. options: extra grpc channel options. Like the Go client,
+    it refuses to send a token in plaintext to a non-loopback address unless
+    plaintext_token is true (for a TLS-terminating proxy in between).
     """
 
-    def __init__(self, address, token=None, tls=None, options=None):
+    def __init__(self, address, token=None, tls=None, options=None, plaintext_token=False):
         opts = list(options or [])
+        if token and not tls and not plaintext_token and not _loopback(address):
+            raise ValueError(f"refusing to send a token in plaintext to {address}: pass tls, or plaintext_token=True")
         if tls is None or tls is False:
             self._channel = grpc.insecure_channel(address, options=opts)
         else:
