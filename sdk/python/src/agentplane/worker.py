@@ -4,7 +4,8 @@ A Worker long-polls RuntimeService.LeaseTasks for up to `capacity` tasks at a ti
 and runs each leased task in its own thread, calling handler(task). It heartbeats
 once before the handler runs (acknowledging the lease) and then in the background;
 task.canceled is set when a heartbeat says the task was canceled or the lease is
-lost (task.stop_reason says which), and the Task's writes then raise TaskStopped.
+lost: refused as lease.lost, or no heartbeat succeeded before the lease deadline
+(task.stop_reason says which), and the Task's writes then raise TaskStopped.
 
 The handler ends its task with task.complete, task.fail or task.suspend. An
 exception from the handler fails the task (reason "runtime.error"); after a cancel or a
@@ -273,3 +274,5 @@ class Worker:
             if done.wait(max(0.1, min(left / 3, 5.0))):
                 return
             self._heartbeat(task)
+            if time.time() > getattr(task, "deadline", float("inf")):
+                task._stop("lease.lost")  # no heartbeat succeeded before the deadline
