@@ -23,8 +23,17 @@ export interface WatchOptions {
 }
 
 // Codes after which the same watch may be opened again: the connection or the server
-// went away, not the request.
-const transient = new Set<Code>([Code.Unavailable, Code.Unknown, Code.Internal, Code.DeadlineExceeded, Code.Aborted]);
+// went away, not the request. Node reports a connection that died under a stream as
+// Canceled ("http/2 stream closed with error code CANCEL"); the caller's own cancel
+// comes through the signal, which is checked first.
+const transient = new Set<Code>([
+  Code.Unavailable,
+  Code.Canceled,
+  Code.Unknown,
+  Code.Internal,
+  Code.DeadlineExceeded,
+  Code.Aborted,
+]);
 
 function retryable(err: AgentplaneError, signal: AbortSignal | undefined): boolean {
   if (signal?.aborted) return false;
