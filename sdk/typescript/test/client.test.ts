@@ -7,6 +7,8 @@ import {
   Code,
   ConnectError,
   createClient,
+  DecisionType,
+  GateOutcome,
   MessageRole,
   TaskState,
   type AgentplaneClient,
@@ -180,11 +182,72 @@ test("RuntimeService: lease, heartbeat, report, complete; ListTaskEvents sees it
   assert.ok(payloads.includes("message") && payloads.includes("output"), payloads.join(","));
 });
 
-test("HitlService: no interrupt yet; an unknown one is not found", async () => {
-  const list = await client.hitl.listInterrupts({});
-  assert.deepEqual(list.interrupts, []);
+test("HitlService: a gated call is approved while the runtime awaits the decision", async () => {
   const err = await rejects(client.hitl.getInterrupt({ interruptId: "no-such-interrupt" }));
   assert.equal(err.code, Code.NotFound);
+
+  const spec = {
+    ...agentSpec,
+    name: "sdk-ts-gate",
+    tools: [
+      {
+        type: "function",
+        function: {
+          name: "send_email",
+          description: "Send an email",
+          parameters: { type: "object", properties: { to: { type: "string" } }, required: ["to"], additionalProperties: false },
+        },
+      },
+    ],
+  };
+  const started = await client.tasks.startTask({
+    spec: { case: "specJson", value: spec },
+    queue: "sdk-ts-gate",
+    interruptPolicy: { policy: { case: "allowlist", value: { tools: ["send_email"] } } },
+  });
+  const id = started.task!.taskId;
+  const { leases } = await client.runtime.leaseTasks({ runtimeId: "sdk-ts", maxTasks: 1, queues: ["sdk-ts-gate"], wait: { seconds: 5n } });
+  assert.equal(leases.length, 1);
+  const lease = { taskId: id, leaseId: leases[0].leaseId, epoch: leases[0].epoch };
+  await client.runtime.heartbeat({ lease });
+
+  const args = JSON.stringify({ to: "a@example.com" });
+  const gate = await client.runtime.checkToolCall({ lease, callId: "call-1", toolName: "send_email", agentName: "sdk-ts-gate", argumentsJson: args });
+  assert.equal(gate.outcome, GateOutcome.INTERRUPT, GateOutcome[gate.outcome]);
+  const interruptId = gate.interrupt!.interruptId;
+
+  const pending = await client.hitl.listInterrupts({ taskId: id });
+  assert.deepEqual(pending.interrupts.map((i) => i.interruptId), [interruptId]);
+  const got = await client.hitl.getInterrupt({ interruptId });
+
+  const kinds: string[] = [];
+  const awaited = (async () => {
+    for await (const res of client.runtime.awaitDecision({ lease, interruptId })) {
+      kinds.push(res.kind.case ?? "");
+      if (res.kind.case === "decision") return res.kind.value;
+    }
+    assert.fail(`no decision: ${kinds.join(",")}`);
+  })();
+  // A resolve without a request id gets a generated one; its answer is the decision.
+  const resolved = await client.hitl.resolveInterrupt({
+    interruptId,
+    decision: { case: "approve", value: { reason: "fine" } },
+    argsDigest: got.interrupt!.argsDigest,
+  });
+  assert.equal(resolved.interrupt?.decision?.type, DecisionType.APPROVE);
+  const decision = await awaited;
+  assert.equal(decision.type, DecisionType.APPROVE);
+  assert.equal(decision.argumentsJson, args);
+
+  await client.runtime.reportEvents({
+    lease,
+    events: [
+      { payload: { case: "toolCall", value: { callId: "call-1", toolName: "send_email", argumentsJson: args } } },
+      { payload: { case: "toolResult", value: { callId: "call-1", result: { kind: { case: "stringValue", value: "sent" } } } } },
+    ],
+  });
+  await client.runtime.completeTask({ lease });
+  assert.equal((await client.tasks.getTask({ taskId: id })).task?.state, TaskState.COMPLETED);
 });
 
 test("AdminService: stats and a backup", async () => {
