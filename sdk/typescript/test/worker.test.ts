@@ -178,3 +178,36 @@ test("capacity: at most `capacity` handlers at once; a throwing handler fails it
   const failed = await client.tasks.getTask({ taskId: bad });
   assert.ok(JSON.stringify(failed.task, (_, v) => (typeof v === "bigint" ? String(v) : v)).includes("runtime.error"));
 });
+
+test("lease lost: a write under a lease the task no longer has aborts the signal; the next lease runs", async () => {
+  const id = await start("w-lost");
+  const seen: string[] = [];
+  const w = new Worker(
+    client.runtime,
+    async (t: Task) => {
+      if (t.lease.attempt > 1 || seen.length > 0) {
+        seen.push("second lease");
+        await t.complete();
+        return;
+      }
+      // Someone else ends this lease (here: the lease is handed back behind the worker's back).
+      await client.runtime.failTask({ lease: t.ref, reason: "test.handback", message: "taken away", retry: true });
+      const err = await t.say("still mine?").then(
+        () => undefined,
+        (e: { reason?: string }) => e,
+      );
+      seen.push(`write: ${err?.reason}`);
+      const reason = t.signal.reason;
+      seen.push(reason instanceof TaskStopped ? reason.cause_ : String(reason));
+    },
+    { runtimeId: "w5", queues: ["w-lost"], pollWaitMs: 1000 },
+  );
+  const running = w.run();
+  try {
+    await until("completed", async () => (await state(id)) === TaskState.COMPLETED);
+  } finally {
+    w.stop();
+    await running;
+  }
+  assert.deepEqual(seen, ["write: lease.lost", "lease_lost", "second lease"]);
+});
