@@ -3,7 +3,7 @@
 // seen through the heartbeat, and the capacity bound.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { createClient, DecisionType, TaskState, TaskStopped, Worker, type AgentplaneClient, type Task } from "../src/index.js";
+import { createClient, DecisionType, Failure, TaskState, TaskStopped, Worker, type AgentplaneClient, type Task } from "../src/index.js";
 import { agentSpec, startServer, type TestServer } from "./server.js";
 
 let srv: TestServer;
@@ -210,4 +210,37 @@ test("lease lost: a write under a lease the task no longer has aborts the signal
     await running;
   }
   assert.deepEqual(seen, ["write: lease.lost", "lease_lost", "second lease"]);
+});
+
+test("replay: a call an earlier lease reported comes back as reported, and is not run again", async () => {
+  const res = await client.tasks.startTask({ spec: { case: "specJson", value: gatedSpec }, queue: "w-replay" });
+  const id = res.task!.taskId;
+  const gates: string[] = [];
+  let ran = 0;
+  const w = new Worker(
+    client.runtime,
+    async (t: Task) => {
+      const call = { id: "c1", name: "send_email", node: "sdk-ts-worker", argumentsJson: '{"to":"c@example.com"}' };
+      const gate = await t.toolCall(call);
+      gates.push(gate.reported ? "reported" : gate.allowed ? "allowed" : "rejected");
+      if (gate.reported) {
+        if (!gate.resultReported) await t.toolResult(call, "lost in a crash", true);
+        await t.complete();
+        return;
+      }
+      ran++;
+      // The runtime "crashes" after running the tool, before reporting its result.
+      throw new Failure("test.crash", "crashed mid-call", true);
+    },
+    { runtimeId: "w6", queues: ["w-replay"], pollWaitMs: 1000 },
+  );
+  const running = w.run();
+  try {
+    await until("completed", async () => (await state(id)) === TaskState.COMPLETED);
+  } finally {
+    w.stop();
+    await running;
+  }
+  assert.deepEqual(gates, ["allowed", "reported"]);
+  assert.equal(ran, 1);
 });
