@@ -376,6 +376,7 @@ function jsonValue(v: JsonValue): Value {
 export class Worker {
   private readonly stopping = new AbortController();
   private readonly running = new Set<Promise<void>>();
+  private readonly tasks = new Set<Task>();
   private readonly o: Required<WorkerOptions>;
 
   constructor(
@@ -394,14 +395,23 @@ export class Worker {
     };
   }
 
-  /** Stops leasing; running tasks end on their own (abort them with their signal to hurry). */
+  /** Stops leasing; run() resolves once the running tasks have ended on their own. */
   stop(): void {
     this.stopping.abort();
   }
 
+  /**
+   * Leases and runs tasks until stop() or until signal aborts. An aborted signal also
+   * stops the running tasks at once (their signal aborts with a TaskStopped "stopping")
+   * and hands them back to the queue (FailTask retry) unless their handler ended them.
+   */
   async run(signal?: AbortSignal): Promise<void> {
-    signal?.addEventListener("abort", () => this.stop(), { once: true });
-    if (signal?.aborted) this.stop();
+    const abortAll = () => {
+      this.stop();
+      for (const t of this.tasks) t.stop(new TaskStopped("stopping", "the runtime is stopping"));
+    };
+    signal?.addEventListener("abort", abortAll, { once: true });
+    if (signal?.aborted) abortAll();
     const stop = this.stopping.signal;
     let failures = 0;
     while (!stop.aborted) {
@@ -427,7 +437,12 @@ export class Worker {
       }
       for (const l of leases) {
         const t = new Task(this.rt, l, this.o.delivery);
-        const p = this.runTask(t).finally(() => this.running.delete(p));
+        this.tasks.add(t);
+        if (signal?.aborted) t.stop(new TaskStopped("stopping", "the runtime is stopping"));
+        const p = this.runTask(t).finally(() => {
+          this.running.delete(p);
+          this.tasks.delete(t);
+        });
         this.running.add(p);
       }
     }
@@ -445,7 +460,17 @@ export class Worker {
     }
     hb.abort();
     await beats;
-    if (t.ended !== "" || error instanceof Suspended || t.signal.aborted) return;
+    if (t.ended !== "" || error instanceof Suspended) return;
+    const stopped = t.signal.reason;
+    if (stopped instanceof TaskStopped && stopped.cause_ === "stopping") {
+      try {
+        await t.fail("runtime.stopping", "the runtime stopped before the task ended", true);
+      } catch {
+        // The lease expires; the task is queued again.
+      }
+      return;
+    }
+    if (t.signal.aborted) return; // canceled or lease lost: not ours to write to any more
     if (error === undefined) return; // the lease expires and the task is queued again
     const f = error instanceof Failure ? error : new Failure("runtime.error", String((error as Error)?.message ?? error));
     try {

@@ -244,3 +244,26 @@ test("replay: a call an earlier lease reported comes back as reported, and is no
   assert.deepEqual(gates, ["allowed", "reported"]);
   assert.equal(ran, 1);
 });
+
+test("shutdown: aborting run's signal stops the running task and hands it back to the queue", async () => {
+  const id = await start("w-stop");
+  let reason: unknown;
+  let started!: () => void;
+  const running_ = new Promise<void>((r) => (started = r));
+  const ctl = new AbortController();
+  const w = new Worker(
+    client.runtime,
+    async (t: Task) => {
+      started();
+      await new Promise((resolve) => t.signal.addEventListener("abort", resolve, { once: true }));
+      reason = t.signal.reason;
+    },
+    { runtimeId: "w7", queues: ["w-stop"], pollWaitMs: 1000 },
+  );
+  const running = w.run(ctl.signal);
+  await running_;
+  ctl.abort();
+  await running;
+  assert.ok(reason instanceof TaskStopped && reason.cause_ === "stopping", String(reason));
+  assert.equal(await state(id), TaskState.SUBMITTED, "handed back to the queue");
+});
