@@ -14,6 +14,8 @@ const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), ".."
 export interface TestServer {
   address: string;
   token: string;
+  /** With startServer({ tls: true }): the server's self-signed certificate (PEM file), its own CA. */
+  caFile?: string;
   /** SIGKILLs the server and starts it again on the same port and data dir. */
   restart(): Promise<void>;
   kill(): Promise<void>;
@@ -38,9 +40,18 @@ function binary(dir: string): string {
   return bin;
 }
 
-export async function startServer(): Promise<TestServer> {
+export async function startServer(opts: { tls?: boolean } = {}): Promise<TestServer> {
   const dir = mkdtempSync(path.join(tmpdir(), "agentplane-sdk-ts-"));
   const bin = binary(dir);
+  let tlsConfig = "";
+  let caFile: string | undefined;
+  if (opts.tls) {
+    // Go's own generator, from GOROOT: a self-signed certificate for 127.0.0.1 that is its own CA.
+    const goroot = execFileSync("go", ["env", "GOROOT"], { encoding: "utf8" }).trim();
+    execFileSync("go", ["run", path.join(goroot, "src", "crypto", "tls", "generate_cert.go"), "--host", "127.0.0.1", "--ca"], { cwd: dir, stdio: "inherit" });
+    caFile = path.join(dir, "cert.pem");
+    tlsConfig = `tls:\n  cert_file: ${caFile}\n  key_file: ${path.join(dir, "key.pem")}\n`;
+  }
   const token = "apt_" + randomBytes(32).toString("base64url");
   const sha = createHash("sha256").update(token).digest("hex");
   const config = path.join(dir, "config.yaml");
@@ -55,7 +66,7 @@ export async function startServer(): Promise<TestServer> {
       roles: [admin, user, approver, runtime]
 gates:
   locked_keys: [mcp]
-`,
+${tlsConfig}`,
   );
   const port = await freePort();
   const address = `127.0.0.1:${port}`;
@@ -98,6 +109,7 @@ gates:
   return {
     address,
     token,
+    caFile,
     kill,
     async restart() {
       await kill();
