@@ -3,19 +3,18 @@
 // end of a task (complete, fail, pause, suspend).
 import { randomUUID } from "node:crypto";
 import { Code } from "@connectrpc/connect";
-import type { JsonValue, MessageInitShape } from "@bufbuild/protobuf";
-import { timestampMs, type Value } from "@bufbuild/protobuf/wkt";
+import { fromJson, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
+import { timestampMs, ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
 import type { Client } from "@connectrpc/connect";
 import type { Lease, LeaseRef, RuntimeEventSchema, RuntimeService } from "../gen/agentplane/v1/runtime_service_pb.js";
 import { GateOutcome, DecisionType, InterruptState, type Decision, type Interrupt } from "../gen/agentplane/v1/hitl_pb.js";
 import { MessageRole } from "../gen/agentplane/v1/task_pb.js";
 import { AgentplaneError, toAgentplaneError } from "./errors.js";
 
-
 /** Why a task's signal was aborted (`task.signal.reason`). */
 export class TaskStopped extends Error {
   constructor(
-    readonly cause_: "lease_lost" | "canceled" | "stopping",
+    readonly kind: "lease_lost" | "canceled" | "stopping",
     message: string,
   ) {
     super(message);
@@ -356,15 +355,7 @@ function gateOf(c: Call, dec: Decision | undefined): Gate {
 
 // jsonValue builds a google.protobuf.Value from a plain JSON value.
 function jsonValue(v: JsonValue): Value {
-  const mk = (kind: Value["kind"]): Value => ({ $typeName: "google.protobuf.Value", kind });
-  if (v === null) return mk({ case: "nullValue", value: 0 as never });
-  if (typeof v === "string") return mk({ case: "stringValue", value: v });
-  if (typeof v === "number") return mk({ case: "numberValue", value: v });
-  if (typeof v === "boolean") return mk({ case: "boolValue", value: v });
-  if (Array.isArray(v)) return mk({ case: "listValue", value: { $typeName: "google.protobuf.ListValue", values: v.map(jsonValue) } });
-  const fields: Record<string, Value> = {};
-  for (const [k, x] of Object.entries(v)) if (x !== undefined) fields[k] = jsonValue(x);
-  return mk({ case: "structValue", value: { $typeName: "google.protobuf.Struct", fields } });
+  return fromJson(ValueSchema, v);
 }
 
 /**
@@ -462,7 +453,7 @@ export class Worker {
     await beats;
     if (t.ended !== "" || error instanceof Suspended) return;
     const stopped = t.signal.reason;
-    if (stopped instanceof TaskStopped && stopped.cause_ === "stopping") {
+    if (stopped instanceof TaskStopped && stopped.kind === "stopping") {
       try {
         await t.fail("runtime.stopping", "the runtime stopped before the task ended", true);
       } catch {

@@ -142,7 +142,7 @@ test("cancel: the heartbeat aborts the task's signal", async () => {
     w.stop();
     await running;
   }
-  assert.ok(reason instanceof TaskStopped && reason.cause_ === "canceled", String(reason));
+  assert.ok(reason instanceof TaskStopped && reason.kind === "canceled", String(reason));
   assert.equal(await state(id), TaskState.CANCELED);
 });
 
@@ -198,7 +198,7 @@ test("lease lost: a write under a lease the task no longer has aborts the signal
       );
       seen.push(`write: ${err?.reason}`);
       const reason = t.signal.reason;
-      seen.push(reason instanceof TaskStopped ? reason.cause_ : String(reason));
+      seen.push(reason instanceof TaskStopped ? reason.kind : String(reason));
     },
     { runtimeId: "w5", queues: ["w-lost"], pollWaitMs: 1000 },
   );
@@ -264,6 +264,6 @@ test("shutdown: aborting run's signal stops the running task and hands it back t
   await running_;
   ctl.abort();
   await running;
-  assert.ok(reason instanceof TaskStopped && reason.cause_ === "stopping", String(reason));
+  assert.ok(reason instanceof TaskStopped && reason.kind === "stopping", String(reason));
   assert.equal(await state(id), TaskState.SUBMITTED, "handed back to the queue");
 });
