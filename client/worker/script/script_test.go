@@ -1,7 +1,6 @@
 package script
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/agentplane/agentplane/client/worker"
 	"github.com/agentplane/agentplane/client/worker/workertest"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/internal/testutil"
 )
 
 const examples = "../../../examples/runtime"
@@ -119,28 +118,10 @@ func TestParseValues(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the runner's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // runScript starts a worker playing sc against the fake for maxTasks leases.
-func runScript(t *testing.T, f *workertest.Server, sc *Script, maxTasks int) (chan error, *syncBuffer) {
+func runScript(t *testing.T, f *workertest.Server, sc *Script, maxTasks int) (chan error, *testutil.SyncBuffer) {
 	t.Helper()
-	progress := &syncBuffer{}
+	progress := &testutil.SyncBuffer{}
 	r := &Runner{Script: sc, Progress: progress}
 	w, err := worker.New(f.Runtime(), r, worker.Options{
 		RuntimeID: "script-test",

@@ -16,6 +16,7 @@ import (
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/client/worker"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/internal/testutil"
 	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -107,7 +108,7 @@ func playApprovalExample(t *testing.T, c, approver, runtime *client.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	progress := &syncBuffer{}
+	progress := &testutil.SyncBuffer{}
 	w, err := worker.New(runtime.Runtime, &Runner{Script: sc, Progress: progress}, worker.Options{
 		RuntimeID: "script-e2e", MaxTasks: 3, PollWait: time.Second,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -205,7 +206,7 @@ func playReviewExample(t *testing.T, c, runtime *client.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	progress := &syncBuffer{}
+	progress := &testutil.SyncBuffer{}
 	w, err := worker.New(runtime.Runtime, &Runner{Script: sc, Progress: progress}, worker.Options{
 		RuntimeID: "script-e2e", MaxTasks: 1, PollWait: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -286,7 +287,7 @@ func TestResumeDoesNotRunAToolTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	progress := &syncBuffer{}
+	progress := &testutil.SyncBuffer{}
 	w, err := worker.New(c.Runtime, &Runner{Script: sc, Progress: progress}, worker.Options{
 		RuntimeID: "second", MaxTasks: 1, PollWait: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
