@@ -22,6 +22,22 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
+// Servers still running when this process ends (a test timed out, the run was
+// interrupted) are killed with it and their temp dirs removed, so nothing is left behind.
+const children = new Set<ChildProcess>();
+const dirs = new Set<string>();
+const killChildren = () => {
+  for (const c of children) c.kill("SIGKILL");
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+};
+process.once("exit", killChildren);
+for (const sig of ["SIGINT", "SIGTERM"] as const) {
+  process.once(sig, () => {
+    killChildren();
+    process.exit(1);
+  });
+}
+
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
@@ -42,6 +58,7 @@ function binary(dir: string): string {
 
 export async function startServer(opts: { tls?: boolean } = {}): Promise<TestServer> {
   const dir = mkdtempSync(path.join(tmpdir(), "agentplane-sdk-ts-"));
+  dirs.add(dir);
   const bin = binary(dir);
   let tlsConfig = "";
   let caFile: string | undefined;
@@ -80,6 +97,8 @@ ${tlsConfig}`,
         { stdio: ["ignore", "pipe", "pipe"] },
       );
       proc = p;
+      children.add(p);
+      p.once("exit", () => children.delete(p));
       let out = "";
       const timer = setTimeout(() => reject(new Error(`no gRPC address within 30 s:\n${out}`)), 30_000);
       const onData = (d: Buffer) => {
@@ -125,6 +144,7 @@ ${tlsConfig}`,
         clearTimeout(timer);
       }
       rmSync(dir, { recursive: true, force: true });
+      dirs.delete(dir);
     },
   };
 }
