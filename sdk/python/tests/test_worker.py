@@ -1,5 +1,5 @@
 """The runtime worker against a real control plane: an approval, a durable suspend, a
-cancel and a failing handler."""
+cancel, a lost lease and a failing handler."""
 
 import threading
 import unittest
@@ -7,7 +7,7 @@ import unittest
 import controlplane
 from agentplane import Client, from_value
 from agentplane.v1 import task_pb2
-from agentplane.worker import Worker
+from agentplane.worker import TaskStopped, Worker
 
 AGENT = b"apiVersion: qar/v1\nkind: AgentSpec\nname: py-worker\ninstructions: Answer briefly.\nmodel: m\n"
 GATED = {"allowlist": {"tools": ["delete_file"]}}
@@ -118,6 +118,28 @@ class WorkerTest(unittest.TestCase):
         self.c.tasks.cancel_task(task_id=t.task_id, reason="user")
         wait_for("the handler told", lambda: stopped)
         self.assertEqual(stopped, ["canceled"])
+
+    def test_lease_lost(self):
+        seen = []
+
+        def handler(task):
+            if seen:
+                seen.append("second lease")
+                task.complete(text="done")
+                return
+            # Someone else ends this lease behind the worker's back (handed back for a retry).
+            self.c.runtime.fail_task(lease=task.ref, reason="test.handback", message="taken away", retry=True)
+            try:
+                task.say("still mine?")
+                seen.append("write: accepted")
+            except TaskStopped as e:
+                seen.append(f"write: {e}")
+            seen.append(task.stop_reason if task.canceled.is_set() else "not stopped")
+
+        self.run_worker(handler, "py-lost")
+        t = self.c.tasks.start_task(document=AGENT, queue="py-lost").task
+        wait_for("completed", lambda: self.state(t.task_id) == task_pb2.TASK_STATE_COMPLETED)
+        self.assertEqual(seen, ["write: lease.lost", "lease.lost", "second lease"])
 
     def test_handler_exception_fails_the_task(self):
         def handler(task):
