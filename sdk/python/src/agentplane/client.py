@@ -63,7 +63,7 @@ class _Service:
         stub = getattr(pb2_grpc, service_name + "Stub")(channel)
         self._name = service_name
         for m in desc.methods:
-            req_cls = _message_class(pb2, m.input_type)
+            req_cls = _message_class(m.input_type)
             rpc = getattr(stub, m.name)
             streaming = m.server_streaming
             setattr(self, _snake(m.name), _make_method(rpc, req_cls, streaming, metadata, m.name))
@@ -72,7 +72,7 @@ class _Service:
         return f"<agentplane {self._name}>"
 
 
-def _message_class(pb2, desc):
+def _message_class(desc):
     # The class protoc generated for desc, in the module of desc's file.
     module = importlib.import_module(desc.file.name[: -len(".proto")].replace("/", ".") + "_pb2")
     cls = module
