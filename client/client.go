@@ -43,6 +43,7 @@ type options struct {
 	plaintextTokenOK bool
 	dialOptions      []grpc.DialOption
 	maxRecvMsgBytes  int
+	retry            Retry
 }
 
 // Option configures Dial.
@@ -100,11 +101,15 @@ func WithDialOptions(opts ...grpc.DialOption) Option {
 
 // Dial creates a client for addr (host:port). The connection is established lazily on
 // the first call; ctx is reserved for future eager checks and must not be nil.
+//
+// Every mutating call with a request_id field is sent with one (a random one when the
+// request leaves it empty), and calls that are safe to repeat are retried after
+// UNAVAILABLE or DEADLINE_EXCEEDED while their context lasts (see WithRetry).
 func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	if ctx == nil {
 		return nil, errors.New("client: nil context")
 	}
-	o := options{maxRecvMsgBytes: 64 << 20}
+	o := options{maxRecvMsgBytes: 64 << 20, retry: Retry{}.withDefaults()}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -123,6 +128,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 		}
 		dial = append(dial, grpc.WithPerRPCCredentials(bearer{token: o.token, secure: secure}))
 	}
+	dial = append(dial, grpc.WithChainUnaryInterceptor(RetryInterceptor(o.retry)))
 	dial = append(dial, o.dialOptions...)
 	conn, err := grpc.NewClient(addr, dial...)
 	if err != nil {
@@ -131,7 +137,8 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	return New(conn), nil
 }
 
-// New wraps an existing connection (for example a bufconn one in tests).
+// New wraps an existing connection (for example a bufconn one in tests). It adds no
+// request ids or retries: dial conn with grpc.WithChainUnaryInterceptor(RetryInterceptor(...)) for that.
 func New(conn *grpc.ClientConn) *Client {
 	return &Client{
 		conn:         conn,

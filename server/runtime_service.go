@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"google.golang.org/grpc"
@@ -73,7 +74,11 @@ func (x *runtimeService) ReportEvents(ctx context.Context, req *agentplanev1.Rep
 	if err := checkLease(ctx, req.GetLease()); err != nil {
 		return nil, err
 	}
-	last, err := x.s.domain.tasks.ReportEvents(ctx, req.GetLease(), req.GetEvents())
+	once, err := tasks.NewRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	last, err := x.s.domain.tasks.ReportEvents(ctx, req.GetLease(), once, req.GetEvents())
 	if err != nil {
 		return nil, err
 	}
@@ -96,11 +101,8 @@ func (x *runtimeService) AwaitDecision(req *agentplanev1.AwaitDecisionRequest, s
 	}
 	ctx, stop := x.s.untilShutdown(ctx)
 	defer stop()
-	d, err := x.s.domain.approvals.AwaitDecision(ctx, req.GetLease(), req.GetInterruptId())
-	if err != nil {
-		return x.s.shutdownError(ctx, err)
-	}
-	return stream.Send(&agentplanev1.AwaitDecisionResponse{Decision: d})
+	err := x.s.domain.approvals.AwaitDecision(ctx, req.GetLease(), req.GetInterruptId(), stream.Send)
+	return x.s.shutdownError(ctx, err)
 }
 
 // SuspendTask gives up the lease while interrupts are pending (durable delivery).
@@ -108,7 +110,11 @@ func (x *runtimeService) SuspendTask(ctx context.Context, req *agentplanev1.Susp
 	if err := checkLease(ctx, req.GetLease()); err != nil {
 		return nil, err
 	}
-	t, err := x.s.domain.approvals.SuspendTask(ctx, req.GetLease())
+	once, err := tasks.NewRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	t, err := x.s.domain.approvals.SuspendTask(ctx, req.GetLease(), once)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +134,11 @@ func (x *runtimeService) PauseTask(ctx context.Context, req *agentplanev1.PauseT
 	if err := checkLease(ctx, req.GetLease()); err != nil {
 		return nil, err
 	}
-	in, waits, err := x.s.domain.tasks.Pause(ctx, req.GetLease(), req.GetMessage(), req.GetNode(), req.GetToolOutputCalls())
+	once, err := tasks.NewRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	in, waits, err := x.s.domain.tasks.Pause(ctx, req.GetLease(), once, req.GetMessage(), req.GetNode(), req.GetToolOutputCalls())
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +150,11 @@ func (x *runtimeService) CompleteTask(ctx context.Context, req *agentplanev1.Com
 	if err := checkLease(ctx, req.GetLease()); err != nil {
 		return nil, err
 	}
-	t, err := x.s.domain.tasks.Complete(ctx, req.GetLease(), req.GetOutput())
+	once, err := tasks.NewRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	t, err := x.s.domain.tasks.Complete(ctx, req.GetLease(), once, req.GetOutput())
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +166,11 @@ func (x *runtimeService) FailTask(ctx context.Context, req *agentplanev1.FailTas
 	if err := checkLease(ctx, req.GetLease()); err != nil {
 		return nil, err
 	}
-	t, err := x.s.domain.tasks.Fail(ctx, req.GetLease(), req.GetReason(), req.GetMessage(), req.GetRetry())
+	once, err := tasks.NewRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	t, err := x.s.domain.tasks.Fail(ctx, req.GetLease(), once, req.GetReason(), req.GetMessage(), req.GetRetry())
 	if err != nil {
 		return nil, err
 	}
@@ -169,4 +187,16 @@ func (x *runtimeService) ReadTaskHistory(ctx context.Context, req *agentplanev1.
 		return nil, err
 	}
 	return &agentplanev1.ReadTaskHistoryResponse{Events: events, LastSequence: last}, nil
+}
+
+// PublishDeltas hands message deltas to the task's live watchers; nothing is stored.
+func (x *runtimeService) PublishDeltas(ctx context.Context, req *agentplanev1.PublishDeltasRequest) (*agentplanev1.PublishDeltasResponse, error) {
+	if err := checkLease(ctx, req.GetLease()); err != nil {
+		return nil, err
+	}
+	n, err := x.s.domain.tasks.PublishDeltas(ctx, req.GetLease(), req.GetDeltas())
+	if err != nil {
+		return nil, err
+	}
+	return &agentplanev1.PublishDeltasResponse{Watchers: int32(min(n, math.MaxInt32))}, nil
 }

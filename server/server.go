@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/test/bufconn"
 
@@ -151,6 +152,13 @@ func (s *Server) serverOptions(unary grpc.UnaryServerInterceptor, stream grpc.St
 		// Over this size grpc-go answers RESOURCE_EXHAUSTED itself, before the codec
 		// and the interceptors (docs/errors.md).
 		grpc.MaxRecvMsgSize(int(s.cfg.Limits.MaxRequestBytes())),
+		// Clients may ping as often as every 10 s, with or without a call open, as
+		// the gRPC libraries of other languages commonly do (the default policy, 5
+		// min, answers them with GOAWAY too_many_pings). The server pings a
+		// connection idle for a minute and drops it if the ping goes unanswered, so
+		// dead peers do not hold streams open.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
 		grpc.ForceServerCodecV2(s.codec),
 		// Calls run on a pool of long-lived goroutines instead of a new goroutine
 		// each: a handler that reaches the store needs a deep stack, and growing a
@@ -160,6 +168,13 @@ func (s *Server) serverOptions(unary grpc.UnaryServerInterceptor, stream grpc.St
 		grpc.NumStreamWorkers(streamWorkers),
 	}
 }
+
+// Transport keepalive (see serverOptions).
+const (
+	keepaliveMinTime = 10 * time.Second
+	keepaliveTime    = time.Minute
+	keepaliveTimeout = 20 * time.Second
+)
 
 // streamWorkers is the size of the gRPC handler pool: enough for the concurrent
 // callers of a busy deployment (a call waiting on a commit holds its worker). A

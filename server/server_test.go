@@ -245,8 +245,14 @@ func TestShutdownEndsWatchesWithUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := stream.Recv(); err != nil { // the submitted event: the watch is live
-		t.Fatal(err)
+	for { // the replay, up to caught_up: the watch is live
+		msg, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg.GetCaughtUp() != nil {
+			break
+		}
 	}
 	start := time.Now()
 	in.Stop(t)

@@ -101,7 +101,11 @@ func (x *taskService) CancelTask(ctx context.Context, req *agentplanev1.CancelTa
 	if err != nil {
 		return nil, err
 	}
-	t, err := x.s.domain.tasks.Cancel(ctx, tenant, req.GetTaskId(), principalOf(ctx).Subject, req.GetReason())
+	once, err := tasks.NewRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	t, err := x.s.domain.tasks.Cancel(ctx, tenant, req.GetTaskId(), principalOf(ctx).Subject, req.GetReason(), once)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +118,11 @@ func (x *taskService) ContinueTask(ctx context.Context, req *agentplanev1.Contin
 	if err != nil {
 		return nil, err
 	}
-	t, err := x.s.domain.tasks.Continue(ctx, tenant, req.GetTaskId(), principalOf(ctx).Subject, req.GetMessage(), req.GetToolOutputs())
+	once, err := tasks.NewRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	t, err := x.s.domain.tasks.Continue(ctx, tenant, req.GetTaskId(), principalOf(ctx).Subject, req.GetMessage(), req.GetToolOutputs(), once)
 	if err != nil {
 		return nil, err
 	}
@@ -145,10 +153,10 @@ func (x *taskService) WatchTask(req *agentplanev1.WatchTaskRequest, stream grpc.
 	return x.s.shutdownError(ctx, err)
 }
 
-// encodeWatchResponse is the wire form of the WatchTaskResponse carrying ev, as gRPC's
-// protobuf codec writes it.
-func encodeWatchResponse(ev *agentplanev1.TaskEvent) ([]byte, error) {
-	return proto.Marshal(&agentplanev1.WatchTaskResponse{Event: ev})
+// encodeWatchResponse is the wire form of a WatchTaskResponse, as gRPC's protobuf
+// codec writes it.
+func encodeWatchResponse(resp *agentplanev1.WatchTaskResponse) ([]byte, error) {
+	return proto.Marshal(resp)
 }
 
 // ListVerdicts pages a task's verdicts, oldest first.
@@ -175,4 +183,17 @@ func (x *taskService) ListObligations(ctx context.Context, req *agentplanev1.Lis
 		return nil, err
 	}
 	return &agentplanev1.ListObligationsResponse{Obligations: list, NextPageToken: next}, nil
+}
+
+// ListTaskEvents pages a task's log, oldest first.
+func (x *taskService) ListTaskEvents(ctx context.Context, req *agentplanev1.ListTaskEventsRequest) (*agentplanev1.ListTaskEventsResponse, error) {
+	tenant, err := auth.TenantOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list, next, err := x.s.domain.tasks.ListEvents(ctx, tenant, req.GetTaskId(), req.GetAfterSequence(), int(req.GetPageSize()), req.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	return &agentplanev1.ListTaskEventsResponse{Events: list, NextPageToken: next}, nil
 }

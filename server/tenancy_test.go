@@ -82,6 +82,7 @@ var rpcRoles = func() map[string][]auth.Role {
 		agentplanev1.TaskService_WatchTask_FullMethodName,
 		agentplanev1.TaskService_ListVerdicts_FullMethodName,
 		agentplanev1.TaskService_ListObligations_FullMethodName,
+		agentplanev1.TaskService_ListTaskEvents_FullMethodName,
 		agentplanev1.HitlService_ListInterrupts_FullMethodName,
 		agentplanev1.HitlService_GetInterrupt_FullMethodName)
 	set([]auth.Role{auth.RoleApprover}, agentplanev1.HitlService_ResolveInterrupt_FullMethodName)
@@ -96,7 +97,8 @@ var rpcRoles = func() map[string][]auth.Role {
 		agentplanev1.RuntimeService_PauseTask_FullMethodName,
 		agentplanev1.RuntimeService_CompleteTask_FullMethodName,
 		agentplanev1.RuntimeService_FailTask_FullMethodName,
-		agentplanev1.RuntimeService_ReadTaskHistory_FullMethodName)
+		agentplanev1.RuntimeService_ReadTaskHistory_FullMethodName,
+		agentplanev1.RuntimeService_PublishDeltas_FullMethodName)
 	set([]auth.Role{auth.RoleAdmin},
 		agentplanev1.AdminService_Backup_FullMethodName,
 		agentplanev1.AdminService_PurgeTasks_FullMethodName,
@@ -359,6 +361,7 @@ func TestTenancyRandomizedIsolation(t *testing.T) {
 		{agentplanev1.TaskService_WatchTask_FullMethodName, 4, targeted(r.watchTask)},
 		{agentplanev1.TaskService_ListVerdicts_FullMethodName, 3, targeted(r.listVerdicts)},
 		{agentplanev1.TaskService_ListObligations_FullMethodName, 3, targeted(r.listObligations)},
+		{agentplanev1.TaskService_ListTaskEvents_FullMethodName, 3, targeted(r.listTaskEvents)},
 		{agentplanev1.RuntimeService_LeaseTasks_FullMethodName, 10, r.leaseTasks},
 		{agentplanev1.RuntimeService_ReportEvents_FullMethodName, 6, targeted(r.reportEvents)},
 		{agentplanev1.RuntimeService_CheckToolCall_FullMethodName, 10, targeted(r.checkToolCall)},
@@ -368,6 +371,7 @@ func TestTenancyRandomizedIsolation(t *testing.T) {
 		{agentplanev1.RuntimeService_SuspendTask_FullMethodName, 3, targeted(r.suspendTask)},
 		{agentplanev1.RuntimeService_FailTask_FullMethodName, 2, targeted(r.failTask)},
 		{agentplanev1.RuntimeService_ReadTaskHistory_FullMethodName, 3, targeted(r.readTaskHistory)},
+		{agentplanev1.RuntimeService_PublishDeltas_FullMethodName, 2, targeted(r.publishDeltas)},
 		{agentplanev1.RuntimeService_RecordVerdict_FullMethodName, 2, targeted(r.recordVerdict)},
 		{agentplanev1.RuntimeService_AwaitDecision_FullMethodName, 3, targeted(r.awaitDecision)},
 		{agentplanev1.HitlService_ListInterrupts_FullMethodName, 5, targeted(r.listInterrupts)},
@@ -814,6 +818,18 @@ func (r *tenancyRun) listObligations(a *actor, w whose) {
 	r.checkScoped(agentplanev1.TaskService_ListObligations_FullMethodName, a, id, w, owner, err, list)
 }
 
+func (r *tenancyRun) listTaskEvents(a *actor, w whose) {
+	id, w, owner := r.pick(a, w, r.tasksOf)
+	list := func(id string) error {
+		ctx, cancel := r.call()
+		defer cancel()
+		_, err := a.c.Tasks.ListTaskEvents(ctx, &agentplanev1.ListTaskEventsRequest{TaskId: id})
+		return err
+	}
+	err := list(id)
+	r.checkScoped(agentplanev1.TaskService_ListTaskEvents_FullMethodName, a, id, w, owner, err, list)
+}
+
 // --- RuntimeService ---
 
 func (r *tenancyRun) leaseTasks(a *actor) {
@@ -938,6 +954,13 @@ func (r *tenancyRun) reportEvents(a *actor, w whose) {
 func (r *tenancyRun) readTaskHistory(a *actor, w whose) {
 	r.leased(agentplanev1.RuntimeService_ReadTaskHistory_FullMethodName, a, w, func(ctx context.Context, ref *agentplanev1.LeaseRef) error {
 		_, err := a.c.Runtime.ReadTaskHistory(ctx, &agentplanev1.ReadTaskHistoryRequest{Lease: ref})
+		return err
+	})
+}
+
+func (r *tenancyRun) publishDeltas(a *actor, w whose) {
+	r.leased(agentplanev1.RuntimeService_PublishDeltas_FullMethodName, a, w, func(ctx context.Context, ref *agentplanev1.LeaseRef) error {
+		_, err := a.c.Runtime.PublishDeltas(ctx, &agentplanev1.PublishDeltasRequest{Lease: ref, Deltas: []*agentplanev1.MessageDelta{{MessageId: "m", TextDelta: "x"}}})
 		return err
 	})
 }

@@ -60,7 +60,8 @@ func TestWatchTaskWireBytes(t *testing.T) {
 		return b
 	}
 	live := watch(0)
-	recv(live) // the submitted event, from the store: the watch is live
+	recv(live) // the submitted event, from the store
+	recv(live) // caught_up: the watch is live
 	leased, err := in.Client.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "wire", MaxTasks: 1})
 	if err != nil || len(leased.GetLeases()) != 1 {
 		t.Fatalf("lease: %v %v", leased, err)
@@ -69,11 +70,14 @@ func TestWatchTaskWireBytes(t *testing.T) {
 	var last int64
 	for {
 		b := recv(live)
-		sent = append(sent, b)
 		resp := &agentplanev1.WatchTaskResponse{}
 		if err := proto.Unmarshal(b, resp); err != nil {
 			t.Fatal(err)
 		}
+		if resp.GetEvent() == nil {
+			continue // a keepalive
+		}
+		sent = append(sent, b)
 		want, err := encoding.GetCodecV2(protocodec.Name).Marshal(resp)
 		if err != nil {
 			t.Fatal(err)

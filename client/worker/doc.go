@@ -4,8 +4,11 @@
 // A Worker long-polls RuntimeService.LeaseTasks for up to Options.Capacity tasks at a
 // time, from the run queues in Options.Queues (only the default queue when none), and
 // runs each leased task in its own goroutine, calling Handler.Run with a
-// *Task. While the handler runs, the worker heartbeats the lease in the background,
-// at a fraction of the time left before the lease deadline. The task's context is
+// *Task. Before the handler runs, the worker heartbeats once: that acknowledges the
+// lease, and the control plane counts an attempt only for an acknowledged lease (one
+// whose LeaseTasks response was lost costs the task nothing). While the handler runs,
+// the worker heartbeats the lease in the background, at a fraction of the time left
+// before the lease deadline. The task's context is
 // canceled when
 //
 //   - a heartbeat says the task was canceled (context.Cause is ErrCanceled),
@@ -28,7 +31,7 @@
 //     Options.RetryOnError otherwise. A panic is treated the same way.
 //   - Returning nil without ending the task writes nothing. The worker stops
 //     heartbeating, so the lease expires and the control plane queues the task again
-//     (counting an attempt). This is almost always a handler bug and is logged.
+//     (counting an attempt, since the lease was acknowledged). This is almost always a handler bug and is logged.
 //   - After cancellation or a lost lease the worker writes nothing: the task is no
 //     longer this runtime's to end.
 //   - When the worker stops and a task is still running past the drain deadline, the
@@ -52,9 +55,12 @@
 // transient errors (IsTransient): an agentplane error that carries a RetryInfo (its
 // reason is declared retryable: server.unavailable, store.unavailable,
 // limit.concurrency, deadline.exceeded), or a transport error without an agentplane
-// ErrorInfo (UNAVAILABLE and the like). Writes (ReportEvents, CheckToolCall,
-// Complete, ...) are not retried, since repeating one could apply it twice; their error
-// goes to the handler. Any other LeaseTasks error (UNAUTHENTICATED, PERMISSION_DENIED,
+// ErrorInfo (UNAVAILABLE and the like). The Task's calls (ReportEvents, CheckToolCall,
+// Complete, ...) are made again, up to 4 times with the same backoff, when they fail
+// with UNAVAILABLE or DEADLINE_EXCEEDED, since their response may have been lost on the
+// way: each write carries a request id chosen once, so the control plane answers a
+// repeat from the first call instead of applying it twice (CheckToolCall is idempotent
+// per call id). Other errors, and the last attempt's, go to the handler. Any other LeaseTasks error (UNAUTHENTICATED, PERMISSION_DENIED,
 // INVALID_ARGUMENT, limit.exceeded, internal) stops the worker: Run drains the running
 // tasks and returns it.
 package worker

@@ -80,3 +80,18 @@ func IsTransient(err error) bool {
 	}
 	return false
 }
+
+// writeAttempts is how many times a Task call is made when it fails with
+// UNAVAILABLE or DEADLINE_EXCEEDED (see Task.write).
+const writeAttempts = 4
+
+// lostOnTheWay reports whether err may mean the call, or its response, was lost on the
+// way: UNAVAILABLE or DEADLINE_EXCEEDED. Repeating such a call is safe only because
+// every call a Task makes is idempotent (request ids, or by nature).
+func lostOnTheWay(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
+}

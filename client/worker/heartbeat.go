@@ -72,3 +72,22 @@ func (w *Worker) beat(ctx context.Context, t *Task, deadline time.Time) (*agentp
 	defer cancel()
 	return w.rt.Heartbeat(ctx, &agentplanev1.HeartbeatRequest{Lease: t.Ref()})
 }
+
+// acknowledge sends the first heartbeat of a lease before its handler runs: the
+// control plane counts an attempt only for a lease its runtime acknowledged, so a
+// lease whose LeaseTasks response was lost costs the task nothing. A heartbeat that
+// says the task is gone stops it; one that fails otherwise is left to the heartbeat
+// loop (any later call acknowledges the lease too).
+func (w *Worker) acknowledge(ctx context.Context, t *Task) {
+	resp, err := w.beat(ctx, t, t.Deadline())
+	switch {
+	case err != nil:
+		if cause := stopCause(err); cause != nil {
+			t.stop(fmt.Errorf("%w (first heartbeat: %v)", cause, err))
+		}
+	case resp.GetCanceled():
+		t.stop(fmt.Errorf("%w: %s", ErrCanceled, resp.GetCancelReason()))
+	case resp.GetDeadline() != nil:
+		t.setDeadline(resp.GetDeadline().AsTime())
+	}
+}

@@ -126,6 +126,11 @@ func (t *Task) endedAs() string {
 // write makes one fenced call. A refusal that means the task is no longer ours
 // (lease.lost, task.terminal) also stops the task, and the error wraps ErrLeaseLost
 // or ErrCanceled. A successful call that ends the task (end != "") marks it ended.
+//
+// A call that fails with UNAVAILABLE or DEADLINE_EXCEEDED is made again, after the
+// worker's backoff, while ctx lasts, up to writeAttempts times: every call the Task
+// makes is safe to repeat (writes carry a request id that the caller builds once,
+// outside call, so that every attempt sends the same one).
 func (t *Task) write(ctx context.Context, what, end string, call func(context.Context) error) error {
 	t.mu.Lock()
 	ended := t.ended
@@ -134,6 +139,13 @@ func (t *Task) write(ctx context.Context, what, end string, call func(context.Co
 		return fmt.Errorf("%s: %w (%s)", what, ErrEnded, ended)
 	}
 	err := call(ctx)
+	for attempt := 1; err != nil && attempt < writeAttempts && ctx.Err() == nil && lostOnTheWay(err); attempt++ {
+		t.log.Debug("call failed; repeating it", "call", what, "err", err)
+		if !sleep(ctx, t.w.o.Backoff.Delay(attempt)) {
+			break
+		}
+		err = call(ctx)
+	}
 	if err == nil {
 		if end != "" {
 			t.mu.Lock()
@@ -154,10 +166,12 @@ func (t *Task) write(ctx context.Context, what, end string, call func(context.Co
 // Capabilities.limits.max_events_per_report events (4 with the default limits), so
 // that it always fits the request size cap; more is INVALID_ARGUMENT limit.exceeded
 // and appends nothing. Report a longer batch in several calls.
+// A report repeated after a lost response is not appended twice.
 func (t *Task) Report(ctx context.Context, events ...*agentplanev1.RuntimeEvent) (int64, error) {
 	var last int64
+	req := &agentplanev1.ReportEventsRequest{Lease: t.ref, Events: events, RequestId: client.NewRequestID()}
 	err := t.write(ctx, "report events", "", func(ctx context.Context) error {
-		resp, err := t.w.rt.ReportEvents(ctx, &agentplanev1.ReportEventsRequest{Lease: t.ref, Events: events})
+		resp, err := t.w.rt.ReportEvents(ctx, req)
 		last = resp.GetLastSequence()
 		return err
 	})
@@ -435,6 +449,10 @@ func (t *Task) AwaitDecision(ctx context.Context, interruptID string) (*agentpla
 		if err == nil {
 			return dec, nil
 		}
+		if errors.Is(err, ErrCanceled) {
+			t.stop(err)
+			return nil, err
+		}
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
@@ -449,6 +467,9 @@ func (t *Task) AwaitDecision(ctx context.Context, interruptID string) (*agentpla
 	}
 }
 
+// awaitOnce reads one AwaitDecision stream to its end: the decision, or the task's
+// cancellation (an error wrapping ErrCanceled). Pending and keepalive messages only
+// say the stream is alive.
 func (t *Task) awaitOnce(ctx context.Context, interruptID string) (*agentplanev1.Decision, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -456,17 +477,24 @@ func (t *Task) awaitOnce(ctx context.Context, interruptID string) (*agentplanev1
 	if err != nil {
 		return nil, err
 	}
-	resp, err := stream.Recv()
-	if err == io.EOF {
-		return nil, io.ErrUnexpectedEOF // the stream must carry the decision before it ends
+	for {
+		resp, err := stream.Recv()
+		if err == io.EOF {
+			return nil, io.ErrUnexpectedEOF // the stream must carry the decision before it ends
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch k := resp.GetKind().(type) {
+		case *agentplanev1.AwaitDecisionResponse_Decision:
+			return k.Decision, nil
+		case *agentplanev1.AwaitDecisionResponse_Canceled:
+			return nil, fmt.Errorf("%w: %s", ErrCanceled, k.Canceled.GetReason())
+		case *agentplanev1.AwaitDecisionResponse_Pending, *agentplanev1.AwaitDecisionResponse_Keepalive:
+		default:
+			// A kind this SDK does not know yet: nothing to act on.
+		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	if resp.GetDecision() == nil {
-		return nil, fmt.Errorf("worker: decision stream for interrupt %s sent no decision", interruptID)
-	}
-	return resp.GetDecision(), nil
 }
 
 // ToolResult reports what a tool returned for an allowed call (isError when it
@@ -482,6 +510,9 @@ func (t *Task) ToolResult(ctx context.Context, c Call, result *structpb.Value, i
 func (t *Task) RecordVerdict(ctx context.Context, req *agentplanev1.RecordVerdictRequest) (*agentplanev1.RecordVerdictResponse, error) {
 	req = proto.CloneOf(req)
 	req.Lease = t.ref
+	if req.GetRequestId() == "" {
+		req.RequestId = client.NewRequestID()
+	}
 	var resp *agentplanev1.RecordVerdictResponse
 	err := t.write(ctx, "record verdict", "", func(ctx context.Context) error {
 		var err error
@@ -494,8 +525,9 @@ func (t *Task) RecordVerdict(ctx context.Context, req *agentplanev1.RecordVerdic
 // Suspend gives up the lease while an interrupt is pending (durable delivery). The
 // task is leased again once the decision exists. It ends the task for this runtime.
 func (t *Task) Suspend(ctx context.Context) error {
+	req := &agentplanev1.SuspendTaskRequest{Lease: t.ref, RequestId: client.NewRequestID()}
 	return t.write(ctx, "suspend task", "suspended", func(ctx context.Context) error {
-		_, err := t.w.rt.SuspendTask(ctx, &agentplanev1.SuspendTaskRequest{Lease: t.ref})
+		_, err := t.w.rt.SuspendTask(ctx, req)
 		return err
 	})
 }
@@ -504,7 +536,7 @@ func (t *Task) Suspend(ctx context.Context) error {
 // assistant message, the task waits in INPUT_REQUIRED for ContinueTask, and the lease
 // is released. The next lease carries the user's message in ContinueMessages.
 func (t *Task) Pause(ctx context.Context, message, node string) (*agentplanev1.Interrupt, error) {
-	req := &agentplanev1.PauseTaskRequest{Lease: t.ref, Node: node}
+	req := &agentplanev1.PauseTaskRequest{Lease: t.ref, Node: node, RequestId: client.NewRequestID()}
 	if message != "" {
 		req.Message = client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, message)
 	}
@@ -523,7 +555,7 @@ func (t *Task) Pause(ctx context.Context, message, node string) (*agentplanev1.I
 // ContinueTask supplies their outputs, and the lease is released. The next lease
 // carries the outputs in ContinueToolResults.
 func (t *Task) WaitForToolOutputs(ctx context.Context, node string, gates ...*Gate) ([]*agentplanev1.Interrupt, error) {
-	req := &agentplanev1.PauseTaskRequest{Lease: t.ref, Node: node}
+	req := &agentplanev1.PauseTaskRequest{Lease: t.ref, Node: node, RequestId: client.NewRequestID()}
 	for _, g := range gates {
 		req.ToolOutputCalls = append(req.ToolOutputCalls, &agentplanev1.ToolCall{
 			CallId: g.Call.ID, ToolName: g.Call.Name, ArgumentsJson: g.ArgumentsJSON, Node: g.Call.Node, TripIndex: g.Call.Trip,
@@ -540,8 +572,9 @@ func (t *Task) WaitForToolOutputs(ctx context.Context, node string, gates ...*Ga
 
 // Complete ends the task as COMPLETED with output.
 func (t *Task) Complete(ctx context.Context, output *agentplanev1.TaskOutput) error {
+	req := &agentplanev1.CompleteTaskRequest{Lease: t.ref, Output: output, RequestId: client.NewRequestID()}
 	return t.write(ctx, "complete task", "completed", func(ctx context.Context) error {
-		_, err := t.w.rt.CompleteTask(ctx, &agentplanev1.CompleteTaskRequest{Lease: t.ref, Output: output})
+		_, err := t.w.rt.CompleteTask(ctx, req)
 		return err
 	})
 }
@@ -553,8 +586,23 @@ func (t *Task) Fail(ctx context.Context, reason, message string, retry bool) err
 	if retry {
 		end = "handed back"
 	}
+	req := &agentplanev1.FailTaskRequest{Lease: t.ref, Reason: reason, Message: message, Retry: retry, RequestId: client.NewRequestID()}
 	return t.write(ctx, "fail task", end, func(ctx context.Context) error {
-		_, err := t.w.rt.FailTask(ctx, &agentplanev1.FailTaskRequest{Lease: t.ref, Reason: reason, Message: message, Retry: retry})
+		_, err := t.w.rt.FailTask(ctx, req)
 		return err
 	})
+}
+
+// PublishDeltas hands fragments of a message being produced (a model's streamed
+// tokens) to the task's live watchers, and returns how many there were. Nothing is
+// stored: report the complete message with Report when it is done, with the same
+// message id. Watchers that connect later, or read too slowly, never see the deltas.
+func (t *Task) PublishDeltas(ctx context.Context, deltas ...*agentplanev1.MessageDelta) (int, error) {
+	var n int
+	err := t.write(ctx, "publish deltas", "", func(ctx context.Context) error {
+		resp, err := t.w.rt.PublishDeltas(ctx, &agentplanev1.PublishDeltasRequest{Lease: t.ref, Deltas: deltas})
+		n = int(resp.GetWatchers())
+		return err
+	})
+	return n, err
 }

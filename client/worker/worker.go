@@ -317,6 +317,9 @@ func (w *Worker) runTask(base context.Context, t *Task) {
 	defer cancel(nil)
 	t.cancel = cancel
 	t.log.Debug("task leased", "attempt", t.lease.GetAttempt(), "deadline", t.Deadline())
+	// Acknowledge the lease first. A task found canceled or lost by it still goes to
+	// the handler, whose context is then done with the cause.
+	w.acknowledge(ctx, t)
 
 	hbCtx, stopHeartbeat := context.WithCancel(ctx)
 	hbDone := make(chan struct{})

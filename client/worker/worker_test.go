@@ -204,7 +204,7 @@ func TestTaskContextStops(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		arrange func(s *workertest.State)
-		act     func(ctx context.Context, task *Task) error // before waiting on ctx
+		act     func(ctx context.Context, f *workertest.Server, task *Task) error // before waiting on ctx
 		want    error
 		message string
 	}{
@@ -215,8 +215,10 @@ func TestTaskContextStops(t *testing.T) {
 		{name: "no heartbeat succeeds before the deadline",
 			arrange: func(s *workertest.State) { s.BeatErr = status.Error(codes.Unavailable, "network down") },
 			want:    ErrLeaseLost, message: "no heartbeat succeeded"},
-		{name: "write refused with lease.lost", arrange: func(s *workertest.State) { s.Lost["L"] = true; s.TTL = time.Minute },
-			act: func(ctx context.Context, task *Task) error {
+		// The lease is lost after the first heartbeat acknowledged it.
+		{name: "write refused with lease.lost", arrange: func(s *workertest.State) { s.TTL = time.Minute },
+			act: func(ctx context.Context, f *workertest.Server, task *Task) error {
+				f.Do(func(s *workertest.State) { s.Lost["L"] = true })
 				if err := task.Say(ctx, "hi"); !errors.Is(err, ErrLeaseLost) {
 					return errors.New("Say: want ErrLeaseLost")
 				}
@@ -235,7 +237,7 @@ func TestTaskContextStops(t *testing.T) {
 			var cause error
 			r := startWorker(t, rt, func(ctx context.Context, task *Task) error {
 				if tc.act != nil {
-					if err := tc.act(ctx, task); err != nil {
+					if err := tc.act(ctx, f, task); err != nil {
 						return err
 					}
 				}

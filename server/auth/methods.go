@@ -83,6 +83,7 @@ func methodTable() map[string]Rule {
 		agentplanev1.TaskService_WatchTask_FullMethodName,
 		agentplanev1.TaskService_ListVerdicts_FullMethodName,
 		agentplanev1.TaskService_ListObligations_FullMethodName,
+		agentplanev1.TaskService_ListTaskEvents_FullMethodName,
 		agentplanev1.HitlService_ListInterrupts_FullMethodName,
 		agentplanev1.HitlService_GetInterrupt_FullMethodName)
 	add(ScopeTenant, approver,
@@ -98,7 +99,8 @@ func methodTable() map[string]Rule {
 		agentplanev1.RuntimeService_PauseTask_FullMethodName,
 		agentplanev1.RuntimeService_CompleteTask_FullMethodName,
 		agentplanev1.RuntimeService_FailTask_FullMethodName,
-		agentplanev1.RuntimeService_ReadTaskHistory_FullMethodName)
+		agentplanev1.RuntimeService_ReadTaskHistory_FullMethodName,
+		agentplanev1.RuntimeService_PublishDeltas_FullMethodName)
 	add(ScopeAdmin, admin,
 		agentplanev1.AdminService_Backup_FullMethodName,
 		agentplanev1.AdminService_PurgeTasks_FullMethodName,

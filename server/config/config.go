@@ -140,6 +140,10 @@ type Limits struct {
 	// MaxAwaitsPerPrincipal bounds the AwaitDecision streams one principal may have
 	// open, in multi-tenant mode.
 	MaxAwaitsPerPrincipal int `yaml:"max_awaits_per_principal"`
+	// StreamKeepaliveInterval is how long a WatchTask or AwaitDecision stream may stay
+	// silent before the server sends a keepalive message on it, so that proxies and
+	// load balancers do not close idle streams. At least 1s.
+	StreamKeepaliveInterval Duration `yaml:"stream_keepalive_interval"`
 }
 
 // requestSlack is what a request may carry beyond its largest part (a spec document,
@@ -319,6 +323,8 @@ func Default() Config {
 			MaxCallsPerPrincipal:   256,
 			MaxWatchesPerPrincipal: 128,
 			MaxAwaitsPerPrincipal:  512,
+			// Under the 30 to 60 s idle timeouts common in load balancers.
+			StreamKeepaliveInterval: Duration(15 * time.Second),
 		},
 		Spec: Spec{PlatformMaxDepth: 4},
 		Tasks: Tasks{
@@ -463,6 +469,9 @@ func (c *Config) Validate() error {
 		if v < 1 {
 			bad("%s must be >= 1 (got %d)", name, v)
 		}
+	}
+	if c.Limits.StreamKeepaliveInterval < Duration(time.Second) {
+		bad("limits.stream_keepalive_interval must be at least 1s")
 	}
 	if c.Limits.SpecDecodeBytes < 0 {
 		bad("limits.spec_decode_bytes must be >= 0 (got %d)", c.Limits.SpecDecodeBytes)

@@ -122,7 +122,7 @@ func BenchmarkReportEvents(b *testing.B) {
 			}
 			events := []*agentplanev1.RuntimeEvent{note("a tool said something of moderate length, as runtimes do")}
 			run(b, m, clients, func(c int) error {
-				_, err := m.ReportEvents(ctx, ref(leases[c]), events)
+				_, err := m.ReportEvents(ctx, ref(leases[c]), Request{}, events)
 				return err
 			})
 		})

@@ -23,13 +23,19 @@ func terminalError(rec *storagev1.TaskRecord, what string) error {
 // Cancel ends a task as CANCELED, recording who asked and why. A task that a runtime
 // holds is canceled at once too; the lease is revoked, so the runtime's writes are
 // refused (lease.lost) and its next heartbeat reports the cancellation. A terminal
-// task is FAILED_PRECONDITION (task.terminal).
-func (m *Manager) Cancel(ctx context.Context, tenant, taskID, principal, reason string) (*agentplanev1.Task, error) {
+// task is FAILED_PRECONDITION (task.terminal), except for a retry of a cancel made
+// under req, which returns the task as it is now.
+func (m *Manager) Cancel(ctx context.Context, tenant, taskID, principal, reason string, req Request) (*agentplanev1.Task, error) {
 	if len(reason) > maxReasonBytes {
 		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "reason is longer than %d bytes", maxReasonBytes)
 	}
 	var task *agentplanev1.Task
-	err := m.UpdateTask(ctx, tenant, taskID, func(op *Op) error {
+	current := func(op *Op, _ *storagev1.AppliedRequest) error {
+		var err error
+		task, err = op.APITask()
+		return err
+	}
+	err := m.UpdateTaskOnce(ctx, tenant, taskID, req, func(op *Op) error {
 		task = nil
 		rec := op.Task()
 		if isTerminal(rec.GetState()) {
@@ -45,10 +51,8 @@ func (m *Manager) Cancel(ctx context.Context, tenant, taskID, principal, reason 
 		if err := op.SetState(agentplanev1.TaskState_TASK_STATE_CANCELED, StateCanceled); err != nil {
 			return err
 		}
-		var err error
-		task, err = op.APITask()
-		return err
-	})
+		return current(op, nil)
+	}, current)
 	return task, err
 }
 
@@ -65,8 +69,9 @@ func (m *Manager) Cancel(ctx context.Context, tenant, taskID, principal, reason 
 // waiting for a reviewer's decision, or in any other state, is FAILED_PRECONDITION;
 // so is the wrong kind of input, or outputs naming a call the task does not wait for
 // or missing one it does (task.tool_outputs_mismatch). A message over
-// Config.MaxInputBytes is RESOURCE_EXHAUSTED.
-func (m *Manager) Continue(ctx context.Context, tenant, taskID, principal string, message *agentplanev1.Message, outputs *agentplanev1.ToolOutputs) (*agentplanev1.Task, error) {
+// Config.MaxInputBytes is RESOURCE_EXHAUSTED. A retry of a continue made under req
+// returns the task as it is now and delivers nothing, whatever the task did since.
+func (m *Manager) Continue(ctx context.Context, tenant, taskID, principal string, message *agentplanev1.Message, outputs *agentplanev1.ToolOutputs, req Request) (*agentplanev1.Task, error) {
 	switch {
 	case message == nil && outputs == nil:
 		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "a message or tool_outputs is required")
@@ -89,7 +94,12 @@ func (m *Manager) Continue(ctx context.Context, tenant, taskID, principal string
 		}
 	}
 	var task *agentplanev1.Task
-	err := m.UpdateTask(ctx, tenant, taskID, func(op *Op) error {
+	current := func(op *Op, _ *storagev1.AppliedRequest) error {
+		var err error
+		task, err = op.APITask()
+		return err
+	}
+	err := m.UpdateTaskOnce(ctx, tenant, taskID, req, func(op *Op) error {
 		task = nil
 		rec := op.Task()
 		switch {
@@ -189,10 +199,8 @@ func (m *Manager) Continue(ctx context.Context, tenant, taskID, principal string
 		if err := op.Resume(StateContinued); err != nil {
 			return err
 		}
-		var err error
-		task, err = op.APITask()
-		return err
-	})
+		return current(op, nil)
+	}, current)
 	return task, err
 }
 

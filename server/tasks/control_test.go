@@ -19,16 +19,16 @@ import (
 func TestCancelQueuedTask(t *testing.T) {
 	h := newHarness(t)
 	task := h.start(t, params("acme"))
-	_, err := h.m.Cancel(ctx, "beta", task.GetTaskId(), "intruder", "")
+	_, err := h.m.Cancel(ctx, "beta", task.GetTaskId(), "intruder", "", Request{})
 	wantErr(t, err, codes.NotFound, apierr.ReasonTaskNotFound)
-	got, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "changed my mind")
+	got, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "changed my mind", Request{})
 	if err != nil || got.GetState() != agentplanev1.TaskState_TASK_STATE_CANCELED || got.GetCancelRequested() || got.GetEndTime() == nil {
 		t.Fatalf("Cancel = %v, %v", got, err)
 	}
 	if leases, _ := h.m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "rt"}); len(leases) != 0 {
 		t.Fatal("a canceled task stayed in the queue")
 	}
-	_, err = h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "")
+	_, err = h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "", Request{})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskTerminal)
 	evs := h.events(t, "acme", task.GetTaskId())
 	equal(t, "log", kinds(evs), []string{"submitted", "cancel_requested", "state:CANCELED"})
@@ -41,7 +41,7 @@ func TestCancelReachesTheRuntime(t *testing.T) {
 	h := newHarness(t)
 	task := h.start(t, params("acme"))
 	l := h.lease(t, "rt")
-	got, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "stop")
+	got, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "stop", Request{})
 	if err != nil || got.GetState() != agentplanev1.TaskState_TASK_STATE_CANCELED || !got.GetCancelRequested() || got.GetRuntimeId() != "" {
 		t.Fatalf("Cancel = %v, %v", got, err)
 	}
@@ -51,9 +51,9 @@ func TestCancelReachesTheRuntime(t *testing.T) {
 			t.Fatalf("Heartbeat after cancel = %+v, %v", hb, err)
 		}
 	}
-	_, err = h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("still going")})
+	_, err = h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note("still going")})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
-	_, err = h.m.Complete(ctx, ref(l), nil)
+	_, err = h.m.Complete(ctx, ref(l), Request{}, nil)
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
 	h.clock.Advance(time.Hour)
 	if n, _ := h.m.ExpireLeases(ctx); n != 0 {
@@ -68,11 +68,11 @@ func TestCancelReachesTheRuntime(t *testing.T) {
 func TestPauseAndContinue(t *testing.T) {
 	h := newHarness(t)
 	task := h.start(t, params("acme"))
-	_, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", userText("too early"), nil)
+	_, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", userText("too early"), nil, Request{})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskState)
 
 	l := h.lease(t, "rt")
-	in, _, err := h.m.Pause(ctx, ref(l), assistantText("what next?"), "main", nil)
+	in, _, err := h.m.Pause(ctx, ref(l), Request{}, assistantText("what next?"), "main", nil)
 	if err != nil || in.GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE ||
 		in.GetTurnEnd().GetAgentName() != "main" || in.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_PENDING {
 		t.Fatalf("Pause = %v, %v", in, err)
@@ -82,29 +82,29 @@ func TestPauseAndContinue(t *testing.T) {
 		len(paused.GetPendingInterruptIds()) != 1 || paused.GetPendingInterruptIds()[0] != in.GetInterruptId() {
 		t.Fatalf("paused task = %v", paused)
 	}
-	_, err = h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("after pause")})
+	_, err = h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note("after pause")})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
 	if leases, _ := h.m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "rt"}); len(leases) != 0 {
 		t.Fatal("a paused task was leased")
 	}
 	for name, msg := range map[string]string{"empty": "", "too long": strings.Repeat("x", 1025)} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", userText(msg), nil); err == nil {
+			if _, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", userText(msg), nil, Request{}); err == nil {
 				t.Fatal("accepted")
 			}
 		})
 	}
-	_, err = h.m.Continue(ctx, "beta", task.GetTaskId(), "owner", userText("hi"), nil)
+	_, err = h.m.Continue(ctx, "beta", task.GetTaskId(), "owner", userText("hi"), nil, Request{})
 	wantErr(t, err, codes.NotFound, apierr.ReasonTaskNotFound)
 
-	resumed, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", userText("tell me more"), nil)
+	resumed, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", userText("tell me more"), nil, Request{})
 	// Continued, the task is queued (SUBMITTED) until a runtime leases it (WORKING):
 	// clients tell waiting from running by the state.
 	if err != nil || resumed.GetState() != agentplanev1.TaskState_TASK_STATE_SUBMITTED || len(resumed.GetPendingInterruptIds()) != 0 ||
 		resumed.GetRuntimeId() != "" {
 		t.Fatalf("Continue = %v, %v", resumed, err)
 	}
-	_, err = h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", userText("again"), nil)
+	_, err = h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", userText("again"), nil, Request{})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskState)
 
 	next := h.lease(t, "rt")
@@ -128,10 +128,10 @@ func TestPauseAndContinue(t *testing.T) {
 		t.Fatalf("pause interrupt after continue = %v", stored)
 	}
 	// The next turn end clears the delivered messages.
-	if _, _, err := h.m.Pause(ctx, ref(next), assistantText(""), "main", nil); err != nil {
+	if _, _, err := h.m.Pause(ctx, ref(next), Request{}, assistantText(""), "main", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", userText("third"), nil); err != nil {
+	if _, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", userText("third"), nil, Request{}); err != nil {
 		t.Fatal(err)
 	}
 	equal(t, "messages of the third turn", texts(h.lease(t, "rt").GetContinueMessages()), []string{"third"})
@@ -159,11 +159,11 @@ func TestContinueRefusesApprovalWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", userText("go on"), nil)
+	_, err = h.m.Continue(ctx, "acme", task.GetTaskId(), "owner", userText("go on"), nil, Request{})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskState)
 
 	// Canceling closes the pending interrupt: it leaves the inbox.
-	if _, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", ""); err != nil {
+	if _, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "", Request{}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := h.store.Stats(ctx)
@@ -220,36 +220,36 @@ func TestHistoryLimits(t *testing.T) {
 	})
 	task := h.start(t, params("acme"))
 	l := h.lease(t, "rt") // log: submitted, state, lease = 3 events
-	_, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note(strings.Repeat("x", 200))})
+	_, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note(strings.Repeat("x", 200))})
 	wantErr(t, err, codes.ResourceExhausted, apierr.ReasonResourceExhausted)
 	if !strings.Contains(err.Error(), "limits.max_event_bytes") {
 		t.Fatalf("error does not name the limit: %v", err)
 	}
 	// Four events would make 7; the whole report is refused, nothing appended.
-	_, err = h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("a"), note("b"), note("c"), note("d")})
+	_, err = h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note("a"), note("b"), note("c"), note("d")})
 	wantErr(t, err, codes.ResourceExhausted, apierr.ReasonResourceExhausted)
 	if got := h.get(t, "acme", task.GetTaskId()).GetLastSequence(); got != 3 {
 		t.Fatalf("a refused report appended: last_sequence %d", got)
 	}
-	if last, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("a"), note("b"), note("c")}); err != nil || last != 6 {
+	if last, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note("a"), note("b"), note("c")}); err != nil || last != 6 {
 		t.Fatalf("report up to the limit = %d, %v", last, err)
 	}
-	_, err = h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("one too many")})
+	_, err = h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note("one too many")})
 	wantErr(t, err, codes.ResourceExhausted, apierr.ReasonResourceExhausted)
 	// A task at its limit can still end.
-	if _, err := h.m.Complete(ctx, ref(l), &agentplanev1.TaskOutput{Message: assistantText("done")}); err != nil {
+	if _, err := h.m.Complete(ctx, ref(l), Request{}, &agentplanev1.TaskOutput{Message: assistantText("done")}); err != nil {
 		t.Fatalf("Complete at the limit: %v", err)
 	}
 
 	h2 := newHarness(t, func(c *Config) { c.MaxTaskHistoryBytes = 150 })
 	h2.start(t, params("acme"))
 	l2 := h2.lease(t, "rt")
-	_, err = h2.m.ReportEvents(ctx, ref(l2), []*agentplanev1.RuntimeEvent{note(strings.Repeat("y", 120))})
+	_, err = h2.m.ReportEvents(ctx, ref(l2), Request{}, []*agentplanev1.RuntimeEvent{note(strings.Repeat("y", 120))})
 	wantErr(t, err, codes.ResourceExhausted, apierr.ReasonResourceExhausted)
 	if !strings.Contains(err.Error(), "limits.max_task_history_bytes") {
 		t.Fatalf("error does not name the limit: %v", err)
 	}
-	_, err = h2.m.ReportEvents(ctx, ref(l2), []*agentplanev1.RuntimeEvent{{}})
+	_, err = h2.m.ReportEvents(ctx, ref(l2), Request{}, []*agentplanev1.RuntimeEvent{{}})
 	wantErr(t, err, codes.InvalidArgument, apierr.ReasonEventInvalid)
 }
 
@@ -257,12 +257,12 @@ func TestCancelResolvesThePause(t *testing.T) {
 	h := newHarness(t)
 	task := h.start(t, params("acme"))
 	l := h.lease(t, "rt")
-	in, _, err := h.m.Pause(ctx, ref(l), assistantText("what next?"), "main", nil)
+	in, _, err := h.m.Pause(ctx, ref(l), Request{}, assistantText("what next?"), "main", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.clock.Advance(time.Minute)
-	if _, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "done chatting"); err != nil {
+	if _, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "done chatting", Request{}); err != nil {
 		t.Fatal(err)
 	}
 	var stored *storagev1.InterruptRecord
@@ -313,14 +313,14 @@ func TestOnTaskEndHooks(t *testing.T) {
 
 	paused := h.start(t, params("acme"))
 	l := h.lease(t, "rt")
-	in, _, err := h.m.Pause(ctx, ref(l), assistantText(""), "main", nil)
+	in, _, err := h.m.Pause(ctx, ref(l), Request{}, assistantText(""), "main", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := took(); len(got) != 0 {
 		t.Fatalf("hooks called for changes that did not end a task: %v", got)
 	}
-	if _, err := h.m.Cancel(ctx, "acme", paused.GetTaskId(), "owner", ""); err != nil {
+	if _, err := h.m.Cancel(ctx, "acme", paused.GetTaskId(), "owner", "", Request{}); err != nil {
 		t.Fatal(err)
 	}
 	got := took()
@@ -331,14 +331,14 @@ func TestOnTaskEndHooks(t *testing.T) {
 	}
 
 	done := h.start(t, params("acme"))
-	if _, err := h.m.Complete(ctx, ref(h.lease(t, "rt")), nil); err != nil {
+	if _, err := h.m.Complete(ctx, ref(h.lease(t, "rt")), Request{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := took(); len(got) != 2 || got[1].taskID != done.GetTaskId() || len(got[1].resolved) != 0 {
 		t.Fatalf("hooks after complete = %v", got)
 	}
 	// A refused change ends nothing and calls nothing.
-	if _, err := h.m.Cancel(ctx, "acme", done.GetTaskId(), "owner", ""); err == nil {
+	if _, err := h.m.Cancel(ctx, "acme", done.GetTaskId(), "owner", "", Request{}); err == nil {
 		t.Fatal("canceled an ended task")
 	}
 	if got := took(); len(got) != 0 {
@@ -355,20 +355,20 @@ func TestChangesReturnTheTaskAsStored(t *testing.T) {
 		change func(t *testing.T, l *agentplanev1.Lease) (*agentplanev1.Task, error)
 	}{
 		{"cancel", func(t *testing.T, l *agentplanev1.Lease) (*agentplanev1.Task, error) {
-			return h.m.Cancel(ctx, "acme", l.GetTask().GetTaskId(), "owner", "stop")
+			return h.m.Cancel(ctx, "acme", l.GetTask().GetTaskId(), "owner", "stop", Request{})
 		}},
 		{"complete", func(t *testing.T, l *agentplanev1.Lease) (*agentplanev1.Task, error) {
-			return h.m.Complete(ctx, ref(l), &agentplanev1.TaskOutput{Message: assistantText("42")})
+			return h.m.Complete(ctx, ref(l), Request{}, &agentplanev1.TaskOutput{Message: assistantText("42")})
 		}},
 		{"fail with retry", func(t *testing.T, l *agentplanev1.Lease) (*agentplanev1.Task, error) {
-			return h.m.Fail(ctx, ref(l), "", "again", true)
+			return h.m.Fail(ctx, ref(l), Request{}, "", "again", true)
 		}},
 		{"continue", func(t *testing.T, l *agentplanev1.Lease) (*agentplanev1.Task, error) {
-			if _, _, err := h.m.Pause(ctx, ref(l), assistantText(""), "main", nil); err != nil {
+			if _, _, err := h.m.Pause(ctx, ref(l), Request{}, assistantText(""), "main", nil); err != nil {
 				t.Fatal(err)
 			}
 			h.clock.Advance(time.Second)
-			return h.m.Continue(ctx, "acme", l.GetTask().GetTaskId(), "owner", userText("go on"), nil)
+			return h.m.Continue(ctx, "acme", l.GetTask().GetTaskId(), "owner", userText("go on"), nil, Request{})
 		}},
 	}
 	for _, tt := range tests {
@@ -386,7 +386,7 @@ func TestChangesReturnTheTaskAsStored(t *testing.T) {
 			}
 			if tt.name == "fail with retry" || tt.name == "continue" {
 				h.lease(t, "rt") // out of the queue, so the next case leases its own task
-				if _, err := h.m.Cancel(ctx, "acme", l.GetTask().GetTaskId(), "owner", ""); err != nil {
+				if _, err := h.m.Cancel(ctx, "acme", l.GetTask().GetTaskId(), "owner", "", Request{}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -18,7 +18,8 @@ func TestLiveEventEncodedOnceForAllWatchers(t *testing.T) {
 	var mu sync.Mutex
 	encodes := map[int64]int{}
 	got := map[int64][]*byte{}
-	encode := func(ev *agentplanev1.TaskEvent) ([]byte, error) {
+	encode := func(resp *agentplanev1.WatchTaskResponse) ([]byte, error) {
+		ev := resp.GetEvent() // caught_up and keepalives count as sequence 0
 		mu.Lock()
 		encodes[ev.GetSequence()]++
 		mu.Unlock()
@@ -45,10 +46,10 @@ func TestLiveEventEncodedOnceForAllWatchers(t *testing.T) {
 		return len(got[seq])
 	}
 	waitUntil(t, func() bool { return count(3) == watchers })
-	if _, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("live")}); err != nil {
+	if _, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note("live")}); err != nil {
 		t.Fatal(err)
 	}
-	final, err := h.m.Complete(ctx, ref(l), nil)
+	final, err := h.m.Complete(ctx, ref(l), Request{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,12 +102,12 @@ func TestFanOutKeepsOrderWhenPublishWaits(t *testing.T) {
 	for i, w := range ws {
 		wg.Go(func() {
 			for j := range reports {
-				if _, err := h.m.ReportEvents(ctx, ref(w.l), []*agentplanev1.RuntimeEvent{note(fmt.Sprint(j)), note("x")}); err != nil {
+				if _, err := h.m.ReportEvents(ctx, ref(w.l), Request{}, []*agentplanev1.RuntimeEvent{note(fmt.Sprint(j)), note("x")}); err != nil {
 					t.Error(err)
 					return
 				}
 			}
-			final, err := h.m.Complete(ctx, ref(w.l), nil)
+			final, err := h.m.Complete(ctx, ref(w.l), Request{}, nil)
 			if err != nil {
 				t.Error(err)
 				return

@@ -147,7 +147,11 @@ func (h *harness) events(t testing.TB, tenant, id string) []*agentplanev1.TaskEv
 	c, cancel := context.WithCancel(ctx)
 	defer cancel()
 	last := h.get(t, tenant, id).GetLastSequence()
-	err := h.m.Watch(c, tenant, id, 0, func(ev *agentplanev1.TaskEvent) error {
+	err := h.m.Watch(c, tenant, id, 0, func(msg *agentplanev1.WatchTaskResponse) error {
+		ev := msg.GetEvent()
+		if ev == nil {
+			return nil
+		}
 		out = append(out, ev)
 		if ev.GetSequence() == last {
 			cancel()

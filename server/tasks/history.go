@@ -37,6 +37,7 @@ func (m *Manager) ReadHistory(ctx context.Context, ref *agentplanev1.LeaseRef, a
 	now := m.clock.Now()
 	var events []*agentplanev1.TaskEvent
 	var last int64
+	acked := false
 	err := m.store.View(ctx, func(r store.Reader) error {
 		events = events[:0]
 		rec, err := r.GetTask(tenant, ref.GetTaskId())
@@ -49,6 +50,7 @@ func (m *Manager) ReadHistory(ctx context.Context, ref *agentplanev1.LeaseRef, a
 		if f := fence(rec, ref, now); f != fenceOK {
 			return fenceError(rec, ref, f)
 		}
+		acked = rec.GetLease().GetAcknowledged()
 		last = rec.GetLastSequence()
 		return r.ScanEvents(tenant, ref.GetTaskId(), afterSeq, func(ev *storagev1.EventRecord) (bool, error) {
 			events = append(events, toAPIEvent(ref.GetTaskId(), ev))
@@ -57,6 +59,12 @@ func (m *Manager) ReadHistory(ctx context.Context, ref *agentplanev1.LeaseRef, a
 	})
 	if err != nil {
 		return nil, 0, err
+	}
+	if !acked {
+		// A read under a lease acknowledges it (see expire); the first read pays a write.
+		if err := m.acknowledge(ctx, ref); err != nil {
+			return nil, 0, err
+		}
 	}
 	return events, last, nil
 }

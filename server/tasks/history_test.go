@@ -14,7 +14,7 @@ func TestReadHistoryPagesUnderTheLease(t *testing.T) {
 	h := newHarness(t)
 	task := h.start(t, params("acme"))
 	old := h.lease(t, "rt-1")
-	if _, err := h.m.Fail(ctx, ref(old), "", "", true); err != nil {
+	if _, err := h.m.Fail(ctx, ref(old), Request{}, "", "", true); err != nil {
 		t.Fatal(err)
 	}
 	l := h.lease(t, "rt-2")
@@ -22,7 +22,7 @@ func TestReadHistoryPagesUnderTheLease(t *testing.T) {
 	for range 5 {
 		notes = append(notes, note("n"))
 	}
-	last, err := h.m.ReportEvents(ctx, ref(l), notes)
+	last, err := h.m.ReportEvents(ctx, ref(l), Request{}, notes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestReadHistoryPagesUnderTheLease(t *testing.T) {
 
 	// Once the task ended under a lease, reads under it say so.
 	l = h.lease(t, "rt-3")
-	if _, err := h.m.Complete(ctx, ref(l), &agentplanev1.TaskOutput{Message: assistantText("done")}); err != nil {
+	if _, err := h.m.Complete(ctx, ref(l), Request{}, &agentplanev1.TaskOutput{Message: assistantText("done")}); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err = h.m.ReadHistory(ctx, ref(l), 0, 0)

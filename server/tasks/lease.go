@@ -131,10 +131,24 @@ func fenceError(rec *storagev1.TaskRecord, ref *agentplanev1.LeaseRef, f fenceRe
 // AppendContent are attributed to the lease's epoch. fn may run more than once (see
 // UpdateTask).
 func (m *Manager) UpdateLeased(ctx context.Context, ref *agentplanev1.LeaseRef, fn func(*Op) error) error {
-	return m.updateLeased(ctx, ref, false, fn)
+	return m.updateLeased(ctx, ref, false, Request{}, fn, nil)
 }
 
-func (m *Manager) updateLeased(ctx context.Context, ref *agentplanev1.LeaseRef, allowRevoked bool, fn func(*Op) error) error {
+// UpdateLeasedOrCanceled is UpdateLeased that also runs fn when the lease was revoked
+// because a caller canceled the task (Op.Canceled says so), so that a waiting runtime
+// learns why it must stop instead of being told lease.lost.
+func (m *Manager) UpdateLeasedOrCanceled(ctx context.Context, ref *agentplanev1.LeaseRef, fn func(*Op) error) error {
+	return m.updateLeased(ctx, ref, true, Request{}, fn, nil)
+}
+
+// Canceled says the lease of a fenced change was revoked by a cancellation (see
+// UpdateLeasedOrCanceled).
+func (o *Op) Canceled() bool { return o.rec.GetLease().GetRevoked() }
+
+// updateLeased fences ref and runs fn (see UpdateLeased). A call made under req that
+// the task already applied is answered by replay, before fencing. Any call that passes
+// the fence acknowledges the lease.
+func (m *Manager) updateLeased(ctx context.Context, ref *agentplanev1.LeaseRef, allowRevoked bool, req Request, fn func(*Op) error, replay Replay) error {
 	tenant, ok := LeaseTenant(ref.GetLeaseId())
 	if !ok {
 		return leaseLost("lease id %q was not issued by this control plane", ref.GetLeaseId())
@@ -152,6 +166,12 @@ func (m *Manager) updateLeased(ctx context.Context, ref *agentplanev1.LeaseRef, 
 		}
 		op := m.newOp(w, now, rec)
 		op.epoch = ref.GetEpoch()
+		if a, err := op.applied(req); err != nil || a != nil {
+			if err != nil {
+				return err
+			}
+			return replay(op, a)
+		}
 		switch f := fence(rec, ref, now); f {
 		case fenceStale:
 			return fenceError(rec, ref, f)
@@ -160,16 +180,23 @@ func (m *Manager) updateLeased(ctx context.Context, ref *agentplanev1.LeaseRef, 
 				return fenceError(rec, ref, f)
 			}
 		case fenceExpired:
-			// Worded before expire, which releases the lease.
+			// Worded before expire, which releases the lease. The runtime got the
+			// lease (it calls under it): losing it counts.
 			lost = fenceError(rec, ref, fenceExpired)
+			rec.GetLease().Acknowledged = true
 			if err := op.expire(); err != nil {
 				return err
 			}
 			return op.flush()
 		}
+		if l := rec.GetLease(); !l.GetAcknowledged() && !l.GetRevoked() {
+			op.touched = true
+			l.Acknowledged = true
+		}
 		if err := fn(op); err != nil {
 			return err
 		}
+		op.remember(req, true)
 		return op.flush()
 	})
 	if err != nil {
@@ -178,12 +205,27 @@ func (m *Manager) updateLeased(ctx context.Context, ref *agentplanev1.LeaseRef, 
 	return lost
 }
 
+// acknowledge marks ref as acknowledged by its runtime, for a call that does not write
+// (ReadTaskHistory). It is fenced like a write.
+func (m *Manager) acknowledge(ctx context.Context, ref *agentplanev1.LeaseRef) error {
+	return m.UpdateLeased(ctx, ref, func(*Op) error { return nil })
+}
+
 // expire ends an overdue lease: the task returns to the queue or, past
-// Config.MaxAttempts, fails.
+// Config.MaxAttempts, fails. A lease its runtime never acknowledged (the LeaseTasks
+// response was lost, or the runtime died before its first call) was only offered: it
+// counts no attempt, and the next lease has the same attempt number.
 func (o *Op) expire() error {
 	l := o.rec.GetLease()
 	if err := o.ReleaseLease(agentplanev1.LeaseChangeKind_LEASE_CHANGE_KIND_EXPIRED); err != nil {
 		return err
+	}
+	if !l.GetAcknowledged() {
+		o.rec.Attempt--
+		if len(o.rec.GetPendingInterruptIds()) > 0 {
+			return o.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, StateInterruptPending)
+		}
+		return o.Resume(StateLeaseRequeued)
 	}
 	return o.lostAttempt(fmt.Sprintf("the lease held by runtime %q expired at %s without a heartbeat",
 		l.GetRuntimeId(), l.GetDeadline().AsTime().Format(time.RFC3339)))

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/internal/testutil"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/store"
@@ -41,7 +42,7 @@ func TestLeaseLifecycle(t *testing.T) {
 	}
 	h.clock.Advance(8 * time.Second) // past the first deadline, within the extended one
 	h.allowCall(t, l, "c1", "search", `"q"`)
-	last, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{
+	last, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{
 		{Payload: &agentplanev1.RuntimeEvent_Message{Message: &agentplanev1.Message{Role: agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, Parts: textParts("hi")}}},
 		toolCall("c1", "search", `"q"`),
 		{Payload: &agentplanev1.RuntimeEvent_ToolResult{ToolResult: &agentplanev1.ToolResult{CallId: "c1", ToolName: "search"}}},
@@ -50,10 +51,10 @@ func TestLeaseLifecycle(t *testing.T) {
 	if err != nil || last != 7 {
 		t.Fatalf("ReportEvents = %d, %v; want 7", last, err)
 	}
-	if empty, err := h.m.ReportEvents(ctx, ref(l), nil); err != nil || empty != 7 {
+	if empty, err := h.m.ReportEvents(ctx, ref(l), Request{}, nil); err != nil || empty != 7 {
 		t.Fatalf("empty report = %d, %v", empty, err)
 	}
-	done, err := h.m.Complete(ctx, ref(l), &agentplanev1.TaskOutput{Message: assistantText("42")})
+	done, err := h.m.Complete(ctx, ref(l), Request{}, &agentplanev1.TaskOutput{Message: assistantText("42")})
 	if err != nil || done.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || MessageText(done.GetOutput().GetMessage()) != "42" ||
 		done.GetEndTime() == nil || done.GetRuntimeId() != "" {
 		t.Fatalf("Complete = %v, %v", done, err)
@@ -63,9 +64,9 @@ func TestLeaseLifecycle(t *testing.T) {
 		"output", "lease:RELEASED", "state:COMPLETED",
 	})
 	// Writes under the lease that ended the task say so (task.terminal), not lease.lost.
-	_, err = h.m.Complete(ctx, ref(l), nil)
+	_, err = h.m.Complete(ctx, ref(l), Request{}, nil)
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskTerminal)
-	_, err = h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("late")})
+	_, err = h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note("late")})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskTerminal)
 	if !strings.Contains(err.Error(), "COMPLETED") {
 		t.Fatalf("ReportEvents after CompleteTask: %v; want the state named", err)
@@ -76,7 +77,7 @@ func TestFencedWritesRefuseStaleLeases(t *testing.T) {
 	h := newHarness(t)
 	task := h.start(t, params("acme"))
 	old := h.lease(t, "rt-1")
-	if _, err := h.m.Fail(ctx, ref(old), "", "", true); err != nil {
+	if _, err := h.m.Fail(ctx, ref(old), Request{}, "", "", true); err != nil {
 		t.Fatal(err)
 	}
 	current := h.lease(t, "rt-2")
@@ -92,15 +93,18 @@ func TestFencedWritesRefuseStaleLeases(t *testing.T) {
 	writes := map[string]func(*agentplanev1.LeaseRef) error{
 		"heartbeat": func(r *agentplanev1.LeaseRef) error { _, err := h.m.Heartbeat(ctx, r); return err },
 		"report": func(r *agentplanev1.LeaseRef) error {
-			_, err := h.m.ReportEvents(ctx, r, []*agentplanev1.RuntimeEvent{note("x")})
+			_, err := h.m.ReportEvents(ctx, r, Request{}, []*agentplanev1.RuntimeEvent{note("x")})
 			return err
 		},
 		"pause": func(r *agentplanev1.LeaseRef) error {
-			_, _, err := h.m.Pause(ctx, r, assistantText(""), "", nil)
+			_, _, err := h.m.Pause(ctx, r, Request{}, assistantText(""), "", nil)
 			return err
 		},
-		"complete": func(r *agentplanev1.LeaseRef) error { _, err := h.m.Complete(ctx, r, nil); return err },
-		"fail":     func(r *agentplanev1.LeaseRef) error { _, err := h.m.Fail(ctx, r, "x", "y", false); return err },
+		"complete": func(r *agentplanev1.LeaseRef) error { _, err := h.m.Complete(ctx, r, Request{}, nil); return err },
+		"fail": func(r *agentplanev1.LeaseRef) error {
+			_, err := h.m.Fail(ctx, r, Request{}, "x", "y", false)
+			return err
+		},
 	}
 	before := h.get(t, "acme", task.GetTaskId())
 	for name, r := range map[string]*agentplanev1.LeaseRef{
@@ -123,6 +127,9 @@ func TestLeaseExpiryRequeuesThenFails(t *testing.T) {
 		last = h.lease(t, "rt")
 		if last.GetAttempt() != attempt || last.GetEpoch() != int64(attempt) {
 			t.Fatalf("lease %d: attempt %d epoch %d", attempt, last.GetAttempt(), last.GetEpoch())
+		}
+		if _, err := h.m.Heartbeat(ctx, ref(last)); err != nil { // acknowledged: the runtime got it
+			t.Fatal(err)
 		}
 		h.clock.Advance(10 * time.Second) // exactly the deadline: expired
 		n, err := h.m.ExpireLeases(ctx)
@@ -149,12 +156,63 @@ func TestLeaseExpiryRequeuesThenFails(t *testing.T) {
 	})
 }
 
+// TestUnacknowledgedLeaseCountsNoAttempt: a lease whose LeaseTasks response never
+// reached its runtime (simulated by never calling under it) expires without counting an
+// attempt, however often it happens; the first lease the runtime acknowledges is still
+// attempt 1, and only acknowledged leases count towards MaxAttempts.
+func TestUnacknowledgedLeaseCountsNoAttempt(t *testing.T) {
+	h := newHarness(t) // MaxAttempts 3
+	task := h.start(t, params("acme"))
+	for i := 1; i <= 5; i++ {
+		l := h.lease(t, "rt")
+		if l.GetAttempt() != 1 || l.GetEpoch() != int64(i) {
+			t.Fatalf("offer %d: attempt %d epoch %d; want attempt 1 epoch %d", i, l.GetAttempt(), l.GetEpoch(), i)
+		}
+		h.clock.Advance(10 * time.Second)
+		if n, err := h.m.ExpireLeases(ctx); err != nil || n != 1 {
+			t.Fatalf("ExpireLeases = %d, %v", n, err)
+		}
+	}
+	got := h.get(t, "acme", task.GetTaskId())
+	if got.GetState() != agentplanev1.TaskState_TASK_STATE_SUBMITTED || got.GetAttempt() != 0 {
+		t.Fatalf("after 5 unacknowledged expiries: state %s attempt %d; want SUBMITTED (queued) with no attempt", got.GetState(), got.GetAttempt())
+	}
+	evs := h.events(t, "acme", task.GetTaskId())
+	var expired int
+	for _, ev := range evs {
+		if l := ev.GetLease(); l.GetKind() == agentplanev1.LeaseChangeKind_LEASE_CHANGE_KIND_EXPIRED {
+			expired++
+			if !l.GetUnacknowledged() {
+				t.Errorf("event %d: an unacknowledged expiry is not marked so", ev.GetSequence())
+			}
+		}
+	}
+	if expired != 5 {
+		t.Fatalf("%d expiries logged, want 5", expired)
+	}
+	// A read of the history acknowledges a lease too.
+	l := h.lease(t, "rt")
+	if _, _, err := h.m.ReadHistory(ctx, ref(l), 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(10 * time.Second)
+	if _, err := h.m.ExpireLeases(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.get(t, "acme", task.GetTaskId()); got.GetAttempt() != 1 {
+		t.Fatalf("an acknowledged lease that expired left attempt %d, want 1", got.GetAttempt())
+	}
+	if l := h.lease(t, "rt"); l.GetAttempt() != 2 {
+		t.Fatalf("the lease after an acknowledged expiry is attempt %d, want 2", l.GetAttempt())
+	}
+}
+
 func TestExpiredLeaseIsAppliedLazily(t *testing.T) {
 	h := newHarness(t)
 	task := h.start(t, params("acme"))
 	l := h.lease(t, "rt")
 	h.clock.Advance(11 * time.Second)
-	_, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("late")})
+	_, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note("late")})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
 	// The refusal names the deadline that passed (the lease is released by then).
 	deadline := l.GetDeadline().AsTime().Format(time.RFC3339Nano)
@@ -190,12 +248,12 @@ func TestFail(t *testing.T) {
 	h := newHarness(t)
 	task := h.start(t, params("acme"))
 	l := h.lease(t, "rt")
-	retried, err := h.m.Fail(ctx, ref(l), "model.timeout", "try again", true)
+	retried, err := h.m.Fail(ctx, ref(l), Request{}, "model.timeout", "try again", true)
 	if err != nil || retried.GetState() != agentplanev1.TaskState_TASK_STATE_SUBMITTED || retried.GetRuntimeId() != "" {
 		t.Fatalf("retry = %v, %v", retried, err)
 	}
 	l = h.lease(t, "rt")
-	failed, err := h.m.Fail(ctx, ref(l), "", strings.Repeat("m", 5000), false)
+	failed, err := h.m.Fail(ctx, ref(l), Request{}, "", strings.Repeat("m", 5000), false)
 	if err != nil || failed.GetState() != agentplanev1.TaskState_TASK_STATE_FAILED || failed.GetFailure().GetReason() != FailureRuntime ||
 		len(failed.GetFailure().GetMessage()) > maxFailureMessage+len("…") {
 		t.Fatalf("fail = %v, %v", failed.GetFailure(), err)
@@ -253,7 +311,7 @@ func TestLongPollWakesOnNewWork(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { _, err := h.m.LeaseTasks(c, LeaseRequest{RuntimeID: "rt", Wait: time.Hour}); done <- err }()
 	cancel()
-	if err := within(t, done, "a canceled long poll to return"); !errors.Is(err, context.Canceled) {
+	if err := testutil.Within(t, done, "a canceled long poll to return"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled poll = %v", err)
 	}
 }
@@ -333,16 +391,16 @@ func TestToolCallDecisionIsSpentByTheReport(t *testing.T) {
 	first := h.lease(t, "rt-1")
 	q := `"q"`
 	h.allowCall(t, first, "c1", "search", q)
-	if _, err := h.m.Fail(ctx, ref(first), "", "", true); err != nil {
+	if _, err := h.m.Fail(ctx, ref(first), Request{}, "", "", true); err != nil {
 		t.Fatal(err)
 	}
 	second := h.lease(t, "rt-2")
 
-	_, err := h.m.ReportEvents(ctx, ref(first), []*agentplanev1.RuntimeEvent{toolCall("c1", "search", q)})
+	_, err := h.m.ReportEvents(ctx, ref(first), Request{}, []*agentplanev1.RuntimeEvent{toolCall("c1", "search", q)})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
-	_, err = h.m.ReportEvents(ctx, ref(second), []*agentplanev1.RuntimeEvent{note("before"), toolCall("c2", "search", q)})
+	_, err = h.m.ReportEvents(ctx, ref(second), Request{}, []*agentplanev1.RuntimeEvent{note("before"), toolCall("c2", "search", q)})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonToolCallNotApproved)
-	if _, err := h.m.ReportEvents(ctx, ref(second), []*agentplanev1.RuntimeEvent{toolCall("c1", "search", q)}); err != nil {
+	if _, err := h.m.ReportEvents(ctx, ref(second), Request{}, []*agentplanev1.RuntimeEvent{toolCall("c1", "search", q)}); err != nil {
 		t.Fatalf("the new lease cannot run the decided call: %v", err)
 	}
 	var consumed int64
@@ -356,7 +414,7 @@ func TestToolCallDecisionIsSpentByTheReport(t *testing.T) {
 	if consumed != second.GetEpoch() {
 		t.Errorf("consumed_epoch = %d, want %d", consumed, second.GetEpoch())
 	}
-	_, err = h.m.ReportEvents(ctx, ref(second), []*agentplanev1.RuntimeEvent{toolCall("c1", "search", q)})
+	_, err = h.m.ReportEvents(ctx, ref(second), Request{}, []*agentplanev1.RuntimeEvent{toolCall("c1", "search", q)})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonToolCallNotApproved)
 	logged := 0
 	for _, ev := range h.events(t, "acme", task.GetTaskId()) {

@@ -56,7 +56,7 @@ func TestList(t *testing.T) {
 	}
 	h.start(t, params("beta"))
 	// Cancel the oldest so that a state filter has something to drop.
-	if _, err := h.m.Cancel(ctx, "acme", newestFirst[6], "owner", "test"); err != nil {
+	if _, err := h.m.Cancel(ctx, "acme", newestFirst[6], "owner", "test", Request{}); err != nil {
 		t.Fatal(err)
 	}
 

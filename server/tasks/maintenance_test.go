@@ -16,16 +16,16 @@ func TestPurge(t *testing.T) {
 	old.RequestID = "old-request"
 	oldTask := h.start(t, old)
 	l := h.lease(t, "rt")
-	if _, err := h.m.Complete(ctx, ref(l), nil); err != nil {
+	if _, err := h.m.Complete(ctx, ref(l), Request{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	oldCanceled := h.start(t, params("beta"))
-	if _, err := h.m.Cancel(ctx, "beta", oldCanceled.GetTaskId(), "owner", ""); err != nil {
+	if _, err := h.m.Cancel(ctx, "beta", oldCanceled.GetTaskId(), "owner", "", Request{}); err != nil {
 		t.Fatal(err)
 	}
 	h.clock.Advance(48 * time.Hour)
 	recent := h.start(t, params("acme"))
-	if _, err := h.m.Cancel(ctx, "acme", recent.GetTaskId(), "owner", ""); err != nil {
+	if _, err := h.m.Cancel(ctx, "acme", recent.GetTaskId(), "owner", "", Request{}); err != nil {
 		t.Fatal(err)
 	}
 	running := h.start(t, params("acme"))
@@ -67,7 +67,7 @@ func TestPurgeInBatches(t *testing.T) {
 	const n = purgeBatch*2 + 5
 	for range n {
 		task := h.start(t, params("acme"))
-		if _, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", ""); err != nil {
+		if _, err := h.m.Cancel(ctx, "acme", task.GetTaskId(), "owner", "", Request{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -49,6 +49,8 @@ type Config struct {
 	// MaxListResponseBytes bounds the encoded tasks of one List page (a page holds at
 	// least one task whatever its size).
 	MaxListResponseBytes int64
+	// StreamKeepalive is how often an idle watch sends a keepalive; 0 sends none.
+	StreamKeepalive time.Duration
 }
 
 // ConfigFrom takes the task domain's settings from the deployment configuration.
@@ -68,6 +70,7 @@ func ConfigFrom(c config.Config) Config {
 		MaxWatchBuffer:      c.Limits.MaxWatchBuffer,
 
 		MaxListResponseBytes: c.Limits.MaxListResponseBytes,
+		StreamKeepalive:      c.Limits.StreamKeepaliveInterval.D(),
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/internal/testutil"
 	"github.com/agentplane/agentplane/server/apierr"
 )
 
@@ -26,14 +27,14 @@ func TestFenceRefusesAGuessedLeaseIDWithTheCurrentEpoch(t *testing.T) {
 	forged.LeaseId = encodeLeaseID("acme", newID())
 	_, err := h.m.Heartbeat(ctx, forged)
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
-	_, err = h.m.ReportEvents(ctx, forged, []*agentplanev1.RuntimeEvent{note("forged")})
+	_, err = h.m.ReportEvents(ctx, forged, Request{}, []*agentplanev1.RuntimeEvent{note("forged")})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
-	_, err = h.m.Complete(ctx, forged, nil)
+	_, err = h.m.Complete(ctx, forged, Request{}, nil)
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
 	if got := h.get(t, "acme", l.GetTask().GetTaskId()); got.GetState() != agentplanev1.TaskState_TASK_STATE_WORKING {
 		t.Fatalf("a forged lease changed the task: %v", got.GetState())
 	}
-	if _, err := h.m.Complete(ctx, ref(l), nil); err != nil {
+	if _, err := h.m.Complete(ctx, ref(l), Request{}, nil); err != nil {
 		t.Fatalf("the real lease no longer works: %v", err)
 	}
 }
@@ -46,11 +47,11 @@ func TestWriteAtExactlyTheLeaseDeadlineIsRefused(t *testing.T) {
 	h.start(t, params("acme"))
 	l := h.lease(t, "rt")
 	h.clock.Advance(h.m.cfg.LeaseTTL - time.Nanosecond)
-	if _, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("just in time")}); err != nil {
+	if _, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note("just in time")}); err != nil {
 		t.Fatalf("a write a nanosecond before the deadline: %v", err)
 	}
 	h.clock.Advance(time.Nanosecond)
-	_, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("too late")})
+	_, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note("too late")})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
 }
 
@@ -63,7 +64,7 @@ func TestEndedTaskLeavesTheRunQueue(t *testing.T) {
 	canceled := h.start(t, params("acme"))
 	h.clock.Advance(time.Second)
 	queued := h.start(t, params("acme"))
-	if _, err := h.m.Cancel(ctx, "acme", canceled.GetTaskId(), "owner", ""); err != nil {
+	if _, err := h.m.Cancel(ctx, "acme", canceled.GetTaskId(), "owner", "", Request{}); err != nil {
 		t.Fatal(err)
 	}
 	leases, err := h.m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "rt", MaxTasks: 2})
@@ -80,7 +81,7 @@ func TestTerminalTaskIsNotResumed(t *testing.T) {
 	h := newHarness(t)
 	task := h.start(t, params("acme"))
 	l := h.lease(t, "rt")
-	if _, err := h.m.Complete(ctx, ref(l), nil); err != nil {
+	if _, err := h.m.Complete(ctx, ref(l), Request{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.m.UpdateTask(ctx, "acme", task.GetTaskId(), func(op *Op) error { return op.Resume("late decision") }); err == nil {
@@ -111,7 +112,7 @@ func TestLaggedWatcherFillsTheGapBeforeANewerEvent(t *testing.T) {
 	report := func(n int) {
 		t.Helper()
 		for i := range n {
-			if _, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note(fmt.Sprint(i))}); err != nil {
+			if _, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note(fmt.Sprint(i))}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -126,27 +127,31 @@ func TestLaggedWatcherFillsTheGapBeforeANewerEvent(t *testing.T) {
 		return false
 	})
 	report(5) // 5..8 fill the buffer, 9 is dropped
-	h.m.hub.mu.Lock()
+	// The fan-out runs off the committing goroutine: wait for it to mark the watcher.
 	stolen := 0
-	for s := range h.m.hub.subs[watchKey{"acme", task.GetTaskId()}] {
-		select {
-		case <-s.lagged:
-			stolen++
-		default:
+	waitUntil(t, func() bool {
+		h.m.hub.mu.Lock()
+		defer h.m.hub.mu.Unlock()
+		for s := range h.m.hub.subs[watchKey{"acme", task.GetTaskId()}] {
+			select {
+			case <-s.lagged:
+				stolen++
+			default:
+			}
 		}
-	}
-	h.m.hub.mu.Unlock()
+		return stolen > 0
+	})
 	if stolen != 1 {
 		t.Fatalf("%d lagged marks, want the watcher's one", stolen)
 	}
 	close(c.gate)
 	waitUntil(t, func() bool { return c.count() == 8 })
 	report(1) // 10 arrives live after the gap
-	final, err := h.m.Complete(ctx, ref(l), nil)
+	final, err := h.m.Complete(ctx, ref(l), Request{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := within(t, done, "Watch to end at the terminal event"); err != nil {
+	if err := testutil.Within(t, done, "Watch to end at the terminal event"); err != nil {
 		t.Fatal(err)
 	}
 	checkRun(t, "watcher", c.seqs, 1, final.GetLastSequence())

@@ -42,6 +42,8 @@ type Op struct {
 	// after the commit.
 	ended        bool
 	endDecisions []*agentplanev1.Decision
+	// result is what a keyed call recorded for its retries (SetResult).
+	result *storagev1.AppliedRequest
 }
 
 func (m *Manager) newOp(w store.Writer, now time.Time, rec *storagev1.TaskRecord) *Op {
@@ -290,6 +292,7 @@ func (o *Op) ReleaseLease(kind agentplanev1.LeaseChangeKind) error {
 	o.rec.Lease = nil
 	return o.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Lease{Lease: &agentplanev1.LeaseChanged{
 		Kind: kind, RuntimeId: l.GetRuntimeId(), LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch(), Attempt: o.rec.GetAttempt(),
+		Unacknowledged: kind == agentplanev1.LeaseChangeKind_LEASE_CHANGE_KIND_EXPIRED && !l.GetAcknowledged(),
 	}}})
 }
 

@@ -280,3 +280,48 @@ func (m *Manager) ListObligations(ctx context.Context, tenant, taskID string, st
 	}
 	return out, m.tokens.Seal(scope, seqCursor(last)), nil
 }
+
+// ListEvents returns a page of tenant's task's log in sequence order, after afterSeq
+// (ignored when token is set), at most size events (0: 50, capped at 500) and stopping
+// before the page's encoded events would pass Config.MaxListResponseBytes (one event
+// at least). The token is empty when the page reached the log's end as it was read.
+// Another tenant's task is NOT_FOUND.
+func (m *Manager) ListEvents(ctx context.Context, tenant, taskID string, afterSeq int64, size int, token string) ([]*agentplanev1.TaskEvent, string, error) {
+	size, err := pageSize(size)
+	if err != nil {
+		return nil, "", err
+	}
+	if afterSeq < 0 {
+		return nil, "", apierr.InvalidArgument(apierr.ReasonInvalidArgument, "after_sequence may not be negative")
+	}
+	scope := pagetoken.Scope("events", tenant, taskID)
+	if token != "" {
+		if afterSeq, err = m.openSeqToken(scope, token); err != nil {
+			return nil, "", err
+		}
+	}
+	var out []*agentplanev1.TaskEvent
+	more := false
+	err = m.store.View(ctx, func(r store.Reader) error {
+		out, more = out[:0], false
+		if _, err := r.GetTask(tenant, taskID); err != nil {
+			return err
+		}
+		pageBytes := 0
+		return r.ScanEvents(tenant, taskID, afterSeq, func(rec *storagev1.EventRecord) (bool, error) {
+			ev := toAPIEvent(taskID, rec)
+			n := protowire.SizeTag(1) + protowire.SizeBytes(proto.Size(ev))
+			if len(out) == size || (len(out) > 0 && int64(pageBytes+n) > m.cfg.MaxListResponseBytes) {
+				more = true
+				return false, nil
+			}
+			out = append(out, ev)
+			pageBytes += n
+			return true, nil
+		})
+	})
+	if err != nil || !more {
+		return out, "", err
+	}
+	return out, m.tokens.Seal(scope, seqCursor(out[len(out)-1].GetSequence())), nil
+}

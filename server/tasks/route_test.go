@@ -57,7 +57,7 @@ func TestRoutingByQueue(t *testing.T) {
 	if err != nil || len(leases) != 1 || leases[0].GetTask().GetQueue() != "gpu" {
 		t.Fatalf("lease = %v, %v", leases, err)
 	}
-	if _, err := h.m.Fail(ctx, ref(leases[0]), "", "", true); err != nil {
+	if _, err := h.m.Fail(ctx, ref(leases[0]), Request{}, "", "", true); err != nil {
 		t.Fatal(err)
 	}
 	equal(t, "old runtime after the retry", leaseIDs(t, h, LeaseRequest{RuntimeID: "old"}), []string(nil))

@@ -36,7 +36,7 @@ type HeartbeatResult struct {
 // lease.lost.
 func (m *Manager) Heartbeat(ctx context.Context, ref *agentplanev1.LeaseRef) (HeartbeatResult, error) {
 	var res HeartbeatResult
-	err := m.updateLeased(ctx, ref, true, func(op *Op) error {
+	err := m.updateLeased(ctx, ref, true, Request{}, func(op *Op) error {
 		l := op.rec.GetLease()
 		if l.GetRevoked() {
 			res = HeartbeatResult{Deadline: l.GetDeadline().AsTime(), Canceled: true, CancelReason: op.rec.GetCancellation().GetReason()}
@@ -46,7 +46,7 @@ func (m *Manager) Heartbeat(ctx context.Context, ref *agentplanev1.LeaseRef) (He
 		l.Deadline = timestamppb.New(op.now.Add(op.m.cfg.LeaseTTL))
 		res = HeartbeatResult{Deadline: l.GetDeadline().AsTime()}
 		return nil
-	})
+	}, nil)
 	return res, err
 }
 
@@ -79,7 +79,10 @@ func runtimePayload(ev *agentplanev1.RuntimeEvent) (*agentplanev1.TaskEvent, err
 // reported before is FAILED_PRECONDITION (tool_call.not_approved). A ToolResult
 // answers a call reported before it, once (useResult): anything else is
 // FAILED_PRECONDITION (tool_result.unexpected). Either refuses the whole report.
-func (m *Manager) ReportEvents(ctx context.Context, ref *agentplanev1.LeaseRef, events []*agentplanev1.RuntimeEvent) (int64, error) {
+//
+// A report made under req that the task already appended is not appended again: it
+// returns the sequence the first report returned.
+func (m *Manager) ReportEvents(ctx context.Context, ref *agentplanev1.LeaseRef, req Request, events []*agentplanev1.RuntimeEvent) (int64, error) {
 	if n := m.cfg.MaxEventsPerReport; n > 0 && len(events) > n {
 		return 0, apierr.New(codes.InvalidArgument, apierr.ReasonResourceExhausted,
 			"%d events in one report; at most %d are allowed (limits.max_events_per_report): split the batch", len(events), m.cfg.MaxEventsPerReport)
@@ -105,7 +108,7 @@ func (m *Manager) ReportEvents(ctx context.Context, ref *agentplanev1.LeaseRef, 
 		payloads[i] = p
 	}
 	var last int64
-	err := m.UpdateLeased(ctx, ref, func(op *Op) error {
+	err := m.UpdateLeasedOnce(ctx, ref, req, func(op *Op) error {
 		last = op.rec.GetLastSequence()
 		for i, p := range payloads {
 			if tc := p.GetToolCall(); tc != nil {
@@ -124,6 +127,10 @@ func (m *Manager) ReportEvents(ctx context.Context, ref *agentplanev1.LeaseRef, 
 			}
 			last = seq
 		}
+		op.SetResult("", last)
+		return nil
+	}, func(_ *Op, a *storagev1.AppliedRequest) error {
+		last = a.GetResultSequence()
 		return nil
 	})
 	return last, err
@@ -213,8 +220,9 @@ func (o *Op) checkTurnEnd(what string, clientCalls []*agentplanev1.ToolCall) err
 // interrupt (chat mode), or, when clientCalls are given, on one TOOL_OUTPUT_REQUIRED
 // interrupt per call (reported calls of function tools the client executes, as
 // reported). Only Continue resumes it. The task must be WORKING, and every other
-// reported call must have its result (checkTurnEnd).
-func (m *Manager) Pause(ctx context.Context, ref *agentplanev1.LeaseRef, message *agentplanev1.Message, node string, clientCalls []*agentplanev1.ToolCall) (pause *agentplanev1.Interrupt, waits []*agentplanev1.Interrupt, err error) {
+// reported call must have its result (checkTurnEnd). A retry of a pause made under req
+// returns the interrupts the first call raised.
+func (m *Manager) Pause(ctx context.Context, ref *agentplanev1.LeaseRef, req Request, message *agentplanev1.Message, node string, clientCalls []*agentplanev1.ToolCall) (pause *agentplanev1.Interrupt, waits []*agentplanev1.Interrupt, err error) {
 	if message != nil {
 		if err := checkMessage("message", message); err != nil {
 			return nil, nil, err
@@ -229,7 +237,7 @@ func (m *Manager) Pause(ctx context.Context, ref *agentplanev1.LeaseRef, message
 		}
 	}
 	id := newID()
-	err = m.UpdateLeased(ctx, ref, func(op *Op) error {
+	err = m.UpdateLeasedOnce(ctx, ref, req, func(op *Op) error {
 		pause, waits = nil, nil
 		rec := op.Task()
 		if rec.GetState() != agentplanev1.TaskState_TASK_STATE_WORKING {
@@ -281,6 +289,9 @@ func (m *Manager) Pause(ctx context.Context, ref *agentplanev1.LeaseRef, message
 			}
 			rec.PendingInterruptIds = append(rec.PendingInterruptIds, in.GetInterruptId())
 		}
+		if pause != nil {
+			op.SetResult(pause.GetInterruptId(), 0)
+		}
 		op.HandBack()
 		if err := op.ReleaseLease(agentplanev1.LeaseChangeKind_LEASE_CHANGE_KIND_RELEASED); err != nil {
 			return err
@@ -290,6 +301,25 @@ func (m *Manager) Pause(ctx context.Context, ref *agentplanev1.LeaseRef, message
 			reason = StateToolOutputRequired
 		}
 		return op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, reason)
+	}, func(op *Op, a *storagev1.AppliedRequest) error {
+		pause, waits = nil, nil
+		get := func(id string) (*agentplanev1.Interrupt, error) {
+			rec, err := op.Writer().GetInterrupt(op.rec.GetTenant(), id)
+			return rec.GetInterrupt(), err
+		}
+		var err error
+		if id := a.GetResultId(); id != "" {
+			pause, err = get(id)
+			return err
+		}
+		for _, c := range clientCalls {
+			in, err := get(hitl.ToolOutputInterruptID(op.rec.GetTaskId(), c.GetCallId()))
+			if err != nil {
+				return err
+			}
+			waits = append(waits, in)
+		}
+		return nil
 	})
 	return pause, waits, err
 }
@@ -322,7 +352,7 @@ func (o *Op) checkClientCall(c *agentplanev1.ToolCall) error {
 // reported tool call must have its result (checkTurnEnd). The
 // output is bound by Config.MaxEventBytes but not by the task's history limits, so a
 // task that reached them can still complete.
-func (m *Manager) Complete(ctx context.Context, ref *agentplanev1.LeaseRef, output *agentplanev1.TaskOutput) (*agentplanev1.Task, error) {
+func (m *Manager) Complete(ctx context.Context, ref *agentplanev1.LeaseRef, req Request, output *agentplanev1.TaskOutput) (*agentplanev1.Task, error) {
 	if output == nil {
 		output = &agentplanev1.TaskOutput{}
 	}
@@ -336,7 +366,7 @@ func (m *Manager) Complete(ctx context.Context, ref *agentplanev1.LeaseRef, outp
 			output.Message.Role = agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT
 		}
 	}
-	return m.endLeased(ctx, ref, func(op *Op) error {
+	return m.endLeased(ctx, ref, req, func(op *Op) error {
 		if err := op.checkTurnEnd("completing the task", nil); err != nil {
 			return err
 		}
@@ -354,7 +384,7 @@ func (m *Manager) Complete(ctx context.Context, ref *agentplanev1.LeaseRef, outp
 // Fail ends the task as FAILED with reason (default runtime.error) and message, or,
 // with retry, releases the lease and returns the task to the queue; a retry counts as
 // a lost attempt, so past Config.MaxAttempts it fails with lease.attempts_exhausted.
-func (m *Manager) Fail(ctx context.Context, ref *agentplanev1.LeaseRef, reason, message string, retry bool) (*agentplanev1.Task, error) {
+func (m *Manager) Fail(ctx context.Context, ref *agentplanev1.LeaseRef, req Request, reason, message string, retry bool) (*agentplanev1.Task, error) {
 	if reason == "" {
 		reason = FailureRuntime
 	}
@@ -364,7 +394,7 @@ func (m *Manager) Fail(ctx context.Context, ref *agentplanev1.LeaseRef, reason, 
 	if len(message) > maxFailureMessage {
 		message = message[:maxFailureMessage] + "…"
 	}
-	return m.endLeased(ctx, ref, func(op *Op) error {
+	return m.endLeased(ctx, ref, req, func(op *Op) error {
 		rec := op.Task()
 		runtimeID := rec.GetLease().GetRuntimeId()
 		if err := op.ReleaseLease(agentplanev1.LeaseChangeKind_LEASE_CHANGE_KIND_RELEASED); err != nil {
@@ -378,17 +408,21 @@ func (m *Manager) Fail(ctx context.Context, ref *agentplanev1.LeaseRef, reason, 
 	})
 }
 
-// endLeased runs a fenced change and returns the task as it is after it.
-func (m *Manager) endLeased(ctx context.Context, ref *agentplanev1.LeaseRef, fn func(*Op) error) (*agentplanev1.Task, error) {
+// endLeased runs a fenced change made under req and returns the task as it is after
+// it; a retry of it returns the task as it is now.
+func (m *Manager) endLeased(ctx context.Context, ref *agentplanev1.LeaseRef, req Request, fn func(*Op) error) (*agentplanev1.Task, error) {
 	var task *agentplanev1.Task
-	err := m.UpdateLeased(ctx, ref, func(op *Op) error {
+	current := func(op *Op) error {
+		var err error
+		task, err = op.APITask()
+		return err
+	}
+	err := m.UpdateLeasedOnce(ctx, ref, req, func(op *Op) error {
 		task = nil
 		if err := fn(op); err != nil {
 			return err
 		}
-		var err error
-		task, err = op.APITask()
-		return err
-	})
+		return current(op)
+	}, func(op *Op, _ *storagev1.AppliedRequest) error { return current(op) })
 	return task, err
 }

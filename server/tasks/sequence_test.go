@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -44,7 +45,7 @@ func TestToolEventSequence(t *testing.T) {
 	task := h.start(t, params("acme"))
 	l := h.lease(t, "rt")
 	report := func(evs ...*agentplanev1.RuntimeEvent) error {
-		_, err := h.m.ReportEvents(ctx, ref(l), evs)
+		_, err := h.m.ReportEvents(ctx, ref(l), Request{}, evs)
 		return err
 	}
 	wantErr(t, report(toolResult("nobody-checked", false)), codes.FailedPrecondition, apierr.ReasonToolResultUnexpected)
@@ -55,9 +56,9 @@ func TestToolEventSequence(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The call has no result: the turn cannot end.
-	_, _, err := h.m.Pause(ctx, ref(l), nil, "main", nil)
+	_, _, err := h.m.Pause(ctx, ref(l), Request{}, nil, "main", nil)
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonToolResultUnexpected)
-	_, err = h.m.Complete(ctx, ref(l), &agentplanev1.TaskOutput{Message: assistantText("done")})
+	_, err = h.m.Complete(ctx, ref(l), Request{}, &agentplanev1.TaskOutput{Message: assistantText("done")})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonToolResultUnexpected)
 	if err := report(toolResult("c1", false)); err != nil {
 		t.Fatal(err)
@@ -73,7 +74,7 @@ func TestToolEventSequence(t *testing.T) {
 	if err := report(toolCall("c2", "a2a__bank__pay", `{"amount": 12345678901234567}`), toolResult("c2", true)); err != nil {
 		t.Fatalf("a rejected call and its error result: %v", err)
 	}
-	if _, err := h.m.Complete(ctx, ref(l), &agentplanev1.TaskOutput{Message: assistantText("done")}); err != nil {
+	if _, err := h.m.Complete(ctx, ref(l), Request{}, &agentplanev1.TaskOutput{Message: assistantText("done")}); err != nil {
 		t.Fatal(err)
 	}
 	var calls []string
@@ -92,7 +93,7 @@ func TestToolOutputsForClientCalls(t *testing.T) {
 	h.allowCall(t, l, "f1", "get_weather", `{"city":"Oslo"}`)
 	h.allowCall(t, l, "f2", "get_time", `{}`)
 	h.allowCall(t, l, "s1", "search", `{}`)
-	if _, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{
+	if _, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{
 		toolCall("f1", "get_weather", `{"city":"Oslo"}`), toolCall("f2", "get_time", `{}`), toolCall("s1", "search", `{}`),
 	}); err != nil {
 		t.Fatal(err)
@@ -100,21 +101,28 @@ func TestToolOutputsForClientCalls(t *testing.T) {
 	f1 := &agentplanev1.ToolCall{CallId: "f1", ToolName: "get_weather", ArgumentsJson: `{"city":"Oslo"}`}
 	f2 := &agentplanev1.ToolCall{CallId: "f2", ToolName: "get_time", ArgumentsJson: `{}`}
 	// s1 is the runtime's own call: it has no result, so the turn cannot end.
-	_, _, err := h.m.Pause(ctx, ref(l), nil, "main", []*agentplanev1.ToolCall{f1, f2})
+	_, _, err := h.m.Pause(ctx, ref(l), Request{}, nil, "main", []*agentplanev1.ToolCall{f1, f2})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonToolResultUnexpected)
 	// A client call must be the call reported.
-	if _, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{toolResult("s1", false)}); err != nil {
+	if _, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{toolResult("s1", false)}); err != nil {
 		t.Fatal(err)
 	}
 	forged := &agentplanev1.ToolCall{CallId: "f1", ToolName: "get_weather", ArgumentsJson: `{"city":"Bergen"}`}
-	_, _, err = h.m.Pause(ctx, ref(l), nil, "main", []*agentplanev1.ToolCall{forged, f2})
+	_, _, err = h.m.Pause(ctx, ref(l), Request{}, nil, "main", []*agentplanev1.ToolCall{forged, f2})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonToolResultUnexpected)
-	_, _, err = h.m.Pause(ctx, ref(l), nil, "main", []*agentplanev1.ToolCall{{CallId: "s1", ToolName: "search", ArgumentsJson: `{}`}})
+	_, _, err = h.m.Pause(ctx, ref(l), Request{}, nil, "main", []*agentplanev1.ToolCall{{CallId: "s1", ToolName: "search", ArgumentsJson: `{}`}})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonToolResultUnexpected) // answered already
 
-	pause, waits, err := h.m.Pause(ctx, ref(l), assistantText("let me check"), "main", []*agentplanev1.ToolCall{f1, f2})
+	once := request(t, &agentplanev1.PauseTaskRequest{Lease: ref(l), Message: assistantText("let me check"), Node: "main",
+		ToolOutputCalls: []*agentplanev1.ToolCall{f1, f2}, RequestId: "p1"})
+	pause, waits, err := h.m.Pause(ctx, ref(l), once, assistantText("let me check"), "main", []*agentplanev1.ToolCall{f1, f2})
 	if err != nil || pause != nil || len(waits) != 2 {
 		t.Fatalf("Pause = %v, %v, %v", pause, waits, err)
+	}
+	// Retried after a lost response: the same interrupts, nothing raised again.
+	if p2, w2, err := h.m.Pause(ctx, ref(l), once, assistantText("let me check"), "main", []*agentplanev1.ToolCall{f1, f2}); err != nil ||
+		p2 != nil || len(w2) != 2 || !proto.Equal(w2[0], waits[0]) || !proto.Equal(w2[1], waits[1]) {
+		t.Fatalf("retried Pause = %v, %v, %v; want the first call's interrupts", p2, w2, err)
 	}
 	for i, in := range waits {
 		if in.GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED || in.GetCallId() != []string{"f1", "f2"}[i] ||
@@ -138,7 +146,7 @@ func TestToolOutputsForClientCalls(t *testing.T) {
 		if msg == nil {
 			o = &agentplanev1.ToolOutputs{Outputs: outs}
 		}
-		_, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", msg, o)
+		_, err := h.m.Continue(ctx, "acme", task.GetTaskId(), "alice", msg, o, Request{})
 		return err
 	}
 	wantErr(t, cont(userText("hi")), codes.FailedPrecondition, apierr.ReasonToolOutputsMismatch)
@@ -157,18 +165,18 @@ func TestToolOutputsForClientCalls(t *testing.T) {
 		t.Fatalf("pending after continue = %v", next.GetTask().GetPendingInterruptIds())
 	}
 	// The outputs are the calls' results: the turn can end, and a second result is refused.
-	_, err = h.m.ReportEvents(ctx, ref(next), []*agentplanev1.RuntimeEvent{toolResult("f1", false)})
+	_, err = h.m.ReportEvents(ctx, ref(next), Request{}, []*agentplanev1.RuntimeEvent{toolResult("f1", false)})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonToolResultUnexpected)
-	if _, err := h.m.Complete(ctx, ref(next), &agentplanev1.TaskOutput{Message: assistantText("sunny")}); err != nil {
+	if _, err := h.m.Complete(ctx, ref(next), Request{}, &agentplanev1.TaskOutput{Message: assistantText("sunny")}); err != nil {
 		t.Fatal(err)
 	}
 	// A task waiting for a message is not continued with outputs.
 	t2 := h.start(t, params("acme"))
 	l2 := h.lease(t, "rt")
-	if _, _, err := h.m.Pause(ctx, ref(l2), nil, "main", nil); err != nil {
+	if _, _, err := h.m.Pause(ctx, ref(l2), Request{}, nil, "main", nil); err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.m.Continue(ctx, "acme", t2.GetTaskId(), "alice", nil, &agentplanev1.ToolOutputs{Outputs: []*agentplanev1.ToolOutput{out("f1")}})
+	_, err = h.m.Continue(ctx, "acme", t2.GetTaskId(), "alice", nil, &agentplanev1.ToolOutputs{Outputs: []*agentplanev1.ToolOutput{out("f1")}}, Request{})
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonToolOutputsMismatch)
 }
 
@@ -182,12 +190,12 @@ func TestTokenUsageIsSummedOnTheTask(t *testing.T) {
 		m.Usage = &agentplanev1.TokenUsage{InputTokens: in, OutputTokens: out, TotalTokens: in + out}
 		return &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_Message{Message: m}}
 	}
-	if _, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{msg(100, 20), note("n"), msg(150, 30)}); err != nil {
+	if _, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{msg(100, 20), note("n"), msg(150, 30)}); err != nil {
 		t.Fatal(err)
 	}
 	final := assistantText("done")
 	final.Usage = &agentplanev1.TokenUsage{InputTokens: 200, OutputTokens: 5, TotalTokens: 205}
-	done, err := h.m.Complete(ctx, ref(l), &agentplanev1.TaskOutput{Message: final})
+	done, err := h.m.Complete(ctx, ref(l), Request{}, &agentplanev1.TaskOutput{Message: final})
 	if err != nil {
 		t.Fatal(err)
 	}

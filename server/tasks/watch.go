@@ -3,6 +3,9 @@ package tasks
 import (
 	"context"
 	"sync"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -16,9 +19,10 @@ const watchPage = 256
 
 type watchKey struct{ tenant, taskID string }
 
-// hub fans committed events out to live watchers. Publishing never blocks on a
-// watcher: a watcher's channel is bounded, and a watcher whose channel is full is
-// marked lagged and catches up from the store instead. Nor does the fan-out delay the
+// hub fans committed events, and ephemeral message deltas, out to live watchers.
+// Publishing never blocks on a watcher: a watcher's channel is bounded, and a watcher
+// whose channel is full is marked lagged and catches up from the store instead (a
+// delta that does not fit is dropped). Nor does the fan-out delay the
 // commit that published the events (and with it the writer's answer): publish queues
 // them, in commit order, for one goroutine at a time to send (drain).
 type hub struct {
@@ -37,10 +41,13 @@ type hub struct {
 	maxQueued int
 }
 
-// published is one commit's events for one watched task.
+// published is one commit's events, or one PublishDeltas call's deltas, for one
+// watched task. Both go through the same queue, so a watcher sees them in the order
+// they were published.
 type published struct {
 	key    watchKey
 	events []*storagev1.EventRecord
+	deltas []*agentplanev1.MessageDelta
 }
 
 type subscription struct {
@@ -49,12 +56,24 @@ type subscription struct {
 	lagged chan struct{}
 }
 
-// Event is an event as Follow sends it. A live event is one value shared by every
+// Event is one message of a watch as Follow sends it: an event of the log
+// (TaskEvent set), or another arm of WatchTaskResponse (Other set: caught_up,
+// keepalive, message_delta). A live event or delta is one value shared by every
 // watcher of its task, so what a watcher derives from it alone (its wire encoding) can
 // be derived once for all of them: see Encoded.
 type Event struct {
 	*agentplanev1.TaskEvent
-	enc *encoding // nil for an event read from the store for one watcher
+	// Other is the message when it is not an event of the log.
+	Other *agentplanev1.WatchTaskResponse
+	enc   *encoding // nil for a message made for one watcher
+}
+
+// Response is the WatchTaskResponse that carries e.
+func (e Event) Response() *agentplanev1.WatchTaskResponse {
+	if e.Other != nil {
+		return e.Other
+	}
+	return &agentplanev1.WatchTaskResponse{Kind: &agentplanev1.WatchTaskResponse_Event{Event: e.TaskEvent}}
 }
 
 type encoding struct {
@@ -63,14 +82,14 @@ type encoding struct {
 	err  error
 }
 
-// Encoded returns encode(e.TaskEvent). For a live event, encode runs once, in
-// whichever watcher comes first, and every watcher gets its result: encode must depend
-// on the event alone, and nobody may modify the bytes.
-func (e Event) Encoded(encode func(*agentplanev1.TaskEvent) ([]byte, error)) ([]byte, error) {
+// Encoded returns encode(e.Response()). For a live event or delta, encode runs once,
+// in whichever watcher comes first, and every watcher gets its result: encode must
+// depend on the message alone, and nobody may modify the bytes.
+func (e Event) Encoded(encode func(*agentplanev1.WatchTaskResponse) ([]byte, error)) ([]byte, error) {
 	if e.enc == nil {
-		return encode(e.TaskEvent)
+		return encode(e.Response())
 	}
-	e.enc.once.Do(func() { e.enc.b, e.enc.err = encode(e.TaskEvent) })
+	e.enc.once.Do(func() { e.enc.b, e.enc.err = encode(e.Response()) })
 	return e.enc.b, e.enc.err
 }
 
@@ -120,8 +139,32 @@ func (h *hub) publish(tenant, taskID string, events []*storagev1.EventRecord) {
 	for h.queued >= h.maxQueued {
 		h.room.Wait()
 	}
-	h.queue = append(h.queue, published{k, events})
-	h.queued += len(events)
+	h.enqueue(published{key: k, events: events})
+}
+
+// publishDeltas queues deltas for the live watchers of a task and returns how many
+// there are. A watcher whose channel is full when they are fanned out misses them.
+func (h *hub) publishDeltas(tenant, taskID string, deltas []*agentplanev1.MessageDelta) int {
+	k := watchKey{tenant, taskID}
+	h.mu.RLock()
+	n := len(h.subs[k])
+	h.mu.RUnlock()
+	if n == 0 || len(deltas) == 0 {
+		return n
+	}
+	h.qmu.Lock()
+	defer h.qmu.Unlock()
+	for h.queued >= h.maxQueued {
+		h.room.Wait()
+	}
+	h.enqueue(published{key: k, deltas: deltas})
+	return n
+}
+
+// enqueue adds p to the queue and starts a drain if none runs; qmu is held.
+func (h *hub) enqueue(p published) {
+	h.queue = append(h.queue, p)
+	h.queued += len(p.events) + len(p.deltas)
 	if !h.draining {
 		h.draining = true
 		go h.drain()
@@ -142,7 +185,11 @@ func (h *hub) drain() {
 		h.room.Broadcast()
 		h.qmu.Unlock()
 		for _, p := range batch {
-			h.fanOut(p.key, p.events)
+			if len(p.deltas) > 0 {
+				h.fanOutDeltas(p.key, p.deltas)
+			} else {
+				h.fanOut(p.key, p.events)
+			}
 		}
 	}
 }
@@ -176,18 +223,46 @@ func (h *hub) fanOut(k watchKey, events []*storagev1.EventRecord) {
 	}
 }
 
-// Watch is Follow for a caller that needs only the events.
-func (m *Manager) Watch(ctx context.Context, tenant, taskID string, afterSeq int64, send func(*agentplanev1.TaskEvent) error) error {
-	return m.Follow(ctx, tenant, taskID, afterSeq, func(ev Event) error { return send(ev.TaskEvent) })
+// fanOutDeltas sends one PublishDeltas call's deltas to the watchers of a task, each
+// encoded once for all of them; a watcher with no room misses them (it is not marked
+// lagged: there is nothing to catch up on).
+func (h *hub) fanOutDeltas(k watchKey, deltas []*agentplanev1.MessageDelta) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	subs := h.subs[k]
+	if len(subs) == 0 {
+		return
+	}
+	msgs := make([]Event, len(deltas))
+	for i, d := range deltas {
+		msgs[i] = Event{Other: &agentplanev1.WatchTaskResponse{Kind: &agentplanev1.WatchTaskResponse_MessageDelta{MessageDelta: d}}, enc: &encoding{}}
+	}
+	for s := range subs {
+		for _, msg := range msgs {
+			select {
+			case s.ch <- msg:
+			default:
+			}
+		}
+	}
+}
+
+// Watch is Follow for a caller that needs the messages, not their shared encoding.
+func (m *Manager) Watch(ctx context.Context, tenant, taskID string, afterSeq int64, send func(*agentplanev1.WatchTaskResponse) error) error {
+	return m.Follow(ctx, tenant, taskID, afterSeq, func(ev Event) error { return send(ev.Response()) })
 }
 
 // Follow sends the task's events with sequence > afterSeq to send, in order: first
-// those in the store, then live ones as they commit, with no gap and no repeat. It
-// returns nil after sending the event that made the task terminal (at once if the task
-// already ended and the caller has seen everything), the error of send, or ctx's
-// error. A missing task is NOT_FOUND; afterSeq beyond the task's last event is
-// INVALID_ARGUMENT. A watcher that falls more than Config.MaxWatchBuffer events behind
-// loses nothing: it reads the missed events from the store.
+// those in the store, then live ones as they commit, with no gap and no repeat. When
+// the replay has reached the end of the log and the task has not ended it sends one
+// caught_up marker; while live it sends the message deltas published for the task
+// (PublishDeltas) that follow the last event sent, and a keepalive after
+// Config.StreamKeepalive without anything to send. It returns nil after sending the
+// event that made the task terminal (at once if the task already ended and the caller
+// has seen everything), the error of send, or ctx's error. A missing task is
+// NOT_FOUND; afterSeq beyond the task's last event is INVALID_ARGUMENT. A watcher that
+// falls more than Config.MaxWatchBuffer events behind loses no event: it reads the
+// missed events from the store (and misses the deltas).
 func (m *Manager) Follow(ctx context.Context, tenant, taskID string, afterSeq int64, send func(Event) error) error {
 	if afterSeq < 0 {
 		return apierr.InvalidArgument(apierr.ReasonInvalidArgument, "after_sequence may not be negative")
@@ -242,9 +317,32 @@ func (m *Manager) Follow(ctx context.Context, tenant, taskID string, afterSeq in
 	if done, err := catchUp(); done || err != nil {
 		return err
 	}
+	if err := send(Event{Other: &agentplanev1.WatchTaskResponse{Kind: &agentplanev1.WatchTaskResponse_CaughtUp{
+		CaughtUp: &agentplanev1.StreamCaughtUp{LastSequence: last},
+	}}}); err != nil {
+		return err
+	}
+	var keepalive <-chan time.Time
+	if m.cfg.StreamKeepalive > 0 {
+		t := time.NewTicker(m.cfg.StreamKeepalive)
+		defer t.Stop()
+		keepalive = t.C
+	}
+	idle := true // nothing sent since the last tick
 	for {
 		select {
 		case ev := <-sub.ch:
+			if d := ev.Other.GetMessageDelta(); d != nil {
+				// Only a delta that follows what this watcher has seen: one published
+				// before events it has since read from the store is stale.
+				if d.GetAfterSequence() == last {
+					if err := send(ev); err != nil {
+						return err
+					}
+					idle = false
+				}
+				continue
+			}
 			switch seq := ev.GetSequence(); {
 			case seq <= last:
 				continue // already sent from the store
@@ -252,6 +350,7 @@ func (m *Manager) Follow(ctx context.Context, tenant, taskID string, afterSeq in
 				if err := send(ev); err != nil {
 					return err
 				}
+				idle = false
 				last = seq
 				if isTerminalEvent(ev.TaskEvent) {
 					return nil
@@ -266,8 +365,62 @@ func (m *Manager) Follow(ctx context.Context, tenant, taskID string, afterSeq in
 			if done, err := catchUp(); done || err != nil {
 				return err
 			}
+			idle = false
+		case <-keepalive:
+			if idle {
+				if err := send(Event{Other: &agentplanev1.WatchTaskResponse{Kind: &agentplanev1.WatchTaskResponse_Keepalive{
+					Keepalive: &agentplanev1.StreamKeepalive{Time: timestamppb.New(m.clock.Now())},
+				}}}); err != nil {
+					return err
+				}
+			}
+			idle = true
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+}
+
+// PublishDeltas hands message deltas to the live watchers of the task ref holds a
+// lease on, after fencing the lease like a write (lease.lost, task.terminal); nothing
+// is stored. Each delta's after_sequence is set to the task's newest sequence. It
+// returns how many watchers were live.
+func (m *Manager) PublishDeltas(ctx context.Context, ref *agentplanev1.LeaseRef, deltas []*agentplanev1.MessageDelta) (int, error) {
+	for i, d := range deltas {
+		switch {
+		case d.GetMessageId() == "" || len(d.GetMessageId()) > maxIDBytes:
+			return 0, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "deltas[%d]: message_id is required (at most %d bytes)", i, maxIDBytes)
+		case int64(len(d.GetTextDelta())) > m.cfg.MaxEventBytes:
+			return 0, apierr.ResourceExhausted("deltas[%d]: text_delta of %d bytes exceeds the %d-byte limit per event (limits.max_event_bytes)",
+				i, len(d.GetTextDelta()), m.cfg.MaxEventBytes)
+		}
+	}
+	tenant, ok := LeaseTenant(ref.GetLeaseId())
+	if !ok {
+		return 0, leaseLost("lease id %q was not issued by this control plane", ref.GetLeaseId())
+	}
+	now := m.clock.Now()
+	var last int64
+	err := m.store.View(ctx, func(r store.Reader) error {
+		rec, err := r.GetTask(tenant, ref.GetTaskId())
+		if store.IsNotFound(err) {
+			return leaseLost("task %q does not exist", ref.GetTaskId())
+		}
+		if err != nil {
+			return err
+		}
+		if f := fence(rec, ref, now); f != fenceOK {
+			return fenceError(rec, ref, f)
+		}
+		last = rec.GetLastSequence()
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	out := make([]*agentplanev1.MessageDelta, len(deltas))
+	for i, d := range deltas {
+		out[i] = &agentplanev1.MessageDelta{MessageId: d.GetMessageId(), TextDelta: d.GetTextDelta(), Node: d.GetNode(), AfterSequence: last}
+	}
+	return m.hub.publishDeltas(tenant, ref.GetTaskId(), out), nil
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/internal/testutil"
 	"github.com/agentplane/agentplane/server/apierr"
 )
 
@@ -27,7 +28,12 @@ type collector struct {
 
 func newCollector() *collector { return &collector{seen: make(chan struct{}, 1<<16)} }
 
-func (c *collector) send(ev *agentplanev1.TaskEvent) error {
+// send collects the events of a watch (other messages are not counted).
+func (c *collector) send(msg *agentplanev1.WatchTaskResponse) error {
+	ev := msg.GetEvent()
+	if ev == nil {
+		return nil
+	}
 	if c.gate != nil && c.count() >= c.blockAfter {
 		<-c.gate
 	}
@@ -71,15 +77,15 @@ func TestWatchReplaysThenFollowsAndEnds(t *testing.T) {
 	done := h.watch("acme", task.GetTaskId(), 0, c)
 	waitUntil(t, func() bool { return c.count() == 3 })
 	for i := range 5 {
-		if _, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note(fmt.Sprint(i)), note("x")}); err != nil {
+		if _, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note(fmt.Sprint(i)), note("x")}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	done2, err := h.m.Complete(ctx, ref(l), nil)
+	done2, err := h.m.Complete(ctx, ref(l), Request{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := within(t, done, "Watch to end at the terminal event"); err != nil {
+	if err := testutil.Within(t, done, "Watch to end at the terminal event"); err != nil {
 		t.Fatalf("Watch = %v, want nil after the terminal event", err)
 	}
 	checkRun(t, "watch from 0", c.seqs, 1, done2.GetLastSequence())
@@ -107,7 +113,7 @@ func TestWatchReconnectMidStream(t *testing.T) {
 	go func() { done <- h.m.Watch(c1ctx, "acme", task.GetTaskId(), 0, c1.send) }()
 	report := func(n int) {
 		for range n {
-			if _, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note("n")}); err != nil {
+			if _, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note("n")}); err != nil {
 				t.Error(err)
 			}
 		}
@@ -115,7 +121,7 @@ func TestWatchReconnectMidStream(t *testing.T) {
 	report(10)
 	waitUntil(t, func() bool { return c1.count() == 13 })
 	cancel()
-	if err := within(t, done, "a canceled Watch to return"); !errors.Is(err, context.Canceled) {
+	if err := testutil.Within(t, done, "a canceled Watch to return"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled watch = %v", err)
 	}
 	c1.mu.Lock()
@@ -126,11 +132,11 @@ func TestWatchReconnectMidStream(t *testing.T) {
 	c2 := newCollector()
 	done2 := h.watch("acme", task.GetTaskId(), lastSeen, c2)
 	report(5)
-	final, err := h.m.Complete(ctx, ref(l), nil)
+	final, err := h.m.Complete(ctx, ref(l), Request{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := within(t, done2, "the reconnected Watch to end at the terminal event"); err != nil {
+	if err := testutil.Within(t, done2, "the reconnected Watch to end at the terminal event"); err != nil {
 		t.Fatal(err)
 	}
 	all := append(append([]int64{}, c1.seqs...), c2.seqs...)
@@ -151,17 +157,17 @@ func TestSlowWatcherDoesNotBlock(t *testing.T) {
 
 	const reports = 200
 	for i := range reports {
-		if _, err := h.m.ReportEvents(ctx, ref(l), []*agentplanev1.RuntimeEvent{note(fmt.Sprint(i))}); err != nil {
+		if _, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note(fmt.Sprint(i))}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	final, err := h.m.Complete(ctx, ref(l), nil)
+	final, err := h.m.Complete(ctx, ref(l), Request{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Every write went through with the slow watcher stuck on its first live event, and
 	// the fast watcher saw everything.
-	if err := within(t, fastDone, "the fast watcher to end at the terminal event"); err != nil {
+	if err := testutil.Within(t, fastDone, "the fast watcher to end at the terminal event"); err != nil {
 		t.Fatal(err)
 	}
 	checkRun(t, "fast watcher", fast.seqs, 1, final.GetLastSequence())
@@ -169,7 +175,7 @@ func TestSlowWatcherDoesNotBlock(t *testing.T) {
 		t.Fatalf("slow watcher got %d events while blocked, want the 3 replayed", n)
 	}
 	close(slow.gate)
-	if err := within(t, slowDone, "the slow watcher to end at the terminal event"); err != nil {
+	if err := testutil.Within(t, slowDone, "the slow watcher to end at the terminal event"); err != nil {
 		t.Fatal(err)
 	}
 	checkRun(t, "slow watcher", slow.seqs, 1, final.GetLastSequence())
@@ -190,7 +196,7 @@ func TestWatchErrors(t *testing.T) {
 		"other tenant end": {"beta", 5, codes.NotFound, apierr.ReasonTaskNotFound},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := h.m.Watch(ctx, tc.tenant, task.GetTaskId(), tc.after, func(*agentplanev1.TaskEvent) error {
+			err := h.m.Watch(ctx, tc.tenant, task.GetTaskId(), tc.after, func(*agentplanev1.WatchTaskResponse) error {
 				t.Fatal("sent an event")
 				return nil
 			})
@@ -198,9 +204,76 @@ func TestWatchErrors(t *testing.T) {
 		})
 	}
 	boom := errors.New("client gone")
-	if err := h.m.Watch(ctx, "acme", task.GetTaskId(), 0, func(*agentplanev1.TaskEvent) error { return boom }); !errors.Is(err, boom) {
+	if err := h.m.Watch(ctx, "acme", task.GetTaskId(), 0, func(*agentplanev1.WatchTaskResponse) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("Watch = %v, want the send error", err)
 	}
 	// Nothing stays subscribed after watches end.
 	waitUntil(t, func() bool { h.m.hub.mu.Lock(); defer h.m.hub.mu.Unlock(); return len(h.m.hub.subs) == 0 })
+}
+
+// TestWatchDeltasFollowTheLog: a live watcher gets caught_up once, then deltas in the
+// order they were published relative to events; deltas are refused without a message
+// id or under a stale lease, and reach nobody when nobody watches.
+func TestWatchDeltasFollowTheLog(t *testing.T) {
+	h := newHarness(t)
+	task := h.start(t, params("acme"))
+	l := h.lease(t, "rt")
+	delta := func(id, text string) []*agentplanev1.MessageDelta {
+		return []*agentplanev1.MessageDelta{{MessageId: id, TextDelta: text}}
+	}
+	if n, err := h.m.PublishDeltas(ctx, ref(l), delta("m0", "x")); err != nil || n != 0 {
+		t.Fatalf("PublishDeltas without watchers = %d, %v", n, err)
+	}
+	_, err := h.m.PublishDeltas(ctx, ref(l), delta("", "x"))
+	wantErr(t, err, codes.InvalidArgument, apierr.ReasonInvalidArgument)
+	stale := ref(l)
+	stale.Epoch++
+	_, err = h.m.PublishDeltas(ctx, stale, delta("m0", "x"))
+	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
+
+	msgs := make(chan *agentplanev1.WatchTaskResponse, 64)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- h.m.Watch(wctx, "acme", task.GetTaskId(), 0, func(m *agentplanev1.WatchTaskResponse) error { msgs <- m; return nil })
+	}()
+	var last int64
+	for m := range msgs {
+		if m.GetCaughtUp() != nil {
+			last = m.GetCaughtUp().GetLastSequence()
+			break
+		}
+	}
+	if n, err := h.m.PublishDeltas(ctx, ref(l), delta("m1", "a")); err != nil || n != 1 {
+		t.Fatalf("PublishDeltas = %d, %v; want 1 watcher", n, err)
+	}
+	seq, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note("m1 done")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.m.PublishDeltas(ctx, ref(l), delta("m2", "b")); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for len(got) < 3 {
+		m := <-msgs
+		switch {
+		case m.GetMessageDelta() != nil:
+			d := m.GetMessageDelta()
+			got = append(got, fmt.Sprintf("%s@%d", d.GetMessageId(), d.GetAfterSequence()))
+		case m.GetEvent() != nil:
+			got = append(got, fmt.Sprint("event@", m.GetEvent().GetSequence()))
+		case m.GetCaughtUp() != nil:
+			t.Fatal("a second caught_up")
+		}
+	}
+	want := []string{fmt.Sprint("m1@", last), fmt.Sprint("event@", seq), fmt.Sprint("m2@", seq)}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("watcher got %v, want %v", got, want)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
 }

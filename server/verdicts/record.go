@@ -29,13 +29,19 @@ func NewRecorder(m *tasks.Manager) *Recorder { return &Recorder{tasks: m} }
 // the verdict as recorded, with dropped ids, and the open obligations afterwards. A
 // stale lease is lease.lost. A verdict naming the tool call that carried it (call_id)
 // must name a call of the verdict tool that the gate let run (checkCall).
+// A retry of a call made with a request_id returns the verdict that call recorded and
+// the ledger's open obligations now.
 func (r *Recorder) Record(ctx context.Context, req *agentplanev1.RecordVerdictRequest) (*agentplanev1.RecordVerdictResponse, error) {
 	in := RequestFrom(req)
 	if err := Check(in); err != nil {
 		return nil, err
 	}
+	once, err := tasks.NewRequest(req)
+	if err != nil {
+		return nil, err
+	}
 	var resp *agentplanev1.RecordVerdictResponse
-	err := r.tasks.UpdateLeased(ctx, req.GetLease(), func(op *tasks.Op) error {
+	err = r.tasks.UpdateLeasedOnce(ctx, req.GetLease(), once, func(op *tasks.Op) error {
 		resp = nil
 		spec, err := op.Spec()
 		if err != nil {
@@ -90,8 +96,25 @@ func (r *Recorder) Record(ctx context.Context, req *agentplanev1.RecordVerdictRe
 		}
 		task.VerdictCount++
 		task.ObligationCount = out.Count
+		op.SetResult("", seq)
 		resp = &agentplanev1.RecordVerdictResponse{Verdict: out.Verdict, OpenObligations: out.Open}
 		return nil
+	}, func(op *tasks.Op, a *storagev1.AppliedRequest) error {
+		resp = &agentplanev1.RecordVerdictResponse{}
+		tenant, taskID := op.Task().GetTenant(), op.Task().GetTaskId()
+		err := op.Writer().ScanVerdicts(tenant, taskID, a.GetResultSequence()-1, func(v *storagev1.VerdictRecord) (bool, error) {
+			resp.Verdict = v.GetVerdict()
+			return false, nil
+		})
+		if err != nil {
+			return err
+		}
+		return op.Writer().ScanObligations(tenant, taskID, 0, func(o *storagev1.ObligationRecord) (bool, error) {
+			if o.GetObligation().GetState() == agentplanev1.ObligationState_OBLIGATION_STATE_OPEN {
+				resp.OpenObligations = append(resp.OpenObligations, o.GetObligation())
+			}
+			return true, nil
+		})
 	})
 	if err != nil {
 		return nil, err

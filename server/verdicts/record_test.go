@@ -76,11 +76,16 @@ func TestRecord(t *testing.T) {
 	m, st, ref := startReviewStore(t)
 	r := NewRecorder(m)
 
-	first, err := r.Record(ctx, &agentplanev1.RecordVerdictRequest{Lease: ref, Node: "audit",
+	firstReq := &agentplanev1.RecordVerdictRequest{Lease: ref, Node: "audit", RequestId: "v1",
 		Result:   &agentplanev1.VerdictResult{Verdict: "fail", Rationale: proto.String("no tests")},
-		Resolved: []*agentplanev1.ObligationResolution{addressed("1")}, Raised: []string{"add tests", "update docs"}})
+		Resolved: []*agentplanev1.ObligationResolution{addressed("1")}, Raised: []string{"add tests", "update docs"}}
+	first, err := r.Record(ctx, firstReq)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A retry after a lost response records nothing more and answers as the first call did.
+	if retry, err := r.Record(ctx, firstReq); err != nil || !proto.Equal(retry, first) {
+		t.Fatalf("retried Record = %v, %v; want the first answer %v", retry, err, first)
 	}
 	if v := first.GetVerdict(); v.GetVerdictId() != "V1" || v.GetApproved() || !slices.Equal(v.GetDroppedObligationIds(), []string{"1"}) || v.GetSequence() == 0 ||
 		!slices.Equal(ids(first.GetOpenObligations()), []string{"O1", "O2"}) {

@@ -34,6 +34,11 @@ type AdminServiceClient interface {
 	// form a bbolt file that the server opens when --data-dir points at its directory.
 	// Over HTTP, GET /v1/admin/backup answers the file itself (application/octet-stream,
 	// Content-Length the whole size), not a stream of chunks.
+	//
+	// End and errors: the stream ends OK after the last chunk, when the bytes received
+	// add up to total_bytes; a stream that ends with an error (the store failing, the
+	// server shutting down: UNAVAILABLE) or short of total_bytes is no backup: start
+	// again. There is nothing to resume from.
 	Backup(ctx context.Context, in *BackupRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BackupResponse], error)
 	// PurgeTasks deletes terminal tasks older than a cutoff, with their events, interrupts
 	// and verdicts.
@@ -99,6 +104,11 @@ type AdminServiceServer interface {
 	// form a bbolt file that the server opens when --data-dir points at its directory.
 	// Over HTTP, GET /v1/admin/backup answers the file itself (application/octet-stream,
 	// Content-Length the whole size), not a stream of chunks.
+	//
+	// End and errors: the stream ends OK after the last chunk, when the bytes received
+	// add up to total_bytes; a stream that ends with an error (the store failing, the
+	// server shutting down: UNAVAILABLE) or short of total_bytes is no backup: start
+	// again. There is nothing to resume from.
 	Backup(*BackupRequest, grpc.ServerStreamingServer[BackupResponse]) error
 	// PurgeTasks deletes terminal tasks older than a cutoff, with their events, interrupts
 	// and verdicts.

@@ -67,7 +67,9 @@ const (
 	ErrorReason_ERROR_REASON_RULE_NOT_FOUND ErrorReason = 10
 	// An obligation the task's ledger does not hold.
 	ErrorReason_ERROR_REASON_OBLIGATION_NOT_FOUND ErrorReason = 11
-	// StartTask with a request id already used for a different request.
+	// A call with a request id already used for a different request: StartTask (ids are
+	// per tenant), or a mutating call on a task (ContinueTask, CancelTask,
+	// ResolveInterrupt and the runtime's writes; ids are per task).
 	ErrorReason_ERROR_REASON_TASK_REQUEST_ID_REUSED ErrorReason = 12
 	// The task already ended: cancel or continue of an ended task; a runtime's write or
 	// heartbeat under a lease of a task that has since completed, failed or been

@@ -296,7 +296,13 @@ type ResolveInterruptRequest struct {
 	Decision isResolveInterruptRequest_Decision `protobuf_oneof:"decision"`
 	// Optional: the args digest the reviewer saw (Interrupt.args_digest). When set and
 	// different, the call is refused with FAILED_PRECONDITION (reason interrupt.args_mismatch).
-	ArgsDigest    string `protobuf:"bytes,5,opt,name=args_digest,json=argsDigest,proto3" json:"args_digest,omitempty"`
+	ArgsDigest string `protobuf:"bytes,5,opt,name=args_digest,json=argsDigest,proto3" json:"args_digest,omitempty"`
+	// Idempotency key chosen by the caller (at most 128 bytes), unique among the
+	// mutating calls on the interrupt's task; recommended. A retry with the same
+	// request_id and the same request returns the interrupt as resolved by the first
+	// call, instead of interrupt.already_resolved; the same request_id with a different
+	// request is ALREADY_EXISTS (reason task.request_id_reused).
+	RequestId     string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -375,6 +381,13 @@ func (x *ResolveInterruptRequest) GetEdit() *EditDecision {
 func (x *ResolveInterruptRequest) GetArgsDigest() string {
 	if x != nil {
 		return x.ArgsDigest
+	}
+	return ""
+}
+
+func (x *ResolveInterruptRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
 	}
 	return ""
 }
@@ -621,14 +634,16 @@ const file_agentplane_v1_hitl_service_proto_rawDesc = "" +
 	"\x13GetInterruptRequest\x12!\n" +
 	"\finterrupt_id\x18\x01 \x01(\tR\vinterruptId\"N\n" +
 	"\x14GetInterruptResponse\x126\n" +
-	"\tinterrupt\x18\x01 \x01(\v2\x18.agentplane.v1.InterruptR\tinterrupt\"\x91\x02\n" +
+	"\tinterrupt\x18\x01 \x01(\v2\x18.agentplane.v1.InterruptR\tinterrupt\"\xb0\x02\n" +
 	"\x17ResolveInterruptRequest\x12!\n" +
 	"\finterrupt_id\x18\x01 \x01(\tR\vinterruptId\x12:\n" +
 	"\aapprove\x18\x02 \x01(\v2\x1e.agentplane.v1.ApproveDecisionH\x00R\aapprove\x127\n" +
 	"\x06reject\x18\x03 \x01(\v2\x1d.agentplane.v1.RejectDecisionH\x00R\x06reject\x121\n" +
 	"\x04edit\x18\x04 \x01(\v2\x1b.agentplane.v1.EditDecisionH\x00R\x04edit\x12\x1f\n" +
 	"\vargs_digest\x18\x05 \x01(\tR\n" +
-	"argsDigestB\n" +
+	"argsDigest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x06 \x01(\tR\trequestIdB\n" +
 	"\n" +
 	"\bdecision\"9\n" +
 	"\x0fApproveDecision\x12\x1b\n" +

@@ -88,6 +88,17 @@ func (x *LeaseRef) GetEpoch() int64 {
 }
 
 // Lease grants a runtime one task until deadline.
+//
+// Authoritative and repeated fields: lease_id, epoch, deadline, attempt, spec,
+// mcp_servers, a2a_peers, trace_context and task (the state as of the grant) are
+// authoritative: they are the lease or what it runs, and are nowhere else for the
+// runtime. The log is the authority for everything that happened: history_cursor says
+// how far it reaches at the grant, and a resumed runtime rebuilds its transcript with
+// ReadTaskHistory up to it. resolved_interrupts, pending_interrupts,
+// continue_messages and continue_tool_results repeat parts of that history
+// (InterruptRaised and InterruptResolved events, the user's messages, the client's tool
+// results) for convenience: they are what the runtime must act on in this turn, and
+// where they and the log could seem to differ, the log wins.
 type Lease struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Lease id.
@@ -104,7 +115,8 @@ type Lease struct {
 	// Sequence of the newest event at lease time; the runtime's history cursor. A
 	// resumed runtime reads the log up to it with ReadTaskHistory.
 	HistoryCursor int64 `protobuf:"varint,6,opt,name=history_cursor,json=historyCursor,proto3" json:"history_cursor,omitempty"`
-	// Attempt number of this lease (1 for the first).
+	// Attempt number of this lease (1 for the first). Offered leases that expired
+	// unacknowledged are not counted.
 	Attempt int32 `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	// Interrupts of this turn resolved with their decisions, whose calls are not
 	// reported yet, for the runtime to resume with (durable delivery, or a lease taken
@@ -706,7 +718,9 @@ type ReportEventsRequest struct {
 	Lease *LeaseRef `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
 	// Events, appended in order in one transaction; at most
 	// Capabilities.limits.max_events_per_report.
-	Events        []*RuntimeEvent `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"`
+	Events []*RuntimeEvent `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"`
+	// Idempotency key (see RuntimeService); recommended.
+	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -753,6 +767,13 @@ func (x *ReportEventsRequest) GetEvents() []*RuntimeEvent {
 		return x.Events
 	}
 	return nil
+}
+
+func (x *ReportEventsRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
 }
 
 // ReportEventsResponse returns the new end of the log.
@@ -1064,12 +1085,19 @@ func (x *AwaitDecisionRequest) GetInterruptId() string {
 	return ""
 }
 
-// AwaitDecisionResponse carries the decision.
+// AwaitDecisionResponse is one message of an AwaitDecision stream: exactly one arm is
+// set.
 type AwaitDecisionResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The decision; the runtime runs exactly decision.arguments_json (approve, edit) or
-	// nothing (reject: it reports the call and an is_error result).
-	Decision      *Decision `protobuf:"bytes,1,opt,name=decision,proto3" json:"decision,omitempty"`
+	// What this message is.
+	//
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*AwaitDecisionResponse_Decision
+	//	*AwaitDecisionResponse_Pending
+	//	*AwaitDecisionResponse_Keepalive
+	//	*AwaitDecisionResponse_Canceled
+	Kind          isAwaitDecisionResponse_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1104,25 +1132,193 @@ func (*AwaitDecisionResponse) Descriptor() ([]byte, []int) {
 	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{13}
 }
 
-func (x *AwaitDecisionResponse) GetDecision() *Decision {
+func (x *AwaitDecisionResponse) GetKind() isAwaitDecisionResponse_Kind {
 	if x != nil {
-		return x.Decision
+		return x.Kind
 	}
 	return nil
+}
+
+func (x *AwaitDecisionResponse) GetDecision() *Decision {
+	if x != nil {
+		if x, ok := x.Kind.(*AwaitDecisionResponse_Decision); ok {
+			return x.Decision
+		}
+	}
+	return nil
+}
+
+func (x *AwaitDecisionResponse) GetPending() *AwaitPending {
+	if x != nil {
+		if x, ok := x.Kind.(*AwaitDecisionResponse_Pending); ok {
+			return x.Pending
+		}
+	}
+	return nil
+}
+
+func (x *AwaitDecisionResponse) GetKeepalive() *StreamKeepalive {
+	if x != nil {
+		if x, ok := x.Kind.(*AwaitDecisionResponse_Keepalive); ok {
+			return x.Keepalive
+		}
+	}
+	return nil
+}
+
+func (x *AwaitDecisionResponse) GetCanceled() *AwaitCanceled {
+	if x != nil {
+		if x, ok := x.Kind.(*AwaitDecisionResponse_Canceled); ok {
+			return x.Canceled
+		}
+	}
+	return nil
+}
+
+type isAwaitDecisionResponse_Kind interface {
+	isAwaitDecisionResponse_Kind()
+}
+
+type AwaitDecisionResponse_Decision struct {
+	// The decision; the runtime runs exactly decision.arguments_json (approve, edit) or
+	// nothing (reject: it reports the call and an is_error result). The last message of
+	// the stream.
+	Decision *Decision `protobuf:"bytes,1,opt,name=decision,proto3,oneof"`
+}
+
+type AwaitDecisionResponse_Pending struct {
+	// The interrupt is still pending and the wait is registered: a decision made from
+	// now on is sent at once. Sent once, first, when there is no decision yet.
+	Pending *AwaitPending `protobuf:"bytes,2,opt,name=pending,proto3,oneof"`
+}
+
+type AwaitDecisionResponse_Keepalive struct {
+	// Nothing happened for a while (limits.stream_keepalive_interval); the stream is
+	// alive. The wait does not extend the lease: keep heartbeating.
+	Keepalive *StreamKeepalive `protobuf:"bytes,3,opt,name=keepalive,proto3,oneof"`
+}
+
+type AwaitDecisionResponse_Canceled struct {
+	// The task was canceled during the wait: stop, run nothing, write nothing more.
+	// The last message of the stream.
+	Canceled *AwaitCanceled `protobuf:"bytes,4,opt,name=canceled,proto3,oneof"`
+}
+
+func (*AwaitDecisionResponse_Decision) isAwaitDecisionResponse_Kind() {}
+
+func (*AwaitDecisionResponse_Pending) isAwaitDecisionResponse_Kind() {}
+
+func (*AwaitDecisionResponse_Keepalive) isAwaitDecisionResponse_Kind() {}
+
+func (*AwaitDecisionResponse_Canceled) isAwaitDecisionResponse_Kind() {}
+
+// AwaitPending says a wait is registered.
+type AwaitPending struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// When the interrupt's deadline passes and the deployment default is applied; unset
+	// when it has none.
+	Deadline      *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AwaitPending) Reset() {
+	*x = AwaitPending{}
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AwaitPending) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AwaitPending) ProtoMessage() {}
+
+func (x *AwaitPending) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AwaitPending.ProtoReflect.Descriptor instead.
+func (*AwaitPending) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *AwaitPending) GetDeadline() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Deadline
+	}
+	return nil
+}
+
+// AwaitCanceled ends a wait whose task was canceled.
+type AwaitCanceled struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The caller's reason.
+	Reason        string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AwaitCanceled) Reset() {
+	*x = AwaitCanceled{}
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AwaitCanceled) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AwaitCanceled) ProtoMessage() {}
+
+func (x *AwaitCanceled) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AwaitCanceled.ProtoReflect.Descriptor instead.
+func (*AwaitCanceled) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *AwaitCanceled) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 // SuspendTaskRequest gives up a lease while interrupts are pending.
 type SuspendTaskRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The lease.
-	Lease         *LeaseRef `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	Lease *LeaseRef `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	// Idempotency key (see RuntimeService); recommended.
+	RequestId     string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SuspendTaskRequest) Reset() {
 	*x = SuspendTaskRequest{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[14]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1134,7 +1330,7 @@ func (x *SuspendTaskRequest) String() string {
 func (*SuspendTaskRequest) ProtoMessage() {}
 
 func (x *SuspendTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[14]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1147,7 +1343,7 @@ func (x *SuspendTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendTaskRequest.ProtoReflect.Descriptor instead.
 func (*SuspendTaskRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{14}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SuspendTaskRequest) GetLease() *LeaseRef {
@@ -1155,6 +1351,13 @@ func (x *SuspendTaskRequest) GetLease() *LeaseRef {
 		return x.Lease
 	}
 	return nil
+}
+
+func (x *SuspendTaskRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
 }
 
 // SuspendTaskResponse confirms the suspension.
@@ -1168,7 +1371,7 @@ type SuspendTaskResponse struct {
 
 func (x *SuspendTaskResponse) Reset() {
 	*x = SuspendTaskResponse{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[15]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1180,7 +1383,7 @@ func (x *SuspendTaskResponse) String() string {
 func (*SuspendTaskResponse) ProtoMessage() {}
 
 func (x *SuspendTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[15]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1193,7 +1396,7 @@ func (x *SuspendTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendTaskResponse.ProtoReflect.Descriptor instead.
 func (*SuspendTaskResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{15}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SuspendTaskResponse) GetTask() *Task {
@@ -1222,14 +1425,16 @@ type RecordVerdictRequest struct {
 	// one: it must have been checked with CheckToolCall as a call to tool "verdict" and
 	// allowed (or approved). Recorded on the Verdict; the runtime reports the call and
 	// its result as for any tool call.
-	CallId        string `protobuf:"bytes,7,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	CallId string `protobuf:"bytes,7,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// Idempotency key (see RuntimeService); recommended.
+	RequestId     string `protobuf:"bytes,8,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RecordVerdictRequest) Reset() {
 	*x = RecordVerdictRequest{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[16]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1241,7 +1446,7 @@ func (x *RecordVerdictRequest) String() string {
 func (*RecordVerdictRequest) ProtoMessage() {}
 
 func (x *RecordVerdictRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[16]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1254,7 +1459,7 @@ func (x *RecordVerdictRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordVerdictRequest.ProtoReflect.Descriptor instead.
 func (*RecordVerdictRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{16}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RecordVerdictRequest) GetLease() *LeaseRef {
@@ -1306,6 +1511,13 @@ func (x *RecordVerdictRequest) GetCallId() string {
 	return ""
 }
 
+func (x *RecordVerdictRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
 // RecordVerdictResponse reports what was recorded.
 type RecordVerdictResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1319,7 +1531,7 @@ type RecordVerdictResponse struct {
 
 func (x *RecordVerdictResponse) Reset() {
 	*x = RecordVerdictResponse{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[17]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1331,7 +1543,7 @@ func (x *RecordVerdictResponse) String() string {
 func (*RecordVerdictResponse) ProtoMessage() {}
 
 func (x *RecordVerdictResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[17]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1344,7 +1556,7 @@ func (x *RecordVerdictResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordVerdictResponse.ProtoReflect.Descriptor instead.
 func (*RecordVerdictResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{17}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RecordVerdictResponse) GetVerdict() *Verdict {
@@ -1377,13 +1589,15 @@ type PauseTaskRequest struct {
 	// that is not reported and open, was rejected, or differs from its report is
 	// FAILED_PRECONDITION (tool_result.unexpected).
 	ToolOutputCalls []*ToolCall `protobuf:"bytes,5,rep,name=tool_output_calls,json=toolOutputCalls,proto3" json:"tool_output_calls,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Idempotency key (see RuntimeService); recommended.
+	RequestId     string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PauseTaskRequest) Reset() {
 	*x = PauseTaskRequest{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[18]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1395,7 +1609,7 @@ func (x *PauseTaskRequest) String() string {
 func (*PauseTaskRequest) ProtoMessage() {}
 
 func (x *PauseTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[18]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1408,7 +1622,7 @@ func (x *PauseTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTaskRequest.ProtoReflect.Descriptor instead.
 func (*PauseTaskRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{18}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PauseTaskRequest) GetLease() *LeaseRef {
@@ -1439,6 +1653,13 @@ func (x *PauseTaskRequest) GetToolOutputCalls() []*ToolCall {
 	return nil
 }
 
+func (x *PauseTaskRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
 // PauseTaskResponse returns the pause interrupt.
 type PauseTaskResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1452,7 +1673,7 @@ type PauseTaskResponse struct {
 
 func (x *PauseTaskResponse) Reset() {
 	*x = PauseTaskResponse{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[19]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1464,7 +1685,7 @@ func (x *PauseTaskResponse) String() string {
 func (*PauseTaskResponse) ProtoMessage() {}
 
 func (x *PauseTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[19]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1477,7 +1698,7 @@ func (x *PauseTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTaskResponse.ProtoReflect.Descriptor instead.
 func (*PauseTaskResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{19}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PauseTaskResponse) GetInterrupt() *Interrupt {
@@ -1500,14 +1721,16 @@ type CompleteTaskRequest struct {
 	// The lease.
 	Lease *LeaseRef `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
 	// The output.
-	Output        *TaskOutput `protobuf:"bytes,2,opt,name=output,proto3" json:"output,omitempty"`
+	Output *TaskOutput `protobuf:"bytes,2,opt,name=output,proto3" json:"output,omitempty"`
+	// Idempotency key (see RuntimeService); recommended.
+	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CompleteTaskRequest) Reset() {
 	*x = CompleteTaskRequest{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[20]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1519,7 +1742,7 @@ func (x *CompleteTaskRequest) String() string {
 func (*CompleteTaskRequest) ProtoMessage() {}
 
 func (x *CompleteTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[20]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1532,7 +1755,7 @@ func (x *CompleteTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteTaskRequest.ProtoReflect.Descriptor instead.
 func (*CompleteTaskRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{20}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CompleteTaskRequest) GetLease() *LeaseRef {
@@ -1549,6 +1772,13 @@ func (x *CompleteTaskRequest) GetOutput() *TaskOutput {
 	return nil
 }
 
+func (x *CompleteTaskRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
 // CompleteTaskResponse holds the completed task.
 type CompleteTaskResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1560,7 +1790,7 @@ type CompleteTaskResponse struct {
 
 func (x *CompleteTaskResponse) Reset() {
 	*x = CompleteTaskResponse{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[21]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1572,7 +1802,7 @@ func (x *CompleteTaskResponse) String() string {
 func (*CompleteTaskResponse) ProtoMessage() {}
 
 func (x *CompleteTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[21]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1585,7 +1815,7 @@ func (x *CompleteTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteTaskResponse.ProtoReflect.Descriptor instead.
 func (*CompleteTaskResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{21}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CompleteTaskResponse) GetTask() *Task {
@@ -1605,14 +1835,16 @@ type FailTaskRequest struct {
 	// Human-readable message.
 	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
 	// Return the task to the queue instead (counts as an attempt).
-	Retry         bool `protobuf:"varint,4,opt,name=retry,proto3" json:"retry,omitempty"`
+	Retry bool `protobuf:"varint,4,opt,name=retry,proto3" json:"retry,omitempty"`
+	// Idempotency key (see RuntimeService); recommended.
+	RequestId     string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FailTaskRequest) Reset() {
 	*x = FailTaskRequest{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[22]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1624,7 +1856,7 @@ func (x *FailTaskRequest) String() string {
 func (*FailTaskRequest) ProtoMessage() {}
 
 func (x *FailTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[22]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1637,7 +1869,7 @@ func (x *FailTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailTaskRequest.ProtoReflect.Descriptor instead.
 func (*FailTaskRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{22}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *FailTaskRequest) GetLease() *LeaseRef {
@@ -1668,6 +1900,13 @@ func (x *FailTaskRequest) GetRetry() bool {
 	return false
 }
 
+func (x *FailTaskRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
 // FailTaskResponse holds the task.
 type FailTaskResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1679,7 +1918,7 @@ type FailTaskResponse struct {
 
 func (x *FailTaskResponse) Reset() {
 	*x = FailTaskResponse{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[23]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1691,7 +1930,7 @@ func (x *FailTaskResponse) String() string {
 func (*FailTaskResponse) ProtoMessage() {}
 
 func (x *FailTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[23]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1704,7 +1943,7 @@ func (x *FailTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailTaskResponse.ProtoReflect.Descriptor instead.
 func (*FailTaskResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{23}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *FailTaskResponse) GetTask() *Task {
@@ -1729,7 +1968,7 @@ type ReadTaskHistoryRequest struct {
 
 func (x *ReadTaskHistoryRequest) Reset() {
 	*x = ReadTaskHistoryRequest{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[24]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1741,7 +1980,7 @@ func (x *ReadTaskHistoryRequest) String() string {
 func (*ReadTaskHistoryRequest) ProtoMessage() {}
 
 func (x *ReadTaskHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[24]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1754,7 +1993,7 @@ func (x *ReadTaskHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadTaskHistoryRequest.ProtoReflect.Descriptor instead.
 func (*ReadTaskHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{24}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ReadTaskHistoryRequest) GetLease() *LeaseRef {
@@ -1792,7 +2031,7 @@ type ReadTaskHistoryResponse struct {
 
 func (x *ReadTaskHistoryResponse) Reset() {
 	*x = ReadTaskHistoryResponse{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[25]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1804,7 +2043,7 @@ func (x *ReadTaskHistoryResponse) String() string {
 func (*ReadTaskHistoryResponse) ProtoMessage() {}
 
 func (x *ReadTaskHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[25]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1817,7 +2056,7 @@ func (x *ReadTaskHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadTaskHistoryResponse.ProtoReflect.Descriptor instead.
 func (*ReadTaskHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{25}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ReadTaskHistoryResponse) GetEvents() []*TaskEvent {
@@ -1830,6 +2069,108 @@ func (x *ReadTaskHistoryResponse) GetEvents() []*TaskEvent {
 func (x *ReadTaskHistoryResponse) GetLastSequence() int64 {
 	if x != nil {
 		return x.LastSequence
+	}
+	return 0
+}
+
+// PublishDeltasRequest hands message fragments to live watchers.
+type PublishDeltasRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The lease.
+	Lease *LeaseRef `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	// Fragments, delivered in order. after_sequence is set by the server.
+	Deltas        []*MessageDelta `protobuf:"bytes,2,rep,name=deltas,proto3" json:"deltas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PublishDeltasRequest) Reset() {
+	*x = PublishDeltasRequest{}
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PublishDeltasRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PublishDeltasRequest) ProtoMessage() {}
+
+func (x *PublishDeltasRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PublishDeltasRequest.ProtoReflect.Descriptor instead.
+func (*PublishDeltasRequest) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *PublishDeltasRequest) GetLease() *LeaseRef {
+	if x != nil {
+		return x.Lease
+	}
+	return nil
+}
+
+func (x *PublishDeltasRequest) GetDeltas() []*MessageDelta {
+	if x != nil {
+		return x.Deltas
+	}
+	return nil
+}
+
+// PublishDeltasResponse says how many watchers were live.
+type PublishDeltasResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Watchers the deltas were handed to (0 when nobody watches: the runtime may stop
+	// publishing until it reports the complete message).
+	Watchers      int32 `protobuf:"varint,1,opt,name=watchers,proto3" json:"watchers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PublishDeltasResponse) Reset() {
+	*x = PublishDeltasResponse{}
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PublishDeltasResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PublishDeltasResponse) ProtoMessage() {}
+
+func (x *PublishDeltasResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PublishDeltasResponse.ProtoReflect.Descriptor instead.
+func (*PublishDeltasResponse) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *PublishDeltasResponse) GetWatchers() int32 {
+	if x != nil {
+		return x.Watchers
 	}
 	return 0
 }
@@ -1884,10 +2225,12 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\vtool_result\x18\x03 \x01(\v2\x19.agentplane.v1.ToolResultH\x00R\n" +
 	"toolResult\x120\n" +
 	"\x04note\x18\x04 \x01(\v2\x1a.agentplane.v1.RuntimeNoteH\x00R\x04noteB\t\n" +
-	"\apayloadJ\x04\b\x01\x10\x02\"y\n" +
+	"\apayloadJ\x04\b\x01\x10\x02\"\x98\x01\n" +
 	"\x13ReportEventsRequest\x12-\n" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x123\n" +
-	"\x06events\x18\x02 \x03(\v2\x1b.agentplane.v1.RuntimeEventR\x06events\";\n" +
+	"\x06events\x18\x02 \x03(\v2\x1b.agentplane.v1.RuntimeEventR\x06events\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\";\n" +
 	"\x14ReportEventsResponse\x12#\n" +
 	"\rlast_sequence\x18\x01 \x01(\x03R\flastSequence\"\xf6\x02\n" +
 	"\x14CheckToolCallRequest\x12-\n" +
@@ -1911,13 +2254,23 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\x0fresult_reported\x18\x06 \x01(\bR\x0eresultReported\"h\n" +
 	"\x14AwaitDecisionRequest\x12-\n" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x12!\n" +
-	"\finterrupt_id\x18\x02 \x01(\tR\vinterruptId\"L\n" +
-	"\x15AwaitDecisionResponse\x123\n" +
-	"\bdecision\x18\x01 \x01(\v2\x17.agentplane.v1.DecisionR\bdecision\"C\n" +
+	"\finterrupt_id\x18\x02 \x01(\tR\vinterruptId\"\x8b\x02\n" +
+	"\x15AwaitDecisionResponse\x125\n" +
+	"\bdecision\x18\x01 \x01(\v2\x17.agentplane.v1.DecisionH\x00R\bdecision\x127\n" +
+	"\apending\x18\x02 \x01(\v2\x1b.agentplane.v1.AwaitPendingH\x00R\apending\x12>\n" +
+	"\tkeepalive\x18\x03 \x01(\v2\x1e.agentplane.v1.StreamKeepaliveH\x00R\tkeepalive\x12:\n" +
+	"\bcanceled\x18\x04 \x01(\v2\x1c.agentplane.v1.AwaitCanceledH\x00R\bcanceledB\x06\n" +
+	"\x04kind\"F\n" +
+	"\fAwaitPending\x126\n" +
+	"\bdeadline\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"'\n" +
+	"\rAwaitCanceled\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"b\n" +
 	"\x12SuspendTaskRequest\x12-\n" +
-	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\">\n" +
+	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\">\n" +
 	"\x13SuspendTaskResponse\x12'\n" +
-	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"\x9e\x02\n" +
+	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"\xbd\x02\n" +
 	"\x14RecordVerdictRequest\x12-\n" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x124\n" +
@@ -1925,28 +2278,36 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\bresolved\x18\x04 \x03(\v2#.agentplane.v1.ObligationResolutionR\bresolved\x12\x16\n" +
 	"\x06raised\x18\x05 \x03(\tR\x06raised\x12\x1b\n" +
 	"\tends_turn\x18\x06 \x01(\bR\bendsTurn\x12\x17\n" +
-	"\acall_id\x18\a \x01(\tR\x06callId\"\x8f\x01\n" +
+	"\acall_id\x18\a \x01(\tR\x06callId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\b \x01(\tR\trequestId\"\x8f\x01\n" +
 	"\x15RecordVerdictResponse\x120\n" +
 	"\averdict\x18\x01 \x01(\v2\x16.agentplane.v1.VerdictR\averdict\x12D\n" +
-	"\x10open_obligations\x18\x02 \x03(\v2\x19.agentplane.v1.ObligationR\x0fopenObligations\"\xd2\x01\n" +
+	"\x10open_obligations\x18\x02 \x03(\v2\x19.agentplane.v1.ObligationR\x0fopenObligations\"\xf1\x01\n" +
 	"\x10PauseTaskRequest\x12-\n" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x12\x12\n" +
 	"\x04node\x18\x03 \x01(\tR\x04node\x120\n" +
 	"\amessage\x18\x04 \x01(\v2\x16.agentplane.v1.MessageR\amessage\x12C\n" +
-	"\x11tool_output_calls\x18\x05 \x03(\v2\x17.agentplane.v1.ToolCallR\x0ftoolOutputCallsJ\x04\b\x02\x10\x03\"\x9b\x01\n" +
+	"\x11tool_output_calls\x18\x05 \x03(\v2\x17.agentplane.v1.ToolCallR\x0ftoolOutputCalls\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x06 \x01(\tR\trequestIdJ\x04\b\x02\x10\x03\"\x9b\x01\n" +
 	"\x11PauseTaskResponse\x126\n" +
 	"\tinterrupt\x18\x01 \x01(\v2\x18.agentplane.v1.InterruptR\tinterrupt\x12N\n" +
-	"\x16tool_output_interrupts\x18\x02 \x03(\v2\x18.agentplane.v1.InterruptR\x14toolOutputInterrupts\"w\n" +
+	"\x16tool_output_interrupts\x18\x02 \x03(\v2\x18.agentplane.v1.InterruptR\x14toolOutputInterrupts\"\x96\x01\n" +
 	"\x13CompleteTaskRequest\x12-\n" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x121\n" +
-	"\x06output\x18\x02 \x01(\v2\x19.agentplane.v1.TaskOutputR\x06output\"?\n" +
+	"\x06output\x18\x02 \x01(\v2\x19.agentplane.v1.TaskOutputR\x06output\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\"?\n" +
 	"\x14CompleteTaskResponse\x12'\n" +
-	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"\x88\x01\n" +
+	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"\xa7\x01\n" +
 	"\x0fFailTaskRequest\x12-\n" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x14\n" +
-	"\x05retry\x18\x04 \x01(\bR\x05retry\";\n" +
+	"\x05retry\x18\x04 \x01(\bR\x05retry\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\";\n" +
 	"\x10FailTaskResponse\x12'\n" +
 	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"\x8b\x01\n" +
 	"\x16ReadTaskHistoryRequest\x12-\n" +
@@ -1955,7 +2316,12 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\"p\n" +
 	"\x17ReadTaskHistoryResponse\x120\n" +
 	"\x06events\x18\x01 \x03(\v2\x18.agentplane.v1.TaskEventR\x06events\x12#\n" +
-	"\rlast_sequence\x18\x02 \x01(\x03R\flastSequence2\xd0\a\n" +
+	"\rlast_sequence\x18\x02 \x01(\x03R\flastSequence\"z\n" +
+	"\x14PublishDeltasRequest\x12-\n" +
+	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x123\n" +
+	"\x06deltas\x18\x02 \x03(\v2\x1b.agentplane.v1.MessageDeltaR\x06deltas\"3\n" +
+	"\x15PublishDeltasResponse\x12\x1a\n" +
+	"\bwatchers\x18\x01 \x01(\x05R\bwatchers2\xac\b\n" +
 	"\x0eRuntimeService\x12Q\n" +
 	"\n" +
 	"LeaseTasks\x12 .agentplane.v1.LeaseTasksRequest\x1a!.agentplane.v1.LeaseTasksResponse\x12N\n" +
@@ -1968,7 +2334,8 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\tPauseTask\x12\x1f.agentplane.v1.PauseTaskRequest\x1a .agentplane.v1.PauseTaskResponse\x12W\n" +
 	"\fCompleteTask\x12\".agentplane.v1.CompleteTaskRequest\x1a#.agentplane.v1.CompleteTaskResponse\x12K\n" +
 	"\bFailTask\x12\x1e.agentplane.v1.FailTaskRequest\x1a\x1f.agentplane.v1.FailTaskResponse\x12`\n" +
-	"\x0fReadTaskHistory\x12%.agentplane.v1.ReadTaskHistoryRequest\x1a&.agentplane.v1.ReadTaskHistoryResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
+	"\x0fReadTaskHistory\x12%.agentplane.v1.ReadTaskHistoryRequest\x1a&.agentplane.v1.ReadTaskHistoryResponse\x12Z\n" +
+	"\rPublishDeltas\x12#.agentplane.v1.PublishDeltasRequest\x1a$.agentplane.v1.PublishDeltasResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (
 	file_agentplane_v1_runtime_service_proto_rawDescOnce sync.Once
@@ -1982,7 +2349,7 @@ func file_agentplane_v1_runtime_service_proto_rawDescGZIP() []byte {
 	return file_agentplane_v1_runtime_service_proto_rawDescData
 }
 
-var file_agentplane_v1_runtime_service_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_agentplane_v1_runtime_service_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_agentplane_v1_runtime_service_proto_goTypes = []any{
 	(*LeaseRef)(nil),                // 0: agentplane.v1.LeaseRef
 	(*Lease)(nil),                   // 1: agentplane.v1.Lease
@@ -1998,117 +2365,131 @@ var file_agentplane_v1_runtime_service_proto_goTypes = []any{
 	(*CheckToolCallResponse)(nil),   // 11: agentplane.v1.CheckToolCallResponse
 	(*AwaitDecisionRequest)(nil),    // 12: agentplane.v1.AwaitDecisionRequest
 	(*AwaitDecisionResponse)(nil),   // 13: agentplane.v1.AwaitDecisionResponse
-	(*SuspendTaskRequest)(nil),      // 14: agentplane.v1.SuspendTaskRequest
-	(*SuspendTaskResponse)(nil),     // 15: agentplane.v1.SuspendTaskResponse
-	(*RecordVerdictRequest)(nil),    // 16: agentplane.v1.RecordVerdictRequest
-	(*RecordVerdictResponse)(nil),   // 17: agentplane.v1.RecordVerdictResponse
-	(*PauseTaskRequest)(nil),        // 18: agentplane.v1.PauseTaskRequest
-	(*PauseTaskResponse)(nil),       // 19: agentplane.v1.PauseTaskResponse
-	(*CompleteTaskRequest)(nil),     // 20: agentplane.v1.CompleteTaskRequest
-	(*CompleteTaskResponse)(nil),    // 21: agentplane.v1.CompleteTaskResponse
-	(*FailTaskRequest)(nil),         // 22: agentplane.v1.FailTaskRequest
-	(*FailTaskResponse)(nil),        // 23: agentplane.v1.FailTaskResponse
-	(*ReadTaskHistoryRequest)(nil),  // 24: agentplane.v1.ReadTaskHistoryRequest
-	(*ReadTaskHistoryResponse)(nil), // 25: agentplane.v1.ReadTaskHistoryResponse
-	(*timestamppb.Timestamp)(nil),   // 26: google.protobuf.Timestamp
-	(*Task)(nil),                    // 27: agentplane.v1.Task
-	(*Interrupt)(nil),               // 28: agentplane.v1.Interrupt
-	(*Message)(nil),                 // 29: agentplane.v1.Message
-	(*ToolResult)(nil),              // 30: agentplane.v1.ToolResult
-	(*McpServer)(nil),               // 31: agentplane.v1.McpServer
-	(*A2APeer)(nil),                 // 32: agentplane.v1.A2aPeer
-	(*TraceContext)(nil),            // 33: agentplane.v1.TraceContext
-	(*AgentSpec)(nil),               // 34: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),               // 35: agentplane.v1.GraphSpec
-	(*durationpb.Duration)(nil),     // 36: google.protobuf.Duration
-	(*ToolCall)(nil),                // 37: agentplane.v1.ToolCall
-	(*RuntimeNote)(nil),             // 38: agentplane.v1.RuntimeNote
-	(*McpToolAnnotations)(nil),      // 39: agentplane.v1.McpToolAnnotations
-	(GateOutcome)(0),                // 40: agentplane.v1.GateOutcome
-	(*Decision)(nil),                // 41: agentplane.v1.Decision
-	(*VerdictResult)(nil),           // 42: agentplane.v1.VerdictResult
-	(*ObligationResolution)(nil),    // 43: agentplane.v1.ObligationResolution
-	(*Verdict)(nil),                 // 44: agentplane.v1.Verdict
-	(*Obligation)(nil),              // 45: agentplane.v1.Obligation
-	(*TaskOutput)(nil),              // 46: agentplane.v1.TaskOutput
-	(*TaskEvent)(nil),               // 47: agentplane.v1.TaskEvent
+	(*AwaitPending)(nil),            // 14: agentplane.v1.AwaitPending
+	(*AwaitCanceled)(nil),           // 15: agentplane.v1.AwaitCanceled
+	(*SuspendTaskRequest)(nil),      // 16: agentplane.v1.SuspendTaskRequest
+	(*SuspendTaskResponse)(nil),     // 17: agentplane.v1.SuspendTaskResponse
+	(*RecordVerdictRequest)(nil),    // 18: agentplane.v1.RecordVerdictRequest
+	(*RecordVerdictResponse)(nil),   // 19: agentplane.v1.RecordVerdictResponse
+	(*PauseTaskRequest)(nil),        // 20: agentplane.v1.PauseTaskRequest
+	(*PauseTaskResponse)(nil),       // 21: agentplane.v1.PauseTaskResponse
+	(*CompleteTaskRequest)(nil),     // 22: agentplane.v1.CompleteTaskRequest
+	(*CompleteTaskResponse)(nil),    // 23: agentplane.v1.CompleteTaskResponse
+	(*FailTaskRequest)(nil),         // 24: agentplane.v1.FailTaskRequest
+	(*FailTaskResponse)(nil),        // 25: agentplane.v1.FailTaskResponse
+	(*ReadTaskHistoryRequest)(nil),  // 26: agentplane.v1.ReadTaskHistoryRequest
+	(*ReadTaskHistoryResponse)(nil), // 27: agentplane.v1.ReadTaskHistoryResponse
+	(*PublishDeltasRequest)(nil),    // 28: agentplane.v1.PublishDeltasRequest
+	(*PublishDeltasResponse)(nil),   // 29: agentplane.v1.PublishDeltasResponse
+	(*timestamppb.Timestamp)(nil),   // 30: google.protobuf.Timestamp
+	(*Task)(nil),                    // 31: agentplane.v1.Task
+	(*Interrupt)(nil),               // 32: agentplane.v1.Interrupt
+	(*Message)(nil),                 // 33: agentplane.v1.Message
+	(*ToolResult)(nil),              // 34: agentplane.v1.ToolResult
+	(*McpServer)(nil),               // 35: agentplane.v1.McpServer
+	(*A2APeer)(nil),                 // 36: agentplane.v1.A2aPeer
+	(*TraceContext)(nil),            // 37: agentplane.v1.TraceContext
+	(*AgentSpec)(nil),               // 38: agentplane.v1.AgentSpec
+	(*GraphSpec)(nil),               // 39: agentplane.v1.GraphSpec
+	(*durationpb.Duration)(nil),     // 40: google.protobuf.Duration
+	(*ToolCall)(nil),                // 41: agentplane.v1.ToolCall
+	(*RuntimeNote)(nil),             // 42: agentplane.v1.RuntimeNote
+	(*McpToolAnnotations)(nil),      // 43: agentplane.v1.McpToolAnnotations
+	(GateOutcome)(0),                // 44: agentplane.v1.GateOutcome
+	(*Decision)(nil),                // 45: agentplane.v1.Decision
+	(*StreamKeepalive)(nil),         // 46: agentplane.v1.StreamKeepalive
+	(*VerdictResult)(nil),           // 47: agentplane.v1.VerdictResult
+	(*ObligationResolution)(nil),    // 48: agentplane.v1.ObligationResolution
+	(*Verdict)(nil),                 // 49: agentplane.v1.Verdict
+	(*Obligation)(nil),              // 50: agentplane.v1.Obligation
+	(*TaskOutput)(nil),              // 51: agentplane.v1.TaskOutput
+	(*TaskEvent)(nil),               // 52: agentplane.v1.TaskEvent
+	(*MessageDelta)(nil),            // 53: agentplane.v1.MessageDelta
 }
 var file_agentplane_v1_runtime_service_proto_depIdxs = []int32{
-	26, // 0: agentplane.v1.Lease.deadline:type_name -> google.protobuf.Timestamp
-	27, // 1: agentplane.v1.Lease.task:type_name -> agentplane.v1.Task
+	30, // 0: agentplane.v1.Lease.deadline:type_name -> google.protobuf.Timestamp
+	31, // 1: agentplane.v1.Lease.task:type_name -> agentplane.v1.Task
 	2,  // 2: agentplane.v1.Lease.spec:type_name -> agentplane.v1.ResolvedSpec
-	28, // 3: agentplane.v1.Lease.resolved_interrupts:type_name -> agentplane.v1.Interrupt
-	28, // 4: agentplane.v1.Lease.pending_interrupts:type_name -> agentplane.v1.Interrupt
-	29, // 5: agentplane.v1.Lease.continue_messages:type_name -> agentplane.v1.Message
-	30, // 6: agentplane.v1.Lease.continue_tool_results:type_name -> agentplane.v1.ToolResult
-	31, // 7: agentplane.v1.Lease.mcp_servers:type_name -> agentplane.v1.McpServer
-	32, // 8: agentplane.v1.Lease.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	33, // 9: agentplane.v1.Lease.trace_context:type_name -> agentplane.v1.TraceContext
-	34, // 10: agentplane.v1.ResolvedSpec.agent:type_name -> agentplane.v1.AgentSpec
-	35, // 11: agentplane.v1.ResolvedSpec.graph:type_name -> agentplane.v1.GraphSpec
-	36, // 12: agentplane.v1.LeaseTasksRequest.wait:type_name -> google.protobuf.Duration
+	32, // 3: agentplane.v1.Lease.resolved_interrupts:type_name -> agentplane.v1.Interrupt
+	32, // 4: agentplane.v1.Lease.pending_interrupts:type_name -> agentplane.v1.Interrupt
+	33, // 5: agentplane.v1.Lease.continue_messages:type_name -> agentplane.v1.Message
+	34, // 6: agentplane.v1.Lease.continue_tool_results:type_name -> agentplane.v1.ToolResult
+	35, // 7: agentplane.v1.Lease.mcp_servers:type_name -> agentplane.v1.McpServer
+	36, // 8: agentplane.v1.Lease.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	37, // 9: agentplane.v1.Lease.trace_context:type_name -> agentplane.v1.TraceContext
+	38, // 10: agentplane.v1.ResolvedSpec.agent:type_name -> agentplane.v1.AgentSpec
+	39, // 11: agentplane.v1.ResolvedSpec.graph:type_name -> agentplane.v1.GraphSpec
+	40, // 12: agentplane.v1.LeaseTasksRequest.wait:type_name -> google.protobuf.Duration
 	1,  // 13: agentplane.v1.LeaseTasksResponse.leases:type_name -> agentplane.v1.Lease
 	0,  // 14: agentplane.v1.HeartbeatRequest.lease:type_name -> agentplane.v1.LeaseRef
-	26, // 15: agentplane.v1.HeartbeatResponse.deadline:type_name -> google.protobuf.Timestamp
-	29, // 16: agentplane.v1.RuntimeEvent.message:type_name -> agentplane.v1.Message
-	37, // 17: agentplane.v1.RuntimeEvent.tool_call:type_name -> agentplane.v1.ToolCall
-	30, // 18: agentplane.v1.RuntimeEvent.tool_result:type_name -> agentplane.v1.ToolResult
-	38, // 19: agentplane.v1.RuntimeEvent.note:type_name -> agentplane.v1.RuntimeNote
+	30, // 15: agentplane.v1.HeartbeatResponse.deadline:type_name -> google.protobuf.Timestamp
+	33, // 16: agentplane.v1.RuntimeEvent.message:type_name -> agentplane.v1.Message
+	41, // 17: agentplane.v1.RuntimeEvent.tool_call:type_name -> agentplane.v1.ToolCall
+	34, // 18: agentplane.v1.RuntimeEvent.tool_result:type_name -> agentplane.v1.ToolResult
+	42, // 19: agentplane.v1.RuntimeEvent.note:type_name -> agentplane.v1.RuntimeNote
 	0,  // 20: agentplane.v1.ReportEventsRequest.lease:type_name -> agentplane.v1.LeaseRef
 	7,  // 21: agentplane.v1.ReportEventsRequest.events:type_name -> agentplane.v1.RuntimeEvent
 	0,  // 22: agentplane.v1.CheckToolCallRequest.lease:type_name -> agentplane.v1.LeaseRef
-	39, // 23: agentplane.v1.CheckToolCallRequest.annotations:type_name -> agentplane.v1.McpToolAnnotations
-	40, // 24: agentplane.v1.CheckToolCallResponse.outcome:type_name -> agentplane.v1.GateOutcome
-	28, // 25: agentplane.v1.CheckToolCallResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	41, // 26: agentplane.v1.CheckToolCallResponse.decision:type_name -> agentplane.v1.Decision
+	43, // 23: agentplane.v1.CheckToolCallRequest.annotations:type_name -> agentplane.v1.McpToolAnnotations
+	44, // 24: agentplane.v1.CheckToolCallResponse.outcome:type_name -> agentplane.v1.GateOutcome
+	32, // 25: agentplane.v1.CheckToolCallResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	45, // 26: agentplane.v1.CheckToolCallResponse.decision:type_name -> agentplane.v1.Decision
 	0,  // 27: agentplane.v1.AwaitDecisionRequest.lease:type_name -> agentplane.v1.LeaseRef
-	41, // 28: agentplane.v1.AwaitDecisionResponse.decision:type_name -> agentplane.v1.Decision
-	0,  // 29: agentplane.v1.SuspendTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	27, // 30: agentplane.v1.SuspendTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 31: agentplane.v1.RecordVerdictRequest.lease:type_name -> agentplane.v1.LeaseRef
-	42, // 32: agentplane.v1.RecordVerdictRequest.result:type_name -> agentplane.v1.VerdictResult
-	43, // 33: agentplane.v1.RecordVerdictRequest.resolved:type_name -> agentplane.v1.ObligationResolution
-	44, // 34: agentplane.v1.RecordVerdictResponse.verdict:type_name -> agentplane.v1.Verdict
-	45, // 35: agentplane.v1.RecordVerdictResponse.open_obligations:type_name -> agentplane.v1.Obligation
-	0,  // 36: agentplane.v1.PauseTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	29, // 37: agentplane.v1.PauseTaskRequest.message:type_name -> agentplane.v1.Message
-	37, // 38: agentplane.v1.PauseTaskRequest.tool_output_calls:type_name -> agentplane.v1.ToolCall
-	28, // 39: agentplane.v1.PauseTaskResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	28, // 40: agentplane.v1.PauseTaskResponse.tool_output_interrupts:type_name -> agentplane.v1.Interrupt
-	0,  // 41: agentplane.v1.CompleteTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	46, // 42: agentplane.v1.CompleteTaskRequest.output:type_name -> agentplane.v1.TaskOutput
-	27, // 43: agentplane.v1.CompleteTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 44: agentplane.v1.FailTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	27, // 45: agentplane.v1.FailTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 46: agentplane.v1.ReadTaskHistoryRequest.lease:type_name -> agentplane.v1.LeaseRef
-	47, // 47: agentplane.v1.ReadTaskHistoryResponse.events:type_name -> agentplane.v1.TaskEvent
-	3,  // 48: agentplane.v1.RuntimeService.LeaseTasks:input_type -> agentplane.v1.LeaseTasksRequest
-	5,  // 49: agentplane.v1.RuntimeService.Heartbeat:input_type -> agentplane.v1.HeartbeatRequest
-	8,  // 50: agentplane.v1.RuntimeService.ReportEvents:input_type -> agentplane.v1.ReportEventsRequest
-	10, // 51: agentplane.v1.RuntimeService.CheckToolCall:input_type -> agentplane.v1.CheckToolCallRequest
-	12, // 52: agentplane.v1.RuntimeService.AwaitDecision:input_type -> agentplane.v1.AwaitDecisionRequest
-	14, // 53: agentplane.v1.RuntimeService.SuspendTask:input_type -> agentplane.v1.SuspendTaskRequest
-	16, // 54: agentplane.v1.RuntimeService.RecordVerdict:input_type -> agentplane.v1.RecordVerdictRequest
-	18, // 55: agentplane.v1.RuntimeService.PauseTask:input_type -> agentplane.v1.PauseTaskRequest
-	20, // 56: agentplane.v1.RuntimeService.CompleteTask:input_type -> agentplane.v1.CompleteTaskRequest
-	22, // 57: agentplane.v1.RuntimeService.FailTask:input_type -> agentplane.v1.FailTaskRequest
-	24, // 58: agentplane.v1.RuntimeService.ReadTaskHistory:input_type -> agentplane.v1.ReadTaskHistoryRequest
-	4,  // 59: agentplane.v1.RuntimeService.LeaseTasks:output_type -> agentplane.v1.LeaseTasksResponse
-	6,  // 60: agentplane.v1.RuntimeService.Heartbeat:output_type -> agentplane.v1.HeartbeatResponse
-	9,  // 61: agentplane.v1.RuntimeService.ReportEvents:output_type -> agentplane.v1.ReportEventsResponse
-	11, // 62: agentplane.v1.RuntimeService.CheckToolCall:output_type -> agentplane.v1.CheckToolCallResponse
-	13, // 63: agentplane.v1.RuntimeService.AwaitDecision:output_type -> agentplane.v1.AwaitDecisionResponse
-	15, // 64: agentplane.v1.RuntimeService.SuspendTask:output_type -> agentplane.v1.SuspendTaskResponse
-	17, // 65: agentplane.v1.RuntimeService.RecordVerdict:output_type -> agentplane.v1.RecordVerdictResponse
-	19, // 66: agentplane.v1.RuntimeService.PauseTask:output_type -> agentplane.v1.PauseTaskResponse
-	21, // 67: agentplane.v1.RuntimeService.CompleteTask:output_type -> agentplane.v1.CompleteTaskResponse
-	23, // 68: agentplane.v1.RuntimeService.FailTask:output_type -> agentplane.v1.FailTaskResponse
-	25, // 69: agentplane.v1.RuntimeService.ReadTaskHistory:output_type -> agentplane.v1.ReadTaskHistoryResponse
-	59, // [59:70] is the sub-list for method output_type
-	48, // [48:59] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	45, // 28: agentplane.v1.AwaitDecisionResponse.decision:type_name -> agentplane.v1.Decision
+	14, // 29: agentplane.v1.AwaitDecisionResponse.pending:type_name -> agentplane.v1.AwaitPending
+	46, // 30: agentplane.v1.AwaitDecisionResponse.keepalive:type_name -> agentplane.v1.StreamKeepalive
+	15, // 31: agentplane.v1.AwaitDecisionResponse.canceled:type_name -> agentplane.v1.AwaitCanceled
+	30, // 32: agentplane.v1.AwaitPending.deadline:type_name -> google.protobuf.Timestamp
+	0,  // 33: agentplane.v1.SuspendTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	31, // 34: agentplane.v1.SuspendTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 35: agentplane.v1.RecordVerdictRequest.lease:type_name -> agentplane.v1.LeaseRef
+	47, // 36: agentplane.v1.RecordVerdictRequest.result:type_name -> agentplane.v1.VerdictResult
+	48, // 37: agentplane.v1.RecordVerdictRequest.resolved:type_name -> agentplane.v1.ObligationResolution
+	49, // 38: agentplane.v1.RecordVerdictResponse.verdict:type_name -> agentplane.v1.Verdict
+	50, // 39: agentplane.v1.RecordVerdictResponse.open_obligations:type_name -> agentplane.v1.Obligation
+	0,  // 40: agentplane.v1.PauseTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	33, // 41: agentplane.v1.PauseTaskRequest.message:type_name -> agentplane.v1.Message
+	41, // 42: agentplane.v1.PauseTaskRequest.tool_output_calls:type_name -> agentplane.v1.ToolCall
+	32, // 43: agentplane.v1.PauseTaskResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	32, // 44: agentplane.v1.PauseTaskResponse.tool_output_interrupts:type_name -> agentplane.v1.Interrupt
+	0,  // 45: agentplane.v1.CompleteTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	51, // 46: agentplane.v1.CompleteTaskRequest.output:type_name -> agentplane.v1.TaskOutput
+	31, // 47: agentplane.v1.CompleteTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 48: agentplane.v1.FailTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	31, // 49: agentplane.v1.FailTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 50: agentplane.v1.ReadTaskHistoryRequest.lease:type_name -> agentplane.v1.LeaseRef
+	52, // 51: agentplane.v1.ReadTaskHistoryResponse.events:type_name -> agentplane.v1.TaskEvent
+	0,  // 52: agentplane.v1.PublishDeltasRequest.lease:type_name -> agentplane.v1.LeaseRef
+	53, // 53: agentplane.v1.PublishDeltasRequest.deltas:type_name -> agentplane.v1.MessageDelta
+	3,  // 54: agentplane.v1.RuntimeService.LeaseTasks:input_type -> agentplane.v1.LeaseTasksRequest
+	5,  // 55: agentplane.v1.RuntimeService.Heartbeat:input_type -> agentplane.v1.HeartbeatRequest
+	8,  // 56: agentplane.v1.RuntimeService.ReportEvents:input_type -> agentplane.v1.ReportEventsRequest
+	10, // 57: agentplane.v1.RuntimeService.CheckToolCall:input_type -> agentplane.v1.CheckToolCallRequest
+	12, // 58: agentplane.v1.RuntimeService.AwaitDecision:input_type -> agentplane.v1.AwaitDecisionRequest
+	16, // 59: agentplane.v1.RuntimeService.SuspendTask:input_type -> agentplane.v1.SuspendTaskRequest
+	18, // 60: agentplane.v1.RuntimeService.RecordVerdict:input_type -> agentplane.v1.RecordVerdictRequest
+	20, // 61: agentplane.v1.RuntimeService.PauseTask:input_type -> agentplane.v1.PauseTaskRequest
+	22, // 62: agentplane.v1.RuntimeService.CompleteTask:input_type -> agentplane.v1.CompleteTaskRequest
+	24, // 63: agentplane.v1.RuntimeService.FailTask:input_type -> agentplane.v1.FailTaskRequest
+	26, // 64: agentplane.v1.RuntimeService.ReadTaskHistory:input_type -> agentplane.v1.ReadTaskHistoryRequest
+	28, // 65: agentplane.v1.RuntimeService.PublishDeltas:input_type -> agentplane.v1.PublishDeltasRequest
+	4,  // 66: agentplane.v1.RuntimeService.LeaseTasks:output_type -> agentplane.v1.LeaseTasksResponse
+	6,  // 67: agentplane.v1.RuntimeService.Heartbeat:output_type -> agentplane.v1.HeartbeatResponse
+	9,  // 68: agentplane.v1.RuntimeService.ReportEvents:output_type -> agentplane.v1.ReportEventsResponse
+	11, // 69: agentplane.v1.RuntimeService.CheckToolCall:output_type -> agentplane.v1.CheckToolCallResponse
+	13, // 70: agentplane.v1.RuntimeService.AwaitDecision:output_type -> agentplane.v1.AwaitDecisionResponse
+	17, // 71: agentplane.v1.RuntimeService.SuspendTask:output_type -> agentplane.v1.SuspendTaskResponse
+	19, // 72: agentplane.v1.RuntimeService.RecordVerdict:output_type -> agentplane.v1.RecordVerdictResponse
+	21, // 73: agentplane.v1.RuntimeService.PauseTask:output_type -> agentplane.v1.PauseTaskResponse
+	23, // 74: agentplane.v1.RuntimeService.CompleteTask:output_type -> agentplane.v1.CompleteTaskResponse
+	25, // 75: agentplane.v1.RuntimeService.FailTask:output_type -> agentplane.v1.FailTaskResponse
+	27, // 76: agentplane.v1.RuntimeService.ReadTaskHistory:output_type -> agentplane.v1.ReadTaskHistoryResponse
+	29, // 77: agentplane.v1.RuntimeService.PublishDeltas:output_type -> agentplane.v1.PublishDeltasResponse
+	66, // [66:78] is the sub-list for method output_type
+	54, // [54:66] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_runtime_service_proto_init() }
@@ -2132,13 +2513,19 @@ func file_agentplane_v1_runtime_service_proto_init() {
 		(*RuntimeEvent_Note)(nil),
 	}
 	file_agentplane_v1_runtime_service_proto_msgTypes[10].OneofWrappers = []any{}
+	file_agentplane_v1_runtime_service_proto_msgTypes[13].OneofWrappers = []any{
+		(*AwaitDecisionResponse_Decision)(nil),
+		(*AwaitDecisionResponse_Pending)(nil),
+		(*AwaitDecisionResponse_Keepalive)(nil),
+		(*AwaitDecisionResponse_Canceled)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_runtime_service_proto_rawDesc), len(file_agentplane_v1_runtime_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,6 +30,7 @@ const (
 	RuntimeService_CompleteTask_FullMethodName    = "/agentplane.v1.RuntimeService/CompleteTask"
 	RuntimeService_FailTask_FullMethodName        = "/agentplane.v1.RuntimeService/FailTask"
 	RuntimeService_ReadTaskHistory_FullMethodName = "/agentplane.v1.RuntimeService/ReadTaskHistory"
+	RuntimeService_PublishDeltas_FullMethodName   = "/agentplane.v1.RuntimeService/PublishDeltas"
 )
 
 // RuntimeServiceClient is the client API for RuntimeService service.
@@ -40,23 +41,52 @@ const (
 // models and tools. A runtime leases a task, heartbeats to keep it, reports what
 // happens, and ends it. Every write names its lease; a write with a stale lease is
 // FAILED_PRECONDITION with reason lease.lost, so a zombie runtime cannot corrupt a task.
+//
+// Retries: every call is safe to repeat after a lost response. Heartbeat,
+// CheckToolCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
+// idempotent by nature; the other writes take a request_id (at most 128 bytes, unique
+// among the mutating calls on the task): a retry with the same request_id and the same
+// request returns the first call's result (also after the call released the lease or
+// ended the task), the same request_id with a different request is ALREADY_EXISTS
+// (reason task.request_id_reused). A task remembers the last 16 request ids of runtime writes. LeaseTasks
+// needs none: a lease is acknowledged by the runtime's first call under it, and a lease
+// that expires unacknowledged (its response was lost) returns the task to the queue
+// without counting an attempt.
 type RuntimeServiceClient interface {
 	// LeaseTasks long-polls for queued tasks, up to max_tasks, waiting at most wait.
-	// An empty response means nothing was queued in time.
+	// An empty response means nothing was queued in time. A lease is offered until the
+	// runtime acknowledges it with any call under it (Heartbeat, a write,
+	// ReadTaskHistory); an offered lease that expires counts no attempt, so a response
+	// lost to a deadline costs the task nothing but the lease TTL. Runtimes should
+	// heartbeat as soon as they receive a lease.
 	LeaseTasks(ctx context.Context, in *LeaseTasksRequest, opts ...grpc.CallOption) (*LeaseTasksResponse, error)
-	// Heartbeat extends a lease and reports whether the task was canceled.
+	// Heartbeat extends a lease (acknowledging it) and reports whether the task was
+	// canceled.
 	Heartbeat(ctx context.Context, in *HeartbeatRequest, opts ...grpc.CallOption) (*HeartbeatResponse, error)
 	// ReportEvents appends runtime events (messages, tool calls and results, notes) to
 	// the task's log, in one transaction. One call carries at most
 	// Capabilities.limits.max_events_per_report events, each at most max_event_bytes:
 	// more is INVALID_ARGUMENT (reason limit.exceeded) before anything is appended. Within
-	// these limits a call always fits max_request_bytes; split larger batches.
+	// these limits a call always fits max_request_bytes; split larger batches. Retry it
+	// with the same request_id: a retry of a report that was appended returns its
+	// last_sequence and appends nothing.
 	ReportEvents(ctx context.Context, in *ReportEventsRequest, opts ...grpc.CallOption) (*ReportEventsResponse, error)
 	// CheckToolCall asks whether a tool call may run: allow, interrupt (wait for a
 	// decision) or reject (with a synthesized decision). Call and answer are logged.
 	CheckToolCall(ctx context.Context, in *CheckToolCallRequest, opts ...grpc.CallOption) (*CheckToolCallResponse, error)
 	// AwaitDecision waits on a stream for the decision on an interrupt (interactive
-	// delivery). The stream sends one message when the decision exists, then ends.
+	// delivery). See AwaitDecisionResponse for what the stream carries.
+	//
+	// End and errors: the stream ends OK right after the decision, or right after a
+	// canceled message when the task is canceled during the wait (the runtime stops and
+	// writes nothing more). It ends with an error when: the lease is not, or no longer,
+	// the task's current one (FAILED_PRECONDITION, lease.lost; also when it expired
+	// during the wait); the task ended otherwise (FAILED_PRECONDITION, task.terminal);
+	// the interrupt does not exist or belongs to another task (NOT_FOUND); it is a
+	// chat-mode pause, which has no decision (FAILED_PRECONDITION, task.state); the
+	// server shuts down (UNAVAILABLE: reopen it, on this server or another). Reopening
+	// after an error or a dropped stream is safe: a decision made meanwhile is sent at
+	// once.
 	AwaitDecision(ctx context.Context, in *AwaitDecisionRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[AwaitDecisionResponse], error)
 	// SuspendTask gives up the lease while an interrupt is pending (durable delivery):
 	// when the decision arrives the task is queued again and the next lease carries it.
@@ -79,6 +109,12 @@ type RuntimeServiceClient interface {
 	// fenced like a write: a lease that is not the task's current one is lease.lost, a
 	// task that has ended is task.terminal.
 	ReadTaskHistory(ctx context.Context, in *ReadTaskHistoryRequest, opts ...grpc.CallOption) (*ReadTaskHistoryResponse, error)
+	// PublishDeltas hands fragments of messages being produced (a model's streamed
+	// tokens) to the task's live watchers (WatchTaskResponse.message_delta). Nothing is
+	// stored: a watcher that is not connected, or too slow, never sees them, and the
+	// complete message must still be reported with ReportEvents. Fenced like a write
+	// (lease.lost, task.terminal) but it does not acknowledge or extend the lease.
+	PublishDeltas(ctx context.Context, in *PublishDeltasRequest, opts ...grpc.CallOption) (*PublishDeltasResponse, error)
 }
 
 type runtimeServiceClient struct {
@@ -208,6 +244,16 @@ func (c *runtimeServiceClient) ReadTaskHistory(ctx context.Context, in *ReadTask
 	return out, nil
 }
 
+func (c *runtimeServiceClient) PublishDeltas(ctx context.Context, in *PublishDeltasRequest, opts ...grpc.CallOption) (*PublishDeltasResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PublishDeltasResponse)
+	err := c.cc.Invoke(ctx, RuntimeService_PublishDeltas_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RuntimeServiceServer is the server API for RuntimeService service.
 // All implementations must embed UnimplementedRuntimeServiceServer
 // for forward compatibility.
@@ -216,23 +262,52 @@ func (c *runtimeServiceClient) ReadTaskHistory(ctx context.Context, in *ReadTask
 // models and tools. A runtime leases a task, heartbeats to keep it, reports what
 // happens, and ends it. Every write names its lease; a write with a stale lease is
 // FAILED_PRECONDITION with reason lease.lost, so a zombie runtime cannot corrupt a task.
+//
+// Retries: every call is safe to repeat after a lost response. Heartbeat,
+// CheckToolCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
+// idempotent by nature; the other writes take a request_id (at most 128 bytes, unique
+// among the mutating calls on the task): a retry with the same request_id and the same
+// request returns the first call's result (also after the call released the lease or
+// ended the task), the same request_id with a different request is ALREADY_EXISTS
+// (reason task.request_id_reused). A task remembers the last 16 request ids of runtime writes. LeaseTasks
+// needs none: a lease is acknowledged by the runtime's first call under it, and a lease
+// that expires unacknowledged (its response was lost) returns the task to the queue
+// without counting an attempt.
 type RuntimeServiceServer interface {
 	// LeaseTasks long-polls for queued tasks, up to max_tasks, waiting at most wait.
-	// An empty response means nothing was queued in time.
+	// An empty response means nothing was queued in time. A lease is offered until the
+	// runtime acknowledges it with any call under it (Heartbeat, a write,
+	// ReadTaskHistory); an offered lease that expires counts no attempt, so a response
+	// lost to a deadline costs the task nothing but the lease TTL. Runtimes should
+	// heartbeat as soon as they receive a lease.
 	LeaseTasks(context.Context, *LeaseTasksRequest) (*LeaseTasksResponse, error)
-	// Heartbeat extends a lease and reports whether the task was canceled.
+	// Heartbeat extends a lease (acknowledging it) and reports whether the task was
+	// canceled.
 	Heartbeat(context.Context, *HeartbeatRequest) (*HeartbeatResponse, error)
 	// ReportEvents appends runtime events (messages, tool calls and results, notes) to
 	// the task's log, in one transaction. One call carries at most
 	// Capabilities.limits.max_events_per_report events, each at most max_event_bytes:
 	// more is INVALID_ARGUMENT (reason limit.exceeded) before anything is appended. Within
-	// these limits a call always fits max_request_bytes; split larger batches.
+	// these limits a call always fits max_request_bytes; split larger batches. Retry it
+	// with the same request_id: a retry of a report that was appended returns its
+	// last_sequence and appends nothing.
 	ReportEvents(context.Context, *ReportEventsRequest) (*ReportEventsResponse, error)
 	// CheckToolCall asks whether a tool call may run: allow, interrupt (wait for a
 	// decision) or reject (with a synthesized decision). Call and answer are logged.
 	CheckToolCall(context.Context, *CheckToolCallRequest) (*CheckToolCallResponse, error)
 	// AwaitDecision waits on a stream for the decision on an interrupt (interactive
-	// delivery). The stream sends one message when the decision exists, then ends.
+	// delivery). See AwaitDecisionResponse for what the stream carries.
+	//
+	// End and errors: the stream ends OK right after the decision, or right after a
+	// canceled message when the task is canceled during the wait (the runtime stops and
+	// writes nothing more). It ends with an error when: the lease is not, or no longer,
+	// the task's current one (FAILED_PRECONDITION, lease.lost; also when it expired
+	// during the wait); the task ended otherwise (FAILED_PRECONDITION, task.terminal);
+	// the interrupt does not exist or belongs to another task (NOT_FOUND); it is a
+	// chat-mode pause, which has no decision (FAILED_PRECONDITION, task.state); the
+	// server shuts down (UNAVAILABLE: reopen it, on this server or another). Reopening
+	// after an error or a dropped stream is safe: a decision made meanwhile is sent at
+	// once.
 	AwaitDecision(*AwaitDecisionRequest, grpc.ServerStreamingServer[AwaitDecisionResponse]) error
 	// SuspendTask gives up the lease while an interrupt is pending (durable delivery):
 	// when the decision arrives the task is queued again and the next lease carries it.
@@ -255,6 +330,12 @@ type RuntimeServiceServer interface {
 	// fenced like a write: a lease that is not the task's current one is lease.lost, a
 	// task that has ended is task.terminal.
 	ReadTaskHistory(context.Context, *ReadTaskHistoryRequest) (*ReadTaskHistoryResponse, error)
+	// PublishDeltas hands fragments of messages being produced (a model's streamed
+	// tokens) to the task's live watchers (WatchTaskResponse.message_delta). Nothing is
+	// stored: a watcher that is not connected, or too slow, never sees them, and the
+	// complete message must still be reported with ReportEvents. Fenced like a write
+	// (lease.lost, task.terminal) but it does not acknowledge or extend the lease.
+	PublishDeltas(context.Context, *PublishDeltasRequest) (*PublishDeltasResponse, error)
 	mustEmbedUnimplementedRuntimeServiceServer()
 }
 
@@ -297,6 +378,9 @@ func (UnimplementedRuntimeServiceServer) FailTask(context.Context, *FailTaskRequ
 }
 func (UnimplementedRuntimeServiceServer) ReadTaskHistory(context.Context, *ReadTaskHistoryRequest) (*ReadTaskHistoryResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReadTaskHistory not implemented")
+}
+func (UnimplementedRuntimeServiceServer) PublishDeltas(context.Context, *PublishDeltasRequest) (*PublishDeltasResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PublishDeltas not implemented")
 }
 func (UnimplementedRuntimeServiceServer) mustEmbedUnimplementedRuntimeServiceServer() {}
 func (UnimplementedRuntimeServiceServer) testEmbeddedByValue()                        {}
@@ -510,6 +594,24 @@ func _RuntimeService_ReadTaskHistory_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RuntimeService_PublishDeltas_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PublishDeltasRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RuntimeServiceServer).PublishDeltas(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RuntimeService_PublishDeltas_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RuntimeServiceServer).PublishDeltas(ctx, req.(*PublishDeltasRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RuntimeService_ServiceDesc is the grpc.ServiceDesc for RuntimeService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -556,6 +658,10 @@ var RuntimeService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReadTaskHistory",
 			Handler:    _RuntimeService_ReadTaskHistory_Handler,
+		},
+		{
+			MethodName: "PublishDeltas",
+			Handler:    _RuntimeService_PublishDeltas_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -251,7 +251,8 @@ type Task struct {
 	EndTime *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
 	// Sequence number of the newest event in the task's log.
 	LastSequence int64 `protobuf:"varint,13,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
-	// How many leases have been granted for this task.
+	// How many leases have been granted for this task, not counting leases that expired
+	// unacknowledged (their runtime never made a call under them).
 	Attempt int32 `protobuf:"varint,14,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	// Why the task failed, when FAILED.
 	Failure *TaskFailure `protobuf:"bytes,15,opt,name=failure,proto3" json:"failure,omitempty"`
@@ -1933,9 +1934,13 @@ type LeaseChanged struct {
 	// The fencing epoch.
 	Epoch int64 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// The attempt number this lease is.
-	Attempt       int32 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Attempt int32 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// For EXPIRED: the runtime never acknowledged the lease (made no call under it; the
+	// LeaseTasks response may have been lost), so no attempt was counted and the next
+	// lease has the same attempt number.
+	Unacknowledged bool `protobuf:"varint,6,opt,name=unacknowledged,proto3" json:"unacknowledged,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *LeaseChanged) Reset() {
@@ -2001,6 +2006,13 @@ func (x *LeaseChanged) GetAttempt() int32 {
 		return x.Attempt
 	}
 	return 0
+}
+
+func (x *LeaseChanged) GetUnacknowledged() bool {
+	if x != nil {
+		return x.Unacknowledged
+	}
+	return false
 }
 
 // InjectionIgnored says caller-supplied MCP servers or A2A peers were not honoured.
@@ -2381,6 +2393,174 @@ func (x *VerdictRecorded) GetVerdict() *Verdict {
 	return nil
 }
 
+// StreamCaughtUp marks the end of a stream's replay.
+type StreamCaughtUp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Sequence of the last event of the log when the replay ended (the last one sent, or
+	// after_sequence when there was nothing to replay).
+	LastSequence  int64 `protobuf:"varint,1,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamCaughtUp) Reset() {
+	*x = StreamCaughtUp{}
+	mi := &file_agentplane_v1_task_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamCaughtUp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamCaughtUp) ProtoMessage() {}
+
+func (x *StreamCaughtUp) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamCaughtUp.ProtoReflect.Descriptor instead.
+func (*StreamCaughtUp) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *StreamCaughtUp) GetLastSequence() int64 {
+	if x != nil {
+		return x.LastSequence
+	}
+	return 0
+}
+
+// StreamKeepalive is sent on an idle stream so that proxies and load balancers do not
+// close it and the client can tell a quiet stream from a dead one.
+type StreamKeepalive struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The server's time when it was sent.
+	Time          *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamKeepalive) Reset() {
+	*x = StreamKeepalive{}
+	mi := &file_agentplane_v1_task_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamKeepalive) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamKeepalive) ProtoMessage() {}
+
+func (x *StreamKeepalive) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamKeepalive.ProtoReflect.Descriptor instead.
+func (*StreamKeepalive) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *StreamKeepalive) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+// MessageDelta is a fragment of a message being produced (a model's streamed tokens).
+type MessageDelta struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The id the runtime gives the message being produced; every delta of one message
+	// carries the same id, which the complete message's event carries too once reported.
+	MessageId string `protobuf:"bytes,1,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	// Text to append to what the earlier deltas of this message_id carried.
+	TextDelta string `protobuf:"bytes,2,opt,name=text_delta,json=textDelta,proto3" json:"text_delta,omitempty"`
+	// Agent (graph node) producing the message.
+	Node string `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	// Sequence of the task's newest event when the delta was published.
+	AfterSequence int64 `protobuf:"varint,4,opt,name=after_sequence,json=afterSequence,proto3" json:"after_sequence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MessageDelta) Reset() {
+	*x = MessageDelta{}
+	mi := &file_agentplane_v1_task_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MessageDelta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MessageDelta) ProtoMessage() {}
+
+func (x *MessageDelta) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MessageDelta.ProtoReflect.Descriptor instead.
+func (*MessageDelta) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *MessageDelta) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+func (x *MessageDelta) GetTextDelta() string {
+	if x != nil {
+		return x.TextDelta
+	}
+	return ""
+}
+
+func (x *MessageDelta) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *MessageDelta) GetAfterSequence() int64 {
+	if x != nil {
+		return x.AfterSequence
+	}
+	return 0
+}
+
 var File_agentplane_v1_task_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_proto_rawDesc = "" +
@@ -2529,14 +2709,15 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"attributes\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xac\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd4\x01\n" +
 	"\fLeaseChanged\x122\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1e.agentplane.v1.LeaseChangeKindR\x04kind\x12\x1d\n" +
 	"\n" +
 	"runtime_id\x18\x02 \x01(\tR\truntimeId\x12\x19\n" +
 	"\blease_id\x18\x03 \x01(\tR\aleaseId\x12\x14\n" +
 	"\x05epoch\x18\x04 \x01(\x03R\x05epoch\x12\x18\n" +
-	"\aattempt\x18\x05 \x01(\x05R\aattempt\"@\n" +
+	"\aattempt\x18\x05 \x01(\x05R\aattempt\x12&\n" +
+	"\x0eunacknowledged\x18\x06 \x01(\bR\x0eunacknowledged\"@\n" +
 	"\x10InjectionIgnored\x12\x14\n" +
 	"\x05names\x18\x01 \x03(\tR\x05names\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"c\n" +
@@ -2555,7 +2736,18 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\finterrupt_id\x18\x01 \x01(\tR\vinterruptId\x123\n" +
 	"\bdecision\x18\x02 \x01(\v2\x17.agentplane.v1.DecisionR\bdecision\"C\n" +
 	"\x0fVerdictRecorded\x120\n" +
-	"\averdict\x18\x01 \x01(\v2\x16.agentplane.v1.VerdictR\averdict*\xc2\x01\n" +
+	"\averdict\x18\x01 \x01(\v2\x16.agentplane.v1.VerdictR\averdict\"5\n" +
+	"\x0eStreamCaughtUp\x12#\n" +
+	"\rlast_sequence\x18\x01 \x01(\x03R\flastSequence\"A\n" +
+	"\x0fStreamKeepalive\x12.\n" +
+	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\x87\x01\n" +
+	"\fMessageDelta\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x01 \x01(\tR\tmessageId\x12\x1d\n" +
+	"\n" +
+	"text_delta\x18\x02 \x01(\tR\ttextDelta\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\x12%\n" +
+	"\x0eafter_sequence\x18\x04 \x01(\x03R\rafterSequence*\xc2\x01\n" +
 	"\tTaskState\x12\x1a\n" +
 	"\x16TASK_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14TASK_STATE_SUBMITTED\x10\x01\x12\x16\n" +
@@ -2588,7 +2780,7 @@ func file_agentplane_v1_task_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_v1_task_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_agentplane_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_agentplane_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_agentplane_v1_task_proto_goTypes = []any{
 	(TaskState)(0),                // 0: agentplane.v1.TaskState
 	(MessageRole)(0),              // 1: agentplane.v1.MessageRole
@@ -2616,48 +2808,51 @@ var file_agentplane_v1_task_proto_goTypes = []any{
 	(*InterruptRaised)(nil),       // 23: agentplane.v1.InterruptRaised
 	(*InterruptResolved)(nil),     // 24: agentplane.v1.InterruptResolved
 	(*VerdictRecorded)(nil),       // 25: agentplane.v1.VerdictRecorded
-	nil,                           // 26: agentplane.v1.Task.LabelsEntry
-	nil,                           // 27: agentplane.v1.RuntimeNote.AttributesEntry
-	(*AgentSpec)(nil),             // 28: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),             // 29: agentplane.v1.GraphSpec
-	(*timestamppb.Timestamp)(nil), // 30: google.protobuf.Timestamp
-	(*InterruptPolicy)(nil),       // 31: agentplane.v1.InterruptPolicy
-	(*McpServer)(nil),             // 32: agentplane.v1.McpServer
-	(*A2APeer)(nil),               // 33: agentplane.v1.A2aPeer
-	(*ToolAxisOverride)(nil),      // 34: agentplane.v1.ToolAxisOverride
-	(*durationpb.Duration)(nil),   // 35: google.protobuf.Duration
-	(*McpServerInfo)(nil),         // 36: agentplane.v1.McpServerInfo
-	(*A2APeerInfo)(nil),           // 37: agentplane.v1.A2aPeerInfo
-	(*structpb.Value)(nil),        // 38: google.protobuf.Value
-	(*ToolGated)(nil),             // 39: agentplane.v1.ToolGated
-	(*structpb.Struct)(nil),       // 40: google.protobuf.Struct
-	(*Interrupt)(nil),             // 41: agentplane.v1.Interrupt
-	(*Decision)(nil),              // 42: agentplane.v1.Decision
-	(*Verdict)(nil),               // 43: agentplane.v1.Verdict
+	(*StreamCaughtUp)(nil),        // 26: agentplane.v1.StreamCaughtUp
+	(*StreamKeepalive)(nil),       // 27: agentplane.v1.StreamKeepalive
+	(*MessageDelta)(nil),          // 28: agentplane.v1.MessageDelta
+	nil,                           // 29: agentplane.v1.Task.LabelsEntry
+	nil,                           // 30: agentplane.v1.RuntimeNote.AttributesEntry
+	(*AgentSpec)(nil),             // 31: agentplane.v1.AgentSpec
+	(*GraphSpec)(nil),             // 32: agentplane.v1.GraphSpec
+	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
+	(*InterruptPolicy)(nil),       // 34: agentplane.v1.InterruptPolicy
+	(*McpServer)(nil),             // 35: agentplane.v1.McpServer
+	(*A2APeer)(nil),               // 36: agentplane.v1.A2aPeer
+	(*ToolAxisOverride)(nil),      // 37: agentplane.v1.ToolAxisOverride
+	(*durationpb.Duration)(nil),   // 38: google.protobuf.Duration
+	(*McpServerInfo)(nil),         // 39: agentplane.v1.McpServerInfo
+	(*A2APeerInfo)(nil),           // 40: agentplane.v1.A2aPeerInfo
+	(*structpb.Value)(nil),        // 41: google.protobuf.Value
+	(*ToolGated)(nil),             // 42: agentplane.v1.ToolGated
+	(*structpb.Struct)(nil),       // 43: google.protobuf.Struct
+	(*Interrupt)(nil),             // 44: agentplane.v1.Interrupt
+	(*Decision)(nil),              // 45: agentplane.v1.Decision
+	(*Verdict)(nil),               // 46: agentplane.v1.Verdict
 }
 var file_agentplane_v1_task_proto_depIdxs = []int32{
 	0,  // 0: agentplane.v1.Task.state:type_name -> agentplane.v1.TaskState
-	28, // 1: agentplane.v1.Task.agent:type_name -> agentplane.v1.AgentSpec
-	29, // 2: agentplane.v1.Task.graph:type_name -> agentplane.v1.GraphSpec
-	26, // 3: agentplane.v1.Task.labels:type_name -> agentplane.v1.Task.LabelsEntry
-	30, // 4: agentplane.v1.Task.create_time:type_name -> google.protobuf.Timestamp
-	30, // 5: agentplane.v1.Task.update_time:type_name -> google.protobuf.Timestamp
-	30, // 6: agentplane.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	31, // 1: agentplane.v1.Task.agent:type_name -> agentplane.v1.AgentSpec
+	32, // 2: agentplane.v1.Task.graph:type_name -> agentplane.v1.GraphSpec
+	29, // 3: agentplane.v1.Task.labels:type_name -> agentplane.v1.Task.LabelsEntry
+	33, // 4: agentplane.v1.Task.create_time:type_name -> google.protobuf.Timestamp
+	33, // 5: agentplane.v1.Task.update_time:type_name -> google.protobuf.Timestamp
+	33, // 6: agentplane.v1.Task.end_time:type_name -> google.protobuf.Timestamp
 	5,  // 7: agentplane.v1.Task.failure:type_name -> agentplane.v1.TaskFailure
 	6,  // 8: agentplane.v1.Task.output:type_name -> agentplane.v1.TaskOutput
-	31, // 9: agentplane.v1.Task.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	32, // 10: agentplane.v1.Task.mcp_servers:type_name -> agentplane.v1.McpServer
-	33, // 11: agentplane.v1.Task.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	34, // 12: agentplane.v1.Task.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	35, // 13: agentplane.v1.Task.interrupt_timeout:type_name -> google.protobuf.Duration
-	36, // 14: agentplane.v1.Task.effective_mcp_servers:type_name -> agentplane.v1.McpServerInfo
-	37, // 15: agentplane.v1.Task.effective_a2a_peers:type_name -> agentplane.v1.A2aPeerInfo
+	34, // 9: agentplane.v1.Task.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	35, // 10: agentplane.v1.Task.mcp_servers:type_name -> agentplane.v1.McpServer
+	36, // 11: agentplane.v1.Task.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	37, // 12: agentplane.v1.Task.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	38, // 13: agentplane.v1.Task.interrupt_timeout:type_name -> google.protobuf.Duration
+	39, // 14: agentplane.v1.Task.effective_mcp_servers:type_name -> agentplane.v1.McpServerInfo
+	40, // 15: agentplane.v1.Task.effective_a2a_peers:type_name -> agentplane.v1.A2aPeerInfo
 	4,  // 16: agentplane.v1.Task.trace_context:type_name -> agentplane.v1.TraceContext
 	10, // 17: agentplane.v1.Task.input:type_name -> agentplane.v1.Message
 	14, // 18: agentplane.v1.Task.usage:type_name -> agentplane.v1.TokenUsage
-	38, // 19: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
+	41, // 19: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
 	10, // 20: agentplane.v1.TaskOutput.message:type_name -> agentplane.v1.Message
-	30, // 21: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
+	33, // 21: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
 	8,  // 22: agentplane.v1.TaskEvent.submitted:type_name -> agentplane.v1.TaskSubmitted
 	9,  // 23: agentplane.v1.TaskEvent.state_changed:type_name -> agentplane.v1.StateChanged
 	10, // 24: agentplane.v1.TaskEvent.message:type_name -> agentplane.v1.Message
@@ -2665,7 +2860,7 @@ var file_agentplane_v1_task_proto_depIdxs = []int32{
 	16, // 26: agentplane.v1.TaskEvent.tool_result:type_name -> agentplane.v1.ToolResult
 	17, // 27: agentplane.v1.TaskEvent.note:type_name -> agentplane.v1.RuntimeNote
 	18, // 28: agentplane.v1.TaskEvent.lease:type_name -> agentplane.v1.LeaseChanged
-	39, // 29: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
+	42, // 29: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
 	23, // 30: agentplane.v1.TaskEvent.interrupt_raised:type_name -> agentplane.v1.InterruptRaised
 	24, // 31: agentplane.v1.TaskEvent.interrupt_resolved:type_name -> agentplane.v1.InterruptResolved
 	25, // 32: agentplane.v1.TaskEvent.verdict_recorded:type_name -> agentplane.v1.VerdictRecorded
@@ -2682,19 +2877,20 @@ var file_agentplane_v1_task_proto_depIdxs = []int32{
 	14, // 43: agentplane.v1.Message.usage:type_name -> agentplane.v1.TokenUsage
 	12, // 44: agentplane.v1.Part.data:type_name -> agentplane.v1.DataPart
 	13, // 45: agentplane.v1.Part.file:type_name -> agentplane.v1.FilePart
-	40, // 46: agentplane.v1.DataPart.data:type_name -> google.protobuf.Struct
-	38, // 47: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
-	27, // 48: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
+	43, // 46: agentplane.v1.DataPart.data:type_name -> google.protobuf.Struct
+	41, // 47: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
+	30, // 48: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
 	2,  // 49: agentplane.v1.LeaseChanged.kind:type_name -> agentplane.v1.LeaseChangeKind
 	21, // 50: agentplane.v1.EntriesDropped.entries:type_name -> agentplane.v1.DroppedEntry
-	41, // 51: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
-	42, // 52: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
-	43, // 53: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
-	54, // [54:54] is the sub-list for method output_type
-	54, // [54:54] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	44, // 51: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
+	45, // 52: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
+	46, // 53: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
+	33, // 54: agentplane.v1.StreamKeepalive.time:type_name -> google.protobuf.Timestamp
+	55, // [55:55] is the sub-list for method output_type
+	55, // [55:55] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_task_proto_init() }
@@ -2744,7 +2940,7 @@ func file_agentplane_v1_task_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_task_proto_rawDesc), len(file_agentplane_v1_task_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   25,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

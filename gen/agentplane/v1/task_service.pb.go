@@ -406,7 +406,11 @@ type ContinueTaskRequest struct {
 	//
 	//	*ContinueTaskRequest_Message
 	//	*ContinueTaskRequest_ToolOutputs
-	Input         isContinueTaskRequest_Input `protobuf_oneof:"input"`
+	Input isContinueTaskRequest_Input `protobuf_oneof:"input"`
+	// Idempotency key chosen by the caller (at most 128 bytes), unique among the
+	// mutating calls on this task; recommended. The task remembers the last 16 ids of
+	// such calls (ContinueTask, CancelTask, ResolveInterrupt), for as long as it is kept.
+	RequestId     string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -471,6 +475,13 @@ func (x *ContinueTaskRequest) GetToolOutputs() *ToolOutputs {
 		}
 	}
 	return nil
+}
+
+func (x *ContinueTaskRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
 }
 
 type isContinueTaskRequest_Input interface {
@@ -927,7 +938,9 @@ type CancelTaskRequest struct {
 	// The task.
 	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	// Why.
-	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Idempotency key, as ContinueTaskRequest.request_id.
+	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -972,6 +985,13 @@ func (x *CancelTaskRequest) GetTaskId() string {
 func (x *CancelTaskRequest) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *CancelTaskRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
 	}
 	return ""
 }
@@ -1077,11 +1097,18 @@ func (x *WatchTaskRequest) GetAfterSequence() int64 {
 	return 0
 }
 
-// WatchTaskResponse carries one event.
+// WatchTaskResponse is one message of a watch: exactly one arm is set.
 type WatchTaskResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The event.
-	Event         *TaskEvent `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	// What this message is.
+	//
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*WatchTaskResponse_Event
+	//	*WatchTaskResponse_CaughtUp
+	//	*WatchTaskResponse_Keepalive
+	//	*WatchTaskResponse_MessageDelta
+	Kind          isWatchTaskResponse_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1116,11 +1143,217 @@ func (*WatchTaskResponse) Descriptor() ([]byte, []int) {
 	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{13}
 }
 
-func (x *WatchTaskResponse) GetEvent() *TaskEvent {
+func (x *WatchTaskResponse) GetKind() isWatchTaskResponse_Kind {
 	if x != nil {
-		return x.Event
+		return x.Kind
 	}
 	return nil
+}
+
+func (x *WatchTaskResponse) GetEvent() *TaskEvent {
+	if x != nil {
+		if x, ok := x.Kind.(*WatchTaskResponse_Event); ok {
+			return x.Event
+		}
+	}
+	return nil
+}
+
+func (x *WatchTaskResponse) GetCaughtUp() *StreamCaughtUp {
+	if x != nil {
+		if x, ok := x.Kind.(*WatchTaskResponse_CaughtUp); ok {
+			return x.CaughtUp
+		}
+	}
+	return nil
+}
+
+func (x *WatchTaskResponse) GetKeepalive() *StreamKeepalive {
+	if x != nil {
+		if x, ok := x.Kind.(*WatchTaskResponse_Keepalive); ok {
+			return x.Keepalive
+		}
+	}
+	return nil
+}
+
+func (x *WatchTaskResponse) GetMessageDelta() *MessageDelta {
+	if x != nil {
+		if x, ok := x.Kind.(*WatchTaskResponse_MessageDelta); ok {
+			return x.MessageDelta
+		}
+	}
+	return nil
+}
+
+type isWatchTaskResponse_Kind interface {
+	isWatchTaskResponse_Kind()
+}
+
+type WatchTaskResponse_Event struct {
+	// The next event of the log (sequence = the previous event's + 1).
+	Event *TaskEvent `protobuf:"bytes,1,opt,name=event,proto3,oneof"`
+}
+
+type WatchTaskResponse_CaughtUp struct {
+	// The replay from the store has reached the end of the log; what follows is live.
+	// Sent once per stream, before any live event; not sent when the replay ends with
+	// the terminal event.
+	CaughtUp *StreamCaughtUp `protobuf:"bytes,2,opt,name=caught_up,json=caughtUp,proto3,oneof"`
+}
+
+type WatchTaskResponse_Keepalive struct {
+	// Nothing happened for a while (limits.stream_keepalive_interval); the stream is
+	// alive. Sent only on an idle stream. Carries nothing to act on.
+	Keepalive *StreamKeepalive `protobuf:"bytes,3,opt,name=keepalive,proto3,oneof"`
+}
+
+type WatchTaskResponse_MessageDelta struct {
+	// A fragment of a message a runtime is producing. Ephemeral: not in the log, not
+	// replayed, sent only to watchers that are live when it is published, and may be
+	// dropped for a slow watcher. The complete message arrives later as an event.
+	MessageDelta *MessageDelta `protobuf:"bytes,4,opt,name=message_delta,json=messageDelta,proto3,oneof"`
+}
+
+func (*WatchTaskResponse_Event) isWatchTaskResponse_Kind() {}
+
+func (*WatchTaskResponse_CaughtUp) isWatchTaskResponse_Kind() {}
+
+func (*WatchTaskResponse_Keepalive) isWatchTaskResponse_Kind() {}
+
+func (*WatchTaskResponse_MessageDelta) isWatchTaskResponse_Kind() {}
+
+// ListTaskEventsRequest pages a task's log.
+type ListTaskEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The task.
+	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// Maximum events per page; 0 means 50; capped at 500. A page also stops before its
+	// encoded events would pass limits.max_list_response_bytes (but holds at least one
+	// event).
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Opaque token from a previous response of the same task; when set, after_sequence
+	// is ignored.
+	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Start after this sequence; 0 lists from the first event.
+	AfterSequence int64 `protobuf:"varint,4,opt,name=after_sequence,json=afterSequence,proto3" json:"after_sequence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTaskEventsRequest) Reset() {
+	*x = ListTaskEventsRequest{}
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTaskEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTaskEventsRequest) ProtoMessage() {}
+
+func (x *ListTaskEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTaskEventsRequest.ProtoReflect.Descriptor instead.
+func (*ListTaskEventsRequest) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListTaskEventsRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *ListTaskEventsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListTaskEventsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListTaskEventsRequest) GetAfterSequence() int64 {
+	if x != nil {
+		return x.AfterSequence
+	}
+	return 0
+}
+
+// ListTaskEventsResponse is one page of a task's log.
+type ListTaskEventsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Events in sequence order.
+	Events []*TaskEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	// Token for the next page; empty when the page reached the end of the log as it was
+	// when read (events appended later are listed by a new call with after_sequence, or
+	// followed live with WatchTask).
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTaskEventsResponse) Reset() {
+	*x = ListTaskEventsResponse{}
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTaskEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTaskEventsResponse) ProtoMessage() {}
+
+func (x *ListTaskEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTaskEventsResponse.ProtoReflect.Descriptor instead.
+func (*ListTaskEventsResponse) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ListTaskEventsResponse) GetEvents() []*TaskEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *ListTaskEventsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // ListVerdictsRequest pages a task's verdicts.
@@ -1138,7 +1371,7 @@ type ListVerdictsRequest struct {
 
 func (x *ListVerdictsRequest) Reset() {
 	*x = ListVerdictsRequest{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[14]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1150,7 +1383,7 @@ func (x *ListVerdictsRequest) String() string {
 func (*ListVerdictsRequest) ProtoMessage() {}
 
 func (x *ListVerdictsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[14]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1163,7 +1396,7 @@ func (x *ListVerdictsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListVerdictsRequest.ProtoReflect.Descriptor instead.
 func (*ListVerdictsRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{14}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListVerdictsRequest) GetTaskId() string {
@@ -1200,7 +1433,7 @@ type ListVerdictsResponse struct {
 
 func (x *ListVerdictsResponse) Reset() {
 	*x = ListVerdictsResponse{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[15]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1212,7 +1445,7 @@ func (x *ListVerdictsResponse) String() string {
 func (*ListVerdictsResponse) ProtoMessage() {}
 
 func (x *ListVerdictsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[15]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1225,7 +1458,7 @@ func (x *ListVerdictsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListVerdictsResponse.ProtoReflect.Descriptor instead.
 func (*ListVerdictsResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{15}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListVerdictsResponse) GetVerdicts() []*Verdict {
@@ -1259,7 +1492,7 @@ type ListObligationsRequest struct {
 
 func (x *ListObligationsRequest) Reset() {
 	*x = ListObligationsRequest{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[16]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1271,7 +1504,7 @@ func (x *ListObligationsRequest) String() string {
 func (*ListObligationsRequest) ProtoMessage() {}
 
 func (x *ListObligationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[16]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1284,7 +1517,7 @@ func (x *ListObligationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListObligationsRequest.ProtoReflect.Descriptor instead.
 func (*ListObligationsRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{16}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListObligationsRequest) GetTaskId() string {
@@ -1328,7 +1561,7 @@ type ListObligationsResponse struct {
 
 func (x *ListObligationsResponse) Reset() {
 	*x = ListObligationsResponse{}
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[17]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1340,7 +1573,7 @@ func (x *ListObligationsResponse) String() string {
 func (*ListObligationsResponse) ProtoMessage() {}
 
 func (x *ListObligationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_service_proto_msgTypes[17]
+	mi := &file_agentplane_v1_task_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1353,7 +1586,7 @@ func (x *ListObligationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListObligationsResponse.ProtoReflect.Descriptor instead.
 func (*ListObligationsResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{17}
+	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListObligationsResponse) GetObligations() []*Obligation {
@@ -1403,11 +1636,13 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\x04specJ\x04\b\a\x10\b\"V\n" +
 	"\x11StartTaskResponse\x12'\n" +
 	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated\"\xb2\x01\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"\xd1\x01\n" +
 	"\x13ContinueTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x122\n" +
 	"\amessage\x18\x03 \x01(\v2\x16.agentplane.v1.MessageH\x00R\amessage\x12?\n" +
-	"\ftool_outputs\x18\x04 \x01(\v2\x1a.agentplane.v1.ToolOutputsH\x00R\vtoolOutputsB\a\n" +
+	"\ftool_outputs\x18\x04 \x01(\v2\x1a.agentplane.v1.ToolOutputsH\x00R\vtoolOutputs\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x05 \x01(\tR\trequestIdB\a\n" +
 	"\x05inputJ\x04\b\x02\x10\x03\"B\n" +
 	"\vToolOutputs\x123\n" +
 	"\aoutputs\x18\x01 \x03(\v2\x19.agentplane.v1.ToolOutputR\aoutputs\"p\n" +
@@ -1435,17 +1670,32 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\x05queue\x18\b \x01(\tR\x05queueJ\x04\b\x04\x10\x05R\x06labels\"f\n" +
 	"\x11ListTasksResponse\x12)\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x13.agentplane.v1.TaskR\x05tasks\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"D\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"c\n" +
 	"\x11CancelTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"=\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\"=\n" +
 	"\x12CancelTaskResponse\x12'\n" +
 	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\"R\n" +
 	"\x10WatchTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12%\n" +
-	"\x0eafter_sequence\x18\x02 \x01(\x03R\rafterSequence\"C\n" +
-	"\x11WatchTaskResponse\x12.\n" +
-	"\x05event\x18\x01 \x01(\v2\x18.agentplane.v1.TaskEventR\x05event\"j\n" +
+	"\x0eafter_sequence\x18\x02 \x01(\x03R\rafterSequence\"\x8f\x02\n" +
+	"\x11WatchTaskResponse\x120\n" +
+	"\x05event\x18\x01 \x01(\v2\x18.agentplane.v1.TaskEventH\x00R\x05event\x12<\n" +
+	"\tcaught_up\x18\x02 \x01(\v2\x1d.agentplane.v1.StreamCaughtUpH\x00R\bcaughtUp\x12>\n" +
+	"\tkeepalive\x18\x03 \x01(\v2\x1e.agentplane.v1.StreamKeepaliveH\x00R\tkeepalive\x12B\n" +
+	"\rmessage_delta\x18\x04 \x01(\v2\x1b.agentplane.v1.MessageDeltaH\x00R\fmessageDeltaB\x06\n" +
+	"\x04kind\"\x93\x01\n" +
+	"\x15ListTaskEventsRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\x12%\n" +
+	"\x0eafter_sequence\x18\x04 \x01(\x03R\rafterSequence\"r\n" +
+	"\x16ListTaskEventsResponse\x120\n" +
+	"\x06events\x18\x01 \x03(\v2\x18.agentplane.v1.TaskEventR\x06events\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"j\n" +
 	"\x13ListVerdictsRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
@@ -1466,7 +1716,7 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\bTaskView\x12\x19\n" +
 	"\x15TASK_VIEW_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fTASK_VIEW_BASIC\x10\x01\x12\x12\n" +
-	"\x0eTASK_VIEW_FULL\x10\x022\xb0\x05\n" +
+	"\x0eTASK_VIEW_FULL\x10\x022\x8f\x06\n" +
 	"\vTaskService\x12N\n" +
 	"\tStartTask\x12\x1f.agentplane.v1.StartTaskRequest\x1a .agentplane.v1.StartTaskResponse\x12W\n" +
 	"\fContinueTask\x12\".agentplane.v1.ContinueTaskRequest\x1a#.agentplane.v1.ContinueTaskResponse\x12H\n" +
@@ -1476,7 +1726,8 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"CancelTask\x12 .agentplane.v1.CancelTaskRequest\x1a!.agentplane.v1.CancelTaskResponse\x12P\n" +
 	"\tWatchTask\x12\x1f.agentplane.v1.WatchTaskRequest\x1a .agentplane.v1.WatchTaskResponse0\x01\x12W\n" +
 	"\fListVerdicts\x12\".agentplane.v1.ListVerdictsRequest\x1a#.agentplane.v1.ListVerdictsResponse\x12`\n" +
-	"\x0fListObligations\x12%.agentplane.v1.ListObligationsRequest\x1a&.agentplane.v1.ListObligationsResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
+	"\x0fListObligations\x12%.agentplane.v1.ListObligationsRequest\x1a&.agentplane.v1.ListObligationsResponse\x12]\n" +
+	"\x0eListTaskEvents\x12$.agentplane.v1.ListTaskEventsRequest\x1a%.agentplane.v1.ListTaskEventsResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (
 	file_agentplane_v1_task_service_proto_rawDescOnce sync.Once
@@ -1491,7 +1742,7 @@ func file_agentplane_v1_task_service_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_v1_task_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentplane_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_agentplane_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_agentplane_v1_task_service_proto_goTypes = []any{
 	(TaskView)(0),                   // 0: agentplane.v1.TaskView
 	(*StartTaskRequest)(nil),        // 1: agentplane.v1.StartTaskRequest
@@ -1508,82 +1759,93 @@ var file_agentplane_v1_task_service_proto_goTypes = []any{
 	(*CancelTaskResponse)(nil),      // 12: agentplane.v1.CancelTaskResponse
 	(*WatchTaskRequest)(nil),        // 13: agentplane.v1.WatchTaskRequest
 	(*WatchTaskResponse)(nil),       // 14: agentplane.v1.WatchTaskResponse
-	(*ListVerdictsRequest)(nil),     // 15: agentplane.v1.ListVerdictsRequest
-	(*ListVerdictsResponse)(nil),    // 16: agentplane.v1.ListVerdictsResponse
-	(*ListObligationsRequest)(nil),  // 17: agentplane.v1.ListObligationsRequest
-	(*ListObligationsResponse)(nil), // 18: agentplane.v1.ListObligationsResponse
-	nil,                             // 19: agentplane.v1.StartTaskRequest.LabelsEntry
-	(*AgentSpec)(nil),               // 20: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),               // 21: agentplane.v1.GraphSpec
-	(*structpb.Struct)(nil),         // 22: google.protobuf.Struct
-	(DocumentFormat)(0),             // 23: agentplane.v1.DocumentFormat
-	(*InterruptPolicy)(nil),         // 24: agentplane.v1.InterruptPolicy
-	(*McpServerList)(nil),           // 25: agentplane.v1.McpServerList
-	(*A2APeerList)(nil),             // 26: agentplane.v1.A2aPeerList
-	(*ToolAxisOverride)(nil),        // 27: agentplane.v1.ToolAxisOverride
-	(*durationpb.Duration)(nil),     // 28: google.protobuf.Duration
-	(*Message)(nil),                 // 29: agentplane.v1.Message
-	(*Task)(nil),                    // 30: agentplane.v1.Task
-	(*structpb.Value)(nil),          // 31: google.protobuf.Value
-	(TaskState)(0),                  // 32: agentplane.v1.TaskState
-	(*timestamppb.Timestamp)(nil),   // 33: google.protobuf.Timestamp
-	(*TaskEvent)(nil),               // 34: agentplane.v1.TaskEvent
-	(*Verdict)(nil),                 // 35: agentplane.v1.Verdict
-	(ObligationState)(0),            // 36: agentplane.v1.ObligationState
-	(*Obligation)(nil),              // 37: agentplane.v1.Obligation
+	(*ListTaskEventsRequest)(nil),   // 15: agentplane.v1.ListTaskEventsRequest
+	(*ListTaskEventsResponse)(nil),  // 16: agentplane.v1.ListTaskEventsResponse
+	(*ListVerdictsRequest)(nil),     // 17: agentplane.v1.ListVerdictsRequest
+	(*ListVerdictsResponse)(nil),    // 18: agentplane.v1.ListVerdictsResponse
+	(*ListObligationsRequest)(nil),  // 19: agentplane.v1.ListObligationsRequest
+	(*ListObligationsResponse)(nil), // 20: agentplane.v1.ListObligationsResponse
+	nil,                             // 21: agentplane.v1.StartTaskRequest.LabelsEntry
+	(*AgentSpec)(nil),               // 22: agentplane.v1.AgentSpec
+	(*GraphSpec)(nil),               // 23: agentplane.v1.GraphSpec
+	(*structpb.Struct)(nil),         // 24: google.protobuf.Struct
+	(DocumentFormat)(0),             // 25: agentplane.v1.DocumentFormat
+	(*InterruptPolicy)(nil),         // 26: agentplane.v1.InterruptPolicy
+	(*McpServerList)(nil),           // 27: agentplane.v1.McpServerList
+	(*A2APeerList)(nil),             // 28: agentplane.v1.A2aPeerList
+	(*ToolAxisOverride)(nil),        // 29: agentplane.v1.ToolAxisOverride
+	(*durationpb.Duration)(nil),     // 30: google.protobuf.Duration
+	(*Message)(nil),                 // 31: agentplane.v1.Message
+	(*Task)(nil),                    // 32: agentplane.v1.Task
+	(*structpb.Value)(nil),          // 33: google.protobuf.Value
+	(TaskState)(0),                  // 34: agentplane.v1.TaskState
+	(*timestamppb.Timestamp)(nil),   // 35: google.protobuf.Timestamp
+	(*TaskEvent)(nil),               // 36: agentplane.v1.TaskEvent
+	(*StreamCaughtUp)(nil),          // 37: agentplane.v1.StreamCaughtUp
+	(*StreamKeepalive)(nil),         // 38: agentplane.v1.StreamKeepalive
+	(*MessageDelta)(nil),            // 39: agentplane.v1.MessageDelta
+	(*Verdict)(nil),                 // 40: agentplane.v1.Verdict
+	(ObligationState)(0),            // 41: agentplane.v1.ObligationState
+	(*Obligation)(nil),              // 42: agentplane.v1.Obligation
 }
 var file_agentplane_v1_task_service_proto_depIdxs = []int32{
-	20, // 0: agentplane.v1.StartTaskRequest.agent:type_name -> agentplane.v1.AgentSpec
-	21, // 1: agentplane.v1.StartTaskRequest.graph:type_name -> agentplane.v1.GraphSpec
-	22, // 2: agentplane.v1.StartTaskRequest.spec_json:type_name -> google.protobuf.Struct
-	23, // 3: agentplane.v1.StartTaskRequest.format:type_name -> agentplane.v1.DocumentFormat
-	19, // 4: agentplane.v1.StartTaskRequest.labels:type_name -> agentplane.v1.StartTaskRequest.LabelsEntry
-	24, // 5: agentplane.v1.StartTaskRequest.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	25, // 6: agentplane.v1.StartTaskRequest.mcp_servers:type_name -> agentplane.v1.McpServerList
-	26, // 7: agentplane.v1.StartTaskRequest.a2a_peers:type_name -> agentplane.v1.A2aPeerList
-	27, // 8: agentplane.v1.StartTaskRequest.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	28, // 9: agentplane.v1.StartTaskRequest.interrupt_timeout:type_name -> google.protobuf.Duration
+	22, // 0: agentplane.v1.StartTaskRequest.agent:type_name -> agentplane.v1.AgentSpec
+	23, // 1: agentplane.v1.StartTaskRequest.graph:type_name -> agentplane.v1.GraphSpec
+	24, // 2: agentplane.v1.StartTaskRequest.spec_json:type_name -> google.protobuf.Struct
+	25, // 3: agentplane.v1.StartTaskRequest.format:type_name -> agentplane.v1.DocumentFormat
+	21, // 4: agentplane.v1.StartTaskRequest.labels:type_name -> agentplane.v1.StartTaskRequest.LabelsEntry
+	26, // 5: agentplane.v1.StartTaskRequest.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	27, // 6: agentplane.v1.StartTaskRequest.mcp_servers:type_name -> agentplane.v1.McpServerList
+	28, // 7: agentplane.v1.StartTaskRequest.a2a_peers:type_name -> agentplane.v1.A2aPeerList
+	29, // 8: agentplane.v1.StartTaskRequest.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	30, // 9: agentplane.v1.StartTaskRequest.interrupt_timeout:type_name -> google.protobuf.Duration
 	0,  // 10: agentplane.v1.StartTaskRequest.view:type_name -> agentplane.v1.TaskView
-	29, // 11: agentplane.v1.StartTaskRequest.input:type_name -> agentplane.v1.Message
-	30, // 12: agentplane.v1.StartTaskResponse.task:type_name -> agentplane.v1.Task
-	29, // 13: agentplane.v1.ContinueTaskRequest.message:type_name -> agentplane.v1.Message
+	31, // 11: agentplane.v1.StartTaskRequest.input:type_name -> agentplane.v1.Message
+	32, // 12: agentplane.v1.StartTaskResponse.task:type_name -> agentplane.v1.Task
+	31, // 13: agentplane.v1.ContinueTaskRequest.message:type_name -> agentplane.v1.Message
 	4,  // 14: agentplane.v1.ContinueTaskRequest.tool_outputs:type_name -> agentplane.v1.ToolOutputs
 	5,  // 15: agentplane.v1.ToolOutputs.outputs:type_name -> agentplane.v1.ToolOutput
-	31, // 16: agentplane.v1.ToolOutput.result:type_name -> google.protobuf.Value
-	30, // 17: agentplane.v1.ContinueTaskResponse.task:type_name -> agentplane.v1.Task
+	33, // 16: agentplane.v1.ToolOutput.result:type_name -> google.protobuf.Value
+	32, // 17: agentplane.v1.ContinueTaskResponse.task:type_name -> agentplane.v1.Task
 	0,  // 18: agentplane.v1.GetTaskRequest.view:type_name -> agentplane.v1.TaskView
-	30, // 19: agentplane.v1.GetTaskResponse.task:type_name -> agentplane.v1.Task
-	32, // 20: agentplane.v1.ListTasksRequest.states:type_name -> agentplane.v1.TaskState
-	33, // 21: agentplane.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
-	33, // 22: agentplane.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
+	32, // 19: agentplane.v1.GetTaskResponse.task:type_name -> agentplane.v1.Task
+	34, // 20: agentplane.v1.ListTasksRequest.states:type_name -> agentplane.v1.TaskState
+	35, // 21: agentplane.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
+	35, // 22: agentplane.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
 	0,  // 23: agentplane.v1.ListTasksRequest.view:type_name -> agentplane.v1.TaskView
-	30, // 24: agentplane.v1.ListTasksResponse.tasks:type_name -> agentplane.v1.Task
-	30, // 25: agentplane.v1.CancelTaskResponse.task:type_name -> agentplane.v1.Task
-	34, // 26: agentplane.v1.WatchTaskResponse.event:type_name -> agentplane.v1.TaskEvent
-	35, // 27: agentplane.v1.ListVerdictsResponse.verdicts:type_name -> agentplane.v1.Verdict
-	36, // 28: agentplane.v1.ListObligationsRequest.states:type_name -> agentplane.v1.ObligationState
-	37, // 29: agentplane.v1.ListObligationsResponse.obligations:type_name -> agentplane.v1.Obligation
-	1,  // 30: agentplane.v1.TaskService.StartTask:input_type -> agentplane.v1.StartTaskRequest
-	3,  // 31: agentplane.v1.TaskService.ContinueTask:input_type -> agentplane.v1.ContinueTaskRequest
-	7,  // 32: agentplane.v1.TaskService.GetTask:input_type -> agentplane.v1.GetTaskRequest
-	9,  // 33: agentplane.v1.TaskService.ListTasks:input_type -> agentplane.v1.ListTasksRequest
-	11, // 34: agentplane.v1.TaskService.CancelTask:input_type -> agentplane.v1.CancelTaskRequest
-	13, // 35: agentplane.v1.TaskService.WatchTask:input_type -> agentplane.v1.WatchTaskRequest
-	15, // 36: agentplane.v1.TaskService.ListVerdicts:input_type -> agentplane.v1.ListVerdictsRequest
-	17, // 37: agentplane.v1.TaskService.ListObligations:input_type -> agentplane.v1.ListObligationsRequest
-	2,  // 38: agentplane.v1.TaskService.StartTask:output_type -> agentplane.v1.StartTaskResponse
-	6,  // 39: agentplane.v1.TaskService.ContinueTask:output_type -> agentplane.v1.ContinueTaskResponse
-	8,  // 40: agentplane.v1.TaskService.GetTask:output_type -> agentplane.v1.GetTaskResponse
-	10, // 41: agentplane.v1.TaskService.ListTasks:output_type -> agentplane.v1.ListTasksResponse
-	12, // 42: agentplane.v1.TaskService.CancelTask:output_type -> agentplane.v1.CancelTaskResponse
-	14, // 43: agentplane.v1.TaskService.WatchTask:output_type -> agentplane.v1.WatchTaskResponse
-	16, // 44: agentplane.v1.TaskService.ListVerdicts:output_type -> agentplane.v1.ListVerdictsResponse
-	18, // 45: agentplane.v1.TaskService.ListObligations:output_type -> agentplane.v1.ListObligationsResponse
-	38, // [38:46] is the sub-list for method output_type
-	30, // [30:38] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	32, // 24: agentplane.v1.ListTasksResponse.tasks:type_name -> agentplane.v1.Task
+	32, // 25: agentplane.v1.CancelTaskResponse.task:type_name -> agentplane.v1.Task
+	36, // 26: agentplane.v1.WatchTaskResponse.event:type_name -> agentplane.v1.TaskEvent
+	37, // 27: agentplane.v1.WatchTaskResponse.caught_up:type_name -> agentplane.v1.StreamCaughtUp
+	38, // 28: agentplane.v1.WatchTaskResponse.keepalive:type_name -> agentplane.v1.StreamKeepalive
+	39, // 29: agentplane.v1.WatchTaskResponse.message_delta:type_name -> agentplane.v1.MessageDelta
+	36, // 30: agentplane.v1.ListTaskEventsResponse.events:type_name -> agentplane.v1.TaskEvent
+	40, // 31: agentplane.v1.ListVerdictsResponse.verdicts:type_name -> agentplane.v1.Verdict
+	41, // 32: agentplane.v1.ListObligationsRequest.states:type_name -> agentplane.v1.ObligationState
+	42, // 33: agentplane.v1.ListObligationsResponse.obligations:type_name -> agentplane.v1.Obligation
+	1,  // 34: agentplane.v1.TaskService.StartTask:input_type -> agentplane.v1.StartTaskRequest
+	3,  // 35: agentplane.v1.TaskService.ContinueTask:input_type -> agentplane.v1.ContinueTaskRequest
+	7,  // 36: agentplane.v1.TaskService.GetTask:input_type -> agentplane.v1.GetTaskRequest
+	9,  // 37: agentplane.v1.TaskService.ListTasks:input_type -> agentplane.v1.ListTasksRequest
+	11, // 38: agentplane.v1.TaskService.CancelTask:input_type -> agentplane.v1.CancelTaskRequest
+	13, // 39: agentplane.v1.TaskService.WatchTask:input_type -> agentplane.v1.WatchTaskRequest
+	17, // 40: agentplane.v1.TaskService.ListVerdicts:input_type -> agentplane.v1.ListVerdictsRequest
+	19, // 41: agentplane.v1.TaskService.ListObligations:input_type -> agentplane.v1.ListObligationsRequest
+	15, // 42: agentplane.v1.TaskService.ListTaskEvents:input_type -> agentplane.v1.ListTaskEventsRequest
+	2,  // 43: agentplane.v1.TaskService.StartTask:output_type -> agentplane.v1.StartTaskResponse
+	6,  // 44: agentplane.v1.TaskService.ContinueTask:output_type -> agentplane.v1.ContinueTaskResponse
+	8,  // 45: agentplane.v1.TaskService.GetTask:output_type -> agentplane.v1.GetTaskResponse
+	10, // 46: agentplane.v1.TaskService.ListTasks:output_type -> agentplane.v1.ListTasksResponse
+	12, // 47: agentplane.v1.TaskService.CancelTask:output_type -> agentplane.v1.CancelTaskResponse
+	14, // 48: agentplane.v1.TaskService.WatchTask:output_type -> agentplane.v1.WatchTaskResponse
+	18, // 49: agentplane.v1.TaskService.ListVerdicts:output_type -> agentplane.v1.ListVerdictsResponse
+	20, // 50: agentplane.v1.TaskService.ListObligations:output_type -> agentplane.v1.ListObligationsResponse
+	16, // 51: agentplane.v1.TaskService.ListTaskEvents:output_type -> agentplane.v1.ListTaskEventsResponse
+	43, // [43:52] is the sub-list for method output_type
+	34, // [34:43] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_task_service_proto_init() }
@@ -1608,13 +1870,19 @@ func file_agentplane_v1_task_service_proto_init() {
 		(*ContinueTaskRequest_Message)(nil),
 		(*ContinueTaskRequest_ToolOutputs)(nil),
 	}
+	file_agentplane_v1_task_service_proto_msgTypes[13].OneofWrappers = []any{
+		(*WatchTaskResponse_Event)(nil),
+		(*WatchTaskResponse_CaughtUp)(nil),
+		(*WatchTaskResponse_Keepalive)(nil),
+		(*WatchTaskResponse_MessageDelta)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_task_service_proto_rawDesc), len(file_agentplane_v1_task_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   19,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,7 @@ const (
 	TaskService_WatchTask_FullMethodName       = "/agentplane.v1.TaskService/WatchTask"
 	TaskService_ListVerdicts_FullMethodName    = "/agentplane.v1.TaskService/ListVerdicts"
 	TaskService_ListObligations_FullMethodName = "/agentplane.v1.TaskService/ListObligations"
+	TaskService_ListTaskEvents_FullMethodName  = "/agentplane.v1.TaskService/ListTaskEvents"
 )
 
 // TaskServiceClient is the client API for TaskService service.
@@ -49,7 +50,11 @@ type TaskServiceClient interface {
 	// of input, or outputs that name an unknown call or miss a pending one, are
 	// FAILED_PRECONDITION (task.tool_outputs_mismatch); any other state is
 	// FAILED_PRECONDITION too. The task goes back to SUBMITTED (queued) until a runtime
-	// leases it (WORKING).
+	// leases it (WORKING). With a request_id it is
+	// safe to retry: a retry of a call that succeeded returns the task (as it is now)
+	// without delivering the message or outputs again, even when the task has moved on to
+	// its next turn; the same request_id with a different request is ALREADY_EXISTS
+	// (reason task.request_id_reused).
 	ContinueTask(ctx context.Context, in *ContinueTaskRequest, opts ...grpc.CallOption) (*ContinueTaskResponse, error)
 	// GetTask returns one task, in full unless view asks for BASIC.
 	GetTask(ctx context.Context, in *GetTaskRequest, opts ...grpc.CallOption) (*GetTaskResponse, error)
@@ -57,17 +62,34 @@ type TaskServiceClient interface {
 	// view asks for FULL.
 	ListTasks(ctx context.Context, in *ListTasksRequest, opts ...grpc.CallOption) (*ListTasksResponse, error)
 	// CancelTask ends a task as CANCELED. The runtime holding its lease learns of it on
-	// its next heartbeat. Canceling a terminal task is FAILED_PRECONDITION.
+	// its next heartbeat. Canceling a terminal task is FAILED_PRECONDITION. With a
+	// request_id it is safe to retry: a retry of a call that succeeded returns the task
+	// instead of task.terminal; the same request_id with a different request is
+	// ALREADY_EXISTS (reason task.request_id_reused).
 	CancelTask(ctx context.Context, in *CancelTaskRequest, opts ...grpc.CallOption) (*CancelTaskResponse, error)
 	// WatchTask streams the task's events with sequence > after_sequence: first replayed
-	// from the store, then live, with no gap and no repeat. The stream ends after the
-	// event that makes the task terminal. A reconnecting client passes the last sequence
-	// it saw.
+	// from the store, then live, with no gap and no repeat. A reconnecting client passes
+	// the last sequence it saw. Besides events the stream carries (see
+	// WatchTaskResponse): one caught_up marker when the replay has reached the end of the
+	// log and the stream goes live, keepalives on an idle stream, and ephemeral message
+	// deltas, which are not part of the log.
+	//
+	// End and errors: the stream ends OK after the event that makes the task terminal
+	// (without caught_up when the replay reaches it; at once, with no message, when the
+	// task already ended and after_sequence is its last event). A missing task, or another tenant's, is NOT_FOUND; after_sequence beyond
+	// the task's last event is INVALID_ARGUMENT; the server shutting down ends it with
+	// UNAVAILABLE (reconnect with the last sequence seen); too many watches of one
+	// principal is RESOURCE_EXHAUSTED before the first message. A client that is slow to
+	// read loses no event (it is caught up from the store) but may miss deltas.
 	WatchTask(ctx context.Context, in *WatchTaskRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchTaskResponse], error)
 	// ListVerdicts lists a task's recorded verdicts in order, from a cursor.
 	ListVerdicts(ctx context.Context, in *ListVerdictsRequest, opts ...grpc.CallOption) (*ListVerdictsResponse, error)
 	// ListObligations lists a task's obligations ledger.
 	ListObligations(ctx context.Context, in *ListObligationsRequest, opts ...grpc.CallOption) (*ListObligationsResponse, error)
+	// ListTaskEvents pages a task's log in sequence order, oldest first: the same events
+	// WatchTask replays, without following the task live. Another tenant's task is
+	// NOT_FOUND.
+	ListTaskEvents(ctx context.Context, in *ListTaskEventsRequest, opts ...grpc.CallOption) (*ListTaskEventsResponse, error)
 }
 
 type taskServiceClient struct {
@@ -167,6 +189,16 @@ func (c *taskServiceClient) ListObligations(ctx context.Context, in *ListObligat
 	return out, nil
 }
 
+func (c *taskServiceClient) ListTaskEvents(ctx context.Context, in *ListTaskEventsRequest, opts ...grpc.CallOption) (*ListTaskEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListTaskEventsResponse)
+	err := c.cc.Invoke(ctx, TaskService_ListTaskEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TaskServiceServer is the server API for TaskService service.
 // All implementations must embed UnimplementedTaskServiceServer
 // for forward compatibility.
@@ -187,7 +219,11 @@ type TaskServiceServer interface {
 	// of input, or outputs that name an unknown call or miss a pending one, are
 	// FAILED_PRECONDITION (task.tool_outputs_mismatch); any other state is
 	// FAILED_PRECONDITION too. The task goes back to SUBMITTED (queued) until a runtime
-	// leases it (WORKING).
+	// leases it (WORKING). With a request_id it is
+	// safe to retry: a retry of a call that succeeded returns the task (as it is now)
+	// without delivering the message or outputs again, even when the task has moved on to
+	// its next turn; the same request_id with a different request is ALREADY_EXISTS
+	// (reason task.request_id_reused).
 	ContinueTask(context.Context, *ContinueTaskRequest) (*ContinueTaskResponse, error)
 	// GetTask returns one task, in full unless view asks for BASIC.
 	GetTask(context.Context, *GetTaskRequest) (*GetTaskResponse, error)
@@ -195,17 +231,34 @@ type TaskServiceServer interface {
 	// view asks for FULL.
 	ListTasks(context.Context, *ListTasksRequest) (*ListTasksResponse, error)
 	// CancelTask ends a task as CANCELED. The runtime holding its lease learns of it on
-	// its next heartbeat. Canceling a terminal task is FAILED_PRECONDITION.
+	// its next heartbeat. Canceling a terminal task is FAILED_PRECONDITION. With a
+	// request_id it is safe to retry: a retry of a call that succeeded returns the task
+	// instead of task.terminal; the same request_id with a different request is
+	// ALREADY_EXISTS (reason task.request_id_reused).
 	CancelTask(context.Context, *CancelTaskRequest) (*CancelTaskResponse, error)
 	// WatchTask streams the task's events with sequence > after_sequence: first replayed
-	// from the store, then live, with no gap and no repeat. The stream ends after the
-	// event that makes the task terminal. A reconnecting client passes the last sequence
-	// it saw.
+	// from the store, then live, with no gap and no repeat. A reconnecting client passes
+	// the last sequence it saw. Besides events the stream carries (see
+	// WatchTaskResponse): one caught_up marker when the replay has reached the end of the
+	// log and the stream goes live, keepalives on an idle stream, and ephemeral message
+	// deltas, which are not part of the log.
+	//
+	// End and errors: the stream ends OK after the event that makes the task terminal
+	// (without caught_up when the replay reaches it; at once, with no message, when the
+	// task already ended and after_sequence is its last event). A missing task, or another tenant's, is NOT_FOUND; after_sequence beyond
+	// the task's last event is INVALID_ARGUMENT; the server shutting down ends it with
+	// UNAVAILABLE (reconnect with the last sequence seen); too many watches of one
+	// principal is RESOURCE_EXHAUSTED before the first message. A client that is slow to
+	// read loses no event (it is caught up from the store) but may miss deltas.
 	WatchTask(*WatchTaskRequest, grpc.ServerStreamingServer[WatchTaskResponse]) error
 	// ListVerdicts lists a task's recorded verdicts in order, from a cursor.
 	ListVerdicts(context.Context, *ListVerdictsRequest) (*ListVerdictsResponse, error)
 	// ListObligations lists a task's obligations ledger.
 	ListObligations(context.Context, *ListObligationsRequest) (*ListObligationsResponse, error)
+	// ListTaskEvents pages a task's log in sequence order, oldest first: the same events
+	// WatchTask replays, without following the task live. Another tenant's task is
+	// NOT_FOUND.
+	ListTaskEvents(context.Context, *ListTaskEventsRequest) (*ListTaskEventsResponse, error)
 	mustEmbedUnimplementedTaskServiceServer()
 }
 
@@ -239,6 +292,9 @@ func (UnimplementedTaskServiceServer) ListVerdicts(context.Context, *ListVerdict
 }
 func (UnimplementedTaskServiceServer) ListObligations(context.Context, *ListObligationsRequest) (*ListObligationsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListObligations not implemented")
+}
+func (UnimplementedTaskServiceServer) ListTaskEvents(context.Context, *ListTaskEventsRequest) (*ListTaskEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListTaskEvents not implemented")
 }
 func (UnimplementedTaskServiceServer) mustEmbedUnimplementedTaskServiceServer() {}
 func (UnimplementedTaskServiceServer) testEmbeddedByValue()                     {}
@@ -398,6 +454,24 @@ func _TaskService_ListObligations_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TaskService_ListTaskEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListTaskEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskServiceServer).ListTaskEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskService_ListTaskEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskServiceServer).ListTaskEvents(ctx, req.(*ListTaskEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TaskService_ServiceDesc is the grpc.ServiceDesc for TaskService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -432,6 +506,10 @@ var TaskService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListObligations",
 			Handler:    _TaskService_ListObligations_Handler,
+		},
+		{
+			MethodName: "ListTaskEvents",
+			Handler:    _TaskService_ListTaskEvents_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/internal/testutil"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/tasks"
@@ -131,7 +132,7 @@ func TestResolveInteractive(t *testing.T) {
 	}
 	got := make(chan result, 1)
 	go func() {
-		d, err := e.svc.AwaitDecision(ctx, ref, in.GetInterruptId())
+		d, err := awaitDecision(e.svc, ctx, ref, in.GetInterruptId())
 		got <- result{d, err}
 	}()
 	waitFor(t, "the runtime to wait", func() bool { return e.svc.waiters.count() == 1 })
@@ -141,7 +142,7 @@ func TestResolveInteractive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := within(t, got, "AwaitDecision to return the decision")
+	r := testutil.Within(t, got, "AwaitDecision to return the decision")
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -226,7 +227,7 @@ func TestDurableResolutionAcrossRestart(t *testing.T) {
 	e := newEnv(t, testConfig())
 	ref := e.startAndLease(t, tenant)
 	in := e.gated(t, ref, "c1")
-	task, err := e.svc.SuspendTask(ctx, ref)
+	task, err := e.svc.SuspendTask(ctx, ref, tasks.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +284,7 @@ func TestSuspendAfterDecisionRequeues(t *testing.T) {
 	if _, err := e.svc.ResolveInterrupt(ctx, tenant, "alice", reject(in.GetInterruptId(), "not now")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.SuspendTask(ctx, ref); err != nil {
+	if _, err := e.svc.SuspendTask(ctx, ref, tasks.Request{}); err != nil {
 		t.Fatal(err)
 	}
 	l := e.leaseFull(t, tenant)
@@ -305,18 +306,21 @@ func TestAwaitRefusals(t *testing.T) {
 
 	c, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { _, err := e.svc.AwaitDecision(c, ref, in.GetInterruptId()); done <- err }()
+	go func() { _, err := awaitDecision(e.svc, c, ref, in.GetInterruptId()); done <- err }()
 	waitFor(t, "the runtime to wait", func() bool { return e.svc.waiters.count() == 1 })
 	cancel()
-	if err := within(t, done, "a canceled AwaitDecision to return"); err != context.Canceled {
+	if err := testutil.Within(t, done, "a canceled AwaitDecision to return"); err != context.Canceled {
 		t.Errorf("AwaitDecision after cancel = %v", err)
 	}
 
-	if _, err := e.tasks.Cancel(ctx, tenant, ref.GetTaskId(), "owner", "changed my mind"); err != nil {
+	if _, err := e.tasks.Cancel(ctx, tenant, ref.GetTaskId(), "owner", "changed my mind", tasks.Request{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.await(t, ref, in.GetInterruptId())
-	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
+	// A wait under the canceled lease is told so, and ends cleanly.
+	msgs, err := awaitAll(e.svc, ctx, ref, in.GetInterruptId())
+	if err != nil || len(msgs) != 1 || msgs[0].GetCanceled().GetReason() != "changed my mind" {
+		t.Fatalf("AwaitDecision after the task was canceled = %v, %v; want one canceled message", msgs, err)
+	}
 	_, err = e.svc.ResolveInterrupt(ctx, tenant, "alice", approve(in.GetInterruptId()))
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskTerminal)
 }
@@ -405,7 +409,7 @@ func TestListInterrupts(t *testing.T) {
 	ids = append(ids, a2a.GetInterrupt().GetInterruptId())
 	// A chat-mode turn end: pending too, but nothing a reviewer can resolve.
 	e.clock.Advance(time.Minute)
-	pause, _, err := e.tasks.Pause(ctx, e.startAndLease(t, tenant), &agentplanev1.Message{Parts: []*agentplanev1.Part{{Kind: &agentplanev1.Part_Text{Text: "your turn"}}}}, "main", nil)
+	pause, _, err := e.tasks.Pause(ctx, e.startAndLease(t, tenant), tasks.Request{}, &agentplanev1.Message{Parts: []*agentplanev1.Part{{Kind: &agentplanev1.Part_Text{Text: "your turn"}}}}, "main", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,15 +520,15 @@ func TestTaskEndResolvesPendingInterrupts(t *testing.T) {
 		state agentplanev1.TaskState
 	}{
 		{"canceled", func(e *env, ref *agentplanev1.LeaseRef) error {
-			_, err := e.tasks.Cancel(ctx, tenant, ref.GetTaskId(), "owner", "stop")
+			_, err := e.tasks.Cancel(ctx, tenant, ref.GetTaskId(), "owner", "stop", tasks.Request{})
 			return err
 		}, agentplanev1.TaskState_TASK_STATE_CANCELED},
 		{"completed", func(e *env, ref *agentplanev1.LeaseRef) error {
-			_, err := e.tasks.Complete(ctx, ref, &agentplanev1.TaskOutput{Message: &agentplanev1.Message{Parts: []*agentplanev1.Part{{Kind: &agentplanev1.Part_Text{Text: "done without it"}}}}})
+			_, err := e.tasks.Complete(ctx, ref, tasks.Request{}, &agentplanev1.TaskOutput{Message: &agentplanev1.Message{Parts: []*agentplanev1.Part{{Kind: &agentplanev1.Part_Text{Text: "done without it"}}}}})
 			return err
 		}, agentplanev1.TaskState_TASK_STATE_COMPLETED},
 		{"failed", func(e *env, ref *agentplanev1.LeaseRef) error {
-			_, err := e.tasks.Fail(ctx, ref, "", "gave up", false)
+			_, err := e.tasks.Fail(ctx, ref, tasks.Request{}, "", "gave up", false)
 			return err
 		}, agentplanev1.TaskState_TASK_STATE_FAILED},
 	}
@@ -575,14 +579,16 @@ func TestAwaitEndsWhenTheTaskEnds(t *testing.T) {
 	ref := e.startAndLease(t, tenant)
 	in := e.gated(t, ref, "c1")
 	done := make(chan error, 1)
-	go func() { _, err := e.svc.AwaitDecision(ctx, ref, in.GetInterruptId()); done <- err }()
+	go func() { _, err := awaitDecision(e.svc, ctx, ref, in.GetInterruptId()); done <- err }()
 	waitFor(t, "the runtime to wait", func() bool { return e.svc.waiters.count() == 1 })
-	if _, err := e.tasks.Cancel(ctx, tenant, ref.GetTaskId(), "owner", "enough"); err != nil {
+	if _, err := e.tasks.Cancel(ctx, tenant, ref.GetTaskId(), "owner", "enough", tasks.Request{}); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case err := <-done:
-		wantErr(t, err, codes.FailedPrecondition, apierr.ReasonLeaseLost)
+		if err != nil {
+			t.Fatalf("AwaitDecision ended with %v after its task was canceled; want a canceled message", err)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("AwaitDecision still waits after its task ended")
 	}
@@ -597,7 +603,7 @@ func TestDecisionIsSpentByTheReportNotByALease(t *testing.T) {
 	e := newEnv(t, testConfig())
 	ref := e.startAndLease(t, tenant)
 	in := e.gated(t, ref, "c1")
-	if _, err := e.svc.SuspendTask(ctx, ref); err != nil {
+	if _, err := e.svc.SuspendTask(ctx, ref, tasks.Request{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.svc.ResolveInterrupt(ctx, tenant, "alice", approve(in.GetInterruptId())); err != nil {

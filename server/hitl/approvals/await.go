@@ -5,9 +5,12 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/tasks"
 )
 
@@ -18,24 +21,32 @@ import (
 const awaitRecheck = 10 * time.Second
 
 // AwaitDecision waits for the decision on interrupt id of the caller's task
-// (interactive delivery) and returns it: the runtime runs exactly decision.arguments_json
-// (approve, edit) or nothing (reject). It returns as soon as the resolving
+// (interactive delivery) and sends it: the runtime runs exactly decision.arguments_json
+// (approve, edit) or nothing (reject). It sends the decision as soon as the resolving
 // transaction commits, without another store round trip when the decision was made
-// while this lease held the task. A decision already made is returned at once, also
-// to a later lease of the same task (a runtime taking over after a lost lease); a
-// deadline that passed is applied first. The wait ends with ctx, with lease.lost when
-// the lease is no longer the task's, and with FAILED_PRECONDITION (task.terminal)
-// when the task ended. An interrupt of another task is NOT_FOUND; a chat-mode pause
-// has no decision to wait for (FAILED_PRECONDITION).
-func (s *Service) AwaitDecision(ctx context.Context, ref *agentplanev1.LeaseRef, id string) (*agentplanev1.Decision, error) {
+// while this lease held the task. A decision already made is sent at once, also to a
+// later lease of the same task (a runtime taking over after a lost lease); a deadline
+// that passed is applied first. While there is no decision it sends one pending
+// message first, then a keepalive after every Config.StreamKeepalive without one.
+//
+// The wait ends (returning nil) after the decision, or after a canceled message when
+// a caller canceled the task during the wait. It ends with ctx's error, with lease.lost
+// when the lease is no longer the task's, and with FAILED_PRECONDITION (task.terminal)
+// when the task ended otherwise. An interrupt of another task is NOT_FOUND; a
+// chat-mode pause has no decision to wait for (FAILED_PRECONDITION). An error of send
+// ends it too.
+func (s *Service) AwaitDecision(ctx context.Context, ref *agentplanev1.LeaseRef, id string, send func(*agentplanev1.AwaitDecisionResponse) error) error {
 	if id == "" {
-		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "interrupt_id is required")
+		return apierr.InvalidArgument(apierr.ReasonInvalidArgument, "interrupt_id is required")
 	}
 	tenant, ok := tasks.LeaseTenant(ref.GetLeaseId())
 	if !ok {
 		// Let the task domain word the refusal.
 		_, err := s.decisionFor(ctx, ref, "", id)
-		return nil, err
+		return err
+	}
+	decided := func(d *agentplanev1.Decision) error {
+		return send(&agentplanev1.AwaitDecisionResponse{Kind: &agentplanev1.AwaitDecisionResponse_Decision{Decision: d}})
 	}
 	// Registered before the first look, so a decision committed between the look and
 	// the wait is not missed.
@@ -43,34 +54,82 @@ func (s *Service) AwaitDecision(ctx context.Context, ref *agentplanev1.LeaseRef,
 	defer s.waiters.remove(w)
 	timer := time.NewTimer(s.recheck)
 	defer timer.Stop()
+	var keepalive <-chan time.Time
+	if s.cfg.StreamKeepalive > 0 {
+		t := time.NewTicker(s.cfg.StreamKeepalive)
+		defer t.Stop()
+		keepalive = t.C
+	}
+	first := true
 	for {
-		d, err := s.decisionFor(ctx, ref, tenant, id)
-		if err != nil || d != nil {
-			return d, err
-		}
-		select {
-		case n := <-w.ch:
-			if n.epoch == ref.GetEpoch() && n.epoch != 0 {
-				// Decided while this lease held the task: no store round trip. If
-				// the lease was lost since, the report of the call is fenced anyway.
-				return n.decision, nil
+		st, err := s.decisionFor(ctx, ref, tenant, id)
+		switch {
+		case err != nil:
+			return err
+		case st.canceled:
+			return send(&agentplanev1.AwaitDecisionResponse{Kind: &agentplanev1.AwaitDecisionResponse_Canceled{
+				Canceled: &agentplanev1.AwaitCanceled{Reason: st.cancelReason},
+			}})
+		case st.decision != nil:
+			return decided(st.decision)
+		case first:
+			first = false
+			if err := send(&agentplanev1.AwaitDecisionResponse{Kind: &agentplanev1.AwaitDecisionResponse_Pending{
+				Pending: &agentplanev1.AwaitPending{Deadline: st.deadline},
+			}}); err != nil {
+				return err
 			}
-		case <-timer.C:
-			timer.Reset(s.recheck)
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		}
+	wait:
+		for {
+			select {
+			case n := <-w.ch:
+				if n.epoch == ref.GetEpoch() && n.epoch != 0 {
+					// Decided while this lease held the task: no store round trip. If
+					// the lease was lost since, the report of the call is fenced anyway.
+					return decided(n.decision)
+				}
+				break wait
+			case <-timer.C:
+				timer.Reset(s.recheck)
+				break wait
+			case <-keepalive:
+				if err := send(&agentplanev1.AwaitDecisionResponse{Kind: &agentplanev1.AwaitDecisionResponse_Keepalive{
+					Keepalive: &agentplanev1.StreamKeepalive{Time: timestamppb.New(s.clock.Now())},
+				}}); err != nil {
+					return err
+				}
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 	}
 }
 
-// decisionFor looks at the interrupt under the caller's lease: nil while it is
-// pending, its decision once resolved. Being handed a decision is not using it: any
-// lease of the task may be handed it again (a runtime taking over after a lost
-// lease), and it is spent when the runtime reports the call (tasks.ReportEvents).
-func (s *Service) decisionFor(ctx context.Context, ref *agentplanev1.LeaseRef, tenant, id string) (*agentplanev1.Decision, error) {
-	var d *agentplanev1.Decision
-	err := s.tasks.UpdateLeased(ctx, ref, func(op *tasks.Op) error {
-		d = nil
+// awaitState is what decisionFor found.
+type awaitState struct {
+	// decision is set once the interrupt is resolved.
+	decision *agentplanev1.Decision
+	// deadline is the pending interrupt's deadline, if it has one.
+	deadline *timestamppb.Timestamp
+	// canceled says a caller canceled the task; cancelReason is their reason.
+	canceled     bool
+	cancelReason string
+}
+
+// decisionFor looks at the interrupt under the caller's lease: pending (no decision)
+// or resolved, or the task canceled under the lease. Being handed a decision is not
+// using it: any lease of the task may be handed it again (a runtime taking over after
+// a lost lease), and it is spent when the runtime reports the call
+// (tasks.ReportEvents).
+func (s *Service) decisionFor(ctx context.Context, ref *agentplanev1.LeaseRef, tenant, id string) (awaitState, error) {
+	var st awaitState
+	err := s.tasks.UpdateLeasedOrCanceled(ctx, ref, func(op *tasks.Op) error {
+		st = awaitState{}
+		if op.Canceled() {
+			st.canceled, st.cancelReason = true, op.Task().GetCancellation().GetReason()
+			return nil
+		}
 		rec, err := getInterrupt(op.Writer(), tenant, id)
 		if store.IsNotFound(err) || (err == nil && rec.GetInterrupt().GetTaskId() != ref.GetTaskId()) {
 			return store.ErrInterruptNotFound(id)
@@ -89,17 +148,18 @@ func (s *Service) decisionFor(ctx context.Context, ref *agentplanev1.LeaseRef, t
 		if in.GetState() == agentplanev1.InterruptState_INTERRUPT_STATE_PENDING {
 			resolved, ok, err := s.applyDeadline(op, rec)
 			if ok {
-				d = resolved.GetDecision()
+				st.decision = resolved.GetDecision()
 			}
+			st.deadline = in.GetDeadline()
 			return err
 		}
-		d = in.GetDecision()
+		st.decision = in.GetDecision()
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return awaitState{}, err
 	}
-	return d, nil
+	return st, nil
 }
 
 // SuspendTask gives up the caller's lease while interrupts are pending (durable
@@ -112,9 +172,11 @@ func (s *Service) decisionFor(ctx context.Context, ref *agentplanev1.LeaseRef, t
 // The decisions reach every later lease of the turn until they are spent: a decision
 // is spent (InterruptRecord.consumed_epoch) by the report of its call, not by a
 // delivery, and from then on the report in the history stands for it.
-func (s *Service) SuspendTask(ctx context.Context, ref *agentplanev1.LeaseRef) (*agentplanev1.Task, error) {
+//
+// A retry of a suspension made under req returns the task as it is now.
+func (s *Service) SuspendTask(ctx context.Context, ref *agentplanev1.LeaseRef, req tasks.Request) (*agentplanev1.Task, error) {
 	var out *agentplanev1.Task
-	err := s.tasks.UpdateLeased(ctx, ref, func(op *tasks.Op) error {
+	err := s.tasks.UpdateLeasedOnce(ctx, ref, req, func(op *tasks.Op) error {
 		out = nil
 		task := op.Task()
 		// Not HandBack: the decisions of this turn must still reach the next lease.
@@ -131,6 +193,10 @@ func (s *Service) SuspendTask(ctx context.Context, ref *agentplanev1.LeaseRef) (
 		if err != nil {
 			return err
 		}
+		out, err = op.APITask()
+		return err
+	}, func(op *tasks.Op, _ *storagev1.AppliedRequest) error {
+		var err error
 		out, err = op.APITask()
 		return err
 	})

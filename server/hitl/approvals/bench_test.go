@@ -35,7 +35,7 @@ func BenchmarkGateRoundTrip(b *testing.B) {
 		id := resp.GetInterrupt().GetInterruptId()
 		got := make(chan *agentplanev1.Decision, 1)
 		go func() {
-			d, err := e.svc.AwaitDecision(ctx, ref, id)
+			d, err := awaitDecision(e.svc, ctx, ref, id)
 			if err != nil {
 				b.Error(err)
 			}

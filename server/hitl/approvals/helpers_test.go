@@ -194,7 +194,7 @@ func (e *env) gated(t testing.TB, ref *agentplanev1.LeaseRef, callID string) *ag
 
 // report reports one tool call under ref, as a runtime does before running it.
 func (e *env) report(ref *agentplanev1.LeaseRef, callID, tool string, a string) error {
-	_, err := e.tasks.ReportEvents(ctx, ref, []*agentplanev1.RuntimeEvent{{Payload: &agentplanev1.RuntimeEvent_ToolCall{
+	_, err := e.tasks.ReportEvents(ctx, ref, tasks.Request{}, []*agentplanev1.RuntimeEvent{{Payload: &agentplanev1.RuntimeEvent_ToolCall{
 		ToolCall: &agentplanev1.ToolCall{CallId: callID, ToolName: tool, ArgumentsJson: a, Node: "writer"},
 	}}})
 	return err
@@ -275,6 +275,29 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// awaitDecision runs Service.AwaitDecision and returns the decision it sent (nil when
+// it sent none, or ended with a cancellation).
+func awaitDecision(svc *Service, ctx context.Context, ref *agentplanev1.LeaseRef, id string) (*agentplanev1.Decision, error) {
+	var d *agentplanev1.Decision
+	err := svc.AwaitDecision(ctx, ref, id, func(msg *agentplanev1.AwaitDecisionResponse) error {
+		if msg.GetDecision() != nil {
+			d = msg.GetDecision()
+		}
+		return nil
+	})
+	return d, err
+}
+
+// awaitAll runs Service.AwaitDecision and returns every message it sent.
+func awaitAll(svc *Service, ctx context.Context, ref *agentplanev1.LeaseRef, id string) ([]*agentplanev1.AwaitDecisionResponse, error) {
+	var out []*agentplanev1.AwaitDecisionResponse
+	err := svc.AwaitDecision(ctx, ref, id, func(msg *agentplanev1.AwaitDecisionResponse) error {
+		out = append(out, msg)
+		return nil
+	})
+	return out, err
 }
 
 // bothStates lists pending and resolved interrupts.

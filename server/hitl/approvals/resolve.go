@@ -27,8 +27,16 @@ import (
 // default is then recorded, and the error says so); a stale args_digest is
 // FAILED_PRECONDITION (interrupt.args_mismatch); a chat-mode pause or an interrupt of
 // an ended task is FAILED_PRECONDITION.
+//
+// With a request_id, a retry of a call that resolved the interrupt returns the
+// interrupt as it is (resolved by that call) instead of interrupt.already_resolved; the
+// same request_id with another request is ALREADY_EXISTS (task.request_id_reused).
 func (s *Service) ResolveInterrupt(ctx context.Context, tenant, principal string, req *agentplanev1.ResolveInterruptRequest) (*agentplanev1.Interrupt, error) {
 	if err := hitl.CheckResolveRequest(req); err != nil {
+		return nil, err
+	}
+	once, err := tasks.NewRequest(req)
+	if err != nil {
 		return nil, err
 	}
 	id := req.GetInterruptId()
@@ -38,7 +46,7 @@ func (s *Service) ResolveInterrupt(ctx context.Context, tenant, principal string
 	}
 	var out *agentplanev1.Interrupt
 	var late error
-	err = s.tasks.UpdateTask(ctx, tenant, taskID, func(op *tasks.Op) error {
+	err = s.tasks.UpdateTaskOnce(ctx, tenant, taskID, once, func(op *tasks.Op) error {
 		out, late = nil, nil
 		rec, err := getInterrupt(op.Writer(), tenant, id)
 		if err != nil {
@@ -72,6 +80,14 @@ func (s *Service) ResolveInterrupt(ctx context.Context, tenant, principal string
 		}
 		out, err = s.resolve(op, rec, d)
 		return err
+	}, func(op *tasks.Op, _ *storagev1.AppliedRequest) error {
+		out, late = nil, nil
+		rec, err := getInterrupt(op.Writer(), tenant, id)
+		if err != nil {
+			return err
+		}
+		out = rec.GetInterrupt()
+		return nil
 	})
 	switch {
 	case err != nil:

@@ -106,7 +106,7 @@ func TestReportedToolCallRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := e.task(t, tenant, ref.GetTaskId()).GetLastSequence()
-			_, err := e.tasks.ReportEvents(ctx, ref, tt.events)
+			_, err := e.tasks.ReportEvents(ctx, ref, tasks.Request{}, tt.events)
 			wantErr(t, err, tt.code, tt.reason)
 			if after := e.task(t, tenant, ref.GetTaskId()).GetLastSequence(); after != before {
 				t.Errorf("a refused report appended %d events", after-before)

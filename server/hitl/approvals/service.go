@@ -30,6 +30,9 @@ type Config struct {
 	// TrustReasons makes reasons trusted when the spec does not say; the default is
 	// untrusted (fenced and capped).
 	TrustReasons bool
+	// StreamKeepalive is how often a silent AwaitDecision stream sends a keepalive; 0
+	// sends none.
+	StreamKeepalive time.Duration
 }
 
 // ConfigFrom takes the approvals settings from the deployment configuration.
@@ -38,6 +41,7 @@ func ConfigFrom(c config.Config) Config {
 		DefaultTimeout:    c.HITL.DefaultTimeout.D(),
 		DeadlineApprove:   c.HITL.DeadlineDecision == "approve",
 		MaxUntrustedBytes: c.HITL.MaxUntrustedBytes,
+		StreamKeepalive:   c.Limits.StreamKeepaliveInterval.D(),
 	}
 }
 

@@ -478,6 +478,9 @@ func (b *benchRun) gateRoundTrips(ctx context.Context, t *worker.Task, n int) (g
 			return r, fmt.Errorf("approver: %w", err)
 		}
 		dec, err := stream.Recv()
+		for err == nil && dec.GetDecision() == nil { // pending, keepalives
+			dec, err = stream.Recv()
+		}
 		got := time.Now()
 		cancel()
 		if err != nil {

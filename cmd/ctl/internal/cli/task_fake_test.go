@@ -164,7 +164,7 @@ func (f *fakeCP) WatchTask(req *agentplanev1.WatchTaskRequest, stream grpc.Serve
 		if drop >= 0 && ev.GetSequence() > drop {
 			return status.Error(codes.Unavailable, "connection reset by the test")
 		}
-		if err := stream.Send(&agentplanev1.WatchTaskResponse{Event: ev}); err != nil {
+		if err := stream.Send(&agentplanev1.WatchTaskResponse{Kind: &agentplanev1.WatchTaskResponse_Event{Event: ev}}); err != nil {
 			return err
 		}
 	}

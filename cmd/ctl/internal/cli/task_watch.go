@@ -122,6 +122,9 @@ func (w *watcher) once(ctx context.Context) (ended bool, err error) {
 			return false, err
 		}
 		ev := resp.GetEvent()
+		if ev == nil {
+			continue // caught_up, keepalive, message deltas: nothing to print
+		}
 		if ev.GetSequence() <= w.last {
 			continue // never print an event twice, whatever the server sends
 		}

@@ -172,9 +172,13 @@ type TaskRecord struct {
 	// Call ids reported as ToolCall events whose ToolResult is not reported yet, in
 	// report order: a turn cannot end while one is open (unless PauseTask names it as a
 	// client tool call).
-	OpenCallIds   []string `protobuf:"bytes,45,rep,name=open_call_ids,json=openCallIds,proto3" json:"open_call_ids,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	OpenCallIds []string `protobuf:"bytes,45,rep,name=open_call_ids,json=openCallIds,proto3" json:"open_call_ids,omitempty"`
+	// The last mutating calls made on the task with a request id, oldest first, at most
+	// 16 clients' calls and 16 runtimes' lease-fenced writes: what a retry of one of them
+	// is answered from.
+	AppliedRequests []*AppliedRequest `protobuf:"bytes,46,rep,name=applied_requests,json=appliedRequests,proto3" json:"applied_requests,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *TaskRecord) Reset() {
@@ -431,6 +435,98 @@ func (x *TaskRecord) GetOpenCallIds() []string {
 	return nil
 }
 
+func (x *TaskRecord) GetAppliedRequests() []*AppliedRequest {
+	if x != nil {
+		return x.AppliedRequests
+	}
+	return nil
+}
+
+// AppliedRequest is a call that changed a task under a caller's request id.
+type AppliedRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The caller's request id.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Digest of the request (its message type and fields, without its request id; the
+	// first 16 bytes of a SHA-256), to tell a retry from a different request reusing the
+	// id.
+	Digest []byte `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`
+	// What the call returned that the task record does not hold: the interrupt id
+	// (PauseTask, ResolveInterrupt), the last sequence appended (ReportEvents), the
+	// verdict's sequence (RecordVerdict).
+	ResultId       string `protobuf:"bytes,3,opt,name=result_id,json=resultId,proto3" json:"result_id,omitempty"`
+	ResultSequence int64  `protobuf:"varint,4,opt,name=result_sequence,json=resultSequence,proto3" json:"result_sequence,omitempty"`
+	// Made by a runtime under a lease (counted apart from clients' calls).
+	Fenced        bool `protobuf:"varint,5,opt,name=fenced,proto3" json:"fenced,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppliedRequest) Reset() {
+	*x = AppliedRequest{}
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppliedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppliedRequest) ProtoMessage() {}
+
+func (x *AppliedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppliedRequest.ProtoReflect.Descriptor instead.
+func (*AppliedRequest) Descriptor() ([]byte, []int) {
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *AppliedRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *AppliedRequest) GetDigest() []byte {
+	if x != nil {
+		return x.Digest
+	}
+	return nil
+}
+
+func (x *AppliedRequest) GetResultId() string {
+	if x != nil {
+		return x.ResultId
+	}
+	return ""
+}
+
+func (x *AppliedRequest) GetResultSequence() int64 {
+	if x != nil {
+		return x.ResultSequence
+	}
+	return 0
+}
+
+func (x *AppliedRequest) GetFenced() bool {
+	if x != nil {
+		return x.Fenced
+	}
+	return false
+}
+
 // TaskSpecRecord is what a task was started with. Written once, with the task, and
 // never changed.
 type TaskSpecRecord struct {
@@ -465,7 +561,7 @@ type TaskSpecRecord struct {
 
 func (x *TaskSpecRecord) Reset() {
 	*x = TaskSpecRecord{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[2]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -477,7 +573,7 @@ func (x *TaskSpecRecord) String() string {
 func (*TaskSpecRecord) ProtoMessage() {}
 
 func (x *TaskSpecRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[2]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -490,7 +586,7 @@ func (x *TaskSpecRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskSpecRecord.ProtoReflect.Descriptor instead.
 func (*TaskSpecRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{2}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *TaskSpecRecord) GetSpec() isTaskSpecRecord_Spec {
@@ -618,7 +714,7 @@ type Cancellation struct {
 
 func (x *Cancellation) Reset() {
 	*x = Cancellation{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[3]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -630,7 +726,7 @@ func (x *Cancellation) String() string {
 func (*Cancellation) ProtoMessage() {}
 
 func (x *Cancellation) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[3]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -643,7 +739,7 @@ func (x *Cancellation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancellation.ProtoReflect.Descriptor instead.
 func (*Cancellation) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{3}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Cancellation) GetReason() string {
@@ -690,14 +786,18 @@ type LeaseRecord struct {
 	// The task ended while the lease was held (canceled). The lease no longer fences
 	// writes and has no deadline; it is kept only so the runtime's next heartbeat learns
 	// why it must stop.
-	Revoked       bool `protobuf:"varint,6,opt,name=revoked,proto3" json:"revoked,omitempty"`
+	Revoked bool `protobuf:"varint,6,opt,name=revoked,proto3" json:"revoked,omitempty"`
+	// The runtime made a call under the lease (a heartbeat, a write, a history read).
+	// A lease that expires unacknowledged (its LeaseTasks response was lost) counts no
+	// attempt.
+	Acknowledged  bool `protobuf:"varint,7,opt,name=acknowledged,proto3" json:"acknowledged,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LeaseRecord) Reset() {
 	*x = LeaseRecord{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[4]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -709,7 +809,7 @@ func (x *LeaseRecord) String() string {
 func (*LeaseRecord) ProtoMessage() {}
 
 func (x *LeaseRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[4]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -722,7 +822,7 @@ func (x *LeaseRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRecord.ProtoReflect.Descriptor instead.
 func (*LeaseRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{4}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *LeaseRecord) GetLeaseId() string {
@@ -767,6 +867,13 @@ func (x *LeaseRecord) GetRevoked() bool {
 	return false
 }
 
+func (x *LeaseRecord) GetAcknowledged() bool {
+	if x != nil {
+		return x.Acknowledged
+	}
+	return false
+}
+
 // EventRecord is one entry of a task's log. The envelope (sequence, time, the lease
 // epoch that wrote it) is the store's; the payload is the API's TaskEvent oneof, with
 // task_id, sequence and time left unset because the envelope and the key carry them.
@@ -786,7 +893,7 @@ type EventRecord struct {
 
 func (x *EventRecord) Reset() {
 	*x = EventRecord{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[5]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -798,7 +905,7 @@ func (x *EventRecord) String() string {
 func (*EventRecord) ProtoMessage() {}
 
 func (x *EventRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[5]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -811,7 +918,7 @@ func (x *EventRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRecord.ProtoReflect.Descriptor instead.
 func (*EventRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{5}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *EventRecord) GetSequence() int64 {
@@ -853,7 +960,7 @@ type RequestRecord struct {
 
 func (x *RequestRecord) Reset() {
 	*x = RequestRecord{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[6]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -865,7 +972,7 @@ func (x *RequestRecord) String() string {
 func (*RequestRecord) ProtoMessage() {}
 
 func (x *RequestRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[6]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -878,7 +985,7 @@ func (x *RequestRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestRecord.ProtoReflect.Descriptor instead.
 func (*RequestRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{6}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RequestRecord) GetTaskId() string {
@@ -914,7 +1021,7 @@ type InterruptRecord struct {
 
 func (x *InterruptRecord) Reset() {
 	*x = InterruptRecord{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[7]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -926,7 +1033,7 @@ func (x *InterruptRecord) String() string {
 func (*InterruptRecord) ProtoMessage() {}
 
 func (x *InterruptRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[7]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -939,7 +1046,7 @@ func (x *InterruptRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptRecord.ProtoReflect.Descriptor instead.
 func (*InterruptRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{7}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *InterruptRecord) GetInterrupt() *v1.Interrupt {
@@ -995,7 +1102,7 @@ type VerdictRecord struct {
 
 func (x *VerdictRecord) Reset() {
 	*x = VerdictRecord{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[8]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1007,7 +1114,7 @@ func (x *VerdictRecord) String() string {
 func (*VerdictRecord) ProtoMessage() {}
 
 func (x *VerdictRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[8]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1020,7 +1127,7 @@ func (x *VerdictRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerdictRecord.ProtoReflect.Descriptor instead.
 func (*VerdictRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{8}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *VerdictRecord) GetVerdict() *v1.Verdict {
@@ -1044,7 +1151,7 @@ type ObligationRecord struct {
 
 func (x *ObligationRecord) Reset() {
 	*x = ObligationRecord{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[9]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1056,7 +1163,7 @@ func (x *ObligationRecord) String() string {
 func (*ObligationRecord) ProtoMessage() {}
 
 func (x *ObligationRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[9]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1069,7 +1176,7 @@ func (x *ObligationRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObligationRecord.ProtoReflect.Descriptor instead.
 func (*ObligationRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{9}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ObligationRecord) GetOrdinal() int64 {
@@ -1096,7 +1203,7 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\x05R\aversion\x12;\n" +
 	"\vcreate_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12\x1b\n" +
-	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\x88\f\n" +
+	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\xda\f\n" +
 	"\n" +
 	"TaskRecord\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
@@ -1137,10 +1244,18 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\x11continue_messages\x18* \x03(\v2\x16.agentplane.v1.MessageR\x10continueMessages\x12M\n" +
 	"\x15continue_tool_results\x18+ \x03(\v2\x19.agentplane.v1.ToolResultR\x13continueToolResults\x12/\n" +
 	"\x05usage\x18, \x01(\v2\x19.agentplane.v1.TokenUsageR\x05usage\x12\"\n" +
-	"\ropen_call_ids\x18- \x03(\tR\vopenCallIds\x1a9\n" +
+	"\ropen_call_ids\x18- \x03(\tR\vopenCallIds\x12P\n" +
+	"\x10applied_requests\x18. \x03(\v2%.agentplane.storage.v1.AppliedRequestR\x0fappliedRequests\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\x17\x10\x18\"\xd0\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\x17\x10\x18\"\xa5\x01\n" +
+	"\x0eAppliedRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x16\n" +
+	"\x06digest\x18\x02 \x01(\fR\x06digest\x12\x1b\n" +
+	"\tresult_id\x18\x03 \x01(\tR\bresultId\x12'\n" +
+	"\x0fresult_sequence\x18\x04 \x01(\x03R\x0eresultSequence\x12\x16\n" +
+	"\x06fenced\x18\x05 \x01(\bR\x06fenced\"\xd0\x04\n" +
 	"\x0eTaskSpecRecord\x120\n" +
 	"\x05agent\x18\x01 \x01(\v2\x18.agentplane.v1.AgentSpecH\x00R\x05agent\x120\n" +
 	"\x05graph\x18\x02 \x01(\v2\x18.agentplane.v1.GraphSpecH\x00R\x05graph\x12\x1b\n" +
@@ -1159,7 +1274,7 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12!\n" +
 	"\frequested_by\x18\x02 \x01(\tR\vrequestedBy\x12.\n" +
 	"\x04time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12!\n" +
-	"\fruntime_held\x18\x04 \x01(\bR\vruntimeHeld\"\xea\x01\n" +
+	"\fruntime_held\x18\x04 \x01(\bR\vruntimeHeld\"\x8e\x02\n" +
 	"\vLeaseRecord\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x1d\n" +
@@ -1168,7 +1283,8 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\n" +
 	"grant_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tgrantTime\x126\n" +
 	"\bdeadline\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x18\n" +
-	"\arevoked\x18\x06 \x01(\bR\arevoked\"\x9f\x01\n" +
+	"\arevoked\x18\x06 \x01(\bR\arevoked\x12\"\n" +
+	"\facknowledged\x18\a \x01(\bR\facknowledged\"\x9f\x01\n" +
 	"\vEventRecord\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x03R\bsequence\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x14\n" +
@@ -1204,79 +1320,81 @@ func file_agentplane_storage_v1_storage_proto_rawDescGZIP() []byte {
 	return file_agentplane_storage_v1_storage_proto_rawDescData
 }
 
-var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(*SchemaInfo)(nil),            // 0: agentplane.storage.v1.SchemaInfo
 	(*TaskRecord)(nil),            // 1: agentplane.storage.v1.TaskRecord
-	(*TaskSpecRecord)(nil),        // 2: agentplane.storage.v1.TaskSpecRecord
-	(*Cancellation)(nil),          // 3: agentplane.storage.v1.Cancellation
-	(*LeaseRecord)(nil),           // 4: agentplane.storage.v1.LeaseRecord
-	(*EventRecord)(nil),           // 5: agentplane.storage.v1.EventRecord
-	(*RequestRecord)(nil),         // 6: agentplane.storage.v1.RequestRecord
-	(*InterruptRecord)(nil),       // 7: agentplane.storage.v1.InterruptRecord
-	(*VerdictRecord)(nil),         // 8: agentplane.storage.v1.VerdictRecord
-	(*ObligationRecord)(nil),      // 9: agentplane.storage.v1.ObligationRecord
-	nil,                           // 10: agentplane.storage.v1.TaskRecord.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
-	(v1.TaskState)(0),             // 12: agentplane.v1.TaskState
-	(*v1.TaskFailure)(nil),        // 13: agentplane.v1.TaskFailure
-	(*v1.TaskOutput)(nil),         // 14: agentplane.v1.TaskOutput
-	(*v1.TraceContext)(nil),       // 15: agentplane.v1.TraceContext
-	(*v1.Message)(nil),            // 16: agentplane.v1.Message
-	(*v1.ToolResult)(nil),         // 17: agentplane.v1.ToolResult
-	(*v1.TokenUsage)(nil),         // 18: agentplane.v1.TokenUsage
-	(*v1.AgentSpec)(nil),          // 19: agentplane.v1.AgentSpec
-	(*v1.GraphSpec)(nil),          // 20: agentplane.v1.GraphSpec
-	(*v1.ResolvedSpec)(nil),       // 21: agentplane.v1.ResolvedSpec
-	(*v1.InterruptPolicy)(nil),    // 22: agentplane.v1.InterruptPolicy
-	(*durationpb.Duration)(nil),   // 23: google.protobuf.Duration
-	(*v1.ToolAxisOverride)(nil),   // 24: agentplane.v1.ToolAxisOverride
-	(*v1.McpServer)(nil),          // 25: agentplane.v1.McpServer
-	(*v1.A2APeer)(nil),            // 26: agentplane.v1.A2aPeer
-	(*v1.TaskEvent)(nil),          // 27: agentplane.v1.TaskEvent
-	(*v1.Interrupt)(nil),          // 28: agentplane.v1.Interrupt
-	(*v1.Verdict)(nil),            // 29: agentplane.v1.Verdict
-	(*v1.Obligation)(nil),         // 30: agentplane.v1.Obligation
+	(*AppliedRequest)(nil),        // 2: agentplane.storage.v1.AppliedRequest
+	(*TaskSpecRecord)(nil),        // 3: agentplane.storage.v1.TaskSpecRecord
+	(*Cancellation)(nil),          // 4: agentplane.storage.v1.Cancellation
+	(*LeaseRecord)(nil),           // 5: agentplane.storage.v1.LeaseRecord
+	(*EventRecord)(nil),           // 6: agentplane.storage.v1.EventRecord
+	(*RequestRecord)(nil),         // 7: agentplane.storage.v1.RequestRecord
+	(*InterruptRecord)(nil),       // 8: agentplane.storage.v1.InterruptRecord
+	(*VerdictRecord)(nil),         // 9: agentplane.storage.v1.VerdictRecord
+	(*ObligationRecord)(nil),      // 10: agentplane.storage.v1.ObligationRecord
+	nil,                           // 11: agentplane.storage.v1.TaskRecord.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(v1.TaskState)(0),             // 13: agentplane.v1.TaskState
+	(*v1.TaskFailure)(nil),        // 14: agentplane.v1.TaskFailure
+	(*v1.TaskOutput)(nil),         // 15: agentplane.v1.TaskOutput
+	(*v1.TraceContext)(nil),       // 16: agentplane.v1.TraceContext
+	(*v1.Message)(nil),            // 17: agentplane.v1.Message
+	(*v1.ToolResult)(nil),         // 18: agentplane.v1.ToolResult
+	(*v1.TokenUsage)(nil),         // 19: agentplane.v1.TokenUsage
+	(*v1.AgentSpec)(nil),          // 20: agentplane.v1.AgentSpec
+	(*v1.GraphSpec)(nil),          // 21: agentplane.v1.GraphSpec
+	(*v1.ResolvedSpec)(nil),       // 22: agentplane.v1.ResolvedSpec
+	(*v1.InterruptPolicy)(nil),    // 23: agentplane.v1.InterruptPolicy
+	(*durationpb.Duration)(nil),   // 24: google.protobuf.Duration
+	(*v1.ToolAxisOverride)(nil),   // 25: agentplane.v1.ToolAxisOverride
+	(*v1.McpServer)(nil),          // 26: agentplane.v1.McpServer
+	(*v1.A2APeer)(nil),            // 27: agentplane.v1.A2aPeer
+	(*v1.TaskEvent)(nil),          // 28: agentplane.v1.TaskEvent
+	(*v1.Interrupt)(nil),          // 29: agentplane.v1.Interrupt
+	(*v1.Verdict)(nil),            // 30: agentplane.v1.Verdict
+	(*v1.Obligation)(nil),         // 31: agentplane.v1.Obligation
 }
 var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
-	11, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
-	12, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
-	10, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
-	11, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
-	11, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
-	11, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
-	13, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
-	14, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
-	3,  // 8: agentplane.storage.v1.TaskRecord.cancellation:type_name -> agentplane.storage.v1.Cancellation
-	4,  // 9: agentplane.storage.v1.TaskRecord.lease:type_name -> agentplane.storage.v1.LeaseRecord
-	11, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
-	15, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
-	16, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
-	17, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
-	18, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
-	19, // 15: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
-	20, // 16: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
-	21, // 17: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
-	22, // 18: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	23, // 19: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
-	24, // 20: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	25, // 21: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
-	26, // 22: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	16, // 23: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
-	11, // 24: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
-	11, // 25: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
-	11, // 26: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
-	11, // 27: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
-	27, // 28: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
-	28, // 29: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
-	11, // 30: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
-	29, // 31: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
-	30, // 32: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
-	33, // [33:33] is the sub-list for method output_type
-	33, // [33:33] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	12, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
+	13, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
+	11, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
+	12, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
+	12, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
+	12, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
+	14, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
+	15, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
+	4,  // 8: agentplane.storage.v1.TaskRecord.cancellation:type_name -> agentplane.storage.v1.Cancellation
+	5,  // 9: agentplane.storage.v1.TaskRecord.lease:type_name -> agentplane.storage.v1.LeaseRecord
+	12, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
+	16, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
+	17, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
+	18, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
+	19, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
+	2,  // 15: agentplane.storage.v1.TaskRecord.applied_requests:type_name -> agentplane.storage.v1.AppliedRequest
+	20, // 16: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
+	21, // 17: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
+	22, // 18: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
+	23, // 19: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	24, // 20: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
+	25, // 21: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	26, // 22: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
+	27, // 23: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	17, // 24: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
+	12, // 25: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
+	12, // 26: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
+	12, // 27: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
+	12, // 28: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
+	28, // 29: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
+	29, // 30: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
+	12, // 31: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
+	30, // 32: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
+	31, // 33: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_storage_v1_storage_proto_init() }
@@ -1284,7 +1402,7 @@ func file_agentplane_storage_v1_storage_proto_init() {
 	if File_agentplane_storage_v1_storage_proto != nil {
 		return
 	}
-	file_agentplane_storage_v1_storage_proto_msgTypes[2].OneofWrappers = []any{
+	file_agentplane_storage_v1_storage_proto_msgTypes[3].OneofWrappers = []any{
 		(*TaskSpecRecord_Agent)(nil),
 		(*TaskSpecRecord_Graph)(nil),
 		(*TaskSpecRecord_AgentId)(nil),
@@ -1295,7 +1413,7 @@ func file_agentplane_storage_v1_storage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_storage_v1_storage_proto_rawDesc), len(file_agentplane_storage_v1_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
