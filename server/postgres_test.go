@@ -92,6 +92,9 @@ func TestPostgresBackend(t *testing.T) {
 		if err != nil {
 			t.Fatalf("watch: %v", err)
 		}
+		if r.GetEvent() == nil {
+			continue // the caught-up marker
+		}
 		seqs = append(seqs, r.GetEvent().GetSequence())
 		sawGated = sawGated || r.GetEvent().GetToolGated() != nil
 		sawCall = sawCall || r.GetEvent().GetToolCall().GetArgumentsJson() == args
