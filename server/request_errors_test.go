@@ -1,13 +1,11 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 
 	"github.com/agentplane/agentplane/api/reasons"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/internal/testutil"
 	"github.com/agentplane/agentplane/server"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/auth"
@@ -38,28 +37,10 @@ func (bytesCodec) Marshal(v any) (mem.BufferSlice, error) {
 func (bytesCodec) Unmarshal(mem.BufferSlice, any) error { return nil }
 func (bytesCodec) Name() string                         { return "proto" }
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startLogged starts a server whose log is returned.
-func startLogged(t *testing.T) (grpcAddr, httpAddr string, logs *syncBuffer) {
+func startLogged(t *testing.T) (grpcAddr, httpAddr string, logs *testutil.SyncBuffer) {
 	t.Helper()
-	logs = &syncBuffer{}
+	logs = &testutil.SyncBuffer{}
 	srv, err := server.New(servertest.Config(t), server.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	if err != nil {
 		t.Fatal(err)

@@ -84,11 +84,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	cfg.ApplyEnv(os.LookupEnv)
-	for flagValue, dst := range map[string]*string{*dataDir: &cfg.DataDir, *grpcAddr: &cfg.GRPCAddr, *httpAddr: &cfg.HTTPAddr, *logLevel: &cfg.Log.Level} {
-		if flagValue != "" {
-			*dst = flagValue
-		}
-	}
+	applyFlags(&cfg, *dataDir, *grpcAddr, *httpAddr, *logLevel)
 
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -112,6 +108,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // tokenNew prints a new bearer token and the config entry holding its hash. The token
 // itself is shown once and stored nowhere.
+// applyFlags sets the settings whose flags were given (non-empty) over cfg: flags come
+// last, after the file and the environment. Two flags may carry the same value (both
+// listeners on 127.0.0.1:0), so each is applied on its own.
+func applyFlags(cfg *config.Config, dataDir, grpcAddr, httpAddr, logLevel string) {
+	for _, f := range []struct {
+		value string
+		dst   *string
+	}{{dataDir, &cfg.DataDir}, {grpcAddr, &cfg.GRPCAddr}, {httpAddr, &cfg.HTTPAddr}, {logLevel, &cfg.Log.Level}} {
+		if f.value != "" {
+			*f.dst = f.value
+		}
+	}
+}
+
 func tokenNew(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("controlplane token new", flag.ContinueOnError)
 	fs.SetOutput(stderr)

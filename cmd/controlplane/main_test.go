@@ -57,6 +57,21 @@ func TestUnknownConfigKeyStopsBoot(t *testing.T) {
 	}
 }
 
+// Flags that carry the same value each set their own setting: both listeners on
+// 127.0.0.1:0 (as tests and the README tour start it) must not leave one of them on
+// its default address.
+func TestFlagsWithTheSameValueEachApply(t *testing.T) {
+	cfg := config.Default()
+	applyFlags(&cfg, "", "127.0.0.1:0", "127.0.0.1:0", "")
+	if cfg.GRPCAddr != "127.0.0.1:0" || cfg.HTTPAddr != "127.0.0.1:0" {
+		t.Fatalf("grpc %q http %q, want both 127.0.0.1:0", cfg.GRPCAddr, cfg.HTTPAddr)
+	}
+	want := config.Default().DataDir
+	if cfg.DataDir != want {
+		t.Fatalf("data dir %q changed without its flag (want %q)", cfg.DataDir, want)
+	}
+}
+
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }
 
 // TestTokenNewEntryBootsAsPrinted pastes the printed config entry, exactly as printed,

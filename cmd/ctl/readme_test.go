@@ -12,10 +12,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentplane/agentplane/internal/testutil"
 )
 
 // TestReadmeTour runs the README's "A short tour" as a user would type it: it builds
@@ -111,7 +112,7 @@ func startControlPlane(t *testing.T, bin string) (grpcAddr, httpAddr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncBuffer
+	var stderr testutil.SyncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -173,7 +174,7 @@ type bgProcess struct {
 	line   string
 	queues []string // the run queues a runtime serves (--queue; default "default")
 	cmd    *exec.Cmd
-	out    *syncBuffer
+	out    *testutil.SyncBuffer
 	done   chan struct{}
 }
 
@@ -329,7 +330,7 @@ func (r *tour) sh(command string) (string, error) {
 func (r *tour) startBackground(typed, command string) {
 	cmd := exec.Command("sh", "-c", "exec "+command)
 	cmd.Dir, cmd.Env = r.root, r.env
-	p := &bgProcess{line: typed, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{}), queues: []string{"default"}}
+	p := &bgProcess{line: typed, cmd: cmd, out: &testutil.SyncBuffer{}, done: make(chan struct{}), queues: []string{"default"}}
 	if m := regexp.MustCompile(`--queue[= ](\S+)`).FindAllStringSubmatch(command, -1); m != nil {
 		p.queues = nil
 		for _, q := range m {
@@ -383,21 +384,4 @@ func (r *tour) finish() {
 	if !strings.Contains(approval.out.String(), r.taskID+": completed") {
 		t.Errorf("the approval runtime did not complete task %s:\n%s", r.taskID, approval.out.String())
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -17,6 +17,8 @@ const module = "github.com/agentplane/agentplane"
 func rank(pkg string) (int, bool) {
 	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
 	switch {
+	case rel == "internal/testutil":
+		return 0, false // tests' shared helpers: a leaf any test may import
 	case strings.HasPrefix(rel, "gen/") || strings.HasPrefix(rel, "api/"):
 		return 0, true // the published API: generated code and api/reasons, which reads it
 	case rel == "gates" || strings.HasPrefix(rel, "gates/"):

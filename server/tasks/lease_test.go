@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/internal/testutil"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/store"
@@ -310,7 +311,7 @@ func TestLongPollWakesOnNewWork(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { _, err := h.m.LeaseTasks(c, LeaseRequest{RuntimeID: "rt", Wait: time.Hour}); done <- err }()
 	cancel()
-	if err := within(t, done, "a canceled long poll to return"); !errors.Is(err, context.Canceled) {
+	if err := testutil.Within(t, done, "a canceled long poll to return"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled poll = %v", err)
 	}
 }

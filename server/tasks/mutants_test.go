@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/internal/testutil"
 	"github.com/agentplane/agentplane/server/apierr"
 )
 
@@ -150,7 +151,7 @@ func TestLaggedWatcherFillsTheGapBeforeANewerEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := within(t, done, "Watch to end at the terminal event"); err != nil {
+	if err := testutil.Within(t, done, "Watch to end at the terminal event"); err != nil {
 		t.Fatal(err)
 	}
 	checkRun(t, "watcher", c.seqs, 1, final.GetLastSequence())

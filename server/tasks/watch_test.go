@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/internal/testutil"
 	"github.com/agentplane/agentplane/server/apierr"
 )
 
@@ -84,7 +85,7 @@ func TestWatchReplaysThenFollowsAndEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := within(t, done, "Watch to end at the terminal event"); err != nil {
+	if err := testutil.Within(t, done, "Watch to end at the terminal event"); err != nil {
 		t.Fatalf("Watch = %v, want nil after the terminal event", err)
 	}
 	checkRun(t, "watch from 0", c.seqs, 1, done2.GetLastSequence())
@@ -120,7 +121,7 @@ func TestWatchReconnectMidStream(t *testing.T) {
 	report(10)
 	waitUntil(t, func() bool { return c1.count() == 13 })
 	cancel()
-	if err := within(t, done, "a canceled Watch to return"); !errors.Is(err, context.Canceled) {
+	if err := testutil.Within(t, done, "a canceled Watch to return"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled watch = %v", err)
 	}
 	c1.mu.Lock()
@@ -135,7 +136,7 @@ func TestWatchReconnectMidStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := within(t, done2, "the reconnected Watch to end at the terminal event"); err != nil {
+	if err := testutil.Within(t, done2, "the reconnected Watch to end at the terminal event"); err != nil {
 		t.Fatal(err)
 	}
 	all := append(append([]int64{}, c1.seqs...), c2.seqs...)
@@ -166,7 +167,7 @@ func TestSlowWatcherDoesNotBlock(t *testing.T) {
 	}
 	// Every write went through with the slow watcher stuck on its first live event, and
 	// the fast watcher saw everything.
-	if err := within(t, fastDone, "the fast watcher to end at the terminal event"); err != nil {
+	if err := testutil.Within(t, fastDone, "the fast watcher to end at the terminal event"); err != nil {
 		t.Fatal(err)
 	}
 	checkRun(t, "fast watcher", fast.seqs, 1, final.GetLastSequence())
@@ -174,7 +175,7 @@ func TestSlowWatcherDoesNotBlock(t *testing.T) {
 		t.Fatalf("slow watcher got %d events while blocked, want the 3 replayed", n)
 	}
 	close(slow.gate)
-	if err := within(t, slowDone, "the slow watcher to end at the terminal event"); err != nil {
+	if err := testutil.Within(t, slowDone, "the slow watcher to end at the terminal event"); err != nil {
 		t.Fatal(err)
 	}
 	checkRun(t, "slow watcher", slow.seqs, 1, final.GetLastSequence())

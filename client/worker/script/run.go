@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,12 +31,10 @@ const ReasonForeignCheckpoint = "script.foreign_checkpoint"
 
 // Runner plays a Script for every task it is handed; it is a worker.Handler.
 type Runner struct {
-	// Script is what to play.
+	// Script is what to play. The runner calls only RuntimeService, under the lease:
+	// a resumed task's checkpoint and the open obligations a verdict resolves by text
+	// are read from the task's history (worker.Task.History).
 	Script *Script
-	// Tasks reads a task's open obligations (to resolve them by text). A resumed
-	// task's history (to find its checkpoint) is read under the lease
-	// (worker.Task.History).
-	Tasks agentplanev1.TaskServiceClient
 	// Progress, when set, receives one line per step played.
 	Progress io.Writer
 	// Durable makes gated tool calls without a wait key wait durably.
@@ -268,7 +267,7 @@ func (p *play) tool(ctx context.Context, i int, tool *Tool) (bool, error) {
 	}
 	if gate.Reported {
 		// Reported by an earlier lease although the history read at the start of this
-		// one did not show it (a runner without Tasks): do not run it again.
+		// one did not show it: do not run it again.
 		p.r.logf(t, "tool %s already ran under an earlier lease; not running it again", tool.Name)
 		if gate.ResultReported {
 			return false, nil
@@ -314,13 +313,22 @@ func (p *play) verdict(ctx context.Context, v *Verdict) error {
 	if v.Rationale != "" {
 		req.Result.Rationale = &v.Rationale
 	}
+	var open []*agentplanev1.Obligation // read once, when a resolution names one by text
 	for _, res := range v.Resolved {
 		id := res.ID
 		if id == "" {
-			var err error
-			if id, err = p.obligationByText(ctx, res.Text); err != nil {
+			if open == nil {
+				var err error
+				if open, err = p.openObligations(ctx); err != nil {
+					return err
+				}
+			}
+			i, err := byText(open, res.Text)
+			if err != nil {
 				return err
 			}
+			id = open[i].GetObligationId()
+			open = slices.Delete(open, i, i+1)
 		}
 		r := &agentplanev1.ObligationResolution{ObligationId: id, How: agentplanev1.ResolutionHow_RESOLUTION_HOW_ADDRESSED}
 		if res.How == "withdrawn" {
@@ -344,27 +352,44 @@ func (p *play) verdict(ctx context.Context, v *Verdict) error {
 	return nil
 }
 
-// obligationByText finds the id of the open obligation raised with text.
-func (p *play) obligationByText(ctx context.Context, text string) (string, error) {
-	if p.r.Tasks == nil {
-		return "", fmt.Errorf("cannot look up obligation %q by text without a TaskService client", text)
+// openObligations reads the task's open obligations, in the order they were raised,
+// from its history under the lease: each verdict_recorded event carries the
+// obligations its verdict raised (with their ids) and the resolutions applied to the
+// ledger. Runtimes may not call TaskService.ListObligations.
+func (p *play) openObligations(ctx context.Context) ([]*agentplanev1.Obligation, error) {
+	open := []*agentplanev1.Obligation{}
+	err := p.t.History(ctx, 0, 0, func(ev *agentplanev1.TaskEvent) bool {
+		v := ev.GetVerdictRecorded().GetVerdict()
+		for _, r := range v.GetResolved() {
+			open = slices.DeleteFunc(open, func(o *agentplanev1.Obligation) bool { return o.GetObligationId() == r.GetObligationId() })
+		}
+		open = append(open, v.GetRaised()...)
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the task's history for its open obligations: %w", err)
 	}
-	req := &agentplanev1.ListObligationsRequest{TaskId: p.t.ID(), States: []agentplanev1.ObligationState{agentplanev1.ObligationState_OBLIGATION_STATE_OPEN}}
-	for {
-		resp, err := p.r.Tasks.ListObligations(ctx, req)
-		if err != nil {
-			return "", fmt.Errorf("listing obligations: %w", err)
+	return open, nil
+}
+
+// byText finds the open obligation raised with text. Two open obligations with the
+// same text are refused rather than guessed between: the script must name one by id.
+func byText(open []*agentplanev1.Obligation, text string) (int, error) {
+	at := -1
+	for i, o := range open {
+		if o.GetText() != text {
+			continue
 		}
-		for _, o := range resp.GetObligations() {
-			if o.GetText() == text {
-				return o.GetObligationId(), nil
-			}
+		if at >= 0 {
+			return 0, fmt.Errorf("obligation %q is ambiguous: open obligations %s and %s were both raised with that text; resolve them by id",
+				text, open[at].GetObligationId(), o.GetObligationId())
 		}
-		if resp.GetNextPageToken() == "" {
-			return "", fmt.Errorf("no open obligation raised as %q", text)
-		}
-		req.PageToken = resp.GetNextPageToken()
+		at = i
 	}
+	if at < 0 {
+		return 0, fmt.Errorf("no open obligation raised as %q", text)
+	}
+	return at, nil
 }
 
 func continueText(msgs []*agentplanev1.Message) string {

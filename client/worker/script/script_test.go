@@ -1,14 +1,13 @@
 package script
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/agentplane/agentplane/client/worker"
 	"github.com/agentplane/agentplane/client/worker/workertest"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/internal/testutil"
 )
 
 const examples = "../../../examples/runtime"
@@ -118,29 +118,11 @@ func TestParseValues(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the runner's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // runScript starts a worker playing sc against the fake for maxTasks leases.
-func runScript(t *testing.T, f *workertest.Server, sc *Script, maxTasks int) (chan error, *syncBuffer) {
+func runScript(t *testing.T, f *workertest.Server, sc *Script, maxTasks int) (chan error, *testutil.SyncBuffer) {
 	t.Helper()
-	progress := &syncBuffer{}
-	r := &Runner{Script: sc, Tasks: agentplanev1.NewTaskServiceClient(f.Conn()), Progress: progress}
+	progress := &testutil.SyncBuffer{}
+	r := &Runner{Script: sc, Progress: progress}
 	w, err := worker.New(f.Runtime(), r, worker.Options{
 		RuntimeID: "script-test",
 		MaxTasks:  maxTasks,
@@ -302,6 +284,62 @@ func TestReviewExample(t *testing.T) {
 	}
 	if !strings.Contains(progress.String(), "verdict pass by critic recorded (v2); 0 open obligations") {
 		t.Errorf("progress:\n%s", progress)
+	}
+}
+
+// TestResolveByText: a resolution by text names the open obligation raised with that
+// text, read from verdict_recorded events in the task's history: an obligation
+// already resolved is not a candidate, and two open ones with the text are refused
+// as ambiguous rather than guessed between.
+func TestResolveByText(t *testing.T) {
+	for _, tc := range []struct {
+		name, steps string
+		wantIDs     []string // the ids the last verdict resolved; nil: the task fails
+		wantFailure string
+	}{
+		{"raised again after its resolution", `
+  - verdict: {verdict: needs_revision, rationale: r, raised: [backup, docs]}
+  - verdict: {verdict: needs_revision, rationale: r, resolved: [{text: backup, how: addressed}], raised: [backup]}
+  - verdict: {verdict: pass, resolved: [{text: backup, how: addressed}, {text: docs, how: withdrawn, reason: later}]}`,
+			[]string{"ob-3", "ob-2"}, ""},
+		{"ambiguous", `
+  - verdict: {verdict: needs_revision, rationale: r, raised: [backup]}
+  - verdict: {verdict: needs_revision, rationale: r, raised: [backup]}
+  - verdict: {verdict: pass, resolved: [{text: backup, how: addressed}]}`,
+			nil, `obligation "backup" is ambiguous: open obligations ob-1 and ob-2`},
+		{"not open", `
+  - verdict: {verdict: needs_revision, rationale: r, raised: [backup]}
+  - verdict: {verdict: pass, resolved: [{text: backup, how: addressed}, {text: backup, how: addressed}]}`,
+			nil, `no open obligation raised as "backup"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, err := Parse("t.yaml", []byte("node: critic\nsteps:"+tc.steps+"\n  - complete: done\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := workertest.New(t)
+			f.Enqueue("t1", nil)
+			done, progress := runScript(t, f, sc, 1)
+			waitDone(t, done)
+			var s workertest.State
+			f.Do(func(st *workertest.State) { s = *st })
+			if tc.wantIDs == nil {
+				if s.Ends["t1"] != workertest.Failed || !strings.Contains(s.Failures["t1"].GetMessage(), tc.wantFailure) {
+					t.Fatalf("end %q failure %v, want one saying %q\nprogress:\n%s", s.Ends["t1"], s.Failures["t1"], tc.wantFailure, progress)
+				}
+				return
+			}
+			if s.Ends["t1"] != workertest.Completed {
+				t.Fatalf("end %q failure %v\nprogress:\n%s", s.Ends["t1"], s.Failures["t1"], progress)
+			}
+			var got []string
+			for _, r := range s.Verdicts[len(s.Verdicts)-1].GetResolved() {
+				got = append(got, r.GetObligationId())
+			}
+			if !slices.Equal(got, tc.wantIDs) {
+				t.Errorf("last verdict resolved %v, want %v", got, tc.wantIDs)
+			}
+		})
 	}
 }
 

@@ -1,7 +1,7 @@
 // Package workertest is an in-memory fake of the control plane's runtime protocol, for
 // testing runtimes built on client/worker without a control plane: it serves
-// RuntimeService (ReadTaskHistory over what runtimes reported), the TaskService call a
-// runtime makes (ListObligations), and just enough of the rest for load generators
+// RuntimeService (ReadTaskHistory over what runtimes reported and the verdicts they
+// recorded), and just enough of TaskService and HitlService for load generators
 // (StartTask queues a lease, CancelTask drops a queued one; ResolveInterrupt delivers a
 // decision), on a loopback port.
 //

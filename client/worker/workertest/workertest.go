@@ -76,11 +76,59 @@ type State struct {
 	Awaiting map[string]int
 	// Obligations is each task's ledger, as RecordVerdict raised and resolved them.
 	Obligations map[string][]*agentplanev1.Obligation
+	// Recorded are the verdict_recorded events RecordVerdict added to each task's log
+	// (by task id), in order; ReadTaskHistory interleaves them with Events.
+	Recorded map[string][]Recorded
 	// Started are the StartTask requests, in order; Resolutions the ResolveInterrupt ones.
 	Started     []*agentplanev1.StartTaskRequest
 	Resolutions []*agentplanev1.ResolveInterruptRequest
 
 	leases map[string]*agentplanev1.Lease // last lease granted, by task id
+}
+
+// Recorded is a verdict_recorded event in a task's log: it follows the first After
+// reported events (State.Events).
+type Recorded struct {
+	After int
+	Event *agentplanev1.VerdictRecorded
+}
+
+// history is the task's log as the control plane keeps it: the reported events with
+// the verdict_recorded events interleaved, sequences from 1.
+func (s *State) history(taskID string) []*agentplanev1.TaskEvent {
+	events, recorded := s.Events[taskID], s.Recorded[taskID]
+	out := make([]*agentplanev1.TaskEvent, 0, len(events)+len(recorded))
+	add := func(te *agentplanev1.TaskEvent) {
+		te.TaskId, te.Sequence = taskID, int64(len(out)+1)
+		out = append(out, te)
+	}
+	for i := 0; i <= len(events); i++ {
+		for len(recorded) > 0 && recorded[0].After <= i {
+			add(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_VerdictRecorded{VerdictRecorded: recorded[0].Event}})
+			recorded = recorded[1:]
+		}
+		if i == len(events) {
+			break
+		}
+		te := &agentplanev1.TaskEvent{}
+		switch p := events[i].GetPayload().(type) {
+		case *agentplanev1.RuntimeEvent_Message:
+			te.Payload = &agentplanev1.TaskEvent_Message{Message: p.Message}
+		case *agentplanev1.RuntimeEvent_ToolCall:
+			te.Payload = &agentplanev1.TaskEvent_ToolCall{ToolCall: p.ToolCall}
+		case *agentplanev1.RuntimeEvent_ToolResult:
+			te.Payload = &agentplanev1.TaskEvent_ToolResult{ToolResult: p.ToolResult}
+		case *agentplanev1.RuntimeEvent_Note:
+			te.Payload = &agentplanev1.TaskEvent_Note{Note: p.Note}
+		}
+		add(te)
+	}
+	return out
+}
+
+// lastSequence is the sequence of the task's newest event.
+func (s *State) lastSequence(taskID string) int64 {
+	return int64(len(s.Events[taskID]) + len(s.Recorded[taskID]))
 }
 
 // Server is the fake.
@@ -115,6 +163,7 @@ func New(t testing.TB) *Server {
 		leases:    map[string]*agentplanev1.Lease{},
 
 		Obligations: map[string][]*agentplanev1.Obligation{},
+		Recorded:    map[string][]Recorded{},
 	}}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -212,7 +261,7 @@ func (f *Server) Requeue(taskID string, mutate func(*agentplanev1.Lease)) {
 		l.Attempt++
 		l.LeaseId = fmt.Sprintf("%s-lease-%d", taskID, l.GetEpoch())
 		l.Deadline = nil
-		l.HistoryCursor = int64(len(s.Events[taskID]))
+		l.HistoryCursor = s.lastSequence(taskID)
 		l.ResolvedInterrupts, l.PendingInterrupts, l.ContinueMessages = nil, nil, nil
 		if mutate != nil {
 			mutate(l)
@@ -339,7 +388,7 @@ func (f *Server) ReportEvents(_ context.Context, req *agentplanev1.ReportEventsR
 	err := f.record(req.GetLease(), func(s *State) error {
 		id := req.GetLease().GetTaskId()
 		s.Events[id] = append(s.Events[id], req.GetEvents()...)
-		last = int64(len(s.Events[id]))
+		last = s.lastSequence(id)
 		return nil
 	})
 	return &agentplanev1.ReportEventsResponse{LastSequence: last}, err
@@ -440,7 +489,9 @@ func (f *Server) FailTask(_ context.Context, req *agentplanev1.FailTaskRequest) 
 
 // RecordVerdict records the request and keeps the task's obligations ledger: raised
 // obligations get ids ob-1, ob-2, ... per task; resolutions of ids that are not open
-// are dropped and named back.
+// are dropped and named back. Like the control plane, it appends a verdict_recorded
+// event carrying the verdict (its raised obligations and applied resolutions) to the
+// task's log.
 func (f *Server) RecordVerdict(_ context.Context, req *agentplanev1.RecordVerdictRequest) (*agentplanev1.RecordVerdictResponse, error) {
 	var resp *agentplanev1.RecordVerdictResponse
 	err := f.record(req.GetLease(), func(s *State) error {
@@ -472,6 +523,8 @@ func (f *Server) RecordVerdict(_ context.Context, req *agentplanev1.RecordVerdic
 			v.Raised = append(v.Raised, o)
 		}
 		s.Obligations[taskID] = ledger
+		v.Sequence = s.lastSequence(taskID) + 1
+		s.Recorded[taskID] = append(s.Recorded[taskID], Recorded{After: len(s.Events[taskID]), Event: &agentplanev1.VerdictRecorded{Verdict: proto.CloneOf(v)}})
 		resp = &agentplanev1.RecordVerdictResponse{Verdict: v}
 		for _, o := range ledger {
 			if o.GetState() == agentplanev1.ObligationState_OBLIGATION_STATE_OPEN {
@@ -483,45 +536,21 @@ func (f *Server) RecordVerdict(_ context.Context, req *agentplanev1.RecordVerdic
 	return resp, err
 }
 
-// ListObligations returns the task's ledger, filtered by state, in one page.
-func (f *Server) ListObligations(_ context.Context, req *agentplanev1.ListObligationsRequest) (*agentplanev1.ListObligationsResponse, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	resp := &agentplanev1.ListObligationsResponse{}
-	for _, o := range f.s.Obligations[req.GetTaskId()] {
-		if len(req.GetStates()) == 0 || slices.Contains(req.GetStates(), o.GetState()) {
-			resp.Obligations = append(resp.Obligations, proto.CloneOf(o))
-		}
-	}
-	return resp, nil
-}
-
-// ReadTaskHistory returns, under a current lease, the events runtimes reported for
-// the task as TaskEvents with sequences from 1, after after_sequence, in pages of
+// ReadTaskHistory returns, under a current lease, the task's log (the events runtimes
+// reported and the verdicts recorded) as TaskEvents with sequences from 1, after after_sequence, in pages of
 // page_size (default 256).
 func (f *Server) ReadTaskHistory(_ context.Context, req *agentplanev1.ReadTaskHistoryRequest) (*agentplanev1.ReadTaskHistoryResponse, error) {
 	resp := &agentplanev1.ReadTaskHistoryResponse{}
 	err := f.record(req.GetLease(), func(s *State) error {
-		id := req.GetLease().GetTaskId()
-		events := s.Events[id]
+		events := s.history(req.GetLease().GetTaskId())
 		resp.LastSequence = int64(len(events))
 		size := int(req.GetPageSize())
 		if size <= 0 {
 			size = 256
 		}
 		for i := int(req.GetAfterSequence()); i < len(events) && len(resp.Events) < size; i++ {
-			te := &agentplanev1.TaskEvent{TaskId: id, Sequence: int64(i + 1), Time: timestamppb.Now()}
-			switch p := events[i].GetPayload().(type) {
-			case *agentplanev1.RuntimeEvent_Message:
-				te.Payload = &agentplanev1.TaskEvent_Message{Message: p.Message}
-			case *agentplanev1.RuntimeEvent_ToolCall:
-				te.Payload = &agentplanev1.TaskEvent_ToolCall{ToolCall: p.ToolCall}
-			case *agentplanev1.RuntimeEvent_ToolResult:
-				te.Payload = &agentplanev1.TaskEvent_ToolResult{ToolResult: p.ToolResult}
-			case *agentplanev1.RuntimeEvent_Note:
-				te.Payload = &agentplanev1.TaskEvent_Note{Note: p.Note}
-			}
-			resp.Events = append(resp.Events, te)
+			events[i].Time = timestamppb.Now()
+			resp.Events = append(resp.Events, events[i])
 		}
 		return nil
 	})

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/internal/testutil"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/tasks"
@@ -141,7 +142,7 @@ func TestResolveInteractive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := within(t, got, "AwaitDecision to return the decision")
+	r := testutil.Within(t, got, "AwaitDecision to return the decision")
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -308,7 +309,7 @@ func TestAwaitRefusals(t *testing.T) {
 	go func() { _, err := awaitDecision(e.svc, c, ref, in.GetInterruptId()); done <- err }()
 	waitFor(t, "the runtime to wait", func() bool { return e.svc.waiters.count() == 1 })
 	cancel()
-	if err := within(t, done, "a canceled AwaitDecision to return"); err != context.Canceled {
+	if err := testutil.Within(t, done, "a canceled AwaitDecision to return"); err != context.Canceled {
 		t.Errorf("AwaitDecision after cancel = %v", err)
 	}
 

@@ -21,6 +21,7 @@ import (
 	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/store/schema"
 
+	"github.com/agentplane/agentplane/internal/testutil"
 	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/storetest"
 )
@@ -175,7 +176,7 @@ func TestGroupCommitSharesCommits(t *testing.T) {
 			return w.PutTask(storetest.Task("acme", "leader", time.Now()))
 		})
 	}()
-	within(t, entered, "the leader's function to run")
+	testutil.Within(t, entered, "the leader's function to run")
 	before, _ := s.Stats(context.Background())
 
 	const followers = 20
@@ -200,8 +201,8 @@ func TestGroupCommitSharesCommits(t *testing.T) {
 	// Wait until every follower is queued behind the blocked leader.
 	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.queue) == followers })
 	close(release)
-	within(t, allDone(&wg), "the queued Updates to return")
-	if err := within(t, leaderDone, "the leader's Update to return"); err != nil {
+	testutil.Within(t, allDone(&wg), "the queued Updates to return")
+	if err := testutil.Within(t, leaderDone, "the leader's Update to return"); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := s.Stats(context.Background())
@@ -232,7 +233,7 @@ func TestMaxBatchBoundsACommit(t *testing.T) {
 	go func() {
 		_ = s.Update(context.Background(), func(store.Writer) error { close(entered); <-release; return nil })
 	}()
-	within(t, entered, "the first Update's function to run")
+	testutil.Within(t, entered, "the first Update's function to run")
 	before, _ := s.Stats(context.Background())
 	var wg sync.WaitGroup
 	for i := range 10 {
@@ -246,7 +247,7 @@ func TestMaxBatchBoundsACommit(t *testing.T) {
 	}
 	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.queue) == 10 })
 	close(release)
-	within(t, allDone(&wg), "the queued Updates to return")
+	testutil.Within(t, allDone(&wg), "the queued Updates to return")
 	after, _ := s.Stats(context.Background())
 	if got := after.Commits - before.Commits; got != 3 {
 		t.Fatalf("10 queued Updates with MaxBatch 4 took %d commits, want 3", got)

@@ -17,6 +17,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
+	"github.com/agentplane/agentplane/internal/testutil"
 	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/schema"
 	"github.com/agentplane/agentplane/server/store/storetest"
@@ -311,7 +312,7 @@ func TestFailedCommitFailsItsCallersAndTheStoreGoesOn(t *testing.T) {
 			return w.PutTask(rec)
 		})
 	}()
-	if err := within(t, failed, "the failed Update to return"); !errors.Is(err, berrors.ErrMaxSizeReached) {
+	if err := testutil.Within(t, failed, "the failed Update to return"); !errors.Is(err, berrors.ErrMaxSizeReached) {
 		t.Fatalf("Update past the size cap = %v, want bbolt's max-size error", err)
 	}
 	s.commitMu.Lock()
@@ -348,15 +349,15 @@ func TestLoneQueuedUpdateIsHandedLeadership(t *testing.T) {
 			return w.PutTask(storetest.Task("acme", "first", time.Now()))
 		})
 	}()
-	within(t, entered, "the first Update's function to run")
+	testutil.Within(t, entered, "the first Update's function to run")
 	second := make(chan error, 1)
 	go func() { second <- putTask(s, "second") }()
 	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.queue) == 1 })
 	close(release)
-	if err := within(t, first, "the first Update to return"); err != nil {
+	if err := testutil.Within(t, first, "the first Update to return"); err != nil {
 		t.Fatal(err)
 	}
-	if err := within(t, second, "the Update queued behind it to return"); err != nil {
+	if err := testutil.Within(t, second, "the Update queued behind it to return"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/agentplane/agentplane/internal/testutil"
 	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/schema"
 	"github.com/agentplane/agentplane/server/store/storetest"
@@ -48,7 +49,7 @@ func TestWALNoOneSeesABatchBeforeItIsDurable(t *testing.T) {
 	go func() {
 		acked <- s.Update(ctx, func(w store.Writer) error { return w.PutTask(storetest.Task("acme", "t1", time.Now())) })
 	}()
-	within(t, entered, "the batch's fdatasync to start") // the record is written; its fdatasync is held
+	testutil.Within(t, entered, "the batch's fdatasync to start") // the record is written; its fdatasync is held
 	// The batch commits to the file regardless.
 	waitFor(t, func() bool {
 		var in bool
@@ -73,10 +74,10 @@ func TestWALNoOneSeesABatchBeforeItIsDurable(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 	release()
-	if err := within(t, acked, "the Update to return after the sync"); err != nil {
+	if err := testutil.Within(t, acked, "the Update to return after the sync"); err != nil {
 		t.Fatalf("Update: %v", err)
 	}
-	if err := within(t, read, "the View to return after the sync"); err != nil {
+	if err := testutil.Within(t, read, "the View to return after the sync"); err != nil {
 		t.Fatalf("View after the sync: %v", err)
 	}
 }
@@ -161,7 +162,7 @@ func TestCommitHooksRunInCommitOrder(t *testing.T) {
 					}
 				})
 			}
-			within(t, allDone(&wg), "the concurrent Updates to return")
+			testutil.Within(t, allDone(&wg), "the concurrent Updates to return")
 			if len(seen) != callers*each {
 				t.Fatalf("%d hooks ran, want %d", len(seen), callers*each)
 			}

@@ -52,7 +52,7 @@ func newRuntimeRunCommand(g *globals) *cobra.Command {
 				return usageErr("--capacity must be at least 1")
 			}
 			return g.stream(cmd, func(ctx context.Context, c *client.Client) error {
-				runner := &script.Runner{Script: sc, Tasks: c.Tasks, Progress: printer.Lines(cmd.OutOrStdout()), Durable: o.durable}
+				runner := &script.Runner{Script: sc, Progress: printer.Lines(cmd.OutOrStdout()), Durable: o.durable}
 				opts := worker.Options{
 					RuntimeID: o.runtimeID,
 					Queues:    o.queues,

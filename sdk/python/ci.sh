@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The Python SDK's CI, run by .ci/run from the repository root:
+#   sdk/python/ci.sh deps    install Debian's protoc, gRPC Python plugin, grpcio and protobuf when absent
+#   sdk/python/ci.sh gen     regenerate sdk/python/src's generated modules (then .ci/run checks git diff)
+#   sdk/python/ci.sh test    build the control plane and run the unittest suite against it
+# Uses /usr/bin/python3 (Debian's, where python3-grpcio is installed), not a python3 on PATH.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PY=/usr/bin/python3
+
+loud() {
+  echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
+  echo "!!! Python SDK: $*" >&2
+  echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
+  exit 1
+}
+
+have_deps() {
+  command -v protoc >/dev/null && command -v grpc_python_plugin >/dev/null && [ -x "$PY" ] &&
+    "$PY" -c 'import grpc, google.protobuf' 2>/dev/null
+}
+
+case "${1:-}" in
+deps)
+  if ! have_deps; then
+    echo "installing protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf (Debian)"
+    sudo_=""
+    [ "$(id -u)" -ne 0 ] && sudo_="sudo"
+    { $sudo_ apt-get update && $sudo_ apt-get install -y protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf; } ||
+      loud "could not install the Debian packages; the SDK was NOT generated nor tested"
+    have_deps || loud "protoc, grpc_python_plugin or $PY with grpc and protobuf still missing"
+  fi
+  protoc --version
+  "$PY" -c 'import grpc, google.protobuf; print("grpcio", grpc.__version__, "protobuf", google.protobuf.__version__)'
+  ;;
+gen)
+  # Not `clean` in the templates (src/ holds the hand-written package): delete the
+  # generated files first so that a proto file removed from proto/ leaves nothing behind.
+  find sdk/python/src/agentplane/v1 sdk/python/src/agentplane/_rpc -name '*_pb2*.py' -delete
+  go tool -modfile=tools/buf/go.mod buf generate --template buf.gen.py.yaml
+  go tool -modfile=tools/buf/go.mod buf generate --template buf.gen.py-rpc.yaml
+  ;;
+test)
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  go build -o "$tmp/controlplane" ./cmd/controlplane
+  # unittest exits non-zero on a failure or an error, and when it finds no test at all
+  # (Python 3.12+; checked below for older ones).
+  out="$tmp/unittest.log"
+  status=0
+  AGENTPLANE_BIN="$tmp/controlplane" timeout 600 "$PY" -m unittest discover -v -s sdk/python/tests 2>&1 | tee "$out" || status=$?
+  [ "$status" -eq 0 ] || loud "unittest failed (exit $status)"
+  grep -Eq '^Ran [1-9][0-9]* tests? in' "$out" || loud "unittest ran no test"
+  ;;
+*)
+  echo "usage: $0 deps|gen|test" >&2
+  exit 2
+  ;;
+esac

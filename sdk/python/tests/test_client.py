@@ -1,0 +1,206 @@
+"""The Python SDK against a real control plane (tests/controlplane.py)."""
+
+import unittest
+
+import grpc
+
+import controlplane  # noqa: F401  (puts ../src on sys.path)
+from agentplane import AgentplaneError, Client, from_struct, from_value
+from agentplane._rpc.google.rpc import error_details_pb2, status_pb2
+from agentplane.v1 import task_pb2
+
+AGENT = b"apiVersion: qar/v1\nkind: AgentSpec\nname: py-sdk\ninstructions: Answer briefly.\nmodel: m\n"
+
+cp = None
+
+
+def setUpModule():
+    global cp
+    cp = controlplane.ControlPlane()
+
+
+def tearDownModule():
+    if cp:
+        cp.stop()
+
+
+def start(c, **kw):
+    return c.tasks.start_task(document=AGENT, input={"parts": [{"text": "hi"}]}, **kw).task
+
+
+def lease(c, task_id, runtime_id="py-rt"):
+    """Leases the given task (tasks of other tests may be queued too: those are failed)."""
+    for _ in range(50):
+        for l in c.runtime.lease_tasks(runtime_id=runtime_id, max_tasks=8, wait=0.5).leases:
+            if l.task.task_id == task_id:
+                return l
+            c.runtime.fail_task(lease=ref(l), error={"message": "not this test's task"})
+    raise AssertionError(f"task {task_id} was never leased")
+
+
+def ref(l):
+    return {"task_id": l.task.task_id, "lease_id": l.lease_id, "epoch": l.epoch}
+
+
+def note(text):
+    return {"note": {"text": text}}
+
+
+class ServicesTest(unittest.TestCase):
+    def setUp(self):
+        self.c = Client(cp.address)
+        self.addCleanup(self.c.close)
+
+    def test_capabilities_and_admin(self):
+        caps = self.c.capabilities.get_capabilities()
+        self.assertIn("qar/v1", caps.capabilities.spec.api_versions)
+        stats = self.c.admin.get_stats()
+        self.assertEqual(stats.store, "bbolt")
+        self.assertEqual(self.c.admin.purge_tasks(older_than=3600, dry_run=True).tasks, 0)
+        chunks = list(self.c.admin.backup())
+        self.assertGreater(sum(len(x.chunk) for x in chunks), 0)
+
+    def test_specs(self):
+        self.assertTrue(self.c.specs.validate_spec(document=AGENT).valid)
+        bad = self.c.specs.validate_spec(spec_json={"apiVersion": "qar/v1", "kind": "AgentSpec", "name": "x"})
+        self.assertFalse(bad.valid)
+        rules = self.c.specs.list_rules(page_size=5).rules
+        self.assertTrue(rules)
+        self.assertEqual(self.c.specs.get_rule(rule_id=rules[0].rule_id).rule.rule_id, rules[0].rule_id)
+        self.assertTrue(self.c.specs.get_spec_schema().ListFields())
+
+    def test_tasks_and_request_ids(self):
+        t = start(self.c, labels={"sdk": "py"})
+        self.assertTrue(t.request_id, "StartTask got no generated request id")
+        self.assertEqual(self.c.tasks.get_task(task_id=t.task_id).task.task_id, t.task_id)
+        listed = self.c.tasks.list_tasks(label_selector=["sdk=py"]).tasks
+        self.assertIn(t.task_id, [x.task_id for x in listed])
+        # The same request id and request is an idempotent retry.
+        again = self.c.tasks.start_task(request_id=t.request_id, document=AGENT, input={"parts": [{"text": "hi"}]},
+                                        labels={"sdk": "py"})
+        self.assertFalse(again.created)
+        self.assertEqual(again.task.task_id, t.task_id)
+        with self.assertRaises(AgentplaneError) as cm:
+            self.c.tasks.start_task(request_id=t.request_id, document=AGENT, input={"parts": [{"text": "other"}]})
+        self.assertEqual(cm.exception.code, grpc.StatusCode.ALREADY_EXISTS)
+        self.assertEqual(cm.exception.reason, "task.request_id_reused")
+        self.assertEqual(len(self.c.tasks.list_task_events(task_id=t.task_id).events), 1)
+        self.assertEqual(len(self.c.tasks.list_verdicts(task_id=t.task_id).verdicts), 0)
+        self.c.tasks.list_obligations(task_id=t.task_id)
+        canceled = self.c.tasks.cancel_task(task_id=t.task_id, reason="test").task
+        self.assertEqual(canceled.state, task_pb2.TASK_STATE_CANCELED)
+        with self.assertRaises(AgentplaneError) as cm:
+            self.c.tasks.continue_task(task_id=t.task_id, message={"parts": [{"text": "more"}]})
+        self.assertEqual(cm.exception.code, grpc.StatusCode.FAILED_PRECONDITION)
+
+    def test_runtime_and_watch(self):
+        t = start(self.c)
+        l = lease(self.c, t.task_id)
+        self.assertFalse(self.c.runtime.heartbeat(lease=ref(l)).canceled)
+        self.c.runtime.report_events(lease=ref(l), events=[note("one"), note("two")])
+        self.c.runtime.publish_deltas(lease=ref(l))
+        self.assertGreater(len(self.c.runtime.read_task_history(lease=ref(l)).events), 0)
+        self.c.runtime.complete_task(lease=ref(l), output={"structured": {"answer": 42, "ok": True}})
+        got = list(self.c.watch(t.task_id))
+        events = [m.event for m in got if m.WhichOneof("kind") == "event"]
+        self.assertEqual([e.sequence for e in events], list(range(1, len(events) + 1)))
+        self.assertIn("two", [e.note.text for e in events])
+        final = self.c.tasks.get_task(task_id=t.task_id).task
+        self.assertEqual(final.state, task_pb2.TASK_STATE_COMPLETED)
+        self.assertEqual(from_value(final.output.structured), {"answer": 42.0, "ok": True})
+
+    def test_hitl(self):
+        self.c.hitl.list_interrupts()
+        with self.assertRaises(AgentplaneError) as cm:
+            self.c.hitl.get_interrupt(interrupt_id="nope")
+        self.assertIn(cm.exception.code, (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT))
+        self.assertTrue(cm.exception.reason)
+        with self.assertRaises(AgentplaneError) as cm:
+            self.c.hitl.resolve_interrupt(interrupt_id="nope", approve={})
+        self.assertTrue(cm.exception.reason)
+
+
+class ErrorTest(unittest.TestCase):
+    def setUp(self):
+        self.c = Client(cp.address)
+        self.addCleanup(self.c.close)
+
+    def test_spec_violations(self):
+        with self.assertRaises(AgentplaneError) as cm:
+            self.c.tasks.start_task(spec_json={"apiVersion": "qar/v1", "kind": "AgentSpec", "name": "x"})
+        e = cm.exception
+        self.assertEqual(e.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertEqual(e.reason, "spec.invalid")
+        self.assertEqual(e.domain, "agentplane")
+        self.assertIn("/instructions", [v.path for v in e.spec_violations])
+
+    def test_field_violations(self):
+        with self.assertRaises(AgentplaneError) as cm:
+            start(self.c, interrupt_policy={"allowlist": {"tools": [""]}})
+        e = cm.exception
+        self.assertEqual(e.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertTrue(e.reason)
+        self.assertIn("interrupt_policy.allowlist.tools[0]", [v.field for v in e.field_violations])
+
+    def test_metadata_and_not_found(self):
+        with self.assertRaises(AgentplaneError) as cm:
+            self.c.tasks.get_task(task_id="missing")
+        self.assertEqual(cm.exception.code, grpc.StatusCode.NOT_FOUND)
+        self.assertTrue(cm.exception.reason)
+
+    def test_retry_info_and_unknown_details(self):
+        # RetryInfo only comes with overload; decode a trailer built like the server's.
+        st = status_pb2.Status(code=grpc.StatusCode.UNAVAILABLE.value[0], message="busy")
+        st.details.add().Pack(error_details_pb2.ErrorInfo(reason="server.overloaded", domain="agentplane.dev",
+                                                          metadata={"k": "v"}))
+        st.details.add().Pack(error_details_pb2.RetryInfo(retry_delay={"seconds": 1, "nanos": 500000000}))
+        st.details.add().Pack(task_pb2.RuntimeNote(text="unknown to the decoder"))
+
+        class FakeError(grpc.RpcError):
+            def code(self):
+                return grpc.StatusCode.UNAVAILABLE
+
+            def details(self):
+                return "busy"
+
+            def trailing_metadata(self):
+                return (("grpc-status-details-bin", st.SerializeToString()),)
+
+        e = AgentplaneError.from_rpc_error(FakeError())
+        self.assertEqual((e.reason, e.metadata, e.retry_delay), ("server.overloaded", {"k": "v"}, 1.5))
+        self.assertEqual(len(e.details), 3)
+
+
+class WatchResumeTest(unittest.TestCase):
+    def test_resume_across_server_restart(self):
+        c = Client(cp.address)
+        self.addCleanup(c.close)
+        t = start(c)
+        l = lease(c, t.task_id)
+        c.runtime.report_events(lease=ref(l), events=[note(f"before {i}") for i in range(3)])
+        it = c.watch(t.task_id)
+        seen = []
+        while not any(m.WhichOneof("kind") == "event" and m.event.note.text == "before 2" for m in seen):
+            seen.append(next(it))
+        cp.restart()  # SIGKILL mid-stream, then the same port and data
+        c.runtime.report_events(lease=ref(l), events=[note(f"after {i}") for i in range(3)])
+        c.runtime.complete_task(lease=ref(l), output={"structured": "done"})
+        seen.extend(it)
+        seqs = [m.event.sequence for m in seen if m.WhichOneof("kind") == "event"]
+        self.assertEqual(seqs, list(range(1, len(seqs) + 1)), "a gap or a duplicate across the restart")
+        texts = [m.event.note.text for m in seen if m.WhichOneof("kind") == "event"]
+        for want in ["before 0", "before 2", "after 0", "after 2"]:
+            self.assertIn(want, texts)
+        self.assertEqual(c.tasks.get_task(task_id=t.task_id).task.state, task_pb2.TASK_STATE_COMPLETED)
+
+
+class ConvertTest(unittest.TestCase):
+    def test_struct_round_trip(self):
+        from agentplane.v1 import task_service_pb2
+        from agentplane._convert import fill
+        req = fill(task_service_pb2.StartTaskRequest(), {"spec_json": {"a": [1, {"b": None}, "s", True]}})
+        self.assertEqual(from_struct(req.spec_json), {"a": [1.0, {"b": None}, "s", True]})
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,150 @@
+// createClient: one object with a typed client for every agentplane service.
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import {
+  createClient as createConnectClient,
+  type Client,
+  type Interceptor,
+  type Transport,
+} from "@connectrpc/connect";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { AdminService } from "../gen/agentplane/v1/admin_service_pb.js";
+import { CapabilityService } from "../gen/agentplane/v1/capability_service_pb.js";
+import { HitlService } from "../gen/agentplane/v1/hitl_service_pb.js";
+import { RuntimeService } from "../gen/agentplane/v1/runtime_service_pb.js";
+import { SpecService } from "../gen/agentplane/v1/spec_service_pb.js";
+import { TaskService } from "../gen/agentplane/v1/task_service_pb.js";
+import { toAgentplaneError } from "./errors.js";
+import { watch, type WatchItem, type WatchOptions } from "./watch.js";
+
+/** TLS settings: PEM contents (string or Buffer) or file paths (`caFile`, ...). */
+export interface TlsOptions {
+  /** CA bundle to verify the server with (default: Node's roots). */
+  ca?: string | Buffer;
+  caFile?: string;
+  /** Client certificate and key, for mTLS (auth.client_certs). */
+  cert?: string | Buffer;
+  certFile?: string;
+  key?: string | Buffer;
+  keyFile?: string;
+  /** The name to verify the server certificate against, when it differs from the address's host. */
+  serverName?: string;
+}
+
+export interface ClientOptions {
+  /** host:port of the gRPC listener ("127.0.0.1:7233"), or a full http:// or https:// URL. */
+  address: string;
+  /** Bearer token (`controlplane token new`), sent as `authorization: Bearer ...` on every call. */
+  token?: string;
+  /** true for TLS with Node's roots, or the TLS settings. Off by default (loopback). */
+  tls?: boolean | TlsOptions;
+  /** Extra interceptors, run inside the SDK's own (auth, request ids, errors). */
+  interceptors?: Interceptor[];
+}
+
+/** AgentplaneClient: a client per service, `watch`, and `close`. */
+export interface AgentplaneClient {
+  tasks: Client<typeof TaskService>;
+  specs: Client<typeof SpecService>;
+  hitl: Client<typeof HitlService>;
+  runtime: Client<typeof RuntimeService>;
+  admin: Client<typeof AdminService>;
+  capabilities: Client<typeof CapabilityService>;
+  /** The transport the clients share, for createConnectClient on it. */
+  transport: Transport;
+  /** Follows a task's events; see watch(). */
+  watch(taskId: string, options?: WatchOptions): AsyncGenerator<WatchItem, void, undefined>;
+  /** Closes the HTTP/2 connection. The client is unusable afterwards. */
+  close(): void;
+}
+
+function pem(value: string | Buffer | undefined, file: string | undefined): string | Buffer | undefined {
+  if (value !== undefined) return value;
+  return file === undefined ? undefined : readFileSync(file);
+}
+
+/**
+ * createClient connects to a control plane's gRPC listener. Calls are lazy: nothing
+ * connects until the first one. Every failed call throws an AgentplaneError. A mutating
+ * call whose request has a `requestId` and leaves it empty gets a fresh UUID; set your
+ * own to make a retry of the same call idempotent.
+ */
+export function createClient(options: ClientOptions): AgentplaneClient {
+  const tls = options.tls === true ? {} : options.tls || undefined;
+  const baseUrl = /^https?:\/\//.test(options.address)
+    ? options.address
+    : `${tls ? "https" : "http"}://${options.address}`;
+  const interceptors: Interceptor[] = [errorInterceptor, requestIdInterceptor];
+  if (options.token !== undefined) interceptors.push(bearer(options.token));
+  interceptors.push(...(options.interceptors ?? []));
+  const sessionManager = new Http2SessionManager(
+    baseUrl,
+    // Notice a dead connection within seconds on a stream (watch) that waits for data.
+    { pingIntervalMs: 10_000, pingTimeoutMs: 10_000 },
+    tls
+      ? {
+          ca: pem(tls.ca, tls.caFile),
+          cert: pem(tls.cert, tls.certFile),
+          key: pem(tls.key, tls.keyFile),
+          servername: tls.serverName,
+        }
+      : undefined,
+  );
+  const transport = createGrpcTransport({ baseUrl, interceptors, sessionManager });
+  const tasks = createConnectClient(TaskService, transport);
+  let closed = false;
+  return {
+    tasks,
+    specs: createConnectClient(SpecService, transport),
+    hitl: createConnectClient(HitlService, transport),
+    runtime: createConnectClient(RuntimeService, transport),
+    admin: createConnectClient(AdminService, transport),
+    capabilities: createConnectClient(CapabilityService, transport),
+    transport,
+    watch: (taskId, watchOptions) => watch(tasks, taskId, watchOptions),
+    close() {
+      if (closed) return;
+      closed = true;
+      // The HTTP/2 session would otherwise stay open until it idles out.
+      sessionManager.abort();
+    },
+  };
+}
+
+function bearer(token: string): Interceptor {
+  return (next) => (req) => {
+    req.header.set("authorization", `Bearer ${token}`);
+    return next(req);
+  };
+}
+
+// requestIdInterceptor fills an empty request_id of a unary or server-streaming request.
+const requestIdInterceptor: Interceptor = (next) => (req) => {
+  if (!req.stream && req.method.input.field["requestId"] !== undefined) {
+    const msg = req.message as unknown as { requestId: string };
+    if (msg.requestId === "") msg.requestId = randomUUID();
+  }
+  return next(req);
+};
+
+// errorInterceptor turns every error, of the call or of a response stream, into an AgentplaneError.
+const errorInterceptor: Interceptor = (next) => async (req) => {
+  let res;
+  try {
+    res = await next(req);
+  } catch (err) {
+    throw toAgentplaneError(err);
+  }
+  if (!res.stream) return res;
+  const inner = res.message;
+  return {
+    ...res,
+    message: (async function* () {
+      try {
+        yield* inner;
+      } catch (err) {
+        throw toAgentplaneError(err);
+      }
+    })(),
+  };
+};

@@ -1,0 +1,19 @@
+// The agentplane TypeScript SDK: createClient, AgentplaneError, watch, and the
+// generated API types (protobuf-es v2: plain objects, `create(Schema, init)`).
+export { createClient, type AgentplaneClient, type ClientOptions, type TlsOptions } from "./client.js";
+export { AgentplaneError, toAgentplaneError, type FieldViolation } from "./errors.js";
+export { watch, type WatchItem, type WatchOptions } from "./watch.js";
+export { Code, ConnectError } from "@connectrpc/connect";
+export * from "../gen/agentplane/v1/admin_service_pb.js";
+export * from "../gen/agentplane/v1/capability_service_pb.js";
+export * from "../gen/agentplane/v1/errors_pb.js";
+export * from "../gen/agentplane/v1/hitl_pb.js";
+export * from "../gen/agentplane/v1/hitl_service_pb.js";
+export * from "../gen/agentplane/v1/peers_pb.js";
+export * from "../gen/agentplane/v1/runtime_service_pb.js";
+export * from "../gen/agentplane/v1/spec_pb.js";
+export * from "../gen/agentplane/v1/spec_service_pb.js";
+export * from "../gen/agentplane/v1/task_pb.js";
+export * from "../gen/agentplane/v1/task_service_pb.js";
+export * from "../gen/agentplane/v1/verdict_pb.js";
+export { Worker, Task, Failure, Suspended, TaskStopped, type Call, type Gate, type Delivery, type Handler, type WorkerOptions } from "./worker.js";

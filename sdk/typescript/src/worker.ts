@@ -1,0 +1,496 @@
+// Worker: the runtime side, mirroring Go's client/worker: a lease loop with capacity,
+// heartbeats, cancel, the tool-call gate (interactive or durable), reports, and the
+// end of a task (complete, fail, pause, suspend).
+import { randomUUID } from "node:crypto";
+import { Code } from "@connectrpc/connect";
+import { fromJson, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
+import { timestampMs, ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
+import type { Client } from "@connectrpc/connect";
+import type { Lease, LeaseRef, RuntimeEventSchema, RuntimeService } from "../gen/agentplane/v1/runtime_service_pb.js";
+import { GateOutcome, DecisionType, InterruptState, type Decision, type Interrupt } from "../gen/agentplane/v1/hitl_pb.js";
+import { MessageRole } from "../gen/agentplane/v1/task_pb.js";
+import { AgentplaneError, toAgentplaneError } from "./errors.js";
+
+/** Why a task's signal was aborted (`task.signal.reason`). */
+export class TaskStopped extends Error {
+  constructor(
+    readonly kind: "lease_lost" | "canceled" | "stopping",
+    message: string,
+  ) {
+    super(message);
+    this.name = "TaskStopped";
+  }
+}
+
+/** Thrown by Task.toolCall after it gave the lease up to wait durably; return from the handler. */
+export class Suspended extends Error {
+  constructor(readonly interruptId: string, readonly callId: string) {
+    super(`task suspended until interrupt ${interruptId} (call ${callId}) is decided`);
+    this.name = "Suspended";
+  }
+}
+
+/** A handler throws a Failure to choose how its task fails. */
+export class Failure extends Error {
+  constructor(readonly reason: string, message: string, readonly retry = false) {
+    super(message);
+    this.name = "Failure";
+  }
+}
+
+export type Delivery = "interactive" | "durable";
+
+export interface WorkerOptions {
+  runtimeId: string;
+  /** Run queues served (none: the default queue). */
+  queues?: string[];
+  /** Tasks run at once; default 1. */
+  capacity?: number;
+  /** How long one LeaseTasks waits for work; default 20 s. */
+  pollWaitMs?: number;
+  /** How gated calls wait; default interactive. */
+  delivery?: Delivery;
+  /** Fraction of the time left on the lease after which to heartbeat; default 1/3. */
+  heartbeatFraction?: number;
+}
+
+export type Handler = (task: Task) => Promise<void>;
+
+/** A tool call the model wants to make. */
+export interface Call {
+  /** Unique in the task and stable across replays. */
+  id: string;
+  name: string;
+  description?: string;
+  /** The arguments as the model produced them (JSON text). */
+  argumentsJson: string;
+  /** The agent (graph node) making the call; the gate needs it. */
+  node: string;
+  trip?: number;
+  delivery?: Delivery;
+  /** Called when the call waits for a decision, before waiting or suspending. */
+  onInterrupt?: (it: Interrupt) => void;
+}
+
+/** The answer to a tool call. */
+export interface Gate {
+  call: Call;
+  /** The tool may run, with exactly argumentsJson. */
+  allowed: boolean;
+  argumentsJson: string;
+  interrupt?: Interrupt;
+  decision?: Decision;
+  /** Why the call may not run, for the model. */
+  reason: string;
+  /** An earlier lease reported this call already: do not run it again. */
+  reported: boolean;
+  resultReported: boolean;
+}
+
+function stopCause(err: AgentplaneError): TaskStopped | undefined {
+  if (err.code !== Code.FailedPrecondition) return undefined;
+  if (err.reason === "lease.lost") return new TaskStopped("lease_lost", err.message);
+  if (err.reason === "task.terminal") return new TaskStopped("canceled", err.message);
+  return undefined;
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
+/** One leased task, handed to the handler. Its signal aborts when the task must stop. */
+export class Task {
+  readonly ref: LeaseRef;
+  private readonly ctl = new AbortController();
+  private endedAs = "";
+  private deadlineMs: number;
+  private readonly resolved = new Map<string, Interrupt>();
+  private readonly pending = new Map<string, Interrupt>();
+
+  constructor(
+    private readonly rt: Client<typeof RuntimeService>,
+    readonly lease: Lease,
+    private readonly delivery: Delivery,
+  ) {
+    this.ref = { $typeName: "agentplane.v1.LeaseRef", taskId: lease.task?.taskId ?? "", leaseId: lease.leaseId, epoch: lease.epoch };
+    this.deadlineMs = lease.deadline ? timestampMs(lease.deadline) : Date.now() + 30_000;
+    for (const it of lease.resolvedInterrupts) this.resolved.set(it.callId, it);
+    for (const it of lease.pendingInterrupts) this.pending.set(it.callId, it);
+  }
+
+  get id(): string {
+    return this.ref.taskId;
+  }
+  /** Aborted (reason: a TaskStopped) when the task was canceled, the lease lost, or the worker stops. */
+  get signal(): AbortSignal {
+    return this.ctl.signal;
+  }
+  /** The task's input text. */
+  get inputText(): string {
+    return (this.lease.task?.input?.parts ?? []).flatMap((p) => (p.kind.case === "text" ? [p.kind.value] : [])).join("");
+  }
+  get ended(): string {
+    return this.endedAs;
+  }
+  get deadline(): number {
+    return this.deadlineMs;
+  }
+  /** @internal */
+  setDeadline(ms: number) {
+    this.deadlineMs = ms;
+  }
+  /** @internal */
+  stop(reason: TaskStopped) {
+    if (!this.ctl.signal.aborted) this.ctl.abort(reason);
+  }
+
+  // write makes one fenced call; lease.lost and task.terminal stop the task.
+  private async write<T>(what: string, end: string, call: () => Promise<T>): Promise<T> {
+    if (this.endedAs !== "") throw new Error(`${what}: task already ended by this runtime (${this.endedAs})`);
+    let attempt = 0;
+    for (;;) {
+      try {
+        const res = await call();
+        if (end !== "") this.endedAs = end;
+        return res;
+      } catch (e) {
+        const err = toAgentplaneError(e);
+        const cause = stopCause(err);
+        if (cause) {
+          this.stop(cause);
+          throw err;
+        }
+        // Every call here is idempotent (request ids), so a call lost on the way is repeated.
+        if ((err.code === Code.Unavailable || err.code === Code.DeadlineExceeded) && ++attempt < 4 && !this.signal.aborted) {
+          await sleep(100 * 2 ** attempt, this.signal);
+          continue;
+        }
+        throw err;
+      }
+    }
+  }
+
+  /** Appends events to the log; returns the last sequence. */
+  async report(...events: MessageInitShape<typeof RuntimeEventSchema>[]): Promise<bigint> {
+    const requestId = randomUUID();
+    const res = await this.write("report events", "", () =>
+      this.rt.reportEvents({ lease: this.ref, events, requestId }),
+    );
+    return res.lastSequence;
+  }
+
+  /** Reports an assistant message. */
+  async say(text: string, node = ""): Promise<void> {
+    await this.report({
+      payload: { case: "message", value: { role: MessageRole.ASSISTANT, node, parts: [{ kind: { case: "text", value: text } }] } },
+    });
+  }
+
+  /**
+   * Asks whether a tool call may run, waits for a decision when it is gated, and reports
+   * the call when it may run (the tool's result is yours to report with toolResult). A
+   * rejected call is reported with its error result. Durable delivery gives the lease
+   * up and throws Suspended; a replay finds the decision in the next lease.
+   */
+  async toolCall(c: Call): Promise<Gate> {
+    if (!c.id || !c.name) throw new Error("toolCall needs Call.id and Call.name");
+    let gate: Gate;
+    const it = this.resolved.get(c.id) ?? this.pending.get(c.id);
+    this.resolved.delete(c.id);
+    if (it) gate = await this.waitOrUse(c, it);
+    else gate = await this.check(c);
+    if (gate.reported) return gate;
+    const call = { callId: c.id, toolName: c.name, node: c.node, tripIndex: c.trip ?? 0 };
+    if (gate.allowed) {
+      await this.report({ payload: { case: "toolCall", value: { ...call, argumentsJson: gate.argumentsJson } } });
+    } else {
+      await this.report(
+        { payload: { case: "toolCall", value: { ...call, argumentsJson: c.argumentsJson } } },
+        {
+          payload: {
+            case: "toolResult",
+            value: { callId: c.id, toolName: c.name, node: c.node, isError: true, result: { kind: { case: "stringValue", value: gate.reason } } },
+          },
+        },
+      );
+    }
+    return gate;
+  }
+
+  private async check(c: Call): Promise<Gate> {
+    const res = await this.write("check tool call", "", () =>
+      this.rt.checkToolCall({
+        lease: this.ref,
+        callId: c.id,
+        toolName: c.name,
+        toolDescription: c.description,
+        argumentsJson: c.argumentsJson,
+        agentName: c.node,
+        tripIndex: c.trip ?? 0,
+      }),
+    );
+    const base: Gate = { call: c, allowed: false, argumentsJson: "", reason: "", reported: false, resultReported: false, interrupt: res.interrupt, decision: res.decision };
+    if (res.callReported) return { ...base, reported: true, resultReported: res.resultReported, reason: `call ${c.id} was already run under an earlier lease` };
+    switch (res.outcome) {
+      case GateOutcome.ALLOW:
+        return { ...base, allowed: true, argumentsJson: c.argumentsJson };
+      case GateOutcome.REJECT: {
+        const g = gateOf(c, res.decision);
+        return { ...g, reason: g.reason || res.reason };
+      }
+      case GateOutcome.INTERRUPT:
+        if (!res.interrupt?.interruptId) throw new Error("gate answered INTERRUPT without an interrupt id");
+        return this.waitOrUse(c, res.interrupt);
+    }
+    throw new Error(`gate answered an unknown outcome ${res.outcome}`);
+  }
+
+  private async waitOrUse(c: Call, it: Interrupt): Promise<Gate> {
+    let dec = it.decision;
+    if (it.state !== InterruptState.RESOLVED || !dec) {
+      c.onInterrupt?.(it);
+      if ((c.delivery ?? this.delivery) === "durable") {
+        await this.suspend();
+        throw new Suspended(it.interruptId, c.id);
+      }
+      dec = await this.awaitDecision(it.interruptId);
+    }
+    const g = { ...gateOf(c, dec), interrupt: it };
+    if (g.allowed && dec.type === DecisionType.APPROVE) g.argumentsJson = c.argumentsJson;
+    return g;
+  }
+
+  /** Waits for the decision on an interrupt (interactive); a dropped stream is reopened. */
+  async awaitDecision(interruptId: string): Promise<Decision> {
+    for (let failures = 0; ; failures++) {
+      try {
+        const dec = await this.write("await decision", "", async () => {
+          for await (const res of this.rt.awaitDecision({ lease: this.ref, interruptId }, { signal: this.signal })) {
+            if (res.kind.case === "decision") return res.kind.value;
+            if (res.kind.case === "canceled") throw new TaskStopped("canceled", res.kind.value.reason);
+          }
+          return undefined;
+        });
+        if (dec) return dec;
+      } catch (e) {
+        if (e instanceof TaskStopped) {
+          this.stop(e);
+          throw e;
+        }
+        const err = toAgentplaneError(e);
+        if (this.signal.aborted || stopCause(err) || err.reason !== "" || failures >= 10) throw err;
+      }
+      await sleep(Math.min(100 * 2 ** failures, 5_000), this.signal);
+      if (this.signal.aborted) throw this.signal.reason;
+    }
+  }
+
+  /** Reports a tool's result (isError when it failed). */
+  async toolResult(c: Call, result: JsonValue, isError = false): Promise<void> {
+    await this.report({
+      payload: { case: "toolResult", value: { callId: c.id, toolName: c.name, node: c.node, isError, result: jsonValue(result) } },
+    });
+  }
+
+  /** Gives the lease up while an interrupt is pending (durable delivery). */
+  async suspend(): Promise<void> {
+    const requestId = randomUUID();
+    await this.write("suspend task", "suspended", () => this.rt.suspendTask({ lease: this.ref, requestId }));
+  }
+
+  /** Ends a chat turn: the task waits for ContinueTask. */
+  async pause(message = "", node = ""): Promise<void> {
+    const requestId = randomUUID();
+    await this.write("pause task", "paused", () =>
+      this.rt.pauseTask({
+        lease: this.ref,
+        node,
+        requestId,
+        message: message ? { role: MessageRole.ASSISTANT, parts: [{ kind: { case: "text", value: message } }] } : undefined,
+      }),
+    );
+  }
+
+  /** Completes the task, with a final assistant message and/or a structured output. */
+  async complete(output: { text?: string; structured?: JsonValue } = {}): Promise<void> {
+    const requestId = randomUUID();
+    await this.write("complete task", "completed", () =>
+      this.rt.completeTask({
+        lease: this.ref,
+        requestId,
+        output: {
+          message: output.text ? { role: MessageRole.ASSISTANT, parts: [{ kind: { case: "text", value: output.text } }] } : undefined,
+          structured: output.structured === undefined ? undefined : jsonValue(output.structured),
+        },
+      }),
+    );
+  }
+
+  /** Fails the task; retry hands it back to the queue. */
+  async fail(reason: string, message: string, retry = false): Promise<void> {
+    const requestId = randomUUID();
+    await this.write("fail task", retry ? "handed back" : "failed", () => this.rt.failTask({ lease: this.ref, reason, message, retry, requestId }));
+  }
+}
+
+function gateOf(c: Call, dec: Decision | undefined): Gate {
+  const g: Gate = { call: c, allowed: false, argumentsJson: "", reason: "", reported: false, resultReported: false, decision: dec };
+  if (dec && (dec.type === DecisionType.APPROVE || dec.type === DecisionType.EDIT)) {
+    g.allowed = true;
+    g.argumentsJson = dec.argumentsJson;
+  } else {
+    g.reason = dec?.modelReason || dec?.reason || "";
+  }
+  return g;
+}
+
+// jsonValue builds a google.protobuf.Value from a plain JSON value.
+function jsonValue(v: JsonValue): Value {
+  return fromJson(ValueSchema, v);
+}
+
+/**
+ * Worker leases tasks and runs them with a handler, `capacity` at a time, heartbeating
+ * each lease. run() resolves once stop() was called (or its signal aborted) and every
+ * running task has ended. A handler that throws fails its task (a Failure chooses the
+ * reason and retry); one that throws Suspended, or ends the task itself, is done.
+ */
+export class Worker {
+  private readonly stopping = new AbortController();
+  private readonly running = new Set<Promise<void>>();
+  private readonly tasks = new Set<Task>();
+  private readonly o: Required<WorkerOptions>;
+
+  constructor(
+    private readonly rt: Client<typeof RuntimeService>,
+    private readonly handler: Handler,
+    options: WorkerOptions,
+  ) {
+    if (!options.runtimeId) throw new Error("Worker: runtimeId is required");
+    this.o = {
+      queues: [],
+      capacity: 1,
+      pollWaitMs: 20_000,
+      delivery: "interactive",
+      heartbeatFraction: 1 / 3,
+      ...options,
+    };
+  }
+
+  /** Stops leasing; run() resolves once the running tasks have ended on their own. */
+  stop(): void {
+    this.stopping.abort();
+  }
+
+  /**
+   * Leases and runs tasks until stop() or until signal aborts. An aborted signal also
+   * stops the running tasks at once (their signal aborts with a TaskStopped "stopping")
+   * and hands them back to the queue (FailTask retry) unless their handler ended them.
+   */
+  async run(signal?: AbortSignal): Promise<void> {
+    const abortAll = () => {
+      this.stop();
+      for (const t of this.tasks) t.stop(new TaskStopped("stopping", "the runtime is stopping"));
+    };
+    signal?.addEventListener("abort", abortAll, { once: true });
+    if (signal?.aborted) abortAll();
+    const stop = this.stopping.signal;
+    let failures = 0;
+    while (!stop.aborted) {
+      const free = this.o.capacity - this.running.size;
+      if (free <= 0) {
+        await Promise.race([...this.running, new Promise((r) => stop.addEventListener("abort", r, { once: true }))]);
+        continue;
+      }
+      let leases: Lease[];
+      try {
+        const res = await this.rt.leaseTasks(
+          { runtimeId: this.o.runtimeId, maxTasks: free, queues: this.o.queues, wait: { seconds: BigInt(Math.ceil(this.o.pollWaitMs / 1000)) } },
+          { signal: stop },
+        );
+        leases = res.leases;
+        failures = 0;
+      } catch (e) {
+        if (stop.aborted) break;
+        const err = toAgentplaneError(e);
+        if (err.retryDelayMs === undefined && ![Code.Unavailable, Code.DeadlineExceeded, Code.Unknown, Code.Internal, Code.Canceled].includes(err.code)) throw err;
+        await sleep(Math.min(100 * 2 ** ++failures, 5_000), stop);
+        continue;
+      }
+      for (const l of leases) {
+        const t = new Task(this.rt, l, this.o.delivery);
+        this.tasks.add(t);
+        if (signal?.aborted) t.stop(new TaskStopped("stopping", "the runtime is stopping"));
+        const p = this.runTask(t).finally(() => {
+          this.running.delete(p);
+          this.tasks.delete(t);
+        });
+        this.running.add(p);
+      }
+    }
+    await Promise.all(this.running);
+  }
+
+  private async runTask(t: Task): Promise<void> {
+    const hb = new AbortController();
+    const beats = this.heartbeat(t, hb.signal);
+    let error: unknown;
+    try {
+      await this.handler(t);
+    } catch (e) {
+      error = e;
+    }
+    hb.abort();
+    await beats;
+    if (t.ended !== "" || error instanceof Suspended) return;
+    const stopped = t.signal.reason;
+    if (stopped instanceof TaskStopped && stopped.kind === "stopping") {
+      try {
+        await t.fail("runtime.stopping", "the runtime stopped before the task ended", true);
+      } catch {
+        // The lease expires; the task is queued again.
+      }
+      return;
+    }
+    if (t.signal.aborted) return; // canceled or lease lost: not ours to write to any more
+    if (error === undefined) return; // the lease expires and the task is queued again
+    const f = error instanceof Failure ? error : new Failure("runtime.error", String((error as Error)?.message ?? error));
+    try {
+      await t.fail(f.reason || "runtime.error", f.message, f.retry);
+    } catch {
+      // The lease expires; the task is queued again.
+    }
+  }
+
+  // heartbeat acknowledges the lease at once, then beats at a fraction of the time left.
+  private async heartbeat(t: Task, done: AbortSignal): Promise<void> {
+    let delay = 0;
+    while (!done.aborted && !t.signal.aborted && t.ended === "") {
+      await sleep(delay, done);
+      if (done.aborted || t.ended !== "") return;
+      try {
+        const res = await this.rt.heartbeat({ lease: t.ref }, { signal: done });
+        if (res.deadline) t.setDeadline(timestampMs(res.deadline));
+        if (res.canceled) {
+          t.stop(new TaskStopped("canceled", res.cancelReason));
+          return;
+        }
+      } catch (e) {
+        if (done.aborted) return;
+        const cause = stopCause(toAgentplaneError(e));
+        if (cause) return t.stop(cause);
+        if (Date.now() >= t.deadline) return t.stop(new TaskStopped("lease_lost", "no heartbeat succeeded before the lease deadline"));
+      }
+      delay = Math.max((t.deadline - Date.now()) * this.o.heartbeatFraction, 10);
+    }
+  }
+}

@@ -1,0 +1,269 @@
+// The runtime worker against a real control plane: a gated call approved while the
+// runtime waits (interactive), a durable suspend resumed on a later lease, a cancel
+// seen through the heartbeat, and the capacity bound.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { createClient, DecisionType, Failure, TaskState, TaskStopped, Worker, type AgentplaneClient, type Task } from "../src/index.js";
+import { agentSpec, startServer, type TestServer } from "./server.js";
+
+let srv: TestServer;
+let client: AgentplaneClient;
+
+before(async () => {
+  srv = await startServer();
+  client = createClient({ address: srv.address, token: srv.token });
+});
+
+after(async () => {
+  client?.close();
+  await srv?.stop();
+});
+
+const gatedSpec = {
+  ...agentSpec,
+  name: "sdk-ts-worker",
+  tools: [
+    {
+      type: "function",
+      function: { name: "send_email", description: "Send an email", parameters: { type: "object", properties: { to: { type: "string" } }, required: ["to"], additionalProperties: false } },
+    },
+  ],
+};
+
+async function start(queue: string, gated = false) {
+  const res = await client.tasks.startTask({
+    spec: { case: "specJson", value: gated ? gatedSpec : agentSpec },
+    queue,
+    interruptPolicy: gated ? { policy: { case: "allowlist", value: { tools: ["send_email"] } } } : undefined,
+  });
+  return res.task!.taskId;
+}
+
+async function approve(interruptId: string) {
+  const it = await client.hitl.getInterrupt({ interruptId });
+  await client.hitl.resolveInterrupt({ interruptId, decision: { case: "approve", value: {} }, argsDigest: it.interrupt!.argsDigest });
+}
+
+async function until(what: string, cond: () => Promise<boolean>) {
+  for (let i = 0; i < 150; i++) {
+    if (await cond()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+async function state(id: string) {
+  return (await client.tasks.getTask({ taskId: id })).task!.state;
+}
+
+test("interactive: the gated call waits for the approval, then runs once", async () => {
+  const id = await start("w-interactive", true);
+  let ran = 0;
+  const w = new Worker(
+    client.runtime,
+    async (t: Task) => {
+      const call = { id: "c1", name: "send_email", node: "sdk-ts-worker", argumentsJson: '{"to":"a@example.com"}', onInterrupt: (it: { interruptId: string }) => void approve(it.interruptId) };
+      const gate = await t.toolCall(call);
+      assert.equal(gate.allowed, true);
+      assert.equal(gate.decision?.type, DecisionType.APPROVE);
+      ran++;
+      await t.toolResult(call, { sent: true });
+      await t.complete({ text: "sent" });
+    },
+    { runtimeId: "w1", queues: ["w-interactive"], pollWaitMs: 1000 },
+  );
+  const running = w.run();
+  try {
+    await until("completed", async () => (await state(id)) === TaskState.COMPLETED);
+  } finally {
+    w.stop();
+    await running;
+  }
+  assert.equal(ran, 1);
+  const events = await client.tasks.listTaskEvents({ taskId: id });
+  const kinds = events.events.map((e) => e.payload.case);
+  assert.ok(kinds.includes("toolGated") && kinds.includes("toolCall") && kinds.includes("toolResult"), kinds.join(","));
+});
+
+test("durable: the task suspends, and the next lease carries the decision", async () => {
+  const id = await start("w-durable", true);
+  const attempts: string[] = [];
+  let ran = 0;
+  const w = new Worker(
+    client.runtime,
+    async (t: Task) => {
+      const gate = await t.toolCall({
+        id: "c1",
+        name: "send_email",
+        node: "sdk-ts-worker",
+        argumentsJson: '{"to":"b@example.com"}',
+        onInterrupt: (it) => void setTimeout(() => void approve(it.interruptId), 200),
+      }).catch((e) => {
+        attempts.push((e as Error).name);
+        throw e;
+      });
+      attempts.push("allowed");
+      assert.equal(gate.allowed, true);
+      ran++;
+      await t.toolResult(gate.call, "ok");
+      await t.complete();
+    },
+    { runtimeId: "w2", queues: ["w-durable"], pollWaitMs: 1000, delivery: "durable" },
+  );
+  const running = w.run();
+  try {
+    await until("completed", async () => (await state(id)) === TaskState.COMPLETED);
+  } finally {
+    w.stop();
+    await running;
+  }
+  assert.deepEqual(attempts, ["Suspended", "allowed"]);
+  assert.equal(ran, 1);
+});
+
+test("cancel: the heartbeat aborts the task's signal", async () => {
+  const id = await start("w-cancel");
+  let reason: unknown;
+  const w = new Worker(
+    client.runtime,
+    async (t: Task) => {
+      await t.say("working");
+      await new Promise((resolve) => t.signal.addEventListener("abort", resolve, { once: true }));
+      reason = t.signal.reason;
+    },
+    { runtimeId: "w3", queues: ["w-cancel"], pollWaitMs: 1000, heartbeatFraction: 0.01 },
+  );
+  const running = w.run();
+  try {
+    await until("working", async () => (await state(id)) === TaskState.WORKING);
+    await client.tasks.cancelTask({ taskId: id, reason: "enough" });
+    await until("the handler stopped", async () => reason !== undefined);
+  } finally {
+    w.stop();
+    await running;
+  }
+  assert.ok(reason instanceof TaskStopped && reason.kind === "canceled", String(reason));
+  assert.equal(await state(id), TaskState.CANCELED);
+});
+
+test("capacity: at most `capacity` handlers at once; a throwing handler fails its task", async () => {
+  const ids = [await start("w-cap"), await start("w-cap"), await start("w-cap")];
+  const bad = await start("w-cap");
+  let now = 0;
+  let most = 0;
+  const w = new Worker(
+    client.runtime,
+    async (t: Task) => {
+      now++;
+      most = Math.max(most, now);
+      try {
+        if (t.id === bad) throw new Error("boom");
+        await new Promise((r) => setTimeout(r, 100));
+        await t.complete();
+      } finally {
+        now--;
+      }
+    },
+    { runtimeId: "w4", queues: ["w-cap"], pollWaitMs: 1000, capacity: 2 },
+  );
+  const running = w.run();
+  try {
+    for (const id of ids) await until(`${id} completed`, async () => (await state(id)) === TaskState.COMPLETED);
+    await until("the bad task failed", async () => (await state(bad)) === TaskState.FAILED);
+  } finally {
+    w.stop();
+    await running;
+  }
+  assert.ok(most <= 2 && most >= 1, `most ${most}`);
+  const failed = await client.tasks.getTask({ taskId: bad });
+  assert.ok(JSON.stringify(failed.task, (_, v) => (typeof v === "bigint" ? String(v) : v)).includes("runtime.error"));
+});
+
+test("lease lost: a write under a lease the task no longer has aborts the signal; the next lease runs", async () => {
+  const id = await start("w-lost");
+  const seen: string[] = [];
+  const w = new Worker(
+    client.runtime,
+    async (t: Task) => {
+      if (t.lease.attempt > 1 || seen.length > 0) {
+        seen.push("second lease");
+        await t.complete();
+        return;
+      }
+      // Someone else ends this lease (here: the lease is handed back behind the worker's back).
+      await client.runtime.failTask({ lease: t.ref, reason: "test.handback", message: "taken away", retry: true });
+      const err = await t.say("still mine?").then(
+        () => undefined,
+        (e: { reason?: string }) => e,
+      );
+      seen.push(`write: ${err?.reason}`);
+      const reason = t.signal.reason;
+      seen.push(reason instanceof TaskStopped ? reason.kind : String(reason));
+    },
+    { runtimeId: "w5", queues: ["w-lost"], pollWaitMs: 1000 },
+  );
+  const running = w.run();
+  try {
+    await until("completed", async () => (await state(id)) === TaskState.COMPLETED);
+  } finally {
+    w.stop();
+    await running;
+  }
+  assert.deepEqual(seen, ["write: lease.lost", "lease_lost", "second lease"]);
+});
+
+test("replay: a call an earlier lease reported comes back as reported, and is not run again", async () => {
+  const res = await client.tasks.startTask({ spec: { case: "specJson", value: gatedSpec }, queue: "w-replay" });
+  const id = res.task!.taskId;
+  const gates: string[] = [];
+  let ran = 0;
+  const w = new Worker(
+    client.runtime,
+    async (t: Task) => {
+      const call = { id: "c1", name: "send_email", node: "sdk-ts-worker", argumentsJson: '{"to":"c@example.com"}' };
+      const gate = await t.toolCall(call);
+      gates.push(gate.reported ? "reported" : gate.allowed ? "allowed" : "rejected");
+      if (gate.reported) {
+        if (!gate.resultReported) await t.toolResult(call, "lost in a crash", true);
+        await t.complete();
+        return;
+      }
+      ran++;
+      // The runtime "crashes" after running the tool, before reporting its result.
+      throw new Failure("test.crash", "crashed mid-call", true);
+    },
+    { runtimeId: "w6", queues: ["w-replay"], pollWaitMs: 1000 },
+  );
+  const running = w.run();
+  try {
+    await until("completed", async () => (await state(id)) === TaskState.COMPLETED);
+  } finally {
+    w.stop();
+    await running;
+  }
+  assert.deepEqual(gates, ["allowed", "reported"]);
+  assert.equal(ran, 1);
+});
+
+test("shutdown: aborting run's signal stops the running task and hands it back to the queue", async () => {
+  const id = await start("w-stop");
+  let reason: unknown;
+  let started!: () => void;
+  const running_ = new Promise<void>((r) => (started = r));
+  const ctl = new AbortController();
+  const w = new Worker(
+    client.runtime,
+    async (t: Task) => {
+      started();
+      await new Promise((resolve) => t.signal.addEventListener("abort", resolve, { once: true }));
+      reason = t.signal.reason;
+    },
+    { runtimeId: "w7", queues: ["w-stop"], pollWaitMs: 1000 },
+  );
+  const running = w.run(ctl.signal);
+  await running_;
+  ctl.abort();
+  await running;
+  assert.ok(reason instanceof TaskStopped && reason.kind === "stopping", String(reason));
+  assert.equal(await state(id), TaskState.SUBMITTED, "handed back to the queue");
+});
