@@ -18,6 +18,7 @@ import (
 	"github.com/agentplane/agentplane/client/worker"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/fakemodel"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/servertest"
 )
 
@@ -279,5 +280,37 @@ func TestClientFunctionToolRoundTrip(t *testing.T) {
 	}
 	if p := reqs[0].Tools[0].Function.Parameters; p["additionalProperties"] != false {
 		t.Errorf("function tool schema not passed through: %v", p)
+	}
+}
+
+// TestCancelStopsTheModelStream: a task canceled while the model streams ends the
+// model call (the fake model sees its client go away) and the task is canceled.
+func TestCancelStopsTheModelStream(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	in := servertest.Start(t, func(c *config.Config) { c.Tasks.LeaseTTL = config.Duration(2 * time.Second) })
+	model := fakemodel.Start(t, fakemodel.Turn{Text: "I am thinking about", Hang: true})
+	taskID := startTask(t, ctx, in, supportAgent, nil)
+	done := startWorker(t, ctx, in, &Runner{Routes: []Route{{Pattern: "*", BaseURL: model.URL}}}, 1)
+	for len(model.Requests()) == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := in.Client.Tasks.CancelTask(ctx, &agentplanev1.CancelTaskRequest{TaskId: taskID, Reason: "stop"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-model.Gone():
+	case <-ctx.Done():
+		t.Fatal("the model stream was not stopped by the cancel")
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("worker: %v", err)
+	}
+	got, err := in.Client.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: taskID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetTask().GetState() != agentplanev1.TaskState_TASK_STATE_CANCELED {
+		t.Errorf("task %v", got.GetTask().GetState())
 	}
 }
