@@ -125,6 +125,7 @@ func TestGatedToolApprovedThenCompletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	approved := 0
+	deltas := map[string]string{} // message id -> text streamed
 	for {
 		resp, err := stream.Recv()
 		if err == io.EOF {
@@ -132,6 +133,9 @@ func TestGatedToolApprovedThenCompletes(t *testing.T) {
 		}
 		if err != nil {
 			t.Fatal(err)
+		}
+		if d := resp.GetMessageDelta(); d != nil {
+			deltas[d.GetMessageId()] += d.GetTextDelta()
 		}
 		if it := resp.GetEvent().GetInterruptRaised().GetInterrupt(); it.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL {
 			if n := len(tool.Calls()); n != 0 {
@@ -155,6 +159,10 @@ func TestGatedToolApprovedThenCompletes(t *testing.T) {
 	}
 	if task := got.GetTask(); task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || client.MessageText(task.GetOutput().GetMessage()) != "Refunded order 42." {
 		t.Fatalf("task %v %v output %v", task.GetState(), task.GetFailure(), task.GetOutput())
+	}
+	// The last turn streamed while the reviewer watched: its deltas make the message.
+	if id := got.GetTask().GetOutput().GetMessage().GetMessageId(); deltas[id] != "Refunded order 42." {
+		t.Errorf("deltas of %s: %q (all: %q)", id, deltas[id], deltas)
 	}
 	if approved != 1 {
 		t.Errorf("approved %d interrupts, want 1", approved)
