@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/agentplane/agentplane/cmd/runtime/internal/agent"
+	"github.com/agentplane/agentplane/server/config"
+)
+
+// Config is the runtime's configuration (docs/runtime.md).
+type Config struct {
+	ControlPlane struct {
+		Address string `yaml:"address"`
+		Token   string `yaml:"token"`
+	} `yaml:"control_plane"`
+	RuntimeID   string   `yaml:"runtime_id"`
+	Queues      []string `yaml:"queues"`
+	Concurrency int      `yaml:"concurrency"`
+	// Durable makes gated tool calls give the lease up while they wait.
+	Durable  bool          `yaml:"durable"`
+	MaxTurns int           `yaml:"max_turns"`
+	LogLevel string        `yaml:"log_level"`
+	Models   []ModelRoute  `yaml:"models"`
+	Tools    []HTTPToolDef `yaml:"tools"`
+}
+
+// ModelRoute sends models whose name matches Match (a glob: "gpt-*", "*") to an
+// OpenAI-compatible endpoint.
+type ModelRoute struct {
+	Match      string          `yaml:"match"`
+	BaseURL    string          `yaml:"base_url"`
+	APIKeyEnv  string          `yaml:"api_key_env"`
+	Timeout    config.Duration `yaml:"timeout"`
+	MaxRetries *int            `yaml:"max_retries"`
+}
+
+// HTTPToolDef declares a tool the runtime runs by POSTing the arguments to URL.
+type HTTPToolDef struct {
+	Name           string          `yaml:"name"`
+	Description    string          `yaml:"description"`
+	Parameters     map[string]any  `yaml:"parameters"`
+	URL            string          `yaml:"url"`
+	Timeout        config.Duration `yaml:"timeout"`
+	MaxResultBytes int             `yaml:"max_result_bytes"`
+}
+
+// DefaultConfig is the configuration before the file, env and flags.
+func DefaultConfig() Config {
+	var c Config
+	c.ControlPlane.Address = "127.0.0.1:7233"
+	host, _ := os.Hostname()
+	c.RuntimeID = fmt.Sprintf("runtime-%s-%d", host, os.Getpid())
+	c.Concurrency = 4
+	c.MaxTurns = 32
+	c.LogLevel = "info"
+	return c
+}
+
+// LoadConfig reads file (none: defaults) over DefaultConfig; unknown keys are errors.
+func LoadConfig(file string) (Config, error) {
+	c := DefaultConfig()
+	if file == "" {
+		return c, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return c, err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data), yaml.DisallowUnknownField(), yaml.Strict())
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("%s: %s", file, yaml.FormatError(err, false, true))
+	}
+	return c, nil
+}
+
+// ApplyEnv overrides the control plane's address and token from AGENTPLANE_ADDR and
+// AGENTPLANE_TOKEN.
+func (c *Config) ApplyEnv(lookup func(string) (string, bool)) {
+	if v, ok := lookup("AGENTPLANE_ADDR"); ok && v != "" {
+		c.ControlPlane.Address = v
+	}
+	if v, ok := lookup("AGENTPLANE_TOKEN"); ok && v != "" {
+		c.ControlPlane.Token = v
+	}
+}
+
+func (c *Config) logLevel() slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}
+
+// Runner validates the config and builds the agent runner; API keys are read from
+// the environment variables the routes name.
+func (c *Config) Runner(lookup func(string) (string, bool)) (*agent.Runner, error) {
+	if c.Concurrency < 1 {
+		return nil, errors.New("concurrency must be at least 1")
+	}
+	if len(c.Models) == 0 {
+		return nil, errors.New("no model routes: add at least one entry under models (match, base_url)")
+	}
+	r := &agent.Runner{MaxTurns: c.MaxTurns}
+	for i, m := range c.Models {
+		if m.Match == "" || m.BaseURL == "" {
+			return nil, fmt.Errorf("models[%d]: match and base_url are required", i)
+		}
+		if _, err := path.Match(m.Match, ""); err != nil {
+			return nil, fmt.Errorf("models[%d]: bad match pattern %q: %v", i, m.Match, err)
+		}
+		rt := agent.Route{Pattern: m.Match, BaseURL: m.BaseURL, Timeout: m.Timeout.D(), MaxRetries: 3}
+		if m.MaxRetries != nil {
+			rt.MaxRetries = *m.MaxRetries
+		}
+		if m.APIKeyEnv != "" {
+			key, ok := lookup(m.APIKeyEnv)
+			if !ok {
+				return nil, fmt.Errorf("models[%d]: environment variable %s (api_key_env) is not set", i, m.APIKeyEnv)
+			}
+			rt.APIKey = key
+		}
+		r.Routes = append(r.Routes, rt)
+	}
+	seen := map[string]bool{}
+	for i, t := range c.Tools {
+		if t.Name == "" || t.URL == "" {
+			return nil, fmt.Errorf("tools[%d]: name and url are required", i)
+		}
+		if seen[t.Name] {
+			return nil, fmt.Errorf("tools[%d]: tool %q declared twice", i, t.Name)
+		}
+		seen[t.Name] = true
+		params := t.Parameters
+		if params == nil {
+			params = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+		r.Tools = append(r.Tools, &agent.HTTPTool{
+			Name: t.Name, Description: t.Description, Parameters: params, URL: t.URL,
+			Timeout: t.Timeout.D(), MaxResultBytes: t.MaxResultBytes,
+		})
+	}
+	return r, nil
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigFileEnvAndRoutes(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "rt.yaml")
+	doc := `control_plane: {address: 10.0.0.1:1}
+concurrency: 2
+models:
+  - {match: "gpt-*", base_url: "http://127.0.0.1:1/v1", api_key_env: KEY_A, timeout: 5s, max_retries: 1}
+  - {match: "*", base_url: "http://127.0.0.1:2/v1"}
+tools:
+  - {name: t1, url: "http://127.0.0.1:3/"}
+`
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"AGENTPLANE_ADDR": "127.0.0.1:9", "KEY_A": "sk-a"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	cfg.ApplyEnv(lookup)
+	if cfg.ControlPlane.Address != "127.0.0.1:9" || cfg.Concurrency != 2 {
+		t.Errorf("config %+v", cfg)
+	}
+	r, err := cfg.Runner(lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Routes) != 2 || r.Routes[0].APIKey != "sk-a" || r.Routes[0].Timeout != 5*time.Second || r.Routes[0].MaxRetries != 1 || r.Routes[1].MaxRetries != 3 {
+		t.Errorf("routes %+v", r.Routes)
+	}
+	if len(r.Tools) != 1 || r.Tools[0].Parameters["type"] != "object" {
+		t.Errorf("tools %+v", r.Tools)
+	}
+
+	delete(env, "KEY_A")
+	if _, err := cfg.Runner(lookup); err == nil || !strings.Contains(err.Error(), "KEY_A") {
+		t.Errorf("a missing API key variable: %v", err)
+	}
+	if err := os.WriteFile(file, []byte("modelz: []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(file); err == nil {
+		t.Error("an unknown key was accepted")
+	}
+}

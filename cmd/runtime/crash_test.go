@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane/client"
+	"github.com/agentplane/agentplane/cmd/runtime/internal/fakemodel"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/servertest"
+)
+
+// TestKilledMidToolCall SIGKILLs the runtime binary while its tool call runs; a second
+// runtime takes the task once the lease expires, learns from the gate that the call
+// was reported, reports its result as lost instead of running the tool again, and
+// finishes the task. The tool ran exactly once.
+func TestKilledMidToolCall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills the binary")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "runtime")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	in := servertest.Start(t, func(c *config.Config) { c.Tasks.LeaseTTL = config.Duration(2 * time.Second) })
+	model := fakemodel.Start(t,
+		fakemodel.Turn{Text: "Refunding.", Calls: []fakemodel.Call{{ID: "call_1", Name: "issue_refund", Arguments: `{"order_id":42}`}}},
+		fakemodel.Turn{Text: "I could not confirm the refund."},
+	)
+	var mu sync.Mutex
+	toolRuns := 0
+	started := make(chan struct{}, 4)
+	release := make(chan struct{})
+	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		toolRuns++
+		mu.Unlock()
+		started <- struct{}{}
+		select { // hangs until the runtime dies
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer tool.Close()
+	defer close(release)
+	cfgFile := filepath.Join(dir, "runtime.yaml")
+	cfg := fmt.Sprintf(`control_plane: {address: %q}
+concurrency: 1
+log_level: warn
+models:
+  - {match: "fake-*", base_url: %q, max_retries: 0}
+tools:
+  - name: issue_refund
+    description: Refund an order
+    url: %q
+    timeout: 60s
+`, in.GRPCAddr, model.URL, tool.URL)
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
+		Spec:   &agentplanev1.StartTaskRequest_Document{Document: []byte("apiVersion: qar/v1\nkind: AgentSpec\nname: support\ninstructions: Help.\nmodel: fake-1\n")},
+		Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("refund order 42"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskID := resp.GetTask().GetTaskId()
+
+	start := func(id string) (*exec.Cmd, *bytes.Buffer) {
+		var logs bytes.Buffer
+		cmd := exec.Command(bin, "-config", cfgFile, "-runtime-id", id)
+		cmd.Stdout, cmd.Stderr = &logs, &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd, &logs
+	}
+	first, logs := start("first")
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatalf("the tool was never called; runtime log:\n%s", logs)
+	}
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+
+	second, logs2 := start("second")
+	defer func() { _ = second.Process.Signal(syscall.SIGTERM) }()
+	var task *agentplanev1.Task
+	for {
+		got, err := in.Client.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: taskID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		task = got.GetTask()
+		if s := task.GetState(); s == agentplanev1.TaskState_TASK_STATE_COMPLETED || s == agentplanev1.TaskState_TASK_STATE_FAILED {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("task still %v; second runtime log:\n%s", task.GetState(), logs2)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || client.MessageText(task.GetOutput().GetMessage()) != "I could not confirm the refund." {
+		t.Fatalf("task %v %v %v; log:\n%s", task.GetState(), task.GetFailure(), task.GetOutput(), logs2)
+	}
+	mu.Lock()
+	runs := toolRuns
+	mu.Unlock()
+	if runs != 1 {
+		t.Errorf("the tool ran %d times, want exactly 1", runs)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("model got %d requests, want 2", len(reqs))
+	}
+	if last := reqs[1].Messages; len(last) != 4 || !strings.Contains(string(last[3]), `"tool_call_id":"call_1"`) || !strings.Contains(string(last[3]), "lost") {
+		t.Errorf("the second runtime's conversation: %s", last)
+	}
+	var results int
+	evs, err := in.Client.Tasks.ListTaskEvents(ctx, &agentplanev1.ListTaskEventsRequest{TaskId: taskID, PageSize: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs.GetEvents() {
+		if r := ev.GetToolResult(); r != nil {
+			results++
+			if !r.GetIsError() {
+				t.Errorf("the lost call's result is not an error: %v", r)
+			}
+		}
+	}
+	if results != 1 {
+		t.Errorf("%d tool results logged, want 1", results)
+	}
+}

@@ -1,0 +1,104 @@
+package agent
+
+import (
+	"context"
+
+	"github.com/openai/openai-go/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/agentplane/agentplane/client"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+)
+
+// rebuild makes the conversation from the instructions and the task's log (read
+// under the lease up to its history cursor), then adds what the lease carries that
+// the log may not show yet (continue messages, client tool outputs). The calls of the
+// last assistant message that have no result are left in pending: the loop gates
+// them again, and the gate says which an earlier lease reported already.
+func (tu *turn) rebuild(ctx context.Context) error {
+	if s := tu.spec.GetInstructions().GetText(); s != "" {
+		tu.conv = append(tu.conv, openai.SystemMessage(s))
+	}
+	seenMsg := map[string]bool{}
+	results := map[string]bool{}
+	var lastCalls []call
+	sawInput := false
+	addUser := func(m *agentplanev1.Message) {
+		if id := m.GetMessageId(); id != "" {
+			if seenMsg[id] {
+				return
+			}
+			seenMsg[id] = true
+		}
+		tu.conv = append(tu.conv, openai.UserMessage(client.MessageText(m)))
+	}
+	addResult := func(r *agentplanev1.ToolResult) {
+		if results[r.GetCallId()] {
+			return
+		}
+		results[r.GetCallId()] = true
+		tu.conv = append(tu.conv, openai.ToolMessage(resultText(r.GetResult()), r.GetCallId()))
+	}
+	if cursor := tu.t.Lease().GetHistoryCursor(); cursor > 0 {
+		err := tu.t.History(ctx, 0, cursor, func(ev *agentplanev1.TaskEvent) bool {
+			switch p := ev.GetPayload().(type) {
+			case *agentplanev1.TaskEvent_Submitted:
+				if in := p.Submitted.GetInput(); in != nil {
+					addUser(in)
+					sawInput = true
+				}
+			case *agentplanev1.TaskEvent_Message:
+				m := p.Message
+				switch m.GetRole() {
+				case agentplanev1.MessageRole_MESSAGE_ROLE_USER:
+					addUser(m)
+				case agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT:
+					seenMsg[m.GetMessageId()] = true
+					lastCalls = callsOf(m)
+					tu.conv = append(tu.conv, assistantParam(client.MessageText(m), lastCalls))
+					if m.GetModel() != "" || len(lastCalls) > 0 {
+						tu.trips++
+					}
+				}
+			case *agentplanev1.TaskEvent_ToolResult:
+				addResult(p.ToolResult)
+			}
+			return true
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if !sawInput && tu.t.Input() != nil {
+		addUser(tu.t.Input())
+	}
+	for _, r := range tu.t.ContinueToolResults() {
+		addResult(r)
+	}
+	for _, c := range lastCalls {
+		if !results[c.ID] {
+			tu.pending = append(tu.pending, c)
+		}
+	}
+	for _, m := range tu.t.ContinueMessages() {
+		addUser(m)
+	}
+	return nil
+}
+
+// resultText is a tool result as the model reads it: a string as is, anything else
+// as JSON.
+func resultText(v *structpb.Value) string {
+	if v == nil {
+		return ""
+	}
+	if s, ok := v.GetKind().(*structpb.Value_StringValue); ok {
+		return s.StringValue
+	}
+	b, err := protojson.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}

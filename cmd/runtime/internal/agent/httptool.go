@@ -1,0 +1,64 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// HTTPTool is a tool the runtime runs itself: the call's arguments (a JSON object)
+// are POSTed to URL, and the response body is the result; a status other than 2xx, a
+// transport error or a timeout is a tool error handed to the model.
+type HTTPTool struct {
+	Name        string
+	Description string
+	Parameters  map[string]any
+	URL         string
+	Timeout     time.Duration // default 30s
+	// MaxResultBytes caps the result handed to the model (default 64 KiB).
+	MaxResultBytes int
+	Client         *http.Client
+}
+
+// Run calls the tool and returns its result text and whether it is an error.
+func (h *HTTPTool) Run(ctx context.Context, argumentsJSON string) (string, bool) {
+	timeout := h.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewBufferString(argumentsJSON))
+	if err != nil {
+		return fmt.Sprintf("tool %s: %v", h.Name, err), true
+	}
+	req.Header.Set("Content-Type", "application/json")
+	hc := h.Client
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Sprintf("tool %s failed: %v", h.Name, err), true
+	}
+	defer resp.Body.Close()
+	limit := h.MaxResultBytes
+	if limit <= 0 {
+		limit = 64 << 10
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+	if err != nil {
+		return fmt.Sprintf("tool %s failed reading its result: %v", h.Name, err), true
+	}
+	out := string(body)
+	if len(body) > limit {
+		out = string(body[:limit]) + fmt.Sprintf("\n[result truncated at %d bytes]", limit)
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Sprintf("tool %s answered HTTP %d: %s", h.Name, resp.StatusCode, out), true
+	}
+	return out, false
+}

@@ -1,0 +1,130 @@
+// Command runtime is agentplane's reference runtime: it leases agent tasks from the
+// control plane and runs them on OpenAI-compatible models (docs/runtime.md).
+//
+// Configuration comes from a YAML file (-config, env AGENTPLANE_RUNTIME_CONFIG), then
+// AGENTPLANE_ADDR and AGENTPLANE_TOKEN, then flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/agentplane/agentplane/client"
+	"github.com/agentplane/agentplane/client/worker"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stderr, os.LookupEnv); err != nil {
+		fmt.Fprintln(os.Stderr, "runtime:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer, lookup func(string) (string, bool)) error {
+	fs := flag.NewFlagSet("runtime", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configFile := fs.String("config", envOr(lookup, "AGENTPLANE_RUNTIME_CONFIG", ""), "YAML config `file` (env AGENTPLANE_RUNTIME_CONFIG)")
+	addr := fs.String("addr", "", "control plane gRPC `address` (env AGENTPLANE_ADDR)")
+	token := fs.String("token", "", "bearer `token` (env AGENTPLANE_TOKEN)")
+	var queues stringList
+	fs.Var(&queues, "queue", "run `queue` to lease from (repeatable)")
+	concurrency := fs.Int("concurrency", 0, "tasks run at once")
+	runtimeID := fs.String("runtime-id", "", "this runtime's `id`, shown on its leases")
+	durable := fs.Bool("durable", false, "gated tool calls wait durably (the lease is given up until the decision)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := LoadConfig(*configFile)
+	if err != nil {
+		return err
+	}
+	cfg.ApplyEnv(lookup)
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "addr":
+			cfg.ControlPlane.Address = *addr
+		case "token":
+			cfg.ControlPlane.Token = *token
+		case "queue":
+			cfg.Queues = queues
+		case "concurrency":
+			cfg.Concurrency = *concurrency
+		case "runtime-id":
+			cfg.RuntimeID = *runtimeID
+		case "durable":
+			cfg.Durable = *durable
+		}
+	})
+	runner, err := cfg.Runner(lookup)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel()}))
+	runner.Logger = logger
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var opts []client.Option
+	if cfg.ControlPlane.Token != "" {
+		opts = append(opts, client.WithToken(cfg.ControlPlane.Token))
+	}
+	c, err := client.Dial(ctx, cfg.ControlPlane.Address, opts...)
+	if err != nil {
+		return fmt.Errorf("dial %s: %w", cfg.ControlPlane.Address, err)
+	}
+	defer c.Close()
+	wo := worker.Options{RuntimeID: cfg.RuntimeID, Queues: cfg.Queues, Capacity: cfg.Concurrency, Logger: logger}
+	if cfg.Durable {
+		wo.Delivery = worker.Durable
+	}
+	w, err := worker.New(c.Runtime, runner, wo)
+	if err != nil {
+		return err
+	}
+	logger.Info("runtime started", "addr", cfg.ControlPlane.Address, "queues", cfg.Queues, "concurrency", cfg.Concurrency, "routes", len(runner.Routes), "tools", len(runner.Tools))
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	stopCtx, hardStop := context.WithCancel(context.WithoutCancel(ctx))
+	defer hardStop()
+	stopping := false
+	for {
+		select {
+		case err := <-done:
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		case <-sigs:
+			if stopping {
+				hardStop()
+				continue
+			}
+			stopping = true
+			logger.Info("stopping: no more leases; finishing running tasks (signal again to hand them back)")
+			go func() { _ = w.Stop(stopCtx) }()
+		}
+	}
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return fmt.Sprint([]string(*s)) }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func envOr(lookup func(string) (string, bool), key, def string) string {
+	if v, ok := lookup(key); ok {
+		return v
+	}
+	return def
+}
