@@ -1,22 +1,30 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agentplane/agentplane/gates"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/hitl/approvals"
 	"github.com/agentplane/agentplane/server/spec"
+	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/boltstore"
+	"github.com/agentplane/agentplane/server/store/pgstore"
 	"github.com/agentplane/agentplane/server/tasks"
 	"github.com/agentplane/agentplane/server/verdicts"
 )
 
 // domain is everything beneath the service layer, built once at New.
 type domain struct {
-	store     *boltstore.Store
+	store domainStore
+	// where names the store for people: the bbolt file, or the database without its
+	// password.
+	where     string
 	tasks     *tasks.Manager
 	specs     *spec.Validator
 	decodes   *decodeGate
@@ -24,6 +32,46 @@ type domain struct {
 	compiler  *hitl.Compiler
 	approvals *approvals.Service
 	verdicts  *verdicts.Recorder
+}
+
+// domainStore is the store with its health: the failure that makes it refuse writes
+// until it recovers, or nil.
+type domainStore interface {
+	store.Store
+	Health() error
+}
+
+// openStore opens the configured backend.
+func (s *Server) openStore() (domainStore, error) {
+	cfg := s.cfg
+	if cfg.Store.Backend == config.BackendPostgres {
+		pg := cfg.Store.Postgres
+		ctx, cancel := context.WithTimeout(context.Background(), 2*pg.ConnectTimeout.D()+time.Minute)
+		defer cancel()
+		return pgstore.Open(ctx, pg.DSN, pgstore.Options{
+			MaxConns:         pg.MaxConns,
+			ConnectTimeout:   pg.ConnectTimeout.D(),
+			StatementTimeout: pg.StatementTimeout.D(),
+		})
+	}
+	st, err := boltstore.Open(cfg.StorePath(), boltstore.Options{
+		OpenTimeout:        cfg.Store.OpenTimeout.D(),
+		MaxBatch:           cfg.Store.MaxBatch,
+		WAL:                cfg.Store.WAL,
+		CheckpointInterval: cfg.Store.CheckpointInterval.D(),
+		CheckpointBytes:    cfg.Store.CheckpointBytes,
+		Logger:             s.log,
+		OnHealth:           s.storeHealth,
+	})
+	if errors.Is(err, boltstore.ErrLocked) {
+		return nil, fmt.Errorf("data directory %s is in use by another agentplane process "+
+			"(could not lock %s within %s); stop it or choose another --data-dir",
+			cfg.DataDir, cfg.StorePath(), cfg.Store.OpenTimeout.D())
+	}
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 // openDomain opens the store (failing fast when another process holds it) and builds
@@ -42,22 +90,12 @@ func (s *Server) openDomain() (err error) {
 		gate = 2 * cfg.Limits.MaxSpecBytes
 	}
 	d.decodes = newDecodeGate(gate)
-	d.store, err = boltstore.Open(cfg.StorePath(), boltstore.Options{
-		OpenTimeout:        cfg.Store.OpenTimeout.D(),
-		MaxBatch:           cfg.Store.MaxBatch,
-		WAL:                cfg.Store.WAL,
-		CheckpointInterval: cfg.Store.CheckpointInterval.D(),
-		CheckpointBytes:    cfg.Store.CheckpointBytes,
-		Logger:             s.log,
-		OnHealth:           s.storeHealth,
-	})
-	if errors.Is(err, boltstore.ErrLocked) {
-		return fmt.Errorf("data directory %s is in use by another agentplane process "+
-			"(could not lock %s within %s); stop it or choose another --data-dir",
-			cfg.DataDir, cfg.StorePath(), cfg.Store.OpenTimeout.D())
-	}
-	if err != nil {
+	if d.store, err = s.openStore(); err != nil {
 		return err
+	}
+	d.where = cfg.StorePath()
+	if cfg.Store.Backend == config.BackendPostgres {
+		d.where = "postgres " + pgstore.Redact(cfg.Store.Postgres.DSN)
 	}
 	s.domain = d // from here on closeAll closes the store
 	s.metrics.registry.MustRegister(newStoreCollector(d.store.Stats, d.store.Health))
@@ -78,6 +116,10 @@ func (s *Server) openDomain() (err error) {
 	d.verdicts = verdicts.NewRecorder(d.tasks)
 	return nil
 }
+
+// StoreLocation names the store the server opened: the bbolt file, or the PostgreSQL
+// database without its password.
+func (s *Server) StoreLocation() string { return s.domain.where }
 
 // start runs the background loops: lease expiry, retention, interrupt deadlines.
 func (d *domain) start() {

@@ -265,7 +265,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.log.Info("agentplane control plane serving",
 		"version", version.String(), "grpc", s.GRPCAddr(), "http", s.HTTPAddr(),
-		"store", s.cfg.StorePath(), "multi_tenant", s.cfg.Auth.RequirePrincipal)
+		"store", s.StoreLocation(), "multi_tenant", s.cfg.Auth.RequirePrincipal)
 
 	var serveErr error
 	select {

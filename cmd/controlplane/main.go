@@ -3,7 +3,8 @@
 // With no arguments it runs on embedded defaults: single-user mode, a bbolt store under
 // ~/.agentplane/data, gRPC on 127.0.0.1:7233 and HTTP/JSON on 127.0.0.1:7280.
 // Configuration is layered: defaults, then --config FILE (YAML; unknown keys stop the
-// boot), then AGENTPLANE_* environment variables, then flags.
+// boot), then AGENTPLANE_* environment variables, then flags. `controlplane store copy`
+// moves an embedded store to PostgreSQL.
 package main
 
 import (
@@ -55,6 +56,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) >= 2 && args[0] == "token" && args[1] == "new" {
 		return tokenNew(args[2:], stdout, stderr)
 	}
+	if len(args) >= 2 && args[0] == "store" && args[1] == "copy" {
+		return storeCopy(args[2:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("controlplane", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configFile := fs.String("config", os.Getenv("AGENTPLANE_CONFIG"), "YAML config `file` (env AGENTPLANE_CONFIG)")
@@ -63,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	httpAddr := fs.String("http-addr", "", "HTTP/JSON listen `host:port`, or off (env "+config.EnvHTTPAddr+")")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error (env "+config.EnvLogLevel+")")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: controlplane [flags]\n       controlplane version\n       controlplane token new [--name N --tenant T --role R...]\n\nRuns the agentplane control plane.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: controlplane [flags]\n       controlplane version\n       controlplane token new [--name N --tenant T --role R...]\n       controlplane store copy --from bolt:FILE --to postgres:DSN\n\nRuns the agentplane control plane.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -95,7 +99,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if addr := srv.HTTPAddr(); addr != "" {
 		fmt.Fprintf(stdout, "  HTTP/JSON  http://%s  (metrics at /metrics, health at /healthz)\n", addr)
 	}
-	fmt.Fprintf(stdout, "  store      %s\n", cfg.StorePath())
+	fmt.Fprintf(stdout, "  store      %s\n", srv.StoreLocation())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -58,8 +58,12 @@ type Debug struct {
 	Pprof bool `yaml:"pprof"`
 }
 
-// Store configures the embedded bbolt store.
+// Store configures the store: the embedded bbolt file (the default) or PostgreSQL.
 type Store struct {
+	// Backend is bolt (the embedded file under data_dir) or postgres.
+	Backend string `yaml:"backend"`
+	// Postgres configures the postgres backend.
+	Postgres Postgres `yaml:"postgres"`
 	// OpenTimeout bounds the wait for the file lock; a second instance on the same
 	// data directory fails after it instead of hanging.
 	OpenTimeout Duration `yaml:"open_timeout"`
@@ -78,6 +82,26 @@ type Store struct {
 	// eighth of the store's size if that is more: it bounds the log on disk and what a
 	// restart after a crash replays.
 	CheckpointBytes int64 `yaml:"checkpoint_bytes"`
+}
+
+// Store backends.
+const (
+	BackendBolt     = "bolt"
+	BackendPostgres = "postgres"
+)
+
+// Postgres configures the PostgreSQL store (docs/scaling.md).
+type Postgres struct {
+	// DSN is a libpq connection string or URL (postgres://user@host:5432/db). The
+	// environment variable AGENTPLANE_POSTGRES_DSN overrides it, which keeps a
+	// password out of the file.
+	DSN string `yaml:"dsn"`
+	// MaxConns is the connection pool size (0: the larger of 4 and the CPU count).
+	MaxConns int32 `yaml:"max_conns"`
+	// ConnectTimeout bounds establishing one connection.
+	ConnectTimeout Duration `yaml:"connect_timeout"`
+	// StatementTimeout, when positive, is each connection's statement_timeout.
+	StatementTimeout Duration `yaml:"statement_timeout"`
 }
 
 // Limits bound what a client can make the server hold.
@@ -280,8 +304,9 @@ func Default() Config {
 		GRPCAddr: "127.0.0.1:7233",
 		HTTPAddr: "127.0.0.1:7280",
 		Log:      Log{Level: "info", Format: "text"},
-		Store: Store{OpenTimeout: Duration(2 * time.Second), MaxBatch: 256, WAL: true,
-			CheckpointInterval: Duration(5 * time.Minute), CheckpointBytes: 64 << 20},
+		Store: Store{Backend: BackendBolt, OpenTimeout: Duration(2 * time.Second), MaxBatch: 256, WAL: true,
+			CheckpointInterval: Duration(5 * time.Minute), CheckpointBytes: 64 << 20,
+			Postgres: Postgres{ConnectTimeout: Duration(10 * time.Second)}},
 		Limits: Limits{
 			MaxSpecBytes:        1 << 20,
 			MaxSpecNesting:      64,
@@ -349,6 +374,8 @@ const (
 	EnvHTTPAddr = "AGENTPLANE_HTTP_ADDR"
 	EnvLogLevel = "AGENTPLANE_LOG_LEVEL"
 	EnvLogFmt   = "AGENTPLANE_LOG_FORMAT"
+	// EnvPostgresDSN overrides store.postgres.dsn.
+	EnvPostgresDSN = "AGENTPLANE_POSTGRES_DSN"
 )
 
 // ApplyEnv overrides cfg from the environment (lookup is os.LookupEnv in production).
@@ -363,6 +390,7 @@ func (c *Config) ApplyEnv(lookup func(string) (string, bool)) {
 	set(EnvHTTPAddr, &c.HTTPAddr)
 	set(EnvLogLevel, &c.Log.Level)
 	set(EnvLogFmt, &c.Log.Format)
+	set(EnvPostgresDSN, &c.Store.Postgres.DSN)
 }
 
 // BaseDir is the directory relative paths in the config are resolved against.
@@ -400,6 +428,21 @@ func (c *Config) Validate() error {
 	case "text", "json":
 	default:
 		bad("log.format %q: want text or json", c.Log.Format)
+	}
+	switch c.Store.Backend {
+	case BackendBolt:
+	case BackendPostgres:
+		if c.Store.Postgres.DSN == "" {
+			bad("store.postgres.dsn is empty (set it or %s)", EnvPostgresDSN)
+		}
+		if c.Store.Postgres.MaxConns < 0 {
+			bad("store.postgres.max_conns must not be negative")
+		}
+		if c.Store.Postgres.ConnectTimeout <= 0 {
+			bad("store.postgres.connect_timeout must be positive")
+		}
+	default:
+		bad("store.backend %q: want bolt or postgres", c.Store.Backend)
 	}
 	if c.Store.OpenTimeout <= 0 {
 		bad("store.open_timeout must be positive")

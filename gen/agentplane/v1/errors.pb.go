@@ -153,6 +153,10 @@ const (
 	// a body that is not JSON, or a path or query parameter that is not UTF-8
 	// (`GET /v1/tasks/%ff`).
 	ErrorReason_ERROR_REASON_REQUEST_MALFORMED ErrorReason = 31
+	// The store cannot stream a backup: it is PostgreSQL, which is backed up with the
+	// database's own tools (pg_dump, pg_basebackup, a managed service's snapshots;
+	// docs/scaling.md). Permanent for this deployment.
+	ErrorReason_ERROR_REASON_STORE_BACKUP_UNSUPPORTED ErrorReason = 40
 	// Over HTTP, a path the API does not have (404, NOT_FOUND), or a method the path
 	// does not take (501, UNIMPLEMENTED).
 	ErrorReason_ERROR_REASON_ROUTE_NOT_FOUND ErrorReason = 32
@@ -195,6 +199,7 @@ var (
 		29: "ERROR_REASON_REQUEST_CANCELED",
 		30: "ERROR_REASON_INTERNAL",
 		31: "ERROR_REASON_REQUEST_MALFORMED",
+		40: "ERROR_REASON_STORE_BACKUP_UNSUPPORTED",
 		32: "ERROR_REASON_ROUTE_NOT_FOUND",
 	}
 	ErrorReason_value = map[string]int32{
@@ -232,6 +237,7 @@ var (
 		"ERROR_REASON_REQUEST_CANCELED":           29,
 		"ERROR_REASON_INTERNAL":                   30,
 		"ERROR_REASON_REQUEST_MALFORMED":          31,
+		"ERROR_REASON_STORE_BACKUP_UNSUPPORTED":   40,
 		"ERROR_REASON_ROUTE_NOT_FOUND":            32,
 	}
 )
@@ -358,7 +364,7 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"\x12ErrorReasonOptions\x12\x12\n" +
 	"\x04wire\x18\x01 \x01(\tR\x04wire\x12\x14\n" +
 	"\x05codes\x18\x02 \x03(\tR\x05codes\x12\x1c\n" +
-	"\tretryable\x18\x03 \x01(\bR\tretryable*\xeb\x15\n" +
+	"\tretryable\x18\x03 \x01(\bR\tretryable*\xcb\x16\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12I\n" +
 	"\x1cERROR_REASON_REQUEST_INVALID\x10\x01\x1a'\xe2\xf9\x18#\n" +
@@ -428,7 +434,9 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"\x15ERROR_REASON_INTERNAL\x10\x1e\x1a\x18\xe2\xf9\x18\x14\n" +
 	"\binternal\x12\bINTERNAL\x12M\n" +
 	"\x1eERROR_REASON_REQUEST_MALFORMED\x10\x1f\x1a)\xe2\xf9\x18%\n" +
-	"\x11request.malformed\x12\x10INVALID_ARGUMENT\x12Q\n" +
+	"\x11request.malformed\x12\x10INVALID_ARGUMENT\x12^\n" +
+	"%ERROR_REASON_STORE_BACKUP_UNSUPPORTED\x10(\x1a3\xe2\xf9\x18/\n" +
+	"\x18store.backup_unsupported\x12\x13FAILED_PRECONDITION\x12Q\n" +
 	"\x1cERROR_REASON_ROUTE_NOT_FOUND\x10 \x1a/\xe2\xf9\x18+\n" +
 	"\x0froute.not_found\x12\tNOT_FOUND\x12\rUNIMPLEMENTED:i\n" +
 	"\ferror_reason\x12!.google.protobuf.EnumValueOptions\x18\x9c\x8f\x03 \x01(\v2!.agentplane.v1.ErrorReasonOptionsR\verrorReasonBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"

@@ -3,13 +3,10 @@ package boltstore
 import (
 	"bytes"
 	"fmt"
-	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/store"
@@ -82,53 +79,11 @@ func (r reader) GetTaskSpecPartial(tenant, taskID string, withSubmitted bool) (*
 	if v == nil {
 		return nil, store.ErrTaskNotFound(taskID)
 	}
-	skip := specFieldsResolved
-	if !withSubmitted {
-		skip = specFieldsLarge
-	}
-	spec := &storagev1.TaskSpecRecord{}
-	if err := unmarshalWithout(v, spec, skip); err != nil {
+	spec, err := store.UnmarshalTaskSpecPartial(v, withSubmitted)
+	if err != nil {
 		return nil, fmt.Errorf("store: decoding task spec at key %x: %w", key, err)
 	}
 	return spec, nil
-}
-
-// The TaskSpecRecord fields a partial read leaves undecoded: the resolved spec, and
-// with it the submitted agent and graph.
-var (
-	specFieldsResolved = []protowire.Number{fieldNumber(&storagev1.TaskSpecRecord{}, "resolved_spec")}
-	specFieldsLarge    = append([]protowire.Number{
-		fieldNumber(&storagev1.TaskSpecRecord{}, "agent"),
-		fieldNumber(&storagev1.TaskSpecRecord{}, "graph"),
-	}, specFieldsResolved...)
-)
-
-func fieldNumber(m proto.Message, name protoreflect.Name) protowire.Number {
-	return m.ProtoReflect().Descriptor().Fields().ByName(name).Number()
-}
-
-// unmarshalWithout decodes the encoded message v into m, except its top-level fields
-// skip, which it steps over by their length prefix. Each kept field is merged in as it
-// comes, which is what decoding the whole of v does, without copying v.
-func unmarshalWithout(v []byte, m proto.Message, skip []protowire.Number) error {
-	merge := proto.UnmarshalOptions{Merge: true}
-	for b := v; len(b) > 0; {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		l := protowire.ConsumeFieldValue(num, typ, b[n:])
-		if l < 0 {
-			return protowire.ParseError(l)
-		}
-		if !slices.Contains(skip, num) {
-			if err := merge.Unmarshal(b[:n+l], m); err != nil {
-				return err
-			}
-		}
-		b = b[n+l:]
-	}
-	return nil
 }
 
 func (r reader) TaskForRequest(tenant, requestID string) (string, error) {

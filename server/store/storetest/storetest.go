@@ -904,6 +904,12 @@ func testConcurrentRMW(t *testing.T, s store.Store) {
 func testSnapshot(t *testing.T, s store.Store) {
 	putTasks(t, s, Task("acme", "before", at(0)))
 	snap, err := s.Snapshot(context.Background())
+	var e *apierr.Error
+	if errors.As(err, &e) && e.Code == codes.FailedPrecondition && e.Reason == apierr.ReasonStoreBackupUnsupported {
+		// A store on a database backed up with its own tools refuses, and stays usable.
+		putTasks(t, s, Task("acme", "after", at(1)))
+		return
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

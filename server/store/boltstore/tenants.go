@@ -1,0 +1,29 @@
+package boltstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentplane/agentplane/server/store"
+	"github.com/agentplane/agentplane/server/store/schema"
+)
+
+// TaskTenants lists, in key order, every tenant that has a task, for a whole-store walk
+// (package storecopy).
+func (s *Store) TaskTenants(ctx context.Context, fn func(tenant string) (bool, error)) error {
+	return s.View(ctx, func(r store.Reader) error {
+		c := r.(reader).bucket(schema.Tasks).Cursor()
+		k, _ := c.First()
+		for k != nil {
+			tenant, _, ok := schema.SplitTenant(k)
+			if !ok {
+				return fmt.Errorf("store: malformed task key %x", k)
+			}
+			if more, err := fn(tenant); err != nil || !more {
+				return err
+			}
+			k, _ = seekPast(c, schema.TenantPrefix(tenant))
+		}
+		return nil
+	})
+}

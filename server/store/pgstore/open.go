@@ -1,0 +1,406 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/puddle/v2"
+	"google.golang.org/grpc/codes"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/store"
+)
+
+// Options configure Open.
+type Options struct {
+	// MaxConns is the connection pool size (0: pgxpool's default, the larger of 4 and
+	// the number of CPUs).
+	MaxConns int32
+	// ConnectTimeout bounds establishing one connection (0: 10s).
+	ConnectTimeout time.Duration
+	// StatementTimeout, when set, is the server-side statement_timeout of every
+	// connection.
+	StatementTimeout time.Duration
+	// MaxRetries bounds how often one Update is rerun after a serialization failure
+	// (0: 20).
+	MaxRetries int
+}
+
+// Store is a store.Store on PostgreSQL.
+type Store struct {
+	pool     *pgxpool.Pool
+	where    string
+	version  int
+	tokenKey []byte
+	retries  int
+
+	// commitMu orders commits with their OnCommit hooks: hooks run in commit order
+	// across the transactions of this process, as the Store contract requires.
+	commitMu sync.Mutex
+
+	mu      sync.RWMutex // held shared by running transactions, exclusively by Close
+	closed  bool
+	commits atomic.Int64
+	updates atomic.Int64
+}
+
+var _ store.Store = (*Store)(nil)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Version is the newest schema version this binary knows: the number of embedded
+// migrations.
+var Version = len(migrationFiles())
+
+func migrationFiles() []string {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		panic(err)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// advisoryLock is the pg_advisory_lock key under which replicas migrate.
+const advisoryLock = 0x61676e74706c6e // "agntpln"
+
+// Open connects to the database named by dsn, brings its schema up to date under an
+// advisory lock, and refuses a database whose schema is newer than this binary knows
+// (FailedPrecondition, store.schema_mismatch).
+func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres dsn: %w", err)
+	}
+	if opt.MaxConns > 0 {
+		cfg.MaxConns = opt.MaxConns
+	}
+	cfg.ConnConfig.ConnectTimeout = cmp(opt.ConnectTimeout, 10*time.Second)
+	if opt.StatementTimeout > 0 {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(opt.StatementTimeout.Milliseconds(), 10)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	s := &Store{pool: pool, where: Redact(dsn), retries: opt.MaxRetries}
+	if s.retries <= 0 {
+		s.retries = 20
+	}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func cmp(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// Redact is dsn without its password, for logs and Stats.Path.
+func Redact(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
+		if u.User != nil {
+			if _, ok := u.User.Password(); ok {
+				u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			}
+		}
+		return u.String()
+	}
+	var kept []string
+	for _, f := range strings.Fields(dsn) {
+		if strings.HasPrefix(f, "password=") {
+			f = "password=xxxxx"
+		}
+		kept = append(kept, f)
+	}
+	return strings.Join(kept, " ")
+}
+
+// migrate applies the embedded migrations newer than the database's version, each in
+// its own transaction, holding a session advisory lock so that replicas starting
+// together apply each once.
+func (s *Store) migrate(ctx context.Context) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(advisoryLock)); err != nil {
+		return unavailable(err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(advisoryLock)) //nolint:errcheck // the session ends with the connection anyway
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS agentplane_schema (
+		version int PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return fmt.Errorf("postgres: creating the schema table: %w", err)
+	}
+	var have int
+	if err := conn.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM agentplane_schema").Scan(&have); err != nil {
+		return fmt.Errorf("postgres: reading the schema version: %w", err)
+	}
+	files := migrationFiles()
+	if have > len(files) {
+		return apierr.New(codes.FailedPrecondition, apierr.ReasonStoreSchemaMismatch,
+			"the database %s has schema version %d; this binary knows versions up to %d (upgrade agentplane)", s.where, have, len(files))
+	}
+	for v := have + 1; v <= len(files); v++ {
+		sql, err := migrations.ReadFile(files[v-1])
+		if err != nil {
+			return err
+		}
+		if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, string(sql)); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO agentplane_schema (version) VALUES ($1)", v)
+			return err
+		}); err != nil {
+			return fmt.Errorf("postgres: applying migration %s: %w", files[v-1], err)
+		}
+	}
+	s.version = len(files)
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, "INSERT INTO meta (name, value) VALUES ('token_key', $1) ON CONFLICT (name) DO NOTHING", key); err != nil {
+		return fmt.Errorf("postgres: storing the token key: %w", err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT value FROM meta WHERE name = 'token_key'").Scan(&s.tokenKey); err != nil {
+		return fmt.Errorf("postgres: reading the token key: %w", err)
+	}
+	return nil
+}
+
+// Health is always nil: this store has no failed state of its own. A call that
+// cannot reach the database fails UNAVAILABLE (store.unavailable) by itself, and the
+// next one tries again through the pool.
+func (s *Store) Health() error { return nil }
+
+// TokenKey implements store.Store.
+func (s *Store) TokenKey() []byte { return s.tokenKey }
+
+// enter marks a transaction running; it fails once the store is closed.
+func (s *Store) enter() error {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return store.ErrClosed()
+	}
+	return nil
+}
+
+// View implements store.Store: a REPEATABLE READ, READ ONLY transaction.
+func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return unavailable(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read-only
+	return fn(&reader{ctx: ctx, tx: tx})
+}
+
+// Update implements store.Store: one SERIALIZABLE transaction, rerun from the start on
+// a serialization failure, a deadlock or a unique violation between concurrent
+// inserts (the rerun sees the winner's row).
+func (s *Store) Update(ctx context.Context, fn func(store.Writer) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		err := s.try(ctx, fn)
+		if err == nil || !retryable(err) || attempt >= s.retries {
+			return err
+		}
+		// Back off a little, more each time, so that contenders spread out.
+		t := time.NewTimer(time.Duration(attempt+1) * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Store) try(ctx context.Context, fn func(store.Writer) error) error {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
+	if err != nil {
+		return unavailable(err)
+	}
+	w := &writer{reader: reader{ctx: ctx, tx: tx, lock: true}}
+	if err := fn(w); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		if w.failed != nil && retryable(w.failed) {
+			return w.failed
+		}
+		return err
+	}
+	if w.failed != nil { // fn carried on after a failed statement
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return w.failed
+	}
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	if err := tx.Commit(ctx); err != nil {
+		if retryable(err) {
+			return err
+		}
+		return unavailable(err)
+	}
+	s.commits.Add(1)
+	s.updates.Add(1)
+	for _, f := range w.onCommit {
+		f()
+	}
+	return nil
+}
+
+// retryable reports whether err means "run the transaction again".
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "40001", "40P01", "23505": // serialization_failure, deadlock_detected, unique_violation
+			return true
+		}
+	}
+	return false
+}
+
+// unavailable turns a failure to reach the database (no connection, a connection lost,
+// the server shutting down) into UNAVAILABLE (store.unavailable); other errors are
+// returned as they are.
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		if !strings.HasPrefix(pe.Code, "08") && !strings.HasPrefix(pe.Code, "57P") {
+			return err
+		}
+	} else {
+		var ce *pgconn.ConnectError
+		var ne net.Error
+		if !errors.As(err, &ce) && !errors.As(err, &ne) && !errors.Is(err, io.EOF) &&
+			!errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, puddle.ErrClosedPool) {
+			return err
+		}
+	}
+	return apierr.New(codes.Unavailable, apierr.ReasonStoreUnavailable, "the database is unreachable: %v", err)
+}
+
+// Snapshot implements store.Store. PostgreSQL has its own backups (pg_dump,
+// pg_basebackup, a managed service's snapshots), which this store does not duplicate:
+// it refuses with FailedPrecondition (store.backup_unsupported).
+func (s *Store) Snapshot(context.Context) (store.Snapshot, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
+	return nil, apierr.New(codes.FailedPrecondition, apierr.ReasonStoreBackupUnsupported,
+		"the store is PostgreSQL (%s): back it up with the database's own tools (pg_dump, pg_basebackup or your provider's snapshots)", s.where)
+}
+
+// Stats implements store.Store. Counts are computed by queries over one snapshot.
+func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
+	st := store.Stats{
+		Backend:       "postgres",
+		Path:          s.where,
+		SchemaVersion: s.version,
+		TasksByState:  map[agentplanev1.TaskState]int64{},
+		QueueDepth:    map[string]int64{},
+		Commits:       s.commits.Load(),
+		Updates:       s.updates.Load(),
+	}
+	err := s.View(ctx, func(r store.Reader) error {
+		tx := r.(*reader).tx
+		if err := tx.QueryRow(ctx, `SELECT pg_database_size(current_database()),
+			(SELECT count(*) FROM events),
+			(SELECT count(*) FROM interrupts WHERE pending_key IS NOT NULL),
+			(SELECT count(*) FROM tasks WHERE lease_key IS NOT NULL)`).
+			Scan(&st.SizeBytes, &st.Events, &st.PendingInterrupts, &st.ActiveLeases); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, "SELECT state, count(*) FROM tasks GROUP BY state")
+		if err != nil {
+			return err
+		}
+		var state int32
+		var n int64
+		if _, err := pgx.ForEachRow(rows, []any{&state, &n}, func() error {
+			st.TasksByState[agentplanev1.TaskState(state)] = n
+			return nil
+		}); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, "SELECT queue, count(*) FROM tasks WHERE queue_key IS NOT NULL GROUP BY queue")
+		if err != nil {
+			return err
+		}
+		var q string
+		_, err = pgx.ForEachRow(rows, []any{&q, &n}, func() error {
+			st.QueueDepth[q] = n
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return store.Stats{}, unavailable(err)
+	}
+	return st, nil
+}
+
+// Close implements store.Store: it waits for running transactions and closes the pool.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.pool.Close()
+	return nil
+}
+
+// TaskTenants lists, in key order, every tenant that has a task, for a whole-store walk
+// (package storecopy).
+func (s *Store) TaskTenants(ctx context.Context, fn func(tenant string) (bool, error)) error {
+	return s.View(ctx, func(r store.Reader) error {
+		return r.(*reader).tenants("tasks", "create_key", "", fn)
+	})
+}

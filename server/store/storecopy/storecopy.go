@@ -1,0 +1,351 @@
+// Package storecopy copies every record of one store into another (controlplane store
+// copy: the embedded bbolt file to PostgreSQL) and compares two stores record by
+// record.
+package storecopy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
+)
+
+// Source is a store whose tenants can be listed: both backends are.
+type Source interface {
+	store.Store
+	// TaskTenants lists every tenant that has a task, in key order.
+	TaskTenants(ctx context.Context, fn func(tenant string) (bool, error)) error
+}
+
+// Counts is what Copy copied.
+type Counts struct {
+	Tenants, Tasks, Specs, Events, Interrupts, Verdicts, Obligations int64
+}
+
+// task is every record of one task.
+type task struct {
+	rec         *storagev1.TaskRecord
+	spec        *storagev1.TaskSpecRecord
+	events      []*storagev1.EventRecord
+	interrupts  []*storagev1.InterruptRecord
+	verdicts    []*storagev1.VerdictRecord
+	obligations []*storagev1.ObligationRecord
+}
+
+func readTask(r store.Reader, tenant, id string) (*task, error) {
+	t := &task{}
+	var err error
+	if t.rec, err = r.GetTask(tenant, id); err != nil {
+		return nil, err
+	}
+	if t.spec, err = r.GetTaskSpec(tenant, id); err != nil && !store.IsNotFound(err) {
+		return nil, err
+	}
+	if err := r.ScanEvents(tenant, id, 0, func(e *storagev1.EventRecord) (bool, error) {
+		t.events = append(t.events, e)
+		return true, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := r.ScanTaskInterrupts(tenant, id, func(in *storagev1.InterruptRecord) (bool, error) {
+		t.interrupts = append(t.interrupts, in)
+		return true, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := r.ScanVerdicts(tenant, id, 0, func(v *storagev1.VerdictRecord) (bool, error) {
+		t.verdicts = append(t.verdicts, v)
+		return true, nil
+	}); err != nil {
+		return nil, err
+	}
+	err = r.ScanObligations(tenant, id, 0, func(o *storagev1.ObligationRecord) (bool, error) {
+		t.obligations = append(t.obligations, o)
+		return true, nil
+	})
+	return t, err
+}
+
+// taskIDs lists a tenant's tasks, newest first.
+func taskIDs(ctx context.Context, s store.Store, tenant string) ([]string, error) {
+	var ids []string
+	err := s.View(ctx, func(r store.Reader) error {
+		return r.ScanTasks(tenant, store.TaskRange{}, func(_ []byte, rec *storagev1.TaskRecord) (bool, error) {
+			ids = append(ids, rec.GetTaskId())
+			return true, nil
+		})
+	})
+	return ids, err
+}
+
+func tenants(ctx context.Context, s Source) ([]string, error) {
+	var out []string
+	err := s.TaskTenants(ctx, func(t string) (bool, error) {
+		out = append(out, t)
+		return true, nil
+	})
+	return out, err
+}
+
+// Copy writes every task of src, with everything it owns, into dst, one Update per
+// task; dst must have no task yet. The indexes and counters of dst are derived from
+// the records as they are written. src must not change meanwhile (stop the server
+// using it).
+func Copy(ctx context.Context, src, dst Source) (Counts, error) {
+	var n Counts
+	if have, err := tenants(ctx, dst); err != nil {
+		return n, err
+	} else if len(have) > 0 {
+		return n, fmt.Errorf("the destination already has tasks (tenant %q); copy into an empty store", have[0])
+	}
+	names, err := tenants(ctx, src)
+	if err != nil {
+		return n, err
+	}
+	for _, tenant := range names {
+		n.Tenants++
+		ids, err := taskIDs(ctx, src, tenant)
+		if err != nil {
+			return n, err
+		}
+		for _, id := range ids {
+			var t *task
+			if err := src.View(ctx, func(r store.Reader) (err error) {
+				t, err = readTask(r, tenant, id)
+				return err
+			}); err != nil {
+				return n, fmt.Errorf("reading task %s/%s: %w", tenant, id, err)
+			}
+			if err := dst.Update(ctx, func(w store.Writer) error { return writeTask(w, tenant, t) }); err != nil {
+				return n, fmt.Errorf("writing task %s/%s: %w", tenant, id, err)
+			}
+			n.Tasks++
+			if t.spec != nil {
+				n.Specs++
+			}
+			n.Events += int64(len(t.events))
+			n.Interrupts += int64(len(t.interrupts))
+			n.Verdicts += int64(len(t.verdicts))
+			n.Obligations += int64(len(t.obligations))
+		}
+	}
+	return n, nil
+}
+
+func writeTask(w store.Writer, tenant string, t *task) error {
+	if err := w.PutTask(t.rec); err != nil {
+		return err
+	}
+	id := t.rec.GetTaskId()
+	if t.spec != nil {
+		if err := w.PutTaskSpec(tenant, id, t.spec); err != nil {
+			return err
+		}
+	}
+	if len(t.events) > 0 {
+		if err := w.AppendEvents(tenant, id, t.events...); err != nil {
+			return err
+		}
+	}
+	for _, in := range t.interrupts {
+		if err := w.PutInterrupt(in); err != nil {
+			return err
+		}
+	}
+	for _, v := range t.verdicts {
+		if err := w.PutVerdict(tenant, v); err != nil {
+			return err
+		}
+	}
+	for _, o := range t.obligations {
+		if err := w.PutObligation(tenant, id, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Compare reports every difference between the records of a and b: tenants, tasks in
+// listing order, and each task's spec, events, interrupts, verdicts and obligations;
+// nil when they hold the same records.
+func Compare(ctx context.Context, a, b Source) error {
+	var diffs []error
+	differ := func(format string, args ...any) { diffs = append(diffs, fmt.Errorf(format, args...)) }
+	ta, err := tenants(ctx, a)
+	if err != nil {
+		return err
+	}
+	tb, err := tenants(ctx, b)
+	if err != nil {
+		return err
+	}
+	if fmt.Sprint(ta) != fmt.Sprint(tb) {
+		differ("tenants %q and %q", ta, tb)
+	}
+	sa, err := a.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	sb, err := b.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	if d := statsDiff(sa, sb); d != "" {
+		differ("stats: %s", d)
+	}
+	for _, tenant := range ta {
+		ia, err := taskIDs(ctx, a, tenant)
+		if err != nil {
+			return err
+		}
+		ib, err := taskIDs(ctx, b, tenant)
+		if err != nil {
+			return err
+		}
+		if fmt.Sprint(ia) != fmt.Sprint(ib) {
+			differ("tenant %q lists tasks %q and %q", tenant, ia, ib)
+			continue
+		}
+		for _, id := range ia {
+			var x, y *task
+			if err := a.View(ctx, func(r store.Reader) (err error) { x, err = readTask(r, tenant, id); return err }); err != nil {
+				return err
+			}
+			if err := b.View(ctx, func(r store.Reader) (err error) { y, err = readTask(r, tenant, id); return err }); err != nil {
+				return err
+			}
+			if d := x.diff(y); d != "" {
+				differ("task %s/%s: %s", tenant, id, d)
+			}
+			if req := x.rec.GetRequestId(); req != "" {
+				var oa, ob string
+				if err := a.View(ctx, func(r store.Reader) (err error) { oa, err = r.TaskForRequest(tenant, req); return err }); err != nil {
+					return err
+				}
+				if err := b.View(ctx, func(r store.Reader) (err error) { ob, err = r.TaskForRequest(tenant, req); return err }); err != nil {
+					return err
+				}
+				if oa != ob {
+					differ("tenant %q request %q names task %q and %q", tenant, req, oa, ob)
+				}
+			}
+		}
+		for _, idx := range []store.Index{store.IndexLeaseDeadlines, store.IndexEnded, store.IndexPendingInterrupts, store.IndexInterruptDeadlines} {
+			ea, err := entries(ctx, a, func(r store.Reader, fn func(store.IndexEntry) (bool, error)) error {
+				return r.ScanIndex(idx, tenant, store.IndexRange{}, fn)
+			})
+			if err != nil {
+				return err
+			}
+			eb, err := entries(ctx, b, func(r store.Reader, fn func(store.IndexEntry) (bool, error)) error {
+				return r.ScanIndex(idx, tenant, store.IndexRange{}, fn)
+			})
+			if err != nil {
+				return err
+			}
+			if ea != eb {
+				differ("tenant %q index %s: %s and %s", tenant, idx, ea, eb)
+			}
+		}
+		for queue := range sa.QueueDepth {
+			scan := func(r store.Reader, fn func(store.IndexEntry) (bool, error)) error {
+				return r.ScanQueue(tenant, queue, store.IndexRange{}, fn)
+			}
+			ea, err := entries(ctx, a, scan)
+			if err != nil {
+				return err
+			}
+			eb, err := entries(ctx, b, scan)
+			if err != nil {
+				return err
+			}
+			if ea != eb {
+				differ("tenant %q queue %s: %s and %s", tenant, queue, ea, eb)
+			}
+		}
+	}
+	return errors.Join(diffs...)
+}
+
+func (t *task) diff(o *task) string {
+	switch {
+	case !proto.Equal(t.rec, o.rec):
+		return "task records differ"
+	case !proto.Equal(t.spec, o.spec):
+		return "specs differ"
+	case !equalAll(t.events, o.events):
+		return fmt.Sprintf("events differ (%d and %d)", len(t.events), len(o.events))
+	case !equalAll(t.interrupts, o.interrupts):
+		return fmt.Sprintf("interrupts differ (%d and %d)", len(t.interrupts), len(o.interrupts))
+	case !equalAll(t.verdicts, o.verdicts):
+		return fmt.Sprintf("verdicts differ (%d and %d)", len(t.verdicts), len(o.verdicts))
+	case !equalAll(t.obligations, o.obligations):
+		return fmt.Sprintf("obligations differ (%d and %d)", len(t.obligations), len(o.obligations))
+	}
+	return ""
+}
+
+func equalAll[M proto.Message](a, b []M) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !proto.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// entries renders an index scan: each entry's time and id.
+func entries(ctx context.Context, s store.Store, scan func(store.Reader, func(store.IndexEntry) (bool, error)) error) (string, error) {
+	var out []string
+	err := s.View(ctx, func(r store.Reader) error {
+		return scan(r, func(e store.IndexEntry) (bool, error) {
+			out = append(out, e.At.UTC().Format(time.RFC3339Nano)+" "+e.ID)
+			return true, nil
+		})
+	})
+	return fmt.Sprint(out), err
+}
+
+// statsDiff compares what two stores count, not how they store it.
+func statsDiff(a, b store.Stats) string {
+	nonZero := func(m map[agentplanev1.TaskState]int64) string {
+		out := map[agentplanev1.TaskState]int64{}
+		for k, v := range m {
+			if v != 0 {
+				out[k] = v
+			}
+		}
+		return fmt.Sprint(out)
+	}
+	queues := func(m map[string]int64) string {
+		out := map[string]int64{}
+		for k, v := range m {
+			if v != 0 {
+				out[k] = v
+			}
+		}
+		return fmt.Sprint(out)
+	}
+	switch {
+	case nonZero(a.TasksByState) != nonZero(b.TasksByState):
+		return fmt.Sprintf("tasks by state %s and %s", nonZero(a.TasksByState), nonZero(b.TasksByState))
+	case a.Events != b.Events:
+		return fmt.Sprintf("events %d and %d", a.Events, b.Events)
+	case a.PendingInterrupts != b.PendingInterrupts:
+		return fmt.Sprintf("pending interrupts %d and %d", a.PendingInterrupts, b.PendingInterrupts)
+	case a.ActiveLeases != b.ActiveLeases:
+		return fmt.Sprintf("active leases %d and %d", a.ActiveLeases, b.ActiveLeases)
+	case queues(a.QueueDepth) != queues(b.QueueDepth):
+		return fmt.Sprintf("queue depths %s and %s", queues(a.QueueDepth), queues(b.QueueDepth))
+	}
+	return ""
+}

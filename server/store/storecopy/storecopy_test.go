@@ -1,0 +1,135 @@
+package storecopy_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/store"
+	"github.com/agentplane/agentplane/server/store/boltstore"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
+	"github.com/agentplane/agentplane/server/store/pgstore"
+	"github.com/agentplane/agentplane/server/store/pgstore/pgtest"
+	"github.com/agentplane/agentplane/server/store/storecopy"
+	"github.com/agentplane/agentplane/server/store/storetest"
+)
+
+var base = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// fill writes tasks of every shape into s: two tenants, request ids, queued (two
+// queues), leased, ended; specs, events, interrupts pending (one with a deadline) and
+// resolved, verdicts and obligations.
+func fill(t *testing.T, s store.Store) {
+	t.Helper()
+	err := s.Update(context.Background(), func(w store.Writer) error {
+		for i := range 12 {
+			tenant := []string{"acme", "globex"}[i%2]
+			id := fmt.Sprintf("task-%02d", i)
+			rec := storetest.Task(tenant, id, base.Add(time.Duration(i)*time.Second))
+			if i%3 == 0 {
+				rec.RequestId = "req-" + id
+			}
+			switch i % 4 {
+			case 0:
+				rec.QueueTime = rec.GetCreateTime()
+				if i%8 == 0 {
+					rec.Queue = "gpu"
+				}
+			case 1:
+				rec.State = agentplanev1.TaskState_TASK_STATE_WORKING
+				rec.Lease = &storagev1.LeaseRecord{LeaseId: "L" + id, Epoch: 2, Deadline: timestamppb.New(base.Add(time.Hour))}
+			case 2:
+				rec.State = agentplanev1.TaskState_TASK_STATE_COMPLETED
+				rec.EndTime = timestamppb.New(base.Add(time.Minute))
+			}
+			if err := w.PutTask(rec); err != nil {
+				return err
+			}
+			if err := w.PutTaskSpec(tenant, id, &storagev1.TaskSpecRecord{Spec: &storagev1.TaskSpecRecord_AgentId{AgentId: "agent-" + id}}); err != nil {
+				return err
+			}
+			var evs []*storagev1.EventRecord
+			for seq := int64(1); seq <= int64(i%5); seq++ {
+				evs = append(evs, storetest.Event(seq, fmt.Sprintf("%s event %d", id, seq)))
+			}
+			if err := w.AppendEvents(tenant, id, evs...); err != nil {
+				return err
+			}
+			for j := range i % 3 {
+				in := storetest.Interrupt(tenant, id, fmt.Sprintf("in-%02d-%d", i, j), base.Add(time.Duration(i*10+j)*time.Second))
+				if j == 1 {
+					in.Interrupt.State = agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED
+				} else if i%2 == 0 {
+					in.Interrupt.Deadline = timestamppb.New(base.Add(2 * time.Hour))
+				}
+				if err := w.PutInterrupt(in); err != nil {
+					return err
+				}
+			}
+			if i%2 == 1 {
+				if err := w.PutVerdict(tenant, &storagev1.VerdictRecord{Verdict: &agentplanev1.Verdict{TaskId: id, Sequence: 1}}); err != nil {
+					return err
+				}
+				if err := w.PutObligation(tenant, id, &storagev1.ObligationRecord{Ordinal: 1}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCopyBoltToPostgres copies a bbolt store into PostgreSQL and compares every record
+// and every index afterwards; then a changed record is reported by Compare.
+func TestCopyBoltToPostgres(t *testing.T) {
+	ctx := context.Background()
+	src, err := boltstore.Open(filepath.Join(t.TempDir(), "agentplane.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	fill(t, src)
+	dst, err := pgstore.Open(ctx, pgtest.DSN(t), pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+
+	n, err := storecopy.Copy(ctx, src, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Tenants != 2 || n.Tasks != 12 || n.Specs != 12 || n.Events != 21 || n.Interrupts != 12 || n.Verdicts != 6 || n.Obligations != 6 {
+		t.Fatalf("copied %+v", n)
+	}
+	if err := storecopy.Compare(ctx, src, dst); err != nil {
+		t.Fatalf("after the copy: %v", err)
+	}
+	if _, err := storecopy.Copy(ctx, src, dst); err == nil || !strings.Contains(err.Error(), "already has tasks") {
+		t.Fatalf("a second copy into the same store = %v, want a refusal", err)
+	}
+
+	// Compare sees a difference in one record.
+	if err := dst.Update(ctx, func(w store.Writer) error {
+		rec, err := w.GetTask("globex", "task-05")
+		if err != nil {
+			return err
+		}
+		rec.SessionId = "changed"
+		return w.PutTask(rec)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := storecopy.Compare(ctx, src, dst); err == nil || !strings.Contains(err.Error(), "globex/task-05") {
+		t.Fatalf("Compare after a change = %v, want task globex/task-05 named", err)
+	}
+}
