@@ -53,3 +53,15 @@ tools:
 		t.Error("an unknown key was accepted")
 	}
 }
+
+// The example config the README points at loads and builds a runner.
+func TestExampleConfigLoads(t *testing.T) {
+	cfg, err := LoadConfig(filepath.Join("..", "..", "examples", "agent-runtime", "runtime.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup := func(k string) (string, bool) { return "sk-test", k == "OPENAI_API_KEY" }
+	if _, err := cfg.Runner(lookup); err != nil {
+		t.Fatal(err)
+	}
+}
