@@ -21,13 +21,6 @@ type reader struct {
 
 func (r reader) bucket(name []byte) *bolt.Bucket { return r.tx.Bucket(name) }
 
-func checkTenant(tenant string) error {
-	if !schema.ValidComponent(tenant) {
-		return apierr.InvalidArgument(apierr.ReasonInvalidArgument, "tenant id must be 1 to %d bytes", schema.MaxComponent)
-	}
-	return nil
-}
-
 func unmarshal(v []byte, m proto.Message, what string, key []byte) error {
 	if err := proto.Unmarshal(v, m); err != nil {
 		return fmt.Errorf("store: decoding %s at key %x: %w", what, key, err)
@@ -36,7 +29,7 @@ func unmarshal(v []byte, m proto.Message, what string, key []byte) error {
 }
 
 func (r reader) GetTask(tenant, taskID string) (*storagev1.TaskRecord, error) {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return nil, err
 	}
 	if !schema.ValidComponent(taskID) {
@@ -52,7 +45,7 @@ func (r reader) GetTask(tenant, taskID string) (*storagev1.TaskRecord, error) {
 }
 
 func (r reader) GetTaskSpec(tenant, taskID string) (*storagev1.TaskSpecRecord, error) {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return nil, err
 	}
 	if !schema.ValidComponent(taskID) {
@@ -68,7 +61,7 @@ func (r reader) GetTaskSpec(tenant, taskID string) (*storagev1.TaskSpecRecord, e
 }
 
 func (r reader) GetTaskSpecPartial(tenant, taskID string, withSubmitted bool) (*storagev1.TaskSpecRecord, error) {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return nil, err
 	}
 	if !schema.ValidComponent(taskID) {
@@ -87,7 +80,7 @@ func (r reader) GetTaskSpecPartial(tenant, taskID string, withSubmitted bool) (*
 }
 
 func (r reader) TaskForRequest(tenant, requestID string) (string, error) {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return "", err
 	}
 	if !schema.ValidComponent(requestID) {
@@ -106,7 +99,7 @@ func (r reader) TaskForRequest(tenant, requestID string) (string, error) {
 }
 
 func (r reader) ScanTasks(tenant string, tr store.TaskRange, fn func([]byte, *storagev1.TaskRecord) (bool, error)) error {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return err
 	}
 	prefix := schema.TenantPrefix(tenant)
@@ -155,7 +148,7 @@ func (r reader) ScanTasks(tenant string, tr store.TaskRange, fn func([]byte, *st
 }
 
 func (r reader) ScanEvents(tenant, taskID string, afterSeq int64, fn func(*storagev1.EventRecord) (bool, error)) error {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return err
 	}
 	if !schema.ValidComponent(taskID) {
@@ -238,7 +231,7 @@ func seekPast(c *bolt.Cursor, prefix []byte) ([]byte, []byte) {
 }
 
 func (r reader) ScanIndex(idx store.Index, tenant string, ir store.IndexRange, fn func(store.IndexEntry) (bool, error)) error {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return err
 	}
 	if idx == store.IndexQueue {
@@ -259,7 +252,7 @@ func (r reader) ScanIndex(idx store.Index, tenant string, ir store.IndexRange, f
 }
 
 func (r reader) ScanQueue(tenant, queue string, ir store.IndexRange, fn func(store.IndexEntry) (bool, error)) error {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return err
 	}
 	if queue == "" {
@@ -312,7 +305,7 @@ func scanTimed(b *bolt.Bucket, prefix, stop, after []byte, what string,
 }
 
 func (r reader) GetInterrupt(tenant, interruptID string) (*storagev1.InterruptRecord, error) {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return nil, err
 	}
 	if !schema.ValidComponent(interruptID) {
@@ -328,7 +321,7 @@ func (r reader) GetInterrupt(tenant, interruptID string) (*storagev1.InterruptRe
 }
 
 func (r reader) ScanInterrupts(tenant, after string, fn func(*storagev1.InterruptRecord) (bool, error)) error {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return err
 	}
 	prefix := schema.TenantPrefix(tenant)
@@ -353,7 +346,7 @@ func (r reader) ScanInterrupts(tenant, after string, fn func(*storagev1.Interrup
 }
 
 func (r reader) ScanTaskInterrupts(tenant, taskID string, fn func(*storagev1.InterruptRecord) (bool, error)) error {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return err
 	}
 	if !schema.ValidComponent(taskID) {
@@ -378,7 +371,7 @@ func (r reader) ScanTaskInterrupts(tenant, taskID string, fn func(*storagev1.Int
 }
 
 func (r reader) ScanVerdicts(tenant, taskID string, afterSeq int64, fn func(*storagev1.VerdictRecord) (bool, error)) error {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return err
 	}
 	if !schema.ValidComponent(taskID) {
@@ -390,7 +383,7 @@ func (r reader) ScanVerdicts(tenant, taskID string, afterSeq int64, fn func(*sto
 }
 
 func (r reader) GetObligation(tenant, taskID string, ordinal int64) (*storagev1.ObligationRecord, error) {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return nil, err
 	}
 	if !schema.ValidComponent(taskID) || ordinal < 1 {
@@ -406,7 +399,7 @@ func (r reader) GetObligation(tenant, taskID string, ordinal int64) (*storagev1.
 }
 
 func (r reader) ScanObligations(tenant, taskID string, afterOrdinal int64, fn func(*storagev1.ObligationRecord) (bool, error)) error {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return err
 	}
 	if !schema.ValidComponent(taskID) {

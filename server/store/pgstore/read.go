@@ -38,13 +38,6 @@ func (r *reader) note(err error) error {
 	return err
 }
 
-func checkTenant(tenant string) error {
-	if !schema.ValidComponent(tenant) {
-		return apierr.InvalidArgument(apierr.ReasonInvalidArgument, "tenant id must be 1 to %d bytes", schema.MaxComponent)
-	}
-	return nil
-}
-
 func unmarshal(v []byte, m proto.Message, what, id string) error {
 	if err := proto.Unmarshal(v, m); err != nil {
 		return fmt.Errorf("store: decoding %s %s: %w", what, id, err)
@@ -65,7 +58,7 @@ func (r *reader) get(q string, args ...any) (v []byte, ok bool, err error) {
 }
 
 func (r *reader) GetTask(tenant, taskID string) (*storagev1.TaskRecord, error) {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return nil, err
 	}
 	if !schema.ValidComponent(taskID) {
@@ -83,7 +76,7 @@ func (r *reader) GetTask(tenant, taskID string) (*storagev1.TaskRecord, error) {
 }
 
 func (r *reader) taskSpec(tenant, taskID string) ([]byte, error) {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return nil, err
 	}
 	if !schema.ValidComponent(taskID) {
@@ -121,7 +114,7 @@ func (r *reader) GetTaskSpecPartial(tenant, taskID string, withSubmitted bool) (
 }
 
 func (r *reader) TaskForRequest(tenant, requestID string) (string, error) {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return "", err
 	}
 	if !schema.ValidComponent(requestID) {
@@ -182,7 +175,7 @@ func scanKeys[T any](r *reader, q string, from []byte, exclusive bool, to []byte
 }
 
 func (r *reader) ScanTasks(tenant string, tr store.TaskRange, fn func([]byte, *storagev1.TaskRecord) (bool, error)) error {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return err
 	}
 	prefix := schema.TenantPrefix(tenant)
@@ -231,7 +224,7 @@ func (r *reader) ScanTasks(tenant string, tr store.TaskRange, fn func([]byte, *s
 func seqScan[M proto.Message](r *reader, table, col, tenant, taskID string, after int64, what string,
 	newM func() M, fn func(M) (bool, error),
 ) error {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return err
 	}
 	if !schema.ValidComponent(taskID) {
@@ -280,7 +273,7 @@ func (r *reader) ScanObligations(tenant, taskID string, afterOrdinal int64, fn f
 }
 
 func (r *reader) GetObligation(tenant, taskID string, ordinal int64) (*storagev1.ObligationRecord, error) {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return nil, err
 	}
 	v, ok, err := r.get("SELECT rec FROM obligations WHERE tenant = $1 AND task_id = $2 AND ordinal = $3", tenant, taskID, ordinal)
@@ -347,7 +340,7 @@ func (r *reader) tenants(table, col string, after string, fn func(string) (bool,
 }
 
 func (r *reader) ScanIndex(idx store.Index, tenant string, ir store.IndexRange, fn func(store.IndexEntry) (bool, error)) error {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return err
 	}
 	if idx == store.IndexQueue {
@@ -370,7 +363,7 @@ func (r *reader) ScanIndex(idx store.Index, tenant string, ir store.IndexRange, 
 }
 
 func (r *reader) ScanQueue(tenant, queue string, ir store.IndexRange, fn func(store.IndexEntry) (bool, error)) error {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return err
 	}
 	if queue == "" {
@@ -426,7 +419,7 @@ func (r *reader) scanTimed(q string, prefix, stop, after []byte, limit int, what
 }
 
 func (r *reader) GetInterrupt(tenant, interruptID string) (*storagev1.InterruptRecord, error) {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return nil, err
 	}
 	if !schema.ValidComponent(interruptID) {
@@ -453,7 +446,7 @@ func interruptRow(row pgx.CollectableRow) (*storagev1.InterruptRecord, []byte, e
 }
 
 func (r *reader) ScanInterrupts(tenant, after string, fn func(*storagev1.InterruptRecord) (bool, error)) error {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return err
 	}
 	prefix := schema.TenantPrefix(tenant)
@@ -469,7 +462,7 @@ func (r *reader) ScanInterrupts(tenant, after string, fn func(*storagev1.Interru
 }
 
 func (r *reader) ScanTaskInterrupts(tenant, taskID string, fn func(*storagev1.InterruptRecord) (bool, error)) error {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return err
 	}
 	if !schema.ValidComponent(taskID) {

@@ -66,29 +66,16 @@ func endedKey(rec *storagev1.TaskRecord) []byte {
 
 func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 	tenant, id := rec.GetTenant(), rec.GetTaskId()
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTaskRecord(rec); err != nil {
 		return err
-	}
-	if !schema.ValidComponent(id) {
-		return fmt.Errorf("store: task id %q is empty or longer than %d bytes", id, schema.MaxComponent)
-	}
-	if rec.GetCreateTime() == nil {
-		return fmt.Errorf("store: task %s has no create_time", id)
-	}
-	if reqID := rec.GetRequestId(); reqID != "" && !schema.ValidComponent(reqID) {
-		return apierr.InvalidArgument(apierr.ReasonInvalidArgument, "request_id is longer than %d bytes", schema.MaxComponent)
-	}
-	if q := rec.GetQueue(); q != "" && !schema.ValidQueueName(q) {
-		return apierr.InvalidArgument(apierr.ReasonInvalidArgument, "queue %q is not a queue name", q)
 	}
 	old, err := w.GetTask(tenant, id)
 	if err != nil && !store.IsNotFound(err) {
 		return err
 	}
 	if old != nil {
-		if !proto.Equal(old.GetCreateTime(), rec.GetCreateTime()) || old.GetRequestId() != rec.GetRequestId() ||
-			store.QueueOf(old) != store.QueueOf(rec) {
-			return fmt.Errorf("store: task %s: create_time, request_id and queue are immutable", id)
+		if err := store.CheckTaskUpdate(old, rec); err != nil {
+			return err
 		}
 	} else if reqID := rec.GetRequestId(); reqID != "" {
 		owner, err := w.TaskForRequest(tenant, reqID)
@@ -121,7 +108,7 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 }
 
 func (w *writer) requireTask(tenant, taskID string) error {
-	if err := checkTenant(tenant); err != nil {
+	if err := store.CheckTenant(tenant); err != nil {
 		return err
 	}
 	if !schema.ValidComponent(taskID) {

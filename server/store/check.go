@@ -1,0 +1,52 @@
+package store
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/agentplane/agentplane/server/apierr"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
+	"github.com/agentplane/agentplane/server/store/schema"
+)
+
+// CheckTenant refuses a tenant id that cannot be a key component. Every
+// implementation checks the tenant of each read and write with it.
+func CheckTenant(tenant string) error {
+	if !schema.ValidComponent(tenant) {
+		return apierr.InvalidArgument(apierr.ReasonInvalidArgument, "tenant id must be 1 to %d bytes", schema.MaxComponent)
+	}
+	return nil
+}
+
+// CheckTaskRecord is what every implementation's Writer.PutTask checks of rec before it
+// looks the task up: the keys it will be stored under are valid.
+func CheckTaskRecord(rec *storagev1.TaskRecord) error {
+	id := rec.GetTaskId()
+	if err := CheckTenant(rec.GetTenant()); err != nil {
+		return err
+	}
+	if !schema.ValidComponent(id) {
+		return fmt.Errorf("store: task id %q is empty or longer than %d bytes", id, schema.MaxComponent)
+	}
+	if rec.GetCreateTime() == nil {
+		return fmt.Errorf("store: task %s has no create_time", id)
+	}
+	if reqID := rec.GetRequestId(); reqID != "" && !schema.ValidComponent(reqID) {
+		return apierr.InvalidArgument(apierr.ReasonInvalidArgument, "request_id is longer than %d bytes", schema.MaxComponent)
+	}
+	if q := rec.GetQueue(); q != "" && !schema.ValidQueueName(q) {
+		return apierr.InvalidArgument(apierr.ReasonInvalidArgument, "queue %q is not a queue name", q)
+	}
+	return nil
+}
+
+// CheckTaskUpdate refuses rec as the new version of old (the stored record) when it
+// changes what the indexes are keyed by: create_time, request_id and queue.
+func CheckTaskUpdate(old, rec *storagev1.TaskRecord) error {
+	if !proto.Equal(old.GetCreateTime(), rec.GetCreateTime()) || old.GetRequestId() != rec.GetRequestId() ||
+		QueueOf(old) != QueueOf(rec) {
+		return fmt.Errorf("store: task %s: create_time, request_id and queue are immutable", rec.GetTaskId())
+	}
+	return nil
+}
