@@ -40,15 +40,9 @@ func (m *Manager) ReadHistory(ctx context.Context, ref *agentplanev1.LeaseRef, a
 	acked := false
 	err := m.store.View(ctx, func(r store.Reader) error {
 		events = events[:0]
-		rec, err := r.GetTask(tenant, ref.GetTaskId())
-		if store.IsNotFound(err) {
-			return leaseLost("task %q does not exist", ref.GetTaskId())
-		}
+		rec, err := readFenced(r, tenant, ref, now)
 		if err != nil {
 			return err
-		}
-		if f := fence(rec, ref, now); f != fenceOK {
-			return fenceError(rec, ref, f)
 		}
 		acked = rec.GetLease().GetAcknowledged()
 		last = rec.GetLastSequence()

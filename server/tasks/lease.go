@@ -145,6 +145,22 @@ func (m *Manager) UpdateLeasedOrCanceled(ctx context.Context, ref *agentplanev1.
 // UpdateLeasedOrCanceled).
 func (o *Op) Canceled() bool { return o.rec.GetLease().GetRevoked() }
 
+// readFenced reads the task a lease names, for a read made under that lease (a history
+// read, a delta): the task must exist and the lease must pass the fence.
+func readFenced(r store.Reader, tenant string, ref *agentplanev1.LeaseRef, now time.Time) (*storagev1.TaskRecord, error) {
+	rec, err := r.GetTask(tenant, ref.GetTaskId())
+	if store.IsNotFound(err) {
+		return nil, leaseLost("task %q does not exist", ref.GetTaskId())
+	}
+	if err != nil {
+		return nil, err
+	}
+	if f := fence(rec, ref, now); f != fenceOK {
+		return nil, fenceError(rec, ref, f)
+	}
+	return rec, nil
+}
+
 // updateLeased fences ref and runs fn (see UpdateLeased). A call made under req that
 // the task already applied is answered by replay, before fencing. Any call that passes
 // the fence acknowledges the lease.

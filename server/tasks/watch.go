@@ -402,15 +402,9 @@ func (m *Manager) PublishDeltas(ctx context.Context, ref *agentplanev1.LeaseRef,
 	now := m.clock.Now()
 	var last int64
 	err := m.store.View(ctx, func(r store.Reader) error {
-		rec, err := r.GetTask(tenant, ref.GetTaskId())
-		if store.IsNotFound(err) {
-			return leaseLost("task %q does not exist", ref.GetTaskId())
-		}
+		rec, err := readFenced(r, tenant, ref, now)
 		if err != nil {
 			return err
-		}
-		if f := fence(rec, ref, now); f != fenceOK {
-			return fenceError(rec, ref, f)
 		}
 		last = rec.GetLastSequence()
 		return nil

@@ -44,33 +44,34 @@ func (r reader) GetTask(tenant, taskID string) (*storagev1.TaskRecord, error) {
 	return rec, unmarshal(v, rec, "task", key)
 }
 
-func (r reader) GetTaskSpec(tenant, taskID string) (*storagev1.TaskSpecRecord, error) {
+// taskSpecValue is the encoded spec record of a task, and its key.
+func (r reader) taskSpecValue(tenant, taskID string) (key, v []byte, err error) {
 	if err := store.CheckTenant(tenant); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !schema.ValidComponent(taskID) {
-		return nil, store.ErrTaskNotFound(taskID)
+		return nil, nil, store.ErrTaskNotFound(taskID)
 	}
-	key := schema.TaskKey(tenant, taskID)
-	v := r.bucket(schema.TaskSpecs).Get(key)
-	if v == nil {
-		return nil, store.ErrTaskNotFound(taskID)
+	key = schema.TaskKey(tenant, taskID)
+	if v = r.bucket(schema.TaskSpecs).Get(key); v == nil {
+		return nil, nil, store.ErrTaskNotFound(taskID)
+	}
+	return key, v, nil
+}
+
+func (r reader) GetTaskSpec(tenant, taskID string) (*storagev1.TaskSpecRecord, error) {
+	key, v, err := r.taskSpecValue(tenant, taskID)
+	if err != nil {
+		return nil, err
 	}
 	spec := &storagev1.TaskSpecRecord{}
 	return spec, unmarshal(v, spec, "task spec", key)
 }
 
 func (r reader) GetTaskSpecPartial(tenant, taskID string, withSubmitted bool) (*storagev1.TaskSpecRecord, error) {
-	if err := store.CheckTenant(tenant); err != nil {
+	key, v, err := r.taskSpecValue(tenant, taskID)
+	if err != nil {
 		return nil, err
-	}
-	if !schema.ValidComponent(taskID) {
-		return nil, store.ErrTaskNotFound(taskID)
-	}
-	key := schema.TaskKey(tenant, taskID)
-	v := r.bucket(schema.TaskSpecs).Get(key)
-	if v == nil {
-		return nil, store.ErrTaskNotFound(taskID)
 	}
 	spec, err := store.UnmarshalTaskSpecPartial(v, withSubmitted)
 	if err != nil {
