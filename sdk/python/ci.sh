@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The Python SDK's CI, run by .ci/run from the repository root:
+# The Python SDK's CI, run from the repository root:
 #   sdk/python/ci.sh deps    install Debian's protoc, gRPC Python plugin, grpcio and protobuf when absent
 #   sdk/python/ci.sh gen     regenerate sdk/python/src's generated modules (then .ci/run checks git diff)
-#   sdk/python/ci.sh test    build the control plane and run the unittest suite against it
+#   sdk/python/ci.sh test    build the control plane (or use $AGENTPLANE_BIN) and run the unittest suite against it
+#                            (go test ./sdk runs it, as part of the README's test command)
 # Uses /usr/bin/python3 (Debian's, where python3-grpcio is installed), not a python3 on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -43,12 +44,16 @@ gen)
 test)
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
-  go build -o "$tmp/controlplane" ./cmd/controlplane
+  bin="${AGENTPLANE_BIN:-}"
+  if [ -z "$bin" ]; then
+    bin="$tmp/controlplane"
+    go build -o "$bin" ./cmd/controlplane
+  fi
   # unittest exits non-zero on a failure or an error, and when it finds no test at all
   # (Python 3.12+; checked below for older ones).
   out="$tmp/unittest.log"
   status=0
-  AGENTPLANE_BIN="$tmp/controlplane" timeout 600 "$PY" -m unittest discover -v -s sdk/python/tests 2>&1 | tee "$out" || status=$?
+  AGENTPLANE_BIN="$bin" timeout 600 "$PY" -m unittest discover -v -s sdk/python/tests 2>&1 | tee "$out" || status=$?
   [ "$status" -eq 0 ] || loud "unittest failed (exit $status)"
   grep -Eq '^Ran [1-9][0-9]* tests? in' "$out" || loud "unittest ran no test"
   ;;
