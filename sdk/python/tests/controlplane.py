@@ -42,6 +42,15 @@ def new_token(tenant, *roles):
     return token, entry
 
 
+def tls_files(directory):
+    """Writes a self-signed certificate for 127.0.0.1 that is its own CA (Go's
+    crypto/tls/generate_cert.go) into directory; returns (cert.pem, key.pem)."""
+    goroot = subprocess.run(["go", "env", "GOROOT"], check=True, capture_output=True, text=True).stdout.strip()
+    subprocess.run(["go", "run", os.path.join(goroot, "src", "crypto", "tls", "generate_cert.go"),
+                    "--host", "127.0.0.1", "--ca"], cwd=directory, check=True, capture_output=True, timeout=300)
+    return os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

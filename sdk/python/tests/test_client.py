@@ -1,5 +1,6 @@
 """The Python SDK against a real control plane (tests/controlplane.py)."""
 
+import asyncio
 import unittest
 
 import grpc
@@ -7,6 +8,7 @@ import grpc
 import controlplane  # noqa: F401  (puts ../src on sys.path)
 from agentplane import AgentplaneError, Client, from_struct, from_value
 from agentplane._rpc.google.rpc import error_details_pb2, status_pb2
+from agentplane.aio import AsyncClient
 from agentplane.v1 import task_pb2
 
 AGENT = b"apiVersion: qar/v1\nkind: AgentSpec\nname: py-sdk\ninstructions: Answer briefly.\nmodel: m\n"
@@ -192,6 +194,35 @@ class WatchResumeTest(unittest.TestCase):
         for want in ["before 0", "before 2", "after 0", "after 2"]:
             self.assertIn(want, texts)
         self.assertEqual(c.tasks.get_task(task_id=t.task_id).task.state, task_pb2.TASK_STATE_COMPLETED)
+
+
+class AsyncWatchResumeTest(unittest.IsolatedAsyncioTestCase):
+    async def test_async_resume_across_server_restart(self):
+        sync = Client(cp.address)
+        self.addCleanup(sync.close)
+        t = start(sync)
+        l = lease(sync, t.task_id)
+        sync.runtime.report_events(lease=ref(l), events=[note(f"before {i}") for i in range(3)])
+        c = AsyncClient(cp.address)
+        self.addAsyncCleanup(c.close)
+        self.assertEqual((await c.tasks.get_task(task_id=t.task_id)).task.task_id, t.task_id)
+        seen, restarted = [], False
+        async for m in c.watch(t.task_id):
+            seen.append(m)
+            if not restarted and m.WhichOneof("kind") == "event" and m.event.note.text == "before 2":
+                restarted = True
+                await asyncio.to_thread(cp.restart)  # SIGKILL mid-stream, then the same port and data
+                sync.runtime.report_events(lease=ref(l), events=[note(f"after {i}") for i in range(3)])
+                sync.runtime.complete_task(lease=ref(l), output={"structured": "done"})
+        self.assertTrue(restarted)
+        seqs = [m.event.sequence for m in seen if m.WhichOneof("kind") == "event"]
+        self.assertEqual(seqs, list(range(1, len(seqs) + 1)), "a gap or a duplicate across the restart")
+        texts = [m.event.note.text for m in seen if m.WhichOneof("kind") == "event"]
+        self.assertEqual([x for x in texts if x], [f"before {i}" for i in range(3)] + [f"after {i}" for i in range(3)])
+        with self.assertRaises(AgentplaneError) as cm:
+            async for _ in c.watch("no-such-task"):
+                pass
+        self.assertEqual(cm.exception.reason, "task.not_found")
 
 
 class ConvertTest(unittest.TestCase):

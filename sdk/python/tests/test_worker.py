@@ -1,13 +1,18 @@
 """The runtime worker against a real control plane: an approval, a durable suspend, a
-cancel, a lost lease and a failing handler."""
+cancel, a lost lease, a failing handler, client tool outputs, a verdict, a graceful
+shutdown, and a replay after a runtime process is SIGKILLed mid-call."""
 
+import os
+import subprocess
+import sys
+import tempfile
 import threading
 import unittest
 
 import controlplane
 from agentplane import Client, from_value
-from agentplane.v1 import task_pb2
-from agentplane.worker import TaskStopped, Worker
+from agentplane.v1 import hitl_pb2, task_pb2
+from agentplane.worker import Failure, TaskStopped, Worker
 
 AGENT = b"apiVersion: qar/v1\nkind: AgentSpec\nname: py-worker\ninstructions: Answer briefly.\nmodel: m\n"
 GATED = {"allowlist": {"tools": ["delete_file"]}}
@@ -149,6 +154,130 @@ class WorkerTest(unittest.TestCase):
         t = self.c.tasks.start_task(document=AGENT, queue="py-fail").task
         wait_for("failed", lambda: self.state(t.task_id) == task_pb2.TASK_STATE_FAILED)
         self.assertIn("boom", self.c.tasks.get_task(task_id=t.task_id).task.failure.message)
+
+    def test_failure_chooses_reason_and_retry(self):
+        attempts = []
+
+        def handler(task):
+            attempts.append(task.attempt)
+            if len(attempts) == 1:
+                raise Failure("test.flaky", "try again", retry=True)
+            task.complete(text="second time")
+
+        self.run_worker(handler, "py-failure")
+        t = self.c.tasks.start_task(document=AGENT, queue="py-failure").task
+        wait_for("completed", lambda: self.state(t.task_id) == task_pb2.TASK_STATE_COMPLETED)
+        self.assertEqual(attempts, [1, 2])
+
+    def test_tool_outputs_from_the_client(self):
+        # lookup is a function tool the client runs: the task waits for its output.
+        spec = {"apiVersion": "qar/v1", "kind": "AgentSpec", "name": "py-worker", "instructions": "Answer.",
+                "model": "m", "tools": [{"type": "function", "function": {
+                    "name": "lookup", "description": "Look a key up",
+                    "parameters": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"],
+                                   "additionalProperties": False}}}]}
+        seen = []
+
+        def handler(task):
+            if task.continue_tool_results:
+                r = task.continue_tool_results[0]
+                seen.append((r.call_id, from_value(r.result)))
+                task.complete(output={"structured": from_value(r.result)})
+                return
+            gate = task.tool_call("c1", "lookup", '{"key": "k"}')
+            self.assertTrue(gate.allowed, gate.reason)
+            its = task.wait_for_tool_outputs("py-worker", gate)
+            seen.append([it.kind for it in its])
+
+        self.run_worker(handler, "py-outputs")
+        t = self.c.tasks.start_task(spec_json=spec, queue="py-outputs").task
+        wait_for("waiting for the output", lambda: self.state(t.task_id) == task_pb2.TASK_STATE_INPUT_REQUIRED)
+        self.c.tasks.continue_task(task_id=t.task_id,
+                                   tool_outputs={"outputs": [{"call_id": "c1", "result": {"value": 7}}]})
+        wait_for("completed", lambda: self.state(t.task_id) == task_pb2.TASK_STATE_COMPLETED)
+        self.assertEqual(seen, [[hitl_pb2.INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED], ("c1", {"value": 7.0})])
+
+    def test_record_verdict_and_pause(self):
+        with open(os.path.join(controlplane.REPO, "examples", "graphs", "write-review.yaml"), "rb") as f:
+            graph = f.read()
+        recorded = []
+
+        def handler(task):
+            if task.continue_messages:
+                task.complete(text="thanks")
+                return
+            resp = task.record_verdict("critic", {"verdict": "pass", "rationale": "no errors found"},
+                                       raised=["cite the source"])
+            recorded.append(resp)
+            task.pause("reviewed; anything else?", node="lead")
+
+        self.run_worker(handler, "py-verdict")
+        t = self.c.tasks.start_task(document=graph, queue="py-verdict").task
+        wait_for("paused", lambda: self.state(t.task_id) == task_pb2.TASK_STATE_INPUT_REQUIRED)
+        verdicts = self.c.tasks.list_verdicts(task_id=t.task_id).verdicts
+        self.assertEqual([(v.node, v.result.verdict) for v in verdicts], [("critic", "pass")])
+        self.assertEqual([o.text for o in recorded[0].open_obligations], ["cite the source"])
+        self.c.tasks.continue_task(task_id=t.task_id, message={"parts": [{"text": "no"}]})
+        wait_for("completed", lambda: self.state(t.task_id) == task_pb2.TASK_STATE_COMPLETED)
+
+    def test_graceful_shutdown_hands_back(self):
+        stopped = []
+        running = threading.Event()
+
+        def handler(task):
+            running.set()
+            task.canceled.wait(30)
+            stopped.append(task.stop_reason)
+
+        w = Worker(self.c, handler, "py-stop", queues=["py-stop"], poll_wait=0.2)
+        th = threading.Thread(target=w.run, daemon=True)
+        th.start()
+        t = self.c.tasks.start_task(document=AGENT, queue="py-stop").task
+        self.assertTrue(running.wait(30), "the handler never ran")
+        self.assertFalse(w.stop(timeout=0.2), "the task ended on its own")
+        th.join(30)
+        self.assertFalse(th.is_alive(), "run did not return")
+        self.assertEqual(stopped, ["stopping"])
+        self.assertEqual(self.state(t.task_id), task_pb2.TASK_STATE_SUBMITTED, "not handed back to the queue")
+
+
+class CrashReplayTest(unittest.TestCase):
+    """A runtime process is SIGKILLed after running a call and before reporting its result;
+    the next lease finds the call reported (not run again) and its history."""
+
+    def test_replay_after_a_crash(self):
+        cp2 = controlplane.ControlPlane(config_yaml="tasks:\n  lease_ttl: 1s\n")
+        self.addCleanup(cp2.stop)
+        c = Client(cp2.address)
+        self.addCleanup(c.close)
+        effects = os.path.join(tempfile.mkdtemp(prefix="agentplane-pyeffects-"), "effects")
+        proc = subprocess.Popen(["/usr/bin/python3", os.path.join(controlplane.HERE, "crash_runtime.py"), cp2.address,
+                                 effects, "py-crash"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        t = c.tasks.start_task(document=AGENT, queue="py-crash", input={"parts": [{"text": "clean up"}]}).task
+        self.assertEqual(proc.stdout.readline().strip(), "RAN")
+        proc.kill()  # SIGKILL: no hand-back, the lease just stops being heartbeaten
+        proc.wait(30)
+        proc.stdout.close()
+
+        replay = []
+
+        def handler(task):
+            gate = task.tool_call("c1", "delete_file", '{"path": "/tmp/x"}')
+            calls = [e.tool_call.call_id for e in task.history() if e.WhichOneof("payload") == "tool_call"]
+            replay.append((task.attempt, gate.reported, gate.result_reported, gate.allowed, calls))
+            if gate.reported and not gate.result_reported:
+                task.tool_result("c1", "delete_file", "lost in a crash", is_error=True)
+            task.complete(text="done")
+
+        w = Worker(c, handler, "py-replaying", queues=["py-crash"], poll_wait=0.2)
+        th = threading.Thread(target=w.run, daemon=True)
+        th.start()
+        self.addCleanup(lambda: (w.stop(), th.join(30)))
+        wait_for("completed", lambda: c.tasks.get_task(task_id=t.task_id).task.state == task_pb2.TASK_STATE_COMPLETED)
+        self.assertEqual(replay, [(2, True, False, False, ["c1"])])
+        with open(effects) as f:
+            self.assertEqual(f.read(), "ran c1\n", "the tool ran again after the crash")
 
 
 if __name__ == "__main__":

@@ -51,14 +51,14 @@ def _loopback(address):
         return False
 
 
-def _snake(name):
+def snake(name):
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 class _Service:
     """The RPCs of one service as methods."""
 
-    def __init__(self, channel, pb2, pb2_grpc, service_name, metadata):
+    def __init__(self, channel, pb2, pb2_grpc, service_name, metadata, make_method=None):
         desc = pb2.DESCRIPTOR.services_by_name[service_name]
         stub = getattr(pb2_grpc, service_name + "Stub")(channel)
         self._name = service_name
@@ -66,7 +66,7 @@ class _Service:
             req_cls = _message_class(m.input_type)
             rpc = getattr(stub, m.name)
             streaming = m.server_streaming
-            setattr(self, _snake(m.name), _make_method(rpc, req_cls, streaming, metadata, m.name))
+            setattr(self, snake(m.name), (make_method or _make_method)(rpc, req_cls, streaming, metadata, m.name))
 
     def __repr__(self):
         return f"<agentplane {self._name}>"
@@ -81,7 +81,9 @@ def _message_class(desc):
     return cls
 
 
-def _make_method(rpc, req_cls, streaming, metadata, name):
+def request_builder(req_cls, name):
+    """Returns build(request, fields): the request message from a message or keyword fields,
+    with a fresh request_id when it has that field and none is set."""
     has_request_id = "request_id" in req_cls.DESCRIPTOR.fields_by_name
 
     def build(request, fields):
@@ -92,6 +94,12 @@ def _make_method(rpc, req_cls, streaming, metadata, name):
         if has_request_id and not request.request_id:
             request.request_id = new_request_id()
         return request
+
+    return build
+
+
+def _make_method(rpc, req_cls, streaming, metadata, name):
+    build = request_builder(req_cls, name)
 
     if streaming:
 
@@ -112,39 +120,84 @@ def _make_method(rpc, req_cls, streaming, metadata, name):
             except grpc.RpcError as err:
                 raise AgentplaneError.from_rpc_error(err) from err
 
-    method.__name__ = _snake(name)
+    method.__name__ = snake(name)
     method.__doc__ = f"Calls {name} ({req_cls.DESCRIPTOR.full_name})."
     return method
+
+
+class TLS:
+    """TLS settings: PEM bytes or file paths for the CA bundle (default: the system
+    roots), and the client certificate and key for mTLS (auth.client_certs);
+    server_name is the name to verify the server certificate against when it differs
+    from the address's host."""
+
+    def __init__(self, ca=None, ca_file=None, cert=None, cert_file=None, key=None, key_file=None, server_name=None):
+        self.ca = _pem(ca, ca_file)
+        self.cert = _pem(cert, cert_file)
+        self.key = _pem(key, key_file)
+        self.server_name = server_name
+
+    def credentials(self):
+        return grpc.ssl_channel_credentials(root_certificates=self.ca, private_key=self.key,
+                                            certificate_chain=self.cert)
+
+
+def _pem(value, path):
+    if value is not None:
+        return value.encode() if isinstance(value, str) else value
+    if path is None:
+        return None
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def channel_args(address, token, tls, options, plaintext_token):
+    """Returns (credentials or None, channel options, call metadata) for a Client or AsyncClient."""
+    opts = list(options or [])
+    if token and not tls and not plaintext_token and not _loopback(address):
+        raise ValueError(f"refusing to send a token in plaintext to {address}: pass tls, or plaintext_token=True")
+    creds = None
+    if tls is True:
+        creds = grpc.ssl_channel_credentials()
+    elif isinstance(tls, TLS):
+        creds = tls.credentials()
+        if tls.server_name:
+            opts.append(("grpc.ssl_target_name_override", tls.server_name))
+    elif tls:
+        creds = tls
+    md = (("authorization", f"Bearer {token}"),) if token else None
+    return creds, opts, md
+
+
+SERVICES = (
+    ("tasks", task_service_pb2, task_service_pb2_grpc, "TaskService"),
+    ("specs", spec_service_pb2, spec_service_pb2_grpc, "SpecService"),
+    ("hitl", hitl_service_pb2, hitl_service_pb2_grpc, "HitlService"),
+    ("runtime", runtime_service_pb2, runtime_service_pb2_grpc, "RuntimeService"),
+    ("admin", admin_service_pb2, admin_service_pb2_grpc, "AdminService"),
+    ("capabilities", capability_service_pb2, capability_service_pb2_grpc, "CapabilityService"),
+)
 
 
 class Client:
     """A connection to an agentplane control plane.
 
     address: host:port of its gRPC listener. token: a bearer token sent on every call.
-    tls: None for plaintext, True for TLS with the system roots, or a
-    grpc.ChannelCredentials. options: extra grpc channel options. Like the Go client,
+    tls: None for plaintext, True for TLS with the system roots, a TLS (CA, client
+    certificate, server name), or a grpc.ChannelCredentials. options: extra grpc
+    channel options. Like the Go client,
     it refuses to send a token in plaintext to a non-loopback address unless
     plaintext_token is true (for a TLS-terminating proxy in between).
     """
 
     def __init__(self, address, token=None, tls=None, options=None, plaintext_token=False):
-        opts = list(options or [])
-        if token and not tls and not plaintext_token and not _loopback(address):
-            raise ValueError(f"refusing to send a token in plaintext to {address}: pass tls, or plaintext_token=True")
-        if tls is None or tls is False:
+        creds, opts, md = channel_args(address, token, tls, options, plaintext_token)
+        if creds is None:
             self._channel = grpc.insecure_channel(address, options=opts)
         else:
-            creds = grpc.ssl_channel_credentials() if tls is True else tls
             self._channel = grpc.secure_channel(address, creds, options=opts)
-        md = (("authorization", f"Bearer {token}"),) if token else None
-        self.tasks = _Service(self._channel, task_service_pb2, task_service_pb2_grpc, "TaskService", md)
-        self.specs = _Service(self._channel, spec_service_pb2, spec_service_pb2_grpc, "SpecService", md)
-        self.hitl = _Service(self._channel, hitl_service_pb2, hitl_service_pb2_grpc, "HitlService", md)
-        self.runtime = _Service(self._channel, runtime_service_pb2, runtime_service_pb2_grpc, "RuntimeService", md)
-        self.admin = _Service(self._channel, admin_service_pb2, admin_service_pb2_grpc, "AdminService", md)
-        self.capabilities = _Service(
-            self._channel, capability_service_pb2, capability_service_pb2_grpc, "CapabilityService", md
-        )
+        for attr, pb2, pb2_grpc, name in SERVICES:
+            setattr(self, attr, _Service(self._channel, pb2, pb2_grpc, name, md))
 
     def close(self):
         self._channel.close()
@@ -163,31 +216,55 @@ class Client:
         come with no gap and no duplicate; it gives up (raising AgentplaneError) after
         reconnect_for seconds without a message. Keepalives are yielded only when
         keepalives is true. The generator ends when the task's stream ends (after its
-        terminal event).
+        terminal event). AsyncClient.watch (agentplane.aio) is the same as an async
+        generator.
         """
-        last = after_sequence
-        backoff = 0.05
-        broken_since = None
+        resume = Resume(after_sequence, keepalives, reconnect_for)
         while True:
-            req = task_service_pb2.WatchTaskRequest(task_id=task_id, after_sequence=last)
             try:
-                for resp in self.tasks.watch_task(req):
-                    broken_since, backoff = None, 0.05
-                    kind = resp.WhichOneof("kind")
-                    if kind == "event":
-                        if resp.event.sequence <= last:
-                            continue
-                        last = resp.event.sequence
-                    elif kind == "keepalive" and not keepalives:
-                        continue
-                    yield resp
+                for resp in self.tasks.watch_task(resume.request(task_id)):
+                    if resume.accept(resp):
+                        yield resp
                 return
             except AgentplaneError as err:
-                if err.code != grpc.StatusCode.UNAVAILABLE:
-                    raise
-                now = time.monotonic()
-                broken_since = broken_since or now
-                if now - broken_since > reconnect_for:
-                    raise
-                time.sleep(backoff)
-                backoff = min(backoff * 2, 1.0)
+                time.sleep(resume.failed(err))
+
+
+class Resume:
+    """The state of a watch that survives dropped connections: the last event sequence
+    delivered, and the backoff of the reconnections (shared by Client.watch and
+    AsyncClient.watch)."""
+
+    def __init__(self, after_sequence, keepalives, reconnect_for):
+        self.last = after_sequence
+        self.keepalives = keepalives
+        self.reconnect_for = reconnect_for
+        self.backoff = 0.05
+        self.broken_since = None
+
+    def request(self, task_id):
+        return task_service_pb2.WatchTaskRequest(task_id=task_id, after_sequence=self.last)
+
+    def accept(self, resp):
+        """Whether to yield resp: not an event delivered before a reconnection, nor an unwanted keepalive."""
+        self.broken_since, self.backoff = None, 0.05
+        kind = resp.WhichOneof("kind")
+        if kind == "event":
+            if resp.event.sequence <= self.last:
+                return False
+            self.last = resp.event.sequence
+        elif kind == "keepalive" and not self.keepalives:
+            return False
+        return True
+
+    def failed(self, err):
+        """Returns the delay before reopening the watch after err, or raises err when it is final."""
+        if err.code != grpc.StatusCode.UNAVAILABLE:
+            raise err
+        now = time.monotonic()
+        self.broken_since = self.broken_since or now
+        if now - self.broken_since > self.reconnect_for:
+            raise err
+        delay = self.backoff
+        self.backoff = min(self.backoff * 2, 1.0)
+        return delay

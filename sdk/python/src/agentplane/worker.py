@@ -1,23 +1,27 @@
-"""Worker: a runtime's lease loop, a first slice of Go's client/worker.
+"""Worker: a runtime's lease loop, mirroring Go's client/worker.
 
 A Worker long-polls RuntimeService.LeaseTasks for up to `capacity` tasks at a time
 and runs each leased task in its own thread, calling handler(task). It heartbeats
 once before the handler runs (acknowledging the lease) and then in the background;
-task.canceled is set when a heartbeat says the task was canceled or the lease is
-lost: refused as lease.lost, or no heartbeat succeeded before the lease deadline
-(task.stop_reason says which), and the Task's writes then raise TaskStopped.
+task.canceled is set when a heartbeat says the task was canceled, when the lease is
+lost (a write or heartbeat refused as lease.lost, or no heartbeat succeeded before
+the lease deadline), or when the worker stops and its drain time ran out
+(task.stop_reason says which: "canceled", "lease.lost", "stopping"); the Task's writes
+then raise TaskStopped.
 
-The handler ends its task with task.complete, task.fail or task.suspend. An
-exception from the handler fails the task (reason "runtime.error"); after a cancel or a
-lost lease nothing is written. task.tool_call asks the gate (CheckToolCall) before a
-tool runs: on an interrupt it waits for the decision on AwaitDecision while heartbeats
-keep the lease ("interactive"), or gives the lease up with SuspendTask and raises
-Suspended ("durable"); the next lease carries the decision, which tool_call then
-returns for the same call id without asking again. A call the gate says was already
-reported under an earlier lease comes back with gate.reported set: do not run it again.
-
-Not yet ported from Go: retries of transient errors on the task's writes, drain with
-a deadline, pause, verdicts and deltas helpers (use task.client.runtime directly).
+The handler ends its task with task.complete, task.fail, task.pause,
+task.wait_for_tool_outputs or task.suspend. An exception from the handler fails the
+task (reason "runtime.error", or the reason and retry of a Failure); after a cancel or
+a lost lease nothing is written; a task stopped by Worker.stop's deadline is handed
+back to the queue (FailTask retry). task.tool_call asks the gate (CheckToolCall) before
+a tool runs: on an interrupt it waits for the decision on AwaitDecision while
+heartbeats keep the lease ("interactive"), or gives the lease up with SuspendTask and
+raises Suspended ("durable"); the next lease carries the decision, which tool_call
+then returns for the same call id without asking again. A call the gate says was
+already reported under an earlier lease (the runtime crashed after running it) comes
+back with gate.reported set: do not run it again; task.history() reads the log to
+rebuild the state. The task's writes carry request ids and are repeated after
+UNAVAILABLE or DEADLINE_EXCEEDED.
 """
 
 import threading
@@ -25,6 +29,7 @@ import time
 
 import grpc
 
+from agentplane.client import new_request_id
 from agentplane.errors import AgentplaneError
 from agentplane.v1 import hitl_pb2
 
@@ -33,7 +38,32 @@ EDIT = hitl_pb2.DECISION_TYPE_EDIT
 
 
 class TaskStopped(Exception):
-    """The task was canceled or its lease lost: it is no longer this runtime's to write."""
+    """The task was canceled, its lease lost, or the worker stopped: it is no longer this
+    runtime's to write."""
+
+
+class Failure(Exception):
+    """Raised by a handler to choose how its task fails (reason, retry)."""
+
+    def __init__(self, reason, message, retry=False):
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.retry = retry
+
+
+WRITE_ATTEMPTS = 4
+_LOST_ON_THE_WAY = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+def _stop_cause(err):
+    """The stop reason a refused call means, or "" when the task is still ours."""
+    if err.code == grpc.StatusCode.FAILED_PRECONDITION:
+        if err.reason == "lease.lost":
+            return "lease.lost"
+        if err.reason == "task.terminal":
+            return "canceled"
+    return ""
 
 
 class Suspended(Exception):
@@ -45,6 +75,8 @@ class Gate:
 
     def __init__(self, allowed, arguments_json="", reason="", decision=None, interrupt=None, reported=False,
                  result_reported=False):
+        self.call_id = self.name = self.node = ""
+        self.trip = 0
         self.allowed = allowed
         self.arguments_json = arguments_json
         self.reason = reason
@@ -65,10 +97,27 @@ class Task:
         self.canceled = threading.Event()
         self.stop_reason = ""
         self.ended = ""
+        self.deadline = lease.deadline.ToNanoseconds() / 1e9 if lease.HasField("deadline") else time.time() + 30
         self._delivery = worker.delivery
         # The node a tool call belongs to by default: the agent of an AgentSpec task.
         self.agent_name = lease.spec.agent.name if lease.spec.WhichOneof("spec") == "agent" else ""
-        self._resolved = {it.call_id: it for it in lease.resolved_interrupts if it.call_id}
+        self._resolved = _by_call_id(lease.resolved_interrupts)
+        self._pending = _by_call_id(lease.pending_interrupts)
+
+    @property
+    def attempt(self):
+        """The attempt number of this lease, from 1."""
+        return self.lease.attempt
+
+    @property
+    def continue_messages(self):
+        """The user messages ContinueTask delivered since the task last paused (chat mode)."""
+        return list(self.lease.continue_messages)
+
+    @property
+    def continue_tool_results(self):
+        """The outputs of client-executed tool calls ContinueTask delivered (wait_for_tool_outputs)."""
+        return list(self.lease.continue_tool_results)
 
     @property
     def input_text(self):
@@ -79,20 +128,54 @@ class Task:
             self.stop_reason = why
             self.canceled.set()
 
-    def _write(self, call, **fields):
-        if self.canceled.is_set():
-            raise TaskStopped(self.stop_reason)
-        try:
-            return call(lease=self.ref, **fields)
-        except AgentplaneError as e:
-            if e.reason == "lease.lost":
-                self._stop("lease.lost")
-                raise TaskStopped("lease.lost") from e
-            raise
+    def _write(self, call, end="", force=False, **fields):
+        """Makes one fenced call under the lease. A call lost on the way (UNAVAILABLE,
+        DEADLINE_EXCEEDED) is made again with the same fields, request id included, so the
+        server answers a repeat from the first; lease.lost and task.terminal stop the task."""
+        if self.ended:
+            raise RuntimeError(f"the task was already ended by this runtime ({self.ended})")
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            if self.canceled.is_set() and not force:
+                raise TaskStopped(self.stop_reason)
+            try:
+                resp = call(lease=self.ref, **fields)
+                if end:
+                    self.ended = end
+                return resp
+            except AgentplaneError as e:
+                cause = _stop_cause(e)
+                if cause:
+                    self._stop(cause)
+                    raise TaskStopped(cause) from e
+                if e.code not in _LOST_ON_THE_WAY or attempt == WRITE_ATTEMPTS:
+                    raise
+                self.canceled.wait(0.1 * 2**attempt)
 
     def report(self, *events):
-        """Reports runtime events (dicts or RuntimeEvent messages), in order."""
-        return self._write(self.client.runtime.report_events, events=list(events))
+        """Reports runtime events (dicts or RuntimeEvent messages), in order; returns the last sequence."""
+        return self._write(self.client.runtime.report_events, events=list(events),
+                           request_id=new_request_id()).last_sequence
+
+    def note(self, text, attributes=None):
+        """Reports a runtime note (progress, diagnostics)."""
+        return self.report({"note": {"text": text, "attributes": attributes or {}}})
+
+    def history(self, after=0, until=0):
+        """Yields the task's logged events after sequence after, oldest first, up to until
+        (0: the newest when the read starts), paging through ReadTaskHistory under the lease
+        (runtimes may not call WatchTask). A resumed handler reads up to
+        task.lease.history_cursor to rebuild its state."""
+        while True:
+            resp = self._write(self.client.runtime.read_task_history, after_sequence=after)
+            if until <= 0:
+                until = resp.last_sequence
+            for ev in resp.events:
+                if ev.sequence > until:
+                    return
+                yield ev
+                after = ev.sequence
+            if not resp.events or after >= until:
+                return
 
     def say(self, text, node=""):
         return self.report({"message": {"role": "MESSAGE_ROLE_ASSISTANT", "parts": [{"text": text}], "node": node}})
@@ -103,34 +186,46 @@ class Task:
         node is the agent making the call; empty means the task's agent (AgentSpec tasks).
         """
         node = node or self.agent_name
-        it = self._resolved.pop(call_id, None)
-        if it is not None:
-            gate = self._gate_of(it.decision, arguments_json)
-            gate.interrupt = it
-        else:
-            resp = self._write(self.client.runtime.check_tool_call, call_id=call_id, tool_name=name,
-                               arguments_json=arguments_json, agent_name=node)
-            if resp.call_reported:
-                return Gate(False, reported=True, result_reported=resp.result_reported, decision=resp.decision,
-                            interrupt=resp.interrupt,
-                            reason=f"call {call_id} was already run under an earlier lease of this task")
-            if resp.outcome == hitl_pb2.GATE_OUTCOME_ALLOW:
-                gate = Gate(True, arguments_json, decision=resp.decision)
-            elif resp.outcome == hitl_pb2.GATE_OUTCOME_REJECT:
-                gate = self._gate_of(resp.decision, arguments_json)
-                gate.reason = gate.reason or resp.reason
-            else:
-                if self._delivery == "durable":
-                    self.suspend()
-                    raise Suspended(f"interrupt {resp.interrupt.interrupt_id}, call {call_id}")
-                gate = self._gate_of(self.await_decision(resp.interrupt.interrupt_id), arguments_json)
-                gate.interrupt = resp.interrupt
+        gate = self._decide(call_id, name, arguments_json, node)
+        gate.call_id, gate.name, gate.node = call_id, name, node
+        if gate.reported:
+            return gate
         call = {"call_id": call_id, "tool_name": name, "node": node}
         if gate.allowed:
             self.report({"tool_call": dict(call, arguments_json=gate.arguments_json)})
         else:
             self.report({"tool_call": dict(call, arguments_json=arguments_json)},
                         {"tool_result": dict(call, result=gate.reason, is_error=True)})
+        return gate
+
+    def _decide(self, call_id, name, arguments_json, node):
+        it = self._resolved.pop(call_id, None) or self._pending.get(call_id)
+        if it is not None:
+            return self._wait_or_use(call_id, it, arguments_json)
+        else:
+            resp = self._write(self.client.runtime.check_tool_call, call_id=call_id, tool_name=name,
+                                       arguments_json=arguments_json, agent_name=node)
+            if resp.call_reported:
+                return Gate(False, reported=True, result_reported=resp.result_reported, decision=resp.decision,
+                            interrupt=resp.interrupt,
+                            reason=f"call {call_id} was already run under an earlier lease of this task")
+            if resp.outcome == hitl_pb2.GATE_OUTCOME_ALLOW:
+                return Gate(True, arguments_json, decision=resp.decision)
+            if resp.outcome == hitl_pb2.GATE_OUTCOME_REJECT:
+                gate = self._gate_of(resp.decision, arguments_json)
+                gate.reason = gate.reason or resp.reason
+                return gate
+            return self._wait_or_use(call_id, resp.interrupt, arguments_json)
+
+    def _wait_or_use(self, call_id, it, arguments_json):
+        dec = it.decision if it.state == hitl_pb2.INTERRUPT_STATE_RESOLVED and it.HasField("decision") else None
+        if dec is None:
+            if self._delivery == "durable":
+                self.suspend()
+                raise Suspended(f"interrupt {it.interrupt_id}, call {call_id}")
+            dec = self.await_decision(it.interrupt_id)
+        gate = self._gate_of(dec, arguments_json)
+        gate.interrupt = it
         return gate
 
     @staticmethod
@@ -155,31 +250,65 @@ class Task:
                         self._stop("canceled")
                         raise TaskStopped("canceled")
             except AgentplaneError as e:
-                if e.reason == "lease.lost":
-                    self._stop("lease.lost")
-                    raise TaskStopped("lease.lost") from e
+                cause = _stop_cause(e)
+                if cause:
+                    self._stop(cause)
+                    raise TaskStopped(cause) from e
                 if e.code != grpc.StatusCode.UNAVAILABLE:
                     raise
-            time.sleep(0.2)
+            self.canceled.wait(0.2)
 
     def tool_result(self, call_id, name, result, is_error=False, node=""):
         return self.report({"tool_result": {"call_id": call_id, "tool_name": name, "result": result,
                                             "is_error": is_error, "node": node}})
 
+    def record_verdict(self, node, result, resolved=(), raised=(), ends_turn=False, call_id=""):
+        """Records an evaluator node's verdict (result: a VerdictResult dict, {"verdict": "pass"});
+        returns the RecordVerdictResponse (the verdict as recorded, the open obligations)."""
+        return self._write(self.client.runtime.record_verdict, node=node, result=result, resolved=list(resolved),
+                           raised=list(raised), ends_turn=ends_turn, call_id=call_id, request_id=new_request_id())
+
+    def publish_deltas(self, *deltas):
+        """Hands message fragments (MessageDelta dicts) to the task's live watchers; returns how many."""
+        return self._write(self.client.runtime.publish_deltas, deltas=list(deltas)).watchers
+
     def complete(self, output=None, text=None):
         """Completes the task with output (a TaskOutput dict) or a text answer."""
         if text is not None:
             output = {"message": {"role": "MESSAGE_ROLE_ASSISTANT", "parts": [{"text": text}]}}
-        self._write(self.client.runtime.complete_task, output=output or {})
-        self.ended = "completed"
+        self._write(self.client.runtime.complete_task, end="completed", output=output or {},
+                    request_id=new_request_id())
 
-    def fail(self, reason, message, retry=False):
-        self._write(self.client.runtime.fail_task, reason=reason, message=message, retry=retry)
-        self.ended = "failed"
+    def fail(self, reason, message, retry=False, force=False):
+        """Fails the task; retry hands it back to the queue (counting an attempt)."""
+        self._write(self.client.runtime.fail_task, end="handed back" if retry else "failed", force=force,
+                    reason=reason, message=message, retry=retry, request_id=new_request_id())
 
     def suspend(self):
-        self._write(self.client.runtime.suspend_task)
-        self.ended = "suspended"
+        """Gives the lease up while an interrupt is pending (durable delivery)."""
+        self._write(self.client.runtime.suspend_task, end="suspended", request_id=new_request_id())
+
+    def pause(self, message="", node=""):
+        """Ends a chat turn: the task waits in INPUT_REQUIRED for ContinueTask; the next
+        lease carries the user's messages in continue_messages. Returns the interrupt."""
+        msg = {"role": "MESSAGE_ROLE_ASSISTANT", "parts": [{"text": message}]} if message else None
+        return self._write(self.client.runtime.pause_task, end="paused", node=node, message=msg,
+                           request_id=new_request_id()).interrupt
+
+    def wait_for_tool_outputs(self, node, *gates):
+        """Ends a turn whose allowed calls (gates from tool_call) are function tools the
+        client runs: the task waits in INPUT_REQUIRED on one TOOL_OUTPUT_REQUIRED interrupt
+        per call until ContinueTask supplies their outputs; the next lease carries them in
+        continue_tool_results. Returns the interrupts."""
+        calls = [{"call_id": g.call_id, "tool_name": g.name, "arguments_json": g.arguments_json, "node": g.node,
+                  "trip_index": g.trip} for g in gates]
+        return list(self._write(self.client.runtime.pause_task, end="paused", node=node, tool_output_calls=calls,
+                                request_id=new_request_id()).tool_output_interrupts)
+
+
+def _by_call_id(interrupts):
+    return {it.call_id: it for it in interrupts
+            if it.call_id and it.kind == hitl_pb2.INTERRUPT_KIND_TOOL_APPROVAL}
 
 
 class Worker:
@@ -197,11 +326,30 @@ class Worker:
         self.poll_wait = poll_wait
         self._stopping = threading.Event()
         self._slots = threading.Semaphore(capacity)
-        self._threads = []
+        self._lock = threading.Lock()
+        self._running = {}  # thread -> Task
 
-    def stop(self):
-        """Asks run to return once the running tasks end."""
+    def stop(self, timeout=None):
+        """Stops leasing and waits for the running tasks to end on their own. When timeout
+        (seconds) passes first, it stops them (task.canceled set, stop_reason "stopping":
+        the handler should return) and they are handed back to the queue (FailTask retry)
+        unless their handler ended them. Returns whether they ended within timeout; with
+        timeout None it only asks, and run() returns once they have ended."""
         self._stopping.set()
+        if timeout is None:
+            return False
+        end = time.monotonic() + timeout
+        for t in self._threads():
+            t.join(max(0.0, end - time.monotonic()))
+        left = self._threads()
+        with self._lock:
+            for t in left:
+                self._running[t]._stop("stopping")
+        return not left
+
+    def _threads(self):
+        with self._lock:
+            return list(self._running)
 
     def run(self):
         """Leases and runs tasks until stop(); then waits for the running tasks."""
@@ -218,17 +366,19 @@ class Worker:
                         leases = self.client.runtime.lease_tasks(runtime_id=self.runtime_id, max_tasks=free,
                                                                  wait=self.poll_wait, queues=self.queues).leases
                     except AgentplaneError as e:
-                        if e.code != grpc.StatusCode.UNAVAILABLE and e.retry_delay is None:
+                        if e.code not in _LOST_ON_THE_WAY and e.retry_delay is None:
                             raise
-                        time.sleep(e.retry_delay or 0.2)
+                        self._stopping.wait(e.retry_delay or 0.2)
                 for _ in range(free - len(leases)):
                     self._slots.release()
                 for lease in leases:
-                    t = threading.Thread(target=self._run_task, args=(Task(self, lease),), daemon=True)
-                    self._threads.append(t)
+                    task = Task(self, lease)
+                    t = threading.Thread(target=self._run_task, args=(task,), daemon=True)
+                    with self._lock:
+                        self._running[t] = task
                     t.start()
         finally:
-            for t in self._threads:
+            for t in self._threads():
                 t.join()
 
     def _run_task(self, task):
@@ -238,28 +388,46 @@ class Worker:
                 return
             hb = threading.Thread(target=self._heartbeats, args=(task, done), daemon=True)
             hb.start()
+            error = None
             try:
                 self.handler(task)
             except (TaskStopped, Suspended):
                 pass
             except Exception as e:  # the handler's failure fails the task
-                if not task.canceled.is_set() and not task.ended:
-                    try:
-                        task.fail("runtime.error", f"{type(e).__name__}: {e}")
-                    except (AgentplaneError, TaskStopped):
-                        pass
+                error = e
             done.set()
             hb.join()
+            self._finish(task, error)
         finally:
             done.set()
+            with self._lock:
+                self._running.pop(threading.current_thread(), None)
             self._slots.release()
+
+    @staticmethod
+    def _finish(task, error):
+        """Applies the handler contract once the handler returned (Go's worker.finish)."""
+        if task.ended:
+            return
+        try:
+            if task.stop_reason == "stopping":
+                task.fail("runtime.stopping", "the runtime stopped before the task ended", retry=True, force=True)
+            elif task.canceled.is_set() or error is None:
+                return  # not ours any more; or a handler that did not end its task: the lease expires
+            elif isinstance(error, Failure):
+                task.fail(error.reason or "runtime.error", error.message, retry=error.retry)
+            else:
+                task.fail("runtime.error", f"{type(error).__name__}: {error}")
+        except (AgentplaneError, TaskStopped):
+            pass  # the lease expires and the task is queued again
 
     def _heartbeat(self, task):
         try:
             resp = self.client.runtime.heartbeat(lease=task.ref)
         except AgentplaneError as e:
-            if e.reason == "lease.lost" or e.code in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.FAILED_PRECONDITION):
-                task._stop("lease.lost")
+            cause = _stop_cause(e)
+            if cause:
+                task._stop(cause)
                 return False
             return True  # transient: the next beat tries again
         task.deadline = resp.deadline.ToNanoseconds() / 1e9
@@ -269,10 +437,12 @@ class Worker:
         return True
 
     def _heartbeats(self, task, done):
-        while not done.is_set() and not task.canceled.is_set():
-            left = getattr(task, "deadline", time.time() + 3) - time.time()
-            if done.wait(max(0.1, min(left / 3, 5.0))):
+        while not done.is_set() and not task.canceled.is_set() and not task.ended:
+            left = task.deadline - time.time()
+            if done.wait(max(0.01, left / 3)):
                 return
+            if task.ended:
+                return  # the lease was given up; a heartbeat would only be refused
             self._heartbeat(task)
-            if time.time() > getattr(task, "deadline", float("inf")):
+            if time.time() > task.deadline:
                 task._stop("lease.lost")  # no heartbeat succeeded before the deadline
