@@ -1,14 +1,22 @@
 // Worker: the runtime side, mirroring Go's client/worker: a lease loop with capacity,
-// heartbeats, cancel, the tool-call gate (interactive or durable), reports, and the
-// end of a task (complete, fail, pause, suspend).
+// heartbeats, cancel, the tool-call gate (interactive or durable), reports, the task's
+// history for a replay, verdicts, and the end of a task (complete, fail, pause, wait for
+// client tool outputs, suspend), with a graceful stop.
 import { randomUUID } from "node:crypto";
 import { Code } from "@connectrpc/connect";
-import { fromJson, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, fromJson, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampMs, ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
 import type { Client } from "@connectrpc/connect";
-import type { Lease, LeaseRef, RuntimeEventSchema, RuntimeService } from "../gen/agentplane/v1/runtime_service_pb.js";
+import {
+  RecordVerdictRequestSchema,
+  type Lease,
+  type LeaseRef,
+  type RecordVerdictResponse,
+  type RuntimeEventSchema,
+  type RuntimeService,
+} from "../gen/agentplane/v1/runtime_service_pb.js";
 import { GateOutcome, DecisionType, InterruptState, type Decision, type Interrupt } from "../gen/agentplane/v1/hitl_pb.js";
-import { MessageRole } from "../gen/agentplane/v1/task_pb.js";
+import { MessageRole, type Message, type MessageDeltaSchema, type TaskEvent, type ToolResult } from "../gen/agentplane/v1/task_pb.js";
 import { AgentplaneError, toAgentplaneError } from "./errors.js";
 
 /** Why a task's signal was aborted (`task.signal.reason`). */
@@ -138,6 +146,18 @@ export class Task {
   get inputText(): string {
     return (this.lease.task?.input?.parts ?? []).flatMap((p) => (p.kind.case === "text" ? [p.kind.value] : [])).join("");
   }
+  /** The attempt number of this lease, from 1. */
+  get attempt(): number {
+    return this.lease.attempt;
+  }
+  /** The user messages ContinueTask delivered since the task last paused (chat mode). */
+  get continueMessages(): Message[] {
+    return this.lease.continueMessages;
+  }
+  /** The outputs of client-executed tool calls ContinueTask delivered (waitForToolOutputs). */
+  get continueToolResults(): ToolResult[] {
+    return this.lease.continueToolResults;
+  }
   get ended(): string {
     return this.endedAs;
   }
@@ -186,6 +206,44 @@ export class Task {
       this.rt.reportEvents({ lease: this.ref, events, requestId }),
     );
     return res.lastSequence;
+  }
+
+  /** Reports a runtime note (progress, diagnostics). */
+  async note(text: string, attributes: Record<string, string> = {}): Promise<void> {
+    await this.report({ payload: { case: "note", value: { text, attributes } } });
+  }
+
+  /**
+   * The task's logged events after sequence `after`, oldest first, up to `until` (0: the
+   * newest when the read starts), paged through ReadTaskHistory under the lease (runtimes
+   * may not call WatchTask). A resumed handler reads up to `lease.historyCursor` to
+   * rebuild its state.
+   */
+  async *history(after: bigint = 0n, until: bigint = 0n): AsyncGenerator<TaskEvent, void, undefined> {
+    for (;;) {
+      const res = await this.write("read history", "", () => this.rt.readTaskHistory({ lease: this.ref, afterSequence: after }));
+      if (until <= 0n) until = res.lastSequence;
+      for (const ev of res.events) {
+        if (ev.sequence > until) return;
+        yield ev;
+        after = ev.sequence;
+      }
+      if (res.events.length === 0 || after >= until) return;
+    }
+  }
+
+  /** Records an evaluator node's verdict; the lease is set, and a request id when it has none. */
+  async recordVerdict(req: MessageInitShape<typeof RecordVerdictRequestSchema>): Promise<RecordVerdictResponse> {
+    const msg = create(RecordVerdictRequestSchema, req);
+    msg.lease = this.ref;
+    msg.requestId ||= randomUUID();
+    return this.write("record verdict", "", () => this.rt.recordVerdict(msg));
+  }
+
+  /** Hands message fragments to the task's live watchers (nothing is stored); returns how many there were. */
+  async publishDeltas(...deltas: MessageInitShape<typeof MessageDeltaSchema>[]): Promise<number> {
+    const res = await this.write("publish deltas", "", () => this.rt.publishDeltas({ lease: this.ref, deltas }));
+    return res.watchers;
   }
 
   /** Reports an assistant message. */
@@ -320,6 +378,27 @@ export class Task {
     );
   }
 
+  /**
+   * Ends a turn whose allowed calls (gates from toolCall) are function tools the client
+   * runs: the task waits in INPUT_REQUIRED on one TOOL_OUTPUT_REQUIRED interrupt per call
+   * until ContinueTask supplies their outputs, and the lease is released. The next lease
+   * carries them in continueToolResults.
+   */
+  async waitForToolOutputs(node: string, ...gates: Gate[]): Promise<Interrupt[]> {
+    const requestId = randomUUID();
+    const toolOutputCalls = gates.map((g) => ({
+      callId: g.call.id,
+      toolName: g.call.name,
+      argumentsJson: g.argumentsJson,
+      node: g.call.node,
+      tripIndex: g.call.trip ?? 0,
+    }));
+    const res = await this.write("pause task for tool outputs", "paused", () =>
+      this.rt.pauseTask({ lease: this.ref, node, requestId, toolOutputCalls }),
+    );
+    return res.toolOutputInterrupts;
+  }
+
   /** Completes the task, with a final assistant message and/or a structured output. */
   async complete(output: { text?: string; structured?: JsonValue } = {}): Promise<void> {
     const requestId = randomUUID();
@@ -386,9 +465,24 @@ export class Worker {
     };
   }
 
-  /** Stops leasing; run() resolves once the running tasks have ended on their own. */
-  stop(): void {
+  /**
+   * Stops leasing; run() resolves once the running tasks have ended on their own. With
+   * drainMs, the tasks still running after that long are stopped (their signal aborts
+   * with a TaskStopped "stopping") and handed back to the queue unless their handler
+   * ended them, as Go's Stop(ctx) does when ctx is done. Resolves true when every task
+   * ended within drainMs (at once without drainMs).
+   */
+  async stop(drainMs?: number): Promise<boolean> {
     this.stopping.abort();
+    if (drainMs === undefined) return this.running.size === 0;
+    let timer: NodeJS.Timeout | undefined;
+    const drained = await Promise.race([
+      Promise.all(this.running).then(() => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), drainMs))),
+    ]);
+    clearTimeout(timer);
+    if (!drained) for (const t of this.tasks) t.stop(new TaskStopped("stopping", "the runtime's drain time ran out"));
+    return drained;
   }
 
   /**
@@ -441,6 +535,10 @@ export class Worker {
   }
 
   private async runTask(t: Task): Promise<void> {
+    // Acknowledge the lease before the handler runs (the control plane counts an attempt
+    // only for an acknowledged lease); a task found canceled or lost still goes to the
+    // handler, with its signal aborted.
+    await this.beat(t, undefined);
     const hb = new AbortController();
     const beats = this.heartbeat(t, hb.signal);
     let error: unknown;
@@ -471,26 +569,27 @@ export class Worker {
     }
   }
 
-  // heartbeat acknowledges the lease at once, then beats at a fraction of the time left.
+  // heartbeat beats at a fraction of the time left on the lease until done.
   private async heartbeat(t: Task, done: AbortSignal): Promise<void> {
-    let delay = 0;
     while (!done.aborted && !t.signal.aborted && t.ended === "") {
-      await sleep(delay, done);
+      await sleep(Math.max((t.deadline - Date.now()) * this.o.heartbeatFraction, 10), done);
       if (done.aborted || t.ended !== "") return;
-      try {
-        const res = await this.rt.heartbeat({ lease: t.ref }, { signal: done });
-        if (res.deadline) t.setDeadline(timestampMs(res.deadline));
-        if (res.canceled) {
-          t.stop(new TaskStopped("canceled", res.cancelReason));
-          return;
-        }
-      } catch (e) {
-        if (done.aborted) return;
-        const cause = stopCause(toAgentplaneError(e));
-        if (cause) return t.stop(cause);
-        if (Date.now() >= t.deadline) return t.stop(new TaskStopped("lease_lost", "no heartbeat succeeded before the lease deadline"));
-      }
-      delay = Math.max((t.deadline - Date.now()) * this.o.heartbeatFraction, 10);
+      await this.beat(t, done);
+    }
+  }
+
+  // beat sends one heartbeat; a canceled task, a lost lease, or no success before the
+  // deadline stops the task. Other errors are left to the next beat.
+  private async beat(t: Task, done: AbortSignal | undefined): Promise<void> {
+    try {
+      const res = await this.rt.heartbeat({ lease: t.ref }, { signal: done });
+      if (res.deadline) t.setDeadline(timestampMs(res.deadline));
+      if (res.canceled) t.stop(new TaskStopped("canceled", res.cancelReason));
+    } catch (e) {
+      if (done?.aborted) return;
+      const cause = stopCause(toAgentplaneError(e));
+      if (cause) return t.stop(cause);
+      if (Date.now() >= t.deadline) t.stop(new TaskStopped("lease_lost", "no heartbeat succeeded before the lease deadline"));
     }
   }
 }

@@ -250,9 +250,43 @@ test("HitlService: a gated call is approved while the runtime awaits the decisio
   assert.equal((await client.tasks.getTask({ taskId: id })).task?.state, TaskState.COMPLETED);
 });
 
-test("AdminService: stats and a backup", async () => {
+test("RuntimeService: ReadTaskHistory and PublishDeltas reach a live watcher", async () => {
+  const started = await client.tasks.startTask({ spec: { case: "specJson", value: agentSpec }, queue: "sdk-ts-deltas" });
+  const id = started.task!.taskId;
+  const { leases } = await client.runtime.leaseTasks({ runtimeId: "sdk-ts", maxTasks: 1, queues: ["sdk-ts-deltas"], wait: { seconds: 5n } });
+  const lease = { taskId: id, leaseId: leases[0].leaseId, epoch: leases[0].epoch };
+  const history = await client.runtime.readTaskHistory({ lease });
+  assert.ok(history.events.length > 0);
+  assert.deepEqual(history.events.map((e) => e.sequence), history.events.map((_, i) => BigInt(i + 1)));
+  assert.equal(history.events.at(-1)!.sequence, history.lastSequence);
+  const ctl = new AbortController();
+  const deltas: string[] = [];
+  let live!: () => void;
+  const caughtUp = new Promise<void>((r) => (live = r));
+  const watching = (async () => {
+    for await (const item of client.watch(id, { signal: ctl.signal })) {
+      if (item.case === "caughtUp") live();
+      if (item.case === "messageDelta") {
+        deltas.push(item.value.textDelta);
+        if (deltas.length === 2) ctl.abort();
+      }
+    }
+  })().catch((e) => {
+    if (!ctl.signal.aborted) throw e;
+  });
+  await caughtUp;
+  const sent = await client.runtime.publishDeltas({ lease, deltas: [{ messageId: "m1", textDelta: "hel" }, { messageId: "m1", textDelta: "lo" }] });
+  assert.equal(sent.watchers, 1);
+  await watching;
+  assert.deepEqual(deltas, ["hel", "lo"]);
+  await client.runtime.completeTask({ lease });
+});
+
+test("AdminService: stats, a dry-run purge and a backup", async () => {
   const stats = await client.admin.getStats({});
   assert.notEqual(stats.serverVersion, "");
+  const purge = await client.admin.purgeTasks({ olderThan: { seconds: 3600n }, dryRun: true });
+  assert.equal(purge.tasks, 0n);
   let total = 0n;
   let received = 0;
   for await (const chunk of client.admin.backup({})) {

@@ -1,10 +1,28 @@
 // The runtime worker against a real control plane: a gated call approved while the
 // runtime waits (interactive), a durable suspend resumed on a later lease, a cancel
-// seen through the heartbeat, and the capacity bound.
+// seen through the heartbeat, the capacity bound, a lost lease, a replay with the
+// task's history, client tool outputs, a verdict and a chat pause, and a graceful stop.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { createClient, DecisionType, Failure, TaskState, TaskStopped, Worker, type AgentplaneClient, type Task } from "../src/index.js";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { fromJson, toJson } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import {
+  createClient,
+  DecisionType,
+  Failure,
+  InterruptKind,
+  TaskState,
+  TaskStopped,
+  Worker,
+  type AgentplaneClient,
+  type Task,
+} from "../src/index.js";
 import { agentSpec, startServer, type TestServer } from "./server.js";
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "..");
 
 let srv: TestServer;
 let client: AgentplaneClient;
@@ -224,6 +242,9 @@ test("replay: a call an earlier lease reported comes back as reported, and is no
       const gate = await t.toolCall(call);
       gates.push(gate.reported ? "reported" : gate.allowed ? "allowed" : "rejected");
       if (gate.reported) {
+        const calls: string[] = [];
+        for await (const ev of t.history()) if (ev.payload.case === "toolCall") calls.push(ev.payload.value.callId);
+        gates.push(`history: ${calls.join(",")}`);
         if (!gate.resultReported) await t.toolResult(call, "lost in a crash", true);
         await t.complete();
         return;
@@ -241,7 +262,7 @@ test("replay: a call an earlier lease reported comes back as reported, and is no
     w.stop();
     await running;
   }
-  assert.deepEqual(gates, ["allowed", "reported"]);
+  assert.deepEqual(gates, ["allowed", "reported", "history: c1"]);
   assert.equal(ran, 1);
 });
 
@@ -263,6 +284,103 @@ test("shutdown: aborting run's signal stops the running task and hands it back t
   const running = w.run(ctl.signal);
   await running_;
   ctl.abort();
+  await running;
+  assert.ok(reason instanceof TaskStopped && reason.kind === "stopping", String(reason));
+  assert.equal(await state(id), TaskState.SUBMITTED, "handed back to the queue");
+});
+
+test("tool outputs: a function tool the client runs; the next lease carries its output", async () => {
+  const spec = {
+    ...agentSpec,
+    name: "sdk-ts-outputs",
+    tools: [{ type: "function", function: { name: "lookup", description: "Look a key up", parameters: { type: "object", properties: { key: { type: "string" } }, required: ["key"], additionalProperties: false } } }],
+  };
+  const res = await client.tasks.startTask({ spec: { case: "specJson", value: spec }, queue: "w-outputs" });
+  const id = res.task!.taskId;
+  const seen: unknown[] = [];
+  const w = new Worker(
+    client.runtime,
+    async (t: Task) => {
+      const [out] = t.continueToolResults;
+      if (out) {
+        seen.push([out.callId, toJson(ValueSchema, out.result!)]);
+        await t.complete({ structured: toJson(ValueSchema, out.result!) });
+        return;
+      }
+      const gate = await t.toolCall({ id: "c1", name: "lookup", node: "sdk-ts-outputs", argumentsJson: '{"key":"k"}' });
+      assert.equal(gate.allowed, true, gate.reason);
+      const its = await t.waitForToolOutputs("sdk-ts-outputs", gate);
+      seen.push(its.map((it) => InterruptKind[it.kind]));
+    },
+    { runtimeId: "w8", queues: ["w-outputs"], pollWaitMs: 1000 },
+  );
+  const running = w.run();
+  try {
+    await until("waiting for the output", async () => (await state(id)) === TaskState.INPUT_REQUIRED);
+    await client.tasks.continueTask({
+      taskId: id,
+      input: { case: "toolOutputs", value: { outputs: [{ callId: "c1", result: fromJson(ValueSchema, { value: 7 }) }] } },
+    });
+    await until("completed", async () => (await state(id)) === TaskState.COMPLETED);
+  } finally {
+    await w.stop();
+    await running;
+  }
+  assert.deepEqual(seen, [["TOOL_OUTPUT_REQUIRED"], ["c1", { value: 7 }]]);
+});
+
+test("verdict and pause: an evaluator's verdict is recorded; a chat turn ends and ContinueTask resumes it", async () => {
+  const graph = readFileSync(path.join(repoRoot, "examples", "graphs", "write-review.yaml"));
+  const res = await client.tasks.startTask({ spec: { case: "document", value: graph }, queue: "w-verdict" });
+  const id = res.task!.taskId;
+  const open: string[] = [];
+  const said: string[] = [];
+  const w = new Worker(
+    client.runtime,
+    async (t: Task) => {
+      if (t.continueMessages.length > 0) {
+        said.push(t.continueMessages[0].parts[0]?.kind.value as string);
+        await t.complete({ text: "thanks" });
+        return;
+      }
+      const v = await t.recordVerdict({ node: "critic", result: { verdict: "pass", rationale: "no errors found" }, raised: ["cite the source"] });
+      open.push(...v.openObligations.map((o) => o.text));
+      await t.pause("reviewed; anything else?", "lead");
+    },
+    { runtimeId: "w9", queues: ["w-verdict"], pollWaitMs: 1000 },
+  );
+  const running = w.run();
+  try {
+    await until("paused", async () => (await state(id)) === TaskState.INPUT_REQUIRED);
+    const { verdicts } = await client.tasks.listVerdicts({ taskId: id });
+    assert.deepEqual(verdicts.map((v) => [v.node, v.result?.verdict]), [["critic", "pass"]]);
+    await client.tasks.continueTask({ taskId: id, input: { case: "message", value: { parts: [{ kind: { case: "text", value: "no" } }] } } });
+    await until("completed", async () => (await state(id)) === TaskState.COMPLETED);
+  } finally {
+    await w.stop();
+    await running;
+  }
+  assert.deepEqual(open, ["cite the source"]);
+  assert.deepEqual(said, ["no"]);
+});
+
+test("graceful stop: stop(drainMs) stops a task still running after the drain and hands it back", async () => {
+  const id = await start("w-drain");
+  let reason: unknown;
+  let started!: () => void;
+  const began = new Promise<void>((r) => (started = r));
+  const w = new Worker(
+    client.runtime,
+    async (t: Task) => {
+      started();
+      await new Promise((resolve) => t.signal.addEventListener("abort", resolve, { once: true }));
+      reason = t.signal.reason;
+    },
+    { runtimeId: "w10", queues: ["w-drain"], pollWaitMs: 1000 },
+  );
+  const running = w.run();
+  await began;
+  assert.equal(await w.stop(200), false, "the task ended on its own");
   await running;
   assert.ok(reason instanceof TaskStopped && reason.kind === "stopping", String(reason));
   assert.equal(await state(id), TaskState.SUBMITTED, "handed back to the queue");
