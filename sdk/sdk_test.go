@@ -48,13 +48,16 @@ func TestSDKs(t *testing.T) {
 	}
 	bin := buildControlPlane(t, root)
 
+	// The two suites share nothing but the binary: run them side by side.
 	t.Run("typescript", func(t *testing.T) {
+		t.Parallel()
 		if skip["ts"] {
 			t.Skipf("!!! %s: the TypeScript SDK suite (sdk/typescript) was NOT run", skipEnv)
 		}
 		testTypeScript(t, root, bin, skip["py"])
 	})
 	t.Run("python", func(t *testing.T) {
+		t.Parallel()
 		if skip["py"] {
 			t.Skipf("!!! %s: the Python SDK suite (sdk/python) was NOT run", skipEnv)
 		}

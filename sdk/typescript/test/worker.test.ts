@@ -266,28 +266,6 @@ test("replay: a call an earlier lease reported comes back as reported, and is no
   assert.equal(ran, 1);
 });
 
-test("shutdown: aborting run's signal stops the running task and hands it back to the queue", async () => {
-  const id = await start("w-stop");
-  let reason: unknown;
-  let started!: () => void;
-  const running_ = new Promise<void>((r) => (started = r));
-  const ctl = new AbortController();
-  const w = new Worker(
-    client.runtime,
-    async (t: Task) => {
-      started();
-      await new Promise((resolve) => t.signal.addEventListener("abort", resolve, { once: true }));
-      reason = t.signal.reason;
-    },
-    { runtimeId: "w7", queues: ["w-stop"], pollWaitMs: 1000 },
-  );
-  const running = w.run(ctl.signal);
-  await running_;
-  ctl.abort();
-  await running;
-  assert.ok(reason instanceof TaskStopped && reason.kind === "stopping", String(reason));
-  assert.equal(await state(id), TaskState.SUBMITTED, "handed back to the queue");
-});
 
 test("tool outputs: a function tool the client runs; the next lease carries its output", async () => {
   const spec = {
@@ -364,11 +342,14 @@ test("verdict and pause: an evaluator's verdict is recorded; a chat turn ends an
   assert.deepEqual(said, ["no"]);
 });
 
-test("graceful stop: stop(drainMs) stops a task still running after the drain and hands it back", async () => {
-  const id = await start("w-drain");
+// runUntilStopped runs a handler that waits for its task's signal, stops the worker the
+// given way once the handler runs, and returns why the task was stopped and its state.
+async function runUntilStopped(queue: string, stop: (w: Worker, ctl: AbortController) => Promise<void>) {
+  const id = await start(queue);
   let reason: unknown;
   let started!: () => void;
   const began = new Promise<void>((r) => (started = r));
+  const ctl = new AbortController();
   const w = new Worker(
     client.runtime,
     async (t: Task) => {
@@ -376,12 +357,20 @@ test("graceful stop: stop(drainMs) stops a task still running after the drain an
       await new Promise((resolve) => t.signal.addEventListener("abort", resolve, { once: true }));
       reason = t.signal.reason;
     },
-    { runtimeId: "w10", queues: ["w-drain"], pollWaitMs: 1000 },
+    { runtimeId: queue, queues: [queue], pollWaitMs: 1000 },
   );
-  const running = w.run();
+  const running = w.run(ctl.signal);
   await began;
-  assert.equal(await w.stop(200), false, "the task ended on its own");
+  await stop(w, ctl);
   await running;
   assert.ok(reason instanceof TaskStopped && reason.kind === "stopping", String(reason));
   assert.equal(await state(id), TaskState.SUBMITTED, "handed back to the queue");
+}
+
+test("shutdown: aborting run's signal stops the running task and hands it back to the queue", async () => {
+  await runUntilStopped("w-stop", async (_, ctl) => ctl.abort());
+});
+
+test("graceful stop: stop(drainMs) stops a task still running after the drain and hands it back", async () => {
+  await runUntilStopped("w-drain", async (w) => assert.equal(await w.stop(200), false, "the task ended on its own"));
 });
