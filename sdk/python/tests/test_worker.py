@@ -240,6 +240,28 @@ class WorkerTest(unittest.TestCase):
         self.assertEqual(stopped, ["stopping"])
         self.assertEqual(self.state(t.task_id), task_pb2.TASK_STATE_SUBMITTED, "not handed back to the queue")
 
+    def test_stop_ends_an_interactive_wait(self):
+        stopped = []
+
+        def handler(task):
+            try:
+                task.tool_call("c1", "delete_file", '{"path": "/tmp/x"}')  # gated: waits on AwaitDecision
+                stopped.append("decided?")
+            except TaskStopped as e:
+                stopped.append(str(e))
+                raise
+
+        w = Worker(self.c, handler, "py-stop-wait", queues=["py-stop-wait"], poll_wait=0.2)
+        th = threading.Thread(target=w.run, daemon=True)
+        th.start()
+        t = self.start("py-stop-wait")
+        wait_for("an interrupt", lambda: self.pending_interrupt(t.task_id))
+        self.assertFalse(w.stop(timeout=0.2))
+        th.join(30)
+        self.assertFalse(th.is_alive(), "run did not return: the wait for the decision was not ended")
+        self.assertEqual(stopped, ["stopping"])
+        self.assertNotEqual(self.state(t.task_id), task_pb2.TASK_STATE_WORKING)
+
 
 class CrashReplayTest(unittest.TestCase):
     """A runtime process is SIGKILLed after running a call and before reporting its result;

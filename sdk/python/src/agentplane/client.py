@@ -3,7 +3,7 @@
 Each service is an attribute (tasks, specs, hitl, runtime, admin, capabilities) whose
 methods are the RPCs in snake_case. A method takes the request either as a message or
 as keyword arguments of plain data (see agentplane._convert), returns the response
-message (a generator of them for a server stream), and raises AgentplaneError for a
+message (a Stream of them for a server stream), and raises AgentplaneError for a
 non-OK status. A request with an empty request_id gets a fresh one, so a call the
 caller repeats with the same message is an idempotent retry.
 """
@@ -104,12 +104,7 @@ def _make_method(rpc, req_cls, streaming, metadata, name):
     if streaming:
 
         def method(request=None, *, timeout=None, **fields):
-            req = build(request, fields)
-            try:
-                for resp in rpc(req, timeout=timeout, metadata=metadata):
-                    yield resp
-            except grpc.RpcError as err:
-                raise AgentplaneError.from_rpc_error(err) from err
+            return Stream(rpc(build(request, fields), timeout=timeout, metadata=metadata))
 
     else:
 
@@ -123,6 +118,27 @@ def _make_method(rpc, req_cls, streaming, metadata, name):
     method.__name__ = snake(name)
     method.__doc__ = f"Calls {name} ({req_cls.DESCRIPTOR.full_name})."
     return method
+
+
+class Stream:
+    """The responses of a server-streaming call: iterate it; a failure raises
+    AgentplaneError. cancel() ends the call from any thread (the iteration then raises
+    AgentplaneError with code CANCELLED)."""
+
+    def __init__(self, call):
+        self._call = call
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        try:
+            return next(self._call)
+        except grpc.RpcError as err:
+            raise AgentplaneError.from_rpc_error(err) from err
+
+    def cancel(self):
+        self._call.cancel()
 
 
 class TLS:
@@ -221,13 +237,16 @@ class Client:
         """
         resume = Resume(after_sequence, keepalives, reconnect_for)
         while True:
+            stream = self.tasks.watch_task(resume.request(task_id))
             try:
-                for resp in self.tasks.watch_task(resume.request(task_id)):
+                for resp in stream:
                     if resume.accept(resp):
                         yield resp
                 return
             except AgentplaneError as err:
                 time.sleep(resume.failed(err))
+            finally:
+                stream.cancel()  # a consumer that stops early ends the call
 
 
 class Resume:

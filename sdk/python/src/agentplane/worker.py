@@ -101,6 +101,8 @@ class Task:
         self._delivery = worker.delivery
         # The node a tool call belongs to by default: the agent of an AgentSpec task.
         self.agent_name = lease.spec.agent.name if lease.spec.WhichOneof("spec") == "agent" else ""
+        self._streams = set()  # open AwaitDecision calls, cancelled when the task stops
+        self._streams_lock = threading.Lock()
         self._resolved = _by_call_id(lease.resolved_interrupts)
         self._pending = _by_call_id(lease.pending_interrupts)
 
@@ -127,6 +129,9 @@ class Task:
         if not self.canceled.is_set():
             self.stop_reason = why
             self.canceled.set()
+        with self._streams_lock:
+            for st in self._streams:
+                st.cancel()
 
     def _write(self, call, end="", force=False, **fields):
         """Makes one fenced call under the lease. A call lost on the way (UNAVAILABLE,
@@ -237,12 +242,17 @@ class Task:
         return Gate(False, reason=dec.model_reason or dec.reason, decision=dec)
 
     def await_decision(self, interrupt_id):
-        """Waits for the decision on an interrupt (AwaitDecision), reconnecting on UNAVAILABLE."""
+        """Waits for the decision on an interrupt (AwaitDecision), reconnecting on UNAVAILABLE.
+        A stop of the task (cancel, lost lease, the worker's drain deadline) ends the wait
+        with TaskStopped."""
         while True:
-            if self.canceled.is_set():
-                raise TaskStopped(self.stop_reason)
+            stream = self.client.runtime.await_decision(lease=self.ref, interrupt_id=interrupt_id)
+            with self._streams_lock:
+                self._streams.add(stream)
             try:
-                for m in self.client.runtime.await_decision(lease=self.ref, interrupt_id=interrupt_id):
+                if self.canceled.is_set():
+                    raise TaskStopped(self.stop_reason)
+                for m in stream:
                     kind = m.WhichOneof("kind")
                     if kind == "decision":
                         return m.decision
@@ -250,12 +260,18 @@ class Task:
                         self._stop("canceled")
                         raise TaskStopped("canceled")
             except AgentplaneError as e:
+                if self.canceled.is_set():
+                    raise TaskStopped(self.stop_reason) from e
                 cause = _stop_cause(e)
                 if cause:
                     self._stop(cause)
                     raise TaskStopped(cause) from e
                 if e.code != grpc.StatusCode.UNAVAILABLE:
                     raise
+            finally:
+                with self._streams_lock:
+                    self._streams.discard(stream)
+                stream.cancel()
             self.canceled.wait(0.2)
 
     def tool_result(self, call_id, name, result, is_error=False, node=""):
