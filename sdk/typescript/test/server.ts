@@ -56,7 +56,8 @@ function binary(dir: string): string {
   return bin;
 }
 
-export async function startServer(opts: { tls?: boolean } = {}): Promise<TestServer> {
+/** tls: serve TLS with a fresh self-signed certificate; config: YAML appended to the configuration. */
+export async function startServer(opts: { tls?: boolean; config?: string } = {}): Promise<TestServer> {
   const dir = mkdtempSync(path.join(tmpdir(), "agentplane-sdk-ts-"));
   dirs.add(dir);
   const bin = binary(dir);
@@ -83,7 +84,7 @@ export async function startServer(opts: { tls?: boolean } = {}): Promise<TestSer
       roles: [admin, user, approver, runtime]
 gates:
   locked_keys: [mcp]
-${tlsConfig}`,
+${tlsConfig}${opts.config ?? ""}`,
   );
   const port = await freePort();
   const address = `127.0.0.1:${port}`;

@@ -4,7 +4,9 @@
 // task's history, client tool outputs, a verdict and a chat pause, and a graceful stop.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { fromJson, toJson } from "@bufbuild/protobuf";
@@ -145,8 +147,9 @@ test("cancel: the heartbeat aborts the task's signal", async () => {
   const w = new Worker(
     client.runtime,
     async (t: Task) => {
-      await t.say("working");
-      await new Promise((resolve) => t.signal.addEventListener("abort", resolve, { once: true }));
+      // The cancel may land before the report (which then throws) or after it.
+      await t.say("working").catch(() => undefined);
+      if (!t.signal.aborted) await new Promise((resolve) => t.signal.addEventListener("abort", resolve, { once: true }));
       reason = t.signal.reason;
     },
     { runtimeId: "w3", queues: ["w-cancel"], pollWaitMs: 1000, heartbeatFraction: 0.01 },
@@ -230,7 +233,60 @@ test("lease lost: a write under a lease the task no longer has aborts the signal
   assert.deepEqual(seen, ["write: lease.lost", "lease_lost", "second lease"]);
 });
 
-test("replay: a call an earlier lease reported comes back as reported, and is not run again", async () => {
+test("replay after a crash: a runtime SIGKILLed after running a call; the next lease finds it reported and does not run it again", async () => {
+  const crashSrv = await startServer({ config: "tasks:\n  lease_ttl: 1s\n" });
+  const ap = createClient({ address: crashSrv.address, token: crashSrv.token });
+  const dir = mkdtempSync(path.join(tmpdir(), "agentplane-ts-effects-"));
+  const effects = path.join(dir, "effects");
+  const runtime = path.join(path.dirname(fileURLToPath(import.meta.url)), "crash-runtime.js");
+  const proc = spawn(process.execPath, [runtime, crashSrv.address, crashSrv.token, effects, "w-crash"], { stdio: ["ignore", "pipe", "inherit"] });
+  const exited = new Promise((resolve) => proc.once("exit", resolve));
+  const replay: string[] = [];
+  try {
+    const res = await ap.tasks.startTask({ spec: { case: "specJson", value: gatedSpec }, queue: "w-crash" });
+    const id = res.task!.taskId;
+    await new Promise<void>((resolve, reject) => {
+      let out = "";
+      proc.stdout!.on("data", (d) => {
+        out += d;
+        if (out.includes("RAN\n")) resolve();
+      });
+      proc.once("exit", (code) => reject(new Error(`the crashing runtime exited (${code}) before running the call: ${out}`)));
+    });
+    proc.kill("SIGKILL"); // no hand-back: the lease just stops being heartbeaten
+    await exited;
+
+    const w = new Worker(
+      ap.runtime,
+      async (t: Task) => {
+        const call = { id: "c1", name: "send_email", node: "sdk-ts-worker", argumentsJson: '{"to":"c@example.com"}' };
+        const gate = await t.toolCall(call);
+        const calls: string[] = [];
+        for await (const ev of t.history()) if (ev.payload.case === "toolCall") calls.push(ev.payload.value.callId);
+        replay.push(`attempt ${t.attempt}: reported=${gate.reported} result=${gate.resultReported} allowed=${gate.allowed} history=${calls.join(",")}`);
+        if (gate.reported && !gate.resultReported) await t.toolResult(call, "lost in a crash", true);
+        await t.complete();
+      },
+      { runtimeId: "ts-replaying", queues: ["w-crash"], pollWaitMs: 1000 },
+    );
+    const running = w.run();
+    try {
+      await until("completed", async () => (await ap.tasks.getTask({ taskId: id })).task!.state === TaskState.COMPLETED);
+    } finally {
+      await w.stop();
+      await running;
+    }
+    assert.deepEqual(replay, ["attempt 2: reported=true result=false allowed=false history=c1"]);
+    assert.equal(readFileSync(effects, "utf8"), "ran c1\n", "the tool ran again after the crash");
+  } finally {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
+    ap.close();
+    await crashSrv.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("replay after a hand-back: a call an earlier lease reported comes back as reported, and is not run again", async () => {
   const res = await client.tasks.startTask({ spec: { case: "specJson", value: gatedSpec }, queue: "w-replay" });
   const id = res.task!.taskId;
   const gates: string[] = [];
