@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -194,12 +195,14 @@ func npmCI(t *testing.T, dir string) {
 	run(t, dir, nil, "npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
 }
 
-// run runs a command in dir with env added, in its own process group (so that the
-// control planes a suite starts die with it when the test times out), and returns its
-// output; a failure fails the test with the output's tail.
+// run runs a command in dir with env added, in its own process group, and returns its
+// output; a failure fails the test with the output's tail. The group (the suite and the
+// control planes it starts) gets SIGTERM before the test's deadline, and when the test
+// itself gets SIGINT (Ctrl-C) or SIGTERM, so that nothing outlives the test.
 func run(t *testing.T, dir string, env []string, name string, args ...string) string {
 	t.Helper()
-	ctx := context.Background()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	if deadline, ok := t.Deadline(); ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-30*time.Second))
@@ -216,7 +219,7 @@ func run(t *testing.T, dir string, env []string, name string, args ...string) st
 	err := cmd.Run()
 	if err != nil {
 		if ctx.Err() != nil {
-			err = fmt.Errorf("%w (stopped before the test deadline)", err)
+			err = fmt.Errorf("%w (stopped: the test was interrupted or reached its deadline)", err)
 		}
 		t.Fatalf("%s %s (in %s): %v\n%s", name, strings.Join(args, " "), dir, err, tail(out.String()))
 	}
