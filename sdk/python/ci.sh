@@ -53,7 +53,9 @@ test)
   # (Python 3.12+; checked below for older ones).
   out="$tmp/unittest.log"
   status=0
-  AGENTPLANE_BIN="$bin" timeout 600 "$PY" -m unittest discover -v -s sdk/python/tests 2>&1 | tee "$out" || status=$?
+  # --foreground keeps the suite in this script's process group, so that a signal to the
+  # group (go test ./sdk stopping it) reaches the suite and the control planes it started.
+  AGENTPLANE_BIN="$bin" timeout --foreground 600 "$PY" -m unittest discover -v -s sdk/python/tests 2>&1 | tee "$out" || status=$?
   [ "$status" -eq 0 ] || loud "unittest failed (exit $status)"
   grep -Eq '^Ran [1-9][0-9]* tests? in' "$out" || loud "unittest ran no test"
   ;;

@@ -2,6 +2,7 @@
 started on a free loopback port with a temporary data directory, restartable on the
 same port and data."""
 
+import atexit
 import os
 import re
 import shutil
@@ -17,6 +18,23 @@ REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
 _built = None
+_running = set()  # servers started and not yet stopped
+
+
+def _stop_all(*_):
+    for cp in list(_running):
+        cp.stop()
+
+
+def _on_sigterm(signum, frame):
+    _stop_all()
+    sys.exit(128 + signum)
+
+
+# Servers still running when the suite ends (a test failed before its cleanup, the run was
+# interrupted) are stopped with it and their data directories removed.
+atexit.register(_stop_all)
+signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 def binary():
@@ -68,6 +86,7 @@ class ControlPlane:
             self.extra = ["--config", path]
         self.address = f"127.0.0.1:{_free_port()}"
         self.proc = None
+        _running.add(self)
         self.start()
 
     def start(self):
@@ -97,6 +116,7 @@ class ControlPlane:
         self.start()
 
     def stop(self):
+        _running.discard(self)
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:
