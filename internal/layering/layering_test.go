@@ -37,8 +37,8 @@ func rank(pkg string) (int, bool) {
 		return 4, true // domain packages: spec, tasks, hitl, auth, ...
 	case strings.HasPrefix(rel, "cmd/") || strings.HasPrefix(rel, "tools/"): // binaries; tools/ measure them
 		return 7, true
-	case strings.HasPrefix(rel, "internal/") || strings.HasPrefix(rel, "tools/"):
-		return 8, true // checks and developer tools, above everything
+	case strings.HasPrefix(rel, "internal/") || strings.HasPrefix(rel, "tools/") || rel == "sdk":
+		return 8, true // checks and developer tools, above everything; sdk runs the other languages' suites
 	}
 	return -1, false
 }
