@@ -82,16 +82,20 @@ func New(ctx context.Context, cfg config.Tracing, service string, lookup func(st
 	if strings.EqualFold(env(EnvSDKDisabled), "true") {
 		return Off(), nil
 	}
-	endpoint := cfg.OTLPEndpoint
-	described := endpoint
-	if described == "" {
-		described = env(EnvTracesEndpoint)
-		if described == "" {
-			described = env(EnvEndpoint)
-		}
-		if described == "" {
+	// The endpoint: the config's, else the environment's, read through lookup (not by
+	// the exporter itself) so that what turns tracing on is what it exports to. A
+	// base URL gets the signal's path, as OTEL_EXPORTER_OTLP_ENDPOINT does.
+	endpoint, base := cfg.OTLPEndpoint, true
+	if endpoint == "" {
+		if endpoint = env(EnvTracesEndpoint); endpoint != "" {
+			base = false
+		} else if endpoint = env(EnvEndpoint); endpoint == "" {
 			return Off(), nil
 		}
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("tracing: OTLP endpoint %q: want a URL such as http://127.0.0.1:4318", endpoint)
 	}
 	protocol := cfg.Protocol
 	if protocol == "" {
@@ -101,23 +105,14 @@ func New(ctx context.Context, cfg config.Tracing, service string, lookup func(st
 		protocol = env(EnvProtocol)
 	}
 	var exp sdktrace.SpanExporter
-	var err error
 	switch protocol {
 	case "", "http/protobuf":
-		var opts []otlptracehttp.Option
-		if endpoint != "" {
-			// Like OTEL_EXPORTER_OTLP_ENDPOINT: a base URL, under which the signal's path goes.
-			u, _ := url.Parse(endpoint)
+		if base {
 			u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/traces"
-			opts = append(opts, otlptracehttp.WithEndpointURL(u.String()))
 		}
-		exp, err = otlptracehttp.New(ctx, opts...)
+		exp, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(u.String()))
 	case "grpc":
-		var opts []otlptracegrpc.Option
-		if endpoint != "" {
-			opts = append(opts, otlptracegrpc.WithEndpointURL(endpoint))
-		}
-		exp, err = otlptracegrpc.New(ctx, opts...)
+		exp, err = otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(u.String()))
 	default:
 		return nil, fmt.Errorf("%s %q: want http/protobuf or grpc", EnvProtocol, protocol)
 	}
@@ -132,7 +127,7 @@ func New(ctx context.Context, cfg config.Tracing, service string, lookup func(st
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
 	sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	return &Provider{TracerProvider: sdk, sdk: sdk, endpoint: described}, nil
+	return &Provider{TracerProvider: sdk, sdk: sdk, endpoint: u.String()}, nil
 }
 
 // Propagator is the W3C Trace Context propagator, the only format the API carries
