@@ -226,4 +226,3 @@ func value(m *dto.Metric) float64 {
 	}
 	return -1
 }
-
