@@ -20,7 +20,9 @@ import (
 	"github.com/agentplane/agentplane/cmd/runtime/internal/fakemodel"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/telemetry"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/servertest"
+	"github.com/agentplane/agentplane/server/tracing"
 )
 
 // benchSteps is the number of tool-calling steps of the bench agent.
@@ -96,11 +98,32 @@ func (o *overhead) interceptor(ctx context.Context, method string, req, reply an
 // answer at once, on an in-process control plane on its defaults, one task at a time.
 // It reports the control plane's overhead as the runtime sees it: per tool call, the
 // gate (CheckToolCall) plus the reports of the call and its result; per model turn,
-// the assistant message's report and its deltas; round trips of each.
+// the assistant message's report and its deltas; round trips of each. With tracing on,
+// the control plane and the runtime export every span over OTLP/HTTP to a receiver
+// that decodes and drops them.
 //
 //	go test -run '^$' -bench AgentTenSteps -benchtime 50x ./cmd/runtime/
 func BenchmarkAgentTenSteps(b *testing.B) {
-	in := servertest.Start(b, nil)
+	b.Run("tracing=off", func(b *testing.B) { benchAgent(b, false) })
+	b.Run("tracing=on", func(b *testing.B) { benchAgent(b, true) })
+}
+
+func benchAgent(b *testing.B, traced bool) {
+	tp := tracing.Off()
+	var mutate func(*config.Config)
+	if traced {
+		rcv := startOTLPReceiver(b)
+		rcv.mu.Lock()
+		rcv.drop = true
+		rcv.mu.Unlock()
+		var err error
+		if tp, err = tracing.New(context.Background(), config.Tracing{OTLPEndpoint: rcv.URL}, "bench-runtime", func(string) (string, bool) { return "", false }); err != nil {
+			b.Fatal(err)
+		}
+		defer tp.Shutdown(context.Background())
+		mutate = func(c *config.Config) { c.Tracing.OTLPEndpoint = rcv.URL }
+	}
+	in := servertest.Start(b, mutate)
 	var turns []fakemodel.Turn
 	for range b.N {
 		for i := range benchSteps {
@@ -116,7 +139,7 @@ func BenchmarkAgentTenSteps(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	o := &overhead{tool: map[string]*cost{}, trips: map[string]int{}}
-	c, err := client.Dial(ctx, in.GRPCAddr, client.WithDialOptions(grpc.WithChainUnaryInterceptor(o.interceptor)))
+	c, err := client.Dial(ctx, in.GRPCAddr, client.WithDialOptions(grpc.WithChainUnaryInterceptor(tracing.UnaryClientInterceptor(), o.interceptor)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -126,7 +149,7 @@ func BenchmarkAgentTenSteps(b *testing.B) {
 		Routes:    []agent.Route{{Pattern: "*", BaseURL: model.URL}},
 		Tools:     []*agent.HTTPTool{{Name: "lookup", URL: tool.URL}},
 		Logger:    logger,
-		Telemetry: telemetry.New(telemetry.NewMetrics(), nil), // metrics on, tracing off: the defaults
+		Telemetry: telemetry.New(telemetry.NewMetrics(), tp),
 	}
 	ended := make(chan error, 1)
 	h := r.Telemetry.Handler(r)
