@@ -145,7 +145,8 @@ func spanAttr(s otlpSpan, key string) string {
 // StartTask span and the runtime's invoke_agent span are children of the client's
 // span; the chat and execute_tool spans are the runtime's children; the control
 // plane's CheckToolCall span is a child of the runtime's gate span (the runtime sends
-// its trace context on its calls). The runtime's /metrics serves the task's figures.
+// its trace context on its calls); an HTTP/JSON call's traceparent header parents its
+// control-plane span too. The runtime's /metrics serves the task's figures.
 func TestOneTraceAcrossClientControlPlaneAndRuntime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -222,6 +223,19 @@ tools:
 		}
 	}
 
+	// An HTTP/JSON call carries its traceparent header into the control plane's span too.
+	const httpParent = "c0ffee0123456789"
+	hreq, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+in.HTTPAddr+"/v1/tasks/"+taskID, nil)
+	hreq.Header.Set("traceparent", "00-"+traceID+"-"+httpParent+"-01")
+	hresp, err := http.DefaultClient.Do(hreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hresp.Body.Close()
+	if hresp.StatusCode != http.StatusOK {
+		t.Fatalf("GET task over HTTP: %s", hresp.Status)
+	}
+
 	// Stopping flushes the spans: the runtime's on return, the control plane's on Stop.
 	stopRuntime()
 	if err := testutil.Within(t, ran, "the runtime to stop"); err != nil {
@@ -273,5 +287,8 @@ tools:
 	check := one("agentplane-controlplane", "agentplane.v1.RuntimeService/CheckToolCall")
 	if gate.parentID() != toolSpan.spanID() || check.parentID() != gate.spanID() {
 		t.Errorf("gate parent %s (want execute_tool %s), CheckToolCall parent %s (want gate %s)", gate.parentID(), toolSpan.spanID(), check.parentID(), gate.spanID())
+	}
+	if get := one("agentplane-controlplane", "agentplane.v1.TaskService/GetTask"); get.parentID() != httpParent || spanAttr(get, "rpc.grpc.status_code") != "0" {
+		t.Errorf("GetTask over HTTP: parent %s status %s, want %s, 0", get.parentID(), spanAttr(get, "rpc.grpc.status_code"), httpParent)
 	}
 }
