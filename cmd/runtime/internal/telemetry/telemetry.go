@@ -103,7 +103,8 @@ func (o *T) Handler(h worker.Handler) worker.Handler {
 }
 
 // LogAttrs are the attributes every log line about t carries: the task, the lease,
-// and the trace when ctx has one (to find the line's spans).
+// and the trace when ctx has one (the task's trace context is in ctx under Handler
+// even when tracing is off: the no-op tracer keeps its parent's span context).
 func LogAttrs(ctx context.Context, t *worker.Task) []any {
 	ref := t.Ref()
 	attrs := []any{"task_id", ref.GetTaskId(), "lease_id", ref.GetLeaseId(), "attempt", t.Attempt()}
