@@ -27,6 +27,7 @@ import (
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/tracing"
 	"github.com/agentplane/agentplane/server/version"
 )
 
@@ -40,6 +41,8 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 	start   time.Time
+	// tracing exports a server span per call when an OTLP endpoint is configured.
+	tracing *tracing.Provider
 
 	domain *domain
 	guard  *auth.Guard
@@ -105,6 +108,12 @@ func New(cfg config.Config, opts ...Option) (_ *Server, err error) {
 		return nil, err
 	}
 	s.limits = newPrincipalLimits(s.cfg, s.metrics.registry)
+	if s.tracing, err = tracing.New(context.Background(), s.cfg.Tracing, "agentplane-controlplane", os.LookupEnv); err != nil {
+		return nil, err
+	}
+	if s.tracing.Enabled() {
+		s.log.Info("tracing on", "otlp_endpoint", s.tracing.Endpoint())
+	}
 	if err = s.openDomain(); err != nil {
 		return nil, err
 	}
@@ -140,6 +149,11 @@ func New(cfg config.Config, opts ...Option) (_ *Server, err error) {
 func (s *Server) serverOptions(unary grpc.UnaryServerInterceptor, stream grpc.StreamServerInterceptor) []grpc.ServerOption {
 	unaries := []grpc.UnaryServerInterceptor{s.unaryInterceptor}
 	streams := []grpc.StreamServerInterceptor{s.streamInterceptor}
+	if s.tracing.Enabled() {
+		// Outermost, so a span sees the status the client sees, refusals included.
+		unaries = append([]grpc.UnaryServerInterceptor{tracing.UnaryServerInterceptor(s.tracing)}, unaries...)
+		streams = append([]grpc.StreamServerInterceptor{tracing.StreamServerInterceptor(s.tracing)}, streams...)
+	}
 	if unary != nil {
 		unaries = append(unaries, unary)
 	}
@@ -323,6 +337,14 @@ func (s *Server) closeAll() {
 			s.log.Error("closing store", "err", err)
 		}
 		s.domain = nil
+	}
+	if s.tracing.Enabled() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := s.tracing.Shutdown(ctx); err != nil {
+			s.log.Warn("flushing spans", "err", err)
+		}
+		cancel()
+		s.tracing = nil
 	}
 }
 

@@ -246,6 +246,10 @@ type Call struct {
 	Node string
 	// Trip is the zero-based model round-trip index.
 	Trip int32
+	// MessageID is the id of the assistant message (Message.message_id) whose model
+	// call made this call, when the runtime reported one; it is carried on the
+	// reported ToolCall event so the transcript ties the call to its message.
+	MessageID string
 	// Annotations are the MCP tool annotations, for an MCP tool.
 	Annotations *agentplanev1.McpToolAnnotations
 	// Delivery overrides the worker's Options.Delivery for this call.
@@ -314,14 +318,14 @@ func (t *Task) ToolCall(ctx context.Context, c Call) (*Gate, error) {
 	case gate.Reported:
 	case gate.Allowed:
 		_, err := t.Report(ctx, &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_ToolCall{
-			ToolCall: &agentplanev1.ToolCall{CallId: c.ID, ToolName: c.Name, ArgumentsJson: gate.ArgumentsJSON, Node: c.Node, TripIndex: c.Trip},
+			ToolCall: &agentplanev1.ToolCall{CallId: c.ID, ToolName: c.Name, ArgumentsJson: gate.ArgumentsJSON, Node: c.Node, TripIndex: c.Trip, MessageId: c.MessageID},
 		}})
 		if err != nil {
 			return nil, err
 		}
 	default:
 		_, err := t.Report(ctx, &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_ToolCall{
-			ToolCall: &agentplanev1.ToolCall{CallId: c.ID, ToolName: c.Name, ArgumentsJson: c.ArgumentsJSON, Node: c.Node, TripIndex: c.Trip},
+			ToolCall: &agentplanev1.ToolCall{CallId: c.ID, ToolName: c.Name, ArgumentsJson: c.ArgumentsJSON, Node: c.Node, TripIndex: c.Trip, MessageId: c.MessageID},
 		}}, &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_ToolResult{
 			ToolResult: &agentplanev1.ToolResult{CallId: c.ID, ToolName: c.Name, Result: structpb.NewStringValue(gate.Reason), IsError: true, Node: c.Node},
 		}})

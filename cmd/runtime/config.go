@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path"
 
@@ -29,6 +30,11 @@ type Config struct {
 	LogLevel string        `yaml:"log_level"`
 	Models   []ModelRoute  `yaml:"models"`
 	Tools    []HTTPToolDef `yaml:"tools"`
+	// MetricsAddr serves Prometheus metrics at /metrics ("" or "off": not served).
+	MetricsAddr string `yaml:"metrics_addr"`
+	// Tracing exports spans over OTLP, as the control plane's tracing block; off
+	// unless an endpoint is set here or in OTEL_EXPORTER_OTLP_ENDPOINT.
+	Tracing config.Tracing `yaml:"tracing"`
 }
 
 // ModelRoute sends models whose name matches Match (a glob: "gpt-*", "*") to an
@@ -81,8 +87,11 @@ func LoadConfig(file string) (Config, error) {
 }
 
 // ApplyEnv overrides the control plane's address and token from AGENTPLANE_ADDR and
-// AGENTPLANE_TOKEN.
+// AGENTPLANE_TOKEN, and the metrics address from AGENTPLANE_RUNTIME_METRICS_ADDR.
 func (c *Config) ApplyEnv(lookup func(string) (string, bool)) {
+	if v, ok := lookup("AGENTPLANE_RUNTIME_METRICS_ADDR"); ok && v != "" {
+		c.MetricsAddr = v
+	}
 	if v, ok := lookup("AGENTPLANE_ADDR"); ok && v != "" {
 		c.ControlPlane.Address = v
 	}
@@ -104,6 +113,14 @@ func (c *Config) logLevel() slog.Level {
 func (c *Config) Runner(lookup func(string) (string, bool)) (*agent.Runner, error) {
 	if c.Concurrency < 1 {
 		return nil, errors.New("concurrency must be at least 1")
+	}
+	if c.MetricsAddr != "" && c.MetricsAddr != "off" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			return nil, fmt.Errorf("metrics_addr %q: %v (want host:port, or off)", c.MetricsAddr, err)
+		}
+	}
+	if err := c.Tracing.Validate("tracing"); err != nil {
+		return nil, err
 	}
 	if len(c.Models) == 0 {
 		return nil, errors.New("no model routes: add at least one entry under models (match, base_url)")

@@ -65,3 +65,44 @@ func TestExampleConfigLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The metrics address and the tracing block are checked before anything starts.
+func TestConfigObservability(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc, env, wantErr string
+	}{
+		{name: "both set", doc: "metrics_addr: 127.0.0.1:9464\ntracing: {otlp_endpoint: http://127.0.0.1:4318, protocol: grpc}\n"},
+		{name: "metrics off", doc: "metrics_addr: \"off\"\n"},
+		{name: "metrics from env", env: "127.0.0.1:9465"},
+		{name: "bad metrics address", doc: "metrics_addr: 9464\n", wantErr: "metrics_addr"},
+		{name: "bad metrics address from env", env: "nohost", wantErr: "metrics_addr"},
+		{name: "bad protocol", doc: "tracing: {otlp_endpoint: http://127.0.0.1:4318, protocol: zipkin}\n", wantErr: "tracing.protocol"},
+		{name: "bad endpoint", doc: "tracing: {otlp_endpoint: \"127.0.0.1:4318\"}\n", wantErr: "tracing.otlp_endpoint"},
+		{name: "unknown tracing key", doc: "tracing: {endpoint: http://x}\n", wantErr: "endpoint"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "rt.yaml")
+			doc := tc.doc + "models:\n  - {match: \"*\", base_url: \"http://127.0.0.1:2/v1\"}\n"
+			if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			lookup := func(k string) (string, bool) {
+				return tc.env, k == "AGENTPLANE_RUNTIME_METRICS_ADDR" && tc.env != ""
+			}
+			cfg, err := LoadConfig(file)
+			if err == nil {
+				cfg.ApplyEnv(lookup)
+				_, err = cfg.Runner(lookup)
+			}
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatal(err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("error %v, want one naming %s", err, tc.wantErr)
+			}
+			if tc.env != "" && tc.wantErr == "" && cfg.MetricsAddr != tc.env {
+				t.Errorf("metrics_addr %q, want %q from the environment", cfg.MetricsAddr, tc.env)
+			}
+		})
+	}
+}

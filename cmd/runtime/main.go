@@ -12,12 +12,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
 
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/client/worker"
+	"github.com/agentplane/agentplane/cmd/runtime/internal/telemetry"
+	"github.com/agentplane/agentplane/server/tracing"
 )
 
 func main() {
@@ -38,6 +45,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookup func(strin
 	concurrency := fs.Int("concurrency", 0, "tasks run at once")
 	runtimeID := fs.String("runtime-id", "", "this runtime's `id`, shown on its leases")
 	durable := fs.Bool("durable", false, "gated tool calls wait durably (the lease is given up until the decision)")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at `host:port`/metrics (env AGENTPLANE_RUNTIME_METRICS_ADDR; off by default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,6 +68,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookup func(strin
 			cfg.RuntimeID = *runtimeID
 		case "durable":
 			cfg.Durable = *durable
+		case "metrics-addr":
+			cfg.MetricsAddr = *metricsAddr
 		}
 	})
 	runner, err := cfg.Runner(lookup)
@@ -67,13 +77,40 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookup func(strin
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel()}))
-	runner.Logger = logger
+	runner.Logger = logger.With("runtime_id", cfg.RuntimeID)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	tp, err := tracing.New(ctx, cfg.Tracing, "agentplane-runtime", lookup)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer scancel()
+		if err := tp.Shutdown(sctx); err != nil {
+			logger.Warn("flushing spans", "err", err)
+		}
+	}()
+	metrics := telemetry.NewMetrics()
+	runner.Telemetry = telemetry.New(metrics, tp)
+	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
+		stop, err := serveMetrics(cfg.MetricsAddr, metrics, logger)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	var opts []client.Option
 	if cfg.ControlPlane.Token != "" {
 		opts = append(opts, client.WithToken(cfg.ControlPlane.Token))
+	}
+	if tp.Enabled() {
+		// The control plane's spans for the runtime's calls join the task's trace.
+		opts = append(opts, client.WithDialOptions(
+			grpc.WithChainUnaryInterceptor(tracing.UnaryClientInterceptor()),
+			grpc.WithChainStreamInterceptor(tracing.StreamClientInterceptor())))
+		logger.Info("tracing on", "otlp_endpoint", tp.Endpoint())
 	}
 	c, err := client.Dial(ctx, cfg.ControlPlane.Address, opts...)
 	if err != nil {
@@ -84,7 +121,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookup func(strin
 	if cfg.Durable {
 		wo.Delivery = worker.Durable
 	}
-	w, err := worker.New(c.Runtime, runner, wo)
+	w, err := worker.New(c.Runtime, runner.Telemetry.Handler(runner), wo)
 	if err != nil {
 		return err
 	}
@@ -127,4 +164,22 @@ func envOr(lookup func(string) (string, bool), key, def string) string {
 		return v
 	}
 	return def
+}
+
+// serveMetrics serves the runtime's metrics on addr until stop is called.
+func serveMetrics(addr string, m *telemetry.Metrics, logger *slog.Logger) (stop func(), err error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics listen on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("metrics server", "err", err)
+		}
+	}()
+	logger.Info("serving metrics", "addr", lis.Addr().String())
+	return func() { _ = srv.Close() }, nil
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -37,6 +38,8 @@ type Config struct {
 	Auth   Auth   `yaml:"auth"`
 	TLS    TLS    `yaml:"tls"`
 	Gates  Gates  `yaml:"gates"`
+	// Tracing exports OpenTelemetry spans of every gRPC call; off by default.
+	Tracing Tracing `yaml:"tracing"`
 	// Tenants holds per-tenant settings; they may tighten the deployment's, never loosen.
 	Tenants map[string]Tenant `yaml:"tenants"`
 
@@ -49,6 +52,37 @@ type Log struct {
 	Level string `yaml:"level"`
 	// Format is text or json.
 	Format string `yaml:"format"`
+}
+
+// Tracing configures OpenTelemetry traces, exported over OTLP. Tracing is on when
+// OTLPEndpoint is set or the standard OTEL_EXPORTER_OTLP_ENDPOINT (or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) environment variable is; the other standard
+// OTEL_* variables (headers, sampler, batch delays, service name) apply as usual.
+// The runtime's config (cmd/runtime) embeds the same block.
+type Tracing struct {
+	// OTLPEndpoint is the collector's base URL, as OTEL_EXPORTER_OTLP_ENDPOINT:
+	// http://host:4318 for http/protobuf (spans go to /v1/traces under it),
+	// http://host:4317 for grpc. Over the environment variable when both are set.
+	OTLPEndpoint string `yaml:"otlp_endpoint"`
+	// Protocol is http/protobuf (the default) or grpc; empty means
+	// OTEL_EXPORTER_OTLP_PROTOCOL, or http/protobuf.
+	Protocol string `yaml:"protocol"`
+}
+
+// Validate names what is wrong with t, under path (the key t is at).
+func (t Tracing) Validate(path string) error {
+	switch t.Protocol {
+	case "", "http/protobuf", "grpc":
+	default:
+		return fmt.Errorf("%s.protocol %q: want http/protobuf or grpc", path, t.Protocol)
+	}
+	if t.OTLPEndpoint != "" {
+		u, err := url.Parse(t.OTLPEndpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%s.otlp_endpoint %q: want a URL such as http://127.0.0.1:4318", path, t.OTLPEndpoint)
+		}
+	}
+	return nil
 }
 
 // Debug configures diagnostics for operators.
@@ -418,6 +452,9 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 			bad("http_addr %q: %v (use off to disable)", c.HTTPAddr, err)
 		}
+	}
+	if err := c.Tracing.Validate("tracing"); err != nil {
+		bad("%v", err)
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

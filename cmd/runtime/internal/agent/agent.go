@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/client/worker"
+	"github.com/agentplane/agentplane/cmd/runtime/internal/telemetry"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
@@ -57,6 +58,8 @@ type Runner struct {
 	// DeltaInterval batches streamed text before PublishDeltas (default 100ms).
 	DeltaInterval time.Duration
 	Logger        *slog.Logger
+	// Telemetry records metrics and spans (nil: none).
+	Telemetry *telemetry.T
 }
 
 var _ worker.Handler = (*Runner)(nil)
@@ -76,6 +79,8 @@ type call struct {
 	ID        string `json:"id"`
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
+	// MessageID is the assistant message that made the call (not stored in it).
+	MessageID string `json:"-"`
 }
 
 // turn is the state of one lease's run.
@@ -91,6 +96,10 @@ type turn struct {
 	// pending are the calls of the last assistant message without a result.
 	pending []call
 	log     *slog.Logger
+	// completion is the last model call's accumulated answer; toolSpans the spans of
+	// the calls running (observe.go).
+	completion *openai.ChatCompletion
+	toolSpans  map[string]*telemetry.ToolCall
 }
 
 // Run runs the agent for one lease.
@@ -99,7 +108,7 @@ func (r *Runner) Run(ctx context.Context, t *worker.Task) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	log = log.With("task_id", t.ID())
+	log = log.With(telemetry.LogAttrs(ctx, t)...)
 	spec := t.Spec().GetAgent()
 	if spec == nil {
 		return t.Fail(ctx, ReasonUnsupportedSpec, "this runtime runs agents; graphs are not supported yet", false)
@@ -120,6 +129,7 @@ func (r *Runner) Run(ctx context.Context, t *worker.Task) error {
 	if err := tu.rebuild(ctx); err != nil {
 		return err
 	}
+	defer tu.endSpans()
 	return tu.loop(ctx)
 }
 
@@ -161,7 +171,7 @@ func (tu *turn) runCalls(ctx context.Context, calls []call) (paused bool, err er
 	for _, c := range calls {
 		fn := tu.functionTool(c.Name)
 		ht := tu.httpTool(c.Name)
-		wc := worker.Call{ID: c.ID, Name: c.Name, ArgumentsJSON: c.Arguments, Node: tu.node, Trip: tu.trips - 1}
+		wc := worker.Call{ID: c.ID, Name: c.Name, ArgumentsJSON: c.Arguments, Node: tu.node, Trip: tu.trips - 1, MessageID: c.MessageID}
 		switch {
 		case fn != nil:
 			wc.Description = fn.GetFunction().GetDescription()
@@ -169,7 +179,7 @@ func (tu *turn) runCalls(ctx context.Context, calls []call) (paused bool, err er
 		case ht != nil:
 			wc.Description = ht.Description
 		}
-		g, err := tu.t.ToolCall(ctx, wc)
+		g, err := tu.gate(ctx, wc)
 		if err != nil {
 			return false, err
 		}
@@ -180,7 +190,7 @@ func (tu *turn) runCalls(ctx context.Context, calls []call) (paused bool, err er
 				continue // its result was in the history we rebuilt from
 			}
 			const lost = "the runtime stopped while this tool call was running; its result was lost"
-			if err := tu.t.ToolResult(ctx, wc, structpb.NewStringValue(lost), true); err != nil {
+			if err := tu.result(ctx, wc, lost, true); err != nil {
 				return false, err
 			}
 			tu.conv = append(tu.conv, openai.ToolMessage(lost, c.ID))
@@ -193,13 +203,13 @@ func (tu *turn) runCalls(ctx context.Context, calls []call) (paused bool, err er
 			if ctx.Err() != nil {
 				return false, context.Cause(ctx)
 			}
-			if err := tu.t.ToolResult(ctx, wc, structpb.NewStringValue(res), isErr); err != nil {
+			if err := tu.result(ctx, wc, res, isErr); err != nil {
 				return false, err
 			}
 			tu.conv = append(tu.conv, openai.ToolMessage(res, c.ID))
 		default:
 			msg := fmt.Sprintf("no tool named %q", c.Name)
-			if err := tu.t.ToolResult(ctx, wc, structpb.NewStringValue(msg), true); err != nil {
+			if err := tu.result(ctx, wc, msg, true); err != nil {
 				return false, err
 			}
 			tu.conv = append(tu.conv, openai.ToolMessage(msg, c.ID))
@@ -266,9 +276,9 @@ func (tu *turn) tools() []openai.ChatCompletionToolUnionParam {
 	return out
 }
 
-// callModel makes one streamed model call, publishes its text as deltas, and reports
+// streamModel makes one streamed model call, publishes its text as deltas, and reports
 // the whole assistant message once (with the model, the usage and the tool calls).
-func (tu *turn) callModel(ctx context.Context) (*agentplanev1.Message, []call, error) {
+func (tu *turn) streamModel(ctx context.Context) (*agentplanev1.Message, []call, error) {
 	params := openai.ChatCompletionNewParams{
 		Model:         shared.ChatModel(tu.model),
 		Messages:      tu.conv,
@@ -288,6 +298,7 @@ func (tu *turn) callModel(ctx context.Context) (*agentplanev1.Message, []call, e
 		}
 	}
 	deltas.flush(ctx)
+	tu.completion = &acc.ChatCompletion
 	if err := stream.Err(); err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, context.Cause(ctx)
@@ -311,7 +322,7 @@ func (tu *turn) callModel(ctx context.Context) (*agentplanev1.Message, []call, e
 			if id == "" {
 				id = fmt.Sprintf("%s-%d", msgID, i)
 			}
-			calls = append(calls, call{ID: id, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+			calls = append(calls, call{ID: id, Name: tc.Function.Name, Arguments: tc.Function.Arguments, MessageID: msgID})
 		}
 	}
 	msg := client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, text)
@@ -364,6 +375,9 @@ func callsOf(m *agentplanev1.Message) []call {
 		}
 		var cs []call
 		if json.Unmarshal(b, &cs) == nil {
+			for i := range cs {
+				cs[i].MessageID = m.GetMessageId()
+			}
 			out = append(out, cs...)
 		}
 	}

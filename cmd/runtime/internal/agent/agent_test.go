@@ -193,17 +193,25 @@ func TestGatedToolApprovedThenCompletes(t *testing.T) {
 
 	// The log: the assistant message once with its model and usage, the call, its result.
 	var kinds []string
+	var firstMsgID string
 	for _, ev := range events(t, ctx, in, taskID) {
 		switch p := ev.GetPayload().(type) {
 		case *agentplanev1.TaskEvent_Message:
 			if p.Message.GetRole() == agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT {
 				kinds = append(kinds, "message")
+				if firstMsgID == "" {
+					firstMsgID = p.Message.GetMessageId()
+				}
 				if p.Message.GetModel() != "fake-1" || p.Message.GetUsage().GetTotalTokens() == 0 {
 					t.Errorf("assistant message without model or usage: %v", p.Message)
 				}
 			}
 		case *agentplanev1.TaskEvent_ToolCall:
 			kinds = append(kinds, "tool_call")
+			// The call names the assistant message whose model call made it.
+			if id := p.ToolCall.GetMessageId(); id == "" || id != firstMsgID {
+				t.Errorf("tool call message_id %q, want the first assistant message %q", id, firstMsgID)
+			}
 		case *agentplanev1.TaskEvent_ToolResult:
 			kinds = append(kinds, "tool_result")
 			if p.ToolResult.GetIsError() {

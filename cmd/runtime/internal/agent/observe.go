@@ -1,0 +1,89 @@
+package agent
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/agentplane/agentplane/client/worker"
+	"github.com/agentplane/agentplane/cmd/runtime/internal/telemetry"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+)
+
+// toolKind says how this runtime runs the tool name (the agentplane.tool.kind span
+// attribute and the kind label of the tool metrics).
+func (tu *turn) toolKind(name string) string {
+	switch {
+	case tu.functionTool(name) != nil:
+		return "function"
+	case tu.httpTool(name) != nil:
+		return "http"
+	}
+	return "unknown"
+}
+
+// gate asks the control plane about wc (worker.Task.ToolCall) under the call's
+// execute_tool span. The span stays open for the run when the call runs here, until
+// result reports it.
+func (tu *turn) gate(ctx context.Context, wc worker.Call) (*worker.Gate, error) {
+	tc := tu.r.Telemetry.StartToolCall(ctx, tu.toolKind(wc.Name), wc.Name, wc.ID)
+	g, err := tc.Gate(func(ctx context.Context) (*worker.Gate, error) { return tu.t.ToolCall(ctx, wc) })
+	if err != nil || !g.Allowed || tu.functionTool(wc.Name) != nil {
+		tc.Close()
+		return g, err
+	}
+	if tu.toolSpans == nil {
+		tu.toolSpans = map[string]*telemetry.ToolCall{}
+	}
+	tu.toolSpans[wc.ID] = tc
+	return g, nil
+}
+
+// result reports a tool's result and ends the call's span.
+func (tu *turn) result(ctx context.Context, wc worker.Call, text string, isErr bool) error {
+	tc := tu.toolSpans[wc.ID]
+	delete(tu.toolSpans, wc.ID)
+	if tc != nil {
+		ctx = tc.Context()
+	}
+	err := tu.t.ToolResult(ctx, wc, structpb.NewStringValue(text), isErr)
+	tc.End(isErr, err)
+	return err
+}
+
+// endSpans ends the spans of calls a lease stopped in the middle of.
+func (tu *turn) endSpans() {
+	for id, tc := range tu.toolSpans {
+		tc.End(false, errors.New("the lease ended before the call's result was reported"))
+		delete(tu.toolSpans, id)
+	}
+}
+
+// callModel makes one model call (streamModel) under a chat span, and records its
+// latency and tokens.
+func (tu *turn) callModel(ctx context.Context) (*agentplanev1.Message, []call, error) {
+	ctx, mc := tu.r.Telemetry.StartModelCall(ctx, tu.model)
+	tu.completion = nil
+	msg, calls, err := tu.streamModel(ctx)
+	res := telemetry.ModelResult{Err: err}
+	if c := tu.completion; c != nil {
+		res.ResponseModel, res.ResponseID = c.Model, c.ID
+		res.InputTokens, res.OutputTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
+		for _, ch := range c.Choices {
+			res.FinishReasons = append(res.FinishReasons, ch.FinishReason)
+		}
+	}
+	var f *worker.Failure
+	switch {
+	case err != nil && ctx.Err() != nil:
+		res.ErrorType = telemetry.ErrorCanceled // stopped by the control plane, not the model's fault
+	case errors.As(err, &f):
+		res.ErrorType = f.Reason
+	}
+	mc.End(res)
+	if err == nil {
+		tu.log.Debug("model call", "model", tu.model, "input_tokens", res.InputTokens, "output_tokens", res.OutputTokens, "tool_calls", len(calls))
+	}
+	return msg, calls, err
+}
