@@ -366,12 +366,16 @@ func (x *run) edgeTool(f *frame, in *invocation, e *agentplanev1.GraphEdge) agen
 			return fmt.Sprintf("the arguments are not a JSON object with input: %v", err), true, nil
 		}
 		x.calls = append(x.calls, c)
-		defer func() { x.calls = x.calls[:len(x.calls)-1] }()
 		res, err := x.dispatch(ctx, f, in, e, c, args, resumed)
-		if err == nil {
-			return res, false, nil
+		isErr := false
+		if err != nil {
+			res, isErr, err = x.onError(ctx, f, in, e, c, args, err)
 		}
-		return x.onError(ctx, f, in, e, c, args, err)
+		var term *terminated
+		if !errors.As(err, &term) {
+			x.calls = x.calls[:len(x.calls)-1] // else the call stays open; the terminating graph closes it
+		}
+		return res, isErr, err
 	}}
 }
 
@@ -391,7 +395,7 @@ func (x *run) dispatch(ctx context.Context, f *frame, in *invocation, e *agentpl
 	to := e.GetToNode()
 	target := in.g.GetAgents()[to]
 	if child == nil {
-		if lim := in.g.GetLimits().PerAgentIterations; lim != nil && x.counts[to] >= int(*lim) {
+		if l := in.g.GetLimits(); l != nil && l.PerAgentIterations != nil && x.counts[to] >= int(l.GetPerAgentIterations()) {
 			return "", &worker.Failure{Reason: ReasonIterations, Message: fmt.Sprintf("node %s has run %d times, its graph's per_agent_iterations", to, x.counts[to])}
 		}
 		x.counts[to]++
@@ -446,8 +450,8 @@ func (x *run) dispatchGraph(ctx context.Context, f *frame, sub *agentplanev1.Gra
 	}
 	depth := f.depth + 1
 	for a := f; a != nil; a = a.parent {
-		if m := a.g.GetLimits().MaxDepth; m != nil && depth-a.depth+1 > int(*m) {
-			return "", &worker.Failure{Reason: ReasonMaxDepth, Message: fmt.Sprintf("dispatching the nested graph would make %d levels under %s, over its max_depth %d", depth-a.depth+1, a.name(), *m)}
+		if l := a.g.GetLimits(); l != nil && l.MaxDepth != nil && depth-a.depth+1 > int(l.GetMaxDepth()) {
+			return "", &worker.Failure{Reason: ReasonMaxDepth, Message: fmt.Sprintf("dispatching the nested graph would make %d levels under %s, over its max_depth %d", depth-a.depth+1, a.name(), l.GetMaxDepth())}
 		}
 	}
 	sf := x.frame(sub, f, depth, start, alloc)
