@@ -69,4 +69,3 @@ func waitEnded(t *testing.T, ctx context.Context, in *servertest.Instance, taskI
 		}
 	}
 }
-
