@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/client"
@@ -407,14 +408,7 @@ func (x *run) dispatch(ctx context.Context, f *frame, in *invocation, e *agentpl
 	if sub := target.GetSpec().GetGraph(); sub != nil {
 		return x.dispatchGraph(ctx, f, sub, child, input, args, c)
 	}
-	res, err := x.runNode(ctx, f, child, input)
-	if err != nil {
-		return "", err
-	}
-	if res.Ended {
-		return "", agent.ErrEnded
-	}
-	return client.MessageText(res.Message), nil
+	return answer(x.runNode(ctx, f, child, input))
 }
 
 // dispatchGraph runs a nested graph under the allocation the call hands over, checked
@@ -422,16 +416,9 @@ func (x *run) dispatch(ctx context.Context, f *frame, in *invocation, e *agentpl
 func (x *run) dispatchGraph(ctx context.Context, f *frame, sub *agentplanev1.GraphSpec, child *invocation, input *agentplanev1.Message, args edgeArgs, c worker.Call) (string, error) {
 	alloc := &agentplanev1.SubgraphAllocation{}
 	if len(args.Allocation) > 0 && string(args.Allocation) != "null" {
-		var a struct {
-			InputTokens  *int32   `json:"input_tokens"`
-			OutputTokens *int32   `json:"output_tokens"`
-			WallClockS   *float64 `json:"wall_clock_s"`
-			MaxSteps     *int32   `json:"max_steps"`
+		if err := protojson.Unmarshal(args.Allocation, alloc); err != nil {
+			return "", &badArgs{fmt.Sprintf("allocation is not an object of input_tokens, output_tokens, wall_clock_s and max_steps: %v", err)}
 		}
-		if err := json.Unmarshal(args.Allocation, &a); err != nil {
-			return "", &badArgs{fmt.Sprintf("allocation is not an object of numbers: %v", err)}
-		}
-		alloc = &agentplanev1.SubgraphAllocation{InputTokens: a.InputTokens, OutputTokens: a.OutputTokens, WallClockS: a.WallClockS, MaxSteps: a.MaxSteps}
 	}
 	// The dispatch time is when the call was first reported: a resumed lease keeps
 	// the nested graph's wall clock.
@@ -442,11 +429,7 @@ func (x *run) dispatchGraph(ctx context.Context, f *frame, sub *agentplanev1.Gra
 		}
 	}
 	if vs := spec.CheckAllocation(alloc, f.remaining(x.r.now()), "/allocation"); len(vs) > 0 {
-		var b strings.Builder
-		for _, v := range vs {
-			fmt.Fprintf(&b, "%s at %s: %s; ", v.GetRuleId(), v.GetPath(), v.GetMessage())
-		}
-		return "", &badArgs{"the allocation does not fit: " + strings.TrimSuffix(b.String(), "; ")}
+		return "", &badArgs{"the allocation does not fit: " + violations(vs)}
 	}
 	depth := f.depth + 1
 	for a := f; a != nil; a = a.parent {
@@ -456,14 +439,27 @@ func (x *run) dispatchGraph(ctx context.Context, f *frame, sub *agentplanev1.Gra
 	}
 	sf := x.frame(sub, f, depth, start, alloc)
 	sf.steps, sf.in, sf.out = child.usage()
-	res, err := x.runGraph(ctx, sf, input, child)
-	if err != nil {
+	return answer(x.runGraph(ctx, sf, input, child))
+}
+
+// answer is a target's result as the edge call's result.
+func answer(res agent.Result, err error) (string, error) {
+	switch {
+	case err != nil:
 		return "", err
-	}
-	if res.Ended {
+	case res.Ended:
 		return "", agent.ErrEnded
 	}
 	return client.MessageText(res.Message), nil
+}
+
+// violations are spec violations as the model reads them.
+func violations(vs []*agentplanev1.SpecViolation) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = fmt.Sprintf("%s at %q: %s", v.GetRuleId(), v.GetPath(), v.GetMessage())
+	}
+	return strings.Join(parts, "; ")
 }
 
 // badArgs is a mistake in the model's edge call: told to the model, not an error of
@@ -532,14 +528,7 @@ func (x *run) recovery(ctx context.Context, f *frame, in *invocation, e *agentpl
 	if sub := in.g.GetAgents()[route].GetSpec().GetGraph(); sub != nil {
 		return x.dispatchGraph(ctx, f, sub, child, input, edgeArgs{Input: args.Input}, worker.Call{ID: child.via})
 	}
-	res, err := x.runNode(ctx, f, child, input)
-	if err != nil {
-		return "", err
-	}
-	if res.Ended {
-		return "", agent.ErrEnded
-	}
-	return client.MessageText(res.Message), nil
+	return answer(x.runNode(ctx, f, child, input))
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -172,21 +172,11 @@ func checkLedger(t *testing.T, ctx context.Context, in *servertest.Instance, tas
 // it and resolves the obligation, and the lead's answer completes the task. The model
 // is checked for what each node was offered and told; the ledger through the API.
 func TestEvaluatorLoopsUntilPass(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	in := servertest.Start(t, nil)
-	model := fakemodel.Start(t, reviewTurns()...)
-	taskID := startTask(t, ctx, in, writeReview, "write a haiku about tea")
-	_, done := startWorker(t, ctx, in.Client.Runtime, &agent.Runner{Routes: []agent.Route{{Pattern: "fake-*", BaseURL: model.URL}}}, "graph-test")
-	task := waitEnd(t, ctx, in, taskID)
-	cancel()
-	<-done
+	task, reqs, in := runGraph(t, writeReview, reviewTurns()...)
 	if task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || client.MessageText(task.GetOutput().GetMessage()) != "Final: draft v2" {
 		t.Fatalf("task %v %v output %v", task.GetState(), task.GetFailure(), task.GetOutput())
 	}
-	checkLedger(t, context.Background(), in, taskID)
-
-	reqs := model.Requests()
+	checkLedger(t, context.Background(), in, task.GetTaskId())
 	if len(reqs) != 9 {
 		t.Fatalf("model got %d requests, want 9", len(reqs))
 	}
@@ -224,24 +214,16 @@ func TestEvaluatorLoopsUntilPass(t *testing.T) {
 // evaluate call is refused, and the edge's on_error abort fails the task with the
 // reason.
 func TestPerAgentIterationsBoundTheLoop(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	in := servertest.Start(t, nil)
-	model := fakemodel.Start(t,
+	doc := strings.Replace(writeReview, "per_agent_iterations: 3", "per_agent_iterations: 1", 1)
+	task, reqs, _ := runGraph(t, doc,
 		call("c2", "evaluate__critic", `{"input":"draft v1"}`),
 		call("v1", "verdict", needsRevision),
 		call("c4", "evaluate__critic", `{"input":"draft v1 again"}`),
 	)
-	doc := strings.Replace(writeReview, "per_agent_iterations: 3", "per_agent_iterations: 1", 1)
-	taskID := startTask(t, ctx, in, doc, "write a haiku")
-	_, done := startWorker(t, ctx, in.Client.Runtime, &agent.Runner{Routes: []agent.Route{{Pattern: "*", BaseURL: model.URL}}}, "graph-test")
-	task := waitEnd(t, ctx, in, taskID)
-	cancel()
-	<-done
 	if f := task.GetFailure(); task.GetState() != agentplanev1.TaskState_TASK_STATE_FAILED || f.GetReason() != ReasonIterations || !strings.Contains(f.GetMessage(), "per_agent_iterations") {
 		t.Fatalf("task %v %v", task.GetState(), f)
 	}
-	if n := len(model.Requests()); n != 3 {
+	if n := len(reqs); n != 3 {
 		t.Errorf("model got %d requests, want 3 (the critic never ran a second time)", n)
 	}
 }
@@ -249,26 +231,18 @@ func TestPerAgentIterationsBoundTheLoop(t *testing.T) {
 // TestBudgetRunsOut: the graph's input token budget is spent by the lead and the
 // writer; the lead's next model call is refused and the task fails with the reason.
 func TestBudgetRunsOut(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	in := servertest.Start(t, nil)
-	model := fakemodel.Start(t,
+	doc := strings.Replace(writeReview, "limits: {max_steps: 20, per_agent_iterations: 3}",
+		"limits: {max_steps: 20, budget: {total_input_tokens: 100, total_output_tokens: 1000, total_wall_clock_s: 600}}", 1)
+	task, reqs, _ := runGraph(t, doc,
 		fakemodel.Turn{Calls: []fakemodel.Call{{ID: "c1", Name: "ask__writer", Arguments: `{"input":"draft"}`}}, PromptTokens: 60, CompletionTokens: 5},
 		fakemodel.Turn{Text: "a long draft", PromptTokens: 50, CompletionTokens: 40},
 		text("never asked"),
 	)
-	doc := strings.Replace(writeReview, "limits: {max_steps: 20, per_agent_iterations: 3}",
-		"limits: {max_steps: 20, budget: {total_input_tokens: 100, total_output_tokens: 1000, total_wall_clock_s: 600}}", 1)
-	taskID := startTask(t, ctx, in, doc, "write")
-	_, done := startWorker(t, ctx, in.Client.Runtime, &agent.Runner{Routes: []agent.Route{{Pattern: "*", BaseURL: model.URL}}}, "graph-test")
-	task := waitEnd(t, ctx, in, taskID)
-	cancel()
-	<-done
 	f := task.GetFailure()
 	if task.GetState() != agentplanev1.TaskState_TASK_STATE_FAILED || f.GetReason() != ReasonBudget || !strings.Contains(f.GetMessage(), "input token budget") || !strings.Contains(f.GetMessage(), "110 of 100") {
 		t.Fatalf("task %v %v", task.GetState(), f)
 	}
-	if n := len(model.Requests()); n != 2 {
+	if n := len(reqs); n != 2 {
 		t.Errorf("model got %d requests, want 2", n)
 	}
 }
@@ -300,16 +274,7 @@ output_schema:
 		{"still wrong", `{"score": "seven"}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			in := servertest.Start(t, nil)
-			model := fakemodel.Start(t, text("The score is 7."), text(tc.second))
-			taskID := startTask(t, ctx, in, doc, "score it")
-			_, done := startWorker(t, ctx, in.Client.Runtime, &agent.Runner{Routes: []agent.Route{{Pattern: "*", BaseURL: model.URL}}}, "graph-test")
-			task := waitEnd(t, ctx, in, taskID)
-			cancel()
-			<-done
-			reqs := model.Requests()
+			task, reqs, _ := runGraph(t, doc, text("The score is 7."), text(tc.second))
 			if len(reqs) != 2 {
 				t.Fatalf("model got %d requests, want 2", len(reqs))
 			}

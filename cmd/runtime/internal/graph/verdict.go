@@ -72,11 +72,7 @@ func (x *run) verdictTool(in *invocation, st *verdictState) agent.Tool {
 		}
 		res := &agentplanev1.VerdictResult{Verdict: a.Verdict, Confidence: a.Confidence, Rationale: a.Rationale}
 		if vs := spec.CheckVerdict(res, ""); len(vs) > 0 {
-			var b strings.Builder
-			for _, v := range vs {
-				fmt.Fprintf(&b, "%s %s: %s; ", v.GetRuleId(), v.GetPath(), v.GetMessage())
-			}
-			return "the verdict was not recorded: " + strings.TrimSuffix(b.String(), "; ") + ". Call verdict again.", true, nil
+			return "the verdict was not recorded: " + violations(vs) + ". Call verdict again.", true, nil
 		}
 		req := &agentplanev1.RecordVerdictRequest{Node: in.node, Result: res, Raised: a.Raised, EndsTurn: true, CallId: c.ID, RequestId: "verdict-" + c.ID}
 		for _, r := range a.Resolved {
