@@ -33,6 +33,20 @@ func node(role, instructions string) string {
 	return `{role: ` + role + `, spec: {apiVersion: qar/v1, kind: AgentSpec, instructions: ` + instructions + `, model: fake-1}}`
 }
 
+// leadAndWriter is a graph where the lead may ask the writer, ending with tail
+// (limits, termination).
+func leadAndWriter(tail string) string {
+	return `apiVersion: qar/v1
+kind: GraphSpec
+agents:
+  lead: ` + node("supervisor", "You lead.") + `
+  writer: ` + node("collaborator", "You write.") + `
+edges:
+  - {from: lead, to: writer, kind: ai_tool}
+entry: lead
+` + tail + "\n"
+}
+
 func lastMessage(r fakemodel.Request) string { return string(r.Messages[len(r.Messages)-1]) }
 
 // TestOnErrorRoutesToRecovery: the writer's model call fails for good; the edge's
@@ -76,16 +90,7 @@ termination: [{kind: agent_returns, agent: lead}]
 // TestAgentReturnsEndsTheGraph: the writer is named by agent_returns, so its answer
 // ends the graph; the lead's open call to it is closed before the task completes.
 func TestAgentReturnsEndsTheGraph(t *testing.T) {
-	doc := `apiVersion: qar/v1
-kind: GraphSpec
-agents:
-  lead: ` + node("supervisor", "You lead.") + `
-  writer: ` + node("collaborator", "You write.") + `
-edges:
-  - {from: lead, to: writer, kind: ai_tool}
-entry: lead
-termination: [{kind: agent_returns, agent: writer}]
-`
+	doc := leadAndWriter("termination: [{kind: agent_returns, agent: writer}]")
 	task, reqs, in := runGraph(t, doc, call("c1", "ask__writer", `{"input":"write"}`), text("the final text"))
 	if task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || client.MessageText(task.GetOutput().GetMessage()) != "the final text" {
 		t.Fatalf("task %v %v %v", task.GetState(), task.GetFailure(), task.GetOutput())
@@ -101,17 +106,7 @@ termination: [{kind: agent_returns, agent: writer}]
 // TestMaxStepsReachedTerminates: max_steps 2 with max_steps_reached ends the graph
 // with its last answer instead of failing; without it the task fails runtime.max_steps.
 func TestMaxStepsReachedTerminates(t *testing.T) {
-	doc := `apiVersion: qar/v1
-kind: GraphSpec
-agents:
-  lead: ` + node("supervisor", "You lead.") + `
-  writer: ` + node("collaborator", "You write.") + `
-edges:
-  - {from: lead, to: writer, kind: ai_tool}
-entry: lead
-limits: {max_steps: 2}
-termination: [{kind: agent_returns, agent: lead}, {kind: max_steps_reached}]
-`
+	doc := leadAndWriter("limits: {max_steps: 2}\ntermination: [{kind: agent_returns, agent: lead}, {kind: max_steps_reached}]")
 	turns := []fakemodel.Turn{call("c1", "ask__writer", `{"input":"write"}`), text("a draft"), text("never asked")}
 	task, reqs, _ := runGraph(t, doc, turns...)
 	if task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || client.MessageText(task.GetOutput().GetMessage()) != "a draft" || len(reqs) != 2 {
