@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,16 +23,9 @@ import (
 // was reported, reports its result as lost instead of running the tool again, and
 // finishes the task. The tool ran exactly once.
 func TestKilledMidToolCall(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills the binary")
-	}
+	bin := buildRuntime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "runtime")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	in := servertest.Start(t, func(c *config.Config) { c.Tasks.LeaseTTL = config.Duration(2 * time.Second) })
 	model := fakemodel.Start(t,
 		fakemodel.Turn{Text: "Refunding.", Calls: []fakemodel.Call{{ID: "call_1", Name: "issue_refund", Arguments: `{"order_id":42}`}}},
@@ -58,7 +47,6 @@ func TestKilledMidToolCall(t *testing.T) {
 	}))
 	defer tool.Close()
 	defer close(release)
-	cfgFile := filepath.Join(dir, "runtime.yaml")
 	cfg := fmt.Sprintf(`control_plane: {address: %q}
 concurrency: 1
 log_level: warn
@@ -70,9 +58,6 @@ tools:
     url: %q
     timeout: 60s
 `, in.GRPCAddr, model.URL, tool.URL)
-	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	resp, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
 		Spec:   &agentplanev1.StartTaskRequest_Document{Document: []byte("apiVersion: qar/v1\nkind: AgentSpec\nname: support\ninstructions: Help.\nmodel: fake-1\n")},
 		Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("refund order 42"),
@@ -82,45 +67,21 @@ tools:
 	}
 	taskID := resp.GetTask().GetTaskId()
 
-	start := func(id string) (*exec.Cmd, *bytes.Buffer) {
-		var logs bytes.Buffer
-		cmd := exec.Command(bin, "-config", cfgFile, "-runtime-id", id)
-		cmd.Stdout, cmd.Stderr = &logs, &logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		return cmd, &logs
-	}
-	first, logs := start("first")
+	first := startRuntime(t, bin, cfg, "first")
 	select {
 	case <-started:
 	case <-ctx.Done():
-		t.Fatalf("the tool was never called; runtime log:\n%s", logs)
+		t.Fatalf("the tool was never called; runtime log:\n%s", first.logs)
 	}
-	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = first.Wait()
+	_ = first.cmd.Wait()
 
-	second, logs2 := start("second")
-	defer func() { _ = second.Process.Signal(syscall.SIGTERM) }()
-	var task *agentplanev1.Task
-	for {
-		got, err := in.Client.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: taskID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		task = got.GetTask()
-		if s := task.GetState(); s == agentplanev1.TaskState_TASK_STATE_COMPLETED || s == agentplanev1.TaskState_TASK_STATE_FAILED {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("task still %v; second runtime log:\n%s", task.GetState(), logs2)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	second := startRuntime(t, bin, cfg, "second")
+	defer func() { _ = second.cmd.Process.Signal(syscall.SIGTERM) }()
+	task := waitEnded(t, ctx, in, taskID, second.logs)
+	logs2 := second.logs
 	if task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || client.MessageText(task.GetOutput().GetMessage()) != "I could not confirm the refund." {
 		t.Fatalf("task %v %v %v; log:\n%s", task.GetState(), task.GetFailure(), task.GetOutput(), logs2)
 	}

@@ -1,5 +1,5 @@
-// Command runtime is agentplane's reference runtime: it leases agent tasks from the
-// control plane and runs them on OpenAI-compatible models (docs/runtime.md).
+// Command runtime is agentplane's reference runtime: it leases agent and graph tasks
+// from the control plane and runs them on OpenAI-compatible models (docs/runtime.md).
 //
 // Configuration comes from a YAML file (-config, env AGENTPLANE_RUNTIME_CONFIG), then
 // AGENTPLANE_ADDR and AGENTPLANE_TOKEN, then flags.
@@ -23,6 +23,7 @@ import (
 
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/client/worker"
+	"github.com/agentplane/agentplane/cmd/runtime/internal/graph"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/telemetry"
 	"github.com/agentplane/agentplane/server/tracing"
 )
@@ -121,7 +122,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookup func(strin
 	if cfg.Durable {
 		wo.Delivery = worker.Durable
 	}
-	w, err := worker.New(c.Runtime, runner.Telemetry.Handler(runner), wo)
+	w, err := worker.New(c.Runtime, runner.Telemetry.Handler(&graph.Runner{Agent: runner}), wo)
 	if err != nil {
 		return err
 	}

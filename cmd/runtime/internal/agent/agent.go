@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -31,6 +30,9 @@ const (
 	ReasonNoModelRoute    = "runtime.no_model_route"
 	ReasonModelError      = "runtime.model_error"
 	ReasonMaxTurns        = "runtime.max_turns"
+	// ReasonOutputSchema: the final answer did not match output_schema after one
+	// repair turn.
+	ReasonOutputSchema = "runtime.output_schema_mismatch"
 )
 
 // toolCallsKey is the data part key of an assistant message under which the runtime
@@ -100,79 +102,109 @@ type turn struct {
 	// the calls running (observe.go).
 	completion *openai.ChatCompletion
 	toolSpans  map[string]*telemetry.ToolCall
+	s          *Session
+	// reportedArgs are the arguments of the calls reported in the history, by call id.
+	reportedArgs map[string]string
+	// repairs counts the output_schema repair turns asked for.
+	repairs int
+	// last is the last assistant message of the session.
+	last *agentplanev1.Message
+	// resultErr says which calls in the history have an error result, by call id.
+	resultErr map[string]bool
+	// ended: the history shows a session tool that ends the turn ran to a result.
+	ended bool
+	// answered: the session's history ends with its answer (a session that is not a
+	// chat, resumed after the answer was reported).
+	answered bool
 }
 
 // Run runs the agent for one lease.
 func (r *Runner) Run(ctx context.Context, t *worker.Task) error {
-	log := r.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	log = log.With(telemetry.LogAttrs(ctx, t)...)
 	spec := t.Spec().GetAgent()
 	if spec == nil {
-		return t.Fail(ctx, ReasonUnsupportedSpec, "this runtime runs agents; graphs are not supported yet", false)
-	}
-	rt, ok := r.route(spec.GetModel())
-	if !ok {
-		return t.Fail(ctx, ReasonNoModelRoute, fmt.Sprintf("no model route matches model %q", spec.GetModel()), false)
-	}
-	opts := []option.RequestOption{option.WithBaseURL(rt.BaseURL), option.WithAPIKey(rt.APIKey), option.WithMaxRetries(rt.MaxRetries)}
-	if rt.Timeout > 0 {
-		opts = append(opts, option.WithRequestTimeout(rt.Timeout))
+		return t.Fail(ctx, ReasonUnsupportedSpec, "this runner runs agents; run graphs with the graph package", false)
 	}
 	node := spec.GetName()
 	if node == "" {
 		node = "agent"
 	}
-	tu := &turn{r: r, t: t, spec: spec, node: node, model: spec.GetModel(), oai: openai.NewClient(opts...), log: log}
-	if err := tu.rebuild(ctx); err != nil {
+	res, err := (&Session{Runner: r, Task: t, Spec: spec, Node: node, Chat: true}).Run(ctx)
+	if err != nil || res.Ended {
 		return err
 	}
-	defer tu.endSpans()
-	return tu.loop(ctx)
+	if spec.GetAutoPauseOnTurnEnd() {
+		_, err := t.Pause(ctx, "", node)
+		return err
+	}
+	return t.Complete(ctx, &agentplanev1.TaskOutput{Message: res.Message, Structured: res.Structured})
 }
 
-func (tu *turn) loop(ctx context.Context) error {
+func (tu *turn) loop(ctx context.Context) (Result, error) {
 	maxTurns := tu.r.MaxTurns
 	if maxTurns <= 0 {
 		maxTurns = 32
 	}
+	switch {
+	case tu.ended && len(tu.pending) == 0:
+		return Result{Message: tu.last}, nil // a session tool ended it before this lease
+	case tu.answered:
+		// An earlier lease got the answer; check it rather than ask again.
+		structured, repair, err := tu.checkOutput(ctx, tu.last)
+		if err != nil || !repair {
+			return Result{Message: tu.last, Structured: structured}, err
+		}
+	}
 	for {
 		if len(tu.pending) > 0 {
-			paused, err := tu.runCalls(ctx, tu.pending)
+			end, err := tu.runCalls(ctx, tu.pending)
 			tu.pending = nil
-			if err != nil || paused {
-				return err
+			if err != nil || end.Ended || end.Message != nil {
+				return end, err
 			}
 		}
 		if int(tu.trips) >= maxTurns {
-			return tu.t.Fail(ctx, ReasonMaxTurns, fmt.Sprintf("the agent made %d model calls without finishing", tu.trips), false)
+			return Result{}, &worker.Failure{Reason: ReasonMaxTurns, Message: fmt.Sprintf("node %s made %d model calls without finishing", tu.node, tu.trips)}
+		}
+		if tu.s.BeforeModel != nil {
+			if err := tu.s.BeforeModel(ctx); err != nil {
+				return Result{}, err
+			}
 		}
 		msg, calls, err := tu.callModel(ctx)
 		if err != nil {
-			return err
+			return Result{}, err
 		}
-		if len(calls) == 0 {
-			if tu.spec.GetAutoPauseOnTurnEnd() {
-				_, err := tu.t.Pause(ctx, "", tu.node)
-				return err
-			}
-			return tu.t.Complete(ctx, &agentplanev1.TaskOutput{Message: msg})
+		if tu.s.AfterModel != nil {
+			tu.s.AfterModel(msg)
 		}
-		tu.pending = calls
+		if len(calls) > 0 {
+			tu.pending = calls
+			continue
+		}
+		structured, repair, err := tu.checkOutput(ctx, msg)
+		if err != nil {
+			return Result{}, err
+		}
+		if !repair {
+			return Result{Message: msg, Structured: structured}, nil
+		}
 	}
 }
 
-// runCalls gates and runs the calls of one assistant message. paused is true when
-// the task now waits for the client's function tool outputs.
-func (tu *turn) runCalls(ctx context.Context, calls []call) (paused bool, err error) {
+// runCalls gates and runs the calls of one assistant message. end.Ended is set when
+// the task now waits for the client's function tool outputs (or a session tool ended
+// the turn of the task); end.Message when a session tool ended this session.
+func (tu *turn) runCalls(ctx context.Context, calls []call) (end Result, err error) {
 	var clientCalls []*worker.Gate
+	var endsTurn bool
 	for _, c := range calls {
+		st := tu.sessionTool(c.Name)
 		fn := tu.functionTool(c.Name)
 		ht := tu.httpTool(c.Name)
 		wc := worker.Call{ID: c.ID, Name: c.Name, ArgumentsJSON: c.Arguments, Node: tu.node, Trip: tu.trips - 1, MessageID: c.MessageID}
 		switch {
+		case st != nil:
+			wc.Description = st.Def.GetDescription()
 		case fn != nil:
 			wc.Description = fn.GetFunction().GetDescription()
 			wc.Annotations = fn.GetFunction().GetAnnotations()
@@ -181,48 +213,87 @@ func (tu *turn) runCalls(ctx context.Context, calls []call) (paused bool, err er
 		}
 		g, err := tu.gate(ctx, wc)
 		if err != nil {
-			return false, err
+			return Result{}, err
 		}
 		switch {
+		case g.Reported && g.ResultReported:
+			// An earlier lease ran it; its result was in the history we rebuilt from.
+			endsTurn = endsTurn || (st != nil && st.EndsTurn && !tu.resultErr[c.ID])
+		case g.Reported && st != nil:
+			// An earlier lease started it; the session tool resumes from the history.
+			res, isErr, err := st.Run(ctx, wc, tu.reportedArgs[c.ID], true)
+			if err != nil {
+				return tu.toolStopped(err)
+			}
+			endsTurn = endsTurn || (st.EndsTurn && !isErr)
+			if err := tu.result(ctx, wc, res, isErr); err != nil {
+				return Result{}, err
+			}
 		case g.Reported:
 			// An earlier lease reported the call: never run it again.
-			if g.ResultReported {
-				continue // its result was in the history we rebuilt from
-			}
 			const lost = "the runtime stopped while this tool call was running; its result was lost"
 			if err := tu.result(ctx, wc, lost, true); err != nil {
-				return false, err
+				return Result{}, err
 			}
-			tu.conv = append(tu.conv, openai.ToolMessage(lost, c.ID))
 		case !g.Allowed:
 			tu.conv = append(tu.conv, openai.ToolMessage(g.Reason, c.ID))
+		case st != nil:
+			res, isErr, err := st.Run(ctx, wc, g.ArgumentsJSON, false)
+			if err != nil {
+				return tu.toolStopped(err)
+			}
+			endsTurn = endsTurn || (st.EndsTurn && !isErr)
+			if err := tu.result(ctx, wc, res, isErr); err != nil {
+				return Result{}, err
+			}
 		case fn != nil:
 			clientCalls = append(clientCalls, g)
 		case ht != nil:
 			res, isErr := ht.Run(ctx, g.ArgumentsJSON)
 			if ctx.Err() != nil {
-				return false, context.Cause(ctx)
+				return Result{}, context.Cause(ctx)
 			}
 			if err := tu.result(ctx, wc, res, isErr); err != nil {
-				return false, err
+				return Result{}, err
 			}
-			tu.conv = append(tu.conv, openai.ToolMessage(res, c.ID))
 		default:
-			msg := fmt.Sprintf("no tool named %q", c.Name)
-			if err := tu.result(ctx, wc, msg, true); err != nil {
-				return false, err
+			if err := tu.result(ctx, wc, fmt.Sprintf("no tool named %q", c.Name), true); err != nil {
+				return Result{}, err
 			}
-			tu.conv = append(tu.conv, openai.ToolMessage(msg, c.ID))
 		}
 	}
 	if len(clientCalls) > 0 {
 		_, err := tu.t.WaitForToolOutputs(ctx, tu.node, clientCalls...)
-		return true, err
+		return Result{Ended: true}, err
 	}
-	return false, nil
+	if endsTurn {
+		return Result{Message: tu.last}, nil
+	}
+	return Result{}, nil
+}
+
+// toolStopped turns a session tool's error into the session's end: ErrEnded means
+// the task's turn ended inside the tool (a nested node paused the task).
+func (tu *turn) toolStopped(err error) (Result, error) {
+	if errors.Is(err, ErrEnded) {
+		return Result{Ended: true}, nil
+	}
+	return Result{}, err
+}
+
+func (tu *turn) sessionTool(name string) *Tool {
+	for i := range tu.s.Tools {
+		if tu.s.Tools[i].Def.GetName() == name {
+			return &tu.s.Tools[i]
+		}
+	}
+	return nil
 }
 
 func (tu *turn) functionTool(name string) *agentplanev1.FunctionTool {
+	if tu.sessionTool(name) != nil {
+		return nil // the session's tool of that name (the granted verdict tool) runs instead
+	}
 	for _, ft := range tu.spec.GetTools() {
 		if ft.GetFunction().GetName() == name {
 			return ft
@@ -246,22 +317,17 @@ func (tu *turn) httpTool(name string) *HTTPTool {
 // tools returns the tools offered to the model.
 func (tu *turn) tools() []openai.ChatCompletionToolUnionParam {
 	var out []openai.ChatCompletionToolUnionParam
+	for _, st := range tu.s.Tools {
+		out = append(out, openai.ChatCompletionFunctionTool(functionDef(st.Def)))
+	}
 	for _, ft := range tu.spec.GetTools() {
-		f := ft.GetFunction()
-		def := shared.FunctionDefinitionParam{Name: f.GetName()}
-		if f.Description != nil {
-			def.Description = openai.String(f.GetDescription())
+		if tu.functionTool(ft.GetFunction().GetName()) == nil {
+			continue
 		}
-		if f.GetParameters() != nil {
-			def.Parameters = shared.FunctionParameters(f.GetParameters().AsMap())
-		}
-		if f.Strict != nil {
-			def.Strict = openai.Bool(f.GetStrict())
-		}
-		out = append(out, openai.ChatCompletionFunctionTool(def))
+		out = append(out, openai.ChatCompletionFunctionTool(functionDef(ft.GetFunction())))
 	}
 	for _, ht := range tu.r.Tools {
-		if tu.functionTool(ht.Name) != nil {
+		if tu.functionTool(ht.Name) != nil || tu.sessionTool(ht.Name) != nil {
 			continue
 		}
 		def := shared.FunctionDefinitionParam{Name: ht.Name}
@@ -276,6 +342,21 @@ func (tu *turn) tools() []openai.ChatCompletionToolUnionParam {
 	return out
 }
 
+// functionDef is a declared function tool as the model is offered it.
+func functionDef(f *agentplanev1.FunctionDef) shared.FunctionDefinitionParam {
+	def := shared.FunctionDefinitionParam{Name: f.GetName()}
+	if f.Description != nil {
+		def.Description = openai.String(f.GetDescription())
+	}
+	if f.GetParameters() != nil {
+		def.Parameters = shared.FunctionParameters(f.GetParameters().AsMap())
+	}
+	if f.Strict != nil {
+		def.Strict = openai.Bool(f.GetStrict())
+	}
+	return def
+}
+
 // streamModel makes one streamed model call, publishes its text as deltas, and reports
 // the whole assistant message once (with the model, the usage and the tool calls).
 func (tu *turn) streamModel(ctx context.Context) (*agentplanev1.Message, []call, error) {
@@ -284,6 +365,9 @@ func (tu *turn) streamModel(ctx context.Context) (*agentplanev1.Message, []call,
 		Messages:      tu.conv,
 		Tools:         tu.tools(),
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	}
+	if js := tu.schema().GetJsonSchema(); js != nil {
+		params.ResponseFormat = responseFormat(js)
 	}
 	msgID := "msg-" + client.NewRequestID()
 	stream := tu.oai.Chat.Completions.NewStreaming(ctx, params)
@@ -346,6 +430,7 @@ func (tu *turn) streamModel(ctx context.Context) (*agentplanev1.Message, []call,
 		return nil, nil, err
 	}
 	tu.conv = append(tu.conv, assistantParam(text, calls))
+	tu.last = msg
 	return msg, calls, nil
 }
 

@@ -11,15 +11,18 @@ import (
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
-// rebuild makes the conversation from the instructions and the task's log (read
-// under the lease up to its history cursor), then adds what the lease carries that
-// the log may not show yet (continue messages, client tool outputs). The calls of the
-// last assistant message that have no result are left in pending: the loop gates
-// them again, and the gate says which an earlier lease reported already.
+// rebuild makes the conversation from the instructions and the session's events
+// (Session.Events, or else the task's log read under the lease up to its history
+// cursor), then adds what the lease carries that the log may not show yet (continue
+// messages, client tool outputs). The calls of the last assistant message that have
+// no result are left in pending: the loop gates them again, and the gate says which
+// an earlier lease reported already.
 func (tu *turn) rebuild(ctx context.Context) error {
 	if s := tu.spec.GetInstructions().GetText(); s != "" {
 		tu.conv = append(tu.conv, openai.SystemMessage(s))
 	}
+	tu.reportedArgs = map[string]string{}
+	tu.resultErr = map[string]bool{}
 	seenMsg := map[string]bool{}
 	results := map[string]bool{}
 	var lastCalls []call
@@ -38,51 +41,85 @@ func (tu *turn) rebuild(ctx context.Context) error {
 			return
 		}
 		results[r.GetCallId()] = true
+		tu.resultErr[r.GetCallId()] = r.GetIsError()
 		tu.conv = append(tu.conv, openai.ToolMessage(resultText(r.GetResult()), r.GetCallId()))
 	}
-	if cursor := tu.t.Lease().GetHistoryCursor(); cursor > 0 {
-		err := tu.t.History(ctx, 0, cursor, func(ev *agentplanev1.TaskEvent) bool {
-			switch p := ev.GetPayload().(type) {
-			case *agentplanev1.TaskEvent_Submitted:
-				if in := p.Submitted.GetInput(); in != nil {
-					addUser(in)
-					sawInput = true
-				}
-			case *agentplanev1.TaskEvent_Message:
-				m := p.Message
-				switch m.GetRole() {
-				case agentplanev1.MessageRole_MESSAGE_ROLE_USER:
-					addUser(m)
-				case agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT:
-					seenMsg[m.GetMessageId()] = true
-					lastCalls = callsOf(m)
-					tu.conv = append(tu.conv, assistantParam(client.MessageText(m), lastCalls))
-					if m.GetModel() != "" || len(lastCalls) > 0 {
-						tu.trips++
-					}
-				}
-			case *agentplanev1.TaskEvent_ToolResult:
-				addResult(p.ToolResult)
+	if in := tu.s.Input; in != nil {
+		addUser(in)
+		sawInput = true
+	}
+	answer := false // the last thing in the history is an answer without calls
+	apply := func(ev *agentplanev1.TaskEvent) bool {
+		switch ev.GetPayload().(type) {
+		case *agentplanev1.TaskEvent_Message, *agentplanev1.TaskEvent_ToolResult:
+			answer = false
+		}
+		switch p := ev.GetPayload().(type) {
+		case *agentplanev1.TaskEvent_Submitted:
+			if in := p.Submitted.GetInput(); in != nil && !sawInput {
+				addUser(in)
+				sawInput = true
 			}
-			return true
-		})
-		if err != nil {
+		case *agentplanev1.TaskEvent_Message:
+			m := p.Message
+			switch m.GetRole() {
+			case agentplanev1.MessageRole_MESSAGE_ROLE_USER:
+				addUser(m)
+			case agentplanev1.MessageRole_MESSAGE_ROLE_SYSTEM:
+				if isRepair(m) {
+					tu.repairs++
+					addUser(m)
+				}
+			case agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT:
+				seenMsg[m.GetMessageId()] = true
+				lastCalls = callsOf(m)
+				tu.conv = append(tu.conv, assistantParam(client.MessageText(m), lastCalls))
+				tu.last = m
+				answer = len(lastCalls) == 0
+				if m.GetModel() != "" || len(lastCalls) > 0 {
+					tu.trips++
+				}
+			}
+		case *agentplanev1.TaskEvent_ToolCall:
+			tu.reportedArgs[p.ToolCall.GetCallId()] = p.ToolCall.GetArgumentsJson()
+		case *agentplanev1.TaskEvent_ToolResult:
+			addResult(p.ToolResult)
+		}
+		return true
+	}
+	if tu.s.Events != nil {
+		for _, ev := range tu.s.Events {
+			apply(ev)
+		}
+	} else if cursor := tu.t.Lease().GetHistoryCursor(); cursor > 0 {
+		if err := tu.t.History(ctx, 0, cursor, apply); err != nil {
 			return err
 		}
 	}
 	if !sawInput && tu.t.Input() != nil {
 		addUser(tu.t.Input())
 	}
+	open := map[string]bool{}
+	for _, c := range lastCalls {
+		open[c.ID] = !results[c.ID]
+	}
 	for _, r := range tu.t.ContinueToolResults() {
-		addResult(r)
+		if open[r.GetCallId()] {
+			addResult(r)
+		}
 	}
 	for _, c := range lastCalls {
 		if !results[c.ID] {
 			tu.pending = append(tu.pending, c)
+		} else if st := tu.sessionTool(c.Name); st != nil && st.EndsTurn && !tu.resultErr[c.ID] {
+			tu.ended = true
 		}
 	}
-	for _, m := range tu.t.ContinueMessages() {
-		addUser(m)
+	tu.answered = answer && !tu.s.Chat
+	if tu.s.Chat {
+		for _, m := range tu.t.ContinueMessages() {
+			addUser(m)
+		}
 	}
 	return nil
 }

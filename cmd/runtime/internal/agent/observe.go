@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/openai/openai-go/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/client/worker"
@@ -40,7 +41,8 @@ func (tu *turn) gate(ctx context.Context, wc worker.Call) (*worker.Gate, error) 
 	return g, nil
 }
 
-// result reports a tool's result and ends the call's span.
+// result reports a tool's result, ends the call's span and hands the result to the
+// model.
 func (tu *turn) result(ctx context.Context, wc worker.Call, text string, isErr bool) error {
 	tc := tu.toolSpans[wc.ID]
 	delete(tu.toolSpans, wc.ID)
@@ -49,7 +51,11 @@ func (tu *turn) result(ctx context.Context, wc worker.Call, text string, isErr b
 	}
 	err := tu.t.ToolResult(ctx, wc, structpb.NewStringValue(text), isErr)
 	tc.End(isErr, err)
-	return err
+	if err != nil {
+		return err
+	}
+	tu.conv = append(tu.conv, openai.ToolMessage(text, wc.ID))
+	return nil
 }
 
 // endSpans ends the spans of calls a lease stopped in the middle of.

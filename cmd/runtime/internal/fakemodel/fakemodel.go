@@ -46,7 +46,9 @@ type Request struct {
 			Parameters  map[string]any `json:"parameters"`
 		} `json:"function"`
 	} `json:"tools"`
-	Auth string `json:"-"`
+	// ResponseFormat is the response_format sent (output_schema), verbatim.
+	ResponseFormat json.RawMessage `json:"response_format"`
+	Auth           string          `json:"-"`
 }
 
 // Server is a running fake model.
@@ -155,4 +157,28 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		"usage": map[string]any{"prompt_tokens": turn.PromptTokens, "completion_tokens": turn.CompletionTokens, "total_tokens": turn.PromptTokens + turn.CompletionTokens}})
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	fl.Flush()
+}
+
+// ToolNames are the names of the tools offered in the request, in order.
+func (r Request) ToolNames() []string {
+	out := make([]string, len(r.Tools))
+	for i, t := range r.Tools {
+		out[i] = t.Function.Name
+	}
+	return out
+}
+
+// System is the request's first message when it is the system prompt, else "".
+func (r Request) System() string {
+	if len(r.Messages) == 0 {
+		return ""
+	}
+	var m struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	if json.Unmarshal(r.Messages[0], &m) != nil || m.Role != "system" {
+		return ""
+	}
+	return m.Content
 }
