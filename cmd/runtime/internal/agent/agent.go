@@ -52,6 +52,8 @@ type Runner struct {
 	Routes []Route
 	// Tools are the runtime's own tools, offered to every agent beside its function tools.
 	Tools []*HTTPTool
+	// Providers mount remote tools (MCP servers, A2A peers) for each lease.
+	Providers []ToolProvider
 	// MaxTurns bounds the model calls of one lease (default 32).
 	MaxTurns int
 	// DeltaInterval batches streamed text before PublishDeltas (default 100ms).
@@ -91,6 +93,9 @@ type turn struct {
 	// pending are the calls of the last assistant message without a result.
 	pending []call
 	log     *slog.Logger
+	// remote are the tools the Providers mounted for this lease, by model name.
+	remote      map[string]*RemoteTool
+	remoteOrder []*RemoteTool
 }
 
 // Run runs the agent for one lease.
@@ -120,6 +125,11 @@ func (r *Runner) Run(ctx context.Context, t *worker.Task) error {
 	if err := tu.rebuild(ctx); err != nil {
 		return err
 	}
+	release, err := tu.mount(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	return tu.loop(ctx)
 }
 
@@ -161,6 +171,7 @@ func (tu *turn) runCalls(ctx context.Context, calls []call) (paused bool, err er
 	for _, c := range calls {
 		fn := tu.functionTool(c.Name)
 		ht := tu.httpTool(c.Name)
+		rt := tu.remoteTool(c.Name)
 		wc := worker.Call{ID: c.ID, Name: c.Name, ArgumentsJSON: c.Arguments, Node: tu.node, Trip: tu.trips - 1}
 		switch {
 		case fn != nil:
@@ -168,6 +179,9 @@ func (tu *turn) runCalls(ctx context.Context, calls []call) (paused bool, err er
 			wc.Annotations = fn.GetFunction().GetAnnotations()
 		case ht != nil:
 			wc.Description = ht.Description
+		case rt != nil:
+			// The gate, the policies and the events know the tool by its own name.
+			wc.Name, wc.Description, wc.Annotations = rt.GateName, rt.Description, rt.Annotations
 		}
 		g, err := tu.t.ToolCall(ctx, wc)
 		if err != nil {
@@ -188,8 +202,14 @@ func (tu *turn) runCalls(ctx context.Context, calls []call) (paused bool, err er
 			tu.conv = append(tu.conv, openai.ToolMessage(g.Reason, c.ID))
 		case fn != nil:
 			clientCalls = append(clientCalls, g)
-		case ht != nil:
-			res, isErr := ht.Run(ctx, g.ArgumentsJSON)
+		case ht != nil || rt != nil:
+			var res string
+			var isErr bool
+			if ht != nil {
+				res, isErr = ht.Run(ctx, g.ArgumentsJSON)
+			} else {
+				res, isErr = rt.Run(ctx, g.ArgumentsJSON)
+			}
 			if ctx.Err() != nil {
 				return false, context.Cause(ctx)
 			}
@@ -260,6 +280,16 @@ func (tu *turn) tools() []openai.ChatCompletionToolUnionParam {
 		}
 		if ht.Parameters != nil {
 			def.Parameters = shared.FunctionParameters(ht.Parameters)
+		}
+		out = append(out, openai.ChatCompletionFunctionTool(def))
+	}
+	for _, rt := range tu.remoteOrder {
+		if tu.remoteTool(rt.ModelName) != rt {
+			continue
+		}
+		def := shared.FunctionDefinitionParam{Name: rt.ModelName, Parameters: shared.FunctionParameters(rt.Parameters)}
+		if rt.Description != "" {
+			def.Description = openai.String(rt.Description)
 		}
 		out = append(out, openai.ChatCompletionFunctionTool(def))
 	}
