@@ -69,6 +69,13 @@ func skillParameters() map[string]any {
 // Mount reads every peer's card and mounts its skills. A peer whose card cannot be
 // read or offers no usable endpoint is skipped: logged and noted in the task's log.
 func (p *Provider) Mount(ctx context.Context, t *worker.Task, log *slog.Logger) ([]*agent.RemoteTool, func(), error) {
+	return p.MountPeers(ctx, t.Lease().GetA2APeers(), log, t.Note)
+}
+
+// MountPeers is Mount for a list of peers; note (may be nil) writes a note to the
+// task's log.
+func (p *Provider) MountPeers(ctx context.Context, peers []*agentplanev1.A2APeer, log *slog.Logger,
+	note func(ctx context.Context, text string, attrs map[string]string) error) ([]*agent.RemoteTool, func(), error) {
 	var (
 		tools   []*agent.RemoteTool
 		clients []*a2aclient.Client
@@ -78,7 +85,7 @@ func (p *Provider) Mount(ctx context.Context, t *worker.Task, log *slog.Logger) 
 			_ = c.Destroy()
 		}
 	}
-	for _, peer := range t.Lease().GetA2APeers() {
+	for _, peer := range peers {
 		ts, c, err := p.mountPeer(ctx, peer)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -86,8 +93,10 @@ func (p *Provider) Mount(ctx context.Context, t *worker.Task, log *slog.Logger) 
 				return nil, nil, context.Cause(ctx)
 			}
 			log.Warn("A2A peer unavailable; its skills are not mounted", "peer", peer.GetName(), "err", err)
-			_ = t.Note(ctx, fmt.Sprintf("A2A peer %s unavailable, its skills are not offered: %v", peer.GetName(), err),
-				map[string]string{"a2a_peer": peer.GetName()})
+			if note != nil {
+				_ = note(ctx, fmt.Sprintf("A2A peer %s unavailable, its skills are not offered: %v", peer.GetName(), err),
+					map[string]string{"a2a_peer": peer.GetName()})
+			}
 			continue
 		}
 		clients = append(clients, c)

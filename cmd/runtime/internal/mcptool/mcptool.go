@@ -58,11 +58,18 @@ func orDefault[T int | time.Duration](v, def T) T {
 // server that cannot be reached or listed is skipped: logged, and noted in the task's
 // log so that a user sees why its tools are missing.
 func (p *Provider) Mount(ctx context.Context, t *worker.Task, log *slog.Logger) ([]*agent.RemoteTool, func(), error) {
+	return p.MountServers(ctx, t.Lease().GetMcpServers(), log, t.Note)
+}
+
+// MountServers is Mount for a list of servers; note (may be nil) writes a note to the
+// task's log.
+func (p *Provider) MountServers(ctx context.Context, servers []*agentplanev1.McpServer, log *slog.Logger,
+	note func(ctx context.Context, text string, attrs map[string]string) error) ([]*agent.RemoteTool, func(), error) {
 	var (
 		tools []*agent.RemoteTool
 		conns []*conn
 	)
-	for _, s := range t.Lease().GetMcpServers() {
+	for _, s := range servers {
 		c := &conn{p: p, srv: s}
 		ts, err := c.list(ctx)
 		if err != nil {
@@ -74,8 +81,10 @@ func (p *Provider) Mount(ctx context.Context, t *worker.Task, log *slog.Logger) 
 				return nil, nil, context.Cause(ctx)
 			}
 			log.Warn("MCP server unavailable; its tools are not mounted", "server", s.GetName(), "err", err)
-			_ = t.Note(ctx, fmt.Sprintf("MCP server %s unavailable, its tools are not offered: %v", s.GetName(), err),
-				map[string]string{"mcp_server": s.GetName()})
+			if note != nil {
+				_ = note(ctx, fmt.Sprintf("MCP server %s unavailable, its tools are not offered: %v", s.GetName(), err),
+					map[string]string{"mcp_server": s.GetName()})
+			}
 			c.close()
 			continue
 		}
