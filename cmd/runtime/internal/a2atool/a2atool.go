@@ -21,8 +21,8 @@ import (
 
 	"github.com/agentplane/agentplane/client/worker"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/agent"
-	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/gates"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
 // Defaults of Provider's limits.

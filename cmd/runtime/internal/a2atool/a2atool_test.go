@@ -96,7 +96,10 @@ func TestMountAndCall(t *testing.T) {
 	pe := startPeer(t, "s3cret", "")
 	offsite := startPeer(t, "", "http://192.0.2.1:9/rpc") // the card sends elsewhere
 	var notes []string
-	note := func(_ context.Context, text string, _ map[string]string) error { notes = append(notes, text); return nil }
+	note := func(_ context.Context, text string, _ map[string]string) error {
+		notes = append(notes, text)
+		return nil
+	}
 	tools, release, err := (&Provider{}).MountPeers(ctx, []*agentplanev1.A2APeer{
 		{Name: "shipping", Url: pe.url, Headers: map[string]string{"Authorization": "Bearer s3cret"}},
 		{Name: "elsewhere", Url: offsite.url},
@@ -146,8 +149,8 @@ func TestAgentSkillAlwaysGated(t *testing.T) {
 		Logger:    quiet,
 	}
 	resp, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec:     &agentplanev1.StartTaskRequest_Document{Document: []byte("apiVersion: qar/v1\nkind: AgentSpec\nname: support\ninstructions: Help.\nmodel: fake-1\n")},
-		Format:   agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("where is order 42?"),
+		Spec:   &agentplanev1.StartTaskRequest_Document{Document: []byte("apiVersion: qar/v1\nkind: AgentSpec\nname: support\ninstructions: Help.\nmodel: fake-1\n")},
+		Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("where is order 42?"),
 		A2APeers: &agentplanev1.A2APeerList{Peers: []*agentplanev1.A2APeer{{Name: "shipping", Url: pe.url}}},
 		InterruptPolicy: &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Allowlist{Allowlist: &agentplanev1.ToolListPolicy{
 			Tools: []string{"something_else"}}}},

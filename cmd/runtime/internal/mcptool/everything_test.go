@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentplane/agentplane/internal/testutil"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/internal/testutil"
 )
 
 // everythingDir holds the pinned @modelcontextprotocol/server-everything (npm ci there).

@@ -33,7 +33,10 @@ func TestMountAndCall(t *testing.T) {
 	srv := mcptest.Start(t, func(s *mcptest.Server) { s.Header, s.HeaderValue = "Authorization", "Bearer crm-token" })
 	p := &Provider{MaxResultBytes: 1000}
 	var notes []string
-	note := func(_ context.Context, text string, _ map[string]string) error { notes = append(notes, text); return nil }
+	note := func(_ context.Context, text string, _ map[string]string) error {
+		notes = append(notes, text)
+		return nil
+	}
 	tools, release, err := p.MountServers(ctx, []*agentplanev1.McpServer{
 		{Name: "crm", Url: srv.URL, Headers: map[string]string{"Authorization": "Bearer crm-token"}},
 		{Name: "nocreds", Url: srv.URL}, // the server refuses it: 401
