@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -33,10 +31,7 @@ func TestKilledMidToolCall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "runtime")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t, dir, ".", "runtime")
 	in := servertest.Start(t, func(c *config.Config) { c.Tasks.LeaseTTL = config.Duration(2 * time.Second) })
 	model := fakemodel.Start(t,
 		fakemodel.Turn{Text: "Refunding.", Calls: []fakemodel.Call{{ID: "call_1", Name: "issue_refund", Arguments: `{"order_id":42}`}}},
@@ -82,17 +77,7 @@ tools:
 	}
 	taskID := resp.GetTask().GetTaskId()
 
-	start := func(id string) (*exec.Cmd, *bytes.Buffer) {
-		var logs bytes.Buffer
-		cmd := exec.Command(bin, "-config", cfgFile, "-runtime-id", id)
-		cmd.Stdout, cmd.Stderr = &logs, &logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		return cmd, &logs
-	}
-	first, logs := start("first")
+	first, logs := startRuntime(t, bin, cfgFile, "first")
 	select {
 	case <-started:
 	case <-ctx.Done():
@@ -103,24 +88,9 @@ tools:
 	}
 	_ = first.Wait()
 
-	second, logs2 := start("second")
+	second, logs2 := startRuntime(t, bin, cfgFile, "second")
 	defer func() { _ = second.Process.Signal(syscall.SIGTERM) }()
-	var task *agentplanev1.Task
-	for {
-		got, err := in.Client.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: taskID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		task = got.GetTask()
-		if s := task.GetState(); s == agentplanev1.TaskState_TASK_STATE_COMPLETED || s == agentplanev1.TaskState_TASK_STATE_FAILED {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("task still %v; second runtime log:\n%s", task.GetState(), logs2)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	task := waitTaskState(t, ctx, in, taskID, logs2, agentplanev1.TaskState_TASK_STATE_COMPLETED, agentplanev1.TaskState_TASK_STATE_FAILED)
 	if task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || client.MessageText(task.GetOutput().GetMessage()) != "I could not confirm the refund." {
 		t.Fatalf("task %v %v %v; log:\n%s", task.GetState(), task.GetFailure(), task.GetOutput(), logs2)
 	}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/internal/testutil"
+	"github.com/agentplane/agentplane/server/servertest"
+)
+
+// buildBinary builds the command in pkg (relative to cmd/runtime) into dir.
+func buildBinary(t *testing.T, dir, pkg, name string) string {
+	t.Helper()
+	bin := filepath.Join(dir, name)
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return bin
+}
+
+// startRuntime starts the runtime binary with cfgFile as runtime id; it is killed when
+// the test ends.
+func startRuntime(t *testing.T, bin, cfgFile, id string) (*exec.Cmd, *testutil.SyncBuffer) {
+	t.Helper()
+	logs := &testutil.SyncBuffer{}
+	cmd := exec.Command(bin, "-config", cfgFile, "-runtime-id", id)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, logs
+}
+
+// waitTaskState polls the task until one of states (or ctx's end, a failure showing
+// logs).
+func waitTaskState(t *testing.T, ctx context.Context, in *servertest.Instance, taskID string, logs *testutil.SyncBuffer, states ...agentplanev1.TaskState) *agentplanev1.Task {
+	t.Helper()
+	for {
+		got, err := in.Client.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: taskID})
+		if err != nil {
+			t.Fatalf("GetTask: %v; runtime log:\n%s", err, logs)
+		}
+		for _, s := range states {
+			if got.GetTask().GetState() == s {
+				return got.GetTask()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("task still %v, want %v; runtime log:\n%s", got.GetTask().GetState(), states, logs)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
