@@ -78,6 +78,10 @@ type call struct {
 	ID        string `json:"id"`
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
+	// Tool is the name the gate knows a remote tool by ("crm.refund"), recorded so
+	// that a later lease gates and reports the call under the same name even if the
+	// tool is no longer mounted.
+	Tool string `json:"tool,omitempty"`
 }
 
 // turn is the state of one lease's run.
@@ -182,6 +186,8 @@ func (tu *turn) runCalls(ctx context.Context, calls []call) (paused bool, err er
 		case rt != nil:
 			// The gate, the policies and the events know the tool by its own name.
 			wc.Name, wc.Description, wc.Annotations = rt.GateName, rt.Description, rt.Annotations
+		case c.Tool != "":
+			wc.Name = c.Tool // a remote tool this lease could not mount
 		}
 		g, err := tu.t.ToolCall(ctx, wc)
 		if err != nil {
@@ -219,6 +225,9 @@ func (tu *turn) runCalls(ctx context.Context, calls []call) (paused bool, err er
 			tu.conv = append(tu.conv, openai.ToolMessage(res, c.ID))
 		default:
 			msg := fmt.Sprintf("no tool named %q", c.Name)
+			if c.Tool != "" {
+				msg = fmt.Sprintf("tool %s is unavailable: its MCP server or A2A peer could not be reached", c.Tool)
+			}
 			if err := tu.t.ToolResult(ctx, wc, structpb.NewStringValue(msg), true); err != nil {
 				return false, err
 			}
@@ -341,7 +350,11 @@ func (tu *turn) callModel(ctx context.Context) (*agentplanev1.Message, []call, e
 			if id == "" {
 				id = fmt.Sprintf("%s-%d", msgID, i)
 			}
-			calls = append(calls, call{ID: id, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+			c := call{ID: id, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+			if rt := tu.remoteTool(c.Name); rt != nil {
+				c.Tool = rt.GateName
+			}
+			calls = append(calls, c)
 		}
 	}
 	msg := client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, text)
@@ -371,7 +384,11 @@ func (tu *turn) callModel(ctx context.Context) (*agentplanev1.Message, []call, e
 func callsPart(calls []call) (*agentplanev1.Part, error) {
 	list := make([]any, len(calls))
 	for i, c := range calls {
-		list[i] = map[string]any{"id": c.ID, "name": c.Name, "arguments": c.Arguments}
+		m := map[string]any{"id": c.ID, "name": c.Name, "arguments": c.Arguments}
+		if c.Tool != "" {
+			m["tool"] = c.Tool
+		}
+		list[i] = m
 	}
 	s, err := structpb.NewStruct(map[string]any{toolCallsKey: list})
 	if err != nil {
