@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -77,23 +76,7 @@ tools:
 	}
 	taskID := resp.GetTask().GetTaskId()
 
-	first, logs := startRuntime(t, bin, cfgFile, "first")
-	select {
-	case <-started:
-	case <-ctx.Done():
-		t.Fatalf("the tool was never called; runtime log:\n%s", logs)
-	}
-	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = first.Wait()
-
-	second, logs2 := startRuntime(t, bin, cfgFile, "second")
-	defer func() { _ = second.Process.Signal(syscall.SIGTERM) }()
-	task := waitTaskState(t, ctx, in, taskID, logs2, agentplanev1.TaskState_TASK_STATE_COMPLETED, agentplanev1.TaskState_TASK_STATE_FAILED)
-	if task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || client.MessageText(task.GetOutput().GetMessage()) != "I could not confirm the refund." {
-		t.Fatalf("task %v %v %v; log:\n%s", task.GetState(), task.GetFailure(), task.GetOutput(), logs2)
-	}
+	killMidCallAndResume(t, ctx, in, bin, cfgFile, taskID, started, "I could not confirm the refund.")
 	mu.Lock()
 	runs := toolRuns
 	mu.Unlock()

@@ -4,9 +4,11 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/internal/testutil"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -55,5 +57,29 @@ func waitTaskState(t *testing.T, ctx context.Context, in *servertest.Instance, t
 			t.Fatalf("task still %v, want %v; runtime log:\n%s", got.GetTask().GetState(), states, logs)
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// killMidCallAndResume starts the runtime, SIGKILLs it once started says its tool call
+// is running, starts a second runtime and waits until it completes the task with
+// output as its answer.
+func killMidCallAndResume(t *testing.T, ctx context.Context, in *servertest.Instance, bin, cfgFile, taskID string, started <-chan struct{}, output string) {
+	t.Helper()
+	first, logs := startRuntime(t, bin, cfgFile, "first")
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatalf("the tool was never called; runtime log:\n%s", logs)
+	}
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+
+	second, logs2 := startRuntime(t, bin, cfgFile, "second")
+	defer func() { _ = second.Process.Signal(syscall.SIGTERM) }()
+	task := waitTaskState(t, ctx, in, taskID, logs2, agentplanev1.TaskState_TASK_STATE_COMPLETED, agentplanev1.TaskState_TASK_STATE_FAILED)
+	if task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || client.MessageText(task.GetOutput().GetMessage()) != output {
+		t.Fatalf("task %v %v %v; log:\n%s", task.GetState(), task.GetFailure(), task.GetOutput(), logs2)
 	}
 }

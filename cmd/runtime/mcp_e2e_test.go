@@ -142,23 +142,7 @@ func TestKilledMidMCPToolCall(t *testing.T) {
 	cfgFile := writeRuntimeConfig(t, dir, in.GRPCAddr, model.URL)
 	taskID := startMCPTask(t, ctx, in, srv, nil)
 
-	first, logs := startRuntime(t, bin, cfgFile, "first")
-	select {
-	case <-srv.Started:
-	case <-ctx.Done():
-		t.Fatalf("the MCP tool was never called; runtime log:\n%s", logs)
-	}
-	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = first.Wait()
-
-	second, logs2 := startRuntime(t, bin, cfgFile, "second")
-	defer func() { _ = second.Process.Signal(syscall.SIGTERM) }()
-	task := waitTaskState(t, ctx, in, taskID, logs2, agentplanev1.TaskState_TASK_STATE_COMPLETED, agentplanev1.TaskState_TASK_STATE_FAILED)
-	if task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || client.MessageText(task.GetOutput().GetMessage()) != "I could not confirm the refund." {
-		t.Fatalf("task %v %v %v; log:\n%s", task.GetState(), task.GetFailure(), task.GetOutput(), logs2)
-	}
+	killMidCallAndResume(t, ctx, in, bin, cfgFile, taskID, srv.Started, "I could not confirm the refund.")
 	if n := srv.Calls("refund"); n != 1 {
 		t.Errorf("the MCP server ran refund %d times, want exactly 1", n)
 	}

@@ -47,13 +47,6 @@ type Provider struct {
 
 var _ agent.ToolProvider = (*Provider)(nil)
 
-func orDefault[T int | time.Duration](v, def T) T {
-	if v <= 0 {
-		return def
-	}
-	return v
-}
-
 // skillParameters is the arguments' schema of every skill: the message to the peer.
 func skillParameters() map[string]any {
 	return map[string]any{
@@ -157,7 +150,7 @@ func (p *Provider) readCard(ctx context.Context, hc *http.Client, peerURL string
 	if !strings.HasSuffix(u.Path, ".json") {
 		u = u.JoinPath(cardPath)
 	}
-	ctx, cancel := context.WithTimeout(ctx, orDefault(p.CardTimeout, DefaultCardTimeout))
+	ctx, cancel := context.WithTimeout(ctx, agent.OrDefault(p.CardTimeout, DefaultCardTimeout))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -223,12 +216,12 @@ func (p *Provider) call(ctx context.Context, c *a2aclient.Client, peer, skill, a
 	if err := json.Unmarshal([]byte(argumentsJSON), &args); err != nil || strings.TrimSpace(args.Message) == "" {
 		return fmt.Sprintf("A2A skill %s of %s: the arguments must be an object with a non-empty \"message\" string", skill, peer), true
 	}
-	ctx, cancel := context.WithTimeout(ctx, orDefault(p.CallTimeout, DefaultCallTimeout))
+	ctx, cancel := context.WithTimeout(ctx, agent.OrDefault(p.CallTimeout, DefaultCallTimeout))
 	defer cancel()
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: args.Message})
 	msg.Metadata = map[string]any{"skill": skill}
 	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: msg, Metadata: map[string]any{"skill": skill}})
-	limit := orDefault(p.MaxResultBytes, DefaultMaxResultBytes)
+	limit := agent.OrDefault(p.MaxResultBytes, DefaultMaxResultBytes)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Sprintf("A2A peer %s: skill %s timed out or was cancelled: %v", peer, skill, err), true

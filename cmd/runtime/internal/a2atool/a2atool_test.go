@@ -3,8 +3,6 @@ package a2atool
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,14 +15,14 @@ import (
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
 
 	"github.com/agentplane/agentplane/client"
-	"github.com/agentplane/agentplane/client/worker"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/agent"
+	"github.com/agentplane/agentplane/cmd/runtime/internal/agenttest"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/fakemodel"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/servertest"
 )
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = agenttest.Quiet
 
 // peer is an A2A agent served by the a2a-go server library over JSON-RPC, its card at
 // the well-known path; it answers with the skill it was asked for and the text.
@@ -148,62 +146,33 @@ func TestAgentSkillAlwaysGated(t *testing.T) {
 		Providers: []agent.ToolProvider{&Provider{}},
 		Logger:    quiet,
 	}
-	resp, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec:   &agentplanev1.StartTaskRequest_Document{Document: []byte("apiVersion: qar/v1\nkind: AgentSpec\nname: support\ninstructions: Help.\nmodel: fake-1\n")},
+	taskID := agenttest.StartTask(t, ctx, in, &agentplanev1.StartTaskRequest{
+		Spec:   &agentplanev1.StartTaskRequest_Document{Document: []byte(agenttest.AgentDoc)},
 		Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("where is order 42?"),
 		A2APeers: &agentplanev1.A2APeerList{Peers: []*agentplanev1.A2APeer{{Name: "shipping", Url: pe.url}}},
 		InterruptPolicy: &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Allowlist{Allowlist: &agentplanev1.ToolListPolicy{
 			Tools: []string{"something_else"}}}},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	taskID := resp.GetTask().GetTaskId()
-	w, err := worker.New(in.Client.Runtime, r, worker.Options{RuntimeID: "a2a-test", MaxTasks: 1, PollWait: time.Second, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	stream, err := in.Client.Tasks.WatchTask(ctx, &agentplanev1.WatchTaskRequest{TaskId: taskID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	done := agenttest.RunWorker(t, ctx, in, r, 1)
 	approved := 0
-	for {
-		resp, err := stream.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	agenttest.Watch(t, ctx, in, taskID, func(resp *agentplanev1.WatchTaskResponse) {
 		if g := resp.GetEvent().GetToolGated(); g != nil && g.GetReason() != "a2a.always_gated" {
 			t.Errorf("gated for %q, want a2a.always_gated", g.GetReason())
 		}
-		it := resp.GetEvent().GetInterruptRaised().GetInterrupt()
-		if it.GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL {
-			continue
+		it := agenttest.Approval(resp)
+		if it == nil {
+			return
 		}
 		if it.GetApproval().GetToolName() != "a2a__shipping__track" || len(pe.Asked()) != 0 {
 			t.Fatalf("approval for %q; peer asked %q before approval", it.GetApproval().GetToolName(), pe.Asked())
 		}
-		if _, err := in.Client.Hitl.ResolveInterrupt(ctx, &agentplanev1.ResolveInterruptRequest{
-			InterruptId: it.GetInterruptId(), ArgsDigest: it.GetArgsDigest(),
-			Decision: &agentplanev1.ResolveInterruptRequest_Approve{Approve: &agentplanev1.ApproveDecision{}},
-		}); err != nil {
-			t.Fatal(err)
-		}
+		agenttest.Approve(t, ctx, in, it)
 		approved++
-	}
+	})
 	if err := <-done; err != nil {
 		t.Fatalf("worker: %v", err)
 	}
-	got, err := in.Client.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: taskID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if task := got.GetTask(); task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || approved != 1 {
+	if task := agenttest.Task(t, ctx, in, taskID); task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || approved != 1 {
 		t.Fatalf("task %v %v, %d approvals", task.GetState(), task.GetFailure(), approved)
 	}
 	if asked := pe.Asked(); len(asked) != 1 || asked[0] != "track:order 42?" {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/agentplane/agentplane/client/worker"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -45,6 +46,14 @@ type ToolProvider interface {
 
 // maxFunctionName is the longest function name OpenAI's Chat Completions accept.
 const maxFunctionName = 64
+
+// OrDefault is v, or def when v is not positive (a limit left unset).
+func OrDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
 
 // FunctionName makes name a valid model function name: every byte outside
 // [A-Za-z0-9_-] becomes '_', and a name longer than 64 bytes is cut and suffixed with a

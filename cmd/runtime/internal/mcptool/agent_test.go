@@ -2,14 +2,13 @@ package mcptool
 
 import (
 	"context"
-	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentplane/agentplane/client"
-	"github.com/agentplane/agentplane/client/worker"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/agent"
+	"github.com/agentplane/agentplane/cmd/runtime/internal/agenttest"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/fakemodel"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/mcptest"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -37,67 +36,37 @@ func TestAgentCallsGatedMCPTools(t *testing.T) {
 	r := &agent.Runner{
 		Routes:    []agent.Route{{Pattern: "fake-*", BaseURL: model.URL}},
 		Providers: []agent.ToolProvider{&Provider{}},
-		Logger:    quiet,
+		Logger:    agenttest.Quiet,
 	}
-	resp, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec:   &agentplanev1.StartTaskRequest_Document{Document: []byte("apiVersion: qar/v1\nkind: AgentSpec\nname: support\ninstructions: Help.\nmodel: fake-1\n")},
+	taskID := agenttest.StartTask(t, ctx, in, &agentplanev1.StartTaskRequest{
+		Spec:   &agentplanev1.StartTaskRequest_Document{Document: []byte(agenttest.AgentDoc)},
 		Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("refund order 42"),
 		McpServers: &agentplanev1.McpServerList{Servers: []*agentplanev1.McpServer{{Name: "crm", Url: srv.URL, Headers: map[string]string{"X-Api-Key": "k1"}}}},
 		InterruptPolicy: &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Predicate{Predicate: &agentplanev1.PredicatePolicy{
 			Expression: `tool_name == "crm.refund" ? ["refunds"] : []`}}},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	taskID := resp.GetTask().GetTaskId()
-	w, err := worker.New(in.Client.Runtime, r, worker.Options{RuntimeID: "mcp-test", MaxTasks: 1, PollWait: time.Second, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-
-	stream, err := in.Client.Tasks.WatchTask(ctx, &agentplanev1.WatchTaskRequest{TaskId: taskID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	done := agenttest.RunWorker(t, ctx, in, r, 1)
 	var interrupts []string
-	for {
-		resp, err := stream.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		it := resp.GetEvent().GetInterruptRaised().GetInterrupt()
-		if it.GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL {
-			continue
+	agenttest.Watch(t, ctx, in, taskID, func(resp *agentplanev1.WatchTaskResponse) {
+		it := agenttest.Approval(resp)
+		if it == nil {
+			return
 		}
 		name := it.GetApproval().GetToolName()
 		interrupts = append(interrupts, name)
-		req := &agentplanev1.ResolveInterruptRequest{InterruptId: it.GetInterruptId(), ArgsDigest: it.GetArgsDigest()}
-		switch name {
-		case "crm.refund":
-			if n := srv.Calls("refund"); n != 0 {
-				t.Fatalf("refund ran %d times before it was approved", n)
-			}
-			req.Decision = &agentplanev1.ResolveInterruptRequest_Approve{Approve: &agentplanev1.ApproveDecision{}}
-		default:
-			req.Decision = &agentplanev1.ResolveInterruptRequest_Reject{Reject: &agentplanev1.RejectDecision{Reason: "never wipe"}}
+		if name != "crm.refund" {
+			agenttest.Reject(t, ctx, in, it, "never wipe")
+			return
 		}
-		if _, err := in.Client.Hitl.ResolveInterrupt(ctx, req); err != nil {
-			t.Fatal(err)
+		if n := srv.Calls("refund"); n != 0 {
+			t.Fatalf("refund ran %d times before it was approved", n)
 		}
-	}
+		agenttest.Approve(t, ctx, in, it)
+	})
 	if err := <-done; err != nil {
 		t.Fatalf("worker: %v", err)
 	}
-	got, err := in.Client.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: taskID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if task := got.GetTask(); task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED {
+	if task := agenttest.Task(t, ctx, in, taskID); task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED {
 		t.Fatalf("task %v %v", task.GetState(), task.GetFailure())
 	}
 	if strings.Join(interrupts, ",") != "crm.refund,crm.wipe" {
@@ -132,7 +101,7 @@ func TestAgentCallsGatedMCPTools(t *testing.T) {
 	// The log names the tools as the gate does, and says why wipe was gated.
 	calls, results := map[string]string{}, 0
 	var wipeReason string
-	for _, ev := range eventsOf(t, ctx, in, taskID) {
+	for _, ev := range agenttest.Events(t, ctx, in, taskID) {
 		switch {
 		case ev.GetToolCall() != nil:
 			calls[ev.GetToolCall().GetCallId()] = ev.GetToolCall().GetToolName()
@@ -151,13 +120,4 @@ func TestAgentCallsGatedMCPTools(t *testing.T) {
 	if wipeReason != "mcp.destructive_hint" {
 		t.Errorf("wipe gated for %q, want mcp.destructive_hint", wipeReason)
 	}
-}
-
-func eventsOf(t *testing.T, ctx context.Context, in *servertest.Instance, taskID string) []*agentplanev1.TaskEvent {
-	t.Helper()
-	resp, err := in.Client.Tasks.ListTaskEvents(ctx, &agentplanev1.ListTaskEventsRequest{TaskId: taskID, PageSize: 500})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.GetEvents()
 }

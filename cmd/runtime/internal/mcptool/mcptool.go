@@ -47,13 +47,6 @@ type Provider struct {
 
 var _ agent.ToolProvider = (*Provider)(nil)
 
-func orDefault[T int | time.Duration](v, def T) T {
-	if v <= 0 {
-		return def
-	}
-	return v
-}
-
 // Mount connects to every MCP server of the lease, lists its tools and mounts them. A
 // server that cannot be reached or listed is skipped: logged, and noted in the task's
 // log so that a user sees why its tools are missing.
@@ -115,7 +108,7 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	if c.session != nil {
 		return c.session, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, orDefault(c.p.ConnectTimeout, DefaultConnectTimeout))
+	ctx, cancel := context.WithTimeout(ctx, agent.OrDefault(c.p.ConnectTimeout, DefaultConnectTimeout))
 	defer cancel()
 	version := c.p.Version
 	if version == "" {
@@ -162,9 +155,9 @@ func (c *conn) list(ctx context.Context) ([]*agent.RemoteTool, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, orDefault(c.p.ConnectTimeout, DefaultConnectTimeout))
+	ctx, cancel := context.WithTimeout(ctx, agent.OrDefault(c.p.ConnectTimeout, DefaultConnectTimeout))
 	defer cancel()
-	limit := orDefault(c.p.MaxTools, DefaultMaxTools)
+	limit := agent.OrDefault(c.p.MaxTools, DefaultMaxTools)
 	var out []*agent.RemoteTool
 	for tool, err := range s.Tools(ctx, nil) {
 		if err != nil {
@@ -244,7 +237,7 @@ func (c *conn) call(ctx context.Context, tool, argumentsJSON string) (string, bo
 	if err != nil {
 		return fmt.Sprintf("MCP server %s unavailable: %v", server, err), true
 	}
-	callCtx, cancel := context.WithTimeout(ctx, orDefault(c.p.CallTimeout, DefaultCallTimeout))
+	callCtx, cancel := context.WithTimeout(ctx, agent.OrDefault(c.p.CallTimeout, DefaultCallTimeout))
 	defer cancel()
 	res, err := s.CallTool(callCtx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
@@ -252,11 +245,11 @@ func (c *conn) call(ctx context.Context, tool, argumentsJSON string) (string, bo
 			c.drop(s) // a broken session: the next call reconnects
 		}
 		if errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			return fmt.Sprintf("MCP tool %s.%s timed out after %s", server, tool, orDefault(c.p.CallTimeout, DefaultCallTimeout)), true
+			return fmt.Sprintf("MCP tool %s.%s timed out after %s", server, tool, agent.OrDefault(c.p.CallTimeout, DefaultCallTimeout)), true
 		}
 		return fmt.Sprintf("MCP tool %s.%s failed: %v", server, tool, err), true
 	}
-	return agent.Truncate(ResultText(res), orDefault(c.p.MaxResultBytes, DefaultMaxResultBytes)), res.IsError
+	return agent.Truncate(ResultText(res), agent.OrDefault(c.p.MaxResultBytes, DefaultMaxResultBytes)), res.IsError
 }
 
 // isProtocolError reports whether err is the server's JSON-RPC error answer (the

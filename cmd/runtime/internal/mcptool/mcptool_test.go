@@ -2,18 +2,17 @@ package mcptool
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentplane/agentplane/cmd/runtime/internal/agent"
+	"github.com/agentplane/agentplane/cmd/runtime/internal/agenttest"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/mcptest"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = agenttest.Quiet
 
 func byGate(tools []*agent.RemoteTool) map[string]*agent.RemoteTool {
 	m := map[string]*agent.RemoteTool{}
