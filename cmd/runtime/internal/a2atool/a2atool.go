@@ -67,35 +67,18 @@ func (p *Provider) Mount(ctx context.Context, t *worker.Task, log *slog.Logger) 
 
 // MountPeers is Mount for a list of peers; note (may be nil) writes a note to the
 // task's log.
-func (p *Provider) MountPeers(ctx context.Context, peers []*agentplanev1.A2APeer, log *slog.Logger,
-	note func(ctx context.Context, text string, attrs map[string]string) error) ([]*agent.RemoteTool, func(), error) {
-	var (
-		tools   []*agent.RemoteTool
-		clients []*a2aclient.Client
-	)
-	release := func() {
-		for _, c := range clients {
-			_ = c.Destroy()
-		}
+func (p *Provider) MountPeers(ctx context.Context, peers []*agentplanev1.A2APeer, log *slog.Logger, note agent.Note) ([]*agent.RemoteTool, func(), error) {
+	names := make([]string, len(peers))
+	for i, peer := range peers {
+		names[i] = peer.GetName()
 	}
-	for _, peer := range peers {
-		ts, c, err := p.mountPeer(ctx, peer)
+	return agent.MountEach(ctx, log, note, "A2A peer", "a2a_peer", names, func(ctx context.Context, i int) ([]*agent.RemoteTool, func(), error) {
+		ts, c, err := p.mountPeer(ctx, peers[i])
 		if err != nil {
-			if ctx.Err() != nil {
-				release()
-				return nil, nil, context.Cause(ctx)
-			}
-			log.Warn("A2A peer unavailable; its skills are not mounted", "peer", peer.GetName(), "err", err)
-			if note != nil {
-				_ = note(ctx, fmt.Sprintf("A2A peer %s unavailable, its skills are not offered: %v", peer.GetName(), err),
-					map[string]string{"a2a_peer": peer.GetName()})
-			}
-			continue
+			return nil, nil, err
 		}
-		clients = append(clients, c)
-		tools = append(tools, ts...)
-	}
-	return tools, release, nil
+		return ts, func() { _ = c.Destroy() }, nil
+	})
 }
 
 func (p *Provider) mountPeer(ctx context.Context, peer *agentplanev1.A2APeer) ([]*agent.RemoteTool, *a2aclient.Client, error) {

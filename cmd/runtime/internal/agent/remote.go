@@ -47,6 +47,44 @@ type ToolProvider interface {
 // maxFunctionName is the longest function name OpenAI's Chat Completions accept.
 const maxFunctionName = 64
 
+// Note writes a note event to the task's log (worker.Task.Note).
+type Note func(ctx context.Context, text string, attrs map[string]string) error
+
+// MountEach mounts the endpoints named names (a lease's MCP servers or A2A peers) with
+// mount(i). One that fails is skipped: logged, and noted in the task's log (note may be
+// nil) so that a user sees why its tools are missing; label names the kind in both
+// ("MCP server"), attr is the note's attribute key ("mcp_server"). When ctx ends,
+// what was mounted is released and ctx's cause returned.
+func MountEach(ctx context.Context, log *slog.Logger, note Note, label, attr string, names []string,
+	mount func(ctx context.Context, i int) ([]*RemoteTool, func(), error)) ([]*RemoteTool, func(), error) {
+	var (
+		tools    []*RemoteTool
+		releases []func()
+	)
+	release := func() {
+		for _, f := range releases {
+			f()
+		}
+	}
+	for i, name := range names {
+		ts, rel, err := mount(ctx, i)
+		if err != nil {
+			if ctx.Err() != nil {
+				release()
+				return nil, nil, context.Cause(ctx)
+			}
+			log.Warn(label+" unavailable; its tools are not mounted", "name", name, "err", err)
+			if note != nil {
+				_ = note(ctx, fmt.Sprintf("%s %s unavailable, its tools are not offered: %v", label, name, err), map[string]string{attr: name})
+			}
+			continue
+		}
+		releases = append(releases, rel)
+		tools = append(tools, ts...)
+	}
+	return tools, release, nil
+}
+
 // OrDefault is v, or def when v is not positive (a limit left unset).
 func OrDefault[T int | time.Duration](v, def T) T {
 	if v <= 0 {

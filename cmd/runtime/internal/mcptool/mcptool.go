@@ -56,40 +56,20 @@ func (p *Provider) Mount(ctx context.Context, t *worker.Task, log *slog.Logger) 
 
 // MountServers is Mount for a list of servers; note (may be nil) writes a note to the
 // task's log.
-func (p *Provider) MountServers(ctx context.Context, servers []*agentplanev1.McpServer, log *slog.Logger,
-	note func(ctx context.Context, text string, attrs map[string]string) error) ([]*agent.RemoteTool, func(), error) {
-	var (
-		tools []*agent.RemoteTool
-		conns []*conn
-	)
-	for _, s := range servers {
-		c := &conn{p: p, srv: s}
+func (p *Provider) MountServers(ctx context.Context, servers []*agentplanev1.McpServer, log *slog.Logger, note agent.Note) ([]*agent.RemoteTool, func(), error) {
+	names := make([]string, len(servers))
+	for i, s := range servers {
+		names[i] = s.GetName()
+	}
+	return agent.MountEach(ctx, log, note, "MCP server", "mcp_server", names, func(ctx context.Context, i int) ([]*agent.RemoteTool, func(), error) {
+		c := &conn{p: p, srv: servers[i]}
 		ts, err := c.list(ctx)
 		if err != nil {
-			if ctx.Err() != nil {
-				c.close()
-				for _, c := range conns {
-					c.close()
-				}
-				return nil, nil, context.Cause(ctx)
-			}
-			log.Warn("MCP server unavailable; its tools are not mounted", "server", s.GetName(), "err", err)
-			if note != nil {
-				_ = note(ctx, fmt.Sprintf("MCP server %s unavailable, its tools are not offered: %v", s.GetName(), err),
-					map[string]string{"mcp_server": s.GetName()})
-			}
 			c.close()
-			continue
+			return nil, nil, err
 		}
-		conns = append(conns, c)
-		tools = append(tools, ts...)
-	}
-	release := func() {
-		for _, c := range conns {
-			c.close()
-		}
-	}
-	return tools, release, nil
+		return ts, c.close, nil
+	})
 }
 
 // conn is one server's session for one lease. Calls of a lease are sequential, but the
