@@ -221,8 +221,8 @@ func (c *conn) call(ctx context.Context, tool, argumentsJSON string) (string, bo
 	defer cancel()
 	res, err := s.CallTool(callCtx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
-		if ctx.Err() == nil && !isProtocolError(err) {
-			c.drop(s) // a broken session: the next call reconnects
+		if callCtx.Err() == nil && !isProtocolError(err) {
+			c.drop(s) // a broken session: the next call reconnects (a timeout leaves it be)
 		}
 		if errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 			return fmt.Sprintf("MCP tool %s.%s timed out after %s", server, tool, agent.OrDefault(c.p.CallTimeout, DefaultCallTimeout)), true
