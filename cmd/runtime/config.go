@@ -11,7 +11,9 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/agentplane/agentplane/cmd/runtime/internal/a2atool"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/agent"
+	"github.com/agentplane/agentplane/cmd/runtime/internal/mcptool"
 	"github.com/agentplane/agentplane/server/config"
 )
 
@@ -35,6 +37,25 @@ type Config struct {
 	// Tracing exports spans over OTLP, as the control plane's tracing block; off
 	// unless an endpoint is set here or in OTEL_EXPORTER_OTLP_ENDPOINT.
 	Tracing config.Tracing `yaml:"tracing"`
+	// MCP and A2A bound the remote tools of a task's effective MCP servers and A2A
+	// peers (Lease.mcp_servers, Lease.a2a_peers).
+	MCP MCPConfig `yaml:"mcp"`
+	A2A A2AConfig `yaml:"a2a"`
+}
+
+// MCPConfig bounds the MCP tools (zero values take the defaults of mcptool).
+type MCPConfig struct {
+	ConnectTimeout config.Duration `yaml:"connect_timeout"`
+	CallTimeout    config.Duration `yaml:"call_timeout"`
+	MaxResultBytes int             `yaml:"max_result_bytes"`
+	MaxTools       int             `yaml:"max_tools"`
+}
+
+// A2AConfig bounds the A2A skills (zero values take the defaults of a2atool).
+type A2AConfig struct {
+	CardTimeout    config.Duration `yaml:"card_timeout"`
+	CallTimeout    config.Duration `yaml:"call_timeout"`
+	MaxResultBytes int             `yaml:"max_result_bytes"`
 }
 
 // ModelRoute sends models whose name matches Match (a glob: "gpt-*", "*") to an
@@ -125,7 +146,10 @@ func (c *Config) Runner(lookup func(string) (string, bool)) (*agent.Runner, erro
 	if len(c.Models) == 0 {
 		return nil, errors.New("no model routes: add at least one entry under models (match, base_url)")
 	}
-	r := &agent.Runner{MaxTurns: c.MaxTurns}
+	r := &agent.Runner{MaxTurns: c.MaxTurns, Providers: []agent.ToolProvider{
+		&mcptool.Provider{ConnectTimeout: c.MCP.ConnectTimeout.D(), CallTimeout: c.MCP.CallTimeout.D(), MaxResultBytes: c.MCP.MaxResultBytes, MaxTools: c.MCP.MaxTools},
+		&a2atool.Provider{CardTimeout: c.A2A.CardTimeout.D(), CallTimeout: c.A2A.CallTimeout.D(), MaxResultBytes: c.A2A.MaxResultBytes},
+	}}
 	for i, m := range c.Models {
 		if m.Match == "" || m.BaseURL == "" {
 			return nil, fmt.Errorf("models[%d]: match and base_url are required", i)

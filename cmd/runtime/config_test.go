@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentplane/agentplane/cmd/runtime/internal/a2atool"
+	"github.com/agentplane/agentplane/cmd/runtime/internal/mcptool"
 )
 
 func TestConfigFileEnvAndRoutes(t *testing.T) {
@@ -17,6 +20,8 @@ models:
   - {match: "*", base_url: "http://127.0.0.1:2/v1"}
 tools:
   - {name: t1, url: "http://127.0.0.1:3/"}
+mcp: {connect_timeout: 3s, call_timeout: 20s, max_result_bytes: 1000, max_tools: 10}
+a2a: {card_timeout: 4s, call_timeout: 30s, max_result_bytes: 2000}
 `
 	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
@@ -40,6 +45,15 @@ tools:
 	}
 	if len(r.Tools) != 1 || r.Tools[0].Parameters["type"] != "object" {
 		t.Errorf("tools %+v", r.Tools)
+	}
+	if len(r.Providers) != 2 {
+		t.Fatalf("%d tool providers, want MCP and A2A", len(r.Providers))
+	}
+	if m, ok := r.Providers[0].(*mcptool.Provider); !ok || *m != (mcptool.Provider{ConnectTimeout: 3 * time.Second, CallTimeout: 20 * time.Second, MaxResultBytes: 1000, MaxTools: 10}) {
+		t.Errorf("MCP provider %+v", r.Providers[0])
+	}
+	if a, ok := r.Providers[1].(*a2atool.Provider); !ok || *a != (a2atool.Provider{CardTimeout: 4 * time.Second, CallTimeout: 30 * time.Second, MaxResultBytes: 2000}) {
+		t.Errorf("A2A provider %+v", r.Providers[1])
 	}
 
 	delete(env, "KEY_A")

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,9 +24,13 @@ import (
 // was reported, reports its result as lost instead of running the tool again, and
 // finishes the task. The tool ran exactly once.
 func TestKilledMidToolCall(t *testing.T) {
-	bin := buildRuntime(t)
+	if testing.Short() {
+		t.Skip("builds and kills the binary")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	dir := t.TempDir()
+	bin := buildBinary(t, dir, ".", "runtime")
 	in := servertest.Start(t, func(c *config.Config) { c.Tasks.LeaseTTL = config.Duration(2 * time.Second) })
 	model := fakemodel.Start(t,
 		fakemodel.Turn{Text: "Refunding.", Calls: []fakemodel.Call{{ID: "call_1", Name: "issue_refund", Arguments: `{"order_id":42}`}}},
@@ -47,6 +52,7 @@ func TestKilledMidToolCall(t *testing.T) {
 	}))
 	defer tool.Close()
 	defer close(release)
+	cfgFile := filepath.Join(dir, "runtime.yaml")
 	cfg := fmt.Sprintf(`control_plane: {address: %q}
 concurrency: 1
 log_level: warn
@@ -58,6 +64,9 @@ tools:
     url: %q
     timeout: 60s
 `, in.GRPCAddr, model.URL, tool.URL)
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	resp, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
 		Spec:   &agentplanev1.StartTaskRequest_Document{Document: []byte("apiVersion: qar/v1\nkind: AgentSpec\nname: support\ninstructions: Help.\nmodel: fake-1\n")},
 		Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("refund order 42"),
@@ -67,24 +76,7 @@ tools:
 	}
 	taskID := resp.GetTask().GetTaskId()
 
-	first := startRuntime(t, bin, cfg, "first")
-	select {
-	case <-started:
-	case <-ctx.Done():
-		t.Fatalf("the tool was never called; runtime log:\n%s", first.logs)
-	}
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = first.cmd.Wait()
-
-	second := startRuntime(t, bin, cfg, "second")
-	defer func() { _ = second.cmd.Process.Signal(syscall.SIGTERM) }()
-	task := waitEnded(t, ctx, in, taskID, second.logs)
-	logs2 := second.logs
-	if task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || client.MessageText(task.GetOutput().GetMessage()) != "I could not confirm the refund." {
-		t.Fatalf("task %v %v %v; log:\n%s", task.GetState(), task.GetFailure(), task.GetOutput(), logs2)
-	}
+	killMidCallAndResume(t, ctx, in, bin, cfgFile, taskID, started, "I could not confirm the refund.")
 	mu.Lock()
 	runs := toolRuns
 	mu.Unlock()

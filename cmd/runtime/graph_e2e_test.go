@@ -19,7 +19,7 @@ import (
 // token budget runs out, and an agent whose output_schema answer is repaired, and one
 // whose repair fails.
 func TestGraphsAndLimitsEndToEnd(t *testing.T) {
-	bin := buildRuntime(t)
+	bin := buildBinary(t, t.TempDir(), ".", "runtime")
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	in := servertest.Start(t, nil)
@@ -86,7 +86,7 @@ output_schema:
 	okTask := start(scored("schema-ok"))
 	badTask := start(scored("schema-bad"))
 
-	rt := startRuntime(t, bin, fmt.Sprintf(`control_plane: {address: %q}
+	_, logs := startRuntime(t, bin, writeFile(t, "runtime.yaml", fmt.Sprintf(`control_plane: {address: %q}
 concurrency: 4
 log_level: warn
 models:
@@ -94,10 +94,10 @@ models:
   - {match: "budget-*", base_url: %q, max_retries: 0}
   - {match: "schema-ok", base_url: %q, max_retries: 0}
   - {match: "schema-bad", base_url: %q, max_retries: 0}
-`, in.GRPCAddr, review.URL, budget.URL, schemaOK.URL, schemaBad.URL), "e2e")
+`, in.GRPCAddr, review.URL, budget.URL, schemaOK.URL, schemaBad.URL)), "e2e")
 
 	t.Run("evaluator needs_revision then pass", func(t *testing.T) {
-		task := waitEnded(t, ctx, in, reviewTask, rt.logs)
+		task := waitTaskState(t, ctx, in, reviewTask, logs, agentplanev1.TaskState_TASK_STATE_COMPLETED, agentplanev1.TaskState_TASK_STATE_FAILED)
 		if task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || client.MessageText(task.GetOutput().GetMessage()) != "v2: we shipped graphs and budgets" {
 			t.Fatalf("task %v %v %v", task.GetState(), task.GetFailure(), task.GetOutput())
 		}
@@ -124,7 +124,7 @@ models:
 		}
 	})
 	t.Run("budget runs out", func(t *testing.T) {
-		task := waitEnded(t, ctx, in, budgetTask, rt.logs)
+		task := waitTaskState(t, ctx, in, budgetTask, logs, agentplanev1.TaskState_TASK_STATE_COMPLETED, agentplanev1.TaskState_TASK_STATE_FAILED)
 		if f := task.GetFailure(); task.GetState() != agentplanev1.TaskState_TASK_STATE_FAILED || f.GetReason() != "runtime.budget_exhausted" || !strings.Contains(f.GetMessage(), "1100 of 1000") {
 			t.Fatalf("task %v %v", task.GetState(), f)
 		}
@@ -133,7 +133,7 @@ models:
 		}
 	})
 	t.Run("output_schema repaired", func(t *testing.T) {
-		task := waitEnded(t, ctx, in, okTask, rt.logs)
+		task := waitTaskState(t, ctx, in, okTask, logs, agentplanev1.TaskState_TASK_STATE_COMPLETED, agentplanev1.TaskState_TASK_STATE_FAILED)
 		if task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || task.GetOutput().GetStructured().GetStructValue().GetFields()["score"].GetNumberValue() != 7 {
 			t.Fatalf("task %v %v %v", task.GetState(), task.GetFailure(), task.GetOutput())
 		}
@@ -142,7 +142,7 @@ models:
 		}
 	})
 	t.Run("output_schema repair fails", func(t *testing.T) {
-		task := waitEnded(t, ctx, in, badTask, rt.logs)
+		task := waitTaskState(t, ctx, in, badTask, logs, agentplanev1.TaskState_TASK_STATE_COMPLETED, agentplanev1.TaskState_TASK_STATE_FAILED)
 		if f := task.GetFailure(); task.GetState() != agentplanev1.TaskState_TASK_STATE_FAILED || f.GetReason() != "runtime.output_schema_mismatch" || !strings.Contains(f.GetMessage(), "/score") {
 			t.Fatalf("task %v %v", task.GetState(), f)
 		}

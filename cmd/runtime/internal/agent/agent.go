@@ -55,6 +55,8 @@ type Runner struct {
 	Routes []Route
 	// Tools are the runtime's own tools, offered to every agent beside its function tools.
 	Tools []*HTTPTool
+	// Providers mount remote tools (MCP servers, A2A peers) for each lease.
+	Providers []ToolProvider
 	// MaxTurns bounds the model calls of one lease (default 32).
 	MaxTurns int
 	// DeltaInterval batches streamed text before PublishDeltas (default 100ms).
@@ -83,6 +85,10 @@ type call struct {
 	Arguments string `json:"arguments"`
 	// MessageID is the assistant message that made the call (not stored in it).
 	MessageID string `json:"-"`
+	// Tool is the name the gate knows a remote tool by ("crm.refund"), recorded so
+	// that a later lease gates and reports the call under the same name even if the
+	// tool is no longer mounted.
+	Tool string `json:"tool,omitempty"`
 }
 
 // turn is the state of one lease's run.
@@ -116,6 +122,9 @@ type turn struct {
 	// answered: the session's history ends with its answer (a session that is not a
 	// chat, resumed after the answer was reported).
 	answered bool
+	// remote are the tools the Providers mounted for this lease, by model name.
+	remote      map[string]*RemoteTool
+	remoteOrder []*RemoteTool
 }
 
 // Run runs the agent for one lease.
@@ -201,6 +210,7 @@ func (tu *turn) runCalls(ctx context.Context, calls []call) (end Result, err err
 		st := tu.sessionTool(c.Name)
 		fn := tu.functionTool(c.Name)
 		ht := tu.httpTool(c.Name)
+		rt := tu.remoteTool(c.Name)
 		wc := worker.Call{ID: c.ID, Name: c.Name, ArgumentsJSON: c.Arguments, Node: tu.node, Trip: tu.trips - 1, MessageID: c.MessageID}
 		switch {
 		case st != nil:
@@ -210,6 +220,11 @@ func (tu *turn) runCalls(ctx context.Context, calls []call) (end Result, err err
 			wc.Annotations = fn.GetFunction().GetAnnotations()
 		case ht != nil:
 			wc.Description = ht.Description
+		case rt != nil:
+			// The gate, the policies and the events know the tool by its own name.
+			wc.Name, wc.Description, wc.Annotations = rt.GateName, rt.Description, rt.Annotations
+		case c.Tool != "":
+			wc.Name = c.Tool // a remote tool this lease could not mount
 		}
 		g, err := tu.gate(ctx, wc)
 		if err != nil {
@@ -248,8 +263,14 @@ func (tu *turn) runCalls(ctx context.Context, calls []call) (end Result, err err
 			}
 		case fn != nil:
 			clientCalls = append(clientCalls, g)
-		case ht != nil:
-			res, isErr := ht.Run(ctx, g.ArgumentsJSON)
+		case ht != nil || rt != nil:
+			var res string
+			var isErr bool
+			if ht != nil {
+				res, isErr = ht.Run(ctx, g.ArgumentsJSON)
+			} else {
+				res, isErr = rt.Run(ctx, g.ArgumentsJSON)
+			}
 			if ctx.Err() != nil {
 				return Result{}, context.Cause(ctx)
 			}
@@ -257,7 +278,11 @@ func (tu *turn) runCalls(ctx context.Context, calls []call) (end Result, err err
 				return Result{}, err
 			}
 		default:
-			if err := tu.result(ctx, wc, fmt.Sprintf("no tool named %q", c.Name), true); err != nil {
+			msg := fmt.Sprintf("no tool named %q", c.Name)
+			if c.Tool != "" {
+				msg = fmt.Sprintf("tool %s is unavailable: its MCP server or A2A peer could not be reached", c.Tool)
+			}
+			if err := tu.result(ctx, wc, msg, true); err != nil {
 				return Result{}, err
 			}
 		}
@@ -339,6 +364,16 @@ func (tu *turn) tools() []openai.ChatCompletionToolUnionParam {
 		}
 		out = append(out, openai.ChatCompletionFunctionTool(def))
 	}
+	for _, rt := range tu.remoteOrder {
+		if tu.remoteTool(rt.ModelName) != rt {
+			continue
+		}
+		def := shared.FunctionDefinitionParam{Name: rt.ModelName, Parameters: shared.FunctionParameters(rt.Parameters)}
+		if rt.Description != "" {
+			def.Description = openai.String(rt.Description)
+		}
+		out = append(out, openai.ChatCompletionFunctionTool(def))
+	}
 	return out
 }
 
@@ -406,7 +441,11 @@ func (tu *turn) streamModel(ctx context.Context) (*agentplanev1.Message, []call,
 			if id == "" {
 				id = fmt.Sprintf("%s-%d", msgID, i)
 			}
-			calls = append(calls, call{ID: id, Name: tc.Function.Name, Arguments: tc.Function.Arguments, MessageID: msgID})
+			c := call{ID: id, Name: tc.Function.Name, Arguments: tc.Function.Arguments, MessageID: msgID}
+			if rt := tu.remoteTool(c.Name); rt != nil {
+				c.Tool = rt.GateName
+			}
+			calls = append(calls, c)
 		}
 	}
 	msg := client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, text)
@@ -437,7 +476,11 @@ func (tu *turn) streamModel(ctx context.Context) (*agentplanev1.Message, []call,
 func callsPart(calls []call) (*agentplanev1.Part, error) {
 	list := make([]any, len(calls))
 	for i, c := range calls {
-		list[i] = map[string]any{"id": c.ID, "name": c.Name, "arguments": c.Arguments}
+		m := map[string]any{"id": c.ID, "name": c.Name, "arguments": c.Arguments}
+		if c.Tool != "" {
+			m["tool"] = c.Tool
+		}
+		list[i] = m
 	}
 	s, err := structpb.NewStruct(map[string]any{toolCallsKey: list})
 	if err != nil {

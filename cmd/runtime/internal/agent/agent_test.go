@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,7 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/client"
-	"github.com/agentplane/agentplane/client/worker"
+	"github.com/agentplane/agentplane/cmd/runtime/internal/agenttest"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/fakemodel"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/config"
@@ -64,16 +63,10 @@ func (ts *toolServer) Calls() []string {
 	return append([]string(nil), ts.calls...)
 }
 
-func startWorker(t *testing.T, ctx context.Context, in *servertest.Instance, r *Runner, maxTasks int) chan error {
+func startWorker(t *testing.T, ctx context.Context, in *servertest.Instance, r *Runner, maxTasks int) <-chan error {
 	t.Helper()
-	r.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	w, err := worker.New(in.Client.Runtime, r, worker.Options{RuntimeID: "agent-test", MaxTasks: maxTasks, PollWait: time.Second, Logger: r.Logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	return done
+	r.Logger = agenttest.Quiet
+	return agenttest.RunWorker(t, ctx, in, r, maxTasks)
 }
 
 func startTask(t *testing.T, ctx context.Context, in *servertest.Instance, doc string, policy *agentplanev1.InterruptPolicy) string {
@@ -91,11 +84,7 @@ func startTask(t *testing.T, ctx context.Context, in *servertest.Instance, doc s
 // events reads the task's whole log.
 func events(t *testing.T, ctx context.Context, in *servertest.Instance, taskID string) []*agentplanev1.TaskEvent {
 	t.Helper()
-	resp, err := in.Client.Tasks.ListTaskEvents(ctx, &agentplanev1.ListTaskEventsRequest{TaskId: taskID, PageSize: 500})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.GetEvents()
+	return agenttest.Events(t, ctx, in, taskID)
 }
 
 // TestGatedToolApprovedThenCompletes: the model calls a runtime tool that the policy

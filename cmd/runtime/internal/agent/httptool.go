@@ -53,10 +53,7 @@ func (h *HTTPTool) Run(ctx context.Context, argumentsJSON string) (string, bool)
 	if err != nil {
 		return fmt.Sprintf("tool %s failed reading its result: %v", h.Name, err), true
 	}
-	out := string(body)
-	if len(body) > limit {
-		out = string(body[:limit]) + fmt.Sprintf("\n[result truncated at %d bytes]", limit)
-	}
+	out := Truncate(string(body), limit)
 	if resp.StatusCode/100 != 2 {
 		return fmt.Sprintf("tool %s answered HTTP %d: %s", h.Name, resp.StatusCode, out), true
 	}

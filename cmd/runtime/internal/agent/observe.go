@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/openai/openai-go/v3"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -20,6 +21,12 @@ func (tu *turn) toolKind(name string) string {
 		return "function"
 	case tu.httpTool(name) != nil:
 		return "http"
+	case tu.sessionTool(name) != nil:
+		return "graph"
+	case strings.HasPrefix(name, "a2a__"):
+		return "a2a"
+	case strings.Contains(name, "."): // the gate name of an MCP tool, <server>.<tool>
+		return "mcp"
 	}
 	return "unknown"
 }

@@ -104,6 +104,11 @@ func (s *Session) Run(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	defer tu.endSpans()
+	release, err := tu.mount(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	defer release()
 	return tu.loop(ctx)
 }
 

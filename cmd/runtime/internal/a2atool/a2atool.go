@@ -1,0 +1,266 @@
+// Package a2atool mounts the skills of a task's effective A2A peers (Lease.a2a_peers)
+// for the agent runner: each peer's agent card is read, its skills are mounted as
+// "a2a__<peer>__<skill>" and called with message/send through the A2A project's Go
+// client (github.com/a2aproject/a2a-go) over JSON-RPC. The gate always holds A2A
+// calls for approval (gates.AlwaysGated).
+package a2atool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2aclient"
+
+	"github.com/agentplane/agentplane/client/worker"
+	"github.com/agentplane/agentplane/cmd/runtime/internal/agent"
+	"github.com/agentplane/agentplane/gates"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+)
+
+// Defaults of Provider's limits.
+const (
+	DefaultCardTimeout    = 10 * time.Second
+	DefaultCallTimeout    = 120 * time.Second
+	DefaultMaxResultBytes = 64 << 10
+	// MaxCardBytes caps the agent card read from a peer.
+	MaxCardBytes = 1 << 20
+	// MaxSkills caps the skills mounted from one peer.
+	MaxSkills = 64
+	// cardPath is where a peer publishes its card, under its base URL.
+	cardPath = "/.well-known/agent-card.json"
+)
+
+// Provider is an agent.ToolProvider for A2A peers.
+type Provider struct {
+	CardTimeout    time.Duration
+	CallTimeout    time.Duration
+	MaxResultBytes int
+}
+
+var _ agent.ToolProvider = (*Provider)(nil)
+
+// skillParameters is the arguments' schema of every skill: the message to the peer.
+func skillParameters() map[string]any {
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"message": map[string]any{"type": "string", "description": "What to ask the remote agent, in plain language."},
+		},
+		"required":             []any{"message"},
+		"additionalProperties": false,
+	}
+}
+
+// Mount reads every peer's card and mounts its skills. A peer whose card cannot be
+// read or offers no usable endpoint is skipped: logged and noted in the task's log.
+func (p *Provider) Mount(ctx context.Context, t *worker.Task, log *slog.Logger) ([]*agent.RemoteTool, func(), error) {
+	return p.MountPeers(ctx, t.Lease().GetA2APeers(), log, t.Note)
+}
+
+// MountPeers is Mount for a list of peers; note (may be nil) writes a note to the
+// task's log.
+func (p *Provider) MountPeers(ctx context.Context, peers []*agentplanev1.A2APeer, log *slog.Logger, note agent.Note) ([]*agent.RemoteTool, func(), error) {
+	names := make([]string, len(peers))
+	for i, peer := range peers {
+		names[i] = peer.GetName()
+	}
+	return agent.MountEach(ctx, log, note, "A2A peer", "a2a_peer", names, func(ctx context.Context, i int) ([]*agent.RemoteTool, func(), error) {
+		ts, c, err := p.mountPeer(ctx, peers[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		return ts, func() { _ = c.Destroy() }, nil
+	})
+}
+
+func (p *Provider) mountPeer(ctx context.Context, peer *agentplanev1.A2APeer) ([]*agent.RemoteTool, *a2aclient.Client, error) {
+	hc := agent.HeaderClient(peer.GetHeaders())
+	card, cardURL, err := p.readCard(ctx, hc, peer.GetUrl())
+	if err != nil {
+		return nil, nil, err
+	}
+	endpoint, err := jsonrpcEndpoint(card, cardURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := a2aclient.NewFromEndpoints(ctx, []a2a.AgentInterface{{URL: endpoint, Transport: a2a.TransportProtocolJSONRPC}},
+		a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(hc))
+	if err != nil {
+		return nil, nil, err
+	}
+	var tools []*agent.RemoteTool
+	for i, sk := range card.Skills {
+		if i == MaxSkills {
+			break
+		}
+		if sk.ID == "" {
+			continue
+		}
+		gateName := gates.A2aToolName(peer.GetName(), sk.ID)
+		desc := fmt.Sprintf("Ask the remote agent %s (%s) to use its skill %q", peer.GetName(), card.Name, sk.Name)
+		if sk.Description != "" {
+			desc += ": " + sk.Description
+		}
+		skill := sk.ID
+		tools = append(tools, &agent.RemoteTool{
+			ModelName:   agent.FunctionName(gateName),
+			GateName:    gateName,
+			Description: desc,
+			Parameters:  skillParameters(),
+			Run: func(ctx context.Context, argumentsJSON string) (string, bool) {
+				return p.call(ctx, c, peer.GetName(), skill, argumentsJSON)
+			},
+		})
+	}
+	return tools, c, nil
+}
+
+// readCard fetches the agent card: the peer's URL itself when it names a .json
+// document, else <url>/.well-known/agent-card.json. It returns the URL it read.
+func (p *Provider) readCard(ctx context.Context, hc *http.Client, peerURL string) (*a2a.AgentCard, *url.URL, error) {
+	u, err := url.Parse(peerURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !strings.HasSuffix(u.Path, ".json") {
+		u = u.JoinPath(cardPath)
+	}
+	ctx, cancel := context.WithTimeout(ctx, agent.OrDefault(p.CardTimeout, DefaultCardTimeout))
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read agent card: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, fmt.Errorf("read agent card %s: HTTP %d", u.Redacted(), resp.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxCardBytes+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("read agent card: %w", err)
+	}
+	if len(body) > MaxCardBytes {
+		return nil, nil, fmt.Errorf("agent card %s is larger than %d bytes", u.Redacted(), MaxCardBytes)
+	}
+	var card a2a.AgentCard
+	if err := json.Unmarshal(body, &card); err != nil {
+		return nil, nil, fmt.Errorf("agent card %s: %w", u.Redacted(), err)
+	}
+	return &card, u, nil
+}
+
+// jsonrpcEndpoint picks the card's JSON-RPC endpoint (the preferred one first). It
+// must be on the origin the card was read from: the control plane's gates approved
+// that origin, and the peer's headers (credentials) go nowhere else.
+func jsonrpcEndpoint(card *a2a.AgentCard, cardURL *url.URL) (string, error) {
+	ifaces := append([]a2a.AgentInterface{{URL: card.URL, Transport: card.PreferredTransport}}, card.AdditionalInterfaces...)
+	var offsite string
+	for _, in := range ifaces {
+		if in.URL == "" || (in.Transport != "" && !strings.EqualFold(string(in.Transport), string(a2a.TransportProtocolJSONRPC))) {
+			continue
+		}
+		u, err := url.Parse(in.URL)
+		if err != nil {
+			continue
+		}
+		if u.Scheme != cardURL.Scheme || u.Host != cardURL.Host {
+			offsite = in.URL
+			continue
+		}
+		return in.URL, nil
+	}
+	if offsite != "" {
+		return "", fmt.Errorf("the agent card's JSON-RPC endpoint %s is not on the peer's origin %s://%s", offsite, cardURL.Scheme, cardURL.Host)
+	}
+	return "", fmt.Errorf("the agent card offers no JSON-RPC endpoint")
+}
+
+// call sends the model's message to the peer, naming the skill in the message's
+// metadata, and waits for the answer (a blocking message/send). A completed task's
+// artifacts and status message, or the peer's reply message, are the result; a task
+// that failed, was rejected or canceled, or waits for input, is a tool error.
+func (p *Provider) call(ctx context.Context, c *a2aclient.Client, peer, skill, argumentsJSON string) (string, bool) {
+	var args struct {
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal([]byte(argumentsJSON), &args); err != nil || strings.TrimSpace(args.Message) == "" {
+		return fmt.Sprintf("A2A skill %s of %s: the arguments must be an object with a non-empty \"message\" string", skill, peer), true
+	}
+	ctx, cancel := context.WithTimeout(ctx, agent.OrDefault(p.CallTimeout, DefaultCallTimeout))
+	defer cancel()
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: args.Message})
+	msg.Metadata = map[string]any{"skill": skill}
+	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: msg, Metadata: map[string]any{"skill": skill}})
+	limit := agent.OrDefault(p.MaxResultBytes, DefaultMaxResultBytes)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Sprintf("A2A peer %s: skill %s timed out or was cancelled: %v", peer, skill, err), true
+		}
+		return agent.Truncate(fmt.Sprintf("A2A peer %s: skill %s failed: %v", peer, skill, err), limit), true
+	}
+	text, isErr := resultText(res)
+	return agent.Truncate(text, limit), isErr
+}
+
+func resultText(res a2a.SendMessageResult) (string, bool) {
+	switch r := res.(type) {
+	case *a2a.Message:
+		return partsText(r.Parts), false
+	case *a2a.Task:
+		var out []string
+		for _, a := range r.Artifacts {
+			if s := partsText(a.Parts); s != "" {
+				out = append(out, s)
+			}
+		}
+		if m := r.Status.Message; m != nil {
+			if s := partsText(m.Parts); s != "" {
+				out = append(out, s)
+			}
+		}
+		text := strings.Join(out, "\n")
+		if r.Status.State == a2a.TaskStateCompleted {
+			return text, false
+		}
+		return strings.TrimSpace(fmt.Sprintf("the remote task %s ended %s. %s", r.ID, r.Status.State, text)), true
+	default:
+		return fmt.Sprintf("unexpected A2A answer %T", res), true
+	}
+}
+
+// partsText joins the text of parts; data parts as JSON, files by name.
+func partsText(parts a2a.ContentParts) string {
+	var out []string
+	for _, p := range parts {
+		switch p := p.(type) {
+		case a2a.TextPart:
+			out = append(out, p.Text)
+		case *a2a.TextPart:
+			out = append(out, p.Text)
+		case a2a.DataPart:
+			if b, err := json.Marshal(p.Data); err == nil {
+				out = append(out, string(b))
+			}
+		case *a2a.DataPart:
+			if b, err := json.Marshal(p.Data); err == nil {
+				out = append(out, string(b))
+			}
+		default:
+			out = append(out, fmt.Sprintf("[%T part]", p))
+		}
+	}
+	return strings.Join(out, "\n")
+}
