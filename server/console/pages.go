@@ -84,7 +84,7 @@ func (h *Handler) signout(w http.ResponseWriter, r *http.Request, s *session) {
 // inboxFilter is the inbox's query: tool, tag, minimum age, page token.
 type inboxFilter struct {
 	Tool, Tag, Age, Page string
-	Ages               []string
+	Ages                 []string
 }
 
 var inboxAges = []string{"", "1m", "5m", "15m", "1h", "24h"}
@@ -165,13 +165,13 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 type interruptData struct {
-	In       *agentplanev1.Interrupt
-	Task     *agentplanev1.Task
-	Args     argsView
-	Form     *editForm
-	Reason   string
+	In        *agentplanev1.Interrupt
+	Task      *agentplanev1.Task
+	Args      argsView
+	Form      *editForm
+	Reason    string
 	ReasonErr []string
-	Decision string
+	Decision  string
 	CanDecide bool
 	RequestID string
 }
