@@ -53,17 +53,20 @@ func TestSessionCookie(t *testing.T) {
 	}
 }
 
+// FuzzSessionCookie: no input makes the cookie reader panic, and none opens without
+// the key (the seeds are well-formed cookies sealed with another key).
 func FuzzSessionCookie(f *testing.F) {
-	m := testSessions(f, 1)
+	other := testSessions(f, 1)
 	rec := httptest.NewRecorder()
-	m.write(rec, m.fresh())
+	other.write(rec, other.fresh())
 	f.Add(rec.Result().Cookies()[0].Value)
 	f.Add("")
 	f.Add("AAAA")
+	m := testSessions(f, 2)
 	f.Fuzz(func(t *testing.T, v string) {
 		req := httptest.NewRequest(http.MethodGet, "/ui/", nil)
 		req.AddCookie(&http.Cookie{Name: cookieName, Value: v})
-		if s := m.read(req); s != nil && v != rec.Result().Cookies()[0].Value {
+		if s := m.read(req); s != nil {
 			t.Fatalf("a forged cookie %q opened: %+v", v, s)
 		}
 	})
