@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
 	"net/http"
 	"net/url"
@@ -48,7 +49,7 @@ func (u *uiClient) do(req *http.Request) (*http.Response, string) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	for _, c := range resp.Cookies() {
-		if c.Name == "agentplane_console" {
+		if strings.HasSuffix(c.Name, "agentplane_console") {
 			if c.MaxAge < 0 {
 				u.cookie = nil
 			} else {
@@ -393,5 +394,40 @@ func TestConsoleSessionKeyPersists(t *testing.T) {
 	wantStatus(t, "inbox after a restart", resp, http.StatusOK, "")
 	if !strings.Contains(body, "ann") {
 		t.Error("the session after a restart is not ann's")
+	}
+}
+
+// TestConsoleOverTLS: under TLS the session cookie is Secure, with the __Host- prefix,
+// and pages ask for HTTPS from then on.
+func TestConsoleOverTLS(t *testing.T) {
+	pki := newTestPKI(t, t.TempDir(), "acme-bot")
+	tok, hash, err := auth.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := servertest.Start(t, func(c *config.Config) {
+		c.Auth.RequirePrincipal = true
+		c.Auth.Tokens = []config.Token{{Name: "ann", SHA256: hash, Tenant: "acme", Roles: []string{"approver"}}}
+		c.TLS = config.TLS{CertFile: pki.certFile, KeyFile: pki.keyFile}
+	})
+	u := newUI(t, in.HTTPAddr)
+	u.base = "https://" + in.HTTPAddr
+	u.hc.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.pool, MinVersion: tls.VersionTLS12}}
+	defer u.hc.CloseIdleConnections()
+	resp, _ := u.get("/ui/signin")
+	wantStatus(t, "sign-in page over HTTPS", resp, http.StatusOK, "")
+	set := resp.Header.Get("Set-Cookie")
+	if !strings.HasPrefix(set, "__Host-agentplane_console=") || !strings.Contains(set, "; Secure") {
+		t.Errorf("session cookie over HTTPS: %q", set)
+	}
+	if resp.Header.Get("Strict-Transport-Security") == "" {
+		t.Error("no Strict-Transport-Security over HTTPS")
+	}
+	resp, _ = u.post("/ui/signin", url.Values{"token": {tok}})
+	wantStatus(t, "sign-in over HTTPS", resp, http.StatusSeeOther, "/ui/inbox")
+	resp, body := u.get("/ui/inbox")
+	wantStatus(t, "inbox over HTTPS", resp, http.StatusOK, "")
+	if !strings.Contains(body, "ann") {
+		t.Error("the inbox over HTTPS is not ann's")
 	}
 }
