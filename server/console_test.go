@@ -220,6 +220,29 @@ func TestConsoleSignInSessionAndHeaders(t *testing.T) {
 	wantStatus(t, "replayed cookie after sign-out", resp, http.StatusSeeOther, "/ui/signin")
 }
 
+// TestConsoleSignInReturns: a link into the console (a notification's) opens the
+// page it names after sign-in; a next that leaves the console is ignored.
+func TestConsoleSignInReturns(t *testing.T) {
+	mt := startMultiTenant(t, []string{"acme"}, nil)
+	approver := mt.by["acme"][auth.RoleApprover]
+	u := newUI(t, mt.in.HTTPAddr)
+	resp, _ := u.get("/ui/interrupts/in-1?x=1")
+	wantStatus(t, "anonymous link", resp, http.StatusSeeOther, "/ui/signin?next=%2Fui%2Finterrupts%2Fin-1%3Fx%3D1")
+	_, body := u.get("/ui/signin?next=%2Fui%2Finterrupts%2Fin-1%3Fx%3D1")
+	if !strings.Contains(body, `name="next" value="/ui/interrupts/in-1?x=1"`) {
+		t.Fatal("the sign-in form does not carry next")
+	}
+	for next, want := range map[string]string{
+		"/ui/interrupts/in-1?x=1": "/ui/interrupts/in-1?x=1", "//evil.example/ui/": "/ui/inbox",
+		"/ui//evil.example": "/ui/inbox", "https://evil.example/ui/": "/ui/inbox", "/v1/tasks": "/ui/inbox",
+	} {
+		v := newUI(t, mt.in.HTTPAddr)
+		v.get("/ui/signin")
+		resp, _ := v.post("/ui/signin", url.Values{"token": {approver.token}, "next": {next}})
+		wantStatus(t, "sign-in with next "+next, resp, http.StatusSeeOther, want)
+	}
+}
+
 func TestConsoleCSRF(t *testing.T) {
 	mt := startMultiTenant(t, []string{"acme"}, nil)
 	approver := mt.by["acme"][auth.RoleApprover]

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -152,7 +153,11 @@ func (h *Handler) with(fn func(http.ResponseWriter, *http.Request, *session)) ht
 		}
 		if s == nil || (h.opt.MultiTenant && s.Token == "") {
 			if h.opt.MultiTenant {
-				http.Redirect(w, r, "/ui/signin", http.StatusSeeOther)
+				to := "/ui/signin"
+				if next := r.URL.RequestURI(); safeNext(next) && next != "/ui/inbox" && r.Header.Get("Accept") != "application/json" {
+					to += "?next=" + url.QueryEscape(next) // a link from a notification opens after sign-in
+				}
+				http.Redirect(w, r, to, http.StatusSeeOther)
 				return
 			}
 			// Single-user: the owner, no sign-in; the session carries the CSRF token.
@@ -165,6 +170,13 @@ func (h *Handler) with(fn func(http.ResponseWriter, *http.Request, *session)) ht
 		}
 		fn(w, r, s)
 	}
+}
+
+// safeNext reports whether next is a console page to return to after sign-in: a
+// path of this console, never another site ("//host", "/\\host") or the sign-in itself.
+func safeNext(next string) bool {
+	return strings.HasPrefix(next, "/ui/") && !strings.HasPrefix(next, "/ui/signin") && len(next) <= 2048 &&
+		!strings.ContainsAny(next, "\\\r\n") && !strings.Contains(next, "//")
 }
 
 // maxFormBytes bounds a POSTed form (an edit holds a tool's arguments).

@@ -27,7 +27,11 @@ func (h *Handler) signinPage(w http.ResponseWriter, r *http.Request) {
 		s = h.sessions.fresh()
 		h.sessions.write(w, s)
 	}
-	h.render(w, r, http.StatusOK, "signin", &page{Title: "Sign in", S: s})
+	next := r.URL.Query().Get("next")
+	if !safeNext(next) {
+		next = ""
+	}
+	h.render(w, r, http.StatusOK, "signin", &page{Title: "Sign in", S: s, Data: next})
 }
 
 // signin exchanges a bearer token for a session: the API itself says whether the
@@ -62,14 +66,18 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 			msg, code = e.Message, e.Status
 		}
 		h.opt.Log.Info("console: sign-in refused", "remote", r.RemoteAddr)
-		h.render(w, r, code, "signin", &page{Title: "Sign in", S: anon, Err: &apiError{Status: code, Message: msg}})
+		h.render(w, r, code, "signin", &page{Title: "Sign in", S: anon, Err: &apiError{Status: code, Message: msg}, Data: r.PostFormValue("next")})
 		return
 	}
 	p := caps.GetCapabilities().GetPrincipal()
 	s.Subject, s.Tenant, s.Roles = p.GetSubject(), p.GetTenant(), p.GetRoles()
 	h.sessions.write(w, s)
 	h.opt.Log.Info("console: signed in", "subject", s.Subject, "tenant", s.Tenant)
-	http.Redirect(w, r, "/ui/inbox", http.StatusSeeOther)
+	to := "/ui/inbox"
+	if next := r.PostFormValue("next"); safeNext(next) {
+		to = next
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
 }
 
 func (h *Handler) signout(w http.ResponseWriter, r *http.Request, s *session) {

@@ -25,7 +25,7 @@
   function getJSON(url) {
     return fetch(url, { credentials: "same-origin", headers: { "Accept": "application/json" }, cache: "no-store" })
       .then(function (r) {
-        if (r.status === 401 || r.redirected) { window.location.assign("/ui/signin"); throw new Error("signed out"); }
+        if (r.status === 401 || r.redirected) { window.location.assign("/ui/signin?next=" + encodeURIComponent(location.pathname + location.search)); throw new Error("signed out"); }
         if (!r.ok) throw new Error("HTTP " + r.status);
         return r.json();
       });
