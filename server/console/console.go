@@ -146,6 +146,9 @@ func (h *Handler) with(fn func(http.ResponseWriter, *http.Request, *session)) ht
 				return
 			}
 			if !sameSite(r) || !checkCSRF(r, s) {
+				h.opt.Log.Warn("console: refused a change without its CSRF token or from another site",
+					"path", r.URL.Path, "subject", s.Subject, "tenant", s.Tenant, "remote", r.RemoteAddr,
+					"origin", r.Header.Get("Origin"), "sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))
 				h.render(w, r, http.StatusForbidden, "error", &page{Title: "Refused", S: s, Err: &apiError{Status: 403, Reason: "console.csrf",
 					Message: "The form's CSRF token is missing or does not match your session. Reload the page and try again."}})
 				return
@@ -218,7 +221,10 @@ type violation struct{ Field, Description string }
 
 // fromAPI reads a gRPC status: code, ErrorInfo reason and BadRequest violations.
 func fromAPI(err error) *apiError {
-	st := status.Convert(err)
+	st, ok := status.FromError(err)
+	if !ok { // not the API's answer: the console's own failure, told in the log only
+		return &apiError{Status: http.StatusInternalServerError, Code: codes.Internal.String(), Message: "the console failed; the server log says why"}
+	}
 	e := &apiError{Status: runtime.HTTPStatusFromCode(st.Code()), Code: st.Code().String(), Message: st.Message()}
 	for _, d := range st.Details() {
 		switch d := d.(type) {
@@ -243,7 +249,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 	}
 	e := fromAPI(err)
 	if e.Status >= 500 {
-		h.opt.Log.Warn("console: API call failed", "path", r.URL.Path, "code", e.Code, "err", e.Message)
+		h.opt.Log.Warn("console: page failed", "path", r.URL.Path, "code", e.Code, "err", err)
 	}
 	h.render(w, r, e.Status, "error", &page{Title: "Error", S: s, Err: e})
 }

@@ -162,6 +162,9 @@ func (h *Handler) inboxRows(w http.ResponseWriter, r *http.Request, s *session) 
 
 func (h *Handler) jsonError(w http.ResponseWriter, err error) {
 	e := fromAPI(err)
+	if e.Status >= 500 {
+		h.opt.Log.Warn("console: live update failed", "err", err)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.Status)
 	_ = json.NewEncoder(w).Encode(map[string]any{"error": e.Message, "reason": e.Reason})
