@@ -121,8 +121,15 @@ before(async () => {
     '--capacity', '4', '--runtime-id', 'e2e-runtime'], { AGENTPLANE_ADDR: grpcAddr, AGENTPLANE_TOKEN: runtime.token });
 });
 
-after(() => {
-  for (const p of procs.reverse()) p.kill('SIGTERM');
+after(async () => {
+  // The runtime first, then the control plane; each is waited for before the files go.
+  for (const p of procs.reverse()) {
+    if (p.exitCode === null && p.signalCode === null) {
+      const gone = new Promise((resolve) => p.once('exit', resolve));
+      p.kill('SIGTERM');
+      await gone;
+    }
+  }
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
@@ -219,7 +226,14 @@ test('a user of another tenant sees none of it', async () => {
   assert.ok(taskId && interruptId);
   const { ctx, page } = await browser(outsider);
   try {
-    await signIn(page, outsider);
+    // A notification's link, opened signed out: sign-in, then the page it names (absent for this tenant).
+    await page.goto(`${base}/ui/tasks/${taskId}`);
+    assert.match(page.url(), /\/ui\/signin\?next=/);
+    await page.getByLabel('Bearer token').fill(outsider.token);
+    const landed = page.waitForResponse((r) => r.url().endsWith(`/ui/tasks/${taskId}`));
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    assert.equal((await landed).status(), 404);
+    await page.goto(`${base}/ui/inbox`);
     await page.getByText('Nothing waits for a decision.').waitFor();
     await page.goto(`${base}/ui/tasks`);
     assert.equal(await page.getByRole('link', { name: taskId }).count(), 0);

@@ -35,7 +35,8 @@
     var body = table.tBodies[0], status = document.getElementById("inbox-status"), last = body.innerHTML;
     function poll() {
       getJSON(table.getAttribute("data-live")).then(function (d) {
-        if (d.html !== last) {
+        // Not under the reader's focus: replacing the rows would lose it; next round.
+        if (d.html !== last && !body.contains(document.activeElement)) {
           var before = {};
           body.querySelectorAll("tr[data-id]").forEach(function (tr) { before[tr.getAttribute("data-id")] = 1; });
           body.innerHTML = d.html;
