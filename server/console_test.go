@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/auth"
@@ -452,5 +454,81 @@ func TestConsoleOverTLS(t *testing.T) {
 	wantStatus(t, "inbox over HTTPS", resp, http.StatusOK, "")
 	if !strings.Contains(body, "ann") {
 		t.Error("the inbox over HTTPS is not ann's")
+	}
+}
+
+// TestConsoleTasksContinueAndPaging: the tasks page pages and filters; a task paused
+// at the end of a chat turn shows the continue box, and a message sent from it
+// resumes the task with the user's words in its log.
+func TestConsoleTasksContinueAndPaging(t *testing.T) {
+	in := servertest.Start(t, nil)
+	ctx := context.Background()
+	c := in.Client
+	agent := tenancyAgent()
+	agent.AutoPauseOnTurnEnd = proto.Bool(true)
+	var chat string
+	for i := range 30 {
+		resp, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: agent},
+			Input: client.UserText("hello"), Labels: map[string]string{"batch": map[bool]string{true: "even", false: "odd"}[i%2 == 0]}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chat = resp.GetTask().GetTaskId() // the newest: leased below
+	}
+	u := newUI(t, in.HTTPAddr)
+	seen := map[string]bool{}
+	next := "/ui/tasks?label=batch%3Deven"
+	for pages := 0; next != ""; pages++ {
+		if pages > 3 {
+			t.Fatal("paging does not end")
+		}
+		resp, body := u.get(next)
+		wantStatus(t, next, resp, http.StatusOK, "")
+		for _, m := range regexp.MustCompile(`<td><a href="/ui/tasks/([^"]+)" class="mono">`).FindAllStringSubmatch(body, -1) {
+			if seen[m[1]] {
+				t.Errorf("task %s on two pages", m[1])
+			}
+			seen[m[1]] = true
+		}
+		next = ""
+		if m := regexp.MustCompile(`<a href="(/ui/tasks\?[^"]+)">Next page</a>`).FindStringSubmatch(body); m != nil {
+			next = strings.ReplaceAll(m[1], "&amp;", "&")
+		}
+	}
+	if len(seen) != 15 {
+		t.Fatalf("label filter and paging listed %d tasks, want the 15 even ones", len(seen))
+	}
+
+	leased, err := c.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "rt", MaxTasks: 1})
+	if err != nil || len(leased.GetLeases()) != 1 {
+		t.Fatalf("LeaseTasks: %v %v", leased, err)
+	}
+	l := leased.GetLeases()[0]
+	chat = l.GetTask().GetTaskId()
+	if _, err := c.Runtime.PauseTask(ctx, &agentplanev1.PauseTaskRequest{Lease: &agentplanev1.LeaseRef{TaskId: chat, LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()},
+		Node: "teller", Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "anything else?")}); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := u.get("/ui/tasks/" + chat)
+	wantStatus(t, "paused task", resp, http.StatusOK, "")
+	if !strings.Contains(body, `id="continue" aria-labelledby="h-cont">`) || !strings.Contains(body, "the user's next message") {
+		t.Fatalf("a task waiting on its user does not show the continue box:\n%s", body)
+	}
+	resp, _ = u.get("/ui/tasks?state=INPUT_REQUIRED")
+	wantStatus(t, "state filter", resp, http.StatusOK, "")
+	resp, _ = u.post("/ui/tasks/"+chat+"/continue", url.Values{"message": {"one more thing"}, "request_id": {"c-1"}})
+	wantStatus(t, "continue", resp, http.StatusSeeOther, "/ui/tasks/"+chat)
+	got, err := c.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: chat})
+	if err != nil || got.GetTask().GetState() != agentplanev1.TaskState_TASK_STATE_SUBMITTED {
+		t.Fatalf("after continue: %v %v", got.GetTask().GetState(), err)
+	}
+	resp, body = u.get("/ui/tasks/" + chat + "/events?after=0")
+	wantStatus(t, "events", resp, http.StatusOK, "")
+	if !strings.Contains(body, "one more thing") || !strings.Contains(body, `"state":"SUBMITTED"`) {
+		t.Errorf("the live timeline lacks the user's message or the state: %s", body)
+	}
+	resp, body = u.post("/ui/tasks/"+chat+"/continue", url.Values{"message": {"again"}, "request_id": {"c-2"}})
+	if resp.StatusCode < 400 || !strings.Contains(body, `role="alert"`) {
+		t.Errorf("continuing a task that waits on nothing: %d, no error shown", resp.StatusCode)
 	}
 }
