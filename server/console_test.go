@@ -335,11 +335,17 @@ func TestConsoleTenantIsolationAndRoles(t *testing.T) {
 
 	t.Run("an approver edits against the schema", func(t *testing.T) {
 		u := signIn(t, addr, acmeApprover)
-		_, body := u.get("/ui/inbox")
-		if !strings.Contains(body, id) {
-			t.Fatal("the approver's inbox does not list the interrupt")
+		for q, listed := range map[string]bool{"": true, "?tool=" + gatedTool: true, "?tool=" + freeTool: false,
+			"?tag=nope": false, "?age=1h": false, "?age=1m&tool=" + gatedTool: false} {
+			for _, p := range []string{"/ui/inbox", "/ui/inbox/rows"} {
+				resp, body := u.get(p + q)
+				wantStatus(t, p+q, resp, http.StatusOK, "")
+				if strings.Contains(body, id) != listed {
+					t.Errorf("%s%s lists the interrupt: %v, want %v", p, q, !listed, listed)
+				}
+			}
 		}
-		_, body = u.get("/ui/interrupts/" + id)
+		_, body := u.get("/ui/interrupts/" + id)
 		if !strings.Contains(body, `name="arg:n"`) {
 			t.Fatal("the edit form has no field for the schema's property n")
 		}
