@@ -520,6 +520,15 @@ func TestConsoleTasksContinueAndPaging(t *testing.T) {
 	if !strings.Contains(body, `id="continue" aria-labelledby="h-cont">`) || !strings.Contains(body, "the user's next message") {
 		t.Fatalf("a task waiting on its user does not show the continue box:\n%s", body)
 	}
+	pause := regexp.MustCompile(`<a href="/ui/interrupts/([^"]+)">[^<]+</a>: the user's next message`).FindStringSubmatch(body)
+	if pause == nil {
+		t.Fatal("the task page does not link the pause")
+	}
+	resp, body = u.get("/ui/interrupts/" + pause[1])
+	wantStatus(t, "the pause's page", resp, http.StatusOK, "")
+	if !strings.Contains(body, "its user's next message") || strings.Contains(body, `value="approve"`) {
+		t.Error("a chat pause's page does not send the reader to the task, or offers to approve")
+	}
 	resp, _ = u.get("/ui/tasks?state=INPUT_REQUIRED")
 	wantStatus(t, "state filter", resp, http.StatusOK, "")
 	resp, _ = u.post("/ui/tasks/"+chat+"/continue", url.Values{"message": {"one more thing"}, "request_id": {"c-1"}})
