@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,5 +138,23 @@ func TestEditForm(t *testing.T) {
 	raw := newEditForm(nil, `{"x":1}`)
 	if !raw.Raw || raw.fill(url.Values{"arguments_json": {`{"x":2}`}}) != `{"x":2}` {
 		t.Error("without a schema the form is one JSON text box")
+	}
+}
+
+func TestLoadKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "key")
+	k1, err := LoadKey(path)
+	if err != nil || len(k1) != 32 {
+		t.Fatalf("new key: %v %v", k1, err)
+	}
+	k2, err := LoadKey(path)
+	if err != nil || !bytes.Equal(k1, k2) {
+		t.Fatal("the key is not kept")
+	}
+	if err := os.WriteFile(path, []byte("not hex\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadKey(path); err == nil || !strings.Contains(err.Error(), "64 hex digits") {
+		t.Fatalf("a malformed key file: %v", err)
 	}
 }
