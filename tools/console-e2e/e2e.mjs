@@ -82,7 +82,15 @@ async function browser(who) {
   });
   const page = ctx.pages()[0] || await ctx.newPage();
   page.setDefaultTimeout(WAIT);
-  page.on('pageerror', (e) => { throw e; });
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(String(e)));
+  // A page that breaks its own Content-Security-Policy (an inline script or style) fails the test.
+  page.on('console', (m) => { if (m.type() === 'error' && /Content Security Policy/i.test(m.text())) problems.push(m.text()); });
+  const close = ctx.close.bind(ctx);
+  ctx.close = async () => {
+    await close();
+    assert.deepEqual(problems, [], 'script errors or CSP violations in the pages');
+  };
   return { ctx, page };
 }
 
