@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/pprof"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/console"
 )
 
 // buildHTTP assembles the HTTP/JSON front: grpc-gateway for the API (reaching the gRPC
@@ -71,9 +73,34 @@ func (s *Server) buildHTTP() error {
 		root.Handle("/debug/pprof/symbol", s.metricsAuth(http.HandlerFunc(pprof.Symbol)))
 		root.Handle("/debug/pprof/trace", s.metricsAuth(http.HandlerFunc(pprof.Trace)))
 	}
+	if !s.cfg.Console.Disabled {
+		ui, err := s.newConsole()
+		if err != nil {
+			return err
+		}
+		root.Handle("/ui/", ui)
+	}
 	root.Handle("/", limitBody(gw, s.maxHTTPBody()))
 	s.http = &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second, TLSConfig: s.tls}
 	return nil
+}
+
+// newConsole builds the web console (docs/console.md). It calls the API over the
+// same in-process connection as the gateway, so every page runs the API's
+// authentication, method table, tenant checks and limits.
+func (s *Server) newConsole() (http.Handler, error) {
+	keyFile := s.cfg.Console.SessionKeyFile
+	if keyFile == "" {
+		keyFile = filepath.Join(s.cfg.DataDir, "console-session.key")
+	} else if !filepath.IsAbs(keyFile) {
+		keyFile = filepath.Join(s.cfg.BaseDir(), keyFile)
+	}
+	key, err := console.LoadKey(keyFile)
+	if err != nil {
+		return nil, err
+	}
+	return console.New(console.Options{Conn: s.gwConn, MultiTenant: s.cfg.Auth.RequirePrincipal, Key: key,
+		TTL: s.cfg.Console.SessionTTL.D(), Secure: s.tls != nil, Log: s.log})
 }
 
 // bodyMarshaler is protojson, except that a request body bound to a bytes field

@@ -98,6 +98,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "agentplane %s\n  gRPC       %s\n", version.String(), srv.GRPCAddr())
 	if addr := srv.HTTPAddr(); addr != "" {
 		fmt.Fprintf(stdout, "  HTTP/JSON  http://%s  (metrics at /metrics, health at /healthz)\n", addr)
+		if !cfg.Console.Disabled {
+			fmt.Fprintf(stdout, "  console    http://%s/ui/\n", addr)
+		}
 	}
 	fmt.Fprintf(stdout, "  store      %s\n", srv.StoreLocation())
 

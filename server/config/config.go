@@ -40,6 +40,8 @@ type Config struct {
 	Gates  Gates  `yaml:"gates"`
 	// Tracing exports OpenTelemetry spans of every gRPC call; off by default.
 	Tracing Tracing `yaml:"tracing"`
+	// Console configures the web console served under /ui/ on the HTTP listener.
+	Console Console `yaml:"console"`
 	// Tenants holds per-tenant settings; they may tighten the deployment's, never loosen.
 	Tenants map[string]Tenant `yaml:"tenants"`
 
@@ -234,6 +236,18 @@ type HITL struct {
 	MaxUntrustedBytes int64 `yaml:"max_untrusted_bytes"`
 }
 
+// Console configures the web console (docs/console.md).
+type Console struct {
+	// Disabled turns the console off: /ui/ is not served.
+	Disabled bool `yaml:"disabled"`
+	// SessionTTL is how long a sign-in lasts.
+	SessionTTL Duration `yaml:"session_ttl"`
+	// SessionKeyFile holds the 32-byte key that seals session cookies. Empty means
+	// console-session.key in data_dir, generated on first use; replicas behind one
+	// address share a file (or the same content).
+	SessionKeyFile string `yaml:"session_key_file"`
+}
+
 // Auth configures identity.
 type Auth struct {
 	// RequirePrincipal makes the deployment multi-tenant: every call is authenticated.
@@ -367,7 +381,8 @@ func Default() Config {
 			MaxLeaseWait:  Duration(30 * time.Second),
 			PurgeInterval: Duration(10 * time.Minute),
 		},
-		HITL: HITL{DeadlineDecision: "reject", MaxUntrustedBytes: 4096},
+		HITL:    HITL{DeadlineDecision: "reject", MaxUntrustedBytes: 4096},
+		Console: Console{SessionTTL: Duration(12 * time.Hour)},
 	}
 }
 
@@ -526,6 +541,9 @@ func (c *Config) Validate() error {
 	case "reject", "approve":
 	default:
 		bad("hitl.deadline_decision %q: want reject or approve", c.HITL.DeadlineDecision)
+	}
+	if c.Console.SessionTTL < Duration(time.Minute) {
+		bad("console.session_ttl must be at least 1m")
 	}
 	if c.HITL.MaxUntrustedBytes < 1 {
 		bad("hitl.max_untrusted_bytes must be >= 1")

@@ -1,0 +1,287 @@
+// Browser tests of the web console (docs/console.md): playwright-core drives Debian's
+// chromium, headless, against the real controlplane binary ($AGENTPLANE_BIN) in
+// multi-tenant mode, with the scripted runtime (`ctl runtime run --script`, $CTL_BIN)
+// playing refund.script.yaml. Screenshots go to $SCREENSHOT_DIR (printed). Run by .ci/run:
+//   AGENTPLANE_BIN=... CTL_BIN=... SCREENSHOT_DIR=... npm test
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFile } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { chromium } from 'playwright-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const run = promisify(execFile);
+const WAIT = 60_000; // the bound of every wait: a failure, not a measurement
+const QUEUE = 'console-e2e';
+
+const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
+const shots = process.env.SCREENSHOT_DIR || mkdtempSync(path.join(tmpdir(), 'console-shots-'));
+mkdirSync(shots, { recursive: true });
+console.log(`# screenshots: ${shots}`);
+
+function principal(name, tenant, roles) {
+  const token = 'apt_' + randomBytes(32).toString('base64url');
+  return { name, tenant, roles, token, sha256: createHash('sha256').update(token).digest('hex') };
+}
+const starter = principal('acme-user', 'acme', ['user']);        // starts tasks, cannot approve
+const approver = principal('acme-approver', 'acme', ['approver']);
+const outsider = principal('globex-lead', 'globex', ['user', 'approver']);
+const runtime = principal('fleet', '*', ['runtime']);
+
+let work, cp, rt, base, grpcAddr;
+const procs = [];
+const logs = {};
+
+function start(name, bin, args, env = {}) {
+  const p = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  logs[name] = '';
+  p.stdout.on('data', (d) => { logs[name] += d; });
+  p.stderr.on('data', (d) => { logs[name] += d; });
+  procs.push(p);
+  return p;
+}
+
+function waitFor(what, check) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what}: not within ${WAIT} ms\n${JSON.stringify(logs, null, 1)}`)), WAIT);
+    const poll = () => {
+      const v = check();
+      if (v) { clearTimeout(timer); resolve(v); } else setTimeout(poll, 50);
+    };
+    poll();
+  });
+}
+
+function ctl(who, ...args) {
+  return run(process.env.CTL_BIN, ['-o', 'json', ...args], {
+    env: { ...process.env, AGENTPLANE_ADDR: grpcAddr, AGENTPLANE_TOKEN: who.token }, cwd: here,
+  }).then(({ stdout }) => JSON.parse(stdout));
+}
+
+async function startRefund(extra = []) {
+  const out = await ctl(starter, 'task', 'start', '--agent', 'refund.agent.yaml', '--policy', 'refund.policy.yaml',
+    '--queue', QUEUE, '--interrupt-timeout', '30m', '--label', 'team=refunds', '--input', 'refund order 42', ...extra);
+  const id = out.taskId || out.task_id || out.task?.taskId || out.task?.task_id;
+  assert.ok(id, `no task id in ${JSON.stringify(out)}`);
+  return id;
+}
+
+// browser opens a fresh chromium profile (its own --user-data-dir) for one person.
+async function browser(who) {
+  const dir = mkdtempSync(path.join(work, `profile-${who.name}-`));
+  const ctx = await chromium.launchPersistentContext(dir, {
+    executablePath: chromiumPath, headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+      '--disable-sync', '--no-first-run'],
+    viewport: { width: 1280, height: 900 },
+  });
+  const page = ctx.pages()[0] || await ctx.newPage();
+  page.setDefaultTimeout(WAIT);
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(String(e)));
+  // A page that breaks its own Content-Security-Policy (an inline script or style) fails the test.
+  page.on('console', (m) => { if (m.type() === 'error' && /Content Security Policy/i.test(m.text())) problems.push(m.text()); });
+  const close = ctx.close.bind(ctx);
+  ctx.close = async () => {
+    await close();
+    assert.deepEqual(problems, [], 'script errors or CSP violations in the pages');
+  };
+  return { ctx, page };
+}
+
+// signIn goes through the sign-in form from the keyboard.
+async function signIn(page, who) {
+  await page.goto(`${base}/ui/inbox`);
+  assert.match(page.url(), /\/ui\/signin$/, 'an anonymous visit lands on the sign-in page');
+  await page.getByLabel('Bearer token').fill(who.token);
+  await page.keyboard.press('Enter');
+  await page.waitForURL(/\/ui\/inbox$/);
+  await page.getByText(`tenant ${who.tenant}`).waitFor();
+}
+
+async function snap(page, name, opts = {}) {
+  const file = path.join(shots, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: true, ...opts });
+  return file;
+}
+
+before(async () => {
+  for (const [name, env] of [['AGENTPLANE_BIN', process.env.AGENTPLANE_BIN], ['CTL_BIN', process.env.CTL_BIN]]) {
+    assert.ok(env, `${name} must name the binary`);
+  }
+  work = mkdtempSync(path.join(tmpdir(), 'console-e2e-'));
+  const entry = (p) => `    - {name: ${p.name}, sha256: ${p.sha256}, tenant: "${p.tenant}", roles: [${p.roles.join(', ')}]}`;
+  writeFileSync(path.join(work, 'controlplane.yaml'), [
+    `data_dir: ${path.join(work, 'data')}`, 'grpc_addr: 127.0.0.1:0', 'http_addr: 127.0.0.1:0', 'log: {level: warn}',
+    'auth:', '  require_principal: true', '  tokens:', ...[starter, approver, outsider, runtime].map(entry), '',
+  ].join('\n'));
+  cp = start('controlplane', process.env.AGENTPLANE_BIN, ['--config', path.join(work, 'controlplane.yaml')]);
+  cp.on('exit', (code) => { if (code) logs.controlplane += `\n(exited ${code})`; });
+  const m = await waitFor('controlplane listening', () => /gRPC\s+(\S+)[\s\S]*console\s+(http:\/\/\S+)\/ui\//.exec(logs.controlplane));
+  grpcAddr = m[1];
+  base = m[2];
+  rt = start('runtime', process.env.CTL_BIN, ['runtime', 'run', '--script', path.join(here, 'refund.script.yaml'), '--queue', QUEUE,
+    '--capacity', '4', '--runtime-id', 'e2e-runtime'], { AGENTPLANE_ADDR: grpcAddr, AGENTPLANE_TOKEN: runtime.token });
+});
+
+after(async () => {
+  // The runtime first, then the control plane; each is waited for before the files go.
+  for (const p of procs.reverse()) {
+    if (p.exitCode === null && p.signalCode === null) {
+      const gone = new Promise((resolve) => p.once('exit', resolve));
+      p.kill('SIGTERM');
+      await gone;
+    }
+  }
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+let taskId, interruptId;
+
+test('an approver sees a gated call arrive, fixes its arguments against the schema, and the task completes', async () => {
+  const { ctx, page } = await browser(approver);
+  try {
+    await signIn(page, approver);
+    // The first Tab reaches the skip link: the page is usable from the keyboard.
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content');
+    await page.getByText('Nothing waits for a decision.').waitFor();
+    await page.evaluate(() => { window.__sameDocument = true; });
+
+    taskId = await startRefund();
+    const row = page.locator('#inbox tbody tr', { hasText: 'issue_refund' });
+    await row.waitFor();
+    assert.equal(await page.evaluate(() => window.__sameDocument), true, 'the row arrived without a reload');
+    assert.match(await page.locator('#inbox-status').textContent(), /^1 waiting/);
+    assert.equal(await page.locator('#inbox-status').getAttribute('aria-live'), 'polite');
+    assert.match(await row.textContent(), new RegExp(taskId));
+    assert.match(await row.textContent(), /money/);
+    interruptId = await row.getAttribute('data-id');
+    await snap(page, '01-inbox');
+
+    // Filters: another tool hides it, the tag keeps it.
+    await page.goto(`${base}/ui/inbox?tool=send_email`);
+    await page.getByText('Nothing waits for a decision.').waitFor();
+    await page.goto(`${base}/ui/inbox?tag=money`);
+    await page.locator('#inbox tbody tr', { hasText: 'issue_refund' }).waitFor();
+
+    await page.getByRole('link', { name: 'issue_refund' }).click();
+    await page.waitForURL(new RegExp(`/ui/interrupts/${interruptId}$`));
+    await page.getByRole('heading', { name: /issue_refund/ }).waitFor();
+    assert.match(await page.locator('main').textContent(), /untrusted: written by the model/);
+    assert.match(await page.locator('main').textContent(), /ignore previous instructions/);
+    assert.match(await page.locator('time.countdown').textContent(), /left$/, 'the deadline counts down');
+
+    // An edit past the schema's maximum: the server's error, beside the field.
+    const amount = page.getByLabel(/amount_eur/);
+    assert.equal(await amount.inputValue(), '30');
+    await amount.fill('500');
+    await page.getByRole('button', { name: 'Run with these arguments' }).click();
+    const fieldErr = page.locator('#arg-amount_eur-err');
+    await fieldErr.waitFor();
+    assert.match(await fieldErr.textContent(), /100/);
+    assert.equal(await amount.getAttribute('aria-invalid'), 'true');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'arg-amount_eur', 'focus moves to the field in error');
+    assert.match(await page.locator('#page-error').textContent(), /interrupt\.edit_invalid/);
+    await snap(page, '02-edit-error');
+
+    // The fixed edit runs.
+    await page.getByLabel(/amount_eur/).fill('25');
+    await page.getByRole('button', { name: 'Run with these arguments' }).click();
+    await page.waitForURL(/\?done=1$/);
+    assert.match(await page.locator('#in-state').textContent(), new RegExp(`resolved: edit by ${approver.name}`));
+
+    // The task page follows the run live to the end.
+    await page.getByRole('link', { name: taskId }).click();
+    await page.waitForURL(new RegExp(`/ui/tasks/${taskId}$`));
+    await page.evaluate(() => { window.__sameDocument = true; });
+    await page.locator('#task-state', { hasText: 'COMPLETED' }).waitFor();
+    await page.locator('#timeline li', { hasText: 'WORKING → COMPLETED' }).waitFor();
+    const timeline = await page.locator('#timeline').textContent();
+    for (const step of ['task submitted', 'SUBMITTED → WORKING', 'assistant message from support', 'Looking up order 42',
+      'gate interrupt issue_refund', 'interrupt raised: tool_approval for issue_refund', `interrupt resolved: edit by ${approver.name}`,
+      '"amount_eur":25', 'tool call issue_refund', 'tool result issue_refund', 'R-42', 'output', 'Refunded order 42.', 'WORKING → COMPLETED']) {
+      assert.ok(timeline.includes(step), `the timeline lacks "${step}":\n${timeline}`);
+    }
+    const seqs = await page.locator('#timeline li').evaluateAll((els) => els.map((e) => Number(e.dataset.seq)));
+    assert.deepEqual(seqs, seqs.map((_, i) => i + 1), 'every event once, in order');
+    await snap(page, '03-task-timeline');
+
+    // Tasks: the state and label filters find it.
+    await page.goto(`${base}/ui/tasks?state=COMPLETED&label=team%3Drefunds`);
+    await page.getByRole('link', { name: taskId }).waitFor();
+    await page.goto(`${base}/ui/tasks?state=FAILED`);
+    assert.equal(await page.getByRole('link', { name: taskId }).count(), 0);
+    await page.goto(`${base}/ui/capabilities`);
+    assert.match(await page.locator('main').textContent(), /Can approve\s*yes/);
+
+    // A phone: nothing wider than the screen.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(`${base}/ui/tasks/${taskId}`);
+    assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'no sideways scrolling on a phone');
+    await snap(page, '04-task-phone');
+  } finally {
+    await ctx.close();
+  }
+});
+
+test('a user of another tenant sees none of it', async () => {
+  assert.ok(taskId && interruptId);
+  const { ctx, page } = await browser(outsider);
+  try {
+    // A notification's link, opened signed out: sign-in, then the page it names (absent for this tenant).
+    await page.goto(`${base}/ui/tasks/${taskId}`);
+    assert.match(page.url(), /\/ui\/signin\?next=/);
+    await page.getByLabel('Bearer token').fill(outsider.token);
+    const landed = page.waitForResponse((r) => r.url().endsWith(`/ui/tasks/${taskId}`));
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    assert.equal((await landed).status(), 404);
+    await page.goto(`${base}/ui/inbox`);
+    await page.getByText('Nothing waits for a decision.').waitFor();
+    await page.goto(`${base}/ui/tasks`);
+    assert.equal(await page.getByRole('link', { name: taskId }).count(), 0);
+    for (const p of [`/ui/tasks/${taskId}`, `/ui/interrupts/${interruptId}`]) {
+      const resp = await page.goto(base + p);
+      assert.equal(resp.status(), 404, p);
+      assert.doesNotMatch(await page.locator('main').textContent(), /issue_refund|order 42/);
+    }
+    await snap(page, '05-other-tenant');
+  } finally {
+    await ctx.close();
+  }
+});
+
+test('a user without the approver role cannot approve', async () => {
+  const second = await startRefund();
+  const { ctx, page } = await browser(starter);
+  try {
+    await signIn(page, starter);
+    const row = page.locator('#inbox tbody tr', { hasText: second });
+    await row.waitFor();
+    const id = await row.getAttribute('data-id');
+    await row.getByRole('link', { name: 'issue_refund' }).click();
+    await page.waitForURL(new RegExp(`/ui/interrupts/${id}$`));
+    assert.equal(await page.getByRole('button', { name: 'Approve' }).count(), 0, 'no approve button for a user');
+    assert.match(await page.locator('main').textContent(), /needs the approver role/);
+    // Forge the approve the page does not offer: the API refuses it.
+    const refused = await page.evaluate(async (path) => {
+      const csrf = document.querySelector('meta[name="csrf"]').content;
+      const r = await fetch(path, { method: 'POST', body: new URLSearchParams({ csrf, decision: 'approve' }) });
+      return { status: r.status, body: await r.text() };
+    }, `/ui/interrupts/${id}`);
+    assert.equal(refused.status, 403);
+    assert.match(refused.body, /auth\.permission_denied/);
+    await page.reload();
+    assert.equal(await page.locator('#in-state').textContent(), 'pending');
+    await snap(page, '06-user-cannot-approve');
+    // Leave nothing running: the approver rejects it.
+    await ctl(approver, 'hitl', 'reject', id, '--reason', 'test over');
+  } finally {
+    await ctx.close();
+  }
+});
