@@ -69,6 +69,7 @@ const (
 	ReasonRequestMalformed       = agentplanev1.ErrorReason_ERROR_REASON_REQUEST_MALFORMED
 	ReasonRouteNotFound          = agentplanev1.ErrorReason_ERROR_REASON_ROUTE_NOT_FOUND
 	ReasonStoreBackupUnsupported = agentplanev1.ErrorReason_ERROR_REASON_STORE_BACKUP_UNSUPPORTED
+	ReasonWebhookDeliveryNotFound = agentplanev1.ErrorReason_ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND
 )
 
 // Error is an error a client may see.
