@@ -288,3 +288,43 @@ func classifyAddr(a netip.Addr) hostClass {
 	}
 	return hostPublic
 }
+
+// destinationRules is what a destination the control plane itself dials (a webhook)
+// may point at: the caller rules of a multi-tenant deployment (https to public hosts),
+// or, when the deployment allows private destinations, the operator's rules (private
+// and loopback hosts, plain http). Never the always-forbidden addresses.
+func destinationRules(allowPrivate bool) urlRules {
+	if allowPrivate {
+		return operatorRules
+	}
+	return callerRules(MultiTenant)
+}
+
+// CheckDestinationURL decides whether the control plane may send to raw (a webhook
+// endpoint), with the same rules as a caller's entry in a multi-tenant deployment
+// unless allowPrivate (the deployment's switch) lets it reach private, loopback and
+// plain-http destinations. Like CheckURL it judges the text: the dialer must also
+// check each address it connects to (CheckDestinationAddr).
+func CheckDestinationURL(raw string, allowPrivate bool) (Reason, bool) {
+	return checkURL(raw, destinationRules(allowPrivate))
+}
+
+// CheckDestinationAddr decides whether the control plane may connect to a, an address
+// a destination's name resolved to: the dial-time half of CheckDestinationURL, which
+// stops a name that resolves to a private or metadata address (DNS rebinding).
+func CheckDestinationAddr(a netip.Addr, allowPrivate bool) (Reason, bool) {
+	r := destinationRules(allowPrivate)
+	switch classifyAddr(a) {
+	case hostForbidden:
+		return DropURLForbiddenHost, false
+	case hostLoopback:
+		if !r.loopbackOK {
+			return DropURLPrivateHost, false
+		}
+	case hostPrivate:
+		if !r.privateOK {
+			return DropURLPrivateHost, false
+		}
+	}
+	return "", true
+}

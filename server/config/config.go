@@ -37,6 +37,8 @@ type Config struct {
 	Auth   Auth   `yaml:"auth"`
 	TLS    TLS    `yaml:"tls"`
 	Gates  Gates  `yaml:"gates"`
+	// Notifications configures webhooks (docs/notifications.md).
+	Notifications Notifications `yaml:"notifications"`
 	// Tenants holds per-tenant settings; they may tighten the deployment's, never loosen.
 	Tenants map[string]Tenant `yaml:"tenants"`
 
@@ -333,7 +335,8 @@ func Default() Config {
 			MaxLeaseWait:  Duration(30 * time.Second),
 			PurgeInterval: Duration(10 * time.Minute),
 		},
-		HITL: HITL{DeadlineDecision: "reject", MaxUntrustedBytes: 4096},
+		HITL:          HITL{DeadlineDecision: "reject", MaxUntrustedBytes: 4096},
+		Notifications: DefaultNotifications(),
 	}
 }
 
@@ -525,6 +528,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	c.validateGates(bad)
+	c.validateNotifications(bad)
 	if len(errs) == 0 {
 		return nil
 	}
