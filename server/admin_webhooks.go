@@ -5,8 +5,8 @@ import (
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
-	"github.com/agentplane/agentplane/server/store/pagetoken"
 	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
+	"github.com/agentplane/agentplane/server/store/pagetoken"
 	"github.com/agentplane/agentplane/server/webhooks"
 )
 

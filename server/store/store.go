@@ -312,7 +312,7 @@ type Stats struct {
 	// the dead letters; OutboxOldestPending is the creation time of the oldest pending
 	// one (zero when there is none).
 	OutboxPending, OutboxDead int64
-	OutboxOldestPending     time.Time
+	OutboxOldestPending       time.Time
 	// Commits counts transactions committed since open; Updates counts the Update calls
 	// they carried (Updates/Commits is the mean group-commit batch).
 	Commits, Updates int64

@@ -24,16 +24,16 @@ type Message struct {
 // task ones; URL links to the console page of the item when the console's public URL
 // is configured.
 type Data struct {
-	Tenant      string    `json:"tenant"`
-	TaskID      string    `json:"task_id"`
-	InterruptID string    `json:"interrupt_id,omitempty"`
-	Tool        string    `json:"tool,omitempty"`
-	Description string    `json:"description,omitempty"`
-	Agent       string    `json:"agent,omitempty"`
-	Node        string    `json:"node,omitempty"`
-	Tags        []string  `json:"tags,omitempty"`
+	Tenant      string     `json:"tenant"`
+	TaskID      string     `json:"task_id"`
+	InterruptID string     `json:"interrupt_id,omitempty"`
+	Tool        string     `json:"tool,omitempty"`
+	Description string     `json:"description,omitempty"`
+	Agent       string     `json:"agent,omitempty"`
+	Node        string     `json:"node,omitempty"`
+	Tags        []string   `json:"tags,omitempty"`
 	Deadline    *time.Time `json:"deadline,omitempty"`
-	Decision    *Decision `json:"decision,omitempty"`
+	Decision    *Decision  `json:"decision,omitempty"`
 	// State is the task's terminal state for task.ended: completed, failed, canceled.
 	State   string            `json:"state,omitempty"`
 	Labels  map[string]string `json:"labels,omitempty"`

@@ -55,9 +55,9 @@ type Service struct {
 	client   *http.Client
 	now      func() time.Time
 
-	wake chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	wake    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
 	once    sync.Once
 	started atomic.Bool
 
