@@ -99,7 +99,18 @@ func checkURL(raw string, r urlRules) (Reason, bool) {
 		}
 	}
 	class := classifyHost(u.Hostname(), bracketed)
-	switch class {
+	if reason, ok := r.reach(class); !ok {
+		return reason, false
+	}
+	if u.Scheme == "http" && !r.plainHTTPOK(class) {
+		return DropURLPlainHTTP, false
+	}
+	return "", true
+}
+
+// reach decides whether the rules let an entry reach a host of class c.
+func (r urlRules) reach(c hostClass) (Reason, bool) {
+	switch c {
 	case hostInvalid:
 		return DropURLInvalid, false
 	case hostForbidden:
@@ -112,9 +123,6 @@ func checkURL(raw string, r urlRules) (Reason, bool) {
 		if !r.privateOK {
 			return DropURLPrivateHost, false
 		}
-	}
-	if u.Scheme == "http" && !r.plainHTTPOK(class) {
-		return DropURLPlainHTTP, false
 	}
 	return "", true
 }
@@ -313,18 +321,5 @@ func CheckDestinationURL(raw string, allowPrivate bool) (Reason, bool) {
 // a destination's name resolved to: the dial-time half of CheckDestinationURL, which
 // stops a name that resolves to a private or metadata address (DNS rebinding).
 func CheckDestinationAddr(a netip.Addr, allowPrivate bool) (Reason, bool) {
-	r := destinationRules(allowPrivate)
-	switch classifyAddr(a) {
-	case hostForbidden:
-		return DropURLForbiddenHost, false
-	case hostLoopback:
-		if !r.loopbackOK {
-			return DropURLPrivateHost, false
-		}
-	case hostPrivate:
-		if !r.privateOK {
-			return DropURLPrivateHost, false
-		}
-	}
-	return "", true
+	return destinationRules(allowPrivate).reach(classifyAddr(a))
 }

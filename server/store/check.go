@@ -85,3 +85,21 @@ func CheckOutboxUpdate(old, rec *storagev1.OutboxRecord) error {
 	}
 	return nil
 }
+
+// OutboxBeforePut is what every implementation's Writer.PutOutbox does before it
+// writes: check rec, read the stored version (nil when new) and check the change.
+func OutboxBeforePut(r Reader, rec *storagev1.OutboxRecord) (*storagev1.OutboxRecord, error) {
+	if err := CheckOutboxRecord(rec); err != nil {
+		return nil, err
+	}
+	old, err := r.GetOutbox(rec.GetId())
+	if err != nil && !IsNotFound(err) {
+		return nil, err
+	}
+	if old != nil {
+		if err := CheckOutboxUpdate(old, rec); err != nil {
+			return nil, err
+		}
+	}
+	return old, nil
+}

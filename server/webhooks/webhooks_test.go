@@ -77,22 +77,31 @@ type fixture struct {
 	st  store.Store
 }
 
-func start(t *testing.T, cfg config.Notifications) *fixture {
+// open builds a service over a fresh bbolt store, its metrics on reg, without
+// starting the sender.
+func open(t *testing.T, cfg config.Notifications, reg *prometheus.Registry) *fixture {
 	t.Helper()
 	st, err := boltstore.Open(filepath.Join(t.TempDir(), "agentplane.db"), boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := webhooks.New(webhooks.Options{Store: st, Config: cfg, Registerer: prometheus.NewRegistry()})
+	svc, err := webhooks.New(webhooks.Options{Store: st, Config: cfg, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc.Start()
 	t.Cleanup(func() {
 		svc.Stop()
 		_ = st.Close()
 	})
 	return &fixture{svc: svc, st: st}
+}
+
+// start is open with the sender running.
+func start(t *testing.T, cfg config.Notifications) *fixture {
+	t.Helper()
+	f := open(t, cfg, prometheus.NewRegistry())
+	f.svc.Start()
+	return f
 }
 
 // update runs fn with the notifying writer, as the task domain does.
@@ -208,6 +217,22 @@ func TestInterruptAndTaskEventsSigned(t *testing.T) {
 	}
 }
 
+// waitDeadLetters waits until there is a dead letter and returns them all.
+func (f *fixture) waitDeadLetters(t *testing.T) []*storagev1.OutboxRecord {
+	t.Helper()
+	var dead []*storagev1.OutboxRecord
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for len(dead) == 0 {
+			dead, _, _ = f.svc.ListDeadLetters(context.Background(), "", "", 10)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	testutil.Within(t, done, "a dead letter")
+	return dead
+}
+
 func (f *fixture) waitOutboxEmpty(t *testing.T) {
 	t.Helper()
 	done := make(chan struct{})
@@ -275,16 +300,7 @@ func TestDeadLetterAndRetry(t *testing.T) {
 	})
 	f := start(t, fastConfig(config.Webhook{Name: "ops", URL: recv.URL, Secret: secret, Events: []string{config.EventTaskEnded}, MaxAttempts: 2}))
 	f.endTask(t, "default", "t1")
-	var dead []*storagev1.OutboxRecord
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for len(dead) == 0 {
-			dead, _, _ = f.svc.ListDeadLetters(context.Background(), "", "", 10)
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
-	testutil.Within(t, done, "a dead letter")
+	dead := f.waitDeadLetters(t)
 	if len(dead) != 1 || dead[0].GetAttempts() != 2 || dead[0].GetLastError() != "HTTP 500 Internal Server Error" || dead[0].GetEventType() != config.EventTaskEnded {
 		t.Fatalf("dead letters %v: want one after 2 attempts with HTTP 500", dead)
 	}
@@ -316,19 +332,8 @@ func TestReceiverDownThenBack(t *testing.T) {
 	addr := lis.Addr().String()
 	lis.Close() // down: connections are refused
 	reg := prometheus.NewRegistry()
-	st, err := boltstore.Open(filepath.Join(t.TempDir(), "agentplane.db"), boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	cfg := fastConfig(config.Webhook{Name: "ops", URL: "http://" + addr + "/hook", Secret: secret, Events: []string{config.EventTaskEnded}, MaxAttempts: 100})
-	svc, err := webhooks.New(webhooks.Options{Store: st, Config: cfg, Registerer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc.Start()
-	defer svc.Stop()
-	f := &fixture{svc: svc, st: st}
+	f := open(t, fastConfig(config.Webhook{Name: "ops", URL: "http://" + addr + "/hook", Secret: secret, Events: []string{config.EventTaskEnded}, MaxAttempts: 100}), reg)
+	f.svc.Start()
 	const n = 10
 	for i := range n {
 		f.endTask(t, "default", fmt.Sprintf("t%d", i))
@@ -464,16 +469,7 @@ func TestDialTimeCheck(t *testing.T) {
 	cfg.AllowPrivateDestinations = false
 	f := start(t, cfg)
 	f.endTask(t, "default", "t1")
-	var dead []*storagev1.OutboxRecord
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for len(dead) == 0 {
-			dead, _, _ = f.svc.ListDeadLetters(context.Background(), "", "", 10)
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
-	testutil.Within(t, done, "the refused notification's dead letter")
+	dead := f.waitDeadLetters(t)
 	if !strings.Contains(dead[0].GetLastError(), "url.private_host") {
 		t.Fatalf("last error %q: want the address refused (url.private_host)", dead[0].GetLastError())
 	}
@@ -495,22 +491,13 @@ func TestOutboxBound(t *testing.T) {
 	)
 	cfg.MaxOutboxPerTenant = 3
 	reg := prometheus.NewRegistry()
-	st, err := boltstore.Open(filepath.Join(t.TempDir(), "agentplane.db"), boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	svc, err := webhooks.New(webhooks.Options{Store: st, Config: cfg, Registerer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fixture{svc: svc, st: st} // sender not started: everything stays in the outbox
+	f := open(t, cfg, reg) // sender not started: everything stays in the outbox
 	for i := range 5 {
 		f.endTask(t, "a", fmt.Sprintf("a%d", i))
 	}
 	f.endTask(t, "b", "b0")
 	var depthA, depthB int64
-	_ = st.View(context.Background(), func(r store.Reader) error {
+	_ = f.st.View(context.Background(), func(r store.Reader) error {
 		depthA, _ = r.OutboxDepth("a")
 		depthB, _ = r.OutboxDepth("b")
 		return nil

@@ -102,17 +102,9 @@ func outboxCounter(rec *storagev1.OutboxRecord) string {
 }
 
 func (w *writer) PutOutbox(rec *storagev1.OutboxRecord) error {
-	if err := store.CheckOutboxRecord(rec); err != nil {
+	old, err := store.OutboxBeforePut(w, rec)
+	if err != nil {
 		return err
-	}
-	old, err := w.GetOutbox(rec.GetId())
-	if err != nil && !store.IsNotFound(err) {
-		return err
-	}
-	if old != nil {
-		if err := store.CheckOutboxUpdate(old, rec); err != nil {
-			return err
-		}
 	}
 	if err := w.moveOutbox(old, rec); err != nil {
 		return err

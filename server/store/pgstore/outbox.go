@@ -81,17 +81,8 @@ func (r *reader) OutboxDepth(tenant string) (int64, error) {
 }
 
 func (w *writer) PutOutbox(rec *storagev1.OutboxRecord) error {
-	if err := store.CheckOutboxRecord(rec); err != nil {
+	if _, err := store.OutboxBeforePut(w, rec); err != nil {
 		return err
-	}
-	old, err := w.GetOutbox(rec.GetId())
-	if err != nil && !store.IsNotFound(err) {
-		return err
-	}
-	if old != nil {
-		if err := store.CheckOutboxUpdate(old, rec); err != nil {
-			return err
-		}
 	}
 	var due []byte
 	if rec.GetState() == storagev1.OutboxState_OUTBOX_STATE_PENDING {
