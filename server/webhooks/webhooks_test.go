@@ -79,7 +79,7 @@ type fixture struct {
 
 // open builds a service over a fresh bbolt store, its metrics on reg, without
 // starting the sender.
-func open(t *testing.T, cfg config.Notifications, reg *prometheus.Registry) *fixture {
+func open(t testing.TB, cfg config.Notifications, reg *prometheus.Registry) *fixture {
 	t.Helper()
 	st, err := boltstore.Open(filepath.Join(t.TempDir(), "agentplane.db"), boltstore.Options{})
 	if err != nil {
@@ -105,7 +105,7 @@ func start(t *testing.T, cfg config.Notifications) *fixture {
 }
 
 // update runs fn with the notifying writer, as the task domain does.
-func (f *fixture) update(t *testing.T, fn func(w store.Writer) error) {
+func (f *fixture) update(t testing.TB, fn func(w store.Writer) error) {
 	t.Helper()
 	if err := f.st.Update(context.Background(), func(w store.Writer) error { return fn(f.svc.WrapWriter(w)) }); err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ func (f *fixture) update(t *testing.T, fn func(w store.Writer) error) {
 }
 
 // endTask creates a task and ends it in two transactions.
-func (f *fixture) endTask(t *testing.T, tenant, id string) {
+func (f *fixture) endTask(t testing.TB, tenant, id string) {
 	t.Helper()
 	rec := storetest.Task(tenant, id, time.Now())
 	f.update(t, func(w store.Writer) error { return w.PutTask(rec) })
