@@ -99,7 +99,18 @@ func checkURL(raw string, r urlRules) (Reason, bool) {
 		}
 	}
 	class := classifyHost(u.Hostname(), bracketed)
-	switch class {
+	if reason, ok := r.reach(class); !ok {
+		return reason, false
+	}
+	if u.Scheme == "http" && !r.plainHTTPOK(class) {
+		return DropURLPlainHTTP, false
+	}
+	return "", true
+}
+
+// reach decides whether the rules let an entry reach a host of class c.
+func (r urlRules) reach(c hostClass) (Reason, bool) {
+	switch c {
 	case hostInvalid:
 		return DropURLInvalid, false
 	case hostForbidden:
@@ -112,9 +123,6 @@ func checkURL(raw string, r urlRules) (Reason, bool) {
 		if !r.privateOK {
 			return DropURLPrivateHost, false
 		}
-	}
-	if u.Scheme == "http" && !r.plainHTTPOK(class) {
-		return DropURLPlainHTTP, false
 	}
 	return "", true
 }
@@ -287,4 +295,31 @@ func classifyAddr(a netip.Addr) hostClass {
 		}
 	}
 	return hostPublic
+}
+
+// destinationRules is what a destination the control plane itself dials (a webhook)
+// may point at: the caller rules of a multi-tenant deployment (https to public hosts),
+// or, when the deployment allows private destinations, the operator's rules (private
+// and loopback hosts, plain http). Never the always-forbidden addresses.
+func destinationRules(allowPrivate bool) urlRules {
+	if allowPrivate {
+		return operatorRules
+	}
+	return callerRules(MultiTenant)
+}
+
+// CheckDestinationURL decides whether the control plane may send to raw (a webhook
+// endpoint), with the same rules as a caller's entry in a multi-tenant deployment
+// unless allowPrivate (the deployment's switch) lets it reach private, loopback and
+// plain-http destinations. Like CheckURL it judges the text: the dialer must also
+// check each address it connects to (CheckDestinationAddr).
+func CheckDestinationURL(raw string, allowPrivate bool) (Reason, bool) {
+	return checkURL(raw, destinationRules(allowPrivate))
+}
+
+// CheckDestinationAddr decides whether the control plane may connect to a, an address
+// a destination's name resolved to: the dial-time half of CheckDestinationURL, which
+// stops a name that resolves to a private or metadata address (DNS rebinding).
+func CheckDestinationAddr(a netip.Addr, allowPrivate bool) (Reason, bool) {
+	return destinationRules(allowPrivate).reach(classifyAddr(a))
 }

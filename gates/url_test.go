@@ -2,6 +2,7 @@ package gates
 
 import (
 	"net"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
@@ -167,4 +168,46 @@ func FuzzCheckURL(f *testing.F) {
 			t.Fatalf("%q accepted in multi-tenant mode with private address %s", raw, host)
 		}
 	})
+}
+
+func TestCheckDestination(t *testing.T) {
+	for _, tc := range []struct {
+		url          string
+		allowPrivate bool
+		want         Reason
+	}{
+		{"https://hooks.slack.com/services/T/B/X", false, ""},
+		{"http://hooks.example.com/x", false, DropURLPlainHTTP},
+		{"https://10.0.0.5/hook", false, DropURLPrivateHost},
+		{"https://10.0.0.5/hook", true, ""},
+		{"http://127.0.0.1:8080/hook", false, DropURLPrivateHost},
+		{"http://127.0.0.1:8080/hook", true, ""},
+		{"http://169.254.169.254/latest", true, DropURLForbiddenHost},
+		{"https://metadata.google.internal/", true, DropURLForbiddenHost},
+		{"https://user:pw@example.com/", true, DropURLCredentials},
+		{"ftp://example.com/", true, DropURLScheme},
+	} {
+		got, ok := CheckDestinationURL(tc.url, tc.allowPrivate)
+		if got != tc.want || ok != (tc.want == "") {
+			t.Errorf("CheckDestinationURL(%q, %v) = %q, %v; want %q", tc.url, tc.allowPrivate, got, ok, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		addr         string
+		allowPrivate bool
+		want         Reason
+	}{
+		{"93.184.216.34", false, ""},
+		{"127.0.0.1", false, DropURLPrivateHost},
+		{"127.0.0.1", true, ""},
+		{"192.168.1.1", false, DropURLPrivateHost},
+		{"169.254.169.254", true, DropURLForbiddenHost},
+		{"::ffff:169.254.169.254", true, DropURLForbiddenHost},
+		{"fd00:ec2::254", true, DropURLForbiddenHost},
+	} {
+		got, ok := CheckDestinationAddr(netip.MustParseAddr(tc.addr), tc.allowPrivate)
+		if got != tc.want || ok != (tc.want == "") {
+			t.Errorf("CheckDestinationAddr(%s, %v) = %q, %v; want %q", tc.addr, tc.allowPrivate, got, ok, tc.want)
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/agentplane/agentplane/server/store/pgstore"
 	"github.com/agentplane/agentplane/server/tasks"
 	"github.com/agentplane/agentplane/server/verdicts"
+	"github.com/agentplane/agentplane/server/webhooks"
 )
 
 // domain is everything beneath the service layer, built once at New.
@@ -32,6 +33,7 @@ type domain struct {
 	compiler  *hitl.Compiler
 	approvals *approvals.Service
 	verdicts  *verdicts.Recorder
+	webhooks  *webhooks.Service
 }
 
 // domainStore is the store with its health: the failure that makes it refuse writes
@@ -99,7 +101,14 @@ func (s *Server) openDomain() (err error) {
 	}
 	s.domain = d // from here on closeAll closes the store
 	s.metrics.registry.MustRegister(newStoreCollector(d.store.Stats, d.store.Health))
-	if d.tasks, err = tasks.New(tasks.Options{Store: d.store, Config: tasks.ConfigFrom(cfg), Logger: s.log}); err != nil {
+	if d.webhooks, err = webhooks.New(webhooks.Options{
+		Store: d.store, Config: cfg.Notifications, BaseDir: cfg.BaseDir(), Logger: s.log, Registerer: s.metrics.registry,
+	}); err != nil {
+		return err
+	}
+	if d.tasks, err = tasks.New(tasks.Options{
+		Store: d.store, Config: tasks.ConfigFrom(cfg), Logger: s.log, WrapWriter: d.webhooks.WrapWriter,
+	}); err != nil {
 		return err
 	}
 	d.compiler = hitl.NewCompiler(0)
@@ -125,10 +134,14 @@ func (s *Server) StoreLocation() string { return s.domain.where }
 func (d *domain) start() {
 	d.tasks.StartMaintenance()
 	d.approvals.Start()
+	d.webhooks.Start()
 }
 
 // close stops the loops and closes the store.
 func (d *domain) close() error {
+	if d.webhooks != nil {
+		d.webhooks.Stop()
+	}
 	if d.approvals != nil {
 		d.approvals.Stop()
 	}

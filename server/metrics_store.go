@@ -24,6 +24,7 @@ type storeCollector struct {
 	tasks, events, pending, leases, size, commits, updates *prometheus.Desc
 	logBytes, checkpoints, checkpointSeconds, failed       *prometheus.Desc
 	queueDepth                                             *prometheus.Desc
+	outboxPending, outboxDead, outboxOldest                *prometheus.Desc
 }
 
 // maxQueueSeries bounds the queue_depth series: queue names are chosen by callers, so
@@ -53,11 +54,15 @@ func newStoreCollector(stats func(context.Context) (store.Stats, error), health 
 		checkpoints:       d("store_checkpoints_total", "Checkpoints since start (each copies the whole store)."),
 		checkpointSeconds: d("store_checkpoint_seconds_total", "Time spent writing checkpoints since start."),
 		queueDepth:        d("queue_depth", "Tasks waiting for a lease, by run queue (the 64 deepest; the rest summed as _other).", "queue"),
+		outboxPending:     d("webhook_outbox_pending", "Webhook notifications waiting for delivery (the outbox depth, dead letters excluded)."),
+		outboxDead:        d("webhook_outbox_dead_letters", "Webhook notifications given up after their endpoint's max_attempts, waiting for an operator (ctl admin webhooks dead-letters)."),
+		outboxOldest:      d("webhook_outbox_oldest_pending_age_seconds", "Age of the oldest webhook notification waiting for delivery; 0 when none waits. Growing means an endpoint is down or the sender is behind."),
 	}
 }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.tasks, c.events, c.pending, c.leases, c.size, c.commits, c.updates, c.logBytes, c.checkpoints, c.checkpointSeconds, c.queueDepth, c.failed} {
+	for _, d := range []*prometheus.Desc{c.tasks, c.events, c.pending, c.leases, c.size, c.commits, c.updates, c.logBytes, c.checkpoints, c.checkpointSeconds, c.queueDepth, c.failed,
+		c.outboxPending, c.outboxDead, c.outboxOldest} {
 		ch <- d
 	}
 }
@@ -89,6 +94,13 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.logBytes, prometheus.GaugeValue, float64(st.LogBytes))
 	ch <- prometheus.MustNewConstMetric(c.checkpoints, prometheus.CounterValue, float64(st.Checkpoints))
 	ch <- prometheus.MustNewConstMetric(c.checkpointSeconds, prometheus.CounterValue, st.CheckpointTime.Seconds())
+	ch <- prometheus.MustNewConstMetric(c.outboxPending, prometheus.GaugeValue, float64(st.OutboxPending))
+	ch <- prometheus.MustNewConstMetric(c.outboxDead, prometheus.GaugeValue, float64(st.OutboxDead))
+	age := 0.0
+	if !st.OutboxOldestPending.IsZero() {
+		age = max(time.Since(st.OutboxOldestPending).Seconds(), 0)
+	}
+	ch <- prometheus.MustNewConstMetric(c.outboxOldest, prometheus.GaugeValue, age)
 	queues := slices.Collect(maps.Keys(st.QueueDepth))
 	slices.SortFunc(queues, func(a, b string) int {
 		return cmp.Or(cmp.Compare(st.QueueDepth[b], st.QueueDepth[a]), cmp.Compare(a, b))

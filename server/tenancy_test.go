@@ -103,6 +103,8 @@ var rpcRoles = func() map[string][]auth.Role {
 		agentplanev1.AdminService_Backup_FullMethodName,
 		agentplanev1.AdminService_PurgeTasks_FullMethodName,
 		agentplanev1.AdminService_GetStats_FullMethodName,
+		agentplanev1.AdminService_ListWebhookDeadLetters_FullMethodName,
+		agentplanev1.AdminService_RetryWebhookDeadLetter_FullMethodName,
 		reflectionv1.ServerReflection_ServerReflectionInfo_FullMethodName,
 		reflectionv1alpha.ServerReflection_ServerReflectionInfo_FullMethodName)
 	return m

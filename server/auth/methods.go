@@ -105,6 +105,8 @@ func methodTable() map[string]Rule {
 		agentplanev1.AdminService_Backup_FullMethodName,
 		agentplanev1.AdminService_PurgeTasks_FullMethodName,
 		agentplanev1.AdminService_GetStats_FullMethodName,
+		agentplanev1.AdminService_ListWebhookDeadLetters_FullMethodName,
+		agentplanev1.AdminService_RetryWebhookDeadLetter_FullMethodName,
 		reflectionv1.ServerReflection_ServerReflectionInfo_FullMethodName,
 		reflectionv1alpha.ServerReflection_ServerReflectionInfo_FullMethodName)
 	add(ScopePublic, nil,

@@ -42,6 +42,8 @@ type Config struct {
 	Tracing Tracing `yaml:"tracing"`
 	// Console configures the web console served under /ui/ on the HTTP listener.
 	Console Console `yaml:"console"`
+	// Notifications configures webhooks (docs/notifications.md).
+	Notifications Notifications `yaml:"notifications"`
 	// Tenants holds per-tenant settings; they may tighten the deployment's, never loosen.
 	Tenants map[string]Tenant `yaml:"tenants"`
 
@@ -381,8 +383,9 @@ func Default() Config {
 			MaxLeaseWait:  Duration(30 * time.Second),
 			PurgeInterval: Duration(10 * time.Minute),
 		},
-		HITL:    HITL{DeadlineDecision: "reject", MaxUntrustedBytes: 4096},
-		Console: Console{SessionTTL: Duration(12 * time.Hour)},
+		HITL:          HITL{DeadlineDecision: "reject", MaxUntrustedBytes: 4096},
+		Console:       Console{SessionTTL: Duration(12 * time.Hour)},
+		Notifications: DefaultNotifications(),
 	}
 }
 
@@ -580,6 +583,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	c.validateGates(bad)
+	c.validateNotifications(bad)
 	if len(errs) == 0 {
 		return nil
 	}

@@ -50,3 +50,56 @@ func CheckTaskUpdate(old, rec *storagev1.TaskRecord) error {
 	}
 	return nil
 }
+
+// CheckOutboxRecord is what every implementation's Writer.PutOutbox checks of rec: the
+// keys it is stored under are valid, and a pending record says when it is due.
+func CheckOutboxRecord(rec *storagev1.OutboxRecord) error {
+	id := rec.GetId()
+	if err := CheckTenant(rec.GetTenant()); err != nil {
+		return err
+	}
+	if !schema.ValidComponent(id) {
+		return fmt.Errorf("store: outbox id %q is empty or longer than %d bytes", id, schema.MaxComponent)
+	}
+	if rec.GetCreateTime() == nil || rec.GetEndpoint() == "" {
+		return fmt.Errorf("store: outbox record %s has no create_time or endpoint", id)
+	}
+	switch rec.GetState() {
+	case storagev1.OutboxState_OUTBOX_STATE_PENDING:
+		if rec.GetNextAttemptTime() == nil {
+			return fmt.Errorf("store: pending outbox record %s has no next_attempt_time", id)
+		}
+	case storagev1.OutboxState_OUTBOX_STATE_DEAD:
+	default:
+		return fmt.Errorf("store: outbox record %s has state %v", id, rec.GetState())
+	}
+	return nil
+}
+
+// CheckOutboxUpdate refuses rec as the new version of old when it changes an
+// immutable field: tenant, endpoint, create_time.
+func CheckOutboxUpdate(old, rec *storagev1.OutboxRecord) error {
+	if old.GetTenant() != rec.GetTenant() || old.GetEndpoint() != rec.GetEndpoint() ||
+		!proto.Equal(old.GetCreateTime(), rec.GetCreateTime()) {
+		return fmt.Errorf("store: outbox record %s: tenant, endpoint and create_time are immutable", rec.GetId())
+	}
+	return nil
+}
+
+// OutboxBeforePut is what every implementation's Writer.PutOutbox does before it
+// writes: check rec, read the stored version (nil when new) and check the change.
+func OutboxBeforePut(r Reader, rec *storagev1.OutboxRecord) (*storagev1.OutboxRecord, error) {
+	if err := CheckOutboxRecord(rec); err != nil {
+		return nil, err
+	}
+	old, err := r.GetOutbox(rec.GetId())
+	if err != nil && !IsNotFound(err) {
+		return nil, err
+	}
+	if old != nil {
+		if err := CheckOutboxUpdate(old, rec); err != nil {
+			return nil, err
+		}
+	}
+	return old, nil
+}

@@ -35,3 +35,8 @@ func IsNotFound(err error) bool {
 	var e *apierr.Error
 	return errors.As(err, &e) && e.Code == codes.NotFound
 }
+
+// ErrOutboxNotFound builds the error for a notification the outbox does not hold.
+func ErrOutboxNotFound(id string) error {
+	return apierr.NotFound(apierr.ReasonWebhookDeliveryNotFound, "webhook notification %q not found", id)
+}

@@ -117,6 +117,19 @@ type Reader interface {
 
 	// ScanObligations reads a task's ledger in ordinal order, after afterOrdinal.
 	ScanObligations(tenant, taskID string, afterOrdinal int64, fn func(*storagev1.ObligationRecord) (bool, error)) error
+
+	// GetOutbox returns a notification of the outbox, or NotFound
+	// (webhook.delivery_not_found).
+	GetOutbox(id string) (*storagev1.OutboxRecord, error)
+
+	// ScanOutbox reads the outbox's notifications in state, across tenants, in id order
+	// (ids of equal length sort by creation time), starting after the id after (""
+	// from the first).
+	ScanOutbox(state storagev1.OutboxState, after string, fn func(*storagev1.OutboxRecord) (bool, error)) error
+
+	// OutboxDepth counts a tenant's notifications in the outbox, pending and dead: what
+	// the outbox's per-tenant bound is checked against.
+	OutboxDepth(tenant string) (int64, error)
 }
 
 // Writer writes within a transaction. Writes are visible to later reads in the same
@@ -154,6 +167,23 @@ type Writer interface {
 	// PutObligation creates or replaces a ledger entry under its task and ordinal (>= 1).
 	// Its task must exist.
 	PutObligation(tenant, taskID string, rec *storagev1.ObligationRecord) error
+
+	// PutOutbox creates or replaces a notification of the outbox and brings its indexes
+	// up to date: the due index (PENDING, by next_attempt_time), the dead letters
+	// (DEAD) and the per-tenant depth. id, tenant, endpoint and create_time may not
+	// change once written.
+	PutOutbox(rec *storagev1.OutboxRecord) error
+
+	// DeleteOutbox removes a notification (delivered, or dropped); a missing one is
+	// NotFound (webhook.delivery_not_found).
+	DeleteOutbox(id string) error
+
+	// ClaimOutbox returns up to limit PENDING notifications due at or before now,
+	// earliest due first, for this transaction to claim by writing them back with a
+	// later next_attempt_time. Concurrent transactions claim disjoint sets: on
+	// PostgreSQL the rows are locked (FOR UPDATE SKIP LOCKED), so another replica skips
+	// them rather than waiting; the bbolt store has one writer at a time.
+	ClaimOutbox(now time.Time, limit int) ([]*storagev1.OutboxRecord, error)
 
 	// DeleteTask removes a task with everything it owns: its spec, events, interrupts, verdicts,
 	// obligations and every index entry. A missing task is NotFound.
@@ -278,6 +308,11 @@ type Stats struct {
 	QueueDepth map[string]int64
 	// ActiveLeases counts leases that fence writes.
 	ActiveLeases int64
+	// OutboxPending and OutboxDead count the notifications waiting for delivery and
+	// the dead letters; OutboxOldestPending is the creation time of the oldest pending
+	// one (zero when there is none).
+	OutboxPending, OutboxDead int64
+	OutboxOldestPending       time.Time
 	// Commits counts transactions committed since open; Updates counts the Update calls
 	// they carried (Updates/Commits is the mean group-commit batch).
 	Commits, Updates int64

@@ -100,6 +100,9 @@ type Options struct {
 	Clock Clock
 	// Logger defaults to slog.Default.
 	Logger *slog.Logger
+	// WrapWriter, if set, wraps the writer of every task operation, so that writes
+	// derived from a change (the webhook outbox) join the change's transaction.
+	WrapWriter func(store.Writer) store.Writer
 }
 
 // Manager is the task domain. It is safe for concurrent use.
@@ -110,6 +113,8 @@ type Manager struct {
 	log    *slog.Logger
 	tokens *pagetoken.Codec
 	hub    *hub
+	// wrap is Options.WrapWriter, or nil.
+	wrap func(store.Writer) store.Writer
 	// work is broadcast after a commit that queued a task, waking long polls.
 	work signal
 
@@ -180,6 +185,7 @@ func New(opts Options) (*Manager, error) {
 		log:    opts.Logger,
 		tokens: pagetoken.New(opts.Store.TokenKey()),
 		hub:    newHub(),
+		wrap:   opts.WrapWriter,
 		stop:   func() {},
 	}, nil
 }

@@ -47,6 +47,9 @@ type Op struct {
 }
 
 func (m *Manager) newOp(w store.Writer, now time.Time, rec *storagev1.TaskRecord) *Op {
+	if m.wrap != nil {
+		w = m.wrap(w)
+	}
 	return &Op{m: m, w: w, now: now, rec: rec}
 }
 
@@ -186,6 +189,10 @@ var transitions = map[agentplanev1.TaskState][]agentplanev1.TaskState{
 		agentplanev1.TaskState_TASK_STATE_FAILED, agentplanev1.TaskState_TASK_STATE_CANCELED,
 	},
 }
+
+// IsTerminal reports whether s is a state a task never leaves: completed, failed,
+// canceled.
+func IsTerminal(s agentplanev1.TaskState) bool { return isTerminal(s) }
 
 func isTerminal(s agentplanev1.TaskState) bool {
 	switch s {

@@ -23,6 +23,344 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// WebhookDeadLetter is a webhook notification that was given up.
+type WebhookDeadLetter struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The notification id (the webhook-id header of its attempts).
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The tenant whose event it reports.
+	Tenant string `protobuf:"bytes,2,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// The endpoint's name in the configuration.
+	Endpoint string `protobuf:"bytes,3,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	// Event type, for example interrupt.created.
+	EventType string `protobuf:"bytes,4,opt,name=event_type,json=eventType,proto3" json:"event_type,omitempty"`
+	// When the event happened.
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// Attempts made.
+	Attempts int32 `protobuf:"varint,6,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	// What the last attempt got: an HTTP status or a network error.
+	LastError string `protobuf:"bytes,7,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// When it was given up.
+	DeadTime      *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=dead_time,json=deadTime,proto3" json:"dead_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookDeadLetter) Reset() {
+	*x = WebhookDeadLetter{}
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookDeadLetter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookDeadLetter) ProtoMessage() {}
+
+func (x *WebhookDeadLetter) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookDeadLetter.ProtoReflect.Descriptor instead.
+func (*WebhookDeadLetter) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_admin_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *WebhookDeadLetter) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *WebhookDeadLetter) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *WebhookDeadLetter) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *WebhookDeadLetter) GetEventType() string {
+	if x != nil {
+		return x.EventType
+	}
+	return ""
+}
+
+func (x *WebhookDeadLetter) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *WebhookDeadLetter) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *WebhookDeadLetter) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *WebhookDeadLetter) GetDeadTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DeadTime
+	}
+	return nil
+}
+
+// ListWebhookDeadLettersRequest pages through dead letters.
+type ListWebhookDeadLettersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only this tenant's; empty for every tenant.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// At most this many (default 100, at most 1000).
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// From a previous response's next_page_token.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookDeadLettersRequest) Reset() {
+	*x = ListWebhookDeadLettersRequest{}
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookDeadLettersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookDeadLettersRequest) ProtoMessage() {}
+
+func (x *ListWebhookDeadLettersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookDeadLettersRequest.ProtoReflect.Descriptor instead.
+func (*ListWebhookDeadLettersRequest) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_admin_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ListWebhookDeadLettersRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ListWebhookDeadLettersRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListWebhookDeadLettersRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// ListWebhookDeadLettersResponse is one page of dead letters.
+type ListWebhookDeadLettersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Oldest first.
+	DeadLetters []*WebhookDeadLetter `protobuf:"bytes,1,rep,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"`
+	// Pass as page_token for the next page; empty on the last.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookDeadLettersResponse) Reset() {
+	*x = ListWebhookDeadLettersResponse{}
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookDeadLettersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookDeadLettersResponse) ProtoMessage() {}
+
+func (x *ListWebhookDeadLettersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookDeadLettersResponse.ProtoReflect.Descriptor instead.
+func (*ListWebhookDeadLettersResponse) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_admin_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ListWebhookDeadLettersResponse) GetDeadLetters() []*WebhookDeadLetter {
+	if x != nil {
+		return x.DeadLetters
+	}
+	return nil
+}
+
+func (x *ListWebhookDeadLettersResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// RetryWebhookDeadLetterRequest names what to retry.
+type RetryWebhookDeadLetterRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The dead letter to retry.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Retry every dead letter (of tenant, if set) instead of one; id must be empty.
+	All bool `protobuf:"varint,2,opt,name=all,proto3" json:"all,omitempty"`
+	// With all: only this tenant's.
+	Tenant        string `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetryWebhookDeadLetterRequest) Reset() {
+	*x = RetryWebhookDeadLetterRequest{}
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetryWebhookDeadLetterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetryWebhookDeadLetterRequest) ProtoMessage() {}
+
+func (x *RetryWebhookDeadLetterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetryWebhookDeadLetterRequest.ProtoReflect.Descriptor instead.
+func (*RetryWebhookDeadLetterRequest) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_admin_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RetryWebhookDeadLetterRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RetryWebhookDeadLetterRequest) GetAll() bool {
+	if x != nil {
+		return x.All
+	}
+	return false
+}
+
+func (x *RetryWebhookDeadLetterRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+// RetryWebhookDeadLetterResponse says how many went back in the outbox.
+type RetryWebhookDeadLetterResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Dead letters put back, due now.
+	Retried       int64 `protobuf:"varint,1,opt,name=retried,proto3" json:"retried,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetryWebhookDeadLetterResponse) Reset() {
+	*x = RetryWebhookDeadLetterResponse{}
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetryWebhookDeadLetterResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetryWebhookDeadLetterResponse) ProtoMessage() {}
+
+func (x *RetryWebhookDeadLetterResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetryWebhookDeadLetterResponse.ProtoReflect.Descriptor instead.
+func (*RetryWebhookDeadLetterResponse) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_admin_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RetryWebhookDeadLetterResponse) GetRetried() int64 {
+	if x != nil {
+		return x.Retried
+	}
+	return 0
+}
+
 // BackupRequest starts a backup.
 type BackupRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -32,7 +370,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_agentplane_v1_admin_service_proto_msgTypes[0]
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -44,7 +382,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_admin_service_proto_msgTypes[0]
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -57,7 +395,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_admin_service_proto_rawDescGZIP(), []int{0}
+	return file_agentplane_v1_admin_service_proto_rawDescGZIP(), []int{5}
 }
 
 // BackupResponse is one chunk of the backup.
@@ -73,7 +411,7 @@ type BackupResponse struct {
 
 func (x *BackupResponse) Reset() {
 	*x = BackupResponse{}
-	mi := &file_agentplane_v1_admin_service_proto_msgTypes[1]
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -85,7 +423,7 @@ func (x *BackupResponse) String() string {
 func (*BackupResponse) ProtoMessage() {}
 
 func (x *BackupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_admin_service_proto_msgTypes[1]
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -98,7 +436,7 @@ func (x *BackupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupResponse.ProtoReflect.Descriptor instead.
 func (*BackupResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_admin_service_proto_rawDescGZIP(), []int{1}
+	return file_agentplane_v1_admin_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *BackupResponse) GetChunk() []byte {
@@ -128,7 +466,7 @@ type PurgeTasksRequest struct {
 
 func (x *PurgeTasksRequest) Reset() {
 	*x = PurgeTasksRequest{}
-	mi := &file_agentplane_v1_admin_service_proto_msgTypes[2]
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -140,7 +478,7 @@ func (x *PurgeTasksRequest) String() string {
 func (*PurgeTasksRequest) ProtoMessage() {}
 
 func (x *PurgeTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_admin_service_proto_msgTypes[2]
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -153,7 +491,7 @@ func (x *PurgeTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeTasksRequest.ProtoReflect.Descriptor instead.
 func (*PurgeTasksRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_admin_service_proto_rawDescGZIP(), []int{2}
+	return file_agentplane_v1_admin_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PurgeTasksRequest) GetOlderThan() *durationpb.Duration {
@@ -183,7 +521,7 @@ type PurgeTasksResponse struct {
 
 func (x *PurgeTasksResponse) Reset() {
 	*x = PurgeTasksResponse{}
-	mi := &file_agentplane_v1_admin_service_proto_msgTypes[3]
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -195,7 +533,7 @@ func (x *PurgeTasksResponse) String() string {
 func (*PurgeTasksResponse) ProtoMessage() {}
 
 func (x *PurgeTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_admin_service_proto_msgTypes[3]
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -208,7 +546,7 @@ func (x *PurgeTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeTasksResponse.ProtoReflect.Descriptor instead.
 func (*PurgeTasksResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_admin_service_proto_rawDescGZIP(), []int{3}
+	return file_agentplane_v1_admin_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PurgeTasksResponse) GetTasks() int64 {
@@ -234,7 +572,7 @@ type GetStatsRequest struct {
 
 func (x *GetStatsRequest) Reset() {
 	*x = GetStatsRequest{}
-	mi := &file_agentplane_v1_admin_service_proto_msgTypes[4]
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -246,7 +584,7 @@ func (x *GetStatsRequest) String() string {
 func (*GetStatsRequest) ProtoMessage() {}
 
 func (x *GetStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_admin_service_proto_msgTypes[4]
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -259,7 +597,7 @@ func (x *GetStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatsRequest.ProtoReflect.Descriptor instead.
 func (*GetStatsRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_admin_service_proto_rawDescGZIP(), []int{4}
+	return file_agentplane_v1_admin_service_proto_rawDescGZIP(), []int{9}
 }
 
 // GetStatsResponse holds statistics.
@@ -305,7 +643,7 @@ type GetStatsResponse struct {
 
 func (x *GetStatsResponse) Reset() {
 	*x = GetStatsResponse{}
-	mi := &file_agentplane_v1_admin_service_proto_msgTypes[5]
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -317,7 +655,7 @@ func (x *GetStatsResponse) String() string {
 func (*GetStatsResponse) ProtoMessage() {}
 
 func (x *GetStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_admin_service_proto_msgTypes[5]
+	mi := &file_agentplane_v1_admin_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -330,7 +668,7 @@ func (x *GetStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatsResponse.ProtoReflect.Descriptor instead.
 func (*GetStatsResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_admin_service_proto_rawDescGZIP(), []int{5}
+	return file_agentplane_v1_admin_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetStatsResponse) GetServerVersion() string {
@@ -449,7 +787,33 @@ var File_agentplane_v1_admin_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_admin_service_proto_rawDesc = "" +
 	"\n" +
-	"!agentplane/v1/admin_service.proto\x12\ragentplane.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x0f\n" +
+	"!agentplane/v1/admin_service.proto\x12\ragentplane.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa7\x02\n" +
+	"\x11WebhookDeadLetter\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x1a\n" +
+	"\bendpoint\x18\x03 \x01(\tR\bendpoint\x12\x1d\n" +
+	"\n" +
+	"event_type\x18\x04 \x01(\tR\teventType\x12;\n" +
+	"\vcreate_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x12\x1a\n" +
+	"\battempts\x18\x06 \x01(\x05R\battempts\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\a \x01(\tR\tlastError\x127\n" +
+	"\tdead_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bdeadTime\"s\n" +
+	"\x1dListWebhookDeadLettersRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"\x8d\x01\n" +
+	"\x1eListWebhookDeadLettersResponse\x12C\n" +
+	"\fdead_letters\x18\x01 \x03(\v2 .agentplane.v1.WebhookDeadLetterR\vdeadLetters\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"Y\n" +
+	"\x1dRetryWebhookDeadLetterRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
+	"\x03all\x18\x02 \x01(\bR\x03all\x12\x16\n" +
+	"\x06tenant\x18\x03 \x01(\tR\x06tenant\":\n" +
+	"\x1eRetryWebhookDeadLetterResponse\x12\x18\n" +
+	"\aretried\x18\x01 \x01(\x03R\aretried\"\x0f\n" +
 	"\rBackupRequest\"G\n" +
 	"\x0eBackupResponse\x12\x14\n" +
 	"\x05chunk\x18\x01 \x01(\fR\x05chunk\x12\x1f\n" +
@@ -490,12 +854,14 @@ const file_agentplane_v1_admin_service_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a=\n" +
 	"\x0fQueueDepthEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x012\xf7\x01\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x012\xe5\x03\n" +
 	"\fAdminService\x12G\n" +
 	"\x06Backup\x12\x1c.agentplane.v1.BackupRequest\x1a\x1d.agentplane.v1.BackupResponse0\x01\x12Q\n" +
 	"\n" +
 	"PurgeTasks\x12 .agentplane.v1.PurgeTasksRequest\x1a!.agentplane.v1.PurgeTasksResponse\x12K\n" +
-	"\bGetStats\x12\x1e.agentplane.v1.GetStatsRequest\x1a\x1f.agentplane.v1.GetStatsResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
+	"\bGetStats\x12\x1e.agentplane.v1.GetStatsRequest\x1a\x1f.agentplane.v1.GetStatsResponse\x12u\n" +
+	"\x16ListWebhookDeadLetters\x12,.agentplane.v1.ListWebhookDeadLettersRequest\x1a-.agentplane.v1.ListWebhookDeadLettersResponse\x12u\n" +
+	"\x16RetryWebhookDeadLetter\x12,.agentplane.v1.RetryWebhookDeadLetterRequest\x1a-.agentplane.v1.RetryWebhookDeadLetterResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (
 	file_agentplane_v1_admin_service_proto_rawDescOnce sync.Once
@@ -509,36 +875,48 @@ func file_agentplane_v1_admin_service_proto_rawDescGZIP() []byte {
 	return file_agentplane_v1_admin_service_proto_rawDescData
 }
 
-var file_agentplane_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_agentplane_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_agentplane_v1_admin_service_proto_goTypes = []any{
-	(*BackupRequest)(nil),         // 0: agentplane.v1.BackupRequest
-	(*BackupResponse)(nil),        // 1: agentplane.v1.BackupResponse
-	(*PurgeTasksRequest)(nil),     // 2: agentplane.v1.PurgeTasksRequest
-	(*PurgeTasksResponse)(nil),    // 3: agentplane.v1.PurgeTasksResponse
-	(*GetStatsRequest)(nil),       // 4: agentplane.v1.GetStatsRequest
-	(*GetStatsResponse)(nil),      // 5: agentplane.v1.GetStatsResponse
-	nil,                           // 6: agentplane.v1.GetStatsResponse.TasksByStateEntry
-	nil,                           // 7: agentplane.v1.GetStatsResponse.QueueDepthEntry
-	(*durationpb.Duration)(nil),   // 8: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*WebhookDeadLetter)(nil),              // 0: agentplane.v1.WebhookDeadLetter
+	(*ListWebhookDeadLettersRequest)(nil),  // 1: agentplane.v1.ListWebhookDeadLettersRequest
+	(*ListWebhookDeadLettersResponse)(nil), // 2: agentplane.v1.ListWebhookDeadLettersResponse
+	(*RetryWebhookDeadLetterRequest)(nil),  // 3: agentplane.v1.RetryWebhookDeadLetterRequest
+	(*RetryWebhookDeadLetterResponse)(nil), // 4: agentplane.v1.RetryWebhookDeadLetterResponse
+	(*BackupRequest)(nil),                  // 5: agentplane.v1.BackupRequest
+	(*BackupResponse)(nil),                 // 6: agentplane.v1.BackupResponse
+	(*PurgeTasksRequest)(nil),              // 7: agentplane.v1.PurgeTasksRequest
+	(*PurgeTasksResponse)(nil),             // 8: agentplane.v1.PurgeTasksResponse
+	(*GetStatsRequest)(nil),                // 9: agentplane.v1.GetStatsRequest
+	(*GetStatsResponse)(nil),               // 10: agentplane.v1.GetStatsResponse
+	nil,                                    // 11: agentplane.v1.GetStatsResponse.TasksByStateEntry
+	nil,                                    // 12: agentplane.v1.GetStatsResponse.QueueDepthEntry
+	(*timestamppb.Timestamp)(nil),          // 13: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),            // 14: google.protobuf.Duration
 }
 var file_agentplane_v1_admin_service_proto_depIdxs = []int32{
-	8, // 0: agentplane.v1.PurgeTasksRequest.older_than:type_name -> google.protobuf.Duration
-	9, // 1: agentplane.v1.GetStatsResponse.start_time:type_name -> google.protobuf.Timestamp
-	8, // 2: agentplane.v1.GetStatsResponse.uptime:type_name -> google.protobuf.Duration
-	6, // 3: agentplane.v1.GetStatsResponse.tasks_by_state:type_name -> agentplane.v1.GetStatsResponse.TasksByStateEntry
-	7, // 4: agentplane.v1.GetStatsResponse.queue_depth:type_name -> agentplane.v1.GetStatsResponse.QueueDepthEntry
-	0, // 5: agentplane.v1.AdminService.Backup:input_type -> agentplane.v1.BackupRequest
-	2, // 6: agentplane.v1.AdminService.PurgeTasks:input_type -> agentplane.v1.PurgeTasksRequest
-	4, // 7: agentplane.v1.AdminService.GetStats:input_type -> agentplane.v1.GetStatsRequest
-	1, // 8: agentplane.v1.AdminService.Backup:output_type -> agentplane.v1.BackupResponse
-	3, // 9: agentplane.v1.AdminService.PurgeTasks:output_type -> agentplane.v1.PurgeTasksResponse
-	5, // 10: agentplane.v1.AdminService.GetStats:output_type -> agentplane.v1.GetStatsResponse
-	8, // [8:11] is the sub-list for method output_type
-	5, // [5:8] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	13, // 0: agentplane.v1.WebhookDeadLetter.create_time:type_name -> google.protobuf.Timestamp
+	13, // 1: agentplane.v1.WebhookDeadLetter.dead_time:type_name -> google.protobuf.Timestamp
+	0,  // 2: agentplane.v1.ListWebhookDeadLettersResponse.dead_letters:type_name -> agentplane.v1.WebhookDeadLetter
+	14, // 3: agentplane.v1.PurgeTasksRequest.older_than:type_name -> google.protobuf.Duration
+	13, // 4: agentplane.v1.GetStatsResponse.start_time:type_name -> google.protobuf.Timestamp
+	14, // 5: agentplane.v1.GetStatsResponse.uptime:type_name -> google.protobuf.Duration
+	11, // 6: agentplane.v1.GetStatsResponse.tasks_by_state:type_name -> agentplane.v1.GetStatsResponse.TasksByStateEntry
+	12, // 7: agentplane.v1.GetStatsResponse.queue_depth:type_name -> agentplane.v1.GetStatsResponse.QueueDepthEntry
+	5,  // 8: agentplane.v1.AdminService.Backup:input_type -> agentplane.v1.BackupRequest
+	7,  // 9: agentplane.v1.AdminService.PurgeTasks:input_type -> agentplane.v1.PurgeTasksRequest
+	9,  // 10: agentplane.v1.AdminService.GetStats:input_type -> agentplane.v1.GetStatsRequest
+	1,  // 11: agentplane.v1.AdminService.ListWebhookDeadLetters:input_type -> agentplane.v1.ListWebhookDeadLettersRequest
+	3,  // 12: agentplane.v1.AdminService.RetryWebhookDeadLetter:input_type -> agentplane.v1.RetryWebhookDeadLetterRequest
+	6,  // 13: agentplane.v1.AdminService.Backup:output_type -> agentplane.v1.BackupResponse
+	8,  // 14: agentplane.v1.AdminService.PurgeTasks:output_type -> agentplane.v1.PurgeTasksResponse
+	10, // 15: agentplane.v1.AdminService.GetStats:output_type -> agentplane.v1.GetStatsResponse
+	2,  // 16: agentplane.v1.AdminService.ListWebhookDeadLetters:output_type -> agentplane.v1.ListWebhookDeadLettersResponse
+	4,  // 17: agentplane.v1.AdminService.RetryWebhookDeadLetter:output_type -> agentplane.v1.RetryWebhookDeadLetterResponse
+	13, // [13:18] is the sub-list for method output_type
+	8,  // [8:13] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_admin_service_proto_init() }
@@ -552,7 +930,7 @@ func file_agentplane_v1_admin_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_admin_service_proto_rawDesc), len(file_agentplane_v1_admin_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,9 +19,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AdminService_Backup_FullMethodName     = "/agentplane.v1.AdminService/Backup"
-	AdminService_PurgeTasks_FullMethodName = "/agentplane.v1.AdminService/PurgeTasks"
-	AdminService_GetStats_FullMethodName   = "/agentplane.v1.AdminService/GetStats"
+	AdminService_Backup_FullMethodName                 = "/agentplane.v1.AdminService/Backup"
+	AdminService_PurgeTasks_FullMethodName             = "/agentplane.v1.AdminService/PurgeTasks"
+	AdminService_GetStats_FullMethodName               = "/agentplane.v1.AdminService/GetStats"
+	AdminService_ListWebhookDeadLetters_FullMethodName = "/agentplane.v1.AdminService/ListWebhookDeadLetters"
+	AdminService_RetryWebhookDeadLetter_FullMethodName = "/agentplane.v1.AdminService/RetryWebhookDeadLetter"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -45,6 +47,14 @@ type AdminServiceClient interface {
 	PurgeTasks(ctx context.Context, in *PurgeTasksRequest, opts ...grpc.CallOption) (*PurgeTasksResponse, error)
 	// GetStats reports server and store statistics.
 	GetStats(ctx context.Context, in *GetStatsRequest, opts ...grpc.CallOption) (*GetStatsResponse, error)
+	// ListWebhookDeadLetters lists the webhook notifications given up after their
+	// endpoint's attempts (docs/notifications.md), oldest first, across tenants unless
+	// tenant is set.
+	ListWebhookDeadLetters(ctx context.Context, in *ListWebhookDeadLettersRequest, opts ...grpc.CallOption) (*ListWebhookDeadLettersResponse, error)
+	// RetryWebhookDeadLetter puts dead letters back in the outbox, due now, with their
+	// attempts reset: one by id, or every one (of a tenant, if set) with all. An id that
+	// is not a dead letter is NOT_FOUND (webhook.delivery_not_found).
+	RetryWebhookDeadLetter(ctx context.Context, in *RetryWebhookDeadLetterRequest, opts ...grpc.CallOption) (*RetryWebhookDeadLetterResponse, error)
 }
 
 type adminServiceClient struct {
@@ -94,6 +104,26 @@ func (c *adminServiceClient) GetStats(ctx context.Context, in *GetStatsRequest, 
 	return out, nil
 }
 
+func (c *adminServiceClient) ListWebhookDeadLetters(ctx context.Context, in *ListWebhookDeadLettersRequest, opts ...grpc.CallOption) (*ListWebhookDeadLettersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWebhookDeadLettersResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListWebhookDeadLetters_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) RetryWebhookDeadLetter(ctx context.Context, in *RetryWebhookDeadLetterRequest, opts ...grpc.CallOption) (*RetryWebhookDeadLetterResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RetryWebhookDeadLetterResponse)
+	err := c.cc.Invoke(ctx, AdminService_RetryWebhookDeadLetter_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -115,6 +145,14 @@ type AdminServiceServer interface {
 	PurgeTasks(context.Context, *PurgeTasksRequest) (*PurgeTasksResponse, error)
 	// GetStats reports server and store statistics.
 	GetStats(context.Context, *GetStatsRequest) (*GetStatsResponse, error)
+	// ListWebhookDeadLetters lists the webhook notifications given up after their
+	// endpoint's attempts (docs/notifications.md), oldest first, across tenants unless
+	// tenant is set.
+	ListWebhookDeadLetters(context.Context, *ListWebhookDeadLettersRequest) (*ListWebhookDeadLettersResponse, error)
+	// RetryWebhookDeadLetter puts dead letters back in the outbox, due now, with their
+	// attempts reset: one by id, or every one (of a tenant, if set) with all. An id that
+	// is not a dead letter is NOT_FOUND (webhook.delivery_not_found).
+	RetryWebhookDeadLetter(context.Context, *RetryWebhookDeadLetterRequest) (*RetryWebhookDeadLetterResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -133,6 +171,12 @@ func (UnimplementedAdminServiceServer) PurgeTasks(context.Context, *PurgeTasksRe
 }
 func (UnimplementedAdminServiceServer) GetStats(context.Context, *GetStatsRequest) (*GetStatsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetStats not implemented")
+}
+func (UnimplementedAdminServiceServer) ListWebhookDeadLetters(context.Context, *ListWebhookDeadLettersRequest) (*ListWebhookDeadLettersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWebhookDeadLetters not implemented")
+}
+func (UnimplementedAdminServiceServer) RetryWebhookDeadLetter(context.Context, *RetryWebhookDeadLetterRequest) (*RetryWebhookDeadLetterResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RetryWebhookDeadLetter not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -202,6 +246,42 @@ func _AdminService_GetStats_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ListWebhookDeadLetters_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWebhookDeadLettersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListWebhookDeadLetters(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListWebhookDeadLetters_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListWebhookDeadLetters(ctx, req.(*ListWebhookDeadLettersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_RetryWebhookDeadLetter_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RetryWebhookDeadLetterRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).RetryWebhookDeadLetter(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_RetryWebhookDeadLetter_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).RetryWebhookDeadLetter(ctx, req.(*RetryWebhookDeadLetterRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -216,6 +296,14 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetStats",
 			Handler:    _AdminService_GetStats_Handler,
+		},
+		{
+			MethodName: "ListWebhookDeadLetters",
+			Handler:    _AdminService_ListWebhookDeadLetters_Handler,
+		},
+		{
+			MethodName: "RetryWebhookDeadLetter",
+			Handler:    _AdminService_RetryWebhookDeadLetter_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -160,6 +160,9 @@ const (
 	// Over HTTP, a path the API does not have (404, NOT_FOUND), or a method the path
 	// does not take (501, UNIMPLEMENTED).
 	ErrorReason_ERROR_REASON_ROUTE_NOT_FOUND ErrorReason = 32
+	// No webhook dead letter with that id (AdminService.RetryWebhookDeadLetter): it was
+	// retried already, delivered, or never existed.
+	ErrorReason_ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND ErrorReason = 57
 )
 
 // Enum value maps for ErrorReason.
@@ -201,6 +204,7 @@ var (
 		31: "ERROR_REASON_REQUEST_MALFORMED",
 		40: "ERROR_REASON_STORE_BACKUP_UNSUPPORTED",
 		32: "ERROR_REASON_ROUTE_NOT_FOUND",
+		57: "ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                0,
@@ -239,6 +243,7 @@ var (
 		"ERROR_REASON_REQUEST_MALFORMED":          31,
 		"ERROR_REASON_STORE_BACKUP_UNSUPPORTED":   40,
 		"ERROR_REASON_ROUTE_NOT_FOUND":            32,
+		"ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND": 57,
 	}
 )
 
@@ -364,7 +369,7 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"\x12ErrorReasonOptions\x12\x12\n" +
 	"\x04wire\x18\x01 \x01(\tR\x04wire\x12\x14\n" +
 	"\x05codes\x18\x02 \x03(\tR\x05codes\x12\x1c\n" +
-	"\tretryable\x18\x03 \x01(\bR\tretryable*\xcb\x16\n" +
+	"\tretryable\x18\x03 \x01(\bR\tretryable*\xa5\x17\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12I\n" +
 	"\x1cERROR_REASON_REQUEST_INVALID\x10\x01\x1a'\xe2\xf9\x18#\n" +
@@ -438,7 +443,9 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"%ERROR_REASON_STORE_BACKUP_UNSUPPORTED\x10(\x1a3\xe2\xf9\x18/\n" +
 	"\x18store.backup_unsupported\x12\x13FAILED_PRECONDITION\x12Q\n" +
 	"\x1cERROR_REASON_ROUTE_NOT_FOUND\x10 \x1a/\xe2\xf9\x18+\n" +
-	"\x0froute.not_found\x12\tNOT_FOUND\x12\rUNIMPLEMENTED:i\n" +
+	"\x0froute.not_found\x12\tNOT_FOUND\x12\rUNIMPLEMENTED\x12X\n" +
+	"'ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND\x109\x1a+\xe2\xf9\x18'\n" +
+	"\x1awebhook.delivery_not_found\x12\tNOT_FOUND:i\n" +
 	"\ferror_reason\x12!.google.protobuf.EnumValueOptions\x18\x9c\x8f\x03 \x01(\v2!.agentplane.v1.ErrorReasonOptionsR\verrorReasonBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (

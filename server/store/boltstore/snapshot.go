@@ -101,6 +101,9 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 	err := s.View(ctx, func(r store.Reader) error {
 		tx := r.(reader).tx
 		st.SizeBytes = tx.Size()
+		if err := outboxStats(r.(reader), &st); err != nil {
+			return err
+		}
 		return tx.Bucket(schema.Counters).ForEach(func(k, v []byte) error {
 			_, rest, ok := schema.SplitTenant(k)
 			if !ok {
@@ -114,6 +117,10 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 				st.ActiveLeases += n
 			case name == schema.CounterPendingInterrupts:
 				st.PendingInterrupts += n
+			case name == schema.CounterOutboxPending:
+				st.OutboxPending += n
+			case name == schema.CounterOutboxDead:
+				st.OutboxDead += n
 			case strings.HasPrefix(name, schema.CounterQueueDepth):
 				if n != 0 {
 					st.QueueDepth[strings.TrimPrefix(name, schema.CounterQueueDepth)] += n

@@ -349,6 +349,9 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 	}
 	err := s.View(ctx, func(r store.Reader) error {
 		tx := r.(*reader).tx
+		if err := outboxStats(r.(*reader), &st); err != nil {
+			return err
+		}
 		if err := tx.QueryRow(ctx, `SELECT pg_database_size(current_database()),
 			(SELECT count(*) FROM events),
 			(SELECT count(*) FROM interrupts WHERE pending_key IS NOT NULL),

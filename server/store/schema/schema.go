@@ -11,8 +11,9 @@ import (
 // to upgrade the version before it (boltstore's upgrade).
 //
 // Version 2 keys the run queue by queue name (bucket RunQueue, QueueKey) where version
-// 1 had one queue per tenant (bucket QueueV1, TimeKey).
-const Version = 2
+// 1 had one queue per tenant (bucket QueueV1, TimeKey). Version 3 adds the webhook
+// outbox (buckets Outbox, OutboxDue, OutboxDead).
+const Version = 3
 
 // OldestUpgradable is the oldest version a store opens (and upgrades) from.
 const OldestUpgradable = 1
@@ -58,13 +59,24 @@ var (
 	Obligations = []byte("obligations")
 	// Counters maps CounterKey to an 8-byte big-endian signed count.
 	Counters = []byte("counters")
+	// Outbox maps OutboxKey(id) to an OutboxRecord: webhook notifications not yet
+	// delivered, and dead letters.
+	Outbox = []byte("outbox")
+	// OutboxDue indexes pending notifications: OutboxDueKey(next attempt, id), empty
+	// value.
+	OutboxDue = []byte("outbox_due")
+	// OutboxDead indexes dead letters: OutboxKey(id), empty value.
+	OutboxDead = []byte("outbox_dead")
 )
+
+// OutboxBuckets are the buckets version 3 added; the upgrade from 2 creates them.
+var OutboxBuckets = [][]byte{Outbox, OutboxDue, OutboxDead}
 
 // Buckets lists every bucket, created together with the store.
 var Buckets = [][]byte{
 	Meta, Tasks, TaskSpecs, TasksByCreate, Requests, Events, RunQueue, LeaseDeadlines, Ended,
 	Interrupts, PendingInterrupts, InterruptDeadlines, InterruptsByTask,
-	Verdicts, Obligations, Counters,
+	Verdicts, Obligations, Counters, Outbox, OutboxDue, OutboxDead,
 }
 
 // MetaSchemaKey holds the SchemaInfo in Meta.
@@ -79,7 +91,27 @@ const (
 	CounterQueueDepth = "queue.depth."
 	// CounterTasksInState is followed by the TaskState number.
 	CounterTasksInState = "tasks.state."
+	// CounterOutboxPending and CounterOutboxDead count a tenant's notifications
+	// waiting for delivery and its dead letters.
+	CounterOutboxPending = "outbox.pending"
+	CounterOutboxDead    = "outbox.dead"
 )
+
+// OutboxKey is the key of a notification: its id, which sorts by creation time.
+func OutboxKey(id string) []byte { return []byte(id) }
+
+// OutboxDueKey orders pending notifications by when they are due, then id.
+func OutboxDueKey(due time.Time, id string) []byte {
+	return append(appendUint(make([]byte, 0, 8+len(id)), Nanos(due)), id...)
+}
+
+// DecodeOutboxDueKey splits an OutboxDueKey.
+func DecodeOutboxDueKey(key []byte) (due time.Time, id string, ok bool) {
+	if len(key) <= 8 {
+		return time.Time{}, "", false
+	}
+	return time.Unix(0, int64(binary.BigEndian.Uint64(key))).UTC(), string(key[8:]), true
+}
 
 // ValidComponent reports whether s fits in a key component.
 func ValidComponent(s string) bool { return s != "" && len(s) <= MaxComponent }

@@ -26,6 +26,8 @@ type Source interface {
 // Counts is what Copy copied.
 type Counts struct {
 	Tenants, Tasks, Specs, Events, Interrupts, Verdicts, Obligations int64
+	// Notifications counts the webhook outbox's records, pending and dead letters.
+	Notifications int64
 }
 
 // task is every record of one task.
@@ -135,7 +137,50 @@ func Copy(ctx context.Context, src, dst Source) (Counts, error) {
 			n.Obligations += int64(len(t.obligations))
 		}
 	}
+	for _, state := range []storagev1.OutboxState{storagev1.OutboxState_OUTBOX_STATE_PENDING, storagev1.OutboxState_OUTBOX_STATE_DEAD} {
+		copied, err := copyOutbox(ctx, src, dst, state)
+		n.Notifications += copied
+		if err != nil {
+			return n, err
+		}
+	}
 	return n, nil
+}
+
+// outboxChunk is how many outbox records one Update of copyOutbox writes.
+const outboxChunk = 256
+
+// copyOutbox copies the webhook outbox's records in state, a chunk per transaction,
+// so that notifications not yet delivered are not lost with the move.
+func copyOutbox(ctx context.Context, src, dst Source, state storagev1.OutboxState) (int64, error) {
+	var n int64
+	after := ""
+	for {
+		var recs []*storagev1.OutboxRecord
+		if err := src.View(ctx, func(r store.Reader) error {
+			return r.ScanOutbox(state, after, func(rec *storagev1.OutboxRecord) (bool, error) {
+				recs = append(recs, rec)
+				return len(recs) < outboxChunk, nil
+			})
+		}); err != nil {
+			return n, fmt.Errorf("reading the webhook outbox: %w", err)
+		}
+		if len(recs) == 0 {
+			return n, nil
+		}
+		if err := dst.Update(ctx, func(w store.Writer) error {
+			for _, rec := range recs {
+				if err := w.PutOutbox(rec); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return n, fmt.Errorf("writing the webhook outbox: %w", err)
+		}
+		n += int64(len(recs))
+		after = recs[len(recs)-1].GetId()
+	}
 }
 
 func writeTask(w store.Writer, tenant string, t *task) error {
@@ -342,6 +387,8 @@ func statsDiff(a, b store.Stats) string {
 		return fmt.Sprintf("events %d and %d", a.Events, b.Events)
 	case a.PendingInterrupts != b.PendingInterrupts:
 		return fmt.Sprintf("pending interrupts %d and %d", a.PendingInterrupts, b.PendingInterrupts)
+	case a.OutboxPending != b.OutboxPending || a.OutboxDead != b.OutboxDead:
+		return fmt.Sprintf("webhook outbox %d pending, %d dead and %d pending, %d dead", a.OutboxPending, a.OutboxDead, b.OutboxPending, b.OutboxDead)
 	case a.ActiveLeases != b.ActiveLeases:
 		return fmt.Sprintf("active leases %d and %d", a.ActiveLeases, b.ActiveLeases)
 	case queues(a.QueueDepth) != queues(b.QueueDepth):

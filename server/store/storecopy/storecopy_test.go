@@ -81,6 +81,16 @@ func fill(t *testing.T, s store.Store) {
 				}
 			}
 		}
+		// The webhook outbox: two pending notifications and a dead letter.
+		for i, id := range []string{"msg_1", "msg_2", "msg_3"} {
+			rec := storetest.Outbox("acme", id, base.Add(time.Duration(i)*time.Second), base.Add(time.Minute))
+			if i == 2 {
+				rec.State = storagev1.OutboxState_OUTBOX_STATE_DEAD
+			}
+			if err := w.PutOutbox(rec); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -108,7 +118,7 @@ func TestCopyBoltToPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.Tenants != 2 || n.Tasks != 12 || n.Specs != 12 || n.Events != 21 || n.Interrupts != 12 || n.Verdicts != 6 || n.Obligations != 6 {
+	if n.Tenants != 2 || n.Tasks != 12 || n.Specs != 12 || n.Events != 21 || n.Interrupts != 12 || n.Verdicts != 6 || n.Obligations != 6 || n.Notifications != 3 {
 		t.Fatalf("copied %+v", n)
 	}
 	if err := storecopy.Compare(ctx, src, dst); err != nil {

@@ -50,6 +50,8 @@ func Run(t *testing.T, open Opener) {
 		{"Stats", testStats},
 		{"CanceledContext", testCanceledContext},
 		{"Closed", testClosed},
+		{"Outbox", testOutbox},
+		{"OutboxConcurrentClaims", testOutboxConcurrentClaims},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)

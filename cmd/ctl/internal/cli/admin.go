@@ -22,7 +22,7 @@ import (
 )
 
 func addAdminCommands(cmd *cobra.Command, g *globals) {
-	cmd.AddCommand(newAdminBackupCommand(g), newAdminStatsCommand(g), newAdminPurgeCommand(g))
+	cmd.AddCommand(newAdminBackupCommand(g), newAdminStatsCommand(g), newAdminPurgeCommand(g), newAdminWebhooksCommand(g))
 }
 
 func newAdminBackupCommand(g *globals) *cobra.Command {

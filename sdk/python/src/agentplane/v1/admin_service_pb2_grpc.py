@@ -30,6 +30,16 @@ class AdminServiceStub(object):
                 request_serializer=agentplane_dot_v1_dot_admin__service__pb2.GetStatsRequest.SerializeToString,
                 response_deserializer=agentplane_dot_v1_dot_admin__service__pb2.GetStatsResponse.FromString,
                 )
+        self.ListWebhookDeadLetters = channel.unary_unary(
+                '/agentplane.v1.AdminService/ListWebhookDeadLetters',
+                request_serializer=agentplane_dot_v1_dot_admin__service__pb2.ListWebhookDeadLettersRequest.SerializeToString,
+                response_deserializer=agentplane_dot_v1_dot_admin__service__pb2.ListWebhookDeadLettersResponse.FromString,
+                )
+        self.RetryWebhookDeadLetter = channel.unary_unary(
+                '/agentplane.v1.AdminService/RetryWebhookDeadLetter',
+                request_serializer=agentplane_dot_v1_dot_admin__service__pb2.RetryWebhookDeadLetterRequest.SerializeToString,
+                response_deserializer=agentplane_dot_v1_dot_admin__service__pb2.RetryWebhookDeadLetterResponse.FromString,
+                )
 
 
 class AdminServiceServicer(object):
@@ -66,6 +76,24 @@ class AdminServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListWebhookDeadLetters(self, request, context):
+        """ListWebhookDeadLetters lists the webhook notifications given up after their
+        endpoint's attempts (docs/notifications.md), oldest first, across tenants unless
+        tenant is set.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RetryWebhookDeadLetter(self, request, context):
+        """RetryWebhookDeadLetter puts dead letters back in the outbox, due now, with their
+        attempts reset: one by id, or every one (of a tenant, if set) with all. An id that
+        is not a dead letter is NOT_FOUND (webhook.delivery_not_found).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -83,6 +111,16 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.GetStats,
                     request_deserializer=agentplane_dot_v1_dot_admin__service__pb2.GetStatsRequest.FromString,
                     response_serializer=agentplane_dot_v1_dot_admin__service__pb2.GetStatsResponse.SerializeToString,
+            ),
+            'ListWebhookDeadLetters': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListWebhookDeadLetters,
+                    request_deserializer=agentplane_dot_v1_dot_admin__service__pb2.ListWebhookDeadLettersRequest.FromString,
+                    response_serializer=agentplane_dot_v1_dot_admin__service__pb2.ListWebhookDeadLettersResponse.SerializeToString,
+            ),
+            'RetryWebhookDeadLetter': grpc.unary_unary_rpc_method_handler(
+                    servicer.RetryWebhookDeadLetter,
+                    request_deserializer=agentplane_dot_v1_dot_admin__service__pb2.RetryWebhookDeadLetterRequest.FromString,
+                    response_serializer=agentplane_dot_v1_dot_admin__service__pb2.RetryWebhookDeadLetterResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -143,5 +181,39 @@ class AdminService(object):
         return grpc.experimental.unary_unary(request, target, '/agentplane.v1.AdminService/GetStats',
             agentplane_dot_v1_dot_admin__service__pb2.GetStatsRequest.SerializeToString,
             agentplane_dot_v1_dot_admin__service__pb2.GetStatsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListWebhookDeadLetters(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentplane.v1.AdminService/ListWebhookDeadLetters',
+            agentplane_dot_v1_dot_admin__service__pb2.ListWebhookDeadLettersRequest.SerializeToString,
+            agentplane_dot_v1_dot_admin__service__pb2.ListWebhookDeadLettersResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RetryWebhookDeadLetter(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentplane.v1.AdminService/RetryWebhookDeadLetter',
+            agentplane_dot_v1_dot_admin__service__pb2.RetryWebhookDeadLetterRequest.SerializeToString,
+            agentplane_dot_v1_dot_admin__service__pb2.RetryWebhookDeadLetterResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -12,7 +12,196 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentplane/v1/admin_service.proto.
  */
 export const file_agentplane_v1_admin_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFhZ2VudHBsYW5lL3YxL2FkbWluX3NlcnZpY2UucHJvdG8SDWFnZW50cGxhbmUudjEiDwoNQmFja3VwUmVxdWVzdCI0Cg5CYWNrdXBSZXNwb25zZRINCgVjaHVuaxgBIAEoDBITCgt0b3RhbF9ieXRlcxgCIAEoAyJTChFQdXJnZVRhc2tzUmVxdWVzdBItCgpvbGRlcl90aGFuGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg8KB2RyeV9ydW4YAiABKAgiMwoSUHVyZ2VUYXNrc1Jlc3BvbnNlEg0KBXRhc2tzGAEgASgDEg4KBmV2ZW50cxgCIAEoAyIRCg9HZXRTdGF0c1JlcXVlc3Qi2wQKEEdldFN0YXRzUmVzcG9uc2USFgoOc2VydmVyX3ZlcnNpb24YASABKAkSLgoKc3RhcnRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoGdXB0aW1lGAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg0KBXN0b3JlGAQgASgJEhIKCnN0b3JlX3BhdGgYBSABKAkSEwoLc3RvcmVfYnl0ZXMYBiABKAMSSQoOdGFza3NfYnlfc3RhdGUYByADKAsyMS5hZ2VudHBsYW5lLnYxLkdldFN0YXRzUmVzcG9uc2UuVGFza3NCeVN0YXRlRW50cnkSDgoGZXZlbnRzGAggASgDEhoKEnBlbmRpbmdfaW50ZXJydXB0cxgJIAEoAxIVCg1hY3RpdmVfbGVhc2VzGAogASgDEhYKDnNjaGVtYV92ZXJzaW9uGAsgASgFEhEKCWxvZ19ieXRlcxgMIAEoAxITCgtjaGVja3BvaW50cxgNIAEoAxIPCgdjb21taXRzGA4gASgDEg8KB3VwZGF0ZXMYDyABKAMSRAoLcXVldWVfZGVwdGgYECADKAsyLy5hZ2VudHBsYW5lLnYxLkdldFN0YXRzUmVzcG9uc2UuUXVldWVEZXB0aEVudHJ5GjMKEVRhc2tzQnlTdGF0ZUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAzoCOAEaMQoPUXVldWVEZXB0aEVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAzoCOAEy9wEKDEFkbWluU2VydmljZRJHCgZCYWNrdXASHC5hZ2VudHBsYW5lLnYxLkJhY2t1cFJlcXVlc3QaHS5hZ2VudHBsYW5lLnYxLkJhY2t1cFJlc3BvbnNlMAESUQoKUHVyZ2VUYXNrcxIgLmFnZW50cGxhbmUudjEuUHVyZ2VUYXNrc1JlcXVlc3QaIS5hZ2VudHBsYW5lLnYxLlB1cmdlVGFza3NSZXNwb25zZRJLCghHZXRTdGF0cxIeLmFnZW50cGxhbmUudjEuR2V0U3RhdHNSZXF1ZXN0Gh8uYWdlbnRwbGFuZS52MS5HZXRTdGF0c1Jlc3BvbnNlQkFaP2dpdGh1Yi5jb20vYWdlbnRwbGFuZS9hZ2VudHBsYW5lL2dlbi9hZ2VudHBsYW5lL3YxO2FnZW50cGxhbmV2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("CiFhZ2VudHBsYW5lL3YxL2FkbWluX3NlcnZpY2UucHJvdG8SDWFnZW50cGxhbmUudjEi2wEKEVdlYmhvb2tEZWFkTGV0dGVyEgoKAmlkGAEgASgJEg4KBnRlbmFudBgCIAEoCRIQCghlbmRwb2ludBgDIAEoCRISCgpldmVudF90eXBlGAQgASgJEi8KC2NyZWF0ZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghhdHRlbXB0cxgGIAEoBRISCgpsYXN0X2Vycm9yGAcgASgJEi0KCWRlYWRfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiVgodTGlzdFdlYmhvb2tEZWFkTGV0dGVyc1JlcXVlc3QSDgoGdGVuYW50GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJInEKHkxpc3RXZWJob29rRGVhZExldHRlcnNSZXNwb25zZRI2CgxkZWFkX2xldHRlcnMYASADKAsyIC5hZ2VudHBsYW5lLnYxLldlYmhvb2tEZWFkTGV0dGVyEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJICh1SZXRyeVdlYmhvb2tEZWFkTGV0dGVyUmVxdWVzdBIKCgJpZBgBIAEoCRILCgNhbGwYAiABKAgSDgoGdGVuYW50GAMgASgJIjEKHlJldHJ5V2ViaG9va0RlYWRMZXR0ZXJSZXNwb25zZRIPCgdyZXRyaWVkGAEgASgDIg8KDUJhY2t1cFJlcXVlc3QiNAoOQmFja3VwUmVzcG9uc2USDQoFY2h1bmsYASABKAwSEwoLdG90YWxfYnl0ZXMYAiABKAMiUwoRUHVyZ2VUYXNrc1JlcXVlc3QSLQoKb2xkZXJfdGhhbhgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIPCgdkcnlfcnVuGAIgASgIIjMKElB1cmdlVGFza3NSZXNwb25zZRINCgV0YXNrcxgBIAEoAxIOCgZldmVudHMYAiABKAMiEQoPR2V0U3RhdHNSZXF1ZXN0ItsEChBHZXRTdGF0c1Jlc3BvbnNlEhYKDnNlcnZlcl92ZXJzaW9uGAEgASgJEi4KCnN0YXJ0X3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBnVwdGltZRgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhINCgVzdG9yZRgEIAEoCRISCgpzdG9yZV9wYXRoGAUgASgJEhMKC3N0b3JlX2J5dGVzGAYgASgDEkkKDnRhc2tzX2J5X3N0YXRlGAcgAygLMjEuYWdlbnRwbGFuZS52MS5HZXRTdGF0c1Jlc3BvbnNlLlRhc2tzQnlTdGF0ZUVudHJ5Eg4KBmV2ZW50cxgIIAEoAxIaChJwZW5kaW5nX2ludGVycnVwdHMYCSABKAMSFQoNYWN0aXZlX2xlYXNlcxgKIAEoAxIWCg5zY2hlbWFfdmVyc2lvbhgLIAEoBRIRCglsb2dfYnl0ZXMYDCABKAMSEwoLY2hlY2twb2ludHMYDSABKAMSDwoHY29tbWl0cxgOIAEoAxIPCgd1cGRhdGVzGA8gASgDEkQKC3F1ZXVlX2RlcHRoGBAgAygLMi8uYWdlbnRwbGFuZS52MS5HZXRTdGF0c1Jlc3BvbnNlLlF1ZXVlRGVwdGhFbnRyeRozChFUYXNrc0J5U3RhdGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAM6AjgBGjEKD1F1ZXVlRGVwdGhFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAM6AjgBMuUDCgxBZG1pblNlcnZpY2USRwoGQmFja3VwEhwuYWdlbnRwbGFuZS52MS5CYWNrdXBSZXF1ZXN0Gh0uYWdlbnRwbGFuZS52MS5CYWNrdXBSZXNwb25zZTABElEKClB1cmdlVGFza3MSIC5hZ2VudHBsYW5lLnYxLlB1cmdlVGFza3NSZXF1ZXN0GiEuYWdlbnRwbGFuZS52MS5QdXJnZVRhc2tzUmVzcG9uc2USSwoIR2V0U3RhdHMSHi5hZ2VudHBsYW5lLnYxLkdldFN0YXRzUmVxdWVzdBofLmFnZW50cGxhbmUudjEuR2V0U3RhdHNSZXNwb25zZRJ1ChZMaXN0V2ViaG9va0RlYWRMZXR0ZXJzEiwuYWdlbnRwbGFuZS52MS5MaXN0V2ViaG9va0RlYWRMZXR0ZXJzUmVxdWVzdBotLmFnZW50cGxhbmUudjEuTGlzdFdlYmhvb2tEZWFkTGV0dGVyc1Jlc3BvbnNlEnUKFlJldHJ5V2ViaG9va0RlYWRMZXR0ZXISLC5hZ2VudHBsYW5lLnYxLlJldHJ5V2ViaG9va0RlYWRMZXR0ZXJSZXF1ZXN0Gi0uYWdlbnRwbGFuZS52MS5SZXRyeVdlYmhvb2tEZWFkTGV0dGVyUmVzcG9uc2VCQVo/Z2l0aHViLmNvbS9hZ2VudHBsYW5lL2FnZW50cGxhbmUvZ2VuL2FnZW50cGxhbmUvdjE7YWdlbnRwbGFuZXYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
+
+/**
+ * WebhookDeadLetter is a webhook notification that was given up.
+ *
+ * @generated from message agentplane.v1.WebhookDeadLetter
+ */
+export type WebhookDeadLetter = Message<"agentplane.v1.WebhookDeadLetter"> & {
+  /**
+   * The notification id (the webhook-id header of its attempts).
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The tenant whose event it reports.
+   *
+   * @generated from field: string tenant = 2;
+   */
+  tenant: string;
+
+  /**
+   * The endpoint's name in the configuration.
+   *
+   * @generated from field: string endpoint = 3;
+   */
+  endpoint: string;
+
+  /**
+   * Event type, for example interrupt.created.
+   *
+   * @generated from field: string event_type = 4;
+   */
+  eventType: string;
+
+  /**
+   * When the event happened.
+   *
+   * @generated from field: google.protobuf.Timestamp create_time = 5;
+   */
+  createTime?: Timestamp | undefined;
+
+  /**
+   * Attempts made.
+   *
+   * @generated from field: int32 attempts = 6;
+   */
+  attempts: number;
+
+  /**
+   * What the last attempt got: an HTTP status or a network error.
+   *
+   * @generated from field: string last_error = 7;
+   */
+  lastError: string;
+
+  /**
+   * When it was given up.
+   *
+   * @generated from field: google.protobuf.Timestamp dead_time = 8;
+   */
+  deadTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message agentplane.v1.WebhookDeadLetter.
+ * Use `create(WebhookDeadLetterSchema)` to create a new message.
+ */
+export const WebhookDeadLetterSchema: GenMessage<WebhookDeadLetter> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_admin_service, 0);
+
+/**
+ * ListWebhookDeadLettersRequest pages through dead letters.
+ *
+ * @generated from message agentplane.v1.ListWebhookDeadLettersRequest
+ */
+export type ListWebhookDeadLettersRequest = Message<"agentplane.v1.ListWebhookDeadLettersRequest"> & {
+  /**
+   * Only this tenant's; empty for every tenant.
+   *
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * At most this many (default 100, at most 1000).
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * From a previous response's next_page_token.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message agentplane.v1.ListWebhookDeadLettersRequest.
+ * Use `create(ListWebhookDeadLettersRequestSchema)` to create a new message.
+ */
+export const ListWebhookDeadLettersRequestSchema: GenMessage<ListWebhookDeadLettersRequest> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_admin_service, 1);
+
+/**
+ * ListWebhookDeadLettersResponse is one page of dead letters.
+ *
+ * @generated from message agentplane.v1.ListWebhookDeadLettersResponse
+ */
+export type ListWebhookDeadLettersResponse = Message<"agentplane.v1.ListWebhookDeadLettersResponse"> & {
+  /**
+   * Oldest first.
+   *
+   * @generated from field: repeated agentplane.v1.WebhookDeadLetter dead_letters = 1;
+   */
+  deadLetters: WebhookDeadLetter[];
+
+  /**
+   * Pass as page_token for the next page; empty on the last.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message agentplane.v1.ListWebhookDeadLettersResponse.
+ * Use `create(ListWebhookDeadLettersResponseSchema)` to create a new message.
+ */
+export const ListWebhookDeadLettersResponseSchema: GenMessage<ListWebhookDeadLettersResponse> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_admin_service, 2);
+
+/**
+ * RetryWebhookDeadLetterRequest names what to retry.
+ *
+ * @generated from message agentplane.v1.RetryWebhookDeadLetterRequest
+ */
+export type RetryWebhookDeadLetterRequest = Message<"agentplane.v1.RetryWebhookDeadLetterRequest"> & {
+  /**
+   * The dead letter to retry.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Retry every dead letter (of tenant, if set) instead of one; id must be empty.
+   *
+   * @generated from field: bool all = 2;
+   */
+  all: boolean;
+
+  /**
+   * With all: only this tenant's.
+   *
+   * @generated from field: string tenant = 3;
+   */
+  tenant: string;
+};
+
+/**
+ * Describes the message agentplane.v1.RetryWebhookDeadLetterRequest.
+ * Use `create(RetryWebhookDeadLetterRequestSchema)` to create a new message.
+ */
+export const RetryWebhookDeadLetterRequestSchema: GenMessage<RetryWebhookDeadLetterRequest> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_admin_service, 3);
+
+/**
+ * RetryWebhookDeadLetterResponse says how many went back in the outbox.
+ *
+ * @generated from message agentplane.v1.RetryWebhookDeadLetterResponse
+ */
+export type RetryWebhookDeadLetterResponse = Message<"agentplane.v1.RetryWebhookDeadLetterResponse"> & {
+  /**
+   * Dead letters put back, due now.
+   *
+   * @generated from field: int64 retried = 1;
+   */
+  retried: bigint;
+};
+
+/**
+ * Describes the message agentplane.v1.RetryWebhookDeadLetterResponse.
+ * Use `create(RetryWebhookDeadLetterResponseSchema)` to create a new message.
+ */
+export const RetryWebhookDeadLetterResponseSchema: GenMessage<RetryWebhookDeadLetterResponse> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_admin_service, 4);
 
 /**
  * BackupRequest starts a backup.
@@ -27,7 +216,7 @@ export type BackupRequest = Message<"agentplane.v1.BackupRequest"> & {
  * Use `create(BackupRequestSchema)` to create a new message.
  */
 export const BackupRequestSchema: GenMessage<BackupRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_admin_service, 0);
+  messageDesc(file_agentplane_v1_admin_service, 5);
 
 /**
  * BackupResponse is one chunk of the backup.
@@ -55,7 +244,7 @@ export type BackupResponse = Message<"agentplane.v1.BackupResponse"> & {
  * Use `create(BackupResponseSchema)` to create a new message.
  */
 export const BackupResponseSchema: GenMessage<BackupResponse> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_admin_service, 1);
+  messageDesc(file_agentplane_v1_admin_service, 6);
 
 /**
  * PurgeTasksRequest selects what to purge.
@@ -83,7 +272,7 @@ export type PurgeTasksRequest = Message<"agentplane.v1.PurgeTasksRequest"> & {
  * Use `create(PurgeTasksRequestSchema)` to create a new message.
  */
 export const PurgeTasksRequestSchema: GenMessage<PurgeTasksRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_admin_service, 2);
+  messageDesc(file_agentplane_v1_admin_service, 7);
 
 /**
  * PurgeTasksResponse reports what was purged.
@@ -111,7 +300,7 @@ export type PurgeTasksResponse = Message<"agentplane.v1.PurgeTasksResponse"> & {
  * Use `create(PurgeTasksResponseSchema)` to create a new message.
  */
 export const PurgeTasksResponseSchema: GenMessage<PurgeTasksResponse> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_admin_service, 3);
+  messageDesc(file_agentplane_v1_admin_service, 8);
 
 /**
  * GetStatsRequest asks for statistics.
@@ -126,7 +315,7 @@ export type GetStatsRequest = Message<"agentplane.v1.GetStatsRequest"> & {
  * Use `create(GetStatsRequestSchema)` to create a new message.
  */
 export const GetStatsRequestSchema: GenMessage<GetStatsRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_admin_service, 4);
+  messageDesc(file_agentplane_v1_admin_service, 9);
 
 /**
  * GetStatsResponse holds statistics.
@@ -254,7 +443,7 @@ export type GetStatsResponse = Message<"agentplane.v1.GetStatsResponse"> & {
  * Use `create(GetStatsResponseSchema)` to create a new message.
  */
 export const GetStatsResponseSchema: GenMessage<GetStatsResponse> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_admin_service, 5);
+  messageDesc(file_agentplane_v1_admin_service, 10);
 
 /**
  * AdminService is for operators: backups, retention, statistics.
@@ -300,6 +489,30 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof GetStatsRequestSchema;
     output: typeof GetStatsResponseSchema;
+  },
+  /**
+   * ListWebhookDeadLetters lists the webhook notifications given up after their
+   * endpoint's attempts (docs/notifications.md), oldest first, across tenants unless
+   * tenant is set.
+   *
+   * @generated from rpc agentplane.v1.AdminService.ListWebhookDeadLetters
+   */
+  listWebhookDeadLetters: {
+    methodKind: "unary";
+    input: typeof ListWebhookDeadLettersRequestSchema;
+    output: typeof ListWebhookDeadLettersResponseSchema;
+  },
+  /**
+   * RetryWebhookDeadLetter puts dead letters back in the outbox, due now, with their
+   * attempts reset: one by id, or every one (of a tenant, if set) with all. An id that
+   * is not a dead letter is NOT_FOUND (webhook.delivery_not_found).
+   *
+   * @generated from rpc agentplane.v1.AdminService.RetryWebhookDeadLetter
+   */
+  retryWebhookDeadLetter: {
+    methodKind: "unary";
+    input: typeof RetryWebhookDeadLetterRequestSchema;
+    output: typeof RetryWebhookDeadLetterResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentplane_v1_admin_service, 0);

@@ -24,6 +24,60 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// OutboxState is where a notification is in its delivery.
+type OutboxState int32
+
+const (
+	// Not set.
+	OutboxState_OUTBOX_STATE_UNSPECIFIED OutboxState = 0
+	// Waiting for its next attempt (at next_attempt_time), or being attempted.
+	OutboxState_OUTBOX_STATE_PENDING OutboxState = 1
+	// Given up after the endpoint's attempts (or its endpoint is gone): a dead letter,
+	// kept until an operator retries it.
+	OutboxState_OUTBOX_STATE_DEAD OutboxState = 2
+)
+
+// Enum value maps for OutboxState.
+var (
+	OutboxState_name = map[int32]string{
+		0: "OUTBOX_STATE_UNSPECIFIED",
+		1: "OUTBOX_STATE_PENDING",
+		2: "OUTBOX_STATE_DEAD",
+	}
+	OutboxState_value = map[string]int32{
+		"OUTBOX_STATE_UNSPECIFIED": 0,
+		"OUTBOX_STATE_PENDING":     1,
+		"OUTBOX_STATE_DEAD":        2,
+	}
+)
+
+func (x OutboxState) Enum() *OutboxState {
+	p := new(OutboxState)
+	*p = x
+	return p
+}
+
+func (x OutboxState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OutboxState) Descriptor() protoreflect.EnumDescriptor {
+	return file_agentplane_storage_v1_storage_proto_enumTypes[0].Descriptor()
+}
+
+func (OutboxState) Type() protoreflect.EnumType {
+	return &file_agentplane_storage_v1_storage_proto_enumTypes[0]
+}
+
+func (x OutboxState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OutboxState.Descriptor instead.
+func (OutboxState) EnumDescriptor() ([]byte, []int) {
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{0}
+}
+
 // SchemaInfo is the store's header, written once when the store is created and checked
 // every time it is opened.
 type SchemaInfo struct {
@@ -1193,6 +1247,164 @@ func (x *ObligationRecord) GetObligation() *v1.Obligation {
 	return nil
 }
 
+// OutboxRecord is one notification to one webhook endpoint, written in the same
+// transaction as the change it reports, and deleted once delivered. The store derives
+// from it the due index (PENDING, by next_attempt_time) and the dead-letter index.
+type OutboxRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unique, time-ordered id; also the webhook-id header, the same on every attempt
+	// so that receivers can drop duplicates. Immutable.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Tenant whose event it reports. Immutable.
+	Tenant string `protobuf:"bytes,2,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Name of the endpoint (notifications.webhooks[].name) it goes to. Immutable.
+	Endpoint string `protobuf:"bytes,3,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	// Event type (interrupt.created, interrupt.resolved, interrupt.expired, task.ended).
+	EventType string `protobuf:"bytes,4,opt,name=event_type,json=eventType,proto3" json:"event_type,omitempty"`
+	// The body in the standard format (JSON); other formats are derived from it.
+	Payload []byte `protobuf:"bytes,5,opt,name=payload,proto3" json:"payload,omitempty"`
+	// When the event happened. Immutable.
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// Pending or dead.
+	State OutboxState `protobuf:"varint,7,opt,name=state,proto3,enum=agentplane.storage.v1.OutboxState" json:"state,omitempty"`
+	// Attempts started so far (an attempt counts when it is claimed).
+	Attempts int32 `protobuf:"varint,8,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	// While PENDING: when it is due; while an attempt runs, when that attempt's claim
+	// expires and another replica may take it. Drives the due index.
+	NextAttemptTime *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=next_attempt_time,json=nextAttemptTime,proto3" json:"next_attempt_time,omitempty"`
+	// When the last attempt started.
+	LastAttemptTime *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=last_attempt_time,json=lastAttemptTime,proto3" json:"last_attempt_time,omitempty"`
+	// What the last attempt got (an HTTP status, a network error).
+	LastError string `protobuf:"bytes,11,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// When it became a dead letter.
+	DeadTime *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=dead_time,json=deadTime,proto3" json:"dead_time,omitempty"`
+	// Token of the running attempt; a result is recorded only by the claimer holding it.
+	Claim         string `protobuf:"bytes,13,opt,name=claim,proto3" json:"claim,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OutboxRecord) Reset() {
+	*x = OutboxRecord{}
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OutboxRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OutboxRecord) ProtoMessage() {}
+
+func (x *OutboxRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OutboxRecord.ProtoReflect.Descriptor instead.
+func (*OutboxRecord) Descriptor() ([]byte, []int) {
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *OutboxRecord) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *OutboxRecord) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *OutboxRecord) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *OutboxRecord) GetEventType() string {
+	if x != nil {
+		return x.EventType
+	}
+	return ""
+}
+
+func (x *OutboxRecord) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *OutboxRecord) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *OutboxRecord) GetState() OutboxState {
+	if x != nil {
+		return x.State
+	}
+	return OutboxState_OUTBOX_STATE_UNSPECIFIED
+}
+
+func (x *OutboxRecord) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *OutboxRecord) GetNextAttemptTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextAttemptTime
+	}
+	return nil
+}
+
+func (x *OutboxRecord) GetLastAttemptTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastAttemptTime
+	}
+	return nil
+}
+
+func (x *OutboxRecord) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *OutboxRecord) GetDeadTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DeadTime
+	}
+	return nil
+}
+
+func (x *OutboxRecord) GetClaim() string {
+	if x != nil {
+		return x.Claim
+	}
+	return ""
+}
+
 var File_agentplane_storage_v1_storage_proto protoreflect.FileDescriptor
 
 const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
@@ -1306,7 +1518,29 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\aordinal\x18\x01 \x01(\x03R\aordinal\x129\n" +
 	"\n" +
 	"obligation\x18\x02 \x01(\v2\x19.agentplane.v1.ObligationR\n" +
-	"obligationBSZQgithub.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1;storagev1b\x06proto3"
+	"obligation\"\x9c\x04\n" +
+	"\fOutboxRecord\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x1a\n" +
+	"\bendpoint\x18\x03 \x01(\tR\bendpoint\x12\x1d\n" +
+	"\n" +
+	"event_type\x18\x04 \x01(\tR\teventType\x12\x18\n" +
+	"\apayload\x18\x05 \x01(\fR\apayload\x12;\n" +
+	"\vcreate_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x128\n" +
+	"\x05state\x18\a \x01(\x0e2\".agentplane.storage.v1.OutboxStateR\x05state\x12\x1a\n" +
+	"\battempts\x18\b \x01(\x05R\battempts\x12F\n" +
+	"\x11next_attempt_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x0fnextAttemptTime\x12F\n" +
+	"\x11last_attempt_time\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\x0flastAttemptTime\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\v \x01(\tR\tlastError\x127\n" +
+	"\tdead_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\bdeadTime\x12\x14\n" +
+	"\x05claim\x18\r \x01(\tR\x05claim*\\\n" +
+	"\vOutboxState\x12\x1c\n" +
+	"\x18OUTBOX_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14OUTBOX_STATE_PENDING\x10\x01\x12\x15\n" +
+	"\x11OUTBOX_STATE_DEAD\x10\x02BSZQgithub.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1;storagev1b\x06proto3"
 
 var (
 	file_agentplane_storage_v1_storage_proto_rawDescOnce sync.Once
@@ -1320,81 +1554,89 @@ func file_agentplane_storage_v1_storage_proto_rawDescGZIP() []byte {
 	return file_agentplane_storage_v1_storage_proto_rawDescData
 }
 
-var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_agentplane_storage_v1_storage_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_agentplane_storage_v1_storage_proto_goTypes = []any{
-	(*SchemaInfo)(nil),            // 0: agentplane.storage.v1.SchemaInfo
-	(*TaskRecord)(nil),            // 1: agentplane.storage.v1.TaskRecord
-	(*AppliedRequest)(nil),        // 2: agentplane.storage.v1.AppliedRequest
-	(*TaskSpecRecord)(nil),        // 3: agentplane.storage.v1.TaskSpecRecord
-	(*Cancellation)(nil),          // 4: agentplane.storage.v1.Cancellation
-	(*LeaseRecord)(nil),           // 5: agentplane.storage.v1.LeaseRecord
-	(*EventRecord)(nil),           // 6: agentplane.storage.v1.EventRecord
-	(*RequestRecord)(nil),         // 7: agentplane.storage.v1.RequestRecord
-	(*InterruptRecord)(nil),       // 8: agentplane.storage.v1.InterruptRecord
-	(*VerdictRecord)(nil),         // 9: agentplane.storage.v1.VerdictRecord
-	(*ObligationRecord)(nil),      // 10: agentplane.storage.v1.ObligationRecord
-	nil,                           // 11: agentplane.storage.v1.TaskRecord.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
-	(v1.TaskState)(0),             // 13: agentplane.v1.TaskState
-	(*v1.TaskFailure)(nil),        // 14: agentplane.v1.TaskFailure
-	(*v1.TaskOutput)(nil),         // 15: agentplane.v1.TaskOutput
-	(*v1.TraceContext)(nil),       // 16: agentplane.v1.TraceContext
-	(*v1.Message)(nil),            // 17: agentplane.v1.Message
-	(*v1.ToolResult)(nil),         // 18: agentplane.v1.ToolResult
-	(*v1.TokenUsage)(nil),         // 19: agentplane.v1.TokenUsage
-	(*v1.AgentSpec)(nil),          // 20: agentplane.v1.AgentSpec
-	(*v1.GraphSpec)(nil),          // 21: agentplane.v1.GraphSpec
-	(*v1.ResolvedSpec)(nil),       // 22: agentplane.v1.ResolvedSpec
-	(*v1.InterruptPolicy)(nil),    // 23: agentplane.v1.InterruptPolicy
-	(*durationpb.Duration)(nil),   // 24: google.protobuf.Duration
-	(*v1.ToolAxisOverride)(nil),   // 25: agentplane.v1.ToolAxisOverride
-	(*v1.McpServer)(nil),          // 26: agentplane.v1.McpServer
-	(*v1.A2APeer)(nil),            // 27: agentplane.v1.A2aPeer
-	(*v1.TaskEvent)(nil),          // 28: agentplane.v1.TaskEvent
-	(*v1.Interrupt)(nil),          // 29: agentplane.v1.Interrupt
-	(*v1.Verdict)(nil),            // 30: agentplane.v1.Verdict
-	(*v1.Obligation)(nil),         // 31: agentplane.v1.Obligation
+	(OutboxState)(0),              // 0: agentplane.storage.v1.OutboxState
+	(*SchemaInfo)(nil),            // 1: agentplane.storage.v1.SchemaInfo
+	(*TaskRecord)(nil),            // 2: agentplane.storage.v1.TaskRecord
+	(*AppliedRequest)(nil),        // 3: agentplane.storage.v1.AppliedRequest
+	(*TaskSpecRecord)(nil),        // 4: agentplane.storage.v1.TaskSpecRecord
+	(*Cancellation)(nil),          // 5: agentplane.storage.v1.Cancellation
+	(*LeaseRecord)(nil),           // 6: agentplane.storage.v1.LeaseRecord
+	(*EventRecord)(nil),           // 7: agentplane.storage.v1.EventRecord
+	(*RequestRecord)(nil),         // 8: agentplane.storage.v1.RequestRecord
+	(*InterruptRecord)(nil),       // 9: agentplane.storage.v1.InterruptRecord
+	(*VerdictRecord)(nil),         // 10: agentplane.storage.v1.VerdictRecord
+	(*ObligationRecord)(nil),      // 11: agentplane.storage.v1.ObligationRecord
+	(*OutboxRecord)(nil),          // 12: agentplane.storage.v1.OutboxRecord
+	nil,                           // 13: agentplane.storage.v1.TaskRecord.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
+	(v1.TaskState)(0),             // 15: agentplane.v1.TaskState
+	(*v1.TaskFailure)(nil),        // 16: agentplane.v1.TaskFailure
+	(*v1.TaskOutput)(nil),         // 17: agentplane.v1.TaskOutput
+	(*v1.TraceContext)(nil),       // 18: agentplane.v1.TraceContext
+	(*v1.Message)(nil),            // 19: agentplane.v1.Message
+	(*v1.ToolResult)(nil),         // 20: agentplane.v1.ToolResult
+	(*v1.TokenUsage)(nil),         // 21: agentplane.v1.TokenUsage
+	(*v1.AgentSpec)(nil),          // 22: agentplane.v1.AgentSpec
+	(*v1.GraphSpec)(nil),          // 23: agentplane.v1.GraphSpec
+	(*v1.ResolvedSpec)(nil),       // 24: agentplane.v1.ResolvedSpec
+	(*v1.InterruptPolicy)(nil),    // 25: agentplane.v1.InterruptPolicy
+	(*durationpb.Duration)(nil),   // 26: google.protobuf.Duration
+	(*v1.ToolAxisOverride)(nil),   // 27: agentplane.v1.ToolAxisOverride
+	(*v1.McpServer)(nil),          // 28: agentplane.v1.McpServer
+	(*v1.A2APeer)(nil),            // 29: agentplane.v1.A2aPeer
+	(*v1.TaskEvent)(nil),          // 30: agentplane.v1.TaskEvent
+	(*v1.Interrupt)(nil),          // 31: agentplane.v1.Interrupt
+	(*v1.Verdict)(nil),            // 32: agentplane.v1.Verdict
+	(*v1.Obligation)(nil),         // 33: agentplane.v1.Obligation
 }
 var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
-	12, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
-	13, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
-	11, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
-	12, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
-	12, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
-	12, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
-	14, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
-	15, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
-	4,  // 8: agentplane.storage.v1.TaskRecord.cancellation:type_name -> agentplane.storage.v1.Cancellation
-	5,  // 9: agentplane.storage.v1.TaskRecord.lease:type_name -> agentplane.storage.v1.LeaseRecord
-	12, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
-	16, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
-	17, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
-	18, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
-	19, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
-	2,  // 15: agentplane.storage.v1.TaskRecord.applied_requests:type_name -> agentplane.storage.v1.AppliedRequest
-	20, // 16: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
-	21, // 17: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
-	22, // 18: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
-	23, // 19: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	24, // 20: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
-	25, // 21: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	26, // 22: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
-	27, // 23: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	17, // 24: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
-	12, // 25: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
-	12, // 26: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
-	12, // 27: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
-	12, // 28: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
-	28, // 29: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
-	29, // 30: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
-	12, // 31: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
-	30, // 32: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
-	31, // 33: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
-	34, // [34:34] is the sub-list for method output_type
-	34, // [34:34] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	14, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
+	15, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
+	13, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
+	14, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
+	14, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
+	14, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
+	16, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
+	17, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
+	5,  // 8: agentplane.storage.v1.TaskRecord.cancellation:type_name -> agentplane.storage.v1.Cancellation
+	6,  // 9: agentplane.storage.v1.TaskRecord.lease:type_name -> agentplane.storage.v1.LeaseRecord
+	14, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
+	18, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
+	19, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
+	20, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
+	21, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
+	3,  // 15: agentplane.storage.v1.TaskRecord.applied_requests:type_name -> agentplane.storage.v1.AppliedRequest
+	22, // 16: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
+	23, // 17: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
+	24, // 18: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
+	25, // 19: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	26, // 20: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
+	27, // 21: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	28, // 22: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
+	29, // 23: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	19, // 24: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
+	14, // 25: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
+	14, // 26: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
+	14, // 27: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
+	14, // 28: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
+	30, // 29: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
+	31, // 30: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
+	14, // 31: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
+	32, // 32: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
+	33, // 33: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
+	14, // 34: agentplane.storage.v1.OutboxRecord.create_time:type_name -> google.protobuf.Timestamp
+	0,  // 35: agentplane.storage.v1.OutboxRecord.state:type_name -> agentplane.storage.v1.OutboxState
+	14, // 36: agentplane.storage.v1.OutboxRecord.next_attempt_time:type_name -> google.protobuf.Timestamp
+	14, // 37: agentplane.storage.v1.OutboxRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
+	14, // 38: agentplane.storage.v1.OutboxRecord.dead_time:type_name -> google.protobuf.Timestamp
+	39, // [39:39] is the sub-list for method output_type
+	39, // [39:39] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_storage_v1_storage_proto_init() }
@@ -1412,13 +1654,14 @@ func file_agentplane_storage_v1_storage_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_storage_v1_storage_proto_rawDesc), len(file_agentplane_storage_v1_storage_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   12,
+			NumEnums:      1,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_agentplane_storage_v1_storage_proto_goTypes,
 		DependencyIndexes: file_agentplane_storage_v1_storage_proto_depIdxs,
+		EnumInfos:         file_agentplane_storage_v1_storage_proto_enumTypes,
 		MessageInfos:      file_agentplane_storage_v1_storage_proto_msgTypes,
 	}.Build()
 	File_agentplane_storage_v1_storage_proto = out.File

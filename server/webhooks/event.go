@@ -1,0 +1,167 @@
+package webhooks
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/config"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
+)
+
+// Message is the standard body: the Standard Webhooks envelope (type, timestamp,
+// data). docs/notifications.md documents it field by field.
+type Message struct {
+	Type      string    `json:"type"`
+	Timestamp time.Time `json:"timestamp"`
+	Data      Data      `json:"data"`
+}
+
+// Data is what happened. Interrupt events fill the interrupt fields, task.ended the
+// task ones; URL links to the console page of the item when the console's public URL
+// is configured.
+type Data struct {
+	Tenant      string     `json:"tenant"`
+	TaskID      string     `json:"task_id"`
+	InterruptID string     `json:"interrupt_id,omitempty"`
+	Tool        string     `json:"tool,omitempty"`
+	Description string     `json:"description,omitempty"`
+	Agent       string     `json:"agent,omitempty"`
+	Node        string     `json:"node,omitempty"`
+	Tags        []string   `json:"tags,omitempty"`
+	Deadline    *time.Time `json:"deadline,omitempty"`
+	Decision    *Decision  `json:"decision,omitempty"`
+	// State is the task's terminal state for task.ended: completed, failed, canceled.
+	State   string            `json:"state,omitempty"`
+	Labels  map[string]string `json:"labels,omitempty"`
+	Failure *Failure          `json:"failure,omitempty"`
+	URL     string            `json:"url,omitempty"`
+}
+
+// Decision is how an interrupt was resolved.
+type Decision struct {
+	// Type is approve, reject or edit.
+	Type string `json:"type"`
+	// Source is human, deadline, ... (lower case of DecisionSource).
+	Source    string `json:"source"`
+	DecidedBy string `json:"decided_by,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// Failure is why a task failed.
+type Failure struct {
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+func enumName(s, prefix string) string { return strings.ToLower(strings.TrimPrefix(s, prefix)) }
+
+// link is base/ui/<kind>/<id>, or "" without a base.
+func link(base, kind, id string) string {
+	if base == "" {
+		return ""
+	}
+	return strings.TrimRight(base, "/") + "/ui/" + kind + "/" + url.PathEscape(id)
+}
+
+// interruptData describes a tool-approval interrupt.
+func interruptData(rec *storagev1.InterruptRecord, consoleURL string) Data {
+	in := rec.GetInterrupt()
+	ap := in.GetApproval()
+	d := Data{
+		Tenant: in.GetTenant(), TaskID: in.GetTaskId(), InterruptID: in.GetInterruptId(),
+		Tool: ap.GetToolName(), Description: ap.GetToolDescription(), Agent: ap.GetContext().GetAgentName(),
+		Node: in.GetNode(), Tags: ap.GetContext().GetTags(),
+		URL: link(consoleURL, "interrupts", in.GetInterruptId()),
+	}
+	if dl := in.GetDeadline(); dl != nil {
+		t := dl.AsTime()
+		d.Deadline = &t
+	}
+	if dec := in.GetDecision(); dec != nil && in.GetState() == agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED {
+		d.Decision = &Decision{
+			Type:      enumName(dec.GetType().String(), "DECISION_TYPE_"),
+			Source:    enumName(dec.GetSource().String(), "DECISION_SOURCE_"),
+			DecidedBy: dec.GetDecidedBy(),
+			Reason:    dec.GetReason(),
+		}
+	}
+	return d
+}
+
+// taskData describes a task that ended.
+func taskData(rec *storagev1.TaskRecord, consoleURL string) Data {
+	d := Data{
+		Tenant: rec.GetTenant(), TaskID: rec.GetTaskId(),
+		State:  enumName(rec.GetState().String(), "TASK_STATE_"),
+		Labels: rec.GetLabels(),
+		URL:    link(consoleURL, "tasks", rec.GetTaskId()),
+	}
+	if f := rec.GetFailure(); f != nil {
+		d.Failure = &Failure{Reason: f.GetReason(), Message: f.GetMessage()}
+	}
+	return d
+}
+
+// slackBody renders a standard message as a Slack incoming-webhook body: text for
+// notifications and clients without blocks, and one section block.
+func slackBody(payload []byte) ([]byte, error) {
+	var m Message
+	if err := json.Unmarshal(payload, &m); err != nil {
+		return nil, fmt.Errorf("webhooks: stored payload is not a message: %w", err)
+	}
+	d := m.Data
+	var text string
+	switch m.Type {
+	case config.EventInterruptCreated:
+		text = fmt.Sprintf("Approval needed: %s wants to call %s (task %s)", orDash(d.Agent), orDash(d.Tool), d.TaskID)
+		if d.Deadline != nil {
+			text += ", decide by " + d.Deadline.UTC().Format(time.RFC3339)
+		}
+	case config.EventInterruptResolved, config.EventInterruptExpired:
+		verb := "resolved"
+		if m.Type == config.EventInterruptExpired {
+			verb = "expired"
+		}
+		text = fmt.Sprintf("Approval %s: %s on task %s", verb, orDash(d.Tool), d.TaskID)
+		if d.Decision != nil {
+			text += fmt.Sprintf(": %s by %s", d.Decision.Type, orDash(d.Decision.DecidedBy))
+			if d.Decision.Reason != "" {
+				text += fmt.Sprintf(" (%s)", d.Decision.Reason)
+			}
+		}
+	default:
+		text = fmt.Sprintf("Task %s %s", d.TaskID, d.State)
+		if d.Failure != nil && d.Failure.Message != "" {
+			text += ": " + d.Failure.Message
+		}
+	}
+	text += fmt.Sprintf(" [tenant %s]", d.Tenant)
+	section := slackEscape(text)
+	if d.URL != "" {
+		section += fmt.Sprintf("\n<%s|Open in the console>", d.URL)
+	}
+	return json.Marshal(map[string]any{
+		"text": text,
+		"blocks": []any{map[string]any{
+			"type": "section",
+			"text": map[string]string{"type": "mrkdwn", "text": section},
+		}},
+	})
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// slackEscape escapes the three characters Slack's mrkdwn gives meaning to, so that a
+// tool name or reason cannot inject links or mentions.
+func slackEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}

@@ -1,0 +1,387 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentplane/agentplane/gates"
+	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
+	"github.com/agentplane/agentplane/server/version"
+)
+
+// Options configure a Service.
+type Options struct {
+	Store  store.Store
+	Config config.Notifications
+	// BaseDir resolves secret_file; LookupEnv reads secret_env (os.LookupEnv if nil).
+	BaseDir   string
+	LookupEnv func(string) (string, bool)
+	Logger    *slog.Logger
+	// Registerer takes the metrics (none if nil).
+	Registerer prometheus.Registerer
+}
+
+// endpoint is one configured webhook, resolved.
+type endpoint struct {
+	config.Webhook
+	tenant string
+	key    []byte
+	events map[string]bool
+}
+
+// Service enqueues notifications (WrapWriter) and sends them (Start).
+type Service struct {
+	st       store.Store
+	cfg      config.Notifications
+	log      *slog.Logger
+	byName   map[string]*endpoint
+	byTenant map[string][]*endpoint
+	client   *http.Client
+	now      func() time.Time
+
+	wake    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	started atomic.Bool
+
+	deliveries *prometheus.CounterVec
+	attempts   *prometheus.CounterVec
+	drops      *prometheus.CounterVec
+}
+
+// New resolves the endpoints (their secrets) and builds the HTTP client; it starts
+// nothing.
+func New(o Options) (*Service, error) {
+	lookup := o.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Service{
+		st: o.Store, cfg: o.Config, log: log.With("component", "webhooks"),
+		byName: map[string]*endpoint{}, byTenant: map[string][]*endpoint{}, now: time.Now,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	for _, w := range o.Config.Webhooks {
+		key, err := w.SecretKey(o.BaseDir, lookup)
+		if err != nil {
+			return nil, fmt.Errorf("notifications.webhooks %s: %w", w.Name, err)
+		}
+		ep := &endpoint{Webhook: w, tenant: w.TenantOrDefault(), key: key, events: map[string]bool{}}
+		for _, e := range w.Events {
+			ep.events[e] = true
+		}
+		s.byName[w.Name] = ep
+		s.byTenant[ep.tenant] = append(s.byTenant[ep.tenant], ep)
+	}
+	s.client = newClient(o.Config)
+	s.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "agentplane", Name: "webhook_deliveries_total",
+		Help: "Webhook notifications settled, by outcome: delivered, or dead_letter (given up after the endpoint's max_attempts).",
+	}, []string{"outcome"})
+	s.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "agentplane", Name: "webhook_attempts_total",
+		Help: "Webhook delivery attempts, by endpoint and result: 2xx, 3xx, 4xx, 5xx, or error (no response: refused address, timeout, connection).",
+	}, []string{"endpoint", "result"})
+	s.drops = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "agentplane", Name: "webhook_dropped_total",
+		Help: "Webhook notifications not enqueued because the tenant's outbox held notifications.max_outbox_per_tenant, by tenant.",
+	}, []string{"tenant"})
+	if o.Registerer != nil {
+		o.Registerer.MustRegister(s.deliveries, s.attempts, s.drops)
+	}
+	return s, nil
+}
+
+// newClient is the HTTP client of deliveries: no proxy (the address checked is the
+// one dialled), no redirects (a 3xx is a failed attempt), and every address a name
+// resolves to checked against the destination rules when dialled, so that a name
+// cannot be rebound to a private or metadata address after the config was checked.
+func newClient(cfg config.Notifications) *http.Client {
+	allow := cfg.AllowPrivateDestinations
+	dialer := &net.Dialer{
+		Timeout: cfg.DeliveryTimeout.D(),
+		Control: func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return fmt.Errorf("webhook destination %s: %w", address, err)
+			}
+			if reason, ok := gates.CheckDestinationAddr(ap.Addr(), allow); !ok {
+				return fmt.Errorf("webhook destination address %s refused: %s", ap.Addr(), reason)
+			}
+			return nil
+		},
+	}
+	return &http.Client{
+		Timeout: cfg.DeliveryTimeout.D(),
+		Transport: &http.Transport{
+			Proxy:                 nil,
+			DialContext:           dialer.DialContext,
+			TLSHandshakeTimeout:   cfg.DeliveryTimeout.D(),
+			ResponseHeaderTimeout: cfg.DeliveryTimeout.D(),
+			MaxIdleConnsPerHost:   4,
+			IdleConnTimeout:       90 * time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+func (s *Service) wants(tenant, ev string) bool {
+	for _, ep := range s.byTenant[tenant] {
+		if ep.events[ev] {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Service) wantsInterrupts(tenant string) bool {
+	return s.wants(tenant, config.EventInterruptCreated) || s.wants(tenant, config.EventInterruptResolved) ||
+		s.wants(tenant, config.EventInterruptExpired)
+}
+
+func (s *Service) wakeSender() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Service) dropped(tenant, endpoint, ev string, depth int64) {
+	s.drops.WithLabelValues(tenant).Inc()
+	s.log.Error("webhook outbox full: notification dropped", "tenant", tenant, "endpoint", endpoint, "event", ev,
+		"depth", depth, "limit", s.cfg.MaxOutboxPerTenant,
+		"hint", "the endpoint is failing or slow: check it, then list and retry or purge dead letters (ctl admin webhooks dead-letters list), or raise notifications.max_outbox_per_tenant")
+}
+
+// Start runs the sender until Stop.
+func (s *Service) Start() {
+	if s.started.CompareAndSwap(false, true) {
+		go s.run()
+	}
+}
+
+// Stop ends the sender and waits for it; attempts in flight are abandoned (their
+// claims expire and they are attempted again).
+func (s *Service) Stop() {
+	s.once.Do(func() { close(s.stop) })
+	if s.started.Load() {
+		<-s.done
+	}
+}
+
+// claimTTL is how long a claimed attempt may run before another sender takes the
+// notification again: the attempt's timeout and a margin for recording it.
+func (s *Service) claimTTL() time.Duration { return 2*s.cfg.DeliveryTimeout.D() + time.Second }
+
+func (s *Service) run() {
+	defer close(s.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.stop
+		cancel()
+	}()
+	t := time.NewTicker(s.cfg.PollInterval.D())
+	defer t.Stop()
+	for {
+		for ctx.Err() == nil {
+			n, err := s.pass(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.log.Warn("webhook outbox: claiming notifications failed; trying again at the next poll", "err", err)
+			}
+			if n == 0 || err != nil {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-s.wake:
+		}
+	}
+}
+
+// pass claims one batch of due notifications, attempts them at once and records the
+// outcomes; it returns how many it claimed.
+func (s *Service) pass(ctx context.Context) (int, error) {
+	now := s.now()
+	var batch []*storagev1.OutboxRecord
+	err := s.st.Update(ctx, func(w store.Writer) error {
+		batch = batch[:0]
+		recs, err := w.ClaimOutbox(now, s.cfg.Concurrency)
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			rec.Attempts++
+			rec.Claim = newID(now)
+			rec.LastAttemptTime = timestampOf(now)
+			rec.NextAttemptTime = timestampOf(now.Add(s.claimTTL()))
+			if err := w.PutOutbox(rec); err != nil {
+				return err
+			}
+			batch = append(batch, rec)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	var wg sync.WaitGroup
+	for _, rec := range batch {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := s.attempt(ctx, rec)
+			if ctx.Err() != nil {
+				return // stopping: the claim expires and another pass attempts it again
+			}
+			if err := s.record(ctx, rec, res); err != nil {
+				s.log.Warn("webhook outcome not recorded; the notification will be attempted again", "id", rec.GetId(), "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+	return len(batch), nil
+}
+
+// result is what one attempt got.
+type result struct {
+	ok bool
+	// permanent failures are not retried (the endpoint is no longer configured).
+	permanent bool
+	detail    string
+}
+
+func (s *Service) attempt(ctx context.Context, rec *storagev1.OutboxRecord) result {
+	ep := s.byName[rec.GetEndpoint()]
+	if ep == nil || ep.tenant != rec.GetTenant() {
+		return result{permanent: true, detail: "endpoint " + rec.GetEndpoint() + " is no longer configured for tenant " + rec.GetTenant()}
+	}
+	body := rec.GetPayload()
+	if ep.FormatOrDefault() == config.FormatSlack {
+		b, err := slackBody(body)
+		if err != nil {
+			return result{permanent: true, detail: err.Error()}
+		}
+		body = b
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytesReader(body))
+	if err != nil {
+		return result{permanent: true, detail: err.Error()}
+	}
+	ts := s.now().Unix()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "agentplane-webhooks/"+version.String())
+	req.Header.Set(HeaderID, rec.GetId())
+	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
+	if ep.key != nil {
+		req.Header.Set(HeaderSignature, Sign(ep.key, rec.GetId(), ts, body))
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		s.attempts.WithLabelValues(ep.Name, "error").Inc()
+		var ue interface{ Unwrap() error }
+		if errors.As(err, &ue) {
+			err = ue.Unwrap() // drop the method and URL: the URL may hold a token
+		}
+		return result{detail: err.Error()}
+	}
+	drain(resp)
+	class := strconv.Itoa(resp.StatusCode/100) + "xx"
+	s.attempts.WithLabelValues(ep.Name, class).Inc()
+	if resp.StatusCode/100 == 2 {
+		return result{ok: true}
+	}
+	return result{detail: "HTTP " + resp.Status}
+}
+
+// backoff is the wait after the attempts-th failed attempt: initial_backoff doubled
+// per attempt, capped at max_backoff, then jittered into [d/2, d].
+func (s *Service) backoff(attempts int32) time.Duration {
+	d := s.cfg.InitialBackoff.D()
+	for i := int32(1); i < attempts && d < s.cfg.MaxBackoff.D(); i++ {
+		d *= 2
+	}
+	d = min(d, s.cfg.MaxBackoff.D())
+	return d/2 + rand.N(d/2+1)
+}
+
+// record settles one attempt: delete on success, schedule the next attempt, or make a
+// dead letter. It does nothing if the claim was lost (it expired and another sender
+// took the notification, or an operator changed it).
+func (s *Service) record(ctx context.Context, claimed *storagev1.OutboxRecord, res result) error {
+	now := s.now()
+	var outcome string
+	var next time.Duration
+	err := s.st.Update(ctx, func(w store.Writer) error {
+		outcome = ""
+		rec, err := w.GetOutbox(claimed.GetId())
+		if store.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if rec.GetClaim() != claimed.GetClaim() {
+			return nil
+		}
+		if res.ok {
+			outcome = "delivered"
+			return w.DeleteOutbox(rec.GetId())
+		}
+		rec.Claim, rec.LastError = "", res.detail
+		max := int32(config.DefaultWebhookAttempts)
+		if ep := s.byName[rec.GetEndpoint()]; ep != nil {
+			max = int32(ep.Attempts())
+		}
+		if res.permanent || rec.GetAttempts() >= max {
+			outcome = "dead_letter"
+			rec.State, rec.DeadTime = storagev1.OutboxState_OUTBOX_STATE_DEAD, timestampOf(now)
+		} else {
+			outcome = "retry"
+			next = s.backoff(rec.GetAttempts())
+			rec.NextAttemptTime = timestampOf(now.Add(next))
+		}
+		return w.PutOutbox(rec)
+	})
+	if err != nil {
+		return err
+	}
+	attrs := []any{"id", claimed.GetId(), "tenant", claimed.GetTenant(), "endpoint", claimed.GetEndpoint(),
+		"event", claimed.GetEventType(), "attempt", claimed.GetAttempts()}
+	switch outcome {
+	case "delivered":
+		s.deliveries.WithLabelValues(outcome).Inc()
+		s.log.Debug("webhook delivered", attrs...)
+	case "retry":
+		s.log.Warn("webhook attempt failed; retrying", append(attrs, "err", res.detail, "next_attempt_in", next.Round(time.Millisecond))...)
+	case "dead_letter":
+		s.deliveries.WithLabelValues(outcome).Inc()
+		s.log.Error("webhook given up: dead letter", append(attrs, "err", res.detail,
+			"hint", "fix the endpoint, then: ctl admin webhooks dead-letters retry "+claimed.GetId())...)
+	}
+	return nil
+}

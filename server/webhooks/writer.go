@@ -1,0 +1,128 @@
+package webhooks
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
+	"github.com/agentplane/agentplane/server/tasks"
+)
+
+// WrapWriter returns w with the notifications of its changes written through it: a
+// PutInterrupt that raises a tool approval, resolves it or lets it expire, and a
+// PutTask that ends a task, enqueue one outbox record per subscribed endpoint of the
+// tenant in the same transaction. Without webhooks configured it returns w itself.
+func (s *Service) WrapWriter(w store.Writer) store.Writer {
+	if len(s.byTenant) == 0 {
+		return w
+	}
+	return &writer{Writer: w, s: s}
+}
+
+type writer struct {
+	store.Writer
+	s *Service
+}
+
+func isPending(rec *storagev1.InterruptRecord) bool {
+	return rec != nil && rec.GetInterrupt().GetState() == agentplanev1.InterruptState_INTERRUPT_STATE_PENDING &&
+		rec.GetClosedReason() == ""
+}
+
+// interruptEvent is what the change from old (nil: new) to rec is, or "".
+func interruptEvent(old, rec *storagev1.InterruptRecord) string {
+	switch {
+	case !isPending(old) && isPending(rec):
+		return config.EventInterruptCreated
+	case isPending(old) && rec.GetInterrupt().GetState() == agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED:
+		if rec.GetInterrupt().GetDecision().GetSource() == agentplanev1.DecisionSource_DECISION_SOURCE_DEADLINE {
+			return config.EventInterruptExpired
+		}
+		return config.EventInterruptResolved
+	}
+	return ""
+}
+
+func (w *writer) PutInterrupt(rec *storagev1.InterruptRecord) error {
+	in := rec.GetInterrupt()
+	if in.GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL || !w.s.wantsInterrupts(in.GetTenant()) {
+		return w.Writer.PutInterrupt(rec)
+	}
+	old, err := w.GetInterrupt(in.GetTenant(), in.GetInterruptId())
+	if err != nil && !store.IsNotFound(err) {
+		return err
+	}
+	if err := w.Writer.PutInterrupt(rec); err != nil {
+		return err
+	}
+	if ev := interruptEvent(old, rec); ev != "" {
+		return w.s.enqueue(w.Writer, ev, interruptData(rec, w.s.cfg.ConsoleURL))
+	}
+	return nil
+}
+
+func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
+	if !tasks.IsTerminal(rec.GetState()) || !w.s.wants(rec.GetTenant(), config.EventTaskEnded) {
+		return w.Writer.PutTask(rec)
+	}
+	old, err := w.GetTask(rec.GetTenant(), rec.GetTaskId())
+	if err != nil && !store.IsNotFound(err) {
+		return err
+	}
+	if err := w.Writer.PutTask(rec); err != nil {
+		return err
+	}
+	if old != nil && tasks.IsTerminal(old.GetState()) {
+		return nil
+	}
+	return w.s.enqueue(w.Writer, config.EventTaskEnded, taskData(rec, w.s.cfg.ConsoleURL))
+}
+
+// newID is a notification id: msg_, the time in hex (so ids sort by creation time),
+// and random bits. Every id has the same length.
+func newID(now time.Time) string {
+	var r [8]byte
+	_, _ = rand.Read(r[:])
+	return fmt.Sprintf("msg_%016x%s", now.UnixNano(), hex.EncodeToString(r[:]))
+}
+
+// enqueue writes one outbox record per endpoint of the tenant subscribed to ev,
+// unless the tenant's outbox is full: then the notification is dropped, and counted
+// and logged once the transaction commits.
+func (s *Service) enqueue(w store.Writer, ev string, data Data) error {
+	now := s.now()
+	body, err := json.Marshal(Message{Type: ev, Timestamp: now.UTC(), Data: data})
+	if err != nil {
+		return fmt.Errorf("webhooks: encoding %s: %w", ev, err)
+	}
+	for _, ep := range s.byTenant[data.Tenant] {
+		if !ep.events[ev] {
+			continue
+		}
+		depth, err := w.OutboxDepth(data.Tenant)
+		if err != nil {
+			return err
+		}
+		if depth >= s.cfg.MaxOutboxPerTenant {
+			w.OnCommit(func() { s.dropped(data.Tenant, ep.Name, ev, depth) })
+			continue
+		}
+		if err := w.PutOutbox(&storagev1.OutboxRecord{
+			Id: newID(now), Tenant: data.Tenant, Endpoint: ep.Name, EventType: ev, Payload: body,
+			CreateTime: timestamppb.New(now), State: storagev1.OutboxState_OUTBOX_STATE_PENDING,
+			NextAttemptTime: timestamppb.New(now),
+		}); err != nil {
+			return err
+		}
+		w.OnCommit(s.wakeSender)
+	}
+	return nil
+}
