@@ -42,8 +42,10 @@ type call struct {
 	done  bool
 	err   error // final when done; the last failure when alone
 	// alone says the call's own statement failed the transaction with an error worth
-	// retrying: it runs again in a transaction of its own.
+	// retrying: it runs again in a transaction of its own, careful: reading what
+	// writes otherwise take for granted (see writer.PutTask).
 	alone    bool
+	careful  bool
 	onCommit []func()
 }
 
@@ -66,20 +68,18 @@ func (s *Store) Update(ctx context.Context, fn func(store.Writer) error) error {
 		batch = s.takeLocked()
 	}
 	s.qmu.Unlock()
-	for {
-		if batch != nil {
-			s.lead(c, batch)
-			batch = nil
-		}
-		switch {
-		case c.done:
-			return c.err
-		case c.alone:
-			return s.runAlone(c)
-		}
+	if batch == nil {
+		// Queued: another caller's batch takes c, or c is handed one to lead.
 		<-c.wake
 		batch, c.batch = c.batch, nil
 	}
+	if batch != nil {
+		s.lead(c, batch) // c heads its batch
+	}
+	if c.alone {
+		return s.runAlone(c)
+	}
+	return c.err
 }
 
 // takeLocked takes the next batch from the head of the queue (caller holds qmu).
@@ -131,7 +131,7 @@ func (s *Store) runAlone(c *call) error {
 			return c.ctx.Err()
 		case <-t.C:
 		}
-		c.alone = false
+		c.alone, c.careful = false, true
 		s.retried.Add(1)
 		s.runBatch([]*call{c})
 		if c.done {

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,6 +121,12 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	s := &Store{pool: pool, where: Redact(dsn), retries: opt.MaxRetries, writers: opt.Writers, maxBatch: opt.MaxBatch}
 	if s.retries <= 0 {
 		s.retries = 20
+	}
+	if v, err := strconv.Atoi(os.Getenv("PGPERF_WRITERS")); err == nil { // XXX experiment
+		s.writers = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("PGPERF_BATCH")); err == nil { // XXX experiment
+		s.maxBatch = v
 	}
 	if s.writers <= 0 {
 		s.writers = int(cfg.MaxConns / 2)

@@ -181,9 +181,16 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 	if err := store.CheckTaskRecord(rec); err != nil {
 		return err
 	}
-	st, err := w.task(tenant, id)
-	if err != nil {
-		return err
+	// A task this transaction does not hold is taken to be new, unread: the insert
+	// below fails on the task's key if it is not, and the call runs again alone,
+	// reading first (careful). Writers update a task after reading it (GetTask), which
+	// holds it; what is left is creating one, which then costs no round trip.
+	st := w.t.tasks[[2]string{tenant, id}]
+	if st == nil && w.c.careful {
+		var err error
+		if st, err = w.task(tenant, id); err != nil {
+			return err
+		}
 	}
 	if st != nil {
 		old := &storagev1.TaskRecord{}
@@ -194,9 +201,13 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 			return err
 		}
 	} else if reqID := rec.GetRequestId(); reqID != "" {
-		owner, err := w.TaskForRequest(tenant, reqID)
-		if err != nil {
-			return err
+		// Likewise a request id not read yet is taken to be free: its insert checks.
+		owner, known := w.t.requests[[2]string{tenant, reqID}]
+		if !known && w.c.careful {
+			var err error
+			if owner, err = w.TaskForRequest(tenant, reqID); err != nil {
+				return err
+			}
 		}
 		if owner != "" {
 			return apierr.New(codes.AlreadyExists, apierr.ReasonRequestIDReused,
@@ -210,8 +221,8 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 		return err
 	}
 	if st == nil {
-		// A plain insert: a task of this id inserted meanwhile by another transaction
-		// fails it on the key (and the call runs again and finds it).
+		// A plain insert: a task of this id that exists, or that another transaction
+		// inserted meanwhile, fails it on the key.
 		w.later(`INSERT INTO tasks (tenant, task_id, state, queue, create_key, queue_key, lease_key, ended_key, rec)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 			tenant, id, int32(rec.GetState()), store.QueueOf(rec),
