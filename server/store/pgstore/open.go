@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"net"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,10 +43,11 @@ type Options struct {
 	// insert, a deadlock, a serialization failure (0: 20).
 	MaxRetries int
 	// Writers is the most write transactions open at once, each carrying a batch of
-	// Updates (0: half the pool, at least 1; never more than the pool less one, which
-	// keeps a connection for reads).
+	// Updates (0: 2; never more than the pool less one, which keeps a connection for
+	// reads). Fewer make larger batches: fewer commits and statements per write.
 	Writers int
-	// MaxBatch is the most Updates one transaction carries (0: 64).
+	// MaxBatch is the most Updates one transaction carries (0: 64; store.max_batch,
+	// whose default is 256, when set through the configuration).
 	MaxBatch int
 }
 
@@ -122,14 +122,8 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	if s.retries <= 0 {
 		s.retries = 20
 	}
-	if v, err := strconv.Atoi(os.Getenv("PGPERF_WRITERS")); err == nil { // XXX experiment
-		s.writers = v
-	}
-	if v, err := strconv.Atoi(os.Getenv("PGPERF_BATCH")); err == nil { // XXX experiment
-		s.maxBatch = v
-	}
 	if s.writers <= 0 {
-		s.writers = int(cfg.MaxConns / 2)
+		s.writers = 2
 	}
 	s.writers = max(1, min(s.writers, int(cfg.MaxConns)-1))
 	if s.maxBatch <= 0 {
