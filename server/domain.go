@@ -54,6 +54,8 @@ func (s *Server) openStore() (domainStore, error) {
 			MaxConns:         pg.MaxConns,
 			ConnectTimeout:   pg.ConnectTimeout.D(),
 			StatementTimeout: pg.StatementTimeout.D(),
+			Writers:          pg.WriteTransactions,
+			MaxBatch:         cfg.Store.MaxBatch,
 		})
 	}
 	st, err := boltstore.Open(cfg.StorePath(), boltstore.Options{

@@ -140,6 +140,9 @@ type Postgres struct {
 	ConnectTimeout Duration `yaml:"connect_timeout"`
 	// StatementTimeout, when positive, is each connection's statement_timeout.
 	StatementTimeout Duration `yaml:"statement_timeout"`
+	// WriteTransactions is the most write transactions open at once, each carrying a
+	// batch of concurrent writes (0: 2; at most max_conns less one).
+	WriteTransactions int `yaml:"write_transactions"`
 }
 
 // Limits bound what a client can make the server hold.
@@ -492,6 +495,9 @@ func (c *Config) Validate() error {
 		}
 		if c.Store.Postgres.MaxConns < 0 {
 			bad("store.postgres.max_conns must not be negative")
+		}
+		if c.Store.Postgres.WriteTransactions < 0 {
+			bad("store.postgres.write_transactions must not be negative")
 		}
 		if c.Store.Postgres.ConnectTimeout <= 0 {
 			bad("store.postgres.connect_timeout must be positive")

@@ -38,9 +38,17 @@ type Options struct {
 	// StatementTimeout, when set, is the server-side statement_timeout of every
 	// connection.
 	StatementTimeout time.Duration
-	// MaxRetries bounds how often one Update is rerun after a serialization failure
-	// (0: 20).
+	// MaxRetries bounds how often one Update is run again alone after its own
+	// statement failed for a reason worth retrying: a unique key taken by a concurrent
+	// insert, a deadlock, a serialization failure (0: 20).
 	MaxRetries int
+	// Writers is the most write transactions open at once, each carrying a batch of
+	// Updates (0: 2; never more than the pool less one, which keeps a connection for
+	// reads). Fewer make larger batches: fewer commits and statements per write.
+	Writers int
+	// MaxBatch is the most Updates one transaction carries (0: 64; store.max_batch,
+	// whose default is 256, when set through the configuration).
+	MaxBatch int
 }
 
 // Store is a store.Store on PostgreSQL.
@@ -55,10 +63,19 @@ type Store struct {
 	// across the transactions of this process, as the Store contract requires.
 	commitMu sync.Mutex
 
+	// Group commit (commit.go): queue holds the Updates waiting for a write slot;
+	// running counts the slots in use, at most writers.
+	qmu      sync.Mutex
+	queue    []*call
+	running  int
+	writers  int
+	maxBatch int
+
 	mu      sync.RWMutex // held shared by running transactions, exclusively by Close
 	closed  bool
 	commits atomic.Int64
 	updates atomic.Int64
+	retried atomic.Int64
 }
 
 var _ store.Store = (*Store)(nil)
@@ -101,9 +118,16 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool, where: Redact(dsn), retries: opt.MaxRetries}
+	s := &Store{pool: pool, where: Redact(dsn), retries: opt.MaxRetries, writers: opt.Writers, maxBatch: opt.MaxBatch}
 	if s.retries <= 0 {
 		s.retries = 20
+	}
+	if s.writers <= 0 {
+		s.writers = 2
+	}
+	s.writers = max(1, min(s.writers, int(cfg.MaxConns)-1))
+	if s.maxBatch <= 0 {
+		s.maxBatch = 64
 	}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
@@ -226,67 +250,7 @@ func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
 		return unavailable(err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read-only
-	return fn(&reader{ctx: ctx, tx: tx})
-}
-
-// Update implements store.Store: one SERIALIZABLE transaction, rerun from the start on
-// a serialization failure, a deadlock or a unique violation between concurrent
-// inserts (the rerun sees the winner's row).
-func (s *Store) Update(ctx context.Context, fn func(store.Writer) error) error {
-	if err := s.enter(); err != nil {
-		return err
-	}
-	defer s.mu.RUnlock()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	for attempt := 0; ; attempt++ {
-		err := s.try(ctx, fn)
-		if err == nil || !retryable(err) || attempt >= s.retries {
-			return err
-		}
-		// Back off a little, more each time, so that contenders spread out.
-		t := time.NewTimer(time.Duration(attempt+1) * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-func (s *Store) try(ctx context.Context, fn func(store.Writer) error) error {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
-	if err != nil {
-		return unavailable(err)
-	}
-	w := &writer{reader: reader{ctx: ctx, tx: tx, lock: true}}
-	if err := fn(w); err != nil {
-		_ = tx.Rollback(context.WithoutCancel(ctx))
-		if w.failed != nil && retryable(w.failed) {
-			return w.failed
-		}
-		return err
-	}
-	if w.failed != nil { // fn carried on after a failed statement
-		_ = tx.Rollback(context.WithoutCancel(ctx))
-		return w.failed
-	}
-	s.commitMu.Lock()
-	defer s.commitMu.Unlock()
-	if err := tx.Commit(ctx); err != nil {
-		if retryable(err) {
-			return err
-		}
-		return unavailable(err)
-	}
-	s.commits.Add(1)
-	s.updates.Add(1)
-	for _, f := range w.onCommit {
-		f()
-	}
-	return nil
+	return fn(&reader{ctx: ctx, q: viewQuerier{ctx: ctx, tx: tx}})
 }
 
 // retryable reports whether err means "run the transaction again".
@@ -348,7 +312,7 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 		Updates:       s.updates.Load(),
 	}
 	err := s.View(ctx, func(r store.Reader) error {
-		tx := r.(*reader).tx
+		tx := r.(*reader).q.(viewQuerier).tx
 		if err := outboxStats(r.(*reader), &st); err != nil {
 			return err
 		}

@@ -25,24 +25,19 @@ func (r *reader) GetOutbox(id string) (*storagev1.OutboxRecord, error) {
 	return rec, unmarshal(v, rec, "outbox record", id)
 }
 
-// outboxRows reads the rec column of a query, a page at a time, closing the rows
-// before fn runs.
+// outboxRows reads the rec column of a query.
 func (r *reader) outboxRows(q string, args ...any) ([]*storagev1.OutboxRecord, error) {
-	rows, err := r.tx.Query(r.ctx, q, args...)
+	vals, err := collect(r, q, args, pgx.RowTo[[]byte])
 	if err != nil {
-		return nil, r.note(unavailable(err))
+		return nil, err
 	}
-	var out []*storagev1.OutboxRecord
-	var v []byte
-	if _, err := pgx.ForEachRow(rows, []any{&v}, func() error {
+	out := make([]*storagev1.OutboxRecord, 0, len(vals))
+	for _, v := range vals {
 		rec := &storagev1.OutboxRecord{}
 		if err := unmarshal(v, rec, "outbox record", ""); err != nil {
-			return err
+			return nil, err
 		}
 		out = append(out, rec)
-		return nil
-	}); err != nil {
-		return nil, r.note(unavailable(err))
 	}
 	return out, nil
 }
@@ -73,11 +68,11 @@ func (r *reader) OutboxDepth(tenant string) (int64, error) {
 	if err := store.CheckTenant(tenant); err != nil {
 		return 0, err
 	}
-	var n int64
-	if err := r.tx.QueryRow(r.ctx, "SELECT count(*) FROM outbox WHERE tenant = $1", tenant).Scan(&n); err != nil {
-		return 0, r.note(unavailable(err))
+	n, err := collect(r, "SELECT count(*) FROM outbox WHERE tenant = $1", []any{tenant}, pgx.RowTo[int64])
+	if err != nil || len(n) != 1 {
+		return 0, err
 	}
-	return n, nil
+	return n[0], nil
 }
 
 func (w *writer) PutOutbox(rec *storagev1.OutboxRecord) error {
@@ -124,8 +119,13 @@ func (w *writer) ClaimOutbox(now time.Time, limit int) ([]*storagev1.OutboxRecor
 // outboxStats adds the outbox's counts and its oldest pending notification to st.
 func outboxStats(r *reader, st *store.Stats) error {
 	var oldest *int64
-	if err := r.tx.QueryRow(r.ctx, `SELECT count(*) FILTER (WHERE NOT dead), count(*) FILTER (WHERE dead),
-		min(created) FILTER (WHERE NOT dead) FROM outbox`).Scan(&st.OutboxPending, &st.OutboxDead, &oldest); err != nil {
+	if err := r.q.query(`SELECT count(*) FILTER (WHERE NOT dead), count(*) FILTER (WHERE dead),
+		min(created) FILTER (WHERE NOT dead) FROM outbox`, nil, func(rows pgx.Rows) error {
+		if !rows.Next() {
+			return rows.Err()
+		}
+		return rows.Scan(&st.OutboxPending, &st.OutboxDead, &oldest)
+	}); err != nil {
 		return err
 	}
 	if oldest != nil {

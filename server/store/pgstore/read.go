@@ -19,24 +19,51 @@ import (
 // them before calling fn, so that fn may read through the same transaction.
 type reader struct {
 	ctx context.Context
-	tx  pgx.Tx
-	// lock makes ScanQueue lock the rows it returns (FOR UPDATE SKIP LOCKED): set for
-	// writers, so that concurrent leasers take different tasks instead of conflicting.
+	q   querier
+	// lock makes the scans of task indexes (ScanQueue, the lease and retention
+	// indexes) lock the rows they return and skip those another transaction holds
+	// (FOR UPDATE SKIP LOCKED): set for writers (see writer).
 	lock bool
-	// failed is the first database error of this transaction; once set, PostgreSQL
-	// refuses every further statement until the transaction ends.
-	failed error
+}
+
+// querier runs one query and hands its rows to rows, which must not keep them.
+// Database errors come back as unavailable (when they are connection failures).
+type querier interface {
+	query(sql string, args []any, rows func(pgx.Rows) error) error
+}
+
+// viewQuerier reads through a read-only transaction.
+type viewQuerier struct {
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+func (q viewQuerier) query(sql string, args []any, each func(pgx.Rows) error) error {
+	rows, err := q.tx.Query(q.ctx, sql, args...)
+	if err != nil {
+		return unavailable(err)
+	}
+	ferr := each(rows)
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return unavailable(err)
+	}
+	return ferr
+}
+
+// collect runs a query and decodes every row with row.
+func collect[T any](r *reader, sql string, args []any, row pgx.RowToFunc[T]) ([]T, error) {
+	var out []T
+	err := r.q.query(sql, args, func(rows pgx.Rows) error {
+		var err error
+		out, err = pgx.CollectRows(rows, row)
+		return err
+	})
+	return out, err
 }
 
 // pageSize is how many rows a scan reads at once.
 const pageSize = 256
-
-func (r *reader) note(err error) error {
-	if err != nil && r.failed == nil {
-		r.failed = err
-	}
-	return err
-}
 
 func unmarshal(v []byte, m proto.Message, what, id string) error {
 	if err := proto.Unmarshal(v, m); err != nil {
@@ -47,14 +74,14 @@ func unmarshal(v []byte, m proto.Message, what, id string) error {
 
 // get reads one value; ok is false when there is no row.
 func (r *reader) get(q string, args ...any) (v []byte, ok bool, err error) {
-	err = r.tx.QueryRow(r.ctx, q, args...).Scan(&v)
-	if err == pgx.ErrNoRows {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, r.note(unavailable(err))
-	}
-	return v, true, nil
+	err = r.q.query(q, args, func(rows pgx.Rows) error {
+		if !rows.Next() {
+			return nil
+		}
+		ok = true
+		return rows.Scan(&v)
+	})
+	return v, ok, err
 }
 
 func (r *reader) GetTask(tenant, taskID string) (*storagev1.TaskRecord, error) {
@@ -147,16 +174,12 @@ func scanKeys[T any](r *reader, q string, from []byte, exclusive bool, to []byte
 			v   T
 			key []byte
 		}
-		rows, err := r.tx.Query(r.ctx, query, append([]any{from, to, n}, extra...)...)
-		if err != nil {
-			return r.note(unavailable(err))
-		}
-		items, err := pgx.CollectRows(rows, func(cr pgx.CollectableRow) (item, error) {
+		items, err := collect(r, query, append([]any{from, to, n}, extra...), func(cr pgx.CollectableRow) (item, error) {
 			v, key, err := row(cr)
 			return item{v, key}, err
 		})
 		if err != nil {
-			return r.note(unavailable(err))
+			return err
 		}
 		for _, it := range items {
 			if more, err := fn(it.v); err != nil || !more {
@@ -232,17 +255,13 @@ func seqScan[M proto.Message](r *reader, table, col, tenant, taskID string, afte
 	}
 	q := fmt.Sprintf("SELECT %[2]s, rec FROM %[1]s WHERE tenant = $1 AND task_id = $2 AND %[2]s > $3 ORDER BY %[2]s LIMIT $4", table, col)
 	for {
-		rows, err := r.tx.Query(r.ctx, q, tenant, taskID, after, pageSize)
-		if err != nil {
-			return r.note(unavailable(err))
-		}
 		type item struct {
 			Seq int64
 			V   []byte
 		}
-		items, err := pgx.CollectRows(rows, pgx.RowToStructByPos[item])
+		items, err := collect(r, q, []any{tenant, taskID, after, pageSize}, pgx.RowToStructByPos[item])
 		if err != nil {
-			return r.note(unavailable(err))
+			return err
 		}
 		for _, it := range items {
 			m := newM()
@@ -319,13 +338,9 @@ func (r *reader) tenants(table, col string, after string, fn func(string) (bool,
 		WHERE (octet_length(tenant), convert_to(tenant, 'UTF8')) > (octet_length($1::text), convert_to($1::text, 'UTF8'))
 		ORDER BY octet_length(tenant), convert_to(tenant, 'UTF8') LIMIT $2`, table, col)
 	for {
-		rows, err := r.tx.Query(r.ctx, q, after, pageSize)
+		names, err := collect(r, q, []any{after, pageSize}, pgx.RowTo[string])
 		if err != nil {
-			return r.note(unavailable(err))
-		}
-		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return r.note(unavailable(err))
+			return err
 		}
 		for _, t := range names {
 			if more, err := fn(t); err != nil || !more {
@@ -356,7 +371,14 @@ func (r *reader) ScanIndex(idx store.Index, tenant string, ir store.IndexRange, 
 		stop = schema.TimeBound(tenant, ir.Until)
 	}
 	q := fmt.Sprintf("SELECT %[2]s FROM %[1]s WHERE %[2]s %%s $1 AND %[2]s < $2 ORDER BY %[2]s LIMIT $3", table, col)
-	return r.scanTimed(q, prefix, stop, ir.After, 0, idx.String(), func(k []byte) (time.Time, string, bool) {
+	limit := 0
+	if r.lock && table == "tasks" {
+		// A writer acts on the tasks it finds (an overdue lease expires): lock them,
+		// re-checked against their latest version, and skip those another writer holds.
+		q += lockSkip
+		limit = 1
+	}
+	return r.scanTimed(q, prefix, stop, ir.After, limit, idx.String(), func(k []byte) (time.Time, string, bool) {
 		_, at, id, ok := schema.DecodeTimeKey(k)
 		return at, id, ok
 	}, fn)
@@ -382,7 +404,7 @@ func (r *reader) ScanQueue(tenant, queue string, ir store.IndexRange, fn func(st
 	if r.lock {
 		// A writer reads the queue to lease from it: lock what it reads and skip what
 		// another writer holds, a few rows at a time so as not to hold many.
-		q += " FOR UPDATE SKIP LOCKED"
+		q += lockSkip
 		limit = 1
 	}
 	return r.scanTimed(q, prefix, stop, ir.After, limit, "run queue", func(k []byte) (time.Time, string, bool) {
@@ -390,6 +412,11 @@ func (r *reader) ScanQueue(tenant, queue string, ir store.IndexRange, fn func(st
 		return at, id, ok
 	}, fn)
 }
+
+// lockSkip locks the task rows a writer's scan returns, a few at a time at first so as
+// not to hold many, and skips those another transaction holds. Each row is re-checked
+// against the scan's condition in its latest version once locked.
+const lockSkip = " FOR UPDATE SKIP LOCKED"
 
 // scanTimed reads the keys of a time-ordered index under prefix, after the key after
 // (nil: from the first) and before stop.

@@ -64,7 +64,7 @@ func newCallBench(g *globals, name, short string, call func(ctx context.Context,
 			if err := o.check(); err != nil {
 				return err
 			}
-			b, ctx, done, err := newBenchRun(g, cmd, o.conns)
+			b, ctx, done, err := newBenchRun(g, cmd, o.conns, o.addrs)
 			if err != nil {
 				return err
 			}
@@ -97,6 +97,7 @@ type benchOptions struct {
 	total   int
 	conns   int
 	batch   int
+	addrs   []string
 }
 
 func (o *benchOptions) bind(cmd *cobra.Command, clients bool) {
@@ -104,6 +105,8 @@ func (o *benchOptions) bind(cmd *cobra.Command, clients bool) {
 	if clients {
 		f.IntVar(&o.clients, "clients", 1, "concurrent callers")
 		f.IntVar(&o.conns, "conns", 1, "gRPC connections the callers share (round robin)")
+		f.StringSliceVar(&o.addrs, "addrs", nil, "control planes sharing one store (comma-separated host:port): the connections are\n"+
+			"spread over them in turn, at least one each (default: --addr)")
 	}
 	f.IntVar(&o.total, "total", 1000, "calls to make in all")
 }
@@ -118,6 +121,7 @@ func (o *benchOptions) check() error {
 	if o.clients > o.total {
 		o.clients = o.total
 	}
+	o.conns = max(o.conns, len(o.addrs))
 	return nil
 }
 
@@ -130,7 +134,13 @@ type benchRun struct {
 	conns []*client.Client
 
 	mu      sync.Mutex
-	started []string // tasks started by bench start, canceled at its end
+	started []started // tasks started by bench start, canceled at its end
+}
+
+// started is a task bench start started, and the connection it went through.
+type started struct {
+	id   string
+	conn int
 }
 
 // cancelStarted cancels the tasks bench start started, from clients callers, so that
@@ -142,8 +152,8 @@ func (b *benchRun) cancelStarted(ctx context.Context, clients int) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	_, _, err := load(ctx, min(clients, len(ids)), len(ids), func(ctx context.Context, caller, i int) error {
-		_, err := b.conn(caller).Tasks.CancelTask(ctx, &agentplanev1.CancelTaskRequest{TaskId: ids[i], Reason: "ctl bench cleanup"})
+	_, _, err := load(ctx, min(clients, len(ids)), len(ids), func(ctx context.Context, _, i int) error {
+		_, err := b.conns[ids[i].conn].Tasks.CancelTask(ctx, &agentplanev1.CancelTaskRequest{TaskId: ids[i].id, Reason: "ctl bench cleanup"})
 		return err
 	})
 	if err != nil {
@@ -153,11 +163,15 @@ func (b *benchRun) cancelStarted(ctx context.Context, clients int) error {
 	return nil
 }
 
-func newBenchRun(g *globals, cmd *cobra.Command, conns int) (*benchRun, context.Context, func(), error) {
+// newBenchRun dials conns connections, spread over addrs in turn (none: --addr).
+func newBenchRun(g *globals, cmd *cobra.Command, conns int, addrs []string) (*benchRun, context.Context, func(), error) {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	b := &benchRun{g: g, cmd: cmd, id: randomID()}
-	for range conns {
-		c, err := g.dial(ctx)
+	if len(addrs) == 0 {
+		addrs = []string{g.addr}
+	}
+	for i := range conns {
+		c, err := g.dialAddr(ctx, addrs[i%len(addrs)])
 		if err != nil {
 			stop()
 			b.close()
@@ -323,7 +337,7 @@ func newBenchStartCommand(g *globals) *cobra.Command {
 			resp, err := b.conn(caller).Tasks.StartTask(ctx, b.startRequest(i, false))
 			if err == nil {
 				b.mu.Lock()
-				b.started = append(b.started, resp.GetTask().GetTaskId())
+				b.started = append(b.started, started{resp.GetTask().GetTaskId(), caller % len(b.conns)})
 				b.mu.Unlock()
 			}
 			return err
@@ -340,7 +354,7 @@ func newBenchEventsCommand(g *globals) *cobra.Command {
 			if err := o.check(); err != nil {
 				return err
 			}
-			b, ctx, done, err := newBenchRun(g, cmd, o.conns)
+			b, ctx, done, err := newBenchRun(g, cmd, o.conns, o.addrs)
 			if err != nil {
 				return err
 			}
@@ -390,7 +404,7 @@ func newBenchGateCommand(g *globals) *cobra.Command {
 			if err := o.check(); err != nil {
 				return err
 			}
-			b, ctx, done, err := newBenchRun(g, cmd, 1)
+			b, ctx, done, err := newBenchRun(g, cmd, 1, nil)
 			if err != nil {
 				return err
 			}
@@ -507,11 +521,44 @@ func (b *benchRun) gateRoundTrips(ctx context.Context, t *worker.Task, n int) (g
 }
 
 // leaseTasks starts n bench tasks and leases them through the runtime SDK, which
-// keeps their leases alive for as long as the bench runs. finish completes them and
-// stops the worker.
+// keeps their leases alive for as long as the bench runs: task i for caller i, through
+// caller i's connection (one runtime per connection), so that with several addresses
+// each control plane serves its own callers' tasks. finish completes them and stops
+// the runtimes.
 func (b *benchRun) leaseTasks(ctx context.Context, n int, gated bool) (tasks []*worker.Task, finish func() error, err error) {
-	c := b.conn(0)
-	for i := range n {
+	tasks = make([]*worker.Task, n)
+	var stops []func() error
+	finish = func() error {
+		var first error
+		for _, stop := range stops {
+			if err := stop(); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+	for j := range min(n, len(b.conns)) {
+		var callers []int
+		for i := j; i < n; i += len(b.conns) {
+			callers = append(callers, i)
+		}
+		leased, stop, err := b.leaseOn(ctx, j, callers, gated)
+		if err != nil {
+			_ = finish()
+			return nil, nil, err
+		}
+		stops = append(stops, stop)
+		for k, i := range callers {
+			tasks[i] = leased[k]
+		}
+	}
+	return tasks, finish, nil
+}
+
+// leaseOn starts the tasks of callers and leases them through connection j.
+func (b *benchRun) leaseOn(ctx context.Context, j int, callers []int, gated bool) (tasks []*worker.Task, finish func() error, err error) {
+	c, n := b.conns[j], len(callers)
+	for _, i := range callers {
 		if _, err := c.Tasks.StartTask(ctx, b.startRequest(i, gated)); err != nil {
 			return nil, nil, fmt.Errorf("starting bench task %d: %w", i+1, err)
 		}
@@ -533,7 +580,7 @@ func (b *benchRun) leaseTasks(ctx context.Context, n int, gated bool) (tasks []*
 			return context.Cause(ctx)
 		}
 	}), worker.Options{
-		RuntimeID: "ctl-bench-" + b.id,
+		RuntimeID: fmt.Sprintf("ctl-bench-%s-%d", b.id, j),
 		Queues:    []string{b.queue()},
 		Capacity:  n,
 		PollWait:  5 * time.Second,

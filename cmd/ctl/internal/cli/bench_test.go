@@ -91,6 +91,33 @@ func TestBenchEvents(t *testing.T) {
 	}
 }
 
+// TestBenchAddrs: with --addrs the connections are spread over the addresses, each
+// caller's calls (and its task's lease, and the cleanup) going to its connection's
+// control plane. Two fakes that share nothing show where each call went.
+func TestBenchAddrs(t *testing.T) {
+	a, b := workertest.New(t), workertest.New(t)
+	addrs := "--addrs=" + a.Addr() + "," + b.Addr()
+	if _, errOut, err := runBench(t, "127.0.0.1:1", "start", addrs, "--clients", "4", "--total", "40"); err != nil {
+		t.Fatalf("start: %v: %s", err, errOut)
+	}
+	if _, errOut, err := runBench(t, "127.0.0.1:1", "events", addrs, "--clients", "4", "--total", "40"); err != nil {
+		t.Fatalf("events: %v: %s", err, errOut)
+	}
+	for name, f := range map[string]*workertest.Server{"first": a, "second": b} {
+		f.Do(func(s *workertest.State) {
+			events := 0
+			for _, ev := range s.Events {
+				events += len(ev)
+			}
+			// Each fake got some of the starts (two of the four callers) and the
+			// leases and events of two bench events tasks; each ended all its own.
+			if len(s.Started) < 2 || len(s.Ends) != len(s.Started) || events == 0 || len(s.Queue) != 0 {
+				t.Errorf("%s control plane: %d started, %d ended, %d events, %d queued", name, len(s.Started), len(s.Ends), events, len(s.Queue))
+			}
+		})
+	}
+}
+
 func TestBenchGate(t *testing.T) {
 	f := workertest.New(t)
 	f.Do(func(s *workertest.State) {

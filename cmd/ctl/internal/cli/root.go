@@ -220,6 +220,11 @@ func envOr(key, def string) string {
 
 // dial connects to the control plane per the global flags.
 func (g *globals) dial(ctx context.Context) (*client.Client, error) {
+	return g.dialAddr(ctx, g.addr)
+}
+
+// dialAddr is dial to another address than --addr.
+func (g *globals) dialAddr(ctx context.Context, addr string) (*client.Client, error) {
 	var opts []client.Option
 	if g.token != "" {
 		opts = append(opts, client.WithToken(g.token))
@@ -227,7 +232,7 @@ func (g *globals) dial(ctx context.Context) (*client.Client, error) {
 	if g.tls || g.tlsCA != "" || g.tlsCert != "" {
 		opts = append(opts, client.WithTLSFiles(g.tlsCA, g.tlsCert, g.tlsKey))
 	}
-	return client.Dial(ctx, g.addr, opts...)
+	return client.Dial(ctx, addr, opts...)
 }
 
 // printer returns the printer for cmd.
