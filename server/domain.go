@@ -52,6 +52,9 @@ func (s *Server) openStore() (domainStore, error) {
 			MaxConns:         pg.MaxConns,
 			ConnectTimeout:   pg.ConnectTimeout.D(),
 			StatementTimeout: pg.StatementTimeout.D(),
+			PollInterval:     pg.PollInterval.D(),
+			OnHealth:         s.storeHealth,
+			Logger:           s.log,
 		})
 	}
 	st, err := boltstore.Open(cfg.StorePath(), boltstore.Options{
@@ -114,6 +117,14 @@ func (s *Server) openDomain() (err error) {
 		return err
 	}
 	d.verdicts = verdicts.NewRecorder(d.tasks)
+	if shared, ok := d.store.(store.Shared); ok {
+		// Other replicas write to the same database: their commits wake this one's
+		// watchers, long polls and AwaitDecision calls.
+		shared.OnChange(func(c store.Change) {
+			d.tasks.Changed(c)
+			d.approvals.Changed(c)
+		})
+	}
 	return nil
 }
 

@@ -102,6 +102,10 @@ type Postgres struct {
 	ConnectTimeout Duration `yaml:"connect_timeout"`
 	// StatementTimeout, when positive, is each connection's statement_timeout.
 	StatementTimeout Duration `yaml:"statement_timeout"`
+	// PollInterval is how often, while the connection that carries the other
+	// replicas' notifications is down, every waiter looks at the database again (0:
+	// 1s). See docs/scaling.md.
+	PollInterval Duration `yaml:"poll_interval"`
 }
 
 // Limits bound what a client can make the server hold.
@@ -440,6 +444,9 @@ func (c *Config) Validate() error {
 		}
 		if c.Store.Postgres.ConnectTimeout <= 0 {
 			bad("store.postgres.connect_timeout must be positive")
+		}
+		if c.Store.Postgres.PollInterval < 0 {
+			bad("store.postgres.poll_interval must not be negative")
 		}
 	default:
 		bad("store.backend %q: want bolt or postgres", c.Store.Backend)

@@ -360,10 +360,11 @@ func (m *Manager) LeaseTasks(ctx context.Context, req LeaseRequest) ([]*agentpla
 	req.Wait = min(req.Wait, m.cfg.MaxLeaseWait)
 	deadline := time.Now().Add(req.Wait)
 	var timer *time.Timer
+	// Registered before the first look, so a task queued between a look and the wait
+	// still wakes us.
+	wake, unregister := m.work.register(req.Queues)
+	defer unregister()
 	for {
-		// Take the wake-up channel before looking, so a task queued between the look
-		// and the wait still wakes us.
-		wake := m.work.wait()
 		leases, err := m.claim(ctx, req)
 		if err != nil || len(leases) > 0 {
 			return leases, err
@@ -467,10 +468,22 @@ func (m *Manager) hasWork(ctx context.Context, tenant string, queues []string, n
 		} else if err := r.Tenants(store.IndexQueue, "", lookIn); err != nil || found {
 			return err
 		}
-		return r.Tenants(store.IndexLeaseDeadlines, "", func(t string) (bool, error) {
-			err := r.ScanIndex(store.IndexLeaseDeadlines, t, store.IndexRange{Until: now}, stopAtFirst)
-			return !found, err
+		var err error
+		found, err = leasesDue(r, now)
+		return err
+	})
+	return found, err
+}
+
+// leasesDue reports whether a lease of any tenant is overdue at now.
+func leasesDue(r store.Reader, now time.Time) (bool, error) {
+	found := false
+	err := r.Tenants(store.IndexLeaseDeadlines, "", func(t string) (bool, error) {
+		err := r.ScanIndex(store.IndexLeaseDeadlines, t, store.IndexRange{Until: now}, func(store.IndexEntry) (bool, error) {
+			found = true
+			return false, nil
 		})
+		return !found, err
 	})
 	return found, err
 }
@@ -565,11 +578,22 @@ func (m *Manager) expireDue(w store.Writer, now time.Time, limit int) (int, erro
 
 // ExpireLeases expires every lease whose deadline has passed, returning each task to
 // the queue (or failing it past Config.MaxAttempts). The maintenance loop calls it;
-// LeaseTasks and every fenced write also expire lazily.
+// LeaseTasks and every fenced write also expire lazily. It writes only when a read
+// finds a lease overdue, so that the loop of every replica sharing a database costs
+// a read when there is nothing to do. Replicas expiring the same lease at once do
+// not both expire it: each expiry reads the lease in its write transaction, and the
+// store applies those one after the other.
 func (m *Manager) ExpireLeases(ctx context.Context) (int, error) {
 	total := 0
 	for {
 		now := m.clock.Now()
+		var due bool
+		if err := m.store.View(ctx, func(r store.Reader) (err error) {
+			due, err = leasesDue(r, now)
+			return err
+		}); err != nil || !due {
+			return total, err
+		}
 		n := 0
 		err := m.store.Update(ctx, func(w store.Writer) error {
 			var err error
