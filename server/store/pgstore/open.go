@@ -336,8 +336,9 @@ func unavailable(err error) error {
 	} else {
 		var ce *pgconn.ConnectError
 		var ne net.Error
+		// SafeToRetry: nothing was sent, the connection was already closed.
 		if !errors.As(err, &ce) && !errors.As(err, &ne) && !errors.Is(err, io.EOF) &&
-			!errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, puddle.ErrClosedPool) {
+			!errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, puddle.ErrClosedPool) && !pgconn.SafeToRetry(err) {
 			return err
 		}
 	}
