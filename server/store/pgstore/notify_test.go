@@ -95,7 +95,8 @@ func TestChangesReachOtherReplicas(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for c := range fromB {
+	for {
+		c := testutil.Within(t, fromB, "store B hearing of A's last write")
 		if c.Kind == store.ChangeDecided {
 			t.Fatalf("store B was told of its own write: %+v", c)
 		}
