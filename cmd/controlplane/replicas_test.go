@@ -57,6 +57,11 @@ func startReplicas(t *testing.T, bin, configFile string, names ...string) []*rep
 
 const replicaTool = "transfer_funds"
 
+func inQueue(req *agentplanev1.StartTaskRequest, queue string) *agentplanev1.StartTaskRequest {
+	req.Queue = queue
+	return req
+}
+
 func replicaStart(reqID, input string) *agentplanev1.StartTaskRequest {
 	params, err := structpb.NewStruct(map[string]any{
 		"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}},
@@ -290,23 +295,23 @@ func workLoop(ctx context.Context, r *replica, acked *ledger, name string) {
 func killUnderLoad(ctx context.Context, t *testing.T, a, b, c *replica) {
 	// A task A holds a lease on when it dies, and a watch on A of a task that goes on
 	// after A is gone.
-	held, err := a.c.Tasks.StartTask(ctx, startRequest("held-by-A"))
+	held, err := a.c.Tasks.StartTask(ctx, inQueue(startRequest("held-by-A"), "held"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	heldID := held.GetTask().GetTaskId()
-	resp, err := a.c.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "rt-a-dies", Wait: durationpb.New(time.Minute)})
+	resp, err := a.c.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "rt-a-dies", Wait: durationpb.New(time.Minute), Queues: []string{"held"}})
 	if err != nil || len(resp.GetLeases()) != 1 || resp.GetLeases()[0].GetTask().GetTaskId() != heldID {
 		t.Fatalf("lease on A = %v, %v; want %s", resp, err, heldID)
 	}
 	heldEpoch := resp.GetLeases()[0].GetEpoch()
 
-	watched, err := b.c.Tasks.StartTask(ctx, startRequest("watched"))
+	watched, err := b.c.Tasks.StartTask(ctx, inQueue(startRequest("watched"), "watched"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	watchedID := watched.GetTask().GetTaskId()
-	wresp, err := c.c.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "rt-c-slow", Wait: durationpb.New(time.Minute)})
+	wresp, err := c.c.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "rt-c-slow", Wait: durationpb.New(time.Minute), Queues: []string{"watched"}})
 	if err != nil || len(wresp.GetLeases()) != 1 || wresp.GetLeases()[0].GetTask().GetTaskId() != watchedID {
 		t.Fatalf("lease on C = %v, %v; want %s", wresp, err, watchedID)
 	}
@@ -418,7 +423,7 @@ func killUnderLoad(ctx context.Context, t *testing.T, a, b, c *replica) {
 	// A's lease on the held task expires and a runtime on another replica takes it.
 	deadline := time.Now().Add(testutil.WaitLimit)
 	for {
-		resp, err := c.c.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "rt-c-after", MaxTasks: 8, Wait: durationpb.New(time.Second)})
+		resp, err := c.c.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "rt-c-after", Wait: durationpb.New(time.Second), Queues: []string{"held"}})
 		if err != nil {
 			t.Fatal(err)
 		}
