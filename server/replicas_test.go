@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -47,16 +48,7 @@ func history(ctx context.Context, t *testing.T, c *client.Client, taskID string)
 // by whichever replica comes first, and never twice: every lease ends with exactly
 // one expiry, every interrupt with exactly one deadline decision.
 func TestSweepsFireOnceAcrossReplicas(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	var rs []*servertest.Instance
-	for range 3 {
-		rs = append(rs, servertest.Start(t, func(c *config.Config) {
-			c.Store.Backend = config.BackendPostgres
-			c.Store.Postgres.DSN = dsn
-			c.Store.Postgres.MaxConns = 3
-			c.Tasks.LeaseTTL = config.Duration(time.Second)
-		}))
-	}
+	rs := startReplicas(t, 3, func(c *config.Config) { c.Tasks.LeaseTTL = config.Duration(time.Second) })
 	a := rs[0].Client
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -130,6 +122,128 @@ func TestSweepsFireOnceAcrossReplicas(t *testing.T) {
 		}
 		if expired != 1 || decided != wantDecided {
 			t.Errorf("task %s: %d lease expiries and %d deadline decisions; want 1 and %d", id, expired, decided, wantDecided)
+		}
+	}
+}
+
+// startReplicas starts n in-process control planes on one fresh database.
+func startReplicas(t *testing.T, n int, mutate func(*config.Config)) []*servertest.Instance {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	var rs []*servertest.Instance
+	for range n {
+		rs = append(rs, servertest.Start(t, func(c *config.Config) {
+			c.Store.Backend = config.BackendPostgres
+			c.Store.Postgres.DSN = dsn
+			c.Store.Postgres.MaxConns = 3
+			if mutate != nil {
+				mutate(c)
+			}
+		}))
+	}
+	return rs
+}
+
+// TestDeltasAcrossReplicas: message deltas a runtime publishes through replica A
+// reach a watcher on replica B, although they are never stored.
+func TestDeltasAcrossReplicas(t *testing.T) {
+	rs := startReplicas(t, 2, nil)
+	a, b := rs[0].Client, rs[1].Client
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	started, err := a.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := started.GetTask().GetTaskId()
+	leases, err := a.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "rt"})
+	if err != nil || len(leases.GetLeases()) != 1 {
+		t.Fatalf("lease: %v %v", leases, err)
+	}
+	l := leases.GetLeases()[0]
+	ref := &agentplanev1.LeaseRef{TaskId: id, LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()}
+	watch, err := b.Tasks.WatchTask(ctx, &agentplanev1.WatchTaskRequest{TaskId: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for { // caught up: the watch is live on B
+		resp, err := watch.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.GetCaughtUp() != nil {
+			break
+		}
+	}
+	got := make(chan *agentplanev1.MessageDelta, 1)
+	go func() {
+		for {
+			resp, err := watch.Recv()
+			if err != nil {
+				return
+			}
+			if d := resp.GetMessageDelta(); d != nil {
+				got <- d
+				return
+			}
+		}
+	}()
+	// Publish until B has one: the watch on B is subscribed by now, but nothing says
+	// when B's listener has seen the first broadcast.
+	for i := 0; ; i++ {
+		if _, err := a.Runtime.PublishDeltas(ctx, &agentplanev1.PublishDeltasRequest{Lease: ref,
+			Deltas: []*agentplanev1.MessageDelta{{MessageId: "m1", TextDelta: "Hel"}}}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case d := <-got:
+			if d.GetMessageId() != "m1" || d.GetTextDelta() != "Hel" {
+				t.Fatalf("B's watcher got delta %v", d)
+			}
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		if i > int(testutil.WaitLimit/(100*time.Millisecond)) {
+			t.Fatal("no delta published on A reached the watcher on B")
+		}
+	}
+}
+
+// TestIdempotentStartAcrossReplicas: the same StartTask sent at once through three
+// replicas creates one task; every caller gets it, and exactly one is told it was
+// created.
+func TestIdempotentStartAcrossReplicas(t *testing.T) {
+	rs := startReplicas(t, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for round := range 5 {
+		req := &agentplanev1.StartTaskRequest{RequestId: fmt.Sprintf("same-%d", round),
+			Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("once")}
+		type result struct {
+			resp *agentplanev1.StartTaskResponse
+			err  error
+		}
+		results := make(chan result, 6)
+		for i := range 6 {
+			go func() {
+				resp, err := rs[i%3].Client.Tasks.StartTask(ctx, req)
+				results <- result{resp, err}
+			}()
+		}
+		ids := map[string]bool{}
+		created := 0
+		for range 6 {
+			r := testutil.Within(t, results, "a StartTask")
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			ids[r.resp.GetTask().GetTaskId()] = true
+			if r.resp.GetCreated() {
+				created++
+			}
+		}
+		if len(ids) != 1 || created != 1 {
+			t.Fatalf("round %d: tasks %v, %d created; want one task created once", round, ids, created)
 		}
 	}
 }

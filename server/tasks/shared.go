@@ -1,8 +1,12 @@
 package tasks
 
 import (
+	"context"
 	"sync"
 
+	"google.golang.org/protobuf/proto"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/store"
 )
 
@@ -16,10 +20,53 @@ func (m *Manager) Changed(c store.Change) {
 		m.hub.wake(watchKey{c.Tenant, c.TaskID})
 	case store.ChangeQueued:
 		m.work.broadcast(c.Queue)
+	case store.ChangeMessage:
+		var msg agentplanev1.PublishDeltasRequest
+		if err := proto.Unmarshal(c.Data, &msg); err != nil {
+			m.log.Warn("tasks: ignoring message deltas another replica broadcast", "err", err)
+			return
+		}
+		m.hub.publishDeltas(c.Tenant, c.TaskID, msg.GetDeltas())
 	case store.ChangeAll:
 		m.hub.wakeAll()
 		m.work.broadcastAll()
 	}
+}
+
+// broadcastDeltas hands deltas to the watchers of the task on the other replicas
+// sharing the store, in as few broadcasts as fit store.MaxBroadcast (a delta too large
+// for one is left out: deltas are best effort, and the message they make is in the
+// log once reported). Their after_sequence travels with them, so a watcher there
+// drops those its log has overtaken, as here.
+func (m *Manager) broadcastDeltas(ctx context.Context, shared store.Shared, tenant, taskID string, deltas []*agentplanev1.MessageDelta) {
+	var batch []*agentplanev1.MessageDelta
+	size := 0
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		data, err := proto.Marshal(&agentplanev1.PublishDeltasRequest{Deltas: batch})
+		if err == nil {
+			err = shared.Broadcast(ctx, tenant, taskID, data)
+		}
+		if err != nil {
+			m.log.Warn("tasks: broadcasting message deltas to the other replicas", "task", taskID, "err", err)
+		}
+		batch, size = nil, 0
+	}
+	for _, d := range deltas {
+		// A delta's share of the container: its size and a tag and length prefix.
+		n := proto.Size(d) + 8
+		if n > store.MaxBroadcast {
+			continue
+		}
+		if size+n > store.MaxBroadcast {
+			flush()
+		}
+		batch = append(batch, d)
+		size += n
+	}
+	flush()
 }
 
 // wake makes every watcher of k read the store, as if it had lagged: events another

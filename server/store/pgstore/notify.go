@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"log/slog"
@@ -10,10 +11,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/store"
 )
 
@@ -90,7 +94,25 @@ func (s *Store) Health() error {
 	return nil
 }
 
-// startListener connects the listener (failing when the database is unreachable) and
+// Broadcast implements store.Shared with a NOTIFY outside any transaction:
+// ["m", replica, tenant, task_id, base64(data)].
+func (s *Store) Broadcast(ctx context.Context, tenant, taskID string, data []byte) error {
+	if len(data) > store.MaxBroadcast {
+		return apierr.New(codes.InvalidArgument, apierr.ReasonInvalidArgument, "a broadcast carries at most %d bytes, not %d", store.MaxBroadcast, len(data))
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	payload, err := json.Marshal([]string{"m", s.listener.replica, tenant, taskID, base64.StdEncoding.EncodeToString(data)})
+	if err != nil {
+		return err
+	}
+	_, err = s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, string(payload))
+	return unavailable(err)
+}
+
+// start connects the listener (failing when the database is unreachable) and
 // runs it until stopListener.
 func (l *listener) start(ctx context.Context) error {
 	conn, err := l.connect(ctx)
@@ -238,6 +260,13 @@ func (l *listener) deliver(payload string) {
 		c = store.Change{Kind: store.ChangeDecided, Tenant: arg(2), InterruptID: arg(3)}
 	case "t":
 		c = store.Change{Kind: store.ChangeDeadline}
+	case "m":
+		data, err := base64.StdEncoding.DecodeString(arg(4))
+		if err != nil {
+			l.log.Warn("postgres: ignoring a malformed broadcast", "err", err)
+			return
+		}
+		c = store.Change{Kind: store.ChangeMessage, Tenant: arg(2), TaskID: arg(3), Data: data}
 	default:
 		return // a kind a newer replica sends
 	}
