@@ -35,24 +35,20 @@ func BenchmarkWatchAcrossReplicas(b *testing.B) {
 	a, rb := servertest.Start(b, pg), servertest.Start(b, pg)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	started, err := a.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Model: "m",
-			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Answer briefly."}}}},
-		Input: client.UserText("bench"),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	taskID := started.GetTask().GetTaskId()
-	leased, err := a.Client.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "bench", MaxTasks: 1})
-	if err != nil || len(leased.GetLeases()) != 1 {
-		b.Fatalf("lease: %v %v", leased, err)
-	}
-	l := leased.GetLeases()[0]
-	ref := &agentplanev1.LeaseRef{TaskId: taskID, LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()}
+	ref := startLeased(b, a)
+	taskID := ref.GetTaskId()
 	watch, err := rb.Client.Tasks.WatchTask(ctx, &agentplanev1.WatchTaskRequest{TaskId: taskID})
 	if err != nil {
 		b.Fatal(err)
+	}
+	for { // the start's own events, up to the live end
+		resp, err := watch.Recv()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if resp.GetCaughtUp() != nil {
+			break
+		}
 	}
 	got := make(chan int64, 16)
 	go func() {
@@ -67,11 +63,6 @@ func BenchmarkWatchAcrossReplicas(b *testing.B) {
 			}
 		}
 	}()
-	for seq := range got { // the start's own events
-		if seq == started.GetTask().GetLastSequence() {
-			break
-		}
-	}
 	ev := []*agentplanev1.RuntimeEvent{{Payload: &agentplanev1.RuntimeEvent_Message{
 		Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "step")}}}
 	deliver := make([]time.Duration, 0, b.N)
@@ -106,3 +97,4 @@ func BenchmarkWatchAcrossReplicas(b *testing.B) {
 	b.ReportMetric(pct(afterAck, 0.50), "after-ack-p50-us")
 	b.ReportMetric(pct(afterAck, 0.99), "after-ack-p99-us")
 }
+
