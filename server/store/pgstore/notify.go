@@ -223,6 +223,10 @@ func (l *listener) reconnect(ctx context.Context) *pgx.Conn {
 }
 
 func (l *listener) setHealth(err error) {
+	if err != nil && !apierr.HasReason(err, apierr.ReasonStoreUnavailable) {
+		// A ping that timed out, say: the database did not answer in time.
+		err = apierr.New(codes.Unavailable, apierr.ReasonStoreUnavailable, "the database is unreachable: %v", err)
+	}
 	var changed bool
 	if err == nil {
 		changed = l.health.Swap(nil) != nil
