@@ -394,7 +394,8 @@ type queued struct{ tenant, taskID string }
 // claim grants what is queued now, in one transaction.
 func (m *Manager) claim(ctx context.Context, req LeaseRequest) ([]*agentplanev1.Lease, error) {
 	now := m.clock.Now()
-	if ok, err := m.hasWork(ctx, req.Tenant, req.Queues, now); err != nil || !ok {
+	queued, due, err := m.hasWork(ctx, req.Tenant, req.Queues, now)
+	if err != nil || (!queued && !due) {
 		return nil, err
 	}
 	m.rrMu.Lock()
@@ -406,10 +407,12 @@ func (m *Manager) claim(ctx context.Context, req LeaseRequest) ([]*agentplanev1.
 	}
 	var leases []*agentplanev1.Lease
 	var last string
-	err := m.store.Update(ctx, func(w store.Writer) error {
+	err = m.store.Update(ctx, func(w store.Writer) error {
 		leases, last = nil, ""
-		if _, err := m.expireDue(w, now, expireBatch); err != nil {
-			return err
+		if due {
+			if _, err := m.expireDue(w, now, expireBatch); err != nil {
+				return err
+			}
 		}
 		picks, err := pickQueued(w, req.Tenant, req.Queues, start, req.MaxTasks, now)
 		if err != nil {
@@ -447,11 +450,12 @@ func (m *Manager) claim(ctx context.Context, req LeaseRequest) ([]*agentplanev1.
 	return leases, nil
 }
 
-// hasWork is a read-only look for tasks queued in queues or overdue leases, so that
-// idle long polls do not queue empty write transactions.
-func (m *Manager) hasWork(ctx context.Context, tenant string, queues []string, now time.Time) (bool, error) {
-	found := false
-	err := m.store.View(ctx, func(r store.Reader) error {
+// hasWork is a read-only look for tasks queued in queues and for overdue leases, so
+// that idle long polls do not queue empty write transactions, and a claim reads (and
+// so conflicts with writers of) the lease deadlines only when one is overdue.
+func (m *Manager) hasWork(ctx context.Context, tenant string, queues []string, now time.Time) (queued, due bool, err error) {
+	err = m.store.View(ctx, func(r store.Reader) error {
+		found := false
 		stopAtFirst := func(store.IndexEntry) (bool, error) { found = true; return false, nil }
 		lookIn := func(t string) (bool, error) {
 			for _, q := range queues {
@@ -462,17 +466,18 @@ func (m *Manager) hasWork(ctx context.Context, tenant string, queues []string, n
 			return true, nil
 		}
 		if tenant != "" {
-			if _, err := lookIn(tenant); err != nil || found {
+			if _, err := lookIn(tenant); err != nil {
 				return err
 			}
-		} else if err := r.Tenants(store.IndexQueue, "", lookIn); err != nil || found {
+		} else if err := r.Tenants(store.IndexQueue, "", lookIn); err != nil {
 			return err
 		}
+		queued = found
 		var err error
-		found, err = leasesDue(r, now)
+		due, err = leasesDue(r, now)
 		return err
 	})
-	return found, err
+	return queued, due, err
 }
 
 // leasesDue reports whether a lease of any tenant is overdue at now.
