@@ -565,10 +565,20 @@ func (m *Manager) expireDue(w store.Writer, now time.Time, limit int) (int, erro
 	if err != nil {
 		return 0, err
 	}
+	n := 0
 	for _, d := range due {
 		rec, err := w.GetTask(d.tenant, d.taskID)
+		if store.IsNotFound(err) {
+			continue // purged meanwhile
+		}
 		if err != nil {
 			return 0, err
+		}
+		// The record, not the index entry, decides: a lease another replica expired,
+		// or a runtime renewed, since the index was read is left alone, whatever
+		// isolation the store gives the index read.
+		if l := rec.GetLease(); l == nil || l.GetRevoked() || l.GetDeadline() == nil || l.GetDeadline().AsTime().After(now) {
+			continue
 		}
 		op := m.newOp(w, now, rec)
 		if err := op.expire(); err != nil {
@@ -577,8 +587,9 @@ func (m *Manager) expireDue(w store.Writer, now time.Time, limit int) (int, erro
 		if err := op.flush(); err != nil {
 			return 0, err
 		}
+		n++
 	}
-	return len(due), nil
+	return n, nil
 }
 
 // ExpireLeases expires every lease whose deadline has passed, returning each task to
