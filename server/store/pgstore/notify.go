@@ -132,8 +132,16 @@ func (l *listener) stop() {
 	}
 }
 
+// listenerName is the listener connection's application_name in pg_stat_activity,
+// unless the DSN names one.
+const listenerName = "agentplane-listener"
+
 func (l *listener) connect(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := pgx.ConnectConfig(ctx, l.conf.Copy())
+	conf := l.conf.Copy()
+	if conf.RuntimeParams["application_name"] == "" {
+		conf.RuntimeParams["application_name"] = listenerName
+	}
+	conn, err := pgx.ConnectConfig(ctx, conf)
 	if err != nil {
 		return nil, unavailable(err)
 	}

@@ -3,9 +3,11 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -148,5 +150,51 @@ func TestDatabaseOutage(t *testing.T) {
 	// is handed out.
 	if err := s.Update(ctx, func(w store.Writer) error { return w.PutTask(storetest.Task("acme", "t1", time.Now())) }); err != nil {
 		t.Fatalf("Update after recovery: %v", err)
+	}
+}
+
+// TestListenerReconnects: when the database ends the listener's connection (an
+// administrator's pg_terminate_backend, a failover), the store reconnects by itself,
+// tells its waiters to look again (ChangeAll), and hears the other replicas' writes
+// as before.
+func TestListenerReconnects(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	a, b := open(t, dsn), open(t, dsn)
+	defer a.Close()
+	defer b.Close()
+	fromB := changes(b)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name = 'agentplane-listener'`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("terminated %d listeners (%v); want both stores'", n, err)
+	}
+	next(t, fromB, store.ChangeAll)
+	// Reconnected: A's next write reaches B. (Until B listens again a write may go
+	// unheard; the ChangeAll after the reconnect covers those.)
+	for i := 1; ; i++ {
+		rec := storetest.Task("acme", fmt.Sprintf("t%d", i), time.Now())
+		rec.QueueTime = timestamppb.Now()
+		if err := a.Update(ctx, func(w store.Writer) error { return w.PutTask(rec) }); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case c := <-fromB:
+			if c.Kind == store.ChangeQueued {
+				if b.Health() != nil {
+					t.Fatalf("B hears A again but reports %v", b.Health())
+				}
+				return
+			}
+		case <-time.After(200 * time.Millisecond):
+		}
+		if i > 150 {
+			t.Fatal("B does not hear A's writes after its listener was terminated")
+		}
 	}
 }
