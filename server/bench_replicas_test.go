@@ -97,4 +97,3 @@ func BenchmarkWatchAcrossReplicas(b *testing.B) {
 	b.ReportMetric(pct(afterAck, 0.50), "after-ack-p50-us")
 	b.ReportMetric(pct(afterAck, 0.99), "after-ack-p99-us")
 }
-
