@@ -37,15 +37,7 @@ func TestAwaitAcrossReplicas(t *testing.T) {
 	ref := a.startAndLease(t, tenant)
 	in := a.gated(t, ref, "c1")
 
-	type result struct {
-		d   *agentplanev1.Decision
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		d, err := awaitDecision(b.svc, ctx, ref, in.GetInterruptId())
-		got <- result{d, err}
-	}()
+	got := awaitAsync(b.svc, ref, in.GetInterruptId())
 	waitFor(t, "the runtime to wait on B", func() bool { return b.svc.waiters.count() == 1 })
 	out, err := a.svc.ResolveInterrupt(ctx, tenant, "alice", approve(in.GetInterruptId()))
 	if err != nil {
