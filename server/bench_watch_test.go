@@ -43,21 +43,9 @@ func BenchmarkWatchFanout(b *testing.B) {
 	in := servertest.Start(b, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	started, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Model: "m",
-			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Answer briefly."}}}},
-		Input: client.UserText("bench"),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	taskID := started.GetTask().GetTaskId()
-	leased, err := in.Client.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "bench", MaxTasks: 1})
-	if err != nil || len(leased.GetLeases()) != 1 {
-		b.Fatalf("lease: %v %v", leased, err)
-	}
-	l := leased.GetLeases()[0]
-	ref, err := protojson.Marshal(&agentplanev1.LeaseRef{TaskId: taskID, LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()})
+	lref := startLeased(b, in)
+	taskID := lref.GetTaskId()
+	ref, err := protojson.Marshal(lref)
 	if err != nil {
 		b.Fatal(err)
 	}

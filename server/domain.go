@@ -56,6 +56,9 @@ func (s *Server) openStore() (domainStore, error) {
 			StatementTimeout: pg.StatementTimeout.D(),
 			Writers:          pg.WriteTransactions,
 			MaxBatch:         cfg.Store.MaxBatch,
+			PollInterval:     pg.PollInterval.D(),
+			OnHealth:         s.storeHealth,
+			Logger:           s.log,
 		})
 	}
 	st, err := boltstore.Open(cfg.StorePath(), boltstore.Options{
@@ -125,6 +128,14 @@ func (s *Server) openDomain() (err error) {
 		return err
 	}
 	d.verdicts = verdicts.NewRecorder(d.tasks)
+	if shared, ok := d.store.(store.Shared); ok {
+		// Other replicas write to the same database: their commits wake this one's
+		// watchers, long polls and AwaitDecision calls.
+		shared.OnChange(func(c store.Change) {
+			d.tasks.Changed(c)
+			d.approvals.Changed(c)
+		})
+	}
 	return nil
 }
 

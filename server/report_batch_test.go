@@ -17,7 +17,7 @@ import (
 )
 
 // startLeased starts a one-agent task and leases it.
-func startLeased(t *testing.T, in *servertest.Instance) *agentplanev1.LeaseRef {
+func startLeased(t testing.TB, in *servertest.Instance) *agentplanev1.LeaseRef {
 	t.Helper()
 	ctx := context.Background()
 	doc := []byte(`{"apiVersion":"qar/v1","kind":"AgentSpec","instructions":"Be brief.","model":"m"}`)

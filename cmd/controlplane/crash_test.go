@@ -17,10 +17,12 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/internal/testutil"
 )
 
 // TestCrashSafety drives the real controlplane binary with concurrent StartTask calls
@@ -90,14 +92,15 @@ func testCrashSafety(t *testing.T, bin string, wal bool) {
 
 // ledger records what the server acknowledged.
 type ledger struct {
-	mu      sync.Mutex
-	tasks   map[string]string // request id -> task id
-	events  map[string]int64  // task id -> highest acknowledged sequence
-	reports int
+	mu       sync.Mutex
+	tasks    map[string]string // request id -> task id
+	events   map[string]int64  // task id -> highest acknowledged sequence
+	reports  int
+	failures map[codes.Code]int // failed calls other than the server going away, by code
 }
 
 func newLedger() *ledger {
-	return &ledger{tasks: map[string]string{}, events: map[string]int64{}}
+	return &ledger{tasks: map[string]string{}, events: map[string]int64{}, failures: map[codes.Code]int{}}
 }
 
 func (l *ledger) taskCount() int  { l.mu.Lock(); defer l.mu.Unlock(); return len(l.tasks) }
@@ -212,9 +215,10 @@ func runtimeLoop(ctx context.Context, c *client.Client, l *ledger, round int) {
 }
 
 type process struct {
-	cmd  *exec.Cmd
-	addr string
-	done chan error
+	cmd    *exec.Cmd
+	addr   string
+	done   chan error
+	stderr *testutil.SyncBuffer // what the process logged
 }
 
 func buildBinary(t *testing.T) string {
@@ -235,12 +239,12 @@ func startBinary(t *testing.T, bin, dataDir, configFile string) *process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &testutil.SyncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &process{cmd: cmd, done: make(chan error, 1)}
+	p := &process{cmd: cmd, done: make(chan error, 1), stderr: stderr}
 	addrc := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)

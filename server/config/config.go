@@ -143,6 +143,10 @@ type Postgres struct {
 	// WriteTransactions is the most write transactions open at once, each carrying a
 	// batch of concurrent writes (0: 2; at most max_conns less one).
 	WriteTransactions int `yaml:"write_transactions"`
+	// PollInterval is how often, while the connection that carries the other
+	// replicas' notifications is down, every waiter looks at the database again (0:
+	// 1s). See docs/scaling.md.
+	PollInterval Duration `yaml:"poll_interval"`
 }
 
 // Limits bound what a client can make the server hold.
@@ -501,6 +505,9 @@ func (c *Config) Validate() error {
 		}
 		if c.Store.Postgres.ConnectTimeout <= 0 {
 			bad("store.postgres.connect_timeout must be positive")
+		}
+		if c.Store.Postgres.PollInterval < 0 {
+			bad("store.postgres.poll_interval must not be negative")
 		}
 	default:
 		bad("store.backend %q: want bolt or postgres", c.Store.Backend)

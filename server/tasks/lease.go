@@ -360,10 +360,11 @@ func (m *Manager) LeaseTasks(ctx context.Context, req LeaseRequest) ([]*agentpla
 	req.Wait = min(req.Wait, m.cfg.MaxLeaseWait)
 	deadline := time.Now().Add(req.Wait)
 	var timer *time.Timer
+	// Registered before the first look, so a task queued between a look and the wait
+	// still wakes us.
+	wake, unregister := m.work.register(req.Queues)
+	defer unregister()
 	for {
-		// Take the wake-up channel before looking, so a task queued between the look
-		// and the wait still wakes us.
-		wake := m.work.wait()
 		leases, err := m.claim(ctx, req)
 		if err != nil || len(leases) > 0 {
 			return leases, err
@@ -393,7 +394,8 @@ type queued struct{ tenant, taskID string }
 // claim grants what is queued now, in one transaction.
 func (m *Manager) claim(ctx context.Context, req LeaseRequest) ([]*agentplanev1.Lease, error) {
 	now := m.clock.Now()
-	if ok, err := m.hasWork(ctx, req.Tenant, req.Queues, now); err != nil || !ok {
+	queued, due, err := m.hasWork(ctx, req.Tenant, req.Queues, now)
+	if err != nil || (!queued && !due) {
 		return nil, err
 	}
 	m.rrMu.Lock()
@@ -405,10 +407,12 @@ func (m *Manager) claim(ctx context.Context, req LeaseRequest) ([]*agentplanev1.
 	}
 	var leases []*agentplanev1.Lease
 	var last string
-	err := m.store.Update(ctx, func(w store.Writer) error {
+	err = m.store.Update(ctx, func(w store.Writer) error {
 		leases, last = nil, ""
-		if _, err := m.expireDue(w, now, expireBatch); err != nil {
-			return err
+		if due {
+			if _, err := m.expireDue(w, now, expireBatch); err != nil {
+				return err
+			}
 		}
 		picks, err := pickQueued(w, req.Tenant, req.Queues, start, req.MaxTasks, now)
 		if err != nil {
@@ -446,11 +450,12 @@ func (m *Manager) claim(ctx context.Context, req LeaseRequest) ([]*agentplanev1.
 	return leases, nil
 }
 
-// hasWork is a read-only look for tasks queued in queues or overdue leases, so that
-// idle long polls do not queue empty write transactions.
-func (m *Manager) hasWork(ctx context.Context, tenant string, queues []string, now time.Time) (bool, error) {
-	found := false
-	err := m.store.View(ctx, func(r store.Reader) error {
+// hasWork is a read-only look for tasks queued in queues and for overdue leases, so
+// that idle long polls do not queue empty write transactions, and a claim reads (and
+// so conflicts with writers of) the lease deadlines only when one is overdue.
+func (m *Manager) hasWork(ctx context.Context, tenant string, queues []string, now time.Time) (queued, due bool, err error) {
+	err = m.store.View(ctx, func(r store.Reader) error {
+		found := false
 		stopAtFirst := func(store.IndexEntry) (bool, error) { found = true; return false, nil }
 		lookIn := func(t string) (bool, error) {
 			for _, q := range queues {
@@ -461,16 +466,29 @@ func (m *Manager) hasWork(ctx context.Context, tenant string, queues []string, n
 			return true, nil
 		}
 		if tenant != "" {
-			if _, err := lookIn(tenant); err != nil || found {
+			if _, err := lookIn(tenant); err != nil {
 				return err
 			}
-		} else if err := r.Tenants(store.IndexQueue, "", lookIn); err != nil || found {
+		} else if err := r.Tenants(store.IndexQueue, "", lookIn); err != nil {
 			return err
 		}
-		return r.Tenants(store.IndexLeaseDeadlines, "", func(t string) (bool, error) {
-			err := r.ScanIndex(store.IndexLeaseDeadlines, t, store.IndexRange{Until: now}, stopAtFirst)
-			return !found, err
+		queued = found
+		var err error
+		due, err = leasesDue(r, now)
+		return err
+	})
+	return queued, due, err
+}
+
+// leasesDue reports whether a lease of any tenant is overdue at now.
+func leasesDue(r store.Reader, now time.Time) (bool, error) {
+	found := false
+	err := r.Tenants(store.IndexLeaseDeadlines, "", func(t string) (bool, error) {
+		err := r.ScanIndex(store.IndexLeaseDeadlines, t, store.IndexRange{Until: now}, func(store.IndexEntry) (bool, error) {
+			found = true
+			return false, nil
 		})
+		return !found, err
 	})
 	return found, err
 }
@@ -547,10 +565,20 @@ func (m *Manager) expireDue(w store.Writer, now time.Time, limit int) (int, erro
 	if err != nil {
 		return 0, err
 	}
+	n := 0
 	for _, d := range due {
 		rec, err := w.GetTask(d.tenant, d.taskID)
+		if store.IsNotFound(err) {
+			continue // purged meanwhile
+		}
 		if err != nil {
 			return 0, err
+		}
+		// The record, not the index entry, decides: a lease another replica expired,
+		// or a runtime renewed, since the index was read is left alone, whatever
+		// isolation the store gives the index read.
+		if l := rec.GetLease(); l == nil || l.GetRevoked() || l.GetDeadline() == nil || l.GetDeadline().AsTime().After(now) {
+			continue
 		}
 		op := m.newOp(w, now, rec)
 		if err := op.expire(); err != nil {
@@ -559,17 +587,29 @@ func (m *Manager) expireDue(w store.Writer, now time.Time, limit int) (int, erro
 		if err := op.flush(); err != nil {
 			return 0, err
 		}
+		n++
 	}
-	return len(due), nil
+	return n, nil
 }
 
 // ExpireLeases expires every lease whose deadline has passed, returning each task to
 // the queue (or failing it past Config.MaxAttempts). The maintenance loop calls it;
-// LeaseTasks and every fenced write also expire lazily.
+// LeaseTasks and every fenced write also expire lazily. It writes only when a read
+// finds a lease overdue, so that the loop of every replica sharing a database costs
+// a read when there is nothing to do. Replicas expiring the same lease at once do
+// not both expire it: each expiry reads the lease in its write transaction, and the
+// store applies those one after the other.
 func (m *Manager) ExpireLeases(ctx context.Context) (int, error) {
 	total := 0
 	for {
 		now := m.clock.Now()
+		var due bool
+		if err := m.store.View(ctx, func(r store.Reader) (err error) {
+			due, err = leasesDue(r, now)
+			return err
+		}); err != nil || !due {
+			return total, err
+		}
 		n := 0
 		err := m.store.Update(ctx, func(w store.Writer) error {
 			var err error

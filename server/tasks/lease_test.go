@@ -292,11 +292,7 @@ func TestLongPollWakesOnNewWork(t *testing.T) {
 	}()
 	// Start only after the poller is waiting, so the wake-up (not the first look)
 	// must find the task.
-	waitUntil(t, func() bool {
-		h.m.work.mu.Lock()
-		defer h.m.work.mu.Unlock()
-		return h.m.work.ch != nil
-	})
+	waitUntil(t, func() bool { return h.m.work.waiting(store.DefaultQueue) > 0 })
 	task := h.start(t, params("acme"))
 	select {
 	case leases := <-got:

@@ -53,6 +53,9 @@ func (m *Manager) Purge(ctx context.Context, olderThan time.Duration, dryRun boo
 			}
 			for _, e := range ended {
 				d, err := w.DeleteTask(e[0], e[1])
+				if store.IsNotFound(err) {
+					continue // another replica's retention came first
+				}
 				if err != nil {
 					return err
 				}

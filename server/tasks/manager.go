@@ -115,8 +115,9 @@ type Manager struct {
 	hub    *hub
 	// wrap is Options.WrapWriter, or nil.
 	wrap func(store.Writer) store.Writer
-	// work is broadcast after a commit that queued a task, waking long polls.
-	work signal
+	// work is broadcast, per queue, after a commit that queued a task, waking the
+	// long polls of that queue.
+	work queueSignal
 
 	// rrMu guards rrTenant, where the next lease scan starts (round-robin across
 	// tenants). It is a fairness hint only.
@@ -242,28 +243,4 @@ func newTaskID() string {
 	}
 	lastTaskID.b = b
 	return encodeID(b[:])
-}
-
-// signal is a broadcast: wait returns a channel closed by the next broadcast.
-type signal struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func (s *signal) wait() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ch == nil {
-		s.ch = make(chan struct{})
-	}
-	return s.ch
-}
-
-func (s *signal) broadcast() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ch != nil {
-		close(s.ch)
-		s.ch = nil
-	}
 }

@@ -355,10 +355,11 @@ func (o *Op) flush() error {
 		return err
 	}
 	events, queued, ended, decisions, m := o.events, o.queued, o.ended, o.endDecisions, o.m
+	queue := store.QueueOf(o.rec)
 	o.w.OnCommit(func() {
 		m.hub.publish(tenant, taskID, events)
 		if queued {
-			m.work.broadcast()
+			m.work.broadcast(queue)
 		}
 		if ended {
 			m.taskEnded(tenant, taskID, decisions)

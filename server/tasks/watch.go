@@ -384,7 +384,8 @@ func (m *Manager) Follow(ctx context.Context, tenant, taskID string, afterSeq in
 // PublishDeltas hands message deltas to the live watchers of the task ref holds a
 // lease on, after fencing the lease like a write (lease.lost, task.terminal); nothing
 // is stored. Each delta's after_sequence is set to the task's newest sequence. It
-// returns how many watchers were live.
+// returns how many watchers were live on this replica; on a store shared by several
+// replicas (store.Shared) the deltas are broadcast to the watchers of the others too.
 func (m *Manager) PublishDeltas(ctx context.Context, ref *agentplanev1.LeaseRef, deltas []*agentplanev1.MessageDelta) (int, error) {
 	for i, d := range deltas {
 		switch {
@@ -416,5 +417,9 @@ func (m *Manager) PublishDeltas(ctx context.Context, ref *agentplanev1.LeaseRef,
 	for i, d := range deltas {
 		out[i] = &agentplanev1.MessageDelta{MessageId: d.GetMessageId(), TextDelta: d.GetTextDelta(), Node: d.GetNode(), AfterSequence: last}
 	}
-	return m.hub.publishDeltas(tenant, ref.GetTaskId(), out), nil
+	n := m.hub.publishDeltas(tenant, ref.GetTaskId(), out)
+	if shared, ok := m.store.(store.Shared); ok {
+		m.broadcastDeltas(ctx, shared, tenant, ref.GetTaskId(), out)
+	}
+	return n, nil
 }

@@ -126,15 +126,7 @@ func TestResolveInteractive(t *testing.T) {
 	ref := e.startAndLease(t, tenant)
 	in := e.gated(t, ref, "c1")
 
-	type result struct {
-		d   *agentplanev1.Decision
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		d, err := awaitDecision(e.svc, ctx, ref, in.GetInterruptId())
-		got <- result{d, err}
-	}()
+	got := awaitAsync(e.svc, ref, in.GetInterruptId())
 	waitFor(t, "the runtime to wait", func() bool { return e.svc.waiters.count() == 1 })
 
 	e.clock.Advance(time.Second)

@@ -80,6 +80,12 @@ func (e *env) open(t testing.TB) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.build(t, st)
+}
+
+// build makes the task domain and the approvals service over st.
+func (e *env) build(t testing.TB, st store.Store) {
+	t.Helper()
 	m, err := tasks.New(tasks.Options{Store: st, Clock: e.clock, Config: tasks.Config{
 		LeaseTTL: time.Hour, MaxAttempts: 3, MaxLeaseWait: time.Second, PurgeInterval: time.Hour,
 		MaxInputBytes: 4096, MaxEventBytes: 64 << 10, MaxTaskHistoryBytes: 64 << 20, MaxTaskEvents: 1 << 20,

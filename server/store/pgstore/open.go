@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/url"
 	"slices"
@@ -49,6 +50,14 @@ type Options struct {
 	// MaxBatch is the most Updates one transaction carries (0: 64; store.max_batch,
 	// whose default is 256, when set through the configuration).
 	MaxBatch int
+	// PollInterval is how often, while the notification connection is down, every
+	// waiter is told to look again (0: 1s). See notify.go.
+	PollInterval time.Duration
+	// OnHealth, when set, is called with the store's failure when it loses the
+	// database, and with nil when it has it again (see Store.Health).
+	OnHealth func(error)
+	// Logger defaults to slog.Default.
+	Logger *slog.Logger
 }
 
 // Store is a store.Store on PostgreSQL.
@@ -70,6 +79,9 @@ type Store struct {
 	running  int
 	writers  int
 	maxBatch int
+	// listener wakes this process's waiters for the other replicas' writes, and is
+	// the store's health.
+	listener *listener
 
 	mu      sync.RWMutex // held shared by running transactions, exclusively by Close
 	closed  bool
@@ -114,11 +126,19 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	if opt.StatementTimeout > 0 {
 		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(opt.StatementTimeout.Milliseconds(), 10)
 	}
+	replica := newReplicaID()
+	cfg.ConnConfig.RuntimeParams[replicaParam] = replica
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool, where: Redact(dsn), retries: opt.MaxRetries, writers: opt.Writers, maxBatch: opt.MaxBatch}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	s := &Store{pool: pool, where: Redact(dsn), retries: opt.MaxRetries, writers: opt.Writers, maxBatch: opt.MaxBatch, listener: &listener{
+		conf: cfg.ConnConfig, pool: pool, replica: replica, poll: cmp(opt.PollInterval, defaultPollInterval),
+		log: opt.Logger, onHealth: opt.OnHealth,
+	}}
 	if s.retries <= 0 {
 		s.retries = 20
 	}
@@ -130,6 +150,10 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		s.maxBatch = 64
 	}
 	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := s.listener.start(ctx); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -218,11 +242,6 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// Health is always nil: this store has no failed state of its own. A call that
-// cannot reach the database fails UNAVAILABLE (store.unavailable) by itself, and the
-// next one tries again through the pool.
-func (s *Store) Health() error { return nil }
-
 // TokenKey implements store.Store.
 func (s *Store) TokenKey() []byte { return s.tokenKey }
 
@@ -280,8 +299,9 @@ func unavailable(err error) error {
 	} else {
 		var ce *pgconn.ConnectError
 		var ne net.Error
+		// SafeToRetry: nothing was sent, the connection was already closed.
 		if !errors.As(err, &ce) && !errors.As(err, &ne) && !errors.Is(err, io.EOF) &&
-			!errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, puddle.ErrClosedPool) {
+			!errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, puddle.ErrClosedPool) && !pgconn.SafeToRetry(err) {
 			return err
 		}
 	}
@@ -360,6 +380,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.listener.stop()
 	s.pool.Close()
 	return nil
 }

@@ -66,3 +66,13 @@ func DSN(t testing.TB) string {
 	u.Path = "/" + name
 	return u.String()
 }
+
+// AdminAddr is the host:port of AdminDSN, for a Proxy.
+func AdminAddr(t testing.TB) string {
+	t.Helper()
+	u, err := url.Parse(AdminDSN())
+	if err != nil || u.Host == "" {
+		t.Fatalf("pgtest: AGENTPLANE_TEST_POSTGRES must be a URL with a host for this test, got %q", AdminDSN())
+	}
+	return u.Host
+}

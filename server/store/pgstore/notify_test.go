@@ -1,0 +1,200 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/internal/testutil"
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/store"
+	"github.com/agentplane/agentplane/server/store/pgstore"
+	"github.com/agentplane/agentplane/server/store/pgstore/pgtest"
+	"github.com/agentplane/agentplane/server/store/storetest"
+)
+
+// changes collects what a store reports through OnChange.
+func changes(s *pgstore.Store) <-chan store.Change {
+	ch := make(chan store.Change, 1024)
+	s.OnChange(func(c store.Change) {
+		select {
+		case ch <- c:
+		default:
+		}
+	})
+	return ch
+}
+
+// next waits for the first change of kind, skipping others.
+func next(t *testing.T, ch <-chan store.Change, kind store.ChangeKind) store.Change {
+	t.Helper()
+	deadline := time.After(testutil.WaitLimit)
+	for {
+		select {
+		case c := <-ch:
+			if c.Kind == kind {
+				return c
+			}
+		case <-deadline:
+			t.Fatalf("no change of kind %d within %s", kind, testutil.WaitLimit)
+		}
+	}
+}
+
+// TestChangesReachOtherReplicas: what one store commits is reported to another store
+// on the same database (events by task, a queued task by queue, an interrupt decided,
+// a new deadline), and not to the store that wrote it.
+func TestChangesReachOtherReplicas(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	a, b := open(t, dsn), open(t, dsn)
+	defer a.Close()
+	defer b.Close()
+	fromA, fromB := changes(a), changes(b)
+	ctx := context.Background()
+
+	rec := storetest.Task("acme", "t1", time.Now())
+	rec.Queue = "gpu"
+	rec.QueueTime = timestamppb.Now()
+	in := storetest.Interrupt("acme", "t1", "i1", time.Now())
+	in.Interrupt.Deadline = timestamppb.New(time.Now().Add(time.Hour))
+	if err := a.Update(ctx, func(w store.Writer) error {
+		if err := w.PutTask(rec); err != nil {
+			return err
+		}
+		if err := w.AppendEvents("acme", "t1", storetest.Event(1, "one"), storetest.Event(2, "two")); err != nil {
+			return err
+		}
+		return w.PutInterrupt(in)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if c := next(t, fromB, store.ChangeQueued); c.Queue != "gpu" {
+		t.Fatalf("queued change %+v, want queue gpu", c)
+	}
+	if c := next(t, fromB, store.ChangeEvents); c.Tenant != "acme" || c.TaskID != "t1" {
+		t.Fatalf("events change %+v, want acme/t1", c)
+	}
+	next(t, fromB, store.ChangeDeadline)
+
+	in.Interrupt.State = agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED
+	if err := b.Update(ctx, func(w store.Writer) error { return w.PutInterrupt(in) }); err != nil {
+		t.Fatal(err)
+	}
+	if c := next(t, fromA, store.ChangeDecided); c.Tenant != "acme" || c.InterruptID != "i1" {
+		t.Fatalf("decided change %+v, want acme/i1", c)
+	}
+	// B is not told of its own decision: notifications arrive in commit order, so
+	// everything B hears before A's next write is what B wrote itself.
+	if err := a.Update(ctx, func(w store.Writer) error {
+		return w.AppendEvents("acme", "t1", storetest.Event(3, "three"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		c := testutil.Within(t, fromB, "store B hearing of A's last write")
+		if c.Kind == store.ChangeDecided {
+			t.Fatalf("store B was told of its own write: %+v", c)
+		}
+		if c.Kind == store.ChangeEvents {
+			break
+		}
+	}
+}
+
+// TestDatabaseOutage cuts the connection between a store and PostgreSQL: its health
+// turns to UNAVAILABLE (store.unavailable), reported through OnHealth, and calls fail
+// with the same reason; when the database is back the store recovers by itself,
+// reports healthy, tells its waiters to look again (ChangeAll) and serves calls.
+func TestDatabaseOutage(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	proxy := pgtest.NewProxy(t, pgtest.AdminAddr(t))
+	health := make(chan error, 16)
+	s, err := pgstore.Open(context.Background(), proxy.DSN(t, dsn), pgstore.Options{
+		MaxConns: 2, ConnectTimeout: time.Second, PollInterval: 50 * time.Millisecond,
+		OnHealth: func(err error) { health <- err },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ch := changes(s)
+	if err := s.Health(); err != nil {
+		t.Fatalf("Health at start = %v", err)
+	}
+	ctx := context.Background()
+
+	proxy.Cut()
+	err = testutil.Within(t, health, "the store reporting the outage")
+	if apierr.ReasonOf(err) != apierr.ReasonStoreUnavailable || s.Health() == nil {
+		t.Fatalf("OnHealth(%v), Health() = %v; want store.unavailable", err, s.Health())
+	}
+	next(t, ch, store.ChangeAll)
+	err = s.View(ctx, func(r store.Reader) error { _, err := r.GetTask("acme", "t1"); return err })
+	if e := (*apierr.Error)(nil); !errors.As(err, &e) || e.Code != codes.Unavailable || e.Reason != apierr.ReasonStoreUnavailable {
+		t.Fatalf("View during the outage = %v; want UNAVAILABLE store.unavailable", err)
+	}
+
+	proxy.Restore()
+	if err := testutil.Within(t, health, "the store reporting recovery"); err != nil || s.Health() != nil {
+		t.Fatalf("OnHealth(%v), Health() = %v after the database came back", err, s.Health())
+	}
+	next(t, ch, store.ChangeAll)
+	// The first call after recovery succeeds: the pool was reset, no dead connection
+	// is handed out.
+	if err := s.Update(ctx, func(w store.Writer) error { return w.PutTask(storetest.Task("acme", "t1", time.Now())) }); err != nil {
+		t.Fatalf("Update after recovery: %v", err)
+	}
+}
+
+// TestListenerReconnects: when the database ends the listener's connection (an
+// administrator's pg_terminate_backend, a failover), the store reconnects by itself,
+// tells its waiters to look again (ChangeAll), and hears the other replicas' writes
+// as before.
+func TestListenerReconnects(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	a, b := open(t, dsn), open(t, dsn)
+	defer a.Close()
+	defer b.Close()
+	fromB := changes(b)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name = 'agentplane-listener'`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("terminated %d listeners (%v); want both stores'", n, err)
+	}
+	next(t, fromB, store.ChangeAll)
+	// Reconnected: A's next write reaches B. (Until B listens again a write may go
+	// unheard; the ChangeAll after the reconnect covers those.)
+	for i := 1; ; i++ {
+		rec := storetest.Task("acme", fmt.Sprintf("t%d", i), time.Now())
+		rec.QueueTime = timestamppb.Now()
+		if err := a.Update(ctx, func(w store.Writer) error { return w.PutTask(rec) }); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case c := <-fromB:
+			if c.Kind == store.ChangeQueued {
+				if b.Health() != nil {
+					t.Fatalf("B hears A again but reports %v", b.Health())
+				}
+				return
+			}
+		case <-time.After(200 * time.Millisecond):
+		}
+		if i > 150 {
+			t.Fatal("B does not hear A's writes after its listener was terminated")
+		}
+	}
+}
