@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -492,6 +493,147 @@ func databaseOutage(ctx context.Context, t *testing.T, proxy *pgtest.Proxy, b, c
 	for _, r := range []*client.Client{once, c.c} {
 		if _, err := r.Tasks.StartTask(ctx, startRequest("after-outage")); err != nil {
 			t.Fatalf("StartTask after the outage: %v", err)
+		}
+	}
+}
+
+// TestPostgresRestart crashes PostgreSQL itself under two replicas while they serve
+// (a private cluster: pg_ctl stop -m immediate, then start): calls fail UNAVAILABLE
+// with store.unavailable and health says NOT_SERVING while it is down; both replicas
+// come back by themselves, without a restart of their own; no acknowledged start is
+// lost or duplicated across the crash (starts are retried with their request id until
+// acknowledged); and the replicas wake each other again afterwards (their
+// notification connection reconnected: the fallback poll is an hour).
+func TestPostgresRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs a PostgreSQL server of its own")
+	}
+	cluster := pgtest.NewCluster(t)
+	t.Setenv("AGENTPLANE_POSTGRES_DSN", cluster.DSN())
+	configFile := filepath.Join(t.TempDir(), "controlplane.yaml")
+	if err := os.WriteFile(configFile, []byte(`store:
+  backend: postgres
+  postgres:
+    max_conns: 4
+    poll_interval: 1h
+tasks:
+  max_lease_wait: 1h
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rs := startReplicas(t, buildBinary(t), configFile, "A", "B")
+	a, b := rs[0], rs[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	once, err := client.Dial(ctx, b.proc.addr, client.WithRetry(client.Retry{Attempts: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer once.Close()
+	serving := func(c *client.Client) healthpb.HealthCheckResponse_ServingStatus {
+		h, err := c.Health.Check(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.GetStatus()
+	}
+	waitFor := func(what string, ok func() bool) time.Duration {
+		t.Helper()
+		start := time.Now()
+		for !ok() {
+			if time.Since(start) > testutil.WaitLimit {
+				t.Fatalf("%s: still waiting after %s", what, testutil.WaitLimit)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return time.Since(start)
+	}
+
+	acked := newLedger()
+	var unavailable atomic.Int64
+	lctx, lcancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		for w := 0; w < 2; w++ {
+			wg.Go(func() { startUntilAcked(lctx, r.c, acked, &unavailable, 10*i+w) })
+		}
+	}
+	time.Sleep(time.Second)
+	before := acked.taskCount()
+
+	cluster.Crash(t)
+	down := waitFor("B reporting NOT_SERVING", func() bool { return serving(once) == healthpb.HealthCheckResponse_NOT_SERVING })
+	_, err = once.Tasks.StartTask(ctx, startRequest("during-the-crash"))
+	if status.Code(err) != codes.Unavailable || reasons.Of(err) != agentplanev1.ErrorReason_ERROR_REASON_STORE_UNAVAILABLE {
+		t.Fatalf("StartTask while PostgreSQL is down = %v; want UNAVAILABLE store.unavailable", err)
+	}
+	t.Logf("NOT_SERVING %s after the crash: %v", down.Round(time.Millisecond), err)
+	time.Sleep(time.Second) // the load goes on failing
+
+	cluster.Start(t)
+	upB := waitFor("B serving again", func() bool { return serving(once) == healthpb.HealthCheckResponse_SERVING })
+	upA := waitFor("A serving again", func() bool { return serving(a.c) == healthpb.HealthCheckResponse_SERVING })
+	t.Logf("serving again %s (B) and %s more (A) after PostgreSQL accepted connections", upB.Round(time.Millisecond), upA.Round(time.Millisecond))
+	restarted := acked.taskCount()
+	time.Sleep(time.Second)
+	lcancel()
+	wg.Wait()
+	t.Logf("%d starts acknowledged before the crash, %d by the restart, %d in all; %d UNAVAILABLE answers retried",
+		before, restarted, acked.taskCount(), unavailable.Load())
+	if len(acked.failures) > 0 {
+		t.Errorf("failed StartTask calls other than UNAVAILABLE, by code: %v", acked.failures)
+	}
+	if before == 0 || acked.taskCount() <= restarted {
+		t.Fatalf("starts acknowledged: %d before the crash, %d at the restart, %d at the end; want progress before and after",
+			before, restarted, acked.taskCount())
+	}
+	acked.verify(t, b.c, 1)
+
+	// The replicas wake each other again: a long poll on B, waiting before there is
+	// any work, is handed a task started on A by the notification alone.
+	got := make(chan *agentplanev1.LeaseTasksResponse, 1)
+	go func() {
+		resp, err := b.c.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "rt-b", Wait: durationpb.New(time.Hour), Queues: []string{"after"}})
+		if err != nil {
+			t.Errorf("LeaseTasks on B: %v", err)
+		}
+		got <- resp
+	}()
+	time.Sleep(300 * time.Millisecond)
+	started, err := a.c.Tasks.StartTask(ctx, inQueue(startRequest("after-the-crash"), "after"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := testutil.Within(t, got, "B's long poll after the restart")
+	if len(resp.GetLeases()) != 1 || resp.GetLeases()[0].GetTask().GetTaskId() != started.GetTask().GetTaskId() {
+		t.Fatalf("LeaseTasks on B = %v; want task %s", resp, started.GetTask().GetTaskId())
+	}
+}
+
+// startUntilAcked starts tasks one after another, retrying each with its request id
+// until it is acknowledged: through an outage every start is answered once.
+func startUntilAcked(ctx context.Context, c *client.Client, l *ledger, unavailable *atomic.Int64, worker int) {
+	for i := 0; ctx.Err() == nil; i++ {
+		reqID := fmt.Sprintf("pg-w%d-%d", worker, i)
+		for ctx.Err() == nil {
+			resp, err := c.Tasks.StartTask(ctx, startRequest(reqID))
+			if err == nil {
+				l.mu.Lock()
+				l.tasks[reqID] = resp.GetTask().GetTaskId()
+				l.mu.Unlock()
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if status.Code(err) == codes.Unavailable {
+				unavailable.Add(1)
+			} else {
+				l.mu.Lock()
+				l.failures[status.Code(err)]++
+				l.mu.Unlock()
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 }
