@@ -283,6 +283,10 @@ type Gate struct {
 	Reported bool
 	// ResultReported is set with Reported when the call's result is in the history too.
 	ResultReported bool
+
+	// reportedWithCheck is set when the control plane reported the allowed call with
+	// its answer (CheckToolCallRequest.report_allowed_call), so ToolCall does not.
+	reportedWithCheck bool
 }
 
 // ToolCall asks the control plane whether a tool call may run, waits for a decision
@@ -315,7 +319,7 @@ func (t *Task) ToolCall(ctx context.Context, c Call) (*Gate, error) {
 		gate = g
 	}
 	switch {
-	case gate.Reported:
+	case gate.Reported, gate.reportedWithCheck:
 	case gate.Allowed:
 		_, err := t.Report(ctx, &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_ToolCall{
 			ToolCall: &agentplanev1.ToolCall{CallId: c.ID, ToolName: c.Name, ArgumentsJson: gate.ArgumentsJSON, Node: c.Node, TripIndex: c.Trip, MessageId: c.MessageID},
@@ -357,6 +361,9 @@ func (t *Task) check(ctx context.Context, c Call) (*Gate, error) {
 		AgentName:     c.Node,
 		TripIndex:     c.Trip,
 		Annotations:   c.Annotations,
+		// An allowed call is reported by the check itself: one round trip fewer.
+		ReportAllowedCall: true,
+		MessageId:         c.MessageID,
 	}
 	if c.Description != "" {
 		req.ToolDescription = &c.Description
@@ -377,7 +384,7 @@ func (t *Task) check(ctx context.Context, c Call) (*Gate, error) {
 	switch resp.GetOutcome() {
 	case agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW:
 		// ALLOW runs the call's own text.
-		return &Gate{Call: c, Allowed: true, ArgumentsJSON: c.ArgumentsJSON, Decision: resp.GetDecision()}, nil
+		return &Gate{Call: c, Allowed: true, ArgumentsJSON: c.ArgumentsJSON, Decision: resp.GetDecision(), reportedWithCheck: resp.GetReportedWithCheck()}, nil
 	case agentplanev1.GateOutcome_GATE_OUTCOME_REJECT:
 		g := gateOf(c, resp.GetDecision())
 		if g.Reason == "" {

@@ -111,17 +111,18 @@ func (m *Manager) ReportEvents(ctx context.Context, ref *agentplanev1.LeaseRef, 
 	err := m.UpdateLeasedOnce(ctx, ref, req, func(op *Op) error {
 		last = op.rec.GetLastSequence()
 		for i, p := range payloads {
-			if tc := p.GetToolCall(); tc != nil {
-				if err := op.useDecision(tc); err != nil {
-					return fmt.Errorf("events[%d]: %w", i, err)
+			var seq int64
+			var err error
+			switch {
+			case p.GetToolCall() != nil:
+				seq, err = op.ReportCall(p.GetToolCall())
+			case p.GetToolResult() != nil:
+				if err = op.useResult(p.GetToolResult()); err == nil {
+					seq, err = op.AppendContent(p)
 				}
+			default:
+				seq, err = op.AppendContent(p)
 			}
-			if tr := p.GetToolResult(); tr != nil {
-				if err := op.useResult(tr); err != nil {
-					return fmt.Errorf("events[%d]: %w", i, err)
-				}
-			}
-			seq, err := op.AppendContent(p)
 			if err != nil {
 				return fmt.Errorf("events[%d]: %w", i, err)
 			}
@@ -134,6 +135,17 @@ func (m *Manager) ReportEvents(ctx context.Context, ref *agentplanev1.LeaseRef, 
 		return nil
 	})
 	return last, err
+}
+
+// ReportCall appends the ToolCall tc under the decision the gate recorded for its
+// call id, spending it (useDecision): what ReportEvents does for each call it is
+// given, and what CheckToolCall does for an allowed call when asked to
+// (report_allowed_call).
+func (o *Op) ReportCall(tc *agentplanev1.ToolCall) (int64, error) {
+	if err := o.useDecision(tc); err != nil {
+		return 0, err
+	}
+	return o.AppendContent(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_ToolCall{ToolCall: tc}})
 }
 
 // useDecision spends the decision tc runs under. Every call is asked about before it

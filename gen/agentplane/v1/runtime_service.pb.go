@@ -844,6 +844,19 @@ type CheckToolCallRequest struct {
 	// decides (a reviewer may reject it or edit it into valid arguments). Decisions bind
 	// the SHA-256 of these bytes.
 	ArgumentsJson string `protobuf:"bytes,9,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	// When set and the gate allows the call at once (ALLOW), the call is reported in the
+	// same transaction: its ToolCall (call_id, tool_name, arguments_json, node =
+	// agent_name, trip_index, message_id) is appended to the task's log and its decision
+	// spent, exactly as ReportEvents would, and the answer says so (reported_with_check).
+	// The runtime then runs the call and reports only its result: one round trip fewer
+	// per allowed call. Asking again under the same lease (a retry after a lost answer)
+	// answers the same way; under a later lease the call comes back call_reported. A
+	// gated or rejected call is not reported by the check: the runtime reports it as
+	// before.
+	ReportAllowedCall bool `protobuf:"varint,10,opt,name=report_allowed_call,json=reportAllowedCall,proto3" json:"report_allowed_call,omitempty"`
+	// The id of the assistant message whose model call made the call, for the ToolCall
+	// that report_allowed_call appends (ToolCall.message_id).
+	MessageId     string `protobuf:"bytes,11,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -934,6 +947,20 @@ func (x *CheckToolCallRequest) GetArgumentsJson() string {
 	return ""
 }
 
+func (x *CheckToolCallRequest) GetReportAllowedCall() bool {
+	if x != nil {
+		return x.ReportAllowedCall
+	}
+	return false
+}
+
+func (x *CheckToolCallRequest) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
 // CheckToolCallResponse is the gate's answer.
 type CheckToolCallResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -954,8 +981,13 @@ type CheckToolCallResponse struct {
 	// call_reported without result_reported reports the result (or an is_error result
 	// saying it was lost) before it ends the turn.
 	ResultReported bool `protobuf:"varint,6,opt,name=result_reported,json=resultReported,proto3" json:"result_reported,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Set when report_allowed_call was asked and the call is allowed: its ToolCall is in
+	// the task's log, appended by this check (or by an earlier check of the same lease
+	// whose answer was lost). Run the call with its arguments and report only its
+	// ToolResult. call_reported is then false.
+	ReportedWithCheck bool `protobuf:"varint,7,opt,name=reported_with_check,json=reportedWithCheck,proto3" json:"reported_with_check,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *CheckToolCallResponse) Reset() {
@@ -1026,6 +1058,13 @@ func (x *CheckToolCallResponse) GetCallReported() bool {
 func (x *CheckToolCallResponse) GetResultReported() bool {
 	if x != nil {
 		return x.ResultReported
+	}
+	return false
+}
+
+func (x *CheckToolCallResponse) GetReportedWithCheck() bool {
+	if x != nil {
+		return x.ReportedWithCheck
 	}
 	return false
 }
@@ -2232,7 +2271,7 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\";\n" +
 	"\x14ReportEventsResponse\x12#\n" +
-	"\rlast_sequence\x18\x01 \x01(\x03R\flastSequence\"\xf6\x02\n" +
+	"\rlast_sequence\x18\x01 \x01(\x03R\flastSequence\"\xc5\x03\n" +
 	"\x14CheckToolCallRequest\x12-\n" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x12\x17\n" +
 	"\acall_id\x18\x02 \x01(\tR\x06callId\x12\x1b\n" +
@@ -2243,15 +2282,20 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\n" +
 	"trip_index\x18\a \x01(\x05R\ttripIndex\x12C\n" +
 	"\vannotations\x18\b \x01(\v2!.agentplane.v1.McpToolAnnotationsR\vannotations\x12%\n" +
-	"\x0earguments_json\x18\t \x01(\tR\rargumentsJsonB\x13\n" +
-	"\x11_tool_descriptionJ\x04\b\x05\x10\x06R\x04args\"\xa0\x02\n" +
+	"\x0earguments_json\x18\t \x01(\tR\rargumentsJson\x12.\n" +
+	"\x13report_allowed_call\x18\n" +
+	" \x01(\bR\x11reportAllowedCall\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\v \x01(\tR\tmessageIdB\x13\n" +
+	"\x11_tool_descriptionJ\x04\b\x05\x10\x06R\x04args\"\xd0\x02\n" +
 	"\x15CheckToolCallResponse\x124\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2\x1a.agentplane.v1.GateOutcomeR\aoutcome\x126\n" +
 	"\tinterrupt\x18\x02 \x01(\v2\x18.agentplane.v1.InterruptR\tinterrupt\x123\n" +
 	"\bdecision\x18\x03 \x01(\v2\x17.agentplane.v1.DecisionR\bdecision\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12#\n" +
 	"\rcall_reported\x18\x05 \x01(\bR\fcallReported\x12'\n" +
-	"\x0fresult_reported\x18\x06 \x01(\bR\x0eresultReported\"h\n" +
+	"\x0fresult_reported\x18\x06 \x01(\bR\x0eresultReported\x12.\n" +
+	"\x13reported_with_check\x18\a \x01(\bR\x11reportedWithCheck\"h\n" +
 	"\x14AwaitDecisionRequest\x12-\n" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x12!\n" +
 	"\finterrupt_id\x18\x02 \x01(\tR\vinterruptId\"\x8b\x02\n" +

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -669,5 +670,84 @@ func TestCheckToolCallSaysWhenTheCallWasReported(t *testing.T) {
 	}
 	if resp := ask(); !resp.GetCallReported() || resp.GetInterrupt().GetInterruptId() != in.GetInterruptId() {
 		t.Fatalf("after the report: %v, want call_reported with the interrupt", resp)
+	}
+}
+
+// With report_allowed_call an allowed call is reported by its check, in the same
+// transaction: once, and a retry under the same lease (its answer lost) says so again,
+// while a later lease finds it reported. A gated call is not reported by its check.
+func TestCheckToolCallReportsAnAllowedCall(t *testing.T) {
+	e := newEnv(t, testConfig())
+	ref := e.startAndLease(t, tenant)
+	a := args(t, map[string]any{"path": "/tmp/a"})
+	ask := func(ref *agentplanev1.LeaseRef, callID, tool string) *agentplanev1.CheckToolCallResponse {
+		t.Helper()
+		req := checkReq(ref, callID, tool, a)
+		req.ReportAllowedCall, req.MessageId = true, "m-1"
+		resp, err := e.svc.CheckToolCall(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+
+	resp := ask(ref, "c1", "fs.read")
+	if resp.GetOutcome() != agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW || !resp.GetReportedWithCheck() || resp.GetCallReported() {
+		t.Fatalf("allowed call = %v; want ALLOW reported_with_check", resp)
+	}
+	names, evs := e.events(t, tenant, ref.GetTaskId())
+	if got := names[len(names)-2:]; !slices.Equal(got, []string{"tool_gated", "tool_call"}) {
+		t.Fatalf("log tail %q, want the gate's answer and the call", got)
+	}
+	want := &agentplanev1.ToolCall{CallId: "c1", ToolName: "fs.read", ArgumentsJson: a, Node: "writer", TripIndex: 2, MessageId: "m-1"}
+	if got := evs[len(evs)-1].GetToolCall(); !proto.Equal(got, want) {
+		t.Fatalf("reported call %v, want %v", got, want)
+	}
+	if got := e.record(t, tenant, hitl.InterruptID(ref.GetTaskId(), "c1")).GetConsumedEpoch(); got != ref.GetEpoch() {
+		t.Fatalf("consumed_epoch = %d, want the lease's %d", got, ref.GetEpoch())
+	}
+
+	// The answer was lost: asking again under the same lease says the same, and
+	// logs nothing.
+	if again := ask(ref, "c1", "fs.read"); !again.GetReportedWithCheck() || again.GetCallReported() {
+		t.Fatalf("asked again under the same lease: %v; want reported_with_check", again)
+	}
+	if n, _ := e.events(t, tenant, ref.GetTaskId()); len(n) != len(names) {
+		t.Fatalf("a repeated check logged %d events", len(n)-len(names))
+	}
+	// The call is reported: reporting it again is refused; its result is taken.
+	wantErr(t, e.report(ref, "c1", "fs.read", a), codes.FailedPrecondition, apierr.ReasonToolCallNotApproved)
+	if _, err := e.tasks.ReportEvents(ctx, ref, tasks.Request{}, []*agentplanev1.RuntimeEvent{{Payload: &agentplanev1.RuntimeEvent_ToolResult{
+		ToolResult: &agentplanev1.ToolResult{CallId: "c1", ToolName: "fs.read", Result: structpb.NewStringValue("ok")},
+	}}}); err != nil {
+		t.Fatalf("the result of a call reported by its check: %v", err)
+	}
+	if done := ask(ref, "c1", "fs.read"); done.GetReportedWithCheck() || !done.GetCallReported() || !done.GetResultReported() {
+		t.Fatalf("after its result: %v; want call_reported and result_reported", done)
+	}
+
+	// A call reported by the check of a lease that then lapsed is reported for the
+	// next lease: it must not run again.
+	if r := ask(ref, "c2", "fs.read"); !r.GetReportedWithCheck() {
+		t.Fatalf("second call %v", r)
+	}
+	e.clock.Advance(2 * time.Hour)
+	if n, err := e.tasks.ExpireLeases(ctx); err != nil || n != 1 {
+		t.Fatalf("ExpireLeases = %d, %v", n, err)
+	}
+	next := e.lease(t, tenant)
+	if r := ask(next, "c2", "fs.read"); r.GetReportedWithCheck() || !r.GetCallReported() || r.GetResultReported() {
+		t.Fatalf("under the next lease: %v; want call_reported without result", r)
+	}
+
+	// A gated call is not reported by its check.
+	before, _ := e.events(t, tenant, ref.GetTaskId())
+	gated := ask(next, "c3", "fs.write")
+	if gated.GetOutcome() != agentplanev1.GateOutcome_GATE_OUTCOME_INTERRUPT || gated.GetReportedWithCheck() {
+		t.Fatalf("gated call = %v", gated)
+	}
+	after, _ := e.events(t, tenant, ref.GetTaskId())
+	if slices.Contains(after[len(before):], "tool_call") {
+		t.Fatalf("a gated call was reported by its check: %q", after[len(before):])
 	}
 }

@@ -32,6 +32,11 @@ const MaxCallIDBytes = 256
 // again), and records nothing new; asking about it with another tool, other arguments, or inputs that
 // the gate now answers differently is FAILED_PRECONDITION (interrupt.args_mismatch):
 // a changed call needs a new call id. A stale lease is lease.lost.
+//
+// With report_allowed_call, an ALLOW also reports the call (tasks.Op.ReportCall) in
+// the same transaction, and says so (reported_with_check); asking again under the
+// same lease before its result is reported says so again, since that lease has not
+// run it (its answer was lost), while a later lease finds it call_reported.
 func (s *Service) CheckToolCall(ctx context.Context, req *agentplanev1.CheckToolCallRequest) (*agentplanev1.CheckToolCallResponse, error) {
 	call := hitl.CallFromRequest(req)
 	switch {
@@ -70,6 +75,12 @@ func (s *Service) CheckToolCall(ctx context.Context, req *agentplanev1.CheckTool
 			if resp != nil {
 				resp.CallReported = prev.GetConsumedEpoch() != 0
 				resp.ResultReported = prev.GetResultReported()
+				// This lease reported the call with an earlier check whose answer was
+				// lost: it has not run it yet.
+				if req.GetReportAllowedCall() && res.Outcome == agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW &&
+					prev.GetConsumedEpoch() == op.Epoch() && !prev.GetResultReported() {
+					resp.CallReported, resp.ReportedWithCheck = false, true
+				}
 			}
 			return err
 		case !store.IsNotFound(err):
@@ -86,6 +97,15 @@ func (s *Service) CheckToolCall(ctx context.Context, req *agentplanev1.CheckTool
 				return err
 			}
 			resp = &agentplanev1.CheckToolCallResponse{Outcome: res.Outcome, Decision: res.Decision, Reason: res.Reason}
+			if req.GetReportAllowedCall() && res.Outcome == agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW {
+				if _, err := op.ReportCall(&agentplanev1.ToolCall{
+					CallId: call.CallID, ToolName: call.ToolName, ArgumentsJson: call.ArgumentsJSON,
+					Node: call.AgentName, TripIndex: req.GetTripIndex(), MessageId: req.GetMessageId(),
+				}); err != nil {
+					return err
+				}
+				resp.ReportedWithCheck = true
+			}
 			return nil
 		}
 		in, err := s.raise(op, meta, call, res)
