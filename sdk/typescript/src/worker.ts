@@ -93,6 +93,8 @@ export interface Gate {
   /** An earlier lease reported this call already: do not run it again. */
   reported: boolean;
   resultReported: boolean;
+  /** The control plane logged the allowed call with its answer (report_allowed_call): it is not reported again. */
+  reportedWithCheck?: boolean;
 }
 
 function stopCause(err: AgentplaneError): TaskStopped | undefined {
@@ -266,7 +268,7 @@ export class Task {
     this.resolved.delete(c.id);
     if (it) gate = await this.waitOrUse(c, it);
     else gate = await this.check(c);
-    if (gate.reported) return gate;
+    if (gate.reported || gate.reportedWithCheck) return gate;
     const call = { callId: c.id, toolName: c.name, node: c.node, tripIndex: c.trip ?? 0 };
     if (gate.allowed) {
       await this.report({ payload: { case: "toolCall", value: { ...call, argumentsJson: gate.argumentsJson } } });
@@ -294,13 +296,15 @@ export class Task {
         argumentsJson: c.argumentsJson,
         agentName: c.node,
         tripIndex: c.trip ?? 0,
+        // An allowed call is reported by the check itself: one round trip fewer.
+        reportAllowedCall: true,
       }),
     );
     const base: Gate = { call: c, allowed: false, argumentsJson: "", reason: "", reported: false, resultReported: false, interrupt: res.interrupt, decision: res.decision };
     if (res.callReported) return { ...base, reported: true, resultReported: res.resultReported, reason: `call ${c.id} was already run under an earlier lease` };
     switch (res.outcome) {
       case GateOutcome.ALLOW:
-        return { ...base, allowed: true, argumentsJson: c.argumentsJson };
+        return { ...base, allowed: true, argumentsJson: c.argumentsJson, reportedWithCheck: res.reportedWithCheck };
       case GateOutcome.REJECT: {
         const g = gateOf(c, res.decision);
         return { ...g, reason: g.reason || res.reason };

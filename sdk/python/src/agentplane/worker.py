@@ -84,6 +84,8 @@ class Gate:
         self.interrupt = interrupt
         self.reported = reported
         self.result_reported = result_reported
+        # set when the control plane logged the allowed call with its answer
+        self.reported_with_check = False
 
 
 class Task:
@@ -193,7 +195,7 @@ class Task:
         node = node or self.agent_name
         gate = self._decide(call_id, name, arguments_json, node)
         gate.call_id, gate.name, gate.node = call_id, name, node
-        if gate.reported:
+        if gate.reported or gate.reported_with_check:
             return gate
         call = {"call_id": call_id, "tool_name": name, "node": node}
         if gate.allowed:
@@ -209,13 +211,17 @@ class Task:
             return self._wait_or_use(call_id, it, arguments_json)
         else:
             resp = self._write(self.client.runtime.check_tool_call, call_id=call_id, tool_name=name,
-                                       arguments_json=arguments_json, agent_name=node)
+                                       arguments_json=arguments_json, agent_name=node,
+                                       # an allowed call is reported by the check itself
+                                       report_allowed_call=True)
             if resp.call_reported:
                 return Gate(False, reported=True, result_reported=resp.result_reported, decision=resp.decision,
                             interrupt=resp.interrupt,
                             reason=f"call {call_id} was already run under an earlier lease of this task")
             if resp.outcome == hitl_pb2.GATE_OUTCOME_ALLOW:
-                return Gate(True, arguments_json, decision=resp.decision)
+                gate = Gate(True, arguments_json, decision=resp.decision)
+                gate.reported_with_check = resp.reported_with_check
+                return gate
             if resp.outcome == hitl_pb2.GATE_OUTCOME_REJECT:
                 gate = self._gate_of(resp.decision, arguments_json)
                 gate.reason = gate.reason or resp.reason
