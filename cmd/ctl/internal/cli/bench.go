@@ -398,13 +398,17 @@ func newBenchGateCommand(g *globals) *cobra.Command {
 			"   AwaitDecision, receives the decision).\n" +
 			"Left out is the time between the two: handing the interrupt id to the approver stands for a\n" +
 			"person noticing and deciding. Also left out: the runtime then reports the call and its result,\n" +
-			"as every runtime does. check_* and deliver_* report the two parts.",
+			"as every runtime does. check_* and deliver_* report the two parts.\n" +
+			"With --addrs A,B the runtime works on A and the approver on B: the decision crosses replicas.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.check(); err != nil {
 				return err
 			}
-			b, ctx, done, err := newBenchRun(g, cmd, 1, nil)
+			if len(o.addrs) > 2 {
+				return usageErr("bench gate takes at most two --addrs: the runtime's and the approver's")
+			}
+			b, ctx, done, err := newBenchRun(g, cmd, max(1, len(o.addrs)), o.addrs)
 			if err != nil {
 				return err
 			}
@@ -429,6 +433,8 @@ func newBenchGateCommand(g *globals) *cobra.Command {
 		},
 	}
 	o.bind(cmd, false)
+	cmd.Flags().StringSliceVar(&o.addrs, "addrs", nil, "two control planes sharing one store (host:port,host:port): the runtime's, then the approver's\n"+
+		"(default: --addr for both)")
 	return cmd
 }
 
@@ -439,7 +445,7 @@ type gateResult struct {
 }
 
 func (b *benchRun) gateRoundTrips(ctx context.Context, t *worker.Task, n int) (gateResult, error) {
-	c := b.conn(0)
+	c, approver := b.conn(0), b.conn(1)
 	type handoff struct {
 		id   string
 		sent chan time.Time // when the approver sent ResolveInterrupt
@@ -450,7 +456,7 @@ func (b *benchRun) gateRoundTrips(ctx context.Context, t *worker.Task, n int) (g
 		for h := range work {
 			sent := time.Now()
 			h.sent <- sent
-			_, err := c.Hitl.ResolveInterrupt(ctx, &agentplanev1.ResolveInterruptRequest{
+			_, err := approver.Hitl.ResolveInterrupt(ctx, &agentplanev1.ResolveInterruptRequest{
 				InterruptId: h.id, Decision: &agentplanev1.ResolveInterruptRequest_Approve{Approve: &agentplanev1.ApproveDecision{}},
 			})
 			if err != nil {

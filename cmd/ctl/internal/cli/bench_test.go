@@ -143,6 +143,13 @@ func TestBenchGate(t *testing.T) {
 	}
 }
 
+func TestBenchGateTakesTwoAddrs(t *testing.T) {
+	_, _, err := runBench(t, "127.0.0.1:1", "gate", "--addrs=127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", "--total", "3")
+	if err == nil || !strings.Contains(err.Error(), "at most two --addrs") {
+		t.Fatalf("err %v", err)
+	}
+}
+
 func TestBenchGateNeedsAnInterrupt(t *testing.T) {
 	f := workertest.New(t) // its gate allows everything
 	_, _, err := runBench(t, f.Addr(), "gate", "--total", "3")
