@@ -44,10 +44,7 @@ func TestCrashSafety(t *testing.T) {
 
 func testCrashSafety(t *testing.T, bin string, wal bool) {
 	dataDir := t.TempDir()
-	configFile := filepath.Join(t.TempDir(), "controlplane.yaml")
-	if err := os.WriteFile(configFile, fmt.Appendf(nil, "store:\n  wal: %v\n", wal), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	configFile := writeConfig(t, fmt.Sprintf("store:\n  wal: %v\n", wal))
 	acked := newLedger()
 	const rounds = 10
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))

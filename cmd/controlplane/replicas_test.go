@@ -109,8 +109,7 @@ func TestReplicas(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	proxy := pgtest.NewProxy(t, pgtest.AdminAddr(t))
 	t.Setenv("AGENTPLANE_POSTGRES_DSN", proxy.DSN(t, dsn))
-	configFile := filepath.Join(t.TempDir(), "controlplane.yaml")
-	if err := os.WriteFile(configFile, []byte(`store:
+	configFile := writeConfig(t, `store:
   backend: postgres
   postgres:
     max_conns: 4
@@ -118,9 +117,7 @@ func TestReplicas(t *testing.T) {
 tasks:
   lease_ttl: 5s
   max_lease_wait: 1h
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`)
 	bin := buildBinary(t)
 	rs := startReplicas(t, bin, configFile, "A", "B", "C")
 	a, b, c := rs[0], rs[1], rs[2]
@@ -459,23 +456,8 @@ func databaseOutage(ctx context.Context, t *testing.T, proxy *pgtest.Proxy, b, c
 		t.Fatal(err)
 	}
 	defer once.Close()
-	serving := func(r *client.Client) healthpb.HealthCheckResponse_ServingStatus {
-		h, err := r.Health.Check(ctx, &healthpb.HealthCheckRequest{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h.GetStatus()
-	}
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(testutil.WaitLimit)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: still waiting after %s", what, testutil.WaitLimit)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	serving := func(c *client.Client) healthpb.HealthCheckResponse_ServingStatus { return servingStatus(ctx, t, c) }
+	waitFor := func(what string, ok func() bool) { waitUntil(t, what, ok) }
 	if st := serving(once); st != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("health before the outage: %v", st)
 	}
@@ -510,17 +492,14 @@ func TestPostgresRestart(t *testing.T) {
 	}
 	cluster := pgtest.NewCluster(t)
 	t.Setenv("AGENTPLANE_POSTGRES_DSN", cluster.DSN())
-	configFile := filepath.Join(t.TempDir(), "controlplane.yaml")
-	if err := os.WriteFile(configFile, []byte(`store:
+	configFile := writeConfig(t, `store:
   backend: postgres
   postgres:
     max_conns: 4
     poll_interval: 1h
 tasks:
   max_lease_wait: 1h
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`)
 	rs := startReplicas(t, buildBinary(t), configFile, "A", "B")
 	a, b := rs[0], rs[1]
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -530,24 +509,8 @@ tasks:
 		t.Fatal(err)
 	}
 	defer once.Close()
-	serving := func(c *client.Client) healthpb.HealthCheckResponse_ServingStatus {
-		h, err := c.Health.Check(ctx, &healthpb.HealthCheckRequest{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h.GetStatus()
-	}
-	waitFor := func(what string, ok func() bool) time.Duration {
-		t.Helper()
-		start := time.Now()
-		for !ok() {
-			if time.Since(start) > testutil.WaitLimit {
-				t.Fatalf("%s: still waiting after %s", what, testutil.WaitLimit)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		return time.Since(start)
-	}
+	serving := func(c *client.Client) healthpb.HealthCheckResponse_ServingStatus { return servingStatus(ctx, t, c) }
+	waitFor := func(what string, ok func() bool) time.Duration { return waitUntil(t, what, ok) }
 
 	acked := newLedger()
 	var unavailable atomic.Int64
@@ -636,4 +599,38 @@ func startUntilAcked(ctx context.Context, c *client.Client, l *ledger, unavailab
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+}
+
+// servingStatus is c's health.
+func servingStatus(ctx context.Context, t *testing.T, c *client.Client) healthpb.HealthCheckResponse_ServingStatus {
+	t.Helper()
+	h, err := c.Health.Check(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.GetStatus()
+}
+
+// waitUntil polls ok until it holds, failing t after testutil.WaitLimit, and returns
+// how long it took.
+func waitUntil(t *testing.T, what string, ok func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !ok() {
+		if time.Since(start) > testutil.WaitLimit {
+			t.Fatalf("%s: still waiting after %s", what, testutil.WaitLimit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// writeConfig writes a controlplane config file for t and returns its path.
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "controlplane.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

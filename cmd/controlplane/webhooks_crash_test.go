@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/agentplane/agentplane/client"
@@ -41,8 +39,7 @@ func TestWebhooksSurviveSIGKILL(t *testing.T) {
 			close(held)
 		}
 	}()
-	configFile := filepath.Join(t.TempDir(), "controlplane.yaml")
-	cfg := fmt.Sprintf(`notifications:
+	configFile := writeConfig(t, fmt.Sprintf(`notifications:
   allow_private_destinations: true
   delivery_timeout: 1s
   initial_backoff: 100ms
@@ -55,10 +52,7 @@ func TestWebhooksSurviveSIGKILL(t *testing.T) {
       events: [task.ended]
       secret_env: TEST_WEBHOOK_SECRET
       max_attempts: 50
-`, recv.URL)
-	if err := os.WriteFile(configFile, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`, recv.URL))
 	t.Setenv("TEST_WEBHOOK_SECRET", secret) // inherited by the binary
 	bin := buildBinary(t)
 	dataDir := t.TempDir()
