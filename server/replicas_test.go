@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/agentplane/agentplane/client"
@@ -245,5 +246,60 @@ func TestIdempotentStartAcrossReplicas(t *testing.T) {
 		if len(ids) != 1 || created != 1 {
 			t.Fatalf("round %d: tasks %v, %d created; want one task created once", round, ids, created)
 		}
+	}
+}
+
+// TestLeaseWakesAfterASkippedRow: a long poll that finds its queued task locked by
+// another transaction (FOR UPDATE SKIP LOCKED skips it) looks again, although the
+// holder ends without queueing anything and so wakes nobody.
+func TestLeaseWakesAfterASkippedRow(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	r := servertest.Start(t, func(c *config.Config) {
+		c.Store.Backend = config.BackendPostgres
+		c.Store.Postgres.DSN = dsn
+		c.Store.Postgres.MaxConns = 3
+		c.Tasks.MaxLeaseWait = config.Duration(time.Hour)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	started, err := r.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := started.GetTask().GetTaskId()
+
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tag, err := tx.Exec(ctx, "SELECT 1 FROM tasks WHERE task_id = $1 FOR UPDATE", id); err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("locking the task's row: %v, %v", tag, err)
+	}
+
+	got := make(chan *agentplanev1.LeaseTasksResponse, 1)
+	go func() {
+		resp, err := r.Client.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "rt", Wait: durationpb.New(time.Hour)})
+		if err != nil {
+			t.Errorf("LeaseTasks: %v", err)
+		}
+		got <- resp
+	}()
+	time.Sleep(500 * time.Millisecond)
+	select {
+	case resp := <-got:
+		t.Fatalf("leased a task whose row another transaction holds: %v", resp)
+	default:
+	}
+	if err := tx.Rollback(ctx); err != nil { // ends without a change: no notification
+		t.Fatal(err)
+	}
+	resp := testutil.Within(t, got, "the long poll after the row was released")
+	if len(resp.GetLeases()) != 1 || resp.GetLeases()[0].GetTask().GetTaskId() != id {
+		t.Fatalf("LeaseTasks = %v; want task %s", resp, id)
 	}
 }

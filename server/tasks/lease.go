@@ -364,8 +364,9 @@ func (m *Manager) LeaseTasks(ctx context.Context, req LeaseRequest) ([]*agentpla
 	// still wakes us.
 	wake, unregister := m.work.register(req.Queues)
 	defer unregister()
+	var recheck time.Duration
 	for {
-		leases, err := m.claim(ctx, req)
+		leases, contended, err := m.claim(ctx, req)
 		if err != nil || len(leases) > 0 {
 			return leases, err
 		}
@@ -373,30 +374,51 @@ func (m *Manager) LeaseTasks(ctx context.Context, req LeaseRequest) ([]*agentpla
 		if remaining <= 0 {
 			return nil, nil
 		}
+		wait := remaining
+		if contended {
+			// Work is queued, but another transaction held it and the look skipped
+			// it (a store that locks rows, on PostgreSQL). Its holder may end without
+			// queueing anything, which wakes nobody: look again soon.
+			recheck = min(max(2*recheck, contendedRecheck), maxContendedRecheck)
+			wait = min(wait, recheck)
+		} else {
+			recheck = 0
+		}
 		if timer == nil {
-			timer = time.NewTimer(remaining)
+			timer = time.NewTimer(wait)
 			defer timer.Stop()
 		} else {
-			timer.Reset(remaining)
+			timer.Reset(wait)
 		}
 		select {
 		case <-wake:
 		case <-timer.C:
-			return nil, nil
+			if !time.Now().Before(deadline) {
+				return nil, nil
+			}
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
 }
 
+// contendedRecheck and maxContendedRecheck bound how soon, and how late, a long poll
+// that found queued work held by another transaction looks again, doubling between.
+const (
+	contendedRecheck    = 20 * time.Millisecond
+	maxContendedRecheck = time.Second
+)
+
 type queued struct{ tenant, taskID string }
 
-// claim grants what is queued now, in one transaction.
-func (m *Manager) claim(ctx context.Context, req LeaseRequest) ([]*agentplanev1.Lease, error) {
+// claim grants what is queued now, in one transaction. contended says that work was
+// queued but none was granted: the rows were held by other transactions (or taken by
+// them meanwhile).
+func (m *Manager) claim(ctx context.Context, req LeaseRequest) (leases []*agentplanev1.Lease, contended bool, err error) {
 	now := m.clock.Now()
 	queued, due, err := m.hasWork(ctx, req.Tenant, req.Queues, now)
 	if err != nil || (!queued && !due) {
-		return nil, err
+		return nil, false, err
 	}
 	m.rrMu.Lock()
 	start := m.rrTenant
@@ -405,7 +427,6 @@ func (m *Manager) claim(ctx context.Context, req LeaseRequest) ([]*agentplanev1.
 	for i := range suffixes {
 		suffixes[i] = newID()
 	}
-	var leases []*agentplanev1.Lease
 	var last string
 	err = m.store.Update(ctx, func(w store.Writer) error {
 		leases, last = nil, ""
@@ -440,14 +461,14 @@ func (m *Manager) claim(ctx context.Context, req LeaseRequest) ([]*agentplanev1.
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if last != "" {
 		m.rrMu.Lock()
 		m.rrTenant = last
 		m.rrMu.Unlock()
 	}
-	return leases, nil
+	return leases, queued && len(leases) == 0, nil
 }
 
 // hasWork is a read-only look for tasks queued in queues and for overdue leases, so
