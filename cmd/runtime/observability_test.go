@@ -145,8 +145,9 @@ func spanAttr(s otlpSpan, key string) string {
 // StartTask span and the runtime's invoke_agent span are children of the client's
 // span; the chat and execute_tool spans are the runtime's children; the control
 // plane's CheckToolCall span is a child of the runtime's gate span (the runtime sends
-// its trace context on its calls); an HTTP/JSON call's traceparent header parents its
-// control-plane span too. The runtime's /metrics serves the task's figures.
+// its trace context on its calls); the HTTP tool is called with the execute_tool
+// span's traceparent; an HTTP/JSON call's traceparent header parents its control-plane
+// span too. The runtime's /metrics serves the task's figures.
 func TestOneTraceAcrossClientControlPlaneAndRuntime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -156,7 +157,14 @@ func TestOneTraceAcrossClientControlPlaneAndRuntime(t *testing.T) {
 		fakemodel.Turn{Text: "Refunding.", Calls: []fakemodel.Call{{ID: "call_1", Name: "issue_refund", Arguments: `{"order_id":42}`}}, PromptTokens: 11, CompletionTokens: 3},
 		fakemodel.Turn{Text: "Refunded.", PromptTokens: 20, CompletionTokens: 4},
 	)
-	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) }))
+	toolTraceparent := make(chan string, 1)
+	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case toolTraceparent <- r.Header.Get("traceparent"):
+		default:
+		}
+		io.WriteString(w, `{"ok":true}`)
+	}))
 	defer tool.Close()
 	dir := t.TempDir()
 	cfgFile := filepath.Join(dir, "runtime.yaml")
@@ -282,6 +290,10 @@ tools:
 	toolSpan := one("agentplane-runtime", "execute_tool issue_refund")
 	if toolSpan.parentID() != turn.spanID() {
 		t.Errorf("execute_tool parent %s, want invoke_agent %s", toolSpan.parentID(), turn.spanID())
+	}
+	// The HTTP tool was called under the execute_tool span.
+	if got, want := testutil.Within(t, toolTraceparent, "the tool's request"), "00-"+traceID+"-"+toolSpan.spanID()+"-01"; got != want {
+		t.Errorf("the HTTP tool got traceparent %q, want %q (execute_tool)", got, want)
 	}
 	gate := one("agentplane-runtime", "agentplane.gate")
 	check := one("agentplane-controlplane", "agentplane.v1.RuntimeService/CheckToolCall")

@@ -266,10 +266,12 @@ func (tu *turn) runCalls(ctx context.Context, calls []call) (end Result, err err
 		case ht != nil || rt != nil:
 			var res string
 			var isErr bool
+			// Under the call's execute_tool span: its trace context goes with the request.
+			tctx := tu.callContext(ctx, wc.ID)
 			if ht != nil {
-				res, isErr = ht.Run(ctx, g.ArgumentsJSON)
+				res, isErr = ht.Run(tctx, g.ArgumentsJSON)
 			} else {
-				res, isErr = rt.Run(ctx, g.ArgumentsJSON)
+				res, isErr = rt.Run(tctx, g.ArgumentsJSON)
 			}
 			if ctx.Err() != nil {
 				return Result{}, context.Cause(ctx)

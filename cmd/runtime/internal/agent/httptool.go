@@ -23,6 +23,9 @@ type HTTPTool struct {
 	Client         *http.Client
 }
 
+// tracedClient is the HTTP tools' default client: it sends the call's trace context.
+var tracedClient = &http.Client{Transport: tracedTransport{next: http.DefaultTransport}}
+
 // Run calls the tool and returns its result text and whether it is an error.
 func (h *HTTPTool) Run(ctx context.Context, argumentsJSON string) (string, bool) {
 	timeout := h.Timeout
@@ -38,7 +41,7 @@ func (h *HTTPTool) Run(ctx context.Context, argumentsJSON string) (string, bool)
 	req.Header.Set("Content-Type", "application/json")
 	hc := h.Client
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = tracedClient
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

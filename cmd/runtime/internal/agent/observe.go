@@ -48,6 +48,15 @@ func (tu *turn) gate(ctx context.Context, wc worker.Call) (*worker.Gate, error) 
 	return g, nil
 }
 
+// callContext is ctx under the execute_tool span of call id, while it is open (ctx
+// itself otherwise): what the tool's own requests run in.
+func (tu *turn) callContext(ctx context.Context, id string) context.Context {
+	if tc := tu.toolSpans[id]; tc != nil {
+		return tc.Context()
+	}
+	return ctx
+}
+
 // result reports a tool's result, ends the call's span and hands the result to the
 // model.
 func (tu *turn) result(ctx context.Context, wc worker.Call, text string, isErr bool) error {

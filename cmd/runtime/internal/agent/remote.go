@@ -9,8 +9,12 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentplane/agentplane/client/worker"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/tracing"
 )
 
 // RemoteTool is a tool a ToolProvider mounted for one lease: an MCP server's tool or an
@@ -131,16 +135,31 @@ func Truncate(s string, limit int) string {
 }
 
 // HeaderClient returns an HTTP client that sends headers (a lease's configured
-// headers for one server or peer, credentials included) on every request.
+// headers for one server or peer, credentials included) on every request, and the
+// trace context of the request's context (tracedTransport).
 func HeaderClient(headers map[string]string) *http.Client {
 	if len(headers) == 0 {
-		return &http.Client{}
+		return &http.Client{Transport: tracedTransport{next: http.DefaultTransport}}
 	}
 	h := make(http.Header, len(headers))
 	for k, v := range headers {
 		h.Set(k, v)
 	}
-	return &http.Client{Transport: headerTransport{h: h, next: http.DefaultTransport}}
+	return &http.Client{Transport: headerTransport{h: h, next: tracedTransport{next: http.DefaultTransport}}}
+}
+
+// tracedTransport sends the W3C trace context (traceparent, tracestate) of each
+// request's context, when it has a span (tracing on: the execute_tool span), so that
+// a tool, MCP server or A2A peer that traces joins the task's trace.
+type tracedTransport struct{ next http.RoundTripper }
+
+func (t tracedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !trace.SpanContextFromContext(r.Context()).IsValid() {
+		return t.next.RoundTrip(r)
+	}
+	r = r.Clone(r.Context())
+	tracing.Propagator.Inject(r.Context(), propagation.HeaderCarrier(r.Header))
+	return t.next.RoundTrip(r)
 }
 
 type headerTransport struct {
