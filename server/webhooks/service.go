@@ -270,7 +270,8 @@ func (s *Service) pass(ctx context.Context) (int, error) {
 // result is what one attempt got.
 type result struct {
 	ok bool
-	// permanent failures are not retried (the endpoint is no longer configured).
+	// permanent failures are not retried (the endpoint is no longer configured, or
+	// the receiver answered 410 Gone).
 	permanent bool
 	detail    string
 }
@@ -312,8 +313,14 @@ func (s *Service) attempt(ctx context.Context, rec *storagev1.OutboxRecord) resu
 	drain(resp)
 	class := strconv.Itoa(resp.StatusCode/100) + "xx"
 	s.attempts.WithLabelValues(ep.Name, class).Inc()
-	if resp.StatusCode/100 == 2 {
+	switch {
+	case resp.StatusCode/100 == 2:
 		return result{ok: true}
+	case resp.StatusCode == http.StatusGone:
+		// The receiver says the endpoint is gone for good (the Standard Webhooks
+		// convention): retrying would not help, so the notification is a dead letter
+		// at once, for an operator to look at and retry once it is back.
+		return result{permanent: true, detail: "HTTP " + resp.Status + " (the receiver says the endpoint is gone; not retried)"}
 	}
 	return result{detail: "HTTP " + resp.Status}
 }

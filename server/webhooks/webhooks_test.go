@@ -321,6 +321,23 @@ func TestDeadLetterAndRetry(t *testing.T) {
 	}
 }
 
+// TestGoneIsNotRetried: a receiver that answers 410 Gone gets one attempt; the
+// notification is a dead letter at once.
+func TestGoneIsNotRetried(t *testing.T) {
+	secret := secretOf(5)
+	recv := webhookstest.New(t, secret)
+	recv.Respond(func(webhookstest.Delivery) int { return http.StatusGone })
+	f := start(t, fastConfig(config.Webhook{Name: "ops", URL: recv.URL, Secret: secret, Events: []string{config.EventTaskEnded}, MaxAttempts: 5}))
+	f.endTask(t, "default", "t1")
+	dead := f.waitDeadLetters(t)
+	if len(dead) != 1 || dead[0].GetAttempts() != 1 || !strings.Contains(dead[0].GetLastError(), "410") {
+		t.Fatalf("dead letters %v: want one after a single attempt answered 410", dead)
+	}
+	if n := len(recv.Deliveries()); n != 1 {
+		t.Fatalf("%d attempts, want 1", n)
+	}
+}
+
 // TestReceiverDownThenBack: with the receiver's port closed, attempts fail; once a
 // receiver listens there again every notification arrives.
 func TestReceiverDownThenBack(t *testing.T) {
