@@ -100,3 +100,17 @@ func TestValidateSingleUserStaysOnLoopback(t *testing.T) {
 		t.Fatalf("explicit allow_insecure must pass: %v", err)
 	}
 }
+
+func TestDeadLetterRetention(t *testing.T) {
+	cfg := Default()
+	if got := cfg.Notifications.DeadLetterRetention.D(); got != 7*24*time.Hour {
+		t.Fatalf("default dead_letter_retention %s, want 7 days", got)
+	}
+	if err := Parse([]byte("notifications:\n  dead_letter_retention: 0s\n"), &cfg); err != nil || cfg.Validate() != nil || cfg.Notifications.DeadLetterRetention != 0 {
+		t.Fatalf("0 (keep forever) must be accepted: %v, %v", err, cfg.Validate())
+	}
+	cfg.Notifications.DeadLetterRetention = Duration(-time.Second)
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "dead_letter_retention") {
+		t.Fatalf("a negative retention: %v, want an error naming it", err)
+	}
+}

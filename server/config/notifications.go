@@ -40,6 +40,10 @@ type Notifications struct {
 	PollInterval Duration `yaml:"poll_interval"`
 	// Concurrency is how many deliveries run at once on one replica.
 	Concurrency int `yaml:"concurrency"`
+	// DeadLetterRetention is how long a dead letter is kept for an operator to retry
+	// before it is deleted (dead letters count against MaxOutboxPerTenant, so kept
+	// forever they would end up blocking new notifications); 0 keeps them forever.
+	DeadLetterRetention Duration `yaml:"dead_letter_retention"`
 	// Webhooks are the endpoints.
 	Webhooks []Webhook `yaml:"webhooks"`
 }
@@ -92,12 +96,13 @@ var WebhookEvents = []string{EventInterruptCreated, EventInterruptResolved, Even
 // DefaultNotifications are the defaults of the notifications section.
 func DefaultNotifications() Notifications {
 	return Notifications{
-		MaxOutboxPerTenant: 10000,
-		DeliveryTimeout:    Duration(10 * time.Second),
-		InitialBackoff:     Duration(5 * time.Second),
-		MaxBackoff:         Duration(time.Hour),
-		PollInterval:       Duration(time.Second),
-		Concurrency:        8,
+		MaxOutboxPerTenant:  10000,
+		DeliveryTimeout:     Duration(10 * time.Second),
+		InitialBackoff:      Duration(5 * time.Second),
+		MaxBackoff:          Duration(time.Hour),
+		PollInterval:        Duration(time.Second),
+		Concurrency:         8,
+		DeadLetterRetention: Duration(7 * 24 * time.Hour),
 	}
 }
 
@@ -182,6 +187,9 @@ func (c *Config) validateNotifications(bad func(format string, args ...any)) {
 	}
 	if n.MaxOutboxPerTenant < 1 || n.Concurrency < 1 {
 		bad("notifications.max_outbox_per_tenant and notifications.concurrency must be >= 1")
+	}
+	if n.DeadLetterRetention < 0 {
+		bad("notifications.dead_letter_retention must not be negative (0 keeps dead letters forever)")
 	}
 	if n.DeliveryTimeout < Duration(100*time.Millisecond) || n.InitialBackoff < Duration(10*time.Millisecond) ||
 		n.MaxBackoff < n.InitialBackoff || n.PollInterval < Duration(10*time.Millisecond) {

@@ -97,7 +97,7 @@ func New(o Options) (*Service, error) {
 	s.client = newClient(o.Config)
 	s.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "agentplane", Name: "webhook_deliveries_total",
-		Help: "Webhook notifications settled, by outcome: delivered, or dead_letter (given up after the endpoint's max_attempts).",
+		Help: "Webhook notifications settled, by outcome: delivered, dead_letter (given up after the endpoint's max_attempts, or answered 410 Gone), or expired (a dead letter deleted after notifications.dead_letter_retention).",
 	}, []string{"outcome"})
 	s.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "agentplane", Name: "webhook_attempts_total",
@@ -204,7 +204,16 @@ func (s *Service) run() {
 	}()
 	t := time.NewTicker(s.cfg.PollInterval.D())
 	defer t.Stop()
+	var lastExpiry time.Time
 	for {
+		if r := s.cfg.DeadLetterRetention.D(); r > 0 && s.now().Sub(lastExpiry) >= min(expireEvery, max(r/4, s.cfg.PollInterval.D())) {
+			lastExpiry = s.now()
+			if n, err := s.expireDeadLetters(ctx, s.now().Add(-r)); err != nil && ctx.Err() == nil {
+				s.log.Warn("webhook outbox: deleting expired dead letters failed; trying again later", "err", err)
+			} else if n > 0 {
+				s.log.Warn("webhook dead letters deleted after notifications.dead_letter_retention", "count", n, "retention", r)
+			}
+		}
 		for ctx.Err() == nil {
 			n, err := s.pass(ctx)
 			if err != nil && ctx.Err() == nil {
@@ -219,6 +228,70 @@ func (s *Service) run() {
 			return
 		case <-t.C:
 		case <-s.wake:
+		}
+	}
+}
+
+// expireEvery is how often the sender looks for dead letters past their retention
+// (more often when the retention is short: a quarter of it, but not more often than
+// the outbox is polled).
+const expireEvery = time.Minute
+
+// expireDeadLetters deletes the dead letters that died before cutoff, a batch per
+// transaction, and returns how many. On several replicas each may delete some; a
+// deletion found done is nothing.
+func (s *Service) expireDeadLetters(ctx context.Context, cutoff time.Time) (int, error) {
+	const batch = 256
+	deleted := 0
+	after := ""
+	for {
+		var ids []string
+		done := true
+		err := s.st.View(ctx, func(r store.Reader) error {
+			ids, done = ids[:0], true
+			return r.ScanOutbox(storagev1.OutboxState_OUTBOX_STATE_DEAD, after, func(rec *storagev1.OutboxRecord) (bool, error) {
+				after = rec.GetId()
+				if dt := rec.GetDeadTime(); dt != nil && dt.AsTime().Before(cutoff) {
+					ids = append(ids, rec.GetId())
+				}
+				if len(ids) == batch {
+					done = false
+					return false, nil
+				}
+				return true, nil
+			})
+		})
+		if err != nil {
+			return deleted, err
+		}
+		if len(ids) > 0 {
+			n := 0
+			err := s.st.Update(ctx, func(w store.Writer) error {
+				n = 0
+				for _, id := range ids {
+					// Still dead (an operator may have retried it meanwhile)?
+					rec, err := w.GetOutbox(id)
+					if store.IsNotFound(err) || (err == nil && rec.GetState() != storagev1.OutboxState_OUTBOX_STATE_DEAD) {
+						continue
+					}
+					if err != nil {
+						return err
+					}
+					if err := w.DeleteOutbox(id); err != nil {
+						return err
+					}
+					n++
+				}
+				return nil
+			})
+			if err != nil {
+				return deleted, err
+			}
+			deleted += n
+			s.deliveries.WithLabelValues("expired").Add(float64(n))
+		}
+		if done {
+			return deleted, nil
 		}
 	}
 }

@@ -338,6 +338,43 @@ func TestGoneIsNotRetried(t *testing.T) {
 	}
 }
 
+// TestDeadLettersExpire: a dead letter is deleted after dead_letter_retention, so that
+// dead letters cannot fill the outbox for good.
+func TestDeadLettersExpire(t *testing.T) {
+	secret := secretOf(6)
+	recv := webhookstest.New(t, secret)
+	recv.Respond(func(webhookstest.Delivery) int { return http.StatusInternalServerError })
+	cfg := fastConfig(config.Webhook{Name: "ops", URL: recv.URL, Secret: secret, Events: []string{config.EventTaskEnded}, MaxAttempts: 1})
+	cfg.DeadLetterRetention = config.Duration(300 * time.Millisecond)
+	f := start(t, cfg)
+	f.endTask(t, "default", "t1")
+	if dead := f.waitDeadLetters(t); len(dead) != 1 {
+		t.Fatalf("dead letters %v, want one", dead)
+	}
+	deadline := time.Now().Add(testutil.WaitLimit)
+	for {
+		dead, _, err := f.svc.ListDeadLetters(context.Background(), "default", "", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(dead) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the dead letter is still there %s after a retention of 300ms", testutil.WaitLimit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var depth int64
+	if err := f.st.View(context.Background(), func(r store.Reader) error {
+		var err error
+		depth, err = r.OutboxDepth("default")
+		return err
+	}); err != nil || depth != 0 {
+		t.Fatalf("outbox depth %d (%v) after the dead letter expired, want 0", depth, err)
+	}
+}
+
 // TestReceiverDownThenBack: with the receiver's port closed, attempts fail; once a
 // receiver listens there again every notification arrives.
 func TestReceiverDownThenBack(t *testing.T) {
