@@ -321,15 +321,26 @@ func killUnderLoad(ctx context.Context, t *testing.T, a, b, c *replica) {
 	}
 	wl := wresp.GetLeases()[0]
 	wref := &agentplanev1.LeaseRef{TaskId: watchedID, LeaseId: wl.GetLeaseId(), Epoch: wl.GetEpoch()}
-	const steps = 40
+	// The slow runtime reports a step at a time on C until A is dead, and ten more
+	// after, then completes: the watch on A is always cut in the middle of the task.
+	const stepsAfterKill = 10
+	aDead := make(chan struct{})
 	slowDone := make(chan error, 1)
-	go func() { // reports a step at a time on C, across A's death, then completes
-		for j := 0; j < steps; j++ {
+	go func() {
+		after := -1
+		for j := 0; after < 0 || j-after < stepsAfterKill; j++ {
 			if _, err := c.c.Runtime.ReportEvents(ctx, &agentplanev1.ReportEventsRequest{Lease: wref, Events: []*agentplanev1.RuntimeEvent{
 				{Payload: &agentplanev1.RuntimeEvent_Message{Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, fmt.Sprintf("slow %d", j))}},
 			}}); err != nil {
 				slowDone <- err
 				return
+			}
+			select {
+			case <-aDead:
+				if after < 0 {
+					after = j
+				}
+			default:
 			}
 			time.Sleep(25 * time.Millisecond)
 		}
@@ -375,6 +386,7 @@ func killUnderLoad(ctx context.Context, t *testing.T, a, b, c *replica) {
 	}
 	time.Sleep(2 * time.Second) // let load build up before the kill
 	a.proc.kill(t)
+	close(aDead)
 	time.Sleep(2 * time.Second) // and carry on without A
 	lcancel()
 	wg.Wait()
