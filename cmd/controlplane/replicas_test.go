@@ -468,22 +468,20 @@ func databaseOutage(ctx context.Context, t *testing.T, proxy *pgtest.Proxy, b, c
 		t.Fatal(err)
 	}
 	defer once.Close()
-	serving := func(c *client.Client) healthpb.HealthCheckResponse_ServingStatus { return servingStatus(ctx, t, c) }
-	waitFor := func(what string, ok func() bool) { waitUntil(t, what, ok) }
-	if st := serving(once); st != healthpb.HealthCheckResponse_SERVING {
+	if st := servingStatus(ctx, t, once); st != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("health before the outage: %v", st)
 	}
 
 	proxy.Cut()
-	waitFor("B reporting NOT_SERVING", func() bool { return serving(once) == healthpb.HealthCheckResponse_NOT_SERVING })
+	waitUntil(t, "B reporting NOT_SERVING", func() bool { return servingStatus(ctx, t, once) == healthpb.HealthCheckResponse_NOT_SERVING })
 	_, err = once.Tasks.StartTask(ctx, startRequest("during-outage"))
 	if status.Code(err) != codes.Unavailable || reasons.Of(err) != agentplanev1.ErrorReason_ERROR_REASON_STORE_UNAVAILABLE {
 		t.Fatalf("StartTask during the outage = %v; want UNAVAILABLE store.unavailable", err)
 	}
 
 	proxy.Restore()
-	waitFor("B serving again", func() bool { return serving(once) == healthpb.HealthCheckResponse_SERVING })
-	waitFor("C serving again", func() bool { return serving(c.c) == healthpb.HealthCheckResponse_SERVING })
+	waitUntil(t, "B serving again", func() bool { return servingStatus(ctx, t, once) == healthpb.HealthCheckResponse_SERVING })
+	waitUntil(t, "C serving again", func() bool { return servingStatus(ctx, t, c.c) == healthpb.HealthCheckResponse_SERVING })
 	for _, r := range []*client.Client{once, c.c} {
 		if _, err := r.Tasks.StartTask(ctx, startRequest("after-outage")); err != nil {
 			t.Fatalf("StartTask after the outage: %v", err)
@@ -521,8 +519,6 @@ tasks:
 		t.Fatal(err)
 	}
 	defer once.Close()
-	serving := func(c *client.Client) healthpb.HealthCheckResponse_ServingStatus { return servingStatus(ctx, t, c) }
-	waitFor := func(what string, ok func() bool) time.Duration { return waitUntil(t, what, ok) }
 
 	acked := newLedger()
 	var unavailable atomic.Int64
@@ -537,7 +533,7 @@ tasks:
 	before := acked.taskCount()
 
 	cluster.Crash(t)
-	down := waitFor("B reporting NOT_SERVING", func() bool { return serving(once) == healthpb.HealthCheckResponse_NOT_SERVING })
+	down := waitUntil(t, "B reporting NOT_SERVING", func() bool { return servingStatus(ctx, t, once) == healthpb.HealthCheckResponse_NOT_SERVING })
 	_, err = once.Tasks.StartTask(ctx, startRequest("during-the-crash"))
 	if status.Code(err) != codes.Unavailable || reasons.Of(err) != agentplanev1.ErrorReason_ERROR_REASON_STORE_UNAVAILABLE {
 		t.Fatalf("StartTask while PostgreSQL is down = %v; want UNAVAILABLE store.unavailable", err)
@@ -546,8 +542,8 @@ tasks:
 	time.Sleep(time.Second) // the load goes on failing
 
 	cluster.Start(t)
-	upB := waitFor("B serving again", func() bool { return serving(once) == healthpb.HealthCheckResponse_SERVING })
-	upA := waitFor("A serving again", func() bool { return serving(a.c) == healthpb.HealthCheckResponse_SERVING })
+	upB := waitUntil(t, "B serving again", func() bool { return servingStatus(ctx, t, once) == healthpb.HealthCheckResponse_SERVING })
+	upA := waitUntil(t, "A serving again", func() bool { return servingStatus(ctx, t, a.c) == healthpb.HealthCheckResponse_SERVING })
 	t.Logf("serving again %s (B) and %s more (A) after PostgreSQL accepted connections", upB.Round(time.Millisecond), upA.Round(time.Millisecond))
 	restarted := acked.taskCount()
 	time.Sleep(time.Second)

@@ -242,6 +242,13 @@ const expireEvery = time.Minute
 // deletion found done is nothing.
 func (s *Service) expireDeadLetters(ctx context.Context, cutoff time.Time) (int, error) {
 	const batch = 256
+	// expired is checked when choosing and again in the deleting transaction: an
+	// operator may have retried the notification meanwhile (and it may have died
+	// again since, later than cutoff).
+	expired := func(rec *storagev1.OutboxRecord) bool {
+		dt := rec.GetDeadTime()
+		return rec.GetState() == storagev1.OutboxState_OUTBOX_STATE_DEAD && dt != nil && dt.AsTime().Before(cutoff)
+	}
 	deleted := 0
 	after := ""
 	for {
@@ -251,7 +258,7 @@ func (s *Service) expireDeadLetters(ctx context.Context, cutoff time.Time) (int,
 			ids, done = ids[:0], true
 			return r.ScanOutbox(storagev1.OutboxState_OUTBOX_STATE_DEAD, after, func(rec *storagev1.OutboxRecord) (bool, error) {
 				after = rec.GetId()
-				if dt := rec.GetDeadTime(); dt != nil && dt.AsTime().Before(cutoff) {
+				if expired(rec) {
 					ids = append(ids, rec.GetId())
 				}
 				if len(ids) == batch {
@@ -269,9 +276,8 @@ func (s *Service) expireDeadLetters(ctx context.Context, cutoff time.Time) (int,
 			err := s.st.Update(ctx, func(w store.Writer) error {
 				n = 0
 				for _, id := range ids {
-					// Still dead (an operator may have retried it meanwhile)?
 					rec, err := w.GetOutbox(id)
-					if store.IsNotFound(err) || (err == nil && rec.GetState() != storagev1.OutboxState_OUTBOX_STATE_DEAD) {
+					if store.IsNotFound(err) || (err == nil && !expired(rec)) {
 						continue
 					}
 					if err != nil {

@@ -68,6 +68,7 @@ func (s *Service) CheckToolCall(ctx context.Context, req *agentplanev1.CheckTool
 		if err != nil {
 			return err
 		}
+		reportAllowed := req.GetReportAllowedCall() && res.Outcome == agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW
 		id := hitl.InterruptID(task.GetTaskId(), call.CallID)
 		switch prev, err := op.Writer().GetInterrupt(task.GetTenant(), id); {
 		case err == nil:
@@ -77,8 +78,7 @@ func (s *Service) CheckToolCall(ctx context.Context, req *agentplanev1.CheckTool
 				resp.ResultReported = prev.GetResultReported()
 				// This lease reported the call with an earlier check whose answer was
 				// lost: it has not run it yet.
-				if req.GetReportAllowedCall() && res.Outcome == agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW &&
-					prev.GetConsumedEpoch() == op.Epoch() && !prev.GetResultReported() {
+				if reportAllowed && prev.GetConsumedEpoch() == op.Epoch() && !prev.GetResultReported() {
 					resp.CallReported, resp.ReportedWithCheck = false, true
 				}
 			}
@@ -97,7 +97,7 @@ func (s *Service) CheckToolCall(ctx context.Context, req *agentplanev1.CheckTool
 				return err
 			}
 			resp = &agentplanev1.CheckToolCallResponse{Outcome: res.Outcome, Decision: res.Decision, Reason: res.Reason}
-			if req.GetReportAllowedCall() && res.Outcome == agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW {
+			if reportAllowed {
 				if _, err := op.ReportCall(&agentplanev1.ToolCall{
 					CallId: call.CallID, ToolName: call.ToolName, ArgumentsJson: call.ArgumentsJSON,
 					Node: call.AgentName, TripIndex: req.GetTripIndex(), MessageId: req.GetMessageId(),

@@ -24,7 +24,7 @@ type HTTPTool struct {
 }
 
 // tracedClient is the HTTP tools' default client: it sends the call's trace context.
-var tracedClient = &http.Client{Transport: tracedTransport{next: http.DefaultTransport}}
+var tracedClient = HeaderClient(nil)
 
 // Run calls the tool and returns its result text and whether it is an error.
 func (h *HTTPTool) Run(ctx context.Context, argumentsJSON string) (string, bool) {

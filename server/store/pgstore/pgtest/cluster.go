@@ -60,7 +60,9 @@ func NewCluster(t testing.TB) *Cluster {
 			t.Fatal(err)
 		}
 	}
-	c.run(t, "initdb", "-D", c.dir, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync")
+	if err := c.exec("initdb", "-D", c.dir, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"); err != nil {
+		t.Fatal(err)
+	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -109,13 +111,6 @@ func (c *Cluster) Start(t testing.TB) {
 
 func (c *Cluster) pgctl(args ...string) error {
 	return c.exec("pg_ctl", append([]string{"-D", c.dir}, args...)...)
-}
-
-func (c *Cluster) run(t testing.TB, prog string, args ...string) {
-	t.Helper()
-	if err := c.exec(prog, args...); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func (c *Cluster) exec(prog string, args ...string) error {
