@@ -176,7 +176,7 @@ func TestChatTurnsRebuildBothIDs(t *testing.T) {
 func TestCutOffArgumentsNeverReachTheGate(t *testing.T) {
 	model := fakemodel.Start(t,
 		fakemodel.Turn{Calls: []fakemodel.Call{{ID: "call_1", Name: "issue_refund", Arguments: `{"order_id": 4`}}, Finish: "length", ArgChunks: 4},
-		fakemodel.Turn{Calls: []fakemodel.Call{{ID: "call_1", Name: "issue_refund", Arguments: `{"order_id": 42}`}}},
+		fakemodel.Turn{Calls: []fakemodel.Call{{ID: "call_2", Name: "issue_refund", Arguments: `{"order_id": 42}`}}},
 		fakemodel.Turn{Text: "Refunded 42."},
 	)
 	tool := startTool(t, `{"refunded":true}`)
