@@ -110,7 +110,7 @@ func (x *adminService) GetStats(ctx context.Context, _ *agentplanev1.GetStatsReq
 		ServerVersion:     version.String(),
 		StartTime:         timestamppb.New(x.s.start),
 		Uptime:            durationpb.New(time.Since(x.s.start)),
-		Store:             st.Backend,
+		Store:             x.s.domain.store.Features().Backend,
 		StorePath:         st.Path,
 		StoreBytes:        st.SizeBytes,
 		TasksByState:      byState,

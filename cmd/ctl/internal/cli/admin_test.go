@@ -101,6 +101,14 @@ func TestAdminStatsAndPurge(t *testing.T) {
 		}
 	}
 
+	// Each backend shows its own figures: PostgreSQL has a database, no file nor log.
+	f.stats = &agentplanev1.GetStatsResponse{Store: "postgres", StorePath: "postgres://agentplane@db/agentplane", StoreBytes: 8 << 20, SchemaVersion: 3}
+	code, out, _ = runCtl(t, addr, "admin", "stats")
+	if fold := regexp.MustCompile(` +`).ReplaceAllString(out, " "); code != 0 || !strings.Contains(fold, "database size 8.0 MiB") ||
+		strings.Contains(out, "log since checkpoint") || strings.Contains(out, "file size") {
+		t.Errorf("stats on postgres: exit %d, want the database size and no bbolt row:\n%s", code, out)
+	}
+
 	code, out, _ = runCtl(t, addr, "admin", "purge", "--older-than", "720h", "--dry-run")
 	if code != 0 || out != "would purge 7 tasks and 70 events\n" {
 		t.Errorf("purge --dry-run: %d %q", code, out)
