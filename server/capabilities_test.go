@@ -972,6 +972,21 @@ func TestFeaturesNeverLie(t *testing.T) {
 					t.Errorf("a store without a write-ahead log reports log figures: %v", stats)
 				}
 			}
+			if in.HTTPAddr != "" {
+				// /metrics exports the log's series only for a store that keeps one.
+				resp, err := http.Get("http://" + in.HTTPAddr + "/metrics")
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				hasLog := d.backend == "bbolt" && in.Config.Store.WAL
+				for _, name := range []string{"agentplane_store_log_bytes ", "agentplane_store_checkpoints_total "} {
+					if strings.Contains(string(b), "\n"+name) != hasLog {
+						t.Errorf("/metrics on %s (write-ahead log %v) exports %s: %v", d.name, hasLog, name, !hasLog)
+					}
+				}
+			}
 			e := featureEnv{t: t, ctx: ctx, c: in.Client, in: in}
 			for _, p := range featureProbes {
 				on := p.on(caps.GetFeatures())
