@@ -168,17 +168,19 @@ func newAdminStatsCommand(g *globals) *cobra.Command {
 	}
 }
 
-// storeRows are the store's own figures: each backend has its own (a bbolt file and its
-// write-ahead log; a PostgreSQL database), named by the backend the server reports.
+// storeRows are the store's own figures: the size of its data (a bbolt file, a
+// PostgreSQL database) and, for a store that keeps a write-ahead log, the log.
 func storeRows(t *printer.Tab, resp *agentplanev1.GetStatsResponse) {
 	switch resp.GetStore() {
 	case "bbolt":
 		t.Row("store file size", humanBytes(resp.GetStoreBytes()))
-		t.Row("log since checkpoint", fmt.Sprintf("%s (%d checkpoints since start)", humanBytes(resp.GetLogBytes()), resp.GetCheckpoints()))
 	case "postgres":
 		t.Row("database size", humanBytes(resp.GetStoreBytes()))
 	default:
 		t.Row("store size", humanBytes(resp.GetStoreBytes()))
+	}
+	if resp.GetWriteAheadLog() {
+		t.Row("log since checkpoint", fmt.Sprintf("%s (%d checkpoints since start)", humanBytes(resp.GetLogBytes()), resp.GetCheckpoints()))
 	}
 }
 

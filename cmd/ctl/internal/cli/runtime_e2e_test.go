@@ -223,7 +223,7 @@ func TestAdminAgainstTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := runCtl(t, in.GRPCAddr, "admin", "stats")
-	if code != 0 || !regexp.MustCompile(`tasks submitted\s+1`).MatchString(out) {
+	if code != 0 || !regexp.MustCompile(`tasks submitted\s+1`).MatchString(out) || !strings.Contains(out, "log since checkpoint") {
 		t.Fatalf("stats: %d %s %s", code, out, errOut)
 	}
 	restoreDir := t.TempDir()
