@@ -15,8 +15,8 @@ import (
 
 // storeCollector exports the store's counters at scrape time; the log's series only
 // for a store that keeps a write-ahead log (store.Features), so that each backend
-// exports its own figures. Stats reads maintained
-// counters, not the data, so a scrape costs one short read transaction. While the
+// exports its own figures. Stats reads maintained counters, not the data, so a
+// scrape costs one short read transaction. While the
 // store is failed (health returns its refusal) only agentplane_store_failed is
 // exported, so the rest of /metrics stays readable.
 type storeCollector struct {
