@@ -121,8 +121,11 @@ func emailHandler(sent *atomic.Int32, waiting chan<- struct{}) HandlerFunc {
 // back once its drain time is up, by suspending it: the task waits for the decision
 // without a lease (INPUT_REQUIRED, no attempt counted), and a second runtime finishes
 // it after the approval; the tool runs once and the acknowledgement is said once.
+//
+// The deployment allows one attempt: a hand-back that counted one (FailTask with
+// retry, as for a task that was not waiting) would fail the task instead.
 func TestServerStopSuspendsAnInteractiveWait(t *testing.T) {
-	in := startServer(t)
+	in := servertest.Start(t, func(c *config.Config) { c.Tasks.MaxAttempts = 1 })
 	id := gatedTask(t, in)
 	var sent atomic.Int32
 	waiting := make(chan struct{}, 1)
