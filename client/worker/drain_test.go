@@ -117,6 +117,21 @@ func emailHandler(sent *atomic.Int32, waiting chan<- struct{}) HandlerFunc {
 	}
 }
 
+// emailedOnce checks that task id, run by emailHandler, completed with the email sent
+// once and the acknowledgement said once, whatever leases it took.
+func emailedOnce(t *testing.T, in *servertest.Instance, id string, sent *atomic.Int32) {
+	t.Helper()
+	if got := getTask(t, in, id); got.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED {
+		t.Fatalf("task %v failure %v", got.GetState(), got.GetFailure())
+	}
+	if n := sent.Load(); n != 1 {
+		t.Fatalf("the tool ran %d times, want once", n)
+	}
+	if n := messages(t, in, id, "working on it"); n != 1 {
+		t.Fatalf("the acknowledgement was said %d times, want once", n)
+	}
+}
+
 // A worker told to stop while a task waits interactively for a decision hands the task
 // back once its drain time is up, by suspending it: the task waits for the decision
 // without a lease (INPUT_REQUIRED, no attempt counted), and a second runtime finishes
@@ -157,15 +172,7 @@ func TestServerStopSuspendsAnInteractiveWait(t *testing.T) {
 	if err := second.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := getTask(t, in, id); got.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED {
-		t.Fatalf("task %v failure %v", got.GetState(), got.GetFailure())
-	}
-	if n := sent.Load(); n != 1 {
-		t.Fatalf("the tool ran %d times, want once", n)
-	}
-	if n := messages(t, in, id, "working on it"); n != 1 {
-		t.Fatalf("the acknowledgement was said %d times, want once", n)
-	}
+	emailedOnce(t, in, id, &sent)
 }
 
 // A handler that says something and then waits durably does not say it again on the
@@ -189,15 +196,7 @@ func TestServerStepIsNotRepeatedAfterADurableWait(t *testing.T) {
 	if err := testutil.Within(t, done, "the resumed lease"); err != nil {
 		t.Fatal(err)
 	}
-	if got := getTask(t, in, id); got.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED {
-		t.Fatalf("task %v failure %v", got.GetState(), got.GetFailure())
-	}
-	if n := sent.Load(); n != 1 {
-		t.Fatalf("the tool ran %d times, want once", n)
-	}
-	if n := messages(t, in, id, "working on it"); n != 1 {
-		t.Fatalf("the acknowledgement was said %d times across the durable wait, want once", n)
-	}
+	emailedOnce(t, in, id, &sent)
 }
 
 // A PostgreSQL restart under load is not a task's failure: the worker repeats what

@@ -17,6 +17,7 @@ import controlplane
 from agentplane import AgentplaneError, Client
 from agentplane.v1 import task_pb2
 from agentplane.worker import Worker
+from test_worker import wait_for
 
 AGENT = b"apiVersion: qar/v1\nkind: AgentSpec\nname: py-drain\ninstructions: Answer briefly.\nmodel: m\n"
 GATED = {"allowlist": {"tools": ["send_email"]}}
@@ -37,16 +38,6 @@ def email_handler(effects):
         task.complete(text="emailed")
 
     return handler
-
-
-def wait_for(what, pred, timeout=30.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout} s: {what}")
 
 
 class DrainTest(unittest.TestCase):
