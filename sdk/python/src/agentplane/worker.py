@@ -461,7 +461,8 @@ class Worker:
         """Runs the worker until SIGTERM or SIGINT, the way a process manager stops it: the
         first signal stops leasing and drains for drain_timeout (stop()), a second hands
         the running tasks back at once. Returns once every task has ended, so the process
-        can exit 0. Call it from the main thread (Python delivers signals there)."""
+        can exit 0; raises what run() raised (a permanent LeaseTasks error). Call it from
+        the main thread (Python delivers signals there)."""
         signals = threading.Event()
         count = [0]
 
@@ -469,8 +470,16 @@ class Worker:
             count[0] += 1
             signals.set()
 
+        failed = []
+
+        def run():
+            try:
+                self.run()
+            except BaseException as e:  # re-raised in the caller's thread below
+                failed.append(e)
+
         old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-        runner = threading.Thread(target=self.run, daemon=True)
+        runner = threading.Thread(target=run, daemon=True)
         runner.start()
         try:
             while runner.is_alive() and not signals.wait(0.2):
@@ -486,6 +495,8 @@ class Worker:
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
+        if failed:
+            raise failed[0]
 
     def _threads(self):
         with self._lock:
