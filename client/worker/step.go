@@ -59,7 +59,7 @@ func Step[T any](ctx context.Context, t *Task, name string, fn func(context.Cont
 	if err != nil {
 		return zero, fmt.Errorf("worker: step %q: encoding its result: %w", name, err)
 	}
-	if _, err := t.Report(ctx, StepEvent(name, string(b))); err != nil {
+	if _, err := t.Report(ctx, stepEvent(name, string(b))); err != nil {
 		return zero, fmt.Errorf("worker: step %q: recording it: %w", name, err)
 	}
 	t.mu.Lock()
@@ -68,8 +68,8 @@ func Step[T any](ctx context.Context, t *Task, name string, fn func(context.Cont
 	return v, nil
 }
 
-// StepEvent is the note that records step name with its JSON result.
-func StepEvent(name, resultJSON string) *agentplanev1.RuntimeEvent {
+// stepEvent is the note that records step name with its JSON result.
+func stepEvent(name, resultJSON string) *agentplanev1.RuntimeEvent {
 	return &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_Note{Note: &agentplanev1.RuntimeNote{
 		Text:       "step " + name + " done",
 		Attributes: map[string]string{StepAttr: name, StepResultAttr: resultJSON},

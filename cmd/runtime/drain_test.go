@@ -96,4 +96,9 @@ tools:
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("the tool ran %d times, want once", n)
 	}
+	// The second runtime rebuilt the turn from the history: the model was not asked
+	// for the call again, so nothing it said before the wait was said twice.
+	if n := len(model.Requests()); n != 2 {
+		t.Fatalf("the model got %d requests, want 2", n)
+	}
 }
