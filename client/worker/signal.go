@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 )
 
 // RunUntilSignal runs w until Run returns, stopping it the way a process manager
@@ -41,6 +40,3 @@ func (w *Worker) RunUntilSignal(ctx context.Context, onSignal func(sig os.Signal
 		}
 	}
 }
-
-// DrainTimeout is how long Stop lets running tasks finish (Options.DrainTimeout).
-func (w *Worker) DrainTimeout() time.Duration { return w.o.DrainTimeout }

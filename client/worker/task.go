@@ -471,9 +471,9 @@ func gateOf(c Call, dec *agentplanev1.Decision) *Gate {
 // delivery). Heartbeats keep the lease meanwhile; a dropped stream is reopened. When
 // the worker stops and its drain time runs out during the wait, the task is
 // suspended: it waits for the decision without a lease, and the next lease carries it.
-func (t *Task) AwaitDecision(ctx context.Context, interruptID string) (*agentplanev1.Decision, error) {
+func (t *Task) AwaitDecision(ctx context.Context, interruptID string) (_ *agentplanev1.Decision, err error) {
 	defer func() {
-		if errors.Is(context.Cause(ctx), ErrStopping) {
+		if err != nil && errors.Is(context.Cause(ctx), ErrStopping) {
 			t.mu.Lock()
 			t.waitStopped = true
 			t.mu.Unlock()
