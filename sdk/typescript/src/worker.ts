@@ -368,9 +368,10 @@ export class Task {
   async awaitDecision(interruptId: string): Promise<Decision> {
     try {
       return await this.awaitLoop(interruptId);
-    } finally {
+    } catch (e) {
       const r = this.signal.reason;
       if (r instanceof TaskStopped && r.kind === "stopping") this.waitStopped = true;
+      throw e;
     }
   }
 

@@ -327,9 +327,10 @@ class Task:
         waits for the decision without a lease."""
         try:
             return self._await_decision(interrupt_id)
-        finally:
+        except BaseException:
             if self.stop_reason == "stopping":
                 self._wait_stopped = True
+            raise
 
     def _await_decision(self, interrupt_id):
         while True:
