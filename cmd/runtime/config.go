@@ -12,6 +12,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/agentplane/agentplane/client/worker"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/a2atool"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/agent"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/mcptool"
@@ -35,6 +36,9 @@ type Config struct {
 	Tools    []HTTPToolDef `yaml:"tools"`
 	// MetricsAddr serves Prometheus metrics at /metrics ("" or "off": not served).
 	MetricsAddr string `yaml:"metrics_addr"`
+	// DrainTimeout is how long running tasks may finish after SIGTERM or SIGINT
+	// before they are handed back (worker.Options.DrainTimeout); default 20s.
+	DrainTimeout config.Duration `yaml:"drain_timeout"`
 	// Tracing exports spans over OTLP, as the control plane's tracing block; off
 	// unless an endpoint is set here or in OTEL_EXPORTER_OTLP_ENDPOINT.
 	Tracing config.Tracing `yaml:"tracing"`
@@ -86,6 +90,7 @@ func DefaultConfig() Config {
 	host, _ := os.Hostname()
 	c.RuntimeID = fmt.Sprintf("runtime-%s-%d", host, os.Getpid())
 	c.Concurrency = 4
+	c.DrainTimeout = config.Duration(worker.DefaultDrainTimeout)
 	c.MaxTurns = 32
 	c.LogLevel = "info"
 	return c
@@ -153,6 +158,9 @@ func envRoute(lookup func(string) (string, bool)) (agent.Route, error) {
 func (c *Config) Runner(lookup func(string) (string, bool)) (*agent.Runner, error) {
 	if c.Concurrency < 1 {
 		return nil, errors.New("concurrency must be at least 1")
+	}
+	if c.DrainTimeout <= 0 {
+		return nil, errors.New("drain_timeout must be positive")
 	}
 	if c.MetricsAddr != "" && c.MetricsAddr != "off" {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
