@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/cmd/runtime/internal/agent"
+	"github.com/agentplane/agentplane/cmd/runtime/internal/agenttest"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
@@ -79,12 +80,8 @@ func TestHostilePeer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	base := hostilePeer(t)
-	var notes []string
-	note := func(_ context.Context, text string, _ map[string]string) error {
-		notes = append(notes, text)
-		return nil
-	}
-	tools, release, err := (&Provider{}).MountPeers(ctx, []*agentplanev1.A2APeer{{Name: "big", Url: base + "/big"}, {Name: "evil", Url: base + "/ok"}}, quiet, note)
+	var rec agenttest.Notes
+	tools, release, err := (&Provider{}).MountPeers(ctx, []*agentplanev1.A2APeer{{Name: "big", Url: base + "/big"}, {Name: "evil", Url: base + "/ok"}}, quiet, rec.Note)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,9 +96,9 @@ func TestHostilePeer(t *testing.T) {
 	if d := m["a2a__evil__ask"].Description; len(d) > maxDescriptionBytes+200 || !strings.Contains(d, "[description truncated at 4096 bytes]") {
 		t.Errorf("ask's description is %d bytes, want cut and marked", len(d))
 	}
-	if len(notes) != 2 || !strings.Contains(notes[0], "A2A peer big unavailable") || !strings.Contains(notes[0], "larger than 1048576 bytes") ||
-		!strings.Contains(notes[1], "4 listed tools not offered") || !strings.Contains(notes[1], `"a2a__evil__bad id\n"`) || !strings.Contains(notes[1], "only the first 64") {
-		t.Errorf("notes %q", notes)
+	if len(rec.Texts) != 2 || !strings.Contains(rec.Texts[0], "A2A peer big unavailable") || !strings.Contains(rec.Texts[0], "larger than 1048576 bytes") ||
+		!strings.Contains(rec.Texts[1], "4 listed tools not offered") || !strings.Contains(rec.Texts[1], `"a2a__evil__bad id\n"`) || !strings.Contains(rec.Texts[1], "only the first 64") {
+		t.Errorf("notes %q", rec.Texts)
 	}
 	res, isErr := m["a2a__evil__flood"].Run(ctx, `{"message":"go"}`)
 	if want := "its answer is larger than 196608 bytes"; !isErr || !strings.Contains(res, want) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentplane/agentplane/cmd/runtime/internal/agenttest"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/mcptest"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
@@ -19,12 +20,8 @@ func TestHostileServerListing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	h := mcptest.StartHostile(t)
-	var notes []string
-	note := func(_ context.Context, text string, _ map[string]string) error {
-		notes = append(notes, text)
-		return nil
-	}
-	tools, release, err := (&Provider{}).MountServers(ctx, []*agentplanev1.McpServer{{Name: "evil", Url: h.URL + "/tools"}}, quiet, note)
+	var rec agenttest.Notes
+	tools, release, err := (&Provider{}).MountServers(ctx, []*agentplanev1.McpServer{{Name: "evil", Url: h.URL + "/tools"}}, quiet, rec.Note)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,13 +46,13 @@ func TestHostileServerListing(t *testing.T) {
 	if d := m["evil.huge_desc"].Description; len(d) > DefaultMaxDescriptionBytes+64 || !strings.Contains(d, "[description truncated at 4096 bytes]") {
 		t.Errorf("huge_desc's description is %d bytes (%.40q...), want cut at %d and marked", len(d), d, DefaultMaxDescriptionBytes)
 	}
-	if len(notes) != 1 {
-		t.Fatalf("notes %q, want one naming the refused tools", notes)
+	if len(rec.Texts) != 1 {
+		t.Fatalf("notes %q, want one naming the refused tools", rec.Texts)
 	}
 	for _, s := range []string{"11 listed tools not offered", `"evil.bell\a"`, `"evil.esc\x1b[31mred"`, `"\xe6" at byte 0`,
 		"2 of the listed tools would be offered to the model as evil__a_b", "mcp.max_schema_bytes", "and 3 more"} {
-		if !strings.Contains(notes[0], s) {
-			t.Errorf("the note %q does not say %q", notes[0], s)
+		if !strings.Contains(rec.Texts[0], s) {
+			t.Errorf("the note %q does not say %q", rec.Texts[0], s)
 		}
 	}
 	// The gate's name is the name that runs.
@@ -105,15 +102,11 @@ func TestHostileServerUnlisted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	h := mcptest.StartHostile(t)
-	var notes []string
-	note := func(_ context.Context, text string, _ map[string]string) error {
-		notes = append(notes, text)
-		return nil
-	}
+	var rec agenttest.Notes
 	p := &Provider{ConnectTimeout: 2 * time.Second}
 	tools, release, err := p.MountServers(ctx, []*agentplanev1.McpServer{
 		{Name: "many", Url: h.URL + "/many"}, {Name: "onepage", Url: h.URL + "/onepage"}, {Name: "silent", Url: h.URL + "/silent"},
-	}, quiet, note)
+	}, quiet, rec.Note)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,12 +117,12 @@ func TestHostileServerUnlisted(t *testing.T) {
 	want := []string{"MCP server many: 1 listed tools not offered: the server lists more than 128 tools (mcp.max_tools)",
 		"MCP server onepage unavailable, its tools are not offered: list tools: the server sent more than 2097152 bytes (mcp.max_list_bytes)",
 		"MCP server silent unavailable, its tools are not offered: connect: no answer within 2s (mcp.connect_timeout)"}
-	if len(notes) != len(want) {
-		t.Fatalf("notes %q, want %d", notes, len(want))
+	if len(rec.Texts) != len(want) {
+		t.Fatalf("notes %q, want %d", rec.Texts, len(want))
 	}
 	for i, w := range want {
-		if !strings.HasPrefix(notes[i], w) {
-			t.Errorf("note %q, want it to start %q", notes[i], w)
+		if !strings.HasPrefix(rec.Texts[i], w) {
+			t.Errorf("note %q, want it to start %q", rec.Texts[i], w)
 		}
 	}
 }

@@ -31,21 +31,17 @@ func TestMountAndCall(t *testing.T) {
 	defer cancel()
 	srv := mcptest.Start(t, func(s *mcptest.Server) { s.Header, s.HeaderValue = "Authorization", "Bearer crm-token" })
 	p := &Provider{MaxResultBytes: 100 << 10} // big's 200 KiB are within the read limit: cut, not refused
-	var notes []string
-	note := func(_ context.Context, text string, _ map[string]string) error {
-		notes = append(notes, text)
-		return nil
-	}
+	var rec agenttest.Notes
 	tools, release, err := p.MountServers(ctx, []*agentplanev1.McpServer{
 		{Name: "crm", Url: srv.URL, Headers: map[string]string{"Authorization": "Bearer crm-token"}},
 		{Name: "nocreds", Url: srv.URL}, // the server refuses it: 401
-	}, quiet, note)
+	}, quiet, rec.Note)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer release()
-	if len(notes) != 1 || !strings.Contains(notes[0], "MCP server nocreds unavailable") {
-		t.Errorf("notes %q, want one saying nocreds is unavailable", notes)
+	if len(rec.Texts) != 1 || !strings.Contains(rec.Texts[0], "MCP server nocreds unavailable") {
+		t.Errorf("notes %q, want one saying nocreds is unavailable", rec.Texts)
 	}
 	m := byGate(tools)
 	if len(tools) != 6 || len(m) != 6 {
