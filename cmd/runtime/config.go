@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path"
 
@@ -133,8 +134,26 @@ func (c *Config) logLevel() slog.Level {
 	return l
 }
 
+// defaultBaseURL is where OpenAI's SDKs send requests without OPENAI_BASE_URL.
+const defaultBaseURL = "https://api.openai.com/v1"
+
+// envRoute is the route of a config without a models table, by the conventions of
+// OpenAI's own SDKs: every model goes to OPENAI_BASE_URL (default the public API)
+// with the key in OPENAI_API_KEY (none when unset: Ollama, vLLM).
+func envRoute(lookup func(string) (string, bool)) (agent.Route, error) {
+	rt := agent.Route{Pattern: "*", BaseURL: defaultBaseURL, MaxRetries: 3}
+	if v, ok := lookup("OPENAI_BASE_URL"); ok && v != "" {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return rt, fmt.Errorf("OPENAI_BASE_URL %q is not an http(s) URL (for example http://127.0.0.1:11434/v1)", v)
+		}
+		rt.BaseURL = v
+	}
+	rt.APIKey, _ = lookup("OPENAI_API_KEY")
+	return rt, nil
+}
+
 // Runner validates the config and builds the agent runner; API keys are read from
-// the environment variables the routes name.
+// the environment variables the routes name (without routes: envRoute).
 func (c *Config) Runner(lookup func(string) (string, bool)) (*agent.Runner, error) {
 	if c.Concurrency < 1 {
 		return nil, errors.New("concurrency must be at least 1")
@@ -147,14 +166,18 @@ func (c *Config) Runner(lookup func(string) (string, bool)) (*agent.Runner, erro
 	if err := c.Tracing.Validate("tracing"); err != nil {
 		return nil, err
 	}
-	if len(c.Models) == 0 {
-		return nil, errors.New("no model routes: add at least one entry under models (match, base_url)")
-	}
 	r := &agent.Runner{MaxTurns: c.MaxTurns, Providers: []agent.ToolProvider{
 		&mcptool.Provider{ConnectTimeout: c.MCP.ConnectTimeout.D(), CallTimeout: c.MCP.CallTimeout.D(), MaxResultBytes: c.MCP.MaxResultBytes, MaxTools: c.MCP.MaxTools,
 			MaxListBytes: c.MCP.MaxListBytes, MaxDescriptionBytes: c.MCP.MaxDescriptionBytes, MaxSchemaBytes: c.MCP.MaxSchemaBytes},
 		&a2atool.Provider{CardTimeout: c.A2A.CardTimeout.D(), CallTimeout: c.A2A.CallTimeout.D(), MaxResultBytes: c.A2A.MaxResultBytes},
 	}}
+	if len(c.Models) == 0 {
+		rt, err := envRoute(lookup)
+		if err != nil {
+			return nil, err
+		}
+		r.Routes = append(r.Routes, rt)
+	}
 	for i, m := range c.Models {
 		if m.Match == "" || m.BaseURL == "" {
 			return nil, fmt.Errorf("models[%d]: match and base_url are required", i)

@@ -127,6 +127,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookup func(strin
 		return err
 	}
 	logger.Info("runtime started", "addr", cfg.ControlPlane.Address, "queues", cfg.Queues, "concurrency", cfg.Concurrency, "routes", len(runner.Routes), "tools", len(runner.Tools))
+	if len(cfg.Models) == 0 {
+		logger.Info("no models table: every model goes to OPENAI_BASE_URL with OPENAI_API_KEY", "base_url", runner.Routes[0].BaseURL, "api_key_set", runner.Routes[0].APIKey != "")
+	}
 
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)

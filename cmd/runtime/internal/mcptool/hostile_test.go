@@ -99,18 +99,24 @@ func TestHostileServerCalls(t *testing.T) {
 // 10,000 tools on one page of several MiB, and a server that never answers, are
 // skipped with a note, within connect_timeout.
 func TestHostileServerUnlisted(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	h := mcptest.StartHostile(t)
 	var rec agenttest.Notes
-	p := &Provider{ConnectTimeout: 2 * time.Second}
-	tools, release, err := p.MountServers(ctx, []*agentplanev1.McpServer{
-		{Name: "many", Url: h.URL + "/many"}, {Name: "onepage", Url: h.URL + "/onepage"}, {Name: "silent", Url: h.URL + "/silent"},
+	// The listings under a generous timeout (building the one page is slow under the
+	// race detector), the silent server under a short one.
+	tools, release, err := (&Provider{ConnectTimeout: 20 * time.Second}).MountServers(ctx, []*agentplanev1.McpServer{
+		{Name: "many", Url: h.URL + "/many"}, {Name: "onepage", Url: h.URL + "/onepage"},
 	}, quiet, rec.Note)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer release()
+	silent, release2, err := (&Provider{ConnectTimeout: 2 * time.Second}).MountServers(ctx, []*agentplanev1.McpServer{{Name: "silent", Url: h.URL + "/silent"}}, quiet, rec.Note)
+	if err != nil || len(silent) != 0 {
+		t.Fatalf("the silent server mounted %d tools (%v)", len(silent), err)
+	}
+	defer release2()
 	if len(tools) != DefaultMaxTools || tools[0].GateName != "many.t00000" {
 		t.Errorf("mounted %d tools, want the first %d of many", len(tools), DefaultMaxTools)
 	}
