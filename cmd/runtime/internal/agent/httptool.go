@@ -37,6 +37,12 @@ func (h *HTTPTool) Run(ctx context.Context, argumentsJSON string) (string, bool)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	limit := OrDefault(h.MaxResultBytes, 64<<10)
+	// ReadAtMost bounds the body whatever the client; the read limit tells
+	// HeaderClient's transport the same bound (it has a tighter default).
+	n := ResponseLimit(limit)
+	ctx, stop := WithReadLimit(ctx, ReadLimit{Message: n, Total: n})
+	defer stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewBufferString(argumentsJSON))
 	if err != nil {
 		return fmt.Sprintf("tool %s: %v", h.Name, err), true
@@ -55,8 +61,7 @@ func (h *HTTPTool) Run(ctx context.Context, argumentsJSON string) (string, bool)
 		return fmt.Sprintf("tool %s failed: %v", h.Name, err), true
 	}
 	defer resp.Body.Close()
-	limit := OrDefault(h.MaxResultBytes, 64<<10)
-	body, err := ReadAtMost(resp.Body, ResponseLimit(limit))
+	body, err := ReadAtMost(resp.Body, n)
 	var tl *TooLargeError
 	switch {
 	case errors.As(err, &tl):

@@ -89,3 +89,16 @@ func TestCheckToolName(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPToolLargeLimit: a max_result_bytes above the transport's default read limit
+// is honoured: a 1.5 MiB answer is cut at 1 MiB, not refused.
+func TestHTTPToolLargeLimit(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write(bytes.Repeat([]byte("x"), 3<<19))
+	}))
+	defer srv.Close()
+	res, isErr := (&HTTPTool{Name: "long", URL: srv.URL, MaxResultBytes: 1 << 20}).Run(context.Background(), `{}`)
+	if isErr || !strings.HasSuffix(res, "[result truncated at 1048576 bytes]") {
+		t.Errorf("long answered %d bytes (error %v): %.100q", len(res), isErr, res[max(0, len(res)-100):])
+	}
+}
