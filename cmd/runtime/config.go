@@ -54,6 +54,10 @@ type MCPConfig struct {
 	CallTimeout    config.Duration `yaml:"call_timeout"`
 	MaxResultBytes int             `yaml:"max_result_bytes"`
 	MaxTools       int             `yaml:"max_tools"`
+	// MaxListBytes, MaxDescriptionBytes and MaxSchemaBytes bound a server's listing.
+	MaxListBytes        int `yaml:"max_list_bytes"`
+	MaxDescriptionBytes int `yaml:"max_description_bytes"`
+	MaxSchemaBytes      int `yaml:"max_schema_bytes"`
 }
 
 // A2AConfig bounds the A2A skills (zero values take the defaults of a2atool).
@@ -171,7 +175,8 @@ func (c *Config) Runner(lookup func(string) (string, bool)) (*agent.Runner, erro
 		return nil, err
 	}
 	r := &agent.Runner{MaxTurns: c.MaxTurns, Providers: []agent.ToolProvider{
-		&mcptool.Provider{ConnectTimeout: c.MCP.ConnectTimeout.D(), CallTimeout: c.MCP.CallTimeout.D(), MaxResultBytes: c.MCP.MaxResultBytes, MaxTools: c.MCP.MaxTools},
+		&mcptool.Provider{ConnectTimeout: c.MCP.ConnectTimeout.D(), CallTimeout: c.MCP.CallTimeout.D(), MaxResultBytes: c.MCP.MaxResultBytes, MaxTools: c.MCP.MaxTools,
+			MaxListBytes: c.MCP.MaxListBytes, MaxDescriptionBytes: c.MCP.MaxDescriptionBytes, MaxSchemaBytes: c.MCP.MaxSchemaBytes},
 		&a2atool.Provider{CardTimeout: c.A2A.CardTimeout.D(), CallTimeout: c.A2A.CallTimeout.D(), MaxResultBytes: c.A2A.MaxResultBytes},
 	}}
 	if len(c.Models) == 0 {
