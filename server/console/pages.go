@@ -185,6 +185,38 @@ type interruptData struct {
 	Decision  string
 	CanDecide bool
 	RequestID string
+	Decided   *decisionView
+}
+
+// decisionView is a resolved interrupt's decision as its page shows it: who, when,
+// how, why, and for an edit the arguments the call runs with beside the model's.
+type decisionView struct {
+	D        *agentplanev1.Decision
+	What     string // approved, rejected, edited
+	Changes   []argChange
+	Unchanged []string // the arguments the edit kept as written
+	Diffable  bool
+}
+
+func viewDecision(in *agentplanev1.Interrupt) *decisionView {
+	d := in.GetDecision()
+	if d == nil || in.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED {
+		return nil
+	}
+	v := &decisionView{D: d, What: map[agentplanev1.DecisionType]string{
+		agentplanev1.DecisionType_DECISION_TYPE_APPROVE: "approved",
+		agentplanev1.DecisionType_DECISION_TYPE_REJECT:  "rejected",
+		agentplanev1.DecisionType_DECISION_TYPE_EDIT:    "edited",
+	}[d.GetType()]}
+	if d.GetType() == agentplanev1.DecisionType_DECISION_TYPE_EDIT {
+		v.Changes, v.Diffable = diffArgs(in.GetApproval().GetArgumentsJson(), d.GetArgumentsJson())
+		for _, c := range v.Changes {
+			if !c.Changed {
+				v.Unchanged = append(v.Unchanged, c.Key)
+			}
+		}
+	}
+	return v
 }
 
 // interruptView loads an interrupt and its task (for the tool's parameter schema).
@@ -195,7 +227,8 @@ func (h *Handler) interruptView(r *http.Request, s *session) (*interruptData, er
 		return nil, err
 	}
 	in := resp.GetInterrupt()
-	d := &interruptData{In: in, Args: viewArgs(in.GetApproval().GetArgumentsJson()), CanDecide: s.hasRole("approver"), RequestID: randomID(12)}
+	d := &interruptData{In: in, Args: viewArgs(in.GetApproval().GetArgumentsJson()), CanDecide: s.hasRole("approver"), RequestID: randomID(12),
+		Decided: viewDecision(in)}
 	if t, err := h.tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: in.GetTaskId()}); err == nil {
 		d.Task = t.GetTask()
 	}
@@ -290,7 +323,8 @@ func (d *tasksData) Query(page string) string {
 func (h *Handler) taskList(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	d := &tasksData{State: q.Get("state"), Label: q.Get("label"), Page: q.Get("page"), States: taskStates}
-	req := &agentplanev1.ListTasksRequest{PageSize: 25, PageToken: d.Page, LabelSelector: strings.Fields(d.Label)}
+	// The full view: the list names each task's agent (a basic view leaves inline specs out).
+	req := &agentplanev1.ListTasksRequest{PageSize: 25, PageToken: d.Page, LabelSelector: strings.Fields(d.Label), View: agentplanev1.TaskView_TASK_VIEW_FULL}
 	if v, ok := agentplanev1.TaskState_value["TASK_STATE_"+d.State]; ok && d.State != "" {
 		req.States = []agentplanev1.TaskState{agentplanev1.TaskState(v)}
 	}
@@ -318,8 +352,9 @@ type taskData struct {
 	Message     string
 }
 
-// events reads the log after seq, page by page, up to limit events.
-func (h *Handler) events(r *http.Request, s *session, id string, after int64, limit int) ([]eventView, int64, bool, error) {
+// events reads the log after seq, page by page, up to limit events; refused holds
+// what is known of the task's refused calls and learns from the events read.
+func (h *Handler) events(r *http.Request, s *session, id string, after int64, limit int, refused refusals) ([]eventView, int64, bool, error) {
 	var out []eventView
 	last := after
 	token := ""
@@ -329,7 +364,8 @@ func (h *Handler) events(r *http.Request, s *session, id string, after int64, li
 			return nil, 0, false, err
 		}
 		for _, ev := range resp.GetEvents() {
-			out = append(out, viewEvent(ev))
+			refused.learn(ev)
+			out = append(out, viewEvent(ev, refused))
 			last = ev.GetSequence()
 		}
 		token = resp.GetNextPageToken()
@@ -345,12 +381,12 @@ func (h *Handler) events(r *http.Request, s *session, id string, after int64, li
 func (h *Handler) taskView(r *http.Request, s *session) (*taskData, error) {
 	ctx := h.call(r, s)
 	id := r.PathValue("id")
-	t, err := h.tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: id, View: agentplanev1.TaskView_TASK_VIEW_BASIC})
+	t, err := h.tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: id, View: agentplanev1.TaskView_TASK_VIEW_FULL})
 	if err != nil {
 		return nil, err
 	}
 	d := &taskData{Task: t.GetTask(), RequestID: randomID(12)}
-	if d.Events, d.Last, d.Truncated, err = h.events(r, s, id, 0, maxTimelineEvents); err != nil {
+	if d.Events, d.Last, d.Truncated, err = h.events(r, s, id, 0, maxTimelineEvents, refusals{}); err != nil {
 		return nil, err
 	}
 	if ob, err := h.tasks.ListObligations(ctx, &agentplanev1.ListObligationsRequest{TaskId: id}); err == nil {
@@ -383,7 +419,7 @@ func (h *Handler) taskEvents(w http.ResponseWriter, r *http.Request, s *session)
 		h.jsonError(w, err)
 		return
 	}
-	evs, last, _, err := h.events(r, s, id, after, 500)
+	evs, last, _, err := h.events(r, s, id, after, 500, h.refusalsBefore(r, s, id, after))
 	if err != nil {
 		h.jsonError(w, err)
 		return
@@ -394,6 +430,46 @@ func (h *Handler) taskEvents(w http.ResponseWriter, r *http.Request, s *session)
 		return
 	}
 	writeJSON(w, map[string]any{"html": html, "last": last, "state": stateName(t.GetTask().GetState()), "terminal": terminal(t.GetTask().GetState())})
+}
+
+// refusalLookback is how many events before a live update's first the console reads
+// again to learn gate refusals: the gate's event comes just before the refused call's
+// report (other nodes of a graph may write in between).
+const refusalLookback = 64
+
+// refusalsBefore learns the refusals of task id that a live update after the event
+// after may need: the rejections among its resolved interrupts (a decision can be
+// long before the call is reported, as with a durable wait) and the gate's refusals
+// in the events just before. What it cannot read, it does without: the line then
+// reads as a call, as the event itself says.
+func (h *Handler) refusalsBefore(r *http.Request, s *session, id string, after int64) refusals {
+	refused := refusals{}
+	if after <= 0 {
+		return refused
+	}
+	ctx := h.call(r, s)
+	req := &agentplanev1.ListInterruptsRequest{TaskId: id, PageSize: 500,
+		States: []agentplanev1.InterruptState{agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED},
+		Kinds:  []agentplanev1.InterruptKind{agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL}}
+	for range 4 { // a few pages: a task with more rejected calls than that is not a person's to read live
+		resp, err := h.hitl.ListInterrupts(ctx, req)
+		if err != nil {
+			break
+		}
+		for _, in := range resp.GetInterrupts() {
+			refused.decided(in.GetDecision())
+		}
+		if req.PageToken = resp.GetNextPageToken(); req.PageToken == "" {
+			break
+		}
+	}
+	from := max(after-refusalLookback, 0)
+	if resp, err := h.tasks.ListTaskEvents(ctx, &agentplanev1.ListTaskEventsRequest{TaskId: id, AfterSequence: from, PageSize: int32(after - from)}); err == nil {
+		for _, ev := range resp.GetEvents() {
+			refused.learn(ev)
+		}
+	}
+	return refused
 }
 
 // continueTask sends the user's next message to a task waiting at the end of a turn.
