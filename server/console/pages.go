@@ -191,8 +191,8 @@ type interruptData struct {
 // decisionView is a resolved interrupt's decision as its page shows it: who, when,
 // how, why, and for an edit the arguments the call runs with beside the model's.
 type decisionView struct {
-	D        *agentplanev1.Decision
-	What     string // approved, rejected, edited
+	D         *agentplanev1.Decision
+	What      string // approved, rejected, edited
 	Changes   []argChange
 	Unchanged []string // the arguments the edit kept as written
 	Diffable  bool
