@@ -352,10 +352,9 @@ type taskData struct {
 	Message     string
 }
 
-// events reads the log after seq, page by page, up to limit events; refused holds
-// what is known of the task's refused calls and learns from the events read.
-func (h *Handler) events(r *http.Request, s *session, id string, after int64, limit int, refused refusals) ([]eventView, int64, bool, error) {
-	var out []eventView
+// events reads the log after seq, page by page, up to limit events.
+func (h *Handler) events(r *http.Request, s *session, id string, after int64, limit int) ([]*agentplanev1.TaskEvent, int64, bool, error) {
+	var out []*agentplanev1.TaskEvent
 	last := after
 	token := ""
 	for {
@@ -363,10 +362,9 @@ func (h *Handler) events(r *http.Request, s *session, id string, after int64, li
 		if err != nil {
 			return nil, 0, false, err
 		}
-		for _, ev := range resp.GetEvents() {
-			refused.learn(ev)
-			out = append(out, viewEvent(ev, refused))
-			last = ev.GetSequence()
+		out = append(out, resp.GetEvents()...)
+		if n := len(out); n > 0 {
+			last = out[n-1].GetSequence()
 		}
 		token = resp.GetNextPageToken()
 		if token == "" {
@@ -378,6 +376,28 @@ func (h *Handler) events(r *http.Request, s *session, id string, after int64, li
 	}
 }
 
+// viewEvents lays events out for the timeline; refused holds what is known of the
+// task's refused calls and learns from them.
+func viewEvents(evs []*agentplanev1.TaskEvent, refused refusals) []eventView {
+	out := make([]eventView, 0, len(evs))
+	for _, ev := range evs {
+		refused.learn(ev)
+		out = append(out, viewEvent(ev, refused))
+	}
+	return out
+}
+
+// reportsCalls says whether evs hold a runtime's report of a call or its result (the
+// lines a refusal changes).
+func reportsCalls(evs []*agentplanev1.TaskEvent) bool {
+	for _, ev := range evs {
+		if ev.GetToolCall() != nil || ev.GetToolResult() != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func (h *Handler) taskView(r *http.Request, s *session) (*taskData, error) {
 	ctx := h.call(r, s)
 	id := r.PathValue("id")
@@ -386,9 +406,11 @@ func (h *Handler) taskView(r *http.Request, s *session) (*taskData, error) {
 		return nil, err
 	}
 	d := &taskData{Task: t.GetTask(), RequestID: randomID(12)}
-	if d.Events, d.Last, d.Truncated, err = h.events(r, s, id, 0, maxTimelineEvents, refusals{}); err != nil {
+	evs, last, truncated, err := h.events(r, s, id, 0, maxTimelineEvents)
+	if err != nil {
 		return nil, err
 	}
+	d.Events, d.Last, d.Truncated = viewEvents(evs, refusals{}), last, truncated
 	if ob, err := h.tasks.ListObligations(ctx, &agentplanev1.ListObligationsRequest{TaskId: id}); err == nil {
 		d.Obligations = ob.GetObligations()
 	}
@@ -419,12 +441,16 @@ func (h *Handler) taskEvents(w http.ResponseWriter, r *http.Request, s *session)
 		h.jsonError(w, err)
 		return
 	}
-	evs, last, _, err := h.events(r, s, id, after, 500, h.refusalsBefore(r, s, id, after))
+	evs, last, _, err := h.events(r, s, id, after, 500)
 	if err != nil {
 		h.jsonError(w, err)
 		return
 	}
-	html, err := h.fragment("events", evs)
+	refused := refusals{}
+	if reportsCalls(evs) {
+		refused = h.refusalsBefore(r, s, id, after)
+	}
+	html, err := h.fragment("events", viewEvents(evs, refused))
 	if err != nil {
 		h.jsonError(w, err)
 		return
