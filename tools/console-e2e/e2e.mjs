@@ -340,6 +340,7 @@ test('a user without the approver role cannot approve', async () => {
     await page.goto(`${base}/ui/tasks`);
     const listed = page.locator('#tasks tbody tr', { hasText: second });
     assert.match(await listed.textContent(), /support[\s\S]*refund order 42/);
+    await snap(page, '12-tasks');
   } finally {
     await ctx.close();
   }
