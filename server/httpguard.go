@@ -139,18 +139,26 @@ func unsafeMethod(m string) bool {
 }
 
 // crossOrigin reports whether the browser says the request comes from a page of
-// another origin: Origin names another one (or is "null", an opaque origin), or
-// Sec-Fetch-Site is neither same-origin nor a person's own navigation. The Host has
-// passed hostAllowed, so comparing Origin with it is sound. On a plaintext listener
-// either scheme matches (a proxy in front may terminate TLS); on TLS only https does.
+// another origin: Origin names another one, or Sec-Fetch-Site is neither
+// same-origin nor a person's own navigation. The Host has passed hostAllowed, so
+// comparing Origin with it is sound. On a plaintext listener either scheme matches
+// (a proxy in front may terminate TLS); on TLS only https does.
+//
+// Origin "null" is an opaque origin (a sandboxed frame, a data: URL), but also what
+// Chrome sends on a form post from a page with Referrer-Policy: no-referrer, as the
+// console's pages are: it passes only when Sec-Fetch-Site says same-origin.
 func crossOrigin(r *http.Request, origin string) bool {
-	switch r.Header.Get("Sec-Fetch-Site") {
+	site := r.Header.Get("Sec-Fetch-Site")
+	switch site {
 	case "", "same-origin", "none":
 	default:
 		return true
 	}
-	if origin == "" {
+	switch origin {
+	case "":
 		return false
+	case "null":
+		return site != "same-origin"
 	}
 	u, err := url.Parse(origin)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || (r.TLS != nil && u.Scheme != "https") {

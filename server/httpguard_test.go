@@ -233,6 +233,9 @@ func TestHTTPGuardSingleUser(t *testing.T) {
 		{name: "YAML spec document", method: "POST", path: "/v1/specs/validate", body: "apiVersion: qar/v1\n",
 			header: []string{"Content-Type", "application/yaml"}, want: http.StatusOK},
 		{name: "cancel without a body", method: "POST", path: "/v1/tasks/" + pending.GetTaskId() + ":cancel", want: http.StatusOK},
+		// What Chrome sends from a page with Referrer-Policy: no-referrer, as the console's are.
+		{name: "Origin null, same-origin", method: "POST", path: "/v1/specs/validate", body: `{"apiVersion":"qar/v1"}`,
+			header: []string{"Content-Type", "application/json", "Origin", "null", "Sec-Fetch-Site", "same-origin"}, want: http.StatusOK},
 		{name: "console page", method: "GET", path: "/ui/inbox", header: []string{"Sec-Fetch-Site", "none"}, want: http.StatusOK},
 	} {
 		t.Run(c.name, func(t *testing.T) {
