@@ -7,14 +7,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/internal/testutil"
-	"github.com/agentplane/agentplane/server"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/servertest"
 )
@@ -38,28 +36,7 @@ func startGuarded(t *testing.T, mutate func(*config.Config)) (*servertest.Instan
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	srv, err := server.New(cfg, server.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	c, err := client.Dial(ctx, srv.GRPCAddr())
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.Close()
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(server.ShutdownTimeout + 5*time.Second):
-			t.Error("server did not stop")
-		}
-	})
-	return &servertest.Instance{Server: srv, Client: c, Config: cfg, GRPCAddr: srv.GRPCAddr(), HTTPAddr: srv.HTTPAddr()}, logs
+	return servertest.StartLogged(t, cfg, slog.New(slog.NewTextHandler(logs, nil))), logs
 }
 
 func guardDo(t *testing.T, httpAddr string, c guardReq) (*http.Response, string) {

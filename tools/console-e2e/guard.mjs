@@ -16,7 +16,7 @@
 //   AGENTPLANE_BIN=... CTL_BIN=... SCREENSHOT_DIR=... npm test
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFile } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createServer } from 'node:http';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,38 +24,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
+import { WAIT, chromiumPath, logs, start, stopAll, waitFor } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const run = promisify(execFile);
-const WAIT = 60_000; // the bound of every wait: a failure, not a measurement
 const QUEUE = 'guard-e2e';
-const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
 const shots = process.env.SCREENSHOT_DIR || mkdtempSync(path.join(tmpdir(), 'guard-shots-'));
 mkdirSync(shots, { recursive: true });
 
 let work, base, port, grpcAddr, attacker, attackerOrigin, browser;
-const procs = [];
-const logs = {};
-
-function start(name, bin, args, env = {}) {
-  const p = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
-  logs[name] = '';
-  p.stdout.on('data', (d) => { logs[name] += d; });
-  p.stderr.on('data', (d) => { logs[name] += d; });
-  procs.push(p);
-  return p;
-}
-
-function waitFor(what, check) {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${what}: not within ${WAIT} ms\n${JSON.stringify(logs, null, 1)}`)), WAIT);
-    const poll = async () => {
-      const v = await check();
-      if (v) { clearTimeout(timer); resolve(v); } else setTimeout(poll, 50);
-    };
-    poll();
-  });
-}
 
 function ctl(addr, ...args) {
   return run(process.env.CTL_BIN, ['-o', 'json', ...args], { env: { ...process.env, AGENTPLANE_ADDR: addr }, cwd: here })
@@ -178,13 +155,7 @@ before(async () => {
 after(async () => {
   if (browser) await browser.close();
   if (attacker) attacker.close();
-  for (const p of procs.reverse()) {
-    if (p.exitCode === null && p.signalCode === null) {
-      const gone = new Promise((resolve) => p.once('exit', resolve));
-      p.kill('SIGTERM');
-      await gone;
-    }
-  }
+  await stopAll();
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
