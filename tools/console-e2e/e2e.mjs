@@ -5,7 +5,7 @@
 //   AGENTPLANE_BIN=... CTL_BIN=... SCREENSHOT_DIR=... npm test
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFile } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,10 +13,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
+import { WAIT, chromiumPath, logs, start, stopAll, waitFor } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const run = promisify(execFile);
-const WAIT = 60_000; // the bound of every wait: a failure, not a measurement
 const QUEUE = 'console-e2e';
 const MAIL_QUEUE = 'console-e2e-mail';
 
@@ -32,7 +32,6 @@ const MAIL_ARGS = (() => {
   return out.join('\n');
 })();
 
-const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
 const shots = process.env.SCREENSHOT_DIR || mkdtempSync(path.join(tmpdir(), 'console-shots-'));
 mkdirSync(shots, { recursive: true });
 console.log(`# screenshots: ${shots}`);
@@ -47,28 +46,6 @@ const outsider = principal('globex-lead', 'globex', ['user', 'approver']);
 const runtime = principal('fleet', '*', ['runtime']);
 
 let work, cp, rt, base, grpcAddr;
-const procs = [];
-const logs = {};
-
-function start(name, bin, args, env = {}) {
-  const p = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
-  logs[name] = '';
-  p.stdout.on('data', (d) => { logs[name] += d; });
-  p.stderr.on('data', (d) => { logs[name] += d; });
-  procs.push(p);
-  return p;
-}
-
-function waitFor(what, check) {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${what}: not within ${WAIT} ms\n${JSON.stringify(logs, null, 1)}`)), WAIT);
-    const poll = () => {
-      const v = check();
-      if (v) { clearTimeout(timer); resolve(v); } else setTimeout(poll, 50);
-    };
-    poll();
-  });
-}
 
 function ctlText(who, ...args) {
   return run(process.env.CTL_BIN, args, {
@@ -160,14 +137,7 @@ before(async () => {
 });
 
 after(async () => {
-  // The runtime first, then the control plane; each is waited for before the files go.
-  for (const p of procs.reverse()) {
-    if (p.exitCode === null && p.signalCode === null) {
-      const gone = new Promise((resolve) => p.once('exit', resolve));
-      p.kill('SIGTERM');
-      await gone;
-    }
-  }
+  await stopAll(); // the runtime first, then the control plane, each waited for before the files go
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
