@@ -124,9 +124,10 @@ func (h *hub) unsubscribe(k watchKey, s *subscription) {
 // never blocks. It queues the events of a watched task for drain, or, when the queue
 // is full, drops them and marks the task's watchers lagged: they read the events from
 // the store, which holds them (the commit is done), and skip those they then receive
-// from the queue. A watcher that subscribes after publish dropped its task's events
-// (nobody watched) reads them from the store, as it does every event committed before
-// its subscription.
+// from the queue. Nor does it queue them when every watcher of the task is lagged
+// already: each will read them from the store. A watcher that subscribes after
+// publish dropped its task's events (nobody watched) reads them from the store, as it
+// does every event committed before its subscription.
 func (h *hub) publish(tenant, taskID string, events []*storagev1.EventRecord) {
 	if len(events) == 0 {
 		return
@@ -134,7 +135,11 @@ func (h *hub) publish(tenant, taskID string, events []*storagev1.EventRecord) {
 	k := watchKey{tenant, taskID}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	if len(h.subs[k]) == 0 {
+	live := false
+	for s := range h.subs[k] {
+		live = live || !s.isLagged()
+	}
+	if !live {
 		return
 	}
 	if !h.tryEnqueue(published{key: k, events: events}) {
@@ -211,6 +216,9 @@ func (h *hub) fanOut(k watchKey, events []*storagev1.EventRecord) {
 		api[i] = Event{TaskEvent: toAPIEvent(k.taskID, ev), enc: &encoding{}}
 	}
 	for s := range subs {
+		if s.isLagged() {
+			continue // cut loose: it reads these from the store
+		}
 	send:
 		for _, ev := range api {
 			select {
