@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path"
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/agentplane/agentplane/client/worker"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/a2atool"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/agent"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/mcptool"
@@ -34,6 +36,9 @@ type Config struct {
 	Tools    []HTTPToolDef `yaml:"tools"`
 	// MetricsAddr serves Prometheus metrics at /metrics ("" or "off": not served).
 	MetricsAddr string `yaml:"metrics_addr"`
+	// DrainTimeout is how long running tasks may finish after SIGTERM or SIGINT
+	// before they are handed back (worker.Options.DrainTimeout); default 20s.
+	DrainTimeout config.Duration `yaml:"drain_timeout"`
 	// Tracing exports spans over OTLP, as the control plane's tracing block; off
 	// unless an endpoint is set here or in OTEL_EXPORTER_OTLP_ENDPOINT.
 	Tracing config.Tracing `yaml:"tracing"`
@@ -49,6 +54,10 @@ type MCPConfig struct {
 	CallTimeout    config.Duration `yaml:"call_timeout"`
 	MaxResultBytes int             `yaml:"max_result_bytes"`
 	MaxTools       int             `yaml:"max_tools"`
+	// MaxListBytes, MaxDescriptionBytes and MaxSchemaBytes bound a server's listing.
+	MaxListBytes        int `yaml:"max_list_bytes"`
+	MaxDescriptionBytes int `yaml:"max_description_bytes"`
+	MaxSchemaBytes      int `yaml:"max_schema_bytes"`
 }
 
 // A2AConfig bounds the A2A skills (zero values take the defaults of a2atool).
@@ -85,6 +94,7 @@ func DefaultConfig() Config {
 	host, _ := os.Hostname()
 	c.RuntimeID = fmt.Sprintf("runtime-%s-%d", host, os.Getpid())
 	c.Concurrency = 4
+	c.DrainTimeout = config.Duration(worker.DefaultDrainTimeout)
 	c.MaxTurns = 32
 	c.LogLevel = "info"
 	return c
@@ -129,11 +139,32 @@ func (c *Config) logLevel() slog.Level {
 	return l
 }
 
+// defaultBaseURL is where OpenAI's SDKs send requests without OPENAI_BASE_URL.
+const defaultBaseURL = "https://api.openai.com/v1"
+
+// envRoute is the route of a config without a models table, by the conventions of
+// OpenAI's own SDKs: every model goes to OPENAI_BASE_URL (default the public API)
+// with the key in OPENAI_API_KEY (none when unset: Ollama, vLLM).
+func envRoute(lookup func(string) (string, bool)) (agent.Route, error) {
+	rt := agent.Route{Pattern: "*", BaseURL: defaultBaseURL, MaxRetries: 3}
+	if v, ok := lookup("OPENAI_BASE_URL"); ok && v != "" {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return rt, fmt.Errorf("OPENAI_BASE_URL %q is not an http(s) URL (for example http://127.0.0.1:11434/v1)", v)
+		}
+		rt.BaseURL = v
+	}
+	rt.APIKey, _ = lookup("OPENAI_API_KEY")
+	return rt, nil
+}
+
 // Runner validates the config and builds the agent runner; API keys are read from
-// the environment variables the routes name.
+// the environment variables the routes name (without routes: envRoute).
 func (c *Config) Runner(lookup func(string) (string, bool)) (*agent.Runner, error) {
 	if c.Concurrency < 1 {
 		return nil, errors.New("concurrency must be at least 1")
+	}
+	if c.DrainTimeout <= 0 {
+		return nil, errors.New("drain_timeout must be positive")
 	}
 	if c.MetricsAddr != "" && c.MetricsAddr != "off" {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
@@ -143,13 +174,18 @@ func (c *Config) Runner(lookup func(string) (string, bool)) (*agent.Runner, erro
 	if err := c.Tracing.Validate("tracing"); err != nil {
 		return nil, err
 	}
-	if len(c.Models) == 0 {
-		return nil, errors.New("no model routes: add at least one entry under models (match, base_url)")
-	}
 	r := &agent.Runner{MaxTurns: c.MaxTurns, Providers: []agent.ToolProvider{
-		&mcptool.Provider{ConnectTimeout: c.MCP.ConnectTimeout.D(), CallTimeout: c.MCP.CallTimeout.D(), MaxResultBytes: c.MCP.MaxResultBytes, MaxTools: c.MCP.MaxTools},
+		&mcptool.Provider{ConnectTimeout: c.MCP.ConnectTimeout.D(), CallTimeout: c.MCP.CallTimeout.D(), MaxResultBytes: c.MCP.MaxResultBytes, MaxTools: c.MCP.MaxTools,
+			MaxListBytes: c.MCP.MaxListBytes, MaxDescriptionBytes: c.MCP.MaxDescriptionBytes, MaxSchemaBytes: c.MCP.MaxSchemaBytes},
 		&a2atool.Provider{CardTimeout: c.A2A.CardTimeout.D(), CallTimeout: c.A2A.CallTimeout.D(), MaxResultBytes: c.A2A.MaxResultBytes},
 	}}
+	if len(c.Models) == 0 {
+		rt, err := envRoute(lookup)
+		if err != nil {
+			return nil, err
+		}
+		r.Routes = append(r.Routes, rt)
+	}
 	for i, m := range c.Models {
 		if m.Match == "" || m.BaseURL == "" {
 			return nil, fmt.Errorf("models[%d]: match and base_url are required", i)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/client"
+	"github.com/agentplane/agentplane/cmd/runtime/internal/agenttest"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/fakemodel"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -105,9 +106,10 @@ models:
 		if err != nil {
 			t.Fatal(err)
 		}
+		ids := agenttest.ModelCallIDs(agenttest.Events(t, ctx, in, reviewTask))
 		var got []string
 		for _, v := range vs.GetVerdicts() {
-			got = append(got, v.GetNode()+":"+v.GetResult().GetVerdict()+":"+v.GetCallId())
+			got = append(got, v.GetNode()+":"+v.GetResult().GetVerdict()+":"+ids[v.GetCallId()])
 		}
 		if strings.Join(got, ",") != "critic:needs_revision:v1,critic:pass:v2" {
 			t.Errorf("verdicts %v", got)

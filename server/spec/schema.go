@@ -275,6 +275,12 @@ func isFalse(v *structpb.Value) bool {
 	return ok && !b.BoolValue
 }
 
+// ArgsSchemaCompiles reports whether schema compiles as a tool's parameter schema, so
+// that what ValidateArgs reports is about the arguments, not the schema.
+func ArgsSchemaCompiles(schema *structpb.Struct) bool {
+	return schema != nil && schemas.compile(schema).sch != nil
+}
+
 // ValidateArgs validates args against a tool's parameter schema and returns what is
 // wrong, one "pointer: message" line per problem (empty when args are valid). A
 // schema that does not compile is reported the same way, prefixed "schema". It is

@@ -236,6 +236,7 @@ func TestApprovalExample(t *testing.T) {
 	want := []string{
 		"say Looking up order 42.",
 		"call lookup_order step-2", "result lookup_order",
+		"checkpoint 2", // the interactive wait: a runtime stopped in it suspends, and the next lease replays step 3
 		"call send_email step-3", "result send_email",
 		"checkpoint 3", // before the durable call: the next lease replays step 4
 		"checkpoint 3", // the replay writes it again, then finds the decision

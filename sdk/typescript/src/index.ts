@@ -16,4 +16,18 @@ export * from "../gen/agentplane/v1/spec_service_pb.js";
 export * from "../gen/agentplane/v1/task_pb.js";
 export * from "../gen/agentplane/v1/task_service_pb.js";
 export * from "../gen/agentplane/v1/verdict_pb.js";
-export { Worker, Task, Failure, Suspended, TaskStopped, type Call, type Gate, type Delivery, type Handler, type WorkerOptions } from "./worker.js";
+export {
+  Worker,
+  Task,
+  Failure,
+  Suspended,
+  TaskStopped,
+  DEFAULT_DRAIN_TIMEOUT_MS,
+  STEP_ATTR,
+  STEP_RESULT_ATTR,
+  type Call,
+  type Gate,
+  type Delivery,
+  type Handler,
+  type WorkerOptions,
+} from "./worker.js";

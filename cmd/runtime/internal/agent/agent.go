@@ -33,6 +33,11 @@ const (
 	// ReasonOutputSchema: the final answer did not match output_schema after one
 	// repair turn.
 	ReasonOutputSchema = "runtime.output_schema_mismatch"
+	// ReasonOutputTruncated: the final answer was cut off (finish_reason "length").
+	ReasonOutputTruncated = "runtime.output_truncated"
+	// ReasonInvalidToolCall: the model's tool call arguments were refused (not JSON,
+	// or not matching the tool's schema) on two model turns in a row.
+	ReasonInvalidToolCall = "runtime.invalid_tool_call"
 )
 
 // toolCallsKey is the data part key of an assistant message under which the runtime
@@ -80,7 +85,13 @@ func (r *Runner) route(model string) (Route, bool) {
 
 // call is a tool call the model asked for.
 type call struct {
-	ID        string `json:"id"`
+	// ModelID is the model's own id for the call: the conversation sent back to the
+	// model keeps it. Servers that number calls per response repeat it across turns.
+	ModelID string `json:"id"`
+	// ID is the runtime's: the gate's call id and the call's id in the task's log,
+	// unique in the task (callID). Calls recorded before the runtime chose its own
+	// ids have none, and use the model's.
+	ID        string `json:"call_id,omitempty"`
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
 	// MessageID is the assistant message that made the call (not stored in it).
@@ -89,7 +100,18 @@ type call struct {
 	// that a later lease gates and reports the call under the same name even if the
 	// tool is no longer mounted.
 	Tool string `json:"tool,omitempty"`
+	// Refused is set when the runtime did not hand the call to the gate (arguments
+	// that are not a JSON object, or do not match the tool's schema): the tool error
+	// the model was given instead of a result.
+	Refused string `json:"refused,omitempty"`
+	// refusedReason is Refused's label (refusedJSON, ...), for the note and metric.
+	refusedReason string
 }
+
+// callID is the runtime's id for call n of the assistant message msgID: unique in the
+// task since message ids are, and stable across leases since the message, with its
+// calls, is in the log before any of them is gated.
+func callID(msgID string, n int) string { return fmt.Sprintf("%s.%d", msgID, n) }
 
 // turn is the state of one lease's run.
 type turn struct {
@@ -103,10 +125,15 @@ type turn struct {
 	trips int32
 	// pending are the calls of the last assistant message without a result.
 	pending []call
-	log     *slog.Logger
+	// modelIDs are the model's ids of the session's calls, by the runtime's id.
+	modelIDs map[string]string
+	// refusedTurns counts the model turns in a row whose calls the runtime refused.
+	refusedTurns int
+	log          *slog.Logger
 	// completion is the last model call's accumulated answer; toolSpans the spans of
 	// the calls running (observe.go).
 	completion *openai.ChatCompletion
+	usageKnown bool // the server reported the last model call's usage
 	toolSpans  map[string]*telemetry.ToolCall
 	s          *Session
 	// reportedArgs are the arguments of the calls reported in the history, by call id.
@@ -158,12 +185,19 @@ func (tu *turn) loop(ctx context.Context) (Result, error) {
 		return Result{Message: tu.last}, nil // a session tool ended it before this lease
 	case tu.answered:
 		// An earlier lease got the answer; check it rather than ask again.
+		if err := tu.checkTruncated(tu.last); err != nil {
+			return Result{}, err
+		}
 		structured, repair, err := tu.checkOutput(ctx, tu.last)
 		if err != nil || !repair {
 			return Result{Message: tu.last, Structured: structured}, err
 		}
 	}
 	for {
+		if tu.refusedTurns > 1 {
+			return Result{}, &worker.Failure{Reason: ReasonInvalidToolCall,
+				Message: fmt.Sprintf("node %s: the model's tool calls were refused on two turns in a row: %s", tu.node, refusals(tu.last))}
+		}
 		if len(tu.pending) > 0 {
 			end, err := tu.runCalls(ctx, tu.pending)
 			tu.pending = nil
@@ -187,8 +221,13 @@ func (tu *turn) loop(ctx context.Context) (Result, error) {
 			tu.s.AfterModel(msg)
 		}
 		if len(calls) > 0 {
-			tu.pending = calls
+			tu.pending = runnable(calls)
+			tu.refusedTurns = nextRefusedTurns(tu.refusedTurns, calls)
 			continue
+		}
+		tu.refusedTurns = 0
+		if err := tu.checkTruncated(msg); err != nil {
+			return Result{}, err
 		}
 		structured, repair, err := tu.checkOutput(ctx, msg)
 		if err != nil {
@@ -251,7 +290,7 @@ func (tu *turn) runCalls(ctx context.Context, calls []call) (end Result, err err
 				return Result{}, err
 			}
 		case !g.Allowed:
-			tu.conv = append(tu.conv, openai.ToolMessage(g.Reason, c.ID))
+			tu.conv = append(tu.conv, tu.toolMessage(g.Reason, c.ID))
 		case st != nil:
 			res, isErr, err := st.Run(ctx, wc, g.ArgumentsJSON, false)
 			if err != nil {
@@ -396,6 +435,8 @@ func functionDef(f *agentplanev1.FunctionDef) shared.FunctionDefinitionParam {
 
 // streamModel makes one streamed model call, publishes its text as deltas, and reports
 // the whole assistant message once (with the model, the usage and the tool calls).
+// Calls whose arguments cannot go to the gate come back Refused, already answered in
+// the conversation with the tool error the model reads.
 func (tu *turn) streamModel(ctx context.Context) (*agentplanev1.Message, []call, error) {
 	params := openai.ChatCompletionNewParams{
 		Model:         shared.ChatModel(tu.model),
@@ -410,16 +451,18 @@ func (tu *turn) streamModel(ctx context.Context) (*agentplanev1.Message, []call,
 	stream := tu.oai.Chat.Completions.NewStreaming(ctx, params)
 	defer stream.Close()
 	var acc openai.ChatCompletionAccumulator
+	usageKnown := false
 	deltas := &deltaBatcher{t: tu.t, id: msgID, node: tu.node, every: tu.r.DeltaInterval, log: tu.log}
 	for stream.Next() {
 		chunk := stream.Current()
 		acc.AddChunk(chunk)
+		usageKnown = usageKnown || chunk.JSON.Usage.Valid()
 		if len(chunk.Choices) > 0 {
 			deltas.add(ctx, chunk.Choices[0].Delta.Content)
 		}
 	}
 	deltas.flush(ctx)
-	tu.completion = &acc.ChatCompletion
+	tu.completion, tu.usageKnown = &acc.ChatCompletion, usageKnown
 	if err := stream.Err(); err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, context.Cause(ctx)
@@ -433,21 +476,20 @@ func (tu *turn) streamModel(ctx context.Context) (*agentplanev1.Message, []call,
 		return nil, nil, &worker.Failure{Reason: ReasonModelError, Message: fmt.Sprintf("model %s: %v", tu.model, err), Retry: retry}
 	}
 	tu.trips++
-	var text string
+	var text, finish string
 	var calls []call
 	if len(acc.Choices) > 0 {
 		m := acc.Choices[0].Message
-		text = m.Content
+		text, finish = m.Content, acc.Choices[0].FinishReason
 		for i, tc := range m.ToolCalls {
-			id := tc.ID
-			if id == "" {
-				id = fmt.Sprintf("%s-%d", msgID, i)
+			c := call{ModelID: tc.ID, ID: callID(msgID, i), Name: tc.Function.Name, Arguments: tc.Function.Arguments, MessageID: msgID}
+			if c.ModelID == "" {
+				c.ModelID = c.ID
 			}
-			c := call{ID: id, Name: tc.Function.Name, Arguments: tc.Function.Arguments, MessageID: msgID}
 			if rt := tu.remoteTool(c.Name); rt != nil {
 				c.Tool = rt.GateName
 			}
-			calls = append(calls, c)
+			calls = append(calls, tu.checkArguments(c, finish == finishLength))
 		}
 	}
 	msg := client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, text)
@@ -457,38 +499,109 @@ func (tu *turn) streamModel(ctx context.Context) (*agentplanev1.Message, []call,
 	if acc.Model != "" {
 		msg.Model = acc.Model
 	}
-	msg.Usage = &agentplanev1.TokenUsage{
-		InputTokens: int32(acc.Usage.PromptTokens), OutputTokens: int32(acc.Usage.CompletionTokens), TotalTokens: int32(acc.Usage.TotalTokens),
-	}
-	if len(calls) > 0 {
-		part, err := callsPart(calls)
-		if err != nil {
-			return nil, nil, err
+	// Usage the server did not send is unknown, not zero: the message carries none,
+	// and the runtime's estimate is recorded apart from it, for budgets (Usage).
+	var estimate *usageEstimate
+	if usageKnown {
+		msg.Usage = &agentplanev1.TokenUsage{
+			InputTokens: int32(acc.Usage.PromptTokens), OutputTokens: int32(acc.Usage.CompletionTokens), TotalTokens: int32(acc.Usage.TotalTokens),
 		}
+	} else {
+		estimate = estimateUsage(params, text, calls)
+	}
+	if part, err := modelPart(calls, finish, estimate); err != nil {
+		return nil, nil, err
+	} else if part != nil {
 		msg.Parts = append(msg.Parts, part)
 	}
-	if _, err := tu.t.Report(ctx, &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_Message{Message: msg}}); err != nil {
+	events := []*agentplanev1.RuntimeEvent{{Payload: &agentplanev1.RuntimeEvent_Message{Message: msg}}}
+	if note := refusedNote(calls); note != nil {
+		events = append(events, &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_Note{Note: note}})
+	}
+	if _, err := tu.t.Report(ctx, events...); err != nil {
 		return nil, nil, err
 	}
-	tu.conv = append(tu.conv, assistantParam(text, calls))
-	tu.last = msg
+	tu.addAssistant(msg, calls)
 	return msg, calls, nil
 }
 
-func callsPart(calls []call) (*agentplanev1.Part, error) {
-	list := make([]any, len(calls))
-	for i, c := range calls {
-		m := map[string]any{"id": c.ID, "name": c.Name, "arguments": c.Arguments}
-		if c.Tool != "" {
-			m["tool"] = c.Tool
+// addAssistant adds an assistant message and its calls to the conversation, with the
+// tool errors of the calls the runtime refused right after it.
+func (tu *turn) addAssistant(msg *agentplanev1.Message, calls []call) {
+	tu.conv = append(tu.conv, assistantParam(client.MessageText(msg), calls))
+	for _, c := range calls {
+		tu.modelIDs[c.ID] = c.ModelID
+		if c.Refused != "" {
+			tu.conv = append(tu.conv, openai.ToolMessage(refusedResult(c), c.ModelID))
 		}
-		list[i] = m
 	}
-	s, err := structpb.NewStruct(map[string]any{toolCallsKey: list})
+	tu.last = msg
+}
+
+// toolMessage is a tool's result as the model reads it, under the model's id of the
+// call the runtime knows as id.
+func (tu *turn) toolMessage(text, id string) openai.ChatCompletionMessageParamUnion {
+	if mid := tu.modelIDs[id]; mid != "" {
+		id = mid
+	}
+	return openai.ToolMessage(text, id)
+}
+
+// Data part keys of an assistant message, beside toolCallsKey.
+const (
+	// finishKey records a finish reason other than stop and tool_calls ("length").
+	finishKey = "finish_reason"
+	// estimateKey records the runtime's token estimate of a call whose server sent
+	// no usage.
+	estimateKey = "usage_estimate"
+)
+
+// finishLength is the finish_reason of an answer cut off at the token limit.
+const finishLength = "length"
+
+// modelPart is the data part an assistant message records what the runtime knows
+// of its model call in: the tool calls, an unusual finish reason, the usage
+// estimate. Nil when there is nothing to record.
+func modelPart(calls []call, finish string, estimate *usageEstimate) (*agentplanev1.Part, error) {
+	fields := map[string]any{}
+	if len(calls) > 0 {
+		list := make([]any, len(calls))
+		for i, c := range calls {
+			m := map[string]any{"id": c.ModelID, "call_id": c.ID, "name": c.Name, "arguments": c.Arguments}
+			if c.Tool != "" {
+				m["tool"] = c.Tool
+			}
+			if c.Refused != "" {
+				m["refused"] = c.Refused
+			}
+			list[i] = m
+		}
+		fields[toolCallsKey] = list
+	}
+	if finish != "" && finish != "stop" && finish != "tool_calls" {
+		fields[finishKey] = finish
+	}
+	if estimate != nil {
+		fields[estimateKey] = map[string]any{"input_tokens": estimate.Input, "output_tokens": estimate.Output}
+	}
+	if len(fields) == 0 {
+		return nil, nil
+	}
+	s, err := structpb.NewStruct(fields)
 	if err != nil {
 		return nil, err
 	}
 	return &agentplanev1.Part{Kind: &agentplanev1.Part_Data{Data: &agentplanev1.DataPart{Data: s}}}, nil
+}
+
+// dataField returns the value recorded under key in one of m's data parts.
+func dataField(m *agentplanev1.Message, key string) *structpb.Value {
+	for _, p := range m.GetParts() {
+		if v, ok := p.GetData().GetData().GetFields()[key]; ok {
+			return v
+		}
+	}
+	return nil
 }
 
 // callsOf reads the tool calls recorded on an assistant message.
@@ -507,6 +620,9 @@ func callsOf(m *agentplanev1.Message) []call {
 		if json.Unmarshal(b, &cs) == nil {
 			for i := range cs {
 				cs[i].MessageID = m.GetMessageId()
+				if cs[i].ID == "" {
+					cs[i].ID = cs[i].ModelID
+				}
 			}
 			out = append(out, cs...)
 		}
@@ -522,7 +638,7 @@ func assistantParam(text string, calls []call) openai.ChatCompletionMessageParam
 	for _, c := range calls {
 		a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
 			OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-				ID:       c.ID,
+				ID:       c.ModelID,
 				Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.Arguments},
 			},
 		})

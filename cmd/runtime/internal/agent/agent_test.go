@@ -250,11 +250,12 @@ func TestClientFunctionToolRoundTrip(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if it.GetCallId() != "call_7" || it.GetToolOutput().GetArgumentsJson() != `{"order_id":42}` {
+	// The client answers the runtime's call id; the model gets its own back (below).
+	if ids := agenttest.ModelCallIDs(events(t, ctx, in, taskID)); ids[it.GetCallId()] != "call_7" || it.GetToolOutput().GetArgumentsJson() != `{"order_id":42}` {
 		t.Fatalf("interrupt %v", it)
 	}
 	if _, err := in.Client.Tasks.ContinueTask(ctx, &agentplanev1.ContinueTaskRequest{TaskId: taskID, Input: &agentplanev1.ContinueTaskRequest_ToolOutputs{
-		ToolOutputs: &agentplanev1.ToolOutputs{Outputs: []*agentplanev1.ToolOutput{{CallId: "call_7", Result: structpb.NewStringValue("shipped on Monday")}}},
+		ToolOutputs: &agentplanev1.ToolOutputs{Outputs: []*agentplanev1.ToolOutput{{CallId: it.GetCallId(), Result: structpb.NewStringValue("shipped on Monday")}}},
 	}}); err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +281,8 @@ func TestClientFunctionToolRoundTrip(t *testing.T) {
 		_ = json.Unmarshal(m, &v)
 		roles = append(roles, v.Role)
 	}
-	if strings.Join(roles, ",") != "system,user,assistant,tool" || !strings.Contains(string(reqs[1].Messages[3]), "shipped on Monday") {
+	if strings.Join(roles, ",") != "system,user,assistant,tool" || !strings.Contains(string(reqs[1].Messages[3]), "shipped on Monday") ||
+		!strings.Contains(string(reqs[1].Messages[2]), `"id":"call_7"`) || !strings.Contains(string(reqs[1].Messages[3]), `"tool_call_id":"call_7"`) {
 		t.Errorf("rebuilt conversation: %s", reqs[1].Messages)
 	}
 	if p := reqs[0].Tools[0].Function.Parameters; p["additionalProperties"] != false {

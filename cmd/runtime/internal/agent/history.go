@@ -22,6 +22,7 @@ func (tu *turn) rebuild(ctx context.Context) error {
 		tu.conv = append(tu.conv, openai.SystemMessage(s))
 	}
 	tu.reportedArgs = map[string]string{}
+	tu.modelIDs = map[string]string{}
 	tu.resultErr = map[string]bool{}
 	seenMsg := map[string]bool{}
 	results := map[string]bool{}
@@ -42,7 +43,7 @@ func (tu *turn) rebuild(ctx context.Context) error {
 		}
 		results[r.GetCallId()] = true
 		tu.resultErr[r.GetCallId()] = r.GetIsError()
-		tu.conv = append(tu.conv, openai.ToolMessage(resultText(r.GetResult()), r.GetCallId()))
+		tu.conv = append(tu.conv, tu.toolMessage(resultText(r.GetResult()), r.GetCallId()))
 	}
 	if in := tu.s.Input; in != nil {
 		addUser(in)
@@ -73,8 +74,17 @@ func (tu *turn) rebuild(ctx context.Context) error {
 			case agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT:
 				seenMsg[m.GetMessageId()] = true
 				lastCalls = callsOf(m)
-				tu.conv = append(tu.conv, assistantParam(client.MessageText(m), lastCalls))
-				tu.last = m
+				tu.addAssistant(m, lastCalls)
+				for _, c := range lastCalls {
+					if c.Refused != "" {
+						results[c.ID], tu.resultErr[c.ID] = true, true // answered with its refusal
+					}
+				}
+				if len(lastCalls) > 0 {
+					tu.refusedTurns = nextRefusedTurns(tu.refusedTurns, lastCalls)
+				} else {
+					tu.refusedTurns = 0
+				}
 				answer = len(lastCalls) == 0
 				if m.GetModel() != "" || len(lastCalls) > 0 {
 					tu.trips++

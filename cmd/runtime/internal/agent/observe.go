@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/openai/openai-go/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/client/worker"
@@ -35,7 +34,7 @@ func (tu *turn) toolKind(name string) string {
 // execute_tool span. The span stays open for the run when the call runs here, until
 // result reports it.
 func (tu *turn) gate(ctx context.Context, wc worker.Call) (*worker.Gate, error) {
-	tc := tu.r.Telemetry.StartToolCall(ctx, tu.toolKind(wc.Name), wc.Name, wc.ID)
+	tc := tu.r.Telemetry.StartToolCall(ctx, tu.toolKind(wc.Name), wc.Name, wc.ID, tu.modelIDs[wc.ID])
 	g, err := tc.Gate(func(ctx context.Context) (*worker.Gate, error) { return tu.t.ToolCall(ctx, wc) })
 	if err != nil || !g.Allowed || tu.functionTool(wc.Name) != nil {
 		tc.Close()
@@ -70,7 +69,7 @@ func (tu *turn) result(ctx context.Context, wc worker.Call, text string, isErr b
 	if err != nil {
 		return err
 	}
-	tu.conv = append(tu.conv, openai.ToolMessage(text, wc.ID))
+	tu.conv = append(tu.conv, tu.toolMessage(text, wc.ID))
 	return nil
 }
 
@@ -91,7 +90,7 @@ func (tu *turn) callModel(ctx context.Context) (*agentplanev1.Message, []call, e
 	res := telemetry.ModelResult{Err: err}
 	if c := tu.completion; c != nil {
 		res.ResponseModel, res.ResponseID = c.Model, c.ID
-		res.InputTokens, res.OutputTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
+		res.InputTokens, res.OutputTokens, res.UsageKnown = c.Usage.PromptTokens, c.Usage.CompletionTokens, tu.usageKnown
 		for _, ch := range c.Choices {
 			res.FinishReasons = append(res.FinishReasons, ch.FinishReason)
 		}
@@ -104,8 +103,12 @@ func (tu *turn) callModel(ctx context.Context) (*agentplanev1.Message, []call, e
 		res.ErrorType = f.Reason
 	}
 	mc.End(res)
-	if err == nil {
+	switch {
+	case err == nil && res.UsageKnown:
 		tu.log.Debug("model call", "model", tu.model, "input_tokens", res.InputTokens, "output_tokens", res.OutputTokens, "tool_calls", len(calls))
+	case err == nil:
+		in, out, _ := Usage(msg)
+		tu.log.Debug("model call", "model", tu.model, "usage", "unknown", "estimated_input_tokens", in, "estimated_output_tokens", out, "tool_calls", len(calls))
 	}
 	return msg, calls, err
 }

@@ -38,12 +38,12 @@ func TestTruncate(t *testing.T) {
 // TestCallsKeepGateName: the gate name of a remote tool call survives the round trip
 // through the assistant message's data part, for a later lease to gate it the same.
 func TestCallsKeepGateName(t *testing.T) {
-	part, err := callsPart([]call{{ID: "c1", Name: "crm__refund", Arguments: `{}`, Tool: "crm.refund"}, {ID: "c2", Name: "local", Arguments: `{}`}})
+	part, err := modelPart([]call{{ModelID: "c1", ID: "m.0", Name: "crm__refund", Arguments: `{}`, Tool: "crm.refund"}, {ModelID: "c2", ID: "m.1", Name: "local", Arguments: `{}`}}, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := callsOf(&agentplanev1.Message{Parts: []*agentplanev1.Part{part}})
-	if len(got) != 2 || got[0].Tool != "crm.refund" || got[1].Tool != "" || got[0].Name != "crm__refund" {
+	if len(got) != 2 || got[0].Tool != "crm.refund" || got[1].Tool != "" || got[0].Name != "crm__refund" || got[0].ModelID != "c1" || got[0].ID != "m.0" {
 		t.Errorf("calls read back: %+v", got)
 	}
 }

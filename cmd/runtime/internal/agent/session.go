@@ -95,11 +95,14 @@ func (s *Session) Run(ctx context.Context) (Result, error) {
 	if !ok {
 		return Result{}, &worker.Failure{Reason: ReasonNoModelRoute, Message: fmt.Sprintf("no model route matches model %q (node %s)", s.Spec.GetModel(), s.Node)}
 	}
-	opts := []option.RequestOption{option.WithBaseURL(rt.BaseURL), option.WithAPIKey(rt.APIKey), option.WithMaxRetries(rt.MaxRetries)}
+	tu := &turn{r: r, t: s.Task, spec: s.Spec, node: s.Node, model: s.Spec.GetModel(), log: log, s: s}
+	// The runtime retries (retrying), so that each retry is logged and counted.
+	opts := []option.RequestOption{option.WithBaseURL(rt.BaseURL), option.WithAPIKey(rt.APIKey),
+		option.WithMaxRetries(0), option.WithMiddleware(tu.retrying(rt.MaxRetries))}
 	if rt.Timeout > 0 {
 		opts = append(opts, option.WithRequestTimeout(rt.Timeout))
 	}
-	tu := &turn{r: r, t: s.Task, spec: s.Spec, node: s.Node, model: s.Spec.GetModel(), oai: openai.NewClient(opts...), log: log, s: s}
+	tu.oai = openai.NewClient(opts...)
 	if err := tu.rebuild(ctx); err != nil {
 		return Result{}, err
 	}

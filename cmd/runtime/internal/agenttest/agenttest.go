@@ -91,6 +91,22 @@ func Events(t testing.TB, ctx context.Context, in *servertest.Instance, taskID s
 	return resp.GetEvents()
 }
 
+// ModelCallIDs maps the runtime's call ids in a task's log (the gate's, and the
+// tool_call and tool_result events') to the model's own ids, as the runtime records
+// both on each assistant message ({"tool_calls": [{id, call_id, ...}]}).
+func ModelCallIDs(events []*agentplanev1.TaskEvent) map[string]string {
+	ids := map[string]string{}
+	for _, ev := range events {
+		for _, p := range ev.GetMessage().GetParts() {
+			for _, v := range p.GetData().GetData().GetFields()["tool_calls"].GetListValue().GetValues() {
+				f := v.GetStructValue().GetFields()
+				ids[f["call_id"].GetStringValue()] = f["id"].GetStringValue()
+			}
+		}
+	}
+	return ids
+}
+
 // Task reads the task.
 func Task(t testing.TB, ctx context.Context, in *servertest.Instance, taskID string) *agentplanev1.Task {
 	t.Helper()
@@ -113,3 +129,12 @@ func StartTask(t testing.TB, ctx context.Context, in *servertest.Instance, req *
 
 // AgentDoc is a minimal support agent on the fake model ("fake-1").
 const AgentDoc = "apiVersion: qar/v1\nkind: AgentSpec\nname: support\ninstructions: Help.\nmodel: fake-1\n"
+
+// Notes records the notes a tool provider writes (agent.Note, without a task).
+type Notes struct{ Texts []string }
+
+// Note appends text.
+func (n *Notes) Note(_ context.Context, text string, _ map[string]string) error {
+	n.Texts = append(n.Texts, text)
+	return nil
+}

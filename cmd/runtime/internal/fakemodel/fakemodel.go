@@ -1,5 +1,8 @@
 // Package fakemodel is an OpenAI-compatible Chat Completions server for tests: it
-// plays scripted turns as SSE streams and keeps every request it was sent.
+// plays scripted turns as SSE streams and keeps every request it was sent. It plays
+// the less common ways real servers behave too: tool arguments streamed in many
+// chunks, parallel calls interleaved, ids numbered per response, 429 with
+// Retry-After, 5xx, a cut-off answer (finish_reason "length") and no usage.
 package fakemodel
 
 import (
@@ -12,7 +15,8 @@ import (
 	"testing"
 )
 
-// Call is a tool call a scripted turn makes.
+// Call is a tool call a scripted turn makes. ID is sent as is: servers that number
+// calls per response send "call_1" on every turn.
 type Call struct {
 	ID, Name, Arguments string
 }
@@ -22,7 +26,16 @@ type Turn struct {
 	// Text is streamed in Chunks pieces (default 3).
 	Text   string
 	Chunks int
-	Calls  []Call
+	// Calls are streamed after the text. Their arguments arrive in ArgChunks pieces
+	// each (default 2); several calls are interleaved, piece by piece, as parallel
+	// calls are.
+	Calls     []Call
+	ArgChunks int
+	// Finish overrides the finish_reason ("stop", or "tool_calls" with calls), for
+	// example "length" for an answer cut off at max_tokens.
+	Finish string
+	// NoUsage sends no usage chunk, as servers that ignore stream_options do.
+	NoUsage bool
 	// Status, when set, answers with this HTTP status (and RetryAfter seconds, if set)
 	// instead of a stream; the turn is then consumed and the next one plays on retry.
 	Status     int
@@ -140,21 +153,36 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		close(s.gone)
 		return
 	}
-	for i, c := range turn.Calls {
-		// Arguments arrive in two pieces, as real models stream them.
-		half := len(c.Arguments) / 2
-		send(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.ID, "type": "function",
-			"function": map[string]any{"name": c.Name, "arguments": c.Arguments[:half]}}}}, nil))
-		send(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i,
-			"function": map[string]any{"arguments": c.Arguments[half:]}}}}, nil))
+	pieces := turn.ArgChunks
+	if pieces <= 0 {
+		pieces = 2
+	}
+	for p := 0; p < pieces; p++ {
+		for i, c := range turn.Calls {
+			size := (len(c.Arguments) + pieces - 1) / pieces
+			lo, hi := min(p*size, len(c.Arguments)), min((p+1)*size, len(c.Arguments))
+			tc := map[string]any{"index": i, "function": map[string]any{"arguments": c.Arguments[lo:hi]}}
+			if p == 0 { // the first piece names the call
+				tc["id"], tc["type"] = c.ID, "function"
+				tc["function"].(map[string]any)["name"] = c.Name
+			} else if lo == hi {
+				continue
+			}
+			send(chunk(map[string]any{"tool_calls": []any{tc}}, nil))
+		}
 	}
 	finish := "stop"
 	if len(turn.Calls) > 0 {
 		finish = "tool_calls"
 	}
+	if turn.Finish != "" {
+		finish = turn.Finish
+	}
 	send(chunk(map[string]any{}, finish))
-	send(map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": req.Model, "choices": []any{},
-		"usage": map[string]any{"prompt_tokens": turn.PromptTokens, "completion_tokens": turn.CompletionTokens, "total_tokens": turn.PromptTokens + turn.CompletionTokens}})
+	if !turn.NoUsage {
+		send(map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": req.Model, "choices": []any{},
+			"usage": map[string]any{"prompt_tokens": turn.PromptTokens, "completion_tokens": turn.CompletionTokens, "total_tokens": turn.PromptTokens + turn.CompletionTokens}})
+	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	fl.Flush()
 }

@@ -235,12 +235,14 @@ func (f *frame) name() string {
 	return fmt.Sprintf("the nested graph at depth %d", f.depth)
 }
 
-// used adds a model call's usage to every graph up the chain.
+// used adds a model call's usage (reported, or else estimated: agent.Usage) to every
+// graph up the chain.
 func (x *run) used(f *frame, m *agentplanev1.Message) {
 	for ; f != nil; f = f.parent {
+		in, out, _ := agent.Usage(m)
 		f.steps++
-		f.in += int64(m.GetUsage().GetInputTokens())
-		f.out += int64(m.GetUsage().GetOutputTokens())
+		f.in += in
+		f.out += out
 		if client.MessageText(m) != "" {
 			f.last = m
 		}

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/client/worker"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/agent"
+	"github.com/agentplane/agentplane/cmd/runtime/internal/agenttest"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/fakemodel"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/config"
@@ -124,19 +126,22 @@ func verdicts(t *testing.T, ctx context.Context, in *servertest.Instance, taskID
 	return resp.GetVerdicts()
 }
 
+// toolCalls counts the tool_call and tool_result events of the task's log by the
+// model's call id (the fake model's scripted ids).
 func toolCalls(t *testing.T, ctx context.Context, in *servertest.Instance, taskID string) map[string]int {
 	t.Helper()
 	resp, err := in.Client.Tasks.ListTaskEvents(ctx, &agentplanev1.ListTaskEventsRequest{TaskId: taskID, PageSize: 500})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ids := agenttest.ModelCallIDs(resp.GetEvents())
 	n := map[string]int{}
 	for _, ev := range resp.GetEvents() {
 		if c := ev.GetToolCall(); c != nil {
-			n[c.GetCallId()]++
+			n[ids[c.GetCallId()]]++
 		}
 		if r := ev.GetToolResult(); r != nil {
-			n[r.GetCallId()+"/result"]++
+			n[ids[r.GetCallId()]+"/result"]++
 		}
 	}
 	return n
@@ -147,14 +152,15 @@ func toolCalls(t *testing.T, ctx context.Context, in *servertest.Instance, taskI
 func checkLedger(t *testing.T, ctx context.Context, in *servertest.Instance, taskID string) {
 	t.Helper()
 	vs := verdicts(t, ctx, in, taskID)
+	ids := agenttest.ModelCallIDs(agenttest.Events(t, ctx, in, taskID))
 	if len(vs) != 2 {
 		t.Fatalf("%d verdicts recorded, want 2: %v", len(vs), vs)
 	}
-	if v := vs[0]; v.GetNode() != "critic" || v.GetResult().GetVerdict() != "needs_revision" || v.GetApproved() || v.GetCallId() != "v1" ||
+	if v := vs[0]; v.GetNode() != "critic" || v.GetResult().GetVerdict() != "needs_revision" || v.GetApproved() || ids[v.GetCallId()] != "v1" ||
 		len(v.GetRaised()) != 1 || v.GetRaised()[0].GetObligationId() != "O1" || v.GetRaised()[0].GetText() != "shorten line 2" {
 		t.Errorf("first verdict %v", v)
 	}
-	if v := vs[1]; v.GetResult().GetVerdict() != "pass" || !v.GetApproved() || v.GetCallId() != "v2" ||
+	if v := vs[1]; v.GetResult().GetVerdict() != "pass" || !v.GetApproved() || ids[v.GetCallId()] != "v2" ||
 		len(v.GetResolved()) != 1 || v.GetResolved()[0].GetObligationId() != "O1" {
 		t.Errorf("second verdict %v", v)
 	}
@@ -228,22 +234,40 @@ func TestPerAgentIterationsBoundTheLoop(t *testing.T) {
 	}
 }
 
-// TestBudgetRunsOut: the graph's input token budget is spent by the lead and the
-// writer; the lead's next model call is refused and the task fails with the reason.
+// TestBudgetRunsOut: the graph's token budget is spent by the lead and the writer;
+// the lead's next model call is refused and the task fails with the reason. A server
+// that reports no usage does not make budgets free: the runtime's estimate (about 4
+// bytes per token) counts instead, and the log still records the usage as unknown.
 func TestBudgetRunsOut(t *testing.T) {
-	doc := strings.Replace(writeReview, "limits: {max_steps: 20, per_agent_iterations: 3}",
-		"limits: {max_steps: 20, budget: {total_input_tokens: 100, total_output_tokens: 1000, total_wall_clock_s: 600}}", 1)
-	task, reqs, _ := runGraph(t, doc,
-		fakemodel.Turn{Calls: []fakemodel.Call{{ID: "c1", Name: "ask__writer", Arguments: `{"input":"draft"}`}}, PromptTokens: 60, CompletionTokens: 5},
-		fakemodel.Turn{Text: "a long draft", PromptTokens: 50, CompletionTokens: 40},
-		text("never asked"),
-	)
-	f := task.GetFailure()
-	if task.GetState() != agentplanev1.TaskState_TASK_STATE_FAILED || f.GetReason() != ReasonBudget || !strings.Contains(f.GetMessage(), "input token budget") || !strings.Contains(f.GetMessage(), "110 of 100") {
-		t.Fatalf("task %v %v", task.GetState(), f)
-	}
-	if n := len(reqs); n != 2 {
-		t.Errorf("model got %d requests, want 2", n)
+	for _, tc := range []struct {
+		name, budget, want string
+		turns              []fakemodel.Turn
+	}{
+		{name: "reported", budget: "total_input_tokens: 100, total_output_tokens: 1000", want: "the input token budget of graph \"write-review\" ran out: 110 of 100", turns: []fakemodel.Turn{
+			{Calls: []fakemodel.Call{{ID: "c1", Name: "ask__writer", Arguments: `{"input":"draft"}`}}, PromptTokens: 60, CompletionTokens: 5},
+			{Text: "a long draft", PromptTokens: 50, CompletionTokens: 40},
+		}},
+		{name: "estimated", budget: "total_input_tokens: 100000, total_output_tokens: 20", want: "the output token budget of graph \"write-review\" ran out: 33 of 20", turns: []fakemodel.Turn{
+			{Calls: []fakemodel.Call{{ID: "c1", Name: "ask__writer", Arguments: `{"input":"draft"}`}}, NoUsage: true}, // 28 bytes: 7 tokens
+			{Text: strings.Repeat("a long draft ", 8), NoUsage: true},                                                 // 104 bytes: 26 tokens
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := strings.Replace(writeReview, "limits: {max_steps: 20, per_agent_iterations: 3}",
+				"limits: {max_steps: 20, budget: {"+tc.budget+", total_wall_clock_s: 600}}", 1)
+			task, reqs, in := runGraph(t, doc, append(tc.turns, text("never asked"))...)
+			if f := task.GetFailure(); task.GetState() != agentplanev1.TaskState_TASK_STATE_FAILED || f.GetReason() != ReasonBudget || !strings.Contains(f.GetMessage(), tc.want) {
+				t.Fatalf("task %v %v", task.GetState(), f)
+			}
+			if n := len(reqs); n != 2 {
+				t.Errorf("model got %d requests, want 2", n)
+			}
+			for _, ev := range agenttest.Events(t, context.Background(), in, task.GetTaskId()) {
+				if m := ev.GetMessage(); m.GetRole() == agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT && (m.GetUsage() != nil) != (tc.name == "reported") {
+					t.Errorf("usage logged as %v", m.GetUsage())
+				}
+			}
+		})
 	}
 }
 
@@ -357,5 +381,87 @@ func TestResumeAfterCrashMidVerdict(t *testing.T) {
 		if n != 1 {
 			t.Errorf("%s logged %d times", id, n)
 		}
+	}
+}
+
+// TestNodesRepeatCallIDs: a server that numbers calls per response gives every call of
+// every node the id call_1. Each gets a runtime id of its own, so the graph runs, and
+// a crash between the critic's verdict and its result resumes from the log with each
+// node's conversation pairing call_1 with the right result.
+func TestNodesRepeatCallIDs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	in := servertest.Start(t, func(c *config.Config) { c.Tasks.LeaseTTL = config.Duration(2 * time.Second) })
+	turns := reviewTurns()
+	for i := range turns {
+		for j := range turns[i].Calls {
+			turns[i].Calls[j].ID = "call_1"
+		}
+	}
+	model := fakemodel.Start(t, turns...)
+	taskID := startTask(t, ctx, in, writeReview, "write a haiku about tea")
+	routes := []agent.Route{{Pattern: "*", BaseURL: model.URL}}
+
+	firstCtx, crash := context.WithCancel(ctx)
+	_, firstDone := startWorker(t, firstCtx, crashAfterVerdict{in.Client.Runtime, crash}, &agent.Runner{Routes: routes}, "first")
+	for crashed := false; !crashed; {
+		select {
+		case <-firstDone:
+			crashed = true
+		case <-time.After(20 * time.Millisecond):
+			if task := agenttest.Task(t, ctx, in, taskID); task.GetState() == agentplanev1.TaskState_TASK_STATE_FAILED {
+				t.Fatalf("the first runtime failed the task: %v", task.GetFailure())
+			}
+		}
+	}
+	_, done := startWorker(t, ctx, in.Client.Runtime, &agent.Runner{Routes: routes}, "second")
+	task := waitEnd(t, ctx, in, taskID)
+	cancel()
+	<-done
+	if task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || client.MessageText(task.GetOutput().GetMessage()) != "Final: draft v2" {
+		t.Fatalf("task %v %v output %v", task.GetState(), task.GetFailure(), task.GetOutput())
+	}
+	if n := len(verdicts(t, context.Background(), in, taskID)); n != 2 {
+		t.Errorf("%d verdicts, want 2", n)
+	}
+	calls, results := map[string]int{}, map[string]int{}
+	for _, ev := range agenttest.Events(t, context.Background(), in, taskID) {
+		if c := ev.GetToolCall(); c != nil {
+			calls[c.GetCallId()]++
+		}
+		if r := ev.GetToolResult(); r != nil {
+			results[r.GetCallId()]++
+		}
+	}
+	if len(calls) != 6 || len(results) != 6 {
+		t.Errorf("%d calls and %d results logged, want 6 each: %v %v", len(calls), len(results), calls, results)
+	}
+	for id, n := range calls {
+		if n != 1 || results[id] != 1 {
+			t.Errorf("call %s logged %d times with %d results", id, n, results[id])
+		}
+	}
+	// The lead's last request: its three calls, each call_1, each with its result.
+	var shape []string
+	for _, raw := range model.Requests()[8].Messages {
+		var m struct {
+			Role       string `json:"role"`
+			ToolCallID string `json:"tool_call_id"`
+			ToolCalls  []struct {
+				ID string `json:"id"`
+			} `json:"tool_calls"`
+		}
+		_ = json.Unmarshal(raw, &m)
+		switch {
+		case m.Role == "tool":
+			shape = append(shape, "tool:"+m.ToolCallID)
+		case len(m.ToolCalls) == 1:
+			shape = append(shape, "assistant:"+m.ToolCalls[0].ID)
+		default:
+			shape = append(shape, m.Role)
+		}
+	}
+	if got := strings.Join(shape, " "); got != "system user"+strings.Repeat(" assistant:call_1 tool:call_1", 4) {
+		t.Errorf("the lead's conversation: %s", got)
 	}
 }

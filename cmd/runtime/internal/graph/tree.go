@@ -3,6 +3,7 @@ package graph
 import (
 	"strings"
 
+	"github.com/agentplane/agentplane/cmd/runtime/internal/agent"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
@@ -155,9 +156,10 @@ func (in *invocation) usage() (steps, input, output int64) {
 			if m.GetRole() != agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT || m.GetModel() == "" {
 				continue
 			}
+			in, out, _ := agent.Usage(m)
 			steps++
-			input += int64(m.GetUsage().GetInputTokens())
-			output += int64(m.GetUsage().GetOutputTokens())
+			input += in
+			output += out
 		}
 	})
 	return steps, input, output

@@ -101,10 +101,12 @@ func TestAgentCallsGatedMCPTools(t *testing.T) {
 	// The log names the tools as the gate does, and says why wipe was gated.
 	calls, results := map[string]string{}, 0
 	var wipeReason string
-	for _, ev := range agenttest.Events(t, ctx, in, taskID) {
+	evs := agenttest.Events(t, ctx, in, taskID)
+	ids := agenttest.ModelCallIDs(evs)
+	for _, ev := range evs {
 		switch {
 		case ev.GetToolCall() != nil:
-			calls[ev.GetToolCall().GetCallId()] = ev.GetToolCall().GetToolName()
+			calls[ids[ev.GetToolCall().GetCallId()]] = ev.GetToolCall().GetToolName()
 		case ev.GetToolResult() != nil:
 			results++
 		case ev.GetToolGated() != nil && ev.GetToolGated().GetToolName() == "crm.wipe":

@@ -23,9 +23,12 @@ type Metrics struct {
 
 	modelDuration *prometheus.HistogramVec
 	tokens        *prometheus.CounterVec
+	retries       *prometheus.CounterVec
+	refused       *prometheus.CounterVec
 	toolDuration  *prometheus.HistogramVec
 	gateWait      *prometheus.HistogramVec
 	errors        *prometheus.CounterVec
+	toolLimits    *prometheus.CounterVec
 	running       prometheus.Gauge
 	leases        prometheus.Counter
 
@@ -47,6 +50,14 @@ func NewMetrics() *Metrics {
 			Namespace: "agentplane_runtime", Name: "model_tokens_total",
 			Help: "Tokens the model reported, by model and type (input for the prompt, output for the completion).",
 		}, []string{"model", "type"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "agentplane_runtime", Name: "model_retries_total",
+			Help: "Model requests repeated after a retryable failure, by model and the failed attempt's status (429, 5xx, transport).",
+		}, []string{"model", "status"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "agentplane_runtime", Name: "tool_calls_refused_total",
+			Help: "Tool calls of the model never handed to the gate, by reason (truncated, invalid_json, not_object, schema_mismatch).",
+		}, []string{"reason"}),
 		toolDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "agentplane_runtime", Name: "tool_call_duration_seconds",
 			Help:    "Tool runs, from the gate's answer to the result, by tool kind (http, function, ...) and outcome (ok, error).",
@@ -61,6 +72,10 @@ func NewMetrics() *Metrics {
 			Namespace: "agentplane_runtime", Name: "errors_total",
 			Help: "Errors, by kind: model (a model call failed), tool (a tool returned an error), gate (the gate call failed), task (a lease's run ended with an error).",
 		}, []string{"kind"}),
+		toolLimits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "agentplane_runtime", Name: "tool_limits_total",
+			Help: "Tool server answers and listings refused or cut for crossing one of the runtime's limits, by kind (mcp, a2a, http) and limit (response_bytes, call_timeout, list_bytes, list_timeout, card_bytes, tool_name, name_clash, schema_bytes, description_bytes, max_tools).",
+		}, []string{"kind", "limit"}),
 		running: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "agentplane_runtime", Name: "tasks_running",
 			Help: "Leased tasks this runtime is running now.",
@@ -71,7 +86,7 @@ func NewMetrics() *Metrics {
 		}),
 		models: map[string]bool{},
 	}
-	m.Registry.MustRegister(m.modelDuration, m.tokens, m.toolDuration, m.gateWait, m.errors, m.running, m.leases,
+	m.Registry.MustRegister(m.modelDuration, m.tokens, m.retries, m.refused, m.toolDuration, m.gateWait, m.errors, m.toolLimits, m.running, m.leases,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

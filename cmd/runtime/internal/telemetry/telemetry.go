@@ -63,11 +63,30 @@ func (o *T) start(ctx context.Context, name string, kind trace.SpanKind, attrs .
 	return o.tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 }
 
+type tKey struct{}
+
+// FromContext is the T of the lease ctx runs under (Handler), or nil: what tool
+// providers count with, below the agent that holds the T.
+func FromContext(ctx context.Context) *T {
+	o, _ := ctx.Value(tKey{}).(*T)
+	return o
+}
+
+// ToolLimit counts a tool server's answer or listing refused or cut for crossing a
+// limit: kind is mcp, a2a or http, limit the limit's name (response_bytes, ...).
+func (o *T) ToolLimit(kind, limit string) {
+	if m := o.metrics(); m != nil {
+		m.toolLimits.WithLabelValues(kind, limit).Inc()
+	}
+}
+
 // Handler wraps h: each lease it runs is counted, and runs under an invoke_agent span
 // that is a child of the trace context captured when the task was started
-// (Lease.trace_context), so the runtime's spans join the client's trace.
+// (Lease.trace_context), so the runtime's spans join the client's trace. The lease's
+// context carries o (FromContext).
 func (o *T) Handler(h worker.Handler) worker.Handler {
 	return worker.HandlerFunc(func(ctx context.Context, t *worker.Task) error {
+		ctx = context.WithValue(ctx, tKey{}, o)
 		if m := o.metrics(); m != nil {
 			m.leases.Inc()
 			m.running.Inc()
@@ -131,7 +150,10 @@ type ModelResult struct {
 	// ResponseModel and ResponseID are what the provider answered with.
 	ResponseModel, ResponseID string
 	FinishReasons             []string
+	// InputTokens and OutputTokens are the usage the server reported; UsageKnown is
+	// false when it reported none (then no tokens are recorded).
 	InputTokens, OutputTokens int64
+	UsageKnown                bool
 	// Err is the call's error; ErrorType classifies it (an HTTP status, "timeout").
 	Err       error
 	ErrorType string
@@ -160,11 +182,10 @@ func (c *ModelCall) End(r ModelResult) {
 		}
 		c.span.SetAttributes(attribute.String(attrErrorType, r.ErrorType))
 	} else {
-		c.span.SetAttributes(
-			attribute.Int64(attrInputTokens, r.InputTokens),
-			attribute.Int64(attrOutputTokens, r.OutputTokens),
-			attribute.StringSlice(attrFinishReasons, r.FinishReasons),
-		)
+		c.span.SetAttributes(attribute.StringSlice(attrFinishReasons, r.FinishReasons))
+		if r.UsageKnown {
+			c.span.SetAttributes(attribute.Int64(attrInputTokens, r.InputTokens), attribute.Int64(attrOutputTokens, r.OutputTokens))
+		}
 		if r.ResponseModel != "" {
 			c.span.SetAttributes(attribute.String(attrResponseModel, r.ResponseModel))
 		}
@@ -178,10 +199,25 @@ func (c *ModelCall) End(r ModelResult) {
 		m.modelDuration.WithLabelValues(model, outcome).Observe(time.Since(c.start).Seconds())
 		if r.Err != nil && r.ErrorType != ErrorCanceled {
 			m.errors.WithLabelValues("model").Inc()
-		} else {
+		} else if r.UsageKnown {
 			m.tokens.WithLabelValues(model, "input").Add(float64(r.InputTokens))
 			m.tokens.WithLabelValues(model, "output").Add(float64(r.OutputTokens))
 		}
+	}
+}
+
+// ModelRetry counts a model request repeated after a failure with status (an HTTP
+// status code, or "transport").
+func (o *T) ModelRetry(model, status string) {
+	if m := o.metrics(); m != nil {
+		m.retries.WithLabelValues(m.model(model), status).Inc()
+	}
+}
+
+// ToolCallRefused counts a model's tool call the runtime did not hand to the gate.
+func (o *T) ToolCallRefused(reason string) {
+	if m := o.metrics(); m != nil {
+		m.refused.WithLabelValues(reason).Inc()
 	}
 }
 
@@ -195,9 +231,11 @@ type ToolCall struct {
 	finished bool
 }
 
-// StartToolCall starts an execute_tool span for the call callID of tool name; kind
-// is how the runtime runs it (http, function for the client's, mcp, a2a).
-func (o *T) StartToolCall(ctx context.Context, kind, name, callID string) *ToolCall {
+// StartToolCall starts an execute_tool span for a call of tool name: callID is the
+// runtime's id (the gate's and the log's), modelCallID the model's own (the GenAI
+// conventions' gen_ai.tool.call.id); kind is how the runtime runs it (http, function
+// for the client's, mcp, a2a).
+func (o *T) StartToolCall(ctx context.Context, kind, name, callID, modelCallID string) *ToolCall {
 	toolType := "extension"
 	if kind == "function" {
 		toolType = "function"
@@ -205,7 +243,8 @@ func (o *T) StartToolCall(ctx context.Context, kind, name, callID string) *ToolC
 	ctx, span := o.start(ctx, "execute_tool "+name, trace.SpanKindInternal,
 		attribute.String(attrOperation, "execute_tool"),
 		attribute.String(attrToolName, name),
-		attribute.String(attrToolCallID, callID),
+		attribute.String(attrToolCallID, modelCallID),
+		attribute.String("agentplane.tool.call_id", callID),
 		attribute.String(attrToolType, toolType),
 		attribute.String("agentplane.tool.kind", kind),
 	)

@@ -56,7 +56,7 @@ func TestNilRecordsNothing(t *testing.T) {
 	var o *T
 	ctx, mc := o.StartModelCall(context.Background(), "m")
 	mc.End(ModelResult{})
-	tc := o.StartToolCall(ctx, "http", "t", "c1")
+	tc := o.StartToolCall(ctx, "http", "t", "c1", "call_1")
 	if _, err := tc.Gate(func(context.Context) (*worker.Gate, error) { return &worker.Gate{Allowed: true}, nil }); err != nil {
 		t.Fatal(err)
 	}
