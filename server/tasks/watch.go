@@ -137,7 +137,9 @@ func (h *hub) publish(tenant, taskID string, events []*storagev1.EventRecord) {
 	defer h.mu.RUnlock()
 	live := false
 	for s := range h.subs[k] {
-		live = live || !s.isLagged()
+		if live = !s.isLagged(); live {
+			break
+		}
 	}
 	if !live {
 		return
