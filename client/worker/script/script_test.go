@@ -81,7 +81,7 @@ func TestParseValues(t *testing.T) {
 	s, err := Parse("t.yaml", []byte(`steps:
   - tool:
       name: pay
-      args: {amount: 12345678901234567, to: [a, b], note: null}
+      args: {amount: 12345678901234567, to: [a, b], note: null, html: "<b>&</b>"}
       annotations: {destructiveHint: true}
   - tool:
       name: raw
@@ -96,8 +96,9 @@ func TestParseValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	tool := s.Steps[0].Tool
-	// Integers keep every digit in the JSON text; args_json is sent as written.
-	if want := `{"amount":12345678901234567,"note":null,"to":["a","b"]}`; tool.args != want {
+	// Integers keep every digit in the JSON text, "<" and "&" are not HTML-escaped;
+	// args_json is sent as written.
+	if want := `{"amount":12345678901234567,"html":"<b>&</b>","note":null,"to":["a","b"]}`; tool.args != want {
 		t.Errorf("args = %s, want %s", tool.args, want)
 	}
 	if got := s.Steps[1].Tool.args; got != `{"amount": 1.50, "x":` {
