@@ -102,6 +102,7 @@ func (x *adminService) GetStats(ctx context.Context, _ *agentplanev1.GetStatsReq
 	if err != nil {
 		return nil, err
 	}
+	features := x.s.domain.store.Features()
 	byState := map[string]int64{}
 	for state, n := range st.TasksByState {
 		byState[state.String()] = n
@@ -110,7 +111,7 @@ func (x *adminService) GetStats(ctx context.Context, _ *agentplanev1.GetStatsReq
 		ServerVersion:     version.String(),
 		StartTime:         timestamppb.New(x.s.start),
 		Uptime:            durationpb.New(time.Since(x.s.start)),
-		Store:             st.Backend,
+		Store:             features.Backend,
 		StorePath:         st.Path,
 		StoreBytes:        st.SizeBytes,
 		TasksByState:      byState,
@@ -123,5 +124,6 @@ func (x *adminService) GetStats(ctx context.Context, _ *agentplanev1.GetStatsReq
 		Commits:           st.Commits,
 		Updates:           st.Updates,
 		QueueDepth:        st.QueueDepth,
+		WriteAheadLog:     features.WriteAheadLog,
 	}, nil
 }

@@ -16,21 +16,43 @@ import (
 	"github.com/agentplane/agentplane/server/version"
 )
 
-// features is what this build serves. Every flag is backed by RPCs that work; the
-// end-to-end tests exercise each.
+// features is what this deployment serves: a feature is on when every RPC backing it
+// (as capability_service.proto documents it) is registered on this server and the
+// store, the listeners and the configuration in force support it. Nothing here is a
+// constant: each flag is read from the running server.
 func (s *Server) features() *agentplanev1.Features {
+	registered := map[string]bool{}
+	for name, info := range s.grpc.GetServiceInfo() {
+		for _, m := range info.Methods {
+			registered["/"+name+"/"+m.Name] = true
+		}
+	}
+	serves := func(methods ...string) bool {
+		for _, m := range methods {
+			if !registered[m] {
+				return false
+			}
+		}
+		return true
+	}
+	st := s.domain.store.Features()
 	return &agentplanev1.Features{
-		SpecValidation:    true,
-		Tasks:             true,
-		WatchResume:       true,
-		IdempotentStart:   true,
-		RuntimeLeases:     true,
-		DurableInterrupts: true,
-		CelPolicies:       true,
-		Verdicts:          true,
-		ChatMode:          true,
-		HotBackup:         true,
-		HttpJson:          s.http != nil,
+		SpecValidation: serves(agentplanev1.SpecService_ValidateSpec_FullMethodName, agentplanev1.SpecService_ListRules_FullMethodName,
+			agentplanev1.SpecService_GetRule_FullMethodName),
+		Tasks: serves(agentplanev1.TaskService_StartTask_FullMethodName, agentplanev1.TaskService_GetTask_FullMethodName,
+			agentplanev1.TaskService_ListTasks_FullMethodName, agentplanev1.TaskService_CancelTask_FullMethodName,
+			agentplanev1.TaskService_ContinueTask_FullMethodName),
+		WatchResume:     serves(agentplanev1.TaskService_WatchTask_FullMethodName),
+		IdempotentStart: serves(agentplanev1.TaskService_StartTask_FullMethodName),
+		RuntimeLeases:   serves(agentplanev1.RuntimeService_LeaseTasks_FullMethodName, agentplanev1.RuntimeService_Heartbeat_FullMethodName),
+		DurableInterrupts: serves(agentplanev1.HitlService_ListInterrupts_FullMethodName, agentplanev1.HitlService_ResolveInterrupt_FullMethodName,
+			agentplanev1.RuntimeService_SuspendTask_FullMethodName, agentplanev1.RuntimeService_AwaitDecision_FullMethodName),
+		CelPolicies: serves(agentplanev1.RuntimeService_CheckToolCall_FullMethodName),
+		Verdicts: serves(agentplanev1.RuntimeService_RecordVerdict_FullMethodName, agentplanev1.TaskService_ListVerdicts_FullMethodName,
+			agentplanev1.TaskService_ListObligations_FullMethodName),
+		ChatMode:  serves(agentplanev1.RuntimeService_PauseTask_FullMethodName, agentplanev1.TaskService_ContinueTask_FullMethodName),
+		HotBackup: st.HotBackup && serves(agentplanev1.AdminService_Backup_FullMethodName),
+		HttpJson:  s.http != nil,
 	}
 }
 
@@ -46,7 +68,7 @@ func (x *capabilityService) GetCapabilities(ctx context.Context, _ *agentplanev1
 	d := s.gates.For(p.Tenant)
 	caps := gates.Capabilities(d)
 	caps.ServerVersion = version.String()
-	caps.Store = "bbolt"
+	caps.Store = s.domain.store.Features().Backend
 	caps.Principal = p.Proto()
 	caps.Features = s.features()
 	caps.Spec = spec.Vocabulary()

@@ -2,8 +2,11 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -21,6 +24,7 @@ import (
 	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/servertest"
+	"github.com/agentplane/agentplane/server/store/pgstore/pgtest"
 )
 
 // The tests in this file prove through the real server that GetCapabilities says yes
@@ -666,5 +670,335 @@ func TestPostureDeniedWorkflowsAreRefused(t *testing.T) {
 	})
 	if status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("StartTask of a GraphSpec with workflows denied: want FAILED_PRECONDITION, got %v (task %v)", err, started.GetTask().GetState())
+	}
+}
+
+// deployment is one running configuration the features are checked on.
+type deployment struct {
+	name    string
+	backend string // what capabilities and stats must say the store is
+	mutate  func(t *testing.T, c *config.Config)
+}
+
+func deployments() []deployment {
+	return []deployment{
+		{"bbolt", "bbolt", func(*testing.T, *config.Config) {}},
+		{"bbolt without wal or http", "bbolt", func(_ *testing.T, c *config.Config) {
+			c.Store.WAL = false
+			c.HTTPAddr = "off"
+		}},
+		{"postgres", "postgres", func(t *testing.T, c *config.Config) {
+			c.Store.Backend = config.BackendPostgres
+			c.Store.Postgres.DSN = pgtest.DSN(t)
+		}},
+	}
+}
+
+// featureEnv is what a probe calls through.
+type featureEnv struct {
+	t   *testing.T
+	ctx context.Context
+	c   *client.Client
+	in  *servertest.Instance
+}
+
+// start starts a task of agent with policy and returns it.
+func (e featureEnv) start(req *agentplanev1.StartTaskRequest) *agentplanev1.Task {
+	e.t.Helper()
+	if req.Spec == nil {
+		req.Spec = &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}
+	}
+	if req.Input == nil {
+		req.Input = client.UserText("hello")
+	}
+	resp, err := e.c.Tasks.StartTask(e.ctx, req)
+	if err != nil {
+		e.t.Fatalf("StartTask: %v", err)
+	}
+	return resp.GetTask()
+}
+
+// lease leases task id (other queued tasks leased on the way are left to expire).
+func (e featureEnv) lease(id string) (*agentplanev1.LeaseRef, *agentplanev1.Lease, error) {
+	for range 20 {
+		resp, err := e.c.Runtime.LeaseTasks(e.ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "features", MaxTasks: 64})
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, l := range resp.GetLeases() {
+			if l.GetTask().GetTaskId() == id {
+				return &agentplanev1.LeaseRef{TaskId: id, LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()}, l, nil
+			}
+		}
+	}
+	return nil, nil, fmt.Errorf("task %s was never leased", id)
+}
+
+// featureProbe calls the routes behind one feature: nil when every call did what the
+// feature promises. refused says whether err is the documented refusal when the
+// feature is advertised as off.
+type featureProbe struct {
+	name    string
+	on      func(*agentplanev1.Features) bool
+	call    func(e featureEnv) error
+	refused func(e featureEnv, err error) bool
+}
+
+// notServed is the refusal of a route this server does not register.
+func notServed(_ featureEnv, err error) bool { return status.Code(err) == codes.Unimplemented }
+
+var featureProbes = []featureProbe{
+	{"spec_validation", (*agentplanev1.Features).GetSpecValidation, func(e featureEnv) error {
+		v, err := e.c.Spec.ValidateSpec(e.ctx, &agentplanev1.ValidateSpecRequest{Spec: &agentplanev1.ValidateSpecRequest_Agent{Agent: tenancyAgent()}})
+		if err != nil || !v.GetValid() {
+			return fmt.Errorf("ValidateSpec = %v, %v", v, err)
+		}
+		rules, err := e.c.Spec.ListRules(e.ctx, &agentplanev1.ListRulesRequest{})
+		if err != nil || len(rules.GetRules()) == 0 {
+			return fmt.Errorf("ListRules = %v, %v", rules, err)
+		}
+		_, err = e.c.Spec.GetRule(e.ctx, &agentplanev1.GetRuleRequest{RuleId: rules.GetRules()[0].GetRuleId()})
+		return err
+	}, notServed},
+	{"tasks", (*agentplanev1.Features).GetTasks, func(e featureEnv) error {
+		task := e.start(&agentplanev1.StartTaskRequest{})
+		if _, err := e.c.Tasks.GetTask(e.ctx, &agentplanev1.GetTaskRequest{TaskId: task.GetTaskId()}); err != nil {
+			return err
+		}
+		list, err := e.c.Tasks.ListTasks(e.ctx, &agentplanev1.ListTasksRequest{})
+		if err != nil || !slices.ContainsFunc(list.GetTasks(), func(x *agentplanev1.Task) bool { return x.GetTaskId() == task.GetTaskId() }) {
+			return fmt.Errorf("ListTasks = %v, %v; want the task listed", list, err)
+		}
+		c, err := e.c.Tasks.CancelTask(e.ctx, &agentplanev1.CancelTaskRequest{TaskId: task.GetTaskId()})
+		if err != nil || c.GetTask().GetState() != agentplanev1.TaskState_TASK_STATE_CANCELED {
+			return fmt.Errorf("CancelTask = %v, %v", c, err)
+		}
+		return nil
+	}, notServed},
+	{"watch_resume", (*agentplanev1.Features).GetWatchResume, func(e featureEnv) error {
+		task := e.start(&agentplanev1.StartTaskRequest{})
+		if _, err := e.c.Tasks.CancelTask(e.ctx, &agentplanev1.CancelTaskRequest{TaskId: task.GetTaskId()}); err != nil {
+			return err
+		}
+		stream, err := e.c.Tasks.WatchTask(e.ctx, &agentplanev1.WatchTaskRequest{TaskId: task.GetTaskId(), AfterSequence: 1})
+		if err != nil {
+			return err
+		}
+		resp, err := stream.Recv()
+		if err != nil || resp.GetEvent().GetSequence() != 2 {
+			return fmt.Errorf("WatchTask after sequence 1: first answer %v, %v; want event 2", resp, err)
+		}
+		return nil
+	}, notServed},
+	{"idempotent_start", (*agentplanev1.Features).GetIdempotentStart, func(e featureEnv) error {
+		first := e.start(&agentplanev1.StartTaskRequest{RequestId: "features-idem"})
+		again, err := e.c.Tasks.StartTask(e.ctx, &agentplanev1.StartTaskRequest{RequestId: "features-idem",
+			Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("hello")})
+		if err != nil || again.GetCreated() || again.GetTask().GetTaskId() != first.GetTaskId() {
+			return fmt.Errorf("retried StartTask = %v, %v; want task %s, not created", again, err, first.GetTaskId())
+		}
+		return nil
+	}, notServed},
+	{"runtime_leases", (*agentplanev1.Features).GetRuntimeLeases, func(e featureEnv) error {
+		ref, _, err := e.lease(e.start(&agentplanev1.StartTaskRequest{}).GetTaskId())
+		if err != nil {
+			return err
+		}
+		_, err = e.c.Runtime.Heartbeat(e.ctx, &agentplanev1.HeartbeatRequest{Lease: ref})
+		return err
+	}, notServed},
+	{"durable_interrupts", (*agentplanev1.Features).GetDurableInterrupts, func(e featureEnv) error {
+		// A gated call; the runtime gives up its lease; the decision is handed to the
+		// next lease.
+		task := e.start(&agentplanev1.StartTaskRequest{InterruptPolicy: gatedPolicy()})
+		ref, _, err := e.lease(task.GetTaskId())
+		if err != nil {
+			return err
+		}
+		checked, err := e.c.Runtime.CheckToolCall(e.ctx, &agentplanev1.CheckToolCallRequest{Lease: ref, CallId: "c1", ToolName: gatedTool, AgentName: "teller", ArgumentsJson: `{"n": 5}`})
+		if err != nil || checked.GetInterrupt() == nil {
+			return fmt.Errorf("CheckToolCall = %v, %v; want an interrupt", checked, err)
+		}
+		if _, err := e.c.Runtime.SuspendTask(e.ctx, &agentplanev1.SuspendTaskRequest{Lease: ref}); err != nil {
+			return err
+		}
+		id := checked.GetInterrupt().GetInterruptId()
+		inbox, err := e.c.Hitl.ListInterrupts(e.ctx, &agentplanev1.ListInterruptsRequest{TaskId: task.GetTaskId()})
+		if err != nil || len(inbox.GetInterrupts()) != 1 || inbox.GetInterrupts()[0].GetInterruptId() != id {
+			return fmt.Errorf("inbox = %v, %v; want the interrupt", inbox, err)
+		}
+		if _, err := e.c.Hitl.ResolveInterrupt(e.ctx, &agentplanev1.ResolveInterruptRequest{InterruptId: id,
+			Decision: &agentplanev1.ResolveInterruptRequest_Approve{Approve: &agentplanev1.ApproveDecision{}}}); err != nil {
+			return err
+		}
+		_, l, err := e.lease(task.GetTaskId())
+		if err != nil {
+			return err
+		}
+		if len(l.GetResolvedInterrupts()) != 1 || l.GetResolvedInterrupts()[0].GetInterruptId() != id {
+			return fmt.Errorf("the resumed lease carries %v; want the resolved interrupt %s", l.GetResolvedInterrupts(), id)
+		}
+		return nil
+	}, notServed},
+	{"cel_policies", (*agentplanev1.Features).GetCelPolicies, func(e featureEnv) error {
+		task := e.start(&agentplanev1.StartTaskRequest{InterruptPolicy: &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Predicate{
+			Predicate: &agentplanev1.PredicatePolicy{Expression: `tool_name == "` + gatedTool + `" && args.n > 10`}}}})
+		ref, _, err := e.lease(task.GetTaskId())
+		if err != nil {
+			return err
+		}
+		for _, tc := range []struct {
+			args string
+			want agentplanev1.GateOutcome
+		}{{`{"n": 5}`, agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW}, {`{"n": 50}`, agentplanev1.GateOutcome_GATE_OUTCOME_INTERRUPT}} {
+			got, err := e.c.Runtime.CheckToolCall(e.ctx, &agentplanev1.CheckToolCallRequest{Lease: ref, CallId: "c" + tc.args, ToolName: gatedTool, AgentName: "teller", ArgumentsJson: tc.args})
+			if err != nil || got.GetOutcome() != tc.want {
+				return fmt.Errorf("CheckToolCall(%s) under a CEL predicate = %v, %v; want %v", tc.args, got, err, tc.want)
+			}
+		}
+		return nil
+	}, notServed},
+	{"verdicts", (*agentplanev1.Features).GetVerdicts, func(e featureEnv) error {
+		doc, err := os.ReadFile("../examples/graphs/write-review.yaml")
+		if err != nil {
+			return err
+		}
+		task := e.start(&agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML})
+		ref, _, err := e.lease(task.GetTaskId())
+		if err != nil {
+			return err
+		}
+		if _, err := e.c.Runtime.RecordVerdict(e.ctx, &agentplanev1.RecordVerdictRequest{Lease: ref, Node: "critic",
+			Result: &agentplanev1.VerdictResult{Verdict: "pass", Confidence: new(0.9)}}); err != nil {
+			return err
+		}
+		list, err := e.c.Tasks.ListVerdicts(e.ctx, &agentplanev1.ListVerdictsRequest{TaskId: task.GetTaskId()})
+		if err != nil || len(list.GetVerdicts()) != 1 || !list.GetVerdicts()[0].GetApproved() {
+			return fmt.Errorf("ListVerdicts = %v, %v; want the pass", list, err)
+		}
+		_, err = e.c.Tasks.ListObligations(e.ctx, &agentplanev1.ListObligationsRequest{TaskId: task.GetTaskId()})
+		return err
+	}, notServed},
+	{"chat_mode", (*agentplanev1.Features).GetChatMode, func(e featureEnv) error {
+		agent := tenancyAgent()
+		agent.AutoPauseOnTurnEnd = new(true)
+		task := e.start(&agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: agent}})
+		ref, _, err := e.lease(task.GetTaskId())
+		if err != nil {
+			return err
+		}
+		if _, err := e.c.Runtime.PauseTask(e.ctx, &agentplanev1.PauseTaskRequest{Lease: ref, Node: "teller",
+			Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "anything else?")}); err != nil {
+			return err
+		}
+		cont, err := e.c.Tasks.ContinueTask(e.ctx, &agentplanev1.ContinueTaskRequest{TaskId: task.GetTaskId(),
+			Input: &agentplanev1.ContinueTaskRequest_Message{Message: client.UserText("yes")}})
+		if err != nil || cont.GetTask().GetState() != agentplanev1.TaskState_TASK_STATE_SUBMITTED {
+			return fmt.Errorf("ContinueTask = %v, %v; want the task queued again", cont, err)
+		}
+		return nil
+	}, notServed},
+	{"hot_backup", (*agentplanev1.Features).GetHotBackup, func(e featureEnv) error {
+		stream, err := e.c.Admin.Backup(e.ctx, &agentplanev1.BackupRequest{})
+		if err != nil {
+			return err
+		}
+		var total, got int64
+		for {
+			resp, err := stream.Recv()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if total == 0 {
+				total = resp.GetTotalBytes()
+			}
+			got += int64(len(resp.GetChunk()))
+		}
+		if total == 0 || got != total {
+			return fmt.Errorf("backup of %d bytes, %d received", total, got)
+		}
+		return nil
+	}, func(_ featureEnv, err error) bool {
+		return status.Code(err) == codes.FailedPrecondition && reasonOf(err) == apierr.ReasonStoreBackupUnsupported
+	}},
+	{"http_json", (*agentplanev1.Features).GetHttpJson, func(e featureEnv) error {
+		if e.in.HTTPAddr == "" {
+			return errNoHTTPListener
+		}
+		resp, err := http.Get("http://" + e.in.HTTPAddr + "/v1/capabilities")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET /v1/capabilities: %s", resp.Status)
+		}
+		return nil
+	}, func(_ featureEnv, err error) bool { return errors.Is(err, errNoHTTPListener) }},
+}
+
+var errNoHTTPListener = errors.New("no HTTP listener")
+
+// TestFeaturesNeverLie runs each deployment (bbolt, bbolt without its log and HTTP,
+// PostgreSQL) and checks every feature GetCapabilities advertises against real calls
+// of its routes: advertised yes, the calls work; advertised no, they are refused
+// with the documented reason. The store's name and stats are the backend's own.
+func TestFeaturesNeverLie(t *testing.T) {
+	for _, d := range deployments() {
+		t.Run(d.name, func(t *testing.T) {
+			in := servertest.Start(t, func(c *config.Config) { d.mutate(t, c) })
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			resp, err := in.Client.Capabilities.GetCapabilities(ctx, &agentplanev1.GetCapabilitiesRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			caps := resp.GetCapabilities()
+			if caps.GetStore() != d.backend {
+				t.Errorf("capabilities say store %q on %s", caps.GetStore(), d.backend)
+			}
+			stats, err := in.Client.Admin.GetStats(ctx, &agentplanev1.GetStatsRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stats.GetStore() != d.backend {
+				t.Errorf("stats say store %q on %s", stats.GetStore(), d.backend)
+			}
+			hasLog := d.backend == "bbolt" && in.Config.Store.WAL
+			if stats.GetWriteAheadLog() != hasLog || !hasLog && (stats.GetLogBytes() != 0 || stats.GetCheckpoints() != 0) {
+				t.Errorf("stats on %s: write_ahead_log %v (want %v), log %d bytes, %d checkpoints", d.name,
+					stats.GetWriteAheadLog(), hasLog, stats.GetLogBytes(), stats.GetCheckpoints())
+			}
+			if in.HTTPAddr != "" {
+				// /metrics exports the log's series only for a store that keeps one.
+				resp, err := http.Get("http://" + in.HTTPAddr + "/metrics")
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				for _, name := range []string{"agentplane_store_log_bytes ", "agentplane_store_checkpoints_total "} {
+					if strings.Contains(string(b), "\n"+name) != hasLog {
+						t.Errorf("/metrics on %s (write-ahead log %v) exports %s: %v", d.name, hasLog, name, !hasLog)
+					}
+				}
+			}
+			e := featureEnv{t: t, ctx: ctx, c: in.Client, in: in}
+			for _, p := range featureProbes {
+				on := p.on(caps.GetFeatures())
+				err := p.call(e)
+				switch {
+				case on && err != nil:
+					t.Errorf("%s advertised, but its route fails: %v", p.name, err)
+				case !on && err == nil:
+					t.Errorf("%s advertised as off, but its route works", p.name)
+				case !on && !p.refused(e, err):
+					t.Errorf("%s advertised as off: want its documented refusal, got %v", p.name, err)
+				}
+			}
+		})
 	}
 }

@@ -3,6 +3,8 @@ package server_test
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -13,6 +15,7 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -109,6 +112,13 @@ func signIn(t *testing.T, httpAddr string, a *actor) *uiClient {
 // the gated tool: a pending TOOL_APPROVAL interrupt of that tenant.
 func raiseInterrupt(t *testing.T, mt *multiTenant, tenant string) (taskID string, in *agentplanev1.Interrupt) {
 	t.Helper()
+	taskID, in, _ = raiseInterruptLeased(t, mt, tenant)
+	return taskID, in
+}
+
+// raiseInterruptLeased is raiseInterrupt, with the runtime's lease on the task.
+func raiseInterruptLeased(t *testing.T, mt *multiTenant, tenant string) (taskID string, in *agentplanev1.Interrupt, lease *agentplanev1.LeaseRef) {
+	t.Helper()
 	ctx := context.Background()
 	user, rt := mt.by[tenant][auth.RoleUser], mt.by[tenant][auth.RoleRuntime]
 	started, err := user.c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
@@ -124,14 +134,15 @@ func raiseInterrupt(t *testing.T, mt *multiTenant, tenant string) (taskID string
 		t.Fatalf("LeaseTasks: %v %v", leased, err)
 	}
 	l := leased.GetLeases()[0]
+	lease = &agentplanev1.LeaseRef{TaskId: taskID, LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()}
 	check, err := rt.c.Runtime.CheckToolCall(ctx, &agentplanev1.CheckToolCallRequest{
-		Lease:  &agentplanev1.LeaseRef{TaskId: taskID, LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()},
+		Lease:  lease,
 		CallId: "call-1", ToolName: gatedTool, AgentName: "teller", ArgumentsJson: `{"n":1}`,
 	})
 	if err != nil || check.GetOutcome() != agentplanev1.GateOutcome_GATE_OUTCOME_INTERRUPT {
 		t.Fatalf("CheckToolCall: %v %v", check, err)
 	}
-	return taskID, check.GetInterrupt()
+	return taskID, check.GetInterrupt(), lease
 }
 
 func pendingState(t *testing.T, a *actor, id string) agentplanev1.InterruptState {
@@ -545,5 +556,55 @@ func TestConsoleTasksContinueAndPaging(t *testing.T) {
 	resp, body = u.post("/ui/tasks/"+chat+"/continue", url.Values{"message": {"again"}, "request_id": {"c-2"}})
 	if resp.StatusCode < 400 || !strings.Contains(body, `role="alert"`) {
 		t.Errorf("continuing a task that waits on nothing: %d, no error shown", resp.StatusCode)
+	}
+}
+
+// TestConsoleRejectedCallReadsAsRefused: after a rejection the interrupt's page shows
+// the decision (who, the reason, as text), and the runtime's report of the refused
+// call and of what it told the model read as refused on the task's page and in its
+// live updates, never as a call that ran.
+func TestConsoleRejectedCallReadsAsRefused(t *testing.T) {
+	mt := startMultiTenant(t, []string{"acme"}, nil)
+	taskID, in, lease := raiseInterruptLeased(t, mt, "acme")
+	ctx := context.Background()
+	approver, rt := mt.by["acme"][auth.RoleApprover], mt.by["acme"][auth.RoleRuntime]
+	if _, err := approver.c.Hitl.ResolveInterrupt(ctx, &agentplanev1.ResolveInterruptRequest{InterruptId: in.GetInterruptId(),
+		Decision: &agentplanev1.ResolveInterruptRequest_Reject{Reject: &agentplanev1.RejectDecision{Reason: "no <b>way</b>"}}}); err != nil {
+		t.Fatal(err)
+	}
+	task, err := mt.by["acme"][auth.RoleUser].c.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: taskID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := task.GetTask().GetLastSequence() // the rejection is at or before this event
+	if _, err := rt.c.Runtime.ReportEvents(ctx, &agentplanev1.ReportEventsRequest{Lease: lease, Events: []*agentplanev1.RuntimeEvent{
+		{Payload: &agentplanev1.RuntimeEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{CallId: "call-1", ToolName: gatedTool, ArgumentsJson: `{"n":1}`}}},
+		{Payload: &agentplanev1.RuntimeEvent_ToolResult{ToolResult: &agentplanev1.ToolResult{CallId: "call-1", ToolName: gatedTool,
+			Result: structpb.NewStringValue("rejected: no <b>way</b>"), IsError: true}}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	u := signIn(t, mt.in.HTTPAddr, approver)
+	_, page := u.get("/ui/interrupts/" + in.GetInterruptId())
+	for _, want := range []string{`id="decision"`, "Decision: rejected", "the call did not run", approver.name, "no &lt;b&gt;way&lt;/b&gt;"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the interrupt page lacks %q", want)
+		}
+	}
+	refused := "refused: " + gatedTool + " (call-1) did not run, rejected by " + approver.name
+	_, page = u.get("/ui/tasks/" + taskID)
+	for _, want := range []string{refused, "the model is told " + gatedTool + " (call-1) was refused", "reason: no &lt;b&gt;way&lt;/b&gt;"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the task page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "tool call "+gatedTool) {
+		t.Error("the task page reads the refused call as run")
+	}
+	// The live update after the rejection learns it from the interrupt, not from the events it sends.
+	_, live := u.get(fmt.Sprintf("/ui/tasks/%s/events?after=%d", taskID, before))
+	var upd struct{ HTML string }
+	if err := json.Unmarshal([]byte(live), &upd); err != nil || !strings.Contains(upd.HTML, refused) || strings.Contains(upd.HTML, "tool call "+gatedTool) {
+		t.Errorf("live update %v: %s", err, live)
 	}
 }

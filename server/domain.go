@@ -105,7 +105,7 @@ func (s *Server) openDomain() (err error) {
 		d.where = "postgres " + pgstore.Redact(cfg.Store.Postgres.DSN)
 	}
 	s.domain = d // from here on closeAll closes the store
-	s.metrics.registry.MustRegister(newStoreCollector(d.store.Stats, d.store.Health))
+	s.metrics.registry.MustRegister(newStoreCollector(d.store.Stats, d.store.Health, d.store.Features()))
 	if d.webhooks, err = webhooks.New(webhooks.Options{
 		Store: d.store, Config: cfg.Notifications, BaseDir: cfg.BaseDir(), Logger: s.log, Registerer: s.metrics.registry,
 	}); err != nil {

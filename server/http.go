@@ -81,7 +81,7 @@ func (s *Server) buildHTTP() error {
 		root.Handle("/ui/", ui)
 	}
 	root.Handle("/", limitBody(gw, s.maxHTTPBody()))
-	s.http = &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second, TLSConfig: s.tls}
+	s.http = &http.Server{Handler: s.newHTTPGuard().wrap(root), ReadHeaderTimeout: 10 * time.Second, TLSConfig: s.tls}
 	return nil
 }
 

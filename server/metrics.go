@@ -15,6 +15,8 @@ type metrics struct {
 	streams  prometheus.Gauge
 	// httpRefused counts HTTP requests the gateway answered before any method ran.
 	httpRefused *prometheus.CounterVec
+	// httpGuarded counts HTTP requests the guard refused before any handler (httpguard.go).
+	httpGuarded *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -41,8 +43,12 @@ func newMetrics() *metrics {
 			Namespace: "agentplane", Name: "http_refused_total",
 			Help: "HTTP requests the gateway refused before any gRPC method ran (a malformed body or path, a body over the size limit, an unknown route), by status code and reason.",
 		}, []string{"code", "reason"}),
+		httpGuarded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "agentplane", Name: "http_guard_refused_total",
+			Help: "HTTP requests refused before any handler ran because they look like a web page's: a Host not served (DNS rebinding), a write from another origin, a body that is not JSON (or a form, for the console), by reason.",
+		}, []string{"reason"}),
 	}
-	m.registry.MustRegister(m.requests, m.latency, m.inflight, m.streams, m.httpRefused,
+	m.registry.MustRegister(m.requests, m.latency, m.inflight, m.streams, m.httpRefused, m.httpGuarded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -13,13 +13,16 @@ import (
 	"github.com/agentplane/agentplane/server/store"
 )
 
-// storeCollector exports the store's counters at scrape time. Stats reads maintained
-// counters, not the data, so a scrape costs one short read transaction. While the
+// storeCollector exports the store's counters at scrape time; the log's series only
+// for a store that keeps a write-ahead log (store.Features), so that each backend
+// exports its own figures. Stats reads maintained counters, not the data, so a
+// scrape costs one short read transaction. While the
 // store is failed (health returns its refusal) only agentplane_store_failed is
 // exported, so the rest of /metrics stays readable.
 type storeCollector struct {
 	stats  func(context.Context) (store.Stats, error)
 	health func() error
+	hasLog bool
 
 	tasks, events, pending, leases, size, commits, updates *prometheus.Desc
 	logBytes, checkpoints, checkpointSeconds, failed       *prometheus.Desc
@@ -35,13 +38,14 @@ const (
 	otherQueues    = "_other"
 )
 
-func newStoreCollector(stats func(context.Context) (store.Stats, error), health func() error) *storeCollector {
+func newStoreCollector(stats func(context.Context) (store.Stats, error), health func() error, features store.Features) *storeCollector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("agentplane_"+name, help, labels, nil)
 	}
 	return &storeCollector{
 		stats:             stats,
 		health:            health,
+		hasLog:            features.WriteAheadLog,
 		failed:            d("store_failed", "1 while the store refuses calls after a failed write or sync (disk full, I/O error) and has not recovered yet."),
 		tasks:             d("tasks", "Tasks held, by state.", "state"),
 		events:            d("task_events", "Task events held."),
@@ -91,9 +95,11 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.size, prometheus.GaugeValue, float64(st.SizeBytes))
 	ch <- prometheus.MustNewConstMetric(c.commits, prometheus.CounterValue, float64(st.Commits))
 	ch <- prometheus.MustNewConstMetric(c.updates, prometheus.CounterValue, float64(st.Updates))
-	ch <- prometheus.MustNewConstMetric(c.logBytes, prometheus.GaugeValue, float64(st.LogBytes))
-	ch <- prometheus.MustNewConstMetric(c.checkpoints, prometheus.CounterValue, float64(st.Checkpoints))
-	ch <- prometheus.MustNewConstMetric(c.checkpointSeconds, prometheus.CounterValue, st.CheckpointTime.Seconds())
+	if c.hasLog {
+		ch <- prometheus.MustNewConstMetric(c.logBytes, prometheus.GaugeValue, float64(st.LogBytes))
+		ch <- prometheus.MustNewConstMetric(c.checkpoints, prometheus.CounterValue, float64(st.Checkpoints))
+		ch <- prometheus.MustNewConstMetric(c.checkpointSeconds, prometheus.CounterValue, st.CheckpointTime.Seconds())
+	}
 	ch <- prometheus.MustNewConstMetric(c.outboxPending, prometheus.GaugeValue, float64(st.OutboxPending))
 	ch <- prometheus.MustNewConstMetric(c.outboxDead, prometheus.GaugeValue, float64(st.OutboxDead))
 	age := 0.0

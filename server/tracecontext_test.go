@@ -83,6 +83,7 @@ func TestTraceContextCapturedAtStart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Traceparent", testTraceparent)
 		req.Header.Set("Tracestate", testTracestate)
 		resp, err := http.DefaultClient.Do(req)

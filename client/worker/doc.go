@@ -34,9 +34,22 @@
 //     (counting an attempt, since the lease was acknowledged). This is almost always a handler bug and is logged.
 //   - After cancellation or a lost lease the worker writes nothing: the task is no
 //     longer this runtime's to end.
-//   - When the worker stops and a task is still running past the drain deadline, the
-//     worker cancels it and hands it back with FailTask(retry=true), so another runtime
-//     can take it without waiting for the lease to expire.
+//   - When the worker stops (Stop, RunUntilSignal) and a task is still running past
+//     the drain deadline (Options.DrainTimeout, 20s unless set, or Stop's context), the
+//     worker cancels it and hands it back, so another runtime can take it without
+//     waiting for the lease to expire: a task stopped while it waited for a decision
+//     (AwaitDecision) is suspended (SuspendTask: it waits for the decision without a
+//     lease and without counting an attempt), any other is returned to the queue with
+//     FailTask(retry=true).
+//
+// # Replay and steps
+//
+// Every lease runs the handler from the start: after a durable wait, a pause, a
+// hand-back or a crash. Tool calls are safe to replay through the gate (below). For the
+// rest of what a handler does before it may lose its lease (a message, a call to
+// another system), Step runs a function once per task and records its result in the
+// task's log; a later lease gets the recorded result back instead of running it
+// again.
 //
 // # Gated tool calls
 //
@@ -56,11 +69,15 @@
 // reason is declared retryable: server.unavailable, store.unavailable,
 // limit.concurrency, deadline.exceeded), or a transport error without an agentplane
 // ErrorInfo (UNAVAILABLE and the like). The Task's calls (ReportEvents, CheckToolCall,
-// Complete, ...) are made again, up to 4 times with the same backoff, when they fail
-// with UNAVAILABLE or DEADLINE_EXCEEDED, since their response may have been lost on the
-// way: each write carries a request id chosen once, so the control plane answers a
-// repeat from the first call instead of applying it twice (CheckToolCall is idempotent
-// per call id). Other errors, and the last attempt's, go to the handler. Any other LeaseTasks error (UNAUTHENTICATED, PERMISSION_DENIED,
+// Complete, ...) are made again with the same backoff when they fail with UNAVAILABLE,
+// DEADLINE_EXCEEDED or a retryable reason (store.unavailable while the database
+// restarts), for as long as the lease can still be renewed: until its deadline, which
+// the heartbeats move while they get through. Each write carries a request id chosen
+// once, so the control plane answers a repeat from the first call instead of applying
+// it twice (CheckToolCall is idempotent per call id). A call still failing at the
+// deadline stops the task (ErrLeaseLost): the worker writes nothing more and the
+// control plane queues the task again when the lease expires, so an outage fails no
+// task. Other errors go to the handler. Any other LeaseTasks error (UNAUTHENTICATED, PERMISSION_DENIED,
 // INVALID_ARGUMENT, limit.exceeded, internal) stops the worker: Run drains the running
 // tasks and returns it.
 package worker

@@ -81,17 +81,16 @@ func IsTransient(err error) bool {
 	return false
 }
 
-// writeAttempts is how many times a Task call is made when it fails with
-// UNAVAILABLE or DEADLINE_EXCEEDED (see Task.write).
-const writeAttempts = 4
-
-// lostOnTheWay reports whether err may mean the call, or its response, was lost on the
-// way: UNAVAILABLE or DEADLINE_EXCEEDED. Repeating such a call is safe only because
-// every call a Task makes is idempotent (request ids, or by nature).
-func lostOnTheWay(err error) bool {
+// retryable reports whether a failed Task call may succeed if it is made again: its
+// call or response may have been lost on the way (UNAVAILABLE, DEADLINE_EXCEEDED), or
+// the server says to retry (a RetryInfo: store.unavailable, server.unavailable,
+// limit.concurrency). Repeating such a call is safe only because every call a Task
+// makes is idempotent (request ids, or by nature).
+func retryable(err error) bool {
 	switch status.Code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded:
 		return true
 	}
-	return false
+	_, retry := reasons.RetryAfter(err)
+	return retry
 }

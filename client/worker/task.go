@@ -30,6 +30,10 @@ type Task struct {
 	ended    string                             // how this runtime ended the task, "" while it runs
 	resolved map[string]*agentplanev1.Interrupt // by call id, until used
 	pending  map[string]*agentplanev1.Interrupt // by call id
+	// waitStopped is set when the worker's stop ended an AwaitDecision: the task is
+	// handed back by suspending it.
+	waitStopped bool
+	steps       map[string]string // recorded step results by name (Step); nil until read
 }
 
 func newTask(w *Worker, l *agentplanev1.Lease) *Task {
@@ -117,6 +121,12 @@ func (t *Task) stop(cause error) {
 	t.cancel(cause)
 }
 
+func (t *Task) stoppedWaiting() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.waitStopped
+}
+
 func (t *Task) endedAs() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -127,10 +137,15 @@ func (t *Task) endedAs() string {
 // (lease.lost, task.terminal) also stops the task, and the error wraps ErrLeaseLost
 // or ErrCanceled. A successful call that ends the task (end != "") marks it ended.
 //
-// A call that fails with UNAVAILABLE or DEADLINE_EXCEEDED is made again, after the
-// worker's backoff, while ctx lasts, up to writeAttempts times: every call the Task
-// makes is safe to repeat (writes carry a request id that the caller builds once,
-// outside call, so that every attempt sends the same one).
+// A call that fails transiently (retryable: UNAVAILABLE, DEADLINE_EXCEEDED, or an
+// error the server marks retryable, such as store.unavailable while the database
+// restarts) is made again, after the worker's backoff, while ctx lasts and the lease
+// may still be renewed: until its deadline, which the heartbeats keep moving while
+// they succeed. Every call the Task makes is safe to repeat (writes carry a request id
+// that the caller builds once, outside call, so that every attempt sends the same one).
+// A call still failing at the deadline stops the task with ErrLeaseLost: the lease
+// expires and the control plane queues the task again, so an outage of the control
+// plane or its database does not fail the task.
 func (t *Task) write(ctx context.Context, what, end string, call func(context.Context) error) error {
 	t.mu.Lock()
 	ended := t.ended
@@ -139,9 +154,15 @@ func (t *Task) write(ctx context.Context, what, end string, call func(context.Co
 		return fmt.Errorf("%s: %w (%s)", what, ErrEnded, ended)
 	}
 	err := call(ctx)
-	for attempt := 1; err != nil && attempt < writeAttempts && ctx.Err() == nil && lostOnTheWay(err); attempt++ {
+	for failures := 1; err != nil && retryable(err) && ctx.Err() == nil; failures++ {
+		left := time.Until(t.Deadline())
+		if left <= 0 {
+			cause := fmt.Errorf("%w: %s kept failing until the lease deadline (last error: %v)", ErrLeaseLost, what, err)
+			t.stop(cause)
+			return fmt.Errorf("%s: %w", what, cause)
+		}
 		t.log.Debug("call failed; repeating it", "call", what, "err", err)
-		if !sleep(ctx, t.w.o.Backoff.Delay(attempt)) {
+		if !sleep(ctx, min(t.w.o.Backoff.Delay(failures), left)) {
 			break
 		}
 		err = call(ctx)
@@ -447,8 +468,17 @@ func gateOf(c Call, dec *agentplanev1.Decision) *Gate {
 }
 
 // AwaitDecision waits for the decision on an interrupt of this task (interactive
-// delivery). Heartbeats keep the lease meanwhile; a dropped stream is reopened.
-func (t *Task) AwaitDecision(ctx context.Context, interruptID string) (*agentplanev1.Decision, error) {
+// delivery). Heartbeats keep the lease meanwhile; a dropped stream is reopened. When
+// the worker stops and its drain time runs out during the wait, the task is
+// suspended: it waits for the decision without a lease, and the next lease carries it.
+func (t *Task) AwaitDecision(ctx context.Context, interruptID string) (_ *agentplanev1.Decision, err error) {
+	defer func() {
+		if err != nil && errors.Is(context.Cause(ctx), ErrStopping) {
+			t.mu.Lock()
+			t.waitStopped = true
+			t.mu.Unlock()
+		}
+	}()
 	failures := 0
 	for {
 		var dec *agentplanev1.Decision

@@ -64,6 +64,11 @@ type Options struct {
 	// WriteTimeout bounds the writes the worker makes on its own (failing a task
 	// whose handler returned an error, handing tasks back on stop); default 10s.
 	WriteTimeout time.Duration
+	// DrainTimeout bounds how long Stop lets running tasks finish on their own before
+	// it hands them back (a task waiting for a decision is suspended, any other is
+	// returned to the queue); default 20s, under the 30s that systemd and Kubernetes
+	// leave between SIGTERM and SIGKILL. Stop's context can only shorten it.
+	DrainTimeout time.Duration
 	// Backoff paces retries of transient errors.
 	Backoff Backoff
 	// Logger receives the worker's log; default slog.Default().
@@ -74,8 +79,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.RuntimeID == "" {
 		return o, errors.New("worker: Options.RuntimeID is required")
 	}
-	if o.Capacity < 0 || o.MaxTasks < 0 || o.PollWait < 0 || o.WriteTimeout < 0 {
-		return o, errors.New("worker: Capacity, MaxTasks, PollWait and WriteTimeout must not be negative")
+	if o.Capacity < 0 || o.MaxTasks < 0 || o.PollWait < 0 || o.WriteTimeout < 0 || o.DrainTimeout < 0 {
+		return o, errors.New("worker: Capacity, MaxTasks, PollWait, WriteTimeout and DrainTimeout must not be negative")
 	}
 	if o.HeartbeatFraction < 0 || o.HeartbeatFraction >= 1 {
 		return o, fmt.Errorf("worker: HeartbeatFraction %v must be in (0, 1)", o.HeartbeatFraction)
@@ -95,12 +100,18 @@ func (o Options) withDefaults() (Options, error) {
 	if o.WriteTimeout == 0 {
 		o.WriteTimeout = 10 * time.Second
 	}
+	if o.DrainTimeout == 0 {
+		o.DrainTimeout = DefaultDrainTimeout
+	}
 	o.Backoff = o.Backoff.withDefaults()
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
 	return o, nil
 }
+
+// DefaultDrainTimeout is Options.DrainTimeout's default.
+const DefaultDrainTimeout = 20 * time.Second
 
 // pollGrace is added to the long-poll wait to form the call's deadline, so a server
 // that holds the poll for the full wait is not cut off, and a dead connection is.
@@ -190,15 +201,18 @@ func (w *Worker) Run(ctx context.Context) error {
 	return err
 }
 
-// Stop stops leasing and waits for the running tasks to end on their own. When ctx is
-// done first, it cancels them (cause ErrStopping), which hands them back to the queue,
-// and still waits for their handlers to return; it then returns ctx's error. Stop
-// before Run is a no-op.
+// Stop stops leasing and waits for the running tasks to end on their own, for at
+// most Options.DrainTimeout. When that passes, or ctx is done, first, it cancels them
+// (cause ErrStopping), which hands them back (see the package documentation), and
+// still waits for their handlers to return; it then returns context.DeadlineExceeded
+// or ctx's error. Stop before Run is a no-op.
 func (w *Worker) Stop(ctx context.Context) error {
 	w.stopOnce.Do(func() { close(w.stopping) })
 	if !w.started.Load() {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, w.o.DrainTimeout)
+	defer cancel()
 	select {
 	case <-w.done:
 		return nil
@@ -356,6 +370,11 @@ func (w *Worker) finish(ctx context.Context, t *Task, err error) {
 	}
 	if cause := context.Cause(ctx); cause != nil {
 		switch {
+		case errors.Is(cause, ErrStopping) && t.stoppedWaiting():
+			// Suspended, not failed: the task waits for its decision without a lease and
+			// without counting an attempt, and whichever runtime is up when the decision
+			// comes resumes it.
+			w.suspendOnStop(t)
 		case errors.Is(cause, ErrStopping):
 			w.handBack(t, "runtime.stopping", "the runtime stopped before the task ended")
 		default:
@@ -386,6 +405,18 @@ func (w *Worker) handBack(t *Task, reason, message string) {
 	if err := t.Fail(ctx, reason, message, true); err != nil {
 		t.log.Warn("could not hand the task back; its lease will expire", "err", err)
 	}
+}
+
+// suspendOnStop gives up the lease of a task stopped while it waited for a decision
+// (SuspendTask): the task waits in INPUT_REQUIRED, and the decision queues it again.
+func (w *Worker) suspendOnStop(t *Task) {
+	ctx, cancel := w.writeContext(context.Background())
+	defer cancel()
+	if err := t.Suspend(ctx); err != nil {
+		t.log.Warn("could not suspend the task; its lease will expire", "err", err)
+		return
+	}
+	t.log.Info("task suspended on stop: it resumes once its decision is made")
 }
 
 // writeContext is for writes the worker makes after the task's context may be done.

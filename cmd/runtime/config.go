@@ -12,6 +12,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/agentplane/agentplane/client/worker"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/a2atool"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/agent"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/mcptool"
@@ -35,6 +36,9 @@ type Config struct {
 	Tools    []HTTPToolDef `yaml:"tools"`
 	// MetricsAddr serves Prometheus metrics at /metrics ("" or "off": not served).
 	MetricsAddr string `yaml:"metrics_addr"`
+	// DrainTimeout is how long running tasks may finish after SIGTERM or SIGINT
+	// before they are handed back (worker.Options.DrainTimeout); default 20s.
+	DrainTimeout config.Duration `yaml:"drain_timeout"`
 	// Tracing exports spans over OTLP, as the control plane's tracing block; off
 	// unless an endpoint is set here or in OTEL_EXPORTER_OTLP_ENDPOINT.
 	Tracing config.Tracing `yaml:"tracing"`
@@ -50,6 +54,10 @@ type MCPConfig struct {
 	CallTimeout    config.Duration `yaml:"call_timeout"`
 	MaxResultBytes int             `yaml:"max_result_bytes"`
 	MaxTools       int             `yaml:"max_tools"`
+	// MaxListBytes, MaxDescriptionBytes and MaxSchemaBytes bound a server's listing.
+	MaxListBytes        int `yaml:"max_list_bytes"`
+	MaxDescriptionBytes int `yaml:"max_description_bytes"`
+	MaxSchemaBytes      int `yaml:"max_schema_bytes"`
 }
 
 // A2AConfig bounds the A2A skills (zero values take the defaults of a2atool).
@@ -86,6 +94,7 @@ func DefaultConfig() Config {
 	host, _ := os.Hostname()
 	c.RuntimeID = fmt.Sprintf("runtime-%s-%d", host, os.Getpid())
 	c.Concurrency = 4
+	c.DrainTimeout = config.Duration(worker.DefaultDrainTimeout)
 	c.MaxTurns = 32
 	c.LogLevel = "info"
 	return c
@@ -154,6 +163,9 @@ func (c *Config) Runner(lookup func(string) (string, bool)) (*agent.Runner, erro
 	if c.Concurrency < 1 {
 		return nil, errors.New("concurrency must be at least 1")
 	}
+	if c.DrainTimeout <= 0 {
+		return nil, errors.New("drain_timeout must be positive")
+	}
 	if c.MetricsAddr != "" && c.MetricsAddr != "off" {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
 			return nil, fmt.Errorf("metrics_addr %q: %v (want host:port, or off)", c.MetricsAddr, err)
@@ -163,7 +175,8 @@ func (c *Config) Runner(lookup func(string) (string, bool)) (*agent.Runner, erro
 		return nil, err
 	}
 	r := &agent.Runner{MaxTurns: c.MaxTurns, Providers: []agent.ToolProvider{
-		&mcptool.Provider{ConnectTimeout: c.MCP.ConnectTimeout.D(), CallTimeout: c.MCP.CallTimeout.D(), MaxResultBytes: c.MCP.MaxResultBytes, MaxTools: c.MCP.MaxTools},
+		&mcptool.Provider{ConnectTimeout: c.MCP.ConnectTimeout.D(), CallTimeout: c.MCP.CallTimeout.D(), MaxResultBytes: c.MCP.MaxResultBytes, MaxTools: c.MCP.MaxTools,
+			MaxListBytes: c.MCP.MaxListBytes, MaxDescriptionBytes: c.MCP.MaxDescriptionBytes, MaxSchemaBytes: c.MCP.MaxSchemaBytes},
 		&a2atool.Provider{CardTimeout: c.A2A.CardTimeout.D(), CallTimeout: c.A2A.CallTimeout.D(), MaxResultBytes: c.A2A.MaxResultBytes},
 	}}
 	if len(c.Models) == 0 {

@@ -26,7 +26,7 @@ models:
   - {match: "*", base_url: "http://127.0.0.1:2/v1"}
 tools:
   - {name: t1, url: "http://127.0.0.1:3/"}
-mcp: {connect_timeout: 3s, call_timeout: 20s, max_result_bytes: 1000, max_tools: 10}
+mcp: {connect_timeout: 3s, call_timeout: 20s, max_result_bytes: 1000, max_tools: 10, max_list_bytes: 5000, max_description_bytes: 100, max_schema_bytes: 200}
 a2a: {card_timeout: 4s, call_timeout: 30s, max_result_bytes: 2000}
 `
 	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
@@ -55,7 +55,8 @@ a2a: {card_timeout: 4s, call_timeout: 30s, max_result_bytes: 2000}
 	if len(r.Providers) != 2 {
 		t.Fatalf("%d tool providers, want MCP and A2A", len(r.Providers))
 	}
-	if m, ok := r.Providers[0].(*mcptool.Provider); !ok || *m != (mcptool.Provider{ConnectTimeout: 3 * time.Second, CallTimeout: 20 * time.Second, MaxResultBytes: 1000, MaxTools: 10}) {
+	if m, ok := r.Providers[0].(*mcptool.Provider); !ok || *m != (mcptool.Provider{ConnectTimeout: 3 * time.Second, CallTimeout: 20 * time.Second, MaxResultBytes: 1000, MaxTools: 10,
+		MaxListBytes: 5000, MaxDescriptionBytes: 100, MaxSchemaBytes: 200}) {
 		t.Errorf("MCP provider %+v", r.Providers[0])
 	}
 	if a, ok := r.Providers[1].(*a2atool.Provider); !ok || *a != (a2atool.Provider{CardTimeout: 4 * time.Second, CallTimeout: 30 * time.Second, MaxResultBytes: 2000}) {

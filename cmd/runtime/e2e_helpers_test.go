@@ -16,7 +16,7 @@ import (
 )
 
 // buildBinary builds the command in pkg (relative to cmd/runtime) into dir.
-func buildBinary(t *testing.T, dir, pkg, name string) string {
+func buildBinary(t testing.TB, dir, pkg, name string) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs binaries")
@@ -40,7 +40,7 @@ func writeFile(t *testing.T, name, content string) string {
 
 // startRuntime starts the runtime binary with cfgFile as runtime id; it is killed when
 // the test ends.
-func startRuntime(t *testing.T, bin, cfgFile, id string) (*exec.Cmd, *testutil.SyncBuffer) {
+func startRuntime(t testing.TB, bin, cfgFile, id string) (*exec.Cmd, *testutil.SyncBuffer) {
 	t.Helper()
 	logs := &testutil.SyncBuffer{}
 	cmd := exec.Command(bin, "-config", cfgFile, "-runtime-id", id)
@@ -54,7 +54,7 @@ func startRuntime(t *testing.T, bin, cfgFile, id string) (*exec.Cmd, *testutil.S
 
 // waitTaskState polls the task until one of states (or ctx's end, a failure showing
 // logs).
-func waitTaskState(t *testing.T, ctx context.Context, in *servertest.Instance, taskID string, logs *testutil.SyncBuffer, states ...agentplanev1.TaskState) *agentplanev1.Task {
+func waitTaskState(t testing.TB, ctx context.Context, in *servertest.Instance, taskID string, logs *testutil.SyncBuffer, states ...agentplanev1.TaskState) *agentplanev1.Task {
 	t.Helper()
 	for {
 		got, err := in.Client.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: taskID})

@@ -15,8 +15,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -25,6 +23,7 @@ import (
 	"github.com/agentplane/agentplane/client/worker"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/graph"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/telemetry"
+	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/tracing"
 )
 
@@ -46,6 +45,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookup func(strin
 	concurrency := fs.Int("concurrency", 0, "tasks run at once")
 	runtimeID := fs.String("runtime-id", "", "this runtime's `id`, shown on its leases")
 	durable := fs.Bool("durable", false, "gated tool calls wait durably (the lease is given up until the decision)")
+	drainTimeout := fs.Duration("drain-timeout", 0, "on SIGTERM or SIGINT, how long running tasks may finish before they are handed back (default 20s)")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at `host:port`/metrics (env AGENTPLANE_RUNTIME_METRICS_ADDR; off by default)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -69,6 +69,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookup func(strin
 			cfg.RuntimeID = *runtimeID
 		case "durable":
 			cfg.Durable = *durable
+		case "drain-timeout":
+			cfg.DrainTimeout = config.Duration(*drainTimeout)
 		case "metrics-addr":
 			cfg.MetricsAddr = *metricsAddr
 		}
@@ -118,7 +120,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookup func(strin
 		return fmt.Errorf("dial %s: %w", cfg.ControlPlane.Address, err)
 	}
 	defer c.Close()
-	wo := worker.Options{RuntimeID: cfg.RuntimeID, Queues: cfg.Queues, Capacity: cfg.Concurrency, Logger: logger}
+	wo := worker.Options{RuntimeID: cfg.RuntimeID, Queues: cfg.Queues, Capacity: cfg.Concurrency, DrainTimeout: cfg.DrainTimeout.D(), Logger: logger}
 	if cfg.Durable {
 		wo.Delivery = worker.Durable
 	}
@@ -131,31 +133,18 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookup func(strin
 		logger.Info("no models table: every model goes to OPENAI_BASE_URL with OPENAI_API_KEY", "base_url", runner.Routes[0].BaseURL, "api_key_set", runner.Routes[0].APIKey != "")
 	}
 
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	stopCtx, hardStop := context.WithCancel(context.WithoutCancel(ctx))
-	defer hardStop()
-	stopping := false
-	for {
-		select {
-		case err := <-done:
-			if errors.Is(err, context.Canceled) {
-				return nil
-			}
-			return err
-		case <-sigs:
-			if stopping {
-				hardStop()
-				continue
-			}
-			stopping = true
-			logger.Info("stopping: no more leases; finishing running tasks (signal again to hand them back)")
-			go func() { _ = w.Stop(stopCtx) }()
+	err = w.RunUntilSignal(ctx, func(sig os.Signal, second bool) {
+		if second {
+			logger.Info("stopping: handing the running tasks back", "signal", sig.String())
+			return
 		}
+		logger.Info("stopping: no more leases; finishing running tasks, then handing them back (signal again to hand them back now)",
+			"signal", sig.String(), "drain_timeout", cfg.DrainTimeout.D())
+	})
+	if errors.Is(err, context.Canceled) {
+		return nil
 	}
+	return err
 }
 
 type stringList []string

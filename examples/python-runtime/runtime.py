@@ -15,9 +15,7 @@ exactly that.
 import argparse
 import json
 import os
-import signal
 import sys
-import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sdk", "python", "src"))
 
@@ -71,16 +69,12 @@ def main():
         finally:
             ended.append(task.task_id)
             if a.exit_after and len(ended) >= a.exit_after:
-                worker.stop()
+                worker.stop(wait=False)
 
     worker = Worker(client, handler, a.runtime_id, capacity=a.capacity, queues=a.queue, delivery=a.delivery)
-    signal.signal(signal.SIGTERM, lambda *_: worker.stop())
-    signal.signal(signal.SIGINT, lambda *_: worker.stop())
     print(f"serving {a.queue or ['default']} on {a.address}", flush=True)
-    t = threading.Thread(target=worker.run)
-    t.start()
-    while t.is_alive():
-        t.join(0.5)
+    # SIGTERM or Ctrl-C: stop leasing, drain for up to 20 s, hand back what still runs.
+    worker.run_until_signal()
     client.close()
 
 

@@ -27,6 +27,8 @@ type Config struct {
 	GRPCAddr string `yaml:"grpc_addr"`
 	// HTTPAddr is the HTTP/JSON, /metrics and /healthz listen address; "off" disables it.
 	HTTPAddr string `yaml:"http_addr"`
+	// HTTP guards the HTTP listener: allowed Host names and CORS origins.
+	HTTP HTTP `yaml:"http"`
 
 	Log    Log    `yaml:"log"`
 	Debug  Debug  `yaml:"debug"`
@@ -595,6 +597,7 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	c.validateHTTP(bad)
 	c.validateGates(bad)
 	c.validateNotifications(bad)
 	if len(errs) == 0 {

@@ -113,14 +113,14 @@ func TestEditForm(t *testing.T) {
 	for _, fd := range f.Fields {
 		inputs[fd.Name] = fd.Input + ":" + fd.Value
 	}
-	want := map[string]string{"amount": "number:30", "id": "number:4", "meta": "json:{\n  \"a\": 1\n}", "mode": "select:slow", "note": "text:", "urgent": "checkbox:"}
+	want := map[string]string{"amount": "number:30", "id": "number:4", "meta": "json:{\n  \"a\": 1\n}", "mode": `select:"slow"`, "note": "text:", "urgent": "checkbox:true"}
 	for k, v := range want {
 		if inputs[k] != v {
 			t.Errorf("field %s: %q, want %q", k, inputs[k], v)
 		}
 	}
 	got := f.fill(url.Values{"arg:id": {"7"}, "arg:amount": {"lots"}, "arg:mode": {"fast"}, "arg:meta": {`{"b":2}`}, "arg:note": {"hi"}})
-	if got != `{"amount":"lots","extra":"kept","id":7,"meta":{"b":2},"mode":"fast","note":"hi","urgent":false}` {
+	if got != `{"id":7,"amount":"lots","urgent":false,"mode":"fast","meta":{"b":2},"extra":"kept","note":"hi"}` {
 		t.Errorf("fill: %s", got)
 	}
 	f.attach("/amount: got string, want number")

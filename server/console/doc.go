@@ -11,5 +11,8 @@
 // A sign-in exchanges a bearer token for a session cookie sealed with AES-256-GCM
 // (HttpOnly, SameSite=Strict, Secure under TLS, with an expiry); every POST carries
 // the session's CSRF token. In single-user mode there is nothing to sign in to, but
-// the session (and its CSRF token) exists all the same.
+// the session (and its CSRF token) exists all the same. Requests reach the console
+// only through the server's HTTP guard (server/httpguard.go), which refuses a Host the
+// deployment does not serve, a POST from another origin and a body that is not a
+// form; the console relies on it and does not repeat those checks.
 package console

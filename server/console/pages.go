@@ -44,7 +44,7 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	anon := h.sessions.read(r)
-	if anon == nil || !sameSite(r) || !checkCSRF(r, anon) {
+	if anon == nil || !checkCSRF(r, anon) { // the HTTP guard refused other origins
 		h.render(w, r, http.StatusForbidden, "error", &page{Title: "Refused", Err: &apiError{Status: 403, Reason: "console.csrf",
 			Message: "The sign-in form expired or came from elsewhere. Open the sign-in page again."}})
 		return
@@ -185,6 +185,38 @@ type interruptData struct {
 	Decision  string
 	CanDecide bool
 	RequestID string
+	Decided   *decisionView
+}
+
+// decisionView is a resolved interrupt's decision as its page shows it: who, when,
+// how, why, and for an edit the arguments the call runs with beside the model's.
+type decisionView struct {
+	D         *agentplanev1.Decision
+	What      string // approved, rejected, edited
+	Changes   []argChange
+	Unchanged []string // the arguments the edit kept as written
+	Diffable  bool
+}
+
+func viewDecision(in *agentplanev1.Interrupt) *decisionView {
+	d := in.GetDecision()
+	if d == nil || in.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED {
+		return nil
+	}
+	v := &decisionView{D: d, What: map[agentplanev1.DecisionType]string{
+		agentplanev1.DecisionType_DECISION_TYPE_APPROVE: "approved",
+		agentplanev1.DecisionType_DECISION_TYPE_REJECT:  "rejected",
+		agentplanev1.DecisionType_DECISION_TYPE_EDIT:    "edited",
+	}[d.GetType()]}
+	if d.GetType() == agentplanev1.DecisionType_DECISION_TYPE_EDIT {
+		v.Changes, v.Diffable = diffArgs(in.GetApproval().GetArgumentsJson(), d.GetArgumentsJson())
+		for _, c := range v.Changes {
+			if !c.Changed {
+				v.Unchanged = append(v.Unchanged, c.Key)
+			}
+		}
+	}
+	return v
 }
 
 // interruptView loads an interrupt and its task (for the tool's parameter schema).
@@ -195,7 +227,8 @@ func (h *Handler) interruptView(r *http.Request, s *session) (*interruptData, er
 		return nil, err
 	}
 	in := resp.GetInterrupt()
-	d := &interruptData{In: in, Args: viewArgs(in.GetApproval().GetArgumentsJson()), CanDecide: s.hasRole("approver"), RequestID: randomID(12)}
+	d := &interruptData{In: in, Args: viewArgs(in.GetApproval().GetArgumentsJson()), CanDecide: s.hasRole("approver"), RequestID: randomID(12),
+		Decided: viewDecision(in)}
 	if t, err := h.tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: in.GetTaskId()}); err == nil {
 		d.Task = t.GetTask()
 	}
@@ -290,7 +323,8 @@ func (d *tasksData) Query(page string) string {
 func (h *Handler) taskList(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	d := &tasksData{State: q.Get("state"), Label: q.Get("label"), Page: q.Get("page"), States: taskStates}
-	req := &agentplanev1.ListTasksRequest{PageSize: 25, PageToken: d.Page, LabelSelector: strings.Fields(d.Label)}
+	// The full view: the list names each task's agent (a basic view leaves inline specs out).
+	req := &agentplanev1.ListTasksRequest{PageSize: 25, PageToken: d.Page, LabelSelector: strings.Fields(d.Label), View: agentplanev1.TaskView_TASK_VIEW_FULL}
 	if v, ok := agentplanev1.TaskState_value["TASK_STATE_"+d.State]; ok && d.State != "" {
 		req.States = []agentplanev1.TaskState{agentplanev1.TaskState(v)}
 	}
@@ -319,8 +353,8 @@ type taskData struct {
 }
 
 // events reads the log after seq, page by page, up to limit events.
-func (h *Handler) events(r *http.Request, s *session, id string, after int64, limit int) ([]eventView, int64, bool, error) {
-	var out []eventView
+func (h *Handler) events(r *http.Request, s *session, id string, after int64, limit int) ([]*agentplanev1.TaskEvent, int64, bool, error) {
+	var out []*agentplanev1.TaskEvent
 	last := after
 	token := ""
 	for {
@@ -328,9 +362,9 @@ func (h *Handler) events(r *http.Request, s *session, id string, after int64, li
 		if err != nil {
 			return nil, 0, false, err
 		}
-		for _, ev := range resp.GetEvents() {
-			out = append(out, viewEvent(ev))
-			last = ev.GetSequence()
+		out = append(out, resp.GetEvents()...)
+		if n := len(out); n > 0 {
+			last = out[n-1].GetSequence()
 		}
 		token = resp.GetNextPageToken()
 		if token == "" {
@@ -342,17 +376,41 @@ func (h *Handler) events(r *http.Request, s *session, id string, after int64, li
 	}
 }
 
+// viewEvents lays events out for the timeline; refused holds what is known of the
+// task's refused calls and learns from them.
+func viewEvents(evs []*agentplanev1.TaskEvent, refused refusals) []eventView {
+	out := make([]eventView, 0, len(evs))
+	for _, ev := range evs {
+		refused.learn(ev)
+		out = append(out, viewEvent(ev, refused))
+	}
+	return out
+}
+
+// reportsCalls says whether evs hold a runtime's report of a call or its result (the
+// lines a refusal changes).
+func reportsCalls(evs []*agentplanev1.TaskEvent) bool {
+	for _, ev := range evs {
+		if ev.GetToolCall() != nil || ev.GetToolResult() != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func (h *Handler) taskView(r *http.Request, s *session) (*taskData, error) {
 	ctx := h.call(r, s)
 	id := r.PathValue("id")
-	t, err := h.tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: id, View: agentplanev1.TaskView_TASK_VIEW_BASIC})
+	t, err := h.tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: id, View: agentplanev1.TaskView_TASK_VIEW_FULL})
 	if err != nil {
 		return nil, err
 	}
 	d := &taskData{Task: t.GetTask(), RequestID: randomID(12)}
-	if d.Events, d.Last, d.Truncated, err = h.events(r, s, id, 0, maxTimelineEvents); err != nil {
+	evs, last, truncated, err := h.events(r, s, id, 0, maxTimelineEvents)
+	if err != nil {
 		return nil, err
 	}
+	d.Events, d.Last, d.Truncated = viewEvents(evs, refusals{}), last, truncated
 	if ob, err := h.tasks.ListObligations(ctx, &agentplanev1.ListObligationsRequest{TaskId: id}); err == nil {
 		d.Obligations = ob.GetObligations()
 	}
@@ -388,12 +446,56 @@ func (h *Handler) taskEvents(w http.ResponseWriter, r *http.Request, s *session)
 		h.jsonError(w, err)
 		return
 	}
-	html, err := h.fragment("events", evs)
+	refused := refusals{}
+	if reportsCalls(evs) {
+		refused = h.refusalsBefore(r, s, id, after)
+	}
+	html, err := h.fragment("events", viewEvents(evs, refused))
 	if err != nil {
 		h.jsonError(w, err)
 		return
 	}
 	writeJSON(w, map[string]any{"html": html, "last": last, "state": stateName(t.GetTask().GetState()), "terminal": terminal(t.GetTask().GetState())})
+}
+
+// refusalLookback is how many events before a live update's first the console reads
+// again to learn gate refusals: the gate's event comes just before the refused call's
+// report (other nodes of a graph may write in between).
+const refusalLookback = 64
+
+// refusalsBefore learns the refusals of task id that a live update after the event
+// after may need: the rejections among its resolved interrupts (a decision can be
+// long before the call is reported, as with a durable wait) and the gate's refusals
+// in the events just before. What it cannot read, it does without: the line then
+// reads as a call, as the event itself says.
+func (h *Handler) refusalsBefore(r *http.Request, s *session, id string, after int64) refusals {
+	refused := refusals{}
+	if after <= 0 {
+		return refused
+	}
+	ctx := h.call(r, s)
+	req := &agentplanev1.ListInterruptsRequest{TaskId: id, PageSize: 500,
+		States: []agentplanev1.InterruptState{agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED},
+		Kinds:  []agentplanev1.InterruptKind{agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL}}
+	for range 4 { // a few pages: a task with more rejected calls than that is not a person's to read live
+		resp, err := h.hitl.ListInterrupts(ctx, req)
+		if err != nil {
+			break
+		}
+		for _, in := range resp.GetInterrupts() {
+			refused.decided(in.GetDecision())
+		}
+		if req.PageToken = resp.GetNextPageToken(); req.PageToken == "" {
+			break
+		}
+	}
+	from := max(after-refusalLookback, 0)
+	if resp, err := h.tasks.ListTaskEvents(ctx, &agentplanev1.ListTaskEventsRequest{TaskId: id, AfterSequence: from, PageSize: int32(after - from)}); err == nil {
+		for _, ev := range resp.GetEvents() {
+			refused.learn(ev)
+		}
+	}
+	return refused
 }
 
 // continueTask sends the user's next message to a task waiting at the end of a turn.

@@ -55,6 +55,13 @@ func StartConfig(t testing.TB, cfg config.Config) *Instance {
 	if testing.Verbose() {
 		logger = server.NewLogger(testWriter{t}, cfg.Log)
 	}
+	return StartLogged(t, cfg, logger)
+}
+
+// StartLogged starts a server with exactly cfg, logging to logger (for tests that
+// read the log).
+func StartLogged(t testing.TB, cfg config.Config, logger *slog.Logger) *Instance {
+	t.Helper()
 	srv, err := server.New(cfg, server.WithLogger(logger))
 	if err != nil {
 		t.Fatalf("server.New: %v", err)

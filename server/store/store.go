@@ -36,8 +36,14 @@ type Store interface {
 	// fn must not keep the Writer beyond its return.
 	Update(ctx context.Context, fn func(Writer) error) error
 
+	// Features says what this store is and which of its optional routes work. It is
+	// fixed for the life of the store and costs nothing to call.
+	Features() Features
+
 	// Snapshot opens a consistent, point-in-time copy of the whole store for a hot
-	// backup. It does not block writers. The caller must Close it.
+	// backup. It does not block writers. The caller must Close it. A store whose
+	// Features say no HotBackup refuses with FailedPrecondition
+	// (store.backup_unsupported).
 	Snapshot(ctx context.Context) (Snapshot, error)
 
 	// Stats reports sizes and counters, summed over tenants.
@@ -287,10 +293,27 @@ type Snapshot interface {
 	Close() error
 }
 
+// Backend names of the implementations.
+const (
+	BackendBolt     = "bbolt"
+	BackendPostgres = "postgres"
+)
+
+// Features is what a store is and supports: the answer the control plane's
+// capabilities and stats give for the store, so that each says yes exactly when the
+// route works on this store.
+type Features struct {
+	// Backend names the implementation: BackendBolt or BackendPostgres.
+	Backend string
+	// HotBackup is whether Snapshot works.
+	HotBackup bool
+	// WriteAheadLog is whether the store keeps a write-ahead log: Stats' LogBytes,
+	// Checkpoints and CheckpointTime are its figures (zero without one).
+	WriteAheadLog bool
+}
+
 // Stats describes the store.
 type Stats struct {
-	// Backend names the implementation, e.g. "bbolt".
-	Backend string
 	// Path is where the data lives (a file for bbolt).
 	Path string
 	// SizeBytes is the size of the data on disk.

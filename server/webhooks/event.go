@@ -1,14 +1,11 @@
 package webhooks
 
 import (
-	"encoding/json"
-	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
-	"github.com/agentplane/agentplane/server/config"
 	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 )
 
@@ -104,64 +101,4 @@ func taskData(rec *storagev1.TaskRecord, consoleURL string) Data {
 		d.Failure = &Failure{Reason: f.GetReason(), Message: f.GetMessage()}
 	}
 	return d
-}
-
-// slackBody renders a standard message as a Slack incoming-webhook body: text for
-// notifications and clients without blocks, and one section block.
-func slackBody(payload []byte) ([]byte, error) {
-	var m Message
-	if err := json.Unmarshal(payload, &m); err != nil {
-		return nil, fmt.Errorf("webhooks: stored payload is not a message: %w", err)
-	}
-	d := m.Data
-	var text string
-	switch m.Type {
-	case config.EventInterruptCreated:
-		text = fmt.Sprintf("Approval needed: %s wants to call %s (task %s)", orDash(d.Agent), orDash(d.Tool), d.TaskID)
-		if d.Deadline != nil {
-			text += ", decide by " + d.Deadline.UTC().Format(time.RFC3339)
-		}
-	case config.EventInterruptResolved, config.EventInterruptExpired:
-		verb := "resolved"
-		if m.Type == config.EventInterruptExpired {
-			verb = "expired"
-		}
-		text = fmt.Sprintf("Approval %s: %s on task %s", verb, orDash(d.Tool), d.TaskID)
-		if d.Decision != nil {
-			text += fmt.Sprintf(": %s by %s", d.Decision.Type, orDash(d.Decision.DecidedBy))
-			if d.Decision.Reason != "" {
-				text += fmt.Sprintf(" (%s)", d.Decision.Reason)
-			}
-		}
-	default:
-		text = fmt.Sprintf("Task %s %s", d.TaskID, d.State)
-		if d.Failure != nil && d.Failure.Message != "" {
-			text += ": " + d.Failure.Message
-		}
-	}
-	text += fmt.Sprintf(" [tenant %s]", d.Tenant)
-	section := slackEscape(text)
-	if d.URL != "" {
-		section += fmt.Sprintf("\n<%s|Open in the console>", d.URL)
-	}
-	return json.Marshal(map[string]any{
-		"text": text,
-		"blocks": []any{map[string]any{
-			"type": "section",
-			"text": map[string]string{"type": "mrkdwn", "text": section},
-		}},
-	})
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// slackEscape escapes the three characters Slack's mrkdwn gives meaning to, so that a
-// tool name or reason cannot inject links or mentions.
-func slackEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }

@@ -482,23 +482,8 @@ func TestSlackBody(t *testing.T) {
 	f := start(t, fastConfig(config.Webhook{Name: "slack", URL: recv.URL, Format: config.FormatSlack, Events: []string{config.EventTaskEnded}}))
 	f.endTask(t, "default", "t1")
 	ds := recv.WaitFor(t, testutil.WaitLimit, "the slack message", func(ds []webhookstest.Delivery) bool { return len(ds) == 1 })
-	var body struct {
-		Text   string `json:"text"`
-		Blocks []struct {
-			Type string `json:"type"`
-			Text struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			} `json:"text"`
-		} `json:"blocks"`
-	}
-	dec := json.NewDecoder(strings.NewReader(string(ds[0].Body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		t.Fatalf("slack body %s: %v", ds[0].Body, err)
-	}
-	if !strings.Contains(body.Text, "Task t1 failed") || len(body.Blocks) != 1 || body.Blocks[0].Type != "section" ||
-		body.Blocks[0].Text.Type != "mrkdwn" {
+	body := decodeSlack(t, ds[0].Body)
+	if !strings.Contains(body.Text, "Task `t1` failed") {
 		t.Fatalf("slack body = %s", ds[0].Body)
 	}
 	section := body.Blocks[0].Text.Text

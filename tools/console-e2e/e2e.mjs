@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +18,19 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const run = promisify(execFile);
 const WAIT = 60_000; // the bound of every wait: a failure, not a measurement
 const QUEUE = 'console-e2e';
+const MAIL_QUEUE = 'console-e2e-mail';
+
+// The arguments mail.script.yaml's call sends, exactly: its args_json block.
+const MAIL_ARGS = (() => {
+  const lines = readFileSync(path.join(here, 'mail.script.yaml'), 'utf8').split('\n');
+  const at = lines.findIndex((l) => /^\s*args_json: \|-$/.test(l));
+  const out = [];
+  for (const l of lines.slice(at + 1)) {
+    if (!l.startsWith('        ')) break;
+    out.push(l.slice(8));
+  }
+  return out.join('\n');
+})();
 
 const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
 const shots = process.env.SCREENSHOT_DIR || mkdtempSync(path.join(tmpdir(), 'console-shots-'));
@@ -57,10 +70,25 @@ function waitFor(what, check) {
   });
 }
 
-function ctl(who, ...args) {
-  return run(process.env.CTL_BIN, ['-o', 'json', ...args], {
+function ctlText(who, ...args) {
+  return run(process.env.CTL_BIN, args, {
     env: { ...process.env, AGENTPLANE_ADDR: grpcAddr, AGENTPLANE_TOKEN: who.token }, cwd: here,
-  }).then(({ stdout }) => JSON.parse(stdout));
+  }).then(({ stdout }) => stdout);
+}
+
+function ctl(who, ...args) {
+  return ctlText(who, '-o', 'json', ...args).then((stdout) => JSON.parse(stdout));
+}
+
+// events is a task's log, read with ctl task watch -o json (which ends with the task).
+async function events(who, id) {
+  const out = await ctlText(who, '-o', 'json', 'task', 'watch', id);
+  return out.trim().split('\n').map((l) => JSON.parse(l));
+}
+
+// noSidewaysScroll: nothing on the page is wider than the screen.
+function noSidewaysScroll(page) {
+  return page.evaluate(() => document.scrollingElement.scrollWidth <= document.scrollingElement.clientWidth);
 }
 
 async function startRefund(extra = []) {
@@ -127,6 +155,8 @@ before(async () => {
   base = m[2];
   rt = start('runtime', process.env.CTL_BIN, ['runtime', 'run', '--script', path.join(here, 'refund.script.yaml'), '--queue', QUEUE,
     '--capacity', '4', '--runtime-id', 'e2e-runtime'], { AGENTPLANE_ADDR: grpcAddr, AGENTPLANE_TOKEN: runtime.token });
+  start('mail-runtime', process.env.CTL_BIN, ['runtime', 'run', '--script', path.join(here, 'mail.script.yaml'), '--queue', MAIL_QUEUE,
+    '--capacity', '2', '--runtime-id', 'e2e-mail-runtime'], { AGENTPLANE_ADDR: grpcAddr, AGENTPLANE_TOKEN: runtime.token });
 });
 
 after(async () => {
@@ -279,8 +309,101 @@ test('a user without the approver role cannot approve', async () => {
     await page.reload();
     assert.equal(await page.locator('#in-state').textContent(), 'pending');
     await snap(page, '06-user-cannot-approve');
-    // Leave nothing running: the approver rejects it.
-    await ctl(approver, 'hitl', 'reject', id, '--reason', 'test over');
+
+    // The approver rejects it (the script then fails the task). Everyone reads it as refused, not run.
+    await ctl(approver, 'hitl', 'reject', id, '--reason', 'test over: <b>no</b>');
+    await page.reload();
+    await page.locator('#decision').waitFor();
+    assert.match(await page.locator('#decision-what').textContent(), /rejected: the call did not run/);
+    assert.match(await page.locator('#decision-by').textContent(), new RegExp(approver.name));
+    assert.equal(await page.locator('#decision-reason').textContent(), 'test over: <b>no</b>', 'the reason, as text');
+    await snap(page, '07-rejected-interrupt');
+
+    await page.getByRole('link', { name: second }).first().click();
+    await page.locator('#task-state', { hasText: 'FAILED' }).waitFor();
+    await page.reload();
+    assert.match(await page.locator('#task-failure').textContent(), /tool\.rejected[\s\S]*tool issue_refund was rejected:[\s\S]*test over: <b>no<\/b>/,
+      'the failure message, not only its reason');
+    const refusedLines = page.locator('#timeline li.ev-refused');
+    assert.equal(await refusedLines.count(), 2, 'the call and what the model was told, both marked refused');
+    assert.match(await refusedLines.first().textContent(), new RegExp(`refused: issue_refund \\(step-2\\) did not run, rejected by ${approver.name}`));
+    assert.match(await refusedLines.first().locator('pre.untrusted').textContent(), /reason: test over: <b>no<\/b>/);
+    assert.doesNotMatch(await page.locator('#timeline').textContent(), /tool call issue_refund/, 'a refused call does not read as run');
+    await snap(page, '08-refused-timeline');
+
+    // ctl task watch says the same.
+    const watched = await ctlText(approver, 'task', 'watch', second);
+    assert.match(watched, new RegExp(`refused\\s+issue_refund \\[step-2\\] did not run: rejected by ${approver.name}: test over: <b>no</b>`), watched);
+    assert.doesNotMatch(watched, /tool call\s+issue_refund/, watched);
+
+    // The task list names the agent and shows the input.
+    await page.goto(`${base}/ui/tasks`);
+    const listed = page.locator('#tasks tbody tr', { hasText: second });
+    assert.match(await listed.textContent(), /support[\s\S]*refund order 42/);
+    await snap(page, '12-tasks');
+  } finally {
+    await ctx.close();
+  }
+});
+
+test('an edit changes only the field the approver changed: every other argument reaches the runtime byte for byte', async () => {
+  const { ctx, page } = await browser(approver);
+  try {
+    await signIn(page, approver);
+    const out = await ctl(starter, 'task', 'start', '--agent', 'mail.agent.yaml', '--policy', 'mail.policy.yaml',
+      '--queue', MAIL_QUEUE, '--interrupt-timeout', '30m', '--input', 'tell Ann about her refund');
+    const id = out.taskId || out.task?.taskId;
+    const row = page.locator('#inbox tbody tr', { hasText: 'send_email' });
+    await row.waitFor();
+    assert.match(await row.locator('td.preview').textContent(), /"to":"ann@example.com","subject":"Order <42>"/, 'an argument preview, as written');
+
+    // A phone: the inbox does not scroll sideways.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.reload();
+    await row.waitFor();
+    assert.ok(await noSidewaysScroll(page), 'the inbox scrolls sideways at 390 px');
+    await snap(page, '09-inbox-phone');
+    await page.setViewportSize({ width: 1280, height: 900 });
+
+    await row.getByRole('link', { name: 'send_email' }).click();
+    await page.getByRole('heading', { name: /send_email/ }).waitFor();
+    await page.locator('details', { hasText: 'Exact JSON text' }).locator('summary').click();
+    assert.equal(await page.locator('#args-exact').textContent(), MAIL_ARGS, '"Exact JSON text" is the text the runtime sent');
+    assert.equal(await page.locator('#arg-body').evaluate((e) => e.tagName), 'TEXTAREA', 'a multi-line string gets a textarea');
+    assert.equal(await page.locator('#arg-body').inputValue(), 'Dear Ann,\n\n  your refund of 30 € is on its way.  \n-- \nBob  ');
+    assert.equal(await page.locator('#arg-greeting').inputValue(), '  élève / café ');
+    assert.equal(await page.locator('#arg-ref').inputValue(), '12345678901234567890');
+    await snap(page, '10-edit-form');
+
+    // Edit one field only, with characters an encoder likes to escape.
+    await page.locator('#arg-subject').fill('Order 42 & co <b>');
+    await page.getByRole('button', { name: 'Run with these arguments' }).click();
+    await page.waitForURL(/\?done=1$/);
+    const ran = MAIL_ARGS.replace('"Order <42>"', '"Order 42 & co <b>"');
+    assert.notEqual(ran, MAIL_ARGS);
+
+    // The page shows the decision: who, what changed beside the model's, the exact text it runs with.
+    await page.locator('#decision').waitFor();
+    assert.match(await page.locator('#decision-what').textContent(), /edited/);
+    assert.match(await page.locator('#decision-by').textContent(), new RegExp(approver.name));
+    const changed = await page.locator('#decision-args tr.changed').evaluateAll((rs) => rs.map((r) => r.dataset.key));
+    assert.deepEqual(changed, ['subject']);
+    assert.match(await page.locator('#decision-unchanged').textContent(), /to, body, greeting, ref, meta, cc, urgent, prio\./);
+    assert.match(await page.locator('#decision-args tr[data-key="subject"]').textContent(), /Order <42>[\s\S]*Order 42 & co <b>/);
+    await page.locator('details', { hasText: 'Exact JSON text it runs with' }).locator('summary').click();
+    assert.equal(await page.locator('#decision-args-exact').textContent(), ran);
+    await snap(page, '11-edited-interrupt');
+
+    // The runtime ran the call with exactly that text: every other value as the model wrote it.
+    const log = await events(approver, id);
+    const call = log.find((e) => e.toolCall)?.toolCall;
+    assert.ok(call, 'the runtime reported the call');
+    assert.equal(call.argumentsJson, ran, 'the runtime received every untouched argument byte for byte');
+    const decision = log.find((e) => e.interruptResolved)?.interruptResolved.decision;
+    assert.equal(decision.argumentsJson, ran);
+
+    const watched = await ctlText(approver, 'task', 'watch', id);
+    assert.match(watched, /decision\s+\S+: edit by acme-approver; runs with \{"to":"ann@example.com","subject":"Order 42 & co <b>"/, watched);
   } finally {
     await ctx.close();
   }

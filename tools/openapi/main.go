@@ -101,7 +101,7 @@ func patch(doc obj) error {
 		return fmt.Errorf("POST /v1/specs/validate: expected the format, documentName and tenantMaxDepth query parameters, kept %d parameters", len(keep))
 	}
 	validate["parameters"] = keep
-	validate["consumes"] = []any{"application/json", "application/yaml", "application/x-yaml", "text/yaml", "text/plain"}
+	validate["consumes"] = []any{"application/json", "application/yaml", "application/x-yaml", "text/yaml"}
 
 	for _, s := range []struct{ path, method string }{
 		{"/v1/tasks/{taskId}:watch", "get"},

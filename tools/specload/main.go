@@ -157,6 +157,7 @@ func scenario(bin, configFile, dir, transport string, n, rounds int, doc []byte,
 					}
 				} else {
 					req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+httpAddr+"/v1/specs/validate", bytes.NewReader(doc))
+					req.Header.Set("Content-Type", "application/yaml")
 					resp, err := hc.Do(req)
 					if err != nil {
 						a = "http error"

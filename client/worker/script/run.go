@@ -234,9 +234,17 @@ func (p *play) tool(ctx context.Context, i int, tool *Tool) (bool, error) {
 		Trip:          tool.Trip,
 		Annotations:   tool.annotations,
 		Delivery:      worker.Interactive,
-		OnInterrupt: func(it *agentplanev1.Interrupt) {
-			p.r.logf(t, "tool %s needs approval: interrupt %s (ctl hitl approve %s)", tool.Name, it.GetInterruptId(), it.GetInterruptId())
-		},
+	}
+	call.OnInterrupt = func(it *agentplanev1.Interrupt) {
+		p.r.logf(t, "tool %s needs approval: interrupt %s (ctl hitl approve %s)", tool.Name, it.GetInterruptId(), it.GetInterruptId())
+		if call.Delivery == worker.Interactive {
+			// A runtime that stops during the wait suspends the task; the next lease
+			// resumes at this step, which finds the decision by call id, instead of
+			// playing the steps before it (their messages) again.
+			if err := p.checkpoint(ctx, i); err != nil {
+				p.r.logf(t, "could not record where to resume (%v); a resumed lease plays the steps before this one again", err)
+			}
+		}
 	}
 	if call.ID == "" {
 		call.ID = fmt.Sprintf("step-%d", i+1)

@@ -1,6 +1,7 @@
 package script
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -290,11 +291,14 @@ func checkTool(t *Tool) error {
 	case t.Args == nil:
 		t.args = "{}"
 	default:
-		b, err := json.Marshal(t.Args)
-		if err != nil {
+		// As a model writes them: no HTML escaping ("<" stays "<", not \u003c).
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(t.Args); err != nil {
 			return fmt.Errorf("tool args: %w", err)
 		}
-		t.args = string(b)
+		t.args = strings.TrimSuffix(b.String(), "\n")
 	}
 	if t.result, err = value(t.Result); err != nil {
 		return fmt.Errorf("tool result: %w", err)

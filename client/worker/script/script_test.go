@@ -81,7 +81,7 @@ func TestParseValues(t *testing.T) {
 	s, err := Parse("t.yaml", []byte(`steps:
   - tool:
       name: pay
-      args: {amount: 12345678901234567, to: [a, b], note: null}
+      args: {amount: 12345678901234567, to: [a, b], note: null, html: "<b>&</b>"}
       annotations: {destructiveHint: true}
   - tool:
       name: raw
@@ -96,8 +96,9 @@ func TestParseValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	tool := s.Steps[0].Tool
-	// Integers keep every digit in the JSON text; args_json is sent as written.
-	if want := `{"amount":12345678901234567,"note":null,"to":["a","b"]}`; tool.args != want {
+	// Integers keep every digit in the JSON text, "<" and "&" are not HTML-escaped;
+	// args_json is sent as written.
+	if want := `{"amount":12345678901234567,"html":"<b>&</b>","note":null,"to":["a","b"]}`; tool.args != want {
 		t.Errorf("args = %s, want %s", tool.args, want)
 	}
 	if got := s.Steps[1].Tool.args; got != `{"amount": 1.50, "x":` {
@@ -236,6 +237,7 @@ func TestApprovalExample(t *testing.T) {
 	want := []string{
 		"say Looking up order 42.",
 		"call lookup_order step-2", "result lookup_order",
+		"checkpoint 2", // the interactive wait: a runtime stopped in it suspends, and the next lease replays step 3
 		"call send_email step-3", "result send_email",
 		"checkpoint 3", // before the durable call: the next lease replays step 4
 		"checkpoint 3", // the replay writes it again, then finds the decision

@@ -609,11 +609,14 @@ type GetStatsResponse struct {
 	StartTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
 	// How long it has run.
 	Uptime *durationpb.Duration `protobuf:"bytes,3,opt,name=uptime,proto3" json:"uptime,omitempty"`
-	// Store backend.
+	// Store backend: bbolt or postgres, as the store says (the same as
+	// Capabilities.store).
 	Store string `protobuf:"bytes,4,opt,name=store,proto3" json:"store,omitempty"`
-	// Store file path.
+	// Where the store is: the bbolt file's path, or the PostgreSQL DSN without its
+	// password.
 	StorePath string `protobuf:"bytes,5,opt,name=store_path,json=storePath,proto3" json:"store_path,omitempty"`
-	// Store file size in bytes.
+	// Size of the store's data in bytes: the bbolt file, or the PostgreSQL database
+	// (pg_database_size).
 	StoreBytes int64 `protobuf:"varint,6,opt,name=store_bytes,json=storeBytes,proto3" json:"store_bytes,omitempty"`
 	// Tasks by state name.
 	TasksByState map[string]int64 `protobuf:"bytes,7,rep,name=tasks_by_state,json=tasksByState,proto3" json:"tasks_by_state,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
@@ -636,7 +639,11 @@ type GetStatsResponse struct {
 	Updates int64 `protobuf:"varint,15,opt,name=updates,proto3" json:"updates,omitempty"`
 	// Tasks waiting in each run queue for a lease, summed over tenants, by queue name;
 	// a queue with nothing waiting is absent.
-	QueueDepth    map[string]int64 `protobuf:"bytes,16,rep,name=queue_depth,json=queueDepth,proto3" json:"queue_depth,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	QueueDepth map[string]int64 `protobuf:"bytes,16,rep,name=queue_depth,json=queueDepth,proto3" json:"queue_depth,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// Whether the store keeps a write-ahead log (bbolt with store.wal, the default):
+	// log_bytes and checkpoints are its figures. Without one (PostgreSQL, or
+	// store.wal: false) they are zero and there is no such figure to show.
+	WriteAheadLog bool `protobuf:"varint,17,opt,name=write_ahead_log,json=writeAheadLog,proto3" json:"write_ahead_log,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -783,6 +790,13 @@ func (x *GetStatsResponse) GetQueueDepth() map[string]int64 {
 	return nil
 }
 
+func (x *GetStatsResponse) GetWriteAheadLog() bool {
+	if x != nil {
+		return x.WriteAheadLog
+	}
+	return false
+}
+
 var File_agentplane_v1_admin_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_admin_service_proto_rawDesc = "" +
@@ -826,7 +840,7 @@ const file_agentplane_v1_admin_service_proto_rawDesc = "" +
 	"\x12PurgeTasksResponse\x12\x14\n" +
 	"\x05tasks\x18\x01 \x01(\x03R\x05tasks\x12\x16\n" +
 	"\x06events\x18\x02 \x01(\x03R\x06events\"\x11\n" +
-	"\x0fGetStatsRequest\"\xae\x06\n" +
+	"\x0fGetStatsRequest\"\xd6\x06\n" +
 	"\x10GetStatsResponse\x12%\n" +
 	"\x0eserver_version\x18\x01 \x01(\tR\rserverVersion\x129\n" +
 	"\n" +
@@ -848,7 +862,8 @@ const file_agentplane_v1_admin_service_proto_rawDesc = "" +
 	"\acommits\x18\x0e \x01(\x03R\acommits\x12\x18\n" +
 	"\aupdates\x18\x0f \x01(\x03R\aupdates\x12P\n" +
 	"\vqueue_depth\x18\x10 \x03(\v2/.agentplane.v1.GetStatsResponse.QueueDepthEntryR\n" +
-	"queueDepth\x1a?\n" +
+	"queueDepth\x12&\n" +
+	"\x0fwrite_ahead_log\x18\x11 \x01(\bR\rwriteAheadLog\x1a?\n" +
 	"\x11TasksByStateEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a=\n" +

@@ -60,7 +60,20 @@ export interface WorkerOptions {
   delivery?: Delivery;
   /** Fraction of the time left on the lease after which to heartbeat; default 1/3. */
   heartbeatFraction?: number;
+  /**
+   * How long stop() lets running tasks finish before it hands them back (a task waiting
+   * for a decision is suspended, any other is returned to the queue); default 20 s, under
+   * the 30 s that systemd and Kubernetes leave between SIGTERM and SIGKILL.
+   */
+  drainTimeoutMs?: number;
 }
+
+/** The default of WorkerOptions.drainTimeoutMs. */
+export const DEFAULT_DRAIN_TIMEOUT_MS = 20_000;
+
+/** The runtime note attributes that record a step (Task.step); the Go and Python SDKs use the same. */
+export const STEP_ATTR = "agentplane.step";
+export const STEP_RESULT_ATTR = "agentplane.step.result";
 
 export type Handler = (task: Task) => Promise<void>;
 
@@ -125,6 +138,8 @@ export class Task {
   private deadlineMs: number;
   private readonly resolved = new Map<string, Interrupt>();
   private readonly pending = new Map<string, Interrupt>();
+  private waitStopped = false;
+  private steps: Map<string, string> | undefined;
 
   constructor(
     private readonly rt: Client<typeof RuntimeService>,
@@ -174,12 +189,21 @@ export class Task {
   stop(reason: TaskStopped) {
     if (!this.ctl.signal.aborted) this.ctl.abort(reason);
   }
+  /** @internal: the worker's stop ended an interactive wait; the task is handed back by suspending it. */
+  get stoppedWaiting(): boolean {
+    return this.waitStopped;
+  }
 
-  // write makes one fenced call; lease.lost and task.terminal stop the task.
+  // write makes one fenced call; lease.lost and task.terminal stop the task. A call that
+  // fails transiently (UNAVAILABLE, DEADLINE_EXCEEDED, a reset stream, or an error the server marks
+  // retryable, such as store.unavailable while its database restarts) is made again while
+  // the lease may still be renewed: until its deadline, which heartbeats keep moving while
+  // they succeed. Every call here is idempotent (request ids). A call still failing at the
+  // deadline stops the task as lease_lost: the lease expires and the task is queued again,
+  // instead of an outage failing it.
   private async write<T>(what: string, end: string, call: () => Promise<T>): Promise<T> {
     if (this.endedAs !== "") throw new Error(`${what}: task already ended by this runtime (${this.endedAs})`);
-    let attempt = 0;
-    for (;;) {
+    for (let failures = 1; ; failures++) {
       try {
         const res = await call();
         if (end !== "") this.endedAs = end;
@@ -191,12 +215,17 @@ export class Task {
           this.stop(cause);
           throw err;
         }
-        // Every call here is idempotent (request ids), so a call lost on the way is repeated.
-        if ((err.code === Code.Unavailable || err.code === Code.DeadlineExceeded) && ++attempt < 4 && !this.signal.aborted) {
-          await sleep(100 * 2 ** attempt, this.signal);
-          continue;
+        // A stream reset by a server that went away comes back CANCELED from Node's
+        // HTTP/2 without an agentplane reason; nothing here cancels a write on purpose.
+        const lost = err.code === Code.Unavailable || err.code === Code.DeadlineExceeded || (err.code === Code.Canceled && err.reason === "");
+        const retryable = lost || err.retryDelayMs !== undefined;
+        if (!retryable || this.signal.aborted) throw err;
+        const left = this.deadlineMs - Date.now();
+        if (left <= 0) {
+          this.stop(new TaskStopped("lease_lost", `${what} kept failing until the lease deadline: ${err.message}`));
+          throw err;
         }
-        throw err;
+        await sleep(Math.min(backoffMs(failures), left), this.signal);
       }
     }
   }
@@ -331,8 +360,22 @@ export class Task {
     return g;
   }
 
-  /** Waits for the decision on an interrupt (interactive); a dropped stream is reopened. */
+  /**
+   * Waits for the decision on an interrupt (interactive); a dropped stream is reopened.
+   * When the worker's drain time runs out during the wait, the task is suspended: it waits
+   * for the decision without a lease, and the next lease carries it.
+   */
   async awaitDecision(interruptId: string): Promise<Decision> {
+    try {
+      return await this.awaitLoop(interruptId);
+    } catch (e) {
+      const r = this.signal.reason;
+      if (r instanceof TaskStopped && r.kind === "stopping") this.waitStopped = true;
+      throw e;
+    }
+  }
+
+  private async awaitLoop(interruptId: string): Promise<Decision> {
     for (let failures = 0; ; failures++) {
       try {
         const dec = await this.write("await decision", "", async () => {
@@ -354,6 +397,36 @@ export class Task {
       await sleep(Math.min(100 * 2 ** failures, 5_000), this.signal);
       if (this.signal.aborted) throw this.signal.reason;
     }
+  }
+
+  /**
+   * Runs fn once per task and returns its result. When the task's history already records
+   * step `name` (an earlier lease ran it, before a durable wait, a hand-back on stop, or a
+   * crash after the record), it returns the recorded result without calling fn. Use it
+   * for what must not happen twice before the handler may lose its lease: a message to
+   * the user, a call to another system. The record is a runtime note (STEP_ATTR,
+   * STEP_RESULT_ATTR) reported after fn resolved; the result must survive JSON and should
+   * be small. A runtime that dies between fn and the record runs fn again; a durable
+   * wait, a pause and a stop always come after it. `name` must be unique in the task.
+   */
+  async step<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    if (!name) throw new Error("step needs a name");
+    if (this.steps === undefined) {
+      const read = new Map<string, string>();
+      for await (const ev of this.history()) {
+        if (ev.payload.case !== "note") continue;
+        const a = ev.payload.value.attributes;
+        if (a[STEP_ATTR]) read.set(a[STEP_ATTR], a[STEP_RESULT_ATTR] ?? "null");
+      }
+      this.steps ??= read;
+    }
+    const rec = this.steps.get(name);
+    if (rec !== undefined) return JSON.parse(rec) as T;
+    const v = await fn();
+    const json = JSON.stringify(v ?? null);
+    await this.note(`step ${name} done`, { [STEP_ATTR]: name, [STEP_RESULT_ATTR]: json });
+    this.steps.set(name, json);
+    return v;
   }
 
   /** Reports a tool's result (isError when it failed). */
@@ -425,6 +498,14 @@ export class Task {
   }
 }
 
+// backoffMs is the pause before retry number failures (from 1): doubling from 100 ms up to
+// 5 s, jittered into [d/2, d] so that runtimes that lost the same server do not return in
+// lockstep.
+function backoffMs(failures: number): number {
+  const d = Math.min(100 * 2 ** (failures - 1), 5_000);
+  return d / 2 + Math.random() * (d / 2);
+}
+
 function gateOf(c: Call, dec: Decision | undefined): Gate {
   const g: Gate = { call: c, allowed: false, argumentsJson: "", reason: "", reported: false, resultReported: false, decision: dec };
   if (dec && (dec.type === DecisionType.APPROVE || dec.type === DecisionType.EDIT)) {
@@ -465,20 +546,21 @@ export class Worker {
       pollWaitMs: 20_000,
       delivery: "interactive",
       heartbeatFraction: 1 / 3,
+      drainTimeoutMs: DEFAULT_DRAIN_TIMEOUT_MS,
       ...options,
     };
   }
 
   /**
-   * Stops leasing; run() resolves once the running tasks have ended on their own. With
-   * drainMs, the tasks still running after that long are stopped (their signal aborts
-   * with a TaskStopped "stopping") and handed back to the queue unless their handler
-   * ended them, as Go's Stop(ctx) does when ctx is done. Resolves true when every task
-   * ended within drainMs (at once without drainMs).
+   * Stops leasing; run() resolves once the running tasks have ended. The tasks still
+   * running after drainMs (default: the drainTimeoutMs option, 20 s) are stopped (their
+   * signal aborts with a TaskStopped "stopping") and handed back unless their handler ended
+   * them: a task waiting for a decision is suspended (it resumes on whichever runtime is up
+   * when the decision comes, no attempt counted), any other is returned to the queue. Go's
+   * Stop(ctx) does the same. Resolves true when every task ended within drainMs.
    */
-  async stop(drainMs?: number): Promise<boolean> {
+  async stop(drainMs: number = this.o.drainTimeoutMs): Promise<boolean> {
     this.stopping.abort();
-    if (drainMs === undefined) return this.running.size === 0;
     let timer: NodeJS.Timeout | undefined;
     const drained = await Promise.race([
       Promise.all(this.running).then(() => true),
@@ -490,13 +572,34 @@ export class Worker {
   }
 
   /**
+   * Runs the worker until SIGINT or SIGTERM, the way a process manager stops it: the first
+   * signal stops leasing and drains (stop()), a second hands the running tasks back at
+   * once. Resolves once every task has ended, so the process can exit 0.
+   */
+  async runUntilSignal(signals: NodeJS.Signals[] = ["SIGINT", "SIGTERM"]): Promise<void> {
+    const hard = new AbortController();
+    let stopping = false;
+    const onSignal = () => {
+      if (stopping) return hard.abort();
+      stopping = true;
+      void this.stop();
+    };
+    for (const s of signals) process.on(s, onSignal);
+    try {
+      await this.run(hard.signal);
+    } finally {
+      for (const s of signals) process.off(s, onSignal);
+    }
+  }
+
+  /**
    * Leases and runs tasks until stop() or until signal aborts. An aborted signal also
    * stops the running tasks at once (their signal aborts with a TaskStopped "stopping")
    * and hands them back to the queue (FailTask retry) unless their handler ended them.
    */
   async run(signal?: AbortSignal): Promise<void> {
     const abortAll = () => {
-      this.stop();
+      this.stopping.abort();
       for (const t of this.tasks) t.stop(new TaskStopped("stopping", "the runtime is stopping"));
     };
     signal?.addEventListener("abort", abortAll, { once: true });
@@ -557,7 +660,10 @@ export class Worker {
     const stopped = t.signal.reason;
     if (stopped instanceof TaskStopped && stopped.kind === "stopping") {
       try {
-        await t.fail("runtime.stopping", "the runtime stopped before the task ended", true);
+        // A task stopped in an interactive wait is suspended, not failed: it waits for its
+        // decision without a lease and without counting an attempt.
+        if (t.stoppedWaiting) await t.suspend();
+        else await t.fail("runtime.stopping", "the runtime stopped before the task ended", true);
       } catch {
         // The lease expires; the task is queued again.
       }

@@ -24,6 +24,12 @@ type snapshot struct {
 	s    *Store
 }
 
+// Features implements store.Store: a hot backup is a read transaction's copy of the
+// file; the write-ahead log is the WAL mode's.
+func (s *Store) Features() store.Features {
+	return store.Features{Backend: store.BackendBolt, HotBackup: true, WriteAheadLog: s.opts.WAL}
+}
+
 // Snapshot implements store.Store. The store cannot close until the snapshot is closed.
 func (s *Store) Snapshot(ctx context.Context) (store.Snapshot, error) {
 	if err := s.enter(); err != nil {
@@ -76,7 +82,6 @@ func (sn *snapshot) Close() error {
 // Stats implements store.Store.
 func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 	st := store.Stats{
-		Backend:       "bbolt",
 		Path:          s.path,
 		SchemaVersion: schema.Version,
 		TasksByState:  map[agentplanev1.TaskState]int64{},

@@ -308,6 +308,12 @@ func unavailable(err error) error {
 	return apierr.New(codes.Unavailable, apierr.ReasonStoreUnavailable, "the database is unreachable: %v", err)
 }
 
+// Features implements store.Store: no hot backup (Snapshot), no log of its own
+// (PostgreSQL's WAL is the database's, reported by the database).
+func (s *Store) Features() store.Features {
+	return store.Features{Backend: store.BackendPostgres}
+}
+
 // Snapshot implements store.Store. PostgreSQL has its own backups (pg_dump,
 // pg_basebackup, a managed service's snapshots), which this store does not duplicate:
 // it refuses with FailedPrecondition (store.backup_unsupported).
@@ -323,7 +329,6 @@ func (s *Store) Snapshot(context.Context) (store.Snapshot, error) {
 // Stats implements store.Store. Counts are computed by queries over one snapshot.
 func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 	st := store.Stats{
-		Backend:       "postgres",
 		Path:          s.where,
 		SchemaVersion: s.version,
 		TasksByState:  map[agentplanev1.TaskState]int64{},

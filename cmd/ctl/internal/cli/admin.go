@@ -138,8 +138,7 @@ func newAdminStatsCommand(g *globals) *cobra.Command {
 					t.Row("started", when(resp.GetStartTime()))
 					t.Row("uptime", resp.GetUptime().AsDuration().Round(time.Second))
 					t.Row("store", fmt.Sprintf("%s %s (schema %d)", resp.GetStore(), resp.GetStorePath(), resp.GetSchemaVersion()))
-					t.Row("store size", humanBytes(resp.GetStoreBytes()))
-					t.Row("log since checkpoint", fmt.Sprintf("%s (%d checkpoints since start)", humanBytes(resp.GetLogBytes()), resp.GetCheckpoints()))
+					storeRows(t, resp)
 					batch := 0.0
 					if resp.GetCommits() > 0 {
 						batch = float64(resp.GetUpdates()) / float64(resp.GetCommits())
@@ -166,6 +165,22 @@ func newAdminStatsCommand(g *globals) *cobra.Command {
 				})
 			})
 		},
+	}
+}
+
+// storeRows are the store's own figures: the size of its data (a bbolt file, a
+// PostgreSQL database) and, for a store that keeps a write-ahead log, the log.
+func storeRows(t *printer.Tab, resp *agentplanev1.GetStatsResponse) {
+	switch resp.GetStore() {
+	case "bbolt":
+		t.Row("store file size", humanBytes(resp.GetStoreBytes()))
+	case "postgres":
+		t.Row("database size", humanBytes(resp.GetStoreBytes()))
+	default:
+		t.Row("store size", humanBytes(resp.GetStoreBytes()))
+	}
+	if resp.GetWriteAheadLog() {
+		t.Row("log since checkpoint", fmt.Sprintf("%s (%d checkpoints since start)", humanBytes(resp.GetLogBytes()), resp.GetCheckpoints()))
 	}
 }
 

@@ -84,7 +84,7 @@ func TestAdminStatsAndPurge(t *testing.T) {
 		stats: &agentplanev1.GetStatsResponse{
 			ServerVersion: "v1.2.3", Uptime: durationpb.New(90 * time.Minute), Store: "bbolt", StorePath: "/data/agentplane.db",
 			StoreBytes: 3 << 20, SchemaVersion: 2, Events: 42, PendingInterrupts: 3, ActiveLeases: 1,
-			LogBytes: 2048, Checkpoints: 4, Commits: 10, Updates: 25,
+			LogBytes: 2048, Checkpoints: 4, WriteAheadLog: true, Commits: 10, Updates: 25,
 			TasksByState: map[string]int64{"TASK_STATE_WORKING": 4, "TASK_STATE_COMPLETED": 10},
 			QueueDepth:   map[string]int64{"default": 2, "gpu": 5},
 		},
@@ -99,6 +99,21 @@ func TestAdminStatsAndPurge(t *testing.T) {
 		if code != 0 || !strings.Contains(fold(out), fold(want)) {
 			t.Errorf("stats: exit %d, output lacks %q:\n%s", code, want, out)
 		}
+	}
+
+	// Each backend shows its own figures: PostgreSQL has a database, no file nor log.
+	f.stats = &agentplanev1.GetStatsResponse{Store: "postgres", StorePath: "postgres://agentplane@db/agentplane", StoreBytes: 8 << 20, SchemaVersion: 3}
+	code, out, _ = runCtl(t, addr, "admin", "stats")
+	if fold := regexp.MustCompile(` +`).ReplaceAllString(out, " "); code != 0 || !strings.Contains(fold, "database size 8.0 MiB") ||
+		strings.Contains(out, "log since checkpoint") || strings.Contains(out, "file size") {
+		t.Errorf("stats on postgres: exit %d, want the database size and no bbolt row:\n%s", code, out)
+	}
+
+	// bbolt without its log (store.wal: false) has no log to show.
+	f.stats = &agentplanev1.GetStatsResponse{Store: "bbolt", StorePath: "/data/agentplane.db", StoreBytes: 1 << 20, SchemaVersion: 3}
+	code, out, _ = runCtl(t, addr, "admin", "stats")
+	if code != 0 || !strings.Contains(out, "store file size") || strings.Contains(out, "log since checkpoint") {
+		t.Errorf("stats on bbolt without a log: exit %d, want the file size and no log row:\n%s", code, out)
 	}
 
 	code, out, _ = runCtl(t, addr, "admin", "purge", "--older-than", "720h", "--dry-run")

@@ -86,6 +86,11 @@ func nastyEvents() []*agentplanev1.TaskEvent {
 		{Payload: &agentplanev1.TaskEvent_Message{Message: &agentplanev1.Message{Parts: client.UserText(nasty).GetParts(), Node: nasty, Model: nasty}}},
 		{Payload: &agentplanev1.TaskEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{ToolName: nasty, CallId: nasty, ArgumentsJson: nasty}}},
 		{Payload: &agentplanev1.TaskEvent_ToolResult{ToolResult: &agentplanev1.ToolResult{ToolName: nasty, CallId: nasty, Result: nastyValue()}}},
+		// A rejected call: its report and its refusal read as refused.
+		{Payload: &agentplanev1.TaskEvent_InterruptResolved{InterruptResolved: &agentplanev1.InterruptResolved{InterruptId: nasty, Decision: &agentplanev1.Decision{
+			Type: agentplanev1.DecisionType_DECISION_TYPE_REJECT, CallId: "refused" + nasty, DecidedBy: nasty, Reason: proto.String(nasty)}}}},
+		{Payload: &agentplanev1.TaskEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{ToolName: nasty, CallId: "refused" + nasty, ArgumentsJson: nasty}}},
+		{Payload: &agentplanev1.TaskEvent_ToolResult{ToolResult: &agentplanev1.ToolResult{ToolName: nasty, CallId: "refused" + nasty, Result: nastyValue(), IsError: true}}},
 		{Payload: &agentplanev1.TaskEvent_Note{Note: &agentplanev1.RuntimeNote{Text: nasty, Attributes: map[string]string{nasty: nasty}}}},
 		{Payload: &agentplanev1.TaskEvent_Lease{Lease: &agentplanev1.LeaseChanged{RuntimeId: nasty}}},
 		{Payload: &agentplanev1.TaskEvent_ToolGated{ToolGated: &agentplanev1.ToolGated{ToolName: nasty, CallId: nasty, InterruptId: nasty, Tags: []string{nasty}, Reason: nasty}}},

@@ -164,9 +164,7 @@ func newHitlShowCommand(g *globals) *cobra.Command {
 				if g.output == string(printer.Table) {
 					// Args go last, indented, since a table cell cannot hold them.
 					fmt.Fprintf(cmd.OutOrStdout(), "args:\n%s\n", printer.Block(indent(argsIndented(it.GetApproval().GetArgumentsJson()), "  ")))
-					if d := it.GetDecision(); d.GetType() == agentplanev1.DecisionType_DECISION_TYPE_EDIT {
-						fmt.Fprintf(cmd.OutOrStdout(), "edited args:\n%s\n", printer.Block(indent(argsIndented(d.GetArgumentsJson()), "  ")))
-					}
+					printRunArgs(cmd, it)
 				}
 				return nil
 			})
@@ -207,6 +205,25 @@ func interruptTable(t *printer.Tab, it *agentplanev1.Interrupt, now time.Time) {
 	}
 }
 
+// printRunArgs says, after a resolved approval's table, what the call runs with: the
+// reviewer's arguments after an edit, the model's after an approval, nothing after a
+// rejection. The args of an edit are the text the runtime is handed, indented.
+func printRunArgs(cmd *cobra.Command, it *agentplanev1.Interrupt) {
+	d := it.GetDecision()
+	if d == nil || it.GetApproval() == nil {
+		return
+	}
+	out := cmd.OutOrStdout()
+	switch d.GetType() {
+	case agentplanev1.DecisionType_DECISION_TYPE_EDIT:
+		fmt.Fprintf(out, "runs with (edited):\n%s\n", printer.Block(indent(argsIndented(d.GetArgumentsJson()), "  ")))
+	case agentplanev1.DecisionType_DECISION_TYPE_APPROVE:
+		fmt.Fprintf(out, "runs with (as the model wrote them):\n%s\n", printer.Block(indent(argsIndented(d.GetArgumentsJson()), "  ")))
+	case agentplanev1.DecisionType_DECISION_TYPE_REJECT:
+		fmt.Fprintln(out, "does not run: rejected")
+	}
+}
+
 func indent(s, prefix string) string {
 	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
 }
@@ -241,7 +258,13 @@ func newResolveCommand(g *globals, use, short string, o *resolveOptions, decide 
 				if err != nil {
 					return err
 				}
-				return g.printer(cmd).Message(resp, func(t *printer.Tab) { interruptTable(t, resp.GetInterrupt(), time.Now()) })
+				if err := g.printer(cmd).Message(resp, func(t *printer.Tab) { interruptTable(t, resp.GetInterrupt(), time.Now()) }); err != nil {
+					return err
+				}
+				if g.output == string(printer.Table) {
+					printRunArgs(cmd, resp.GetInterrupt())
+				}
+				return nil
 			})
 		},
 	}

@@ -117,6 +117,39 @@ func TestHitlResolutions(t *testing.T) {
 	}
 }
 
+// TestHitlResolutionSaysWhatRuns: after a decision ctl prints the arguments the call
+// runs with: the reviewer's after an edit, the model's after an approval, none after a
+// rejection.
+func TestHitlResolutionSaysWhatRuns(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  []string
+		d    *agentplanev1.Decision
+		want string
+	}{
+		{[]string{"edit", "i-1", "--args", `{"to": "b@example.com"}`},
+			&agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_EDIT, ArgumentsJson: `{"to": "b@example.com"}`},
+			"runs with (edited):\n  {\n    \"to\": \"b@example.com\"\n  }\n"},
+		{[]string{"approve", "i-1"},
+			&agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_APPROVE, ArgumentsJson: `{"to": "a@example.com"}`},
+			"runs with (as the model wrote them):\n  {\n    \"to\": \"a@example.com\"\n  }\n"},
+		{[]string{"reject", "i-1", "--reason", "no"},
+			&agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_REJECT, Reason: proto.String("no")},
+			"does not run: rejected\n"},
+	} {
+		resolved := sampleInterrupt()
+		resolved.State, resolved.Decision = agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED, tc.d
+		tc.d.DecidedBy, tc.d.Source = "ann", agentplanev1.DecisionSource_DECISION_SOURCE_HUMAN
+		addr := startFakeCP(t, &fakeCP{interrupt: resolved})
+		code, out, errOut := runCtl(t, addr, append([]string{"hitl"}, tc.cmd...)...)
+		if code != 0 || !strings.HasSuffix(out, tc.want) {
+			t.Errorf("%v: exit %d %s, output does not end with %q:\n%s", tc.cmd, code, errOut, tc.want, out)
+		}
+		if code, out, _ := runCtl(t, addr, "hitl", "show", "i-1"); code != 0 || !strings.HasSuffix(out, tc.want) {
+			t.Errorf("show after %v: output does not end with %q:\n%s", tc.cmd, tc.want, out)
+		}
+	}
+}
+
 func TestHitlResolutionUsageErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string

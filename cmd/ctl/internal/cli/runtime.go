@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/status"
@@ -30,6 +29,7 @@ type runtimeRunOptions struct {
 	once      bool
 	durable   bool
 	queues    []string
+	drain     time.Duration
 }
 
 func newRuntimeRunCommand(g *globals) *cobra.Command {
@@ -39,7 +39,9 @@ func newRuntimeRunCommand(g *globals) *cobra.Command {
 		Short: "Run a scripted runtime: lease tasks and play a fixed list of steps for each",
 		Long: "Run a runtime that plays the steps of a script (messages, tool calls through the approval gate,\n" +
 			"turn ends, verdicts, complete or fail) for every task it leases. See docs/runtime-script.md.\n" +
-			"Ctrl-C stops leasing and lets running tasks finish; a second Ctrl-C hands them back to the queue.",
+			"Ctrl-C or SIGTERM stops leasing and lets running tasks finish for up to --drain-timeout; then, or at a\n" +
+			"second Ctrl-C, the tasks still running are handed back (a task waiting for a decision is suspended, to\n" +
+			"resume on whichever runtime is up when it is decided) and ctl exits 0.",
 		Example: "  ctl runtime run --script examples/runtime/hello.yaml\n" +
 			"  ctl runtime run --script examples/runtime/approval.yaml --queue approvals --once",
 		Args: cobra.NoArgs,
@@ -51,13 +53,17 @@ func newRuntimeRunCommand(g *globals) *cobra.Command {
 			if o.capacity < 1 {
 				return usageErr("--capacity must be at least 1")
 			}
+			if o.drain <= 0 {
+				return usageErr("--drain-timeout must be positive")
+			}
 			return g.stream(cmd, func(ctx context.Context, c *client.Client) error {
 				runner := &script.Runner{Script: sc, Progress: printer.Lines(cmd.OutOrStdout()), Durable: o.durable}
 				opts := worker.Options{
-					RuntimeID: o.runtimeID,
-					Queues:    o.queues,
-					Capacity:  o.capacity,
-					Logger:    slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn})),
+					RuntimeID:    o.runtimeID,
+					Queues:       o.queues,
+					Capacity:     o.capacity,
+					DrainTimeout: o.drain,
+					Logger:       slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn})),
 				}
 				if o.once {
 					opts.MaxTasks = 1
@@ -72,7 +78,13 @@ func newRuntimeRunCommand(g *globals) *cobra.Command {
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "runtime %s: playing %s (%d steps) for tasks of queue %s from %s, %d at a time\n",
 					printer.Text(o.runtimeID), printer.Text(sc.Name), len(sc.Steps), printer.Text(queues), printer.Text(g.addr), o.capacity)
-				return grpcCause(runUntilSignalled(ctx, w, cmd))
+				return grpcCause(w.RunUntilSignal(ctx, func(_ os.Signal, second bool) {
+					if second {
+						fmt.Fprintln(cmd.ErrOrStderr(), "runtime: handing the running tasks back")
+						return
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "runtime: no more leases; finishing running tasks for up to %s, then handing them back (Ctrl-C again to hand them back now)\n", o.drain)
+				}))
 			})
 		},
 	}
@@ -83,38 +95,10 @@ func newRuntimeRunCommand(g *globals) *cobra.Command {
 	f.IntVar(&o.capacity, "capacity", 1, "tasks played at once")
 	f.BoolVar(&o.once, "once", false, "exit after one lease has ended (completed, failed, paused or suspended)")
 	f.StringSliceVar(&o.queues, "queue", nil, "run queue to lease from (repeatable or comma-separated); none means the default queue only")
+	f.DurationVar(&o.drain, "drain-timeout", worker.DefaultDrainTimeout, "on SIGTERM or Ctrl-C, how long running tasks may finish before they are handed back")
 	f.BoolVar(&o.durable, "durable", false, "gated tool calls wait durably (giving the lease up) unless a step says wait: interactive")
 	_ = cmd.MarkFlagRequired("script")
 	return cmd
-}
-
-// runUntilSignalled runs w until it returns. The first SIGINT/SIGTERM stops leasing
-// and drains; the second cancels the running tasks, which hands them back.
-func runUntilSignalled(ctx context.Context, w *worker.Worker, cmd *cobra.Command) error {
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	stopCtx, hardStop := context.WithCancel(context.WithoutCancel(ctx))
-	defer hardStop()
-	stopping := false
-	for {
-		select {
-		case err := <-done:
-			return err
-		case <-sigs:
-			if stopping {
-				fmt.Fprintln(cmd.ErrOrStderr(), "runtime: canceling running tasks; they go back to the queue")
-				hardStop()
-				continue
-			}
-			stopping = true
-			fmt.Fprintln(cmd.ErrOrStderr(), "runtime: no more leases; finishing running tasks (Ctrl-C again to hand them back)")
-			go func() { _ = w.Stop(stopCtx) }()
-		}
-	}
 }
 
 // grpcCause returns the gRPC status error wrapped in err, so that ctl prints

@@ -16,6 +16,7 @@ import (
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/servertest"
+	"github.com/agentplane/agentplane/server/store/pgstore/pgtest"
 )
 
 // requireServerSide skips the test while the real server still answers UNIMPLEMENTED
@@ -222,7 +223,7 @@ func TestAdminAgainstTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := runCtl(t, in.GRPCAddr, "admin", "stats")
-	if code != 0 || !regexp.MustCompile(`tasks submitted\s+1`).MatchString(out) {
+	if code != 0 || !regexp.MustCompile(`tasks submitted\s+1`).MatchString(out) || !strings.Contains(out, "log since checkpoint") {
 		t.Fatalf("stats: %d %s %s", code, out, errOut)
 	}
 	restoreDir := t.TempDir()
@@ -239,5 +240,33 @@ func TestAdminAgainstTheServer(t *testing.T) {
 	code, out, errOut = runCtl(t, in.GRPCAddr, "admin", "purge", "--older-than", "24h", "--dry-run")
 	if code != 0 || !strings.HasPrefix(out, "would purge 0 tasks") {
 		t.Fatalf("purge: %d %s %s", code, out, errOut)
+	}
+}
+
+// TestCtlOnPostgres: against a control plane on PostgreSQL, ctl capabilities names
+// the store postgres and says no hot backup, ctl admin backup is refused with
+// store.backup_unsupported (and writes no file), and ctl admin stats shows the
+// database's figures, not the bbolt file's log.
+func TestCtlOnPostgres(t *testing.T) {
+	in := servertest.Start(t, func(c *config.Config) {
+		c.Store.Backend = config.BackendPostgres
+		c.Store.Postgres.DSN = pgtest.DSN(t)
+	})
+	fold := func(s string) string { return regexp.MustCompile(` +`).ReplaceAllString(s, " ") }
+	code, out, errOut := runCtl(t, in.GRPCAddr, "capabilities")
+	if code != 0 || !strings.Contains(fold(out), "\nstore postgres\n") || !strings.Contains(fold(out), "feature: hot backup no") {
+		t.Errorf("capabilities on postgres: exit %d, want store postgres and no hot backup:\n%s%s", code, out, errOut)
+	}
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	code, out, errOut = runCtl(t, in.GRPCAddr, "admin", "backup", backup)
+	if code == 0 || !strings.Contains(errOut, "store.backup_unsupported") {
+		t.Errorf("admin backup on postgres: exit %d, want store.backup_unsupported:\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(backup); !os.IsNotExist(err) {
+		t.Errorf("a refused backup left %s (%v)", backup, err)
+	}
+	code, out, errOut = runCtl(t, in.GRPCAddr, "admin", "stats")
+	if code != 0 || !strings.Contains(out, "database size") || strings.Contains(out, "log since checkpoint") || strings.Contains(out, "file size") {
+		t.Errorf("admin stats on postgres: exit %d, want the database size and no bbolt row:\n%s%s", code, out, errOut)
 	}
 }

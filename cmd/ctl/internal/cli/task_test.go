@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/agentplane/agentplane/client"
@@ -390,5 +391,61 @@ func TestTaskViewFlag(t *testing.T) {
 		if code, _, errOut := runCtl(t, addr, args...); code != exitUsage || !strings.Contains(errOut, `--view "huge": want one of basic, full`) {
 			t.Errorf("%v: exit %d %q", args, code, errOut)
 		}
+	}
+}
+
+// refusalEvents: a rejected call reported with its refusal, then an edited call.
+func refusalEvents() []*agentplanev1.TaskEvent {
+	at := timestamppb.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	reject := &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_REJECT, DecidedBy: "ann", CallId: "c1",
+		Source: agentplanev1.DecisionSource_DECISION_SOURCE_HUMAN, Reason: proto.String("wrong customer")}
+	edit := &agentplanev1.Decision{Type: agentplanev1.DecisionType_DECISION_TYPE_EDIT, DecidedBy: "ann", CallId: "c2",
+		Source: agentplanev1.DecisionSource_DECISION_SOURCE_HUMAN, ArgumentsJson: `{"amount": 15, "to": "b"}`}
+	evs := []*agentplanev1.TaskEvent{
+		{Payload: &agentplanev1.TaskEvent_InterruptResolved{InterruptResolved: &agentplanev1.InterruptResolved{InterruptId: "i-1", Decision: reject}}},
+		{Payload: &agentplanev1.TaskEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{CallId: "c1", ToolName: "pay", ArgumentsJson: `{"amount": 30}`}}},
+		{Payload: &agentplanev1.TaskEvent_ToolResult{ToolResult: &agentplanev1.ToolResult{CallId: "c1", ToolName: "pay", Result: structpb.NewStringValue("rejected: wrong customer"), IsError: true}}},
+		{Payload: &agentplanev1.TaskEvent_InterruptResolved{InterruptResolved: &agentplanev1.InterruptResolved{InterruptId: "i-2", Decision: edit}}},
+		{Payload: &agentplanev1.TaskEvent_ToolCall{ToolCall: &agentplanev1.ToolCall{CallId: "c2", ToolName: "pay", ArgumentsJson: `{"amount": 15, "to": "b"}`}}},
+		{Payload: &agentplanev1.TaskEvent_StateChanged{StateChanged: &agentplanev1.StateChanged{FromState: agentplanev1.TaskState_TASK_STATE_WORKING, ToState: agentplanev1.TaskState_TASK_STATE_COMPLETED}}},
+	}
+	for i, ev := range evs {
+		ev.Sequence, ev.Time = int64(i+1), at
+	}
+	return evs
+}
+
+func TestTaskWatchSaysWhatRunsAndWhatWasRefused(t *testing.T) {
+	f := &fakeCP{events: refusalEvents()}
+	addr := startFakeCP(t, f)
+	code, out, errOut := runCtl(t, addr, "task", "watch", "t-1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"decision           i-1: reject by ann: wrong customer",
+		`refused            pay [c1] did not run: rejected by ann: wrong customer; args {"amount":30}`,
+		`refusal            pay [c1]: the model is told "rejected: wrong customer"`,
+		`decision           i-2: edit by ann; runs with {"amount":15,"to":"b"}`,
+		`tool call          pay [c2] {"amount":15,"to":"b"}`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "tool call          pay [c1]") || strings.Contains(out, "tool result") {
+		t.Errorf("the refused call reads as run:\n%s", out)
+	}
+
+	// Watching from after the decision: the rejection is learnt from the task's resolved approvals.
+	f = &fakeCP{events: refusalEvents(), inbox: &agentplanev1.ListInterruptsResponse{Interrupts: []*agentplanev1.Interrupt{{
+		InterruptId: "i-1", State: agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED, Decision: refusalEvents()[0].GetInterruptResolved().GetDecision()}}}}
+	addr = startFakeCP(t, f)
+	if code, out, errOut = runCtl(t, addr, "task", "watch", "t-1", "--after", "1"); code != 0 || !strings.Contains(out, "refused            pay [c1] did not run: rejected by ann") {
+		t.Errorf("--after 1: exit %d %s\n%s", code, errOut, out)
+	}
+	if r := requests[*agentplanev1.ListInterruptsRequest](f); len(r) != 1 || r[0].GetTaskId() != "t-1" || len(r[0].GetStates()) != 1 ||
+		r[0].GetStates()[0] != agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED {
+		t.Errorf("seed requests %v", r)
 	}
 }

@@ -43,8 +43,12 @@ func newTaskWatchCommand(g *globals) *cobra.Command {
 			defer stop()
 			cmd.SetContext(ctx)
 			p := g.printer(cmd)
-			emit := func(ev *agentplanev1.TaskEvent) error { return printEvent(p, ev) }
+			refused := refusedCalls{}
+			emit := func(ev *agentplanev1.TaskEvent) error { return printEvent(p, ev, refused) }
 			return g.stream(cmd, func(ctx context.Context, c *client.Client) error {
+				if o.after > 0 {
+					refused.seed(ctx, c.Hitl, args[0])
+				}
 				w := &watcher{tasks: c.Tasks, id: args[0], last: o.after, opts: o, warn: cmd.ErrOrStderr(), emit: emit}
 				return w.run(ctx)
 			})
@@ -146,8 +150,67 @@ func terminal(s agentplanev1.TaskState) bool {
 	return false
 }
 
+// refusedCalls are the task's calls that were refused and by whom, by call id,
+// learnt from the gate's and the reviewers' events before the call's report: a
+// runtime reports a refused call, and the refusal it hands the model, as a tool call
+// and an error result, which must not read as if the call ran.
+type refusedCalls map[string]string
+
+func (r refusedCalls) learn(ev *agentplanev1.TaskEvent) {
+	switch p := ev.GetPayload().(type) {
+	case *agentplanev1.TaskEvent_ToolGated:
+		if g := p.ToolGated; g.GetOutcome() == agentplanev1.GateOutcome_GATE_OUTCOME_REJECT {
+			r[g.GetCallId()] = "by the gate (" + g.GetReason() + ")"
+		}
+	case *agentplanev1.TaskEvent_InterruptResolved:
+		r.decided(p.InterruptResolved.GetDecision())
+	}
+}
+
+func (r refusedCalls) decided(d *agentplanev1.Decision) {
+	if d.GetType() == agentplanev1.DecisionType_DECISION_TYPE_REJECT && d.GetCallId() != "" {
+		s := "by " + decidedBy(d)
+		if d.GetReason() != "" {
+			s += ": " + truncate(oneLine(d.GetReason()), 80)
+		}
+		r[d.GetCallId()] = s
+	}
+}
+
+// seed learns the rejections of a watch that starts after events it does not print
+// (--after), from the task's resolved approvals. Without them (an error), the lines
+// read as the events say.
+func (r refusedCalls) seed(ctx context.Context, hitl agentplanev1.HitlServiceClient, task string) {
+	req := &agentplanev1.ListInterruptsRequest{TaskId: task, PageSize: 500,
+		States: []agentplanev1.InterruptState{agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED},
+		Kinds:  []agentplanev1.InterruptKind{agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL}}
+	for {
+		resp, err := hitl.ListInterrupts(ctx, req)
+		if err != nil {
+			return
+		}
+		for _, it := range resp.GetInterrupts() {
+			r.decided(it.GetDecision())
+		}
+		if req.PageToken = resp.GetNextPageToken(); req.PageToken == "" {
+			return
+		}
+	}
+}
+
+// decidedBy is who decided, and how when it was not a person.
+func decidedBy(d *agentplanev1.Decision) string {
+	s := orDash(d.GetDecidedBy())
+	if d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_HUMAN && d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_UNSPECIFIED {
+		s += " (" + enumName(d.GetSource(), "DECISION_SOURCE_") + ")"
+	}
+	return s
+}
+
 // printEvent prints one event: a line for people, a JSON line, or a YAML document.
-func printEvent(p *printer.Printer, ev *agentplanev1.TaskEvent) error {
+// refused learns from every event, whatever the format.
+func printEvent(p *printer.Printer, ev *agentplanev1.TaskEvent, refused refusedCalls) error {
+	refused.learn(ev)
 	switch p.Format {
 	case printer.JSON:
 		return p.Line(ev)
@@ -157,7 +220,7 @@ func printEvent(p *printer.Printer, ev *agentplanev1.TaskEvent) error {
 		}
 		return p.Message(ev, nil)
 	}
-	kind, summary := describeEvent(ev)
+	kind, summary := describeEvent(ev, refused)
 	ts := "--:--:--.---"
 	if ev.GetTime() != nil {
 		ts = ev.GetTime().AsTime().Local().Format("15:04:05.000")
@@ -167,7 +230,7 @@ func printEvent(p *printer.Printer, ev *agentplanev1.TaskEvent) error {
 }
 
 // describeEvent names an event's kind and summarizes it on one line.
-func describeEvent(ev *agentplanev1.TaskEvent) (kind, summary string) {
+func describeEvent(ev *agentplanev1.TaskEvent, refused refusedCalls) (kind, summary string) {
 	switch p := ev.GetPayload().(type) {
 	case *agentplanev1.TaskEvent_Submitted:
 		return "submitted", fmt.Sprintf("%s by %s: %q", p.Submitted.GetKind(), orDash(p.Submitted.GetCreatedBy()), truncate(oneLine(messageSummary(p.Submitted.GetInput())), 80))
@@ -189,9 +252,15 @@ func describeEvent(ev *agentplanev1.TaskEvent) (kind, summary string) {
 		return "message", who + ": " + truncate(oneLine(messageSummary(m)), 100) + usageText(m.GetUsage())
 	case *agentplanev1.TaskEvent_ToolCall:
 		c := p.ToolCall
+		if why, ok := refused[c.GetCallId()]; ok {
+			return "refused", fmt.Sprintf("%s [%s] did not run: rejected %s; args %s", c.GetToolName(), c.GetCallId(), why, truncate(argsText(c.GetArgumentsJson()), 60))
+		}
 		return "tool call", fmt.Sprintf("%s [%s] %s", c.GetToolName(), c.GetCallId(), truncate(argsText(c.GetArgumentsJson()), 80))
 	case *agentplanev1.TaskEvent_ToolResult:
 		r := p.ToolResult
+		if _, ok := refused[r.GetCallId()]; ok {
+			return "refusal", fmt.Sprintf("%s [%s]: the model is told %s", r.GetToolName(), r.GetCallId(), truncate(compactJSON(r.GetResult()), 80))
+		}
 		s := fmt.Sprintf("%s [%s] -> %s", r.GetToolName(), r.GetCallId(), truncate(compactJSON(r.GetResult()), 80))
 		if r.GetIsError() {
 			s += " (error)"
@@ -227,12 +296,12 @@ func describeEvent(ev *agentplanev1.TaskEvent) (kind, summary string) {
 		return "interrupt", fmt.Sprintf("%s: %s waits for approval (ctl hitl show %s)", it.GetInterruptId(), it.GetApproval().GetToolName(), it.GetInterruptId())
 	case *agentplanev1.TaskEvent_InterruptResolved:
 		d := p.InterruptResolved.GetDecision()
-		s := fmt.Sprintf("%s: %s by %s", p.InterruptResolved.GetInterruptId(), enumName(d.GetType(), "DECISION_TYPE_"), orDash(d.GetDecidedBy()))
-		if d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_HUMAN && d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_UNSPECIFIED {
-			s += " (" + enumName(d.GetSource(), "DECISION_SOURCE_") + ")"
-		}
+		s := fmt.Sprintf("%s: %s by %s", p.InterruptResolved.GetInterruptId(), enumName(d.GetType(), "DECISION_TYPE_"), decidedBy(d))
 		if d.GetReason() != "" {
 			s += ": " + truncate(oneLine(d.GetReason()), 80)
+		}
+		if d.GetType() == agentplanev1.DecisionType_DECISION_TYPE_EDIT {
+			s += "; runs with " + truncate(argsText(d.GetArgumentsJson()), 80)
 		}
 		return "decision", s
 	case *agentplanev1.TaskEvent_VerdictRecorded:

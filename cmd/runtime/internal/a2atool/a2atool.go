@@ -8,8 +8,8 @@ package a2atool
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentplane/agentplane/client/worker"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/agent"
+	"github.com/agentplane/agentplane/cmd/runtime/internal/telemetry"
 	"github.com/agentplane/agentplane/gates"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
@@ -34,6 +35,10 @@ const (
 	MaxCardBytes = 1 << 20
 	// MaxSkills caps the skills mounted from one peer.
 	MaxSkills = 64
+	// maxNameBytes caps the card's and a skill's display names, maxDescriptionBytes a
+	// skill's description (cut and marked beyond).
+	maxNameBytes        = 256
+	maxDescriptionBytes = 4 << 10
 	// cardPath is where a peer publishes its card, under its base URL.
 	cardPath = "/.well-known/agent-card.json"
 )
@@ -73,41 +78,55 @@ func (p *Provider) MountPeers(ctx context.Context, peers []*agentplanev1.A2APeer
 		names[i] = peer.GetName()
 	}
 	return agent.MountEach(ctx, log, note, "A2A peer", "a2a_peer", names, func(ctx context.Context, i int) ([]*agent.RemoteTool, func(), error) {
-		ts, c, err := p.mountPeer(ctx, peers[i])
+		ts, refused, c, err := p.mountPeer(ctx, peers[i])
 		if err != nil {
 			return nil, nil, err
 		}
+		agent.ReportRefused(ctx, log, note, "A2A peer", "a2a_peer", peers[i].GetName(), "a2a", refused)
 		return ts, func() { _ = c.Destroy() }, nil
 	})
 }
 
-func (p *Provider) mountPeer(ctx context.Context, peer *agentplanev1.A2APeer) ([]*agent.RemoteTool, *a2aclient.Client, error) {
+func (p *Provider) mountPeer(ctx context.Context, peer *agentplanev1.A2APeer) ([]*agent.RemoteTool, []agent.Refusal, *a2aclient.Client, error) {
 	hc := agent.HeaderClient(peer.GetHeaders())
 	card, cardURL, err := p.readCard(ctx, hc, peer.GetUrl())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	endpoint, err := jsonrpcEndpoint(card, cardURL)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	c, err := a2aclient.NewFromEndpoints(ctx, []a2a.AgentInterface{{URL: endpoint, Transport: a2a.TransportProtocolJSONRPC}},
 		a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(hc))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	var tools []*agent.RemoteTool
+	var (
+		tools   []*agent.RemoteTool
+		refused []agent.Refusal
+	)
+	cardName := agent.TruncateAs(card.Name, maxNameBytes, "name")
 	for i, sk := range card.Skills {
 		if i == MaxSkills {
+			refused = append(refused, agent.Refusal{Limit: "max_tools",
+				Reason: fmt.Sprintf("the card lists %d skills; only the first %d are offered", len(card.Skills), MaxSkills)})
 			break
 		}
 		if sk.ID == "" {
 			continue
 		}
 		gateName := gates.A2aToolName(peer.GetName(), sk.ID)
-		desc := fmt.Sprintf("Ask the remote agent %s (%s) to use its skill %q", peer.GetName(), card.Name, sk.Name)
+		if err := agent.CheckToolName(sk.ID); err != nil {
+			refused = append(refused, agent.Refusal{Tool: gateName, Limit: "tool_name", Reason: "the skill id: " + err.Error()})
+			continue
+		}
+		desc := fmt.Sprintf("Ask the remote agent %s (%s) to use its skill %q", peer.GetName(), cardName, agent.TruncateAs(sk.Name, maxNameBytes, "name"))
 		if sk.Description != "" {
-			desc += ": " + sk.Description
+			if len(sk.Description) > maxDescriptionBytes {
+				telemetry.FromContext(ctx).ToolLimit("a2a", "description_bytes")
+			}
+			desc += ": " + agent.TruncateAs(sk.Description, maxDescriptionBytes, "description")
 		}
 		skill := sk.ID
 		tools = append(tools, &agent.RemoteTool{
@@ -120,7 +139,8 @@ func (p *Provider) mountPeer(ctx context.Context, peer *agentplanev1.A2APeer) ([
 			},
 		})
 	}
-	return tools, c, nil
+	tools, clashes := agent.UniqueModelNames(tools)
+	return tools, append(refused, clashes...), c, nil
 }
 
 // readCard fetches the agent card: the peer's URL itself when it names a .json
@@ -142,24 +162,35 @@ func (p *Provider) readCard(ctx context.Context, hc *http.Client, peerURL string
 	req.Header.Set("Accept", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read agent card: %w", err)
+		return nil, nil, p.cardError(ctx, fmt.Errorf("read agent card: %w", err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return nil, nil, fmt.Errorf("read agent card %s: HTTP %d", u.Redacted(), resp.StatusCode)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxCardBytes+1))
-	if err != nil {
-		return nil, nil, fmt.Errorf("read agent card: %w", err)
-	}
-	if len(body) > MaxCardBytes {
+	body, err := agent.ReadAtMost(resp.Body, MaxCardBytes)
+	var tl *agent.TooLargeError
+	if errors.As(err, &tl) {
+		telemetry.FromContext(ctx).ToolLimit("a2a", "card_bytes")
 		return nil, nil, fmt.Errorf("agent card %s is larger than %d bytes", u.Redacted(), MaxCardBytes)
+	}
+	if err != nil {
+		return nil, nil, p.cardError(ctx, fmt.Errorf("read agent card: %w", err))
 	}
 	var card a2a.AgentCard
 	if err := json.Unmarshal(body, &card); err != nil {
 		return nil, nil, fmt.Errorf("agent card %s: %w", u.Redacted(), err)
 	}
 	return &card, u, nil
+}
+
+// cardError is err, or says the card was not read within CardTimeout.
+func (p *Provider) cardError(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		telemetry.FromContext(ctx).ToolLimit("a2a", "list_timeout")
+		return fmt.Errorf("read agent card: no answer within %s (a2a.card_timeout)", agent.OrDefault(p.CardTimeout, DefaultCardTimeout))
+	}
+	return err
 }
 
 // jsonrpcEndpoint picks the card's JSON-RPC endpoint (the preferred one first). It
@@ -199,15 +230,26 @@ func (p *Provider) call(ctx context.Context, c *a2aclient.Client, peer, skill, a
 	if err := json.Unmarshal([]byte(argumentsJSON), &args); err != nil || strings.TrimSpace(args.Message) == "" {
 		return fmt.Sprintf("A2A skill %s of %s: the arguments must be an object with a non-empty \"message\" string", skill, peer), true
 	}
-	ctx, cancel := context.WithTimeout(ctx, agent.OrDefault(p.CallTimeout, DefaultCallTimeout))
+	callCtx, cancel := context.WithTimeout(ctx, agent.OrDefault(p.CallTimeout, DefaultCallTimeout))
 	defer cancel()
+	limit := agent.OrDefault(p.MaxResultBytes, DefaultMaxResultBytes)
+	n := agent.ResponseLimit(limit)
+	callCtx, stop := agent.WithReadLimit(callCtx, agent.ReadLimit{Message: n, Total: n})
+	defer stop()
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: args.Message})
 	msg.Metadata = map[string]any{"skill": skill}
-	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: msg, Metadata: map[string]any{"skill": skill}})
-	limit := agent.OrDefault(p.MaxResultBytes, DefaultMaxResultBytes)
+	res, err := c.SendMessage(callCtx, &a2a.MessageSendParams{Message: msg, Metadata: map[string]any{"skill": skill}})
+	if tl := agent.TooLarge(callCtx); tl != nil {
+		telemetry.FromContext(ctx).ToolLimit("a2a", "response_bytes")
+		return fmt.Sprintf("A2A peer %s: skill %s failed: its answer is larger than %d bytes, the most this runtime reads for a result of at most %d bytes (a2a.max_result_bytes)", peer, skill, tl.Limit, limit), true
+	}
 	if err != nil {
+		if errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			telemetry.FromContext(ctx).ToolLimit("a2a", "call_timeout")
+			return fmt.Sprintf("A2A peer %s: skill %s timed out after %s (a2a.call_timeout)", peer, skill, agent.OrDefault(p.CallTimeout, DefaultCallTimeout)), true
+		}
 		if ctx.Err() != nil {
-			return fmt.Sprintf("A2A peer %s: skill %s timed out or was cancelled: %v", peer, skill, err), true
+			return fmt.Sprintf("A2A peer %s: skill %s was cancelled: %v", peer, skill, err), true
 		}
 		return agent.Truncate(fmt.Sprintf("A2A peer %s: skill %s failed: %v", peer, skill, err), limit), true
 	}

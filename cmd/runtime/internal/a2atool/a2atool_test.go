@@ -93,22 +93,18 @@ func TestMountAndCall(t *testing.T) {
 	defer cancel()
 	pe := startPeer(t, "s3cret", "")
 	offsite := startPeer(t, "", "http://192.0.2.1:9/rpc") // the card sends elsewhere
-	var notes []string
-	note := func(_ context.Context, text string, _ map[string]string) error {
-		notes = append(notes, text)
-		return nil
-	}
+	var rec agenttest.Notes
 	tools, release, err := (&Provider{}).MountPeers(ctx, []*agentplanev1.A2APeer{
 		{Name: "shipping", Url: pe.url, Headers: map[string]string{"Authorization": "Bearer s3cret"}},
 		{Name: "elsewhere", Url: offsite.url},
 		{Name: "nocreds", Url: pe.url},
-	}, quiet, note)
+	}, quiet, rec.Note)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer release()
-	if len(notes) != 2 || !strings.Contains(notes[0], "not on the peer's origin") || !strings.Contains(notes[1], "HTTP 401") {
-		t.Errorf("notes %q", notes)
+	if len(rec.Texts) != 2 || !strings.Contains(rec.Texts[0], "not on the peer's origin") || !strings.Contains(rec.Texts[1], "HTTP 401") {
+		t.Errorf("notes %q", rec.Texts)
 	}
 	if len(tools) != 2 || tools[0].GateName != "a2a__shipping__track" || tools[0].ModelName != "a2a__shipping__track" ||
 		tools[1].GateName != "a2a__shipping__eta.v2" || tools[1].ModelName != "a2a__shipping__eta_v2" {

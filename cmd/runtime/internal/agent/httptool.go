@@ -3,10 +3,12 @@ package agent
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
+
+	"github.com/agentplane/agentplane/cmd/runtime/internal/telemetry"
 )
 
 // HTTPTool is a tool the runtime runs itself: the call's arguments (a JSON object)
@@ -18,7 +20,8 @@ type HTTPTool struct {
 	Parameters  map[string]any
 	URL         string
 	Timeout     time.Duration // default 30s
-	// MaxResultBytes caps the result handed to the model (default 64 KiB).
+	// MaxResultBytes caps the result handed to the model (default 64 KiB); an answer
+	// over ResponseLimit of it fails the call.
 	MaxResultBytes int
 	Client         *http.Client
 }
@@ -34,6 +37,12 @@ func (h *HTTPTool) Run(ctx context.Context, argumentsJSON string) (string, bool)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	limit := OrDefault(h.MaxResultBytes, 64<<10)
+	// ReadAtMost bounds the body whatever the client; the read limit tells
+	// HeaderClient's transport the same bound (it has a tighter default).
+	n := ResponseLimit(limit)
+	ctx, stop := WithReadLimit(ctx, ReadLimit{Message: n, Total: n})
+	defer stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewBufferString(argumentsJSON))
 	if err != nil {
 		return fmt.Sprintf("tool %s: %v", h.Name, err), true
@@ -45,15 +54,23 @@ func (h *HTTPTool) Run(ctx context.Context, argumentsJSON string) (string, bool)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			telemetry.FromContext(ctx).ToolLimit("http", "call_timeout")
+			return fmt.Sprintf("tool %s timed out after %s", h.Name, timeout), true
+		}
 		return fmt.Sprintf("tool %s failed: %v", h.Name, err), true
 	}
 	defer resp.Body.Close()
-	limit := h.MaxResultBytes
-	if limit <= 0 {
-		limit = 64 << 10
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
-	if err != nil {
+	body, err := ReadAtMost(resp.Body, n)
+	var tl *TooLargeError
+	switch {
+	case errors.As(err, &tl):
+		telemetry.FromContext(ctx).ToolLimit("http", "response_bytes")
+		return fmt.Sprintf("tool %s failed: its answer is larger than %d bytes, the most this runtime reads for a result of at most %d bytes (max_result_bytes)", h.Name, tl.Limit, limit), true
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		telemetry.FromContext(ctx).ToolLimit("http", "call_timeout")
+		return fmt.Sprintf("tool %s timed out after %s", h.Name, timeout), true
+	case err != nil:
 		return fmt.Sprintf("tool %s failed reading its result: %v", h.Name, err), true
 	}
 	out := Truncate(string(body), limit)

@@ -120,7 +120,11 @@ func FunctionName(name string) string {
 
 // Truncate cuts s to at most limit bytes (default 64 KiB when limit <= 0), on a rune
 // boundary, and says so at the end.
-func Truncate(s string, limit int) string {
+func Truncate(s string, limit int) string { return TruncateAs(s, limit, "result") }
+
+// TruncateAs is Truncate marking the cut as one of what ("result", "description").
+// The cut text is a copy, so that what was cut off can be freed.
+func TruncateAs(s string, limit int, what string) string {
 	if limit <= 0 {
 		limit = 64 << 10
 	}
@@ -131,21 +135,23 @@ func Truncate(s string, limit int) string {
 	for cut > 0 && cut < len(s) && s[cut]&0xC0 == 0x80 {
 		cut--
 	}
-	return s[:cut] + fmt.Sprintf("\n[result truncated at %d bytes]", limit)
+	return s[:cut] + fmt.Sprintf("\n[%s truncated at %d bytes]", what, limit)
 }
 
 // HeaderClient returns an HTTP client that sends headers (a lease's configured
 // headers for one server or peer, credentials included) on every request, and the
-// trace context of the request's context (tracedTransport).
+// trace context of the request's context (tracedTransport), and reads no more of a
+// response than the ReadLimit of the request's context (WithReadLimit) allows.
 func HeaderClient(headers map[string]string) *http.Client {
+	var rt http.RoundTripper = tracedTransport{next: limitTransport{next: http.DefaultTransport}}
 	if len(headers) == 0 {
-		return &http.Client{Transport: tracedTransport{next: http.DefaultTransport}}
+		return &http.Client{Transport: rt}
 	}
 	h := make(http.Header, len(headers))
 	for k, v := range headers {
 		h.Set(k, v)
 	}
-	return &http.Client{Transport: headerTransport{h: h, next: tracedTransport{next: http.DefaultTransport}}}
+	return &http.Client{Transport: headerTransport{h: h, next: rt}}
 }
 
 // tracedTransport sends the W3C trace context (traceparent, tracestate) of each

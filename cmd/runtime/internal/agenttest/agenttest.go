@@ -129,3 +129,12 @@ func StartTask(t testing.TB, ctx context.Context, in *servertest.Instance, req *
 
 // AgentDoc is a minimal support agent on the fake model ("fake-1").
 const AgentDoc = "apiVersion: qar/v1\nkind: AgentSpec\nname: support\ninstructions: Help.\nmodel: fake-1\n"
+
+// Notes records the notes a tool provider writes (agent.Note, without a task).
+type Notes struct{ Texts []string }
+
+// Note appends text.
+func (n *Notes) Note(_ context.Context, text string, _ map[string]string) error {
+	n.Texts = append(n.Texts, text)
+	return nil
+}

@@ -30,22 +30,18 @@ func TestMountAndCall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	srv := mcptest.Start(t, func(s *mcptest.Server) { s.Header, s.HeaderValue = "Authorization", "Bearer crm-token" })
-	p := &Provider{MaxResultBytes: 1000}
-	var notes []string
-	note := func(_ context.Context, text string, _ map[string]string) error {
-		notes = append(notes, text)
-		return nil
-	}
+	p := &Provider{MaxResultBytes: 100 << 10} // big's 200 KiB are within the read limit: cut, not refused
+	var rec agenttest.Notes
 	tools, release, err := p.MountServers(ctx, []*agentplanev1.McpServer{
 		{Name: "crm", Url: srv.URL, Headers: map[string]string{"Authorization": "Bearer crm-token"}},
 		{Name: "nocreds", Url: srv.URL}, // the server refuses it: 401
-	}, quiet, note)
+	}, quiet, rec.Note)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer release()
-	if len(notes) != 1 || !strings.Contains(notes[0], "MCP server nocreds unavailable") {
-		t.Errorf("notes %q, want one saying nocreds is unavailable", notes)
+	if len(rec.Texts) != 1 || !strings.Contains(rec.Texts[0], "MCP server nocreds unavailable") {
+		t.Errorf("notes %q, want one saying nocreds is unavailable", rec.Texts)
 	}
 	m := byGate(tools)
 	if len(tools) != 6 || len(m) != 6 {
@@ -85,7 +81,7 @@ func TestMountAndCall(t *testing.T) {
 		}
 	}
 	got, isErr := m["crm.big"].Run(ctx, `{}`)
-	if isErr || len(got) > 1100 || !strings.HasSuffix(got, "[result truncated at 1000 bytes]") {
+	if isErr || len(got) > 100<<10+100 || !strings.HasSuffix(got, "[result truncated at 102400 bytes]") {
 		t.Errorf("big: %d bytes, error %v, ends %q", len(got), isErr, got[max(0, len(got)-40):])
 	}
 	if srv.Calls("lookup") != 1 || srv.Calls("fails") != 1 || srv.Calls("big") != 1 {

@@ -28,6 +28,7 @@ type Metrics struct {
 	toolDuration  *prometheus.HistogramVec
 	gateWait      *prometheus.HistogramVec
 	errors        *prometheus.CounterVec
+	toolLimits    *prometheus.CounterVec
 	running       prometheus.Gauge
 	leases        prometheus.Counter
 
@@ -71,6 +72,10 @@ func NewMetrics() *Metrics {
 			Namespace: "agentplane_runtime", Name: "errors_total",
 			Help: "Errors, by kind: model (a model call failed), tool (a tool returned an error), gate (the gate call failed), task (a lease's run ended with an error).",
 		}, []string{"kind"}),
+		toolLimits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "agentplane_runtime", Name: "tool_limits_total",
+			Help: "Tool server answers and listings refused or cut for crossing one of the runtime's limits, by kind (mcp, a2a, http) and limit (response_bytes, call_timeout, list_bytes, list_timeout, card_bytes, tool_name, name_clash, schema_bytes, description_bytes, max_tools).",
+		}, []string{"kind", "limit"}),
 		running: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "agentplane_runtime", Name: "tasks_running",
 			Help: "Leased tasks this runtime is running now.",
@@ -81,7 +86,7 @@ func NewMetrics() *Metrics {
 		}),
 		models: map[string]bool{},
 	}
-	m.Registry.MustRegister(m.modelDuration, m.tokens, m.retries, m.refused, m.toolDuration, m.gateWait, m.errors, m.running, m.leases,
+	m.Registry.MustRegister(m.modelDuration, m.tokens, m.retries, m.refused, m.toolDuration, m.gateWait, m.errors, m.toolLimits, m.running, m.leases,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

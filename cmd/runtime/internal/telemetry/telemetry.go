@@ -63,11 +63,30 @@ func (o *T) start(ctx context.Context, name string, kind trace.SpanKind, attrs .
 	return o.tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 }
 
+type tKey struct{}
+
+// FromContext is the T of the lease ctx runs under (Handler), or nil: what tool
+// providers count with, below the agent that holds the T.
+func FromContext(ctx context.Context) *T {
+	o, _ := ctx.Value(tKey{}).(*T)
+	return o
+}
+
+// ToolLimit counts a tool server's answer or listing refused or cut for crossing a
+// limit: kind is mcp, a2a or http, limit the limit's name (response_bytes, ...).
+func (o *T) ToolLimit(kind, limit string) {
+	if m := o.metrics(); m != nil {
+		m.toolLimits.WithLabelValues(kind, limit).Inc()
+	}
+}
+
 // Handler wraps h: each lease it runs is counted, and runs under an invoke_agent span
 // that is a child of the trace context captured when the task was started
-// (Lease.trace_context), so the runtime's spans join the client's trace.
+// (Lease.trace_context), so the runtime's spans join the client's trace. The lease's
+// context carries o (FromContext).
 func (o *T) Handler(h worker.Handler) worker.Handler {
 	return worker.HandlerFunc(func(ctx context.Context, t *worker.Task) error {
+		ctx = context.WithValue(ctx, tKey{}, o)
 		if m := o.metrics(); m != nil {
 			m.leases.Inc()
 			m.running.Inc()

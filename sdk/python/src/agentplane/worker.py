@@ -20,10 +20,25 @@ raises Suspended ("durable"); the next lease carries the decision, which tool_ca
 then returns for the same call id without asking again. A call the gate says was
 already reported under an earlier lease (the runtime crashed after running it) comes
 back with gate.reported set: do not run it again; task.history() reads the log to
-rebuild the state. The task's writes carry request ids and are repeated after
-UNAVAILABLE or DEADLINE_EXCEEDED.
+rebuild the state. task.step(name, fn) runs fn once per task: a lease that resumes the
+task (after a durable wait, a hand-back, a crash after the record) gets the recorded
+result instead of running fn again.
+
+The task's writes carry request ids and are repeated after UNAVAILABLE,
+DEADLINE_EXCEEDED or an error the server marks retryable (store.unavailable while its
+database restarts) while the lease may still be renewed; a call still failing at the
+lease deadline stops the task ("lease.lost"): the lease expires and the task is queued
+again, so an outage does not fail it.
+
+Worker.stop() drains for at most drain_timeout (default 20 s, under the 30 s systemd
+and Kubernetes leave between SIGTERM and SIGKILL): then the tasks still running are
+handed back, a task waiting for a decision by suspending it (it resumes on whichever
+runtime is up when the decision comes, no attempt counted), any other by FailTask
+retry. Worker.run_until_signal() does that on SIGTERM or SIGINT.
 """
 
+import json
+import signal
 import threading
 import time
 
@@ -52,8 +67,23 @@ class Failure(Exception):
         self.retry = retry
 
 
-WRITE_ATTEMPTS = 4
+DEFAULT_DRAIN_TIMEOUT = 20.0
+# The runtime note attributes that record a step (Task.step); the Go and TypeScript SDKs
+# use the same.
+STEP_ATTR = "agentplane.step"
+STEP_RESULT_ATTR = "agentplane.step.result"
 _LOST_ON_THE_WAY = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+def _retryable(err):
+    """Whether a failed call may succeed if made again: lost on the way, or the server
+    says to retry (a RetryInfo: store.unavailable, server.unavailable, ...)."""
+    return err.code in _LOST_ON_THE_WAY or err.retry_delay is not None
+
+
+def _backoff(failures):
+    """The pause before retry number failures (from 1): doubling from 0.1 s up to 5 s."""
+    return min(0.1 * 2 ** (failures - 1), 5.0)
 
 
 def _stop_cause(err):
@@ -107,6 +137,8 @@ class Task:
         self._streams_lock = threading.Lock()
         self._resolved = _by_call_id(lease.resolved_interrupts)
         self._pending = _by_call_id(lease.pending_interrupts)
+        self._wait_stopped = False  # the worker's stop ended an interactive wait
+        self._steps = None  # recorded step results by name, read on the first step()
 
     @property
     def attempt(self):
@@ -136,12 +168,16 @@ class Task:
                 st.cancel()
 
     def _write(self, call, end="", force=False, **fields):
-        """Makes one fenced call under the lease. A call lost on the way (UNAVAILABLE,
-        DEADLINE_EXCEEDED) is made again with the same fields, request id included, so the
-        server answers a repeat from the first; lease.lost and task.terminal stop the task."""
+        """Makes one fenced call under the lease. A call that fails transiently (lost on the
+        way, or store.unavailable while the database restarts) is made again with the same
+        fields, request id included, so the server answers a repeat from the first, while
+        the lease may still be renewed (until its deadline, which heartbeats move while
+        they succeed); lease.lost and task.terminal stop the task, and so does a call still
+        failing at the deadline (the lease expires and the task is queued again)."""
         if self.ended:
             raise RuntimeError(f"the task was already ended by this runtime ({self.ended})")
-        for attempt in range(1, WRITE_ATTEMPTS + 1):
+        failures = 0
+        while True:
             if self.canceled.is_set() and not force:
                 raise TaskStopped(self.stop_reason)
             try:
@@ -154,9 +190,20 @@ class Task:
                 if cause:
                     self._stop(cause)
                     raise TaskStopped(cause) from e
-                if e.code not in _LOST_ON_THE_WAY or attempt == WRITE_ATTEMPTS:
+                if not _retryable(e):
                     raise
-                self.canceled.wait(0.1 * 2**attempt)
+                left = self.deadline - time.time()
+                if left <= 0:
+                    if force:
+                        raise
+                    self._stop("lease.lost")
+                    raise TaskStopped("lease.lost") from e
+                failures += 1
+                delay = min(_backoff(failures), left)
+                if force:
+                    time.sleep(delay)  # a hand-back after the stop: canceled is already set
+                elif self.canceled.wait(delay):
+                    raise TaskStopped(self.stop_reason) from e
 
     def report(self, *events):
         """Reports runtime events (dicts or RuntimeEvent messages), in order; returns the last sequence."""
@@ -183,6 +230,32 @@ class Task:
                 after = ev.sequence
             if not resp.events or after >= until:
                 return
+
+    def step(self, name, fn):
+        """Runs fn() once per task and returns its result. When the task's history already
+        records step name (an earlier lease ran it, before a durable wait, a hand-back on
+        stop, or a crash after the record), returns the recorded result without calling
+        fn. Use it for what must not happen twice before the handler may lose its lease:
+        a message to the user, a call to another system. The record is a runtime note
+        (STEP_ATTR, STEP_RESULT_ATTR) reported after fn returned; the result must survive
+        json and should be small. A runtime that dies between fn and the record runs fn
+        again; a durable wait, a pause and a stop always come after it. name must be unique
+        in the task."""
+        if not name:
+            raise ValueError("step needs a name")
+        if self._steps is None:
+            steps = {}
+            for ev in self.history():
+                if ev.WhichOneof("payload") == "note" and ev.note.attributes.get(STEP_ATTR):
+                    steps[ev.note.attributes[STEP_ATTR]] = ev.note.attributes.get(STEP_RESULT_ATTR, "null")
+            self._steps = steps
+        if name in self._steps:
+            return json.loads(self._steps[name])
+        value = fn()
+        encoded = json.dumps(value)
+        self.note(f"step {name} done", {STEP_ATTR: name, STEP_RESULT_ATTR: encoded})
+        self._steps[name] = encoded
+        return value
 
     def say(self, text, node=""):
         return self.report({"message": {"role": "MESSAGE_ROLE_ASSISTANT", "parts": [{"text": text}], "node": node}})
@@ -250,7 +323,16 @@ class Task:
     def await_decision(self, interrupt_id):
         """Waits for the decision on an interrupt (AwaitDecision), reconnecting on UNAVAILABLE.
         A stop of the task (cancel, lost lease, the worker's drain deadline) ends the wait
-        with TaskStopped."""
+        with TaskStopped; after the drain deadline the worker suspends the task, which then
+        waits for the decision without a lease."""
+        try:
+            return self._await_decision(interrupt_id)
+        except BaseException:
+            if self.stop_reason == "stopping":
+                self._wait_stopped = True
+            raise
+
+    def _await_decision(self, interrupt_id):
         while True:
             stream = self.client.runtime.await_decision(lease=self.ref, interrupt_id=interrupt_id)
             with self._streams_lock:
@@ -336,7 +418,8 @@ def _by_call_id(interrupts):
 class Worker:
     """Leases tasks for runtime_id and runs handler(task) for each, capacity at a time."""
 
-    def __init__(self, client, handler, runtime_id, capacity=1, queues=(), delivery="interactive", poll_wait=1.0):
+    def __init__(self, client, handler, runtime_id, capacity=1, queues=(), delivery="interactive", poll_wait=1.0,
+                 drain_timeout=DEFAULT_DRAIN_TIMEOUT):
         if delivery not in ("interactive", "durable"):
             raise ValueError("delivery is 'interactive' or 'durable'")
         self.client = client
@@ -346,28 +429,75 @@ class Worker:
         self.queues = list(queues)
         self.delivery = delivery
         self.poll_wait = poll_wait
+        self.drain_timeout = drain_timeout
         self._stopping = threading.Event()
         self._slots = threading.Semaphore(capacity)
         self._lock = threading.Lock()
         self._running = {}  # thread -> Task
 
-    def stop(self, timeout=None):
+    def stop(self, timeout=None, wait=True):
         """Stops leasing and waits for the running tasks to end on their own. When timeout
-        (seconds) passes first, it stops them (task.canceled set, stop_reason "stopping":
-        the handler should return) and they are handed back to the queue (FailTask retry)
-        unless their handler ended them. Returns whether they ended within timeout; with
-        timeout None it only asks, and run() returns once they have ended."""
+        (seconds; None: drain_timeout) passes first, it stops them (task.canceled set,
+        stop_reason "stopping": the handler should return) and they are handed back unless
+        their handler ended them: a task waiting for a decision is suspended, any other is
+        returned to the queue (FailTask retry). Returns whether they ended within timeout;
+        with wait=False it only asks, and run() returns once they have ended."""
         self._stopping.set()
-        if timeout is None:
+        if not wait:
             return False
+        if timeout is None:
+            timeout = self.drain_timeout
         end = time.monotonic() + timeout
+        me = threading.current_thread()
         for t in self._threads():
-            t.join(max(0.0, end - time.monotonic()))
-        left = self._threads()
+            if t is not me:
+                t.join(max(0.0, end - time.monotonic()))
+        left = [t for t in self._threads() if t is not me]
         with self._lock:
             for t in left:
                 self._running[t]._stop("stopping")
         return not left
+
+    def run_until_signal(self):
+        """Runs the worker until SIGTERM or SIGINT, the way a process manager stops it: the
+        first signal stops leasing and drains for drain_timeout (stop()), a second hands
+        the running tasks back at once. Returns once every task has ended, so the process
+        can exit 0; raises what run() raised (a permanent LeaseTasks error). Call it from
+        the main thread (Python delivers signals there)."""
+        signals = threading.Event()
+        count = [0]
+
+        def on_signal(*_):
+            count[0] += 1
+            signals.set()
+
+        failed = []
+
+        def run():
+            try:
+                self.run()
+            except BaseException as e:  # re-raised in the caller's thread below
+                failed.append(e)
+
+        old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        runner = threading.Thread(target=run, daemon=True)
+        runner.start()
+        try:
+            while runner.is_alive() and not signals.wait(0.2):
+                pass
+            if runner.is_alive():
+                drainer = threading.Thread(target=self.stop, daemon=True)
+                drainer.start()
+                while drainer.is_alive() and count[0] < 2:
+                    drainer.join(0.2)
+                if count[0] >= 2:
+                    self.stop(timeout=0)
+            runner.join()
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+        if failed:
+            raise failed[0]
 
     def _threads(self):
         with self._lock:
@@ -432,7 +562,11 @@ class Worker:
         if task.ended:
             return
         try:
-            if task.stop_reason == "stopping":
+            if task.stop_reason == "stopping" and task._wait_stopped:
+                # Suspended, not failed: it waits for its decision without a lease and
+                # without counting an attempt.
+                task._write(task.client.runtime.suspend_task, end="suspended", force=True, request_id=new_request_id())
+            elif task.stop_reason == "stopping":
                 task.fail("runtime.stopping", "the runtime stopped before the task ended", retry=True, force=True)
             elif task.canceled.is_set() or error is None:
                 return  # not ours any more; or a handler that did not end its task: the lease expires

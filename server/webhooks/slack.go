@@ -1,0 +1,183 @@
+package webhooks
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf16"
+
+	"github.com/agentplane/agentplane/server/config"
+)
+
+// The slack format is rendered from the stored standard message when it is sent.
+// Slack reads both the top-level text (push notifications, clients without blocks)
+// and the section as mrkdwn, where <...> is a control sequence (<!channel>, <!here>,
+// <@U123>, <https://x|label>) and * _ ~ ` > format. The values in a notification
+// come from callers (agent and tool names), models and runtimes (failure messages)
+// and reviewers (reasons), so none may reach Slack as markup: the wording below is
+// ours, and every value goes through quote, the one escaper of this format. The
+// standard format needs none: it carries the values as JSON data, exactly, and
+// encoding/json writes <, > and & as \u003c, \u003e and \u0026.
+
+// mrkdwn is Slack markup that is safe to send as it is: our wording, or a value
+// through quote.
+type mrkdwn string
+
+// mrkdwnf formats our wording, a constant, with safe parts.
+func mrkdwnf(format string, parts ...mrkdwn) mrkdwn {
+	args := make([]any, len(parts))
+	for i, p := range parts {
+		args[i] = string(p)
+	}
+	return mrkdwn(fmt.Sprintf(format, args...))
+}
+
+// Bounds of a quoted value, in UTF-16 units between its backticks (Slack counts
+// characters so, and refuses a section over 3000): names and ids, and prose (a
+// reason, a failure message). The longest message stays well under 3000 with the
+// console link.
+const (
+	quoteName = 80
+	quoteText = 1000
+)
+
+// quote renders a value as inline code, which Slack shows as written, with no
+// formatting, mention or link: whitespace and control characters become single
+// spaces, format characters (bidirectional overrides, zero-width characters) are
+// dropped so that the text reads as it is stored, a backtick (which would end the
+// code span) becomes ˋ, and &, <, > are escaped as Slack asks. A value longer than
+// limit is cut with …, never inside an escape. An empty value is a dash.
+func quote(s string, limit int) mrkdwn {
+	s = strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		switch {
+		case unicode.IsControl(r):
+			return ' '
+		case unicode.Is(unicode.Cf, r):
+			return -1
+		case r == '`':
+			return 'ˋ'
+		}
+		return r
+	}, s)), " ")
+	if s == "" {
+		return "-"
+	}
+	pieces := make([]string, 0, len(s))
+	total := 0
+	for _, r := range s {
+		p := slackEscape(string(r))
+		pieces = append(pieces, p)
+		total += width(p)
+	}
+	var b strings.Builder
+	b.WriteByte('`')
+	if total <= limit {
+		b.WriteString(slackEscape(s))
+	} else {
+		n := 0
+		for _, p := range pieces {
+			if n+width(p) > limit-1 {
+				break
+			}
+			b.WriteString(p)
+			n += width(p)
+		}
+		b.WriteString("…")
+	}
+	b.WriteByte('`')
+	return mrkdwn(b.String())
+}
+
+// word renders a value of ours (a state, a decision type, a time) bare when it is
+// made of ASCII letters, digits, '-' and ':' only, which mrkdwn gives no meaning to,
+// and quoted otherwise.
+func word(s string) mrkdwn {
+	if s == "" || strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == ':')
+	}) {
+		return quote(s, quoteName)
+	}
+	return mrkdwn(s)
+}
+
+// width is s's length as Slack counts it.
+func width(s string) int { return len(utf16.Encode([]rune(s))) }
+
+// slackEscape escapes the three characters Slack's mrkdwn gives meaning to.
+func slackEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// slackLink is a link to u, one of ours (the console's base URL and an escaped id),
+// labelled with our wording: what would end the URL (<, >, |) is percent-encoded.
+func slackLink(u string, label mrkdwn) mrkdwn {
+	u = strings.NewReplacer("&", "&amp;", "<", "%3C", ">", "%3E", "|", "%7C").Replace(u)
+	return mrkdwn("<" + u + "|" + string(label) + ">")
+}
+
+// slackText is the message's one line.
+func slackText(m Message) mrkdwn {
+	d := m.Data
+	var text mrkdwn
+	switch m.Type {
+	case config.EventInterruptCreated:
+		text = mrkdwnf("Approval needed: %s wants to call %s (task %s)", quote(d.Agent, quoteName), quote(d.Tool, quoteName), quote(d.TaskID, quoteName))
+		if d.Deadline != nil {
+			text += mrkdwnf(", decide by %s", word(d.Deadline.UTC().Format(time.RFC3339)))
+		}
+	case config.EventInterruptResolved, config.EventInterruptExpired:
+		verb := mrkdwn("resolved")
+		if m.Type == config.EventInterruptExpired {
+			verb = "expired"
+		}
+		text = mrkdwnf("Approval %s: %s on task %s", verb, quote(d.Tool, quoteName), quote(d.TaskID, quoteName))
+		if dec := d.Decision; dec != nil {
+			text += mrkdwnf(": %s by %s", word(dec.Type), quote(dec.DecidedBy, quoteName))
+			if dec.Reason != "" {
+				text += mrkdwnf(" (%s)", quote(dec.Reason, quoteText))
+			}
+		}
+	default:
+		text = mrkdwnf("Task %s %s", quote(d.TaskID, quoteName), word(d.State))
+		if d.Failure != nil && d.Failure.Message != "" {
+			text += mrkdwnf(": %s", quote(d.Failure.Message, quoteText))
+		}
+	}
+	return text + mrkdwnf(" [tenant %s]", quote(d.Tenant, quoteName))
+}
+
+// slackBody renders a standard message as a Slack incoming-webhook body: the text
+// (for notifications and clients without blocks) and one section block with the
+// console link, both the same escaped mrkdwn. Verbatim and no unfurling: Slack turns
+// nothing in it into a link or a preview but the console link.
+func slackBody(payload []byte) ([]byte, error) {
+	var m Message
+	if err := json.Unmarshal(payload, &m); err != nil {
+		return nil, fmt.Errorf("webhooks: stored payload is not a message: %w", err)
+	}
+	text := slackText(m)
+	section := text
+	if m.Data.URL != "" {
+		section += "\n" + slackLink(m.Data.URL, "Open in the console")
+	}
+	type textObject struct {
+		Type     string `json:"type"`
+		Text     mrkdwn `json:"text"`
+		Verbatim bool   `json:"verbatim"`
+	}
+	type block struct {
+		Type string     `json:"type"`
+		Text textObject `json:"text"`
+	}
+	return json.Marshal(struct {
+		Text        mrkdwn  `json:"text"`
+		Blocks      []block `json:"blocks"`
+		UnfurlLinks bool    `json:"unfurl_links"`
+		UnfurlMedia bool    `json:"unfurl_media"`
+	}{
+		Text:   text,
+		Blocks: []block{{Type: "section", Text: textObject{Type: "mrkdwn", Text: section, Verbatim: true}}},
+	})
+}
