@@ -483,14 +483,12 @@ func TestConsoleTasksContinueAndPaging(t *testing.T) {
 	c := in.Client
 	agent := tenancyAgent()
 	agent.AutoPauseOnTurnEnd = proto.Bool(true)
-	var chat string
 	for i := range 30 {
-		resp, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: agent},
+		_, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: agent},
 			Input: client.UserText("hello"), Labels: map[string]string{"batch": map[bool]string{true: "even", false: "odd"}[i%2 == 0]}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		chat = resp.GetTask().GetTaskId() // the newest: leased below
 	}
 	u := newUI(t, in.HTTPAddr)
 	seen := map[string]bool{}
@@ -521,7 +519,7 @@ func TestConsoleTasksContinueAndPaging(t *testing.T) {
 		t.Fatalf("LeaseTasks: %v %v", leased, err)
 	}
 	l := leased.GetLeases()[0]
-	chat = l.GetTask().GetTaskId()
+	chat := l.GetTask().GetTaskId()
 	if _, err := c.Runtime.PauseTask(ctx, &agentplanev1.PauseTaskRequest{Lease: &agentplanev1.LeaseRef{TaskId: chat, LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()},
 		Node: "teller", Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "anything else?")}); err != nil {
 		t.Fatal(err)

@@ -87,7 +87,7 @@ func TestWebhooksTwoPostgresReplicas(t *testing.T) {
 		}
 	}
 	want := 2 + 1 + more // created, resolved, task.ended × (1 + more)
-	ds := recv.WaitFor(t, testutil.WaitLimit, "every notification", func(ds []webhookstest.Delivery) bool { return len(ds) >= want })
+	recv.WaitFor(t, testutil.WaitLimit, "every notification", func(ds []webhookstest.Delivery) bool { return len(ds) >= want })
 	// Let any duplicate show up: wait until both outboxes (one table) are empty.
 	drained := make(chan struct{})
 	go func() {
@@ -97,7 +97,7 @@ func TestWebhooksTwoPostgresReplicas(t *testing.T) {
 		}
 	}()
 	testutil.Within(t, drained, "the outbox drained")
-	ds = recv.Deliveries()
+	ds := recv.Deliveries()
 	seen := map[string]int{}
 	types := map[string]int{}
 	for _, d := range ds {

@@ -3,7 +3,8 @@
 // your runtime (a real one runs elsewhere, with a runtime token).
 //
 //   AGENTPLANE_ADDR=127.0.0.1:7233 [AGENTPLANE_TOKEN=apt_...] npm start
-import { createClient, TaskState, Worker, type Task } from "@agentplane/sdk";
+import { createClient, TaskState } from "@agentplane/sdk";
+import { Worker, type Task } from "@agentplane/sdk/worker";
 
 const ap = createClient({ address: process.env.AGENTPLANE_ADDR ?? "127.0.0.1:7233", token: process.env.AGENTPLANE_TOKEN });
 const queue = "example-typescript";

@@ -35,9 +35,14 @@ deps)
 gen)
   # Not `clean` in the templates (src/ holds the hand-written package): delete the
   # generated files first so that a proto file removed from proto/ leaves nothing behind.
-  find sdk/python/src/agentplane/v1 sdk/python/src/agentplane/_rpc -name '*_pb2*.py' -delete
+  find sdk/python/src/agentplane/v1 -name '*_pb2*.py' -delete
   go tool -modfile=tools/buf/go.mod buf generate --template buf.gen.py.yaml
-  go tool -modfile=tools/buf/go.mod buf generate --template buf.gen.py-rpc.yaml
+  # The google.rpc copies (sdk/python/proto) go in as descriptors, not as protoc modules:
+  # a protoc module registers its file in protobuf's default pool, where
+  # googleapis-common-protos registers the same names; agentplane._rpc loads these into a
+  # pool of its own.
+  go tool -modfile=tools/buf/go.mod buf build sdk/python/proto --exclude-source-info \
+    -o sdk/python/src/agentplane/_rpc/google_rpc.binpb
   ;;
 test)
   tmp=$(mktemp -d)

@@ -200,8 +200,7 @@ func diffArgs(before, after string) (rows []argChange, ok bool) {
 // task's submitted spec (an inline agent, or an agent of an inline graph). Tools the
 // spec does not declare have none: the edit form is then a JSON text box.
 func toolSchema(t *agentplanev1.Task, node, tool string) *structpb.Struct {
-	var find func(a *agentplanev1.AgentSpec) *structpb.Struct
-	find = func(a *agentplanev1.AgentSpec) *structpb.Struct {
+	find := func(a *agentplanev1.AgentSpec) *structpb.Struct {
 		for _, f := range a.GetTools() {
 			if f.GetFunction().GetName() == tool {
 				return f.GetFunction().GetParameters()

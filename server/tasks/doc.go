@@ -18,8 +18,10 @@
 //     until their deadline, so runtimes carry on across a control-plane restart.
 //   - Event sequences are gap-free per task. Watch replays from the store and then
 //     follows live, with no gap and no repeat, and ends after the terminal event. A
-//     slow watcher never blocks writers or other watchers; it holds at most
-//     Config.MaxWatchBuffer events and otherwise falls back to reading the store.
+//     slow watcher never blocks writers or other watchers, nor does a fan-out that falls
+//     behind the writers: a watcher holds at most Config.MaxWatchBuffer events, the
+//     fan-out queue a bounded number, and a watcher whose events did not fit falls back
+//     to reading the store from the last event it sent.
 //   - Start is idempotent per tenant on the caller's request id.
 //   - Another tenant's task is NOT_FOUND, exactly like a missing one.
 //   - Runtime writes are fenced by lease id and epoch: a stale, expired or revoked

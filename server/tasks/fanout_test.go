@@ -5,7 +5,11 @@ import (
 	"sync"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/internal/testutil"
+	"github.com/agentplane/agentplane/server/store"
 )
 
 // TestLiveEventEncodedOnceForAllWatchers: every watcher of a task gets the same value
@@ -74,10 +78,11 @@ func TestLiveEventEncodedOnceForAllWatchers(t *testing.T) {
 	}
 }
 
-// TestFanOutKeepsOrderWhenPublishWaits: with the fan-out queue bounded to one event,
-// so that publishing waits on nearly every commit, concurrent writers to several tasks
-// still deliver every event to every watcher of its task once, in order.
-func TestFanOutKeepsOrderWhenPublishWaits(t *testing.T) {
+// TestFanOutKeepsOrderWhenTheQueueIsFull: with the fan-out queue bounded to one event,
+// so that publishing finds it full on nearly every commit (and drops the events),
+// concurrent writers to several tasks still deliver every event to every watcher of
+// its task once, in order.
+func TestFanOutKeepsOrderWhenTheQueueIsFull(t *testing.T) {
 	h := newHarness(t) // MaxWatchBuffer 8: watchers also fall behind and catch up
 	h.m.hub.maxQueued = 1
 	const tasks, watchers, reports = 4, 3, 60
@@ -127,4 +132,107 @@ func TestFanOutKeepsOrderWhenPublishWaits(t *testing.T) {
 			checkRun(t, fmt.Sprintf("task %d watcher %d", i, j), c.seqs, 1, last[i])
 		}
 	}
+}
+
+// stallFanOut makes h's fan-out stop taking events from its queue, as a drain the
+// scheduler does not run for a while (or one busy with many watchers) would, until
+// resume, which a cleanup also calls.
+func stallFanOut(t *testing.T, h *hub) (resume func()) {
+	t.Helper()
+	waitUntil(t, func() bool {
+		h.qmu.Lock()
+		defer h.qmu.Unlock()
+		if h.draining {
+			return false
+		}
+		h.draining = true // publish queues, and leaves the sending to this "drain"
+		return true
+	})
+	var once sync.Once
+	resume = func() { once.Do(func() { go h.drain() }) }
+	t.Cleanup(resume)
+	return resume
+}
+
+// TestWritersAreNotHeldByAWatcherOrTheFanOut: with one watcher reading nothing and
+// the fan-out not keeping up (its queue full), every write is still acknowledged:
+// publish, in the commit's OnCommit hook, never waits. Once the fan-out and the
+// watcher go on, both watchers, the stuck one and one that reads everything, get
+// every event exactly once, in order, catching up from the store for the events the
+// full queue dropped.
+func TestWritersAreNotHeldByAWatcherOrTheFanOut(t *testing.T) {
+	h := newHarness(t) // MaxWatchBuffer 8
+	h.m.hub.maxQueued = 4
+	task := h.start(t, params("acme"))
+	l := h.lease(t, "rt") // events 1..3
+	stuck, reader := newCollector(), newCollector()
+	stuck.gate, stuck.blockAfter = make(chan struct{}), 3
+	stuckDone := h.watch("acme", task.GetTaskId(), 0, stuck)
+	readerDone := h.watch("acme", task.GetTaskId(), 0, reader)
+	waitUntil(t, func() bool { return stuck.count() == 3 && reader.count() == 3 })
+	resume := stallFanOut(t, h.m.hub)
+
+	const reports = 200 // far more events than the queue and a watcher's channel hold
+	final := make(chan int64, 1)
+	go func() {
+		defer close(final)
+		for i := range reports {
+			if _, err := h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note(fmt.Sprint(i))}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		done, err := h.m.Complete(ctx, ref(l), Request{}, nil)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		final <- done.GetLastSequence()
+	}()
+	last := testutil.Within(t, final, "every write acknowledged, with a watcher reading nothing and the fan-out stalled")
+	if last == 0 {
+		t.FailNow() // the writer failed
+	}
+	if n := stuck.count(); n != 3 {
+		t.Fatalf("the stuck watcher sent %d events, want the 3 replayed", n)
+	}
+
+	resume()
+	close(stuck.gate)
+	for what, w := range map[string]struct {
+		c    *collector
+		done <-chan error
+	}{"the watcher that reads everything": {reader, readerDone}, "the stuck watcher": {stuck, stuckDone}} {
+		if err := testutil.Within(t, w.done, what+" to end at the terminal event"); err != nil {
+			t.Fatal(err)
+		}
+		checkRun(t, what, w.c.seqs, 1, last)
+	}
+}
+
+// TestChangedNeverWaits: Changed, which a shared store's listener calls for another
+// replica's commits, returns with the fan-out queue full: the deltas it hands on are
+// dropped (they are best effort), and the wake-ups it gives go straight to the
+// watchers.
+func TestChangedNeverWaits(t *testing.T) {
+	h := newHarness(t)
+	h.m.hub.maxQueued = 1
+	task := h.start(t, params("acme"))
+	c := newCollector()
+	h.watch("acme", task.GetTaskId(), 0, c)
+	waitUntil(t, func() bool { return c.count() == 1 })
+	stallFanOut(t, h.m.hub)
+	data, err := proto.Marshal(&agentplanev1.PublishDeltasRequest{Deltas: []*agentplanev1.MessageDelta{{MessageId: "m", TextDelta: "x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 10 {
+			h.m.Changed(store.Change{Kind: store.ChangeMessage, Tenant: "acme", TaskID: task.GetTaskId(), Data: data})
+			h.m.Changed(store.Change{Kind: store.ChangeEvents, Tenant: "acme", TaskID: task.GetTaskId()})
+		}
+	}()
+	testutil.Within(t, done, "Changed to return with the fan-out queue full")
 }

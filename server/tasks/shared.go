@@ -97,6 +97,10 @@ func (s *subscription) poke() {
 	}
 }
 
+// isLagged says whether s has a catch-up from the store ahead of it: live events are
+// of no use to it until then (it would skip them, having read them from the store).
+func (s *subscription) isLagged() bool { return len(s.lagged) > 0 }
+
 // queueSignal wakes the long polls of a run queue: a poll registers one channel
 // under each queue it serves, and a broadcast to a queue leaves a token in the
 // channels registered under it. A token that arrives while the poll is looking makes

@@ -20,11 +20,14 @@ const watchPage = 256
 type watchKey struct{ tenant, taskID string }
 
 // hub fans committed events, and ephemeral message deltas, out to live watchers.
-// Publishing never blocks on a watcher: a watcher's channel is bounded, and a watcher
-// whose channel is full is marked lagged and catches up from the store instead (a
-// delta that does not fit is dropped). Nor does the fan-out delay the
-// commit that published the events (and with it the writer's answer): publish queues
-// them, in commit order, for one goroutine at a time to send (drain).
+// Publishing never blocks, on a watcher or on the fan-out: publish runs in a commit's
+// OnCommit hook, which must not block, and hooks run in commit order, so a wait there
+// would delay every writer's answer. publish queues the events, in commit order, for
+// one goroutine at a time to send (drain). The queue is bounded: events that find it
+// full are dropped and their task's watchers marked lagged, and a watcher's channel
+// is bounded: a watcher whose channel is full is marked lagged. A lagged watcher
+// catches up from the store, from the last event it sent (a delta that does not fit
+// is dropped).
 type hub struct {
 	// mu guards subs; a fan-out holds it for reading.
 	mu   sync.RWMutex
@@ -32,12 +35,12 @@ type hub struct {
 
 	// qmu guards the queue of published events awaiting their fan-out.
 	qmu      sync.Mutex
-	room     sync.Cond // on qmu: the queue shrank
 	queue    []published
 	queued   int  // events in queue
 	draining bool // a goroutine is fanning the queue out
-	// maxQueued is how many events may await their fan-out before publish waits for
-	// the queue to shrink, so that writers cannot outrun the fan-out without bound.
+	// maxQueued is how many events may await their fan-out; beyond it publish drops
+	// them (their watchers read them from the store), so that writers outrunning the
+	// fan-out cost bounded memory and are never held.
 	maxQueued int
 }
 
@@ -94,9 +97,7 @@ func (e Event) Encoded(encode func(*agentplanev1.WatchTaskResponse) ([]byte, err
 }
 
 func newHub() *hub {
-	h := &hub{subs: map[watchKey]map[*subscription]struct{}{}, maxQueued: 4096}
-	h.room.L = &h.qmu
-	return h
+	return &hub{subs: map[watchKey]map[*subscription]struct{}{}, maxQueued: 4096}
 }
 
 func (h *hub) subscribe(k watchKey, buffer int) *subscription {
@@ -119,8 +120,12 @@ func (h *hub) unsubscribe(k watchKey, s *subscription) {
 	}
 }
 
-// publish runs after a commit, in commit order, on the committing goroutine. It only
-// queues the events of a watched task for drain; a watcher that subscribes after
+// publish runs after a commit, in commit order, on the committing goroutine, and
+// never blocks. It queues the events of a watched task for drain, or, when the queue
+// is full, drops them and marks the task's watchers lagged: they read the events from
+// the store, which holds them (the commit is done), and skip those they then receive
+// from the queue. Nor does it queue them when every watcher of the task is lagged
+// already: each will read them from the store. A watcher that subscribes after
 // publish dropped its task's events (nobody watched) reads them from the store, as it
 // does every event committed before its subscription.
 func (h *hub) publish(tenant, taskID string, events []*storagev1.EventRecord) {
@@ -129,46 +134,52 @@ func (h *hub) publish(tenant, taskID string, events []*storagev1.EventRecord) {
 	}
 	k := watchKey{tenant, taskID}
 	h.mu.RLock()
-	watched := len(h.subs[k]) > 0
-	h.mu.RUnlock()
-	if !watched {
+	defer h.mu.RUnlock()
+	live := false
+	for s := range h.subs[k] {
+		if live = !s.isLagged(); live {
+			break
+		}
+	}
+	if !live {
 		return
 	}
-	h.qmu.Lock()
-	defer h.qmu.Unlock()
-	for h.queued >= h.maxQueued {
-		h.room.Wait()
+	if !h.tryEnqueue(published{key: k, events: events}) {
+		for s := range h.subs[k] {
+			s.poke()
+		}
 	}
-	h.enqueue(published{key: k, events: events})
 }
 
 // publishDeltas queues deltas for the live watchers of a task and returns how many
-// there are. A watcher whose channel is full when they are fanned out misses them.
+// there are; it never blocks. A watcher misses them when the queue is full, or when
+// its channel is full as they are fanned out.
 func (h *hub) publishDeltas(tenant, taskID string, deltas []*agentplanev1.MessageDelta) int {
 	k := watchKey{tenant, taskID}
 	h.mu.RLock()
 	n := len(h.subs[k])
 	h.mu.RUnlock()
-	if n == 0 || len(deltas) == 0 {
-		return n
+	if n > 0 && len(deltas) > 0 {
+		h.tryEnqueue(published{key: k, deltas: deltas})
 	}
-	h.qmu.Lock()
-	defer h.qmu.Unlock()
-	for h.queued >= h.maxQueued {
-		h.room.Wait()
-	}
-	h.enqueue(published{key: k, deltas: deltas})
 	return n
 }
 
-// enqueue adds p to the queue and starts a drain if none runs; qmu is held.
-func (h *hub) enqueue(p published) {
+// tryEnqueue adds p to the queue, and starts a drain if none runs, unless the queue
+// holds maxQueued events already.
+func (h *hub) tryEnqueue(p published) bool {
+	h.qmu.Lock()
+	defer h.qmu.Unlock()
+	if h.queued >= h.maxQueued {
+		return false
+	}
 	h.queue = append(h.queue, p)
 	h.queued += len(p.events) + len(p.deltas)
 	if !h.draining {
 		h.draining = true
 		go h.drain()
 	}
+	return true
 }
 
 // drain fans the queue out in order until it is empty.
@@ -182,7 +193,6 @@ func (h *hub) drain() {
 			h.qmu.Unlock()
 			return
 		}
-		h.room.Broadcast()
 		h.qmu.Unlock()
 		for _, p := range batch {
 			if len(p.deltas) > 0 {
@@ -208,6 +218,9 @@ func (h *hub) fanOut(k watchKey, events []*storagev1.EventRecord) {
 		api[i] = Event{TaskEvent: toAPIEvent(k.taskID, ev), enc: &encoding{}}
 	}
 	for s := range subs {
+		if s.isLagged() {
+			continue // cut loose: it reads these from the store
+		}
 	send:
 		for _, ev := range api {
 			select {
@@ -261,8 +274,9 @@ func (m *Manager) Watch(ctx context.Context, tenant, taskID string, afterSeq int
 // event that made the task terminal (at once if the task already ended and the caller
 // has seen everything), the error of send, or ctx's error. A missing task is
 // NOT_FOUND; afterSeq beyond the task's last event is INVALID_ARGUMENT. A watcher that
-// falls more than Config.MaxWatchBuffer events behind loses no event: it reads the
-// missed events from the store (and misses the deltas).
+// falls more than Config.MaxWatchBuffer events behind, or whose events the hub's
+// fan-out queue had no room for, loses no event: it reads the missed events from the
+// store (and misses the deltas).
 func (m *Manager) Follow(ctx context.Context, tenant, taskID string, afterSeq int64, send func(Event) error) error {
 	if afterSeq < 0 {
 		return apierr.InvalidArgument(apierr.ReasonInvalidArgument, "after_sequence may not be negative")

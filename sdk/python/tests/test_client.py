@@ -7,9 +7,9 @@ import grpc
 
 import controlplane  # noqa: F401  (puts ../src on sys.path)
 from agentplane import AgentplaneError, Client, from_struct, from_value
-from agentplane._rpc.google.rpc import error_details_pb2, status_pb2
+from agentplane import _rpc
 from agentplane.aio import AsyncClient
-from agentplane.v1 import task_pb2
+from agentplane.v1 import task_pb2, task_service_pb2
 
 AGENT = b"apiVersion: qar/v1\nkind: AgentSpec\nname: py-sdk\ninstructions: Answer briefly.\nmodel: m\n"
 
@@ -95,6 +95,32 @@ class ServicesTest(unittest.TestCase):
             self.c.tasks.continue_task(task_id=t.task_id, message={"parts": [{"text": "more"}]})
         self.assertEqual(cm.exception.code, grpc.StatusCode.FAILED_PRECONDITION)
 
+    def test_reused_request_is_a_new_call(self):
+        # As in Go: a request without a request_id is sent with a fresh one on a copy, so
+        # sending the same object twice starts two tasks and leaves the object unchanged.
+        req = task_service_pb2.StartTaskRequest(document=AGENT, labels={"sdk": "py-reuse"})
+        before = req.SerializeToString(deterministic=True)
+        first, second = self.c.tasks.start_task(req), self.c.tasks.start_task(req)
+        self.assertEqual(req.SerializeToString(deterministic=True), before, "the caller's request was modified")
+        self.assertTrue(first.created and second.created)
+        self.assertNotEqual(first.task.task_id, second.task.task_id)
+        self.assertNotEqual(first.task.request_id, second.task.request_id)
+        for t in (first.task, second.task):
+            self.c.tasks.cancel_task(task_id=t.task_id, reason="test")
+
+    async def reuse_async(self):
+        req = task_service_pb2.StartTaskRequest(document=AGENT, labels={"sdk": "py-reuse"})
+        async with AsyncClient(cp.address) as ac:
+            first, second = await ac.tasks.start_task(req), await ac.tasks.start_task(req)
+            for t in (first.task, second.task):
+                await ac.tasks.cancel_task(task_id=t.task_id, reason="test")
+        return req, first, second
+
+    def test_reused_request_is_a_new_call_async(self):
+        req, first, second = asyncio.run(self.reuse_async())
+        self.assertEqual(req.request_id, "", "the caller's request was modified")
+        self.assertNotEqual(first.task.task_id, second.task.task_id)
+
     def test_runtime_and_watch(self):
         t = start(self.c)
         l = lease(self.c, t.task_id)
@@ -152,11 +178,11 @@ class ErrorTest(unittest.TestCase):
 
     def test_retry_info_and_unknown_details(self):
         # RetryInfo only comes with overload; decode a trailer built like the server's.
-        st = status_pb2.Status(code=grpc.StatusCode.UNAVAILABLE.value[0], message="busy")
-        st.details.add().Pack(error_details_pb2.ErrorInfo(reason="server.overloaded", domain="agentplane.dev",
-                                                          metadata={"k": "v"}))
-        st.details.add().Pack(error_details_pb2.RetryInfo(retry_delay={"seconds": 1, "nanos": 500000000}))
-        st.details.add().Pack(task_pb2.RuntimeNote(text="unknown to the decoder"))
+        st = _rpc.Status(code=grpc.StatusCode.UNAVAILABLE.value[0], message="busy")
+        for m in (_rpc.ErrorInfo(reason="server.overloaded", domain="agentplane.dev", metadata={"k": "v"}),
+                  _rpc.RetryInfo(retry_delay={"seconds": 1, "nanos": 500000000}),
+                  task_pb2.RuntimeNote(text="unknown to the decoder")):
+            st.details.add(type_url="type.googleapis.com/" + m.DESCRIPTOR.full_name, value=m.SerializeToString())
 
         class FakeError(grpc.RpcError):
             def code(self):

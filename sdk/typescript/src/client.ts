@@ -1,6 +1,7 @@
 // createClient: one object with a typed client for every agentplane service.
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { isIPv4 } from "node:net";
 import {
   createClient as createConnectClient,
   type Client,
@@ -38,6 +39,12 @@ export interface ClientOptions {
   token?: string;
   /** true for TLS with Node's roots, or the TLS settings. Off by default (loopback). */
   tls?: boolean | TlsOptions;
+  /**
+   * Allows `token` over plaintext to an address that is not loopback, for a
+   * TLS-terminating proxy in between (Go's WithPlaintextToken). Without it createClient
+   * refuses to send a token in plaintext anywhere but loopback.
+   */
+  plaintextToken?: boolean;
   /** Extra interceptors, run inside the SDK's own (auth, request ids, errors). */
   interceptors?: Interceptor[];
 }
@@ -66,14 +73,22 @@ function pem(value: string | Buffer | undefined, file: string | undefined): stri
 /**
  * createClient connects to a control plane's gRPC listener. Calls are lazy: nothing
  * connects until the first one. Every failed call throws an AgentplaneError. A mutating
- * call whose request has a `requestId` and leaves it empty gets a fresh UUID; set your
- * own to make a retry of the same call idempotent.
+ * call whose request has a `requestId` and leaves it empty is sent with a fresh UUID (on
+ * a copy: the caller's message is not modified, as in Go), so each such call is a new
+ * one; set your own to make a retry of the same call idempotent. Like Go's Dial it
+ * throws, before connecting, when a token would go in plaintext to an address that is
+ * not loopback and `plaintextToken` is not set.
  */
 export function createClient(options: ClientOptions): AgentplaneClient {
   const tls = options.tls === true ? {} : options.tls || undefined;
   const baseUrl = /^https?:\/\//.test(options.address)
     ? options.address
     : `${tls ? "https" : "http"}://${options.address}`;
+  if (options.token !== undefined && baseUrl.startsWith("http://") && !options.plaintextToken && !isLoopback(baseUrl)) {
+    throw new Error(
+      `client: refusing to send a token in plaintext to ${options.address}; use TLS, or plaintextToken if something in between encrypts`,
+    );
+  }
   const interceptors: Interceptor[] = [errorInterceptor, requestIdInterceptor];
   if (options.token !== undefined) interceptors.push(bearer(options.token));
   interceptors.push(...(options.interceptors ?? []));
@@ -118,13 +133,31 @@ function bearer(token: string): Interceptor {
   };
 }
 
-// requestIdInterceptor fills an empty request_id of a unary or server-streaming request.
-const requestIdInterceptor: Interceptor = (next) => (req) => {
-  if (!req.stream && req.method.input.field["requestId"] !== undefined) {
-    const msg = req.message as unknown as { requestId: string };
-    if (msg.requestId === "") msg.requestId = randomUUID();
+// isLoopback reports whether an http:// URL's host is localhost or a loopback IP
+// (127.0.0.0/8, ::1, IPv4-mapped 127.x), as Go's client decides it. URL writes IP
+// literals in one normal form ("127.1" is "127.0.0.1", "[::ffff:127.0.0.1]" is
+// "[::ffff:7f00:1]"), so comparing that form is enough.
+function isLoopback(url: string): boolean {
+  let host: string;
+  try {
+    host = new URL(url).hostname;
+  } catch {
+    return false;
   }
-  return next(req);
+  if (host === "localhost") return true;
+  if (isIPv4(host)) return host.startsWith("127.");
+  return host === "[::1]" || /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(host);
+}
+
+// requestIdInterceptor sends a unary or server-streaming request whose request_id is
+// empty with a fresh one, on a shallow copy: the caller's message is left as it was.
+const requestIdInterceptor: Interceptor = (next) => (req) => {
+  if (req.stream || req.method.input.field["requestId"] === undefined) return next(req);
+  const msg = req.message as typeof req.message & { requestId: string };
+  if (msg.requestId !== "") return next(req);
+  const copy = { ...msg };
+  copy.requestId = randomUUID();
+  return next({ ...req, message: copy });
 };
 
 // errorInterceptor turns every error, of the call or of a response stream, into an AgentplaneError.

@@ -1,5 +1,7 @@
 // The agentplane TypeScript SDK: createClient, AgentplaneError, watch, and the
-// generated API types (protobuf-es v2: plain objects, `create(Schema, init)`).
+// generated API types (protobuf-es v2: plain objects, `create(Schema, init)`). The
+// runtime worker is "@agentplane/sdk/worker" (src/worker.ts), apart, as Temporal ships
+// its client and worker: its Task class would otherwise shadow the Task message here.
 export { createClient, type AgentplaneClient, type ClientOptions, type TlsOptions } from "./client.js";
 export { AgentplaneError, toAgentplaneError, type FieldViolation } from "./errors.js";
 export { watch, type WatchItem, type WatchOptions } from "./watch.js";
@@ -16,18 +18,3 @@ export * from "../gen/agentplane/v1/spec_service_pb.js";
 export * from "../gen/agentplane/v1/task_pb.js";
 export * from "../gen/agentplane/v1/task_service_pb.js";
 export * from "../gen/agentplane/v1/verdict_pb.js";
-export {
-  Worker,
-  Task,
-  Failure,
-  Suspended,
-  TaskStopped,
-  DEFAULT_DRAIN_TIMEOUT_MS,
-  STEP_ATTR,
-  STEP_RESULT_ATTR,
-  type Call,
-  type Gate,
-  type Delivery,
-  type Handler,
-  type WorkerOptions,
-} from "./worker.js";

@@ -2,6 +2,7 @@
 // bearer token and generated request ids.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import { create, toBinary } from "@bufbuild/protobuf";
 import {
   AgentplaneError,
   Code,
@@ -10,6 +11,7 @@ import {
   DecisionType,
   GateOutcome,
   MessageRole,
+  StartTaskRequestSchema,
   TaskState,
   type AgentplaneClient,
 } from "../src/index.js";
@@ -105,6 +107,41 @@ test("errors: not found, and no token", async () => {
   } finally {
     anonymous.close();
   }
+});
+
+test("a request without a request id is a new call each time, and the caller's message is left alone (as in Go)", async () => {
+  const req = create(StartTaskRequestSchema, { spec: { case: "specJson", value: agentSpec }, labels: { sdk: "ts-reuse" } });
+  const before = toBinary(StartTaskRequestSchema, req);
+  const a = await client.tasks.startTask(req);
+  const b = await client.tasks.startTask(req);
+  assert.deepEqual(toBinary(StartTaskRequestSchema, req), before, "the caller's request was modified");
+  assert.equal(req.requestId, "");
+  assert.ok(a.created && b.created, "the second call was taken for a retry of the first");
+  assert.notEqual(a.task?.taskId, b.task?.taskId);
+  assert.notEqual(a.task?.requestId, b.task?.requestId);
+  for (const t of [a.task!, b.task!]) await client.tasks.cancelTask({ taskId: t.taskId, reason: "test" });
+});
+
+test("a token goes in plaintext only to loopback, unless plaintextToken says something in between encrypts (as in Go)", () => {
+  for (const address of ["cp.example:7233", "10.0.0.1:7233", "http://cp.example:7233", "[::ffff:10.0.0.1]:7233", "localhost.example:1"]) {
+    assert.throws(
+      () => createClient({ address, token: "apt_x" }),
+      { message: `client: refusing to send a token in plaintext to ${address}; use TLS, or plaintextToken if something in between encrypts` },
+      address,
+    );
+  }
+  const allowed = [
+    { address: "127.0.0.1:7233", token: "apt_x" },
+    { address: "127.1.2.3:7233", token: "apt_x" },
+    { address: "localhost:7233", token: "apt_x" },
+    { address: "[::1]:7233", token: "apt_x" },
+    { address: "http://[::ffff:127.0.0.1]:7233", token: "apt_x" },
+    { address: "cp.example:7233", token: "apt_x", tls: true },
+    { address: "https://cp.example:7233", token: "apt_x" },
+    { address: "cp.example:7233", token: "apt_x", plaintextToken: true },
+    { address: "cp.example:7233" },
+  ];
+  for (const options of allowed) createClient(options).close(); // lazy: nothing connects
 });
 
 test("TaskService: start (request id generated, or given and idempotent), get, list, cancel", async () => {

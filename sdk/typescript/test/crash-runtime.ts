@@ -3,7 +3,8 @@
 // says so on stdout, and hangs there until the test SIGKILLs it, before it reports the
 // call's result.
 import { appendFileSync } from "node:fs";
-import { createClient, Worker } from "../src/index.js";
+import { createClient } from "../src/index.js";
+import { Worker } from "../src/worker.js";
 
 const [address, token, effects, queue] = process.argv.slice(2);
 const ap = createClient({ address, token });

@@ -2,7 +2,7 @@
 // email through the gate (the side effect is a line appended to the effects file), and
 // complete.
 import { appendFileSync } from "node:fs";
-import type { Task } from "../src/index.js";
+import type { Task } from "../src/worker.js";
 
 export function emailHandler(effects: string, onWait: () => void) {
   return async (t: Task) => {

@@ -1,7 +1,8 @@
 // A runtime process for drain.test.ts: it acknowledges the task once (a step), asks to
 // send an email (gated, interactive), says WAITING on stdout once the call waits for a
 // decision, and runs until SIGTERM with a short drain timeout. It exits on its own.
-import { createClient, Worker } from "../src/index.js";
+import { createClient } from "../src/index.js";
+import { Worker } from "../src/worker.js";
 import { emailHandler } from "./drain-handler.js";
 
 const [address, token, effects, queue] = process.argv.slice(2);

@@ -10,7 +10,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { createClient, TaskState, Worker, type AgentplaneClient } from "../src/index.js";
+import { createClient, TaskState, type AgentplaneClient } from "../src/index.js";
+import { Worker } from "../src/worker.js";
 import { emailHandler } from "./drain-handler.js";
 import { agentSpec, startServer, type TestServer } from "./server.js";
 

@@ -11,17 +11,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { fromJson, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
-import {
-  createClient,
-  DecisionType,
-  Failure,
-  InterruptKind,
-  TaskState,
-  TaskStopped,
-  Worker,
-  type AgentplaneClient,
-  type Task,
-} from "../src/index.js";
+import { createClient, DecisionType, InterruptKind, TaskState, type AgentplaneClient } from "../src/index.js";
+import { Failure, TaskStopped, Worker, type Task } from "../src/worker.js";
 import { agentSpec, startServer, type TestServer } from "./server.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "..");

@@ -406,6 +406,12 @@ func TestWALDamageATornTailCannotExplainRefusesToOpen(t *testing.T) {
 			clear(first[walHeader+n : walHeader+n+4])
 			return first, last
 		}, "bad length 0"},
+		{"a header cut short in an earlier segment", func(t *testing.T, first, last []byte) ([]byte, []byte) {
+			return append(first, 1, 2, 3), last
+		}, "short header"},
+		{"a record cut short in an earlier segment", func(t *testing.T, first, last []byte) ([]byte, []byte) {
+			return first[:len(first)-3], last
+		}, "short record"},
 		{"a huge length in the last segment, records after it", func(t *testing.T, first, last []byte) ([]byte, []byte) {
 			binary.LittleEndian.PutUint32(last, walMaxRecord+1)
 			return first, last

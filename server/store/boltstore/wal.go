@@ -97,11 +97,10 @@ func applyRecord(tx *bolt.Tx, payload []byte) error {
 		}
 		switch op {
 		case walPut:
-			value, err := next()
-			if err != nil {
-				return err
+			var value []byte
+			if value, err = next(); err == nil {
+				err = b.Put(key, value)
 			}
-			err = b.Put(key, value)
 		case walDelete:
 			err = b.Delete(key)
 		default:
@@ -344,13 +343,12 @@ func replaySegment(db *bolt.DB, path string, data []byte, last bool) (end int, t
 		return 0, false, fmt.Errorf("%w: %s: record at offset %d: %s, with %d bytes after it",
 			errCorruptWAL, path, off, bad, len(rest))
 	}
-	for len(payloads) > 0 {
-		chunk := payloads[:min(len(payloads), 1024)]
-		payloads = payloads[len(chunk):]
+	for first := 0; first < len(payloads); first += 1024 {
+		chunk := payloads[first:min(len(payloads), first+1024)]
 		if err := db.Update(func(tx *bolt.Tx) error {
 			for i, p := range chunk {
 				if err := applyRecord(tx, p); err != nil {
-					return fmt.Errorf("%w: %s: record %d: %v", errCorruptWAL, path, i, err)
+					return fmt.Errorf("%w: %s: record %d: %w", errCorruptWAL, path, first+i, err)
 				}
 			}
 			return nil

@@ -132,15 +132,6 @@ func compactJSON(v *structpb.Value) string {
 	return string(b)
 }
 
-// indentedJSON is compactJSON for reading, indented.
-func indentedJSON(v *structpb.Value) string {
-	b, err := json.MarshalIndent(v.AsInterface(), "", "  ")
-	if err != nil {
-		return "?"
-	}
-	return string(b)
-}
-
 func orNone(s []string) string {
 	if len(s) == 0 {
 		return "-"

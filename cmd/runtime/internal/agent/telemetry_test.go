@@ -172,14 +172,14 @@ func wantAttrs(t *testing.T, s sdktrace.ReadOnlySpan, want map[string]any) {
 			continue
 		}
 		var g any
-		switch w.(type) {
+		switch ws := w.(type) {
 		case string:
 			g = v.AsString()
 		case int64:
 			g = v.AsInt64()
 		case []string:
 			g = strings.Join(v.AsStringSlice(), ",")
-			w = strings.Join(w.([]string), ",")
+			w = strings.Join(ws, ",")
 		}
 		if g != w {
 			t.Errorf("span %s: %s = %v, want %v", s.Name(), k, g, w)

@@ -4,8 +4,9 @@ Each service is an attribute (tasks, specs, hitl, runtime, admin, capabilities) 
 methods are the RPCs in snake_case. A method takes the request either as a message or
 as keyword arguments of plain data (see agentplane._convert), returns the response
 message (a Stream of them for a server stream), and raises AgentplaneError for a
-non-OK status. A request with an empty request_id gets a fresh one, so a call the
-caller repeats with the same message is an idempotent retry.
+non-OK status. A request with an empty request_id is sent with a fresh one, as in the
+Go client: each call is a new one, and the caller's message is left as it was. To
+retry a call idempotently, set request_id yourself (new_request_id()) and send it again.
 """
 
 import importlib
@@ -83,7 +84,8 @@ def _message_class(desc):
 
 def request_builder(req_cls, name):
     """Returns build(request, fields): the request message from a message or keyword fields,
-    with a fresh request_id when it has that field and none is set."""
+    with a fresh request_id when it has that field and none is set. A caller's message
+    is never modified: one without a request_id is copied (the Go client's rule)."""
     has_request_id = "request_id" in req_cls.DESCRIPTOR.fields_by_name
 
     def build(request, fields):
@@ -91,6 +93,10 @@ def request_builder(req_cls, name):
             request = _convert.fill(req_cls(), fields)
         elif fields:
             raise TypeError(f"{name}: pass either a request message or keyword fields, not both")
+        elif has_request_id and not request.request_id:
+            copy = req_cls()
+            copy.CopyFrom(request)
+            request = copy
         if has_request_id and not request.request_id:
             request.request_id = new_request_id()
         return request

@@ -2,12 +2,14 @@
 
 The details travel in the grpc-status-details-bin trailer as a serialized
 google.rpc.Status; the SDK decodes it with its own copies of the google.rpc messages
-(agentplane._rpc), so it needs neither grpcio-status nor googleapis-common-protos.
+(agentplane._rpc, kept out of protobuf's default pool), so it needs neither
+grpcio-status nor googleapis-common-protos, and a program may import those beside it.
 """
 
 import grpc
+from google.protobuf import any_pb2
 
-from agentplane._rpc.google.rpc import error_details_pb2, status_pb2
+from agentplane import _rpc
 from agentplane.v1 import spec_service_pb2
 
 _DETAILS_KEY = "grpc-status-details-bin"
@@ -41,26 +43,19 @@ class AgentplaneError(Exception):
         self.precondition_violations = []
         self.retry_delay = None
         for any_ in self.details:
-            if any_.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-                info = error_details_pb2.ErrorInfo()
-                any_.Unpack(info)
+            name = any_.TypeName()
+            if name == "google.rpc.ErrorInfo":
+                info = _rpc.ErrorInfo.FromString(any_.value)
                 self.reason, self.domain, self.metadata = info.reason, info.domain, dict(info.metadata)
-            elif any_.Is(spec_service_pb2.SpecViolations.DESCRIPTOR):
-                sv = spec_service_pb2.SpecViolations()
-                any_.Unpack(sv)
-                self.spec_violations.extend(sv.violations)
-            elif any_.Is(error_details_pb2.BadRequest.DESCRIPTOR):
-                br = error_details_pb2.BadRequest()
-                any_.Unpack(br)
-                self.field_violations.extend(br.field_violations)
-            elif any_.Is(error_details_pb2.PreconditionFailure.DESCRIPTOR):
-                pf = error_details_pb2.PreconditionFailure()
-                any_.Unpack(pf)
-                self.precondition_violations.extend(pf.violations)
-            elif any_.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
-                ri = error_details_pb2.RetryInfo()
-                any_.Unpack(ri)
-                self.retry_delay = ri.retry_delay.ToNanoseconds() / 1e9
+            elif name == spec_service_pb2.SpecViolations.DESCRIPTOR.full_name:
+                self.spec_violations.extend(spec_service_pb2.SpecViolations.FromString(any_.value).violations)
+            elif name == "google.rpc.BadRequest":
+                self.field_violations.extend(_rpc.BadRequest.FromString(any_.value).field_violations)
+            elif name == "google.rpc.PreconditionFailure":
+                self.precondition_violations.extend(_rpc.PreconditionFailure.FromString(any_.value).violations)
+            elif name == "google.rpc.RetryInfo":
+                d = _rpc.RetryInfo.FromString(any_.value).retry_delay
+                self.retry_delay = d.seconds + d.nanos / 1e9
 
     @classmethod
     def from_rpc_error(cls, err):
@@ -71,9 +66,9 @@ class AgentplaneError(Exception):
         trailers = err.trailing_metadata() if hasattr(err, "trailing_metadata") else None
         for key, value in trailers or ():
             if key == _DETAILS_KEY:
-                st = status_pb2.Status()
-                st.ParseFromString(value)
-                details = list(st.details)
+                st = _rpc.Status.FromString(value)
+                # As the default pool's Any, which has Is/Unpack for the caller's own types.
+                details = [any_pb2.Any(type_url=d.type_url, value=d.value) for d in st.details]
                 message = message or st.message
         e = cls(code or grpc.StatusCode.UNKNOWN, message or "", details)
         e.__cause__ = err
