@@ -86,7 +86,7 @@ func testTypeScript(t *testing.T, root, bin string, pySkipped bool) {
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("!!! %s not found: the TypeScript SDK (sdk/typescript) cannot be tested. Install Node.js 20+ "+
-				"(with npm; the npm registry must be reachable for the first `npm ci`), or set %s=ts to skip it on purpose", tool, skipEnv)
+				"(with npm; scripts/test runs `npm ci`, for which the npm registry must be reachable once), or set %s=ts to skip it on purpose", tool, skipEnv)
 		}
 	}
 	sdk := filepath.Join(root, "sdk", "typescript")
@@ -98,10 +98,10 @@ func testTypeScript(t *testing.T, root, bin string, pySkipped bool) {
 		"examples/typescript/package-lock.json", "examples/typescript/tsconfig.json",
 		"examples/python-runtime", "sdk/python/src")
 
-	npmCI(t, sdk)
+	requireNodeModules(t, sdk)
+	requireNodeModules(t, example)
 	run(t, sdk, nil, "npm", "run", "build")
 	// The example depends on the SDK built above (file:../../sdk/typescript); the suite runs it.
-	npmCI(t, example)
 	run(t, example, nil, "npm", "run", "build")
 
 	env := []string{"AGENTPLANE_BIN=" + bin, "AGENTPLANE_SDK_STRICT=1", "PYTHONDONTWRITEBYTECODE=1"}
@@ -120,7 +120,7 @@ func testTypeScript(t *testing.T, root, bin string, pySkipped bool) {
 func testPython(t *testing.T, root, bin string) {
 	if err := exec.Command(python, "-c", "import grpc, google.protobuf").Run(); err != nil {
 		t.Fatalf("!!! %s cannot import grpc and google.protobuf (%v): the Python SDK (sdk/python) cannot be tested. "+
-			"Install Debian's python3-grpcio and python3-protobuf (`sdk/python/ci.sh deps` does it), or set %s=py to skip it on purpose",
+			"Install Debian's python3-grpcio and python3-protobuf (the README's test command, scripts/test, does it), or set %s=py to skip it on purpose",
 			python, err, skipEnv)
 	}
 	trackInputs(t, root, "sdk/python/src", "sdk/python/tests", "sdk/python/proto", "sdk/python/ci.sh",
@@ -180,19 +180,19 @@ func trackInputs(t *testing.T, root string, paths ...string) {
 	}
 }
 
-// npmCI installs dir's node_modules from its lockfile when they are absent or older
-// than the lockfile.
-func npmCI(t *testing.T, dir string) {
+// requireNodeModules fails the test when dir's node_modules are absent or older than its
+// lockfile. The README's test command, scripts/test, installs them (npm ci) before go test.
+func requireNodeModules(t *testing.T, dir string) {
 	t.Helper()
 	lock, err := os.Stat(filepath.Join(dir, "package-lock.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	installed, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json"))
-	if err == nil && !installed.ModTime().Before(lock.ModTime()) {
-		return
+	if err != nil || installed.ModTime().Before(lock.ModTime()) {
+		t.Fatalf("!!! %s: node_modules are absent or older than package-lock.json. Run the tests with scripts/test, "+
+			"which installs them, or `npm ci` there; or set %s=ts to skip the TypeScript suite on purpose", dir, skipEnv)
 	}
-	run(t, dir, nil, "npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
 }
 
 // run runs a command in dir with env added, in its own process group, and returns its

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The Python SDK's CI, run from the repository root:
 #   sdk/python/ci.sh deps    install Debian's protoc, gRPC Python plugin, grpcio and protobuf when absent
+#                            (scripts/test and .ci/run call it)
 #   sdk/python/ci.sh gen     regenerate sdk/python/src's generated modules (then .ci/run checks git diff)
 #   sdk/python/ci.sh test    build the control plane (or use $AGENTPLANE_BIN) and run the unittest suite against it
-#                            (go test ./sdk runs it, as part of the README's test command)
+#                            (go test ./sdk runs it, as part of the README's test command, scripts/test)
 # Uses /usr/bin/python3 (Debian's, where python3-grpcio is installed), not a python3 on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,11 +25,8 @@ have_deps() {
 case "${1:-}" in
 deps)
   if ! have_deps; then
-    echo "installing protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf (Debian)"
-    sudo_=""
-    [ "$(id -u)" -ne 0 ] && sudo_="sudo"
-    { $sudo_ apt-get update && $sudo_ apt-get install -y protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf; } ||
-      loud "could not install the Debian packages; the SDK was NOT generated nor tested"
+    scripts/apt-install protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf ||
+      loud "could not install the Debian packages (above); the SDK can be neither generated nor tested"
     have_deps || loud "protoc, grpc_python_plugin or $PY with grpc and protobuf still missing"
   fi
   protoc --version

@@ -16,19 +16,19 @@ import (
 	"github.com/agentplane/agentplane/internal/testutil"
 )
 
-// everythingDir holds the pinned @modelcontextprotocol/server-everything (npm ci there).
+// everythingDir holds the pinned @modelcontextprotocol/server-everything (scripts/test runs npm ci there).
 const everythingDir = "../../testdata/mcp-everything"
 
 // startEverything runs @modelcontextprotocol/server-everything over streamable HTTP
 // and returns its endpoint. Without node or the installed package the test skips,
-// except under CI=true, where it fails: CI installs it (.ci/run).
+// except under CI=true, where it fails: the README's test command, scripts/test, installs it.
 func startEverything(t *testing.T) string {
 	t.Helper()
 	missing := func(why string) {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s (CI=true: run 'npm ci' in cmd/runtime/testdata/mcp-everything)", why)
+			t.Fatalf("%s (CI=true: run the tests with scripts/test, or 'npm ci' in cmd/runtime/testdata/mcp-everything)", why)
 		}
-		t.Skipf("%s: run 'npm ci' in cmd/runtime/testdata/mcp-everything to run this test", why)
+		t.Skipf("%s: run the tests with scripts/test, or 'npm ci' in cmd/runtime/testdata/mcp-everything, to run this test", why)
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
