@@ -304,6 +304,10 @@ func TestDeadLetterAndRetry(t *testing.T) {
 	if len(dead) != 1 || dead[0].GetAttempts() != 2 || dead[0].GetLastError() != "HTTP 500 Internal Server Error" || dead[0].GetEventType() != config.EventTaskEnded {
 		t.Fatalf("dead letters %v: want one after 2 attempts with HTTP 500", dead)
 	}
+	// The dead letter says when it was last attempted (the console and ctl show it).
+	if last := dead[0].GetLastAttemptTime(); last == nil || last.AsTime().Before(dead[0].GetCreateTime().AsTime()) {
+		t.Fatalf("dead letter's last attempt time %v (created %v)", last, dead[0].GetCreateTime())
+	}
 	if other, _, _ := f.svc.ListDeadLetters(context.Background(), "acme", "", 10); len(other) != 0 {
 		t.Fatalf("tenant acme lists %d dead letters of tenant default", len(other))
 	}
