@@ -350,7 +350,9 @@ func TestDeadLettersExpire(t *testing.T) {
 	recv.Respond(func(webhookstest.Delivery) int { return http.StatusInternalServerError })
 	cfg := fastConfig(config.Webhook{Name: "ops", URL: recv.URL, Secret: secret, Events: []string{config.EventTaskEnded}, MaxAttempts: 1})
 	cfg.DeadLetterRetention = config.Duration(300 * time.Millisecond)
-	f := start(t, cfg)
+	reg := prometheus.NewRegistry()
+	f := open(t, cfg, reg)
+	f.svc.Start()
 	f.endTask(t, "default", "t1")
 	if dead := f.waitDeadLetters(t); len(dead) != 1 {
 		t.Fatalf("dead letters %v, want one", dead)
@@ -376,6 +378,13 @@ func TestDeadLettersExpire(t *testing.T) {
 		return err
 	}); err != nil || depth != 0 {
 		t.Fatalf("outbox depth %d (%v) after the dead letter expired, want 0", depth, err)
+	}
+	// The count follows the deleting transaction's commit.
+	for counter(reg, "agentplane_webhook_deliveries_total", "expired") == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := counter(reg, "agentplane_webhook_deliveries_total", "expired"); n != 1 {
+		t.Fatalf("%v deliveries counted expired, want the one dead letter", n)
 	}
 }
 
