@@ -320,3 +320,26 @@ func TestCheckCSRFWithoutAToken(t *testing.T) {
 		t.Error("a token passed without a session")
 	}
 }
+
+// What must be unpredictable is random: two new key files hold different keys, two
+// sessions have different ids and CSRF tokens, and two cookies sealed for the same
+// session differ (a fresh nonce each: GCM with a repeated nonce gives the key away).
+//
+// Mutants: the calls of crypto/rand.Read dropped (a zero key, zero ids, zero nonces).
+func TestSecretsAreRandom(t *testing.T) {
+	k1, err1 := LoadKey(filepath.Join(t.TempDir(), "key"))
+	k2, err2 := LoadKey(filepath.Join(t.TempDir(), "key"))
+	if err1 != nil || err2 != nil || bytes.Equal(k1, k2) || bytes.Equal(k1, make([]byte, 32)) {
+		t.Fatalf("two new keys: %x, %x (%v, %v)", k1, k2, err1, err2)
+	}
+	m := testSessions(t, 1)
+	a, b := m.fresh(), m.fresh()
+	if a.ID == b.ID || a.CSRF == b.CSRF {
+		t.Fatalf("two sessions share an id or a CSRF token: %+v %+v", a, b)
+	}
+	c1, _ := carry(m, a).Cookie(m.name())
+	c2, _ := carry(m, a).Cookie(m.name())
+	if c1.Value == c2.Value {
+		t.Fatal("a session sealed twice gave the same cookie: the nonce repeats")
+	}
+}
