@@ -226,38 +226,19 @@ func TestLeaseOperationsReturnStoreErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			h.clock.Advance(time.Minute)
-			return func() error {
-				_, err := h.m.Heartbeat(ctx, ref(l))
-				if err != nil && !errors.Is(err, errInjected) {
-					return nil // lease.lost: the expiry committed
-				}
-				return err
-			}
+			return lateHeartbeat(h, l)
 		}},
 		{"heartbeat after the deadline of the last attempt, a decision pending", func(t *testing.T, h *harness) func() error {
 			h.start(t, params("acme"))
 			l := h.lease(t, "rt")
 			if err := h.m.UpdateLeased(ctx, ref(l), func(op *Op) error {
-				rec := op.Task()
-				in := &agentplanev1.Interrupt{InterruptId: "i1", TaskId: rec.GetTaskId(), Tenant: rec.GetTenant(),
-					Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, State: agentplanev1.InterruptState_INTERRUPT_STATE_PENDING}
-				if err := op.Writer().PutInterrupt(&storagev1.InterruptRecord{Interrupt: in, CreateTime: timestamppb.New(op.Now())}); err != nil {
-					return err
-				}
-				rec.PendingInterruptIds = append(rec.PendingInterruptIds, "i1")
-				rec.FailedAttempts = int32(h.m.cfg.MaxAttempts - 1)
-				return nil
+				op.Task().FailedAttempts = int32(h.m.cfg.MaxAttempts - 1)
+				return raiseApproval(op, "i1")
 			}); err != nil {
 				t.Fatal(err)
 			}
 			h.clock.Advance(time.Minute)
-			return func() error {
-				_, err := h.m.Heartbeat(ctx, ref(l))
-				if err != nil && !errors.Is(err, errInjected) {
-					return nil // lease.lost: the expiry committed
-				}
-				return err
-			}
+			return lateHeartbeat(h, l)
 		}},
 		{"history read", func(t *testing.T, h *harness) func() error {
 			h.start(t, params("acme"))
@@ -299,6 +280,30 @@ func TestLeaseOperationsReturnStoreErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lateHeartbeat is a heartbeat past the lease's deadline: lease.lost, the expiry
+// committed, is its success.
+func lateHeartbeat(h *harness, l *agentplanev1.Lease) func() error {
+	return func() error {
+		_, err := h.m.Heartbeat(ctx, ref(l))
+		if err != nil && !errors.Is(err, errInjected) {
+			return nil
+		}
+		return err
+	}
+}
+
+// raiseApproval records a pending tool-approval interrupt id of op's task.
+func raiseApproval(op *Op, id string) error {
+	rec := op.Task()
+	in := &agentplanev1.Interrupt{InterruptId: id, TaskId: rec.GetTaskId(), Tenant: rec.GetTenant(),
+		Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, State: agentplanev1.InterruptState_INTERRUPT_STATE_PENDING}
+	if err := op.Writer().PutInterrupt(&storagev1.InterruptRecord{Interrupt: in, CreateTime: timestamppb.New(op.Now())}); err != nil {
+		return err
+	}
+	rec.PendingInterruptIds = append(rec.PendingInterruptIds, id)
+	return nil
 }
 
 // snapshot is every task of the test's tenants, with its lease and event count.
