@@ -244,3 +244,30 @@ func TestLeaseWaitIsCapped(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// ExpireLeases expires every overdue lease, at most expireBatch per write
+// transaction, so that one pass after an outage does not hold the store's writer for
+// one huge transaction.
+//
+// Mutant: expireDue's scan taking one lease more than its limit.
+func TestExpiryIsBatched(t *testing.T) {
+	h, fs := newFaultHarness(t)
+	for range expireBatch + 1 {
+		h.start(t, params("acme"))
+	}
+	for leased := 0; leased < expireBatch+1; {
+		leases, err := h.m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "rt", MaxTasks: maxLeaseBatch})
+		if err != nil || len(leases) == 0 {
+			t.Fatalf("LeaseTasks = %d leases, %v", len(leases), err)
+		}
+		leased += len(leases)
+	}
+	h.clock.Advance(time.Minute)
+	before := fs.updates.Load()
+	if n, err := h.m.ExpireLeases(ctx); err != nil || n != expireBatch+1 {
+		t.Fatalf("ExpireLeases = %d, %v; want %d", n, err, expireBatch+1)
+	}
+	if n := fs.updates.Load() - before; n != 2 {
+		t.Fatalf("%d leases expired in %d write transactions, want 2 (at most %d each)", expireBatch+1, n, expireBatch)
+	}
+}
