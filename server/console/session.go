@@ -82,22 +82,29 @@ func LoadKey(path string) ([]byte, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		key := make([]byte, 32)
-		if _, err := rand.Read(key); err != nil {
-			return nil, err
-		}
+		rand.Read(key) // crypto/rand.Read never returns an error (since Go 1.24)
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("console: session key: %w", err)
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		// The key is written in full to a file of its own, then linked into place: a
+		// replica starting at the same moment sees no file or the whole key, never an
+		// empty one, and the link fails if another replica's key got there first.
+		// CreateTemp makes the file with mode 0600.
+		f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".new-*")
+		if err != nil {
+			return nil, fmt.Errorf("console: session key: %w", err)
+		}
+		defer os.Remove(f.Name())
+		_, werr := f.WriteString(hex.EncodeToString(key) + "\n")
+		if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
+			return nil, fmt.Errorf("console: session key %s: %w", path, err)
+		}
+		err = os.Link(f.Name(), path)
 		if errors.Is(err, os.ErrExist) {
 			return LoadKey(path) // another replica made it first
 		}
 		if err != nil {
 			return nil, fmt.Errorf("console: session key: %w", err)
-		}
-		_, werr := f.WriteString(hex.EncodeToString(key) + "\n")
-		if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
-			return nil, fmt.Errorf("console: session key %s: %w", path, err)
 		}
 		return key, nil
 	}
@@ -120,9 +127,7 @@ func trimSpace(b []byte) []byte {
 
 func randomID(n int) string {
 	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand does not fail on supported platforms
-	}
+	rand.Read(b) // crypto/rand.Read never returns an error (since Go 1.24)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
@@ -174,9 +179,7 @@ func (m *sessions) write(w http.ResponseWriter, s *session) {
 		panic(err)
 	}
 	nonce := make([]byte, m.aead.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
-		panic(err)
-	}
+	rand.Read(nonce) // never returns an error (since Go 1.24)
 	sealed := m.aead.Seal(nonce, nonce, plain, []byte(sealAAD))
 	http.SetCookie(w, &http.Cookie{
 		Name: m.name(), Value: base64.RawURLEncoding.EncodeToString(sealed), Path: "/",

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -147,13 +146,9 @@ func TestContinueRefusesApprovalWaits(t *testing.T) {
 	l := h.lease(t, "rt")
 	// What the gate does for a gated call: a pending approval interrupt, INPUT_REQUIRED.
 	err := h.m.UpdateLeased(ctx, ref(l), func(op *Op) error {
-		rec := op.Task()
-		in := &agentplanev1.Interrupt{InterruptId: "i1", TaskId: rec.GetTaskId(), Tenant: rec.GetTenant(),
-			Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, State: agentplanev1.InterruptState_INTERRUPT_STATE_PENDING}
-		if err := op.Writer().PutInterrupt(&storagev1.InterruptRecord{Interrupt: in, CreateTime: timestamppb.New(op.Now())}); err != nil {
+		if err := raiseApproval(op, "i1"); err != nil {
 			return err
 		}
-		rec.PendingInterruptIds = append(rec.PendingInterruptIds, "i1")
 		return op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "interrupt.raised")
 	})
 	if err != nil {
@@ -177,13 +172,9 @@ func TestLeaseExpiryParksATaskWaitingForADecision(t *testing.T) {
 	task := h.start(t, params("acme"))
 	l := h.lease(t, "rt")
 	if err := h.m.UpdateLeased(ctx, ref(l), func(op *Op) error {
-		rec := op.Task()
-		in := &agentplanev1.Interrupt{InterruptId: "i1", TaskId: rec.GetTaskId(), Tenant: rec.GetTenant(),
-			Kind: agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, State: agentplanev1.InterruptState_INTERRUPT_STATE_PENDING}
-		if err := op.Writer().PutInterrupt(&storagev1.InterruptRecord{Interrupt: in, CreateTime: timestamppb.New(op.Now())}); err != nil {
+		if err := raiseApproval(op, "i1"); err != nil {
 			return err
 		}
-		rec.PendingInterruptIds = append(rec.PendingInterruptIds, "i1")
 		return op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, "interrupt.raised")
 	}); err != nil {
 		t.Fatal(err)

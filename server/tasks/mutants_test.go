@@ -191,3 +191,83 @@ func TestTaskIDsIncreaseWithinAMillisecond(t *testing.T) {
 		prev = id
 	}
 }
+
+// A runtime that names its queues serves those and no other: the default queue is
+// what a runtime naming none serves, not something every runtime also takes. A task
+// of the default queue stays queued while a gpu-only runtime polls, whether or not
+// the gpu queue has work, and is leased by the next runtime that serves it.
+//
+// Mutant: LeaseTasks building the list of queues from make([]string, 1, n), whose
+// zero element "" the store reads as the default queue.
+func TestRuntimeNamingQueuesDoesNotLeaseTheDefaultQueue(t *testing.T) {
+	h := newHarness(t)
+	plain := h.start(t, params("acme"))
+	gpuOnly := LeaseRequest{RuntimeID: "gpu", Queues: []string{"gpu"}, MaxTasks: 10}
+	equal(t, "a gpu-only runtime, only a default task queued", leaseIDs(t, h, gpuOnly), []string(nil))
+	gpu := h.start(t, inQueue("acme", "gpu"))
+	equal(t, "a gpu-only runtime, a default and a gpu task queued", leaseIDs(t, h, gpuOnly), []string{gpu.GetTaskId()})
+	equal(t, "a runtime naming two other queues", leaseIDs(t, h, LeaseRequest{RuntimeID: "cpu", Queues: []string{"cpu", "tpu"}}), []string(nil))
+	equal(t, "a runtime of the default queue", leaseIDs(t, h, LeaseRequest{RuntimeID: "old"}), []string{plain.GetTaskId()})
+}
+
+// A long poll finding nothing to do reads, and does not write: with every replica's
+// runtimes polling, an idle control plane must not queue empty write transactions.
+//
+// Mutant: claim going on to its write transaction when the look found no work.
+func TestIdleLeasePollDoesNotWrite(t *testing.T) {
+	h, fs := newFaultHarness(t)
+	h.start(t, inQueue("acme", "gpu"))
+	before := fs.updates.Load()
+	if leases, err := h.m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "rt", MaxTasks: 4}); err != nil || len(leases) != 0 {
+		t.Fatalf("LeaseTasks = %v, %v; want nothing", leases, err)
+	}
+	if n := fs.updates.Load() - before; n != 0 {
+		t.Fatalf("an idle poll made %d write transactions", n)
+	}
+}
+
+// A runtime's wait is capped by Config.MaxLeaseWait: asking for an hour, it is
+// answered (empty) once the cap has passed, not an hour later.
+//
+// Mutant: LeaseTasks without its cap on Wait.
+func TestLeaseWaitIsCapped(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxLeaseWait = 10 * time.Millisecond })
+	done := make(chan error, 1)
+	go func() {
+		leases, err := h.m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "rt", Wait: time.Hour})
+		if err == nil && len(leases) != 0 {
+			err = fmt.Errorf("%d leases of an empty queue", len(leases))
+		}
+		done <- err
+	}()
+	if err := testutil.Within(t, done, "LeaseTasks to return at MaxLeaseWait"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ExpireLeases expires every overdue lease, at most expireBatch per write
+// transaction, so that one pass after an outage does not hold the store's writer for
+// one huge transaction.
+//
+// Mutant: expireDue's scan taking one lease more than its limit.
+func TestExpiryIsBatched(t *testing.T) {
+	h, fs := newFaultHarness(t)
+	for range expireBatch + 1 {
+		h.start(t, params("acme"))
+	}
+	for leased := 0; leased < expireBatch+1; {
+		leases, err := h.m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "rt", MaxTasks: maxLeaseBatch})
+		if err != nil || len(leases) == 0 {
+			t.Fatalf("LeaseTasks = %d leases, %v", len(leases), err)
+		}
+		leased += len(leases)
+	}
+	h.clock.Advance(time.Minute)
+	before := fs.updates.Load()
+	if n, err := h.m.ExpireLeases(ctx); err != nil || n != expireBatch+1 {
+		t.Fatalf("ExpireLeases = %d, %v; want %d", n, err, expireBatch+1)
+	}
+	if n := fs.updates.Load() - before; n != 2 {
+		t.Fatalf("%d leases expired in %d write transactions, want 2 (at most %d each)", expireBatch+1, n, expireBatch)
+	}
+}

@@ -304,6 +304,10 @@ func TestDeadLetterAndRetry(t *testing.T) {
 	if len(dead) != 1 || dead[0].GetAttempts() != 2 || dead[0].GetLastError() != "HTTP 500 Internal Server Error" || dead[0].GetEventType() != config.EventTaskEnded {
 		t.Fatalf("dead letters %v: want one after 2 attempts with HTTP 500", dead)
 	}
+	// The dead letter says when it was last attempted (the console and ctl show it).
+	if last := dead[0].GetLastAttemptTime(); last == nil || last.AsTime().Before(dead[0].GetCreateTime().AsTime()) {
+		t.Fatalf("dead letter's last attempt time %v (created %v)", last, dead[0].GetCreateTime())
+	}
 	if other, _, _ := f.svc.ListDeadLetters(context.Background(), "acme", "", 10); len(other) != 0 {
 		t.Fatalf("tenant acme lists %d dead letters of tenant default", len(other))
 	}
@@ -346,7 +350,9 @@ func TestDeadLettersExpire(t *testing.T) {
 	recv.Respond(func(webhookstest.Delivery) int { return http.StatusInternalServerError })
 	cfg := fastConfig(config.Webhook{Name: "ops", URL: recv.URL, Secret: secret, Events: []string{config.EventTaskEnded}, MaxAttempts: 1})
 	cfg.DeadLetterRetention = config.Duration(300 * time.Millisecond)
-	f := start(t, cfg)
+	reg := prometheus.NewRegistry()
+	f := open(t, cfg, reg)
+	f.svc.Start()
 	f.endTask(t, "default", "t1")
 	if dead := f.waitDeadLetters(t); len(dead) != 1 {
 		t.Fatalf("dead letters %v, want one", dead)
@@ -372,6 +378,13 @@ func TestDeadLettersExpire(t *testing.T) {
 		return err
 	}); err != nil || depth != 0 {
 		t.Fatalf("outbox depth %d (%v) after the dead letter expired, want 0", depth, err)
+	}
+	// The count follows the deleting transaction's commit.
+	for counter(reg, "agentplane_webhook_deliveries_total", "expired") == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := counter(reg, "agentplane_webhook_deliveries_total", "expired"); n != 1 {
+		t.Fatalf("%v deliveries counted expired, want the one dead letter", n)
 	}
 }
 

@@ -140,6 +140,11 @@ func TestDatabaseOutage(t *testing.T) {
 	if e := (*apierr.Error)(nil); !errors.As(err, &e) || e.Code != codes.Unavailable || e.Reason != apierr.ReasonStoreUnavailable {
 		t.Fatalf("View during the outage = %v; want UNAVAILABLE store.unavailable", err)
 	}
+	// A write during the outage fails too: it is not dropped and reported done.
+	err = s.Update(ctx, func(w store.Writer) error { return w.PutTask(storetest.Task("acme", "t0", time.Now())) })
+	if e := (*apierr.Error)(nil); !errors.As(err, &e) || e.Code != codes.Unavailable {
+		t.Fatalf("Update during the outage = %v; want UNAVAILABLE", err)
+	}
 
 	proxy.Restore()
 	if err := testutil.Within(t, health, "the store reporting recovery"); err != nil || s.Health() != nil {

@@ -1,0 +1,109 @@
+package pgstore
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane/internal/testutil"
+	"github.com/agentplane/agentplane/server/store"
+	"github.com/agentplane/agentplane/server/store/pgstore/pgtest"
+	"github.com/agentplane/agentplane/server/store/storetest"
+)
+
+// An Update that queued while every writer was busy runs when the busy one ends,
+// also when it is the only one queued: nothing else arrives to take it.
+//
+// Mutant: lead handing the slot on only when more than one call is queued (the one
+// queued call then waited for ever).
+func TestQueuedUpdateRunsWhenTheWriterFrees(t *testing.T) {
+	// Closed only at the end: Close waits for Updates, and a failure here leaves one stuck.
+	s, first, release := holdTheWriter(t)
+	second := make(chan error, 1)
+	go func() { second <- s.Update(context.Background(), func(store.Writer) error { return nil }) }()
+	s.waitQueued(t, 1)
+	close(release)
+	if err := testutil.Within(t, first, "the first Update"); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.Within(t, second, "the queued Update to run once the writer was free"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// holdTheWriter opens a store with one writer and starts an Update that holds it
+// until release is closed; first is that Update's result.
+func holdTheWriter(t *testing.T) (s *Store, first chan error, release chan struct{}) {
+	t.Helper()
+	s, err := Open(context.Background(), pgtest.DSN(t), Options{MaxConns: 4, Writers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, first = make(chan struct{}), make(chan error, 1)
+	go func() {
+		first <- s.Update(context.Background(), func(store.Writer) error { <-release; return nil })
+	}()
+	s.waitFor(t, "the first Update to hold the writer", func() bool { return s.running == 1 })
+	return s, first, release
+}
+
+func (s *Store) waitQueued(t *testing.T, n int) {
+	t.Helper()
+	s.waitFor(t, "Updates to queue", func() bool { return len(s.queue) == n })
+}
+
+// waitFor polls cond, under qmu, until it holds.
+func (s *Store) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(testutil.WaitLimit); ; time.Sleep(time.Millisecond) {
+		s.qmu.Lock()
+		ok := cond()
+		s.qmu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting for %s after %s", what, testutil.WaitLimit)
+		}
+	}
+}
+
+// A batch's statements run until every caller in it has given up: one caller whose
+// context ends during the batch does not fail its batch-mate's write.
+//
+// Mutants: batchContext using the first caller's context for a batch of several, or
+// ending the batch when the first caller gives up.
+func TestCallerGivingUpDoesNotFailItsBatchMate(t *testing.T) {
+	s, first, release := holdTheWriter(t)
+	quitter, quit := context.WithCancel(context.Background())
+	defer quit()
+	results := make(chan error, 2)
+	go func() {
+		results <- s.Update(quitter, func(store.Writer) error { quit(); return nil })
+	}()
+	s.waitQueued(t, 1)
+	mate := make(chan error, 1)
+	go func() {
+		mate <- s.Update(context.Background(), func(w store.Writer) error {
+			return w.PutTask(storetest.Task("acme", "t1", time.Now()))
+		})
+	}()
+	s.waitQueued(t, 2)
+	close(release)
+	if err := testutil.Within(t, first, "the first Update"); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.Within(t, mate, "the batch-mate's Update"); err != nil {
+		t.Fatalf("the batch-mate's write failed when the other caller gave up: %v", err)
+	}
+	testutil.Within(t, results, "the caller that gave up")
+	if err := s.View(context.Background(), func(r store.Reader) error { _, err := r.GetTask("acme", "t1"); return err }); err != nil {
+		t.Fatalf("the batch-mate's write is not there: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
