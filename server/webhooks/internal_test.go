@@ -1,14 +1,21 @@
 package webhooks
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/store"
+	"github.com/agentplane/agentplane/server/store/boltstore"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/store/storetest"
 )
 
@@ -83,5 +90,134 @@ func TestInterruptDataDeadline(t *testing.T) {
 	rec.Interrupt.Deadline = timestamppb.New(at.Add(time.Hour))
 	if d := interruptData(rec, ""); d.Deadline == nil || !d.Deadline.Equal(at.Add(time.Hour)) {
 		t.Errorf("deadline %v, want %v", d.Deadline, at.Add(time.Hour))
+	}
+}
+
+// windowStore is a store whose next Update first runs before: what another caller
+// does between the dead-letter sweep's scan (a View) and its deleting transaction.
+// It also counts the DeleteOutbox calls of each Update's last run.
+type windowStore struct {
+	store.Store
+	before  func()
+	deletes []int
+}
+
+func (s *windowStore) Update(ctx context.Context, fn func(store.Writer) error) error {
+	if f := s.before; f != nil {
+		s.before = nil
+		f()
+	}
+	s.deletes = append(s.deletes, 0)
+	n := &s.deletes[len(s.deletes)-1]
+	return s.Store.Update(ctx, func(w store.Writer) error {
+		*n = 0
+		return fn(countDeletes{w, n})
+	})
+}
+
+type countDeletes struct {
+	store.Writer
+	n *int
+}
+
+func (w countDeletes) DeleteOutbox(id string) error { *w.n++; return w.Writer.DeleteOutbox(id) }
+
+// sweepFixture is a Service over a windowStore holding n dead letters that died an
+// hour before now.
+func sweepFixture(t *testing.T, n int) (*Service, *windowStore, time.Time) {
+	t.Helper()
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "agentplane.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	now := time.Now()
+	died := now.Add(-time.Hour)
+	if err := st.Update(context.Background(), func(w store.Writer) error {
+		for i := range n {
+			rec := storetest.Outbox("default", fmt.Sprintf("msg_%04d", i), died, died)
+			rec.State, rec.DeadTime = storagev1.OutboxState_OUTBOX_STATE_DEAD, timestamppb.New(died)
+			if err := w.PutOutbox(rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ws := &windowStore{Store: st}
+	svc, err := New(Options{Store: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, ws, now
+}
+
+// A dead letter retried between the retention sweep's scan and its deleting
+// transaction is a notification waiting for delivery again: the sweep leaves it.
+//
+// Mutant: the deleting transaction's re-check of expiry as || (a revived record, whose
+// dead time is cleared, then counted as expired and deleted).
+func TestDeadLetterRetriedDuringTheSweepIsKept(t *testing.T) {
+	svc, ws, now := sweepFixture(t, 1)
+	ws.before = func() {
+		if err := svc.RetryDeadLetter(context.Background(), "msg_0000"); err != nil {
+			t.Errorf("retry: %v", err)
+		}
+	}
+	n, err := svc.expireDeadLetters(context.Background(), now)
+	if err != nil || n != 0 {
+		t.Fatalf("expireDeadLetters = %d, %v; want nothing deleted", n, err)
+	}
+	if err := ws.View(context.Background(), func(r store.Reader) error {
+		rec, err := r.GetOutbox("msg_0000")
+		if err == nil && rec.GetState() != storagev1.OutboxState_OUTBOX_STATE_PENDING {
+			err = fmt.Errorf("state %s, want pending", rec.GetState())
+		}
+		return err
+	}); err != nil {
+		t.Fatalf("the retried notification: %v", err)
+	}
+}
+
+// The sweep deletes in transactions of at most 256 dead letters, so that one sweep of
+// a full outbox does not hold one huge write transaction; together they delete all.
+//
+// Mutant: the batch size changed.
+func TestDeadLetterSweepDeletesInBatches(t *testing.T) {
+	const batch = 256
+	svc, ws, now := sweepFixture(t, batch+1)
+	n, err := svc.expireDeadLetters(context.Background(), now)
+	if err != nil || n != batch+1 {
+		t.Fatalf("expireDeadLetters = %d, %v; want all %d deleted", n, err, batch+1)
+	}
+	if fmt.Sprint(ws.deletes) != fmt.Sprint([]int{batch, 1}) {
+		t.Fatalf("deletes per transaction %v, want [%d 1]", ws.deletes, batch)
+	}
+}
+
+// Retrying a notification that is not dead is refused (NOT_FOUND) and leaves it as it
+// is: its attempts count toward its endpoint's max_attempts.
+//
+// Mutant: RetryDeadLetter without its dead-letter check (a pending notification
+// revived, its attempts reset).
+func TestRetryOfAPendingNotificationIsRefused(t *testing.T) {
+	svc, ws, now := sweepFixture(t, 0)
+	rec := storetest.Outbox("default", "msg_pending", now, now.Add(time.Hour))
+	rec.Attempts = 3
+	if err := ws.Update(context.Background(), func(w store.Writer) error { return w.PutOutbox(rec) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.RetryDeadLetter(context.Background(), "msg_pending"); !apierr.HasReason(err, apierr.ReasonWebhookDeliveryNotFound) {
+		t.Fatalf("RetryDeadLetter of a pending notification = %v, want NOT_FOUND", err)
+	}
+	if err := ws.View(context.Background(), func(r store.Reader) error {
+		got, err := r.GetOutbox("msg_pending")
+		if err == nil && got.GetAttempts() != 3 {
+			err = fmt.Errorf("attempts %d, want 3", got.GetAttempts())
+		}
+		return err
+	}); err != nil {
+		t.Fatalf("the pending notification: %v", err)
 	}
 }
