@@ -3,12 +3,14 @@ package webhooks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/agentplane/agentplane/server/apierr"
@@ -100,6 +102,10 @@ type windowStore struct {
 	store.Store
 	before  func()
 	deletes []int
+	// failScan, when set, is what the writers' ScanOutbox fails with.
+	failScan error
+	// puts are the records the Updates' writers put, in order.
+	puts []*storagev1.OutboxRecord
 }
 
 func (s *windowStore) Update(ctx context.Context, fn func(store.Writer) error) error {
@@ -111,16 +117,29 @@ func (s *windowStore) Update(ctx context.Context, fn func(store.Writer) error) e
 	n := &s.deletes[len(s.deletes)-1]
 	return s.Store.Update(ctx, func(w store.Writer) error {
 		*n = 0
-		return fn(countDeletes{w, n})
+		return fn(watchedWriter{w, n, s})
 	})
 }
 
-type countDeletes struct {
+type watchedWriter struct {
 	store.Writer
-	n *int
+	deletes *int
+	s       *windowStore
 }
 
-func (w countDeletes) DeleteOutbox(id string) error { *w.n++; return w.Writer.DeleteOutbox(id) }
+func (w watchedWriter) DeleteOutbox(id string) error { *w.deletes++; return w.Writer.DeleteOutbox(id) }
+
+func (w watchedWriter) PutOutbox(rec *storagev1.OutboxRecord) error {
+	w.s.puts = append(w.s.puts, proto.Clone(rec).(*storagev1.OutboxRecord))
+	return w.Writer.PutOutbox(rec)
+}
+
+func (w watchedWriter) ScanOutbox(state storagev1.OutboxState, after string, fn func(*storagev1.OutboxRecord) (bool, error)) error {
+	if w.s.failScan != nil {
+		return w.s.failScan
+	}
+	return w.Writer.ScanOutbox(state, after, fn)
+}
 
 // sweepFixture is a Service over a windowStore holding n dead letters that died an
 // hour before now.
@@ -154,29 +173,82 @@ func sweepFixture(t *testing.T, n int) (*Service, *windowStore, time.Time) {
 }
 
 // A dead letter retried between the retention sweep's scan and its deleting
-// transaction is a notification waiting for delivery again: the sweep leaves it.
+// transaction is a notification waiting for delivery again, and one retried that died
+// again since (later than the cutoff) is a new dead letter: the sweep leaves both.
 //
-// Mutant: the deleting transaction's re-check of expiry as || (a revived record, whose
-// dead time is cleared, then counted as expired and deleted).
+// Mutants: either && of expired as || (a revived record, whose dead time is cleared,
+// or one that died after the cutoff, then counted as expired and deleted).
 func TestDeadLetterRetriedDuringTheSweepIsKept(t *testing.T) {
-	svc, ws, now := sweepFixture(t, 1)
+	svc, ws, now := sweepFixture(t, 2)
 	ws.before = func() {
-		if err := svc.RetryDeadLetter(context.Background(), "msg_0000"); err != nil {
-			t.Errorf("retry: %v", err)
+		for _, id := range []string{"msg_0000", "msg_0001"} {
+			if err := svc.RetryDeadLetter(context.Background(), id); err != nil {
+				t.Errorf("retry: %v", err)
+			}
+		}
+		if err := ws.Update(context.Background(), func(w store.Writer) error {
+			rec, err := w.GetOutbox("msg_0001")
+			if err != nil {
+				return err
+			}
+			rec.State, rec.DeadTime = storagev1.OutboxState_OUTBOX_STATE_DEAD, timestamppb.New(now)
+			return w.PutOutbox(rec)
+		}); err != nil {
+			t.Errorf("dying again: %v", err)
 		}
 	}
 	n, err := svc.expireDeadLetters(context.Background(), now)
 	if err != nil || n != 0 {
 		t.Fatalf("expireDeadLetters = %d, %v; want nothing deleted", n, err)
 	}
-	if err := ws.View(context.Background(), func(r store.Reader) error {
-		rec, err := r.GetOutbox("msg_0000")
-		if err == nil && rec.GetState() != storagev1.OutboxState_OUTBOX_STATE_PENDING {
-			err = fmt.Errorf("state %s, want pending", rec.GetState())
+	for id, want := range map[string]storagev1.OutboxState{
+		"msg_0000": storagev1.OutboxState_OUTBOX_STATE_PENDING, "msg_0001": storagev1.OutboxState_OUTBOX_STATE_DEAD,
+	} {
+		if err := ws.View(context.Background(), func(r store.Reader) error {
+			rec, err := r.GetOutbox(id)
+			if err == nil && rec.GetState() != want {
+				err = fmt.Errorf("state %s, want %s", rec.GetState(), want)
+			}
+			return err
+		}); err != nil {
+			t.Errorf("the retried notification %s: %v", id, err)
 		}
-		return err
+	}
+}
+
+// A sweep whose scan fails in RetryDeadLetters is an error, not "no dead letters".
+//
+// Mutant: RetryDeadLetters's scan error return skipped.
+func TestRetryDeadLettersScanErrorSurfaces(t *testing.T) {
+	svc, ws, _ := sweepFixture(t, 1)
+	ws.failScan = errors.New("scan failed")
+	if n, err := svc.RetryDeadLetters(context.Background(), ""); !errors.Is(err, ws.failScan) || n != 0 {
+		t.Fatalf("RetryDeadLetters = %d, %v; want the scan's error", n, err)
+	}
+}
+
+// A sender's claim on a notification lasts 2 × delivery_timeout + 1s (as
+// docs/notifications.md says): after that another sender takes it again.
+//
+// Mutant: the claim's duration changed.
+func TestClaimLastsTwiceTheDeliveryTimeoutAndASecond(t *testing.T) {
+	svc, ws, now := sweepFixture(t, 0)
+	svc.cfg.DeliveryTimeout, svc.cfg.Concurrency = config.Duration(10*time.Second), 1
+	svc.now = func() time.Time { return now }
+	if err := ws.Update(context.Background(), func(w store.Writer) error {
+		return w.PutOutbox(storetest.Outbox("default", "msg_due", now.Add(-time.Minute), now.Add(-time.Minute)))
 	}); err != nil {
-		t.Fatalf("the retried notification: %v", err)
+		t.Fatal(err)
+	}
+	ws.puts = nil
+	if n, err := svc.pass(context.Background()); err != nil || n != 1 {
+		t.Fatalf("pass = %d, %v; want the due notification claimed", n, err)
+	}
+	if len(ws.puts) == 0 {
+		t.Fatal("the pass put no claim")
+	}
+	if got := ws.puts[0].GetNextAttemptTime().AsTime().Sub(now); got != 21*time.Second {
+		t.Fatalf("the claim lasts %s, want 2 × 10s + 1s", got)
 	}
 }
 
