@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/agentplane/agentplane/internal/testutil"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/store"
@@ -106,9 +107,14 @@ type windowStore struct {
 	failScan error
 	// puts are the records the Updates' writers put, in order.
 	puts []*storagev1.OutboxRecord
+	// each, when set, runs at the start of every Update.
+	each func()
 }
 
 func (s *windowStore) Update(ctx context.Context, fn func(store.Writer) error) error {
+	if s.each != nil {
+		s.each()
+	}
 	if f := s.before; f != nil {
 		s.before = nil
 		f()
@@ -291,5 +297,32 @@ func TestRetryOfAPendingNotificationIsRefused(t *testing.T) {
 		return err
 	}); err != nil {
 		t.Fatalf("the pending notification: %v", err)
+	}
+}
+
+// dead_letter_retention 0 keeps dead letters for ever: the sender's loop, which looks
+// for expired ones before each pass, deletes none.
+//
+// Mutants: the retention's "r > 0" as "r >= 0", or its && with the cadence as || (both
+// sweep with a cutoff of now: every dead letter deleted at once).
+func TestZeroRetentionKeepsDeadLetters(t *testing.T) {
+	svc, ws, _ := sweepFixture(t, 1)
+	svc.cfg = config.DefaultNotifications()
+	svc.cfg.DeadLetterRetention, svc.cfg.PollInterval = 0, config.Duration(10*time.Millisecond)
+	// The second Update is the second pass's claim: the loop has been past its check of
+	// expired dead letters at least once (it comes before each pass), and a sweep
+	// deleting the dead letter would have committed (its Update comes before the pass).
+	twice := make(chan struct{})
+	n := 0
+	ws.each = func() {
+		if n++; n == 2 {
+			close(twice)
+		}
+	}
+	svc.Start()
+	testutil.Within(t, twice, "the sender's second pass")
+	svc.Stop()
+	if err := ws.View(context.Background(), func(r store.Reader) error { _, err := r.GetOutbox("msg_0000"); return err }); err != nil {
+		t.Fatalf("the dead letter with a retention of 0: %v", err)
 	}
 }
