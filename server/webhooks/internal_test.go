@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/internal/testutil"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/config"
@@ -324,5 +325,70 @@ func TestZeroRetentionKeepsDeadLetters(t *testing.T) {
 	svc.Stop()
 	if err := ws.View(context.Background(), func(r store.Reader) error { _, err := r.GetOutbox("msg_0000"); return err }); err != nil {
 		t.Fatalf("the dead letter with a retention of 0: %v", err)
+	}
+}
+
+// A value longer than its limit is cut to limit-1 characters and …, inside the code
+// span; a word of ours with anything but letters, digits, '-' and ':' is quoted.
+//
+// Mutants: the cut's condition inverted (nothing of the value kept), the letter range
+// of word as || (every value bare, mrkdwn included).
+func TestSlackQuoteCutsAndWordQuotes(t *testing.T) {
+	if got, want := quote(strings.Repeat("a", quoteName+10), quoteName), mrkdwn("`"+strings.Repeat("a", quoteName-1)+"…`"); got != want {
+		t.Errorf("quote of a long value = %q, want %q", got, want)
+	}
+	for s, want := range map[string]mrkdwn{"failed": "failed", "in-progress:2": "in-progress:2", "<!channel>": "`&lt;!channel&gt;`", "a b": "`a b`"} {
+		if got := word(s); got != want {
+			t.Errorf("word(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+// failingWriter fails one kind of write.
+type failingWriter struct {
+	store.Writer
+	putTask, putOutbox error
+}
+
+func (w failingWriter) PutTask(rec *storagev1.TaskRecord) error {
+	if w.putTask != nil {
+		return w.putTask
+	}
+	return w.Writer.PutTask(rec)
+}
+
+func (w failingWriter) PutOutbox(rec *storagev1.OutboxRecord) error {
+	if w.putOutbox != nil {
+		return w.putOutbox
+	}
+	return w.Writer.PutOutbox(rec)
+}
+
+// A task's ending and its task.ended notification are one write: when either part is
+// refused, the Update fails, so that neither a notification of an end that was not
+// stored nor an end without its notification commits.
+//
+// Mutants: the notifying writer's PutTask, or enqueue's PutOutbox, error return
+// skipped.
+func TestTaskEndAndItsNotificationFailTogether(t *testing.T) {
+	svc, ws, now := sweepFixture(t, 0)
+	svc.cfg = config.DefaultNotifications()
+	svc.cfg.Webhooks = []config.Webhook{{Name: "hook", Events: []string{config.EventTaskEnded}}}
+	svc.byTenant = map[string][]*endpoint{"default": {{Webhook: svc.cfg.Webhooks[0], tenant: "default", events: map[string]bool{config.EventTaskEnded: true}}}}
+	ended := storetest.Task("default", "t1", now)
+	ended.State = agentplanev1.TaskState_TASK_STATE_FAILED
+	refused := errors.New("refused")
+	for what, fw := range map[string]failingWriter{"the task": {putTask: refused}, "the notification": {putOutbox: refused}} {
+		err := ws.Update(context.Background(), func(w store.Writer) error {
+			fw.Writer = w
+			return svc.WrapWriter(fw).PutTask(ended)
+		})
+		if !errors.Is(err, refused) {
+			t.Errorf("Update with %s refused = %v, want the refusal", what, err)
+		}
+	}
+	var depth int64
+	if err := ws.View(context.Background(), func(r store.Reader) (err error) { depth, err = r.OutboxDepth("default"); return err }); err != nil || depth != 0 {
+		t.Fatalf("outbox depth %d, %v; want nothing enqueued", depth, err)
 	}
 }
