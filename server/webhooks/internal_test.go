@@ -235,9 +235,11 @@ func TestRetryDeadLettersScanErrorSurfaces(t *testing.T) {
 }
 
 // A sender's claim on a notification lasts 2 × delivery_timeout + 1s (as
-// docs/notifications.md says): after that another sender takes it again.
+// docs/notifications.md says): after that another sender takes it again. A pass
+// returns once its attempts' outcomes are recorded (here a dead letter: the
+// notification's endpoint is no longer configured).
 //
-// Mutant: the claim's duration changed.
+// Mutants: the claim's duration changed; pass not waiting for its attempts.
 func TestClaimLastsTwiceTheDeliveryTimeoutAndASecond(t *testing.T) {
 	svc, ws, now := sweepFixture(t, 0)
 	svc.cfg.DeliveryTimeout, svc.cfg.Concurrency = config.Duration(10*time.Second), 1
@@ -256,6 +258,9 @@ func TestClaimLastsTwiceTheDeliveryTimeoutAndASecond(t *testing.T) {
 	}
 	if got := ws.puts[0].GetNextAttemptTime().AsTime().Sub(now); got != 21*time.Second {
 		t.Fatalf("the claim lasts %s, want 2 × 10s + 1s", got)
+	}
+	if len(ws.puts) != 2 || ws.puts[1].GetState() != storagev1.OutboxState_OUTBOX_STATE_DEAD {
+		t.Fatalf("the pass returned with %d puts, want the claim and its outcome (a dead letter)", len(ws.puts))
 	}
 }
 
