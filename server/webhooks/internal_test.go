@@ -57,10 +57,10 @@ func TestSlackTextSaysWhatHappened(t *testing.T) {
 		m         Message
 		want, not string
 	}{
-		{Message{Type: config.EventInterruptExpired, Data: Data{Tenant: "acme", TaskID: "t1", Tool: "refund"}}, "Approval expired: refund on task t1", "resolved"},
-		{Message{Type: config.EventInterruptResolved, Data: Data{Tenant: "acme", TaskID: "t1", Tool: "refund"}}, "Approval resolved: refund on task t1", "expired"},
-		{Message{Type: config.EventTaskEnded, Data: Data{Tenant: "acme", TaskID: "t1", State: "failed", Failure: &Failure{Reason: "model.error", Message: "no model"}}}, "Task t1 failed: no model", ""},
-		{Message{Type: config.EventTaskEnded, Data: Data{Tenant: "acme", TaskID: "t1", State: "failed", Failure: &Failure{Reason: "model.error"}}}, "Task t1 failed [tenant acme]", ":  ["},
+		{Message{Type: config.EventInterruptExpired, Data: Data{Tenant: "acme", TaskID: "t1", Tool: "refund"}}, "Approval expired: `refund` on task `t1`", "resolved"},
+		{Message{Type: config.EventInterruptResolved, Data: Data{Tenant: "acme", TaskID: "t1", Tool: "refund"}}, "Approval resolved: `refund` on task `t1`", "expired"},
+		{Message{Type: config.EventTaskEnded, Data: Data{Tenant: "acme", TaskID: "t1", State: "failed", Failure: &Failure{Reason: "model.error", Message: "no model"}}}, "Task `t1` failed: `no model`", ""},
+		{Message{Type: config.EventTaskEnded, Data: Data{Tenant: "acme", TaskID: "t1", State: "failed", Failure: &Failure{Reason: "model.error"}}}, "Task `t1` failed [tenant `acme`]", "failed:"},
 	} {
 		got := text(c.m)
 		if !strings.Contains(got, c.want) || (c.not != "" && strings.Contains(got, c.not)) {
