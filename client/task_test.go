@@ -209,6 +209,12 @@ func TestContinueAndCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	output(t, done, "you said hello")
+	// The watch replays the task's earlier INPUT_REQUIRED; Wait answers the state it is in.
+	again, err := c.Task(chat.ID).Wait(ctx, client.UntilInputRequired())
+	if err != nil {
+		t.Fatal(err)
+	}
+	output(t, again, "you said hello")
 
 	// snippet: go-tool-outputs
 	weather, err := c.Start(ctx, &agentplanev1.StartTaskRequest{Spec: agentSpec(), Input: client.UserText("weather")})

@@ -120,6 +120,8 @@ class HelpersTest(unittest.TestCase):
         answered = chat.wait()
         # end snippet
         self.output(answered, "you said hello")
+        # The watch replays the task's earlier INPUT_REQUIRED; wait answers the state it is in.
+        self.output(c.task(chat.id).wait(until_input_required=True), "you said hello")
 
         # snippet: py-tool-outputs
         weather = c.start(queue=QUEUE, document=AGENT, input={"parts": [{"text": "weather"}]})
@@ -166,6 +168,7 @@ class AsyncHelpersTest(unittest.IsolatedAsyncioTestCase):
             await chat.wait(until_input_required=True)
             await chat.continue_("hi")
             self.assertEqual(text(await chat.wait()), "you said hi")
+            self.assertEqual(text(await ac.task(chat.id).wait(until_input_required=True)), "you said hi")
 
             weather = await ac.start(queue=QUEUE, document=AGENT, input={"parts": [{"text": "weather"}]})
             await weather.wait(until_input_required=True)

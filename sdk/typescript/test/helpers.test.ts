@@ -120,6 +120,8 @@ test("continue with a message and with tool outputs; wait runs through INPUT_REQ
   const answered = await chat.wait();
   // end snippet
   output(answered, "you said hello");
+  // The watch replays the task's earlier INPUT_REQUIRED; wait answers the state it is in.
+  output(await ap.task(chat.id).wait({ untilInputRequired: true }), "you said hello");
 
   // snippet: ts-tool-outputs
   const weather = await ap.start({ queue, spec: { case: "specJson", value: spec }, input: { parts: [{ kind: { case: "text", value: "weather" } }] } });
