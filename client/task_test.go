@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -55,6 +58,11 @@ func runtime(ctx context.Context, task *worker.Task) error {
 }
 
 func startRuntime(t *testing.T) *client.Client {
+	c, _ := startRuntimeAt(t)
+	return c
+}
+
+func startRuntimeAt(t *testing.T) (*client.Client, string) {
 	t.Helper()
 	in := servertest.Start(t, nil)
 	w, err := worker.New(in.Client.Runtime, worker.HandlerFunc(runtime), worker.Options{
@@ -71,7 +79,7 @@ func startRuntime(t *testing.T) *client.Client {
 		cancel()
 		<-done
 	})
-	return in.Client
+	return in.Client, in.GRPCAddr
 }
 
 func agentSpec() *agentplanev1.StartTaskRequest_Agent {
@@ -143,7 +151,7 @@ func TestApproveRejectEdit(t *testing.T) {
 // the interrupt's is refused, not approved; a repeat with the same request id answers
 // the first decision.
 func TestResolveChecksDigestAndRetries(t *testing.T) {
-	c := startRuntime(t)
+	c, addr := startRuntimeAt(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	h, err := c.Start(ctx, &agentplanev1.StartTaskRequest{Spec: agentSpec(), Input: client.UserText("send it"),
@@ -168,6 +176,26 @@ func TestResolveChecksDigestAndRetries(t *testing.T) {
 	}
 	if _, err := c.Approve(ctx, id, client.WithArgsDigest("0000")); reasons.Of(err) != agentplanev1.ErrorReason_ERROR_REASON_INTERRUPT_ARGS_MISMATCH {
 		t.Fatalf("approve against another digest: %v", err)
+	}
+	// What the helper sends: the digest it read, and a request id.
+	var sent []*agentplanev1.ResolveInterruptRequest
+	spy, err := client.Dial(ctx, addr, client.WithDialOptions(grpc.WithChainUnaryInterceptor(
+		func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			if r, ok := req.(*agentplanev1.ResolveInterruptRequest); ok {
+				sent = append(sent, r)
+				return status.Error(codes.Aborted, "recorded, not sent")
+			}
+			return invoker(ctx, method, req, reply, cc, opts...)
+		})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spy.Close()
+	if _, err := spy.Approve(ctx, id); status.Code(err) != codes.Aborted {
+		t.Fatalf("the spy: %v", err)
+	}
+	if len(sent) != 1 || sent[0].GetArgsDigest() != pending[0].GetArgsDigest() || sent[0].GetRequestId() == "" {
+		t.Fatalf("sent %v, want the digest %s and a request id", sent, pending[0].GetArgsDigest())
 	}
 	rid := client.NewRequestID()
 	first, err := c.Reject(ctx, id, "no", client.WithRequestID(rid))

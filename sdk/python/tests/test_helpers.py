@@ -99,6 +99,21 @@ class HelpersTest(unittest.TestCase):
         with self.assertRaises(AgentplaneError) as e:
             self.c.approve(pending.interrupt_id, args_digest="0000")
         self.assertEqual(e.exception.reason, "interrupt.args_mismatch")
+        # What the helper sends: the digest it read, and a request id.
+        sent = []
+
+        def record(**fields):
+            sent.append(fields)
+            raise RuntimeError("recorded, not sent")
+
+        spy = Client(cp.address)
+        self.addCleanup(spy.close)
+        spy.hitl.resolve_interrupt = record
+        with self.assertRaises(RuntimeError):
+            spy.approve(pending.interrupt_id)
+        self.assertEqual(len(sent), 1)
+        self.assertEqual(sent[0]["args_digest"], pending.args_digest)
+        self.assertTrue(sent[0]["request_id"])
         rid = new_request_id()
         first = self.c.reject(pending.interrupt_id, "no", request_id=rid)
         again = self.c.reject(pending.interrupt_id, "no", request_id=rid)

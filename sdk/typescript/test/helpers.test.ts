@@ -3,7 +3,7 @@
 // docs/clients.md verbatim (TestDocSnippets in client/ checks that they match).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { createClient, Code, AgentplaneError, InterruptState, TaskState, type AgentplaneClient, type Task as TaskMessage } from "../src/index.js";
+import { createClient, Code, ConnectError, AgentplaneError, InterruptState, TaskState, type AgentplaneClient, type Task as TaskMessage } from "../src/index.js";
 import { Worker, type Task } from "../src/worker.js";
 import { agentSpec, startServer, type TestServer } from "./server.js";
 
@@ -103,6 +103,27 @@ test("a digest that is not the interrupt's is refused; a repeat with the same re
   const [pending] = await ap.task(h.id).interrupts();
   assert.notEqual(pending.argsDigest, "");
   await assert.rejects(ap.approve(pending.interruptId, { argsDigest: "0000" }), (e: AgentplaneError) => e.reason === "interrupt.args_mismatch");
+  // What the helper sends: the digest it read, and a request id.
+  const sent: { argsDigest: string; requestId: string }[] = [];
+  const spy = createClient({
+    address: srv.address,
+    token: srv.token,
+    interceptors: [
+      (next) => async (req) => {
+        if (req.method.name !== "ResolveInterrupt") return next(req);
+        sent.push(req.message as unknown as { argsDigest: string; requestId: string });
+        throw new ConnectError("recorded, not sent", Code.Aborted);
+      },
+    ],
+  });
+  try {
+    await assert.rejects(spy.approve(pending.interruptId), (e: AgentplaneError) => e.code === Code.Aborted);
+  } finally {
+    spy.close();
+  }
+  assert.equal(sent.length, 1);
+  assert.equal(sent[0].argsDigest, pending.argsDigest);
+  assert.notEqual(sent[0].requestId, "");
   const requestId = crypto.randomUUID();
   const first = await ap.reject(pending.interruptId, "no", { requestId });
   const again = await ap.reject(pending.interruptId, "no", { requestId });
