@@ -60,7 +60,8 @@ func UntilInputRequired() WaitOption { return func(o *waitOptions) { o.inputRequ
 // or, with UntilInputRequired, INPUT_REQUIRED. A task that waits for input is not
 // terminal: without the option Wait keeps waiting while someone else answers it. Wait
 // reads the state with GetTask whenever the watch reports a change, so what it returns
-// is the state the task is in, never one it passed through earlier.
+// is the state the task is in, never one it passed through earlier. A broken watch
+// (UNAVAILABLE, say) is returned as the error: call Wait again, it rereads the state.
 func (h *TaskHandle) Wait(ctx context.Context, opts ...WaitOption) (*agentplanev1.Task, error) {
 	var o waitOptions
 	for _, opt := range opts {
