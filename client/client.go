@@ -5,6 +5,10 @@
 //	c, err := client.Dial(ctx, "127.0.0.1:7233", client.WithToken(tok))
 //	defer c.Close()
 //	caps, err := c.Capabilities.GetCapabilities(ctx, &agentplanev1.GetCapabilitiesRequest{})
+//
+// On top of the stubs: Start and Task return a TaskHandle (Wait, Watch, Continue,
+// ContinueToolOutputs, Cancel, Interrupts), and Approve, Reject and Edit decide an
+// interrupt against its argument digest (task.go; docs/clients.md, "Tasks and decisions").
 package client
 
 import (

@@ -56,8 +56,8 @@ try {
     console.log(`#${sequence} ${payload.case}`);
     if (payload.case === "interruptRaised") {
       const interruptId = payload.value.interrupt?.interruptId ?? "";
-      const { interrupt } = await ap.hitl.getInterrupt({ interruptId });
-      await ap.hitl.resolveInterrupt({ interruptId, decision: { case: "approve", value: { reason: "looks right" } }, argsDigest: interrupt!.argsDigest });
+      // approve reads the interrupt's args digest and resolves against it, with a request id.
+      await ap.approve(interruptId, { reason: "looks right" });
       console.log(`approved ${interruptId}`);
     }
   }

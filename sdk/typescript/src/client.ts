@@ -16,6 +16,10 @@ import { RuntimeService } from "../gen/agentplane/v1/runtime_service_pb.js";
 import { SpecService } from "../gen/agentplane/v1/spec_service_pb.js";
 import { TaskService } from "../gen/agentplane/v1/task_service_pb.js";
 import { toAgentplaneError } from "./errors.js";
+import type { StartTaskRequestSchema } from "../gen/agentplane/v1/task_service_pb.js";
+import type { Interrupt } from "../gen/agentplane/v1/hitl_pb.js";
+import type { MessageInitShape, JsonValue } from "@bufbuild/protobuf";
+import { resolve, TaskHandle, type ResolveOptions } from "./task.js";
 import { watch, type WatchItem, type WatchOptions } from "./watch.js";
 
 /** TLS settings: PEM contents (string or Buffer) or file paths (`caFile`, ...). */
@@ -61,6 +65,21 @@ export interface AgentplaneClient {
   transport: Transport;
   /** Follows a task's events; see watch(). */
   watch(taskId: string, options?: WatchOptions): AsyncGenerator<WatchItem, void, undefined>;
+  /** Starts a task (StartTask) and returns its handle. */
+  start(request: MessageInitShape<typeof StartTaskRequestSchema>): Promise<TaskHandle>;
+  /** The handle of an existing task; makes no call. */
+  task(taskId: string): TaskHandle;
+  /**
+   * Lets a gated call run with its arguments unchanged. Like reject and edit it reads the
+   * interrupt first and resolves against its argument digest (or `argsDigest`), so a call
+   * whose arguments changed in between is refused (interrupt.args_mismatch) instead of
+   * approved, and sends a request id (`requestId` to choose it) so that repeating it is safe.
+   */
+  approve(interruptId: string, options?: ResolveOptions): Promise<Interrupt>;
+  /** Refuses a gated call: it does not run, and the model sees the reason (required). */
+  reject(interruptId: string, reason: string, options?: Omit<ResolveOptions, "reason">): Promise<Interrupt>;
+  /** Runs a gated call with new arguments (plain JSON, checked against the tool's parameter schema). */
+  edit(interruptId: string, args: JsonValue, options?: ResolveOptions): Promise<Interrupt>;
   /** Closes the HTTP/2 connection. The client is unusable afterwards. */
   close(): void;
 }
@@ -107,16 +126,29 @@ export function createClient(options: ClientOptions): AgentplaneClient {
   );
   const transport = createGrpcTransport({ baseUrl, interceptors, sessionManager });
   const tasks = createConnectClient(TaskService, transport);
+  const hitl = createConnectClient(HitlService, transport);
   let closed = false;
   return {
     tasks,
     specs: createConnectClient(SpecService, transport),
-    hitl: createConnectClient(HitlService, transport),
+    hitl,
     runtime: createConnectClient(RuntimeService, transport),
     admin: createConnectClient(AdminService, transport),
     capabilities: createConnectClient(CapabilityService, transport),
     transport,
     watch: (taskId, watchOptions) => watch(tasks, taskId, watchOptions),
+    async start(request) {
+      const res = await tasks.startTask(request);
+      return new TaskHandle(tasks, hitl, res.task?.taskId ?? "", res);
+    },
+    task: (taskId) => new TaskHandle(tasks, hitl, taskId),
+    approve: (interruptId, o = {}) => resolve(hitl, interruptId, { case: "approve", value: { reason: o.reason } }, o),
+    reject: async (interruptId, reason, o = {}) => {
+      if (!reason) throw new Error("client: reject needs a reason");
+      return resolve(hitl, interruptId, { case: "reject", value: { reason } }, o);
+    },
+    edit: (interruptId, args, o = {}) =>
+      resolve(hitl, interruptId, { case: "edit", value: { reason: o.reason, argumentsJson: JSON.stringify(args) } }, o),
     close() {
       if (closed) return;
       closed = true;

@@ -4,6 +4,7 @@
 // its client and worker: its Task class would otherwise shadow the Task message here.
 export { createClient, type AgentplaneClient, type ClientOptions, type TlsOptions } from "./client.js";
 export { AgentplaneError, toAgentplaneError, type FieldViolation } from "./errors.js";
+export { TaskHandle, terminal, type CallOptions, type ResolveOptions, type ToolOutputInit, type WaitOptions } from "./task.js";
 export { watch, type WatchItem, type WatchOptions } from "./watch.js";
 export { Code, ConnectError } from "@connectrpc/connect";
 export * from "../gen/agentplane/v1/admin_service_pb.js";

@@ -85,7 +85,7 @@ func (w *watcher) run(ctx context.Context) error {
 			// The stream ended without the task ending (a server restarting
 			// gracefully, or --after past the end): ask whether it is over.
 			resp, gerr := w.tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: w.id, View: agentplanev1.TaskView_TASK_VIEW_BASIC})
-			if gerr == nil && terminal(resp.GetTask().GetState()) {
+			if gerr == nil && client.Terminal(resp.GetTask().GetState()) {
 				return nil
 			}
 			err = errors.New("the stream ended before the task did")
@@ -136,18 +136,10 @@ func (w *watcher) once(ctx context.Context) (ended bool, err error) {
 			return false, err
 		}
 		w.last = ev.GetSequence()
-		if terminal(ev.GetStateChanged().GetToState()) {
+		if client.Terminal(ev.GetStateChanged().GetToState()) {
 			return true, nil
 		}
 	}
-}
-
-func terminal(s agentplanev1.TaskState) bool {
-	switch s {
-	case agentplanev1.TaskState_TASK_STATE_COMPLETED, agentplanev1.TaskState_TASK_STATE_FAILED, agentplanev1.TaskState_TASK_STATE_CANCELED:
-		return true
-	}
-	return false
 }
 
 // refusedCalls are the task's calls that were refused and by whom, by call id,

@@ -18,6 +18,7 @@ import grpc
 import grpc.aio
 
 from agentplane.client import SERVICES, Resume, _Service, channel_args, request_builder, snake
+from agentplane import task as _task
 from agentplane.errors import AgentplaneError
 
 
@@ -51,7 +52,102 @@ def _make_async_method(rpc, req_cls, streaming, metadata, name):
     return method
 
 
-class AsyncClient:
+class AsyncTaskHandle:
+    """agentplane.task.TaskHandle on asyncio: the same calls as coroutines (watch an async
+    generator). AsyncClient.start returns one, AsyncClient.task makes one."""
+
+    def __init__(self, client, task_id, started=None):
+        self._c = client
+        self.id = task_id
+        self.started = started
+
+    def __repr__(self):
+        return f"AsyncTaskHandle({self.id!r})"
+
+    async def get(self):
+        """The task as it is now (a Task message)."""
+        return (await self._c.tasks.get_task(task_id=self.id)).task
+
+    def watch(self, after_sequence=0, **kw):
+        """AsyncClient.watch for this task."""
+        return self._c.watch(self.id, after_sequence, **kw)
+
+    async def wait(self, until_input_required=False):
+        """TaskHandle.wait: the task once terminal (or INPUT_REQUIRED, with the flag).
+        Cancel the awaiting task to stop waiting."""
+        first = True
+        watch = self.watch()
+        try:
+            async for resp in watch:
+                to = _task._changed_to(resp)
+                if not first and (to is None or not _task._done(to, until_input_required)):
+                    continue
+                first = False
+                task = await self.get()
+                if _task._done(task.state, until_input_required):
+                    return task
+        finally:
+            await watch.aclose()
+        task = await self.get()
+        if _task._done(task.state, until_input_required):
+            return task
+        raise RuntimeError(f"the watch of task {self.id} ended before it was done")
+
+    async def cancel(self, reason="", *, request_id=None):
+        """Cancels the task (CancelTask); returns the task."""
+        return (await self._c.tasks.cancel_task(task_id=self.id, reason=reason, request_id=_task._rid(request_id))).task
+
+    async def continue_(self, message, *, request_id=None):
+        """Answers a chat pause with the user's next message (text, a Message or its dict)."""
+        resp = await self._c.tasks.continue_task(
+            task_id=self.id, request_id=_task._rid(request_id), **_task._continue_fields(message)
+        )
+        return resp.task
+
+    async def continue_tool_outputs(self, outputs, *, request_id=None):
+        """Sends the outputs of the client-executed tool calls the task waits for."""
+        resp = await self._c.tasks.continue_task(
+            task_id=self.id, request_id=_task._rid(request_id), tool_outputs={"outputs": list(outputs)}
+        )
+        return resp.task
+
+    async def interrupts(self):
+        """The task's pending interrupts."""
+        return list((await self._c.hitl.list_interrupts(task_id=self.id, **_task._PENDING)).interrupts)
+
+
+class AsyncHelpers:
+    """AsyncClient's start, task, approve, reject and edit: Client's, as coroutines."""
+
+    async def start(self, request=None, **fields):
+        """Starts a task and returns its AsyncTaskHandle."""
+        resp = await self.tasks.start_task(request, **fields)
+        return AsyncTaskHandle(self, resp.task.task_id, resp)
+
+    def task(self, task_id):
+        """The AsyncTaskHandle of an existing task; makes no call."""
+        return AsyncTaskHandle(self, task_id)
+
+    async def approve(self, interrupt_id, *, reason=None, request_id=None, args_digest=None):
+        """Client.approve: resolves against the interrupt's argument digest, with a request id."""
+        return await self._resolve(_task._resolve_fields(interrupt_id, "approve", reason, None), request_id, args_digest)
+
+    async def reject(self, interrupt_id, reason, *, request_id=None, args_digest=None):
+        """Client.reject."""
+        return await self._resolve(_task._resolve_fields(interrupt_id, "reject", reason, None), request_id, args_digest)
+
+    async def edit(self, interrupt_id, args, *, reason=None, request_id=None, args_digest=None):
+        """Client.edit."""
+        return await self._resolve(_task._resolve_fields(interrupt_id, "edit", reason, args), request_id, args_digest)
+
+    async def _resolve(self, fields, request_id, args_digest):
+        if args_digest is None:
+            args_digest = (await self.hitl.get_interrupt(interrupt_id=fields["interrupt_id"])).interrupt.args_digest
+        resp = await self.hitl.resolve_interrupt(args_digest=args_digest, request_id=_task._rid(request_id), **fields)
+        return resp.interrupt
+
+
+class AsyncClient(AsyncHelpers):
     """A connection to an agentplane control plane on asyncio; the arguments are Client's.
 
     Create it inside a running event loop (grpc.aio channels belong to the loop).

@@ -19,6 +19,7 @@ import grpc
 
 from agentplane import _convert
 from agentplane.errors import AgentplaneError
+from agentplane.task import Helpers
 from agentplane.v1 import (
     admin_service_pb2,
     admin_service_pb2_grpc,
@@ -201,7 +202,7 @@ SERVICES = (
 )
 
 
-class Client:
+class Client(Helpers):
     """A connection to an agentplane control plane.
 
     address: host:port of its gRPC listener. token: a bearer token sent on every call.
@@ -210,6 +211,9 @@ class Client:
     channel options. Like the Go client,
     it refuses to send a token in plaintext to a non-loopback address unless
     plaintext_token is true (for a TLS-terminating proxy in between).
+
+    start(...) returns a TaskHandle (wait, watch, continue_, cancel), task(id) makes one for
+    an existing task, and approve, reject, edit decide an interrupt (agentplane.task).
     """
 
     def __init__(self, address, token=None, tls=None, options=None, plaintext_token=False):
