@@ -2,8 +2,12 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentplane/agentplane/internal/testutil"
 	"github.com/agentplane/agentplane/server/store"
@@ -105,5 +109,46 @@ func TestCallerGivingUpDoesNotFailItsBatchMate(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An Update whose own statement fails for a reason worth retrying, every time, is run
+// again alone exactly MaxRetries times and then fails with that error: it does not
+// retry for ever. A trigger makes every insert into tasks fail with
+// serialization_failure (40001), which retryable takes as worth another try.
+//
+// Mutants: runAlone without its retry bound (the Update retried until its context
+// ended), or counting its attempts from 2 (one retry fewer than MaxRetries).
+func TestPersistentRetryableFailureIsBounded(t *testing.T) {
+	const retries = 3
+	dsn := pgtest.DSN(t)
+	s, err := Open(context.Background(), dsn, Options{MaxConns: 4, MaxRetries: retries})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), `
+		CREATE FUNCTION always_serialization_failure() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'forced by the test' USING ERRCODE = '40001'; END $$;
+		CREATE TRIGGER always_serialization_failure BEFORE INSERT ON tasks
+			FOR EACH ROW EXECUTE FUNCTION always_serialization_failure();`); err != nil {
+		t.Fatal(err)
+	}
+	// The bound of the test, far beyond the retries' few milliseconds of backoff: an
+	// Update without its bound ends here, with the context's error.
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitLimit)
+	defer cancel()
+	err = s.Update(ctx, func(w store.Writer) error { return w.PutTask(storetest.Task("acme", "t1", time.Now())) })
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "40001" {
+		t.Fatalf("Update = %v, want the serialization failure once the retries are spent", err)
+	}
+	if n := s.retried.Load(); n != retries {
+		t.Fatalf("the Update ran again alone %d times, want MaxRetries = %d", n, retries)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,5 +150,26 @@ func TestOutboxReadErrorsAreNotAbsence(t *testing.T) {
 		if err := s.View(context.Background(), read); err == nil || store.IsNotFound(err) {
 			t.Errorf("%s of an undecodable record = %v; want the decoding error", name, err)
 		}
+	}
+}
+
+// A record that cannot be encoded (a string field that is not UTF-8) is refused by
+// PutOutbox with the encoding error, and nothing is written.
+//
+// Mutant: PutOutbox's encoding error return skipped (the insert then sent without a
+// record, which the database refuses with another error, blamed on the connection).
+func TestOutboxRecordThatCannotBeEncodedIsRefused(t *testing.T) {
+	s := open(t, pgtest.DSN(t))
+	defer s.Close()
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	rec := storetest.Outbox("acme", "o1", at, at)
+	rec.LastError = "not utf-8: \xff"
+	var putErr error
+	err := s.Update(context.Background(), func(w store.Writer) error { putErr = w.PutOutbox(rec); return putErr })
+	if putErr == nil || !strings.Contains(putErr.Error(), "store: encoding") || err != putErr {
+		t.Fatalf("PutOutbox = %v (Update %v), want the encoding error", putErr, err)
+	}
+	if err := s.View(context.Background(), func(r store.Reader) error { _, err := r.GetOutbox("o1"); return err }); !store.IsNotFound(err) {
+		t.Fatalf("GetOutbox after the refused put = %v, want not found", err)
 	}
 }
