@@ -115,7 +115,7 @@ func TestApproveRejectEdit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			task, err := h.Wait(ctx, client.UntilInputRequired()) // INPUT_REQUIRED: a call waits
+			_, err = h.Wait(ctx, client.UntilInputRequired()) // INPUT_REQUIRED: a call waits
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +135,7 @@ func TestApproveRejectEdit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			task, err = h.Wait(ctx) // COMPLETED
+			task, err := h.Wait(ctx) // COMPLETED
 			// end snippet
 			if err != nil {
 				t.Fatal(err)
