@@ -1,0 +1,33 @@
+package hitl
+
+import "context"
+
+// Channel is where a decision on an interrupt was made: the API, ctl, the console, a
+// Slack button, a signed link or an email. It is recorded with the decision (audit)
+// and is not a permission: the principal decides what a decision may do.
+type Channel string
+
+// The channels a decision can come through.
+const (
+	ChannelAPI     Channel = "api"
+	ChannelCtl     Channel = "ctl"
+	ChannelConsole Channel = "console"
+	ChannelSlack   Channel = "slack"
+	ChannelLink    Channel = "link"
+	ChannelEmail   Channel = "email"
+)
+
+type channelKey struct{}
+
+// WithChannel returns ctx carrying the channel a decision made under it comes from.
+func WithChannel(ctx context.Context, ch Channel) context.Context {
+	return context.WithValue(ctx, channelKey{}, ch)
+}
+
+// ChannelFrom returns the channel ctx carries, ChannelAPI when none.
+func ChannelFrom(ctx context.Context) Channel {
+	if ch, ok := ctx.Value(channelKey{}).(Channel); ok && ch != "" {
+		return ch
+	}
+	return ChannelAPI
+}
