@@ -63,7 +63,7 @@ func jsonrpcError(id json.RawMessage, e *rpcError) map[string]any {
 // so that an HTTP client (and a proxy) sees them for what they are.
 func jsonrpcStatus(e *rpcError) int {
 	switch e.http {
-	case http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusRequestEntityTooLarge:
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusRequestEntityTooLarge, http.StatusMethodNotAllowed:
 		return e.http
 	}
 	return http.StatusOK
@@ -213,10 +213,10 @@ func (h *Handler) unary(ctx context.Context, r *http.Request, ag *Agent, op stri
 			return nil, e
 		}
 		var hl *int32
+		if c := req.Configuration; c == nil || !c.ReturnImmediately {
+			t = h.await(ctx, t) // blocking is the default
+		}
 		if c := req.Configuration; c != nil {
-			if !c.ReturnImmediately {
-				t = h.await(ctx, t)
-			}
 			hl = c.HistoryLength
 		}
 		v, e := h.view(ctx, t, hl, true)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -144,6 +145,16 @@ func (h *Handler) follow(ctx context.Context, t *agentplanev1.Task, after int64,
 	cur := cloneTask(t)
 	id, cx := t.GetTaskId(), contextOf(t)
 	drafts := map[string]bool{}
+	// The interrupts raised and not yet resolved, as of the stream's position: what a
+	// paused task waits for is read from the log (the state change's reason, the
+	// interrupts raised before it), never from the task as it is now, so that a replay
+	// says what was true then.
+	open := map[string]*agentplanev1.Interrupt{}
+	if after == t.GetLastSequence() {
+		for _, in := range h.pendingOf(ctx, t).interrupts {
+			open[in.GetInterruptId()] = in
+		}
+	}
 	for !s.broken {
 		resp, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -169,7 +180,7 @@ func (h *Handler) follow(ctx context.Context, t *agentplanev1.Task, after int64,
 			drafts[aid] = true
 		case *agentplanev1.WatchTaskResponse_Event:
 			ev := k.Event
-			out, end := h.mapEvent(ctx, cur, ev, closeOnInput)
+			out, end := h.mapEvent(ctx, cur, ev, open, closeOnInput)
 			for i, o := range out {
 				seq := int64(0)
 				if i == len(out)-1 {
@@ -190,9 +201,16 @@ func cloneTask(t *agentplanev1.Task) *agentplanev1.Task {
 }
 
 // mapEvent maps one log event to A2A stream events; end reports that the stream is over.
-func (h *Handler) mapEvent(ctx context.Context, cur *agentplanev1.Task, ev *agentplanev1.TaskEvent, closeOnInput bool) ([]*streamResponse, bool) {
+func (h *Handler) mapEvent(ctx context.Context, cur *agentplanev1.Task, ev *agentplanev1.TaskEvent, open map[string]*agentplanev1.Interrupt, closeOnInput bool) ([]*streamResponse, bool) {
 	id, cx := cur.GetTaskId(), contextOf(cur)
 	switch p := ev.GetPayload().(type) {
+	case *agentplanev1.TaskEvent_InterruptRaised:
+		in := p.InterruptRaised.GetInterrupt()
+		open[in.GetInterruptId()] = in
+		return nil, false
+	case *agentplanev1.TaskEvent_InterruptResolved:
+		delete(open, p.InterruptResolved.GetInterruptId())
+		return nil, false
 	case *agentplanev1.TaskEvent_StateChanged:
 		cur.State, cur.UpdateTime = p.StateChanged.GetToState(), ev.GetTime()
 		if terminal(cur) {
@@ -203,7 +221,11 @@ func (h *Handler) mapEvent(ctx context.Context, cur *agentplanev1.Task, ev *agen
 			}
 			return []*streamResponse{{StatusUpdate: &statusUpdate{TaskID: id, ContextID: cx, Status: status(cur, pending{})}}}, true
 		}
-		st := status(cur, h.pendingOf(ctx, cur))
+		var pd pending
+		if cur.GetState() == agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED {
+			pd = waitingFor(p.StateChanged.GetReason(), open)
+		}
+		st := status(cur, pd)
 		return []*streamResponse{{StatusUpdate: &statusUpdate{TaskID: id, ContextID: cx, Status: st}}}, closeOnInput && interruptedState(st.State)
 	case *agentplanev1.TaskEvent_CancelRequested:
 		cur.CancelRequested = true
@@ -279,4 +301,24 @@ func (h *Handler) settled(ctx context.Context, t *agentplanev1.Task) bool {
 	}
 	k := h.pendingOf(ctx, t).kind
 	return k == waitTurnEnd || k == waitToolOutput
+}
+
+// waitingFor is what a pause waits for, from the reason of the state change that
+// paused the task (tasks.StateChanged.reason) and the interrupts open at that point.
+func waitingFor(reason string, open map[string]*agentplanev1.Interrupt) pending {
+	ints := make([]*agentplanev1.Interrupt, 0, len(open))
+	for _, in := range open {
+		ints = append(ints, in)
+	}
+	sort.Slice(ints, func(i, j int) bool { return ints[i].GetInterruptId() < ints[j].GetInterruptId() })
+	p := classify(ints)
+	switch reason {
+	case "turn.ended":
+		p.kind = waitTurnEnd
+	case "tool_output.required":
+		p.kind = waitToolOutput
+	case "interrupt.raised", "interrupt.pending", "task.suspended":
+		p.kind = waitApproval
+	}
+	return p
 }
