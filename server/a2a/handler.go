@@ -671,7 +671,9 @@ func (h *Handler) listTasks(ctx context.Context, ag *Agent, req *listTasksReques
 	lreq := &agentplanev1.ListTasksRequest{PageSize: size, PageToken: req.PageToken, LabelSelector: sel}
 	var want string
 	switch req.Status {
-	case "", "TASK_STATE_UNSPECIFIED":
+	case "", "TASK_STATE_UNSPECIFIED", "UNRECOGNIZED":
+		// UNRECOGNIZED is what ts-proto writes for an enum left unset (@a2a-js/sdk
+		// 1.3's listTasks without a status): no filter, as the client meant.
 	case stateSubmitted:
 		lreq.States = []agentplanev1.TaskState{agentplanev1.TaskState_TASK_STATE_SUBMITTED}
 	case stateWorking:
