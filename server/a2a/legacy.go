@@ -130,7 +130,8 @@ func fromLegacyMessage(m *a2a03.Message) (*message, *rpcError) {
 	return out, nil
 }
 
-// fromLegacySend converts 0.3 MessageSendParams. 0.3's blocking defaulted to false.
+// fromLegacySend converts 0.3 MessageSendParams. An absent blocking is blocking, as
+// 0.3 servers (a2a-go's) take it and 0.3 clients (a2a-go's, the JS SDK's) mean it.
 func fromLegacySend(raw json.RawMessage) (*sendRequest, *rpcError) {
 	var p a2a03.MessageSendParams
 	if err := json.Unmarshal(raw, &p); err != nil {
@@ -140,10 +141,10 @@ func fromLegacySend(raw json.RawMessage) (*sendRequest, *rpcError) {
 	if rerr != nil {
 		return nil, rerr
 	}
-	req := &sendRequest{Message: m, Metadata: p.Metadata, Configuration: &sendConfig{ReturnImmediately: true}}
+	req := &sendRequest{Message: m, Metadata: p.Metadata, Configuration: &sendConfig{}}
 	if c := p.Config; c != nil {
 		req.Configuration.AcceptedOutputModes = c.AcceptedOutputModes
-		req.Configuration.ReturnImmediately = c.Blocking == nil || !*c.Blocking
+		req.Configuration.ReturnImmediately = c.Blocking != nil && !*c.Blocking
 		if c.HistoryLength != nil {
 			n := int32(min(max(*c.HistoryLength, -1), 1<<20))
 			req.Configuration.HistoryLength = &n
