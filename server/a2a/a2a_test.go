@@ -168,6 +168,13 @@ func TestA2ASendMessageIsIdempotent(t *testing.T) {
 	if n := strings.Count(string(byCtx.Result), `"id":`); n != 2 {
 		t.Fatalf("tasks of the context: %s", byCtx.Result)
 	}
+	// An ended task cannot be canceled; an unknown one is not found.
+	if r := f.rpc(t, "helpdesk", "", "CancelTask", map[string]any{"id": first.ID}); r.code() != -32002 {
+		t.Fatalf("cancel of a completed task: %+v", r.Error)
+	}
+	if r := f.rpc(t, "helpdesk", "", "SubscribeToTask", map[string]any{"id": first.ID}); r.code() != -32004 {
+		t.Fatalf("subscribe to a completed task: %+v", r.Error)
+	}
 	// A terminal task takes no more messages.
 	late := f.rpc(t, "helpdesk", "", "SendMessage", map[string]any{"message": map[string]any{
 		"messageId": "m-3", "role": "ROLE_USER", "taskId": first.ID, "parts": []any{map[string]any{"text": "more"}}}})

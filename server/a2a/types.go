@@ -159,19 +159,6 @@ type pushConfig struct {
 	Authentication *authenticationInfo `json:"authentication,omitempty"`
 }
 
-type pushConfigRequest struct {
-	Tenant    string `json:"tenant,omitempty"`
-	TaskID    string `json:"taskId"`
-	ID        string `json:"id,omitempty"`
-	PageSize  int32  `json:"pageSize,omitempty"`
-	PageToken string `json:"pageToken,omitempty"`
-}
-
-type listPushConfigsResponse struct {
-	Configs       []pushConfig `json:"configs"`
-	NextPageToken string       `json:"nextPageToken,omitempty"`
-}
-
 // The agent card.
 
 type agentInterface struct {
@@ -198,8 +185,6 @@ type agentCapabilities struct {
 	PushNotifications bool             `json:"pushNotifications"`
 	Extensions        []agentExtension `json:"extensions,omitempty"`
 	ExtendedAgentCard bool             `json:"extendedAgentCard"`
-	// 0.3: the extended card flag lived at the top level (supportsAuthenticatedExtendedCard).
-	StateTransitionHistory bool `json:"stateTransitionHistory"`
 }
 
 type agentSkill struct {
