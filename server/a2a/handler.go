@@ -297,14 +297,36 @@ func (h *Handler) history(ctx context.Context, t *agentplanev1.Task, n int) ([]m
 		return nil, nil
 	}
 	n = min(n, maxHistory)
+	// Read a window at the end of the log, widened until it holds n messages or is
+	// the whole log, so that a long task costs what its last messages cost.
+	last := t.GetLastSequence()
+	for window := int64(8 * n); ; window *= 4 {
+		after := max(0, last-window)
+		ring, err := h.readMessages(ctx, t, after, last, n)
+		if err != nil {
+			return nil, err
+		}
+		if len(ring) >= n || after == 0 {
+			return ring, nil
+		}
+	}
+}
+
+// readMessages reads the messages of events (after, until] of the log, keeping the
+// last n.
+func (h *Handler) readMessages(ctx context.Context, t *agentplanev1.Task, after, until int64, n int) ([]message, *rpcError) {
+	id, cx := t.GetTaskId(), contextOf(t)
 	var ring []message
 	token := ""
 	for {
-		resp, err := h.tasks.ListTaskEvents(ctx, &agentplanev1.ListTaskEventsRequest{TaskId: id, PageSize: 500, PageToken: token})
+		resp, err := h.tasks.ListTaskEvents(ctx, &agentplanev1.ListTaskEventsRequest{TaskId: id, PageSize: 500, PageToken: token, AfterSequence: after})
 		if err != nil {
 			return nil, fromAPI(err)
 		}
 		for _, ev := range resp.GetEvents() {
+			if ev.GetSequence() > until {
+				return ring, nil
+			}
 			var m *agentplanev1.Message
 			switch p := ev.GetPayload().(type) {
 			case *agentplanev1.TaskEvent_Submitted:
