@@ -108,6 +108,7 @@ func (s *Server) openDomain() (err error) {
 	s.metrics.registry.MustRegister(newStoreCollector(d.store.Stats, d.store.Health, d.store.Features()))
 	if d.webhooks, err = webhooks.New(webhooks.Options{
 		Store: d.store, Config: cfg.Notifications, BaseDir: cfg.BaseDir(), Logger: s.log, Registerer: s.metrics.registry,
+		A2APush: a2aPushFunc(&cfg),
 	}); err != nil {
 		return err
 	}

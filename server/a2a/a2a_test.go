@@ -72,7 +72,7 @@ func TestA2ACardsAreTrue(t *testing.T) {
 		}
 	}
 	caps := calc["capabilities"].(map[string]any)
-	if caps["streaming"] != true || caps["pushNotifications"] != false || caps["extendedAgentCard"] != false {
+	if caps["streaming"] != true || caps["pushNotifications"] != true || caps["extendedAgentCard"] != false {
 		t.Errorf("single-user capabilities: %v", caps)
 	}
 	if _, ok := calc["securitySchemes"]; ok {
@@ -88,8 +88,15 @@ func TestA2ACardsAreTrue(t *testing.T) {
 	if r := f.rpc(t, "calculator", "", "GetExtendedAgentCard", nil); r.code() != -32004 {
 		t.Errorf("extended card without authentication: %+v", r.Error)
 	}
-	if r := f.rpc(t, "calculator", "", "CreateTaskPushNotificationConfig", map[string]any{"taskId": "x", "url": "https://example.com/hook"}); r.code() != -32003 {
-		t.Errorf("push config: %+v", r.Error)
+	if r := f.rpc(t, "calculator", "", "CreateTaskPushNotificationConfig", map[string]any{"taskId": "x", "url": "https://example.com/hook"}); r.code() != -32001 {
+		t.Errorf("push config of a missing task: %+v", r.Error)
+	}
+	off := startFace(t, nil, func(c *config.Config) { c.A2A.DisablePush = true })
+	if _, card := getCard(t, off.base+"/.well-known/agent-card.json"); card["capabilities"].(map[string]any)["pushNotifications"] != false {
+		t.Errorf("push advertised while off")
+	}
+	if r := off.rpc(t, "calculator", "", "CreateTaskPushNotificationConfig", map[string]any{"taskId": "x", "url": "https://example.com/hook"}); r.code() != -32003 {
+		t.Errorf("push config while off: %+v", r.Error)
 	}
 
 	mt := startFace(t, []string{"acme"}, nil)
@@ -277,6 +284,8 @@ func TestA2ATenants(t *testing.T) {
 		{"GetTask", func(id string) any { return map[string]any{"id": id} }},
 		{"CancelTask", func(id string) any { return map[string]any{"id": id} }},
 		{"SubscribeToTask", func(id string) any { return map[string]any{"id": id} }},
+		{"ListTaskPushNotificationConfigs", func(id string) any { return map[string]any{"taskId": id} }},
+		{"CreateTaskPushNotificationConfig", func(id string) any { return map[string]any{"taskId": id, "url": "https://example.com/hook"} }},
 		{"SendMessage", func(id string) any {
 			return map[string]any{"message": map[string]any{"messageId": "t-" + id, "role": "ROLE_USER", "taskId": id, "parts": []any{map[string]any{"text": "x"}}}}
 		}},
@@ -485,7 +494,9 @@ func TestA2AHostileInput(t *testing.T) {
 		{"two contents in a part", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"x","url":"https://e"}]}}}`, nil, -32602, 200},
 		{"agent role", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"x"}]}}}`, nil, -32602, 200},
 		{"tenant path", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"tenant":"globex","message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"x"}]}}}`, nil, -32602, 200},
-		{"push config", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"x"}]},"configuration":{"taskPushNotificationConfig":{"url":"http://169.254.169.254/"}}}}`, nil, -32003, 200},
+		{"push to the metadata address", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"x"}]},"configuration":{"taskPushNotificationConfig":{"url":"http://169.254.169.254/"}}}}`, nil, -32602, 200},
+		{"push to loopback", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"x"}]},"configuration":{"taskPushNotificationConfig":{"url":"http://127.0.0.1:1/hook"}}}}`, nil, -32602, 200},
+		{"push with a header injection", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"x"}]},"configuration":{"taskPushNotificationConfig":{"url":"https://example.com/","authentication":{"scheme":"Bearer","credentials":"a\r\nX-Evil: 1"}}}}}`, nil, -32602, 200},
 		{"output modes", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"x"}]},"configuration":{"acceptedOutputModes":["image/png"]}}}`, nil, -32005, 200},
 		{"long messageId", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"` + strings.Repeat("m", 200) + `","role":"ROLE_USER","parts":[{"text":"x"}]}}}`, nil, -32602, 200},
 		{"unsupported version", `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}`, map[string]string{"A2A-Version": "2.0"}, -32009, 200},

@@ -60,6 +60,8 @@ type Options struct {
 	MaxStreams int
 	// BlockingTimeout bounds how long a blocking SendMessage waits.
 	BlockingTimeout time.Duration
+	// Push keeps tasks' push configs; nil turns push notifications off.
+	Push PushStore
 	// Version is the server's version, the cards' version.
 	Version    string
 	Log        *slog.Logger
@@ -389,7 +391,12 @@ func (h *Handler) submit(ctx context.Context, ag *Agent, req *sendRequest) (*age
 		return nil, invalidParams("message.parts: at least one part is required")
 	}
 	if c := req.Configuration; c != nil && c.PushConfig != nil {
-		return nil, newErr(codePushNotSupported, "push notifications are not supported by this agent")
+		if h.o.Push == nil {
+			return nil, pushNotSupported()
+		}
+		if e := h.checkPush(c.PushConfig); e != nil {
+			return nil, e
+		}
 	}
 	if c := req.Configuration; c != nil && len(c.AcceptedOutputModes) > 0 && !acceptsOutput(c.AcceptedOutputModes) {
 		return nil, newErr(codeContentType, "this agent answers in text/plain and application/json; acceptedOutputModes names neither")
@@ -567,7 +574,7 @@ func (h *Handler) card(r *http.Request, ag *Agent, extended bool) agentCard {
 			{URL: base, ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3"},
 		},
 		Provider:           &agentProvider{Organization: "agentplane", URL: h.baseURL(r)},
-		Capabilities:       agentCapabilities{Streaming: true, PushNotifications: false, ExtendedAgentCard: h.o.MultiTenant},
+		Capabilities:       agentCapabilities{Streaming: true, PushNotifications: h.o.Push != nil, ExtendedAgentCard: h.o.MultiTenant},
 		DefaultInputModes:  []string{"text/plain", "application/json"},
 		DefaultOutputModes: []string{"text/plain", "application/json"},
 		Skills: []agentSkill{{ID: ag.ID, Name: name, Description: desc, Tags: []string{"agentplane"},
@@ -776,4 +783,24 @@ func (h *Handler) cancel(ctx context.Context, ag *Agent, id string) (task, *rpcE
 		return task{}, e
 	}
 	return h.view(ctx, resp.GetTask(), nil, true)
+}
+
+// pushFromSend sets the push config a SendMessage names, for the task it started or
+// continued; a retry of the message sets the same config again (its id derives from
+// the message id unless the caller chose one).
+func (h *Handler) pushFromSend(ctx context.Context, r *http.Request, ag *Agent, t *agentplanev1.Task, req *sendRequest, legacy bool) *rpcError {
+	c := req.Configuration
+	if c == nil || c.PushConfig == nil {
+		return nil
+	}
+	in := *c.PushConfig
+	if in.ID == "" {
+		in.ID = "push-" + hashID("push", req.Message.MessageID)[:16]
+	}
+	version := "1.0"
+	if legacy {
+		version = "0.3"
+	}
+	_, e := h.setPush(ctx, r, ag, t.GetTaskId(), &in, version)
+	return e
 }

@@ -212,6 +212,9 @@ func (h *Handler) unary(ctx context.Context, r *http.Request, ag *Agent, op stri
 		if e != nil {
 			return nil, e
 		}
+		if e := h.pushFromSend(ctx, r, ag, t, req, legacy); e != nil {
+			return nil, e
+		}
 		var hl *int32
 		if c := req.Configuration; c == nil || !c.ReturnImmediately {
 			t = h.await(ctx, t) // blocking is the default
@@ -281,7 +284,7 @@ func (h *Handler) unary(ctx context.Context, r *http.Request, ag *Agent, op stri
 		}
 		return &c, nil
 	case "CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig", "ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig":
-		return nil, newErr(codePushNotSupported, "push notifications are not supported by this agent (capabilities.pushNotifications is false)")
+		return h.pushOp(ctx, r, ag, op, params, legacy)
 	}
 	return nil, newErr(codeMethodNotFound, "method not found")
 }
@@ -313,6 +316,9 @@ func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, r *http.Req
 		}
 		defer release()
 		if t, e = h.submit(ctx, ag, req); e != nil {
+			return e
+		}
+		if e := h.pushFromSend(ctx, r, ag, t, req, legacy); e != nil {
 			return e
 		}
 		after = t.GetLastSequence()

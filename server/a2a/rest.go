@@ -37,6 +37,14 @@ func (h *Handler) writeRESTError(w http.ResponseWriter, op string, e *rpcError) 
 // tenant path segment is not supported: the tenant comes from the credentials.
 func (h *Handler) serveREST(w http.ResponseWriter, r *http.Request, ag *Agent, path string) {
 	op, taskID := restRoute(r.Method, path)
+	// The push config methods name the task taskId, and a config by its id.
+	idKey, configID := "id", ""
+	if strings.Contains(op, "PushNotificationConfig") {
+		idKey = "taskId"
+		if _, c, ok := strings.Cut(path, "/pushNotificationConfigs/"); ok {
+			configID = unescape(c)
+		}
+	}
 	if op == "" {
 		h.writeRESTError(w, "", newErr(codeMethodNotFound, "no A2A HTTP+JSON operation is "+r.Method+" "+truncate(path, 80)))
 		return
@@ -65,7 +73,7 @@ func (h *Handler) serveREST(w http.ResponseWriter, r *http.Request, ag *Agent, p
 			return
 		}
 		if taskID != "" {
-			probe["id"], _ = json.Marshal(taskID)
+			probe[idKey], _ = json.Marshal(taskID)
 		}
 		params, _ = json.Marshal(probe)
 	default:
@@ -76,7 +84,10 @@ func (h *Handler) serveREST(w http.ResponseWriter, r *http.Request, ag *Agent, p
 			return
 		}
 		if taskID != "" {
-			p["id"] = taskID
+			p[idKey] = taskID
+		}
+		if configID != "" {
+			p["id"] = configID
 		}
 		params, _ = json.Marshal(p)
 	}
@@ -130,8 +141,15 @@ func restRoute(method, path string) (op, taskID string) {
 		return "", ""
 	}
 	if id, sub, ok := strings.Cut(rest, "/"); ok {
-		if sub == "pushNotificationConfigs" || strings.HasPrefix(sub, "pushNotificationConfigs/") {
-			return "CreateTaskPushNotificationConfig", unescape(id) // every push method answers not supported
+		switch {
+		case sub == "pushNotificationConfigs" && method == http.MethodPost:
+			return "CreateTaskPushNotificationConfig", unescape(id)
+		case sub == "pushNotificationConfigs" && method == http.MethodGet:
+			return "ListTaskPushNotificationConfigs", unescape(id)
+		case strings.HasPrefix(sub, "pushNotificationConfigs/") && method == http.MethodGet:
+			return "GetTaskPushNotificationConfig", unescape(id)
+		case strings.HasPrefix(sub, "pushNotificationConfigs/") && method == http.MethodDelete:
+			return "DeleteTaskPushNotificationConfig", unescape(id)
 		}
 		return "", ""
 	}

@@ -27,6 +27,8 @@ type A2A struct {
 	// BlockingTimeout bounds how long a blocking SendMessage waits for the task to end
 	// or to need input; then it answers with the task as it is.
 	BlockingTimeout Duration `yaml:"blocking_timeout"`
+	// DisablePush turns A2A push notifications off (the cards say so).
+	DisablePush bool `yaml:"disable_push"`
 }
 
 // A2AAgent is what an agent card says of one agent.
@@ -38,6 +40,10 @@ type A2AAgent struct {
 	// Queue is the run queue the agent's A2A tasks start on (default: "default").
 	Queue string `yaml:"queue"`
 }
+
+// A2APushEndpoint is the endpoint name of the outbox's A2A push notifications (their
+// destination is the task's push config, not a configured webhook).
+const A2APushEndpoint = "a2a-push"
 
 // DefaultA2A is the face's defaults.
 func DefaultA2A() A2A {
