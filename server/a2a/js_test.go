@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/agentplane/agentplane/server/config"
 )
 
 const jsClientDir = "testdata/js-client"
@@ -14,8 +16,8 @@ const jsClientDir = "testdata/js-client"
 // TestA2AJSClient runs the A2A project's JavaScript SDK (@a2a-js/sdk 1.3.0, which
 // nobody here wrote) against the face, in both protocol versions: discover, send (and
 // its retry), stream, get, list, a call waiting for approval seen as working, the
-// stream killed and resubscribed, a continued chat turn, cancel
-// (testdata/js-client/client.mjs). Without node or the installed package it skips,
+// stream killed and resubscribed, a continued chat turn, cancel, and a push
+// notification received and its signature checked (testdata/js-client/client.mjs). Without node or the installed package it skips,
 // except under CI=true, where it fails: scripts/test installs it.
 func TestA2AJSClient(t *testing.T) {
 	missing := func(why string) {
@@ -31,7 +33,10 @@ func TestA2AJSClient(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(jsClientDir, "node_modules/@a2a-js/sdk/package.json")); err != nil {
 		missing("@a2a-js/sdk is not installed")
 	}
-	f := startFace(t, nil, nil)
+	f := startFace(t, nil, func(c *config.Config) {
+		c.Notifications.AllowPrivateDestinations = true // the receiver is on loopback
+		c.Notifications.PollInterval = config.Duration(10 * time.Millisecond)
+	})
 	f.runtime(t, "helpdesk", "", scriptRunner(t, helloScript))
 	f.runtime(t, "calc", "", scriptRunner(t, approvalScript))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

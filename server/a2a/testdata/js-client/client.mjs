@@ -5,7 +5,8 @@
 // helpdesk agent answers at once and whose calculator agent makes a tool call that a
 // person approves (through agentplane's own API: the A2A caller is not the approver).
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
 import { Client, ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { Role, TaskState } from '@a2a-js/sdk';
@@ -74,7 +75,7 @@ async function suite(label, helpdesk, calculator, { list }) {
     const card = await helpdesk.getAgentCard();
     assert.equal(card.name, 'helpdesk');
     assert.equal(card.capabilities.streaming, true);
-    assert.equal(card.capabilities.pushNotifications, false);
+    assert.equal(card.capabilities.pushNotifications, true);
   });
 
   let done;
@@ -157,6 +158,45 @@ async function suite(label, helpdesk, calculator, { list }) {
   });
 }
 
+// A webhook receiver on loopback: the push notifications of the tasks, as they come.
+const received = [];
+const receiver = createServer((req, res) => {
+  let body = '';
+  req.on('data', (c) => (body += c));
+  req.on('end', () => {
+    received.push({ headers: req.headers, body });
+    res.writeHead(200).end();
+  });
+});
+await new Promise((r) => receiver.listen(0, '127.0.0.1', r));
+const hookURL = `http://127.0.0.1:${receiver.address().port}/hook`;
+
+// verifyPush checks a notification as a receiver should: the config's credentials, its
+// token, and the Standard Webhooks signature keyed by the token.
+function verifyPush(n, token) {
+  assert.equal(n.headers.authorization, 'Bearer push-cred');
+  assert.equal(n.headers['x-a2a-notification-token'], token);
+  const mac = createHmac('sha256', token).update(`${n.headers['webhook-id']}.${n.headers['webhook-timestamp']}.${n.body}`).digest('base64');
+  assert.equal(n.headers['webhook-signature'], `v1,${mac}`);
+}
+
+async function pushSuite(label, calculator) {
+  await check(`${label}: a push notification arrives, signed`, async () => {
+    const t = await calculator.sendMessage({ message: message('email for push'), metadata: gate, configuration: { returnImmediately: true, acceptedOutputModes: [] } });
+    const token = randomUUID();
+    const cfg = await calculator.createTaskPushNotificationConfig({ taskId: t.id, url: hookURL, token, authentication: { scheme: 'Bearer', credentials: 'push-cred' } });
+    assert.equal(cfg.url, hookURL);
+    const listed = await calculator.listTaskPushNotificationConfig({ taskId: t.id });
+    assert.ok(JSON.stringify(listed).includes(hookURL));
+    assert.ok(!JSON.stringify(listed).includes(token), 'a read shows the token');
+    // The approval wait, then the cancel, change the task's state: each is pushed.
+    await until('the approval wait', async () => statusData((await calculator.getTask({ id: t.id })).status)?.waitingForApproval);
+    await calculator.cancelTask({ id: t.id });
+    const n = await until('a signed notification', async () => received.find((x) => x.body.includes(t.id) && x.body.includes('ancel')));
+    verifyPush(n, token);
+  });
+}
+
 // A2A 1.0: the client picks the interface from the card.
 for (const transport of ['JSONRPC', 'HTTP+JSON']) {
   const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { preferredTransports: [transport] }));
@@ -164,6 +204,7 @@ for (const transport of ['JSONRPC', 'HTTP+JSON']) {
   const calculator = await factory.createFromUrl(`${base}/a2a/calculator/.well-known/agent-card.json`, '');
   assert.equal(helpdesk.protocolVersion, '1.0');
   await suite(`1.0 ${transport}`, helpdesk, calculator, { list: true });
+  await pushSuite(`1.0 ${transport}`, calculator);
 }
 
 // A2A 0.3: the SDK's 0.3 JSON-RPC transport (message/send, tasks/get, tasks/cancel,
@@ -175,7 +216,9 @@ for (const transport of ['JSONRPC', 'HTTP+JSON']) {
   const calculatorCard = await cardOf(`${base}/a2a/calculator/.well-known/agent-card.json`);
   const legacy = (card) => new Client(new LegacyJsonRpcTransport({ endpoint: card.supportedInterfaces.find((i) => i.protocolVersion === '0.3').url }), card);
   await suite('0.3 JSONRPC', legacy(helpdeskCard), legacy(calculatorCard), { list: false });
+  await pushSuite('0.3 JSONRPC', legacy(calculatorCard));
 }
 
+receiver.close();
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed === 0 ? 0 : 1);
