@@ -802,5 +802,8 @@ func (h *Handler) pushFromSend(ctx context.Context, r *http.Request, ag *Agent, 
 		version = "0.3"
 	}
 	_, e := h.setPush(ctx, r, ag, t.GetTaskId(), &in, version)
+	if e != nil && e.code == codeUnsupportedOp {
+		return nil // the task ended before its config was set: there is nothing left to notify
+	}
 	return e
 }

@@ -23,6 +23,9 @@ func TestValidateA2A(t *testing.T) {
 		{"agents queue", func(c *Config) { c.A2A.Agents = map[string]A2AAgent{"triager": {Queue: "-bad"}} }, "a2a.agents.triager.queue"},
 		{"max_streams", func(c *Config) { c.A2A.MaxStreams = 0 }, "a2a.max_streams"},
 		{"blocking_timeout", func(c *Config) { c.A2A.BlockingTimeout = Duration(time.Hour) }, "a2a.blocking_timeout"},
+		{"webhook named like the push endpoint", func(c *Config) {
+			c.Notifications.Webhooks = []Webhook{{Name: A2APushEndpoint, URL: "https://hooks.example.com/x", Events: []string{EventTaskEnded}, Format: FormatSlack}}
+		}, "reserved for A2A push notifications"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := Default()
