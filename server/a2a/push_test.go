@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/servertest"
 	"github.com/agentplane/agentplane/server/store/pgstore/pgtest"
 	"github.com/agentplane/agentplane/server/webhooks"
 )
@@ -177,6 +178,45 @@ func testPush(t *testing.T, backend func(*config.Config)) {
 	for _, p := range got[before:] {
 		if strings.Contains(string(p.body), first.ID) {
 			t.Errorf("a notification after the config was deleted: %s", p.body)
+		}
+	}
+}
+
+// TestA2APushConfigSurvivesRestart: a push config is kept with its task: after the
+// control plane restarts on the same store, the task's next change is still pushed.
+func TestA2APushConfigSurvivesRestart(t *testing.T) {
+	hits := make(chan string, 16)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		hits <- string(b)
+	}))
+	defer recv.Close()
+	fast := func(c *config.Config) {
+		c.Notifications.AllowPrivateDestinations = true
+		c.Notifications.PollInterval = config.Duration(10 * time.Millisecond)
+	}
+	f := startFace(t, nil, fast)
+	tk := mustTask(t, f.rpc(t, "helpdesk", "", "SendMessage", map[string]any{"message": userMessage("rs-1", "hi"),
+		"configuration": map[string]any{"returnImmediately": true}}), true)
+	if r := f.rpc(t, "helpdesk", "", "CreateTaskPushNotificationConfig", map[string]any{"taskId": tk.ID, "url": recv.URL, "token": "t0k"}); r.Error != nil {
+		t.Fatalf("create: %+v", r.Error)
+	}
+	cfg := f.in.Config
+	f.in.Stop(t)
+
+	cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
+	again := servertest.StartConfig(t, cfg)
+	f2 := &face{in: again, base: "http://" + again.HTTPAddr, tokens: f.tokens}
+	f2.runtime(t, "helpdesk", "", scriptRunner(t, helloScript))
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case body := <-hits:
+			if strings.Contains(body, tk.ID) && strings.Contains(body, "TASK_STATE_COMPLETED") {
+				return
+			}
+		case <-deadline:
+			t.Fatal("no notification of the task's end after the restart")
 		}
 	}
 }
