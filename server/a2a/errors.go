@@ -6,6 +6,9 @@ import (
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
+
+	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/server/apierr"
 	grpcstatus "google.golang.org/grpc/status"
 )
 
@@ -29,6 +32,13 @@ const (
 // errorDomain is the ErrorInfo domain of A2A's own errors; errors the API raised keep
 // their agentplane reason and domain.
 const errorDomain = "a2a-protocol.org"
+
+// The face's own limits carry agentplane's reasons (errors.proto) and domain:
+// limit.concurrency (a2a.max_streams open), limit.exceeded (a body over the bound).
+var (
+	reasonConcurrency = reasons.Wire(apierr.ReasonConcurrencyLimit)
+	reasonTooLarge    = reasons.Wire(apierr.ReasonResourceExhausted)
+)
 
 // rpcError is an error as both bindings write it.
 type rpcError struct {
@@ -59,16 +69,17 @@ func newErr(code int, msg string) *rpcError {
 		e.http, e.status, e.reason = http.StatusBadRequest, "FAILED_PRECONDITION", "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
 	case codeVersionNotSupported:
 		e.http, e.status, e.reason = http.StatusBadRequest, "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED"
+	// JSON-RPC's own errors carry no ErrorInfo: their code says it all.
 	case codeParseError:
-		e.http, e.status, e.reason = http.StatusBadRequest, "INVALID_ARGUMENT", "JSON_PARSE"
+		e.http, e.status = http.StatusBadRequest, "INVALID_ARGUMENT"
 	case codeInvalidRequest:
-		e.http, e.status, e.reason = http.StatusBadRequest, "INVALID_ARGUMENT", "INVALID_REQUEST"
+		e.http, e.status = http.StatusBadRequest, "INVALID_ARGUMENT"
 	case codeMethodNotFound:
-		e.http, e.status, e.reason = http.StatusNotFound, "UNIMPLEMENTED", "METHOD_NOT_FOUND"
+		e.http, e.status = http.StatusNotFound, "UNIMPLEMENTED"
 	case codeInvalidParams:
-		e.http, e.status, e.reason = http.StatusBadRequest, "INVALID_ARGUMENT", "INVALID_PARAMS"
+		e.http, e.status = http.StatusBadRequest, "INVALID_ARGUMENT"
 	default:
-		e.http, e.status, e.reason = http.StatusInternalServerError, "INTERNAL", "INTERNAL"
+		e.http, e.status = http.StatusInternalServerError, "INTERNAL"
 	}
 	return e
 }

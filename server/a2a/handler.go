@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
 )
 
 // Agent is one agent the face serves: a static agent of the deployment.
@@ -639,12 +640,12 @@ func (h *Handler) readBody(r *http.Request) ([]byte, *rpcError) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, &rpcError{code: codeInvalidRequest, http: http.StatusRequestEntityTooLarge, status: "INVALID_ARGUMENT", reason: "REQUEST_TOO_LARGE", domain: errorDomain, msg: "request body over " + strconv.FormatInt(limit, 10) + " bytes"}
+			return nil, &rpcError{code: codeInvalidRequest, http: http.StatusRequestEntityTooLarge, status: "INVALID_ARGUMENT", reason: reasonTooLarge, domain: apierr.Domain, msg: "request body over " + strconv.FormatInt(limit, 10) + " bytes"}
 		}
 		return nil, newErr(codeParseError, "reading the request body failed")
 	}
 	if int64(len(b)) > limit {
-		return nil, &rpcError{code: codeInvalidRequest, http: http.StatusRequestEntityTooLarge, status: "INVALID_ARGUMENT", reason: "REQUEST_TOO_LARGE", domain: errorDomain, msg: "request body over " + strconv.FormatInt(limit, 10) + " bytes"}
+		return nil, &rpcError{code: codeInvalidRequest, http: http.StatusRequestEntityTooLarge, status: "INVALID_ARGUMENT", reason: reasonTooLarge, domain: apierr.Domain, msg: "request body over " + strconv.FormatInt(limit, 10) + " bytes"}
 	}
 	return b, nil
 }

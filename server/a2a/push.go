@@ -191,7 +191,7 @@ func (h *Handler) deletePush(ctx context.Context, r *http.Request, ag *Agent, ta
 		return fromAPI(err)
 	}
 	if !found {
-		return &rpcError{code: codeTaskNotFound, http: http.StatusNotFound, status: "NOT_FOUND", reason: "PUSH_CONFIG_NOT_FOUND", domain: errorDomain, msg: "push config not found"}
+		return &rpcError{code: codeTaskNotFound, http: http.StatusNotFound, status: "NOT_FOUND", reason: "TASK_NOT_FOUND", domain: errorDomain, msg: "push config not found"}
 	}
 	return nil
 }
@@ -265,7 +265,7 @@ func (h *Handler) pushOp(ctx context.Context, r *http.Request, ag *Agent, op str
 				return pushView(taskID, c), nil
 			}
 		}
-		return nil, &rpcError{code: codeTaskNotFound, http: http.StatusNotFound, status: "NOT_FOUND", reason: "PUSH_CONFIG_NOT_FOUND", domain: errorDomain, msg: "push config not found"}
+		return nil, &rpcError{code: codeTaskNotFound, http: http.StatusNotFound, status: "NOT_FOUND", reason: "TASK_NOT_FOUND", domain: errorDomain, msg: "push config not found"}
 	default: // ListTaskPushNotificationConfigs
 		var taskID string
 		if legacy {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/apierr"
 )
 
 // sse writes a server-sent-event stream. Every event that comes from the task's log
@@ -95,7 +96,7 @@ func (h *Handler) acquireStream() (func(), *rpcError) {
 	default:
 		h.m.refused.Inc()
 		return nil, &rpcError{code: codeServerError, http: http.StatusTooManyRequests, status: "RESOURCE_EXHAUSTED",
-			reason: "TOO_MANY_STREAMS", domain: errorDomain, msg: "too many A2A streams are open on this server; retry later"}
+			reason: reasonConcurrency, domain: apierr.Domain, msg: "too many A2A streams are open on this server; retry later"}
 	}
 }
 
