@@ -49,7 +49,13 @@ type SMTPServer struct {
 }
 
 // NewSMTP starts the server; it stops when the test ends.
-func NewSMTP(t testing.TB) *SMTPServer {
+func NewSMTP(t testing.TB) *SMTPServer { return newSMTP(t, true) }
+
+// NewSMTPWithoutTLS starts a server that offers no STARTTLS (and takes AUTH in the
+// clear): a relay a sender must refuse.
+func NewSMTPWithoutTLS(t testing.TB) *SMTPServer { return newSMTP(t, false) }
+
+func newSMTP(t testing.TB, withTLS bool) *SMTPServer {
 	t.Helper()
 	cert, caPEM := selfSigned(t)
 	dir := t.TempDir()
@@ -59,7 +65,11 @@ func NewSMTP(t testing.TB) *SMTPServer {
 	}
 	s.srv = smtp.NewServer(backend{s})
 	s.srv.Domain = "127.0.0.1"
-	s.srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if withTLS {
+		s.srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	} else {
+		s.srv.AllowInsecureAuth = true
+	}
 	s.srv.MaxMessageBytes = 1 << 20
 	s.srv.MaxRecipients = 10
 	s.srv.ReadTimeout, s.srv.WriteTimeout = 10*time.Second, 10*time.Second
@@ -111,7 +121,7 @@ func (x *session) AuthMechanisms() []string { return []string{sasl.Plain} }
 
 func (x *session) Auth(mech string) (sasl.Server, error) {
 	return sasl.NewPlainServer(func(identity, user, pw string) error {
-		if _, ok := x.c.TLSConnectionState(); !ok {
+		if _, ok := x.c.TLSConnectionState(); !ok && x.c.Server().TLSConfig != nil {
 			return errors.New("AUTH before STARTTLS")
 		}
 		if user != x.s.User || pw != x.s.Password || (identity != "" && identity != user) {
