@@ -27,7 +27,7 @@ func TestSlackButtonsAndLinks(t *testing.T) {
 	var body struct {
 		Text   string `json:"text"`
 		Blocks []struct {
-			Type     string `json:"type"`
+			Type     string                `json:"type"`
 			Text     struct{ Text string } `json:"text"`
 			Elements []struct {
 				ActionID string `json:"action_id"`
