@@ -752,3 +752,37 @@ func wantEscaped(t *testing.T, text, html string) {
 		t.Fatalf("the text part: want the value on one line:\n%s", text)
 	}
 }
+
+// TestApprovalChannelsBehindTheGuard: the channels' paths are a form area of the
+// HTTP guard, like the console: a body must be a form (a cross-site simple request
+// as text/plain or JSON is refused), and no origin is a CORS origin for them, listed
+// or not; Slack's own form posts (no Origin) pass to the signature check.
+func TestApprovalChannelsBehindTheGuard(t *testing.T) {
+	const app = "https://app.example.com"
+	r := startChannels(t, func(c *config.Config) { c.HTTP.CORSOrigins = []string{app} })
+	_, in := r.raise(t, "acme", `{"n":1}`)
+	approve := linkPath(t, r.webhookLinks(t, in.GetInterruptId()).ApproveURL)
+	for _, c := range []guardReq{
+		{name: "link, listed origin", method: "POST", path: approve, body: "confirm=1",
+			header: []string{"Origin", app, "Content-Type", "application/x-www-form-urlencoded"}, want: http.StatusForbidden},
+		{name: "link preflight, listed origin", method: "OPTIONS", path: approve,
+			header: []string{"Origin", app, "Access-Control-Request-Method", "POST"}, want: http.StatusForbidden},
+		{name: "link as text/plain", method: "POST", path: approve, body: "confirm=1",
+			header: []string{"Content-Type", "text/plain"}, want: http.StatusUnsupportedMediaType},
+		{name: "slack as JSON", method: "POST", path: "/hitl/slack/interactions", body: `{"payload":"x"}`,
+			header: []string{"Content-Type", "application/json"}, want: http.StatusUnsupportedMediaType},
+		{name: "slack form, unsigned", method: "POST", path: "/hitl/slack/interactions", body: "payload=x",
+			header: []string{"Content-Type", "application/x-www-form-urlencoded"}, want: http.StatusUnauthorized},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			resp, body := guardDo(t, r.mt.in.HTTPAddr, c)
+			if resp.StatusCode != c.want {
+				t.Fatalf("%d %s, want %d", resp.StatusCode, body, c.want)
+			}
+			if resp.Header.Get("Access-Control-Allow-Origin") != "" {
+				t.Fatal("a channel path answered as a CORS origin")
+			}
+		})
+	}
+	r.wantPending(t, "acme", in.GetInterruptId(), "requests the guard refused")
+}
