@@ -187,7 +187,7 @@ func (h *Handler) slack(w http.ResponseWriter, r *http.Request) {
 	}
 	act := p.Actions[0]
 	var target webhooks.SlackAction
-	if err := json.Unmarshal([]byte(act.Value), &target); err != nil || target.Tenant == "" || target.Interrupt == "" {
+	if err := json.Unmarshal([]byte(act.Value), &target); err != nil || target.Tenant == "" || target.Interrupt == "" || target.Digest == "" {
 		h.count("slack", "bad_request")
 		http.Error(w, "the button's value is not ours", http.StatusBadRequest)
 		return

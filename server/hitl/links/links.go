@@ -119,7 +119,7 @@ func Parse(key []byte, token string, now time.Time) (Claims, error) {
 	}
 	var c Claims
 	if err := json.Unmarshal(b, &c); err != nil || c.V != 1 || c.Tenant == "" || c.Interrupt == "" ||
-		c.Approver == "" || (c.Action != Approve && c.Action != Reject) {
+		c.Digest == "" || c.Approver == "" || (c.Action != Approve && c.Action != Reject) {
 		return Claims{}, ErrInvalid
 	}
 	if now.Unix() >= c.Expires {
