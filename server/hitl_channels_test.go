@@ -32,6 +32,8 @@ import (
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/console"
 	"github.com/agentplane/agentplane/server/hitl/links"
+	"github.com/agentplane/agentplane/server/servertest"
+	"github.com/agentplane/agentplane/server/store/pgstore/pgtest"
 	"github.com/agentplane/agentplane/server/webhooks"
 	"github.com/agentplane/agentplane/server/webhooks/webhookstest"
 )
@@ -785,4 +787,48 @@ func TestApprovalChannelsBehindTheGuard(t *testing.T) {
 		})
 	}
 	r.wantPending(t, "acme", in.GetInterruptId(), "requests the guard refused")
+}
+
+// TestChannelsAcrossPostgresReplicas: two control planes on one PostgreSQL database
+// sharing the link key. A click on one and the same click on the other (a double click
+// balanced across replicas, which the per-replica replay cache cannot see) are one
+// decision; a link sent by either and used through one is dead on the other.
+func TestChannelsAcrossPostgresReplicas(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	r := startChannels(t, func(c *config.Config) {
+		c.Store.Backend = config.BackendPostgres
+		c.Store.Postgres.DSN = dsn
+	})
+	other := servertest.StartConfig(t, r.mt.in.Config) // the same data_dir: the same link key file
+	one, two := r.base, "http://"+other.HTTPAddr
+	at := func(base string) { r.base = base }
+	defer at(one)
+
+	taskID, in := r.raise(t, "acme", `{"n":1}`)
+	value, _ := button(t, r.slackMessage(t, in.GetInterruptId()), webhooks.SlackActionApprove)
+	at(one)
+	if code := r.click(t, slackAlice, webhooks.SlackActionApprove, value); code != http.StatusOK {
+		t.Fatalf("click on replica one: %d", code)
+	}
+	at(two)
+	if code := r.click(t, slackAlice, webhooks.SlackActionApprove, value); code != http.StatusOK {
+		t.Fatalf("click on replica two: %d", code)
+	}
+	if n := r.resolvedEvents(t, "acme", taskID); n != 1 {
+		t.Fatalf("%d InterruptResolved events, want 1", n)
+	}
+
+	taskID, in = r.raise(t, "acme", `{"n":2}`)
+	approve := linkPath(t, r.webhookLinks(t, in.GetInterruptId()).ApproveURL)
+	at(two)
+	if code, page := r.post(t, approve, url.Values{"confirm": {"1"}}); code != http.StatusOK {
+		t.Fatalf("link on replica two: %d\n%s", code, page)
+	}
+	at(one)
+	if code, _ := r.post(t, approve, url.Values{"confirm": {"1"}}); code != http.StatusGone {
+		t.Fatalf("the same link on replica one: %d, want 410", code)
+	}
+	if n := r.resolvedEvents(t, "acme", taskID); n != 1 {
+		t.Fatalf("%d InterruptResolved events, want 1", n)
+	}
 }
