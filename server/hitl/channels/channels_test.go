@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/hitl"
@@ -103,5 +105,46 @@ func TestChannelReachesTheDecisionPath(t *testing.T) {
 	}
 	if rec.calls[2].req.GetRequestId() == rec.calls[3].req.GetRequestId() {
 		t.Error("two links share a request id")
+	}
+}
+
+// TestResponseURLOnlySlacks: a response_url off hitl.slack.response_hosts, or one the
+// destination rules refuse, is never contacted; one on the list is.
+func TestResponseURLOnlySlacks(t *testing.T) {
+	hits := make(chan string, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits <- r.Host }))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	for _, c := range []struct {
+		name         string
+		raw          string
+		allowPrivate bool
+		want         string
+	}{
+		{"another host", "http://localhost:" + u.Port() + "/x", true, "refused"},
+		{"a private address without allow_private_destinations", srv.URL + "/x", false, "refused"},
+		{"userinfo", "http://user@127.0.0.1:" + u.Port() + "/x", true, "refused"},
+		{"listed", srv.URL + "/x", true, "ok"},
+	} {
+		h, err := New(Options{Resolver: &recorder{}, MayApprove: func(string, string) bool { return true }, SlackSecret: "s",
+			SlackHosts: []string{"127.0.0.1"}, Client: srv.Client(), AllowPrivate: c.allowPrivate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.respond(c.raw, []byte(`{}`))
+		h.Close()
+		var m dto.Metric
+		if err := h.responses.WithLabelValues(c.want).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.GetCounter().GetValue(); got != 1 {
+			t.Errorf("%s: %s = %v, want 1", c.name, c.want, got)
+		}
+		if c.want == "refused" && len(hits) != 0 {
+			t.Fatalf("%s: contacted %s", c.name, <-hits)
+		}
+	}
+	if len(hits) != 1 {
+		t.Fatalf("%d posts, want 1", len(hits))
 	}
 }
