@@ -85,6 +85,7 @@ func startChannels(t *testing.T, mutate func(*config.Config)) *channelsRig {
 		n.AllowPrivateDestinations = true
 		n.ConsoleURL = consoleBase
 		n.PollInterval = config.Duration(10 * time.Millisecond)
+		n.InitialBackoff, n.MaxBackoff = config.Duration(10*time.Millisecond), config.Duration(50*time.Millisecond)
 		n.Webhooks = []config.Webhook{
 			{Name: "acme-slack", Tenant: "acme", URL: r.slackIn.URL, Format: config.FormatSlack, Events: []string{config.EventInterruptCreated}},
 			{Name: "beta-slack", Tenant: "beta", URL: r.slackIn.URL, Format: config.FormatSlack, Events: []string{config.EventInterruptCreated}},
@@ -655,12 +656,17 @@ func TestApprovalLinkAttacks(t *testing.T) {
 // TestApprovalEmailOverSMTP: the approval email goes through a real SMTP server,
 // upgraded with STARTTLS and authenticated, with a plain-text and an HTML part that
 // both carry the approver's links, hostile values escaped and no header injected;
-// its approve link decides as the recipient's principal.
+// a relay that refuses it for a while gets it again from the outbox; its approve link
+// decides as the recipient's principal.
 func TestApprovalEmailOverSMTP(t *testing.T) {
 	r := startChannels(t, nil)
+	r.smtp.FailNext(2)
 	_, in := r.raise(t, "acme", `{"n":1}`)
 	id := in.GetInterruptId()
 	mails := r.smtp.WaitFor(t, testutil.WaitLimit, "the approval email", func(m []webhookstest.Mail) bool { return len(m) >= 1 })
+	if n := r.smtp.Refused(); n != 2 {
+		t.Fatalf("the relay refused %d attempts, want 2 before the one it took", n)
+	}
 	m := mails[0]
 	if !m.TLS || m.User != r.smtp.User || m.From != "approvals@example.com" || len(m.To) != 1 || m.To[0] != "alice@example.com" {
 		t.Fatalf("envelope %+v", m)

@@ -42,10 +42,27 @@ type SMTPServer struct {
 	CAFile         string
 	User, Password string
 
-	srv   *smtp.Server
-	mu    sync.Mutex
-	mails []Mail
-	wake  chan struct{}
+	srv      *smtp.Server
+	mu       sync.Mutex
+	mails    []Mail
+	failNext int
+	refused  int
+	wake     chan struct{}
+}
+
+// FailNext makes the next n messages fail with a temporary error (451) after their
+// data is sent, as a relay that is briefly unable to take mail does.
+func (s *SMTPServer) FailNext(n int) {
+	s.mu.Lock()
+	s.failNext = n
+	s.mu.Unlock()
+}
+
+// Refused is how many messages FailNext refused.
+func (s *SMTPServer) Refused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
 }
 
 // NewSMTP starts the server; it stops when the test ends.
@@ -153,6 +170,12 @@ func (x *session) Data(r io.Reader) error {
 	}
 	x.m.Data = b
 	x.s.mu.Lock()
+	if x.s.failNext > 0 {
+		x.s.failNext--
+		x.s.refused++
+		x.s.mu.Unlock()
+		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again later"}
+	}
 	x.s.mails = append(x.s.mails, x.m)
 	x.s.mu.Unlock()
 	select {
