@@ -660,7 +660,7 @@ func TestApprovalLinkAttacks(t *testing.T) {
 // decides as the recipient's principal.
 func TestApprovalEmailOverSMTP(t *testing.T) {
 	r := startChannels(t, nil)
-	r.smtp.FailNext(2)
+	r.smtp.FailNext(2, 451)
 	_, in := r.raise(t, "acme", `{"n":1}`)
 	id := in.GetInterruptId()
 	mails := r.smtp.WaitFor(t, testutil.WaitLimit, "the approval email", func(m []webhookstest.Mail) bool { return len(m) >= 1 })
@@ -837,4 +837,34 @@ func TestChannelsAcrossPostgresReplicas(t *testing.T) {
 	if n := r.resolvedEvents(t, "acme", taskID); n != 1 {
 		t.Fatalf("%d InterruptResolved events, want 1", n)
 	}
+}
+
+// TestApprovalEmailDeadLetterOn5xx: a relay's 5xx reply is final (no such mailbox, a
+// refused sender): the message is a dead letter after one attempt, for an operator to
+// retry once the cause is fixed, and the retry delivers it.
+func TestApprovalEmailDeadLetterOn5xx(t *testing.T) {
+	r := startChannels(t, nil)
+	r.smtp.FailNext(1, 550)
+	r.raise(t, "acme", `{"n":1}`)
+	ctx := context.Background()
+	var dead []*agentplanev1.WebhookDeadLetter
+	deadline := time.Now().Add(testutil.WaitLimit)
+	for len(dead) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no dead letter")
+		}
+		list, err := r.mt.admin.c.Admin.ListWebhookDeadLetters(ctx, &agentplanev1.ListWebhookDeadLettersRequest{Tenant: "acme"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead = list.GetDeadLetters()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(dead) != 1 || dead[0].GetEndpoint() != "acme-mail" || dead[0].GetAttempts() != 1 || !strings.Contains(dead[0].GetLastError(), "550") {
+		t.Fatalf("dead letters %v", dead)
+	}
+	if _, err := r.mt.admin.c.Admin.RetryWebhookDeadLetter(ctx, &agentplanev1.RetryWebhookDeadLetterRequest{Id: dead[0].GetId()}); err != nil {
+		t.Fatal(err)
+	}
+	r.smtp.WaitFor(t, testutil.WaitLimit, "the retried email", func(m []webhookstest.Mail) bool { return len(m) == 1 })
 }

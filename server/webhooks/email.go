@@ -150,7 +150,7 @@ func (s *Service) sendEmail(ctx context.Context, ep *endpoint, rec *storagev1.Ou
 	if to == "" {
 		return result{permanent: true, detail: "recipient " + p.To + " is no longer in notifications.emails " + ep.Name + " with an email in hitl.approvers"}
 	}
-	if m.Type == config.EventInterruptCreated && s.links != nil {
+	if s.linkable(m) {
 		m.Data.Links = []ApprovalLink{s.approvalLink(m.Data, p.To, string(hitl.ChannelEmail))}
 	}
 	msg, err := composeEmail(s.mail.from, to, rec.GetId(), s.now(), m)
@@ -159,7 +159,12 @@ func (s *Service) sendEmail(ctx context.Context, ep *endpoint, rec *storagev1.Ou
 	}
 	if err := s.mail.send(ctx, to, msg); err != nil {
 		s.attempts.WithLabelValues(ep.Name, "error").Inc()
-		return result{detail: "smtp: " + err.Error()}
+		// A 5xx reply is the relay's final word on this message (no such mailbox,
+		// refused sender, authentication failed): retrying cannot help, so it is a
+		// dead letter at once, for an operator to retry once the cause is fixed. A 4xx
+		// or no reply is retried.
+		var te *textproto.Error
+		return result{permanent: errors.As(err, &te) && te.Code >= 500, detail: "smtp: " + err.Error()}
 	}
 	s.attempts.WithLabelValues(ep.Name, "2xx").Inc()
 	return result{ok: true}

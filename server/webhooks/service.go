@@ -185,7 +185,7 @@ func (s *Service) render(ep *endpoint, rec *storagev1.OutboxRecord) ([]byte, err
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, fmt.Errorf("webhooks: stored payload is not a message: %w", err)
 	}
-	if m.Type == config.EventInterruptCreated && s.links != nil {
+	if s.linkable(m) {
 		for _, p := range ep.ApprovalLinksFor {
 			m.Data.Links = append(m.Data.Links, s.approvalLink(m.Data, p, string(hitl.ChannelLink)))
 		}
@@ -194,6 +194,12 @@ func (s *Service) render(ep *endpoint, rec *storagev1.OutboxRecord) ([]byte, err
 		return slackBody(m, s.buttons), nil
 	}
 	return json.Marshal(m)
+}
+
+// linkable reports whether m can carry approval links: a pending approval with the
+// digest they bind (a notification stored by an older version has none).
+func (s *Service) linkable(m Message) bool {
+	return s.links != nil && m.Type == config.EventInterruptCreated && m.Data.InterruptID != "" && m.Data.ArgsDigest != ""
 }
 
 // approvalLink is principal's pair of links for the interrupt of d, sent through

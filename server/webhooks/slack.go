@@ -158,14 +158,15 @@ func slackText(m Message) mrkdwn {
 func slackBody(m Message, buttons bool) []byte {
 	text := slackText(m)
 	section := text
-	if m.Data.URL != "" && !(buttons && m.Type == config.EventInterruptCreated) {
+	buttons = buttons && m.Type == config.EventInterruptCreated && m.Data.InterruptID != "" && m.Data.ArgsDigest != ""
+	if m.Data.URL != "" && !buttons {
 		section += "\n" + slackLink(m.Data.URL, "Open in the console")
 	}
 	for _, l := range m.Data.Links {
 		section += "\n" + mrkdwnf("As %s: ", quote(l.Approver, quoteName)) + slackLink(l.ApproveURL, "Approve") + " · " + slackLink(l.RejectURL, "Reject")
 	}
 	blocks := []any{slackSection(section)}
-	if buttons && m.Type == config.EventInterruptCreated && m.Data.InterruptID != "" {
+	if buttons {
 		blocks = append(blocks, slackActions(m.Data))
 	}
 	b, _ := json.Marshal(struct {

@@ -46,15 +46,16 @@ type SMTPServer struct {
 	mu       sync.Mutex
 	mails    []Mail
 	failNext int
+	failCode int
 	refused  int
 	wake     chan struct{}
 }
 
-// FailNext makes the next n messages fail with a temporary error (451) after their
-// data is sent, as a relay that is briefly unable to take mail does.
-func (s *SMTPServer) FailNext(n int) {
+// FailNext makes the next n messages fail with the reply code after their data is
+// sent: 451, a relay briefly unable to take mail; 550, one that never will.
+func (s *SMTPServer) FailNext(n, code int) {
 	s.mu.Lock()
-	s.failNext = n
+	s.failNext, s.failCode = n, code
 	s.mu.Unlock()
 }
 
@@ -173,8 +174,9 @@ func (x *session) Data(r io.Reader) error {
 	if x.s.failNext > 0 {
 		x.s.failNext--
 		x.s.refused++
+		code := x.s.failCode
 		x.s.mu.Unlock()
-		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again later"}
+		return &smtp.SMTPError{Code: code, EnhancedCode: smtp.EnhancedCode{code / 100, 0, 0}, Message: "refused by the test"}
 	}
 	x.s.mails = append(x.s.mails, x.m)
 	x.s.mu.Unlock()
