@@ -192,11 +192,19 @@ func (h *Handler) slack(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the button's value is not ours", http.StatusBadRequest)
 		return
 	}
-	w.WriteHeader(http.StatusOK)
-	outcome, reply := h.slackDecide(r.Context(), p, act.ActionID, target)
+	// Slack gives up on an answer after three seconds and shows the user an error; a
+	// decision under way is finished all the same (it is one transaction, and the
+	// user's retry is the same request).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), decideTimeout)
+	defer cancel()
+	outcome, reply := h.slackDecide(ctx, p, act.ActionID, target)
 	h.count("slack", outcome)
+	w.WriteHeader(http.StatusOK)
 	h.respond(p.ResponseURL, reply)
 }
+
+// decideTimeout bounds a decision made for a click.
+const decideTimeout = 30 * time.Second
 
 // slackDecide applies the click and returns the outcome and the response_url body.
 func (h *Handler) slackDecide(ctx context.Context, p slackPayload, action string, t webhooks.SlackAction) (string, []byte) {
