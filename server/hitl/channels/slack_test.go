@@ -1,10 +1,15 @@
 package channels
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/hitl"
 )
 
 // Slack's published signing example (docs: "Verifying requests from Slack").
@@ -75,4 +80,36 @@ func TestReplayCache(t *testing.T) {
 	if first, _ := c.first("new", now.Add(10*time.Minute)); !first {
 		t.Fatal("the cache did not make room once its entries aged out")
 	}
+}
+
+// FuzzSlackInteraction: a signed request with any body never panics, and reaches the
+// decision path only as a well-formed click on one of our buttons, with a tenant, an
+// interrupt and a digest, by a mapped approver.
+func FuzzSlackInteraction(f *testing.F) {
+	f.Add(`payload={"type":"block_actions","user":{"id":"U0ALICE01"},"actions":[{"action_id":"agentplane_approve","value":"{\"t\":\"acme\",\"i\":\"in-1\",\"d\":\"d1\"}"}]}`)
+	f.Add(`payload={"type":"block_actions","actions":[]}`)
+	f.Add(`payload=%7B%22type%22:1%7D`)
+	f.Add("payload=")
+	f.Fuzz(func(t *testing.T, body string) {
+		rec := &recorder{}
+		h, err := New(Options{Resolver: rec, MayApprove: func(string, string) bool { return true },
+			Approvers:   []config.Approver{{Tenant: "acme", Principal: "alice", SlackUserID: "U0ALICE01"}},
+			SlackSecret: exampleSecret, SlackHosts: []string{"hooks.slack.com"}, Client: http.DefaultClient})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Close() // no response_url posts
+		mux := http.NewServeMux()
+		h.Register(mux)
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		req := httptest.NewRequest(http.MethodPost, SlackPath, strings.NewReader(body))
+		req.Header.Set("X-Slack-Request-Timestamp", ts)
+		req.Header.Set("X-Slack-Signature", SlackSignature(exampleSecret, ts, []byte(body)))
+		mux.ServeHTTP(httptest.NewRecorder(), req)
+		for _, c := range rec.calls {
+			if c.tenant != "acme" || c.principal != "alice" || c.channel != hitl.ChannelSlack || c.req.GetInterruptId() == "" || c.req.GetArgsDigest() == "" {
+				t.Fatalf("reached the decision path: %+v", c)
+			}
+		}
+	})
 }
