@@ -24,7 +24,6 @@ import (
 type recorder struct {
 	mu    sync.Mutex
 	calls []call
-	in    *agentplanev1.Interrupt
 }
 
 type call struct {
