@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/hitl/links"
 )
 
 // httpGuard is the one check every request on the HTTP listener passes before any
@@ -107,7 +108,7 @@ func (g *httpGuard) wrap(next http.Handler) http.Handler {
 
 func (g *httpGuard) refuse(w http.ResponseWriter, r *http.Request, code int, reason, msg string) {
 	g.s.metrics.httpGuarded.WithLabelValues(reason).Inc()
-	g.s.log.Warn("http request refused by the guard", "reason", reason, "method", r.Method, "path", r.URL.Path,
+	g.s.log.Warn("http request refused by the guard", "reason", reason, "method", r.Method, "path", loggedPath(r.URL.Path),
 		"host", r.Host, "origin", r.Header.Get("Origin"), "sec_fetch_site", r.Header.Get("Sec-Fetch-Site"), "remote", r.RemoteAddr)
 	w.Header().Set("Cache-Control", "no-store")
 	http.Error(w, msg, code)
@@ -137,6 +138,15 @@ func (g *httpGuard) hostAllowed(hostport string) bool {
 // link's confirmation page posts one).
 func formArea(path string) bool {
 	return path == "/ui" || strings.HasPrefix(path, "/ui/") || strings.HasPrefix(path, "/hitl/")
+}
+
+// loggedPath is a request path fit for the log: an approval link's token is a
+// capability, so it is cut from its path.
+func loggedPath(path string) string {
+	if strings.HasPrefix(path, links.Path) {
+		return links.Path + "…"
+	}
+	return path
 }
 
 func unsafeMethod(m string) bool {
