@@ -275,6 +275,9 @@ func (c *Config) validateChannels(bad func(format string, args ...any)) {
 	if (needsLinks || h.Slack.Enabled()) && n.ConsoleURL == "" {
 		bad("notifications.console_url is required for approval links and Slack buttons: it is the public address they point at")
 	}
+	if (needsLinks || h.Slack.Enabled()) && c.HTTPAddr == "off" {
+		bad("http_addr is off, but approval links and Slack buttons are served on the HTTP listener (/hitl/)")
+	}
 	approver := func(tenant, principal string) (Approver, bool) {
 		for _, a := range h.Approvers {
 			if a.TenantOrDefault() == tenant && a.Principal == principal {

@@ -48,6 +48,7 @@ notifications:
 		{"username without password", strings.Replace(good, "password: pw, ", "", 1), "without a password"},
 		{"email name clash", good + "  webhooks:\n    - {name: acme-mail, tenant: acme, url: 'https://h.example/x', secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwMfKQ9r8G, events: [task.ended]}\n", "used twice (webhooks and emails share names)"},
 		{"links for a stranger", good + "  webhooks:\n    - {name: w, tenant: acme, url: 'https://h.example/x', secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwMfKQ9r8G, events: [interrupt.created], approval_links_for: [carol]}\n", `approval_links_for: "carol"`},
+		{"no http listener", "http_addr: \"off\"\n" + good, "http_addr is off"},
 		{"emails without console", strings.Replace(good, "  console_url: https://approvals.example.com\n", "", 1), "notifications.console_url is required"},
 	}
 	for _, tt := range tests {
