@@ -307,7 +307,7 @@ func TestSlackButtonsDecideOnce(t *testing.T) {
 	}
 	reply := r.slackReply(t, 1)
 	text, _ := reply["text"].(string)
-	if reply["replace_original"] != true || !strings.Contains(text, "approved") || !strings.Contains(text, "`acme-approver`") {
+	if reply["replace_original"] != true || !strings.HasPrefix(text, "Approved by `acme-approver`") {
 		t.Fatalf("message update %v: want it replaced with the outcome and who decided", reply)
 	}
 	if _, ok := reply["blocks"]; !ok || strings.Contains(fmt.Sprint(reply["blocks"]), "agentplane_approve") {

@@ -241,10 +241,17 @@ func slackActions(d Data) any {
 
 // SlackOutcome is the body that replaces an approval's Slack message once a click
 // decided (through its response_url): what happened and who decided, escaped like
-// every value of this format, and no buttons.
+// every value of this format, and no buttons. outcome is "approved" or "rejected".
 func SlackOutcome(tenant, tool, taskID, outcome, principal string) []byte {
-	text := mrkdwnf("Approval %s: %s on task %s by %s [tenant %s]", word(outcome), quote(tool, quoteName),
-		quote(taskID, quoteName), quote(principal, quoteName), quote(tenant, quoteName))
+	verb := mrkdwn("Decided")
+	switch outcome {
+	case "approved":
+		verb = "Approved"
+	case "rejected":
+		verb = "Rejected"
+	}
+	text := mrkdwnf("%s by %s: %s on task %s [tenant %s]", verb, quote(principal, quoteName), quote(tool, quoteName),
+		quote(taskID, quoteName), quote(tenant, quoteName))
 	b, _ := json.Marshal(struct {
 		ReplaceOriginal bool   `json:"replace_original"`
 		Text            mrkdwn `json:"text"`
