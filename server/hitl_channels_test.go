@@ -434,6 +434,47 @@ func TestSlackAttacks(t *testing.T) {
 			t.Fatalf("%d response_url posts, want %d: a replay posts nothing", n, replies)
 		}
 	})
+	// What an operator sees.
+	metrics := r.metrics(t)
+	for _, want := range []string{
+		`agentplane_hitl_channel_requests_total{channel="slack",outcome="refused_bad_signature"} 2`,
+		`agentplane_hitl_channel_requests_total{channel="slack",outcome="refused_stale"} 2`,
+		`agentplane_hitl_channel_requests_total{channel="slack",outcome="refused_replay"} 2`,
+		`agentplane_hitl_channel_requests_total{channel="slack",outcome="refused_unmapped"} 4`,
+		`agentplane_hitl_channel_requests_total{channel="slack",outcome="refused_no_right"} 1`,
+		`agentplane_hitl_channel_requests_total{channel="slack",outcome="refused_team"} 1`,
+		`agentplane_hitl_channel_requests_total{channel="slack",outcome="decided"} 1`,
+	} {
+		if !strings.Contains(metrics, want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	// A response_url post is counted once Slack (here, slackOut) has answered it,
+	// which may be just after slackOut recorded it.
+	ok := `agentplane_hitl_slack_responses_total{result="ok"} ` + strconv.Itoa(replies) + "\n"
+	for deadline := time.Now().Add(testutil.WaitLimit); !strings.Contains(metrics, ok); metrics = r.metrics(t) {
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics lacks %s", ok)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// metrics reads /metrics as the admin.
+func (r *channelsRig) metrics(t *testing.T) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, r.base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+r.mt.admin.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", resp.StatusCode, b)
+	}
+	return string(b)
 }
 
 // linkOf returns the path of a link URL (the links point at the public base).
