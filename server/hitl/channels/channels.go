@@ -117,7 +117,7 @@ func New(o Options) (*Handler, error) {
 	}
 	h.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "agentplane", Name: "hitl_channel_requests_total",
-		Help: "Requests to the approval channels (channel slack or link), by outcome: decided (the interrupt resolved), recorded (a decision counted, the interrupt still pending), shown (a link's confirmation page), or refused_* (bad_signature, stale, replay, team, unmapped, no_right, invalid, expired, revoked, state: resolved, changed or gone), bad_request, error.",
+		Help: "Requests to the approval channels (channel slack, link or email), by outcome: decided (the interrupt resolved), recorded (a decision counted, the interrupt still pending), shown (a link's confirmation page), refused_* (bad_signature, stale, replay, team, unmapped, no_right, invalid, expired, revoked, state: already decided, arguments changed or task ended, rules: refused by the approval rules), bad_request, error.",
 	}, []string{"channel", "outcome"})
 	h.responses = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "agentplane", Name: "hitl_slack_responses_total",
