@@ -35,7 +35,7 @@ deps)
 gen)
   # Not `clean` in the templates (src/ holds the hand-written package): delete the
   # generated files first so that a proto file removed from proto/ leaves nothing behind.
-  find sdk/python/src/agentplane/v1 -name '*_pb2*.py' -delete
+  find sdk/python/src/agentplane/v1 \( -name "*_pb2*.py" -o -name "*_pb2*.pyi" \) -delete
   go tool -modfile=tools/buf/go.mod buf generate --template buf.gen.py.yaml
   # The google.rpc copies (sdk/python/proto) go in as descriptors, not as protoc modules:
   # a protoc module registers its file in protobuf's default pool, where
@@ -43,6 +43,12 @@ gen)
   # pool of its own.
   go tool -modfile=tools/buf/go.mod buf build sdk/python/proto --exclude-source-info \
     -o sdk/python/src/agentplane/_rpc/google_rpc.binpb
+  # The typed service clients (agentplane/_services.py) and enums (agentplane/enums.py),
+  # from the API's descriptors with their comments.
+  desc=$(mktemp --suffix=.binpb)
+  trap 'rm -f "$desc"' EXIT
+  go tool -modfile=tools/buf/go.mod buf build proto -o "$desc"
+  "$PY" sdk/python/gen_services.py "$desc" sdk/python/src
   ;;
 test)
   tmp=$(mktemp -d)
