@@ -220,6 +220,16 @@ class WorkerTest(unittest.TestCase):
         self.c.tasks.continue_task(task_id=t.task_id, message={"parts": [{"text": "no"}]})
         wait_for("completed", lambda: self.state(t.task_id) == task_pb2.TASK_STATE_COMPLETED)
 
+    def test_stop_cuts_the_default_long_poll_short(self):
+        w = Worker(self.c, lambda task: None, "py-long-poll", queues=["py-long-poll"])
+        self.assertEqual(w.poll_wait, 20.0)
+        th = threading.Thread(target=w.run, daemon=True)
+        th.start()
+        wait_for("the long poll", lambda: w._poll is not None)
+        w.stop()
+        th.join(10)  # half the poll's wait: stop() cancelled the call instead of waiting it out
+        self.assertFalse(th.is_alive(), "run did not return: stop() waited for the long poll")
+
     def test_graceful_shutdown_hands_back(self):
         stopped = []
         running = threading.Event()
