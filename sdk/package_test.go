@@ -11,6 +11,7 @@ import (
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -79,6 +80,7 @@ func testPythonPackage(t *testing.T, root, bin string) {
 	if !strings.HasPrefix(where, venv+string(os.PathSeparator)) {
 		t.Fatalf("the venv imports agentplane from %s, not from its own site-packages (%s)", where, venv)
 	}
+	typeCheckInstalled(t, root, tmp, vpy)
 	out := run(t, filepath.Join(root, "sdk", "python", "tests"), append([]string{"AGENTPLANE_BIN=" + bin,
 		"AGENTPLANE_EXAMPLE_PYTHON=" + vpy, "AGENTPLANE_EXAMPLE_SDK_UNDER=" + venv}, cleanPython...),
 		python, "-m", "unittest", "-v", "test_example")
@@ -87,6 +89,62 @@ func testPythonPackage(t *testing.T, root, bin string) {
 	}
 	t.Logf("Python package: %s and %s built offline; the example ran from a venv with the wheel (%s)",
 		filepath.Base(sdist), filepath.Base(wheel), where)
+}
+
+// typeCheckInstalled runs pyright over a user's program against the installed wheel: the
+// service clients, messages and enums must be typed from it (py.typed, the stubs), so a
+// misspelt field of a response is an error and nothing else is.
+func typeCheckInstalled(t *testing.T, root, tmp, vpy string) {
+	t.Helper()
+	dir := filepath.Join(tmp, "user")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prog := `from agentplane import Client, enum_of
+from agentplane.aio import AsyncClient
+from agentplane.enums import TaskState
+from agentplane.v1 import task_pb2
+
+
+def started(c: Client) -> task_pb2.Task:
+    return c.tasks.start_task(agent_id="echo").task
+
+
+async def state(c: AsyncClient, task_id: str) -> TaskState:
+    return TaskState((await c.tasks.get_task(task_id=task_id)).task.state)
+
+
+def wrong(c: Client) -> None:
+    print(c.tasks.get_task(task_id="t").task.no_such_field)
+    print(enum_of(started(c), "state"))
+`
+	if err := os.WriteFile(filepath.Join(dir, "user.py"), []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pyright := filepath.Join(root, "sdk", "python", "node_modules", ".bin", "pyright")
+	out, _ := runErr(dir, nil, pyright, "--pythonpath", vpy, "--outputjson", "user.py") // exits 1: one error wanted
+	var report struct {
+		Diagnostics []struct {
+			Severity string `json:"severity"`
+			Message  string `json:"message"`
+			Rule     string `json:"rule"`
+			Range    struct {
+				Start struct{ Line int } `json:"start"`
+			} `json:"range"`
+		} `json:"generalDiagnostics"`
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
+		t.Fatalf("pyright over a program using the installed wheel: %v\n%s", err, tail(out))
+	}
+	var errs []string
+	for _, d := range report.Diagnostics {
+		if d.Severity == "error" {
+			errs = append(errs, fmt.Sprintf("line %d: %s (%s)", d.Range.Start.Line+1, d.Message, d.Rule))
+		}
+	}
+	if len(errs) != 1 || !strings.HasPrefix(errs[0], "line 16: ") || !strings.Contains(errs[0], "no_such_field") {
+		t.Fatalf("pyright over a program using the installed wheel: want one error, the misspelt field on line 16; got %q", errs)
+	}
 }
 
 // cleanPython keeps the caller's Python settings out of a venv's run.

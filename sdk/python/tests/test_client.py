@@ -9,6 +9,7 @@ import grpc
 
 import controlplane  # noqa: F401  (puts ../src on sys.path)
 from agentplane import AgentplaneError, Client, Variant, enum_of, from_struct, from_value, py, variant
+from agentplane.client import KEEPALIVE_OPTIONS, channel_args
 from agentplane.enums import DecisionType, TaskState
 from agentplane import _rpc
 from agentplane.aio import AsyncClient
@@ -311,6 +312,17 @@ class ResultsTest(unittest.TestCase):
             enum_of(task_pb2.Task(), "task_id")
         self.assertIs(TaskState(task_pb2.TASK_STATE_FAILED), TaskState.FAILED)
         self.assertEqual(DecisionType.APPROVE.name, "APPROVE")
+
+
+class ChannelTest(unittest.TestCase):
+    def test_keepalive_by_default_and_the_callers_options_replace_it(self) -> None:
+        _, opts, _ = channel_args("127.0.0.1:1", None, None, None, False)
+        self.assertEqual(dict(opts), dict(KEEPALIVE_OPTIONS))
+        self.assertGreaterEqual(dict(opts)["grpc.keepalive_time_ms"], 10_000, "below the server's enforcement minimum")
+        _, opts, _ = channel_args("127.0.0.1:1", None, None, [("grpc.keepalive_time_ms", 60_000), ("x", 1)], False)
+        self.assertEqual([v for k, v in opts if k == "grpc.keepalive_time_ms"], [60_000])
+        self.assertIn(("x", 1), opts)
+        self.assertIn(("grpc.keepalive_timeout_ms", 10_000), opts)
 
 
 class ConvertTest(unittest.TestCase):
