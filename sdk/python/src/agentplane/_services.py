@@ -24,7 +24,7 @@ class AdminService:
     """
 
     backup: ServerStream[_admin_service_pb2.BackupRequest, _admin_service_pb2.BackupResponse]
-    """Backup: Backup streams a consistent copy of the store while it serves traffic. The bytes
+    """Backup streams a consistent copy of the store while it serves traffic. The bytes
     form a bbolt file that the server opens when --data-dir points at its directory.
     Over HTTP, GET /v1/admin/backup answers the file itself (application/octet-stream,
     Content-Length the whole size), not a stream of chunks.
@@ -36,21 +36,21 @@ class AdminService:
     """
 
     purge_tasks: Unary[_admin_service_pb2.PurgeTasksRequest, _admin_service_pb2.PurgeTasksResponse]
-    """PurgeTasks: PurgeTasks deletes terminal tasks older than a cutoff, with their events, interrupts
+    """PurgeTasks deletes terminal tasks older than a cutoff, with their events, interrupts
     and verdicts.
     """
 
     get_stats: Unary[_admin_service_pb2.GetStatsRequest, _admin_service_pb2.GetStatsResponse]
-    """GetStats: GetStats reports server and store statistics."""
+    """GetStats reports server and store statistics."""
 
     list_webhook_dead_letters: Unary[_admin_service_pb2.ListWebhookDeadLettersRequest, _admin_service_pb2.ListWebhookDeadLettersResponse]
-    """ListWebhookDeadLetters: ListWebhookDeadLetters lists the webhook notifications given up after their
+    """ListWebhookDeadLetters lists the webhook notifications given up after their
     endpoint's attempts (docs/notifications.md), oldest first, across tenants unless
     tenant is set.
     """
 
     retry_webhook_dead_letter: Unary[_admin_service_pb2.RetryWebhookDeadLetterRequest, _admin_service_pb2.RetryWebhookDeadLetterResponse]
-    """RetryWebhookDeadLetter: RetryWebhookDeadLetter puts dead letters back in the outbox, due now, with their
+    """RetryWebhookDeadLetter puts dead letters back in the outbox, due now, with their
     attempts reset: one by id, or every one (of a tenant, if set) with all. An id that
     is not a dead letter is NOT_FOUND (webhook.delivery_not_found).
     """
@@ -84,7 +84,7 @@ class CapabilityService:
     """
 
     get_capabilities: Unary[_capability_service_pb2.GetCapabilitiesRequest, _capability_service_pb2.GetCapabilitiesResponse]
-    """GetCapabilities: GetCapabilities answers for the calling principal."""
+    """GetCapabilities answers for the calling principal."""
 
     def __init__(self, channel: grpc.Channel, metadata: Metadata) -> None:
         self.get_capabilities = Unary(
@@ -102,16 +102,16 @@ class HitlService:
     """
 
     list_interrupts: Unary[_hitl_service_pb2.ListInterruptsRequest, _hitl_service_pb2.ListInterruptsResponse]
-    """ListInterrupts: ListInterrupts lists interrupts of the caller's tenant, oldest first, filtered and
+    """ListInterrupts lists interrupts of the caller's tenant, oldest first, filtered and
     paged. By default it is the reviewers' inbox: pending tool approvals. kinds and
     states widen or narrow it; resolved interrupts are listed per task (task_id).
     """
 
     get_interrupt: Unary[_hitl_service_pb2.GetInterruptRequest, _hitl_service_pb2.GetInterruptResponse]
-    """GetInterrupt: GetInterrupt returns one interrupt."""
+    """GetInterrupt returns one interrupt."""
 
     resolve_interrupt: Unary[_hitl_service_pb2.ResolveInterruptRequest, _hitl_service_pb2.ResolveInterruptResponse]
-    """ResolveInterrupt: ResolveInterrupt records a decision: approve, reject (reason required) or edit (new
+    """ResolveInterrupt records a decision: approve, reject (reason required) or edit (new
     args, validated against the tool's parameter schema; an invalid edit is
     INVALID_ARGUMENT with the schema violations). A second resolution is
     FAILED_PRECONDITION with reason interrupt.already_resolved. A chat-mode pause is
@@ -143,7 +143,7 @@ class RuntimeService:
     """
 
     lease_tasks: Unary[_runtime_service_pb2.LeaseTasksRequest, _runtime_service_pb2.LeaseTasksResponse]
-    """LeaseTasks: LeaseTasks long-polls for queued tasks, up to max_tasks, waiting at most wait.
+    """LeaseTasks long-polls for queued tasks, up to max_tasks, waiting at most wait.
     An empty response means nothing was queued in time. A lease is offered until the
     runtime acknowledges it with any call under it (Heartbeat, a write,
     ReadTaskHistory); an offered lease that expires counts no attempt, so a response
@@ -152,12 +152,12 @@ class RuntimeService:
     """
 
     heartbeat: Unary[_runtime_service_pb2.HeartbeatRequest, _runtime_service_pb2.HeartbeatResponse]
-    """Heartbeat: Heartbeat extends a lease (acknowledging it) and reports whether the task was
+    """Heartbeat extends a lease (acknowledging it) and reports whether the task was
     canceled.
     """
 
     report_events: Unary[_runtime_service_pb2.ReportEventsRequest, _runtime_service_pb2.ReportEventsResponse]
-    """ReportEvents: ReportEvents appends runtime events (messages, tool calls and results, notes) to
+    """ReportEvents appends runtime events (messages, tool calls and results, notes) to
     the task's log, in one transaction. One call carries at most
     Capabilities.limits.max_events_per_report events, each at most max_event_bytes:
     more is INVALID_ARGUMENT (reason limit.exceeded) before anything is appended. Within
@@ -167,12 +167,12 @@ class RuntimeService:
     """
 
     check_tool_call: Unary[_runtime_service_pb2.CheckToolCallRequest, _runtime_service_pb2.CheckToolCallResponse]
-    """CheckToolCall: CheckToolCall asks whether a tool call may run: allow, interrupt (wait for a
+    """CheckToolCall asks whether a tool call may run: allow, interrupt (wait for a
     decision) or reject (with a synthesized decision). Call and answer are logged.
     """
 
     await_decision: ServerStream[_runtime_service_pb2.AwaitDecisionRequest, _runtime_service_pb2.AwaitDecisionResponse]
-    """AwaitDecision: AwaitDecision waits on a stream for the decision on an interrupt (interactive
+    """AwaitDecision waits on a stream for the decision on an interrupt (interactive
     delivery). See AwaitDecisionResponse for what the stream carries.
 
     End and errors: the stream ends OK right after the decision, or right after a
@@ -188,15 +188,15 @@ class RuntimeService:
     """
 
     suspend_task: Unary[_runtime_service_pb2.SuspendTaskRequest, _runtime_service_pb2.SuspendTaskResponse]
-    """SuspendTask: SuspendTask gives up the lease while an interrupt is pending (durable delivery):
+    """SuspendTask gives up the lease while an interrupt is pending (durable delivery):
     when the decision arrives the task is queued again and the next lease carries it.
     """
 
     record_verdict: Unary[_runtime_service_pb2.RecordVerdictRequest, _runtime_service_pb2.RecordVerdictResponse]
-    """RecordVerdict: RecordVerdict records an evaluator node's verdict and updates the obligations ledger."""
+    """RecordVerdict records an evaluator node's verdict and updates the obligations ledger."""
 
     pause_task: Unary[_runtime_service_pb2.PauseTaskRequest, _runtime_service_pb2.PauseTaskResponse]
-    """PauseTask: PauseTask ends a turn and waits for the user: the task moves to INPUT_REQUIRED on a
+    """PauseTask ends a turn and waits for the user: the task moves to INPUT_REQUIRED on a
     synthetic __auto_pause__ interrupt, or, with tool_output_calls, on one
     TOOL_OUTPUT_REQUIRED interrupt per call the client must execute; the lease is
     released; ContinueTask resumes it. Every reported tool call needs its ToolResult
@@ -204,22 +204,22 @@ class RuntimeService:
     """
 
     complete_task: Unary[_runtime_service_pb2.CompleteTaskRequest, _runtime_service_pb2.CompleteTaskResponse]
-    """CompleteTask: CompleteTask ends the task as COMPLETED with its output. Every reported tool call
+    """CompleteTask ends the task as COMPLETED with its output. Every reported tool call
     needs its ToolResult first.
     """
 
     fail_task: Unary[_runtime_service_pb2.FailTaskRequest, _runtime_service_pb2.FailTaskResponse]
-    """FailTask: FailTask ends the task as FAILED, or with retry=true returns it to the queue."""
+    """FailTask ends the task as FAILED, or with retry=true returns it to the queue."""
 
     read_task_history: Unary[_runtime_service_pb2.ReadTaskHistoryRequest, _runtime_service_pb2.ReadTaskHistoryResponse]
-    """ReadTaskHistory: ReadTaskHistory reads the log of the task a lease is held on, one page at a time,
+    """ReadTaskHistory reads the log of the task a lease is held on, one page at a time,
     so a resumed runtime can rebuild its state (runtimes may not call WatchTask). It is
     fenced like a write: a lease that is not the task's current one is lease.lost, a
     task that has ended is task.terminal.
     """
 
     publish_deltas: Unary[_runtime_service_pb2.PublishDeltasRequest, _runtime_service_pb2.PublishDeltasResponse]
-    """PublishDeltas: PublishDeltas hands fragments of messages being produced (a model's streamed
+    """PublishDeltas hands fragments of messages being produced (a model's streamed
     tokens) to the task's live watchers (WatchTaskResponse.message_delta). Nothing is
     stored: a watcher that is not connected, or too slow, never sees them, and the
     complete message must still be reported with ReportEvents. Fenced like a write
@@ -276,7 +276,7 @@ class SpecService:
     """
 
     validate_spec: Unary[_spec_service_pb2.ValidateSpecRequest, _spec_service_pb2.ValidateSpecResponse]
-    """ValidateSpec: ValidateSpec checks a typed spec or a JSON/YAML document and reports every
+    """ValidateSpec checks a typed spec or a JSON/YAML document and reports every
     violation at once, in document order. An invalid spec is not an RPC error: the
     response says valid=false and lists the violations. Malformed input that is not a
     spec at all (for example no spec given) is INVALID_ARGUMENT. A document over the
@@ -285,13 +285,13 @@ class SpecService:
     """
 
     list_rules: Unary[_spec_service_pb2.ListRulesRequest, _spec_service_pb2.ListRulesResponse]
-    """ListRules: ListRules lists the rule catalogue in id order."""
+    """ListRules lists the rule catalogue in id order."""
 
     get_rule: Unary[_spec_service_pb2.GetRuleRequest, _spec_service_pb2.GetRuleResponse]
-    """GetRule: GetRule explains one rule. An unknown id is NOT_FOUND."""
+    """GetRule explains one rule. An unknown id is NOT_FOUND."""
 
     get_spec_schema: Unary[_spec_service_pb2.GetSpecSchemaRequest, _spec_service_pb2.GetSpecSchemaResponse]
-    """GetSpecSchema: GetSpecSchema returns a JSON Schema of the document format, for editors."""
+    """GetSpecSchema returns a JSON Schema of the document format, for editors."""
 
     def __init__(self, channel: grpc.Channel, metadata: Metadata) -> None:
         self.validate_spec = Unary(
@@ -319,7 +319,7 @@ class TaskService:
     """
 
     start_task: Unary[_task_service_pb2.StartTaskRequest, _task_service_pb2.StartTaskResponse]
-    """StartTask: StartTask validates the spec exactly as SpecService.ValidateSpec does (an invalid
+    """StartTask validates the spec exactly as SpecService.ValidateSpec does (an invalid
     spec is INVALID_ARGUMENT with reason spec.invalid and SpecViolations details),
     persists the task with its first event and queues it for runtimes. It is idempotent
     on request_id per tenant: a retry returns the same task with created=false; the same
@@ -328,7 +328,7 @@ class TaskService:
     """
 
     continue_task: Unary[_task_service_pb2.ContinueTaskRequest, _task_service_pb2.ContinueTaskResponse]
-    """ContinueTask: ContinueTask resumes a task waiting in INPUT_REQUIRED for the user: a chat-mode
+    """ContinueTask resumes a task waiting in INPUT_REQUIRED for the user: a chat-mode
     pause with a new user message, or a task waiting for the outputs of client-executed
     tool calls with exactly one output per pending call (tool_outputs). The wrong kind
     of input, or outputs that name an unknown call or miss a pending one, are
@@ -342,15 +342,15 @@ class TaskService:
     """
 
     get_task: Unary[_task_service_pb2.GetTaskRequest, _task_service_pb2.GetTaskResponse]
-    """GetTask: GetTask returns one task, in full unless view asks for BASIC."""
+    """GetTask returns one task, in full unless view asks for BASIC."""
 
     list_tasks: Unary[_task_service_pb2.ListTasksRequest, _task_service_pb2.ListTasksResponse]
-    """ListTasks: ListTasks lists tasks newest first, filtered and paged, in the basic view unless
+    """ListTasks lists tasks newest first, filtered and paged, in the basic view unless
     view asks for FULL.
     """
 
     cancel_task: Unary[_task_service_pb2.CancelTaskRequest, _task_service_pb2.CancelTaskResponse]
-    """CancelTask: CancelTask ends a task as CANCELED. The runtime holding its lease learns of it on
+    """CancelTask ends a task as CANCELED. The runtime holding its lease learns of it on
     its next heartbeat. Canceling a terminal task is FAILED_PRECONDITION. With a
     request_id it is safe to retry: a retry of a call that succeeded returns the task
     instead of task.terminal; the same request_id with a different request is
@@ -358,7 +358,7 @@ class TaskService:
     """
 
     watch_task: ServerStream[_task_service_pb2.WatchTaskRequest, _task_service_pb2.WatchTaskResponse]
-    """WatchTask: WatchTask streams the task's events with sequence > after_sequence: first replayed
+    """WatchTask streams the task's events with sequence > after_sequence: first replayed
     from the store, then live, with no gap and no repeat. A reconnecting client passes
     the last sequence it saw. Besides events the stream carries (see
     WatchTaskResponse): one caught_up marker when the replay has reached the end of the
@@ -375,13 +375,13 @@ class TaskService:
     """
 
     list_verdicts: Unary[_task_service_pb2.ListVerdictsRequest, _task_service_pb2.ListVerdictsResponse]
-    """ListVerdicts: ListVerdicts lists a task's recorded verdicts in order, from a cursor."""
+    """ListVerdicts lists a task's recorded verdicts in order, from a cursor."""
 
     list_obligations: Unary[_task_service_pb2.ListObligationsRequest, _task_service_pb2.ListObligationsResponse]
-    """ListObligations: ListObligations lists a task's obligations ledger."""
+    """ListObligations lists a task's obligations ledger."""
 
     list_task_events: Unary[_task_service_pb2.ListTaskEventsRequest, _task_service_pb2.ListTaskEventsResponse]
-    """ListTaskEvents: ListTaskEvents pages a task's log in sequence order, oldest first: the same events
+    """ListTaskEvents pages a task's log in sequence order, oldest first: the same events
     WatchTask replays, without following the task live. Another tenant's task is
     NOT_FOUND.
     """
@@ -426,7 +426,7 @@ class AsyncAdminService:
     """
 
     backup: AsyncServerStream[_admin_service_pb2.BackupRequest, _admin_service_pb2.BackupResponse]
-    """Backup: Backup streams a consistent copy of the store while it serves traffic. The bytes
+    """Backup streams a consistent copy of the store while it serves traffic. The bytes
     form a bbolt file that the server opens when --data-dir points at its directory.
     Over HTTP, GET /v1/admin/backup answers the file itself (application/octet-stream,
     Content-Length the whole size), not a stream of chunks.
@@ -438,21 +438,21 @@ class AsyncAdminService:
     """
 
     purge_tasks: AsyncUnary[_admin_service_pb2.PurgeTasksRequest, _admin_service_pb2.PurgeTasksResponse]
-    """PurgeTasks: PurgeTasks deletes terminal tasks older than a cutoff, with their events, interrupts
+    """PurgeTasks deletes terminal tasks older than a cutoff, with their events, interrupts
     and verdicts.
     """
 
     get_stats: AsyncUnary[_admin_service_pb2.GetStatsRequest, _admin_service_pb2.GetStatsResponse]
-    """GetStats: GetStats reports server and store statistics."""
+    """GetStats reports server and store statistics."""
 
     list_webhook_dead_letters: AsyncUnary[_admin_service_pb2.ListWebhookDeadLettersRequest, _admin_service_pb2.ListWebhookDeadLettersResponse]
-    """ListWebhookDeadLetters: ListWebhookDeadLetters lists the webhook notifications given up after their
+    """ListWebhookDeadLetters lists the webhook notifications given up after their
     endpoint's attempts (docs/notifications.md), oldest first, across tenants unless
     tenant is set.
     """
 
     retry_webhook_dead_letter: AsyncUnary[_admin_service_pb2.RetryWebhookDeadLetterRequest, _admin_service_pb2.RetryWebhookDeadLetterResponse]
-    """RetryWebhookDeadLetter: RetryWebhookDeadLetter puts dead letters back in the outbox, due now, with their
+    """RetryWebhookDeadLetter puts dead letters back in the outbox, due now, with their
     attempts reset: one by id, or every one (of a tenant, if set) with all. An id that
     is not a dead letter is NOT_FOUND (webhook.delivery_not_found).
     """
@@ -486,7 +486,7 @@ class AsyncCapabilityService:
     """
 
     get_capabilities: AsyncUnary[_capability_service_pb2.GetCapabilitiesRequest, _capability_service_pb2.GetCapabilitiesResponse]
-    """GetCapabilities: GetCapabilities answers for the calling principal."""
+    """GetCapabilities answers for the calling principal."""
 
     def __init__(self, channel: grpc.aio.Channel, metadata: Metadata) -> None:
         self.get_capabilities = AsyncUnary(
@@ -504,16 +504,16 @@ class AsyncHitlService:
     """
 
     list_interrupts: AsyncUnary[_hitl_service_pb2.ListInterruptsRequest, _hitl_service_pb2.ListInterruptsResponse]
-    """ListInterrupts: ListInterrupts lists interrupts of the caller's tenant, oldest first, filtered and
+    """ListInterrupts lists interrupts of the caller's tenant, oldest first, filtered and
     paged. By default it is the reviewers' inbox: pending tool approvals. kinds and
     states widen or narrow it; resolved interrupts are listed per task (task_id).
     """
 
     get_interrupt: AsyncUnary[_hitl_service_pb2.GetInterruptRequest, _hitl_service_pb2.GetInterruptResponse]
-    """GetInterrupt: GetInterrupt returns one interrupt."""
+    """GetInterrupt returns one interrupt."""
 
     resolve_interrupt: AsyncUnary[_hitl_service_pb2.ResolveInterruptRequest, _hitl_service_pb2.ResolveInterruptResponse]
-    """ResolveInterrupt: ResolveInterrupt records a decision: approve, reject (reason required) or edit (new
+    """ResolveInterrupt records a decision: approve, reject (reason required) or edit (new
     args, validated against the tool's parameter schema; an invalid edit is
     INVALID_ARGUMENT with the schema violations). A second resolution is
     FAILED_PRECONDITION with reason interrupt.already_resolved. A chat-mode pause is
@@ -545,7 +545,7 @@ class AsyncRuntimeService:
     """
 
     lease_tasks: AsyncUnary[_runtime_service_pb2.LeaseTasksRequest, _runtime_service_pb2.LeaseTasksResponse]
-    """LeaseTasks: LeaseTasks long-polls for queued tasks, up to max_tasks, waiting at most wait.
+    """LeaseTasks long-polls for queued tasks, up to max_tasks, waiting at most wait.
     An empty response means nothing was queued in time. A lease is offered until the
     runtime acknowledges it with any call under it (Heartbeat, a write,
     ReadTaskHistory); an offered lease that expires counts no attempt, so a response
@@ -554,12 +554,12 @@ class AsyncRuntimeService:
     """
 
     heartbeat: AsyncUnary[_runtime_service_pb2.HeartbeatRequest, _runtime_service_pb2.HeartbeatResponse]
-    """Heartbeat: Heartbeat extends a lease (acknowledging it) and reports whether the task was
+    """Heartbeat extends a lease (acknowledging it) and reports whether the task was
     canceled.
     """
 
     report_events: AsyncUnary[_runtime_service_pb2.ReportEventsRequest, _runtime_service_pb2.ReportEventsResponse]
-    """ReportEvents: ReportEvents appends runtime events (messages, tool calls and results, notes) to
+    """ReportEvents appends runtime events (messages, tool calls and results, notes) to
     the task's log, in one transaction. One call carries at most
     Capabilities.limits.max_events_per_report events, each at most max_event_bytes:
     more is INVALID_ARGUMENT (reason limit.exceeded) before anything is appended. Within
@@ -569,12 +569,12 @@ class AsyncRuntimeService:
     """
 
     check_tool_call: AsyncUnary[_runtime_service_pb2.CheckToolCallRequest, _runtime_service_pb2.CheckToolCallResponse]
-    """CheckToolCall: CheckToolCall asks whether a tool call may run: allow, interrupt (wait for a
+    """CheckToolCall asks whether a tool call may run: allow, interrupt (wait for a
     decision) or reject (with a synthesized decision). Call and answer are logged.
     """
 
     await_decision: AsyncServerStream[_runtime_service_pb2.AwaitDecisionRequest, _runtime_service_pb2.AwaitDecisionResponse]
-    """AwaitDecision: AwaitDecision waits on a stream for the decision on an interrupt (interactive
+    """AwaitDecision waits on a stream for the decision on an interrupt (interactive
     delivery). See AwaitDecisionResponse for what the stream carries.
 
     End and errors: the stream ends OK right after the decision, or right after a
@@ -590,15 +590,15 @@ class AsyncRuntimeService:
     """
 
     suspend_task: AsyncUnary[_runtime_service_pb2.SuspendTaskRequest, _runtime_service_pb2.SuspendTaskResponse]
-    """SuspendTask: SuspendTask gives up the lease while an interrupt is pending (durable delivery):
+    """SuspendTask gives up the lease while an interrupt is pending (durable delivery):
     when the decision arrives the task is queued again and the next lease carries it.
     """
 
     record_verdict: AsyncUnary[_runtime_service_pb2.RecordVerdictRequest, _runtime_service_pb2.RecordVerdictResponse]
-    """RecordVerdict: RecordVerdict records an evaluator node's verdict and updates the obligations ledger."""
+    """RecordVerdict records an evaluator node's verdict and updates the obligations ledger."""
 
     pause_task: AsyncUnary[_runtime_service_pb2.PauseTaskRequest, _runtime_service_pb2.PauseTaskResponse]
-    """PauseTask: PauseTask ends a turn and waits for the user: the task moves to INPUT_REQUIRED on a
+    """PauseTask ends a turn and waits for the user: the task moves to INPUT_REQUIRED on a
     synthetic __auto_pause__ interrupt, or, with tool_output_calls, on one
     TOOL_OUTPUT_REQUIRED interrupt per call the client must execute; the lease is
     released; ContinueTask resumes it. Every reported tool call needs its ToolResult
@@ -606,22 +606,22 @@ class AsyncRuntimeService:
     """
 
     complete_task: AsyncUnary[_runtime_service_pb2.CompleteTaskRequest, _runtime_service_pb2.CompleteTaskResponse]
-    """CompleteTask: CompleteTask ends the task as COMPLETED with its output. Every reported tool call
+    """CompleteTask ends the task as COMPLETED with its output. Every reported tool call
     needs its ToolResult first.
     """
 
     fail_task: AsyncUnary[_runtime_service_pb2.FailTaskRequest, _runtime_service_pb2.FailTaskResponse]
-    """FailTask: FailTask ends the task as FAILED, or with retry=true returns it to the queue."""
+    """FailTask ends the task as FAILED, or with retry=true returns it to the queue."""
 
     read_task_history: AsyncUnary[_runtime_service_pb2.ReadTaskHistoryRequest, _runtime_service_pb2.ReadTaskHistoryResponse]
-    """ReadTaskHistory: ReadTaskHistory reads the log of the task a lease is held on, one page at a time,
+    """ReadTaskHistory reads the log of the task a lease is held on, one page at a time,
     so a resumed runtime can rebuild its state (runtimes may not call WatchTask). It is
     fenced like a write: a lease that is not the task's current one is lease.lost, a
     task that has ended is task.terminal.
     """
 
     publish_deltas: AsyncUnary[_runtime_service_pb2.PublishDeltasRequest, _runtime_service_pb2.PublishDeltasResponse]
-    """PublishDeltas: PublishDeltas hands fragments of messages being produced (a model's streamed
+    """PublishDeltas hands fragments of messages being produced (a model's streamed
     tokens) to the task's live watchers (WatchTaskResponse.message_delta). Nothing is
     stored: a watcher that is not connected, or too slow, never sees them, and the
     complete message must still be reported with ReportEvents. Fenced like a write
@@ -678,7 +678,7 @@ class AsyncSpecService:
     """
 
     validate_spec: AsyncUnary[_spec_service_pb2.ValidateSpecRequest, _spec_service_pb2.ValidateSpecResponse]
-    """ValidateSpec: ValidateSpec checks a typed spec or a JSON/YAML document and reports every
+    """ValidateSpec checks a typed spec or a JSON/YAML document and reports every
     violation at once, in document order. An invalid spec is not an RPC error: the
     response says valid=false and lists the violations. Malformed input that is not a
     spec at all (for example no spec given) is INVALID_ARGUMENT. A document over the
@@ -687,13 +687,13 @@ class AsyncSpecService:
     """
 
     list_rules: AsyncUnary[_spec_service_pb2.ListRulesRequest, _spec_service_pb2.ListRulesResponse]
-    """ListRules: ListRules lists the rule catalogue in id order."""
+    """ListRules lists the rule catalogue in id order."""
 
     get_rule: AsyncUnary[_spec_service_pb2.GetRuleRequest, _spec_service_pb2.GetRuleResponse]
-    """GetRule: GetRule explains one rule. An unknown id is NOT_FOUND."""
+    """GetRule explains one rule. An unknown id is NOT_FOUND."""
 
     get_spec_schema: AsyncUnary[_spec_service_pb2.GetSpecSchemaRequest, _spec_service_pb2.GetSpecSchemaResponse]
-    """GetSpecSchema: GetSpecSchema returns a JSON Schema of the document format, for editors."""
+    """GetSpecSchema returns a JSON Schema of the document format, for editors."""
 
     def __init__(self, channel: grpc.aio.Channel, metadata: Metadata) -> None:
         self.validate_spec = AsyncUnary(
@@ -721,7 +721,7 @@ class AsyncTaskService:
     """
 
     start_task: AsyncUnary[_task_service_pb2.StartTaskRequest, _task_service_pb2.StartTaskResponse]
-    """StartTask: StartTask validates the spec exactly as SpecService.ValidateSpec does (an invalid
+    """StartTask validates the spec exactly as SpecService.ValidateSpec does (an invalid
     spec is INVALID_ARGUMENT with reason spec.invalid and SpecViolations details),
     persists the task with its first event and queues it for runtimes. It is idempotent
     on request_id per tenant: a retry returns the same task with created=false; the same
@@ -730,7 +730,7 @@ class AsyncTaskService:
     """
 
     continue_task: AsyncUnary[_task_service_pb2.ContinueTaskRequest, _task_service_pb2.ContinueTaskResponse]
-    """ContinueTask: ContinueTask resumes a task waiting in INPUT_REQUIRED for the user: a chat-mode
+    """ContinueTask resumes a task waiting in INPUT_REQUIRED for the user: a chat-mode
     pause with a new user message, or a task waiting for the outputs of client-executed
     tool calls with exactly one output per pending call (tool_outputs). The wrong kind
     of input, or outputs that name an unknown call or miss a pending one, are
@@ -744,15 +744,15 @@ class AsyncTaskService:
     """
 
     get_task: AsyncUnary[_task_service_pb2.GetTaskRequest, _task_service_pb2.GetTaskResponse]
-    """GetTask: GetTask returns one task, in full unless view asks for BASIC."""
+    """GetTask returns one task, in full unless view asks for BASIC."""
 
     list_tasks: AsyncUnary[_task_service_pb2.ListTasksRequest, _task_service_pb2.ListTasksResponse]
-    """ListTasks: ListTasks lists tasks newest first, filtered and paged, in the basic view unless
+    """ListTasks lists tasks newest first, filtered and paged, in the basic view unless
     view asks for FULL.
     """
 
     cancel_task: AsyncUnary[_task_service_pb2.CancelTaskRequest, _task_service_pb2.CancelTaskResponse]
-    """CancelTask: CancelTask ends a task as CANCELED. The runtime holding its lease learns of it on
+    """CancelTask ends a task as CANCELED. The runtime holding its lease learns of it on
     its next heartbeat. Canceling a terminal task is FAILED_PRECONDITION. With a
     request_id it is safe to retry: a retry of a call that succeeded returns the task
     instead of task.terminal; the same request_id with a different request is
@@ -760,7 +760,7 @@ class AsyncTaskService:
     """
 
     watch_task: AsyncServerStream[_task_service_pb2.WatchTaskRequest, _task_service_pb2.WatchTaskResponse]
-    """WatchTask: WatchTask streams the task's events with sequence > after_sequence: first replayed
+    """WatchTask streams the task's events with sequence > after_sequence: first replayed
     from the store, then live, with no gap and no repeat. A reconnecting client passes
     the last sequence it saw. Besides events the stream carries (see
     WatchTaskResponse): one caught_up marker when the replay has reached the end of the
@@ -777,13 +777,13 @@ class AsyncTaskService:
     """
 
     list_verdicts: AsyncUnary[_task_service_pb2.ListVerdictsRequest, _task_service_pb2.ListVerdictsResponse]
-    """ListVerdicts: ListVerdicts lists a task's recorded verdicts in order, from a cursor."""
+    """ListVerdicts lists a task's recorded verdicts in order, from a cursor."""
 
     list_obligations: AsyncUnary[_task_service_pb2.ListObligationsRequest, _task_service_pb2.ListObligationsResponse]
-    """ListObligations: ListObligations lists a task's obligations ledger."""
+    """ListObligations lists a task's obligations ledger."""
 
     list_task_events: AsyncUnary[_task_service_pb2.ListTaskEventsRequest, _task_service_pb2.ListTaskEventsResponse]
-    """ListTaskEvents: ListTaskEvents pages a task's log in sequence order, oldest first: the same events
+    """ListTaskEvents pages a task's log in sequence order, oldest first: the same events
     WatchTask replays, without following the task live. Another tenant's task is
     NOT_FOUND.
     """

@@ -10,7 +10,10 @@ import enum
 
 
 class GateOutcome(enum.IntEnum):
-    """agentplane.v1.GateOutcome: GateOutcome is the answer to a runtime asking whether a tool call may run."""
+    """GateOutcome is the answer to a runtime asking whether a tool call may run.
+
+    (agentplane.v1.GateOutcome)
+    """
 
     UNSPECIFIED = 0
     """Not set."""
@@ -23,7 +26,10 @@ class GateOutcome(enum.IntEnum):
 
 
 class InterruptKind(enum.IntEnum):
-    """agentplane.v1.InterruptKind: InterruptKind says why a task is waiting for a person."""
+    """InterruptKind says why a task is waiting for a person.
+
+    (agentplane.v1.InterruptKind)
+    """
 
     UNSPECIFIED = 0
     """Not set."""
@@ -43,7 +49,10 @@ class InterruptKind(enum.IntEnum):
 
 
 class InterruptState(enum.IntEnum):
-    """agentplane.v1.InterruptState: InterruptState is the state of an interrupt."""
+    """InterruptState is the state of an interrupt.
+
+    (agentplane.v1.InterruptState)
+    """
 
     UNSPECIFIED = 0
     """Not set."""
@@ -54,7 +63,10 @@ class InterruptState(enum.IntEnum):
 
 
 class DecisionType(enum.IntEnum):
-    """agentplane.v1.DecisionType: DecisionType is what a human can do to a gated call."""
+    """DecisionType is what a human can do to a gated call.
+
+    (agentplane.v1.DecisionType)
+    """
 
     UNSPECIFIED = 0
     """Not set."""
@@ -67,7 +79,10 @@ class DecisionType(enum.IntEnum):
 
 
 class DecisionSource(enum.IntEnum):
-    """agentplane.v1.DecisionSource: DecisionSource says who made a decision."""
+    """DecisionSource says who made a decision.
+
+    (agentplane.v1.DecisionSource)
+    """
 
     UNSPECIFIED = 0
     """Not set."""
@@ -92,7 +107,10 @@ class DecisionSource(enum.IntEnum):
 
 
 class DocumentFormat(enum.IntEnum):
-    """agentplane.v1.DocumentFormat: DocumentFormat names the syntax of a spec document."""
+    """DocumentFormat names the syntax of a spec document.
+
+    (agentplane.v1.DocumentFormat)
+    """
 
     UNSPECIFIED = 0
     """Detect from the content: JSON when it starts with '{', YAML otherwise."""
@@ -103,7 +121,10 @@ class DocumentFormat(enum.IntEnum):
 
 
 class RuleSeverity(enum.IntEnum):
-    """agentplane.v1.RuleSeverity: RuleSeverity says whether a rule invalidates a spec."""
+    """RuleSeverity says whether a rule invalidates a spec.
+
+    (agentplane.v1.RuleSeverity)
+    """
 
     UNSPECIFIED = 0
     """Not set."""
@@ -114,7 +135,7 @@ class RuleSeverity(enum.IntEnum):
 
 
 class TaskState(enum.IntEnum):
-    """agentplane.v1.TaskState: TaskState is the lifecycle state of a task. The names follow A2A's TaskState
+    """TaskState is the lifecycle state of a task. The names follow A2A's TaskState
     (submitted, working, input-required, completed, failed, canceled), but the enum is
     this API's own: A2A numbers its states differently (its 3 is completed, here
     INPUT_REQUIRED), writes them in kebab-case in its JSON ("input-required"), and has
@@ -128,6 +149,8 @@ class TaskState(enum.IntEnum):
     runtime holds a lease on it, and SUBMITTED while it waits in its queue for one,
     whether it is new, continued (ContinueTask), resumed by a decision after its runtime
     suspended, or requeued after a lost lease.
+
+    (agentplane.v1.TaskState)
     """
 
     UNSPECIFIED = 0
@@ -147,7 +170,10 @@ class TaskState(enum.IntEnum):
 
 
 class MessageRole(enum.IntEnum):
-    """agentplane.v1.MessageRole: MessageRole is who said a message."""
+    """MessageRole is who said a message.
+
+    (agentplane.v1.MessageRole)
+    """
 
     UNSPECIFIED = 0
     """Not set."""
@@ -160,7 +186,10 @@ class MessageRole(enum.IntEnum):
 
 
 class LeaseChangeKind(enum.IntEnum):
-    """agentplane.v1.LeaseChangeKind: LeaseChangeKind says what happened to a lease."""
+    """LeaseChangeKind says what happened to a lease.
+
+    (agentplane.v1.LeaseChangeKind)
+    """
 
     UNSPECIFIED = 0
     """Not set."""
@@ -173,9 +202,11 @@ class LeaseChangeKind(enum.IntEnum):
 
 
 class TaskView(enum.IntEnum):
-    """agentplane.v1.TaskView: TaskView says how much of a task a read returns (AIP-157). A task's submitted spec
+    """TaskView says how much of a task a read returns (AIP-157). A task's submitted spec
     may be as large as limits.max_spec_bytes, so lists and start responses leave it out
     unless asked.
+
+    (agentplane.v1.TaskView)
     """
 
     UNSPECIFIED = 0
@@ -189,7 +220,10 @@ class TaskView(enum.IntEnum):
 
 
 class ObligationState(enum.IntEnum):
-    """agentplane.v1.ObligationState: ObligationState is the state of a ledger entry."""
+    """ObligationState is the state of a ledger entry.
+
+    (agentplane.v1.ObligationState)
+    """
 
     UNSPECIFIED = 0
     """Not set."""
@@ -202,7 +236,10 @@ class ObligationState(enum.IntEnum):
 
 
 class ResolutionHow(enum.IntEnum):
-    """agentplane.v1.ResolutionHow: ResolutionHow says how an obligation was resolved."""
+    """ResolutionHow says how an obligation was resolved.
+
+    (agentplane.v1.ResolutionHow)
+    """
 
     UNSPECIFIED = 0
     """Not set."""
