@@ -386,7 +386,8 @@ class AsyncWorker:
             await self._runner
 
     async def run(self) -> None:
-        """Leases and runs tasks until stop(); then waits for the running tasks. Cancelling
+        """Leases and runs tasks until stop(); then waits for the running tasks. A permanent
+        LeaseTasks error (PERMISSION_DENIED, say) is raised once they have ended. Cancelling
         the task that awaits run() stops every handler at once (stop_reason "stopping",
         handed back) and re-raises the CancelledError."""
         failures = 0
@@ -427,6 +428,12 @@ class AsyncWorker:
                 t._stop("stopping")
             if self._running:
                 await asyncio.shield(asyncio.wait(set(self._running)))
+            raise
+        except BaseException:
+            # A permanent LeaseTasks error: lease no more, let the running tasks end (as Worker.run).
+            self._stopping.set()
+            if self._running:
+                await asyncio.wait(set(self._running))
             raise
 
     def _start(self, task: AsyncTask) -> None:
@@ -499,6 +506,8 @@ class AsyncWorker:
             return
         beats = asyncio.create_task(self._heartbeats(task))
         handler = task._handler = asyncio.create_task(self.handler(task))
+        if task.canceled.is_set():  # stopped before the handler existed to be cancelled
+            handler.cancel()
         error: BaseException | None = None
         try:
             await asyncio.wait({handler})
