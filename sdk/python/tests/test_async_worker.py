@@ -7,8 +7,10 @@ import asyncio
 import unittest
 from typing import Any
 
+import grpc
+
 import controlplane
-from agentplane import from_value
+from agentplane import AgentplaneError, from_value
 from agentplane.aio import AsyncClient
 from agentplane.async_worker import AsyncTask, AsyncWorker, Failure
 from agentplane.enums import TaskState
@@ -217,6 +219,18 @@ class AsyncWorkerTest(unittest.IsolatedAsyncioTestCase):
         # Suspended (waiting for its decision without a lease), not returned to the queue.
         self.assertEqual(await self.state(t.task_id), TaskState.INPUT_REQUIRED)
         self.assertEqual((await self.c.tasks.get_task(task_id=t.task_id)).task.attempt, 1)
+
+    async def test_a_permanent_lease_error_is_raised(self) -> None:
+        token, entry = controlplane.new_token("acme", "user")  # a user, not a runtime
+        cp2 = controlplane.ControlPlane(config_yaml="auth:\n  require_principal: true\n  tokens:\n" + entry)
+        self.addCleanup(cp2.stop)
+        async with AsyncClient(cp2.address, token=token) as c:
+            async def never(task: AsyncTask) -> None:
+                raise AssertionError("leased without the runtime role")
+
+            with self.assertRaises(AgentplaneError) as cm:
+                await asyncio.wait_for(AsyncWorker(c, never, "py-async-denied", poll_wait=1).run(), 30)
+            self.assertEqual(cm.exception.code, grpc.StatusCode.PERMISSION_DENIED)
 
     def async_true(self, pred: Any) -> Any:
         async def check() -> bool:
