@@ -117,6 +117,7 @@ func (s *Server) openDomain() (err error) {
 	if d.webhooks, err = webhooks.New(webhooks.Options{
 		Store: d.store, Config: cfg.Notifications, BaseDir: cfg.BaseDir(), Logger: s.log, Registerer: s.metrics.registry,
 		Links: d.links, SlackButtons: cfg.HITL.Slack.Enabled(), Approvers: cfg.HITL.Approvers,
+		A2APush: a2aPushFunc(&cfg),
 	}); err != nil {
 		return err
 	}

@@ -87,6 +87,15 @@ func (s *Server) buildHTTP() error {
 	if err := s.registerChannels(root); err != nil {
 		return err
 	}
+	if !s.cfg.A2A.Disabled {
+		face, err := s.newA2A()
+		if err != nil {
+			return err
+		}
+		face = limitBody(face, s.maxHTTPBody())
+		root.Handle("/a2a/", face)
+		root.Handle("/.well-known/agent-card.json", face)
+	}
 	root.Handle("/", limitBody(gw, s.maxHTTPBody()))
 	s.http = &http.Server{Handler: s.newHTTPGuard().wrap(root), ReadHeaderTimeout: 10 * time.Second, TLSConfig: s.tls}
 	return nil

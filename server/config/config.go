@@ -46,6 +46,8 @@ type Config struct {
 	Console Console `yaml:"console"`
 	// Notifications configures webhooks (docs/notifications.md).
 	Notifications Notifications `yaml:"notifications"`
+	// A2A configures the A2A face under /a2a/ (docs/a2a.md).
+	A2A A2A `yaml:"a2a"`
 	// Tenants holds per-tenant settings; they may tighten the deployment's, never loosen.
 	Tenants map[string]Tenant `yaml:"tenants"`
 
@@ -402,6 +404,7 @@ func Default() Config {
 		HITL:          HITL{DeadlineDecision: "reject", MaxUntrustedBytes: 4096, Links: Links{TTL: Duration(72 * time.Hour)}},
 		Console:       Console{SessionTTL: Duration(12 * time.Hour)},
 		Notifications: DefaultNotifications(),
+		A2A:           DefaultA2A(),
 	}
 }
 
@@ -608,6 +611,7 @@ func (c *Config) Validate() error {
 	c.validateGates(bad)
 	c.validateNotifications(bad)
 	c.validateChannels(bad)
+	c.validateA2A(bad)
 	if len(errs) == 0 {
 		return nil
 	}
