@@ -258,3 +258,8 @@ func overlap(p *agentplanev1.SchedulePolicy) agentplanev1.ScheduleOverlapPolicy 
 	}
 	return agentplanev1.ScheduleOverlapPolicy_SCHEDULE_OVERLAP_POLICY_SKIP
 }
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return fmt.Sprintf("%x", sum[:16])
+}
