@@ -468,5 +468,3 @@ func TestConcurrentSchedulersFireOnce(t *testing.T) {
 		equal(t, "runs", nominals(h.runs(t, fmt.Sprintf("r%d", i))), []string{"1m0s", "2m0s", "3m0s"})
 	}
 }
-
-
