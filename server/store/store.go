@@ -151,6 +151,10 @@ type Reader interface {
 	// across tenants, earliest first (then by tenant and id).
 	ScanDueSchedules(until time.Time, fn func(ScheduleDue) (bool, error)) error
 
+	// ScheduleTenants lists the tenants that have at least one schedule, in key order,
+	// starting after the tenant named after ("" from the first).
+	ScheduleTenants(after string, fn func(tenant string) (bool, error)) error
+
 	// ScheduleCount counts a tenant's schedules: what schedules.max_per_tenant is
 	// checked against.
 	ScheduleCount(tenant string) (int64, error)

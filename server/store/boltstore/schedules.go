@@ -117,3 +117,22 @@ func (w *writer) DeleteSchedule(tenant, scheduleID string) error {
 	}
 	return w.del(schema.Schedules, schema.ScheduleKey(tenant, scheduleID))
 }
+
+func (r reader) ScheduleTenants(after string, fn func(string) (bool, error)) error {
+	c := r.bucket(schema.Schedules).Cursor()
+	k, _ := c.First()
+	if after != "" {
+		k, _ = seekPast(c, schema.TenantPrefix(after))
+	}
+	for k != nil {
+		tenant, _, ok := schema.SplitTenant(k)
+		if !ok {
+			return fmt.Errorf("store: malformed schedule key %x", k)
+		}
+		if more, err := fn(tenant); err != nil || !more {
+			return err
+		}
+		k, _ = seekPast(c, schema.TenantPrefix(tenant))
+	}
+	return nil
+}

@@ -155,3 +155,7 @@ func (w *writer) DeleteSchedule(tenant, scheduleID string) error {
 	}
 	return nil
 }
+
+func (r *reader) ScheduleTenants(after string, fn func(string) (bool, error)) error {
+	return r.tenants("schedules", "tenant", after, fn)
+}

@@ -81,6 +81,22 @@ func testSchedules(t *testing.T, s store.Store) {
 	equalStrings(t, "schedules of b", scheduleIDs(t, s, "b", ""), []string{"nightly"})
 	equalStrings(t, "due at 20", dueSchedules(t, s, at(20)), []string{"a/b@10", "b/nightly@20"})
 	equalStrings(t, "due at 100", dueSchedules(t, s, at(100)), []string{"a/b@10", "b/nightly@20", "a/nightly@30"})
+	var names []string
+	view(t, s, func(r store.Reader) error {
+		return r.ScheduleTenants("", func(tenant string) (bool, error) {
+			names = append(names, tenant)
+			return true, nil
+		})
+	})
+	equalStrings(t, "tenants with schedules", names, []string{"a", "b"})
+	names = nil
+	view(t, s, func(r store.Reader) error {
+		return r.ScheduleTenants("a", func(tenant string) (bool, error) {
+			names = append(names, tenant)
+			return true, nil
+		})
+	})
+	equalStrings(t, "tenants with schedules after a", names, []string{"b"})
 	if a, b := scheduleCount(t, s, "a"), scheduleCount(t, s, "b"); a != 3 || b != 1 {
 		t.Fatalf("counts a=%d b=%d, want 3 and 1", a, b)
 	}
