@@ -180,7 +180,11 @@ func (m *Manager) counted(run *agentplanev1.ScheduleRun, fire time.Time, schedul
 	}
 	m.runs.WithLabelValues(outcomeLabel(run.GetOutcome())).Add(n)
 	if scheduled && run.GetOutcome() == agentplanev1.ScheduleRunOutcome_SCHEDULE_RUN_OUTCOME_STARTED {
-		m.lateness.Observe(m.clock.Now().Sub(fire).Seconds())
+		late := m.clock.Now().Sub(fire)
+		m.lateness.Observe(late.Seconds())
+		if m.onFire != nil {
+			m.onFire(late)
+		}
 	}
 }
 

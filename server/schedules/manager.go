@@ -105,6 +105,9 @@ type Manager struct {
 	runs     *prometheus.CounterVec
 	lateness prometheus.Histogram
 
+	// onFire, when set (benchmarks), is told each scheduled run's lateness at commit.
+	onFire func(time.Duration)
+
 	// poke wakes the loop after a local write that may move a wake time earlier.
 	poke chan struct{}
 
