@@ -1,6 +1,6 @@
 """Client: every agentplane service over one gRPC channel.
 
-Each service is an attribute (tasks, specs, hitl, runtime, admin, capabilities) whose
+Each service is an attribute (tasks, specs, hitl, runtime, admin, capabilities, schedules) whose
 methods are the RPCs in snake_case. A method takes the request either as a message or
 as keyword arguments of plain data (see agentplane._convert), returns the response
 message (a Stream of them for a server stream), and raises AgentplaneError for a
@@ -29,6 +29,8 @@ from agentplane.v1 import (
     hitl_service_pb2_grpc,
     runtime_service_pb2,
     runtime_service_pb2_grpc,
+    schedule_service_pb2,
+    schedule_service_pb2_grpc,
     spec_service_pb2,
     spec_service_pb2_grpc,
     task_service_pb2,
@@ -199,6 +201,7 @@ SERVICES = (
     ("runtime", runtime_service_pb2, runtime_service_pb2_grpc, "RuntimeService"),
     ("admin", admin_service_pb2, admin_service_pb2_grpc, "AdminService"),
     ("capabilities", capability_service_pb2, capability_service_pb2_grpc, "CapabilityService"),
+    ("schedules", schedule_service_pb2, schedule_service_pb2_grpc, "ScheduleService"),
 )
 
 
