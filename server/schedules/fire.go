@@ -33,12 +33,20 @@ func (m *Manager) prepareRun(ctx context.Context, rec *storagev1.ScheduleRecord)
 		// Validated when written; only a change of this binary's rules gets here.
 		return prepared{err: fmt.Errorf("the stored spec no longer compiles: %w", err)}
 	}
-	p, err := m.prepare(ctx, rec.GetTenant(), rec.GetCreatedBy(), rec.GetTask())
+	p, err := m.prepare(ctx, rec.GetTenant(), runAs(rec), rec.GetTask())
 	if err == nil {
 		err = m.tasks.CheckStart(&p)
 	}
 	p.View = tasks.ViewBasic
 	return prepared{spec: spec, params: p, err: err}
+}
+
+// runAs is the principal rec's runs start as.
+func runAs(rec *storagev1.ScheduleRecord) string {
+	if p := rec.GetRunAs(); p != "" {
+		return p
+	}
+	return rec.GetCreatedBy()
 }
 
 // requestID is the task request id of a run: the schedule, its creation (a schedule
@@ -109,7 +117,7 @@ func (m *Manager) run(w store.Writer, rec *storagev1.ScheduleRecord, prep prepar
 			return run, nil, false, nil
 		case agentplanev1.ScheduleOverlapPolicy_SCHEDULE_OVERLAP_POLICY_CANCEL_PREVIOUS:
 			reason := fmt.Sprintf("canceled by schedule %s: the run of %s replaces it", rec.GetScheduleId(), nominal.Format(time.RFC3339))
-			if err := m.tasks.CancelIn(w, now, rec.GetTenant(), prev, rec.GetCreatedBy(), reason); err != nil {
+			if err := m.tasks.CancelIn(w, now, rec.GetTenant(), prev, runAs(rec), reason); err != nil {
 				return nil, nil, false, err
 			}
 		}

@@ -212,6 +212,14 @@ func (m *Manager) checkTemplate(ctx context.Context, tenant, principal string, t
 	return m.tasks.CheckStart(&p)
 }
 
+// checkFuture refuses a one-shot time that has passed: it would never fire.
+func (m *Manager) checkFuture(s *agentplanev1.ScheduleSpec) error {
+	if at := s.GetAt(); at != nil && !at.AsTime().After(m.clock.Now()) {
+		return invalid("spec.at", "%s has passed; a one-shot schedule needs a time to come", at.AsTime().Format(time.RFC3339))
+	}
+	return nil
+}
+
 // Create stores a new schedule (see ScheduleService.CreateSchedule).
 func (m *Manager) Create(ctx context.Context, tenant, principal string, req *agentplanev1.CreateScheduleRequest) (*agentplanev1.Schedule, bool, error) {
 	id := req.GetScheduleId()
@@ -225,6 +233,9 @@ func (m *Manager) Create(ctx context.Context, tenant, principal string, req *age
 	if err != nil {
 		return nil, false, fieldError(err)
 	}
+	if err := m.checkFuture(req.GetSpec()); err != nil {
+		return nil, false, err
+	}
 	if err := CheckPolicy(req.GetPolicy()); err != nil {
 		return nil, false, fieldError(err)
 	}
@@ -236,7 +247,7 @@ func (m *Manager) Create(ctx context.Context, tenant, principal string, req *age
 	now := m.clock.Now()
 	rec := &storagev1.ScheduleRecord{
 		Tenant: tenant, ScheduleId: id, Spec: req.GetSpec(), Policy: req.GetPolicy(), Task: req.GetTask(),
-		Paused: req.GetPaused(), CreateTime: timestamppb.New(now), UpdateTime: timestamppb.New(now), CreatedBy: principal,
+		Paused: req.GetPaused(), CreateTime: timestamppb.New(now), UpdateTime: timestamppb.New(now), CreatedBy: principal, RunAs: principal,
 		Revision: 1, CreateDigest: digest[:], Counts: &agentplanev1.ScheduleCounts{},
 	}
 	if n, ok := spec.Next(now); ok {
@@ -354,6 +365,9 @@ func (m *Manager) Update(ctx context.Context, tenant, principal string, req *age
 		if spec, err = Compile(s); err != nil {
 			return nil, fieldError(err)
 		}
+		if err := m.checkFuture(s); err != nil {
+			return nil, err
+		}
 	}
 	if p := req.GetPolicy(); p != nil {
 		if err := CheckPolicy(p); err != nil {
@@ -374,7 +388,7 @@ func (m *Manager) Update(ctx context.Context, tenant, principal string, req *age
 			rec.Policy = req.GetPolicy()
 		}
 		if req.GetTask() != nil {
-			rec.Task = req.GetTask()
+			rec.Task, rec.RunAs = req.GetTask(), principal
 		}
 		cur := spec
 		if cur == nil {

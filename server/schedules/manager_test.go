@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -325,6 +326,18 @@ func TestPauseResumeTriggerUpdateDelete(t *testing.T) {
 		t.Fatalf("Update = %v, %v", sc, err)
 	}
 
+	// A new template is started as whoever set it, not as the creator: bob cannot
+	// make runs that alice started (and he could approve).
+	sc, err = h.m.Update(ctx, "acme", "bob", &agentplanev1.UpdateScheduleRequest{ScheduleId: "s", Spec: every(time.Minute), Task: template(map[string]string{"v": "2"})})
+	if err != nil || sc.GetRunAs() != "bob" || sc.GetCreatedBy() != "alice" {
+		t.Fatalf("Update of the template = %v, %v", sc, err)
+	}
+	h.clock.Advance(time.Minute)
+	h.pass(t)
+	if runs := h.runs(t, "s"); len(runs) != 4 || runs[3].GetCreatedBy() != "bob" || runs[3].GetLabels()["v"] != "2" {
+		t.Fatalf("the run after the template changed: %v", runs[len(runs)-1])
+	}
+
 	// Delete, then create again under the same id: the new schedule's runs are new
 	// tasks, not the old schedule's.
 	if err := h.m.Delete(ctx, "acme", "s"); err != nil {
@@ -336,8 +349,8 @@ func TestPauseResumeTriggerUpdateDelete(t *testing.T) {
 	h.create(t, "s", every(time.Minute), policy(agentplanev1.ScheduleOverlapPolicy_SCHEDULE_OVERLAP_POLICY_ALLOW_ALL, 0))
 	h.clock.Advance(time.Minute)
 	h.pass(t)
-	if n := len(h.runs(t, "s")); n != 4 {
-		t.Fatalf("%d tasks after re-creating and one run, want 4", n)
+	if n := len(h.runs(t, "s")); n != 5 {
+		t.Fatalf("%d tasks after re-creating and one run, want 5", n)
 	}
 }
 
@@ -389,6 +402,10 @@ func TestCreateRefuses(t *testing.T) {
 	bad.Task = template(map[string]string{"refuse": "yes"})
 	_, _, err = h.m.Create(ctx, "globex", "gina", bad)
 	wantReason(t, err, codes.InvalidArgument, apierr.ReasonSpecInvalid)
+	bad = req("d")
+	bad.Spec = &agentplanev1.ScheduleSpec{Kind: &agentplanev1.ScheduleSpec_At{At: timestamppb.New(base.Add(-time.Second))}}
+	_, _, err = h.m.Create(ctx, "globex", "gina", bad)
+	wantReason(t, err, codes.InvalidArgument, apierr.ReasonScheduleInvalid)
 	_, _, err = h.m.Create(ctx, "globex", "gina", req("no/slash"))
 	wantReason(t, err, codes.InvalidArgument, apierr.ReasonInvalidArgument)
 }

@@ -13,7 +13,7 @@ func (m *Manager) toAPI(rec *storagev1.ScheduleRecord, view View) *agentplanev1.
 		ScheduleId: rec.GetScheduleId(), Tenant: rec.GetTenant(), Spec: rec.GetSpec(), Policy: rec.GetPolicy(), Task: rec.GetTask(),
 		Paused: rec.GetPaused(), PauseReason: rec.GetPauseReason(), CreateTime: rec.GetCreateTime(), UpdateTime: rec.GetUpdateTime(),
 		CreatedBy: rec.GetCreatedBy(), Revision: rec.GetRevision(), RecentRuns: rec.GetRecentRuns(), Counts: rec.GetCounts(),
-		BufferedNominalTime: rec.GetBufferedNominalTime(),
+		BufferedNominalTime: rec.GetBufferedNominalTime(), RunAs: runAs(rec),
 	}
 	if out.Counts == nil {
 		out.Counts = &agentplanev1.ScheduleCounts{}

@@ -260,7 +260,7 @@ type ScheduleSpec_Interval struct {
 }
 
 type ScheduleSpec_At struct {
-	// One time only.
+	// One time only; CreateSchedule and UpdateSchedule refuse a time already past.
 	At *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=at,proto3,oneof"`
 }
 
@@ -650,7 +650,7 @@ type Schedule struct {
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	// When it last changed.
 	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
-	// Principal that created it; runs are started as this principal.
+	// Principal that created it.
 	CreatedBy string `protobuf:"bytes,10,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
 	// Changes with every write; equal revisions mean an unchanged schedule.
 	Revision int64 `protobuf:"varint,11,opt,name=revision,proto3" json:"revision,omitempty"`
@@ -665,8 +665,12 @@ type Schedule struct {
 	Counts *ScheduleCounts `protobuf:"bytes,15,opt,name=counts,proto3" json:"counts,omitempty"`
 	// The nominal time of a run waiting for the previous one to end (BUFFER_ONE).
 	BufferedNominalTime *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=buffered_nominal_time,json=bufferedNominalTime,proto3" json:"buffered_nominal_time,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The principal runs are started as: whoever last set the task template (the
+	// creator, or the caller of an UpdateSchedule that replaced it), so that the
+	// separation of duties between a task's starter and its approvers holds.
+	RunAs         string `protobuf:"bytes,17,opt,name=run_as,json=runAs,proto3" json:"run_as,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Schedule) Reset() {
@@ -809,6 +813,13 @@ func (x *Schedule) GetBufferedNominalTime() *timestamppb.Timestamp {
 		return x.BufferedNominalTime
 	}
 	return nil
+}
+
+func (x *Schedule) GetRunAs() string {
+	if x != nil {
+		return x.RunAs
+	}
+	return ""
 }
 
 // CreateScheduleRequest creates a schedule.
@@ -1702,7 +1713,7 @@ const file_agentplane_v1_schedule_service_proto_rawDesc = "" +
 	"\astarted\x18\x01 \x01(\x03R\astarted\x12\x18\n" +
 	"\askipped\x18\x02 \x01(\x03R\askipped\x12\x16\n" +
 	"\x06missed\x18\x03 \x01(\x03R\x06missed\x12\x16\n" +
-	"\x06failed\x18\x04 \x01(\x03R\x06failed\"\xa0\x06\n" +
+	"\x06failed\x18\x04 \x01(\x03R\x06failed\"\xb7\x06\n" +
 	"\bSchedule\x12\x1f\n" +
 	"\vschedule_id\x18\x01 \x01(\tR\n" +
 	"scheduleId\x12\x16\n" +
@@ -1725,7 +1736,8 @@ const file_agentplane_v1_schedule_service_proto_rawDesc = "" +
 	"\vrecent_runs\x18\x0e \x03(\v2\x1a.agentplane.v1.ScheduleRunR\n" +
 	"recentRuns\x125\n" +
 	"\x06counts\x18\x0f \x01(\v2\x1d.agentplane.v1.ScheduleCountsR\x06counts\x12N\n" +
-	"\x15buffered_nominal_time\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\x13bufferedNominalTime\"\xed\x01\n" +
+	"\x15buffered_nominal_time\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\x13bufferedNominalTime\x12\x15\n" +
+	"\x06run_as\x18\x11 \x01(\tR\x05runAs\"\xed\x01\n" +
 	"\x15CreateScheduleRequest\x12\x1f\n" +
 	"\vschedule_id\x18\x01 \x01(\tR\n" +
 	"scheduleId\x12/\n" +

@@ -398,6 +398,7 @@ func scheduleTable(t *printer.Tab, s *agentplanev1.Schedule) {
 	n := s.GetCounts()
 	t.Row("runs", fmt.Sprintf("%d started, %d skipped, %d missed, %d failed", n.GetStarted(), n.GetSkipped(), n.GetMissed(), n.GetFailed()))
 	t.Row("created", when(s.GetCreateTime())+" by "+s.GetCreatedBy())
+	t.Row("runs as", s.GetRunAs())
 	t.Row("revision", s.GetRevision())
 	for i, r := range s.GetRecentRuns() {
 		label := ""

@@ -17,7 +17,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$agentplane/v1/schedule_service.proto\x12\ragentplane.v1\x1a\x18\x61gentplane/v1/task.proto\x1a agentplane/v1/task_service.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe1\x01\n\x0cScheduleSpec\x12-\n\x04\x63ron\x18\x01 \x01(\x0b\x32\x17.agentplane.v1.CronSpecH\x00R\x04\x63ron\x12\x39\n\x08interval\x18\x02 \x01(\x0b\x32\x1b.agentplane.v1.IntervalSpecH\x00R\x08interval\x12,\n\x02\x61t\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampH\x00R\x02\x61t\x12\x31\n\x06jitter\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationR\x06jitterB\x06\n\x04kind\"G\n\x08\x43ronSpec\x12\x1e\n\nexpression\x18\x01 \x01(\tR\nexpression\x12\x1b\n\ttime_zone\x18\x02 \x01(\tR\x08timeZone\"r\n\x0cIntervalSpec\x12/\n\x05\x65very\x18\x01 \x01(\x0b\x32\x19.google.protobuf.DurationR\x05\x65very\x12\x31\n\x06offset\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x06offset\"\x92\x01\n\x0eSchedulePolicy\x12>\n\x07overlap\x18\x01 \x01(\x0e\x32$.agentplane.v1.ScheduleOverlapPolicyR\x07overlap\x12@\n\x0e\x63\x61tchup_window\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\rcatchupWindow\"\xf6\x02\n\x0bScheduleRun\x12=\n\x0cnominal_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0bnominalTime\x12\x37\n\tfire_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08\x66ireTime\x12;\n\x07outcome\x18\x03 \x01(\x0e\x32!.agentplane.v1.ScheduleRunOutcomeR\x07outcome\x12\x17\n\x07task_id\x18\x04 \x01(\tR\x06taskId\x12\x16\n\x06manual\x18\x05 \x01(\x08R\x06manual\x12\x18\n\x07message\x18\x06 \x01(\tR\x07message\x12!\n\x0cmissed_count\x18\x07 \x01(\x03R\x0bmissedCount\x12\x44\n\x10last_missed_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0elastMissedTime\"t\n\x0eScheduleCounts\x12\x18\n\x07started\x18\x01 \x01(\x03R\x07started\x12\x18\n\x07skipped\x18\x02 \x01(\x03R\x07skipped\x12\x16\n\x06missed\x18\x03 \x01(\x03R\x06missed\x12\x16\n\x06\x66\x61iled\x18\x04 \x01(\x03R\x06\x66\x61iled\"\xa0\x06\n\x08Schedule\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\x12\x16\n\x06tenant\x18\x02 \x01(\tR\x06tenant\x12/\n\x04spec\x18\x03 \x01(\x0b\x32\x1b.agentplane.v1.ScheduleSpecR\x04spec\x12\x35\n\x06policy\x18\x04 \x01(\x0b\x32\x1d.agentplane.v1.SchedulePolicyR\x06policy\x12\x33\n\x04task\x18\x05 \x01(\x0b\x32\x1f.agentplane.v1.StartTaskRequestR\x04task\x12\x16\n\x06paused\x18\x06 \x01(\x08R\x06paused\x12!\n\x0cpause_reason\x18\x07 \x01(\tR\x0bpauseReason\x12;\n\x0b\x63reate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0bupdate_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nupdateTime\x12\x1d\n\ncreated_by\x18\n \x01(\tR\tcreatedBy\x12\x1a\n\x08revision\x18\x0b \x01(\x03R\x08revision\x12H\n\x12next_nominal_times\x18\x0c \x03(\x0b\x32\x1a.google.protobuf.TimestampR\x10nextNominalTimes\x12@\n\x0enext_fire_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0cnextFireTime\x12;\n\x0brecent_runs\x18\x0e \x03(\x0b\x32\x1a.agentplane.v1.ScheduleRunR\nrecentRuns\x12\x35\n\x06\x63ounts\x18\x0f \x01(\x0b\x32\x1d.agentplane.v1.ScheduleCountsR\x06\x63ounts\x12N\n\x15\x62uffered_nominal_time\x18\x10 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x13\x62ufferedNominalTime\"\xed\x01\n\x15\x43reateScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\x12/\n\x04spec\x18\x02 \x01(\x0b\x32\x1b.agentplane.v1.ScheduleSpecR\x04spec\x12\x35\n\x06policy\x18\x03 \x01(\x0b\x32\x1d.agentplane.v1.SchedulePolicyR\x06policy\x12\x33\n\x04task\x18\x04 \x01(\x0b\x32\x1f.agentplane.v1.StartTaskRequestR\x04task\x12\x16\n\x06paused\x18\x05 \x01(\x08R\x06paused\"g\n\x16\x43reateScheduleResponse\x12\x33\n\x08schedule\x18\x01 \x01(\x0b\x32\x17.agentplane.v1.ScheduleR\x08schedule\x12\x18\n\x07\x63reated\x18\x02 \x01(\x08R\x07\x63reated\"5\n\x12GetScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\"J\n\x13GetScheduleResponse\x12\x33\n\x08schedule\x18\x01 \x01(\x0b\x32\x17.agentplane.v1.ScheduleR\x08schedule\"R\n\x14ListSchedulesRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\"v\n\x15ListSchedulesResponse\x12\x35\n\tschedules\x18\x01 \x03(\x0b\x32\x17.agentplane.v1.ScheduleR\tschedules\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x82\x02\n\x15UpdateScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\x12/\n\x04spec\x18\x02 \x01(\x0b\x32\x1b.agentplane.v1.ScheduleSpecR\x04spec\x12\x35\n\x06policy\x18\x03 \x01(\x0b\x32\x1d.agentplane.v1.SchedulePolicyR\x06policy\x12\x33\n\x04task\x18\x04 \x01(\x0b\x32\x1f.agentplane.v1.StartTaskRequestR\x04task\x12+\n\x11\x65xpected_revision\x18\x05 \x01(\x03R\x10\x65xpectedRevision\"M\n\x16UpdateScheduleResponse\x12\x33\n\x08schedule\x18\x01 \x01(\x0b\x32\x17.agentplane.v1.ScheduleR\x08schedule\"O\n\x14PauseScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\"L\n\x15PauseScheduleResponse\x12\x33\n\x08schedule\x18\x01 \x01(\x0b\x32\x17.agentplane.v1.ScheduleR\x08schedule\"8\n\x15ResumeScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\"M\n\x16ResumeScheduleResponse\x12\x33\n\x08schedule\x18\x01 \x01(\x0b\x32\x17.agentplane.v1.ScheduleR\x08schedule\"X\n\x16TriggerScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\x12\x1d\n\nrequest_id\x18\x02 \x01(\tR\trequestId\"p\n\x17TriggerScheduleResponse\x12,\n\x03run\x18\x01 \x01(\x0b\x32\x1a.agentplane.v1.ScheduleRunR\x03run\x12\'\n\x04task\x18\x02 \x01(\x0b\x32\x13.agentplane.v1.TaskR\x04task\"8\n\x15\x44\x65leteScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\"\x18\n\x16\x44\x65leteScheduleResponse*\xde\x01\n\x15ScheduleOverlapPolicy\x12\'\n#SCHEDULE_OVERLAP_POLICY_UNSPECIFIED\x10\x00\x12 \n\x1cSCHEDULE_OVERLAP_POLICY_SKIP\x10\x01\x12&\n\"SCHEDULE_OVERLAP_POLICY_BUFFER_ONE\x10\x02\x12%\n!SCHEDULE_OVERLAP_POLICY_ALLOW_ALL\x10\x03\x12+\n\'SCHEDULE_OVERLAP_POLICY_CANCEL_PREVIOUS\x10\x04*\xe3\x01\n\x12ScheduleRunOutcome\x12$\n SCHEDULE_RUN_OUTCOME_UNSPECIFIED\x10\x00\x12 \n\x1cSCHEDULE_RUN_OUTCOME_STARTED\x10\x01\x12 \n\x1cSCHEDULE_RUN_OUTCOME_SKIPPED\x10\x02\x12!\n\x1dSCHEDULE_RUN_OUTCOME_BUFFERED\x10\x03\x12\x1f\n\x1bSCHEDULE_RUN_OUTCOME_MISSED\x10\x04\x12\x1f\n\x1bSCHEDULE_RUN_OUTCOME_FAILED\x10\x05\x32\xfd\x05\n\x0fScheduleService\x12]\n\x0e\x43reateSchedule\x12$.agentplane.v1.CreateScheduleRequest\x1a%.agentplane.v1.CreateScheduleResponse\x12T\n\x0bGetSchedule\x12!.agentplane.v1.GetScheduleRequest\x1a\".agentplane.v1.GetScheduleResponse\x12Z\n\rListSchedules\x12#.agentplane.v1.ListSchedulesRequest\x1a$.agentplane.v1.ListSchedulesResponse\x12]\n\x0eUpdateSchedule\x12$.agentplane.v1.UpdateScheduleRequest\x1a%.agentplane.v1.UpdateScheduleResponse\x12Z\n\rPauseSchedule\x12#.agentplane.v1.PauseScheduleRequest\x1a$.agentplane.v1.PauseScheduleResponse\x12]\n\x0eResumeSchedule\x12$.agentplane.v1.ResumeScheduleRequest\x1a%.agentplane.v1.ResumeScheduleResponse\x12`\n\x0fTriggerSchedule\x12%.agentplane.v1.TriggerScheduleRequest\x1a&.agentplane.v1.TriggerScheduleResponse\x12]\n\x0e\x44\x65leteSchedule\x12$.agentplane.v1.DeleteScheduleRequest\x1a%.agentplane.v1.DeleteScheduleResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$agentplane/v1/schedule_service.proto\x12\ragentplane.v1\x1a\x18\x61gentplane/v1/task.proto\x1a agentplane/v1/task_service.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe1\x01\n\x0cScheduleSpec\x12-\n\x04\x63ron\x18\x01 \x01(\x0b\x32\x17.agentplane.v1.CronSpecH\x00R\x04\x63ron\x12\x39\n\x08interval\x18\x02 \x01(\x0b\x32\x1b.agentplane.v1.IntervalSpecH\x00R\x08interval\x12,\n\x02\x61t\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampH\x00R\x02\x61t\x12\x31\n\x06jitter\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationR\x06jitterB\x06\n\x04kind\"G\n\x08\x43ronSpec\x12\x1e\n\nexpression\x18\x01 \x01(\tR\nexpression\x12\x1b\n\ttime_zone\x18\x02 \x01(\tR\x08timeZone\"r\n\x0cIntervalSpec\x12/\n\x05\x65very\x18\x01 \x01(\x0b\x32\x19.google.protobuf.DurationR\x05\x65very\x12\x31\n\x06offset\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x06offset\"\x92\x01\n\x0eSchedulePolicy\x12>\n\x07overlap\x18\x01 \x01(\x0e\x32$.agentplane.v1.ScheduleOverlapPolicyR\x07overlap\x12@\n\x0e\x63\x61tchup_window\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\rcatchupWindow\"\xf6\x02\n\x0bScheduleRun\x12=\n\x0cnominal_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0bnominalTime\x12\x37\n\tfire_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08\x66ireTime\x12;\n\x07outcome\x18\x03 \x01(\x0e\x32!.agentplane.v1.ScheduleRunOutcomeR\x07outcome\x12\x17\n\x07task_id\x18\x04 \x01(\tR\x06taskId\x12\x16\n\x06manual\x18\x05 \x01(\x08R\x06manual\x12\x18\n\x07message\x18\x06 \x01(\tR\x07message\x12!\n\x0cmissed_count\x18\x07 \x01(\x03R\x0bmissedCount\x12\x44\n\x10last_missed_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0elastMissedTime\"t\n\x0eScheduleCounts\x12\x18\n\x07started\x18\x01 \x01(\x03R\x07started\x12\x18\n\x07skipped\x18\x02 \x01(\x03R\x07skipped\x12\x16\n\x06missed\x18\x03 \x01(\x03R\x06missed\x12\x16\n\x06\x66\x61iled\x18\x04 \x01(\x03R\x06\x66\x61iled\"\xb7\x06\n\x08Schedule\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\x12\x16\n\x06tenant\x18\x02 \x01(\tR\x06tenant\x12/\n\x04spec\x18\x03 \x01(\x0b\x32\x1b.agentplane.v1.ScheduleSpecR\x04spec\x12\x35\n\x06policy\x18\x04 \x01(\x0b\x32\x1d.agentplane.v1.SchedulePolicyR\x06policy\x12\x33\n\x04task\x18\x05 \x01(\x0b\x32\x1f.agentplane.v1.StartTaskRequestR\x04task\x12\x16\n\x06paused\x18\x06 \x01(\x08R\x06paused\x12!\n\x0cpause_reason\x18\x07 \x01(\tR\x0bpauseReason\x12;\n\x0b\x63reate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0bupdate_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nupdateTime\x12\x1d\n\ncreated_by\x18\n \x01(\tR\tcreatedBy\x12\x1a\n\x08revision\x18\x0b \x01(\x03R\x08revision\x12H\n\x12next_nominal_times\x18\x0c \x03(\x0b\x32\x1a.google.protobuf.TimestampR\x10nextNominalTimes\x12@\n\x0enext_fire_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0cnextFireTime\x12;\n\x0brecent_runs\x18\x0e \x03(\x0b\x32\x1a.agentplane.v1.ScheduleRunR\nrecentRuns\x12\x35\n\x06\x63ounts\x18\x0f \x01(\x0b\x32\x1d.agentplane.v1.ScheduleCountsR\x06\x63ounts\x12N\n\x15\x62uffered_nominal_time\x18\x10 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x13\x62ufferedNominalTime\x12\x15\n\x06run_as\x18\x11 \x01(\tR\x05runAs\"\xed\x01\n\x15\x43reateScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\x12/\n\x04spec\x18\x02 \x01(\x0b\x32\x1b.agentplane.v1.ScheduleSpecR\x04spec\x12\x35\n\x06policy\x18\x03 \x01(\x0b\x32\x1d.agentplane.v1.SchedulePolicyR\x06policy\x12\x33\n\x04task\x18\x04 \x01(\x0b\x32\x1f.agentplane.v1.StartTaskRequestR\x04task\x12\x16\n\x06paused\x18\x05 \x01(\x08R\x06paused\"g\n\x16\x43reateScheduleResponse\x12\x33\n\x08schedule\x18\x01 \x01(\x0b\x32\x17.agentplane.v1.ScheduleR\x08schedule\x12\x18\n\x07\x63reated\x18\x02 \x01(\x08R\x07\x63reated\"5\n\x12GetScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\"J\n\x13GetScheduleResponse\x12\x33\n\x08schedule\x18\x01 \x01(\x0b\x32\x17.agentplane.v1.ScheduleR\x08schedule\"R\n\x14ListSchedulesRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\"v\n\x15ListSchedulesResponse\x12\x35\n\tschedules\x18\x01 \x03(\x0b\x32\x17.agentplane.v1.ScheduleR\tschedules\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x82\x02\n\x15UpdateScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\x12/\n\x04spec\x18\x02 \x01(\x0b\x32\x1b.agentplane.v1.ScheduleSpecR\x04spec\x12\x35\n\x06policy\x18\x03 \x01(\x0b\x32\x1d.agentplane.v1.SchedulePolicyR\x06policy\x12\x33\n\x04task\x18\x04 \x01(\x0b\x32\x1f.agentplane.v1.StartTaskRequestR\x04task\x12+\n\x11\x65xpected_revision\x18\x05 \x01(\x03R\x10\x65xpectedRevision\"M\n\x16UpdateScheduleResponse\x12\x33\n\x08schedule\x18\x01 \x01(\x0b\x32\x17.agentplane.v1.ScheduleR\x08schedule\"O\n\x14PauseScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\"L\n\x15PauseScheduleResponse\x12\x33\n\x08schedule\x18\x01 \x01(\x0b\x32\x17.agentplane.v1.ScheduleR\x08schedule\"8\n\x15ResumeScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\"M\n\x16ResumeScheduleResponse\x12\x33\n\x08schedule\x18\x01 \x01(\x0b\x32\x17.agentplane.v1.ScheduleR\x08schedule\"X\n\x16TriggerScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\x12\x1d\n\nrequest_id\x18\x02 \x01(\tR\trequestId\"p\n\x17TriggerScheduleResponse\x12,\n\x03run\x18\x01 \x01(\x0b\x32\x1a.agentplane.v1.ScheduleRunR\x03run\x12\'\n\x04task\x18\x02 \x01(\x0b\x32\x13.agentplane.v1.TaskR\x04task\"8\n\x15\x44\x65leteScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\"\x18\n\x16\x44\x65leteScheduleResponse*\xde\x01\n\x15ScheduleOverlapPolicy\x12\'\n#SCHEDULE_OVERLAP_POLICY_UNSPECIFIED\x10\x00\x12 \n\x1cSCHEDULE_OVERLAP_POLICY_SKIP\x10\x01\x12&\n\"SCHEDULE_OVERLAP_POLICY_BUFFER_ONE\x10\x02\x12%\n!SCHEDULE_OVERLAP_POLICY_ALLOW_ALL\x10\x03\x12+\n\'SCHEDULE_OVERLAP_POLICY_CANCEL_PREVIOUS\x10\x04*\xe3\x01\n\x12ScheduleRunOutcome\x12$\n SCHEDULE_RUN_OUTCOME_UNSPECIFIED\x10\x00\x12 \n\x1cSCHEDULE_RUN_OUTCOME_STARTED\x10\x01\x12 \n\x1cSCHEDULE_RUN_OUTCOME_SKIPPED\x10\x02\x12!\n\x1dSCHEDULE_RUN_OUTCOME_BUFFERED\x10\x03\x12\x1f\n\x1bSCHEDULE_RUN_OUTCOME_MISSED\x10\x04\x12\x1f\n\x1bSCHEDULE_RUN_OUTCOME_FAILED\x10\x05\x32\xfd\x05\n\x0fScheduleService\x12]\n\x0e\x43reateSchedule\x12$.agentplane.v1.CreateScheduleRequest\x1a%.agentplane.v1.CreateScheduleResponse\x12T\n\x0bGetSchedule\x12!.agentplane.v1.GetScheduleRequest\x1a\".agentplane.v1.GetScheduleResponse\x12Z\n\rListSchedules\x12#.agentplane.v1.ListSchedulesRequest\x1a$.agentplane.v1.ListSchedulesResponse\x12]\n\x0eUpdateSchedule\x12$.agentplane.v1.UpdateScheduleRequest\x1a%.agentplane.v1.UpdateScheduleResponse\x12Z\n\rPauseSchedule\x12#.agentplane.v1.PauseScheduleRequest\x1a$.agentplane.v1.PauseScheduleResponse\x12]\n\x0eResumeSchedule\x12$.agentplane.v1.ResumeScheduleRequest\x1a%.agentplane.v1.ResumeScheduleResponse\x12`\n\x0fTriggerSchedule\x12%.agentplane.v1.TriggerScheduleRequest\x1a&.agentplane.v1.TriggerScheduleResponse\x12]\n\x0e\x44\x65leteSchedule\x12$.agentplane.v1.DeleteScheduleRequest\x1a%.agentplane.v1.DeleteScheduleResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentplane.v1.schedule_service_pb2', globals())
@@ -25,10 +25,10 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1'
-  _SCHEDULEOVERLAPPOLICY._serialized_start=3649
-  _SCHEDULEOVERLAPPOLICY._serialized_end=3871
-  _SCHEDULERUNOUTCOME._serialized_start=3874
-  _SCHEDULERUNOUTCOME._serialized_end=4101
+  _SCHEDULEOVERLAPPOLICY._serialized_start=3672
+  _SCHEDULEOVERLAPPOLICY._serialized_end=3894
+  _SCHEDULERUNOUTCOME._serialized_start=3897
+  _SCHEDULERUNOUTCOME._serialized_end=4124
   _SCHEDULESPEC._serialized_start=181
   _SCHEDULESPEC._serialized_end=406
   _CRONSPEC._serialized_start=408
@@ -42,39 +42,39 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _SCHEDULECOUNTS._serialized_start=1123
   _SCHEDULECOUNTS._serialized_end=1239
   _SCHEDULE._serialized_start=1242
-  _SCHEDULE._serialized_end=2042
-  _CREATESCHEDULEREQUEST._serialized_start=2045
-  _CREATESCHEDULEREQUEST._serialized_end=2282
-  _CREATESCHEDULERESPONSE._serialized_start=2284
-  _CREATESCHEDULERESPONSE._serialized_end=2387
-  _GETSCHEDULEREQUEST._serialized_start=2389
-  _GETSCHEDULEREQUEST._serialized_end=2442
-  _GETSCHEDULERESPONSE._serialized_start=2444
-  _GETSCHEDULERESPONSE._serialized_end=2518
-  _LISTSCHEDULESREQUEST._serialized_start=2520
-  _LISTSCHEDULESREQUEST._serialized_end=2602
-  _LISTSCHEDULESRESPONSE._serialized_start=2604
-  _LISTSCHEDULESRESPONSE._serialized_end=2722
-  _UPDATESCHEDULEREQUEST._serialized_start=2725
-  _UPDATESCHEDULEREQUEST._serialized_end=2983
-  _UPDATESCHEDULERESPONSE._serialized_start=2985
-  _UPDATESCHEDULERESPONSE._serialized_end=3062
-  _PAUSESCHEDULEREQUEST._serialized_start=3064
-  _PAUSESCHEDULEREQUEST._serialized_end=3143
-  _PAUSESCHEDULERESPONSE._serialized_start=3145
-  _PAUSESCHEDULERESPONSE._serialized_end=3221
-  _RESUMESCHEDULEREQUEST._serialized_start=3223
-  _RESUMESCHEDULEREQUEST._serialized_end=3279
-  _RESUMESCHEDULERESPONSE._serialized_start=3281
-  _RESUMESCHEDULERESPONSE._serialized_end=3358
-  _TRIGGERSCHEDULEREQUEST._serialized_start=3360
-  _TRIGGERSCHEDULEREQUEST._serialized_end=3448
-  _TRIGGERSCHEDULERESPONSE._serialized_start=3450
-  _TRIGGERSCHEDULERESPONSE._serialized_end=3562
-  _DELETESCHEDULEREQUEST._serialized_start=3564
-  _DELETESCHEDULEREQUEST._serialized_end=3620
-  _DELETESCHEDULERESPONSE._serialized_start=3622
-  _DELETESCHEDULERESPONSE._serialized_end=3646
-  _SCHEDULESERVICE._serialized_start=4104
-  _SCHEDULESERVICE._serialized_end=4869
+  _SCHEDULE._serialized_end=2065
+  _CREATESCHEDULEREQUEST._serialized_start=2068
+  _CREATESCHEDULEREQUEST._serialized_end=2305
+  _CREATESCHEDULERESPONSE._serialized_start=2307
+  _CREATESCHEDULERESPONSE._serialized_end=2410
+  _GETSCHEDULEREQUEST._serialized_start=2412
+  _GETSCHEDULEREQUEST._serialized_end=2465
+  _GETSCHEDULERESPONSE._serialized_start=2467
+  _GETSCHEDULERESPONSE._serialized_end=2541
+  _LISTSCHEDULESREQUEST._serialized_start=2543
+  _LISTSCHEDULESREQUEST._serialized_end=2625
+  _LISTSCHEDULESRESPONSE._serialized_start=2627
+  _LISTSCHEDULESRESPONSE._serialized_end=2745
+  _UPDATESCHEDULEREQUEST._serialized_start=2748
+  _UPDATESCHEDULEREQUEST._serialized_end=3006
+  _UPDATESCHEDULERESPONSE._serialized_start=3008
+  _UPDATESCHEDULERESPONSE._serialized_end=3085
+  _PAUSESCHEDULEREQUEST._serialized_start=3087
+  _PAUSESCHEDULEREQUEST._serialized_end=3166
+  _PAUSESCHEDULERESPONSE._serialized_start=3168
+  _PAUSESCHEDULERESPONSE._serialized_end=3244
+  _RESUMESCHEDULEREQUEST._serialized_start=3246
+  _RESUMESCHEDULEREQUEST._serialized_end=3302
+  _RESUMESCHEDULERESPONSE._serialized_start=3304
+  _RESUMESCHEDULERESPONSE._serialized_end=3381
+  _TRIGGERSCHEDULEREQUEST._serialized_start=3383
+  _TRIGGERSCHEDULEREQUEST._serialized_end=3471
+  _TRIGGERSCHEDULERESPONSE._serialized_start=3473
+  _TRIGGERSCHEDULERESPONSE._serialized_end=3585
+  _DELETESCHEDULEREQUEST._serialized_start=3587
+  _DELETESCHEDULEREQUEST._serialized_end=3643
+  _DELETESCHEDULERESPONSE._serialized_start=3645
+  _DELETESCHEDULERESPONSE._serialized_end=3669
+  _SCHEDULESERVICE._serialized_start=4127
+  _SCHEDULESERVICE._serialized_end=4892
 # @@protoc_insertion_point(module_scope)

@@ -1451,8 +1451,10 @@ type ScheduleRecord struct {
 	// The task of the most recent STARTED run: what the overlap policy looks at.
 	LastTaskId string `protobuf:"bytes,17,opt,name=last_task_id,json=lastTaskId,proto3" json:"last_task_id,omitempty"`
 	// Recent runs, newest first (bounded).
-	RecentRuns    []*v1.ScheduleRun  `protobuf:"bytes,18,rep,name=recent_runs,json=recentRuns,proto3" json:"recent_runs,omitempty"`
-	Counts        *v1.ScheduleCounts `protobuf:"bytes,19,opt,name=counts,proto3" json:"counts,omitempty"`
+	RecentRuns []*v1.ScheduleRun  `protobuf:"bytes,18,rep,name=recent_runs,json=recentRuns,proto3" json:"recent_runs,omitempty"`
+	Counts     *v1.ScheduleCounts `protobuf:"bytes,19,opt,name=counts,proto3" json:"counts,omitempty"`
+	// The principal runs start as: whoever last set the task template.
+	RunAs         string `protobuf:"bytes,20,opt,name=run_as,json=runAs,proto3" json:"run_as,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1620,6 +1622,13 @@ func (x *ScheduleRecord) GetCounts() *v1.ScheduleCounts {
 	return nil
 }
 
+func (x *ScheduleRecord) GetRunAs() string {
+	if x != nil {
+		return x.RunAs
+	}
+	return ""
+}
+
 var File_agentplane_storage_v1_storage_proto protoreflect.FileDescriptor
 
 const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
@@ -1752,7 +1761,7 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\n" +
 	"last_error\x18\v \x01(\tR\tlastError\x127\n" +
 	"\tdead_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\bdeadTime\x12\x14\n" +
-	"\x05claim\x18\r \x01(\tR\x05claim\"\x8b\a\n" +
+	"\x05claim\x18\r \x01(\tR\x05claim\"\xa2\a\n" +
 	"\x0eScheduleRecord\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1f\n" +
 	"\vschedule_id\x18\x02 \x01(\tR\n" +
@@ -1779,7 +1788,8 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"lastTaskId\x12;\n" +
 	"\vrecent_runs\x18\x12 \x03(\v2\x1a.agentplane.v1.ScheduleRunR\n" +
 	"recentRuns\x125\n" +
-	"\x06counts\x18\x13 \x01(\v2\x1d.agentplane.v1.ScheduleCountsR\x06counts*\\\n" +
+	"\x06counts\x18\x13 \x01(\v2\x1d.agentplane.v1.ScheduleCountsR\x06counts\x12\x15\n" +
+	"\x06run_as\x18\x14 \x01(\tR\x05runAs*\\\n" +
 	"\vOutboxState\x12\x1c\n" +
 	"\x18OUTBOX_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OUTBOX_STATE_PENDING\x10\x01\x12\x15\n" +
