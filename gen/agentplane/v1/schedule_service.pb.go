@@ -1106,7 +1106,8 @@ func (x *ListSchedulesRequest) GetPageToken() string {
 	return ""
 }
 
-// ListSchedulesResponse is one page of schedules, in id order.
+// ListSchedulesResponse is one page of schedules, by id: shorter ids first, then in
+// byte order.
 type ListSchedulesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Schedules (recent_runs holds the newest run only).

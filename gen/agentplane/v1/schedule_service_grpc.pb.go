@@ -53,7 +53,7 @@ type ScheduleServiceClient interface {
 	CreateSchedule(ctx context.Context, in *CreateScheduleRequest, opts ...grpc.CallOption) (*CreateScheduleResponse, error)
 	// GetSchedule returns a schedule with its next fire times and recent runs.
 	GetSchedule(ctx context.Context, in *GetScheduleRequest, opts ...grpc.CallOption) (*GetScheduleResponse, error)
-	// ListSchedules pages through the tenant's schedules in id order.
+	// ListSchedules pages through the tenant's schedules by id (shorter ids first).
 	ListSchedules(ctx context.Context, in *ListSchedulesRequest, opts ...grpc.CallOption) (*ListSchedulesResponse, error)
 	// UpdateSchedule replaces the spec, the policy and/or the task template (each only
 	// when given), validated as at creation. A changed spec takes effect from now: the
@@ -185,7 +185,7 @@ type ScheduleServiceServer interface {
 	CreateSchedule(context.Context, *CreateScheduleRequest) (*CreateScheduleResponse, error)
 	// GetSchedule returns a schedule with its next fire times and recent runs.
 	GetSchedule(context.Context, *GetScheduleRequest) (*GetScheduleResponse, error)
-	// ListSchedules pages through the tenant's schedules in id order.
+	// ListSchedules pages through the tenant's schedules by id (shorter ids first).
 	ListSchedules(context.Context, *ListSchedulesRequest) (*ListSchedulesResponse, error)
 	// UpdateSchedule replaces the spec, the policy and/or the task template (each only
 	// when given), validated as at creation. A changed spec takes effect from now: the

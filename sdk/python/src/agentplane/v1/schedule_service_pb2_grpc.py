@@ -98,7 +98,7 @@ class ScheduleServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def ListSchedules(self, request, context):
-        """ListSchedules pages through the tenant's schedules in id order.
+        """ListSchedules pages through the tenant's schedules by id (shorter ids first).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -565,7 +565,8 @@ export const ListSchedulesRequestSchema: GenMessage<ListSchedulesRequest> = /*@_
   messageDesc(file_agentplane_v1_schedule_service, 11);
 
 /**
- * ListSchedulesResponse is one page of schedules, in id order.
+ * ListSchedulesResponse is one page of schedules, by id: shorter ids first, then in
+ * byte order.
  *
  * @generated from message agentplane.v1.ListSchedulesResponse
  */
@@ -997,7 +998,7 @@ export const ScheduleService: GenService<{
     output: typeof GetScheduleResponseSchema;
   },
   /**
-   * ListSchedules pages through the tenant's schedules in id order.
+   * ListSchedules pages through the tenant's schedules by id (shorter ids first).
    *
    * @generated from rpc agentplane.v1.ScheduleService.ListSchedules
    */
