@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -148,10 +149,24 @@ func (m *Manager) start(w store.Writer, rec *storagev1.ScheduleRecord, prep prep
 func (m *Manager) describe(rec *storagev1.ScheduleRecord, err error) string {
 	var ae *apierr.Error
 	if errors.As(err, &ae) {
-		return ae.Message
+		return truncate(ae.Message, maxMessageBytes)
 	}
 	m.log.Error("schedule run could not start", "tenant", rec.GetTenant(), "schedule", rec.GetScheduleId(), "err", err)
 	return "internal error starting the run; the control plane's log has the detail"
+}
+
+// maxMessageBytes bounds what a run keeps of why it failed.
+const maxMessageBytes = 1024
+
+// truncate cuts s to at most n bytes, on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 // record adds a run to rec's recent runs and counts.
@@ -471,6 +486,10 @@ func (m *Manager) fire(ctx context.Context, d store.ScheduleDue) bool {
 		return false
 	}
 	for _, run := range runs {
+		if run.GetOutcome() == agentplanev1.ScheduleRunOutcome_SCHEDULE_RUN_OUTCOME_FAILED {
+			m.log.Warn("schedule run failed: its task could not be started; the schedule goes on",
+				"tenant", d.Tenant, "schedule", d.ScheduleID, "nominal_time", run.GetNominalTime().AsTime(), "why", run.GetMessage())
+		}
 		fire := run.GetNominalTime().AsTime()
 		if prep.spec != nil {
 			fire = prep.spec.FireTime(d.Tenant, d.ScheduleID, fire)
