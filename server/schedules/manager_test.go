@@ -20,6 +20,8 @@ import (
 	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/boltstore"
 	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
+	"github.com/agentplane/agentplane/server/store/pgstore"
+	"github.com/agentplane/agentplane/server/store/pgstore/pgtest"
 	"github.com/agentplane/agentplane/server/tasks"
 )
 
@@ -60,12 +62,39 @@ func prepare(_ context.Context, tenant, principal string, req *agentplanev1.Star
 	}, nil
 }
 
-func newHarness(t *testing.T, cfg Config) *harness {
-	t.Helper()
-	st, err := boltstore.Open(filepath.Join(t.TempDir(), "agentplane.db"), boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
+// backend opens an empty store of one kind for a test.
+type backend struct {
+	name string
+	open func(t *testing.T) store.Store
+}
+
+var backends = []backend{
+	{"bbolt", func(t *testing.T) store.Store {
+		st, err := boltstore.Open(filepath.Join(t.TempDir(), "agentplane.db"), boltstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}},
+	{"postgres", func(t *testing.T) store.Store {
+		st, err := pgstore.Open(context.Background(), pgtest.DSN(t), pgstore.Options{MaxConns: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}},
+}
+
+// onBoth runs fn on each backend.
+func onBoth(t *testing.T, fn func(t *testing.T, b backend)) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { fn(t, b) })
 	}
+}
+
+func newHarnessOn(t *testing.T, b backend, cfg Config) *harness {
+	t.Helper()
+	st := b.open(t)
 	clock := &fakeClock{t: base}
 	tm, err := tasks.New(tasks.Options{Store: st, Config: tasks.ConfigFrom(config.Default()), Clock: clock})
 	if err != nil {
@@ -165,8 +194,10 @@ func outcomes(sc *agentplanev1.Schedule) []string {
 
 // Each nominal time starts one task carrying the schedule and the nominal time; a
 // second pass at the same time starts nothing more.
-func TestEachNominalTimeOnce(t *testing.T) {
-	h := newHarness(t, Config{})
+func TestEachNominalTimeOnce(t *testing.T) { onBoth(t, testEachNominalTimeOnce) }
+
+func testEachNominalTimeOnce(t *testing.T, b backend) {
+	h := newHarnessOn(t, b, Config{})
 	sc := h.create(t, "tick", every(time.Minute), policy(agentplanev1.ScheduleOverlapPolicy_SCHEDULE_OVERLAP_POLICY_ALLOW_ALL, 0))
 	if got := sc.GetNextFireTime().AsTime(); !got.Equal(base.Add(time.Minute)) {
 		t.Fatalf("next fire %v, want %v", got, base.Add(time.Minute))
@@ -195,8 +226,10 @@ func TestEachNominalTimeOnce(t *testing.T) {
 	}
 }
 
-func TestOverlapPolicies(t *testing.T) {
-	h := newHarness(t, Config{RecheckInterval: time.Second})
+func TestOverlapPolicies(t *testing.T) { onBoth(t, testOverlapPolicies) }
+
+func testOverlapPolicies(t *testing.T, b backend) {
+	h := newHarnessOn(t, b, Config{RecheckInterval: time.Second})
 	for _, o := range []agentplanev1.ScheduleOverlapPolicy{
 		agentplanev1.ScheduleOverlapPolicy_SCHEDULE_OVERLAP_POLICY_UNSPECIFIED,
 		agentplanev1.ScheduleOverlapPolicy_SCHEDULE_OVERLAP_POLICY_BUFFER_ONE,
@@ -244,8 +277,10 @@ func TestOverlapPolicies(t *testing.T) {
 
 // After downtime, nominal times within the catch-up window run; older ones are one
 // MISSED run with their count.
-func TestCatchupWindow(t *testing.T) {
-	h := newHarness(t, Config{})
+func TestCatchupWindow(t *testing.T) { onBoth(t, testCatchupWindow) }
+
+func testCatchupWindow(t *testing.T, b backend) {
+	h := newHarnessOn(t, b, Config{})
 	h.create(t, "c", every(time.Minute), policy(agentplanev1.ScheduleOverlapPolicy_SCHEDULE_OVERLAP_POLICY_ALLOW_ALL, 5*time.Minute))
 	h.clock.Advance(30 * time.Minute)
 	h.pass(t)
@@ -262,8 +297,10 @@ func TestCatchupWindow(t *testing.T) {
 }
 
 // A run fires at nominal time plus its jitter, not before.
-func TestJitterDelaysTheFire(t *testing.T) {
-	h := newHarness(t, Config{})
+func TestJitterDelaysTheFire(t *testing.T) { onBoth(t, testJitterDelaysTheFire) }
+
+func testJitterDelaysTheFire(t *testing.T, b backend) {
+	h := newHarnessOn(t, b, Config{})
 	spec := every(time.Hour)
 	spec.Jitter = durationpb.New(10 * time.Minute)
 	sc := h.create(t, "j", spec, nil)
@@ -279,8 +316,10 @@ func TestJitterDelaysTheFire(t *testing.T) {
 	equal(t, "at the fire time", nominals(h.runs(t, "j")), []string{"1h0m0s"})
 }
 
-func TestPauseResumeTriggerUpdateDelete(t *testing.T) {
-	h := newHarness(t, Config{})
+func TestPauseResumeTriggerUpdateDelete(t *testing.T) { onBoth(t, testPauseResumeTriggerUpdateDelete) }
+
+func testPauseResumeTriggerUpdateDelete(t *testing.T, b backend) {
+	h := newHarnessOn(t, b, Config{})
 	h.create(t, "s", every(time.Minute), policy(agentplanev1.ScheduleOverlapPolicy_SCHEDULE_OVERLAP_POLICY_ALLOW_ALL, 0))
 	if sc, err := h.m.Pause(ctx, "acme", "s", "maintenance"); err != nil || !sc.GetPaused() || sc.GetNextFireTime() != nil {
 		t.Fatalf("Pause = %v, %v", sc, err)
@@ -362,8 +401,10 @@ func wantReason(t *testing.T, err error, code codes.Code, reason apierr.Reason) 
 	}
 }
 
-func TestCreateRefuses(t *testing.T) {
-	h := newHarness(t, Config{MaxPerTenant: 2})
+func TestCreateRefuses(t *testing.T) { onBoth(t, testCreateRefuses) }
+
+func testCreateRefuses(t *testing.T, b backend) {
+	h := newHarnessOn(t, b, Config{MaxPerTenant: 2})
 	req := func(id string) *agentplanev1.CreateScheduleRequest {
 		return &agentplanev1.CreateScheduleRequest{ScheduleId: id, Spec: every(time.Minute), Task: template(nil)}
 	}
@@ -412,8 +453,10 @@ func TestCreateRefuses(t *testing.T) {
 
 // A run whose template no longer starts is FAILED with the reason, and the schedule
 // goes on.
-func TestFailedRunIsRecorded(t *testing.T) {
-	h := newHarness(t, Config{})
+func TestFailedRunIsRecorded(t *testing.T) { onBoth(t, testFailedRunIsRecorded) }
+
+func testFailedRunIsRecorded(t *testing.T, b backend) {
+	h := newHarnessOn(t, b, Config{})
 	h.create(t, "f", every(time.Minute), nil)
 	// The template turns bad under the schedule (as a static agent removed from the
 	// deployment would): written directly, past Update's check.
@@ -436,8 +479,10 @@ func TestFailedRunIsRecorded(t *testing.T) {
 	}
 }
 
-func TestListPages(t *testing.T) {
-	h := newHarness(t, Config{})
+func TestListPages(t *testing.T) { onBoth(t, testListPages) }
+
+func testListPages(t *testing.T, b backend) {
+	h := newHarnessOn(t, b, Config{})
 	for i := range 7 {
 		h.create(t, fmt.Sprintf("s%d", i), every(time.Minute), nil)
 	}
@@ -463,8 +508,10 @@ func TestListPages(t *testing.T) {
 
 // Two schedulers on one store (as replicas would be) racing over the same due
 // schedules start each nominal time once.
-func TestConcurrentSchedulersFireOnce(t *testing.T) {
-	h := newHarness(t, Config{})
+func TestConcurrentSchedulersFireOnce(t *testing.T) { onBoth(t, testConcurrentSchedulersFireOnce) }
+
+func testConcurrentSchedulersFireOnce(t *testing.T, b backend) {
+	h := newHarnessOn(t, b, Config{})
 	other, err := New(Options{Store: h.store, Tasks: h.tasks, Prepare: prepare, Clock: h.clock})
 	if err != nil {
 		t.Fatal(err)
