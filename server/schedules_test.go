@@ -210,6 +210,17 @@ func TestSchedulesOverHTTP(t *testing.T) {
 	if code, out = do("POST", "/v1/schedules/weekday-9:trigger", `{"requestId": "r1"}`); code != 200 || out["task"] == nil {
 		t.Fatalf("trigger = %d %v", code, out)
 	}
+	// The run is counted for operators.
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), `agentplane_schedule_runs_total{outcome="started"} 1`) ||
+		!strings.Contains(string(metrics), "agentplane_schedule_fire_lateness_seconds_bucket") {
+		t.Fatalf("/metrics has no schedule runs:\n%s", metrics)
+	}
 	if code, out = do("GET", "/v1/schedules?pageSize=10", ""); code != 200 || len(out["schedules"].([]any)) != 1 {
 		t.Fatalf("list = %d %v", code, out)
 	}
