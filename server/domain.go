@@ -39,7 +39,7 @@ type domain struct {
 	verdicts  *verdicts.Recorder
 	webhooks  *webhooks.Service
 	// links signs approval links (nil when no notification carries them).
-	links *links.Issuer
+	links     *links.Issuer
 	schedules *schedules.Manager
 }
 
