@@ -58,6 +58,7 @@ func (s *Server) buildHTTP() error {
 		agentplanev1.RegisterCapabilityServiceHandler,
 		agentplanev1.RegisterRuntimeServiceHandler,
 		agentplanev1.RegisterAdminServiceHandler,
+		agentplanev1.RegisterScheduleServiceHandler,
 	} {
 		if err := register(ctx, gw, conn); err != nil {
 			return fmt.Errorf("gateway: %w", err)

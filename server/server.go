@@ -215,6 +215,7 @@ func (s *Server) registerServices(server *grpc.Server) {
 	agentplanev1.RegisterCapabilityServiceServer(g, &capabilityService{s: s})
 	agentplanev1.RegisterRuntimeServiceServer(g, &runtimeService{s: s})
 	agentplanev1.RegisterAdminServiceServer(g, &adminService{s: s})
+	agentplanev1.RegisterScheduleServiceServer(g, &scheduleService{s: s})
 
 	if s.health == nil {
 		s.health = health.NewServer()

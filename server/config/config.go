@@ -48,6 +48,8 @@ type Config struct {
 	Notifications Notifications `yaml:"notifications"`
 	// A2A configures the A2A face under /a2a/ (docs/a2a.md).
 	A2A A2A `yaml:"a2a"`
+	// Schedules configures the scheduler (docs/schedules.md).
+	Schedules Schedules `yaml:"schedules"`
 	// Tenants holds per-tenant settings; they may tighten the deployment's, never loosen.
 	Tenants map[string]Tenant `yaml:"tenants"`
 
@@ -405,6 +407,7 @@ func Default() Config {
 		Console:       Console{SessionTTL: Duration(12 * time.Hour)},
 		Notifications: DefaultNotifications(),
 		A2A:           DefaultA2A(),
+		Schedules:     DefaultSchedules(),
 	}
 }
 
@@ -612,6 +615,7 @@ func (c *Config) Validate() error {
 	c.validateNotifications(bad)
 	c.validateChannels(bad)
 	c.validateA2A(bad)
+	c.validateSchedules(bad)
 	if len(errs) == 0 {
 		return nil
 	}

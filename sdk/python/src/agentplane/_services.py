@@ -13,6 +13,7 @@ from agentplane.v1 import admin_service_pb2 as _admin_service_pb2
 from agentplane.v1 import capability_service_pb2 as _capability_service_pb2
 from agentplane.v1 import hitl_service_pb2 as _hitl_service_pb2
 from agentplane.v1 import runtime_service_pb2 as _runtime_service_pb2
+from agentplane.v1 import schedule_service_pb2 as _schedule_service_pb2
 from agentplane.v1 import spec_service_pb2 as _spec_service_pb2
 from agentplane.v1 import task_service_pb2 as _task_service_pb2
 
@@ -266,6 +267,90 @@ class RuntimeService:
 
     def __repr__(self) -> str:
         return "<agentplane RuntimeService>"
+
+
+class ScheduleService:
+    """agentplane.v1.ScheduleService (grpc).
+
+    ScheduleService starts tasks on a schedule: a cron expression in a time zone, a
+    fixed interval with an offset, or one time. Each run is an ordinary task, started
+    as StartTask would start the schedule's task template, carrying the schedule's id
+    and the run's nominal time (Task.scheduled_by). A nominal time is acted on exactly
+    once, across crashes and replicas: the run's task is created under a request id
+    derived from (schedule id, nominal time) in the same transaction that advances the
+    schedule. Schedules belong to the caller's tenant; another tenant's schedule is
+    NOT_FOUND. docs/schedules.md describes the semantics (time zones and DST, jitter,
+    overlap, catch-up).
+    """
+
+    create_schedule: Unary[_schedule_service_pb2.CreateScheduleRequest, _schedule_service_pb2.CreateScheduleResponse]
+    """CreateSchedule validates the spec, the policy and the task template (exactly as
+    StartTask validates a request) and stores the schedule. It is idempotent on
+    schedule_id: the same request again returns the stored schedule with
+    created=false; a different one under a taken id is ALREADY_EXISTS
+    (schedule.already_exists). Past schedules.max_per_tenant it is RESOURCE_EXHAUSTED
+    (limit.exceeded). A spec that does not parse is INVALID_ARGUMENT
+    (schedule.invalid).
+    """
+
+    get_schedule: Unary[_schedule_service_pb2.GetScheduleRequest, _schedule_service_pb2.GetScheduleResponse]
+    """GetSchedule returns a schedule with its next fire times and recent runs."""
+
+    list_schedules: Unary[_schedule_service_pb2.ListSchedulesRequest, _schedule_service_pb2.ListSchedulesResponse]
+    """ListSchedules pages through the tenant's schedules by id (shorter ids first)."""
+
+    update_schedule: Unary[_schedule_service_pb2.UpdateScheduleRequest, _schedule_service_pb2.UpdateScheduleResponse]
+    """UpdateSchedule replaces the spec, the policy and/or the task template (each only
+    when given), validated as at creation. A changed spec takes effect from now: the
+    next nominal time is computed afresh, and nothing missed under the old spec is
+    caught up.
+    """
+
+    pause_schedule: Unary[_schedule_service_pb2.PauseScheduleRequest, _schedule_service_pb2.PauseScheduleResponse]
+    """PauseSchedule stops the schedule from firing until ResumeSchedule. Idempotent."""
+
+    resume_schedule: Unary[_schedule_service_pb2.ResumeScheduleRequest, _schedule_service_pb2.ResumeScheduleResponse]
+    """ResumeSchedule lets a paused schedule fire again from now on: the nominal times
+    that passed while it was paused are not caught up. Idempotent.
+    """
+
+    trigger_schedule: Unary[_schedule_service_pb2.TriggerScheduleRequest, _schedule_service_pb2.TriggerScheduleResponse]
+    """TriggerSchedule runs the schedule now, as if a nominal time had come (the overlap
+    policy applies), without changing its next fire times. It works on a paused
+    schedule too. With a request_id it is idempotent: a retry returns the same run.
+    """
+
+    delete_schedule: Unary[_schedule_service_pb2.DeleteScheduleRequest, _schedule_service_pb2.DeleteScheduleResponse]
+    """DeleteSchedule removes a schedule. Its tasks are ordinary tasks and stay."""
+
+    def __init__(self, channel: grpc.Channel, metadata: Metadata) -> None:
+        self.create_schedule = Unary(
+            channel, "/agentplane.v1.ScheduleService/CreateSchedule", _schedule_service_pb2.CreateScheduleRequest, _schedule_service_pb2.CreateScheduleResponse, metadata
+        )
+        self.get_schedule = Unary(
+            channel, "/agentplane.v1.ScheduleService/GetSchedule", _schedule_service_pb2.GetScheduleRequest, _schedule_service_pb2.GetScheduleResponse, metadata
+        )
+        self.list_schedules = Unary(
+            channel, "/agentplane.v1.ScheduleService/ListSchedules", _schedule_service_pb2.ListSchedulesRequest, _schedule_service_pb2.ListSchedulesResponse, metadata
+        )
+        self.update_schedule = Unary(
+            channel, "/agentplane.v1.ScheduleService/UpdateSchedule", _schedule_service_pb2.UpdateScheduleRequest, _schedule_service_pb2.UpdateScheduleResponse, metadata
+        )
+        self.pause_schedule = Unary(
+            channel, "/agentplane.v1.ScheduleService/PauseSchedule", _schedule_service_pb2.PauseScheduleRequest, _schedule_service_pb2.PauseScheduleResponse, metadata
+        )
+        self.resume_schedule = Unary(
+            channel, "/agentplane.v1.ScheduleService/ResumeSchedule", _schedule_service_pb2.ResumeScheduleRequest, _schedule_service_pb2.ResumeScheduleResponse, metadata
+        )
+        self.trigger_schedule = Unary(
+            channel, "/agentplane.v1.ScheduleService/TriggerSchedule", _schedule_service_pb2.TriggerScheduleRequest, _schedule_service_pb2.TriggerScheduleResponse, metadata
+        )
+        self.delete_schedule = Unary(
+            channel, "/agentplane.v1.ScheduleService/DeleteSchedule", _schedule_service_pb2.DeleteScheduleRequest, _schedule_service_pb2.DeleteScheduleResponse, metadata
+        )
+
+    def __repr__(self) -> str:
+        return "<agentplane ScheduleService>"
 
 
 class SpecService:
@@ -668,6 +753,90 @@ class AsyncRuntimeService:
 
     def __repr__(self) -> str:
         return "<agentplane RuntimeService>"
+
+
+class AsyncScheduleService:
+    """agentplane.v1.ScheduleService on asyncio (grpc.aio).
+
+    ScheduleService starts tasks on a schedule: a cron expression in a time zone, a
+    fixed interval with an offset, or one time. Each run is an ordinary task, started
+    as StartTask would start the schedule's task template, carrying the schedule's id
+    and the run's nominal time (Task.scheduled_by). A nominal time is acted on exactly
+    once, across crashes and replicas: the run's task is created under a request id
+    derived from (schedule id, nominal time) in the same transaction that advances the
+    schedule. Schedules belong to the caller's tenant; another tenant's schedule is
+    NOT_FOUND. docs/schedules.md describes the semantics (time zones and DST, jitter,
+    overlap, catch-up).
+    """
+
+    create_schedule: AsyncUnary[_schedule_service_pb2.CreateScheduleRequest, _schedule_service_pb2.CreateScheduleResponse]
+    """CreateSchedule validates the spec, the policy and the task template (exactly as
+    StartTask validates a request) and stores the schedule. It is idempotent on
+    schedule_id: the same request again returns the stored schedule with
+    created=false; a different one under a taken id is ALREADY_EXISTS
+    (schedule.already_exists). Past schedules.max_per_tenant it is RESOURCE_EXHAUSTED
+    (limit.exceeded). A spec that does not parse is INVALID_ARGUMENT
+    (schedule.invalid).
+    """
+
+    get_schedule: AsyncUnary[_schedule_service_pb2.GetScheduleRequest, _schedule_service_pb2.GetScheduleResponse]
+    """GetSchedule returns a schedule with its next fire times and recent runs."""
+
+    list_schedules: AsyncUnary[_schedule_service_pb2.ListSchedulesRequest, _schedule_service_pb2.ListSchedulesResponse]
+    """ListSchedules pages through the tenant's schedules by id (shorter ids first)."""
+
+    update_schedule: AsyncUnary[_schedule_service_pb2.UpdateScheduleRequest, _schedule_service_pb2.UpdateScheduleResponse]
+    """UpdateSchedule replaces the spec, the policy and/or the task template (each only
+    when given), validated as at creation. A changed spec takes effect from now: the
+    next nominal time is computed afresh, and nothing missed under the old spec is
+    caught up.
+    """
+
+    pause_schedule: AsyncUnary[_schedule_service_pb2.PauseScheduleRequest, _schedule_service_pb2.PauseScheduleResponse]
+    """PauseSchedule stops the schedule from firing until ResumeSchedule. Idempotent."""
+
+    resume_schedule: AsyncUnary[_schedule_service_pb2.ResumeScheduleRequest, _schedule_service_pb2.ResumeScheduleResponse]
+    """ResumeSchedule lets a paused schedule fire again from now on: the nominal times
+    that passed while it was paused are not caught up. Idempotent.
+    """
+
+    trigger_schedule: AsyncUnary[_schedule_service_pb2.TriggerScheduleRequest, _schedule_service_pb2.TriggerScheduleResponse]
+    """TriggerSchedule runs the schedule now, as if a nominal time had come (the overlap
+    policy applies), without changing its next fire times. It works on a paused
+    schedule too. With a request_id it is idempotent: a retry returns the same run.
+    """
+
+    delete_schedule: AsyncUnary[_schedule_service_pb2.DeleteScheduleRequest, _schedule_service_pb2.DeleteScheduleResponse]
+    """DeleteSchedule removes a schedule. Its tasks are ordinary tasks and stay."""
+
+    def __init__(self, channel: grpc.aio.Channel, metadata: Metadata) -> None:
+        self.create_schedule = AsyncUnary(
+            channel, "/agentplane.v1.ScheduleService/CreateSchedule", _schedule_service_pb2.CreateScheduleRequest, _schedule_service_pb2.CreateScheduleResponse, metadata
+        )
+        self.get_schedule = AsyncUnary(
+            channel, "/agentplane.v1.ScheduleService/GetSchedule", _schedule_service_pb2.GetScheduleRequest, _schedule_service_pb2.GetScheduleResponse, metadata
+        )
+        self.list_schedules = AsyncUnary(
+            channel, "/agentplane.v1.ScheduleService/ListSchedules", _schedule_service_pb2.ListSchedulesRequest, _schedule_service_pb2.ListSchedulesResponse, metadata
+        )
+        self.update_schedule = AsyncUnary(
+            channel, "/agentplane.v1.ScheduleService/UpdateSchedule", _schedule_service_pb2.UpdateScheduleRequest, _schedule_service_pb2.UpdateScheduleResponse, metadata
+        )
+        self.pause_schedule = AsyncUnary(
+            channel, "/agentplane.v1.ScheduleService/PauseSchedule", _schedule_service_pb2.PauseScheduleRequest, _schedule_service_pb2.PauseScheduleResponse, metadata
+        )
+        self.resume_schedule = AsyncUnary(
+            channel, "/agentplane.v1.ScheduleService/ResumeSchedule", _schedule_service_pb2.ResumeScheduleRequest, _schedule_service_pb2.ResumeScheduleResponse, metadata
+        )
+        self.trigger_schedule = AsyncUnary(
+            channel, "/agentplane.v1.ScheduleService/TriggerSchedule", _schedule_service_pb2.TriggerScheduleRequest, _schedule_service_pb2.TriggerScheduleResponse, metadata
+        )
+        self.delete_schedule = AsyncUnary(
+            channel, "/agentplane.v1.ScheduleService/DeleteSchedule", _schedule_service_pb2.DeleteScheduleRequest, _schedule_service_pb2.DeleteScheduleResponse, metadata
+        )
+
+    def __repr__(self) -> str:
+        return "<agentplane ScheduleService>"
 
 
 class AsyncSpecService:

@@ -25,6 +25,7 @@ from agentplane._services import (
     AsyncCapabilityService,
     AsyncHitlService,
     AsyncRuntimeService,
+    AsyncScheduleService,
     AsyncSpecService,
     AsyncTaskService,
 )
@@ -156,6 +157,7 @@ class AsyncClient(AsyncHelpers):
     runtime: AsyncRuntimeService
     admin: AsyncAdminService
     capabilities: AsyncCapabilityService
+    schedules: AsyncScheduleService
 
     def __init__(self, address: str, token: str | None = None, tls: TLSArg = None,
                  options: ChannelOptions | None = None, plaintext_token: bool = False) -> None:
@@ -170,6 +172,7 @@ class AsyncClient(AsyncHelpers):
         self.runtime = AsyncRuntimeService(self._channel, md)
         self.admin = AsyncAdminService(self._channel, md)
         self.capabilities = AsyncCapabilityService(self._channel, md)
+        self.schedules = AsyncScheduleService(self._channel, md)
 
     async def close(self) -> None:
         await self._channel.close()

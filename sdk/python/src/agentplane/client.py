@@ -1,6 +1,6 @@
 """Client: every agentplane service over one gRPC channel.
 
-Each service is a typed attribute (tasks, specs, hitl, runtime, admin, capabilities:
+Each service is a typed attribute (tasks, specs, hitl, runtime, admin, capabilities, schedules:
 agentplane._services) whose attributes are the RPCs in snake_case. An RPC takes the
 request either as a message or as keyword arguments of plain data (see
 agentplane._convert), returns the response message (a Stream of them for a server
@@ -24,6 +24,7 @@ from agentplane._services import (
     CapabilityService,
     HitlService,
     RuntimeService,
+    ScheduleService,
     SpecService,
     TaskService,
 )
@@ -123,7 +124,8 @@ class Client(Helpers):
     non-loopback address unless plaintext_token is true (for a TLS-terminating proxy in
     between).
 
-    The services are typed attributes: tasks, specs, hitl, runtime, admin, capabilities.
+    The services are typed attributes: tasks, specs, hitl, runtime, admin, capabilities,
+    schedules.
     start(...) returns a TaskHandle (wait, watch, continue_, cancel), task(id) makes one for
     an existing task, and approve, reject, edit decide an interrupt (agentplane.task).
     """
@@ -134,6 +136,7 @@ class Client(Helpers):
     runtime: RuntimeService
     admin: AdminService
     capabilities: CapabilityService
+    schedules: ScheduleService
 
     def __init__(self, address: str, token: str | None = None, tls: TLSArg = None,
                  options: ChannelOptions | None = None, plaintext_token: bool = False) -> None:
@@ -148,6 +151,7 @@ class Client(Helpers):
         self.runtime = RuntimeService(self._channel, md)
         self.admin = AdminService(self._channel, md)
         self.capabilities = CapabilityService(self._channel, md)
+        self.schedules = ScheduleService(self._channel, md)
 
     def close(self) -> None:
         self._channel.close()
