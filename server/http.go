@@ -80,9 +80,21 @@ func (s *Server) buildHTTP() error {
 		}
 		root.Handle("/ui/", ui)
 	}
+	if !s.cfg.MCP.Disabled {
+		if s.mcp, err = s.newMCP(); err != nil {
+			return err
+		}
+		root.Handle(mcpPath, s.mcp)
+	}
 	root.Handle("/", limitBody(gw, s.maxHTTPBody()))
 	s.http = &http.Server{Handler: s.newHTTPGuard().wrap(root), ReadHeaderTimeout: 10 * time.Second, TLSConfig: s.tls}
 	return nil
+}
+
+// taskClient calls TaskService in process, through every interceptor (the MCP face
+// uses it with its callers' credentials).
+func (s *Server) taskClient() agentplanev1.TaskServiceClient {
+	return agentplanev1.NewTaskServiceClient(s.gwConn)
 }
 
 // newConsole builds the web console (docs/console.md). It calls the API over the

@@ -63,6 +63,8 @@ type Server struct {
 	gwConn  *grpc.ClientConn
 	http    *http.Server
 	httpLis net.Listener
+	// mcp is the MCP face at /mcp, nil when off.
+	mcp *mcpFace
 	// tls is the server TLS configuration, nil for plaintext.
 	tls      *tls.Config
 	tls2peer tlsHandoff
@@ -265,6 +267,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	go func() { errc <- s.grpc.Serve(s.grpcLis) }()
 	if s.inproc != nil {
 		go func() { errc <- s.gwGRPC.Serve(s.inproc) }()
+	}
+	if s.mcp != nil {
+		go s.mcp.reap(ctx)
 	}
 	if s.http != nil {
 		go func() {

@@ -46,6 +46,8 @@ type Config struct {
 	Console Console `yaml:"console"`
 	// Notifications configures webhooks (docs/notifications.md).
 	Notifications Notifications `yaml:"notifications"`
+	// MCP configures the MCP server face at /mcp (docs/mcp.md).
+	MCP MCP `yaml:"mcp"`
 	// Tenants holds per-tenant settings; they may tighten the deployment's, never loosen.
 	Tenants map[string]Tenant `yaml:"tenants"`
 
@@ -395,6 +397,7 @@ func Default() Config {
 		HITL:          HITL{DeadlineDecision: "reject", MaxUntrustedBytes: 4096},
 		Console:       Console{SessionTTL: Duration(12 * time.Hour)},
 		Notifications: DefaultNotifications(),
+		MCP:           DefaultMCP(),
 	}
 }
 
@@ -600,6 +603,7 @@ func (c *Config) Validate() error {
 	c.validateHTTP(bad)
 	c.validateGates(bad)
 	c.validateNotifications(bad)
+	c.validateMCP(bad)
 	if len(errs) == 0 {
 		return nil
 	}
