@@ -394,6 +394,7 @@ func (x *mcpCall) final(ctx context.Context) (*mcp.CallToolResult, string) {
 		return x.withTask(toolError("the task ended but could not be read: %s", apiError(err))), "error"
 	}
 	task := got.GetTask()
+	x.state = task.GetState()
 	switch task.GetState() {
 	case agentplanev1.TaskState_TASK_STATE_FAILED:
 		return x.withTask(toolError("the task failed (%s): %s", bounded(task.GetFailure().GetReason()), bounded(task.GetFailure().GetMessage()))), "failed"

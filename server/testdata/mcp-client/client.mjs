@@ -32,7 +32,7 @@ say("completed", { result: done, progress });
 const abort = new AbortController();
 const seen = [];
 try {
-  await client.callTool({ name: "echo", arguments: { input: "long" } }, undefined, {
+  await client.callTool({ name: "echo", arguments: { input: "long" }, _meta: { "agentplane/request_id": "interop-2" } }, undefined, {
     signal: abort.signal,
     timeout: 60000,
     onprogress: (p) => {
@@ -44,6 +44,16 @@ try {
 } catch (e) {
   say("canceled", { error: String(e), progress: seen });
 }
+
+// The same request id attaches to the canceled call's task: it answers once the
+// cancellation has reached the control plane (the notification is sent on its own,
+// so closing right away could abort it).
+const after = await client.callTool(
+  { name: "echo", arguments: { input: "long" }, _meta: { "agentplane/request_id": "interop-2" } },
+  undefined,
+  { timeout: 60000 },
+);
+say("reattached", { result: after });
 
 await client.close();
 say("closed", {});
