@@ -88,6 +88,9 @@ func (s *Server) buildHTTP() error {
 	}
 	root.Handle("/", limitBody(gw, s.maxHTTPBody()))
 	s.http = &http.Server{Handler: s.newHTTPGuard().wrap(root), ReadHeaderTimeout: 10 * time.Second, TLSConfig: s.tls}
+	if s.mcp != nil {
+		s.http.RegisterOnShutdown(s.mcp.closeAll)
+	}
 	return nil
 }
 

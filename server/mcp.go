@@ -334,6 +334,24 @@ func (f *mcpFace) detach(sid string) {
 	}
 }
 
+// closeAll ends every session when the server shuts down: their calls return (their
+// tasks go on) and their event streams end, so that the HTTP server's graceful
+// shutdown does not wait on them.
+func (f *mcpFace) closeAll() {
+	f.mu.Lock()
+	sids := make([]string, 0, len(f.sessions))
+	for sid := range f.sessions {
+		sids = append(sids, sid)
+	}
+	f.mu.Unlock()
+	for _, sid := range sids {
+		f.detach(sid)
+	}
+	for ss := range f.server.Sessions() {
+		go func() { _ = ss.Close() }()
+	}
+}
+
 // reap closes the sessions idle for mcp.session_idle_timeout (no request, none in
 // progress) and forgets those the SDK has closed, until ctx ends.
 func (f *mcpFace) reap(ctx context.Context) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/internal/testutil"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/servertest"
 )
@@ -729,5 +731,35 @@ func TestMCPCanBeTurnedOff(t *testing.T) {
 	})
 	if _, err := mcpConnect(t, in.HTTPAddr, "", nil); err == nil {
 		t.Fatal("connected to a disabled /mcp")
+	}
+}
+
+// TestMCPShutdownDoesNotWait: a control plane with MCP sessions open (a call in
+// progress, the client's event stream) shuts down without waiting out its drain
+// timeout, and the call's task is left as it was.
+func TestMCPShutdownDoesNotWait(t *testing.T) {
+	logs := &testutil.SyncBuffer{}
+	cfg := servertest.Config(t)
+	withMCPAgents(t, &cfg)
+	in := servertest.StartLogged(t, cfg, slog.New(slog.NewTextHandler(logs, nil)))
+	ctx := testCtx(t)
+	rt := testRuntime{t, in.Client}
+	leased := make(chan string, 1)
+	go func() {
+		if _, ref := rt.lease(ctx); ref != nil {
+			leased <- ref.GetTaskId()
+		}
+	}()
+	cs := mustMCP(t, in.HTTPAddr, "", nil)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"input": "long"}})
+		errc <- err
+	}()
+	<-leased
+	in.Stop(t)
+	<-errc
+	if strings.Contains(logs.String(), "http shutdown") || strings.Contains(logs.String(), "drain timed out") {
+		t.Fatalf("shutdown waited on MCP:\n%s", logs.String())
 	}
 }
