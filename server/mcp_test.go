@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,6 +26,7 @@ import (
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/internal/testutil"
+	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/servertest"
 )
@@ -507,6 +509,7 @@ func TestMCPApprovalsAreNotTools(t *testing.T) {
 			Annotations: &agentplanev1.McpToolAnnotations{DestructiveHint: proto.Bool(true)}})
 		if err != nil || resp.GetInterrupt() == nil {
 			t.Errorf("CheckToolCall: %v %v, want an interrupt", resp, err)
+			interrupt <- ""
 			return
 		}
 		interrupt <- resp.GetInterrupt().GetInterruptId()
@@ -523,6 +526,9 @@ func TestMCPApprovalsAreNotTools(t *testing.T) {
 		errc <- err
 	}()
 	id := <-interrupt
+	if id == "" {
+		t.FailNow()
+	}
 	for msg := range progress {
 		if strings.Contains(msg, "waiting for a person to approve") && strings.Contains(msg, id) {
 			break
@@ -761,5 +767,62 @@ func TestMCPShutdownDoesNotWait(t *testing.T) {
 	<-errc
 	if strings.Contains(logs.String(), "http shutdown") || strings.Contains(logs.String(), "drain timed out") {
 		t.Fatalf("shutdown waited on MCP:\n%s", logs.String())
+	}
+}
+
+// TestMCPOverMutualTLS: a client certificate alone authenticates an MCP session over
+// HTTPS, and the call's task is created by the certificate's principal (the in-process
+// calls are handed the verified certificate, one ticket each).
+func TestMCPOverMutualTLS(t *testing.T) {
+	pki := newTestPKI(t, t.TempDir(), "acme-bot")
+	rtToken, rtHash, err := auth.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := servertest.Start(t, func(c *config.Config) {
+		withMCPAgents(t, c)
+		c.Auth.RequirePrincipal = true
+		c.Auth.Tokens = []config.Token{{Name: "acme-runtime", SHA256: rtHash, Tenant: "acme", Roles: []string{"runtime"}}}
+		c.Auth.ClientCerts = []config.ClientCert{{CommonName: "acme-bot", Tenant: "acme", Roles: []string{"user"}}}
+		c.TLS = config.TLS{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: pki.caFile}
+	})
+	ctx := testCtx(t)
+	tlsCfg := &tls.Config{RootCAs: pki.pool, Certificates: []tls.Certificate{pki.client}, MinVersion: tls.VersionTLS12}
+	rc, err := client.Dial(ctx, in.GRPCAddr, client.WithTLS(&tls.Config{RootCAs: pki.pool, MinVersion: tls.VersionTLS12}), client.WithToken(rtToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	rt := testRuntime{t, rc}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		l, ref := rt.lease(ctx)
+		if l == nil {
+			return
+		}
+		if l.GetTask().GetCreatedBy() != "acme-bot" {
+			t.Errorf("task created by %q, want acme-bot", l.GetTask().GetCreatedBy())
+		}
+		rt.complete(ctx, ref, "over mTLS", nil)
+	})
+	mc := mcp.NewClient(&mcp.Implementation{Name: "agentplane-test", Version: "1"}, nil)
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+	defer hc.CloseIdleConnections()
+	cs, err := mc.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "https://" + in.HTTPAddr + "/mcp", HTTPClient: hc, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"input": "hi"}})
+	if err != nil || res.IsError || resultText(res) != "over mTLS" {
+		t.Fatalf("call over mTLS: %+v %v", res, err)
+	}
+
+	// Without the certificate (and no token): refused.
+	plain := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.pool, MinVersion: tls.VersionTLS12}}}
+	defer plain.CloseIdleConnections()
+	if _, err := mc.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "https://" + in.HTTPAddr + "/mcp", HTTPClient: plain, MaxRetries: -1}, nil); err == nil {
+		t.Fatal("connected without a credential")
 	}
 }
