@@ -466,7 +466,10 @@ func (f *mcpFace) limitCalls(next mcp.MethodHandler) mcp.MethodHandler {
 		max := f.s.cfg.MCP.MaxCallsPerSession
 		f.mu.Lock()
 		sess := f.sessions[id]
-		if sess == nil || len(sess.calls) >= max {
+		if sess == nil { // ServeHTTP records every session before its id is known
+			return nil, &jsonrpc.Error{Code: -32000, Message: "unknown session"}
+		}
+		if len(sess.calls) >= max {
 			f.mu.Unlock()
 			f.m.refused.WithLabelValues(mcpRefusedCalls).Inc()
 			f.s.log.Warn("mcp tool call refused", "reason", mcpRefusedCalls, "session", id, "max", max)

@@ -103,18 +103,26 @@ func (x *mcpCall) run(ctx context.Context) (*mcp.CallToolResult, string) {
 	}
 	requestID, _ := x.req.Params.GetMeta()[mcpMetaRequestID].(string)
 	tc := f.s.taskClient()
-	started, err := tc.StartTask(f.outgoing(ctx, x.c), &agentplanev1.StartTaskRequest{
+	// StartTask runs to its end even if the client cancels meanwhile: a task it
+	// commits is then canceled, rather than left running with no one told its id.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), mcpCancelTimeout)
+	started, err := tc.StartTask(f.outgoing(sctx, x.c), &agentplanev1.StartTaskRequest{
 		RequestId: requestID, Spec: &agentplanev1.StartTaskRequest_AgentId{AgentId: x.t.agentID}, Input: input,
 		InterruptPolicy: mcpInterruptPolicy,
 	})
+	cancel()
 	if err != nil {
 		if x.clientCanceled(ctx) {
-			return nil, "client_canceled" // nothing started, or the retry finds it
+			return nil, "client_canceled"
 		}
 		return toolError("the task could not start: %s", apiError(err)), "error"
 	}
 	x.taskID = started.GetTask().GetTaskId()
 	x.state = started.GetTask().GetState()
+	if x.clientCanceled(ctx) {
+		x.cancelTask()
+		return nil, "client_canceled"
+	}
 	if started.GetCreated() {
 		f.s.log.Debug("mcp task started", "tenant", x.c.p.Tenant, "task", x.taskID, "tool", x.t.tool.Name)
 	}
