@@ -826,3 +826,57 @@ func TestMCPOverMutualTLS(t *testing.T) {
 		t.Fatal("connected without a credential")
 	}
 }
+
+// TestMCPClientToolsUseElicitation: a task waiting for the output of a client function
+// tool asks the client's user for it (elicitation) and continues with the answer,
+// parsed as JSON when it is JSON.
+func TestMCPClientToolsUseElicitation(t *testing.T) {
+	in := servertest.Start(t, func(c *config.Config) { withMCPAgents(t, c) })
+	ctx := testCtx(t)
+	rt := testRuntime{t, in.Client}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var asked atomic.Int32
+	cs := mustMCP(t, in.HTTPAddr, "", &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked.Add(1)
+		if !strings.Contains(r.Params.Message, "get_weather") || !strings.Contains(r.Params.Message, "Oslo") {
+			t.Errorf("elicitation message %q", r.Params.Message)
+		}
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"result": `{"celsius": 4}`}}, nil
+	}})
+	wg.Go(func() {
+		_, ref := rt.lease(ctx)
+		if ref == nil {
+			return
+		}
+		call := &agentplanev1.ToolCall{CallId: "f1", ToolName: "get_weather", ArgumentsJson: `{"city":"Oslo"}`}
+		if _, err := in.Client.Runtime.CheckToolCall(ctx, &agentplanev1.CheckToolCallRequest{Lease: ref, CallId: "f1", ToolName: "get_weather",
+			AgentName: "Echo", ArgumentsJson: call.GetArgumentsJson()}); err != nil {
+			t.Errorf("CheckToolCall: %v", err)
+			return
+		}
+		if _, err := in.Client.Runtime.ReportEvents(ctx, &agentplanev1.ReportEventsRequest{Lease: ref, Events: []*agentplanev1.RuntimeEvent{
+			{Payload: &agentplanev1.RuntimeEvent_ToolCall{ToolCall: call}}}}); err != nil {
+			t.Errorf("ReportEvents: %v", err)
+			return
+		}
+		if _, err := in.Client.Runtime.PauseTask(ctx, &agentplanev1.PauseTaskRequest{Lease: ref, ToolOutputCalls: []*agentplanev1.ToolCall{call},
+			Message: client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "let me check")}); err != nil {
+			t.Errorf("PauseTask: %v", err)
+			return
+		}
+		l, ref := rt.lease(ctx)
+		if l == nil {
+			return
+		}
+		results := l.GetContinueToolResults()
+		if len(results) != 1 || results[0].GetCallId() != "f1" || results[0].GetResult().GetStructValue().GetFields()["celsius"].GetNumberValue() != 4 {
+			t.Errorf("continue tool results %v", results)
+		}
+		rt.complete(ctx, ref, "4 degrees", nil)
+	})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"input": "weather?"}})
+	if err != nil || res.IsError || resultText(res) != "4 degrees" || asked.Load() != 1 {
+		t.Fatalf("client tool: %+v %v (asked %d)", res, err, asked.Load())
+	}
+}
