@@ -117,11 +117,12 @@ type mcpMetrics struct {
 
 // MCP refusal reasons (the reason label of agentplane_mcp_refused_total).
 const (
-	mcpRefusedUnauthenticated = "unauthenticated"
-	mcpRefusedRole            = "role"
-	mcpRefusedSession         = "session_owner"
-	mcpRefusedSessions        = "max_sessions"
-	mcpRefusedCalls           = "max_calls_per_session"
+	mcpRefusedUnauthenticated   = "unauthenticated"
+	mcpRefusedRole              = "role"
+	mcpRefusedSession           = "session_owner"
+	mcpRefusedSessions          = "max_sessions"
+	mcpRefusedPrincipalSessions = "max_sessions_per_principal"
+	mcpRefusedCalls             = "max_calls_per_session"
 )
 
 // newMCP builds the face over the static agent table.
@@ -164,11 +165,11 @@ func (s *Server) newMCP() (*mcpFace, error) {
 		}, func() float64 { return float64(f.sessionCount()) }),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "agentplane", Name: "mcp_refused_total",
-			Help: "MCP requests refused before any tool ran: no or a bad credential, a principal without the user role, a session of another principal, the session limit, the per-session call limit; by reason.",
+			Help: "MCP requests refused before any tool ran: no or a bad credential, a principal without the user role, a session of another principal, the session limits, the per-session call limit; by reason.",
 		}, []string{"reason"}),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "agentplane", Name: "mcp_tool_calls_total",
-			Help: "MCP tool calls ended, by outcome: completed, failed, canceled (the task), input_required (returned waiting for input the client could not give), error (the call could not start or follow its task), client_canceled (notifications/cancelled).",
+			Help: "MCP tool calls ended, by outcome: completed, failed, canceled (the task), input_required (returned waiting for input the client could not give), error (the call could not start or follow its task), client_canceled (notifications/cancelled), session_closed (the session ended first; the task goes on).",
 		}, []string{"outcome"}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "agentplane", Name: "mcp_tool_calls_inflight",
@@ -276,11 +277,16 @@ func (f *mcpFace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodDelete {
 			f.detach(sid)
 		}
-		f.handler.ServeHTTP(w, r)
+		sw := &statusCapture{ResponseWriter: w}
+		f.handler.ServeHTTP(sw, r)
 		f.mu.Lock()
 		sess.last = time.Now()
 		if r.Method == http.MethodPost {
 			sess.posts--
+		}
+		if r.Method == http.MethodDelete && sw.code/100 == 2 {
+			// Closed: the SDK drops it from its own list a little later.
+			delete(f.sessions, sid)
 		}
 		f.mu.Unlock()
 		return
@@ -293,12 +299,28 @@ func (f *mcpFace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A new session. Counting those being opened keeps concurrent initializes from
 	// passing the limit together; the count errs on the side of refusing.
 	f.mu.Lock()
-	if f.opening+f.sessionCount() >= s.cfg.MCP.MaxSessions {
+	f.forgetClosedLocked()
+	if f.opening+len(f.sessions) >= s.cfg.MCP.MaxSessions {
 		f.mu.Unlock()
 		w.Header().Set("Retry-After", "10")
 		f.refuse(w, r, http.StatusServiceUnavailable, mcpRefusedSessions,
 			"this control plane has "+strconv.Itoa(s.cfg.MCP.MaxSessions)+" MCP sessions open (mcp.max_sessions); close one or retry later")
 		return
+	}
+	if s.cfg.Auth.RequirePrincipal {
+		mine := 0
+		for _, sess := range f.sessions {
+			if sess.owner == who {
+				mine++
+			}
+		}
+		if mine >= s.cfg.MCP.MaxSessionsPerPrincipal {
+			f.mu.Unlock()
+			w.Header().Set("Retry-After", "10")
+			f.refuse(w, r, http.StatusTooManyRequests, mcpRefusedPrincipalSessions,
+				"principal "+quoteHost(p.Subject)+" has "+strconv.Itoa(mine)+" MCP sessions open (mcp.max_sessions_per_principal); close one (DELETE) or retry later")
+			return
+		}
 	}
 	f.opening++
 	f.mu.Unlock()
@@ -317,6 +339,19 @@ func (f *mcpFace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.opening--
 	f.mu.Unlock()
+}
+
+// forgetClosedLocked drops the sessions the SDK has closed. The caller holds f.mu.
+func (f *mcpFace) forgetClosedLocked() {
+	open := map[string]bool{}
+	for ss := range f.server.Sessions() {
+		open[ss.ID()] = true
+	}
+	for sid := range f.sessions {
+		if !open[sid] {
+			delete(f.sessions, sid)
+		}
+	}
 }
 
 // detach ends the calls of session sid (not their tasks).
@@ -385,6 +420,11 @@ func (f *mcpFace) reapOnce(idleSince time.Time) {
 		}
 	}
 	f.mu.Unlock()
+	f.mu.Lock()
+	for _, sid := range idle {
+		delete(f.sessions, sid)
+	}
+	f.mu.Unlock()
 	for _, sid := range idle {
 		f.s.log.Info("mcp session closed after mcp.session_idle_timeout without a request", "session", sid)
 		f.detach(sid)
@@ -419,6 +459,36 @@ func (c *sessionCapture) Write(b []byte) (int, error) {
 	return c.ResponseWriter.Write(b)
 }
 
+// statusCapture notes the status of a response.
+type statusCapture struct {
+	http.ResponseWriter
+	code int
+}
+
+func (c *statusCapture) WriteHeader(code int) {
+	if c.code == 0 {
+		c.code = code
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *statusCapture) Write(b []byte) (int, error) {
+	if c.code == 0 {
+		c.code = http.StatusOK
+	}
+	return c.ResponseWriter.Write(b)
+}
+
+// Flush passes flushes on: the SDK streams server-sent events.
+func (c *statusCapture) Flush() {
+	if fl, ok := c.ResponseWriter.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (c *statusCapture) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
 // Flush passes flushes on: the SDK streams server-sent events.
 func (c *sessionCapture) Flush() {
 	c.capture()
@@ -431,11 +501,9 @@ func (c *sessionCapture) Flush() {
 func (c *sessionCapture) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 func (f *mcpFace) sessionCount() int {
-	n := 0
-	for range f.server.Sessions() {
-		n++
-	}
-	return n
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.sessions)
 }
 
 func (f *mcpFace) refuse(w http.ResponseWriter, r *http.Request, code int, reason, msg string) {

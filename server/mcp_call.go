@@ -52,7 +52,7 @@ func (f *mcpFace) callTool(t *mcpTool) mcp.ToolHandler {
 		f.s.log.Info("mcp tool call", "tenant", c.p.Tenant, "principal", c.p.Subject, "tool", t.tool.Name,
 			"task", call.taskID, "outcome", outcome)
 		if res == nil {
-			// The client canceled: it reads no response.
+			// The client canceled, or its session closed: no one reads a response.
 			return nil, context.Cause(ctx)
 		}
 		return res, nil
@@ -190,6 +190,9 @@ func (x *mcpCall) follow(ctx context.Context) (*mcp.CallToolResult, string) {
 	if x.clientCanceled(ctx) {
 		x.cancelTask()
 		return nil, "client_canceled"
+	}
+	if errors.Is(context.Cause(ctx), errMCPSessionClosed) {
+		return nil, "session_closed" // no one reads the response; the task goes on
 	}
 	if errors.Is(err, io.EOF) {
 		// The stream ends OK after the event that makes the task terminal (also when

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -55,7 +56,14 @@ func TestMCPInteropTypeScriptSDK(t *testing.T) {
 	user := mt.by["acme"]["user"]
 	rt := testRuntime{t, mt.by["acme"]["runtime"].c}
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	ctx, stop := context.WithCancel(ctx)
+	defer func() { // a failed test stops the runtime goroutine first
+		if t.Failed() {
+			stop()
+		}
+		wg.Wait()
+		stop()
+	}()
 	wg.Go(func() {
 		for range 2 {
 			l, ref := rt.lease(ctx)

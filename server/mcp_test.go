@@ -205,6 +205,15 @@ func TestMCPToolsAreTheStaticAgents(t *testing.T) {
 func TestMCPCallRunsATask(t *testing.T) {
 	in := servertest.Start(t, func(c *config.Config) { withMCPAgents(t, c) })
 	ctx := testCtx(t)
+	var wg sync.WaitGroup
+	ctx, stop := context.WithCancel(ctx)
+	defer func() { // a failed test stops the runtime goroutines first
+		if t.Failed() {
+			stop()
+		}
+		wg.Wait()
+		stop()
+	}()
 	var mu sync.Mutex
 	var progress []string
 	cs := mustMCP(t, in.HTTPAddr, "", &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
@@ -213,7 +222,7 @@ func TestMCPCallRunsATask(t *testing.T) {
 		mu.Unlock()
 	}})
 	rt := testRuntime{t, in.Client}
-	go func() {
+	wg.Go(func() {
 		l, ref := rt.lease(ctx)
 		if l == nil {
 			return
@@ -232,7 +241,7 @@ func TestMCPCallRunsATask(t *testing.T) {
 		}
 		rt.say(ctx, ref, "one, two")
 		rt.complete(ctx, ref, "three", map[string]any{"answer": "3"})
-	}()
+	})
 	params := &mcp.CallToolParams{Name: "typed", Arguments: map[string]any{"input": "count to 3", "data": map[string]any{"n": 3}},
 		Meta: mcp.Meta{"agentplane/request_id": "count-1"}}
 	params.SetProgressToken("p1")
@@ -424,7 +433,14 @@ func TestMCPChatTurnUsesElicitation(t *testing.T) {
 	in := servertest.Start(t, func(c *config.Config) { withMCPAgents(t, c) })
 	ctx := testCtx(t)
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	ctx, stop := context.WithCancel(ctx)
+	defer func() { // a failed test stops the runtime goroutines first
+		if t.Failed() {
+			stop()
+		}
+		wg.Wait()
+		stop()
+	}()
 	rt := testRuntime{t, in.Client}
 	var asked atomic.Int32
 	cs := mustMCP(t, in.HTTPAddr, "", &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -487,6 +503,15 @@ func TestMCPChatTurnUsesElicitation(t *testing.T) {
 func TestMCPApprovalsAreNotTools(t *testing.T) {
 	in := servertest.Start(t, func(c *config.Config) { withMCPAgents(t, c) })
 	ctx := testCtx(t)
+	var wg sync.WaitGroup
+	ctx, stop := context.WithCancel(ctx)
+	defer func() { // a failed test stops the runtime goroutines first
+		if t.Failed() {
+			stop()
+		}
+		wg.Wait()
+		stop()
+	}()
 	rt := testRuntime{t, in.Client}
 	var elicited atomic.Int32
 	progress := make(chan string, 16)
@@ -499,7 +524,7 @@ func TestMCPApprovalsAreNotTools(t *testing.T) {
 	})
 	interrupt := make(chan string, 1)
 	decided := make(chan struct{})
-	go func() {
+	wg.Go(func() {
 		l, ref := rt.lease(ctx)
 		if l == nil {
 			return
@@ -513,9 +538,13 @@ func TestMCPApprovalsAreNotTools(t *testing.T) {
 			return
 		}
 		interrupt <- resp.GetInterrupt().GetInterruptId()
-		<-decided
+		select {
+		case <-decided:
+		case <-ctx.Done():
+			return
+		}
 		rt.complete(ctx, ref, "transferred", nil)
-	}()
+	})
 	errc := make(chan error, 1)
 	var res *mcp.CallToolResult
 	go func() {
@@ -607,7 +636,14 @@ func TestMCPAuthAndTenants(t *testing.T) {
 	mt := startMultiTenant(t, []string{"acme", "globex"}, func(c *config.Config) { withMCPAgents(t, c) })
 	ctx := testCtx(t)
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	ctx, stop := context.WithCancel(ctx)
+	defer func() { // a failed test stops the runtime goroutines first
+		if t.Failed() {
+			stop()
+		}
+		wg.Wait()
+		stop()
+	}()
 	addr := mt.in.HTTPAddr
 	for name, token := range map[string]string{"no token": "", "bad token": "not-a-token",
 		"approver": mt.by["acme"]["approver"].token, "runtime": mt.by["acme"]["runtime"].token} {
@@ -795,7 +831,14 @@ func TestMCPOverMutualTLS(t *testing.T) {
 	defer rc.Close()
 	rt := testRuntime{t, rc}
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	ctx, stop := context.WithCancel(ctx)
+	defer func() { // a failed test stops the runtime goroutines first
+		if t.Failed() {
+			stop()
+		}
+		wg.Wait()
+		stop()
+	}()
 	wg.Go(func() {
 		l, ref := rt.lease(ctx)
 		if l == nil {
@@ -835,7 +878,14 @@ func TestMCPClientToolsUseElicitation(t *testing.T) {
 	ctx := testCtx(t)
 	rt := testRuntime{t, in.Client}
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	ctx, stop := context.WithCancel(ctx)
+	defer func() { // a failed test stops the runtime goroutines first
+		if t.Failed() {
+			stop()
+		}
+		wg.Wait()
+		stop()
+	}()
 	var asked atomic.Int32
 	cs := mustMCP(t, in.HTTPAddr, "", &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		asked.Add(1)
@@ -879,4 +929,24 @@ func TestMCPClientToolsUseElicitation(t *testing.T) {
 	if err != nil || res.IsError || resultText(res) != "4 degrees" || asked.Load() != 1 {
 		t.Fatalf("client tool: %+v %v (asked %d)", res, err, asked.Load())
 	}
+}
+
+// TestMCPSessionsPerPrincipal: in a multi-tenant deployment one principal's sessions
+// are bounded, and another principal still gets one.
+func TestMCPSessionsPerPrincipal(t *testing.T) {
+	mt := startMultiTenant(t, []string{"acme", "globex"}, func(c *config.Config) {
+		withMCPAgents(t, c)
+		c.MCP.MaxSessionsPerPrincipal = 2
+	})
+	acme := mt.by["acme"]["user"].token
+	mustMCP(t, mt.in.HTTPAddr, acme, nil)
+	second := mustMCP(t, mt.in.HTTPAddr, acme, nil)
+	if _, err := mcpConnect(t, mt.in.HTTPAddr, acme, nil); err == nil {
+		t.Fatal("a third session for one principal with mcp.max_sessions_per_principal 2")
+	}
+	mustMCP(t, mt.in.HTTPAddr, mt.by["globex"]["user"].token, nil)
+	if err := second.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	mustMCP(t, mt.in.HTTPAddr, acme, nil) // a closed session frees its place
 }

@@ -13,6 +13,7 @@ func TestValidateMCP(t *testing.T) {
 	}{
 		{"mcp: {max_sessions: 0}", "mcp.max_sessions must be >= 1"},
 		{"mcp: {max_calls_per_session: -1}", "mcp.max_calls_per_session must be >= 1"},
+		{"mcp: {max_sessions_per_principal: 0}", "mcp.max_sessions_per_principal must be >= 1"},
 		{"mcp: {session_idle_timeout: 5s}", "mcp.session_idle_timeout must be at least 1m"},
 		{"mcp: {disabled: true, max_sessions: 3, max_calls_per_session: 2, session_idle_timeout: 2m}", ""},
 	} {
