@@ -26,6 +26,7 @@ import (
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/internal/testutil"
+	"github.com/agentplane/agentplane/server"
 	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -949,4 +950,45 @@ func TestMCPSessionsPerPrincipal(t *testing.T) {
 		t.Logf("close: %v", err)
 	}
 	mustMCP(t, mt.in.HTTPAddr, acme, nil) // a closed session frees its place
+}
+
+// TestMCPIdleSessionsAreClosed: a session with no request for
+// mcp.session_idle_timeout is closed; a session whose call is in progress is not.
+func TestMCPIdleSessionsAreClosed(t *testing.T) {
+	in := servertest.Start(t, func(c *config.Config) { withMCPAgents(t, c) })
+	ctx := testCtx(t)
+	rt := testRuntime{t, in.Client}
+	var wg sync.WaitGroup
+	ctx, stop := context.WithCancel(ctx)
+	defer func() { // a failed test stops the runtime goroutine first
+		if t.Failed() {
+			stop()
+		}
+		wg.Wait()
+		stop()
+	}()
+	leased := make(chan *agentplanev1.LeaseRef, 1)
+	wg.Go(func() {
+		if _, ref := rt.lease(ctx); ref != nil {
+			leased <- ref
+		}
+	})
+	idle := mustMCP(t, in.HTTPAddr, "", nil)
+	busy := mustMCP(t, in.HTTPAddr, "", nil)
+	errc := make(chan error, 1)
+	var res *mcp.CallToolResult
+	go func() {
+		var err error
+		res, err = busy.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"input": "busy"}})
+		errc <- err
+	}()
+	ref := <-leased
+	server.ReapMCPSessions(in.Server, time.Now().Add(time.Hour)) // as if an hour had passed
+	if _, err := idle.ListTools(ctx, nil); err == nil {
+		t.Fatal("the idle session still answers")
+	}
+	rt.complete(ctx, ref, "still here", nil)
+	if err := <-errc; err != nil || resultText(res) != "still here" {
+		t.Fatalf("the busy session's call: %+v %v", res, err)
+	}
 }
