@@ -992,3 +992,29 @@ func TestMCPIdleSessionsAreClosed(t *testing.T) {
 		t.Fatalf("the busy session's call: %+v %v", res, err)
 	}
 }
+
+// TestMCPHostileHTTP: what a hostile page or client can send to /mcp is refused before
+// any tool runs, and the server goes on serving.
+func TestMCPHostileHTTP(t *testing.T) {
+	in := servertest.Start(t, func(c *config.Config) { withMCPAgents(t, c) })
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	accept := []string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream"}
+	for _, c := range []guardReq{
+		{name: "a form from a page", method: http.MethodPost, path: "/mcp", header: []string{"Content-Type", "text/plain"}, body: initialize, want: http.StatusUnsupportedMediaType},
+		{name: "another origin", method: http.MethodPost, path: "/mcp", header: append([]string{"Origin", "https://evil.example"}, accept...), body: initialize, want: http.StatusForbidden},
+		{name: "a rebound host name", method: http.MethodPost, path: "/mcp", host: "evil.example", header: accept, body: initialize, want: http.StatusMisdirectedRequest},
+		{name: "not JSON", method: http.MethodPost, path: "/mcp", header: accept, body: `{"jsonrpc":`, want: http.StatusBadRequest},
+		{name: "an unknown session", method: http.MethodPost, path: "/mcp", header: append([]string{"Mcp-Session-Id", "ABCDEF"}, accept...), body: `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, want: http.StatusNotFound},
+		{name: "a huge session id", method: http.MethodPost, path: "/mcp", header: append([]string{"Mcp-Session-Id", strings.Repeat("A", 64<<10)}, accept...), body: `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, want: http.StatusNotFound},
+		{name: "a stream without a session", method: http.MethodGet, path: "/mcp", header: []string{"Accept", "text/event-stream"}, want: http.StatusBadRequest},
+	} {
+		resp, body := guardDo(t, in.HTTPAddr, c)
+		if resp.StatusCode != c.want {
+			t.Errorf("%s: %d %q, want %d", c.name, resp.StatusCode, body, c.want)
+		}
+	}
+	cs := mustMCP(t, in.HTTPAddr, "", nil)
+	if _, err := cs.ListTools(testCtx(t), nil); err != nil {
+		t.Fatalf("after the hostile requests: %v", err)
+	}
+}
