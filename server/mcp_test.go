@@ -1018,3 +1018,62 @@ func TestMCPHostileHTTP(t *testing.T) {
 		t.Fatalf("after the hostile requests: %v", err)
 	}
 }
+
+// TestMCPCallSurvivesARestart: a call cut off by a control plane restart leaves its
+// task; calling again with the same agentplane/request_id on the restarted control
+// plane attaches to it (nothing new starts) and returns its result.
+func TestMCPCallSurvivesARestart(t *testing.T) {
+	cfg := servertest.Config(t)
+	withMCPAgents(t, &cfg)
+	cfg.Tasks.LeaseTTL = config.Duration(time.Second) // the first runtime's lease lapses soon
+	first := servertest.StartConfig(t, cfg)
+	ctx := testCtx(t)
+	cs := mustMCP(t, first.HTTPAddr, "", nil)
+	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"input": "survive"}, Meta: mcp.Meta{"agentplane/request_id": "restart-1"}}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, params)
+		errc <- err
+	}()
+	rt := testRuntime{t, first.Client}
+	l, _ := rt.lease(ctx)
+	if l == nil {
+		t.FailNow()
+	}
+	taskID := l.GetTask().GetTaskId()
+	first.Stop(t)
+	if err := <-errc; err == nil {
+		t.Fatal("the call returned a result across the restart")
+	}
+
+	second := servertest.StartConfig(t, cfg)
+	var wg sync.WaitGroup
+	ctx, stop := context.WithCancel(ctx)
+	defer func() { // a failed test stops the runtime goroutine first
+		if t.Failed() {
+			stop()
+		}
+		wg.Wait()
+		stop()
+	}()
+	rt = testRuntime{t, second.Client}
+	wg.Go(func() {
+		// The first lease's runtime is gone: the task is leased again once it lapses.
+		l, ref := rt.lease(ctx)
+		if l == nil {
+			return
+		}
+		if l.GetTask().GetTaskId() != taskID {
+			t.Errorf("leased %s, want the first call's task %s", l.GetTask().GetTaskId(), taskID)
+		}
+		rt.complete(ctx, ref, "survived", nil)
+	})
+	res, err := mustMCP(t, second.HTTPAddr, "", nil).CallTool(ctx, params)
+	if err != nil || resultText(res) != "survived" || res.Meta["agentplane/task_id"] != taskID {
+		t.Fatalf("after the restart: %+v %v", res, err)
+	}
+	list, err := second.Client.Tasks.ListTasks(ctx, &agentplanev1.ListTasksRequest{})
+	if err != nil || len(list.GetTasks()) != 1 {
+		t.Fatalf("tasks %v %v: want the one", list.GetTasks(), err)
+	}
+}
