@@ -115,7 +115,7 @@ func (x *mcpCall) run(ctx context.Context) (*mcp.CallToolResult, string) {
 		if x.clientCanceled(ctx) {
 			return nil, "client_canceled"
 		}
-		return toolError("the task could not start: %s", apiError(err)), "error"
+		return toolError("the task could not start: %s", mcpAPIError(err)), "error"
 	}
 	x.taskID = started.GetTask().GetTaskId()
 	x.state = started.GetTask().GetState()
@@ -200,7 +200,7 @@ func (x *mcpCall) follow(ctx context.Context) (*mcp.CallToolResult, string) {
 		return x.final(ctx)
 	}
 	return x.withTask(toolError("the call lost its task's stream (%s); the task goes on: call the tool again with the same _meta %q to attach to it, or watch task %s through the API",
-		apiError(err), mcpMetaRequestID, x.taskID)), "error"
+		mcpAPIError(err), mcpMetaRequestID, x.taskID)), "error"
 }
 
 // observe updates what the call knows of the task and reports the event as progress.
@@ -290,7 +290,7 @@ func (x *mcpCall) act(ctx context.Context) (res *mcp.CallToolResult, outcome str
 			x.cancelTask()
 			return nil, "client_canceled", true
 		}
-		return x.withTask(toolError("the task could not continue: %s", apiError(err))), "error", true
+		return x.withTask(toolError("the task could not continue: %s", mcpAPIError(err))), "error", true
 	}
 	return nil, "", false
 }
@@ -402,7 +402,7 @@ func (x *mcpCall) waiting(turn *agentplanev1.Interrupt, outputs []*agentplanev1.
 func (x *mcpCall) final(ctx context.Context) (*mcp.CallToolResult, string) {
 	got, err := x.f.s.taskClient().GetTask(x.f.outgoing(ctx, x.c), &agentplanev1.GetTaskRequest{TaskId: x.taskID, View: agentplanev1.TaskView_TASK_VIEW_BASIC})
 	if err != nil {
-		return x.withTask(toolError("the task ended but could not be read: %s", apiError(err))), "error"
+		return x.withTask(toolError("the task ended but could not be read: %s", mcpAPIError(err))), "error"
 	}
 	task := got.GetTask()
 	x.state = task.GetState()
@@ -485,8 +485,8 @@ func toolError(format string, args ...any) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
 }
 
-// apiError is an API error as a tool result says it: its message and reason.
-func apiError(err error) string {
+// mcpAPIError is an API error as a tool result says it: its message and reason.
+func mcpAPIError(err error) string {
 	msg := bounded(grpcMessage(err))
 	if r := reasons.Of(err); r != 0 {
 		return msg + " [" + reasons.Wire(r) + "]"

@@ -231,8 +231,11 @@ type TaskRecord struct {
 	// 16 clients' calls and 16 runtimes' lease-fenced writes: what a retry of one of them
 	// is answered from.
 	AppliedRequests []*AppliedRequest `protobuf:"bytes,46,rep,name=applied_requests,json=appliedRequests,proto3" json:"applied_requests,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// A2A push notification configs of the task (server/a2a), at most 8; each state
+	// change is sent to every one through the outbox.
+	A2APushConfigs []*A2APushConfig `protobuf:"bytes,60,rep,name=a2a_push_configs,json=a2aPushConfigs,proto3" json:"a2a_push_configs,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *TaskRecord) Reset() {
@@ -492,6 +495,13 @@ func (x *TaskRecord) GetOpenCallIds() []string {
 func (x *TaskRecord) GetAppliedRequests() []*AppliedRequest {
 	if x != nil {
 		return x.AppliedRequests
+	}
+	return nil
+}
+
+func (x *TaskRecord) GetA2APushConfigs() []*A2APushConfig {
+	if x != nil {
+		return x.A2APushConfigs
 	}
 	return nil
 }
@@ -1279,7 +1289,10 @@ type OutboxRecord struct {
 	// When it became a dead letter.
 	DeadTime *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=dead_time,json=deadTime,proto3" json:"dead_time,omitempty"`
 	// Token of the running attempt; a result is recorded only by the claimer holding it.
-	Claim         string `protobuf:"bytes,13,opt,name=claim,proto3" json:"claim,omitempty"`
+	Claim string `protobuf:"bytes,13,opt,name=claim,proto3" json:"claim,omitempty"`
+	// Where an A2A push notification goes, when endpoint is A2APushEndpoint: a task's
+	// push config, not a configured endpoint. Immutable.
+	A2APush       *A2APushConfig `protobuf:"bytes,20,opt,name=a2a_push,json=a2aPush,proto3" json:"a2a_push,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1405,6 +1418,116 @@ func (x *OutboxRecord) GetClaim() string {
 	return ""
 }
 
+func (x *OutboxRecord) GetA2APush() *A2APushConfig {
+	if x != nil {
+		return x.A2APush
+	}
+	return nil
+}
+
+// A2APushConfig is an A2A TaskPushNotificationConfig: where a task's updates are
+// pushed, and with which credentials. The token and credentials are the caller's
+// secrets: stored, sent, never read back.
+type A2APushConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Config id, unique in the task.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The webhook URL (checked against the destination rules when set and dialled).
+	Url string `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	// The caller's token: sent as X-A2A-Notification-Token, and the key of the
+	// webhook-signature HMAC.
+	Token string `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
+	// AuthenticationInfo's scheme: sent as Authorization: <scheme> <credentials>.
+	AuthScheme string `protobuf:"bytes,4,opt,name=auth_scheme,json=authScheme,proto3" json:"auth_scheme,omitempty"`
+	// AuthenticationInfo's credentials.
+	AuthCredentials string `protobuf:"bytes,5,opt,name=auth_credentials,json=authCredentials,proto3" json:"auth_credentials,omitempty"`
+	// When the config was set.
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// The A2A version of the call that set it ("1.0" or "0.3"): the shape of the body.
+	ProtocolVersion string `protobuf:"bytes,7,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *A2APushConfig) Reset() {
+	*x = A2APushConfig{}
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *A2APushConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*A2APushConfig) ProtoMessage() {}
+
+func (x *A2APushConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use A2APushConfig.ProtoReflect.Descriptor instead.
+func (*A2APushConfig) Descriptor() ([]byte, []int) {
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *A2APushConfig) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *A2APushConfig) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *A2APushConfig) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *A2APushConfig) GetAuthScheme() string {
+	if x != nil {
+		return x.AuthScheme
+	}
+	return ""
+}
+
+func (x *A2APushConfig) GetAuthCredentials() string {
+	if x != nil {
+		return x.AuthCredentials
+	}
+	return ""
+}
+
+func (x *A2APushConfig) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *A2APushConfig) GetProtocolVersion() string {
+	if x != nil {
+		return x.ProtocolVersion
+	}
+	return ""
+}
+
 var File_agentplane_storage_v1_storage_proto protoreflect.FileDescriptor
 
 const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
@@ -1415,7 +1538,7 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\x05R\aversion\x12;\n" +
 	"\vcreate_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12\x1b\n" +
-	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\xda\f\n" +
+	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\xaa\r\n" +
 	"\n" +
 	"TaskRecord\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
@@ -1457,7 +1580,8 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\x15continue_tool_results\x18+ \x03(\v2\x19.agentplane.v1.ToolResultR\x13continueToolResults\x12/\n" +
 	"\x05usage\x18, \x01(\v2\x19.agentplane.v1.TokenUsageR\x05usage\x12\"\n" +
 	"\ropen_call_ids\x18- \x03(\tR\vopenCallIds\x12P\n" +
-	"\x10applied_requests\x18. \x03(\v2%.agentplane.storage.v1.AppliedRequestR\x0fappliedRequests\x1a9\n" +
+	"\x10applied_requests\x18. \x03(\v2%.agentplane.storage.v1.AppliedRequestR\x0fappliedRequests\x12N\n" +
+	"\x10a2a_push_configs\x18< \x03(\v2$.agentplane.storage.v1.A2APushConfigR\x0ea2aPushConfigs\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\x17\x10\x18\"\xa5\x01\n" +
@@ -1518,7 +1642,7 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\aordinal\x18\x01 \x01(\x03R\aordinal\x129\n" +
 	"\n" +
 	"obligation\x18\x02 \x01(\v2\x19.agentplane.v1.ObligationR\n" +
-	"obligation\"\x9c\x04\n" +
+	"obligation\"\xdd\x04\n" +
 	"\fOutboxRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x1a\n" +
@@ -1536,7 +1660,18 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\n" +
 	"last_error\x18\v \x01(\tR\tlastError\x127\n" +
 	"\tdead_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\bdeadTime\x12\x14\n" +
-	"\x05claim\x18\r \x01(\tR\x05claim*\\\n" +
+	"\x05claim\x18\r \x01(\tR\x05claim\x12?\n" +
+	"\ba2a_push\x18\x14 \x01(\v2$.agentplane.storage.v1.A2APushConfigR\aa2aPush\"\xfb\x01\n" +
+	"\rA2APushConfig\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\tR\x05token\x12\x1f\n" +
+	"\vauth_scheme\x18\x04 \x01(\tR\n" +
+	"authScheme\x12)\n" +
+	"\x10auth_credentials\x18\x05 \x01(\tR\x0fauthCredentials\x12;\n" +
+	"\vcreate_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x12)\n" +
+	"\x10protocol_version\x18\a \x01(\tR\x0fprotocolVersion*\\\n" +
 	"\vOutboxState\x12\x1c\n" +
 	"\x18OUTBOX_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OUTBOX_STATE_PENDING\x10\x01\x12\x15\n" +
@@ -1555,7 +1690,7 @@ func file_agentplane_storage_v1_storage_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_storage_v1_storage_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(OutboxState)(0),              // 0: agentplane.storage.v1.OutboxState
 	(*SchemaInfo)(nil),            // 1: agentplane.storage.v1.SchemaInfo
@@ -1570,73 +1705,77 @@ var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(*VerdictRecord)(nil),         // 10: agentplane.storage.v1.VerdictRecord
 	(*ObligationRecord)(nil),      // 11: agentplane.storage.v1.ObligationRecord
 	(*OutboxRecord)(nil),          // 12: agentplane.storage.v1.OutboxRecord
-	nil,                           // 13: agentplane.storage.v1.TaskRecord.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
-	(v1.TaskState)(0),             // 15: agentplane.v1.TaskState
-	(*v1.TaskFailure)(nil),        // 16: agentplane.v1.TaskFailure
-	(*v1.TaskOutput)(nil),         // 17: agentplane.v1.TaskOutput
-	(*v1.TraceContext)(nil),       // 18: agentplane.v1.TraceContext
-	(*v1.Message)(nil),            // 19: agentplane.v1.Message
-	(*v1.ToolResult)(nil),         // 20: agentplane.v1.ToolResult
-	(*v1.TokenUsage)(nil),         // 21: agentplane.v1.TokenUsage
-	(*v1.AgentSpec)(nil),          // 22: agentplane.v1.AgentSpec
-	(*v1.GraphSpec)(nil),          // 23: agentplane.v1.GraphSpec
-	(*v1.ResolvedSpec)(nil),       // 24: agentplane.v1.ResolvedSpec
-	(*v1.InterruptPolicy)(nil),    // 25: agentplane.v1.InterruptPolicy
-	(*durationpb.Duration)(nil),   // 26: google.protobuf.Duration
-	(*v1.ToolAxisOverride)(nil),   // 27: agentplane.v1.ToolAxisOverride
-	(*v1.McpServer)(nil),          // 28: agentplane.v1.McpServer
-	(*v1.A2APeer)(nil),            // 29: agentplane.v1.A2aPeer
-	(*v1.TaskEvent)(nil),          // 30: agentplane.v1.TaskEvent
-	(*v1.Interrupt)(nil),          // 31: agentplane.v1.Interrupt
-	(*v1.Verdict)(nil),            // 32: agentplane.v1.Verdict
-	(*v1.Obligation)(nil),         // 33: agentplane.v1.Obligation
+	(*A2APushConfig)(nil),         // 13: agentplane.storage.v1.A2APushConfig
+	nil,                           // 14: agentplane.storage.v1.TaskRecord.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
+	(v1.TaskState)(0),             // 16: agentplane.v1.TaskState
+	(*v1.TaskFailure)(nil),        // 17: agentplane.v1.TaskFailure
+	(*v1.TaskOutput)(nil),         // 18: agentplane.v1.TaskOutput
+	(*v1.TraceContext)(nil),       // 19: agentplane.v1.TraceContext
+	(*v1.Message)(nil),            // 20: agentplane.v1.Message
+	(*v1.ToolResult)(nil),         // 21: agentplane.v1.ToolResult
+	(*v1.TokenUsage)(nil),         // 22: agentplane.v1.TokenUsage
+	(*v1.AgentSpec)(nil),          // 23: agentplane.v1.AgentSpec
+	(*v1.GraphSpec)(nil),          // 24: agentplane.v1.GraphSpec
+	(*v1.ResolvedSpec)(nil),       // 25: agentplane.v1.ResolvedSpec
+	(*v1.InterruptPolicy)(nil),    // 26: agentplane.v1.InterruptPolicy
+	(*durationpb.Duration)(nil),   // 27: google.protobuf.Duration
+	(*v1.ToolAxisOverride)(nil),   // 28: agentplane.v1.ToolAxisOverride
+	(*v1.McpServer)(nil),          // 29: agentplane.v1.McpServer
+	(*v1.A2APeer)(nil),            // 30: agentplane.v1.A2aPeer
+	(*v1.TaskEvent)(nil),          // 31: agentplane.v1.TaskEvent
+	(*v1.Interrupt)(nil),          // 32: agentplane.v1.Interrupt
+	(*v1.Verdict)(nil),            // 33: agentplane.v1.Verdict
+	(*v1.Obligation)(nil),         // 34: agentplane.v1.Obligation
 }
 var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
-	14, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
-	15, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
-	13, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
-	14, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
-	14, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
-	14, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
-	16, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
-	17, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
+	15, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
+	16, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
+	14, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
+	15, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
+	15, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
+	15, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
+	17, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
+	18, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
 	5,  // 8: agentplane.storage.v1.TaskRecord.cancellation:type_name -> agentplane.storage.v1.Cancellation
 	6,  // 9: agentplane.storage.v1.TaskRecord.lease:type_name -> agentplane.storage.v1.LeaseRecord
-	14, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
-	18, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
-	19, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
-	20, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
-	21, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
+	15, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
+	19, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
+	20, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
+	21, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
+	22, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
 	3,  // 15: agentplane.storage.v1.TaskRecord.applied_requests:type_name -> agentplane.storage.v1.AppliedRequest
-	22, // 16: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
-	23, // 17: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
-	24, // 18: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
-	25, // 19: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	26, // 20: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
-	27, // 21: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	28, // 22: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
-	29, // 23: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	19, // 24: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
-	14, // 25: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
-	14, // 26: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
-	14, // 27: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
-	14, // 28: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
-	30, // 29: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
-	31, // 30: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
-	14, // 31: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
-	32, // 32: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
-	33, // 33: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
-	14, // 34: agentplane.storage.v1.OutboxRecord.create_time:type_name -> google.protobuf.Timestamp
-	0,  // 35: agentplane.storage.v1.OutboxRecord.state:type_name -> agentplane.storage.v1.OutboxState
-	14, // 36: agentplane.storage.v1.OutboxRecord.next_attempt_time:type_name -> google.protobuf.Timestamp
-	14, // 37: agentplane.storage.v1.OutboxRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
-	14, // 38: agentplane.storage.v1.OutboxRecord.dead_time:type_name -> google.protobuf.Timestamp
-	39, // [39:39] is the sub-list for method output_type
-	39, // [39:39] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	13, // 16: agentplane.storage.v1.TaskRecord.a2a_push_configs:type_name -> agentplane.storage.v1.A2APushConfig
+	23, // 17: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
+	24, // 18: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
+	25, // 19: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
+	26, // 20: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	27, // 21: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
+	28, // 22: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	29, // 23: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
+	30, // 24: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	20, // 25: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
+	15, // 26: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
+	15, // 27: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
+	15, // 28: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
+	15, // 29: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
+	31, // 30: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
+	32, // 31: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
+	15, // 32: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
+	33, // 33: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
+	34, // 34: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
+	15, // 35: agentplane.storage.v1.OutboxRecord.create_time:type_name -> google.protobuf.Timestamp
+	0,  // 36: agentplane.storage.v1.OutboxRecord.state:type_name -> agentplane.storage.v1.OutboxState
+	15, // 37: agentplane.storage.v1.OutboxRecord.next_attempt_time:type_name -> google.protobuf.Timestamp
+	15, // 38: agentplane.storage.v1.OutboxRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
+	15, // 39: agentplane.storage.v1.OutboxRecord.dead_time:type_name -> google.protobuf.Timestamp
+	13, // 40: agentplane.storage.v1.OutboxRecord.a2a_push:type_name -> agentplane.storage.v1.A2APushConfig
+	15, // 41: agentplane.storage.v1.A2APushConfig.create_time:type_name -> google.protobuf.Timestamp
+	42, // [42:42] is the sub-list for method output_type
+	42, // [42:42] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_storage_v1_storage_proto_init() }
@@ -1655,7 +1794,7 @@ func file_agentplane_storage_v1_storage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_storage_v1_storage_proto_rawDesc), len(file_agentplane_storage_v1_storage_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
