@@ -10,7 +10,7 @@ import threading
 import unittest
 
 import controlplane
-from agentplane import Client, from_value
+from agentplane import Client, StopReason, from_value
 from agentplane.v1 import hitl_pb2, task_pb2
 from agentplane.worker import Failure, TaskStopped, Worker
 
@@ -144,7 +144,7 @@ class WorkerTest(unittest.TestCase):
         self.run_worker(handler, "py-lost")
         t = self.c.tasks.start_task(document=AGENT, queue="py-lost").task
         wait_for("completed", lambda: self.state(t.task_id) == task_pb2.TASK_STATE_COMPLETED)
-        self.assertEqual(seen, ["write: lease.lost", "lease.lost", "second lease"])
+        self.assertEqual(seen, [f"write: {StopReason.LEASE_LOST}", StopReason.LEASE_LOST, "second lease"])
 
     def test_handler_exception_fails_the_task(self):
         def handler(task):

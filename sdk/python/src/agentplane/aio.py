@@ -18,12 +18,13 @@ import grpc
 import grpc.aio
 
 from agentplane.client import SERVICES, Resume, _Service, channel_args, request_builder, snake
+from agentplane import _retry
 from agentplane import task as _task
 from agentplane.errors import AgentplaneError
 
 
-def _make_async_method(rpc, req_cls, streaming, metadata, name):
-    build = request_builder(req_cls, name)
+def _make_async_method(rpc, req_cls, streaming, metadata, name, key=None):
+    build = request_builder(req_cls, name, key)
 
     if streaming:
 
@@ -42,10 +43,16 @@ def _make_async_method(rpc, req_cls, streaming, metadata, name):
 
         async def method(request=None, *, timeout=None, **fields):
             req = build(request, fields)
-            try:
-                return await rpc(req, timeout=timeout, metadata=metadata)
-            except grpc.RpcError as err:
-                raise AgentplaneError.from_rpc_error(err) from err
+            attempts = _retry.Attempts(key, timeout)
+            while True:
+                try:
+                    return await rpc(req, timeout=attempts.timeout(), metadata=metadata)
+                except grpc.RpcError as err:
+                    e = AgentplaneError.from_rpc_error(err)
+                    pause = attempts.pause(e)
+                    if pause is None:
+                        raise e from err
+                await asyncio.sleep(pause)
 
     method.__name__ = snake(name)
     method.__doc__ = f"Calls {name} ({req_cls.DESCRIPTOR.full_name})."
@@ -171,11 +178,11 @@ class AsyncClient(AsyncHelpers):
     async def __aexit__(self, *exc):
         await self.close()
 
-    async def watch(self, task_id, after_sequence=0, *, keepalives=False, reconnect_for=30.0):
+    async def watch(self, task_id, after_sequence=0, *, keepalives=False, max_reconnects=None):
         """Yields the task's WatchTaskResponse messages after after_sequence: Client.watch
         as an async generator, resuming after a dropped connection from the last event it
-        yielded (no gap, no duplicate)."""
-        resume = Resume(after_sequence, keepalives, reconnect_for)
+        yielded (no gap, no duplicate), with the same policy."""
+        resume = Resume(after_sequence, keepalives, max_reconnects)
         while True:
             try:
                 async for resp in self.tasks.watch_task(resume.request(task_id)):

@@ -4,9 +4,16 @@ Each service is an attribute (tasks, specs, hitl, runtime, admin, capabilities) 
 methods are the RPCs in snake_case. A method takes the request either as a message or
 as keyword arguments of plain data (see agentplane._convert), returns the response
 message (a Stream of them for a server stream), and raises AgentplaneError for a
-non-OK status. A request with an empty request_id is sent with a fresh one, as in the
-Go client: each call is a new one, and the caller's message is left as it was. To
-retry a call idempotently, set request_id yourself (new_request_id()) and send it again.
+non-OK status. A request with an empty request_id is sent with a fresh one, chosen
+once per call and reused by its retries, as in the Go client: each call is a new one,
+and the caller's message is left as it was. To repeat a call of yours idempotently, set
+request_id yourself (new_request_id()) and send it again.
+
+Retries: a unary call whose RPC the API marks NO_SIDE_EFFECTS or IDEMPOTENT is made
+again after UNAVAILABLE, DEADLINE_EXCEEDED or a retryable reason, with backoff, up to
+agentplane._api.RETRY_ATTEMPTS calls within its timeout (which covers them all), and
+watch reconnects: the policy of every agentplane SDK (agentplane._retry; docs/clients.md,
+"Retries, request ids and reconnection").
 """
 
 import importlib
@@ -17,7 +24,7 @@ import uuid
 
 import grpc
 
-from agentplane import _convert
+from agentplane import _api, _convert, _retry
 from agentplane.errors import AgentplaneError
 from agentplane.task import Helpers
 from agentplane.v1 import (
@@ -68,7 +75,8 @@ class _Service:
             req_cls = _message_class(m.input_type)
             rpc = getattr(stub, m.name)
             streaming = m.server_streaming
-            setattr(self, snake(m.name), (make_method or _make_method)(rpc, req_cls, streaming, metadata, m.name))
+            method = (make_method or _make_method)(rpc, req_cls, streaming, metadata, m.name, f"{desc.full_name}/{m.name}")
+            setattr(self, snake(m.name), method)
 
     def __repr__(self):
         return f"<agentplane {self._name}>"
@@ -83,11 +91,16 @@ def _message_class(desc):
     return cls
 
 
-def request_builder(req_cls, name):
+def request_builder(req_cls, name, key=None):
     """Returns build(request, fields): the request message from a message or keyword fields,
-    with a fresh request_id when it has that field and none is set. A caller's message
-    is never modified: one without a request_id is copied (the Go client's rule)."""
-    has_request_id = "request_id" in req_cls.DESCRIPTOR.fields_by_name
+    with a fresh request_id when the RPC (key, "agentplane.v1.TaskService/StartTask") has
+    that field and none is set. A caller's message is never modified: one without a
+    request_id is copied (the Go client's rule). Called once per logical call, so its
+    retries send the same id."""
+    if key in _api.RPCS:
+        has_request_id = _api.RPCS[key][1]
+    else:
+        has_request_id = "request_id" in req_cls.DESCRIPTOR.fields_by_name
 
     def build(request, fields):
         if request is None:
@@ -105,8 +118,8 @@ def request_builder(req_cls, name):
     return build
 
 
-def _make_method(rpc, req_cls, streaming, metadata, name):
-    build = request_builder(req_cls, name)
+def _make_method(rpc, req_cls, streaming, metadata, name, key=None):
+    build = request_builder(req_cls, name, key)
 
     if streaming:
 
@@ -117,10 +130,16 @@ def _make_method(rpc, req_cls, streaming, metadata, name):
 
         def method(request=None, *, timeout=None, **fields):
             req = build(request, fields)
-            try:
-                return rpc(req, timeout=timeout, metadata=metadata)
-            except grpc.RpcError as err:
-                raise AgentplaneError.from_rpc_error(err) from err
+            attempts = _retry.Attempts(key, timeout)
+            while True:
+                try:
+                    return rpc(req, timeout=attempts.timeout(), metadata=metadata)
+                except grpc.RpcError as err:
+                    e = AgentplaneError.from_rpc_error(err)
+                    pause = attempts.pause(e)
+                    if pause is None:
+                        raise e from err
+                time.sleep(pause)
 
     method.__name__ = snake(name)
     method.__doc__ = f"Calls {name} ({req_cls.DESCRIPTOR.full_name})."
@@ -234,18 +253,21 @@ class Client(Helpers):
     def __exit__(self, *exc):
         self.close()
 
-    def watch(self, task_id, after_sequence=0, *, keepalives=False, reconnect_for=30.0):
+    def watch(self, task_id, after_sequence=0, *, keepalives=False, max_reconnects=None):
         """Yields the task's WatchTaskResponse messages after after_sequence.
 
-        When the stream breaks with UNAVAILABLE (the server restarting, the connection
-        dropped) it reconnects from the last event sequence it yielded, so the events
-        come with no gap and no duplicate; it gives up (raising AgentplaneError) after
-        reconnect_for seconds without a message. Keepalives are yielded only when
+        When the stream breaks with an error the retry policy allows for WatchTask
+        (UNAVAILABLE: the server restarting, the connection dropped; a retryable reason)
+        it reconnects from the last event sequence it yielded, so the events come with no
+        gap and no duplicate; it gives up (raising AgentplaneError) after max_reconnects
+        (default agentplane._api.WATCH_RECONNECTS, 10) reopenings in a row without a
+        message, backing off as calls do. Go's Client.Watch and TypeScript's watch do the
+        same. Keepalives are yielded only when
         keepalives is true. The generator ends when the task's stream ends (after its
         terminal event). AsyncClient.watch (agentplane.aio) is the same as an async
         generator.
         """
-        resume = Resume(after_sequence, keepalives, reconnect_for)
+        resume = Resume(after_sequence, keepalives, max_reconnects)
         while True:
             stream = self.tasks.watch_task(resume.request(task_id))
             try:
@@ -259,24 +281,26 @@ class Client(Helpers):
                 stream.cancel()  # a consumer that stops early ends the call
 
 
+WATCH_TASK = "agentplane.v1.TaskService/WatchTask"
+
+
 class Resume:
     """The state of a watch that survives dropped connections: the last event sequence
-    delivered, and the backoff of the reconnections (shared by Client.watch and
+    delivered, and the reopenings in a row without a message (shared by Client.watch and
     AsyncClient.watch)."""
 
-    def __init__(self, after_sequence, keepalives, reconnect_for):
+    def __init__(self, after_sequence, keepalives, max_reconnects=None):
         self.last = after_sequence
         self.keepalives = keepalives
-        self.reconnect_for = reconnect_for
-        self.backoff = 0.05
-        self.broken_since = None
+        self.max_reconnects = _api.WATCH_RECONNECTS if max_reconnects is None else max_reconnects
+        self.failures = 0
 
     def request(self, task_id):
         return task_service_pb2.WatchTaskRequest(task_id=task_id, after_sequence=self.last)
 
     def accept(self, resp):
         """Whether to yield resp: not an event delivered before a reconnection, nor an unwanted keepalive."""
-        self.broken_since, self.backoff = None, 0.05
+        self.failures = 0
         kind = resp.WhichOneof("kind")
         if kind == "event":
             if resp.event.sequence <= self.last:
@@ -288,12 +312,7 @@ class Resume:
 
     def failed(self, err):
         """Returns the delay before reopening the watch after err, or raises err when it is final."""
-        if err.code != grpc.StatusCode.UNAVAILABLE:
+        if not _retry.retryable(WATCH_TASK, err) or self.failures >= self.max_reconnects:
             raise err
-        now = time.monotonic()
-        self.broken_since = self.broken_since or now
-        if now - self.broken_since > self.reconnect_for:
-            raise err
-        delay = self.backoff
-        self.backoff = min(self.backoff * 2, 1.0)
-        return delay
+        self.failures += 1
+        return _retry.delay(self.failures, err)

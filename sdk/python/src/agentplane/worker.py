@@ -6,7 +6,8 @@ once before the handler runs (acknowledging the lease) and then in the backgroun
 task.canceled is set when a heartbeat says the task was canceled, when the lease is
 lost (a write or heartbeat refused as lease.lost, or no heartbeat succeeded before
 the lease deadline), or when the worker stops and its drain time ran out
-(task.stop_reason says which: "canceled", "lease.lost", "stopping"); the Task's writes
+(task.stop_reason says which: a StopReason, "canceled", "lease_lost" or "stopping", the
+names Go's worker.StopReason and TypeScript's TaskStopped.kind use); the Task's writes
 then raise TaskStopped.
 
 The handler ends its task with task.complete, task.fail, task.pause,
@@ -27,7 +28,7 @@ result instead of running fn again.
 The task's writes carry request ids and are repeated after UNAVAILABLE,
 DEADLINE_EXCEEDED or an error the server marks retryable (store.unavailable while its
 database restarts) while the lease may still be renewed; a call still failing at the
-lease deadline stops the task ("lease.lost"): the lease expires and the task is queued
+lease deadline stops the task ("lease_lost"): the lease expires and the task is queued
 again, so an outage does not fail it.
 
 Worker.stop() drains for at most drain_timeout (default 20 s, under the 30 s systemd
@@ -44,6 +45,7 @@ import time
 
 import grpc
 
+from agentplane._api import Reason, StopReason
 from agentplane.client import new_request_id
 from agentplane.errors import AgentplaneError
 from agentplane.v1 import hitl_pb2
@@ -89,10 +91,10 @@ def _backoff(failures):
 def _stop_cause(err):
     """The stop reason a refused call means, or "" when the task is still ours."""
     if err.code == grpc.StatusCode.FAILED_PRECONDITION:
-        if err.reason == "lease.lost":
-            return "lease.lost"
-        if err.reason == "task.terminal":
-            return "canceled"
+        if err.reason == Reason.LEASE_LOST:
+            return StopReason.LEASE_LOST
+        if err.reason == Reason.TASK_TERMINAL:
+            return StopReason.CANCELED
     return ""
 
 
@@ -196,8 +198,8 @@ class Task:
                 if left <= 0:
                     if force:
                         raise
-                    self._stop("lease.lost")
-                    raise TaskStopped("lease.lost") from e
+                    self._stop(StopReason.LEASE_LOST)
+                    raise TaskStopped(StopReason.LEASE_LOST) from e
                 failures += 1
                 delay = min(_backoff(failures), left)
                 if force:
@@ -328,7 +330,7 @@ class Task:
         try:
             return self._await_decision(interrupt_id)
         except BaseException:
-            if self.stop_reason == "stopping":
+            if self.stop_reason == StopReason.STOPPING:
                 self._wait_stopped = True
             raise
 
@@ -344,9 +346,9 @@ class Task:
                     kind = m.WhichOneof("kind")
                     if kind == "decision":
                         return m.decision
-                    if kind == "canceled":
-                        self._stop("canceled")
-                        raise TaskStopped("canceled")
+                    if kind == "canceled":  # the AwaitDecisionResponse arm
+                        self._stop(StopReason.CANCELED)
+                        raise TaskStopped(StopReason.CANCELED)
             except AgentplaneError as e:
                 if self.canceled.is_set():
                     raise TaskStopped(self.stop_reason) from e
@@ -455,7 +457,7 @@ class Worker:
         left = [t for t in self._threads() if t is not me]
         with self._lock:
             for t in left:
-                self._running[t]._stop("stopping")
+                self._running[t]._stop(StopReason.STOPPING)
         return not left
 
     def run_until_signal(self):
@@ -562,11 +564,11 @@ class Worker:
         if task.ended:
             return
         try:
-            if task.stop_reason == "stopping" and task._wait_stopped:
+            if task.stop_reason == StopReason.STOPPING and task._wait_stopped:
                 # Suspended, not failed: it waits for its decision without a lease and
                 # without counting an attempt.
                 task._write(task.client.runtime.suspend_task, end="suspended", force=True, request_id=new_request_id())
-            elif task.stop_reason == "stopping":
+            elif task.stop_reason == StopReason.STOPPING:
                 task.fail("runtime.stopping", "the runtime stopped before the task ended", retry=True, force=True)
             elif task.canceled.is_set() or error is None:
                 return  # not ours any more; or a handler that did not end its task: the lease expires
@@ -588,7 +590,7 @@ class Worker:
             return True  # transient: the next beat tries again
         task.deadline = resp.deadline.ToNanoseconds() / 1e9
         if resp.canceled:
-            task._stop("canceled")
+            task._stop(StopReason.CANCELED)
             return False
         return True
 
@@ -601,4 +603,4 @@ class Worker:
                 return  # the lease was given up; a heartbeat would only be refused
             self._heartbeat(task)
             if time.time() > task.deadline:
-                task._stop("lease.lost")  # no heartbeat succeeded before the deadline
+                task._stop(StopReason.LEASE_LOST)  # no heartbeat succeeded before the deadline
