@@ -553,7 +553,6 @@ func startFailingProxy(t *testing.T, backend string) *failingProxy {
 		t.Fatal(err)
 	}
 	p := &failingProxy{lis: lis, backend: conn, failFirst: map[string]int{}, seen: map[string][]string{}}
-	//lint:ignore SA1019 the proxy forwards raw bytes; ForceServerCodec with a bytes codec is how grpc-go does it.
 	srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(p.handle))
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(func() { srv.Stop(); _ = conn.Close() })
@@ -589,7 +588,6 @@ func (p *failingProxy) handle(_ any, ss grpc.ServerStream) error {
 		}
 	}
 	ctx := metadata.NewOutgoingContext(ss.Context(), out)
-	//lint:ignore SA1019 see startFailingProxy.
 	cs, err := p.backend.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, method, grpc.ForceCodec(rawCodec{}))
 	if err != nil {
 		return err
