@@ -19,6 +19,10 @@ import { GateOutcome, DecisionType, InterruptState, type Decision, type Interrup
 import { MessageRole, type Message, type MessageDeltaSchema, type TaskEvent, type ToolResult } from "../gen/agentplane/v1/task_pb.js";
 import { AgentplaneError, toAgentplaneError } from "./errors.js";
 import { Reason, StopReason } from "./api.gen.js";
+// The pause before retry number n: the retry policy of every SDK (100 ms doubling up to
+// 2 s, jittered into [d/2, d], so that runtimes that lost the same server do not return
+// in lockstep), for writes, polls and awaits alike.
+import { backoffMs } from "./retry.js";
 
 export { StopReason } from "./api.gen.js";
 
@@ -401,7 +405,7 @@ export class Task {
         const err = toAgentplaneError(e);
         if (this.signal.aborted || stopCause(err) || err.reason !== "" || failures >= 10) throw err;
       }
-      await sleep(Math.min(100 * 2 ** failures, 5_000), this.signal);
+      await sleep(backoffMs(failures + 1), this.signal);
       if (this.signal.aborted) throw this.signal.reason;
     }
   }
@@ -505,13 +509,6 @@ export class Task {
   }
 }
 
-// backoffMs is the pause before retry number failures (from 1): doubling from 100 ms up to
-// 5 s, jittered into [d/2, d] so that runtimes that lost the same server do not return in
-// lockstep.
-function backoffMs(failures: number): number {
-  const d = Math.min(100 * 2 ** (failures - 1), 5_000);
-  return d / 2 + Math.random() * (d / 2);
-}
 
 function gateOf(c: Call, dec: Decision | undefined): Gate {
   const g: Gate = { call: c, allowed: false, argumentsJson: "", reason: "", reported: false, resultReported: false, decision: dec };
@@ -631,7 +628,7 @@ export class Worker {
         if (stop.aborted) break;
         const err = toAgentplaneError(e);
         if (err.retryDelayMs === undefined && ![Code.Unavailable, Code.DeadlineExceeded, Code.Unknown, Code.Internal, Code.Canceled].includes(err.code)) throw err;
-        await sleep(Math.min(100 * 2 ** ++failures, 5_000), stop);
+        await sleep(backoffMs(++failures, err), stop);
         continue;
       }
       for (const l of leases) {

@@ -45,6 +45,7 @@ import time
 
 import grpc
 
+from agentplane import _retry
 from agentplane._api import Reason, StopReason
 from agentplane.client import new_request_id
 from agentplane.errors import AgentplaneError
@@ -84,8 +85,9 @@ def _retryable(err):
 
 
 def _backoff(failures):
-    """The pause before retry number failures (from 1): doubling from 0.1 s up to 5 s."""
-    return min(0.1 * 2 ** (failures - 1), 5.0)
+    """The pause before retry number failures (from 1): the retry policy of every SDK
+    (agentplane._retry.delay: 0.1 s doubling up to 2 s, jittered into [d/2, d])."""
+    return _retry.delay(failures)
 
 
 def _stop_cause(err):
