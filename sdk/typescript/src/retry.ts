@@ -7,15 +7,18 @@ import { Reason, retryPolicy, retryableReasons, rpcs } from "./api.gen.js";
 import { AgentplaneError, toAgentplaneError } from "./errors.js";
 
 const declared: ReadonlySet<string> = new Set<string>(Object.values(Reason));
+const transportCodes: readonly Code[] = [Code.Canceled, Code.Aborted, Code.Internal, Code.Unknown];
 
 /**
  * The code an error counts as. Node's HTTP/2 reports a stream whose connection died
- * (the server went away) as CANCELED, INTERNAL or UNKNOWN without a status from the
- * server; with no agentplane reason, and when the caller did not abort, that is the
- * UNAVAILABLE the Go and Python SDKs see for the same event.
+ * (the server went away) as CANCELED ("stream closed with error code CANCEL"), ABORTED
+ * ("read ECONNRESET"), INTERNAL or UNKNOWN, without a status from the server; with no
+ * agentplane reason (no agentplane reason comes with these codes but INTERNAL's own),
+ * and when the caller did not abort, that is the UNAVAILABLE the Go and Python SDKs see
+ * for the same event.
  */
 export function effectiveCode(err: AgentplaneError, signal?: AbortSignal): Code {
-  if (err.reason === "" && !signal?.aborted && [Code.Canceled, Code.Internal, Code.Unknown].includes(err.code)) {
+  if (err.reason === "" && !signal?.aborted && transportCodes.includes(err.code)) {
     return Code.Unavailable;
   }
   return err.code;
