@@ -190,7 +190,8 @@ func TestConformance(t *testing.T) {
 				continue
 			}
 			sdkDir := filepath.Join(root, "sdk", "typescript")
-			trackInputs(t, root, "sdk/typescript/src", "sdk/typescript/test/conformance-driver.ts", "sdk/typescript/gen")
+			trackInputs(t, root, "sdk/typescript/src", "sdk/typescript/test/conformance-driver.ts", "sdk/typescript/gen",
+				"sdk/typescript/package.json", "sdk/typescript/package-lock.json", "sdk/typescript/tsconfig.json")
 			requireNodeModules(t, sdkDir)
 			run(t, sdkDir, nil, "npm", "run", "build")
 			d.argv = []string{"node", filepath.Join(sdkDir, "dist", "test", "conformance-driver.js")}
