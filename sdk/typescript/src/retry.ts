@@ -2,26 +2,52 @@
 // reconnection"), over the tables tools/sdkgen generates from the API (api.gen.ts):
 // which RPCs may be repeated (their idempotency_level), after which errors, with which
 // backoff.
-import { Code, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { Reason, retryPolicy, retryableReasons, rpcs } from "./api.gen.js";
 import { AgentplaneError, toAgentplaneError } from "./errors.js";
 
 const declared: ReadonlySet<string> = new Set<string>(Object.values(Reason));
-const transportCodes: readonly Code[] = [Code.Canceled, Code.Aborted, Code.Internal, Code.Unknown];
+
+// The Node.js error codes of a connection that broke under a call (connect-node reports
+// them as ABORTED, INTERNAL or UNAVAILABLE), and the HTTP/2 resets of its streams.
+const nodeTransportErrors: ReadonlySet<string> = new Set([
+  "ECONNRESET",
+  "ECONNREFUSED",
+  "EPIPE",
+  "ETIMEDOUT",
+  "ERR_STREAM_DESTROYED",
+  "ERR_HTTP2_INVALID_STREAM",
+  "ERR_HTTP2_STREAM_ERROR",
+  "ERR_HTTP2_STREAM_CANCEL",
+  "ERR_HTTP2_GOAWAY_SESSION",
+  "ERR_HTTP2_INVALID_SESSION",
+  "ERR_HTTP2_SESSION_ERROR",
+]);
+const h2Reset = /^http\/2 stream closed with error code (CANCEL|INTERNAL_ERROR|REFUSED_STREAM)\b/;
 
 /**
- * The code an error counts as. Node's HTTP/2 reports a stream whose connection died
- * (the server went away) as CANCELED ("stream closed with error code CANCEL"), ABORTED
- * ("read ECONNRESET"), INTERNAL or UNKNOWN, without a status from the server; with no
- * agentplane reason (no agentplane reason comes with these codes but INTERNAL's own),
- * and when the caller did not abort, that is the UNAVAILABLE the Go and Python SDKs see
- * for the same event.
+ * The code an error counts as. Node's HTTP/2 reports a call whose connection broke (the
+ * server went away) as CANCELED ("http/2 stream closed with error code CANCEL"), ABORTED
+ * ("read ECONNRESET") or INTERNAL, without a status from the server. Such an error, with
+ * no agentplane reason and when the caller did not abort, counts as the UNAVAILABLE the
+ * Go and Python SDKs see for the same event; any other error (one an interceptor of yours
+ * throws, say) keeps its code.
  */
 export function effectiveCode(err: AgentplaneError, signal?: AbortSignal): Code {
-  if (err.reason === "" && !signal?.aborted && transportCodes.includes(err.code)) {
-    return Code.Unavailable;
-  }
+  if (err.reason === "" && !signal?.aborted && brokenTransport(err)) return Code.Unavailable;
   return err.code;
+}
+
+function brokenTransport(err: AgentplaneError): boolean {
+  if (h2Reset.test(err.rawMessage)) return true;
+  let e: unknown = err.cause;
+  for (let depth = 0; depth < 8 && e instanceof Error; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && nodeTransportErrors.has(code)) return true;
+    if (e instanceof ConnectError && h2Reset.test(e.rawMessage)) return true;
+    e = e.cause;
+  }
+  return false;
 }
 
 /**
