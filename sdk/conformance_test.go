@@ -219,7 +219,7 @@ func TestConformance(t *testing.T) {
 
 // conformRetry: a proxy fails the first attempts of each call with a bare UNAVAILABLE.
 func conformRetry(t *testing.T, bin string, d conformanceDriver, sc conformanceScenario) {
-	cp := startControlPlane(t, bin)
+	cp := startConformanceServer(t, bin)
 	px := startFailingProxy(t, cp.addr)
 	for _, c := range sc.Calls {
 		px.failFirst["/"+c.Method] = c.FailFirst
@@ -250,7 +250,7 @@ func conformRetry(t *testing.T, bin string, d conformanceDriver, sc conformanceS
 // conformWatch: the test is the task's runtime; the server is SIGKILLed and started again
 // on the same port and bbolt file while the driver watches.
 func conformWatch(t *testing.T, bin string, d conformanceDriver, sc conformanceScenario) {
-	cp := startControlPlane(t, bin)
+	cp := startConformanceServer(t, bin)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := dialTest(t, ctx, cp.addr)
@@ -327,7 +327,7 @@ func conformWatch(t *testing.T, bin string, d conformanceDriver, sc conformanceS
 
 // conformLeaseLost: the handler's lease is handed back behind its back, then it writes.
 func conformLeaseLost(t *testing.T, bin string, d conformanceDriver, sc conformanceScenario) {
-	cp := startControlPlane(t, bin)
+	cp := startConformanceServer(t, bin)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := dialTest(t, ctx, cp.addr)
@@ -362,7 +362,7 @@ func conformLeaseLost(t *testing.T, bin string, d conformanceDriver, sc conforma
 
 // conformErrors: failed calls decoded by the driver as Go's status package reads them.
 func conformErrors(t *testing.T, bin string, d conformanceDriver, sc conformanceScenario) {
-	cp := startControlPlane(t, bin)
+	cp := startConformanceServer(t, bin)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := dialTest(t, ctx, cp.addr)
@@ -436,15 +436,15 @@ func dialTest(t *testing.T, ctx context.Context, addr string) *client.Client {
 	return c
 }
 
-// controlPlane is a control plane process on a fixed loopback port and data directory,
+// conformanceServer is a control plane process on a fixed loopback port and data directory,
 // so that it can be SIGKILLed and started again where it was.
-type controlPlane struct {
+type conformanceServer struct {
 	bin, dir, addr string
 	cmd            *exec.Cmd
 	log            *lockedBuffer
 }
 
-func startControlPlane(t *testing.T, bin string) *controlPlane {
+func startConformanceServer(t *testing.T, bin string) *conformanceServer {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -452,7 +452,7 @@ func startControlPlane(t *testing.T, bin string) *controlPlane {
 	}
 	addr := lis.Addr().String()
 	_ = lis.Close()
-	cp := &controlPlane{bin: bin, dir: t.TempDir(), addr: addr, log: &lockedBuffer{}}
+	cp := &conformanceServer{bin: bin, dir: t.TempDir(), addr: addr, log: &lockedBuffer{}}
 	cp.start(t)
 	t.Cleanup(func() {
 		if cp.cmd.ProcessState == nil {
@@ -466,7 +466,7 @@ func startControlPlane(t *testing.T, bin string) *controlPlane {
 	return cp
 }
 
-func (cp *controlPlane) start(t *testing.T) {
+func (cp *conformanceServer) start(t *testing.T) {
 	t.Helper()
 	cmd := exec.Command(cp.bin, "--data-dir", cp.dir, "--grpc-addr", cp.addr, "--http-addr", "off", "--log-level", "warn")
 	stdout, err := cmd.StdoutPipe()
@@ -497,7 +497,7 @@ func (cp *controlPlane) start(t *testing.T) {
 }
 
 // restart SIGKILLs the server (no graceful shutdown) and starts it on the same port and bbolt file.
-func (cp *controlPlane) restart(t *testing.T) {
+func (cp *conformanceServer) restart(t *testing.T) {
 	t.Helper()
 	_ = cp.cmd.Process.Kill()
 	_ = cp.cmd.Wait()

@@ -245,6 +245,13 @@ type HITL struct {
 	DeadlineDecision string `yaml:"deadline_decision"`
 	// MaxUntrustedBytes caps an untrusted reason when the spec sets no cap.
 	MaxUntrustedBytes int64 `yaml:"max_untrusted_bytes"`
+	// Approvers maps the identities people have in Slack and email to the principals
+	// who decide (docs/hitl.md, "Channels").
+	Approvers []Approver `yaml:"approvers"`
+	// Slack configures the Slack app whose buttons decide.
+	Slack SlackApp `yaml:"slack"`
+	// Links configures signed approve and reject links.
+	Links Links `yaml:"links"`
 }
 
 // Console configures the web console (docs/console.md).
@@ -392,7 +399,7 @@ func Default() Config {
 			MaxLeaseWait:  Duration(30 * time.Second),
 			PurgeInterval: Duration(10 * time.Minute),
 		},
-		HITL:          HITL{DeadlineDecision: "reject", MaxUntrustedBytes: 4096},
+		HITL:          HITL{DeadlineDecision: "reject", MaxUntrustedBytes: 4096, Links: Links{TTL: Duration(72 * time.Hour)}},
 		Console:       Console{SessionTTL: Duration(12 * time.Hour)},
 		Notifications: DefaultNotifications(),
 	}
@@ -600,6 +607,7 @@ func (c *Config) Validate() error {
 	c.validateHTTP(bad)
 	c.validateGates(bad)
 	c.validateNotifications(bad)
+	c.validateChannels(bad)
 	if len(errs) == 0 {
 		return nil
 	}

@@ -115,12 +115,26 @@ func (s *Service) enqueue(w store.Writer, ev string, data Data) error {
 			w.OnCommit(func() { s.dropped(data.Tenant, ep.Name, ev, depth) })
 			continue
 		}
-		if err := w.PutOutbox(&storagev1.OutboxRecord{
-			Id: newID(now), Tenant: data.Tenant, Endpoint: ep.Name, EventType: ev, Payload: body,
-			CreateTime: timestamppb.New(now), State: storagev1.OutboxState_OUTBOX_STATE_PENDING,
-			NextAttemptTime: timestamppb.New(now),
-		}); err != nil {
-			return err
+		payloads := [][]byte{body}
+		if ep.email != nil {
+			// One message per recipient: each carries links that act as its reader.
+			payloads = payloads[:0]
+			for _, p := range ep.email.To {
+				b, err := json.Marshal(emailPayload{To: p, Message: json.RawMessage(body)})
+				if err != nil {
+					return fmt.Errorf("webhooks: encoding %s: %w", ev, err)
+				}
+				payloads = append(payloads, b)
+			}
+		}
+		for _, payload := range payloads {
+			if err := w.PutOutbox(&storagev1.OutboxRecord{
+				Id: newID(now), Tenant: data.Tenant, Endpoint: ep.Name, EventType: ev, Payload: payload,
+				CreateTime: timestamppb.New(now), State: storagev1.OutboxState_OUTBOX_STATE_PENDING,
+				NextAttemptTime: timestamppb.New(now),
+			}); err != nil {
+				return err
+			}
 		}
 		w.OnCommit(s.wakeSender)
 	}

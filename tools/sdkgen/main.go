@@ -343,13 +343,13 @@ func pyStr(s string) string { return fmt.Sprintf("%q", s) } // Go's quoting is v
 
 func renderPy(rpcs []rpc, reasons []reason) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s\n\"\"\"What every agentplane SDK agrees on, generated from the API: each RPC's\nidempotency level, the retry policy (docs/clients.md, \"Retries, request ids and\nreconnection\"), the error reasons and the stop reasons.\"\"\"\n\nimport grpc\n\n", header)
-	b.WriteString("IDEMPOTENCY_UNKNOWN = \"IDEMPOTENCY_UNKNOWN\"\nNO_SIDE_EFFECTS = \"NO_SIDE_EFFECTS\"\nIDEMPOTENT = \"IDEMPOTENT\"\n\n")
-	fmt.Fprintf(&b, "RETRY_ATTEMPTS = %d\n\"\"\"The most calls made for one logical unary call, the first included.\"\"\"\n", policy.Attempts)
-	fmt.Fprintf(&b, "BACKOFF_BASE = %s\n\"\"\"Seconds before the first retry, doubled for each next one up to BACKOFF_MAX.\"\"\"\n", pySeconds(policy.BackoffBaseMs))
-	fmt.Fprintf(&b, "BACKOFF_MAX = %s\nJITTER = %v\n\"\"\"Each pause is drawn uniformly from [(1-JITTER)*d, d].\"\"\"\n", pySeconds(policy.BackoffMaxMs), policy.Jitter)
-	fmt.Fprintf(&b, "WATCH_RECONNECTS = %d\n\"\"\"The most reopenings of a watch in a row without a message in between.\"\"\"\n\n", policy.WatchReconnects)
-	b.WriteString("RETRY_CODES = {\n")
+	fmt.Fprintf(&b, "# %s\n\"\"\"What every agentplane SDK agrees on, generated from the API: each RPC's\nidempotency level, the retry policy (docs/clients.md, \"Retries, request ids and\nreconnection\"), the error reasons and the stop reasons.\"\"\"\n\nfrom typing import Final\n\nimport grpc\n\n", header)
+	b.WriteString("IDEMPOTENCY_UNKNOWN: Final = \"IDEMPOTENCY_UNKNOWN\"\nNO_SIDE_EFFECTS: Final = \"NO_SIDE_EFFECTS\"\nIDEMPOTENT: Final = \"IDEMPOTENT\"\n\n")
+	fmt.Fprintf(&b, "RETRY_ATTEMPTS: Final = %d\n\"\"\"The most calls made for one logical unary call, the first included.\"\"\"\n", policy.Attempts)
+	fmt.Fprintf(&b, "BACKOFF_BASE: Final = %s\n\"\"\"Seconds before the first retry, doubled for each next one up to BACKOFF_MAX.\"\"\"\n", pySeconds(policy.BackoffBaseMs))
+	fmt.Fprintf(&b, "BACKOFF_MAX: Final = %s\nJITTER: Final = %v\n\"\"\"Each pause is drawn uniformly from [(1-JITTER)*d, d].\"\"\"\n", pySeconds(policy.BackoffMaxMs), policy.Jitter)
+	fmt.Fprintf(&b, "WATCH_RECONNECTS: Final = %d\n\"\"\"The most reopenings of a watch in a row without a message in between.\"\"\"\n\n", policy.WatchReconnects)
+	b.WriteString("RETRY_CODES: Final[dict[str, frozenset[grpc.StatusCode]]] = {\n")
 	for _, l := range levels {
 		var cs []string
 		for _, c := range policy.Codes[l] {
@@ -362,20 +362,20 @@ func renderPy(rpcs []rpc, reasons []reason) string {
 		fmt.Fprintf(&b, "    %s: frozenset({%s}),\n", l, strings.Join(cs, ", "))
 	}
 	b.WriteString("}\n\"\"\"The codes retried per level when the error carries no declared reason.\"\"\"\n\n")
-	b.WriteString("RPCS = {\n")
+	b.WriteString("RPCS: Final[dict[str, tuple[str, bool, bool]]] = {\n")
 	for _, r := range rpcs {
 		fmt.Fprintf(&b, "    %s: (%s, %s, %s),\n", pyStr(r.Key), r.Idempotency, pyBool(r.RequestID), pyBool(r.ServerStreaming))
 	}
 	b.WriteString("}\n\"\"\"Every agentplane.v1 RPC: (idempotency level, has a request_id, server-streaming).\"\"\"\n\n\n")
 	b.WriteString("class Reason:\n    \"\"\"The error reasons (ErrorInfo.reason) declared in proto/agentplane/v1/errors.proto (docs/errors.md).\"\"\"\n\n")
 	for _, r := range reasons {
-		fmt.Fprintf(&b, "    %s = %s\n    \"\"\"%s\"\"\"\n", r.Name, pyStr(r.Wire), strings.ReplaceAll(r.Doc, `"""`, `'''`))
+		fmt.Fprintf(&b, "    %s: Final = %s\n    \"\"\"%s\"\"\"\n", r.Name, pyStr(r.Wire), strings.ReplaceAll(r.Doc, `"""`, `'''`))
 	}
-	b.WriteString("\n\nREASON_NAMES = {\n")
+	b.WriteString("\n\nREASON_NAMES: Final[dict[str, str]] = {\n")
 	for _, r := range reasons {
 		fmt.Fprintf(&b, "    Reason.%s: %s,\n", r.Name, pyStr(r.Name))
 	}
-	b.WriteString("}\n\"\"\"The name of each declared reason (its enum value without ERROR_REASON_).\"\"\"\n\nRETRYABLE_REASONS = frozenset({\n")
+	b.WriteString("}\n\"\"\"The name of each declared reason (its enum value without ERROR_REASON_).\"\"\"\n\nRETRYABLE_REASONS: Final[frozenset[str]] = frozenset({\n")
 	for _, r := range reasons {
 		if r.Retryable {
 			fmt.Fprintf(&b, "    Reason.%s,\n", r.Name)
@@ -383,7 +383,7 @@ func renderPy(rpcs []rpc, reasons []reason) string {
 	}
 	b.WriteString("})\n\"\"\"The reasons after which the same call may succeed later unchanged.\"\"\"\n\n\nclass StopReason:\n    \"\"\"The names of why a runtime's task stopped (Task.stop_reason), the same in every agentplane SDK.\"\"\"\n\n")
 	for _, s := range stopReasons {
-		fmt.Fprintf(&b, "    %s = %s\n    \"\"\"%s.\"\"\"\n", s.Name, pyStr(s.Value), s.Doc)
+		fmt.Fprintf(&b, "    %s: Final = %s\n    \"\"\"%s.\"\"\"\n", s.Name, pyStr(s.Value), s.Doc)
 	}
 	return b.String()
 }

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import threading
+from typing import Any, cast
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
@@ -15,20 +16,20 @@ from google.protobuf import json_format  # noqa: E402
 
 from agentplane import AgentplaneError, Client  # noqa: E402
 from agentplane import _api  # noqa: E402
-from agentplane.client import SERVICES, _message_class, snake  # noqa: E402
+from agentplane._calls import Unary  # noqa: E402
 from agentplane.v1 import task_pb2  # noqa: E402
-from agentplane.worker import TaskStopped, Worker  # noqa: E402
+from agentplane.worker import Task, TaskStopped, Worker  # noqa: E402
 
 _lock = threading.Lock()
 
 
-def emit(v):
+def emit(v: dict[str, Any]) -> None:
     with _lock:
         sys.stdout.write(json.dumps(v) + "\n")
         sys.stdout.flush()
 
 
-def describe(err):
+def describe(err: AgentplaneError | None) -> dict[str, Any]:
     if err is None:
         return {"code": "OK"}
     return {
@@ -41,25 +42,39 @@ def describe(err):
     }
 
 
-def invoke(c, call):
-    service, name = call["method"].split("/")
-    attr, pb2 = next((a, p) for a, p, _, n in SERVICES if "agentplane.v1." + n == service)
-    svc = getattr(c, attr)
-    method = pb2.DESCRIPTOR.services_by_name[service.split(".")[-1]].methods_by_name[name]
-    req = json_format.ParseDict(call["request"], _message_class(method.input_type)())
+SERVICES = {
+    "agentplane.v1.TaskService": "tasks", "agentplane.v1.SpecService": "specs", "agentplane.v1.HitlService": "hitl",
+    "agentplane.v1.RuntimeService": "runtime", "agentplane.v1.AdminService": "admin",
+    "agentplane.v1.CapabilityService": "capabilities",
+}
+
+
+def invoke(c: Client, call: dict[str, Any]) -> dict[str, Any]:
+    """Calls call["method"] through the client's typed service (so through its request ids
+    and retries) with call["request"] as the request message's JSON."""
+    method: str = call["method"]
+    service: object = getattr(c, SERVICES[method.split("/")[0]])
+    members: dict[str, object] = vars(service)
+    rpc: Unary[Any, Any] | None = None
+    for r in members.values():
+        if isinstance(r, Unary) and r.method == "/" + method:
+            rpc = cast("Unary[Any, Any]", r)
+    if rpc is None:
+        raise SystemExit(f"no unary RPC {method}")
+    req = json_format.ParseDict(call["request"], rpc.request_type())
     err = None
     try:
-        getattr(svc, snake(name))(req)
+        rpc(req)
     except AgentplaneError as e:
         err = e
-    res = {"method": call["method"], **describe(err)}
+    res = {"method": method, **describe(err)}
     if "request_id" in req.DESCRIPTOR.fields_by_name:
-        res["caller_request_id"] = req.request_id
+        res["caller_request_id"] = getattr(req, "request_id")
     return res
 
 
-def watch(c, task_id):
-    def wait():
+def watch(c: Client, task_id: str) -> None:
+    def wait() -> None:
         try:
             t = c.task(task_id).wait()
             emit({"wait": task_pb2.TaskState.Name(t.state)})
@@ -77,11 +92,11 @@ def watch(c, task_id):
     waiter.join()
 
 
-def lease_lost(c, queue):
+def lease_lost(c: Client, queue: str) -> None:
     done = threading.Event()
     first = [True]
 
-    def handler(task):
+    def handler(task: Task) -> None:
         if not first[0]:
             task.complete(text="done")
             return
@@ -107,7 +122,7 @@ def lease_lost(c, queue):
     runner.join(60)
 
 
-def main():
+def main() -> None:
     sc = json.loads(os.environ["AGENTPLANE_SCENARIO"])
     with Client(os.environ["AGENTPLANE_ADDRESS"]) as c:
         name = sc["name"]

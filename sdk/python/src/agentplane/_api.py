@@ -3,30 +3,32 @@
 idempotency level, the retry policy (docs/clients.md, "Retries, request ids and
 reconnection"), the error reasons and the stop reasons."""
 
+from typing import Final
+
 import grpc
 
-IDEMPOTENCY_UNKNOWN = "IDEMPOTENCY_UNKNOWN"
-NO_SIDE_EFFECTS = "NO_SIDE_EFFECTS"
-IDEMPOTENT = "IDEMPOTENT"
+IDEMPOTENCY_UNKNOWN: Final = "IDEMPOTENCY_UNKNOWN"
+NO_SIDE_EFFECTS: Final = "NO_SIDE_EFFECTS"
+IDEMPOTENT: Final = "IDEMPOTENT"
 
-RETRY_ATTEMPTS = 4
+RETRY_ATTEMPTS: Final = 4
 """The most calls made for one logical unary call, the first included."""
-BACKOFF_BASE = 0.1
+BACKOFF_BASE: Final = 0.1
 """Seconds before the first retry, doubled for each next one up to BACKOFF_MAX."""
-BACKOFF_MAX = 2.0
-JITTER = 0.5
+BACKOFF_MAX: Final = 2.0
+JITTER: Final = 0.5
 """Each pause is drawn uniformly from [(1-JITTER)*d, d]."""
-WATCH_RECONNECTS = 10
+WATCH_RECONNECTS: Final = 10
 """The most reopenings of a watch in a row without a message in between."""
 
-RETRY_CODES = {
+RETRY_CODES: Final[dict[str, frozenset[grpc.StatusCode]]] = {
     IDEMPOTENCY_UNKNOWN: frozenset(),
     NO_SIDE_EFFECTS: frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}),
     IDEMPOTENT: frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}),
 }
 """The codes retried per level when the error carries no declared reason."""
 
-RPCS = {
+RPCS: Final[dict[str, tuple[str, bool, bool]]] = {
     "agentplane.v1.AdminService/Backup": (NO_SIDE_EFFECTS, False, True),
     "agentplane.v1.AdminService/GetStats": (NO_SIDE_EFFECTS, False, False),
     "agentplane.v1.AdminService/ListWebhookDeadLetters": (NO_SIDE_EFFECTS, False, False),
@@ -68,81 +70,81 @@ RPCS = {
 class Reason:
     """The error reasons (ErrorInfo.reason) declared in proto/agentplane/v1/errors.proto (docs/errors.md)."""
 
-    REQUEST_INVALID = "request.invalid"
+    REQUEST_INVALID: Final = "request.invalid"
     """A request that breaks a field's rule: a missing id, no spec, a page size out of range, an unknown interrupt kind or state filter, a Timestamp out of range (such as `nanos=-1`)."""
-    SPEC_INVALID = "spec.invalid"
+    SPEC_INVALID: Final = "spec.invalid"
     """StartTask or ValidateSpec with a spec that fails validation; the status carries an agentplane.v1.SpecViolations detail with every violation."""
-    POLICY_INVALID = "policy.invalid"
+    POLICY_INVALID: Final = "policy.invalid"
     """An interrupt policy that does not compile (a CEL error with its position, in a google.rpc.BadRequest detail)."""
-    PAGE_TOKEN_INVALID = "page_token.invalid"
+    PAGE_TOKEN_INVALID: Final = "page_token.invalid"
     """A page token that was not issued for this query."""
-    INTERRUPT_EDIT_INVALID = "interrupt.edit_invalid"
+    INTERRUPT_EDIT_INVALID: Final = "interrupt.edit_invalid"
     """Edited arguments that fail the tool's parameter schema."""
-    VERDICT_INVALID = "verdict.invalid"
+    VERDICT_INVALID: Final = "verdict.invalid"
     """A verdict outside the closed set, a confidence outside [0,1], a missing rationale (INVALID_ARGUMENT); a verdict from a node that is not an evaluator node of the task's graph (FAILED_PRECONDITION)."""
-    EVENT_INVALID = "event.invalid"
+    EVENT_INVALID: Final = "event.invalid"
     """A runtime event without a payload or with a bad field."""
-    TASK_NOT_FOUND = "task.not_found"
+    TASK_NOT_FOUND: Final = "task.not_found"
     """No such task, or another tenant's (indistinguishable by design)."""
-    INTERRUPT_NOT_FOUND = "interrupt.not_found"
+    INTERRUPT_NOT_FOUND: Final = "interrupt.not_found"
     """No such interrupt, or another tenant's."""
-    RULE_NOT_FOUND = "rule.not_found"
+    RULE_NOT_FOUND: Final = "rule.not_found"
     """No such rule id in the spec rule catalogue."""
-    OBLIGATION_NOT_FOUND = "obligation.not_found"
+    OBLIGATION_NOT_FOUND: Final = "obligation.not_found"
     """An obligation the task's ledger does not hold."""
-    TASK_REQUEST_ID_REUSED = "task.request_id_reused"
+    TASK_REQUEST_ID_REUSED: Final = "task.request_id_reused"
     """A call with a request id already used for a different request: StartTask (ids are per tenant), or a mutating call on a task (ContinueTask, CancelTask, ResolveInterrupt and the runtime's writes; ids are per task)."""
-    TASK_TERMINAL = "task.terminal"
+    TASK_TERMINAL: Final = "task.terminal"
     """The task already ended: cancel or continue of an ended task; a runtime's write or heartbeat under a lease of a task that has since completed, failed or been canceled."""
-    TASK_WRONG_STATE = "task.wrong_state"
+    TASK_WRONG_STATE: Final = "task.wrong_state"
     """The task is not in a state that allows the call (e.g."""
-    INTERRUPT_ALREADY_RESOLVED = "interrupt.already_resolved"
+    INTERRUPT_ALREADY_RESOLVED: Final = "interrupt.already_resolved"
     """A second resolution of the same interrupt."""
-    INTERRUPT_ARGS_MISMATCH = "interrupt.args_mismatch"
+    INTERRUPT_ARGS_MISMATCH: Final = "interrupt.args_mismatch"
     """The reviewer ruled on arguments that are not the interrupt's (ErrorInfo metadata `args_digest`: the digest of the interrupt's arguments)."""
-    TOOL_CALL_NOT_APPROVED = "tool_call.not_approved"
+    TOOL_CALL_NOT_APPROVED: Final = "tool_call.not_approved"
     """A runtime reported a tool call no decision accounts for: never asked about (CheckToolCall), still pending, with `arguments_json` or tool other than the decision's (for a rejected call, which is reported too, the text ruled on), or reported a second time (a decision is single-use)."""
-    TOOL_RESULT_UNEXPECTED = "tool_result.unexpected"
+    TOOL_RESULT_UNEXPECTED: Final = "tool_result.unexpected"
     """A runtime reported a tool result no reported call expects: a call never checked or not yet reported as a ToolCall, a second result, another tool's name, a rejected call's result without is_error; or it ended a turn (PauseTask, CompleteTask) while a reported call has no result (docs/hitl.md, "Event sequence")."""
-    TASK_TOOL_OUTPUTS_MISMATCH = "task.tool_outputs_mismatch"
+    TASK_TOOL_OUTPUTS_MISMATCH: Final = "task.tool_outputs_mismatch"
     """ContinueTask gave a message to a task that waits for client tool outputs (or outputs to one that waits for a message), or outputs that name a call the task does not wait for or miss one it does."""
-    LEASE_LOST = "lease.lost"
+    LEASE_LOST: Final = "lease.lost"
     """A runtime wrote with a stale or expired lease (fencing), or to a task canceled under its lease."""
-    CONFIG_LOCKED_KEY = "config.locked_key"
+    CONFIG_LOCKED_KEY: Final = "config.locked_key"
     """The request occupies a config key the deployment locked (an empty list counts)."""
-    COMPLIANCE_DENIED = "compliance.denied"
+    COMPLIANCE_DENIED: Final = "compliance.denied"
     """The compliance posture denies what the request needs (a GraphSpec where workflows are denied)."""
-    STORE_SCHEMA_MISMATCH = "store.schema_mismatch"
+    STORE_SCHEMA_MISMATCH: Final = "store.schema_mismatch"
     """The store on disk has a schema version this binary does not know; the server refuses to open it (seen by an operator at startup, not by API clients)."""
-    LIMIT_EXCEEDED = "limit.exceeded"
+    LIMIT_EXCEEDED: Final = "limit.exceeded"
     """A size or count limit: spec, input, event, task history, labels."""
-    LIMIT_CONCURRENCY = "limit.concurrency"
+    LIMIT_CONCURRENCY: Final = "limit.concurrency"
     """Multi-tenant mode: the calling principal already has as many calls in flight, watches or awaits open as `limits.max_*_per_principal` allow (ErrorInfo metadata `kind`: call, watch or await; `limit`)."""
-    STORE_UNAVAILABLE = "store.unavailable"
+    STORE_UNAVAILABLE: Final = "store.unavailable"
     """The store refuses calls after a failed write or sync (disk full, I/O error) until it has recovered by itself; health is NOT_SERVING meanwhile (docs/operations.md#disk-full-and-io-errors)."""
-    SERVER_UNAVAILABLE = "server.unavailable"
+    SERVER_UNAVAILABLE: Final = "server.unavailable"
     """The server is shutting down (a watch or await ends with it) or its store is closed."""
-    AUTH_UNAUTHENTICATED = "auth.unauthenticated"
+    AUTH_UNAUTHENTICATED: Final = "auth.unauthenticated"
     """Multi-tenant deployment and no valid credential."""
-    AUTH_PERMISSION_DENIED = "auth.permission_denied"
+    AUTH_PERMISSION_DENIED: Final = "auth.permission_denied"
     """The principal lacks the role the RPC needs."""
-    DEADLINE_EXCEEDED = "deadline.exceeded"
+    DEADLINE_EXCEEDED: Final = "deadline.exceeded"
     """The call's deadline passed before the server finished it."""
-    REQUEST_CANCELED = "request.canceled"
+    REQUEST_CANCELED: Final = "request.canceled"
     """The caller canceled the call."""
-    INTERNAL = "internal"
+    INTERNAL: Final = "internal"
     """A server bug; the detail is in the server's log, never in the response."""
-    REQUEST_MALFORMED = "request.malformed"
+    REQUEST_MALFORMED: Final = "request.malformed"
     """A request that cannot be read at all: bytes that are not the method's protobuf message (truncated, wrong wire types), invalid UTF-8 in a string field; over HTTP a body that is not JSON, or a path or query parameter that is not UTF-8 (`GET /v1/tasks/%ff`)."""
-    STORE_BACKUP_UNSUPPORTED = "store.backup_unsupported"
+    STORE_BACKUP_UNSUPPORTED: Final = "store.backup_unsupported"
     """The store cannot stream a backup: it is PostgreSQL, which is backed up with the database's own tools (pg_dump, pg_basebackup, a managed service's snapshots; docs/scaling.md)."""
-    ROUTE_NOT_FOUND = "route.not_found"
+    ROUTE_NOT_FOUND: Final = "route.not_found"
     """Over HTTP, a path the API does not have (404, NOT_FOUND), or a method the path does not take (501, UNIMPLEMENTED)."""
-    WEBHOOK_DELIVERY_NOT_FOUND = "webhook.delivery_not_found"
+    WEBHOOK_DELIVERY_NOT_FOUND: Final = "webhook.delivery_not_found"
     """No webhook dead letter with that id (AdminService.RetryWebhookDeadLetter): it was retried already, delivered, or never existed."""
 
 
-REASON_NAMES = {
+REASON_NAMES: Final[dict[str, str]] = {
     Reason.REQUEST_INVALID: "REQUEST_INVALID",
     Reason.SPEC_INVALID: "SPEC_INVALID",
     Reason.POLICY_INVALID: "POLICY_INVALID",
@@ -182,7 +184,7 @@ REASON_NAMES = {
 }
 """The name of each declared reason (its enum value without ERROR_REASON_)."""
 
-RETRYABLE_REASONS = frozenset({
+RETRYABLE_REASONS: Final[frozenset[str]] = frozenset({
     Reason.LIMIT_CONCURRENCY,
     Reason.STORE_UNAVAILABLE,
     Reason.SERVER_UNAVAILABLE,
@@ -194,9 +196,9 @@ RETRYABLE_REASONS = frozenset({
 class StopReason:
     """The names of why a runtime's task stopped (Task.stop_reason), the same in every agentplane SDK."""
 
-    LEASE_LOST = "lease_lost"
+    LEASE_LOST: Final = "lease_lost"
     """this runtime no longer holds the lease (a write refused as lease lost, or no heartbeat succeeded before the lease deadline); its writes are refused."""
-    CANCELED = "canceled"
+    CANCELED: Final = "canceled"
     """a caller canceled the task (or it ended otherwise under the lease)."""
-    STOPPING = "stopping"
+    STOPPING: Final = "stopping"
     """the worker is stopping and its drain deadline passed; the task is handed back."""
