@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -29,6 +30,22 @@ var (
 	// failed, paused or suspended by this runtime.
 	ErrEnded = errors.New("worker: task already ended by this runtime")
 )
+
+// StopReason names why a task's context was canceled, with the names every agentplane
+// SDK uses (TypeScript's TaskStopped.kind, Python's task.stop_reason): StopLeaseLost
+// (its cause wraps ErrLeaseLost), StopCanceled (ErrCanceled) or StopStopping
+// (ErrStopping); "" while the task runs, or for a context canceled otherwise.
+func StopReason(ctx context.Context) string {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, ErrLeaseLost):
+		return StopLeaseLost
+	case errors.Is(cause, ErrCanceled):
+		return StopCanceled
+	case errors.Is(cause, ErrStopping):
+		return StopStopping
+	}
+	return ""
+}
 
 // Failure is an error a Handler returns to choose how its task fails.
 type Failure struct {

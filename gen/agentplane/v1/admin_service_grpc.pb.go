@@ -54,6 +54,8 @@ type AdminServiceClient interface {
 	// RetryWebhookDeadLetter puts dead letters back in the outbox, due now, with their
 	// attempts reset: one by id, or every one (of a tenant, if set) with all. An id that
 	// is not a dead letter is NOT_FOUND (webhook.delivery_not_found).
+	// Not idempotent (no idempotency_level): a repeat after a lost response finds the
+	// letters gone (NOT_FOUND) or, with all, queues letters that died since.
 	RetryWebhookDeadLetter(ctx context.Context, in *RetryWebhookDeadLetterRequest, opts ...grpc.CallOption) (*RetryWebhookDeadLetterResponse, error)
 }
 
@@ -152,6 +154,8 @@ type AdminServiceServer interface {
 	// RetryWebhookDeadLetter puts dead letters back in the outbox, due now, with their
 	// attempts reset: one by id, or every one (of a tenant, if set) with all. An id that
 	// is not a dead letter is NOT_FOUND (webhook.delivery_not_found).
+	// Not idempotent (no idempotency_level): a repeat after a lost response finds the
+	// letters gone (NOT_FOUND) or, with all, queues letters that died since.
 	RetryWebhookDeadLetter(context.Context, *RetryWebhookDeadLetterRequest) (*RetryWebhookDeadLetterResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }

@@ -827,9 +827,9 @@ const file_agentplane_v1_capability_service_proto_rawDesc = "" +
 	"hot_backup\x18\n" +
 	" \x01(\bR\thotBackup\x12\x1b\n" +
 	"\thttp_json\x18\v \x01(\bR\bhttpJson\x12\x1c\n" +
-	"\tschedules\x18\x14 \x01(\bR\tschedules2u\n" +
-	"\x11CapabilityService\x12`\n" +
-	"\x0fGetCapabilities\x12%.agentplane.v1.GetCapabilitiesRequest\x1a&.agentplane.v1.GetCapabilitiesResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
+	"\tschedules\x18\x14 \x01(\bR\tschedules2z\n" +
+	"\x11CapabilityService\x12e\n" +
+	"\x0fGetCapabilities\x12%.agentplane.v1.GetCapabilitiesRequest\x1a&.agentplane.v1.GetCapabilitiesResponse\"\x03\x90\x02\x01BAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (
 	file_agentplane_v1_capability_service_proto_rawDescOnce sync.Once

@@ -52,6 +52,12 @@ const (
 // needs none: a lease is acknowledged by the runtime's first call under it, and a lease
 // that expires unacknowledged (its response was lost) returns the task to the queue
 // without counting an attempt.
+//
+// Each RPC's idempotency_level says what the SDKs may repeat by themselves
+// (docs/clients.md, "Retries, request ids and reconnection"): NO_SIDE_EFFECTS and
+// IDEMPOTENT ones (the writes with a request_id are IDEMPOTENT by it). LeaseTasks has
+// none: a repeated poll takes other leases (the lost ones are only offered), so the
+// worker's poll loop repeats it itself rather than the SDK's call retry.
 type RuntimeServiceClient interface {
 	// LeaseTasks long-polls for queued tasks, up to max_tasks, waiting at most wait.
 	// An empty response means nothing was queued in time. A lease is offered until the
@@ -273,6 +279,12 @@ func (c *runtimeServiceClient) PublishDeltas(ctx context.Context, in *PublishDel
 // needs none: a lease is acknowledged by the runtime's first call under it, and a lease
 // that expires unacknowledged (its response was lost) returns the task to the queue
 // without counting an attempt.
+//
+// Each RPC's idempotency_level says what the SDKs may repeat by themselves
+// (docs/clients.md, "Retries, request ids and reconnection"): NO_SIDE_EFFECTS and
+// IDEMPOTENT ones (the writes with a request_id are IDEMPOTENT by it). LeaseTasks has
+// none: a repeated poll takes other leases (the lost ones are only offered), so the
+// worker's poll loop repeats it itself rather than the SDK's call retry.
 type RuntimeServiceServer interface {
 	// LeaseTasks long-polls for queued tasks, up to max_tasks, waiting at most wait.
 	// An empty response means nothing was queued in time. A lease is offered until the

@@ -59,6 +59,7 @@ type ScheduleServiceClient interface {
 	// when given), validated as at creation. A changed spec takes effect from now: the
 	// next nominal time is computed afresh, and nothing missed under the old spec is
 	// caught up.
+	// No idempotency_level: a retry recomputes the next nominal time from its own now.
 	UpdateSchedule(ctx context.Context, in *UpdateScheduleRequest, opts ...grpc.CallOption) (*UpdateScheduleResponse, error)
 	// PauseSchedule stops the schedule from firing until ResumeSchedule. Idempotent.
 	PauseSchedule(ctx context.Context, in *PauseScheduleRequest, opts ...grpc.CallOption) (*PauseScheduleResponse, error)
@@ -70,6 +71,7 @@ type ScheduleServiceClient interface {
 	// schedule too. With a request_id it is idempotent: a retry returns the same run.
 	TriggerSchedule(ctx context.Context, in *TriggerScheduleRequest, opts ...grpc.CallOption) (*TriggerScheduleResponse, error)
 	// DeleteSchedule removes a schedule. Its tasks are ordinary tasks and stay.
+	// No idempotency_level: a retry after a delete that took effect is NOT_FOUND.
 	DeleteSchedule(ctx context.Context, in *DeleteScheduleRequest, opts ...grpc.CallOption) (*DeleteScheduleResponse, error)
 }
 
@@ -191,6 +193,7 @@ type ScheduleServiceServer interface {
 	// when given), validated as at creation. A changed spec takes effect from now: the
 	// next nominal time is computed afresh, and nothing missed under the old spec is
 	// caught up.
+	// No idempotency_level: a retry recomputes the next nominal time from its own now.
 	UpdateSchedule(context.Context, *UpdateScheduleRequest) (*UpdateScheduleResponse, error)
 	// PauseSchedule stops the schedule from firing until ResumeSchedule. Idempotent.
 	PauseSchedule(context.Context, *PauseScheduleRequest) (*PauseScheduleResponse, error)
@@ -202,6 +205,7 @@ type ScheduleServiceServer interface {
 	// schedule too. With a request_id it is idempotent: a retry returns the same run.
 	TriggerSchedule(context.Context, *TriggerScheduleRequest) (*TriggerScheduleResponse, error)
 	// DeleteSchedule removes a schedule. Its tasks are ordinary tasks and stay.
+	// No idempotency_level: a retry after a delete that took effect is NOT_FOUND.
 	DeleteSchedule(context.Context, *DeleteScheduleRequest) (*DeleteScheduleResponse, error)
 	mustEmbedUnimplementedScheduleServiceServer()
 }

@@ -972,12 +972,12 @@ const file_agentplane_v1_spec_service_proto_rawDesc = "" +
 	"\fRuleSeverity\x12\x1d\n" +
 	"\x19RULE_SEVERITY_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13RULE_SEVERITY_ERROR\x10\x01\x12\x19\n" +
-	"\x15RULE_SEVERITY_WARNING\x10\x022\xdc\x02\n" +
-	"\vSpecService\x12W\n" +
-	"\fValidateSpec\x12\".agentplane.v1.ValidateSpecRequest\x1a#.agentplane.v1.ValidateSpecResponse\x12N\n" +
-	"\tListRules\x12\x1f.agentplane.v1.ListRulesRequest\x1a .agentplane.v1.ListRulesResponse\x12H\n" +
-	"\aGetRule\x12\x1d.agentplane.v1.GetRuleRequest\x1a\x1e.agentplane.v1.GetRuleResponse\x12Z\n" +
-	"\rGetSpecSchema\x12#.agentplane.v1.GetSpecSchemaRequest\x1a$.agentplane.v1.GetSpecSchemaResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
+	"\x15RULE_SEVERITY_WARNING\x10\x022\xf0\x02\n" +
+	"\vSpecService\x12\\\n" +
+	"\fValidateSpec\x12\".agentplane.v1.ValidateSpecRequest\x1a#.agentplane.v1.ValidateSpecResponse\"\x03\x90\x02\x01\x12S\n" +
+	"\tListRules\x12\x1f.agentplane.v1.ListRulesRequest\x1a .agentplane.v1.ListRulesResponse\"\x03\x90\x02\x01\x12M\n" +
+	"\aGetRule\x12\x1d.agentplane.v1.GetRuleRequest\x1a\x1e.agentplane.v1.GetRuleResponse\"\x03\x90\x02\x01\x12_\n" +
+	"\rGetSpecSchema\x12#.agentplane.v1.GetSpecSchemaRequest\x1a$.agentplane.v1.GetSpecSchemaResponse\"\x03\x90\x02\x01BAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (
 	file_agentplane_v1_spec_service_proto_rawDescOnce sync.Once

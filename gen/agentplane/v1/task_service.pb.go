@@ -1716,18 +1716,18 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\bTaskView\x12\x19\n" +
 	"\x15TASK_VIEW_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fTASK_VIEW_BASIC\x10\x01\x12\x12\n" +
-	"\x0eTASK_VIEW_FULL\x10\x022\x8f\x06\n" +
-	"\vTaskService\x12N\n" +
-	"\tStartTask\x12\x1f.agentplane.v1.StartTaskRequest\x1a .agentplane.v1.StartTaskResponse\x12W\n" +
-	"\fContinueTask\x12\".agentplane.v1.ContinueTaskRequest\x1a#.agentplane.v1.ContinueTaskResponse\x12H\n" +
-	"\aGetTask\x12\x1d.agentplane.v1.GetTaskRequest\x1a\x1e.agentplane.v1.GetTaskResponse\x12N\n" +
-	"\tListTasks\x12\x1f.agentplane.v1.ListTasksRequest\x1a .agentplane.v1.ListTasksResponse\x12Q\n" +
+	"\x0eTASK_VIEW_FULL\x10\x022\xbc\x06\n" +
+	"\vTaskService\x12S\n" +
+	"\tStartTask\x12\x1f.agentplane.v1.StartTaskRequest\x1a .agentplane.v1.StartTaskResponse\"\x03\x90\x02\x02\x12\\\n" +
+	"\fContinueTask\x12\".agentplane.v1.ContinueTaskRequest\x1a#.agentplane.v1.ContinueTaskResponse\"\x03\x90\x02\x02\x12M\n" +
+	"\aGetTask\x12\x1d.agentplane.v1.GetTaskRequest\x1a\x1e.agentplane.v1.GetTaskResponse\"\x03\x90\x02\x01\x12S\n" +
+	"\tListTasks\x12\x1f.agentplane.v1.ListTasksRequest\x1a .agentplane.v1.ListTasksResponse\"\x03\x90\x02\x01\x12V\n" +
 	"\n" +
-	"CancelTask\x12 .agentplane.v1.CancelTaskRequest\x1a!.agentplane.v1.CancelTaskResponse\x12P\n" +
-	"\tWatchTask\x12\x1f.agentplane.v1.WatchTaskRequest\x1a .agentplane.v1.WatchTaskResponse0\x01\x12W\n" +
-	"\fListVerdicts\x12\".agentplane.v1.ListVerdictsRequest\x1a#.agentplane.v1.ListVerdictsResponse\x12`\n" +
-	"\x0fListObligations\x12%.agentplane.v1.ListObligationsRequest\x1a&.agentplane.v1.ListObligationsResponse\x12]\n" +
-	"\x0eListTaskEvents\x12$.agentplane.v1.ListTaskEventsRequest\x1a%.agentplane.v1.ListTaskEventsResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
+	"CancelTask\x12 .agentplane.v1.CancelTaskRequest\x1a!.agentplane.v1.CancelTaskResponse\"\x03\x90\x02\x02\x12U\n" +
+	"\tWatchTask\x12\x1f.agentplane.v1.WatchTaskRequest\x1a .agentplane.v1.WatchTaskResponse\"\x03\x90\x02\x010\x01\x12\\\n" +
+	"\fListVerdicts\x12\".agentplane.v1.ListVerdictsRequest\x1a#.agentplane.v1.ListVerdictsResponse\"\x03\x90\x02\x01\x12e\n" +
+	"\x0fListObligations\x12%.agentplane.v1.ListObligationsRequest\x1a&.agentplane.v1.ListObligationsResponse\"\x03\x90\x02\x01\x12b\n" +
+	"\x0eListTaskEvents\x12$.agentplane.v1.ListTaskEventsRequest\x1a%.agentplane.v1.ListTaskEventsResponse\"\x03\x90\x02\x01BAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (
 	file_agentplane_v1_task_service_proto_rawDescOnce sync.Once

@@ -11,7 +11,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { fromJson, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
-import { createClient, DecisionType, InterruptKind, TaskState, type AgentplaneClient } from "../src/index.js";
+import { createClient, DecisionType, InterruptKind, Reason, StopReason, TaskState, type AgentplaneClient } from "../src/index.js";
 import { Failure, TaskStopped, Worker, type Task } from "../src/worker.js";
 import { agentSpec, startServer, type TestServer } from "./server.js";
 
@@ -224,7 +224,7 @@ test("lease lost: a write under a lease the task no longer has aborts the signal
     w.stop();
     await running;
   }
-  assert.deepEqual(seen, ["write: lease.lost", "lease_lost", "second lease"]);
+  assert.deepEqual(seen, [`write: ${Reason.LEASE_LOST}`, StopReason.LEASE_LOST, "second lease"]);
 });
 
 test("replay after a crash: a runtime SIGKILLed after running a call; the next lease finds it reported and does not run it again", async () => {

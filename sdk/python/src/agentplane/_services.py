@@ -54,6 +54,8 @@ class AdminService:
     """RetryWebhookDeadLetter puts dead letters back in the outbox, due now, with their
     attempts reset: one by id, or every one (of a tenant, if set) with all. An id that
     is not a dead letter is NOT_FOUND (webhook.delivery_not_found).
+    Not idempotent (no idempotency_level): a repeat after a lost response finds the
+    letters gone (NOT_FOUND) or, with all, queues letters that died since.
     """
 
     def __init__(self, channel: grpc.Channel, metadata: Metadata) -> None:
@@ -304,6 +306,7 @@ class ScheduleService:
     when given), validated as at creation. A changed spec takes effect from now: the
     next nominal time is computed afresh, and nothing missed under the old spec is
     caught up.
+    No idempotency_level: a retry recomputes the next nominal time from its own now.
     """
 
     pause_schedule: Unary[_schedule_service_pb2.PauseScheduleRequest, _schedule_service_pb2.PauseScheduleResponse]
@@ -321,7 +324,9 @@ class ScheduleService:
     """
 
     delete_schedule: Unary[_schedule_service_pb2.DeleteScheduleRequest, _schedule_service_pb2.DeleteScheduleResponse]
-    """DeleteSchedule removes a schedule. Its tasks are ordinary tasks and stay."""
+    """DeleteSchedule removes a schedule. Its tasks are ordinary tasks and stay.
+    No idempotency_level: a retry after a delete that took effect is NOT_FOUND.
+    """
 
     def __init__(self, channel: grpc.Channel, metadata: Metadata) -> None:
         self.create_schedule = Unary(
@@ -540,6 +545,8 @@ class AsyncAdminService:
     """RetryWebhookDeadLetter puts dead letters back in the outbox, due now, with their
     attempts reset: one by id, or every one (of a tenant, if set) with all. An id that
     is not a dead letter is NOT_FOUND (webhook.delivery_not_found).
+    Not idempotent (no idempotency_level): a repeat after a lost response finds the
+    letters gone (NOT_FOUND) or, with all, queues letters that died since.
     """
 
     def __init__(self, channel: grpc.aio.Channel, metadata: Metadata) -> None:
@@ -790,6 +797,7 @@ class AsyncScheduleService:
     when given), validated as at creation. A changed spec takes effect from now: the
     next nominal time is computed afresh, and nothing missed under the old spec is
     caught up.
+    No idempotency_level: a retry recomputes the next nominal time from its own now.
     """
 
     pause_schedule: AsyncUnary[_schedule_service_pb2.PauseScheduleRequest, _schedule_service_pb2.PauseScheduleResponse]
@@ -807,7 +815,9 @@ class AsyncScheduleService:
     """
 
     delete_schedule: AsyncUnary[_schedule_service_pb2.DeleteScheduleRequest, _schedule_service_pb2.DeleteScheduleResponse]
-    """DeleteSchedule removes a schedule. Its tasks are ordinary tasks and stay."""
+    """DeleteSchedule removes a schedule. Its tasks are ordinary tasks and stay.
+    No idempotency_level: a retry after a delete that took effect is NOT_FOUND.
+    """
 
     def __init__(self, channel: grpc.aio.Channel, metadata: Metadata) -> None:
         self.create_schedule = AsyncUnary(

@@ -89,9 +89,9 @@ class TaskHandle:
         return self._c.tasks.get_task(task_id=self.id).task
 
     def watch(self, after_sequence: int = 0, *, keepalives: bool = False,
-              reconnect_for: float = 30.0) -> Generator[task_service_pb2.WatchTaskResponse, None, None]:
+              max_reconnects: int | None = None) -> Generator[task_service_pb2.WatchTaskResponse, None, None]:
         """Client.watch for this task: its events, resuming after a dropped connection."""
-        return self._c.watch(self.id, after_sequence, keepalives=keepalives, reconnect_for=reconnect_for)
+        return self._c.watch(self.id, after_sequence, keepalives=keepalives, max_reconnects=max_reconnects)
 
     def wait(self, until_input_required: bool = False) -> task_pb2.Task:
         """Returns the task once it is in a terminal state (COMPLETED, FAILED, CANCELED),

@@ -21,6 +21,12 @@ class RuntimeServiceStub(object):
     needs none: a lease is acknowledged by the runtime's first call under it, and a lease
     that expires unacknowledged (its response was lost) returns the task to the queue
     without counting an attempt.
+
+    Each RPC's idempotency_level says what the SDKs may repeat by themselves
+    (docs/clients.md, "Retries, request ids and reconnection"): NO_SIDE_EFFECTS and
+    IDEMPOTENT ones (the writes with a request_id are IDEMPOTENT by it). LeaseTasks has
+    none: a repeated poll takes other leases (the lost ones are only offered), so the
+    worker's poll loop repeats it itself rather than the SDK's call retry.
     """
 
     def __init__(self, channel):
@@ -107,6 +113,12 @@ class RuntimeServiceServicer(object):
     needs none: a lease is acknowledged by the runtime's first call under it, and a lease
     that expires unacknowledged (its response was lost) returns the task to the queue
     without counting an attempt.
+
+    Each RPC's idempotency_level says what the SDKs may repeat by themselves
+    (docs/clients.md, "Retries, request ids and reconnection"): NO_SIDE_EFFECTS and
+    IDEMPOTENT ones (the writes with a request_id are IDEMPOTENT by it). LeaseTasks has
+    none: a repeated poll takes other leases (the lost ones are only offered), so the
+    worker's poll loop repeats it itself rather than the SDK's call retry.
     """
 
     def LeaseTasks(self, request, context):
@@ -317,6 +329,12 @@ class RuntimeService(object):
     needs none: a lease is acknowledged by the runtime's first call under it, and a lease
     that expires unacknowledged (its response was lost) returns the task to the queue
     without counting an attempt.
+
+    Each RPC's idempotency_level says what the SDKs may repeat by themselves
+    (docs/clients.md, "Retries, request ids and reconnection"): NO_SIDE_EFFECTS and
+    IDEMPOTENT ones (the writes with a request_id are IDEMPOTENT by it). LeaseTasks has
+    none: a repeated poll takes other leases (the lost ones are only offered), so the
+    worker's poll loop repeats it itself rather than the SDK's call retry.
     """
 
     @staticmethod

@@ -109,6 +109,7 @@ class ScheduleServiceServicer(object):
         when given), validated as at creation. A changed spec takes effect from now: the
         next nominal time is computed afresh, and nothing missed under the old spec is
         caught up.
+        No idempotency_level: a retry recomputes the next nominal time from its own now.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -140,6 +141,7 @@ class ScheduleServiceServicer(object):
 
     def DeleteSchedule(self, request, context):
         """DeleteSchedule removes a schedule. Its tasks are ordinary tasks and stay.
+        No idempotency_level: a retry after a delete that took effect is NOT_FOUND.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
