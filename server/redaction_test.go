@@ -133,10 +133,6 @@ func TestClientReadsNeverCarryOperatorSecrets(t *testing.T) {
 		got[0].GetUrl() != "https://a2a.example.com/agent" || !slices.Equal(got[0].GetHeaderNames(), []string{"X-Api-Key"}) {
 		t.Errorf("effective_a2a_peers = %v", got)
 	}
-	//lint:ignore SA1019 the deprecated fields are read to check that they stay empty
-	if mcp, a2a := shown.GetMcpServers(), shown.GetA2APeers(); len(mcp) != 0 || len(a2a) != 0 {
-		t.Errorf("the deprecated mcp_servers/a2a_peers are set: %v %v", mcp, a2a)
-	}
 	_, err = user.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{ // the idempotent retry
 		RequestId: "r1", Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("move 1"),
 		InterruptPolicy: gatedPolicy(),
