@@ -293,7 +293,7 @@ func startCapsServer(t *testing.T, c capsCase) *client.Client {
 // the caller, then sends StartTask with each lane absent, empty and non-empty. A lane
 // advertised as honoured puts the caller's entry in the task's effective list; one
 // advertised as not honoured ignores it and says so in the task's log; a locked lane
-// refuses any present list (even empty) with config.locked_key and accepts an absent one.
+// refuses any present list (even empty) with CONFIG_LOCKED_KEY and accepts an absent one.
 func TestCapabilitiesNeverLie(t *testing.T) {
 	for _, c := range capsCases() {
 		t.Run(c.String(), func(t *testing.T) {

@@ -335,7 +335,7 @@ func TestConsoleTenantIsolationAndRoles(t *testing.T) {
 		for _, d := range []string{"approve", "reject", "edit"} {
 			resp, body = u.post("/ui/interrupts/"+id, url.Values{"decision": {d}, "reason": {"no"}, "arg:n": {"2"}})
 			wantStatus(t, "user "+d, resp, http.StatusForbidden, "")
-			if !strings.Contains(body, "auth.permission_denied") {
+			if !strings.Contains(body, "AUTH_PERMISSION_DENIED") {
 				t.Errorf("user %s: the page does not show the API's refusal", d)
 			}
 		}

@@ -23,7 +23,7 @@ import (
 )
 
 // A control plane whose disk fills up says so: gRPC health and /healthz turn
-// NOT_SERVING (503), writes and reads answer UNAVAILABLE with store.unavailable, and
+// NOT_SERVING (503), writes and reads answer UNAVAILABLE with STORE_UNAVAILABLE, and
 // once space is freed it serves again, by itself, with every acknowledged task.
 func TestDiskFullHealthAndRecovery(t *testing.T) {
 	for _, wal := range []bool{true, false} {

@@ -142,7 +142,7 @@ func TestHTTPLabelSelector(t *testing.T) {
 	}
 	bad := httpGet(t, "http://"+in.HTTPAddr+"/v1/tasks?labelSelector=env")
 	b, _ := io.ReadAll(bad.Body)
-	if bad.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"request.invalid"`) {
+	if bad.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"REQUEST_INVALID"`) {
 		t.Fatalf("a selector without '=': %d %s", bad.StatusCode, b)
 	}
 }

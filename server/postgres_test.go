@@ -130,6 +130,6 @@ func TestPostgresBackend(t *testing.T) {
 		_, err = backup.Recv()
 	}
 	if status.Code(err) != codes.FailedPrecondition || reasonOf(err) != apierr.ReasonStoreBackupUnsupported {
-		t.Fatalf("backup = %v, want FAILED_PRECONDITION store.backup_unsupported", err)
+		t.Fatalf("backup = %v, want FAILED_PRECONDITION STORE_BACKUP_UNSUPPORTED", err)
 	}
 }

@@ -205,7 +205,7 @@ func TestRetriedRuntimeWritesReturnTheFirstResult(t *testing.T) {
 		t.Fatalf("SuspendTask: %v", suspended.GetTask().GetState())
 	}
 
-	// CancelTask: the retry answers with the canceled task instead of task.terminal.
+	// CancelTask: the retry answers with the canceled task instead of TASK_TERMINAL.
 	canceled := twice(t, "CancelTask", func() (*agentplanev1.CancelTaskResponse, error) {
 		return e.ts.CancelTask(e.ctx, &agentplanev1.CancelTaskRequest{TaskId: task2.GetTaskId(), Reason: "enough", RequestId: "k1"})
 	})

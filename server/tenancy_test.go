@@ -313,7 +313,7 @@ func tenancySeed(t *testing.T) uint64 {
 //     metadata, message up to the id), and the message does not name the owner;
 //   - lists hold exactly the caller's tenant's resources, and a page token does not
 //     cross tenants;
-//   - a runtime leases only its tenant's tasks, and a foreign lease is lease.lost and
+//   - a runtime leases only its tenant's tasks, and a foreign lease is LEASE_LOST and
 //     changes nothing in the foreign task;
 //   - at the end, the admin's stats equal the sum of what each tenant sees.
 //
@@ -1389,7 +1389,7 @@ func fillPath(template string) string {
 
 // TestHTTPRequiresCredentials sends every gateway route of a multi-tenant server
 // without an Authorization header, with an unknown token and with another scheme:
-// each is 401 carrying auth.unauthenticated. With a valid token a user reads its
+// each is 401 carrying AUTH_UNAUTHENTICATED. With a valid token a user reads its
 // capabilities, and another tenant's task is a 404 exactly like an absent one.
 func TestHTTPRequiresCredentials(t *testing.T) {
 	mt := startMultiTenant(t, []string{"acme", "globex"}, nil)

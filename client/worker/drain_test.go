@@ -200,7 +200,7 @@ func TestServerStepIsNotRepeatedAfterADurableWait(t *testing.T) {
 }
 
 // A PostgreSQL restart under load is not a task's failure: the worker repeats what
-// the outage refused (store.unavailable) while its leases last, so every task in
+// the outage refused (STORE_UNAVAILABLE) while its leases last, so every task in
 // flight completes, on the lease it held (it is neither failed nor handed back).
 func TestServerPostgresRestartFailsNoTask(t *testing.T) {
 	if testing.Short() {

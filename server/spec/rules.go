@@ -899,7 +899,7 @@ mcpTools: [github]
 			"examples assume 4 KiB), and hold at most one value per 64 bytes of that limit (at least " +
 			"1024), YAML aliases expanded. The value count is bounded from a scan of the document's " +
 			"structural characters before it is parsed, so a dense document costs a scan, not a tree. " +
-			"The API answers such a document as RESOURCE_EXHAUSTED limit.exceeded (with this finding " +
+			"The API answers such a document as RESOURCE_EXHAUSTED LIMIT_EXCEEDED (with this finding " +
 			"attached), not as an invalid spec.",
 		example: `a: &a [x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x]
 b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a]

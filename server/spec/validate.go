@@ -136,7 +136,7 @@ func (r *Result) Valid() bool { return len(r.Errors) == 0 }
 
 // OverLimit returns the finding of a document that was refused for its size (bytes,
 // values or alias expansion: DOC-TOO-LARGE), or nil. Nothing else was checked in such
-// a document; the server answers it as limit.exceeded rather than as an invalid spec.
+// a document; the server answers it as LIMIT_EXCEEDED rather than as an invalid spec.
 func (r *Result) OverLimit() *agentplanev1.SpecViolation {
 	for _, e := range r.Errors {
 		if e.GetRuleId() == RuleDocTooLarge {

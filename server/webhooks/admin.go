@@ -40,7 +40,7 @@ func (s *Service) ListDeadLetters(ctx context.Context, tenant, after string, lim
 }
 
 // RetryDeadLetter puts one dead letter back in the outbox, due now, with its attempts
-// reset. Anything else is NOT_FOUND (webhook.delivery_not_found).
+// reset. Anything else is NOT_FOUND (WEBHOOK_DELIVERY_NOT_FOUND).
 func (s *Service) RetryDeadLetter(ctx context.Context, id string) error {
 	err := s.st.Update(ctx, func(w store.Writer) error {
 		rec, err := w.GetOutbox(id)

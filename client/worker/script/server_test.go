@@ -244,7 +244,7 @@ func playReviewExample(t *testing.T, c, runtime *client.Client) {
 // TestResumeDoesNotRunAToolTwice: a runtime ran a tool call and reported it, then lost
 // its lease before the next checkpoint. The next lease replays from the checkpoint but
 // must not run (or report) that call again: the server would refuse the report
-// (tool_call.not_approved), since a decision is spent by the report of its call.
+// (TOOL_CALL_NOT_APPROVED), since a decision is spent by the report of its call.
 func TestResumeDoesNotRunAToolTwice(t *testing.T) {
 	in := servertest.Start(t, nil)
 	c := in.Client

@@ -53,7 +53,7 @@ type State struct {
 	MaxAsked []int32
 	// InFlight is the number of leases granted and not ended; Peak its maximum.
 	InFlight, Peak int
-	// Lost marks lease ids whose writes are refused with lease.lost.
+	// Lost marks lease ids whose writes are refused with LEASE_LOST.
 	Lost map[string]bool
 	// Canceled marks task ids (with a reason) that heartbeats report as canceled.
 	Canceled map[string]string

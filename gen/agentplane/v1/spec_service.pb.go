@@ -487,7 +487,7 @@ func (x *SourcePosition) GetColumn() int32 {
 }
 
 // SpecViolations is attached as a status detail to INVALID_ARGUMENT errors caused by an
-// invalid spec (reason spec.invalid), for example from StartTask.
+// invalid spec (reason SPEC_INVALID), for example from StartTask.
 type SpecViolations struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The violations, as ValidateSpec reports them.

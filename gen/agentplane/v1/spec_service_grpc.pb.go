@@ -37,7 +37,7 @@ type SpecServiceClient interface {
 	// response says valid=false and lists the violations. Malformed input that is not a
 	// spec at all (for example no spec given) is INVALID_ARGUMENT. A document over the
 	// size limit, or holding more values than the limit allows, is RESOURCE_EXHAUSTED
-	// (limit.exceeded) with its DOC-TOO-LARGE finding attached.
+	// (LIMIT_EXCEEDED) with its DOC-TOO-LARGE finding attached.
 	ValidateSpec(ctx context.Context, in *ValidateSpecRequest, opts ...grpc.CallOption) (*ValidateSpecResponse, error)
 	// ListRules lists the rule catalogue in id order.
 	ListRules(ctx context.Context, in *ListRulesRequest, opts ...grpc.CallOption) (*ListRulesResponse, error)
@@ -107,7 +107,7 @@ type SpecServiceServer interface {
 	// response says valid=false and lists the violations. Malformed input that is not a
 	// spec at all (for example no spec given) is INVALID_ARGUMENT. A document over the
 	// size limit, or holding more values than the limit allows, is RESOURCE_EXHAUSTED
-	// (limit.exceeded) with its DOC-TOO-LARGE finding attached.
+	// (LIMIT_EXCEEDED) with its DOC-TOO-LARGE finding attached.
 	ValidateSpec(context.Context, *ValidateSpecRequest) (*ValidateSpecResponse, error)
 	// ListRules lists the rule catalogue in id order.
 	ListRules(context.Context, *ListRulesRequest) (*ListRulesResponse, error)

@@ -85,7 +85,7 @@ class ServicesTest(unittest.TestCase):
         with self.assertRaises(AgentplaneError) as cm:
             self.c.tasks.start_task(request_id=t.request_id, document=AGENT, input={"parts": [{"text": "other"}]})
         self.assertEqual(cm.exception.code, grpc.StatusCode.ALREADY_EXISTS)
-        self.assertEqual(cm.exception.reason, "task.request_id_reused")
+        self.assertEqual(cm.exception.reason, "TASK_REQUEST_ID_REUSED")
         self.assertEqual(len(self.c.tasks.list_task_events(task_id=t.task_id).events), 1)
         self.assertEqual(len(self.c.tasks.list_verdicts(task_id=t.task_id).verdicts), 0)
         self.c.tasks.list_obligations(task_id=t.task_id)
@@ -158,8 +158,8 @@ class ErrorTest(unittest.TestCase):
             self.c.tasks.start_task(spec_json={"apiVersion": "qar/v1", "kind": "AgentSpec", "name": "x"})
         e = cm.exception
         self.assertEqual(e.code, grpc.StatusCode.INVALID_ARGUMENT)
-        self.assertEqual(e.reason, "spec.invalid")
-        self.assertEqual(e.domain, "agentplane")
+        self.assertEqual(e.reason, "SPEC_INVALID")
+        self.assertEqual(e.domain, "agentplane.dev")
         self.assertIn("/instructions", [v.path for v in e.spec_violations])
 
     def test_field_violations(self):
@@ -249,7 +249,7 @@ class AsyncWatchResumeTest(unittest.IsolatedAsyncioTestCase):
         with self.assertRaises(AgentplaneError) as cm:
             async for _ in c.watch("no-such-task"):
                 pass
-        self.assertEqual(cm.exception.reason, "task.not_found")
+        self.assertEqual(cm.exception.reason, "TASK_NOT_FOUND")
 
 
 class ConvertTest(unittest.TestCase):

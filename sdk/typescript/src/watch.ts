@@ -49,7 +49,7 @@ function retryable(err: AgentplaneError, signal: AbortSignal | undefined): boole
  * event it yielded, so events come with no gap and no duplicate (deltas sent while it
  * was away are lost: the full message follows as an event). It ends when the task is
  * terminal and its events are all delivered; a server error with a reason
- * (task.not_found, ...) is thrown at once.
+ * (TASK_NOT_FOUND, ...) is thrown at once.
  */
 export async function* watch(
   tasks: Client<typeof TaskService>,

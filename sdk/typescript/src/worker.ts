@@ -112,8 +112,8 @@ export interface Gate {
 
 function stopCause(err: AgentplaneError): TaskStopped | undefined {
   if (err.code !== Code.FailedPrecondition) return undefined;
-  if (err.reason === "lease.lost") return new TaskStopped("lease_lost", err.message);
-  if (err.reason === "task.terminal") return new TaskStopped("canceled", err.message);
+  if (err.reason === "LEASE_LOST") return new TaskStopped("lease_lost", err.message);
+  if (err.reason === "TASK_TERMINAL") return new TaskStopped("canceled", err.message);
   return undefined;
 }
 
@@ -194,9 +194,9 @@ export class Task {
     return this.waitStopped;
   }
 
-  // write makes one fenced call; lease.lost and task.terminal stop the task. A call that
+  // write makes one fenced call; LEASE_LOST and TASK_TERMINAL stop the task. A call that
   // fails transiently (UNAVAILABLE, DEADLINE_EXCEEDED, a reset stream, or an error the server marks
-  // retryable, such as store.unavailable while its database restarts) is made again while
+  // retryable, such as STORE_UNAVAILABLE while its database restarts) is made again while
   // the lease may still be renewed: until its deadline, which heartbeats keep moving while
   // they succeed. Every call here is idempotent (request ids). A call still failing at the
   // deadline stops the task as lease_lost: the lease expires and the task is queued again,

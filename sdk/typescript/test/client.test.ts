@@ -69,7 +69,7 @@ test("errors: an invalid spec carries its violations", async () => {
   assert.equal(err.code, Code.InvalidArgument);
   assert.equal(err.codeName, "InvalidArgument");
   assert.ok(err instanceof ConnectError, "an AgentplaneError is a ConnectError");
-  assert.equal(err.reason, "spec.invalid");
+  assert.equal(err.reason, "SPEC_INVALID");
   assert.ok(err.specViolations.length > 0, err.message);
   assert.ok(err.specViolations.every((v) => v.ruleId !== ""));
 });
@@ -79,7 +79,7 @@ test("errors: a locked key names the key in the ErrorInfo metadata", async () =>
     client.tasks.startTask({ spec: { case: "specJson", value: agentSpec }, mcpServers: { servers: [] } }),
   );
   assert.equal(err.code, Code.FailedPrecondition);
-  assert.equal(err.reason, "config.locked_key");
+  assert.equal(err.reason, "CONFIG_LOCKED_KEY");
   assert.equal(err.reasonMetadata.keys, "mcp");
   assert.equal(err.domain !== "", true);
 });
@@ -98,7 +98,7 @@ test("errors: field violations of a BadRequest detail", async () => {
 test("errors: not found, and no token", async () => {
   const err = await rejects(client.tasks.getTask({ taskId: "no-such-task" }));
   assert.equal(err.code, Code.NotFound);
-  assert.equal(err.reason, "task.not_found");
+  assert.equal(err.reason, "TASK_NOT_FOUND");
 
   const anonymous = createClient({ address: srv.address });
   try {

@@ -102,7 +102,7 @@ test("a digest that is not the interrupt's is refused; a repeat with the same re
   await h.wait({ untilInputRequired: true });
   const [pending] = await ap.task(h.id).interrupts();
   assert.notEqual(pending.argsDigest, "");
-  await assert.rejects(ap.approve(pending.interruptId, { argsDigest: "0000" }), (e: AgentplaneError) => e.reason === "interrupt.args_mismatch");
+  await assert.rejects(ap.approve(pending.interruptId, { argsDigest: "0000" }), (e: AgentplaneError) => e.reason === "INTERRUPT_ARGS_MISMATCH");
   // What the helper sends: the digest it read, and a request id.
   const sent: { argsDigest: string; requestId: string }[] = [];
   const spy = createClient({
@@ -129,7 +129,7 @@ test("a digest that is not the interrupt's is refused; a repeat with the same re
   const again = await ap.reject(pending.interruptId, "no", { requestId });
   assert.equal(again.interruptId, first.interruptId);
   assert.equal(again.state, InterruptState.RESOLVED);
-  await assert.rejects(ap.reject(pending.interruptId, "no"), (e: AgentplaneError) => e.reason === "interrupt.already_resolved");
+  await assert.rejects(ap.reject(pending.interruptId, "no"), (e: AgentplaneError) => e.reason === "INTERRUPT_ALREADY_RESOLVED");
   output(await ap.task(h.id).wait(), "not sent");
 });
 

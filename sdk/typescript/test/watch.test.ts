@@ -65,6 +65,6 @@ test("watch of an unknown task throws at once instead of retrying", async () => 
     (async () => {
       for await (const _ of client.watch("no-such-task")) void _;
     })(),
-    (err: { reason?: string }) => err.reason === "task.not_found",
+    (err: { reason?: string }) => err.reason === "TASK_NOT_FOUND",
   );
 });

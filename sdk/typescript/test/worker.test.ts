@@ -140,7 +140,7 @@ test("cancel: the heartbeat aborts the task's signal", async () => {
     client.runtime,
     async (t: Task) => {
       // The handler writes nothing after the cancel: only the heartbeat can tell it.
-      // (A write would be refused with lease.lost, a stop of another kind.)
+      // (A write would be refused with LEASE_LOST, a stop of another kind.)
       await t.say("working");
       said = true;
       if (!t.signal.aborted) await new Promise((resolve) => t.signal.addEventListener("abort", resolve, { once: true }));
@@ -224,7 +224,7 @@ test("lease lost: a write under a lease the task no longer has aborts the signal
     w.stop();
     await running;
   }
-  assert.deepEqual(seen, ["write: lease.lost", "lease_lost", "second lease"]);
+  assert.deepEqual(seen, ["write: LEASE_LOST", "lease_lost", "second lease"]);
 });
 
 test("replay after a crash: a runtime SIGKILLed after running a call; the next lease finds it reported and does not run it again", async () => {

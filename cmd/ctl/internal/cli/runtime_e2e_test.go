@@ -126,14 +126,14 @@ func TestGatedCallApprovedFromCtl(t *testing.T) {
 		t.Fatalf("hitl show: %d %s %s", code, out, errOut)
 	}
 	code, _, errOut = runCtl(t, in.GRPCAddr, "hitl", "approve", interruptID, "--digest", strings.Repeat("0", 64))
-	if code != exitFailed || !strings.Contains(errOut, "(interrupt.args_mismatch)") {
+	if code != exitFailed || !strings.Contains(errOut, "(INTERRUPT_ARGS_MISMATCH)") {
 		t.Fatalf("approve with a stale digest: %d %s", code, errOut)
 	}
 	if code, out, errOut = runCtl(t, in.GRPCAddr, "hitl", "approve", interruptID, "--reason", "fine", "--digest", digest[1]); code != 0 {
 		t.Fatalf("hitl approve: %d %s %s", code, out, errOut)
 	}
 	code, _, errOut = runCtl(t, in.GRPCAddr, "hitl", "approve", interruptID)
-	if code != exitFailed || !strings.Contains(errOut, "(interrupt.already_resolved)") {
+	if code != exitFailed || !strings.Contains(errOut, "(INTERRUPT_ALREADY_RESOLVED)") {
 		t.Errorf("second approval: %d %s", code, errOut)
 	}
 	if code, rout, rerr := waitCtl(t, "runtime run --once", runtime); code != 0 || !strings.Contains(rout, taskID+": completed") {
@@ -245,7 +245,7 @@ func TestAdminAgainstTheServer(t *testing.T) {
 
 // TestCtlOnPostgres: against a control plane on PostgreSQL, ctl capabilities names
 // the store postgres and says no hot backup, ctl admin backup is refused with
-// store.backup_unsupported (and writes no file), and ctl admin stats shows the
+// STORE_BACKUP_UNSUPPORTED (and writes no file), and ctl admin stats shows the
 // database's figures, not the bbolt file's log.
 func TestCtlOnPostgres(t *testing.T) {
 	in := servertest.Start(t, func(c *config.Config) {
@@ -259,8 +259,8 @@ func TestCtlOnPostgres(t *testing.T) {
 	}
 	backup := filepath.Join(t.TempDir(), "backup.db")
 	code, out, errOut = runCtl(t, in.GRPCAddr, "admin", "backup", backup)
-	if code == 0 || !strings.Contains(errOut, "store.backup_unsupported") {
-		t.Errorf("admin backup on postgres: exit %d, want store.backup_unsupported:\n%s%s", code, out, errOut)
+	if code == 0 || !strings.Contains(errOut, "STORE_BACKUP_UNSUPPORTED") {
+		t.Errorf("admin backup on postgres: exit %d, want STORE_BACKUP_UNSUPPORTED:\n%s%s", code, out, errOut)
 	}
 	if _, err := os.Stat(backup); !os.IsNotExist(err) {
 		t.Errorf("a refused backup left %s (%v)", backup, err)

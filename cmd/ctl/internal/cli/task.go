@@ -188,8 +188,8 @@ func (o *taskStartOptions) specViolations(w io.Writer, err error) error {
 }
 
 // specViolationsOf returns the violations a refused spec carries: those of an invalid
-// spec (spec.invalid) and the DOC-TOO-LARGE finding of a document over the
-// deployment's limits (limit.exceeded). Other errors have none.
+// spec (SPEC_INVALID) and the DOC-TOO-LARGE finding of a document over the
+// deployment's limits (LIMIT_EXCEEDED). Other errors have none.
 func specViolationsOf(err error) []*agentplanev1.SpecViolation {
 	switch reasons.Of(err) {
 	case apierr.ReasonSpecInvalid, apierr.ReasonResourceExhausted:

@@ -49,7 +49,7 @@ class SpecServiceServicer(object):
         response says valid=false and lists the violations. Malformed input that is not a
         spec at all (for example no spec given) is INVALID_ARGUMENT. A document over the
         size limit, or holding more values than the limit allows, is RESOURCE_EXHAUSTED
-        (limit.exceeded) with its DOC-TOO-LARGE finding attached.
+        (LIMIT_EXCEEDED) with its DOC-TOO-LARGE finding attached.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

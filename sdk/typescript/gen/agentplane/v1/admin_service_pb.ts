@@ -517,7 +517,7 @@ export const AdminService: GenService<{
   /**
    * RetryWebhookDeadLetter puts dead letters back in the outbox, due now, with their
    * attempts reset: one by id, or every one (of a tenant, if set) with all. An id that
-   * is not a dead letter is NOT_FOUND (webhook.delivery_not_found).
+   * is not a dead letter is NOT_FOUND (WEBHOOK_DELIVERY_NOT_FOUND).
    *
    * @generated from rpc agentplane.v1.AdminService.RetryWebhookDeadLetter
    */

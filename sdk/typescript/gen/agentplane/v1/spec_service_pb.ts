@@ -212,7 +212,7 @@ export const SourcePositionSchema: GenMessage<SourcePosition> = /*@__PURE__*/
 
 /**
  * SpecViolations is attached as a status detail to INVALID_ARGUMENT errors caused by an
- * invalid spec (reason spec.invalid), for example from StartTask.
+ * invalid spec (reason SPEC_INVALID), for example from StartTask.
  *
  * @generated from message agentplane.v1.SpecViolations
  */
@@ -505,7 +505,7 @@ export const SpecService: GenService<{
    * response says valid=false and lists the violations. Malformed input that is not a
    * spec at all (for example no spec given) is INVALID_ARGUMENT. A document over the
    * size limit, or holding more values than the limit allows, is RESOURCE_EXHAUSTED
-   * (limit.exceeded) with its DOC-TOO-LARGE finding attached.
+   * (LIMIT_EXCEEDED) with its DOC-TOO-LARGE finding attached.
    *
    * @generated from rpc agentplane.v1.SpecService.ValidateSpec
    */
