@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/auth"
@@ -122,8 +123,8 @@ func raiseInterruptLeased(t *testing.T, mt *multiTenant, tenant string) (taskID 
 	ctx := context.Background()
 	user, rt := mt.by[tenant][auth.RoleUser], mt.by[tenant][auth.RoleRuntime]
 	started, err := user.c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec:  &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()},
-		Input: client.UserText("move 1"), InterruptPolicy: gatedPolicy(),
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())},
+		Input:  client.UserText("move 1"), InterruptPolicy: gatedPolicy(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -484,7 +485,7 @@ func TestConsoleTasksContinueAndPaging(t *testing.T) {
 	agent := tenancyAgent()
 	agent.AutoPauseOnTurnEnd = proto.Bool(true)
 	for i := range 30 {
-		_, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: agent},
+		_, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(agent)},
 			Input: client.UserText("hello"), Labels: map[string]string{"batch": map[bool]string{true: "even", false: "odd"}[i%2 == 0]}})
 		if err != nil {
 			t.Fatal(err)

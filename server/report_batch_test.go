@@ -22,7 +22,7 @@ func startLeased(t testing.TB, in *servertest.Instance) *agentplanev1.LeaseRef {
 	ctx := context.Background()
 	doc := []byte(`{"apiVersion":"qar/v1","kind":"AgentSpec","instructions":"Be brief.","model":"m"}`)
 	if _, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")}); err != nil {
+		Source: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")}); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := in.Client.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "rt"})

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -35,7 +36,7 @@ func newRetryEnv(t *testing.T) *retryEnv {
 func (e *retryEnv) start() *agentplanev1.Task {
 	e.t.Helper()
 	resp, err := e.ts.StartTask(e.ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("hi"), InterruptPolicy: gatedPolicy(),
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}, Input: client.UserText("hi"), InterruptPolicy: gatedPolicy(),
 	})
 	if err != nil {
 		e.t.Fatal(err)

@@ -102,11 +102,11 @@ func TestSpecJSONValidatesLikeTheDocument(t *testing.T) {
 	for name, doc := range specCorpus(t) {
 		t.Run(filepath.Base(name), func(t *testing.T) {
 			obj := asObject(t, doc)
-			byDoc, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Spec: &agentplanev1.ValidateSpecRequest_Document{Document: doc}})
+			byDoc, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Source: &agentplanev1.ValidateSpecRequest_Document{Document: doc}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			byObj, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Spec: &agentplanev1.ValidateSpecRequest_SpecJson{SpecJson: obj}})
+			byObj, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Source: &agentplanev1.ValidateSpecRequest_Spec{Spec: obj}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +126,7 @@ func TestSpecJSONValidatesLikeTheDocument(t *testing.T) {
 
 			// StartTask: the document over gRPC, the object over HTTP.
 			_, docErr := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-				Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")})
+				Source: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")})
 			code, body := postStartTask(t, in.HTTPAddr, obj)
 			if docErr == nil {
 				if code != http.StatusOK || body["task"] == nil {

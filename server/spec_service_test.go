@@ -72,11 +72,11 @@ func TestStartTaskRunsTheSameValidation(t *testing.T) {
 	in := servertest.Start(t, nil)
 	ctx := context.Background()
 	doc := []byte("apiVersion: qar/v1\nkind: AgentSpec\ninstructions: ''\nmodel: m\nparent_close_policy: 1\n")
-	v, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Spec: &agentplanev1.ValidateSpecRequest_Document{Document: doc}})
+	v, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Source: &agentplanev1.ValidateSpecRequest_Document{Document: doc}})
 	if err != nil || v.GetValid() {
 		t.Fatalf("ValidateSpec: %v %v", v, err)
 	}
-	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "r1", Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")})
+	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "r1", Source: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")})
 	if status.Code(err) != codes.InvalidArgument || reasons.Of(err) != apierr.ReasonSpecInvalid {
 		t.Fatalf("StartTask: want INVALID_ARGUMENT SPEC_INVALID, got %v", err)
 	}
@@ -180,9 +180,9 @@ func TestDenseDocumentIsLimitExceeded(t *testing.T) {
 			t.Fatalf("%s: %v lacks the DOC-TOO-LARGE finding", what, err)
 		}
 	}
-	_, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Spec: &agentplanev1.ValidateSpecRequest_Document{Document: doc}})
+	_, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Source: &agentplanev1.ValidateSpecRequest_Document{Document: doc}})
 	check("ValidateSpec", err)
-	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "dense", Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")})
+	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "dense", Source: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")})
 	check("StartTask", err)
 
 	resp, err := http.Post("http://"+in.HTTPAddr+"/v1/specs/validate", "application/yaml", strings.NewReader(string(doc)))
@@ -202,7 +202,7 @@ func TestStartTaskBadPolicyKeepsItsDetail(t *testing.T) {
 	in := servertest.Start(t, nil)
 	_, err := in.Client.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
 		RequestId: "cel", Input: client.UserText("hi"),
-		Spec: &agentplanev1.StartTaskRequest_Document{Document: []byte("apiVersion: qar/v1\nkind: AgentSpec\ninstructions: x\nmodel: m\n")},
+		Source: &agentplanev1.StartTaskRequest_Document{Document: []byte("apiVersion: qar/v1\nkind: AgentSpec\ninstructions: x\nmodel: m\n")},
 		InterruptPolicy: &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Predicate{
 			Predicate: &agentplanev1.PredicatePolicy{Expression: "tool_name ==="}}},
 	})

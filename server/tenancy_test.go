@@ -39,6 +39,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server"
@@ -604,7 +605,7 @@ func (r *tenancyRun) startTask(a *actor) {
 	defer cancel()
 	resp, err := a.c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
 		RequestId:       reqID,
-		Spec:            &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()},
+		Source:          &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())},
 		Input:           client.UserText("input of " + reqID), // the same request for the same id
 		InterruptPolicy: gatedPolicy(),
 	})
@@ -1452,7 +1453,7 @@ func TestHTTPRequiresCredentials(t *testing.T) {
 	// Another tenant's task over HTTP: the same 404 as an absent id.
 	ctx := context.Background()
 	started, err := mt.by["globex"][auth.RoleUser].c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("globex's secret"),
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}, Input: client.UserText("globex's secret"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -1499,7 +1500,7 @@ func TestMetricsDoNotBypassAdminScope(t *testing.T) {
 
 	mt := startMultiTenant(t, []string{"acme"}, nil)
 	if _, err := mt.by["acme"][auth.RoleUser].c.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("counted"),
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}, Input: client.UserText("counted"),
 	}); err != nil {
 		t.Fatal(err)
 	}

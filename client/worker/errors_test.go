@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/config"
@@ -50,10 +51,10 @@ func TestIsTransientFollowsTheDeclaredRetryClass(t *testing.T) {
 func TestPermanentLimitIsNotRetried(t *testing.T) {
 	in := servertest.Start(t, func(c *config.Config) { c.Limits.MaxInputBytes = 16 })
 	_, err := in.Client.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(&agentplanev1.AgentSpec{
 			ApiVersion: "qar/v1", Kind: "AgentSpec", Name: proto.String("sdk-test"), Model: "m",
 			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Be brief."}},
-		}},
+		})},
 		Input: client.UserText(strings.Repeat("x", 17)),
 	})
 	if status.Code(err) != codes.ResourceExhausted || reasons.Of(err) != agentplanev1.ErrorReason_ERROR_REASON_LIMIT_EXCEEDED {

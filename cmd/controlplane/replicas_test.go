@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/internal/testutil"
@@ -73,7 +74,7 @@ func replicaStart(reqID, input string) *agentplanev1.StartTaskRequest {
 	}
 	return &agentplanev1.StartTaskRequest{
 		RequestId: reqID,
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(&agentplanev1.AgentSpec{
 			ApiVersion:   "qar/v1",
 			Kind:         "AgentSpec",
 			Name:         proto.String("teller"),
@@ -82,7 +83,7 @@ func replicaStart(reqID, input string) *agentplanev1.StartTaskRequest {
 			Tools: []*agentplanev1.FunctionTool{{Type: "function", Function: &agentplanev1.FunctionDef{
 				Name: replicaTool, Description: proto.String("moves money"), Parameters: params,
 			}}},
-		}},
+		})},
 		Input: client.UserText(input),
 		InterruptPolicy: &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Allowlist{
 			Allowlist: &agentplanev1.ToolListPolicy{Tools: []string{replicaTool}},

@@ -96,7 +96,7 @@ function attackerServer() {
       if (req.url.startsWith('/form')) {
         const u = new URL(req.url, 'http://x');
         res.end(`<!doctype html><body><form method=post action="${u.searchParams.get('action')}" enctype=text/plain>
-<input name='{"agent":{"apiVersion":"qar/v1","kind":"AgentSpec","name":"pwned","model":"m","instructions":{"text":"x"}},"requestId":"' value='pwned"}'>
+<input name='{"spec":{"apiVersion":"qar/v1","kind":"AgentSpec","name":"pwned","model":"m","instructions":"x"},"requestId":"' value='pwned"}'>
 </form><script>document.forms[0].submit()</script>`);
         return;
       }

@@ -97,7 +97,7 @@ func playApprovalExample(t *testing.T, c, approver, runtime *client.Client) {
 		t.Fatal(err)
 	}
 	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("refund order 42"), InterruptPolicy: policy,
+		Source: &agentplanev1.StartTaskRequest_Document{Document: doc}, Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("refund order 42"), InterruptPolicy: policy,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +197,7 @@ func playReviewExample(t *testing.T, c, runtime *client.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Document{Document: graph}, Input: client.UserText("write the upgrade guide")})
+	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Document{Document: graph}, Input: client.UserText("write the upgrade guide")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestResumeDoesNotRunAToolTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("weather?")})
+	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("weather?")})
 	if err != nil {
 		t.Fatal(err)
 	}

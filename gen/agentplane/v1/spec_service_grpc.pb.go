@@ -32,7 +32,7 @@ const (
 // SpecService validates agent and graph specs and documents the rule catalogue.
 // TaskService.StartTask runs exactly the same validation.
 type SpecServiceClient interface {
-	// ValidateSpec checks a typed spec or a JSON/YAML document and reports every
+	// ValidateSpec checks a spec (a JSON object or a JSON/YAML document) and reports every
 	// violation at once, in document order. An invalid spec is not an RPC error: the
 	// response says valid=false and lists the violations. Malformed input that is not a
 	// spec at all (for example no spec given) is INVALID_ARGUMENT. A document over the
@@ -102,7 +102,7 @@ func (c *specServiceClient) GetSpecSchema(ctx context.Context, in *GetSpecSchema
 // SpecService validates agent and graph specs and documents the rule catalogue.
 // TaskService.StartTask runs exactly the same validation.
 type SpecServiceServer interface {
-	// ValidateSpec checks a typed spec or a JSON/YAML document and reports every
+	// ValidateSpec checks a spec (a JSON object or a JSON/YAML document) and reports every
 	// violation at once, in document order. An invalid spec is not an RPC error: the
 	// response says valid=false and lists the violations. Malformed input that is not a
 	// spec at all (for example no spec given) is INVALID_ARGUMENT. A document over the

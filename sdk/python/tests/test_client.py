@@ -64,7 +64,7 @@ class ServicesTest(unittest.TestCase):
 
     def test_specs(self):
         self.assertTrue(self.c.specs.validate_spec(document=AGENT).valid)
-        bad = self.c.specs.validate_spec(spec_json={"apiVersion": "qar/v1", "kind": "AgentSpec", "name": "x"})
+        bad = self.c.specs.validate_spec(spec={"apiVersion": "qar/v1", "kind": "AgentSpec", "name": "x"})
         self.assertFalse(bad.valid)
         rules = self.c.specs.list_rules(page_size=5).rules
         self.assertTrue(rules)
@@ -155,7 +155,7 @@ class ErrorTest(unittest.TestCase):
 
     def test_spec_violations(self):
         with self.assertRaises(AgentplaneError) as cm:
-            self.c.tasks.start_task(spec_json={"apiVersion": "qar/v1", "kind": "AgentSpec", "name": "x"})
+            self.c.tasks.start_task(spec={"apiVersion": "qar/v1", "kind": "AgentSpec", "name": "x"})
         e = cm.exception
         self.assertEqual(e.code, grpc.StatusCode.INVALID_ARGUMENT)
         self.assertEqual(e.reason, "SPEC_INVALID")
@@ -256,8 +256,8 @@ class ConvertTest(unittest.TestCase):
     def test_struct_round_trip(self):
         from agentplane.v1 import task_service_pb2
         from agentplane._convert import fill
-        req = fill(task_service_pb2.StartTaskRequest(), {"spec_json": {"a": [1, {"b": None}, "s", True]}})
-        self.assertEqual(from_struct(req.spec_json), {"a": [1.0, {"b": None}, "s", True]})
+        req = fill(task_service_pb2.StartTaskRequest(), {"spec": {"a": [1, {"b": None}, "s", True]}})
+        self.assertEqual(from_struct(req.spec), {"a": [1.0, {"b": None}, "s", True]})
 
 
 if __name__ == "__main__":

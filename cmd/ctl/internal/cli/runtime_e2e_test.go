@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/config"
@@ -151,7 +152,7 @@ func TestExampleSpecsValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Spec: &agentplanev1.ValidateSpecRequest_Document{Document: doc}, DocumentName: "approval.agent.yaml"})
+	resp, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Source: &agentplanev1.ValidateSpecRequest_Document{Document: doc}, DocumentName: "approval.agent.yaml"})
 	if status.Code(err) == codes.Unimplemented {
 		t.Skip("the server does not validate specs yet")
 	}
@@ -189,7 +190,7 @@ func TestBenchAgainstTheServer(t *testing.T) {
 		requireServerSide(t, in)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		mine, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: benchAgent(false)}, Input: client.UserText("mine")})
+		mine, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(benchAgent(false))}, Input: client.UserText("mine")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +219,7 @@ func TestAdminAgainstTheServer(t *testing.T) {
 		t.Skip("the server does not implement AdminService yet")
 	}
 	requireServerSide(t, in)
-	started, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: benchAgent(false)}, Input: client.UserText("keep me")})
+	started, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(benchAgent(false))}, Input: client.UserText("keep me")})
 	if err != nil {
 		t.Fatal(err)
 	}
