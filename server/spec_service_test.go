@@ -20,7 +20,7 @@ import (
 )
 
 // TestHTTPValidateSeedShape: POST /v1/specs/validate takes the spec JSON itself and
-// answers the seed's SpecValidateResult shape.
+// answers the wire's validation result (docs/vocabulary.md).
 func TestHTTPValidateSeedShape(t *testing.T) {
 	in := servertest.Start(t, nil)
 	post := func(body string) map[string]any {

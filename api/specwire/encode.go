@@ -22,7 +22,7 @@ import (
 )
 
 // Encode writes a message of the spec model (an AgentSpec, a GraphSpec or any message
-// nested in them) as a wire document: compact JSON in the seed's vocabulary, every
+// nested in them) as a wire document: compact JSON in the qar/v1 vocabulary (docs/vocabulary.md), every
 // object's keys in sorted order, the unions in their wire shape (instructions as text
 // or {preset}, a node's spec as the agent, the graph or {agent_id} itself).
 //

@@ -102,7 +102,7 @@ func (p *Policy) Kind() PolicyKind {
 	return p.kind
 }
 
-// PolicyContext is what a policy sees of a tool call: seed 004's PolicyContext.
+// PolicyContext is what a policy sees of a tool call: the policy context of docs/hitl.md.
 type PolicyContext struct {
 	ToolName        string
 	ToolDescription string

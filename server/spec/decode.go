@@ -312,7 +312,7 @@ func (b *binder) unknownKey(md protoreflect.MessageDescriptor, mb *member, p *Pa
 	b.report(RuleDocUnknownKey, p.Child(mb.key), mb.keyPos, "%s", msg)
 }
 
-// wireName names a message the way the seed's wire vocabulary does.
+// wireName names a message the way the wire vocabulary (docs/vocabulary.md) does.
 func wireName(md protoreflect.MessageDescriptor) string {
 	switch md.Name() {
 	case "FunctionTool":

@@ -172,7 +172,7 @@ tools:
 		id:      RuleToolReserved,
 		scope:   ScopeAgent,
 		summary: "the tool name verdict is reserved",
-		description: "The control plane grants the verdict tool to evaluator nodes (seed 001) and " +
+		description: "The control plane grants the verdict tool to evaluator nodes (docs/vocabulary.md, Verdicts) and " +
 			"collects their decisions through it. A spec that declared it would send its model after " +
 			"a tool whose calls are refused, or shadow the real one. Rename the tool.",
 		example: `apiVersion: qar/v1

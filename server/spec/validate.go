@@ -144,7 +144,7 @@ func (r *Result) OverLimit() *agentplanev1.SpecViolation {
 	return nil
 }
 
-// Response renders the result as the API response (the seed's SpecValidateResult
+// Response renders the result as the API response (the wire's validation result, docs/vocabulary.md
 // plus warnings and kind).
 func (r *Result) Response() *agentplanev1.ValidateSpecResponse {
 	return &agentplanev1.ValidateSpecResponse{

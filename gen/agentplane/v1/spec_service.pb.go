@@ -249,7 +249,7 @@ func (*ValidateSpecRequest_Spec) isValidateSpecRequest_Source() {}
 
 func (*ValidateSpecRequest_Document) isValidateSpecRequest_Source() {}
 
-// ValidateSpecResponse is the seed's SpecValidateResult: `{"valid": true}` or
+// ValidateSpecResponse is the wire's validation result (docs/vocabulary.md): `{"valid": true}` or
 // `{"valid": false, "errors": [...]}`, plus warnings that do not invalidate.
 type ValidateSpecResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -327,7 +327,7 @@ func (x *ValidateSpecResponse) GetKind() string {
 type SpecViolation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Stable rule id, for example D10-R1. See SpecService.ListRules. JSON "rule_id": the
-	// seed's validation result fixes the name.
+	// wire's validation result fixes the name (docs/vocabulary.md).
 	RuleId string `protobuf:"bytes,1,opt,name=rule_id,proto3" json:"rule_id,omitempty"`
 	// RFC 6901 JSON pointer into the spec; "" is the root.
 	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
@@ -503,8 +503,8 @@ func (x *SpecViolations) GetViolations() []*SpecViolation {
 type Rule struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Stable id: D10-* agent, D11-* graph topology, D13-* limits and nesting, DOC-* document
-	// syntax. JSON "ruleId", like every field outside the seed's shapes (a SpecViolation
-	// keeps the seed's "rule_id").
+	// syntax. JSON "ruleId", like every field outside the wire's shapes (a SpecViolation
+	// keeps the wire's "rule_id", docs/vocabulary.md).
 	RuleId string `protobuf:"bytes,1,opt,name=rule_id,json=ruleId,proto3" json:"rule_id,omitempty"`
 	// One-line summary of what the rule checks.
 	Summary string `protobuf:"bytes,2,opt,name=summary,proto3" json:"summary,omitempty"`

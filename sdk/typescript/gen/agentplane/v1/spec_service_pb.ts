@@ -79,7 +79,7 @@ export const ValidateSpecRequestSchema: GenMessage<ValidateSpecRequest> = /*@__P
   messageDesc(file_agentplane_v1_spec_service, 0);
 
 /**
- * ValidateSpecResponse is the seed's SpecValidateResult: `{"valid": true}` or
+ * ValidateSpecResponse is the wire's validation result (docs/vocabulary.md): `{"valid": true}` or
  * `{"valid": false, "errors": [...]}`, plus warnings that do not invalidate.
  *
  * @generated from message agentplane.v1.ValidateSpecResponse
@@ -129,7 +129,7 @@ export const ValidateSpecResponseSchema: GenMessage<ValidateSpecResponse> = /*@_
 export type SpecViolation = Message<"agentplane.v1.SpecViolation"> & {
   /**
    * Stable rule id, for example D10-R1. See SpecService.ListRules. JSON "rule_id": the
-   * seed's validation result fixes the name.
+   * wire's validation result fixes the name (docs/vocabulary.md).
    *
    * @generated from field: string rule_id = 1 [json_name = "rule_id"];
    */
@@ -222,8 +222,8 @@ export const SpecViolationsSchema: GenMessage<SpecViolations> = /*@__PURE__*/
 export type Rule = Message<"agentplane.v1.Rule"> & {
   /**
    * Stable id: D10-* agent, D11-* graph topology, D13-* limits and nesting, DOC-* document
-   * syntax. JSON "ruleId", like every field outside the seed's shapes (a SpecViolation
-   * keeps the seed's "rule_id").
+   * syntax. JSON "ruleId", like every field outside the wire's shapes (a SpecViolation
+   * keeps the wire's "rule_id", docs/vocabulary.md).
    *
    * @generated from field: string rule_id = 1;
    */
