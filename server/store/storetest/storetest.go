@@ -52,6 +52,8 @@ func Run(t *testing.T, open Opener) {
 		{"Closed", testClosed},
 		{"Outbox", testOutbox},
 		{"OutboxConcurrentClaims", testOutboxConcurrentClaims},
+		{"Schedules", testSchedules},
+		{"ScheduleConcurrentAdvance", testScheduleConcurrentAdvance},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)
