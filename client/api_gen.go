@@ -94,85 +94,85 @@ var rpcs = map[string]rpcPolicy{
 // docs/errors.md says when each comes.
 const (
 	// ReasonRequestInvalid: A request that breaks a field's rule: a missing id, no spec, a page size out of range, an unknown interrupt kind or state filter, a Timestamp out of range (such as `nanos=-1`).
-	ReasonRequestInvalid = "request.invalid"
+	ReasonRequestInvalid = "REQUEST_INVALID"
 	// ReasonSpecInvalid: StartTask or ValidateSpec with a spec that fails validation; the status carries an agentplane.v1.SpecViolations detail with every violation.
-	ReasonSpecInvalid = "spec.invalid"
+	ReasonSpecInvalid = "SPEC_INVALID"
 	// ReasonPolicyInvalid: An interrupt policy that does not compile (a CEL error with its position, in a google.rpc.BadRequest detail).
-	ReasonPolicyInvalid = "policy.invalid"
+	ReasonPolicyInvalid = "POLICY_INVALID"
 	// ReasonPageTokenInvalid: A page token that was not issued for this query.
-	ReasonPageTokenInvalid = "page_token.invalid"
+	ReasonPageTokenInvalid = "PAGE_TOKEN_INVALID"
 	// ReasonInterruptEditInvalid: Edited arguments that fail the tool's parameter schema.
-	ReasonInterruptEditInvalid = "interrupt.edit_invalid"
+	ReasonInterruptEditInvalid = "INTERRUPT_EDIT_INVALID"
 	// ReasonVerdictInvalid: A verdict outside the closed set, a confidence outside [0,1], a missing rationale (INVALID_ARGUMENT); a verdict from a node that is not an evaluator node of the task's graph (FAILED_PRECONDITION).
-	ReasonVerdictInvalid = "verdict.invalid"
+	ReasonVerdictInvalid = "VERDICT_INVALID"
 	// ReasonEventInvalid: A runtime event without a payload or with a bad field.
-	ReasonEventInvalid = "event.invalid"
+	ReasonEventInvalid = "EVENT_INVALID"
 	// ReasonTaskNotFound: No such task, or another tenant's (indistinguishable by design).
-	ReasonTaskNotFound = "task.not_found"
+	ReasonTaskNotFound = "TASK_NOT_FOUND"
 	// ReasonInterruptNotFound: No such interrupt, or another tenant's.
-	ReasonInterruptNotFound = "interrupt.not_found"
+	ReasonInterruptNotFound = "INTERRUPT_NOT_FOUND"
 	// ReasonRuleNotFound: No such rule id in the spec rule catalogue.
-	ReasonRuleNotFound = "rule.not_found"
+	ReasonRuleNotFound = "RULE_NOT_FOUND"
 	// ReasonObligationNotFound: An obligation the task's ledger does not hold.
-	ReasonObligationNotFound = "obligation.not_found"
+	ReasonObligationNotFound = "OBLIGATION_NOT_FOUND"
 	// ReasonTaskRequestIdReused: A call with a request id already used for a different request: StartTask (ids are per tenant), or a mutating call on a task (ContinueTask, CancelTask, ResolveInterrupt and the runtime's writes; ids are per task).
-	ReasonTaskRequestIdReused = "task.request_id_reused"
+	ReasonTaskRequestIdReused = "TASK_REQUEST_ID_REUSED"
 	// ReasonTaskTerminal: The task already ended: cancel or continue of an ended task; a runtime's write or heartbeat under a lease of a task that has since completed, failed or been canceled.
-	ReasonTaskTerminal = "task.terminal"
+	ReasonTaskTerminal = "TASK_TERMINAL"
 	// ReasonTaskWrongState: The task is not in a state that allows the call (e.g.
-	ReasonTaskWrongState = "task.wrong_state"
+	ReasonTaskWrongState = "TASK_WRONG_STATE"
 	// ReasonInterruptAlreadyResolved: A second resolution of the same interrupt.
-	ReasonInterruptAlreadyResolved = "interrupt.already_resolved"
+	ReasonInterruptAlreadyResolved = "INTERRUPT_ALREADY_RESOLVED"
 	// ReasonInterruptArgsMismatch: The reviewer ruled on arguments that are not the interrupt's (ErrorInfo metadata `args_digest`: the digest of the interrupt's arguments).
-	ReasonInterruptArgsMismatch = "interrupt.args_mismatch"
+	ReasonInterruptArgsMismatch = "INTERRUPT_ARGS_MISMATCH"
 	// ReasonToolCallNotApproved: A runtime reported a tool call no decision accounts for: never asked about (CheckToolCall), still pending, with `arguments_json` or tool other than the decision's (for a rejected call, which is reported too, the text ruled on), or reported a second time (a decision is single-use).
-	ReasonToolCallNotApproved = "tool_call.not_approved"
+	ReasonToolCallNotApproved = "TOOL_CALL_NOT_APPROVED"
 	// ReasonToolResultUnexpected: A runtime reported a tool result no reported call expects: a call never checked or not yet reported as a ToolCall, a second result, another tool's name, a rejected call's result without is_error; or it ended a turn (PauseTask, CompleteTask) while a reported call has no result (docs/hitl.md, "Event sequence").
-	ReasonToolResultUnexpected = "tool_result.unexpected"
+	ReasonToolResultUnexpected = "TOOL_RESULT_UNEXPECTED"
 	// ReasonTaskToolOutputsMismatch: ContinueTask gave a message to a task that waits for client tool outputs (or outputs to one that waits for a message), or outputs that name a call the task does not wait for or miss one it does.
-	ReasonTaskToolOutputsMismatch = "task.tool_outputs_mismatch"
+	ReasonTaskToolOutputsMismatch = "TASK_TOOL_OUTPUTS_MISMATCH"
 	// ReasonLeaseLost: A runtime wrote with a stale or expired lease (fencing), or to a task canceled under its lease.
-	ReasonLeaseLost = "lease.lost"
+	ReasonLeaseLost = "LEASE_LOST"
 	// ReasonConfigLockedKey: The request occupies a config key the deployment locked (an empty list counts).
-	ReasonConfigLockedKey = "config.locked_key"
+	ReasonConfigLockedKey = "CONFIG_LOCKED_KEY"
 	// ReasonComplianceDenied: The compliance posture denies what the request needs (a GraphSpec where workflows are denied).
-	ReasonComplianceDenied = "compliance.denied"
+	ReasonComplianceDenied = "COMPLIANCE_DENIED"
 	// ReasonStoreSchemaMismatch: The store on disk has a schema version this binary does not know; the server refuses to open it (seen by an operator at startup, not by API clients).
-	ReasonStoreSchemaMismatch = "store.schema_mismatch"
+	ReasonStoreSchemaMismatch = "STORE_SCHEMA_MISMATCH"
 	// ReasonLimitExceeded: A size or count limit: spec, input, event, task history, labels.
-	ReasonLimitExceeded = "limit.exceeded"
+	ReasonLimitExceeded = "LIMIT_EXCEEDED"
 	// ReasonLimitConcurrency: Multi-tenant mode: the calling principal already has as many calls in flight, watches or awaits open as `limits.max_*_per_principal` allow (ErrorInfo metadata `kind`: call, watch or await; `limit`).
-	ReasonLimitConcurrency = "limit.concurrency"
+	ReasonLimitConcurrency = "LIMIT_CONCURRENCY"
 	// ReasonStoreUnavailable: The store refuses calls after a failed write or sync (disk full, I/O error) until it has recovered by itself; health is NOT_SERVING meanwhile (docs/operations.md#disk-full-and-io-errors).
-	ReasonStoreUnavailable = "store.unavailable"
+	ReasonStoreUnavailable = "STORE_UNAVAILABLE"
 	// ReasonServerUnavailable: The server is shutting down (a watch or await ends with it) or its store is closed.
-	ReasonServerUnavailable = "server.unavailable"
+	ReasonServerUnavailable = "SERVER_UNAVAILABLE"
 	// ReasonAuthUnauthenticated: Multi-tenant deployment and no valid credential.
-	ReasonAuthUnauthenticated = "auth.unauthenticated"
+	ReasonAuthUnauthenticated = "AUTH_UNAUTHENTICATED"
 	// ReasonAuthPermissionDenied: The principal lacks the role the RPC needs.
-	ReasonAuthPermissionDenied = "auth.permission_denied"
+	ReasonAuthPermissionDenied = "AUTH_PERMISSION_DENIED"
 	// ReasonDeadlineExceeded: The call's deadline passed before the server finished it.
-	ReasonDeadlineExceeded = "deadline.exceeded"
+	ReasonDeadlineExceeded = "DEADLINE_EXCEEDED"
 	// ReasonRequestCanceled: The caller canceled the call.
-	ReasonRequestCanceled = "request.canceled"
+	ReasonRequestCanceled = "REQUEST_CANCELED"
 	// ReasonInternal: A server bug; the detail is in the server's log, never in the response.
-	ReasonInternal = "internal"
+	ReasonInternal = "INTERNAL"
 	// ReasonRequestMalformed: A request that cannot be read at all: bytes that are not the method's protobuf message (truncated, wrong wire types), invalid UTF-8 in a string field; over HTTP a body that is not JSON, or a path or query parameter that is not UTF-8 (`GET /v1/tasks/%ff`).
-	ReasonRequestMalformed = "request.malformed"
+	ReasonRequestMalformed = "REQUEST_MALFORMED"
 	// ReasonStoreBackupUnsupported: The store cannot stream a backup: it is PostgreSQL, which is backed up with the database's own tools (pg_dump, pg_basebackup, a managed service's snapshots; docs/scaling.md).
-	ReasonStoreBackupUnsupported = "store.backup_unsupported"
+	ReasonStoreBackupUnsupported = "STORE_BACKUP_UNSUPPORTED"
 	// ReasonRouteNotFound: Over HTTP, a path the API does not have (404, NOT_FOUND), or a method the path does not take (501, UNIMPLEMENTED).
-	ReasonRouteNotFound = "route.not_found"
+	ReasonRouteNotFound = "ROUTE_NOT_FOUND"
 	// ReasonWebhookDeliveryNotFound: No webhook dead letter with that id (AdminService.RetryWebhookDeadLetter): it was retried already, delivered, or never existed.
-	ReasonWebhookDeliveryNotFound = "webhook.delivery_not_found"
+	ReasonWebhookDeliveryNotFound = "WEBHOOK_DELIVERY_NOT_FOUND"
 	// ReasonScheduleNotFound: No schedule with that id in the caller's tenant.
-	ReasonScheduleNotFound = "schedule.not_found"
+	ReasonScheduleNotFound = "SCHEDULE_NOT_FOUND"
 	// ReasonScheduleAlreadyExists: CreateSchedule under an id the tenant already has, for a different schedule.
-	ReasonScheduleAlreadyExists = "schedule.already_exists"
+	ReasonScheduleAlreadyExists = "SCHEDULE_ALREADY_EXISTS"
 	// ReasonScheduleInvalid: A schedule spec or policy that breaks a rule: a cron expression that does not parse, an unknown time zone, an interval out of range, a jitter over 24h.
-	ReasonScheduleInvalid = "schedule.invalid"
+	ReasonScheduleInvalid = "SCHEDULE_INVALID"
 	// ReasonScheduleRevisionMismatch: UpdateSchedule with an expected_revision the schedule no longer has: someone (or a run) changed it since it was read.
-	ReasonScheduleRevisionMismatch = "schedule.revision_mismatch"
+	ReasonScheduleRevisionMismatch = "SCHEDULE_REVISION_MISMATCH"
 )
 
 // reasonTable is every declared reason: its name in errors.proto (without

@@ -79,7 +79,7 @@ func WithRetry(r Retry) Option {
 // "/agentplane.v1.TaskService/GetTask") that failed with err may be made again
 // unchanged: the RPC is NO_SIDE_EFFECTS or IDEMPOTENT (a write with a request_id is
 // IDEMPOTENT only because the client sends the same id again), and either the error's
-// reason is a declared one marked retryable (store.unavailable, limit.concurrency, ...)
+// reason is a declared one marked retryable (STORE_UNAVAILABLE, LIMIT_CONCURRENCY, ...)
 // or it carries no declared reason (a transport or proxy error) and its code is one the
 // policy retries for that level (UNAVAILABLE, DEADLINE_EXCEEDED).
 func Retryable(method string, err error) bool {

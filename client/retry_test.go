@@ -119,7 +119,7 @@ func TestRetryTableIsTheAPIs(t *testing.T) {
 // error without one by its code; a call without an idempotency level never.
 func TestRetryable(t *testing.T) {
 	withReason := func(c codes.Code, reason string) error {
-		st, err := status.New(c, "m").WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: "agentplane"})
+		st, err := status.New(c, "m").WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: "agentplane.dev"})
 		if err != nil {
 			t.Fatal(err)
 		}

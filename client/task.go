@@ -168,7 +168,7 @@ func WithArgsDigest(digest string) CallOption { return func(o *callOptions) { o.
 // Approve lets a gated call run with its arguments unchanged. Like Reject and Edit it
 // reads the interrupt first and resolves against its argument digest (or the one
 // WithArgsDigest gives), so a call whose arguments changed in between is refused
-// (FAILED_PRECONDITION, interrupt.args_mismatch) instead of approved; and it sends a
+// (FAILED_PRECONDITION, INTERRUPT_ARGS_MISMATCH) instead of approved; and it sends a
 // request id (WithRequestID to choose it), so that repeating it is safe.
 func (c *Client) Approve(ctx context.Context, interruptID string, opts ...CallOption) (*agentplanev1.Interrupt, error) {
 	return c.resolve(ctx, interruptID, opts, func(o callOptions) *agentplanev1.ResolveInterruptRequest {

@@ -24,7 +24,7 @@ const watchMethod = "/agentplane.v1.TaskService/WatchTask"
 // (message deltas sent meanwhile are lost; the full message follows as an event). It
 // gives up, returning the last error, after WatchReconnects reopenings in a row without
 // a message in between, with the backoff of the client's Retry. Recv returns io.EOF
-// after the task's terminal event; any other error (task.not_found, ...) at once. The
+// after the task's terminal event; any other error (TASK_NOT_FOUND, ...) at once. The
 // same policy as the TypeScript and Python SDKs' watch (docs/clients.md, "Retries,
 // request ids and reconnection"). Cancel ctx to stop it.
 func (c *Client) Watch(ctx context.Context, taskID string, afterSequence int64) (agentplanev1.TaskService_WatchTaskClient, error) {

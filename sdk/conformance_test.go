@@ -255,7 +255,7 @@ func conformWatch(t *testing.T, bin string, d conformanceDriver, sc conformanceS
 	defer cancel()
 	c := dialTest(t, ctx, cp.addr)
 	queue := "conformance-watch-" + d.lang
-	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Document{Document: []byte(conformanceAgent)}, Queue: queue})
+	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Document{Document: []byte(conformanceAgent)}, Queue: queue})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func conformLeaseLost(t *testing.T, bin string, d conformanceDriver, sc conforma
 	defer cancel()
 	c := dialTest(t, ctx, cp.addr)
 	queue := sc.Queue + "-" + d.lang
-	if _, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Document{Document: []byte(conformanceAgent)}, Queue: queue}); err != nil {
+	if _, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Document{Document: []byte(conformanceAgent)}, Queue: queue}); err != nil {
 		t.Fatal(err)
 	}
 	dr := d.start(t, cp.addr, map[string]any{"name": sc.Name, "queue": queue})
@@ -366,7 +366,7 @@ func conformErrors(t *testing.T, bin string, d conformanceDriver, sc conformance
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := dialTest(t, ctx, cp.addr)
-	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Document{Document: []byte(conformanceAgent)}, Queue: "conformance-errors"})
+	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Document{Document: []byte(conformanceAgent)}, Queue: "conformance-errors"})
 	if err != nil {
 		t.Fatal(err)
 	}

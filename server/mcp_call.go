@@ -107,7 +107,7 @@ func (x *mcpCall) run(ctx context.Context) (*mcp.CallToolResult, string) {
 	// commits is then canceled, rather than left running with no one told its id.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), mcpCancelTimeout)
 	started, err := tc.StartTask(f.outgoing(sctx, x.c), &agentplanev1.StartTaskRequest{
-		RequestId: requestID, Spec: &agentplanev1.StartTaskRequest_AgentId{AgentId: x.t.agentID}, Input: input,
+		RequestId: requestID, Source: &agentplanev1.StartTaskRequest_AgentId{AgentId: x.t.agentID}, Input: input,
 		InterruptPolicy: mcpInterruptPolicy,
 	})
 	cancel()

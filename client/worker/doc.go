@@ -12,7 +12,7 @@
 // canceled when
 //
 //   - a heartbeat says the task was canceled (context.Cause is ErrCanceled),
-//   - the lease is lost: a write or heartbeat is refused with reason lease.lost, or no
+//   - the lease is lost: a write or heartbeat is refused with reason LEASE_LOST, or no
 //     heartbeat succeeded before the deadline (ErrLeaseLost), or
 //   - the worker is stopping and its drain deadline passed (ErrStopping).
 //
@@ -70,11 +70,11 @@
 //
 // LeaseTasks, Heartbeat and AwaitDecision are retried with exponential backoff on
 // transient errors (IsTransient): an agentplane error that carries a RetryInfo (its
-// reason is declared retryable: server.unavailable, store.unavailable,
-// limit.concurrency, deadline.exceeded), or a transport error without an agentplane
+// reason is declared retryable: SERVER_UNAVAILABLE, STORE_UNAVAILABLE,
+// LIMIT_CONCURRENCY, DEADLINE_EXCEEDED), or a transport error without an agentplane
 // ErrorInfo (UNAVAILABLE and the like). The Task's calls (ReportEvents, CheckToolCall,
 // Complete, ...) are made again with the same backoff when they fail with UNAVAILABLE,
-// DEADLINE_EXCEEDED or a retryable reason (store.unavailable while the database
+// DEADLINE_EXCEEDED or a retryable reason (STORE_UNAVAILABLE while the database
 // restarts), for as long as the lease can still be renewed: until its deadline, which
 // the heartbeats move while they get through. Each write carries a request id chosen
 // once, so the control plane answers a repeat from the first call instead of applying
@@ -82,6 +82,6 @@
 // deadline stops the task (ErrLeaseLost): the worker writes nothing more and the
 // control plane queues the task again when the lease expires, so an outage fails no
 // task. Other errors go to the handler. Any other LeaseTasks error (UNAUTHENTICATED, PERMISSION_DENIED,
-// INVALID_ARGUMENT, limit.exceeded, internal) stops the worker: Run drains the running
+// INVALID_ARGUMENT, LIMIT_EXCEEDED, internal) stops the worker: Run drains the running
 // tasks and returns it.
 package worker

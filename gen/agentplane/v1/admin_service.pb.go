@@ -132,14 +132,17 @@ func (x *WebhookDeadLetter) GetDeadTime() *timestamppb.Timestamp {
 	return nil
 }
 
-// ListWebhookDeadLettersRequest pages through dead letters.
+// ListWebhookDeadLettersRequest pages through dead letters, like every List RPC.
 type ListWebhookDeadLettersRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Only this tenant's; empty for every tenant.
 	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	// At most this many (default 100, at most 1000).
+	// Maximum dead letters per page; 0 means 50; capped at 500; negative is
+	// INVALID_ARGUMENT. A page examines at most 20 dead letters per item it may return,
+	// so with tenant set it may be short (even empty) with a next_page_token.
 	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
-	// From a previous response's next_page_token.
+	// Opaque token from a previous response; tenant must not change between pages (a
+	// token of another listing is INVALID_ARGUMENT, PAGE_TOKEN_INVALID).
 	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

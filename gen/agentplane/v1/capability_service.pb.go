@@ -121,7 +121,7 @@ type Capabilities struct {
 	A2AInjection bool `protobuf:"varint,6,opt,name=a2a_injection,json=a2aInjection,proto3" json:"a2a_injection,omitempty"`
 	// Maximum caller entries honoured per list.
 	MaxCallerPeers int32 `protobuf:"varint,7,opt,name=max_caller_peers,json=maxCallerPeers,proto3" json:"max_caller_peers,omitempty"`
-	// Config keys a request may not occupy (reason config.locked_key).
+	// Config keys a request may not occupy (reason CONFIG_LOCKED_KEY).
 	LockedKeys []string `protobuf:"bytes,8,rep,name=locked_keys,json=lockedKeys,proto3" json:"locked_keys,omitempty"`
 	// Compliance posture in force.
 	CompliancePosture string `protobuf:"bytes,9,opt,name=compliance_posture,json=compliancePosture,proto3" json:"compliance_posture,omitempty"`

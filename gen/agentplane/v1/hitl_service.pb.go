@@ -295,13 +295,13 @@ type ResolveInterruptRequest struct {
 	//	*ResolveInterruptRequest_Edit
 	Decision isResolveInterruptRequest_Decision `protobuf_oneof:"decision"`
 	// Optional: the args digest the reviewer saw (Interrupt.args_digest). When set and
-	// different, the call is refused with FAILED_PRECONDITION (reason interrupt.args_mismatch).
+	// different, the call is refused with FAILED_PRECONDITION (reason INTERRUPT_ARGS_MISMATCH).
 	ArgsDigest string `protobuf:"bytes,5,opt,name=args_digest,json=argsDigest,proto3" json:"args_digest,omitempty"`
 	// Idempotency key chosen by the caller (at most 128 bytes), unique among the
 	// mutating calls on the interrupt's task; recommended. A retry with the same
 	// request_id and the same request returns the interrupt as resolved by the first
-	// call, instead of interrupt.already_resolved; the same request_id with a different
-	// request is ALREADY_EXISTS (reason task.request_id_reused).
+	// call, instead of INTERRUPT_ALREADY_RESOLVED; the same request_id with a different
+	// request is ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
 	RequestId     string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -1626,7 +1626,7 @@ type PauseTaskRequest struct {
 	// for their outputs (one TOOL_OUTPUT_REQUIRED interrupt each, carrying the call)
 	// instead of a user message, and ContinueTask's tool_outputs supplies them. A call
 	// that is not reported and open, was rejected, or differs from its report is
-	// FAILED_PRECONDITION (tool_result.unexpected).
+	// FAILED_PRECONDITION (TOOL_RESULT_UNEXPECTED).
 	ToolOutputCalls []*ToolCall `protobuf:"bytes,5,rep,name=tool_output_calls,json=toolOutputCalls,proto3" json:"tool_output_calls,omitempty"`
 	// Idempotency key (see RuntimeService); recommended.
 	RequestId     string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`

@@ -1175,7 +1175,7 @@ type UpdateScheduleRequest struct {
 	// A new task template.
 	Task *StartTaskRequest `protobuf:"bytes,4,opt,name=task,proto3" json:"task,omitempty"`
 	// When nonzero, the update applies only if the schedule's revision is this one
-	// (FAILED_PRECONDITION, schedule.revision_mismatch, otherwise).
+	// (FAILED_PRECONDITION, SCHEDULE_REVISION_MISMATCH, otherwise).
 	ExpectedRevision int64 `protobuf:"varint,5,opt,name=expected_revision,json=expectedRevision,proto3" json:"expected_revision,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache

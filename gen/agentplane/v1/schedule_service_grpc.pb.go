@@ -47,9 +47,9 @@ type ScheduleServiceClient interface {
 	// StartTask validates a request) and stores the schedule. It is idempotent on
 	// schedule_id: the same request again returns the stored schedule with
 	// created=false; a different one under a taken id is ALREADY_EXISTS
-	// (schedule.already_exists). Past schedules.max_per_tenant it is RESOURCE_EXHAUSTED
-	// (limit.exceeded). A spec that does not parse is INVALID_ARGUMENT
-	// (schedule.invalid).
+	// (SCHEDULE_ALREADY_EXISTS). Past schedules.max_per_tenant it is RESOURCE_EXHAUSTED
+	// (LIMIT_EXCEEDED). A spec that does not parse is INVALID_ARGUMENT
+	// (SCHEDULE_INVALID).
 	CreateSchedule(ctx context.Context, in *CreateScheduleRequest, opts ...grpc.CallOption) (*CreateScheduleResponse, error)
 	// GetSchedule returns a schedule with its next fire times and recent runs.
 	GetSchedule(ctx context.Context, in *GetScheduleRequest, opts ...grpc.CallOption) (*GetScheduleResponse, error)
@@ -181,9 +181,9 @@ type ScheduleServiceServer interface {
 	// StartTask validates a request) and stores the schedule. It is idempotent on
 	// schedule_id: the same request again returns the stored schedule with
 	// created=false; a different one under a taken id is ALREADY_EXISTS
-	// (schedule.already_exists). Past schedules.max_per_tenant it is RESOURCE_EXHAUSTED
-	// (limit.exceeded). A spec that does not parse is INVALID_ARGUMENT
-	// (schedule.invalid).
+	// (SCHEDULE_ALREADY_EXISTS). Past schedules.max_per_tenant it is RESOURCE_EXHAUSTED
+	// (LIMIT_EXCEEDED). A spec that does not parse is INVALID_ARGUMENT
+	// (SCHEDULE_INVALID).
 	CreateSchedule(context.Context, *CreateScheduleRequest) (*CreateScheduleResponse, error)
 	// GetSchedule returns a schedule with its next fire times and recent runs.
 	GetSchedule(context.Context, *GetScheduleRequest) (*GetScheduleResponse, error)

@@ -75,7 +75,7 @@ def _abort(context: grpc.ServicerContext) -> NoReturn:
 
 def status_details(reason: str) -> bytes:
     """A serialized google.rpc.Status carrying an ErrorInfo with reason."""
-    info = _rpc.ErrorInfo(reason=reason, domain="agentplane")
+    info = _rpc.ErrorInfo(reason=reason, domain="agentplane.dev")
     st = _rpc.Status(code=14, message="m")
     d = st.details.add()
     d.type_url = "type.googleapis.com/google.rpc.ErrorInfo"

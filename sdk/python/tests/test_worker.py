@@ -192,7 +192,7 @@ class WorkerTest(unittest.TestCase):
             seen.append([it.kind for it in its])
 
         self.run_worker(handler, "py-outputs")
-        t = self.c.tasks.start_task(spec_json=spec, queue="py-outputs").task
+        t = self.c.tasks.start_task(spec=spec, queue="py-outputs").task
         wait_for("waiting for the output", lambda: self.state(t.task_id) == task_pb2.TASK_STATE_INPUT_REQUIRED)
         self.c.tasks.continue_task(task_id=t.task_id,
                                    tool_outputs={"outputs": [{"call_id": "c1", "result": {"value": 7}}]})

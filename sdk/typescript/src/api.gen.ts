@@ -80,85 +80,85 @@ export const rpcs: Readonly<Record<string, RpcPolicy>> = {
 /** The error reasons (ErrorInfo.reason) declared in proto/agentplane/v1/errors.proto (docs/errors.md). */
 export const Reason = {
   /** A request that breaks a field's rule: a missing id, no spec, a page size out of range, an unknown interrupt kind or state filter, a Timestamp out of range (such as `nanos=-1`). */
-  REQUEST_INVALID: "request.invalid",
+  REQUEST_INVALID: "REQUEST_INVALID",
   /** StartTask or ValidateSpec with a spec that fails validation; the status carries an agentplane.v1.SpecViolations detail with every violation. */
-  SPEC_INVALID: "spec.invalid",
+  SPEC_INVALID: "SPEC_INVALID",
   /** An interrupt policy that does not compile (a CEL error with its position, in a google.rpc.BadRequest detail). */
-  POLICY_INVALID: "policy.invalid",
+  POLICY_INVALID: "POLICY_INVALID",
   /** A page token that was not issued for this query. */
-  PAGE_TOKEN_INVALID: "page_token.invalid",
+  PAGE_TOKEN_INVALID: "PAGE_TOKEN_INVALID",
   /** Edited arguments that fail the tool's parameter schema. */
-  INTERRUPT_EDIT_INVALID: "interrupt.edit_invalid",
+  INTERRUPT_EDIT_INVALID: "INTERRUPT_EDIT_INVALID",
   /** A verdict outside the closed set, a confidence outside [0,1], a missing rationale (INVALID_ARGUMENT); a verdict from a node that is not an evaluator node of the task's graph (FAILED_PRECONDITION). */
-  VERDICT_INVALID: "verdict.invalid",
+  VERDICT_INVALID: "VERDICT_INVALID",
   /** A runtime event without a payload or with a bad field. */
-  EVENT_INVALID: "event.invalid",
+  EVENT_INVALID: "EVENT_INVALID",
   /** No such task, or another tenant's (indistinguishable by design). */
-  TASK_NOT_FOUND: "task.not_found",
+  TASK_NOT_FOUND: "TASK_NOT_FOUND",
   /** No such interrupt, or another tenant's. */
-  INTERRUPT_NOT_FOUND: "interrupt.not_found",
+  INTERRUPT_NOT_FOUND: "INTERRUPT_NOT_FOUND",
   /** No such rule id in the spec rule catalogue. */
-  RULE_NOT_FOUND: "rule.not_found",
+  RULE_NOT_FOUND: "RULE_NOT_FOUND",
   /** An obligation the task's ledger does not hold. */
-  OBLIGATION_NOT_FOUND: "obligation.not_found",
+  OBLIGATION_NOT_FOUND: "OBLIGATION_NOT_FOUND",
   /** A call with a request id already used for a different request: StartTask (ids are per tenant), or a mutating call on a task (ContinueTask, CancelTask, ResolveInterrupt and the runtime's writes; ids are per task). */
-  TASK_REQUEST_ID_REUSED: "task.request_id_reused",
+  TASK_REQUEST_ID_REUSED: "TASK_REQUEST_ID_REUSED",
   /** The task already ended: cancel or continue of an ended task; a runtime's write or heartbeat under a lease of a task that has since completed, failed or been canceled. */
-  TASK_TERMINAL: "task.terminal",
+  TASK_TERMINAL: "TASK_TERMINAL",
   /** The task is not in a state that allows the call (e.g. */
-  TASK_WRONG_STATE: "task.wrong_state",
+  TASK_WRONG_STATE: "TASK_WRONG_STATE",
   /** A second resolution of the same interrupt. */
-  INTERRUPT_ALREADY_RESOLVED: "interrupt.already_resolved",
+  INTERRUPT_ALREADY_RESOLVED: "INTERRUPT_ALREADY_RESOLVED",
   /** The reviewer ruled on arguments that are not the interrupt's (ErrorInfo metadata `args_digest`: the digest of the interrupt's arguments). */
-  INTERRUPT_ARGS_MISMATCH: "interrupt.args_mismatch",
+  INTERRUPT_ARGS_MISMATCH: "INTERRUPT_ARGS_MISMATCH",
   /** A runtime reported a tool call no decision accounts for: never asked about (CheckToolCall), still pending, with `arguments_json` or tool other than the decision's (for a rejected call, which is reported too, the text ruled on), or reported a second time (a decision is single-use). */
-  TOOL_CALL_NOT_APPROVED: "tool_call.not_approved",
+  TOOL_CALL_NOT_APPROVED: "TOOL_CALL_NOT_APPROVED",
   /** A runtime reported a tool result no reported call expects: a call never checked or not yet reported as a ToolCall, a second result, another tool's name, a rejected call's result without is_error; or it ended a turn (PauseTask, CompleteTask) while a reported call has no result (docs/hitl.md, "Event sequence"). */
-  TOOL_RESULT_UNEXPECTED: "tool_result.unexpected",
+  TOOL_RESULT_UNEXPECTED: "TOOL_RESULT_UNEXPECTED",
   /** ContinueTask gave a message to a task that waits for client tool outputs (or outputs to one that waits for a message), or outputs that name a call the task does not wait for or miss one it does. */
-  TASK_TOOL_OUTPUTS_MISMATCH: "task.tool_outputs_mismatch",
+  TASK_TOOL_OUTPUTS_MISMATCH: "TASK_TOOL_OUTPUTS_MISMATCH",
   /** A runtime wrote with a stale or expired lease (fencing), or to a task canceled under its lease. */
-  LEASE_LOST: "lease.lost",
+  LEASE_LOST: "LEASE_LOST",
   /** The request occupies a config key the deployment locked (an empty list counts). */
-  CONFIG_LOCKED_KEY: "config.locked_key",
+  CONFIG_LOCKED_KEY: "CONFIG_LOCKED_KEY",
   /** The compliance posture denies what the request needs (a GraphSpec where workflows are denied). */
-  COMPLIANCE_DENIED: "compliance.denied",
+  COMPLIANCE_DENIED: "COMPLIANCE_DENIED",
   /** The store on disk has a schema version this binary does not know; the server refuses to open it (seen by an operator at startup, not by API clients). */
-  STORE_SCHEMA_MISMATCH: "store.schema_mismatch",
+  STORE_SCHEMA_MISMATCH: "STORE_SCHEMA_MISMATCH",
   /** A size or count limit: spec, input, event, task history, labels. */
-  LIMIT_EXCEEDED: "limit.exceeded",
+  LIMIT_EXCEEDED: "LIMIT_EXCEEDED",
   /** Multi-tenant mode: the calling principal already has as many calls in flight, watches or awaits open as `limits.max_*_per_principal` allow (ErrorInfo metadata `kind`: call, watch or await; `limit`). */
-  LIMIT_CONCURRENCY: "limit.concurrency",
+  LIMIT_CONCURRENCY: "LIMIT_CONCURRENCY",
   /** The store refuses calls after a failed write or sync (disk full, I/O error) until it has recovered by itself; health is NOT_SERVING meanwhile (docs/operations.md#disk-full-and-io-errors). */
-  STORE_UNAVAILABLE: "store.unavailable",
+  STORE_UNAVAILABLE: "STORE_UNAVAILABLE",
   /** The server is shutting down (a watch or await ends with it) or its store is closed. */
-  SERVER_UNAVAILABLE: "server.unavailable",
+  SERVER_UNAVAILABLE: "SERVER_UNAVAILABLE",
   /** Multi-tenant deployment and no valid credential. */
-  AUTH_UNAUTHENTICATED: "auth.unauthenticated",
+  AUTH_UNAUTHENTICATED: "AUTH_UNAUTHENTICATED",
   /** The principal lacks the role the RPC needs. */
-  AUTH_PERMISSION_DENIED: "auth.permission_denied",
+  AUTH_PERMISSION_DENIED: "AUTH_PERMISSION_DENIED",
   /** The call's deadline passed before the server finished it. */
-  DEADLINE_EXCEEDED: "deadline.exceeded",
+  DEADLINE_EXCEEDED: "DEADLINE_EXCEEDED",
   /** The caller canceled the call. */
-  REQUEST_CANCELED: "request.canceled",
+  REQUEST_CANCELED: "REQUEST_CANCELED",
   /** A server bug; the detail is in the server's log, never in the response. */
-  INTERNAL: "internal",
+  INTERNAL: "INTERNAL",
   /** A request that cannot be read at all: bytes that are not the method's protobuf message (truncated, wrong wire types), invalid UTF-8 in a string field; over HTTP a body that is not JSON, or a path or query parameter that is not UTF-8 (`GET /v1/tasks/%ff`). */
-  REQUEST_MALFORMED: "request.malformed",
+  REQUEST_MALFORMED: "REQUEST_MALFORMED",
   /** The store cannot stream a backup: it is PostgreSQL, which is backed up with the database's own tools (pg_dump, pg_basebackup, a managed service's snapshots; docs/scaling.md). */
-  STORE_BACKUP_UNSUPPORTED: "store.backup_unsupported",
+  STORE_BACKUP_UNSUPPORTED: "STORE_BACKUP_UNSUPPORTED",
   /** Over HTTP, a path the API does not have (404, NOT_FOUND), or a method the path does not take (501, UNIMPLEMENTED). */
-  ROUTE_NOT_FOUND: "route.not_found",
+  ROUTE_NOT_FOUND: "ROUTE_NOT_FOUND",
   /** No webhook dead letter with that id (AdminService.RetryWebhookDeadLetter): it was retried already, delivered, or never existed. */
-  WEBHOOK_DELIVERY_NOT_FOUND: "webhook.delivery_not_found",
+  WEBHOOK_DELIVERY_NOT_FOUND: "WEBHOOK_DELIVERY_NOT_FOUND",
   /** No schedule with that id in the caller's tenant. */
-  SCHEDULE_NOT_FOUND: "schedule.not_found",
+  SCHEDULE_NOT_FOUND: "SCHEDULE_NOT_FOUND",
   /** CreateSchedule under an id the tenant already has, for a different schedule. */
-  SCHEDULE_ALREADY_EXISTS: "schedule.already_exists",
+  SCHEDULE_ALREADY_EXISTS: "SCHEDULE_ALREADY_EXISTS",
   /** A schedule spec or policy that breaks a rule: a cron expression that does not parse, an unknown time zone, an interval out of range, a jitter over 24h. */
-  SCHEDULE_INVALID: "schedule.invalid",
+  SCHEDULE_INVALID: "SCHEDULE_INVALID",
   /** UpdateSchedule with an expected_revision the schedule no longer has: someone (or a run) changed it since it was read. */
-  SCHEDULE_REVISION_MISMATCH: "schedule.revision_mismatch",
+  SCHEDULE_REVISION_MISMATCH: "SCHEDULE_REVISION_MISMATCH",
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 

@@ -76,7 +76,7 @@ export interface AgentplaneClient {
   /**
    * Lets a gated call run with its arguments unchanged. Like reject and edit it reads the
    * interrupt first and resolves against its argument digest (or `argsDigest`), so a call
-   * whose arguments changed in between is refused (interrupt.args_mismatch) instead of
+   * whose arguments changed in between is refused (INTERRUPT_ARGS_MISMATCH) instead of
    * approved, and sends a request id (`requestId` to choose it) so that repeating it is safe.
    */
   approve(interruptId: string, options?: ResolveOptions): Promise<Interrupt>;

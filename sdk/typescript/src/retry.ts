@@ -53,7 +53,7 @@ function brokenTransport(err: AgentplaneError): boolean {
 /**
  * Whether a call of method ("agentplane.v1.TaskService/GetTask") that failed with err may
  * be made again unchanged: the RPC is NO_SIDE_EFFECTS or IDEMPOTENT in the API, and
- * either the error's reason is declared retryable (store.unavailable, limit.concurrency,
+ * either the error's reason is declared retryable (STORE_UNAVAILABLE, LIMIT_CONCURRENCY,
  * ...) or it has no declared reason and its code is one the policy retries for that
  * level (UNAVAILABLE, DEADLINE_EXCEEDED).
  */

@@ -38,7 +38,7 @@ const watchMethod = "agentplane.v1.TaskService/WatchTask";
  * gap and no duplicate (deltas sent while it was away are lost: the full message follows
  * as an event), and gives up after maxReconnects reopenings in a row without a message.
  * It ends when the task is terminal and its events are all delivered; any other error
- * (task.not_found, ...) is thrown at once. Go's Client.Watch and Python's Client.watch
+ * (TASK_NOT_FOUND, ...) is thrown at once. Go's Client.Watch and Python's Client.watch
  * do the same (docs/clients.md, "Retries, request ids and reconnection").
  */
 export async function* watch(

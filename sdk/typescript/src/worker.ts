@@ -205,9 +205,9 @@ export class Task {
     return this.waitStopped;
   }
 
-  // write makes one fenced call; lease.lost and task.terminal stop the task. A call that
+  // write makes one fenced call; LEASE_LOST and TASK_TERMINAL stop the task. A call that
   // fails transiently (UNAVAILABLE, DEADLINE_EXCEEDED, a reset stream, or an error the server marks
-  // retryable, such as store.unavailable while its database restarts) is made again while
+  // retryable, such as STORE_UNAVAILABLE while its database restarts) is made again while
   // the lease may still be renewed: until its deadline, which heartbeats keep moving while
   // they succeed. Every call here is idempotent (request ids). A call still failing at the
   // deadline stops the task as lease_lost: the lease expires and the task is queued again,

@@ -16,7 +16,7 @@ def retryable(method: str, err: AgentplaneError) -> bool:
     """Whether a call of method ("agentplane.v1.TaskService/GetTask") that failed with
     err (an AgentplaneError) may be made again unchanged: the RPC is NO_SIDE_EFFECTS or
     IDEMPOTENT in the API, and either the error's reason is declared retryable
-    (store.unavailable, limit.concurrency, ...) or it has no declared reason and its code
+    (STORE_UNAVAILABLE, LIMIT_CONCURRENCY, ...) or it has no declared reason and its code
     is one the policy retries for that level (UNAVAILABLE, DEADLINE_EXCEEDED)."""
     rpc = _api.RPCS.get(method)
     if rpc is None or rpc[0] == _api.IDEMPOTENCY_UNKNOWN:

@@ -139,7 +139,7 @@ class AsyncTask:
 
     async def _write(self, call: AsyncUnary[Any, _R], end: str = "", force: bool = False, **fields: Any) -> _R:
         """Worker Task._write on asyncio: one fenced call, repeated after a transient failure
-        with the same fields until the lease deadline; lease.lost and task.terminal stop the task."""
+        with the same fields until the lease deadline; LEASE_LOST and TASK_TERMINAL stop the task."""
         if self.ended:
             raise RuntimeError(f"the task was already ended by this runtime ({self.ended})")
         failures = 0

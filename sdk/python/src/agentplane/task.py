@@ -168,7 +168,7 @@ class Helpers:
         """Lets a gated call run with its arguments unchanged. Like reject and edit it reads
         the interrupt first and resolves against its argument digest (or args_digest, the
         one the reviewer saw), so a call whose arguments changed in between is refused
-        (FAILED_PRECONDITION, interrupt.args_mismatch) instead of approved; and it sends a
+        (FAILED_PRECONDITION, INTERRUPT_ARGS_MISMATCH) instead of approved; and it sends a
         request id (request_id= to choose it), so that repeating it is safe. Returns the
         resolved Interrupt."""
         return self._resolve(resolve_fields(interrupt_id, "approve", reason, None), request_id, args_digest)

@@ -4,7 +4,7 @@ A Worker long-polls RuntimeService.LeaseTasks for up to `capacity` tasks at a ti
 and runs each leased task in its own thread, calling handler(task). It heartbeats
 once before the handler runs (acknowledging the lease) and then in the background;
 task.canceled is set when a heartbeat says the task was canceled, when the lease is
-lost (a write or heartbeat refused as lease.lost, or no heartbeat succeeded before
+lost (a write or heartbeat refused as LEASE_LOST, or no heartbeat succeeded before
 the lease deadline), or when the worker stops and its drain time ran out
 (task.stop_reason says which: "canceled", "lease_lost" or "stopping", the names Go's
 worker.StopReason and TypeScript's TaskStopped.kind use, agentplane.StopReason's values);
@@ -27,7 +27,7 @@ task (after a durable wait, a hand-back, a crash after the record) gets the reco
 result instead of running fn again.
 
 The task's writes carry request ids and are repeated after UNAVAILABLE,
-DEADLINE_EXCEEDED or an error the server marks retryable (store.unavailable while its
+DEADLINE_EXCEEDED or an error the server marks retryable (STORE_UNAVAILABLE while its
 database restarts) while the lease may still be renewed; a call still failing at the
 lease deadline stops the task ("lease_lost"): the lease expires and the task is queued
 again, so an outage does not fail it.
@@ -114,7 +114,7 @@ _LOST_ON_THE_WAY = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEED
 
 def _retryable(err: AgentplaneError) -> bool:
     """Whether a failed call may succeed if made again: lost on the way, or the server
-    says to retry (a RetryInfo: store.unavailable, server.unavailable, ...)."""
+    says to retry (a RetryInfo: STORE_UNAVAILABLE, SERVER_UNAVAILABLE, ...)."""
     return err.code in _LOST_ON_THE_WAY or err.retry_delay is not None
 
 
@@ -210,10 +210,10 @@ class Task:
 
     def _write(self, call: Unary[Any, _R], end: str = "", force: bool = False, **fields: Any) -> _R:
         """Makes one fenced call under the lease. A call that fails transiently (lost on the
-        way, or store.unavailable while the database restarts) is made again with the same
+        way, or STORE_UNAVAILABLE while the database restarts) is made again with the same
         fields, request id included, so the server answers a repeat from the first, while
         the lease may still be renewed (until its deadline, which heartbeats move while
-        they succeed); lease.lost and task.terminal stop the task, and so does a call still
+        they succeed); LEASE_LOST and TASK_TERMINAL stop the task, and so does a call still
         failing at the deadline (the lease expires and the task is queued again)."""
         if self.ended:
             raise RuntimeError(f"the task was already ended by this runtime ({self.ended})")

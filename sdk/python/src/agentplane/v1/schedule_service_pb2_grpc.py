@@ -82,9 +82,9 @@ class ScheduleServiceServicer(object):
         StartTask validates a request) and stores the schedule. It is idempotent on
         schedule_id: the same request again returns the stored schedule with
         created=false; a different one under a taken id is ALREADY_EXISTS
-        (schedule.already_exists). Past schedules.max_per_tenant it is RESOURCE_EXHAUSTED
-        (limit.exceeded). A spec that does not parse is INVALID_ARGUMENT
-        (schedule.invalid).
+        (SCHEDULE_ALREADY_EXISTS). Past schedules.max_per_tenant it is RESOURCE_EXHAUSTED
+        (LIMIT_EXCEEDED). A spec that does not parse is INVALID_ARGUMENT
+        (SCHEDULE_INVALID).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -85,7 +85,7 @@ export const WebhookDeadLetterSchema: GenMessage<WebhookDeadLetter> = /*@__PURE_
   messageDesc(file_agentplane_v1_admin_service, 0);
 
 /**
- * ListWebhookDeadLettersRequest pages through dead letters.
+ * ListWebhookDeadLettersRequest pages through dead letters, like every List RPC.
  *
  * @generated from message agentplane.v1.ListWebhookDeadLettersRequest
  */
@@ -98,14 +98,17 @@ export type ListWebhookDeadLettersRequest = Message<"agentplane.v1.ListWebhookDe
   tenant: string;
 
   /**
-   * At most this many (default 100, at most 1000).
+   * Maximum dead letters per page; 0 means 50; capped at 500; negative is
+   * INVALID_ARGUMENT. A page examines at most 20 dead letters per item it may return,
+   * so with tenant set it may be short (even empty) with a next_page_token.
    *
    * @generated from field: int32 page_size = 2;
    */
   pageSize: number;
 
   /**
-   * From a previous response's next_page_token.
+   * Opaque token from a previous response; tenant must not change between pages (a
+   * token of another listing is INVALID_ARGUMENT, PAGE_TOKEN_INVALID).
    *
    * @generated from field: string page_token = 3;
    */
@@ -517,7 +520,7 @@ export const AdminService: GenService<{
   /**
    * RetryWebhookDeadLetter puts dead letters back in the outbox, due now, with their
    * attempts reset: one by id, or every one (of a tenant, if set) with all. An id that
-   * is not a dead letter is NOT_FOUND (webhook.delivery_not_found).
+   * is not a dead letter is NOT_FOUND (WEBHOOK_DELIVERY_NOT_FOUND).
    * Not idempotent (no idempotency_level): a repeat after a lost response finds the
    * letters gone (NOT_FOUND) or, with all, queues letters that died since.
    *

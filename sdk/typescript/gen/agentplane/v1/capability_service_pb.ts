@@ -106,7 +106,7 @@ export type Capabilities = Message<"agentplane.v1.Capabilities"> & {
   maxCallerPeers: number;
 
   /**
-   * Config keys a request may not occupy (reason config.locked_key).
+   * Config keys a request may not occupy (reason CONFIG_LOCKED_KEY).
    *
    * @generated from field: repeated string locked_keys = 8;
    */

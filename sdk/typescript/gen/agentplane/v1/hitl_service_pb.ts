@@ -205,7 +205,7 @@ export type ResolveInterruptRequest = Message<"agentplane.v1.ResolveInterruptReq
 
   /**
    * Optional: the args digest the reviewer saw (Interrupt.args_digest). When set and
-   * different, the call is refused with FAILED_PRECONDITION (reason interrupt.args_mismatch).
+   * different, the call is refused with FAILED_PRECONDITION (reason INTERRUPT_ARGS_MISMATCH).
    *
    * @generated from field: string args_digest = 5;
    */
@@ -215,8 +215,8 @@ export type ResolveInterruptRequest = Message<"agentplane.v1.ResolveInterruptReq
    * Idempotency key chosen by the caller (at most 128 bytes), unique among the
    * mutating calls on the interrupt's task; recommended. A retry with the same
    * request_id and the same request returns the interrupt as resolved by the first
-   * call, instead of interrupt.already_resolved; the same request_id with a different
-   * request is ALREADY_EXISTS (reason task.request_id_reused).
+   * call, instead of INTERRUPT_ALREADY_RESOLVED; the same request_id with a different
+   * request is ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
    *
    * @generated from field: string request_id = 6;
    */
@@ -354,7 +354,7 @@ export const HitlService: GenService<{
    * ResolveInterrupt records a decision: approve, reject (reason required) or edit (new
    * args, validated against the tool's parameter schema; an invalid edit is
    * INVALID_ARGUMENT with the schema violations). A second resolution is
-   * FAILED_PRECONDITION with reason interrupt.already_resolved. A chat-mode pause is
+   * FAILED_PRECONDITION with reason INTERRUPT_ALREADY_RESOLVED. A chat-mode pause is
    * resolved only by TaskService.ContinueTask.
    *
    * @generated from rpc agentplane.v1.HitlService.ResolveInterrupt

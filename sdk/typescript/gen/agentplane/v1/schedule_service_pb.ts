@@ -630,7 +630,7 @@ export type UpdateScheduleRequest = Message<"agentplane.v1.UpdateScheduleRequest
 
   /**
    * When nonzero, the update applies only if the schedule's revision is this one
-   * (FAILED_PRECONDITION, schedule.revision_mismatch, otherwise).
+   * (FAILED_PRECONDITION, SCHEDULE_REVISION_MISMATCH, otherwise).
    *
    * @generated from field: int64 expected_revision = 5;
    */
@@ -976,9 +976,9 @@ export const ScheduleService: GenService<{
    * StartTask validates a request) and stores the schedule. It is idempotent on
    * schedule_id: the same request again returns the stored schedule with
    * created=false; a different one under a taken id is ALREADY_EXISTS
-   * (schedule.already_exists). Past schedules.max_per_tenant it is RESOURCE_EXHAUSTED
-   * (limit.exceeded). A spec that does not parse is INVALID_ARGUMENT
-   * (schedule.invalid).
+   * (SCHEDULE_ALREADY_EXISTS). Past schedules.max_per_tenant it is RESOURCE_EXHAUSTED
+   * (LIMIT_EXCEEDED). A spec that does not parse is INVALID_ARGUMENT
+   * (SCHEDULE_INVALID).
    *
    * @generated from rpc agentplane.v1.ScheduleService.CreateSchedule
    */
