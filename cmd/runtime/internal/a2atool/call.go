@@ -149,16 +149,16 @@ func (p *Provider) call(ctx context.Context, c peerClient, peer, skill, argument
 	limit := agent.OrDefault(p.MaxResultBytes, DefaultMaxResultBytes)
 	n := agent.ResponseLimit(limit)
 	// bounded runs one request under its own read limit.
-	bounded := func(f func(context.Context) (peerResult, error)) (peerResult, error, *agent.TooLargeError) {
+	bounded := func(f func(context.Context) (peerResult, error)) (peerResult, *agent.TooLargeError, error) {
 		rctx, stop := agent.WithReadLimit(callCtx, agent.ReadLimit{Message: n, Total: n})
 		defer stop()
 		res, err := f(rctx)
 		if err == nil {
 			err = checkResult(res)
 		}
-		return res, err, agent.TooLarge(rctx)
+		return res, agent.TooLarge(rctx), err
 	}
-	res, err, tl := bounded(func(ctx context.Context) (peerResult, error) { return c.send(ctx, skill, args.Message) })
+	res, tl, err := bounded(func(ctx context.Context) (peerResult, error) { return c.send(ctx, skill, args.Message) })
 	for wait, failures := pollMin, 0; tl == nil && err == nil && res.task && running(res.state); {
 		select {
 		case <-callCtx.Done():
@@ -170,7 +170,7 @@ func (p *Provider) call(ctx context.Context, c peerClient, peer, skill, argument
 		}
 		wait = min(2*wait, pollMax)
 		id := res.id
-		next, gerr, gtl := bounded(func(ctx context.Context) (peerResult, error) { return c.get(ctx, id) })
+		next, gtl, gerr := bounded(func(ctx context.Context) (peerResult, error) { return c.get(ctx, id) })
 		if tl = gtl; tl != nil {
 			break
 		}
