@@ -79,7 +79,7 @@ func (p *Provider) MountPeers(ctx context.Context, peers []*agentplanev1.A2APeer
 		names[i] = peer.GetName()
 	}
 	return agent.MountEach(ctx, log, note, "A2A peer", "a2a_peer", names, func(ctx context.Context, i int) ([]*agent.RemoteTool, func(), error) {
-		ts, refused, c, err := p.mountPeer(ctx, peers[i])
+		ts, refused, c, err := p.mountPeer(ctx, peers[i], log)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -88,7 +88,7 @@ func (p *Provider) MountPeers(ctx context.Context, peers []*agentplanev1.A2APeer
 	})
 }
 
-func (p *Provider) mountPeer(ctx context.Context, peer *agentplanev1.A2APeer) ([]*agent.RemoteTool, []agent.Refusal, peerClient, error) {
+func (p *Provider) mountPeer(ctx context.Context, peer *agentplanev1.A2APeer, log *slog.Logger) ([]*agent.RemoteTool, []agent.Refusal, peerClient, error) {
 	hc := agent.HeaderClient(peer.GetHeaders())
 	card, cardURL, err := p.readCard(ctx, hc, peer.GetUrl())
 	if err != nil {
@@ -98,6 +98,7 @@ func (p *Provider) mountPeer(ctx context.Context, peer *agentplanev1.A2APeer) ([
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	log.Debug("A2A peer card read", "a2a_peer", peer.GetName(), "protocol_version", ep.version, "skills", len(card.Skills))
 	var c peerClient
 	if ep.version == version10 {
 		c = &v10Client{hc: hc, endpoint: ep.url, maxBody: agent.ResponseLimit(agent.OrDefault(p.MaxResultBytes, DefaultMaxResultBytes))}
