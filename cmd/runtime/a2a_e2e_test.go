@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,12 +26,12 @@ import (
 	"github.com/agentplane/agentplane/cmd/runtime/internal/fakemodel"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/internal/testutil"
-	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/servertest"
 )
 
 // TestTwoControlPlanesOverA2A: agentplane calling agentplane over A2A v1.0, each side
-// with its own control plane and its own runtime binary. A's agent has B's static
+// with its own control plane and runtime, all four real processes (the controlplane
+// and runtime binaries). A's agent has B's static
 // agent "shipping" as an A2A peer: the call is gated on A and approved there; A's
 // runtime calls B's A2A face (v1.0 JSON-RPC, read from B's card); B's agent calls its
 // HTTP tool lookup_order, gated on B by a2a.agents.shipping.interrupt_policy. While
@@ -46,20 +48,25 @@ func TestTwoControlPlanesOverA2A(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	bin := buildBinary(t, dir, ".", "runtime")
+	cpBin := buildBinary(t, dir, "../controlplane", "controlplane")
 
 	// Control plane B: the static agent "shipping", on its own queue, its lookups gated.
 	specB := filepath.Join(dir, "shipping.yaml")
 	if err := os.WriteFile(specB, []byte("apiVersion: qar/v1\nkind: AgentSpec\nname: shipping\ninstructions: Track parcels with lookup_order.\nmodel: fake-b\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b := servertest.Start(t, func(c *config.Config) {
-		c.Tasks.LeaseTTL = config.Duration(2 * time.Second)
-		c.Spec.StaticAgents = map[string]string{"shipping": specB}
-		c.A2A.Agents = map[string]config.A2AAgent{"shipping": {Description: "Knows where parcels are.", Queue: "shipping",
-			InterruptPolicy: map[string]any{"allowlist": map[string]any{"tools": []any{"lookup_order"}}}}}
-		c.A2A.BlockingTimeout = config.Duration(time.Second)
-	})
-	a := servertest.Start(t, nil)
+	b := startControlPlane(t, cpBin, fmt.Sprintf(`tasks: {lease_ttl: 2s}
+spec:
+  static_agents: {shipping: %q}
+a2a:
+  blocking_timeout: 1s
+  agents:
+    shipping:
+      description: Knows where parcels are.
+      queue: shipping
+      interrupt_policy: {allowlist: {tools: [lookup_order]}}
+`, specB))
+	a := startControlPlane(t, cpBin, "")
 
 	modelB := fakemodel.Start(t,
 		fakemodel.Turn{Calls: []fakemodel.Call{{ID: "b1", Name: "lookup_order", Arguments: `{"order_id":42}`}}},
@@ -207,6 +214,55 @@ func recordingProxy(t *testing.T, target string) (string, func() []string) {
 		defer mu.Unlock()
 		return append([]string(nil), calls...)
 	}
+}
+
+// startControlPlane runs the controlplane binary with config (YAML) on loopback ports
+// and a fresh data directory until the test ends, and dials it. The Instance it
+// returns has Client, GRPCAddr and HTTPAddr set.
+func startControlPlane(t *testing.T, bin, config string) *servertest.Instance {
+	t.Helper()
+	cfgFile := writeFile(t, "controlplane.yaml", config+"log: {level: warn}\n")
+	cmd := exec.Command(bin, "--data-dir", t.TempDir(), "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "AGENTPLANE_CONFIG="+cfgFile)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &testutil.SyncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	type addrs struct{ grpc, http string }
+	ready := make(chan addrs, 1)
+	go func() {
+		var a addrs
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			switch {
+			case len(f) >= 2 && f[0] == "gRPC":
+				a.grpc = f[1]
+			case len(f) >= 2 && f[0] == "HTTP/JSON":
+				a.http = strings.TrimPrefix(f[1], "http://")
+				ready <- a
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	var got addrs
+	select {
+	case got = <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("controlplane did not print its addresses\n%s", stderr)
+	}
+	c, err := client.Dial(context.Background(), got.grpc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return &servertest.Instance{Client: c, GRPCAddr: got.grpc, HTTPAddr: got.http}
 }
 
 // waitInterrupt waits for the first pending interrupt req lists.
