@@ -206,6 +206,7 @@ func (h *Handler) live(page string, fn func(ctx context.Context, w http.Response
 				}
 			}()
 		}
+		r = r.WithContext(ctx)
 		t := time.NewTicker(h.streams.opt.Heartbeat)
 		defer t.Stop()
 		// Each heartbeat checks again that the session was not signed out elsewhere in
@@ -219,7 +220,7 @@ func (h *Handler) live(page string, fn func(ctx context.Context, w http.Response
 						cancel()
 						return
 					}
-					if _, err := h.caps.GetCapabilities(h.call(r.WithContext(ctx), s), &agentplanev1.GetCapabilitiesRequest{}); status.Code(err) == codes.Unauthenticated {
+					if _, err := h.caps.GetCapabilities(h.call(r, s), &agentplanev1.GetCapabilitiesRequest{}); status.Code(err) == codes.Unauthenticated {
 						cancel()
 						return
 					}
@@ -233,7 +234,6 @@ func (h *Handler) live(page string, fn func(ctx context.Context, w http.Response
 				}
 			}
 		}()
-		r = r.WithContext(ctx)
 		if err := fn(ctx, w, r, s, tick); err != nil && ctx.Err() == nil {
 			h.opt.Log.Debug("console: live stream ended", "page", page, "err", err)
 		}
