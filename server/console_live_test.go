@@ -112,7 +112,9 @@ func (s *liveStream) ended(what string) {
 	}
 }
 
-func prefix(p string) func(string) bool { return func(l string) bool { return strings.HasPrefix(l, p) } }
+func prefix(p string) func(string) bool {
+	return func(l string) bool { return strings.HasPrefix(l, p) }
+}
 
 func liveConfig(c *config.Config) {
 	c.Limits.StreamKeepaliveInterval = config.Duration(time.Second)
