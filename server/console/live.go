@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/auth"
 )
 
 // Live updates (docs/console.md#live-updates). An open inbox or task page holds one
@@ -256,8 +257,9 @@ func (h *Handler) liveRefuse(w http.ResponseWriter, err error) {
 // inboxLive streams "inbox" events: one after each change to the tenant's interrupts
 // (a burst of them is one event when the page is slower than the burst).
 func (h *Handler) inboxLive(ctx context.Context, w http.ResponseWriter, r *http.Request, s *session, tick <-chan time.Time) error {
-	if h.opt.Live.Interrupts == nil {
-		http.Error(w, "console: no live inbox on this server", http.StatusNotFound)
+	if h.opt.Live.Interrupts == nil || s.Tenant == auth.AllTenants {
+		// A principal of every tenant (an admin) has no one tenant's taps: its inbox polls.
+		http.Error(w, "console: no live inbox here; the page polls", http.StatusNotFound)
 		return nil
 	}
 	changed, stop := h.opt.Live.Interrupts(s.Tenant)
