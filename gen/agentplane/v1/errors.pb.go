@@ -163,6 +163,14 @@ const (
 	// No webhook dead letter with that id (AdminService.RetryWebhookDeadLetter): it was
 	// retried already, delivered, or never existed.
 	ErrorReason_ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND ErrorReason = 57
+	// StartTask for a tenant, or a static agent, whose token or cost budget for the
+	// current period is spent (`budgets.rules`, docs/budgets.md). ErrorInfo metadata:
+	// `budget` (the rule's name), `period` (day or month, UTC), `unit` (tokens or usd),
+	// `used` and `limit` (in that unit; usd as a decimal string), `resets_at` (RFC 3339,
+	// UTC: when the next period starts). Not retryable: the same call is refused until
+	// resets_at, which may be weeks away; a caller that can wait schedules the retry for
+	// then. Tasks already running go on.
+	ErrorReason_ERROR_REASON_BUDGET_EXCEEDED ErrorReason = 58
 )
 
 // Enum value maps for ErrorReason.
@@ -205,6 +213,7 @@ var (
 		40: "ERROR_REASON_STORE_BACKUP_UNSUPPORTED",
 		32: "ERROR_REASON_ROUTE_NOT_FOUND",
 		57: "ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND",
+		58: "ERROR_REASON_BUDGET_EXCEEDED",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                0,
@@ -244,6 +253,7 @@ var (
 		"ERROR_REASON_STORE_BACKUP_UNSUPPORTED":   40,
 		"ERROR_REASON_ROUTE_NOT_FOUND":            32,
 		"ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND": 57,
+		"ERROR_REASON_BUDGET_EXCEEDED":            58,
 	}
 )
 
@@ -369,7 +379,7 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"\x12ErrorReasonOptions\x12\x12\n" +
 	"\x04wire\x18\x01 \x01(\tR\x04wire\x12\x14\n" +
 	"\x05codes\x18\x02 \x03(\tR\x05codes\x12\x1c\n" +
-	"\tretryable\x18\x03 \x01(\bR\tretryable*\xa5\x17\n" +
+	"\tretryable\x18\x03 \x01(\bR\tretryable*\xf2\x17\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12I\n" +
 	"\x1cERROR_REASON_REQUEST_INVALID\x10\x01\x1a'\xe2\xf9\x18#\n" +
@@ -445,7 +455,9 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"\x1cERROR_REASON_ROUTE_NOT_FOUND\x10 \x1a/\xe2\xf9\x18+\n" +
 	"\x0froute.not_found\x12\tNOT_FOUND\x12\rUNIMPLEMENTED\x12X\n" +
 	"'ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND\x109\x1a+\xe2\xf9\x18'\n" +
-	"\x1awebhook.delivery_not_found\x12\tNOT_FOUND:i\n" +
+	"\x1awebhook.delivery_not_found\x12\tNOT_FOUND\x12K\n" +
+	"\x1cERROR_REASON_BUDGET_EXCEEDED\x10:\x1a)\xe2\xf9\x18%\n" +
+	"\x0fbudget.exceeded\x12\x12RESOURCE_EXHAUSTED:i\n" +
 	"\ferror_reason\x12!.google.protobuf.EnumValueOptions\x18\x9c\x8f\x03 \x01(\v2!.agentplane.v1.ErrorReasonOptionsR\verrorReasonBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (
