@@ -48,6 +48,9 @@ type Config struct {
 	Notifications Notifications `yaml:"notifications"`
 	// Tenants holds per-tenant settings; they may tighten the deployment's, never loosen.
 	Tenants map[string]Tenant `yaml:"tenants"`
+	// Budgets limits the tokens and cost of model calls per tenant and agent
+	// (docs/budgets.md); none by default.
+	Budgets Budgets `yaml:"budgets"`
 
 	baseDir string
 }
@@ -608,6 +611,7 @@ func (c *Config) Validate() error {
 	c.validateGates(bad)
 	c.validateNotifications(bad)
 	c.validateChannels(bad)
+	c.validateBudgets(bad)
 	if len(errs) == 0 {
 		return nil
 	}

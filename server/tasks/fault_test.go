@@ -152,6 +152,12 @@ func (w faultWriter) ClaimOutbox(now time.Time, limit int) ([]*storagev1.OutboxR
 func (w faultWriter) DeleteTask(tenant, id string) (store.Deleted, error) {
 	return w.w.DeleteTask(tenant, id)
 }
+func (w faultWriter) AddBudgetUsage(d *storagev1.BudgetUsageRecord) (*storagev1.BudgetUsageRecord, error) {
+	if err := w.s.fail(); err != nil {
+		return nil, err
+	}
+	return w.w.AddBudgetUsage(d)
+}
 func (w faultWriter) OnCommit(f func()) { w.w.OnCommit(f) }
 
 func newFaultHarness(t *testing.T) (*harness, *faultStore) {

@@ -205,7 +205,8 @@ func (m *Manager) checkStart(p *StartParams) error {
 // and the gate events, in one transaction. With a RequestID it is idempotent per
 // tenant: a retry with the same digest returns the existing task and created=false;
 // the same RequestID with a different digest is ALREADY_EXISTS
-// (task.request_id_reused). An input over Config.MaxInputBytes is RESOURCE_EXHAUSTED.
+// (task.request_id_reused). An input over Config.MaxInputBytes is RESOURCE_EXHAUSTED,
+// and so is a new task whose budget is spent (budget.exceeded, Options.Budgets).
 func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.Task, created bool, err error) {
 	if err := m.checkStart(&p); err != nil {
 		return nil, false, err
@@ -265,6 +266,11 @@ func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.
 				return nil
 			}
 		}
+		// After the retry check: a retry of a task already started is answered whatever
+		// its budget says now.
+		if err := m.budgets.Check(w, p.Tenant, p.AgentID, now); err != nil {
+			return err
+		}
 		rec := &storagev1.TaskRecord{
 			TaskId:        id,
 			Tenant:        p.Tenant,
@@ -278,6 +284,7 @@ func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.
 			SpecKind:      kind,
 			Queue:         p.Queue,
 			TraceContext:  p.TraceContext,
+			AgentId:       p.AgentID,
 		}
 		op := m.newOp(w, now, rec)
 		if err := op.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Submitted{Submitted: &agentplanev1.TaskSubmitted{

@@ -12,8 +12,9 @@ import (
 //
 // Version 2 keys the run queue by queue name (bucket RunQueue, QueueKey) where version
 // 1 had one queue per tenant (bucket QueueV1, TimeKey). Version 3 adds the webhook
-// outbox (buckets Outbox, OutboxDue, OutboxDead).
-const Version = 3
+// outbox (buckets Outbox, OutboxDue, OutboxDead). Version 4 adds the budget counts
+// (bucket Budgets).
+const Version = 4
 
 // OldestUpgradable is the oldest version a store opens (and upgrades) from.
 const OldestUpgradable = 1
@@ -67,6 +68,8 @@ var (
 	OutboxDue = []byte("outbox_due")
 	// OutboxDead indexes dead letters: OutboxKey(id), empty value.
 	OutboxDead = []byte("outbox_dead")
+	// Budgets maps BudgetKey(tenant, budget) to a BudgetUsageRecord.
+	Budgets = []byte("budgets")
 )
 
 // OutboxBuckets are the buckets version 3 added; the upgrade from 2 creates them.
@@ -76,7 +79,16 @@ var OutboxBuckets = [][]byte{Outbox, OutboxDue, OutboxDead}
 var Buckets = [][]byte{
 	Meta, Tasks, TaskSpecs, TasksByCreate, Requests, Events, RunQueue, LeaseDeadlines, Ended,
 	Interrupts, PendingInterrupts, InterruptDeadlines, InterruptsByTask,
-	Verdicts, Obligations, Counters, Outbox, OutboxDue, OutboxDead,
+	Verdicts, Obligations, Counters, Outbox, OutboxDue, OutboxDead, Budgets,
+}
+
+// BudgetBuckets are the buckets version 4 added; the upgrade from 3 (or earlier)
+// creates them.
+var BudgetBuckets = [][]byte{Budgets}
+
+// BudgetKey is the key of a tenant's count for one budget.
+func BudgetKey(tenant, budget string) []byte {
+	return appendString(TenantPrefix(tenant), budget)
 }
 
 // MetaSchemaKey holds the SchemaInfo in Meta.

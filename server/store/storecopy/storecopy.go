@@ -28,6 +28,8 @@ type Counts struct {
 	Tenants, Tasks, Specs, Events, Interrupts, Verdicts, Obligations int64
 	// Notifications counts the webhook outbox's records, pending and dead letters.
 	Notifications int64
+	// Budgets counts the budget counts (one per tenant and budget).
+	Budgets int64
 }
 
 // task is every record of one task.
@@ -144,7 +146,37 @@ func Copy(ctx context.Context, src, dst Source) (Counts, error) {
 			return n, err
 		}
 	}
-	return n, nil
+	budgets, err := copyBudgets(ctx, src, dst)
+	n.Budgets += budgets
+	return n, err
+}
+
+// copyBudgets copies the budget counts in one transaction (they are bounded by
+// tenants times budgets), so that a move does not hand every tenant a fresh period.
+func copyBudgets(ctx context.Context, src, dst Source) (int64, error) {
+	var recs []*storagev1.BudgetUsageRecord
+	if err := src.View(ctx, func(r store.Reader) error {
+		return r.ScanBudgetUsage(func(rec *storagev1.BudgetUsageRecord) (bool, error) {
+			recs = append(recs, rec)
+			return true, nil
+		})
+	}); err != nil {
+		return 0, fmt.Errorf("reading the budget counts: %w", err)
+	}
+	if len(recs) == 0 {
+		return 0, nil
+	}
+	if err := dst.Update(ctx, func(w store.Writer) error {
+		for _, rec := range recs {
+			if _, err := w.AddBudgetUsage(rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("writing the budget counts: %w", err)
+	}
+	return int64(len(recs)), nil
 }
 
 // outboxChunk is how many outbox records one Update of copyOutbox writes.
