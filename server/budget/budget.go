@@ -263,6 +263,31 @@ func (b *Budgets) Statuses(r store.Reader, now time.Time) ([]*agentplanev1.Budge
 	return out, err
 }
 
+// ForTenant is every budget that applies to tenant, in configuration order, with its
+// count for the current period (zero when nothing is counted yet).
+func (b *Budgets) ForTenant(r store.Reader, tenant string, now time.Time) ([]*agentplanev1.BudgetStatus, error) {
+	if b == nil {
+		return nil, nil
+	}
+	var out []*agentplanev1.BudgetStatus
+	for i := range b.rules {
+		ru := &b.rules[i]
+		if ru.tenants != nil && !ru.tenants[tenant] {
+			continue
+		}
+		rec, err := r.GetBudgetUsage(tenant, ru.name)
+		if err != nil {
+			return nil, err
+		}
+		if rec = ru.current(rec, now); rec == nil {
+			start, _ := Period(ru.period, now)
+			rec = &storagev1.BudgetUsageRecord{Tenant: tenant, Budget: ru.name, PeriodStart: timestamppb.New(start)}
+		}
+		out = append(out, ru.status(rec, now))
+	}
+	return out, nil
+}
+
 // USD formats millionths of a dollar as a decimal string ("2.5", "0.000001").
 func USD(micros int64) string {
 	s := strconv.FormatInt(micros/1_000_000, 10)

@@ -11,10 +11,11 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from agentplane.v1 import task_pb2 as agentplane_dot_v1_dot_task__pb2
 from agentplane.v1 import hitl_pb2 as agentplane_dot_v1_dot_hitl__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&agentplane/v1/capability_service.proto\x12\ragentplane.v1\x1a\x18\x61gentplane/v1/hitl.proto\"\x18\n\x16GetCapabilitiesRequest\"Z\n\x17GetCapabilitiesResponse\x12?\n\x0c\x63\x61pabilities\x18\x01 \x01(\x0b\x32\x1b.agentplane.v1.CapabilitiesR\x0c\x63\x61pabilities\"\x80\x05\n\x0c\x43\x61pabilities\x12%\n\x0eserver_version\x18\x01 \x01(\tR\rserverVersion\x12\x14\n\x05store\x18\x02 \x01(\tR\x05store\x12\x36\n\tprincipal\x18\x03 \x01(\x0b\x32\x18.agentplane.v1.PrincipalR\tprincipal\x12+\n\x11require_principal\x18\x04 \x01(\x08R\x10requirePrincipal\x12#\n\rmcp_injection\x18\x05 \x01(\x08R\x0cmcpInjection\x12#\n\ra2a_injection\x18\x06 \x01(\x08R\x0c\x61\x32\x61Injection\x12(\n\x10max_caller_peers\x18\x07 \x01(\x05R\x0emaxCallerPeers\x12\x1f\n\x0blocked_keys\x18\x08 \x03(\tR\nlockedKeys\x12-\n\x12\x63ompliance_posture\x18\t \x01(\tR\x11\x63ompliancePosture\x12/\n\x13\x64\x65nied_capabilities\x18\n \x03(\tR\x12\x64\x65niedCapabilities\x12\x31\n\x04spec\x18\x0b \x01(\x0b\x32\x1d.agentplane.v1.SpecVocabularyR\x04spec\x12\x42\n\x0e\x64\x65\x63ision_types\x18\x0c \x03(\x0e\x32\x1b.agentplane.v1.DecisionTypeR\rdecisionTypes\x12-\n\x06limits\x18\r \x01(\x0b\x32\x15.agentplane.v1.LimitsR\x06limits\x12\x33\n\x08\x66\x65\x61tures\x18\x0e \x01(\x0b\x32\x17.agentplane.v1.FeaturesR\x08\x66\x65\x61tures\"S\n\tPrincipal\x12\x18\n\x07subject\x18\x01 \x01(\tR\x07subject\x12\x16\n\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x14\n\x05roles\x18\x03 \x03(\tR\x05roles\"\xfb\x01\n\x0eSpecVocabulary\x12!\n\x0c\x61pi_versions\x18\x01 \x03(\tR\x0b\x61piVersions\x12\x14\n\x05kinds\x18\x02 \x03(\tR\x05kinds\x12\x14\n\x05roles\x18\x03 \x03(\tR\x05roles\x12\x1d\n\nedge_kinds\x18\x04 \x03(\tR\tedgeKinds\x12\x1d\n\nhitl_modes\x18\x05 \x03(\tR\thitlModes\x12+\n\x11termination_kinds\x18\x06 \x03(\tR\x10terminationKinds\x12/\n\x13instruction_presets\x18\x07 \x03(\tR\x12instructionPresets\"\xa8\x05\n\x06Limits\x12\x1b\n\tmax_depth\x18\x01 \x01(\x05R\x08maxDepth\x12$\n\x0emax_spec_bytes\x18\x02 \x01(\x03R\x0cmaxSpecBytes\x12&\n\x0fmax_event_bytes\x18\x03 \x01(\x03R\rmaxEventBytes\x12\x33\n\x16max_task_history_bytes\x18\x04 \x01(\x03R\x13maxTaskHistoryBytes\x12&\n\x0fmax_task_events\x18\x05 \x01(\x05R\rmaxTaskEvents\x12*\n\x11max_request_bytes\x18\x06 \x01(\x03R\x0fmaxRequestBytes\x12&\n\x0fmax_input_bytes\x18\x07 \x01(\x03R\rmaxInputBytes\x12\x1d\n\nmax_labels\x18\x08 \x01(\x05R\tmaxLabels\x12\x35\n\x17max_list_response_bytes\x18\t \x01(\x03R\x14maxListResponseBytes\x12\x31\n\x15max_events_per_report\x18\n \x01(\x05R\x12maxEventsPerReport\x12\x35\n\x17max_calls_per_principal\x18\x0b \x01(\x05R\x14maxCallsPerPrincipal\x12\x39\n\x19max_watches_per_principal\x18\x0c \x01(\x05R\x16maxWatchesPerPrincipal\x12\x37\n\x18max_awaits_per_principal\x18\r \x01(\x05R\x15maxAwaitsPerPrincipal\x12*\n\x11\x64\x65\x66\x61ult_page_size\x18\x0e \x01(\x05R\x0f\x64\x65\x66\x61ultPageSize\x12\"\n\rmax_page_size\x18\x0f \x01(\x05R\x0bmaxPageSize\"\x85\x03\n\x08\x46\x65\x61tures\x12\'\n\x0fspec_validation\x18\x01 \x01(\x08R\x0especValidation\x12\x14\n\x05tasks\x18\x02 \x01(\x08R\x05tasks\x12!\n\x0cwatch_resume\x18\x03 \x01(\x08R\x0bwatchResume\x12)\n\x10idempotent_start\x18\x04 \x01(\x08R\x0fidempotentStart\x12%\n\x0eruntime_leases\x18\x05 \x01(\x08R\rruntimeLeases\x12-\n\x12\x64urable_interrupts\x18\x06 \x01(\x08R\x11\x64urableInterrupts\x12!\n\x0c\x63\x65l_policies\x18\x07 \x01(\x08R\x0b\x63\x65lPolicies\x12\x1a\n\x08verdicts\x18\x08 \x01(\x08R\x08verdicts\x12\x1b\n\tchat_mode\x18\t \x01(\x08R\x08\x63hatMode\x12\x1d\n\nhot_backup\x18\n \x01(\x08R\thotBackup\x12\x1b\n\thttp_json\x18\x0b \x01(\x08R\x08httpJson2u\n\x11\x43\x61pabilityService\x12`\n\x0fGetCapabilities\x12%.agentplane.v1.GetCapabilitiesRequest\x1a&.agentplane.v1.GetCapabilitiesResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&agentplane/v1/capability_service.proto\x12\ragentplane.v1\x1a\x18\x61gentplane/v1/task.proto\x1a\x18\x61gentplane/v1/hitl.proto\"\x18\n\x16GetCapabilitiesRequest\"\x91\x01\n\x17GetCapabilitiesResponse\x12?\n\x0c\x63\x61pabilities\x18\x01 \x01(\x0b\x32\x1b.agentplane.v1.CapabilitiesR\x0c\x63\x61pabilities\x12\x35\n\x07\x62udgets\x18\x02 \x03(\x0b\x32\x1b.agentplane.v1.BudgetStatusR\x07\x62udgets\"\x80\x05\n\x0c\x43\x61pabilities\x12%\n\x0eserver_version\x18\x01 \x01(\tR\rserverVersion\x12\x14\n\x05store\x18\x02 \x01(\tR\x05store\x12\x36\n\tprincipal\x18\x03 \x01(\x0b\x32\x18.agentplane.v1.PrincipalR\tprincipal\x12+\n\x11require_principal\x18\x04 \x01(\x08R\x10requirePrincipal\x12#\n\rmcp_injection\x18\x05 \x01(\x08R\x0cmcpInjection\x12#\n\ra2a_injection\x18\x06 \x01(\x08R\x0c\x61\x32\x61Injection\x12(\n\x10max_caller_peers\x18\x07 \x01(\x05R\x0emaxCallerPeers\x12\x1f\n\x0blocked_keys\x18\x08 \x03(\tR\nlockedKeys\x12-\n\x12\x63ompliance_posture\x18\t \x01(\tR\x11\x63ompliancePosture\x12/\n\x13\x64\x65nied_capabilities\x18\n \x03(\tR\x12\x64\x65niedCapabilities\x12\x31\n\x04spec\x18\x0b \x01(\x0b\x32\x1d.agentplane.v1.SpecVocabularyR\x04spec\x12\x42\n\x0e\x64\x65\x63ision_types\x18\x0c \x03(\x0e\x32\x1b.agentplane.v1.DecisionTypeR\rdecisionTypes\x12-\n\x06limits\x18\r \x01(\x0b\x32\x15.agentplane.v1.LimitsR\x06limits\x12\x33\n\x08\x66\x65\x61tures\x18\x0e \x01(\x0b\x32\x17.agentplane.v1.FeaturesR\x08\x66\x65\x61tures\"S\n\tPrincipal\x12\x18\n\x07subject\x18\x01 \x01(\tR\x07subject\x12\x16\n\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x14\n\x05roles\x18\x03 \x03(\tR\x05roles\"\xfb\x01\n\x0eSpecVocabulary\x12!\n\x0c\x61pi_versions\x18\x01 \x03(\tR\x0b\x61piVersions\x12\x14\n\x05kinds\x18\x02 \x03(\tR\x05kinds\x12\x14\n\x05roles\x18\x03 \x03(\tR\x05roles\x12\x1d\n\nedge_kinds\x18\x04 \x03(\tR\tedgeKinds\x12\x1d\n\nhitl_modes\x18\x05 \x03(\tR\thitlModes\x12+\n\x11termination_kinds\x18\x06 \x03(\tR\x10terminationKinds\x12/\n\x13instruction_presets\x18\x07 \x03(\tR\x12instructionPresets\"\xa8\x05\n\x06Limits\x12\x1b\n\tmax_depth\x18\x01 \x01(\x05R\x08maxDepth\x12$\n\x0emax_spec_bytes\x18\x02 \x01(\x03R\x0cmaxSpecBytes\x12&\n\x0fmax_event_bytes\x18\x03 \x01(\x03R\rmaxEventBytes\x12\x33\n\x16max_task_history_bytes\x18\x04 \x01(\x03R\x13maxTaskHistoryBytes\x12&\n\x0fmax_task_events\x18\x05 \x01(\x05R\rmaxTaskEvents\x12*\n\x11max_request_bytes\x18\x06 \x01(\x03R\x0fmaxRequestBytes\x12&\n\x0fmax_input_bytes\x18\x07 \x01(\x03R\rmaxInputBytes\x12\x1d\n\nmax_labels\x18\x08 \x01(\x05R\tmaxLabels\x12\x35\n\x17max_list_response_bytes\x18\t \x01(\x03R\x14maxListResponseBytes\x12\x31\n\x15max_events_per_report\x18\n \x01(\x05R\x12maxEventsPerReport\x12\x35\n\x17max_calls_per_principal\x18\x0b \x01(\x05R\x14maxCallsPerPrincipal\x12\x39\n\x19max_watches_per_principal\x18\x0c \x01(\x05R\x16maxWatchesPerPrincipal\x12\x37\n\x18max_awaits_per_principal\x18\r \x01(\x05R\x15maxAwaitsPerPrincipal\x12*\n\x11\x64\x65\x66\x61ult_page_size\x18\x0e \x01(\x05R\x0f\x64\x65\x66\x61ultPageSize\x12\"\n\rmax_page_size\x18\x0f \x01(\x05R\x0bmaxPageSize\"\x85\x03\n\x08\x46\x65\x61tures\x12\'\n\x0fspec_validation\x18\x01 \x01(\x08R\x0especValidation\x12\x14\n\x05tasks\x18\x02 \x01(\x08R\x05tasks\x12!\n\x0cwatch_resume\x18\x03 \x01(\x08R\x0bwatchResume\x12)\n\x10idempotent_start\x18\x04 \x01(\x08R\x0fidempotentStart\x12%\n\x0eruntime_leases\x18\x05 \x01(\x08R\rruntimeLeases\x12-\n\x12\x64urable_interrupts\x18\x06 \x01(\x08R\x11\x64urableInterrupts\x12!\n\x0c\x63\x65l_policies\x18\x07 \x01(\x08R\x0b\x63\x65lPolicies\x12\x1a\n\x08verdicts\x18\x08 \x01(\x08R\x08verdicts\x12\x1b\n\tchat_mode\x18\t \x01(\x08R\x08\x63hatMode\x12\x1d\n\nhot_backup\x18\n \x01(\x08R\thotBackup\x12\x1b\n\thttp_json\x18\x0b \x01(\x08R\x08httpJson2u\n\x11\x43\x61pabilityService\x12`\n\x0fGetCapabilities\x12%.agentplane.v1.GetCapabilitiesRequest\x1a&.agentplane.v1.GetCapabilitiesResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentplane.v1.capability_service_pb2', globals())
@@ -22,20 +23,20 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1'
-  _GETCAPABILITIESREQUEST._serialized_start=83
-  _GETCAPABILITIESREQUEST._serialized_end=107
-  _GETCAPABILITIESRESPONSE._serialized_start=109
-  _GETCAPABILITIESRESPONSE._serialized_end=199
-  _CAPABILITIES._serialized_start=202
-  _CAPABILITIES._serialized_end=842
-  _PRINCIPAL._serialized_start=844
-  _PRINCIPAL._serialized_end=927
-  _SPECVOCABULARY._serialized_start=930
-  _SPECVOCABULARY._serialized_end=1181
-  _LIMITS._serialized_start=1184
-  _LIMITS._serialized_end=1864
-  _FEATURES._serialized_start=1867
-  _FEATURES._serialized_end=2256
-  _CAPABILITYSERVICE._serialized_start=2258
-  _CAPABILITYSERVICE._serialized_end=2375
+  _GETCAPABILITIESREQUEST._serialized_start=109
+  _GETCAPABILITIESREQUEST._serialized_end=133
+  _GETCAPABILITIESRESPONSE._serialized_start=136
+  _GETCAPABILITIESRESPONSE._serialized_end=281
+  _CAPABILITIES._serialized_start=284
+  _CAPABILITIES._serialized_end=924
+  _PRINCIPAL._serialized_start=926
+  _PRINCIPAL._serialized_end=1009
+  _SPECVOCABULARY._serialized_start=1012
+  _SPECVOCABULARY._serialized_end=1263
+  _LIMITS._serialized_start=1266
+  _LIMITS._serialized_end=1946
+  _FEATURES._serialized_start=1949
+  _FEATURES._serialized_end=2338
+  _CAPABILITYSERVICE._serialized_start=2340
+  _CAPABILITYSERVICE._serialized_end=2457
 # @@protoc_insertion_point(module_scope)
