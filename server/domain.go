@@ -126,6 +126,9 @@ func (s *Server) openDomain() (err error) {
 	if d.budgets, err = budget.New(cfg.Budgets); err != nil {
 		return err
 	}
+	if d.budgets != nil {
+		s.metrics.registry.MustRegister(newBudgetCollector(d.budgets, d.store))
+	}
 	if d.tasks, err = tasks.New(tasks.Options{
 		Store: d.store, Config: tasks.ConfigFrom(cfg), Logger: s.log, WrapWriter: d.webhooks.WrapWriter,
 		Budgets: d.budgets, BudgetWarned: d.webhooks.BudgetWarned,

@@ -288,6 +288,25 @@ func (b *Budgets) ForTenant(r store.Reader, tenant string, now time.Time) ([]*ag
 	return out, nil
 }
 
+// Limit is one budget's limits per period.
+type Limit struct {
+	Name string
+	// Tokens and CostMicros are 0 where the budget has no such limit.
+	Tokens, CostMicros int64
+}
+
+// Limits lists the budgets in configuration order.
+func (b *Budgets) Limits() []Limit {
+	if b == nil {
+		return nil
+	}
+	out := make([]Limit, 0, len(b.rules))
+	for _, r := range b.rules {
+		out = append(out, Limit{Name: r.name, Tokens: r.maxTokens, CostMicros: r.maxPicos / picosPerMicro})
+	}
+	return out
+}
+
 // USD formats millionths of a dollar as a decimal string ("2.5", "0.000001").
 func USD(micros int64) string {
 	s := strconv.FormatInt(micros/1_000_000, 10)

@@ -164,7 +164,7 @@ func newAdminStatsCommand(g *globals) *cobra.Command {
 						t.Row("queued in "+q, resp.GetQueueDepth()[q])
 					}
 					for _, b := range resp.GetBudgets() {
-						t.Row("budget "+b.GetBudget()+" of "+b.GetTenant(), budgetLine(b))
+						t.Row("budget "+b.GetBudget()+" of "+b.GetTenant(), budgetLine(b)+", resets "+b.GetResetsAt().AsTime().UTC().Format(time.RFC3339))
 					}
 				})
 			})
@@ -191,7 +191,7 @@ func budgetLine(b *agentplanev1.BudgetStatus) string {
 	case b.GetWarned():
 		line += fmt.Sprintf(", over %d%%", b.GetWarnPercent())
 	}
-	return line + ", resets " + b.GetResetsAt().AsTime().UTC().Format(time.RFC3339)
+	return line
 }
 
 // usd formats millionths of a dollar ("2.50").

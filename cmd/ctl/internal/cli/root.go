@@ -200,7 +200,7 @@ func NewRootCommand(stdin io.Reader) *cobra.Command {
 	pf.StringVar(&g.tlsKey, "tls-key", "", "client key file (mTLS)")
 
 	root.AddGroup(&cobra.Group{ID: "basic", Title: "Basic commands:"}, &cobra.Group{ID: "areas", Title: "Command groups:"})
-	for _, c := range []*cobra.Command{newVersionCommand(g), newHealthCommand(g), newCapabilitiesCommand(g)} {
+	for _, c := range []*cobra.Command{newVersionCommand(g), newHealthCommand(g), newCapabilitiesCommand(g), newBudgetCommand(g)} {
 		c.GroupID = "basic"
 		root.AddCommand(c)
 	}
