@@ -1,8 +1,10 @@
 package budget
 
 import (
+	"cmp"
 	"fmt"
 	"math/big"
+	"slices"
 	"strconv"
 	"time"
 
@@ -259,6 +261,9 @@ func (b *Budgets) Statuses(r store.Reader, now time.Time) ([]*agentplanev1.Budge
 			out = append(out, ru.status(rec, now))
 		}
 		return true, nil
+	})
+	slices.SortFunc(out, func(a, b *agentplanev1.BudgetStatus) int {
+		return cmp.Or(cmp.Compare(a.GetTenant(), b.GetTenant()), cmp.Compare(a.GetBudget(), b.GetBudget()))
 	})
 	return out, err
 }

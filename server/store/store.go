@@ -142,8 +142,8 @@ type Reader interface {
 	// earlier period than the current one: its reader decides what that means.
 	GetBudgetUsage(tenant, budget string) (*storagev1.BudgetUsageRecord, error)
 
-	// ScanBudgetUsage reads every budget count, across tenants, in (tenant, budget)
-	// order.
+	// ScanBudgetUsage reads every budget count, across tenants, in an order of the
+	// store's choosing (each tenant's together).
 	ScanBudgetUsage(fn func(*storagev1.BudgetUsageRecord) (bool, error)) error
 }
 

@@ -52,6 +52,8 @@ func Run(t *testing.T, open Opener) {
 		{"Closed", testClosed},
 		{"Outbox", testOutbox},
 		{"OutboxConcurrentClaims", testOutboxConcurrentClaims},
+		{"BudgetUsage", testBudgetUsage},
+		{"BudgetConcurrentAdds", testBudgetConcurrentAdds},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)
