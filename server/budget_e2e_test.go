@@ -68,7 +68,9 @@ func runWithUsage(t *testing.T, in, rt *servertest.Instance, tokens int32) *agen
 func wantBudgetRefusal(t *testing.T, in *servertest.Instance, used string) {
 	t.Helper()
 	doc := []byte(`{"apiVersion":"qar/v1","kind":"AgentSpec","instructions":"Be brief.","model":"m"}`)
-	tomorrow := func() string { return time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour).Format(time.RFC3339) }
+	tomorrow := func() string {
+		return time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour).Format(time.RFC3339)
+	}
 	before := tomorrow()
 	_, err := in.Client.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
 		Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")})
