@@ -7,8 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
+	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -347,7 +350,31 @@ func Compare(ctx context.Context, a, b Source) error {
 			}
 		}
 	}
+	ba, err := budgetCounts(ctx, a)
+	if err != nil {
+		return err
+	}
+	bb, err := budgetCounts(ctx, b)
+	if err != nil {
+		return err
+	}
+	if ba != bb {
+		differ("budget counts %s and %s", ba, bb)
+	}
 	return errors.Join(diffs...)
+}
+
+// budgetCounts is every budget count of s, sorted, as text.
+func budgetCounts(ctx context.Context, s Source) (string, error) {
+	var out []string
+	err := s.View(ctx, func(r store.Reader) error {
+		return r.ScanBudgetUsage(func(rec *storagev1.BudgetUsageRecord) (bool, error) {
+			out = append(out, prototext.MarshalOptions{}.Format(rec))
+			return true, nil
+		})
+	})
+	slices.Sort(out)
+	return strings.Join(out, "\n"), err
 }
 
 func (t *task) diff(o *task) string {

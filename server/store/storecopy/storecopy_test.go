@@ -91,6 +91,15 @@ func fill(t *testing.T, s store.Store) {
 				return err
 			}
 		}
+		for _, d := range []*storagev1.BudgetUsageRecord{
+			storetest.BudgetDelta("acme", "daily", base.Truncate(24*time.Hour), 1200, 7),
+			storetest.BudgetDelta("beta", "daily", base.Truncate(24*time.Hour), 3, 0),
+		} {
+			d.Warned = d.GetTenant() == "acme"
+			if _, err := w.AddBudgetUsage(d); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -118,7 +127,7 @@ func TestCopyBoltToPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.Tenants != 2 || n.Tasks != 12 || n.Specs != 12 || n.Events != 21 || n.Interrupts != 12 || n.Verdicts != 6 || n.Obligations != 6 || n.Notifications != 3 {
+	if n.Tenants != 2 || n.Tasks != 12 || n.Specs != 12 || n.Events != 21 || n.Interrupts != 12 || n.Verdicts != 6 || n.Obligations != 6 || n.Notifications != 3 || n.Budgets != 2 {
 		t.Fatalf("copied %+v", n)
 	}
 	if err := storecopy.Compare(ctx, src, dst); err != nil {
