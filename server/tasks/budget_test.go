@@ -217,3 +217,22 @@ func TestBudgetSurvivesRestart(t *testing.T) {
 		t.Fatalf("retry of a started task after the budget is spent = %v, created=%v, %v", task, created, err)
 	}
 }
+
+// TestBudgetCountsOnlyRuntimeReports: usage in a message written without a lease (a
+// caller's own message) counts toward Task.usage but not toward any budget.
+func TestBudgetCountsOnlyRuntimeReports(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)}
+	h, _ := budgetHarness(t, filepath.Join(t.TempDir(), "agentplane.db"), clock)
+	task := h.start(t, params("beta"))
+	if err := h.m.UpdateTask(ctx, "beta", task.GetTaskId(), func(op *Op) error {
+		_, err := op.AppendContent(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Message{Message: &agentplanev1.Message{
+			Role: agentplanev1.MessageRole_MESSAGE_ROLE_USER, Parts: textParts("hi"), Usage: &agentplanev1.TokenUsage{TotalTokens: 5000}}}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.get(t, "beta", task.GetTaskId()).GetUsage().GetTotalTokens(); got != 5000 {
+		t.Fatalf("Task.usage = %d; want 5000", got)
+	}
+	h.start(t, params("beta")) // not refused: nothing was counted
+}

@@ -171,7 +171,9 @@ func (o *Op) append(ev *agentplanev1.TaskEvent, lim limit) (int64, error) {
 		Event:    payload,
 	})
 	seq := o.rec.GetLastSequence()
-	if msg.GetUsage() != nil {
+	// Budgets count what runtimes report under a lease (a fenced change has an epoch),
+	// not usage a caller wrote into a message of its own.
+	if msg.GetUsage() != nil && epoch != 0 {
 		if err := o.chargeBudgets(msg); err != nil {
 			return 0, err
 		}
