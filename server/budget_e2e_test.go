@@ -3,6 +3,9 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -215,5 +218,35 @@ func TestBudgetPostgresReplicas(t *testing.T) {
 	wantBudgetRefusal(t, r2, "110")
 	if b := budgetOf(t, r2); b.GetUsedTokens() != 110 {
 		t.Fatalf("budget = %v", b)
+	}
+}
+
+// TestBudgetConsolePanel: the console's capabilities page shows the tenant's budgets
+// with this period's count, escaped (a static agent id is the operator's free text).
+func TestBudgetConsolePanel(t *testing.T) {
+	in := servertest.Start(t, func(c *config.Config) {
+		dir := t.TempDir()
+		agent := dir + "/a.yaml"
+		if err := os.WriteFile(agent, []byte("apiVersion: qar/v1\nkind: AgentSpec\nname: a\ninstructions: Be brief.\nmodel: m\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c.Spec.StaticAgents = map[string]string{"<b>bot</b>": agent}
+		c.Budgets.Rules = []config.BudgetRule{
+			{Name: "daily", Period: config.PeriodDay, MaxTokens: 100, WarnPercent: 50},
+			{Name: "bot-monthly", AgentID: "<b>bot</b>", Period: config.PeriodMonth, MaxTokens: 1000},
+		}
+	})
+	runWithUsage(t, in, in, 60)
+	u := newUI(t, in.HTTPAddr)
+	resp, body := u.get("/ui/capabilities")
+	wantStatus(t, "capabilities", resp, http.StatusOK, "")
+	for _, want := range []string{`<h2 id="h-budgets">Budgets</h2>`, "<td>daily</td>", "<td>60 of 100</td>", "<td>over 50%</td>",
+		"<td>bot-monthly</td><td>&lt;b&gt;bot&lt;/b&gt;</td>", "<td>0 of 1000</td>"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("capabilities page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "<b>bot</b>") {
+		t.Error("the agent id reached the page unescaped")
 	}
 }
