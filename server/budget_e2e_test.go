@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -185,6 +186,14 @@ func TestBudgetBolt(t *testing.T) {
 		t.Fatalf("budget = %v", b)
 	}
 
+	metrics := scrape(t, in)
+	for _, want := range []string{`agentplane_budget_used_tokens{budget="daily",tenant="default"} 110`, `agentplane_budget_limit_tokens{budget="daily"} 100`,
+		`agentplane_budget_exceeded_tenants{budget="daily"} 1`, `agentplane_budget_warned_tenants{budget="daily"} 1`} {
+		if !strings.Contains(metrics, want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
 	in.Stop(t)
 	in = servertest.StartConfig(t, cfg)
 	wantBudgetRefusal(t, in, "110")
@@ -249,4 +258,19 @@ func TestBudgetConsolePanel(t *testing.T) {
 	if strings.Contains(body, "<b>bot</b>") {
 		t.Error("the agent id reached the page unescaped")
 	}
+}
+
+// scrape reads a server's /metrics.
+func scrape(t *testing.T, in *servertest.Instance) string {
+	t.Helper()
+	resp, err := http.Get("http://" + in.HTTPAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
