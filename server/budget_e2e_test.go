@@ -43,7 +43,7 @@ func runWithUsage(t *testing.T, in, rt *servertest.Instance, tokens int32) *agen
 	ctx := context.Background()
 	doc := []byte(`{"apiVersion":"qar/v1","kind":"AgentSpec","instructions":"Be brief.","model":"m"}`)
 	started, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")})
+		Source: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")})
 	if err != nil {
 		t.Fatalf("StartTask: %v", err)
 	}
@@ -67,7 +67,7 @@ func runWithUsage(t *testing.T, in, rt *servertest.Instance, tokens int32) *agen
 	return done.GetTask()
 }
 
-// wantBudgetRefusal checks that StartTask through in is refused with budget.exceeded
+// wantBudgetRefusal checks that StartTask through in is refused with BUDGET_EXCEEDED
 // and the budget's metadata, over the wire.
 func wantBudgetRefusal(t *testing.T, in *servertest.Instance, used string) {
 	t.Helper()
@@ -77,7 +77,7 @@ func wantBudgetRefusal(t *testing.T, in *servertest.Instance, used string) {
 	}
 	before := tomorrow()
 	_, err := in.Client.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")})
+		Source: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")})
 	after := tomorrow() // the call may straddle midnight UTC
 	st := status.Convert(err)
 	if st.Code() != codes.ResourceExhausted {
@@ -89,13 +89,13 @@ func wantBudgetRefusal(t *testing.T, in *servertest.Instance, used string) {
 			info = i
 		}
 		if _, ok := d.(*errdetails.RetryInfo); ok {
-			t.Errorf("budget.exceeded carries RetryInfo; it is not retryable unchanged")
+			t.Errorf("BUDGET_EXCEEDED carries RetryInfo; it is not retryable unchanged")
 		}
 	}
 	md := info.GetMetadata()
-	if info.GetReason() != "budget.exceeded" || info.GetDomain() != "agentplane" || md["budget"] != "daily" || md["period"] != "day" ||
+	if info.GetReason() != "BUDGET_EXCEEDED" || info.GetDomain() != "agentplane.dev" || md["budget"] != "daily" || md["period"] != "day" ||
 		md["unit"] != "tokens" || md["used"] != used || md["limit"] != "100" || (md["resets_at"] != before && md["resets_at"] != after) {
-		t.Fatalf("ErrorInfo = %v; want budget.exceeded of daily, %s of 100 tokens, resets %s", info, used, after)
+		t.Fatalf("ErrorInfo = %v; want BUDGET_EXCEEDED of daily, %s of 100 tokens, resets %s", info, used, after)
 	}
 }
 
@@ -166,7 +166,7 @@ func warnings(t *testing.T, in *servertest.Instance, taskID string) int {
 
 // TestBudgetBolt: over the API on bbolt, usage reported by a runtime is counted; the
 // task that took the budget to 50% logs the warning and the webhook is delivered
-// once; at the limit StartTask is refused with budget.exceeded and its metadata; the
+// once; at the limit StartTask is refused with BUDGET_EXCEEDED and its metadata; the
 // count survives a restart of the control plane on the same file.
 func TestBudgetBolt(t *testing.T) {
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwMfKQ9r8G"

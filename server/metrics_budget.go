@@ -38,7 +38,7 @@ func newBudgetCollector(b *budget.Budgets, st store.Store) *budgetCollector {
 		usedUSD:     d("used_usd", "Cost counted this period in US dollars, per budget with a cost limit and tenant (the 64 counts nearest their limits).", "budget", "tenant"),
 		limitUSD:    d("limit_usd", "Cost limit per period in US dollars of each budget with one.", "budget"),
 		warned:      d("warned_tenants", "Tenants whose count of this budget reached its warning threshold this period.", "budget"),
-		exceeded:    d("exceeded_tenants", "Tenants whose count of this budget reached its limit this period: their new tasks are refused (budget.exceeded).", "budget"),
+		exceeded:    d("exceeded_tenants", "Tenants whose count of this budget reached its limit this period: their new tasks are refused (BUDGET_EXCEEDED).", "budget"),
 	}
 }
 

@@ -200,7 +200,7 @@ func (r *rule) status(rec *storagev1.BudgetUsageRecord, now time.Time) *agentpla
 
 // Check refuses a new task of tenant (started with the static agent agentID, or ""),
 // when a budget it would count against is spent for the current period:
-// RESOURCE_EXHAUSTED with reason budget.exceeded and ErrorInfo metadata budget,
+// RESOURCE_EXHAUSTED with reason BUDGET_EXCEEDED and ErrorInfo metadata budget,
 // period, unit, used, limit and resets_at. The first spent budget in configuration
 // order is named.
 func (b *Budgets) Check(r store.Reader, tenant, agentID string, now time.Time) error {

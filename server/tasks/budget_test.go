@@ -96,7 +96,7 @@ func budgetRefusal(t *testing.T, err error) map[string]string {
 // TestBudgetWarnsOnceThenRefuses: the usage a runtime reports is counted; the task
 // whose usage takes the budget to its threshold logs one BudgetWarning (and the hook
 // runs once), later usage in the period warns no more; at the limit a new StartTask
-// is RESOURCE_EXHAUSTED budget.exceeded with the budget's metadata, while another
+// is RESOURCE_EXHAUSTED BUDGET_EXCEEDED with the budget's metadata, while another
 // tenant's budget is its own.
 func TestBudgetWarnsOnceThenRefuses(t *testing.T) {
 	clock := &fakeClock{t: time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)}

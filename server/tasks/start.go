@@ -80,6 +80,9 @@ type StartParams struct {
 	// TraceContext is the W3C trace context of the StartTask call, kept with the task
 	// and handed to its leases; nil when the call carried none.
 	TraceContext *agentplanev1.TraceContext
+	// ScheduledBy is the schedule run starting the task (package schedules); nil
+	// otherwise.
+	ScheduledBy *agentplanev1.ScheduledBy
 }
 
 // CheckQueue refuses a run queue name that is not 1 to 64 characters of ASCII
@@ -125,7 +128,27 @@ var (
 	viewField      = (&agentplanev1.StartTaskRequest{}).ProtoReflect().Descriptor().Fields().ByName("view").Number()
 )
 
-// asRequest is the request these parameters stand for, for the fallback digest.
+// fallbackDigest identifies these parameters when the caller gave no RequestDigest:
+// the digest of the request they stand for without its spec, followed by the
+// deterministic encoding of the typed spec (a request carries the spec in its wire
+// shape, which these parameters no longer hold).
+func (p *StartParams) fallbackDigest() []byte {
+	h := sha256.New()
+	h.Write(RequestDigest(p.asRequest()))
+	var spec proto.Message = &agentplanev1.StaticAgentRef{AgentId: p.AgentID}
+	switch {
+	case p.Agent != nil:
+		spec = p.Agent
+	case p.Graph != nil:
+		spec = p.Graph
+	}
+	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(spec) // valid messages always encode
+	h.Write([]byte(string(spec.ProtoReflect().Descriptor().FullName())))
+	h.Write(b)
+	return h.Sum(nil)
+}
+
+// asRequest is the request these parameters stand for, without its spec.
 func (p *StartParams) asRequest() *agentplanev1.StartTaskRequest {
 	req := &agentplanev1.StartTaskRequest{
 		Input:           p.Input,
@@ -137,19 +160,16 @@ func (p *StartParams) asRequest() *agentplanev1.StartTaskRequest {
 		SessionId:       p.SessionID,
 		Queue:           p.Queue,
 	}
-	switch {
-	case p.Agent != nil:
-		req.Spec = &agentplanev1.StartTaskRequest_Agent{Agent: p.Agent}
-	case p.Graph != nil:
-		req.Spec = &agentplanev1.StartTaskRequest_Graph{Graph: p.Graph}
-	default:
-		req.Spec = &agentplanev1.StartTaskRequest_AgentId{AgentId: p.AgentID}
-	}
 	if p.InterruptTimeout > 0 {
 		req.InterruptTimeout = durationpb.New(p.InterruptTimeout)
 	}
 	return req
 }
+
+// CheckStart checks p as Start does before it writes anything, filling in the
+// defaults (the queue). A caller of StartIn runs it first: what it refuses is the
+// request's fault, while StartIn's own errors are the store's.
+func (m *Manager) CheckStart(p *StartParams) error { return m.checkStart(p) }
 
 func (m *Manager) checkStart(p *StartParams) error {
 	invalid := func(format string, args ...any) error {
@@ -205,16 +225,47 @@ func (m *Manager) checkStart(p *StartParams) error {
 // and the gate events, in one transaction. With a RequestID it is idempotent per
 // tenant: a retry with the same digest returns the existing task and created=false;
 // the same RequestID with a different digest is ALREADY_EXISTS
-// (task.request_id_reused). An input over Config.MaxInputBytes is RESOURCE_EXHAUSTED,
-// and so is a new task whose budget is spent (budget.exceeded, Options.Budgets).
+// (TASK_REQUEST_ID_REUSED). An input over Config.MaxInputBytes is RESOURCE_EXHAUSTED,
+// and so is a new task whose budget is spent (BUDGET_EXCEEDED, Options.Budgets).
 func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.Task, created bool, err error) {
 	if err := m.checkStart(&p); err != nil {
 		return nil, false, err
 	}
 	id, now := newTaskID(), m.clock.Now()
+	ns := m.newStart(&p)
+	err = m.store.Update(ctx, func(w store.Writer) error {
+		task, created, err = m.startIn(w, &p, ns, id, now)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return task, created, nil
+}
+
+// NewTaskID returns a new task id, for StartIn.
+func NewTaskID() string { return newTaskID() }
+
+// StartIn is Start inside the caller's transaction w, so that the task is created
+// together with the caller's own writes (a schedule advancing past the run it
+// starts): with id and now fixed before the transaction, as Store.Update requires.
+// p must have passed CheckStart; an error is the store's, and w must not commit.
+func (m *Manager) StartIn(w store.Writer, p StartParams, id string, now time.Time) (*agentplanev1.Task, bool, error) {
+	return m.startIn(w, &p, m.newStart(&p), id, now)
+}
+
+// start is what Start derives from its parameters before the transaction.
+type start struct {
+	reqDigest []byte
+	input     *agentplanev1.Message
+	spec      *storagev1.TaskSpecRecord
+	kind      string
+}
+
+func (m *Manager) newStart(p *StartParams) *start {
 	reqDigest := p.RequestDigest
 	if reqDigest == nil {
-		reqDigest = RequestDigest(p.asRequest())
+		reqDigest = p.fallbackDigest()
 	}
 	// After the digest: an assigned id is not part of what a retry is compared on.
 	var input *agentplanev1.Message
@@ -241,74 +292,71 @@ func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.
 	default:
 		spec.Spec = &storagev1.TaskSpecRecord_AgentId{AgentId: p.AgentID}
 	}
-	err = m.store.Update(ctx, func(w store.Writer) error {
-		task, created = nil, false
-		if p.RequestID != "" {
-			owner, err := w.TaskForRequest(p.Tenant, p.RequestID)
+	return &start{reqDigest: reqDigest, input: input, spec: spec, kind: kind}
+}
+
+func (m *Manager) startIn(w store.Writer, p *StartParams, ns *start, id string, now time.Time) (*agentplanev1.Task, bool, error) {
+	reqDigest, input, spec, kind := ns.reqDigest, ns.input, ns.spec, ns.kind
+	if p.RequestID != "" {
+		owner, err := w.TaskForRequest(p.Tenant, p.RequestID)
+		if err != nil {
+			return nil, false, err
+		}
+		if owner != "" {
+			rec, err := w.GetTask(p.Tenant, owner)
 			if err != nil {
-				return err
+				return nil, false, err
 			}
-			if owner != "" {
-				rec, err := w.GetTask(p.Tenant, owner)
-				if err != nil {
-					return err
-				}
-				if !bytes.Equal(rec.GetRequestDigest(), reqDigest) {
-					return apierr.New(codes.AlreadyExists, apierr.ReasonRequestIDReused,
-						"request_id %q was already used for a different request (task %s); use a new request_id for a new task",
-						p.RequestID, owner)
-				}
-				existing, err := readSpec(w, p.Tenant, owner, p.View)
-				if err != nil {
-					return err
-				}
-				task = toAPITask(rec, existing, p.View)
-				return nil
+			if !bytes.Equal(rec.GetRequestDigest(), reqDigest) {
+				return nil, false, apierr.New(codes.AlreadyExists, apierr.ReasonRequestIDReused,
+					"request_id %q was already used for a different request (task %s); use a new request_id for a new task",
+					p.RequestID, owner)
 			}
-		}
-		// After the retry check: a retry of a task already started is answered whatever
-		// its budget says now.
-		if err := m.budgets.Check(w, p.Tenant, p.AgentID, now); err != nil {
-			return err
-		}
-		rec := &storagev1.TaskRecord{
-			TaskId:        id,
-			Tenant:        p.Tenant,
-			State:         agentplanev1.TaskState_TASK_STATE_SUBMITTED,
-			RequestId:     p.RequestID,
-			RequestDigest: reqDigest,
-			Labels:        p.Labels,
-			CreateTime:    timestamppb.New(now),
-			CreatedBy:     p.Principal,
-			SessionId:     p.SessionID,
-			SpecKind:      kind,
-			Queue:         p.Queue,
-			TraceContext:  p.TraceContext,
-			AgentId:       p.AgentID,
-		}
-		op := m.newOp(w, now, rec)
-		if err := op.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Submitted{Submitted: &agentplanev1.TaskSubmitted{
-			Input: input, Kind: kind, CreatedBy: p.Principal,
-		}}}); err != nil {
-			return err
-		}
-		for _, ev := range p.GateEvents {
-			if err := op.Append(ev); err != nil {
-				return err
+			existing, err := readSpec(w, p.Tenant, owner, p.View)
+			if err != nil {
+				return nil, false, err
 			}
+			return toAPITask(rec, existing, p.View), false, nil
 		}
-		op.Enqueue()
-		if err := op.flush(); err != nil {
-			return err
-		}
-		if err := w.PutTaskSpec(p.Tenant, id, spec); err != nil {
-			return err
-		}
-		task, created = toAPITask(rec, spec, p.View), true
-		return nil
-	})
-	if err != nil {
+	}
+	// After the retry check: a retry of a task already started is answered whatever
+	// its budget says now.
+	if err := m.budgets.Check(w, p.Tenant, p.AgentID, now); err != nil {
 		return nil, false, err
 	}
-	return task, created, nil
+	rec := &storagev1.TaskRecord{
+		TaskId:        id,
+		Tenant:        p.Tenant,
+		State:         agentplanev1.TaskState_TASK_STATE_SUBMITTED,
+		RequestId:     p.RequestID,
+		RequestDigest: reqDigest,
+		Labels:        p.Labels,
+		CreateTime:    timestamppb.New(now),
+		CreatedBy:     p.Principal,
+		SessionId:     p.SessionID,
+		SpecKind:      kind,
+		Queue:         p.Queue,
+		TraceContext:  p.TraceContext,
+		ScheduledBy:   p.ScheduledBy,
+		AgentId:       p.AgentID,
+	}
+	op := m.newOp(w, now, rec)
+	if err := op.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Submitted{Submitted: &agentplanev1.TaskSubmitted{
+		Input: input, Kind: kind, CreatedBy: p.Principal,
+	}}}); err != nil {
+		return nil, false, err
+	}
+	for _, ev := range p.GateEvents {
+		if err := op.Append(ev); err != nil {
+			return nil, false, err
+		}
+	}
+	op.Enqueue()
+	if err := op.flush(); err != nil {
+		return nil, false, err
+	}
+	if err := w.PutTaskSpec(p.Tenant, id, spec); err != nil {
+		return nil, false, err
+	}
+	return toAPITask(rec, spec, p.View), true, nil
 }

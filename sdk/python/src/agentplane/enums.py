@@ -106,6 +106,53 @@ class DecisionSource(enum.IntEnum):
     """
 
 
+class ScheduleOverlapPolicy(enum.IntEnum):
+    """ScheduleOverlapPolicy says what a run does when the schedule's previous run is
+    still going (not COMPLETED, FAILED or CANCELED).
+
+    (agentplane.v1.ScheduleOverlapPolicy)
+    """
+
+    UNSPECIFIED = 0
+    """The default: SKIP."""
+    SKIP = 1
+    """The run is skipped (recorded as SKIPPED)."""
+    BUFFER_ONE = 2
+    """The run waits until the previous ends, then starts; one run at most waits, and a
+    run due while one waits is skipped.
+    """
+    ALLOW_ALL = 3
+    """The run starts anyway."""
+    CANCEL_PREVIOUS = 4
+    """The previous run is canceled and the run starts, in one transaction."""
+
+
+class ScheduleRunOutcome(enum.IntEnum):
+    """ScheduleRunOutcome is what the control plane did at a nominal time.
+
+    (agentplane.v1.ScheduleRunOutcome)
+    """
+
+    UNSPECIFIED = 0
+    """Not an outcome."""
+    STARTED = 1
+    """A task was started (task_id)."""
+    SKIPPED = 2
+    """Skipped: the previous run was still going (overlap SKIP, or BUFFER_ONE with a
+    run already waiting).
+    """
+    BUFFERED = 3
+    """Waiting for the previous run to end (overlap BUFFER_ONE)."""
+    MISSED = 4
+    """Nominal times older than the catch-up window, not run: missed_count of them,
+    from nominal_time to last_missed_time.
+    """
+    FAILED = 5
+    """The task could not be started (message says why: the template no longer
+    validates, a gate refuses it). The schedule goes on.
+    """
+
+
 class DocumentFormat(enum.IntEnum):
     """DocumentFormat names the syntax of a spec document.
 
@@ -256,6 +303,8 @@ BY_PROTO_NAME: dict[str, type[enum.IntEnum]] = {
     "agentplane.v1.InterruptState": InterruptState,
     "agentplane.v1.DecisionType": DecisionType,
     "agentplane.v1.DecisionSource": DecisionSource,
+    "agentplane.v1.ScheduleOverlapPolicy": ScheduleOverlapPolicy,
+    "agentplane.v1.ScheduleRunOutcome": ScheduleRunOutcome,
     "agentplane.v1.DocumentFormat": DocumentFormat,
     "agentplane.v1.RuleSeverity": RuleSeverity,
     "agentplane.v1.TaskState": TaskState,
@@ -272,6 +321,8 @@ __all__ = [
     "InterruptState",
     "DecisionType",
     "DecisionSource",
+    "ScheduleOverlapPolicy",
+    "ScheduleRunOutcome",
     "DocumentFormat",
     "RuleSeverity",
     "TaskState",

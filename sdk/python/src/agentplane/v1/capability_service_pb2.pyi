@@ -40,7 +40,7 @@ class Capabilities(_message.Message):
     def __init__(self, server_version: _Optional[str] = ..., store: _Optional[str] = ..., principal: _Optional[_Union[Principal, _Mapping]] = ..., require_principal: bool = ..., mcp_injection: bool = ..., a2a_injection: bool = ..., max_caller_peers: _Optional[int] = ..., locked_keys: _Optional[_Iterable[str]] = ..., compliance_posture: _Optional[str] = ..., denied_capabilities: _Optional[_Iterable[str]] = ..., spec: _Optional[_Union[SpecVocabulary, _Mapping]] = ..., decision_types: _Optional[_Iterable[_Union[_hitl_pb2.DecisionType, str]]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., features: _Optional[_Union[Features, _Mapping]] = ...) -> None: ...
 
 class Features(_message.Message):
-    __slots__ = ["cel_policies", "chat_mode", "durable_interrupts", "hot_backup", "http_json", "idempotent_start", "runtime_leases", "spec_validation", "tasks", "verdicts", "watch_resume"]
+    __slots__ = ["cel_policies", "chat_mode", "durable_interrupts", "hot_backup", "http_json", "idempotent_start", "runtime_leases", "schedules", "spec_validation", "tasks", "verdicts", "watch_resume"]
     CEL_POLICIES_FIELD_NUMBER: _ClassVar[int]
     CHAT_MODE_FIELD_NUMBER: _ClassVar[int]
     DURABLE_INTERRUPTS_FIELD_NUMBER: _ClassVar[int]
@@ -48,6 +48,7 @@ class Features(_message.Message):
     HTTP_JSON_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENT_START_FIELD_NUMBER: _ClassVar[int]
     RUNTIME_LEASES_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULES_FIELD_NUMBER: _ClassVar[int]
     SPEC_VALIDATION_FIELD_NUMBER: _ClassVar[int]
     TASKS_FIELD_NUMBER: _ClassVar[int]
     VERDICTS_FIELD_NUMBER: _ClassVar[int]
@@ -59,11 +60,12 @@ class Features(_message.Message):
     http_json: bool
     idempotent_start: bool
     runtime_leases: bool
+    schedules: bool
     spec_validation: bool
     tasks: bool
     verdicts: bool
     watch_resume: bool
-    def __init__(self, spec_validation: bool = ..., tasks: bool = ..., watch_resume: bool = ..., idempotent_start: bool = ..., runtime_leases: bool = ..., durable_interrupts: bool = ..., cel_policies: bool = ..., verdicts: bool = ..., chat_mode: bool = ..., hot_backup: bool = ..., http_json: bool = ...) -> None: ...
+    def __init__(self, spec_validation: bool = ..., tasks: bool = ..., watch_resume: bool = ..., idempotent_start: bool = ..., runtime_leases: bool = ..., durable_interrupts: bool = ..., cel_policies: bool = ..., verdicts: bool = ..., chat_mode: bool = ..., hot_backup: bool = ..., http_json: bool = ..., schedules: bool = ...) -> None: ...
 
 class GetCapabilitiesRequest(_message.Message):
     __slots__ = []

@@ -1,4 +1,4 @@
--- Version 4: budget counts (docs/budgets.md). One row per (tenant, budget), holding a
+-- Version 5: budget counts (docs/budgets.md). One row per (tenant, budget), holding a
 -- BudgetUsageRecord for the current period; AddBudgetUsage locks the row (inserting
 -- it first when it is missing) before it reads and rewrites it, so that replicas
 -- adding to one budget at once add one after the other.
