@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sort"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/agentplane/agentplane/server/a2a"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/store"
 	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/tasks"
@@ -37,7 +39,14 @@ func (s *Server) newA2A() (http.Handler, error) {
 		if name == "" {
 			name = spec.GetName()
 		}
-		agents = append(agents, a2a.Agent{ID: id, Name: name, Description: c.Description, Queue: c.Queue, ClientTools: spec.GetTools()})
+		pol, err := c.Policy()
+		if err == nil && pol != nil {
+			_, err = hitl.CompilePolicy(pol)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("a2a.agents.%s.interrupt_policy: %w", id, err)
+		}
+		agents = append(agents, a2a.Agent{ID: id, Name: name, Description: c.Description, Queue: c.Queue, ClientTools: spec.GetTools(), InterruptPolicy: pol})
 	}
 	return a2a.New(a2a.Options{
 		Conn: s.gwConn, Annotate: s.tls2peer.annotate,

@@ -154,7 +154,7 @@ tools:
 	first := writeFile(t, "first.yaml", fmt.Sprintf(cfg, proxy.Addr(), model.URL, tool.URL))
 	second := writeFile(t, "second.yaml", fmt.Sprintf(cfg, in.GRPCAddr, model.URL, tool.URL))
 	resp, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec:   &agentplanev1.StartTaskRequest_Document{Document: []byte("apiVersion: qar/v1\nkind: AgentSpec\nname: support\ninstructions: Help.\nmodel: fake-1\n")},
+		Source: &agentplanev1.StartTaskRequest_Document{Document: []byte("apiVersion: qar/v1\nkind: AgentSpec\nname: support\ninstructions: Help.\nmodel: fake-1\n")},
 		Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("refund order 42"),
 	})
 	if err != nil {

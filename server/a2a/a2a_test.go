@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,7 +14,9 @@ import (
 
 	"github.com/agentplane/agentplane/client/worker"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server"
 	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/servertest"
 )
 
 const helloScript = `
@@ -577,5 +581,60 @@ func TestA2AStreamLimit(t *testing.T) {
 			t.Fatal("the place never came back")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestA2AAgentInterruptPolicy: a2a.agents.<id>.interrupt_policy gates the agent's
+// tools on tasks whose SendMessage sets no policy (an A2A caller that knows nothing of
+// agentplane); the call waits for a person, and the caller's metadata still sets its
+// own.
+func TestA2AAgentInterruptPolicy(t *testing.T) {
+	f := startFace(t, nil, func(c *config.Config) {
+		a := c.A2A.Agents["helpdesk"]
+		a.InterruptPolicy = map[string]any{"allowlist": map[string]any{"tools": []any{"send_email"}}}
+		c.A2A.Agents["helpdesk"] = a
+	})
+	f.runtime(t, "helpdesk", "", scriptRunner(t, approvalScript))
+	first := mustTask(t, f.rpc(t, "helpdesk", "", "SendMessage", map[string]any{"message": userMessage("p-1", "email me"),
+		"configuration": map[string]any{"returnImmediately": true}}), true)
+	waiting := f.waitTask(t, "helpdesk", "", first.ID, func(a a2aTask) bool { return strings.Contains(a.statusText(), "approve") })
+	if waiting.Status.State != "TASK_STATE_WORKING" || !strings.Contains(waiting.statusText(), "send_email") {
+		t.Fatalf("waiting for approval: %s %q", waiting.Status.State, waiting.statusText())
+	}
+	approve(t, f, "", first.ID)
+	f.waitTask(t, "helpdesk", "", first.ID, func(a a2aTask) bool { return a.Status.State == "TASK_STATE_INPUT_REQUIRED" })
+
+	// The caller's policy wins: a denylist of send_email lets it run ungated.
+	own := mustTask(t, f.rpc(t, "helpdesk", "", "SendMessage", map[string]any{"message": userMessage("p-2", "email me"),
+		"metadata": map[string]any{"agentplane.interruptPolicy": map[string]any{"denylist": map[string]any{"tools": []string{"send_email"}}}}}), true)
+	if own.Status.State != "TASK_STATE_INPUT_REQUIRED" {
+		t.Fatalf("with the caller's policy: %s %q, want the turn end without an approval", own.Status.State, own.statusText())
+	}
+}
+
+// TestA2AAgentInterruptPolicyInvalid: a policy that does not compile stops the boot.
+func TestA2AAgentInterruptPolicyInvalid(t *testing.T) {
+	for name, pol := range map[string]map[string]any{
+		"unknown field": {"allowlist": map[string]any{"tool": []any{"x"}}},
+		"empty":         {},
+		"bad predicate": {"predicate": map[string]any{"expression": "tool_name ==="}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := servertest.Config(t)
+			dir := t.TempDir()
+			spec := filepath.Join(dir, "h.yaml")
+			if err := os.WriteFile(spec, []byte(helpdeskSpec), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg.Spec.StaticAgents = map[string]string{"helpdesk": spec}
+			cfg.A2A.Agents = map[string]config.A2AAgent{"helpdesk": {InterruptPolicy: pol}}
+			err := cfg.Validate()
+			if err == nil {
+				_, err = server.New(cfg)
+			}
+			if err == nil || !strings.Contains(err.Error(), "a2a.agents.helpdesk.interrupt_policy") {
+				t.Fatalf("boot with %v: %v, want an error naming a2a.agents.helpdesk.interrupt_policy", pol, err)
+			}
+		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -35,6 +36,9 @@ type Agent struct {
 	// ClientTools are the spec's function tools: the caller runs them (the extended
 	// card lists them).
 	ClientTools []*agentplanev1.FunctionTool
+	// InterruptPolicy is the policy its tasks start with when the SendMessage's
+	// metadata sets none (a2a.agents.<id>.interrupt_policy); nil for none.
+	InterruptPolicy *agentplanev1.InterruptPolicy
 }
 
 // Options configure the face.
@@ -430,6 +434,9 @@ func (h *Handler) submit(ctx context.Context, ag *Agent, req *sendRequest) (*age
 		SessionId: cx,
 		Labels:    map[string]string{labelAgent: ag.ID, labelContext: cx},
 		Queue:     ag.Queue,
+	}
+	if ag.InterruptPolicy != nil {
+		start.InterruptPolicy = proto.CloneOf(ag.InterruptPolicy)
 	}
 	if raw, ok := req.Metadata["agentplane.interruptPolicy"]; ok {
 		pol, perr := policyFrom(raw)

@@ -1,9 +1,14 @@
 package config
 
 import (
+	"encoding/json"
 	"net/url"
 	"sort"
 	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
 // A2A configures the A2A face: every static agent reachable as an A2A v1.0 agent
@@ -39,6 +44,27 @@ type A2AAgent struct {
 	Description string `yaml:"description"`
 	// Queue is the run queue the agent's A2A tasks start on (default: "default").
 	Queue string `yaml:"queue"`
+	// InterruptPolicy is the interrupt policy the agent's A2A tasks start with, the
+	// API's InterruptPolicy in its JSON shape ({allowlist: {tools: [send_email]}}),
+	// unless the SendMessage's metadata sets one (agentplane.interruptPolicy). Unset,
+	// such a task has none (every A2A skill call of it is rejected; see docs/hitl.md).
+	InterruptPolicy map[string]any `yaml:"interrupt_policy"`
+}
+
+// Policy is the agent's interrupt policy as the API's message, nil when unset.
+func (a A2AAgent) Policy() (*agentplanev1.InterruptPolicy, error) {
+	if a.InterruptPolicy == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(a.InterruptPolicy)
+	if err != nil {
+		return nil, err
+	}
+	p := &agentplanev1.InterruptPolicy{}
+	if err := protojson.Unmarshal(b, p); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // A2APushEndpoint is the endpoint name of the outbox's A2A push notifications (their
@@ -87,6 +113,11 @@ func (c *Config) validateA2A(bad func(string, ...any)) {
 		}
 		if q := a.Agents[id].Queue; q != "" && !validQueue(q) {
 			bad("a2a.agents.%s.queue %q: 1 to 64 letters, digits, '.', '_' and '-', starting with a letter or digit", id, q)
+		}
+		if p, err := a.Agents[id].Policy(); err != nil {
+			bad("a2a.agents.%s.interrupt_policy: %v", id, err)
+		} else if p != nil && p.GetPolicy() == nil {
+			bad("a2a.agents.%s.interrupt_policy: want one of allowlist, denylist, predicate", id)
 		}
 	}
 	if a.MaxStreams < 1 {
