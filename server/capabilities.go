@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/spec"
+	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/pagetoken"
 	"github.com/agentplane/agentplane/server/version"
 )
@@ -107,5 +109,14 @@ func (x *capabilityService) GetCapabilities(ctx context.Context, _ *agentplanev1
 		caps.Limits.MaxWatchesPerPrincipal = int32(s.limits.max[slotWatch])
 		caps.Limits.MaxAwaitsPerPrincipal = int32(s.limits.max[slotAwait])
 	}
-	return &agentplanev1.GetCapabilitiesResponse{Capabilities: caps}, nil
+	var budgets []*agentplanev1.BudgetStatus
+	if b := s.domain.budgets; b != nil {
+		if err := s.domain.store.View(ctx, func(r store.Reader) (err error) {
+			budgets, err = b.ForTenant(r, p.Tenant, time.Now())
+			return err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return &agentplanev1.GetCapabilitiesResponse{Capabilities: caps, Budgets: budgets}, nil
 }
