@@ -70,6 +70,8 @@ const (
 	ReasonRouteNotFound           = agentplanev1.ErrorReason_ERROR_REASON_ROUTE_NOT_FOUND
 	ReasonStoreBackupUnsupported  = agentplanev1.ErrorReason_ERROR_REASON_STORE_BACKUP_UNSUPPORTED
 	ReasonWebhookDeliveryNotFound = agentplanev1.ErrorReason_ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND
+	ReasonApproverNotEligible     = agentplanev1.ErrorReason_ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE
+	ReasonAlreadyVoted            = agentplanev1.ErrorReason_ERROR_REASON_INTERRUPT_ALREADY_VOTED
 )
 
 // Error is an error a client may see.

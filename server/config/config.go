@@ -245,6 +245,10 @@ type HITL struct {
 	DeadlineDecision string `yaml:"deadline_decision"`
 	// MaxUntrustedBytes caps an untrusted reason when the spec sets no cap.
 	MaxUntrustedBytes int64 `yaml:"max_untrusted_bytes"`
+	// Groups are the approvers' groups of the tenants (docs/hitl.md, "Approval rules").
+	Groups []ApproverGroup `yaml:"approver_groups"`
+	// Rules are the approval rules: quorum, separation of duties, escalation.
+	Rules []ApprovalRule `yaml:"approval_rules"`
 }
 
 // Console configures the web console (docs/console.md).
@@ -600,6 +604,7 @@ func (c *Config) Validate() error {
 	c.validateHTTP(bad)
 	c.validateGates(bad)
 	c.validateNotifications(bad)
+	c.validateApprovals(bad)
 	if len(errs) == 0 {
 		return nil
 	}

@@ -136,6 +136,11 @@ type Reader interface {
 	// OutboxDepth counts a tenant's notifications in the outbox, pending and dead: what
 	// the outbox's per-tenant bound is checked against.
 	OutboxDepth(tenant string) (int64, error)
+
+	// ScanAudit reads a tenant's approval audit log in id order (ids of equal length
+	// sort by creation time: see AuditIDPrefix), starting after the id after ("" from
+	// the first). Audit records are kept when their task is deleted.
+	ScanAudit(tenant, after string, fn func(*storagev1.AuditRecordEntry) (bool, error)) error
 }
 
 // Writer writes within a transaction. Writes are visible to later reads in the same
@@ -190,6 +195,11 @@ type Writer interface {
 	// PostgreSQL the rows are locked (FOR UPDATE SKIP LOCKED), so another replica skips
 	// them rather than waiting; the bbolt store has one writer at a time.
 	ClaimOutbox(now time.Time, limit int) ([]*storagev1.OutboxRecord, error)
+
+	// PutAudit appends a record to its tenant's audit log under record.audit_id (at
+	// most schema.MaxComponent bytes). The log is append-only: an id already written
+	// is AlreadyExists.
+	PutAudit(rec *storagev1.AuditRecordEntry) error
 
 	// DeleteTask removes a task with everything it owns: its spec, events, interrupts, verdicts,
 	// obligations and every index entry. A missing task is NotFound.

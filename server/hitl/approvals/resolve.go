@@ -40,6 +40,7 @@ func (s *Service) ResolveInterrupt(ctx context.Context, tenant, principal string
 		return nil, err
 	}
 	id := req.GetInterruptId()
+	ch := hitl.ChannelFrom(ctx)
 	taskID, err := s.taskOf(ctx, tenant, id)
 	if err != nil {
 		return nil, err
@@ -67,15 +68,24 @@ func (s *Service) ResolveInterrupt(ctx context.Context, tenant, principal string
 		}
 		in := rec.GetInterrupt()
 		schema, hasSchema := hitl.ToolSchema(spec.GetResolvedSpec(), in.GetNode(), in.GetApproval().GetToolName())
-		d, err := hitl.DecideResolve(in, req, hitl.ResolveParams{
+		params := hitl.ResolveParams{
 			Principal:    principal,
 			Now:          op.Now(),
 			Reason:       s.reasonPolicy(spec, in.GetNode()),
 			Schema:       schema,
 			HasSchema:    hasSchema,
 			ValidateArgs: s.validate,
-		})
+		}
+		if in.GetRequirement() != nil {
+			out, err = s.vote(op, rec, req, principal, ch, params)
+			return err
+		}
+		d, err := hitl.DecideResolve(in, req, params)
 		if err != nil {
+			return err
+		}
+		d.Channel = string(ch)
+		if err := s.auditDecision(op, in, d, req.GetRequestId()); err != nil {
 			return err
 		}
 		out, err = s.resolve(op, rec, d)
@@ -95,7 +105,7 @@ func (s *Service) ResolveInterrupt(ctx context.Context, tenant, principal string
 	case late != nil:
 		return nil, late
 	}
-	return out, nil
+	return s.decorate(out, s.clock.Now()), nil
 }
 
 // taskOf returns the task of tenant's interrupt id. An interrupt never changes task,
@@ -130,9 +140,13 @@ func (s *Service) GetInterrupt(ctx context.Context, tenant, id string) (*agentpl
 		return nil, err
 	}
 	if rec.GetClosedReason() != "" || !hitl.DeadlinePassed(rec.GetInterrupt(), s.clock.Now()) {
-		return rec.GetInterrupt(), nil
+		return s.decorate(rec.GetInterrupt(), s.clock.Now()), nil
 	}
-	return s.expire(ctx, tenant, rec.GetInterrupt().GetTaskId(), id)
+	in, err := s.expire(ctx, tenant, rec.GetInterrupt().GetTaskId(), id)
+	if err != nil {
+		return nil, err
+	}
+	return s.decorate(in, s.clock.Now()), nil
 }
 
 // expire applies the deadline default to one interrupt, if it is still pending and

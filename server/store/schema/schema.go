@@ -12,8 +12,9 @@ import (
 //
 // Version 2 keys the run queue by queue name (bucket RunQueue, QueueKey) where version
 // 1 had one queue per tenant (bucket QueueV1, TimeKey). Version 3 adds the webhook
-// outbox (buckets Outbox, OutboxDue, OutboxDead).
-const Version = 3
+// outbox (buckets Outbox, OutboxDue, OutboxDead). Version 4 adds the approval audit
+// log (bucket Audit).
+const Version = 4
 
 // OldestUpgradable is the oldest version a store opens (and upgrades) from.
 const OldestUpgradable = 1
@@ -67,7 +68,18 @@ var (
 	OutboxDue = []byte("outbox_due")
 	// OutboxDead indexes dead letters: OutboxKey(id), empty value.
 	OutboxDead = []byte("outbox_dead")
+	// Audit maps AuditKey(tenant, audit id) to an AuditRecordEntry: the approval audit
+	// log, append-only.
+	Audit = []byte("audit")
 )
+
+// AuditBuckets are the buckets version 4 added; the upgrade from 3 creates them.
+var AuditBuckets = [][]byte{Audit}
+
+// AuditKey is the key of an audit record: the tenant, then its id (which sorts by time).
+func AuditKey(tenant, id string) []byte {
+	return append(TenantPrefix(tenant), id...)
+}
 
 // OutboxBuckets are the buckets version 3 added; the upgrade from 2 creates them.
 var OutboxBuckets = [][]byte{Outbox, OutboxDue, OutboxDead}
@@ -76,7 +88,7 @@ var OutboxBuckets = [][]byte{Outbox, OutboxDue, OutboxDead}
 var Buckets = [][]byte{
 	Meta, Tasks, TaskSpecs, TasksByCreate, Requests, Events, RunQueue, LeaseDeadlines, Ended,
 	Interrupts, PendingInterrupts, InterruptDeadlines, InterruptsByTask,
-	Verdicts, Obligations, Counters, Outbox, OutboxDue, OutboxDead,
+	Verdicts, Obligations, Counters, Outbox, OutboxDue, OutboxDead, Audit,
 }
 
 // MetaSchemaKey holds the SchemaInfo in Meta.

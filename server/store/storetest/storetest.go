@@ -52,6 +52,7 @@ func Run(t *testing.T, open Opener) {
 		{"Closed", testClosed},
 		{"Outbox", testOutbox},
 		{"OutboxConcurrentClaims", testOutboxConcurrentClaims},
+		{"Audit", testAudit},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)

@@ -1405,6 +1405,54 @@ func (x *OutboxRecord) GetClaim() string {
 	return ""
 }
 
+// AuditRecordEntry is one entry of a tenant's approval audit log, keyed by tenant and
+// its id (time-ordered). Append-only: written once, never changed, and not deleted
+// with its task.
+type AuditRecordEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The record as the API shows it.
+	Record        *v1.AuditRecord `protobuf:"bytes,1,opt,name=record,proto3" json:"record,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditRecordEntry) Reset() {
+	*x = AuditRecordEntry{}
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditRecordEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditRecordEntry) ProtoMessage() {}
+
+func (x *AuditRecordEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditRecordEntry.ProtoReflect.Descriptor instead.
+func (*AuditRecordEntry) Descriptor() ([]byte, []int) {
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *AuditRecordEntry) GetRecord() *v1.AuditRecord {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
 var File_agentplane_storage_v1_storage_proto protoreflect.FileDescriptor
 
 const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
@@ -1536,7 +1584,9 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\n" +
 	"last_error\x18\v \x01(\tR\tlastError\x127\n" +
 	"\tdead_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\bdeadTime\x12\x14\n" +
-	"\x05claim\x18\r \x01(\tR\x05claim*\\\n" +
+	"\x05claim\x18\r \x01(\tR\x05claim\"F\n" +
+	"\x10AuditRecordEntry\x122\n" +
+	"\x06record\x18\x01 \x01(\v2\x1a.agentplane.v1.AuditRecordR\x06record*\\\n" +
 	"\vOutboxState\x12\x1c\n" +
 	"\x18OUTBOX_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OUTBOX_STATE_PENDING\x10\x01\x12\x15\n" +
@@ -1555,7 +1605,7 @@ func file_agentplane_storage_v1_storage_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_storage_v1_storage_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(OutboxState)(0),              // 0: agentplane.storage.v1.OutboxState
 	(*SchemaInfo)(nil),            // 1: agentplane.storage.v1.SchemaInfo
@@ -1570,73 +1620,76 @@ var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(*VerdictRecord)(nil),         // 10: agentplane.storage.v1.VerdictRecord
 	(*ObligationRecord)(nil),      // 11: agentplane.storage.v1.ObligationRecord
 	(*OutboxRecord)(nil),          // 12: agentplane.storage.v1.OutboxRecord
-	nil,                           // 13: agentplane.storage.v1.TaskRecord.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
-	(v1.TaskState)(0),             // 15: agentplane.v1.TaskState
-	(*v1.TaskFailure)(nil),        // 16: agentplane.v1.TaskFailure
-	(*v1.TaskOutput)(nil),         // 17: agentplane.v1.TaskOutput
-	(*v1.TraceContext)(nil),       // 18: agentplane.v1.TraceContext
-	(*v1.Message)(nil),            // 19: agentplane.v1.Message
-	(*v1.ToolResult)(nil),         // 20: agentplane.v1.ToolResult
-	(*v1.TokenUsage)(nil),         // 21: agentplane.v1.TokenUsage
-	(*v1.AgentSpec)(nil),          // 22: agentplane.v1.AgentSpec
-	(*v1.GraphSpec)(nil),          // 23: agentplane.v1.GraphSpec
-	(*v1.ResolvedSpec)(nil),       // 24: agentplane.v1.ResolvedSpec
-	(*v1.InterruptPolicy)(nil),    // 25: agentplane.v1.InterruptPolicy
-	(*durationpb.Duration)(nil),   // 26: google.protobuf.Duration
-	(*v1.ToolAxisOverride)(nil),   // 27: agentplane.v1.ToolAxisOverride
-	(*v1.McpServer)(nil),          // 28: agentplane.v1.McpServer
-	(*v1.A2APeer)(nil),            // 29: agentplane.v1.A2aPeer
-	(*v1.TaskEvent)(nil),          // 30: agentplane.v1.TaskEvent
-	(*v1.Interrupt)(nil),          // 31: agentplane.v1.Interrupt
-	(*v1.Verdict)(nil),            // 32: agentplane.v1.Verdict
-	(*v1.Obligation)(nil),         // 33: agentplane.v1.Obligation
+	(*AuditRecordEntry)(nil),      // 13: agentplane.storage.v1.AuditRecordEntry
+	nil,                           // 14: agentplane.storage.v1.TaskRecord.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
+	(v1.TaskState)(0),             // 16: agentplane.v1.TaskState
+	(*v1.TaskFailure)(nil),        // 17: agentplane.v1.TaskFailure
+	(*v1.TaskOutput)(nil),         // 18: agentplane.v1.TaskOutput
+	(*v1.TraceContext)(nil),       // 19: agentplane.v1.TraceContext
+	(*v1.Message)(nil),            // 20: agentplane.v1.Message
+	(*v1.ToolResult)(nil),         // 21: agentplane.v1.ToolResult
+	(*v1.TokenUsage)(nil),         // 22: agentplane.v1.TokenUsage
+	(*v1.AgentSpec)(nil),          // 23: agentplane.v1.AgentSpec
+	(*v1.GraphSpec)(nil),          // 24: agentplane.v1.GraphSpec
+	(*v1.ResolvedSpec)(nil),       // 25: agentplane.v1.ResolvedSpec
+	(*v1.InterruptPolicy)(nil),    // 26: agentplane.v1.InterruptPolicy
+	(*durationpb.Duration)(nil),   // 27: google.protobuf.Duration
+	(*v1.ToolAxisOverride)(nil),   // 28: agentplane.v1.ToolAxisOverride
+	(*v1.McpServer)(nil),          // 29: agentplane.v1.McpServer
+	(*v1.A2APeer)(nil),            // 30: agentplane.v1.A2aPeer
+	(*v1.TaskEvent)(nil),          // 31: agentplane.v1.TaskEvent
+	(*v1.Interrupt)(nil),          // 32: agentplane.v1.Interrupt
+	(*v1.Verdict)(nil),            // 33: agentplane.v1.Verdict
+	(*v1.Obligation)(nil),         // 34: agentplane.v1.Obligation
+	(*v1.AuditRecord)(nil),        // 35: agentplane.v1.AuditRecord
 }
 var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
-	14, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
-	15, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
-	13, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
-	14, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
-	14, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
-	14, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
-	16, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
-	17, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
+	15, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
+	16, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
+	14, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
+	15, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
+	15, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
+	15, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
+	17, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
+	18, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
 	5,  // 8: agentplane.storage.v1.TaskRecord.cancellation:type_name -> agentplane.storage.v1.Cancellation
 	6,  // 9: agentplane.storage.v1.TaskRecord.lease:type_name -> agentplane.storage.v1.LeaseRecord
-	14, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
-	18, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
-	19, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
-	20, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
-	21, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
+	15, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
+	19, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
+	20, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
+	21, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
+	22, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
 	3,  // 15: agentplane.storage.v1.TaskRecord.applied_requests:type_name -> agentplane.storage.v1.AppliedRequest
-	22, // 16: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
-	23, // 17: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
-	24, // 18: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
-	25, // 19: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	26, // 20: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
-	27, // 21: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	28, // 22: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
-	29, // 23: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	19, // 24: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
-	14, // 25: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
-	14, // 26: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
-	14, // 27: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
-	14, // 28: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
-	30, // 29: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
-	31, // 30: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
-	14, // 31: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
-	32, // 32: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
-	33, // 33: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
-	14, // 34: agentplane.storage.v1.OutboxRecord.create_time:type_name -> google.protobuf.Timestamp
+	23, // 16: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
+	24, // 17: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
+	25, // 18: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
+	26, // 19: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	27, // 20: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
+	28, // 21: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	29, // 22: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
+	30, // 23: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	20, // 24: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
+	15, // 25: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
+	15, // 26: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
+	15, // 27: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
+	15, // 28: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
+	31, // 29: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
+	32, // 30: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
+	15, // 31: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
+	33, // 32: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
+	34, // 33: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
+	15, // 34: agentplane.storage.v1.OutboxRecord.create_time:type_name -> google.protobuf.Timestamp
 	0,  // 35: agentplane.storage.v1.OutboxRecord.state:type_name -> agentplane.storage.v1.OutboxState
-	14, // 36: agentplane.storage.v1.OutboxRecord.next_attempt_time:type_name -> google.protobuf.Timestamp
-	14, // 37: agentplane.storage.v1.OutboxRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
-	14, // 38: agentplane.storage.v1.OutboxRecord.dead_time:type_name -> google.protobuf.Timestamp
-	39, // [39:39] is the sub-list for method output_type
-	39, // [39:39] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	15, // 36: agentplane.storage.v1.OutboxRecord.next_attempt_time:type_name -> google.protobuf.Timestamp
+	15, // 37: agentplane.storage.v1.OutboxRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
+	15, // 38: agentplane.storage.v1.OutboxRecord.dead_time:type_name -> google.protobuf.Timestamp
+	35, // 39: agentplane.storage.v1.AuditRecordEntry.record:type_name -> agentplane.v1.AuditRecord
+	40, // [40:40] is the sub-list for method output_type
+	40, // [40:40] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_storage_v1_storage_proto_init() }
@@ -1655,7 +1708,7 @@ func file_agentplane_storage_v1_storage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_storage_v1_storage_proto_rawDesc), len(file_agentplane_storage_v1_storage_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,55 @@
+package store
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
+	"github.com/agentplane/agentplane/server/store/schema"
+)
+
+// auditPrefix starts every audit id.
+const auditPrefix = "aud_"
+
+// AuditIDPrefix is the part of the audit ids of records written at t that sorts them by
+// time: aud_ and t's Unix nanoseconds in 16 hex digits. Every id written at or after
+// t sorts after it, so it is ScanAudit's after for "since t".
+func AuditIDPrefix(t time.Time) string {
+	return fmt.Sprintf("%s%016x", auditPrefix, schema.Nanos(t))
+}
+
+// NewAuditID is a fresh audit id for a record written at t: AuditIDPrefix(t) and 64
+// random bits, so ids have one length, sort by time and do not collide across replicas.
+func NewAuditID(t time.Time) string {
+	var r [8]byte
+	_, _ = rand.Read(r[:])
+	return AuditIDPrefix(t) + hex.EncodeToString(r[:])
+}
+
+// CheckAuditRecord is what every implementation's Writer.PutAudit checks of rec: the
+// keys it is stored under are valid.
+func CheckAuditRecord(rec *storagev1.AuditRecordEntry) error {
+	r := rec.GetRecord()
+	if err := CheckTenant(r.GetTenant()); err != nil {
+		return err
+	}
+	if !schema.ValidComponent(r.GetAuditId()) {
+		return fmt.Errorf("store: audit id %q is empty or longer than %d bytes", r.GetAuditId(), schema.MaxComponent)
+	}
+	if r.GetTime() == nil {
+		return fmt.Errorf("store: audit record %s has no time", r.GetAuditId())
+	}
+	return nil
+}
+
+// ErrAuditExists is PutAudit's error for an id already written: the log is
+// append-only. Ids are random, so only a bug meets it; it is no client's error.
+func ErrAuditExists(id string) error {
+	return fmt.Errorf("%w: audit record %q exists", ErrAppendOnly, id)
+}
+
+// ErrAppendOnly is wrapped by ErrAuditExists.
+var ErrAppendOnly = errors.New("store: the audit log is append-only")
