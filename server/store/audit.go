@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
@@ -21,13 +22,28 @@ func AuditIDPrefix(t time.Time) string {
 	return fmt.Sprintf("%s%016x", auditPrefix, schema.Nanos(t))
 }
 
-// NewAuditID is a fresh audit id for a record written at t: AuditIDPrefix(t) and 64
-// random bits, so ids have one length, sort by time and do not collide across replicas.
+// NewAuditID is a fresh audit id for a record written at t: the time part of
+// AuditIDPrefix and 64 random bits, so ids have one length, sort by time and do not
+// collide across replicas. Within a process the time part is strictly increasing (a
+// record in the same nanosecond as the last takes the next one), so records of one
+// replica sort in the order they were written.
 func NewAuditID(t time.Time) string {
+	n := schema.Nanos(t)
+	for {
+		last := lastAuditNanos.Load()
+		if n <= last {
+			n = last + 1
+		}
+		if lastAuditNanos.CompareAndSwap(last, n) {
+			break
+		}
+	}
 	var r [8]byte
 	_, _ = rand.Read(r[:])
-	return AuditIDPrefix(t) + hex.EncodeToString(r[:])
+	return fmt.Sprintf("%s%016x%s", auditPrefix, n, hex.EncodeToString(r[:]))
 }
+
+var lastAuditNanos atomic.Uint64
 
 // CheckAuditRecord is what every implementation's Writer.PutAudit checks of rec: the
 // keys it is stored under are valid.
