@@ -127,6 +127,7 @@ func (s *Server) openDomain() (err error) {
 	}); err != nil {
 		return err
 	}
+	d.webhooks.SetInterruptView(d.approvals.View)
 	d.verdicts = verdicts.NewRecorder(d.tasks)
 	if shared, ok := d.store.(store.Shared); ok {
 		// Other replicas write to the same database: their commits wake this one's

@@ -385,3 +385,82 @@ func TestDeadlineDecisionIsAudited(t *testing.T) {
 		t.Fatalf("audit = %v", rows)
 	}
 }
+
+func TestEscalationTimersSurviveARestart(t *testing.T) {
+	cfg := rulesConfig(config.ApprovalRule{Group: "finance", Quorum: 2, Escalation: config.Escalation{
+		RemindAfter: config.Duration(10 * time.Minute), EscalateAfter: config.Duration(20 * time.Minute), EscalateTo: "treasury",
+	}})
+	cfg.DefaultTimeout = 30 * time.Minute
+	e := newEnv(t, cfg)
+	in := e.gated(t, e.startAndLease(t, "acme"), "c1")
+	rq := in.GetRequirement()
+	if !rq.GetRemindTime().AsTime().Equal(e.clock.Now().Add(10*time.Minute)) || !rq.GetEscalateTime().AsTime().Equal(e.clock.Now().Add(20*time.Minute)) ||
+		rq.GetEscalationGroup() != "treasury" {
+		t.Fatalf("requirement = %v", rq)
+	}
+	e.mustResolveAs(t, "alice", hitl.ChannelAPI, approve(in.GetInterruptId()))
+	if n, _, err := e.svc.ApplyEscalations(ctx); err != nil || n != 0 {
+		t.Fatalf("before any timer: %d steps, %v", n, err)
+	}
+
+	// The control plane is down when the reminder falls due; the loop of the next one
+	// runs it, from what the store holds.
+	e.close()
+	e.clock.Advance(11 * time.Minute)
+	e.open(t)
+	e.svc.Start()
+	waitFor(t, "the reminder", func() bool { return e.record(t, "acme", in.GetInterruptId()).GetInterrupt().GetRequirement().GetReminded() })
+	rec := e.record(t, "acme", in.GetInterruptId()).GetInterrupt()
+	if rec.GetRequirement().GetEscalated() || rec.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_PENDING {
+		t.Fatalf("after the reminder: %v", rec)
+	}
+	_, err := e.resolveAs(t, "dave", hitl.ChannelAPI, approve(in.GetInterruptId()))
+	wantErr(t, err, codes.PermissionDenied, apierr.ReasonApproverNotEligible)
+
+	e.close()
+	e.clock.Advance(10 * time.Minute)
+	e.open(t)
+	e.svc.Start()
+	waitFor(t, "the escalation", func() bool { return e.record(t, "acme", in.GetInterruptId()).GetInterrupt().GetRequirement().GetEscalated() })
+	got := e.mustGet(t, in.GetInterruptId())
+	if el := got.GetRequirement().GetEligible(); !slices.Equal(el, []string{"bob", "carol", "dave"}) {
+		t.Fatalf("eligible after escalation = %v, want the escalation group added", el)
+	}
+	rows, _ := auditRows(t, e, &agentplanev1.ListAuditRecordsRequest{InterruptId: in.GetInterruptId()})
+	if !slices.Equal(rows, []string{"alice api APPROVE", "system system REMIND", "system system ESCALATE"}) {
+		t.Fatalf("audit = %v", rows)
+	}
+	// Each step runs once, however often the timers are looked at.
+	if n, _, err := e.svc.ApplyEscalations(ctx); err != nil || n != 0 {
+		t.Fatalf("again: %d steps, %v", n, err)
+	}
+	done := e.mustResolveAs(t, "dave", hitl.ChannelAPI, approve(in.GetInterruptId()))
+	if done.GetDecision().GetDecidedBy() != "dave" || done.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED {
+		t.Fatalf("the escalation group's approval: %v", done)
+	}
+}
+
+func TestEscalationThenDeadlineDefault(t *testing.T) {
+	cfg := rulesConfig(config.ApprovalRule{Group: "finance", Escalation: config.Escalation{
+		EscalateAfter: config.Duration(5 * time.Minute), EscalateTo: "treasury",
+	}})
+	cfg.DefaultTimeout = 10 * time.Minute
+	e := newEnv(t, cfg)
+	in := e.gated(t, e.startAndLease(t, "acme"), "c1")
+	e.clock.Advance(6 * time.Minute)
+	if n, next, err := e.svc.ApplyEscalations(ctx); err != nil || n != 1 || !next.IsZero() {
+		t.Fatalf("escalation: %d steps, next %v, %v", n, next, err)
+	}
+	e.clock.Advance(5 * time.Minute)
+	if _, err := e.svc.ApplyDeadlines(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := e.mustGet(t, in.GetInterruptId())
+	if d := got.GetDecision(); d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_DEADLINE || d.GetType() != agentplanev1.DecisionType_DECISION_TYPE_REJECT {
+		t.Fatalf("decision = %v, want the deadline's default", d)
+	}
+	rows, _ := auditRows(t, e, &agentplanev1.ListAuditRecordsRequest{InterruptId: in.GetInterruptId()})
+	if !slices.Equal(rows, []string{"system system ESCALATE", "system system REJECT resolved"}) {
+		t.Fatalf("audit = %v", rows)
+	}
+}

@@ -187,6 +187,11 @@ func (s *Service) auditDecision(op *tasks.Op, in *agentplanev1.Interrupt, d *age
 	})
 }
 
+// View is in as reviewers are shown it now (decorate): for notifications.
+func (s *Service) View(in *agentplanev1.Interrupt) *agentplanev1.Interrupt {
+	return s.decorate(in, s.clock.Now())
+}
+
 // decorate returns in with what its requirement's reviewers are told at now filled
 // in: who may still approve, and how many approvals are still needed. in is not
 // modified.
