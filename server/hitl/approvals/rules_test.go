@@ -409,7 +409,9 @@ func TestEscalationTimersSurviveARestart(t *testing.T) {
 	e.clock.Advance(11 * time.Minute)
 	e.open(t)
 	e.svc.Start()
-	waitFor(t, "the reminder", func() bool { return e.record(t, "acme", in.GetInterruptId()).GetInterrupt().GetRequirement().GetReminded() })
+	waitFor(t, "the reminder", func() bool {
+		return e.record(t, "acme", in.GetInterruptId()).GetInterrupt().GetRequirement().GetReminded()
+	})
 	rec := e.record(t, "acme", in.GetInterruptId()).GetInterrupt()
 	if rec.GetRequirement().GetEscalated() || rec.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_PENDING {
 		t.Fatalf("after the reminder: %v", rec)
@@ -421,7 +423,9 @@ func TestEscalationTimersSurviveARestart(t *testing.T) {
 	e.clock.Advance(10 * time.Minute)
 	e.open(t)
 	e.svc.Start()
-	waitFor(t, "the escalation", func() bool { return e.record(t, "acme", in.GetInterruptId()).GetInterrupt().GetRequirement().GetEscalated() })
+	waitFor(t, "the escalation", func() bool {
+		return e.record(t, "acme", in.GetInterruptId()).GetInterrupt().GetRequirement().GetEscalated()
+	})
 	got := e.mustGet(t, in.GetInterruptId())
 	if el := got.GetRequirement().GetEligible(); !slices.Equal(el, []string{"bob", "carol", "dave"}) {
 		t.Fatalf("eligible after escalation = %v, want the escalation group added", el)
