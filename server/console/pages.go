@@ -239,7 +239,7 @@ func (h *Handler) interruptView(r *http.Request, s *session) (*interruptData, er
 	}
 	text := in.GetApproval().GetArgumentsJson()
 	d.Digest = in.GetArgsDigest()
-	if rq := in.GetRequirement(); rq.EditedArgumentsJson != nil && d.Decided == nil {
+	if rq := in.GetRequirement(); rq != nil && rq.EditedArgumentsJson != nil && d.Decided == nil {
 		text, d.Digest, d.Edited = rq.GetEditedArgumentsJson(), rq.GetReviewArgsDigest(), true
 		d.Args = viewArgs(text)
 	}
