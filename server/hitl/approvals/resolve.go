@@ -2,9 +2,11 @@ package approvals
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/api/reasons"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/store"
@@ -101,6 +103,11 @@ func (s *Service) ResolveInterrupt(ctx context.Context, tenant, principal string
 	})
 	switch {
 	case err != nil:
+		if e := (*apierr.Error)(nil); errors.As(err, &e) && (e.Reason == apierr.ReasonApproverNotEligible || e.Reason == apierr.ReasonAlreadyVoted) {
+			// Refused attempts decide nothing and are no audit record; operators see them here.
+			s.log.Warn("decision refused by the approval rule", "tenant", tenant, "interrupt_id", id, "principal", principal,
+				"channel", string(ch), "reason", reasons.Wire(e.Reason))
+		}
 		return nil, err
 	case late != nil:
 		return nil, late

@@ -1,7 +1,9 @@
 package approvals
 
 import (
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -466,5 +468,29 @@ func TestEscalationThenDeadlineDefault(t *testing.T) {
 	rows, _ := auditRows(t, e, &agentplanev1.ListAuditRecordsRequest{InterruptId: in.GetInterruptId()})
 	if !slices.Equal(rows, []string{"system system ESCALATE", "system system REJECT resolved"}) {
 		t.Fatalf("audit = %v", rows)
+	}
+}
+
+// TestDocumentedRulesLoad: the configuration docs/hitl.md shows validates and compiles.
+func TestDocumentedRulesLoad(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/hitl.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(doc), "## Approval rules")
+	_, block, ok2 := strings.Cut(after, "```yaml\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/hitl.md has no yaml block under Approval rules")
+	}
+	cfg := config.Default()
+	if err := config.Parse([]byte(block), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewRules(cfg.HITL.Groups, cfg.HITL.Rules); err != nil || len(cfg.HITL.Rules) != 3 {
+		t.Fatalf("%d rules: %v", len(cfg.HITL.Rules), err)
 	}
 }
