@@ -494,3 +494,20 @@ func TestDocumentedRulesLoad(t *testing.T) {
 		t.Fatalf("%d rules: %v", len(cfg.HITL.Rules), err)
 	}
 }
+
+func TestDeadlineUnderARuleRejectsEvenWhenTheDefaultApproves(t *testing.T) {
+	cfg := rulesConfig(config.ApprovalRule{Group: "finance", Quorum: 2})
+	cfg.DefaultTimeout, cfg.DeadlineApprove = time.Minute, true
+	e := newEnv(t, cfg)
+	ref := e.startAndLease(t, "acme")
+	in := e.gated(t, ref, "c1")
+	e.mustResolveAs(t, "alice", hitl.ChannelAPI, approve(in.GetInterruptId()))
+	e.clock.Advance(2 * time.Minute)
+	if _, err := e.svc.ApplyDeadlines(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.mustGet(t, in.GetInterruptId()).GetDecision(); d.GetType() != agentplanev1.DecisionType_DECISION_TYPE_REJECT ||
+		d.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_DEADLINE {
+		t.Fatalf("deadline under the rule: %v, want a rejection", d)
+	}
+}

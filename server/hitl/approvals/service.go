@@ -235,7 +235,10 @@ func (s *Service) applyDeadline(op *tasks.Op, rec *storagev1.InterruptRecord) (*
 	if rec.GetClosedReason() != "" || !hitl.DeadlinePassed(rec.GetInterrupt(), op.Now()) {
 		return nil, false, nil
 	}
-	d := hitl.DeadlineDecision(rec.GetInterrupt(), s.cfg.DeadlineApprove, op.Now())
+	// Under an approval rule the default is always reject: approving by the clock would
+	// run a call without the people the rule asks for.
+	approve := s.cfg.DeadlineApprove && rec.GetInterrupt().GetRequirement() == nil
+	d := hitl.DeadlineDecision(rec.GetInterrupt(), approve, op.Now())
 	d.Channel = string(hitl.ChannelSystem)
 	if err := s.auditDecision(op, rec.GetInterrupt(), d, ""); err != nil {
 		return nil, false, err
