@@ -405,6 +405,7 @@ test('two of finance approve a transfer: the first approval is recorded, the sec
       await signIn(page, lead);
       const row = page.locator('#inbox tbody tr', { hasText: 'wire_transfer' });
       await row.waitFor();
+      assert.match(await row.textContent(), /0 of 2 approvals/, 'the inbox shows how far the quorum is');
       interrupt = await row.getAttribute('data-id');
       await row.getByRole('link', { name: 'wire_transfer' }).click();
       await page.waitForURL(new RegExp(`/ui/interrupts/${interrupt}$`));

@@ -441,7 +441,7 @@ type ResolveInterruptRequest struct {
 	// mutating calls on the interrupt's task; recommended. A retry with the same
 	// request_id and the same request returns the interrupt as resolved by the first
 	// call, instead of interrupt.already_resolved; the same request_id with a different
-	// request is ALREADY_EXISTS (reason task.request_id_reused).
+	// request, or from another principal, is ALREADY_EXISTS (reason task.request_id_reused).
 	RequestId     string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"time"
 
@@ -32,7 +33,8 @@ import (
 //
 // With a request_id, a retry of a call that resolved the interrupt returns the
 // interrupt as it is (resolved by that call) instead of interrupt.already_resolved; the
-// same request_id with another request is ALREADY_EXISTS (task.request_id_reused).
+// same request_id with another request, or from another principal, is ALREADY_EXISTS
+// (task.request_id_reused).
 func (s *Service) ResolveInterrupt(ctx context.Context, tenant, principal string, req *agentplanev1.ResolveInterruptRequest) (*agentplanev1.Interrupt, error) {
 	if err := hitl.CheckResolveRequest(req); err != nil {
 		return nil, err
@@ -40,6 +42,13 @@ func (s *Service) ResolveInterrupt(ctx context.Context, tenant, principal string
 	once, err := tasks.NewRequest(req)
 	if err != nil {
 		return nil, err
+	}
+	if once.ID != "" {
+		// A request id is its principal's: another principal sending the same request
+		// under it is refused (task.request_id_reused), not answered with the first
+		// caller's result as though it had decided, nor counted toward a quorum.
+		h := sha256.Sum256(append(append(once.Digest, 0), principal...))
+		once.Digest = h[:len(once.Digest)]
 	}
 	id := req.GetInterruptId()
 	ch := hitl.ChannelFrom(ctx)

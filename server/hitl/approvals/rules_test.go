@@ -123,6 +123,9 @@ func TestQuorumOnePersonCountsOnceWhateverChannel(t *testing.T) {
 	// A retried request is one decision: it answers the interrupt as it is.
 	again := e.mustResolveAs(t, "alice", hitl.ChannelConsole, proto.CloneOf(req))
 	wantPending(t, again, []string{"alice@console"}, 1)
+	// Another person's request under alice's request id is refused, not taken for hers.
+	_, err := e.resolveAs(t, "bob", hitl.ChannelConsole, proto.CloneOf(req))
+	wantErr(t, err, codes.AlreadyExists, apierr.ReasonRequestIDReused)
 	for _, ch := range []hitl.Channel{hitl.ChannelConsole, hitl.ChannelSlack, hitl.ChannelLink, hitl.ChannelCtl} {
 		_, err := e.resolveAs(t, "alice", ch, approve(in.GetInterruptId()))
 		wantErr(t, err, codes.FailedPrecondition, apierr.ReasonAlreadyVoted)

@@ -295,7 +295,7 @@ export type ResolveInterruptRequest = Message<"agentplane.v1.ResolveInterruptReq
    * mutating calls on the interrupt's task; recommended. A retry with the same
    * request_id and the same request returns the interrupt as resolved by the first
    * call, instead of interrupt.already_resolved; the same request_id with a different
-   * request is ALREADY_EXISTS (reason task.request_id_reused).
+   * request, or from another principal, is ALREADY_EXISTS (reason task.request_id_reused).
    *
    * @generated from field: string request_id = 6;
    */
