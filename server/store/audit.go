@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/store/schema"
 )
@@ -69,3 +70,22 @@ func ErrAuditExists(id string) error {
 
 // ErrAppendOnly is wrapped by ErrAuditExists.
 var ErrAppendOnly = errors.New("store: the audit log is append-only")
+
+// EscalationDue is when the next escalation step of rec is due, for the escalation
+// index: while it is pending (and not closed) under an approval rule, its remind_time
+// until the reminder ran, then its escalate_time until the escalation ran, whichever
+// of those not yet run comes first. ok is false when none is left.
+func EscalationDue(rec *storagev1.InterruptRecord) (due time.Time, ok bool) {
+	in := rec.GetInterrupt()
+	rq := in.GetRequirement()
+	if rq == nil || rec.GetClosedReason() != "" || in.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_PENDING {
+		return time.Time{}, false
+	}
+	if t := rq.GetRemindTime(); t != nil && !rq.GetReminded() {
+		due, ok = t.AsTime(), true
+	}
+	if t := rq.GetEscalateTime(); t != nil && !rq.GetEscalated() && (!ok || t.AsTime().Before(due)) {
+		due, ok = t.AsTime(), true
+	}
+	return due, ok
+}

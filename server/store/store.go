@@ -169,7 +169,8 @@ type Writer interface {
 
 	// PutInterrupt creates or replaces an interrupt and brings its indexes up to date:
 	// the tenant's pending inbox (state PENDING and not closed, by create_time), the
-	// deadline index (pending with a deadline) and the task's list. Its task must exist.
+	// deadline index (pending with a deadline), the escalation index (pending with an
+	// escalation step to run, EscalationDue) and the task's list. Its task must exist.
 	PutInterrupt(rec *storagev1.InterruptRecord) error
 
 	// PutVerdict stores a verdict under its task and verdict.sequence. Its task must exist.
@@ -241,6 +242,10 @@ const (
 	IndexPendingInterrupts
 	// IndexInterruptDeadlines holds pending interrupts by deadline; ids are interrupt ids.
 	IndexInterruptDeadlines
+	// IndexInterruptEscalations holds pending interrupts under an approval rule by the
+	// time of their next escalation step not yet run (EscalationDue); ids are interrupt
+	// ids.
+	IndexInterruptEscalations
 )
 
 // String names the index.
@@ -256,6 +261,8 @@ func (i Index) String() string {
 		return "pending_interrupts"
 	case IndexInterruptDeadlines:
 		return "interrupt_deadlines"
+	case IndexInterruptEscalations:
+		return "interrupt_escalations"
 	}
 	return "unknown"
 }

@@ -9,70 +9,46 @@ import (
 	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/tasks"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // Escalation timers are fields of the stored interrupt (ApprovalRequirement's
 // remind_time and escalate_time, with reminded and escalated once they ran), so they
-// survive restarts like the interrupt. They are found by reading the pending inbox of
-// the tenants whose rules escalate (only those), a cost proportional to their pending
-// interrupts per look; the loop looks when the earliest timer is due, at least every
-// maxDeadlineSleep.
+// survive restarts like the interrupt; the store indexes each pending interrupt by its
+// next step not yet run (store.IndexInterruptEscalations, store.EscalationDue), and
+// the deadline loop reads what is due from it like deadlines.
 
 // nextStep is what is due of rq's escalation at now: remind, escalate (both when the
-// loop is late), and the time of the next step not yet due (zero: none).
-func nextStep(rq *agentplanev1.ApprovalRequirement, now time.Time) (remind, escalate bool, next time.Time) {
-	consider := func(ts interface{ AsTime() time.Time }, done bool) bool {
-		if done || rq == nil {
-			return false
-		}
-		at := ts.AsTime()
-		if !at.After(now) {
-			return true
-		}
-		if next.IsZero() || at.Before(next) {
-			next = at
-		}
-		return false
-	}
-	if rq.GetRemindTime() != nil {
-		remind = consider(rq.GetRemindTime(), rq.GetReminded())
-	}
-	if rq.GetEscalateTime() != nil {
-		escalate = consider(rq.GetEscalateTime(), rq.GetEscalated())
-	}
-	return remind, escalate, next
+// loop is late).
+func nextStep(rq *agentplanev1.ApprovalRequirement, now time.Time) (remind, escalate bool) {
+	due := func(ts *timestamppb.Timestamp, done bool) bool { return ts != nil && !done && !ts.AsTime().After(now) }
+	return due(rq.GetRemindTime(), rq.GetReminded()), due(rq.GetEscalateTime(), rq.GetEscalated())
 }
 
-// findEscalations collects the pending interrupts with an escalation step due at now,
-// and the time of the earliest step not yet due.
+// findEscalations collects the pending interrupts with an escalation step due at now
+// from the escalation index, and the time of the earliest step not yet due (zero:
+// none).
 func (s *Service) findEscalations(ctx context.Context, now time.Time) ([]dueInterrupt, time.Time, error) {
 	var due []dueInterrupt
 	var next time.Time
-	tenants := s.rules.escalationTenants()
-	if len(tenants) == 0 {
-		return nil, next, nil
-	}
 	err := s.store.View(ctx, func(r store.Reader) error {
-		for _, t := range tenants {
-			err := r.ScanIndex(store.IndexPendingInterrupts, t, store.IndexRange{}, func(e store.IndexEntry) (bool, error) {
+		return r.Tenants(store.IndexInterruptEscalations, "", func(t string) (bool, error) {
+			err := r.ScanIndex(store.IndexInterruptEscalations, t, store.IndexRange{}, func(e store.IndexEntry) (bool, error) {
+				if e.At.After(now) {
+					if next.IsZero() || e.At.Before(next) {
+						next = e.At
+					}
+					return false, nil
+				}
 				rec, err := r.GetInterrupt(t, e.ID)
 				if err != nil {
 					return false, err
 				}
-				remind, escalate, n := nextStep(rec.GetInterrupt().GetRequirement(), now)
-				if remind || escalate {
-					due = append(due, dueInterrupt{tenant: t, taskID: rec.GetInterrupt().GetTaskId(), id: e.ID})
-				}
-				if !n.IsZero() && (next.IsZero() || n.Before(next)) {
-					next = n
-				}
+				due = append(due, dueInterrupt{tenant: t, taskID: rec.GetInterrupt().GetTaskId(), id: e.ID})
 				return len(due) < deadlineBatch, nil
 			})
-			if err != nil || len(due) == deadlineBatch {
-				return err
-			}
-		}
-		return nil
+			return len(due) < deadlineBatch, err
+		})
 	})
 	return due, next, err
 }
@@ -119,7 +95,7 @@ func (s *Service) escalate(ctx context.Context, d dueInterrupt) (int, error) {
 		if in.GetState() != agentplanev1.InterruptState_INTERRUPT_STATE_PENDING || rec.GetClosedReason() != "" {
 			return nil
 		}
-		remind, escalate, _ := nextStep(in.GetRequirement(), op.Now())
+		remind, escalate := nextStep(in.GetRequirement(), op.Now())
 		if !remind && !escalate {
 			return nil
 		}

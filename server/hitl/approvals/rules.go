@@ -123,36 +123,3 @@ func (rs *Rules) requirement(ctx context.Context, in *agentplanev1.Interrupt, st
 	}
 	return nil
 }
-
-// hasEscalations reports whether any rule of tenant (any tenant when "") escalates.
-func (rs *Rules) hasEscalations(tenant string) bool {
-	if rs == nil {
-		return false
-	}
-	for t, rules := range rs.byTenant {
-		if tenant != "" && t != tenant {
-			continue
-		}
-		for _, r := range rules {
-			if r.cfg.Escalation.RemindAfter > 0 || r.cfg.Escalation.EscalateAfter > 0 {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// escalationTenants are the tenants with a rule that escalates, sorted.
-func (rs *Rules) escalationTenants() []string {
-	var out []string
-	if rs == nil {
-		return nil
-	}
-	for t := range rs.byTenant {
-		if rs.hasEscalations(t) {
-			out = append(out, t)
-		}
-	}
-	slices.Sort(out)
-	return out
-}

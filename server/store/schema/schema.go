@@ -13,7 +13,7 @@ import (
 // Version 2 keys the run queue by queue name (bucket RunQueue, QueueKey) where version
 // 1 had one queue per tenant (bucket QueueV1, TimeKey). Version 3 adds the webhook
 // outbox (buckets Outbox, OutboxDue, OutboxDead). Version 4 adds the approval audit
-// log (bucket Audit).
+// log (bucket Audit) and the escalation index (bucket InterruptEscalations).
 const Version = 4
 
 // OldestUpgradable is the oldest version a store opens (and upgrades) from.
@@ -71,10 +71,14 @@ var (
 	// Audit maps AuditKey(tenant, audit id) to an AuditRecordEntry: the approval audit
 	// log, append-only.
 	Audit = []byte("audit")
+	// InterruptEscalations indexes pending interrupts under an approval rule by their
+	// next escalation step (store.EscalationDue): TimeKey(due), empty value.
+	InterruptEscalations = []byte("interrupt_escalations")
 )
 
-// AuditBuckets are the buckets version 4 added; the upgrade from 3 creates them.
-var AuditBuckets = [][]byte{Audit}
+// AuditBuckets are the buckets version 4 added; the upgrade from 3 creates them
+// (empty: no interrupt of an older version is under an approval rule).
+var AuditBuckets = [][]byte{Audit, InterruptEscalations}
 
 // AuditKey is the key of an audit record: the tenant, then its id (which sorts by time).
 func AuditKey(tenant, id string) []byte {
@@ -88,7 +92,7 @@ var OutboxBuckets = [][]byte{Outbox, OutboxDue, OutboxDead}
 var Buckets = [][]byte{
 	Meta, Tasks, TaskSpecs, TasksByCreate, Requests, Events, RunQueue, LeaseDeadlines, Ended,
 	Interrupts, PendingInterrupts, InterruptDeadlines, InterruptsByTask,
-	Verdicts, Obligations, Counters, Outbox, OutboxDue, OutboxDead, Audit,
+	Verdicts, Obligations, Counters, Outbox, OutboxDue, OutboxDead, Audit, InterruptEscalations,
 }
 
 // MetaSchemaKey holds the SchemaInfo in Meta.

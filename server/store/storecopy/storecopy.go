@@ -345,7 +345,8 @@ func Compare(ctx context.Context, a, b Source) error {
 				}
 			}
 		}
-		for _, idx := range []store.Index{store.IndexLeaseDeadlines, store.IndexEnded, store.IndexPendingInterrupts, store.IndexInterruptDeadlines} {
+		for _, idx := range []store.Index{store.IndexLeaseDeadlines, store.IndexEnded, store.IndexPendingInterrupts, store.IndexInterruptDeadlines,
+			store.IndexInterruptEscalations} {
 			ea, err := entries(ctx, a, func(r store.Reader, fn func(store.IndexEntry) (bool, error)) error {
 				return r.ScanIndex(idx, tenant, store.IndexRange{}, fn)
 			})

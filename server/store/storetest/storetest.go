@@ -53,6 +53,7 @@ func Run(t *testing.T, open Opener) {
 		{"Outbox", testOutbox},
 		{"OutboxConcurrentClaims", testOutboxConcurrentClaims},
 		{"Audit", testAudit},
+		{"EscalationIndex", testEscalationIndex},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)

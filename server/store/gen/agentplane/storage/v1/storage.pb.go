@@ -1050,7 +1050,8 @@ func (x *RequestRecord) GetTaskId() string {
 }
 
 // InterruptRecord is a stored interrupt. The store derives from it the per-tenant
-// pending inbox (by creation time), the deadline index, and the per-task index.
+// pending inbox (by creation time), the deadline index, the escalation index (the next
+// step of an approval rule's escalation not yet run) and the per-task index.
 type InterruptRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The interrupt as the API shows it; its state and decision drive the pending and
