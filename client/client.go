@@ -38,6 +38,7 @@ type Client struct {
 	Capabilities agentplanev1.CapabilityServiceClient
 	Runtime      agentplanev1.RuntimeServiceClient
 	Admin        agentplanev1.AdminServiceClient
+	Schedules    agentplanev1.ScheduleServiceClient
 	Health       healthpb.HealthClient
 }
 
@@ -152,6 +153,7 @@ func New(conn *grpc.ClientConn) *Client {
 		Capabilities: agentplanev1.NewCapabilityServiceClient(conn),
 		Runtime:      agentplanev1.NewRuntimeServiceClient(conn),
 		Admin:        agentplanev1.NewAdminServiceClient(conn),
+		Schedules:    agentplanev1.NewScheduleServiceClient(conn),
 		Health:       healthpb.NewHealthClient(conn),
 	}
 }

@@ -938,6 +938,19 @@ var featureProbes = []featureProbe{
 		}
 		return nil
 	}, func(_ featureEnv, err error) bool { return errors.Is(err, errNoHTTPListener) }},
+	{"schedules", (*agentplanev1.Features).GetSchedules, func(e featureEnv) error {
+		created, err := e.c.Schedules.CreateSchedule(e.ctx, &agentplanev1.CreateScheduleRequest{ScheduleId: "features", Spec: intervalSpec(time.Hour),
+			Task: &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("hello")}})
+		if err != nil {
+			return err
+		}
+		trig, err := e.c.Schedules.TriggerSchedule(e.ctx, &agentplanev1.TriggerScheduleRequest{ScheduleId: created.GetSchedule().GetScheduleId()})
+		if err != nil || trig.GetTask().GetScheduledBy().GetScheduleId() != "features" {
+			return fmt.Errorf("TriggerSchedule = %v, %v; want a task of the schedule", trig, err)
+		}
+		_, err = e.c.Schedules.DeleteSchedule(e.ctx, &agentplanev1.DeleteScheduleRequest{ScheduleId: "features"})
+		return err
+	}, notServed},
 }
 
 var errNoHTTPListener = errors.New("no HTTP listener")

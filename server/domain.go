@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/agentplane/agentplane/gates"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/console"
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/hitl/approvals"
+	"github.com/agentplane/agentplane/server/hitl/links"
+	"github.com/agentplane/agentplane/server/schedules"
 	"github.com/agentplane/agentplane/server/spec"
 	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/boltstore"
@@ -34,6 +38,9 @@ type domain struct {
 	approvals *approvals.Service
 	verdicts  *verdicts.Recorder
 	webhooks  *webhooks.Service
+	// links signs approval links (nil when no notification carries them).
+	links     *links.Issuer
+	schedules *schedules.Manager
 }
 
 // domainStore is the store with its health: the failure that makes it refuse writes
@@ -106,8 +113,13 @@ func (s *Server) openDomain() (err error) {
 	}
 	s.domain = d // from here on closeAll closes the store
 	s.metrics.registry.MustRegister(newStoreCollector(d.store.Stats, d.store.Health, d.store.Features()))
+	if d.links, err = s.linkIssuer(); err != nil {
+		return err
+	}
 	if d.webhooks, err = webhooks.New(webhooks.Options{
 		Store: d.store, Config: cfg.Notifications, BaseDir: cfg.BaseDir(), Logger: s.log, Registerer: s.metrics.registry,
+		Links: d.links, SlackButtons: cfg.HITL.Slack.Enabled(), Approvers: cfg.HITL.Approvers,
+		A2APush: a2aPushFunc(&cfg),
 	}); err != nil {
 		return err
 	}
@@ -129,6 +141,14 @@ func (s *Server) openDomain() (err error) {
 	}
 	d.webhooks.SetInterruptView(d.approvals.View)
 	d.verdicts = verdicts.NewRecorder(d.tasks)
+	sc := cfg.Schedules
+	if d.schedules, err = schedules.New(schedules.Options{
+		Store: d.store, Tasks: d.tasks, Prepare: s.startParams, Logger: s.log, Registerer: s.metrics.registry,
+		Config: schedules.Config{MaxPerTenant: sc.MaxPerTenant, RecentRuns: sc.RecentRuns, PollInterval: sc.PollInterval.D(),
+			RecheckInterval: sc.RecheckInterval.D(), Concurrency: sc.Concurrency},
+	}); err != nil {
+		return err
+	}
 	if shared, ok := d.store.(store.Shared); ok {
 		// Other replicas write to the same database: their commits wake this one's
 		// watchers, long polls and AwaitDecision calls.
@@ -140,6 +160,30 @@ func (s *Server) openDomain() (err error) {
 	return nil
 }
 
+// linkIssuer loads (or makes) the key of approval links when a notification carries
+// them: an email endpoint, or a webhook with approval_links_for.
+func (s *Server) linkIssuer() (*links.Issuer, error) {
+	n := s.cfg.Notifications
+	needed := len(n.Emails) > 0
+	for _, w := range n.Webhooks {
+		needed = needed || len(w.ApprovalLinksFor) > 0
+	}
+	if !needed || n.ConsoleURL == "" {
+		return nil, nil
+	}
+	keyFile := s.cfg.HITL.Links.KeyFile
+	if keyFile == "" {
+		keyFile = filepath.Join(s.cfg.DataDir, "hitl-links.key")
+	} else if !filepath.IsAbs(keyFile) {
+		keyFile = filepath.Join(s.cfg.BaseDir(), keyFile)
+	}
+	key, err := console.LoadKey(keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("hitl.links.key_file: %w", err)
+	}
+	return &links.Issuer{Key: key, TTL: s.cfg.HITL.Links.TTL.D(), Base: n.ConsoleURL}, nil
+}
+
 // StoreLocation names the store the server opened: the bbolt file, or the PostgreSQL
 // database without its password.
 func (s *Server) StoreLocation() string { return s.domain.where }
@@ -149,10 +193,14 @@ func (d *domain) start() {
 	d.tasks.StartMaintenance()
 	d.approvals.Start()
 	d.webhooks.Start()
+	d.schedules.Start()
 }
 
 // close stops the loops and closes the store.
 func (d *domain) close() error {
+	if d.schedules != nil {
+		d.schedules.Stop()
+	}
 	if d.webhooks != nil {
 		d.webhooks.Stop()
 	}

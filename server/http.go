@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -19,7 +20,10 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/console"
+	"github.com/agentplane/agentplane/server/hitl/channels"
+	"github.com/agentplane/agentplane/server/webhooks"
 )
 
 // buildHTTP assembles the HTTP/JSON front: grpc-gateway for the API (reaching the gRPC
@@ -54,6 +58,7 @@ func (s *Server) buildHTTP() error {
 		agentplanev1.RegisterCapabilityServiceHandler,
 		agentplanev1.RegisterRuntimeServiceHandler,
 		agentplanev1.RegisterAdminServiceHandler,
+		agentplanev1.RegisterScheduleServiceHandler,
 	} {
 		if err := register(ctx, gw, conn); err != nil {
 			return fmt.Errorf("gateway: %w", err)
@@ -80,8 +85,62 @@ func (s *Server) buildHTTP() error {
 		}
 		root.Handle("/ui/", ui)
 	}
+	if err := s.registerChannels(root); err != nil {
+		return err
+	}
+	if !s.cfg.A2A.Disabled {
+		face, err := s.newA2A()
+		if err != nil {
+			return err
+		}
+		face = limitBody(face, s.maxHTTPBody())
+		root.Handle("/a2a/", face)
+		root.Handle("/.well-known/agent-card.json", face)
+	}
 	root.Handle("/", limitBody(gw, s.maxHTTPBody()))
 	s.http = &http.Server{Handler: s.newHTTPGuard().wrap(root), ReadHeaderTimeout: 10 * time.Second, TLSConfig: s.tls}
+	return nil
+}
+
+// registerChannels serves the approval channels (docs/hitl.md): the Slack app's
+// interaction endpoint and the signed links' pages, when configured. They
+// authenticate by Slack's signature and by the link's, not by a token, and decide
+// through the same approvals service as ResolveInterrupt.
+func (s *Server) registerChannels(root *http.ServeMux) error {
+	h := s.cfg.HITL
+	if !h.Slack.Enabled() && s.domain.links == nil {
+		return nil
+	}
+	o := channels.Options{
+		Resolver:      s.domain.approvals,
+		Approvers:     h.Approvers,
+		MayApprove:    func(tenant, principal string) bool { return s.guard.HasRole(tenant, principal, auth.RoleApprover) },
+		SlackTeam:     h.Slack.TeamID,
+		SlackHosts:    h.Slack.Hosts(),
+		Client:        webhooks.NewClient(s.cfg.Notifications),
+		AllowPrivate:  s.cfg.Notifications.AllowPrivateDestinations,
+		RevokedBefore: h.Links.RevokedBeforeTime(),
+		ConsoleURL:    s.cfg.Notifications.ConsoleURL,
+		Secure:        s.tls != nil,
+		Logger:        s.log,
+		Registerer:    s.metrics.registry,
+	}
+	if h.Slack.Enabled() {
+		secret, err := h.Slack.Secret(s.cfg.BaseDir(), os.LookupEnv)
+		if err != nil {
+			return fmt.Errorf("hitl.slack: %w", err)
+		}
+		o.SlackSecret = secret
+	}
+	if s.domain.links != nil {
+		o.LinkKey = s.domain.links.Key
+	}
+	ch, err := channels.New(o)
+	if err != nil {
+		return err
+	}
+	s.channels = ch
+	ch.Register(root)
 	return nil
 }
 

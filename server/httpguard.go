@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/hitl/links"
 )
 
 // httpGuard is the one check every request on the HTTP listener passes before any
@@ -24,7 +25,9 @@ import (
 //     or same-site, is 403, unless the origin is in http.cors_origins (never for the
 //     console, which serves its own origin only).
 //   - Body types: an API body must be application/json (the document of
-//     /v1/specs/validate may also be YAML), a console body a form. A browser sends
+//     /v1/specs/validate may also be YAML), a console body a form, and so is a body
+//     for the approval channels under /hitl/ (a Slack interaction, a link's
+//     confirmation; they are never CORS origins either). A browser sends
 //     text/plain, a form or a typeless Blob cross-site without a CORS preflight
 //     ("simple requests"); refusing them with 415 means a write needs a preflight,
 //     which only a listed origin passes.
@@ -65,7 +68,7 @@ func (g *httpGuard) wrap(next http.Handler) http.Handler {
 				"this control plane does not serve the host name "+quoteHost(r.Host)+"; list it in http.allowed_hosts if it is yours")
 			return
 		}
-		console := r.URL.Path == "/ui" || strings.HasPrefix(r.URL.Path, "/ui/")
+		console := formArea(r.URL.Path)
 		origin := r.Header.Get("Origin")
 		cors := !console && g.origins[origin]
 		if cors {
@@ -105,7 +108,7 @@ func (g *httpGuard) wrap(next http.Handler) http.Handler {
 
 func (g *httpGuard) refuse(w http.ResponseWriter, r *http.Request, code int, reason, msg string) {
 	g.s.metrics.httpGuarded.WithLabelValues(reason).Inc()
-	g.s.log.Warn("http request refused by the guard", "reason", reason, "method", r.Method, "path", r.URL.Path,
+	g.s.log.Warn("http request refused by the guard", "reason", reason, "method", r.Method, "path", loggedPath(r.URL.Path),
 		"host", r.Host, "origin", r.Header.Get("Origin"), "sec_fetch_site", r.Header.Get("Sec-Fetch-Site"), "remote", r.RemoteAddr)
 	w.Header().Set("Cache-Control", "no-store")
 	http.Error(w, msg, code)
@@ -128,6 +131,22 @@ func (g *httpGuard) hostAllowed(hostport string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// formArea is a path whose bodies are forms and that serves its own origin only: the
+// console, and the approval channels (Slack posts its interactions as a form; a
+// link's confirmation page posts one).
+func formArea(path string) bool {
+	return path == "/ui" || strings.HasPrefix(path, "/ui/") || strings.HasPrefix(path, "/hitl/")
+}
+
+// loggedPath is a request path fit for the log: an approval link's token is a
+// capability, so it is cut from its path.
+func loggedPath(path string) string {
+	if strings.HasPrefix(path, links.Path) {
+		return links.Path + "…"
+	}
+	return path
 }
 
 func unsafeMethod(m string) bool {
@@ -203,6 +222,9 @@ func bodyTypeAllowed(r *http.Request, console bool) bool {
 		return mt == "application/x-www-form-urlencoded"
 	case mt == "application/json":
 		return true
+	case strings.HasPrefix(r.URL.Path, "/a2a/"):
+		// A2A's HTTP+JSON binding names its own media type (docs/a2a.md).
+		return mt == "application/a2a+json"
 	case r.URL.Path == "/v1/specs/validate":
 		// The document itself is the body, and it may be YAML (docs/api.md).
 		return mt == "application/yaml" || mt == "application/x-yaml" || mt == "text/yaml"

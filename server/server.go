@@ -27,6 +27,7 @@ import (
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/hitl/channels"
 	"github.com/agentplane/agentplane/server/tracing"
 	"github.com/agentplane/agentplane/server/version"
 )
@@ -63,6 +64,8 @@ type Server struct {
 	gwConn  *grpc.ClientConn
 	http    *http.Server
 	httpLis net.Listener
+	// channels serves the Slack and link approval channels (nil when off).
+	channels *channels.Handler
 	// tls is the server TLS configuration, nil for plaintext.
 	tls      *tls.Config
 	tls2peer tlsHandoff
@@ -212,6 +215,7 @@ func (s *Server) registerServices(server *grpc.Server) {
 	agentplanev1.RegisterCapabilityServiceServer(g, &capabilityService{s: s})
 	agentplanev1.RegisterRuntimeServiceServer(g, &runtimeService{s: s})
 	agentplanev1.RegisterAdminServiceServer(g, &adminService{s: s})
+	agentplanev1.RegisterScheduleServiceServer(g, &scheduleService{s: s})
 
 	if s.health == nil {
 		s.health = health.NewServer()
@@ -331,6 +335,9 @@ func (s *Server) closeAll() {
 		if l != nil {
 			_ = l.Close()
 		}
+	}
+	if s.channels != nil {
+		s.channels.Close()
 	}
 	if s.domain != nil {
 		if err := s.domain.close(); err != nil {

@@ -87,6 +87,16 @@ var rpcRoles = func() map[string][]auth.Role {
 		agentplanev1.HitlService_GetInterrupt_FullMethodName,
 		agentplanev1.HitlService_ListAuditRecords_FullMethodName)
 	set([]auth.Role{auth.RoleApprover}, agentplanev1.HitlService_ResolveInterrupt_FullMethodName)
+	set([]auth.Role{auth.RoleUser},
+		agentplanev1.ScheduleService_CreateSchedule_FullMethodName,
+		agentplanev1.ScheduleService_UpdateSchedule_FullMethodName,
+		agentplanev1.ScheduleService_PauseSchedule_FullMethodName,
+		agentplanev1.ScheduleService_ResumeSchedule_FullMethodName,
+		agentplanev1.ScheduleService_TriggerSchedule_FullMethodName,
+		agentplanev1.ScheduleService_DeleteSchedule_FullMethodName)
+	set(reader,
+		agentplanev1.ScheduleService_GetSchedule_FullMethodName,
+		agentplanev1.ScheduleService_ListSchedules_FullMethodName)
 	set([]auth.Role{auth.RoleRuntime},
 		agentplanev1.RuntimeService_LeaseTasks_FullMethodName,
 		agentplanev1.RuntimeService_Heartbeat_FullMethodName,

@@ -70,6 +70,10 @@ const (
 	ReasonRouteNotFound           = agentplanev1.ErrorReason_ERROR_REASON_ROUTE_NOT_FOUND
 	ReasonStoreBackupUnsupported  = agentplanev1.ErrorReason_ERROR_REASON_STORE_BACKUP_UNSUPPORTED
 	ReasonWebhookDeliveryNotFound = agentplanev1.ErrorReason_ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND
+	ReasonScheduleNotFound        = agentplanev1.ErrorReason_ERROR_REASON_SCHEDULE_NOT_FOUND
+	ReasonScheduleExists          = agentplanev1.ErrorReason_ERROR_REASON_SCHEDULE_ALREADY_EXISTS
+	ReasonScheduleInvalid         = agentplanev1.ErrorReason_ERROR_REASON_SCHEDULE_INVALID
+	ReasonScheduleRevision        = agentplanev1.ErrorReason_ERROR_REASON_SCHEDULE_REVISION_MISMATCH
 	ReasonApproverNotEligible     = agentplanev1.ErrorReason_ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE
 	ReasonAlreadyVoted            = agentplanev1.ErrorReason_ERROR_REASON_INTERRUPT_ALREADY_VOTED
 )

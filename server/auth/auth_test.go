@@ -131,6 +131,11 @@ func wantRoles(full string) []string {
 			return []string{"approver"}
 		}
 		return []string{"user", "approver"}
+	case "agentplane.v1.ScheduleService":
+		if method == "GetSchedule" || method == "ListSchedules" {
+			return []string{"user", "approver"}
+		}
+		return []string{"user"}
 	case "agentplane.v1.RuntimeService":
 		return []string{"runtime"}
 	case "grpc.health.v1.Health":

@@ -205,3 +205,21 @@ func verifiedCN(state *tls.ConnectionState) (string, bool) {
 func unauthenticated(format string, args ...any) error {
 	return apierr.New(codes.Unauthenticated, apierr.ReasonUnauthenticated, format, args...)
 }
+
+// HasRole reports whether a configured principal named subject acts in tenant with
+// role r (a token or a client certificate; in single-user mode, the owner in the
+// default tenant). The approval channels ask it when a Slack user or a link names a
+// principal, so that taking a role away from a principal takes it from their Slack
+// clicks and links at once.
+func (g *Guard) HasRole(tenant, subject string, r Role) bool {
+	if !g.multiTenant {
+		return tenant == DefaultTenant && subject == OwnerSubject
+	}
+	for _, t := range g.tokens {
+		if t.p.Subject == subject && t.p.Tenant == tenant && t.p.Has(r) {
+			return true
+		}
+	}
+	p, ok := g.certs[subject]
+	return ok && p.Tenant == tenant && p.Has(r)
+}

@@ -46,6 +46,10 @@ type Config struct {
 	Console Console `yaml:"console"`
 	// Notifications configures webhooks (docs/notifications.md).
 	Notifications Notifications `yaml:"notifications"`
+	// A2A configures the A2A face under /a2a/ (docs/a2a.md).
+	A2A A2A `yaml:"a2a"`
+	// Schedules configures the scheduler (docs/schedules.md).
+	Schedules Schedules `yaml:"schedules"`
 	// Tenants holds per-tenant settings; they may tighten the deployment's, never loosen.
 	Tenants map[string]Tenant `yaml:"tenants"`
 
@@ -245,6 +249,13 @@ type HITL struct {
 	DeadlineDecision string `yaml:"deadline_decision"`
 	// MaxUntrustedBytes caps an untrusted reason when the spec sets no cap.
 	MaxUntrustedBytes int64 `yaml:"max_untrusted_bytes"`
+	// Approvers maps the identities people have in Slack and email to the principals
+	// who decide (docs/hitl.md, "Channels").
+	Approvers []Approver `yaml:"approvers"`
+	// Slack configures the Slack app whose buttons decide.
+	Slack SlackApp `yaml:"slack"`
+	// Links configures signed approve and reject links.
+	Links Links `yaml:"links"`
 	// Groups are the approvers' groups of the tenants (docs/hitl.md, "Approval rules").
 	Groups []ApproverGroup `yaml:"approver_groups"`
 	// Rules are the approval rules: quorum, separation of duties, escalation.
@@ -396,9 +407,11 @@ func Default() Config {
 			MaxLeaseWait:  Duration(30 * time.Second),
 			PurgeInterval: Duration(10 * time.Minute),
 		},
-		HITL:          HITL{DeadlineDecision: "reject", MaxUntrustedBytes: 4096},
+		HITL:          HITL{DeadlineDecision: "reject", MaxUntrustedBytes: 4096, Links: Links{TTL: Duration(72 * time.Hour)}},
 		Console:       Console{SessionTTL: Duration(12 * time.Hour)},
 		Notifications: DefaultNotifications(),
+		A2A:           DefaultA2A(),
+		Schedules:     DefaultSchedules(),
 	}
 }
 
@@ -604,6 +617,9 @@ func (c *Config) Validate() error {
 	c.validateHTTP(bad)
 	c.validateGates(bad)
 	c.validateNotifications(bad)
+	c.validateChannels(bad)
+	c.validateA2A(bad)
+	c.validateSchedules(bad)
 	c.validateApprovals(bad)
 	if len(errs) == 0 {
 		return nil

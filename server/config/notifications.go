@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -46,6 +45,11 @@ type Notifications struct {
 	DeadLetterRetention Duration `yaml:"dead_letter_retention"`
 	// Webhooks are the endpoints.
 	Webhooks []Webhook `yaml:"webhooks"`
+	// SMTP is the mail relay of Emails.
+	SMTP SMTP `yaml:"smtp"`
+	// Emails are email endpoints: approval emails with signed links, sent through the
+	// same outbox as webhooks.
+	Emails []Email `yaml:"emails"`
 }
 
 // Webhook is one endpoint of one tenant.
@@ -73,6 +77,11 @@ type Webhook struct {
 	// MaxAttempts is how many attempts a notification gets before it becomes a dead
 	// letter (default 8).
 	MaxAttempts int `yaml:"max_attempts"`
+	// ApprovalLinksFor are principals of hitl.approvers whose signed approve and
+	// reject links the interrupt.created notifications of this endpoint carry. Whoever
+	// reads the notification can use them: name only principals whose own
+	// destination this endpoint is (a personal channel, their own system).
+	ApprovalLinksFor []string `yaml:"approval_links_for"`
 }
 
 // Webhook event types and formats.
@@ -137,33 +146,9 @@ func (w Webhook) FormatOrDefault() string {
 // nil when it has none, reading secret_env through lookup and secret_file relative
 // to baseDir.
 func (w Webhook) SecretKey(baseDir string, lookup func(string) (string, bool)) ([]byte, error) {
-	secret := w.Secret
-	set := 0
-	for _, s := range []string{w.Secret, w.SecretEnv, w.SecretFile} {
-		if s != "" {
-			set++
-		}
-	}
-	if set > 1 {
-		return nil, fmt.Errorf("give one of secret, secret_env and secret_file")
-	}
-	switch {
-	case w.SecretEnv != "":
-		v, ok := lookup(w.SecretEnv)
-		if !ok || v == "" {
-			return nil, fmt.Errorf("secret_env %s is not set", w.SecretEnv)
-		}
-		secret = v
-	case w.SecretFile != "":
-		p := w.SecretFile
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(baseDir, p)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil, fmt.Errorf("secret_file: %w", err)
-		}
-		secret = strings.TrimSpace(string(b))
+	secret, err := ReadSecret("secret", w.Secret, w.SecretEnv, w.SecretFile, baseDir, lookup)
+	if err != nil {
+		return nil, err
 	}
 	if secret == "" {
 		return nil, nil
@@ -213,6 +198,8 @@ func (c *Config) validateNotifications(bad func(format string, args ...any)) {
 			bad("%s.name: 1 to 64 bytes required", at)
 		} else if seen[w.Name] {
 			bad("%s.name %q is used twice", at, w.Name)
+		} else if w.Name == A2APushEndpoint {
+			bad("%s.name %q is reserved for A2A push notifications", at, w.Name)
 		}
 		seen[w.Name] = true
 		if w.Tenant == "" && c.Auth.RequirePrincipal {

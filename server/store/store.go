@@ -141,6 +141,35 @@ type Reader interface {
 	// sort by creation time: see AuditIDPrefix), starting after the id after ("" from
 	// the first). Audit records are kept when their task is deleted.
 	ScanAudit(tenant, after string, fn func(*storagev1.AuditRecordEntry) (bool, error)) error
+
+	// GetSchedule returns a schedule, or NotFound (schedule.not_found) when the tenant
+	// has none of that id. A Writer's GetSchedule locks the schedule (on PostgreSQL,
+	// its row, FOR UPDATE) until the end of the transaction, waiting for another
+	// transaction that holds it.
+	GetSchedule(tenant, scheduleID string) (*storagev1.ScheduleRecord, error)
+
+	// ScanSchedules reads a tenant's schedules in id order (ids of equal length; a
+	// shorter id sorts first), starting after the id after ("" from the first).
+	ScanSchedules(tenant, after string, fn func(*storagev1.ScheduleRecord) (bool, error)) error
+
+	// ScanDueSchedules reads the schedules whose wake_time is at or before until,
+	// across tenants, earliest first (then by tenant and id).
+	ScanDueSchedules(until time.Time, fn func(ScheduleDue) (bool, error)) error
+
+	// ScheduleTenants lists the tenants that have at least one schedule, in key order,
+	// starting after the tenant named after ("" from the first).
+	ScheduleTenants(after string, fn func(tenant string) (bool, error)) error
+
+	// ScheduleCount counts a tenant's schedules: what schedules.max_per_tenant is
+	// checked against.
+	ScheduleCount(tenant string) (int64, error)
+}
+
+// ScheduleDue is one entry of the schedules' due index.
+type ScheduleDue struct {
+	Tenant, ScheduleID string
+	// Wake is the record's wake_time.
+	Wake time.Time
 }
 
 // Writer writes within a transaction. Writes are visible to later reads in the same
@@ -201,6 +230,23 @@ type Writer interface {
 	// most schema.MaxComponent bytes). The log is append-only: an id already written
 	// is AlreadyExists.
 	PutAudit(rec *storagev1.AuditRecordEntry) error
+
+	// PutSchedule creates (revision 1) or replaces (a later revision) a schedule and
+	// brings the due index (wake_time, when set) and the tenant's count up to date.
+	// Creating one whose id the tenant has is AlreadyExists (schedule.already_exists);
+	// replacing a missing one is NotFound (schedule.not_found). tenant, schedule_id
+	// and create_time may not change.
+	PutSchedule(rec *storagev1.ScheduleRecord) error
+
+	// DeleteSchedule removes a schedule and its index entries; a missing one is
+	// NotFound (schedule.not_found).
+	DeleteSchedule(tenant, scheduleID string) error
+
+	// TryLockSchedule is GetSchedule for the scheduler: when another transaction holds
+	// the schedule (PostgreSQL), it does not wait but returns (nil, nil), so that
+	// replicas firing at once take different schedules. A missing schedule is NotFound.
+	// The bbolt store has one writer at a time and never returns (nil, nil).
+	TryLockSchedule(tenant, scheduleID string) (*storagev1.ScheduleRecord, error)
 
 	// DeleteTask removes a task with everything it owns: its spec, events, interrupts, verdicts,
 	// obligations and every index entry. A missing task is NotFound.

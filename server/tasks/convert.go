@@ -53,6 +53,7 @@ func toAPITask(rec *storagev1.TaskRecord, spec *storagev1.TaskSpecRecord, view V
 		SpecKind:            rec.GetSpecKind(),
 		Queue:               store.QueueOf(rec),
 		TraceContext:        rec.GetTraceContext(),
+		ScheduledBy:         rec.GetScheduledBy(),
 	}
 	if l := rec.GetLease(); l != nil && !l.GetRevoked() {
 		t.RuntimeId = l.GetRuntimeId()

@@ -325,3 +325,16 @@ func (m *Manager) ListEvents(ctx context.Context, tenant, taskID string, afterSe
 	}
 	return out, m.tokens.Seal(scope, seqCursor(out[len(out)-1].GetSequence())), nil
 }
+
+// GetIn reads a task's basic view through r, inside a caller's transaction.
+func (m *Manager) GetIn(r store.Reader, tenant, taskID string) (*agentplanev1.Task, error) {
+	rec, err := r.GetTask(tenant, taskID)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := readSpec(r, tenant, taskID, ViewBasic)
+	if err != nil {
+		return nil, err
+	}
+	return toAPITask(rec, spec, ViewBasic), nil
+}

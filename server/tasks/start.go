@@ -80,6 +80,9 @@ type StartParams struct {
 	// TraceContext is the W3C trace context of the StartTask call, kept with the task
 	// and handed to its leases; nil when the call carried none.
 	TraceContext *agentplanev1.TraceContext
+	// ScheduledBy is the schedule run starting the task (package schedules); nil
+	// otherwise.
+	ScheduledBy *agentplanev1.ScheduledBy
 }
 
 // CheckQueue refuses a run queue name that is not 1 to 64 characters of ASCII
@@ -151,6 +154,11 @@ func (p *StartParams) asRequest() *agentplanev1.StartTaskRequest {
 	return req
 }
 
+// CheckStart checks p as Start does before it writes anything, filling in the
+// defaults (the queue). A caller of StartIn runs it first: what it refuses is the
+// request's fault, while StartIn's own errors are the store's.
+func (m *Manager) CheckStart(p *StartParams) error { return m.checkStart(p) }
+
 func (m *Manager) checkStart(p *StartParams) error {
 	invalid := func(format string, args ...any) error {
 		return apierr.InvalidArgument(apierr.ReasonInvalidArgument, format, args...)
@@ -211,6 +219,37 @@ func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.
 		return nil, false, err
 	}
 	id, now := newTaskID(), m.clock.Now()
+	ns := m.newStart(&p)
+	err = m.store.Update(ctx, func(w store.Writer) error {
+		task, created, err = m.startIn(w, &p, ns, id, now)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return task, created, nil
+}
+
+// NewTaskID returns a new task id, for StartIn.
+func NewTaskID() string { return newTaskID() }
+
+// StartIn is Start inside the caller's transaction w, so that the task is created
+// together with the caller's own writes (a schedule advancing past the run it
+// starts): with id and now fixed before the transaction, as Store.Update requires.
+// p must have passed CheckStart; an error is the store's, and w must not commit.
+func (m *Manager) StartIn(w store.Writer, p StartParams, id string, now time.Time) (*agentplanev1.Task, bool, error) {
+	return m.startIn(w, &p, m.newStart(&p), id, now)
+}
+
+// start is what Start derives from its parameters before the transaction.
+type start struct {
+	reqDigest []byte
+	input     *agentplanev1.Message
+	spec      *storagev1.TaskSpecRecord
+	kind      string
+}
+
+func (m *Manager) newStart(p *StartParams) *start {
 	reqDigest := p.RequestDigest
 	if reqDigest == nil {
 		reqDigest = RequestDigest(p.asRequest())
@@ -240,68 +279,65 @@ func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.
 	default:
 		spec.Spec = &storagev1.TaskSpecRecord_AgentId{AgentId: p.AgentID}
 	}
-	err = m.store.Update(ctx, func(w store.Writer) error {
-		task, created = nil, false
-		if p.RequestID != "" {
-			owner, err := w.TaskForRequest(p.Tenant, p.RequestID)
+	return &start{reqDigest: reqDigest, input: input, spec: spec, kind: kind}
+}
+
+func (m *Manager) startIn(w store.Writer, p *StartParams, ns *start, id string, now time.Time) (*agentplanev1.Task, bool, error) {
+	reqDigest, input, spec, kind := ns.reqDigest, ns.input, ns.spec, ns.kind
+	if p.RequestID != "" {
+		owner, err := w.TaskForRequest(p.Tenant, p.RequestID)
+		if err != nil {
+			return nil, false, err
+		}
+		if owner != "" {
+			rec, err := w.GetTask(p.Tenant, owner)
 			if err != nil {
-				return err
+				return nil, false, err
 			}
-			if owner != "" {
-				rec, err := w.GetTask(p.Tenant, owner)
-				if err != nil {
-					return err
-				}
-				if !bytes.Equal(rec.GetRequestDigest(), reqDigest) {
-					return apierr.New(codes.AlreadyExists, apierr.ReasonRequestIDReused,
-						"request_id %q was already used for a different request (task %s); use a new request_id for a new task",
-						p.RequestID, owner)
-				}
-				existing, err := readSpec(w, p.Tenant, owner, p.View)
-				if err != nil {
-					return err
-				}
-				task = toAPITask(rec, existing, p.View)
-				return nil
+			if !bytes.Equal(rec.GetRequestDigest(), reqDigest) {
+				return nil, false, apierr.New(codes.AlreadyExists, apierr.ReasonRequestIDReused,
+					"request_id %q was already used for a different request (task %s); use a new request_id for a new task",
+					p.RequestID, owner)
 			}
-		}
-		rec := &storagev1.TaskRecord{
-			TaskId:        id,
-			Tenant:        p.Tenant,
-			State:         agentplanev1.TaskState_TASK_STATE_SUBMITTED,
-			RequestId:     p.RequestID,
-			RequestDigest: reqDigest,
-			Labels:        p.Labels,
-			CreateTime:    timestamppb.New(now),
-			CreatedBy:     p.Principal,
-			SessionId:     p.SessionID,
-			SpecKind:      kind,
-			Queue:         p.Queue,
-			TraceContext:  p.TraceContext,
-		}
-		op := m.newOp(w, now, rec)
-		if err := op.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Submitted{Submitted: &agentplanev1.TaskSubmitted{
-			Input: input, Kind: kind, CreatedBy: p.Principal,
-		}}}); err != nil {
-			return err
-		}
-		for _, ev := range p.GateEvents {
-			if err := op.Append(ev); err != nil {
-				return err
+			existing, err := readSpec(w, p.Tenant, owner, p.View)
+			if err != nil {
+				return nil, false, err
 			}
+			return toAPITask(rec, existing, p.View), false, nil
 		}
-		op.Enqueue()
-		if err := op.flush(); err != nil {
-			return err
-		}
-		if err := w.PutTaskSpec(p.Tenant, id, spec); err != nil {
-			return err
-		}
-		task, created = toAPITask(rec, spec, p.View), true
-		return nil
-	})
-	if err != nil {
+	}
+	rec := &storagev1.TaskRecord{
+		TaskId:        id,
+		Tenant:        p.Tenant,
+		State:         agentplanev1.TaskState_TASK_STATE_SUBMITTED,
+		RequestId:     p.RequestID,
+		RequestDigest: reqDigest,
+		Labels:        p.Labels,
+		CreateTime:    timestamppb.New(now),
+		CreatedBy:     p.Principal,
+		SessionId:     p.SessionID,
+		SpecKind:      kind,
+		Queue:         p.Queue,
+		TraceContext:  p.TraceContext,
+		ScheduledBy:   p.ScheduledBy,
+	}
+	op := m.newOp(w, now, rec)
+	if err := op.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Submitted{Submitted: &agentplanev1.TaskSubmitted{
+		Input: input, Kind: kind, CreatedBy: p.Principal,
+	}}}); err != nil {
 		return nil, false, err
 	}
-	return task, created, nil
+	for _, ev := range p.GateEvents {
+		if err := op.Append(ev); err != nil {
+			return nil, false, err
+		}
+	}
+	op.Enqueue()
+	if err := op.flush(); err != nil {
+		return nil, false, err
+	}
+	if err := w.PutTaskSpec(p.Tenant, id, spec); err != nil {
+		return nil, false, err
+	}
+	return toAPITask(rec, spec, p.View), true, nil
 }

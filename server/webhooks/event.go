@@ -38,6 +38,20 @@ type Data struct {
 	Labels  map[string]string `json:"labels,omitempty"`
 	Failure *Failure          `json:"failure,omitempty"`
 	URL     string            `json:"url,omitempty"`
+	// ArgsDigest is the interrupt's args_digest: a decision binds to it.
+	ArgsDigest string `json:"args_digest,omitempty"`
+	// Links are the signed approve and reject links of the approvers the endpoint
+	// names (approval_links_for), added when the notification is sent.
+	Links []ApprovalLink `json:"links,omitempty"`
+}
+
+// ApprovalLink is one approver's pair of signed links (docs/hitl.md). Each works once,
+// until Expires, while the interrupt is pending with the same arguments.
+type ApprovalLink struct {
+	Approver   string    `json:"approver"`
+	ApproveURL string    `json:"approve_url"`
+	RejectURL  string    `json:"reject_url"`
+	Expires    time.Time `json:"expires"`
 }
 
 // Decision is how an interrupt was resolved.
@@ -92,7 +106,8 @@ func interruptData(rec *storagev1.InterruptRecord, consoleURL string) Data {
 		Tenant: in.GetTenant(), TaskID: in.GetTaskId(), InterruptID: in.GetInterruptId(),
 		Tool: ap.GetToolName(), Description: ap.GetToolDescription(), Agent: ap.GetContext().GetAgentName(),
 		Node: in.GetNode(), Tags: ap.GetContext().GetTags(),
-		URL: link(consoleURL, "interrupts", in.GetInterruptId()),
+		URL:        link(consoleURL, "interrupts", in.GetInterruptId()),
+		ArgsDigest: in.GetArgsDigest(),
 	}
 	if dl := in.GetDeadline(); dl != nil {
 		t := dl.AsTime()

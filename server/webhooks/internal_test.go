@@ -48,14 +48,7 @@ func TestBackoffDoublesUpToTheCap(t *testing.T) {
 func TestSlackTextSaysWhatHappened(t *testing.T) {
 	text := func(m Message) string {
 		t.Helper()
-		payload, err := json.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := slackBody(payload)
-		if err != nil {
-			t.Fatal(err)
-		}
+		body := slackBody(m, false)
 		var out struct {
 			Text string `json:"text"`
 		}

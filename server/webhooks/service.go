@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +22,8 @@ import (
 	"github.com/agentplane/agentplane/gates"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/hitl"
+	"github.com/agentplane/agentplane/server/hitl/links"
 	"github.com/agentplane/agentplane/server/store"
 	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/version"
@@ -36,6 +39,18 @@ type Options struct {
 	Logger    *slog.Logger
 	// Registerer takes the metrics (none if nil).
 	Registerer prometheus.Registerer
+	// Links signs the approval links of notifications (nil: none are sent; then no
+	// endpoint may name approval_links_for and there are no emails).
+	Links *links.Issuer
+	// SlackButtons puts Approve and Reject buttons on slack-format messages about a
+	// pending approval (a Slack app is configured: hitl.slack).
+	SlackButtons bool
+	// Approvers is hitl.approvers: where emails go.
+	Approvers []config.Approver
+	// A2APush builds the body of an A2A push notification of a task's new state to
+	// one of its push configs (server/a2a.PushBody), read in the transaction of the
+	// change; nil sends no A2A push notifications.
+	A2APush func(r store.Reader, rec *storagev1.TaskRecord, pc *storagev1.A2APushConfig) ([]byte, error)
 }
 
 // endpoint is one configured webhook, resolved.
@@ -44,6 +59,18 @@ type endpoint struct {
 	tenant string
 	key    []byte
 	events map[string]bool
+	// email is set for an email endpoint (notifications.emails), whose recipients
+	// are to (principal -> address).
+	email *config.Email
+	to    map[string]string
+}
+
+// attemptsMax is max_attempts with its default, of either kind.
+func (ep *endpoint) attemptsMax() int {
+	if ep.email != nil {
+		return ep.email.Attempts()
+	}
+	return ep.Attempts()
 }
 
 // Service enqueues notifications (WrapWriter) and sends them (Start).
@@ -55,6 +82,10 @@ type Service struct {
 	byTenant map[string][]*endpoint
 	client   *http.Client
 	now      func() time.Time
+	links    *links.Issuer
+	buttons  bool
+	mail     *mailer
+	a2aPush  func(r store.Reader, rec *storagev1.TaskRecord, pc *storagev1.A2APushConfig) ([]byte, error)
 
 	wake    chan struct{}
 	stop    chan struct{}
@@ -82,9 +113,10 @@ func New(o Options) (*Service, error) {
 	}
 	s := &Service{
 		st: o.Store, cfg: o.Config, log: log.With("component", "webhooks"),
-		byName: map[string]*endpoint{}, byTenant: map[string][]*endpoint{}, now: time.Now,
+		byName: map[string]*endpoint{}, byTenant: map[string][]*endpoint{}, now: time.Now, a2aPush: o.A2APush,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
+	var err error
 	for _, w := range o.Config.Webhooks {
 		key, err := w.SecretKey(o.BaseDir, lookup)
 		if err != nil {
@@ -96,6 +128,39 @@ func New(o Options) (*Service, error) {
 		}
 		s.byName[w.Name] = ep
 		s.byTenant[ep.tenant] = append(s.byTenant[ep.tenant], ep)
+	}
+	s.links, s.buttons = o.Links, o.SlackButtons
+	if len(o.Config.Emails) > 0 {
+		if s.mail, err = newMailer(o.Config.SMTP, o.BaseDir, lookup, o.Config.DeliveryTimeout.D()); err != nil {
+			return nil, err
+		}
+	}
+	for i := range o.Config.Emails {
+		e := &o.Config.Emails[i]
+		ep := &endpoint{Webhook: config.Webhook{Name: e.Name}, tenant: e.TenantOrDefault(), events: map[string]bool{},
+			email: e, to: map[string]string{}}
+		for _, ev := range e.Events {
+			ep.events[ev] = true
+		}
+		for _, p := range e.To {
+			for _, a := range o.Approvers {
+				if a.TenantOrDefault() == ep.tenant && a.Principal == p && a.Email != "" {
+					ep.to[p] = a.Email
+				}
+			}
+			if ep.to[p] == "" {
+				return nil, fmt.Errorf("notifications.emails %s: %q has no email in hitl.approvers", e.Name, p)
+			}
+		}
+		s.byName[e.Name] = ep
+		s.byTenant[ep.tenant] = append(s.byTenant[ep.tenant], ep)
+	}
+	if s.links == nil {
+		for _, ep := range s.byName {
+			if ep.email != nil || len(ep.ApprovalLinksFor) > 0 {
+				return nil, fmt.Errorf("notifications %s: approval links need the link key (hitl.links) and notifications.console_url", ep.Name)
+			}
+		}
 	}
 	s.client = newClient(o.Config)
 	s.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -115,6 +180,46 @@ func New(o Options) (*Service, error) {
 	}
 	return s, nil
 }
+
+// render is the body of a webhook attempt: the stored message with the approval
+// links of the endpoint's approvers (made now, so that a retry sends links that work
+// as long as a first attempt's), in the endpoint's format.
+func (s *Service) render(ep *endpoint, rec *storagev1.OutboxRecord) ([]byte, error) {
+	body := rec.GetPayload()
+	if len(ep.ApprovalLinksFor) == 0 && ep.FormatOrDefault() != config.FormatSlack {
+		return body, nil
+	}
+	var m Message
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, fmt.Errorf("webhooks: stored payload is not a message: %w", err)
+	}
+	if s.linkable(m) {
+		for _, p := range ep.ApprovalLinksFor {
+			m.Data.Links = append(m.Data.Links, s.approvalLink(m.Data, p, string(hitl.ChannelLink)))
+		}
+	}
+	if ep.FormatOrDefault() == config.FormatSlack {
+		return slackBody(m, s.buttons), nil
+	}
+	return json.Marshal(m)
+}
+
+// linkable reports whether m can carry approval links: a pending approval with the
+// digest they bind (a notification stored by an older version has none).
+func (s *Service) linkable(m Message) bool {
+	return s.links != nil && m.Type == config.EventInterruptCreated && m.Data.InterruptID != "" && m.Data.ArgsDigest != ""
+}
+
+// approvalLink is principal's pair of links for the interrupt of d, sent through
+// channel.
+func (s *Service) approvalLink(d Data, principal, channel string) ApprovalLink {
+	approve, reject, exp := s.links.Pair(d.Tenant, d.InterruptID, d.ArgsDigest, principal, channel, d.Deadline, s.now())
+	return ApprovalLink{Approver: principal, ApproveURL: approve, RejectURL: reject, Expires: exp}
+}
+
+// NewClient is the HTTP client of deliveries, for other senders to the same rules
+// (the Slack channel's response_url).
+func NewClient(cfg config.Notifications) *http.Client { return newClient(cfg) }
 
 // newClient is the HTTP client of deliveries: no proxy (the address checked is the
 // one dialled), no redirects (a 3xx is a failed attempt), and every address a name
@@ -375,17 +480,19 @@ type result struct {
 }
 
 func (s *Service) attempt(ctx context.Context, rec *storagev1.OutboxRecord) result {
+	if rec.GetEndpoint() == config.A2APushEndpoint {
+		return s.attemptA2A(ctx, rec)
+	}
 	ep := s.byName[rec.GetEndpoint()]
 	if ep == nil || ep.tenant != rec.GetTenant() {
 		return result{permanent: true, detail: "endpoint " + rec.GetEndpoint() + " is no longer configured for tenant " + rec.GetTenant()}
 	}
-	body := rec.GetPayload()
-	if ep.FormatOrDefault() == config.FormatSlack {
-		b, err := slackBody(body)
-		if err != nil {
-			return result{permanent: true, detail: err.Error()}
-		}
-		body = b
+	if ep.email != nil {
+		return s.sendEmail(ctx, ep, rec)
+	}
+	body, err := s.render(ep, rec)
+	if err != nil {
+		return result{permanent: true, detail: err.Error()}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytesReader(body))
 	if err != nil {
@@ -399,9 +506,14 @@ func (s *Service) attempt(ctx context.Context, rec *storagev1.OutboxRecord) resu
 	if ep.key != nil {
 		req.Header.Set(HeaderSignature, Sign(ep.key, rec.GetId(), ts, body))
 	}
+	return s.post(req, ep.Name)
+}
+
+// post sends one attempt and classifies the answer.
+func (s *Service) post(req *http.Request, endpoint string) result {
 	resp, err := s.client.Do(req)
 	if err != nil {
-		s.attempts.WithLabelValues(ep.Name, "error").Inc()
+		s.attempts.WithLabelValues(endpoint, "error").Inc()
 		var ue interface{ Unwrap() error }
 		if errors.As(err, &ue) {
 			err = ue.Unwrap() // drop the method and URL: the URL may hold a token
@@ -410,7 +522,7 @@ func (s *Service) attempt(ctx context.Context, rec *storagev1.OutboxRecord) resu
 	}
 	drain(resp)
 	class := strconv.Itoa(resp.StatusCode/100) + "xx"
-	s.attempts.WithLabelValues(ep.Name, class).Inc()
+	s.attempts.WithLabelValues(endpoint, class).Inc()
 	switch {
 	case resp.StatusCode/100 == 2:
 		return result{ok: true}
@@ -460,7 +572,7 @@ func (s *Service) record(ctx context.Context, claimed *storagev1.OutboxRecord, r
 		rec.Claim, rec.LastError = "", res.detail
 		max := int32(config.DefaultWebhookAttempts)
 		if ep := s.byName[rec.GetEndpoint()]; ep != nil {
-			max = int32(ep.Attempts())
+			max = int32(ep.attemptsMax())
 		}
 		if res.permanent || rec.GetAttempts() >= max {
 			outcome = "dead_letter"

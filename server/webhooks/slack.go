@@ -178,34 +178,123 @@ func slackRequirementText(ev string, d Data) mrkdwn {
 
 // slackBody renders a standard message as a Slack incoming-webhook body: the text
 // (for notifications and clients without blocks) and one section block with the
-// console link, both the same escaped mrkdwn. Verbatim and no unfurling: Slack turns
-// nothing in it into a link or a preview but the console link.
-func slackBody(payload []byte) ([]byte, error) {
-	var m Message
-	if err := json.Unmarshal(payload, &m); err != nil {
-		return nil, fmt.Errorf("webhooks: stored payload is not a message: %w", err)
-	}
+// console link and the approval links the message carries, both the same escaped
+// mrkdwn. Verbatim and no unfurling: Slack turns nothing in it into a link or a
+// preview but our links. With buttons (a Slack app is configured), a pending approval
+// gets Approve and Reject buttons, whose clicks the Slack channel of the control
+// plane takes (server/hitl/channels), and Open in console for an edit.
+func slackBody(m Message, buttons bool) []byte {
 	text := slackText(m)
 	section := text
-	if m.Data.URL != "" {
+	buttons = buttons && m.Type == config.EventInterruptCreated && m.Data.InterruptID != "" && m.Data.ArgsDigest != ""
+	if m.Data.URL != "" && !buttons {
 		section += "\n" + slackLink(m.Data.URL, "Open in the console")
 	}
-	type textObject struct {
+	for _, l := range m.Data.Links {
+		section += "\n" + mrkdwnf("As %s: ", quote(l.Approver, quoteName)) + slackLink(l.ApproveURL, "Approve") + " · " + slackLink(l.RejectURL, "Reject")
+	}
+	blocks := []any{slackSection(section)}
+	if buttons {
+		blocks = append(blocks, slackActions(m.Data))
+	}
+	b, _ := json.Marshal(struct {
+		Text        mrkdwn `json:"text"`
+		Blocks      []any  `json:"blocks"`
+		UnfurlLinks bool   `json:"unfurl_links"`
+		UnfurlMedia bool   `json:"unfurl_media"`
+	}{Text: text, Blocks: blocks})
+	return b
+}
+
+type slackTextObject struct {
+	Type     string `json:"type"`
+	Text     mrkdwn `json:"text"`
+	Verbatim bool   `json:"verbatim,omitempty"`
+	Emoji    *bool  `json:"emoji,omitempty"`
+}
+
+type slackSectionBlock struct {
+	Type string          `json:"type"`
+	Text slackTextObject `json:"text"`
+}
+
+func slackSection(text mrkdwn) slackSectionBlock {
+	return slackSectionBlock{Type: "section", Text: slackTextObject{Type: "mrkdwn", Text: text, Verbatim: true}}
+}
+
+// SlackAction is what an Approve or Reject button's value carries back: the
+// interrupt and the arguments the message showed. Slack signs the click, not the
+// value, so the channel trusts none of it beyond naming what to decide: the tenant
+// must be the clicking approver's, and the digest must still be the interrupt's.
+type SlackAction struct {
+	Tenant    string `json:"t"`
+	Interrupt string `json:"i"`
+	Digest    string `json:"d"`
+}
+
+// Slack action ids of the buttons.
+const (
+	SlackActionApprove = "agentplane_approve"
+	SlackActionReject  = "agentplane_reject"
+	SlackActionConsole = "agentplane_console"
+)
+
+func slackActions(d Data) any {
+	value, _ := json.Marshal(SlackAction{Tenant: d.Tenant, Interrupt: d.InterruptID, Digest: d.ArgsDigest})
+	type plain struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	type button struct {
 		Type     string `json:"type"`
-		Text     mrkdwn `json:"text"`
-		Verbatim bool   `json:"verbatim"`
+		ActionID string `json:"action_id"`
+		Text     plain  `json:"text"`
+		Style    string `json:"style,omitempty"`
+		Value    string `json:"value,omitempty"`
+		URL      string `json:"url,omitempty"`
 	}
-	type block struct {
-		Type string     `json:"type"`
-		Text textObject `json:"text"`
+	elems := []button{
+		{Type: "button", ActionID: SlackActionApprove, Text: plain{"plain_text", "Approve"}, Style: "primary", Value: string(value)},
+		{Type: "button", ActionID: SlackActionReject, Text: plain{"plain_text", "Reject"}, Style: "danger", Value: string(value)},
 	}
-	return json.Marshal(struct {
-		Text        mrkdwn  `json:"text"`
-		Blocks      []block `json:"blocks"`
-		UnfurlLinks bool    `json:"unfurl_links"`
-		UnfurlMedia bool    `json:"unfurl_media"`
-	}{
-		Text:   text,
-		Blocks: []block{{Type: "section", Text: textObject{Type: "mrkdwn", Text: section, Verbatim: true}}},
-	})
+	if d.URL != "" {
+		elems = append(elems, button{Type: "button", ActionID: SlackActionConsole, Text: plain{"plain_text", "Open in console"}, URL: d.URL})
+	}
+	return struct {
+		Type     string   `json:"type"`
+		BlockID  string   `json:"block_id"`
+		Elements []button `json:"elements"`
+	}{Type: "actions", BlockID: "agentplane_decide", Elements: elems}
+}
+
+// SlackOutcome is the body that replaces an approval's Slack message once a click
+// decided (through its response_url): what happened and who decided, escaped like
+// every value of this format, and no buttons. outcome is "approved" or "rejected".
+func SlackOutcome(tenant, tool, taskID, outcome, principal string) []byte {
+	verb := mrkdwn("Decided")
+	switch outcome {
+	case "approved":
+		verb = "Approved"
+	case "rejected":
+		verb = "Rejected"
+	}
+	text := mrkdwnf("%s by %s: %s on task %s [tenant %s]", verb, quote(principal, quoteName), quote(tool, quoteName),
+		quote(taskID, quoteName), quote(tenant, quoteName))
+	b, _ := json.Marshal(struct {
+		ReplaceOriginal bool   `json:"replace_original"`
+		Text            mrkdwn `json:"text"`
+		Blocks          []any  `json:"blocks"`
+	}{ReplaceOriginal: true, Text: text, Blocks: []any{slackSection(text)}})
+	return b
+}
+
+// SlackEphemeral is the body of a reply only the clicking user sees (a refusal);
+// the message stays as it is.
+func SlackEphemeral(text string) []byte {
+	b, _ := json.Marshal(struct {
+		ResponseType    string `json:"response_type"`
+		ReplaceOriginal bool   `json:"replace_original"`
+		Text            string `json:"text"`
+	}{ResponseType: "ephemeral", Text: slackEscape(text)})
+	return b
 }

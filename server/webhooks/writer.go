@@ -19,9 +19,11 @@ import (
 // WrapWriter returns w with the notifications of its changes written through it: a
 // PutInterrupt that raises a tool approval, resolves it or lets it expire, and a
 // PutTask that ends a task, enqueue one outbox record per subscribed endpoint of the
-// tenant in the same transaction. Without webhooks configured it returns w itself.
+// tenant in the same transaction; a PutTask that changes the state of a task with A2A
+// push configs enqueues one per config. Without webhooks configured and A2A push
+// notifications off it returns w itself.
 func (s *Service) WrapWriter(w store.Writer) store.Writer {
-	if len(s.byTenant) == 0 {
+	if len(s.byTenant) == 0 && s.a2aPush == nil {
 		return w
 	}
 	return &writer{Writer: w, s: s}
@@ -101,7 +103,9 @@ func requirementEvents(old, rec *storagev1.InterruptRecord) []string {
 }
 
 func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
-	if !tasks.IsTerminal(rec.GetState()) || !w.s.wants(rec.GetTenant(), config.EventTaskEnded) {
+	ended := tasks.IsTerminal(rec.GetState()) && w.s.wants(rec.GetTenant(), config.EventTaskEnded)
+	push := len(rec.GetA2APushConfigs()) > 0 && w.s.a2aPush != nil
+	if !ended && !push {
 		return w.Writer.PutTask(rec)
 	}
 	old, err := w.GetTask(rec.GetTenant(), rec.GetTaskId())
@@ -111,7 +115,12 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 	if err := w.Writer.PutTask(rec); err != nil {
 		return err
 	}
-	if old != nil && tasks.IsTerminal(old.GetState()) {
+	if push && (old == nil || old.GetState() != rec.GetState()) {
+		if err := w.s.enqueueA2A(w.Writer, rec); err != nil {
+			return err
+		}
+	}
+	if !ended || (old != nil && tasks.IsTerminal(old.GetState())) {
 		return nil
 	}
 	return w.s.enqueue(w.Writer, config.EventTaskEnded, taskData(rec, w.s.cfg.ConsoleURL))
@@ -146,12 +155,26 @@ func (s *Service) enqueue(w store.Writer, ev string, data Data) error {
 			w.OnCommit(func() { s.dropped(data.Tenant, ep.Name, ev, depth) })
 			continue
 		}
-		if err := w.PutOutbox(&storagev1.OutboxRecord{
-			Id: newID(now), Tenant: data.Tenant, Endpoint: ep.Name, EventType: ev, Payload: body,
-			CreateTime: timestamppb.New(now), State: storagev1.OutboxState_OUTBOX_STATE_PENDING,
-			NextAttemptTime: timestamppb.New(now),
-		}); err != nil {
-			return err
+		payloads := [][]byte{body}
+		if ep.email != nil {
+			// One message per recipient: each carries links that act as its reader.
+			payloads = payloads[:0]
+			for _, p := range ep.email.To {
+				b, err := json.Marshal(emailPayload{To: p, Message: json.RawMessage(body)})
+				if err != nil {
+					return fmt.Errorf("webhooks: encoding %s: %w", ev, err)
+				}
+				payloads = append(payloads, b)
+			}
+		}
+		for _, payload := range payloads {
+			if err := w.PutOutbox(&storagev1.OutboxRecord{
+				Id: newID(now), Tenant: data.Tenant, Endpoint: ep.Name, EventType: ev, Payload: payload,
+				CreateTime: timestamppb.New(now), State: storagev1.OutboxState_OUTBOX_STATE_PENDING,
+				NextAttemptTime: timestamppb.New(now),
+			}); err != nil {
+				return err
+			}
 		}
 		w.OnCommit(s.wakeSender)
 	}

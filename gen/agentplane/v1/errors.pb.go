@@ -163,15 +163,26 @@ const (
 	// No webhook dead letter with that id (AdminService.RetryWebhookDeadLetter): it was
 	// retried already, delivered, or never existed.
 	ErrorReason_ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND ErrorReason = 57
+	// No schedule with that id in the caller's tenant.
+	ErrorReason_ERROR_REASON_SCHEDULE_NOT_FOUND ErrorReason = 70
+	// CreateSchedule under an id the tenant already has, for a different schedule.
+	ErrorReason_ERROR_REASON_SCHEDULE_ALREADY_EXISTS ErrorReason = 71
+	// A schedule spec or policy that breaks a rule: a cron expression that does not
+	// parse, an unknown time zone, an interval out of range, a jitter over 24h. The
+	// status carries a google.rpc.BadRequest naming the field.
+	ErrorReason_ERROR_REASON_SCHEDULE_INVALID ErrorReason = 72
+	// UpdateSchedule with an expected_revision the schedule no longer has: someone (or
+	// a run) changed it since it was read. Read it again and reapply.
+	ErrorReason_ERROR_REASON_SCHEDULE_REVISION_MISMATCH ErrorReason = 73
 	// The caller may not decide on this interrupt under its approval rule: not a member
 	// of the rule's group (nor, after escalation, of the escalation group), or the
 	// principal who started the task under separation of duties. ErrorInfo metadata
 	// `interrupt_id`, `rule`.
-	ErrorReason_ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE ErrorReason = 70
+	ErrorReason_ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE ErrorReason = 80
 	// The caller already decided on this interrupt (through any channel): one person
 	// counts once toward a quorum. A retry with the same request_id is not refused; it
 	// returns the interrupt. ErrorInfo metadata `interrupt_id`.
-	ErrorReason_ERROR_REASON_INTERRUPT_ALREADY_VOTED ErrorReason = 71
+	ErrorReason_ERROR_REASON_INTERRUPT_ALREADY_VOTED ErrorReason = 81
 )
 
 // Enum value maps for ErrorReason.
@@ -214,8 +225,12 @@ var (
 		40: "ERROR_REASON_STORE_BACKUP_UNSUPPORTED",
 		32: "ERROR_REASON_ROUTE_NOT_FOUND",
 		57: "ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND",
-		70: "ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE",
-		71: "ERROR_REASON_INTERRUPT_ALREADY_VOTED",
+		70: "ERROR_REASON_SCHEDULE_NOT_FOUND",
+		71: "ERROR_REASON_SCHEDULE_ALREADY_EXISTS",
+		72: "ERROR_REASON_SCHEDULE_INVALID",
+		73: "ERROR_REASON_SCHEDULE_REVISION_MISMATCH",
+		80: "ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE",
+		81: "ERROR_REASON_INTERRUPT_ALREADY_VOTED",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                     0,
@@ -255,8 +270,12 @@ var (
 		"ERROR_REASON_STORE_BACKUP_UNSUPPORTED":        40,
 		"ERROR_REASON_ROUTE_NOT_FOUND":                 32,
 		"ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND":      57,
-		"ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE": 70,
-		"ERROR_REASON_INTERRUPT_ALREADY_VOTED":         71,
+		"ERROR_REASON_SCHEDULE_NOT_FOUND":              70,
+		"ERROR_REASON_SCHEDULE_ALREADY_EXISTS":         71,
+		"ERROR_REASON_SCHEDULE_INVALID":                72,
+		"ERROR_REASON_SCHEDULE_REVISION_MISMATCH":      73,
+		"ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE": 80,
+		"ERROR_REASON_INTERRUPT_ALREADY_VOTED":         81,
 	}
 )
 
@@ -382,7 +401,7 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"\x12ErrorReasonOptions\x12\x12\n" +
 	"\x04wire\x18\x01 \x01(\tR\x04wire\x12\x14\n" +
 	"\x05codes\x18\x02 \x03(\tR\x05codes\x12\x1c\n" +
-	"\tretryable\x18\x03 \x01(\bR\tretryable*\xef\x18\n" +
+	"\tretryable\x18\x03 \x01(\bR\tretryable*\xc3\x1b\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12I\n" +
 	"\x1cERROR_REASON_REQUEST_INVALID\x10\x01\x1a'\xe2\xf9\x18#\n" +
@@ -458,10 +477,18 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"\x1cERROR_REASON_ROUTE_NOT_FOUND\x10 \x1a/\xe2\xf9\x18+\n" +
 	"\x0froute.not_found\x12\tNOT_FOUND\x12\rUNIMPLEMENTED\x12X\n" +
 	"'ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND\x109\x1a+\xe2\xf9\x18'\n" +
-	"\x1awebhook.delivery_not_found\x12\tNOT_FOUND\x12j\n" +
-	",ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE\x10F\x1a8\xe2\xf9\x184\n" +
+	"\x1awebhook.delivery_not_found\x12\tNOT_FOUND\x12H\n" +
+	"\x1fERROR_REASON_SCHEDULE_NOT_FOUND\x10F\x1a#\xe2\xf9\x18\x1f\n" +
+	"\x12schedule.not_found\x12\tNOT_FOUND\x12W\n" +
+	"$ERROR_REASON_SCHEDULE_ALREADY_EXISTS\x10G\x1a-\xe2\xf9\x18)\n" +
+	"\x17schedule.already_exists\x12\x0eALREADY_EXISTS\x12K\n" +
+	"\x1dERROR_REASON_SCHEDULE_INVALID\x10H\x1a(\xe2\xf9\x18$\n" +
+	"\x10schedule.invalid\x12\x10INVALID_ARGUMENT\x12b\n" +
+	"'ERROR_REASON_SCHEDULE_REVISION_MISMATCH\x10I\x1a5\xe2\xf9\x181\n" +
+	"\x1aschedule.revision_mismatch\x12\x13FAILED_PRECONDITION\x12j\n" +
+	",ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE\x10P\x1a8\xe2\xf9\x184\n" +
 	"\x1finterrupt.approver_not_eligible\x12\x11PERMISSION_DENIED\x12\\\n" +
-	"$ERROR_REASON_INTERRUPT_ALREADY_VOTED\x10G\x1a2\xe2\xf9\x18.\n" +
+	"$ERROR_REASON_INTERRUPT_ALREADY_VOTED\x10Q\x1a2\xe2\xf9\x18.\n" +
 	"\x17interrupt.already_voted\x12\x13FAILED_PRECONDITION:i\n" +
 	"\ferror_reason\x12!.google.protobuf.EnumValueOptions\x18\x9c\x8f\x03 \x01(\v2!.agentplane.v1.ErrorReasonOptionsR\verrorReasonBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 

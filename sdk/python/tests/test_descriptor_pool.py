@@ -121,7 +121,7 @@ print(json.dumps({
 
 
 class GoogleapisBesideTest(unittest.TestCase):
-    def run_case(self, when):
+    def run_case(self, when: str) -> None:
         env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
         p = subprocess.run([sys.executable, "-c", SCRIPT, when], env=env, capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, f"googleapis' files registered {when} the SDK:\n{p.stderr}")

@@ -10,6 +10,7 @@ import {
 } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { AdminService } from "../gen/agentplane/v1/admin_service_pb.js";
+import { ScheduleService } from "../gen/agentplane/v1/schedule_service_pb.js";
 import { CapabilityService } from "../gen/agentplane/v1/capability_service_pb.js";
 import { HitlService } from "../gen/agentplane/v1/hitl_service_pb.js";
 import { RuntimeService } from "../gen/agentplane/v1/runtime_service_pb.js";
@@ -61,6 +62,7 @@ export interface AgentplaneClient {
   runtime: Client<typeof RuntimeService>;
   admin: Client<typeof AdminService>;
   capabilities: Client<typeof CapabilityService>;
+  schedules: Client<typeof ScheduleService>;
   /** The transport the clients share, for createConnectClient on it. */
   transport: Transport;
   /** Follows a task's events; see watch(). */
@@ -135,6 +137,7 @@ export function createClient(options: ClientOptions): AgentplaneClient {
     runtime: createConnectClient(RuntimeService, transport),
     admin: createConnectClient(AdminService, transport),
     capabilities: createConnectClient(CapabilityService, transport),
+    schedules: createConnectClient(ScheduleService, transport),
     transport,
     watch: (taskId, watchOptions) => watch(tasks, taskId, watchOptions),
     async start(request) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -81,19 +82,24 @@ func newTaskStartCommand(g *globals) *cobra.Command {
 			})
 		},
 	}
-	f := cmd.Flags()
+	o.bindTemplate(cmd.Flags())
+	cmd.Flags().StringVar(&o.requestID, "request-id", "", "idempotency key: a retry with the same key returns the same task")
+	viewFlag(cmd, &o.view, "basic")
+	return cmd
+}
+
+// bindTemplate adds the flags that say what a task runs and with what: ctl task
+// start's, and the task template of ctl schedule create and update.
+func (o *taskStartOptions) bindTemplate(f *pflag.FlagSet) {
 	f.StringVar(&o.agentFile, "agent", "", "AgentSpec file (YAML or JSON)")
 	f.StringVar(&o.graphFile, "graph", "", "GraphSpec file (YAML or JSON)")
 	f.StringVar(&o.agentID, "agent-id", "", "static agent id from the deployment's agent table")
 	f.StringVar(&o.input, "input", "", "the user's input (- reads standard input)")
-	f.StringVar(&o.requestID, "request-id", "", "idempotency key: a retry with the same key returns the same task")
 	f.StringArrayVar(&o.labels, "label", nil, "label key=value (repeatable)")
 	f.StringVar(&o.policyFile, "policy", "", "interrupt policy file (YAML or JSON): allowlist, denylist or predicate")
 	f.StringVar(&o.sessionID, "session", "", "session id passed to policies and approval requests")
 	f.StringVar(&o.queue, "queue", "", "run queue: only runtimes serving it lease the task (default: the default queue)")
 	f.DurationVar(&o.interruptTimeout, "interrupt-timeout", 0, "deadline of each interrupt of this task (default: the deployment's)")
-	viewFlag(cmd, &o.view, "basic")
-	return cmd
 }
 
 // viewFlag adds --view, naming the server's default for the command.

@@ -1,4 +1,4 @@
--- Version 4: the approval audit log (docs/hitl.md) and the escalation index.
+-- Version 5: the approval audit log (docs/hitl.md) and the escalation index.
 -- The audit log is append-only; id_key is
 -- schema.AuditKey (tenant, then the time-ordered id), so a tenant's log in time order
 -- is a range scan, as in bbolt. Rows are not deleted with their task.
