@@ -97,8 +97,17 @@ func (s *Server) buildHTTP() error {
 		root.Handle("/a2a/", face)
 		root.Handle("/.well-known/agent-card.json", face)
 	}
+	if !s.cfg.MCP.Disabled {
+		if s.mcp, err = s.newMCP(); err != nil {
+			return err
+		}
+		root.Handle(mcpPath, s.mcp)
+	}
 	root.Handle("/", limitBody(gw, s.maxHTTPBody()))
 	s.http = &http.Server{Handler: s.newHTTPGuard().wrap(root), ReadHeaderTimeout: 10 * time.Second, TLSConfig: s.tls}
+	if s.mcp != nil {
+		s.http.RegisterOnShutdown(s.mcp.closeAll)
+	}
 	return nil
 }
 
@@ -142,6 +151,12 @@ func (s *Server) registerChannels(root *http.ServeMux) error {
 	s.channels = ch
 	ch.Register(root)
 	return nil
+}
+
+// taskClient calls TaskService in process, through every interceptor (the MCP face
+// uses it with its callers' credentials).
+func (s *Server) taskClient() agentplanev1.TaskServiceClient {
+	return agentplanev1.NewTaskServiceClient(s.gwConn)
 }
 
 // newConsole builds the web console (docs/console.md). It calls the API over the

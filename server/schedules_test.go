@@ -14,7 +14,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/internal/testutil"
@@ -26,7 +28,7 @@ import (
 
 func scheduleTemplate() *agentplanev1.StartTaskRequest {
 	return &agentplanev1.StartTaskRequest{
-		Spec:   &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()},
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())},
 		Input:  client.UserText("nightly report"),
 		Labels: map[string]string{"team": "a"},
 		Queue:  "reports",
@@ -110,7 +112,7 @@ func TestSchedulesEndToEnd(t *testing.T) {
 		},
 	} {
 		if err := call(); status.Code(err) != codes.NotFound || reasonOf(err) != apierr.ReasonScheduleNotFound {
-			t.Fatalf("another tenant's call = %v, want NotFound schedule.not_found", err)
+			t.Fatalf("another tenant's call = %v, want NotFound SCHEDULE_NOT_FOUND", err)
 		}
 	}
 	if list, err := other.Schedules.ListSchedules(ctx, &agentplanev1.ListSchedulesRequest{}); err != nil || len(list.GetSchedules()) != 0 {
@@ -145,10 +147,10 @@ func TestSchedulesEndToEnd(t *testing.T) {
 		t.Fatalf("bad time zone = %v (field %q)", err, field)
 	}
 	invalidTask := scheduleTemplate()
-	invalidTask.GetAgent().Kind = "Nonsense"
+	invalidTask.GetSpec().Fields["kind"] = structpb.NewStringValue("Nonsense")
 	_, err = user.Schedules.CreateSchedule(ctx, &agentplanev1.CreateScheduleRequest{ScheduleId: "bad", Spec: intervalSpec(time.Hour), Task: invalidTask})
 	if reasonOf(err) != apierr.ReasonSpecInvalid {
-		t.Fatalf("an invalid template = %v, want spec.invalid", err)
+		t.Fatalf("an invalid template = %v, want SPEC_INVALID", err)
 	}
 	// StartTask keeps the request ids of runs for them.
 	req := scheduleTemplate()
@@ -191,7 +193,7 @@ func TestSchedulesOverHTTP(t *testing.T) {
 		return resp.StatusCode, out
 	}
 	code, out := do("POST", "/v1/schedules", `{"scheduleId": "weekday-9", "spec": {"cron": {"expression": "0 9 * * MON-FRI", "timeZone": "Europe/Paris"}},
-		"task": {"agent": {"apiVersion": "qar/v1", "kind": "AgentSpec", "instructions": {"text": "Report."}, "model": "m"}}}`)
+		"task": {"spec": {"apiVersion": "qar/v1", "kind": "AgentSpec", "instructions": "Report.", "model": "m"}}}`)
 	if code != 200 || out["created"] != true {
 		t.Fatalf("POST /v1/schedules = %d %v", code, out)
 	}

@@ -126,11 +126,11 @@ func (s *Server) startParams(ctx context.Context, tenant, principal string, req 
 // resolveStartSpec validates the request's spec and returns what the runtime runs,
 // filling the submitted spec into params.
 func (s *Server) resolveStartSpec(ctx context.Context, req *agentplanev1.StartTaskRequest, tenant string, params *tasks.StartParams) (*agentplanev1.ResolvedSpec, error) {
-	if req.GetSpec() == nil {
+	if req.GetSource() == nil {
 		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument,
-			"give exactly one of agent, graph, agent_id, document or spec")
+			"give exactly one of spec, document or agent_id")
 	}
-	in := spec.Input{Agent: req.GetAgent(), Graph: req.GetGraph(), Document: req.GetDocument(), SpecJSON: req.GetSpecJson(),
+	in := spec.Input{Document: req.GetDocument(), SpecJSON: req.GetSpec(),
 		Format: req.GetFormat(), TenantMaxDepth: s.tenantMaxDepth(tenant, 0)}
 	if id := req.GetAgentId(); id != "" {
 		static, ok := s.domain.static[id]

@@ -167,7 +167,7 @@ func benchAgent(b *testing.B, traced bool) {
 	b.ResetTimer()
 	for range b.N {
 		resp, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-			Spec:   &agentplanev1.StartTaskRequest_Document{Document: doc},
+			Source: &agentplanev1.StartTaskRequest_Document{Document: doc},
 			Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("go"), Queue: "bench",
 		})
 		if err != nil {

@@ -34,7 +34,7 @@ const (
 const errorDomain = "a2a-protocol.org"
 
 // The face's own limits carry agentplane's reasons (errors.proto) and domain:
-// limit.concurrency (a2a.max_streams open), limit.exceeded (a body over the bound).
+// LIMIT_CONCURRENCY (a2a.max_streams open), LIMIT_EXCEEDED (a body over the bound).
 var (
 	reasonConcurrency = reasons.Wire(apierr.ReasonConcurrencyLimit)
 	reasonTooLarge    = reasons.Wire(apierr.ReasonResourceExhausted)

@@ -425,7 +425,7 @@ func (h *Handler) submit(ctx context.Context, ag *Agent, req *sendRequest) (*age
 	}
 	start := &agentplanev1.StartTaskRequest{
 		RequestId: "a2a-" + hashID("start", ag.ID, m.MessageID),
-		Spec:      &agentplanev1.StartTaskRequest_AgentId{AgentId: ag.ID},
+		Source:    &agentplanev1.StartTaskRequest_AgentId{AgentId: ag.ID},
 		Input:     input,
 		SessionId: cx,
 		Labels:    map[string]string{labelAgent: ag.ID, labelContext: cx},

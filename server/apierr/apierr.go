@@ -1,6 +1,6 @@
 // Package apierr is how the server writes errors: every error a caller can see carries
 // a gRPC code and a reason declared in proto/agentplane/v1/errors.proto
-// (google.rpc.ErrorInfo, domain "agentplane"; see package api/reasons).
+// (google.rpc.ErrorInfo, domain "agentplane.dev"; see package api/reasons).
 //
 // Domain packages return *Error values (or wrap them); the server boundary turns any
 // error into a gRPC status with ToStatus. Errors that are not *Error become Internal

@@ -345,7 +345,7 @@ func TestNewToken(t *testing.T) {
 
 func TestTenantOf(t *testing.T) {
 	if _, err := TenantOf(context.Background()); !apierr.HasReason(err, apierr.ReasonUnauthenticated) {
-		t.Fatalf("no principal: got %v, want auth.unauthenticated", err)
+		t.Fatalf("no principal: got %v, want AUTH_UNAUTHENTICATED", err)
 	}
 	ctx := WithPrincipal(context.Background(), Principal{Subject: "a", Tenant: "acme", Roles: []Role{RoleUser}})
 	if tenant, err := TenantOf(ctx); err != nil || tenant != "acme" {

@@ -50,6 +50,8 @@ type Config struct {
 	A2A A2A `yaml:"a2a"`
 	// Schedules configures the scheduler (docs/schedules.md).
 	Schedules Schedules `yaml:"schedules"`
+	// MCP configures the MCP server face at /mcp (docs/mcp.md).
+	MCP MCP `yaml:"mcp"`
 	// Tenants holds per-tenant settings; they may tighten the deployment's, never loosen.
 	Tenants map[string]Tenant `yaml:"tenants"`
 
@@ -412,6 +414,7 @@ func Default() Config {
 		Notifications: DefaultNotifications(),
 		A2A:           DefaultA2A(),
 		Schedules:     DefaultSchedules(),
+		MCP:           DefaultMCP(),
 	}
 }
 
@@ -620,6 +623,7 @@ func (c *Config) Validate() error {
 	c.validateChannels(bad)
 	c.validateA2A(bad)
 	c.validateSchedules(bad)
+	c.validateMCP(bad)
 	c.validateApprovals(bad)
 	if len(errs) == 0 {
 		return nil

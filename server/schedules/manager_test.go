@@ -109,7 +109,7 @@ func newHarnessOn(t *testing.T, b backend, cfg Config) *harness {
 }
 
 func template(labels map[string]string) *agentplanev1.StartTaskRequest {
-	return &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_AgentId{AgentId: "echo"}, Labels: labels}
+	return &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_AgentId{AgentId: "echo"}, Labels: labels}
 }
 
 func every(d time.Duration) *agentplanev1.ScheduleSpec {

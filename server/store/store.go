@@ -43,7 +43,7 @@ type Store interface {
 	// Snapshot opens a consistent, point-in-time copy of the whole store for a hot
 	// backup. It does not block writers. The caller must Close it. A store whose
 	// Features say no HotBackup refuses with FailedPrecondition
-	// (store.backup_unsupported).
+	// (STORE_BACKUP_UNSUPPORTED).
 	Snapshot(ctx context.Context) (Snapshot, error)
 
 	// Stats reports sizes and counters, summed over tenants.
@@ -62,11 +62,11 @@ type Store interface {
 // returns false or an error (which the scan returns). fn must not write through the
 // same transaction while a scan is running; collect what to change and write after.
 type Reader interface {
-	// GetTask returns a task record, or NotFound (task.not_found) when the tenant has no
+	// GetTask returns a task record, or NotFound (TASK_NOT_FOUND) when the tenant has no
 	// such task.
 	GetTask(tenant, taskID string) (*storagev1.TaskRecord, error)
 
-	// GetTaskSpec returns what a task was started with, or NotFound (task.not_found).
+	// GetTaskSpec returns what a task was started with, or NotFound (TASK_NOT_FOUND).
 	GetTaskSpec(tenant, taskID string) (*storagev1.TaskSpecRecord, error)
 
 	// GetTaskSpecPartial is GetTaskSpec without the resolved spec and, unless
@@ -82,7 +82,7 @@ type Reader interface {
 	// ScanTasks lists a tenant's tasks newest first (by creation time, then by id),
 	// starting after r.After and restricted to r's creation-time range. The cursor given
 	// to fn resumes the scan right after that task when passed back as r.After; a cursor
-	// that does not belong to tenant is InvalidArgument (page_token.invalid).
+	// that does not belong to tenant is InvalidArgument (PAGE_TOKEN_INVALID).
 	ScanTasks(tenant string, r TaskRange, fn func(cursor []byte, rec *storagev1.TaskRecord) (bool, error)) error
 
 	// ScanEvents reads a task's log in sequence order from afterSeq+1.
@@ -102,7 +102,7 @@ type Reader interface {
 	// the entries at r.Until (zero: no bound). It is a range scan of that queue alone.
 	ScanQueue(tenant, queue string, r IndexRange, fn func(IndexEntry) (bool, error)) error
 
-	// GetInterrupt returns an interrupt record, or NotFound (interrupt.not_found).
+	// GetInterrupt returns an interrupt record, or NotFound (INTERRUPT_NOT_FOUND).
 	GetInterrupt(tenant, interruptID string) (*storagev1.InterruptRecord, error)
 
 	// ScanInterrupts reads a tenant's interrupts, pending or not, in id order (ids of
@@ -118,14 +118,14 @@ type Reader interface {
 	ScanVerdicts(tenant, taskID string, afterSeq int64, fn func(*storagev1.VerdictRecord) (bool, error)) error
 
 	// GetObligation returns one ledger entry by ordinal, or NotFound
-	// (obligation.not_found).
+	// (OBLIGATION_NOT_FOUND).
 	GetObligation(tenant, taskID string, ordinal int64) (*storagev1.ObligationRecord, error)
 
 	// ScanObligations reads a task's ledger in ordinal order, after afterOrdinal.
 	ScanObligations(tenant, taskID string, afterOrdinal int64, fn func(*storagev1.ObligationRecord) (bool, error)) error
 
 	// GetOutbox returns a notification of the outbox, or NotFound
-	// (webhook.delivery_not_found).
+	// (WEBHOOK_DELIVERY_NOT_FOUND).
 	GetOutbox(id string) (*storagev1.OutboxRecord, error)
 
 	// ScanOutbox reads the outbox's notifications in state, across tenants, in id order
@@ -142,7 +142,7 @@ type Reader interface {
 	// the first). Audit records are kept when their task is deleted.
 	ScanAudit(tenant, after string, fn func(*storagev1.AuditRecordEntry) (bool, error)) error
 
-	// GetSchedule returns a schedule, or NotFound (schedule.not_found) when the tenant
+	// GetSchedule returns a schedule, or NotFound (SCHEDULE_NOT_FOUND) when the tenant
 	// has none of that id. A Writer's GetSchedule locks the schedule (on PostgreSQL,
 	// its row, FOR UPDATE) until the end of the transaction, waiting for another
 	// transaction that holds it.
@@ -183,7 +183,7 @@ type Writer interface {
 	// deadline), retention (end_time) and the per-state counters. tenant, task_id,
 	// create_time, request_id and queue may not change once written. A request_id
 	// already used by another task of the tenant is AlreadyExists
-	// (task.request_id_reused); a queue that is not a queue name is InvalidArgument.
+	// (TASK_REQUEST_ID_REUSED); a queue that is not a queue name is InvalidArgument.
 	PutTask(rec *storagev1.TaskRecord) error
 
 	// PutTaskSpec stores what an existing task was started with. It is written once: a
@@ -216,7 +216,7 @@ type Writer interface {
 	PutOutbox(rec *storagev1.OutboxRecord) error
 
 	// DeleteOutbox removes a notification (delivered, or dropped); a missing one is
-	// NotFound (webhook.delivery_not_found).
+	// NotFound (WEBHOOK_DELIVERY_NOT_FOUND).
 	DeleteOutbox(id string) error
 
 	// ClaimOutbox returns up to limit PENDING notifications due at or before now,
@@ -233,13 +233,13 @@ type Writer interface {
 
 	// PutSchedule creates (revision 1) or replaces (a later revision) a schedule and
 	// brings the due index (wake_time, when set) and the tenant's count up to date.
-	// Creating one whose id the tenant has is AlreadyExists (schedule.already_exists);
-	// replacing a missing one is NotFound (schedule.not_found). tenant, schedule_id
+	// Creating one whose id the tenant has is AlreadyExists (SCHEDULE_ALREADY_EXISTS);
+	// replacing a missing one is NotFound (SCHEDULE_NOT_FOUND). tenant, schedule_id
 	// and create_time may not change.
 	PutSchedule(rec *storagev1.ScheduleRecord) error
 
 	// DeleteSchedule removes a schedule and its index entries; a missing one is
-	// NotFound (schedule.not_found).
+	// NotFound (SCHEDULE_NOT_FOUND).
 	DeleteSchedule(tenant, scheduleID string) error
 
 	// TryLockSchedule is GetSchedule for the scheduler: when another transaction holds

@@ -24,8 +24,8 @@ func terminalError(rec *storagev1.TaskRecord, what string) error {
 
 // Cancel ends a task as CANCELED, recording who asked and why. A task that a runtime
 // holds is canceled at once too; the lease is revoked, so the runtime's writes are
-// refused (lease.lost) and its next heartbeat reports the cancellation. A terminal
-// task is FAILED_PRECONDITION (task.terminal), except for a retry of a cancel made
+// refused (LEASE_LOST) and its next heartbeat reports the cancellation. A terminal
+// task is FAILED_PRECONDITION (TASK_TERMINAL), except for a retry of a cancel made
 // under req, which returns the task as it is now.
 func (m *Manager) Cancel(ctx context.Context, tenant, taskID, principal, reason string, req Request) (*agentplanev1.Task, error) {
 	if len(reason) > maxReasonBytes {
@@ -91,7 +91,7 @@ func (m *Manager) CancelIn(w store.Writer, now time.Time, tenant, taskID, princi
 // The pause is resolved and the task goes back to the queue in SUBMITTED. A task
 // waiting for a reviewer's decision, or in any other state, is FAILED_PRECONDITION;
 // so is the wrong kind of input, or outputs naming a call the task does not wait for
-// or missing one it does (task.tool_outputs_mismatch). A message over
+// or missing one it does (TASK_TOOL_OUTPUTS_MISMATCH). A message over
 // Config.MaxInputBytes is RESOURCE_EXHAUSTED. A retry of a continue made under req
 // returns the task as it is now and delivers nothing, whatever the task did since.
 func (m *Manager) Continue(ctx context.Context, tenant, taskID, principal string, message *agentplanev1.Message, outputs *agentplanev1.ToolOutputs, req Request) (*agentplanev1.Task, error) {

@@ -288,7 +288,7 @@ func TestLeaseOperationsReturnStoreErrors(t *testing.T) {
 	}
 }
 
-// lateHeartbeat is a heartbeat past the lease's deadline: lease.lost, the expiry
+// lateHeartbeat is a heartbeat past the lease's deadline: LEASE_LOST, the expiry
 // committed, is its success.
 func lateHeartbeat(h *harness, l *agentplanev1.Lease) func() error {
 	return func() error {

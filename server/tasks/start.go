@@ -128,7 +128,27 @@ var (
 	viewField      = (&agentplanev1.StartTaskRequest{}).ProtoReflect().Descriptor().Fields().ByName("view").Number()
 )
 
-// asRequest is the request these parameters stand for, for the fallback digest.
+// fallbackDigest identifies these parameters when the caller gave no RequestDigest:
+// the digest of the request they stand for without its spec, followed by the
+// deterministic encoding of the typed spec (a request carries the spec in its wire
+// shape, which these parameters no longer hold).
+func (p *StartParams) fallbackDigest() []byte {
+	h := sha256.New()
+	h.Write(RequestDigest(p.asRequest()))
+	var spec proto.Message = &agentplanev1.StaticAgentRef{AgentId: p.AgentID}
+	switch {
+	case p.Agent != nil:
+		spec = p.Agent
+	case p.Graph != nil:
+		spec = p.Graph
+	}
+	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(spec) // valid messages always encode
+	h.Write([]byte(string(spec.ProtoReflect().Descriptor().FullName())))
+	h.Write(b)
+	return h.Sum(nil)
+}
+
+// asRequest is the request these parameters stand for, without its spec.
 func (p *StartParams) asRequest() *agentplanev1.StartTaskRequest {
 	req := &agentplanev1.StartTaskRequest{
 		Input:           p.Input,
@@ -139,14 +159,6 @@ func (p *StartParams) asRequest() *agentplanev1.StartTaskRequest {
 		ToolAxes:        p.ToolAxes,
 		SessionId:       p.SessionID,
 		Queue:           p.Queue,
-	}
-	switch {
-	case p.Agent != nil:
-		req.Spec = &agentplanev1.StartTaskRequest_Agent{Agent: p.Agent}
-	case p.Graph != nil:
-		req.Spec = &agentplanev1.StartTaskRequest_Graph{Graph: p.Graph}
-	default:
-		req.Spec = &agentplanev1.StartTaskRequest_AgentId{AgentId: p.AgentID}
 	}
 	if p.InterruptTimeout > 0 {
 		req.InterruptTimeout = durationpb.New(p.InterruptTimeout)
@@ -213,7 +225,7 @@ func (m *Manager) checkStart(p *StartParams) error {
 // and the gate events, in one transaction. With a RequestID it is idempotent per
 // tenant: a retry with the same digest returns the existing task and created=false;
 // the same RequestID with a different digest is ALREADY_EXISTS
-// (task.request_id_reused). An input over Config.MaxInputBytes is RESOURCE_EXHAUSTED.
+// (TASK_REQUEST_ID_REUSED). An input over Config.MaxInputBytes is RESOURCE_EXHAUSTED.
 func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.Task, created bool, err error) {
 	if err := m.checkStart(&p); err != nil {
 		return nil, false, err
@@ -252,7 +264,7 @@ type start struct {
 func (m *Manager) newStart(p *StartParams) *start {
 	reqDigest := p.RequestDigest
 	if reqDigest == nil {
-		reqDigest = RequestDigest(p.asRequest())
+		reqDigest = p.fallbackDigest()
 	}
 	// After the digest: an assigned id is not part of what a retry is compared on.
 	var input *agentplanev1.Message

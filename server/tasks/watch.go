@@ -396,7 +396,7 @@ func (m *Manager) Follow(ctx context.Context, tenant, taskID string, afterSeq in
 }
 
 // PublishDeltas hands message deltas to the live watchers of the task ref holds a
-// lease on, after fencing the lease like a write (lease.lost, task.terminal); nothing
+// lease on, after fencing the lease like a write (LEASE_LOST, TASK_TERMINAL); nothing
 // is stored. Each delta's after_sequence is set to the task's newest sequence. It
 // returns how many watchers were live on this replica; on a store shared by several
 // replicas (store.Shared) the deltas are broadcast to the watchers of the others too.

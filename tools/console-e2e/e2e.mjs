@@ -199,7 +199,7 @@ test('an approver sees a gated call arrive, fixes its arguments against the sche
     assert.match(await fieldErr.textContent(), /100/);
     assert.equal(await amount.getAttribute('aria-invalid'), 'true');
     assert.equal(await page.evaluate(() => document.activeElement?.id), 'arg-amount_eur', 'focus moves to the field in error');
-    assert.match(await page.locator('#page-error').textContent(), /interrupt\.edit_invalid/);
+    assert.match(await page.locator('#page-error').textContent(), /INTERRUPT_EDIT_INVALID/);
     await snap(page, '02-edit-error');
 
     // The fixed edit runs.
@@ -287,7 +287,7 @@ test('a user without the approver role cannot approve', async () => {
       return { status: r.status, body: await r.text() };
     }, `/ui/interrupts/${id}`);
     assert.equal(refused.status, 403);
-    assert.match(refused.body, /auth\.permission_denied/);
+    assert.match(refused.body, /AUTH_PERMISSION_DENIED/);
     await page.reload();
     assert.equal(await page.locator('#in-state').textContent(), 'pending');
     await snap(page, '06-user-cannot-approve');
@@ -415,7 +415,7 @@ test('two of finance approve a transfer: the first approval is recorded, the sec
       const refused = page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith(`/ui/interrupts/${interrupt}`));
       await page.getByRole('button', { name: 'Approve' }).click();
       assert.equal((await refused).status(), 403);
-      assert.match(await page.locator('#page-error').textContent(), /interrupt\.approver_not_eligible[\s\S]*separates duties/);
+      assert.match(await page.locator('#page-error').textContent(), /INTERRUPT_APPROVER_NOT_ELIGIBLE[\s\S]*separates duties/);
       await page.goto(`${base}/ui/interrupts/${interrupt}`);
       assert.equal(await page.locator('#in-state').textContent(), 'pending');
       await snap(page, '13-quorum-starter-refused');

@@ -121,7 +121,7 @@ type Capabilities struct {
 	A2AInjection bool `protobuf:"varint,6,opt,name=a2a_injection,json=a2aInjection,proto3" json:"a2a_injection,omitempty"`
 	// Maximum caller entries honoured per list.
 	MaxCallerPeers int32 `protobuf:"varint,7,opt,name=max_caller_peers,json=maxCallerPeers,proto3" json:"max_caller_peers,omitempty"`
-	// Config keys a request may not occupy (reason config.locked_key).
+	// Config keys a request may not occupy (reason CONFIG_LOCKED_KEY).
 	LockedKeys []string `protobuf:"bytes,8,rep,name=locked_keys,json=lockedKeys,proto3" json:"locked_keys,omitempty"`
 	// Compliance posture in force.
 	CompliancePosture string `protobuf:"bytes,9,opt,name=compliance_posture,json=compliancePosture,proto3" json:"compliance_posture,omitempty"`
@@ -827,9 +827,9 @@ const file_agentplane_v1_capability_service_proto_rawDesc = "" +
 	"hot_backup\x18\n" +
 	" \x01(\bR\thotBackup\x12\x1b\n" +
 	"\thttp_json\x18\v \x01(\bR\bhttpJson\x12\x1c\n" +
-	"\tschedules\x18\x14 \x01(\bR\tschedules2u\n" +
-	"\x11CapabilityService\x12`\n" +
-	"\x0fGetCapabilities\x12%.agentplane.v1.GetCapabilitiesRequest\x1a&.agentplane.v1.GetCapabilitiesResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
+	"\tschedules\x18\x14 \x01(\bR\tschedules2z\n" +
+	"\x11CapabilityService\x12e\n" +
+	"\x0fGetCapabilities\x12%.agentplane.v1.GetCapabilitiesRequest\x1a&.agentplane.v1.GetCapabilitiesResponse\"\x03\x90\x02\x01BAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (
 	file_agentplane_v1_capability_service_proto_rawDescOnce sync.Once

@@ -1175,7 +1175,7 @@ type UpdateScheduleRequest struct {
 	// A new task template.
 	Task *StartTaskRequest `protobuf:"bytes,4,opt,name=task,proto3" json:"task,omitempty"`
 	// When nonzero, the update applies only if the schedule's revision is this one
-	// (FAILED_PRECONDITION, schedule.revision_mismatch, otherwise).
+	// (FAILED_PRECONDITION, SCHEDULE_REVISION_MISMATCH, otherwise).
 	ExpectedRevision int64 `protobuf:"varint,5,opt,name=expected_revision,json=expectedRevision,proto3" json:"expected_revision,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
@@ -1805,15 +1805,15 @@ const file_agentplane_v1_schedule_service_proto_rawDesc = "" +
 	"\x1cSCHEDULE_RUN_OUTCOME_SKIPPED\x10\x02\x12!\n" +
 	"\x1dSCHEDULE_RUN_OUTCOME_BUFFERED\x10\x03\x12\x1f\n" +
 	"\x1bSCHEDULE_RUN_OUTCOME_MISSED\x10\x04\x12\x1f\n" +
-	"\x1bSCHEDULE_RUN_OUTCOME_FAILED\x10\x052\xfd\x05\n" +
-	"\x0fScheduleService\x12]\n" +
-	"\x0eCreateSchedule\x12$.agentplane.v1.CreateScheduleRequest\x1a%.agentplane.v1.CreateScheduleResponse\x12T\n" +
-	"\vGetSchedule\x12!.agentplane.v1.GetScheduleRequest\x1a\".agentplane.v1.GetScheduleResponse\x12Z\n" +
-	"\rListSchedules\x12#.agentplane.v1.ListSchedulesRequest\x1a$.agentplane.v1.ListSchedulesResponse\x12]\n" +
-	"\x0eUpdateSchedule\x12$.agentplane.v1.UpdateScheduleRequest\x1a%.agentplane.v1.UpdateScheduleResponse\x12Z\n" +
-	"\rPauseSchedule\x12#.agentplane.v1.PauseScheduleRequest\x1a$.agentplane.v1.PauseScheduleResponse\x12]\n" +
-	"\x0eResumeSchedule\x12$.agentplane.v1.ResumeScheduleRequest\x1a%.agentplane.v1.ResumeScheduleResponse\x12`\n" +
-	"\x0fTriggerSchedule\x12%.agentplane.v1.TriggerScheduleRequest\x1a&.agentplane.v1.TriggerScheduleResponse\x12]\n" +
+	"\x1bSCHEDULE_RUN_OUTCOME_FAILED\x10\x052\x9b\x06\n" +
+	"\x0fScheduleService\x12b\n" +
+	"\x0eCreateSchedule\x12$.agentplane.v1.CreateScheduleRequest\x1a%.agentplane.v1.CreateScheduleResponse\"\x03\x90\x02\x02\x12Y\n" +
+	"\vGetSchedule\x12!.agentplane.v1.GetScheduleRequest\x1a\".agentplane.v1.GetScheduleResponse\"\x03\x90\x02\x01\x12_\n" +
+	"\rListSchedules\x12#.agentplane.v1.ListSchedulesRequest\x1a$.agentplane.v1.ListSchedulesResponse\"\x03\x90\x02\x01\x12]\n" +
+	"\x0eUpdateSchedule\x12$.agentplane.v1.UpdateScheduleRequest\x1a%.agentplane.v1.UpdateScheduleResponse\x12_\n" +
+	"\rPauseSchedule\x12#.agentplane.v1.PauseScheduleRequest\x1a$.agentplane.v1.PauseScheduleResponse\"\x03\x90\x02\x02\x12b\n" +
+	"\x0eResumeSchedule\x12$.agentplane.v1.ResumeScheduleRequest\x1a%.agentplane.v1.ResumeScheduleResponse\"\x03\x90\x02\x02\x12e\n" +
+	"\x0fTriggerSchedule\x12%.agentplane.v1.TriggerScheduleRequest\x1a&.agentplane.v1.TriggerScheduleResponse\"\x03\x90\x02\x02\x12]\n" +
 	"\x0eDeleteSchedule\x12$.agentplane.v1.DeleteScheduleRequest\x1a%.agentplane.v1.DeleteScheduleResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (

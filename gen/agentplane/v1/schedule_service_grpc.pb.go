@@ -47,9 +47,9 @@ type ScheduleServiceClient interface {
 	// StartTask validates a request) and stores the schedule. It is idempotent on
 	// schedule_id: the same request again returns the stored schedule with
 	// created=false; a different one under a taken id is ALREADY_EXISTS
-	// (schedule.already_exists). Past schedules.max_per_tenant it is RESOURCE_EXHAUSTED
-	// (limit.exceeded). A spec that does not parse is INVALID_ARGUMENT
-	// (schedule.invalid).
+	// (SCHEDULE_ALREADY_EXISTS). Past schedules.max_per_tenant it is RESOURCE_EXHAUSTED
+	// (LIMIT_EXCEEDED). A spec that does not parse is INVALID_ARGUMENT
+	// (SCHEDULE_INVALID).
 	CreateSchedule(ctx context.Context, in *CreateScheduleRequest, opts ...grpc.CallOption) (*CreateScheduleResponse, error)
 	// GetSchedule returns a schedule with its next fire times and recent runs.
 	GetSchedule(ctx context.Context, in *GetScheduleRequest, opts ...grpc.CallOption) (*GetScheduleResponse, error)
@@ -59,6 +59,7 @@ type ScheduleServiceClient interface {
 	// when given), validated as at creation. A changed spec takes effect from now: the
 	// next nominal time is computed afresh, and nothing missed under the old spec is
 	// caught up.
+	// No idempotency_level: a retry recomputes the next nominal time from its own now.
 	UpdateSchedule(ctx context.Context, in *UpdateScheduleRequest, opts ...grpc.CallOption) (*UpdateScheduleResponse, error)
 	// PauseSchedule stops the schedule from firing until ResumeSchedule. Idempotent.
 	PauseSchedule(ctx context.Context, in *PauseScheduleRequest, opts ...grpc.CallOption) (*PauseScheduleResponse, error)
@@ -70,6 +71,7 @@ type ScheduleServiceClient interface {
 	// schedule too. With a request_id it is idempotent: a retry returns the same run.
 	TriggerSchedule(ctx context.Context, in *TriggerScheduleRequest, opts ...grpc.CallOption) (*TriggerScheduleResponse, error)
 	// DeleteSchedule removes a schedule. Its tasks are ordinary tasks and stay.
+	// No idempotency_level: a retry after a delete that took effect is NOT_FOUND.
 	DeleteSchedule(ctx context.Context, in *DeleteScheduleRequest, opts ...grpc.CallOption) (*DeleteScheduleResponse, error)
 }
 
@@ -179,9 +181,9 @@ type ScheduleServiceServer interface {
 	// StartTask validates a request) and stores the schedule. It is idempotent on
 	// schedule_id: the same request again returns the stored schedule with
 	// created=false; a different one under a taken id is ALREADY_EXISTS
-	// (schedule.already_exists). Past schedules.max_per_tenant it is RESOURCE_EXHAUSTED
-	// (limit.exceeded). A spec that does not parse is INVALID_ARGUMENT
-	// (schedule.invalid).
+	// (SCHEDULE_ALREADY_EXISTS). Past schedules.max_per_tenant it is RESOURCE_EXHAUSTED
+	// (LIMIT_EXCEEDED). A spec that does not parse is INVALID_ARGUMENT
+	// (SCHEDULE_INVALID).
 	CreateSchedule(context.Context, *CreateScheduleRequest) (*CreateScheduleResponse, error)
 	// GetSchedule returns a schedule with its next fire times and recent runs.
 	GetSchedule(context.Context, *GetScheduleRequest) (*GetScheduleResponse, error)
@@ -191,6 +193,7 @@ type ScheduleServiceServer interface {
 	// when given), validated as at creation. A changed spec takes effect from now: the
 	// next nominal time is computed afresh, and nothing missed under the old spec is
 	// caught up.
+	// No idempotency_level: a retry recomputes the next nominal time from its own now.
 	UpdateSchedule(context.Context, *UpdateScheduleRequest) (*UpdateScheduleResponse, error)
 	// PauseSchedule stops the schedule from firing until ResumeSchedule. Idempotent.
 	PauseSchedule(context.Context, *PauseScheduleRequest) (*PauseScheduleResponse, error)
@@ -202,6 +205,7 @@ type ScheduleServiceServer interface {
 	// schedule too. With a request_id it is idempotent: a retry returns the same run.
 	TriggerSchedule(context.Context, *TriggerScheduleRequest) (*TriggerScheduleResponse, error)
 	// DeleteSchedule removes a schedule. Its tasks are ordinary tasks and stay.
+	// No idempotency_level: a retry after a delete that took effect is NOT_FOUND.
 	DeleteSchedule(context.Context, *DeleteScheduleRequest) (*DeleteScheduleResponse, error)
 	mustEmbedUnimplementedScheduleServiceServer()
 }

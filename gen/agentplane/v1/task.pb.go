@@ -262,18 +262,6 @@ type Task struct {
 	InterruptPolicy *InterruptPolicy `protobuf:"bytes,17,opt,name=interrupt_policy,json=interruptPolicy,proto3" json:"interrupt_policy,omitempty"`
 	// Ids of interrupts waiting for a decision.
 	PendingInterruptIds []string `protobuf:"bytes,18,rep,name=pending_interrupt_ids,json=pendingInterruptIds,proto3" json:"pending_interrupt_ids,omitempty"`
-	// Deprecated: never set. It carried header values, which may be an operator's
-	// credentials; read effective_mcp_servers (names, URLs and header names). A runtime
-	// gets the full entries in Lease.mcp_servers.
-	//
-	// Deprecated: Marked as deprecated in agentplane/v1/task.proto.
-	McpServers []*McpServer `protobuf:"bytes,19,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
-	// Deprecated: never set. It carried header values, which may be an operator's
-	// credentials; read effective_a2a_peers (names, URLs and header names). A runtime
-	// gets the full entries in Lease.a2a_peers.
-	//
-	// Deprecated: Marked as deprecated in agentplane/v1/task.proto.
-	A2APeers []*A2APeer `protobuf:"bytes,20,rep,name=a2a_peers,json=a2aPeers,proto3" json:"a2a_peers,omitempty"`
 	// A cancellation was requested while a runtime held the task.
 	CancelRequested bool `protobuf:"varint,21,opt,name=cancel_requested,json=cancelRequested,proto3" json:"cancel_requested,omitempty"`
 	// Principal that started the task.
@@ -473,22 +461,6 @@ func (x *Task) GetInterruptPolicy() *InterruptPolicy {
 func (x *Task) GetPendingInterruptIds() []string {
 	if x != nil {
 		return x.PendingInterruptIds
-	}
-	return nil
-}
-
-// Deprecated: Marked as deprecated in agentplane/v1/task.proto.
-func (x *Task) GetMcpServers() []*McpServer {
-	if x != nil {
-		return x.McpServers
-	}
-	return nil
-}
-
-// Deprecated: Marked as deprecated in agentplane/v1/task.proto.
-func (x *Task) GetA2APeers() []*A2APeer {
-	if x != nil {
-		return x.A2APeers
 	}
 	return nil
 }
@@ -2639,7 +2611,7 @@ var File_agentplane_v1_task_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\n" +
-	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x98\r\n" +
+	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc4\f\n" +
 	"\x04Task\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12.\n" +
@@ -2661,10 +2633,7 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\afailure\x18\x0f \x01(\v2\x1a.agentplane.v1.TaskFailureR\afailure\x121\n" +
 	"\x06output\x18\x10 \x01(\v2\x19.agentplane.v1.TaskOutputR\x06output\x12I\n" +
 	"\x10interrupt_policy\x18\x11 \x01(\v2\x1e.agentplane.v1.InterruptPolicyR\x0finterruptPolicy\x122\n" +
-	"\x15pending_interrupt_ids\x18\x12 \x03(\tR\x13pendingInterruptIds\x12=\n" +
-	"\vmcp_servers\x18\x13 \x03(\v2\x18.agentplane.v1.McpServerB\x02\x18\x01R\n" +
-	"mcpServers\x127\n" +
-	"\ta2a_peers\x18\x14 \x03(\v2\x16.agentplane.v1.A2aPeerB\x02\x18\x01R\ba2aPeers\x12)\n" +
+	"\x15pending_interrupt_ids\x18\x12 \x03(\tR\x13pendingInterruptIds\x12)\n" +
 	"\x10cancel_requested\x18\x15 \x01(\bR\x0fcancelRequested\x12\x1d\n" +
 	"\n" +
 	"created_by\x18\x16 \x01(\tR\tcreatedBy\x12\x1d\n" +
@@ -2685,7 +2654,7 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +
-	"\x04specJ\x04\b\b\x10\t\"P\n" +
+	"\x04specJ\x04\b\b\x10\tJ\x04\b\x13\x10\x14J\x04\b\x14\x10\x15R\vmcp_serversR\ta2a_peers\"P\n" +
 	"\fTraceContext\x12 \n" +
 	"\vtraceparent\x18\x01 \x01(\tR\vtraceparent\x12\x1e\n" +
 	"\n" +
@@ -2898,18 +2867,16 @@ var file_agentplane_v1_task_proto_goTypes = []any{
 	(*GraphSpec)(nil),             // 33: agentplane.v1.GraphSpec
 	(*timestamppb.Timestamp)(nil), // 34: google.protobuf.Timestamp
 	(*InterruptPolicy)(nil),       // 35: agentplane.v1.InterruptPolicy
-	(*McpServer)(nil),             // 36: agentplane.v1.McpServer
-	(*A2APeer)(nil),               // 37: agentplane.v1.A2aPeer
-	(*ToolAxisOverride)(nil),      // 38: agentplane.v1.ToolAxisOverride
-	(*durationpb.Duration)(nil),   // 39: google.protobuf.Duration
-	(*McpServerInfo)(nil),         // 40: agentplane.v1.McpServerInfo
-	(*A2APeerInfo)(nil),           // 41: agentplane.v1.A2aPeerInfo
-	(*structpb.Value)(nil),        // 42: google.protobuf.Value
-	(*ToolGated)(nil),             // 43: agentplane.v1.ToolGated
-	(*structpb.Struct)(nil),       // 44: google.protobuf.Struct
-	(*Interrupt)(nil),             // 45: agentplane.v1.Interrupt
-	(*Decision)(nil),              // 46: agentplane.v1.Decision
-	(*Verdict)(nil),               // 47: agentplane.v1.Verdict
+	(*ToolAxisOverride)(nil),      // 36: agentplane.v1.ToolAxisOverride
+	(*durationpb.Duration)(nil),   // 37: google.protobuf.Duration
+	(*McpServerInfo)(nil),         // 38: agentplane.v1.McpServerInfo
+	(*A2APeerInfo)(nil),           // 39: agentplane.v1.A2aPeerInfo
+	(*structpb.Value)(nil),        // 40: google.protobuf.Value
+	(*ToolGated)(nil),             // 41: agentplane.v1.ToolGated
+	(*structpb.Struct)(nil),       // 42: google.protobuf.Struct
+	(*Interrupt)(nil),             // 43: agentplane.v1.Interrupt
+	(*Decision)(nil),              // 44: agentplane.v1.Decision
+	(*Verdict)(nil),               // 45: agentplane.v1.Verdict
 }
 var file_agentplane_v1_task_proto_depIdxs = []int32{
 	0,  // 0: agentplane.v1.Task.state:type_name -> agentplane.v1.TaskState
@@ -2922,58 +2889,56 @@ var file_agentplane_v1_task_proto_depIdxs = []int32{
 	5,  // 7: agentplane.v1.Task.failure:type_name -> agentplane.v1.TaskFailure
 	6,  // 8: agentplane.v1.Task.output:type_name -> agentplane.v1.TaskOutput
 	35, // 9: agentplane.v1.Task.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	36, // 10: agentplane.v1.Task.mcp_servers:type_name -> agentplane.v1.McpServer
-	37, // 11: agentplane.v1.Task.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	38, // 12: agentplane.v1.Task.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	39, // 13: agentplane.v1.Task.interrupt_timeout:type_name -> google.protobuf.Duration
-	40, // 14: agentplane.v1.Task.effective_mcp_servers:type_name -> agentplane.v1.McpServerInfo
-	41, // 15: agentplane.v1.Task.effective_a2a_peers:type_name -> agentplane.v1.A2aPeerInfo
-	4,  // 16: agentplane.v1.Task.trace_context:type_name -> agentplane.v1.TraceContext
-	10, // 17: agentplane.v1.Task.input:type_name -> agentplane.v1.Message
-	14, // 18: agentplane.v1.Task.usage:type_name -> agentplane.v1.TokenUsage
-	29, // 19: agentplane.v1.Task.scheduled_by:type_name -> agentplane.v1.ScheduledBy
-	42, // 20: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
-	10, // 21: agentplane.v1.TaskOutput.message:type_name -> agentplane.v1.Message
-	34, // 22: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
-	8,  // 23: agentplane.v1.TaskEvent.submitted:type_name -> agentplane.v1.TaskSubmitted
-	9,  // 24: agentplane.v1.TaskEvent.state_changed:type_name -> agentplane.v1.StateChanged
-	10, // 25: agentplane.v1.TaskEvent.message:type_name -> agentplane.v1.Message
-	15, // 26: agentplane.v1.TaskEvent.tool_call:type_name -> agentplane.v1.ToolCall
-	16, // 27: agentplane.v1.TaskEvent.tool_result:type_name -> agentplane.v1.ToolResult
-	17, // 28: agentplane.v1.TaskEvent.note:type_name -> agentplane.v1.RuntimeNote
-	18, // 29: agentplane.v1.TaskEvent.lease:type_name -> agentplane.v1.LeaseChanged
-	43, // 30: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
-	23, // 31: agentplane.v1.TaskEvent.interrupt_raised:type_name -> agentplane.v1.InterruptRaised
-	24, // 32: agentplane.v1.TaskEvent.interrupt_resolved:type_name -> agentplane.v1.InterruptResolved
-	25, // 33: agentplane.v1.TaskEvent.verdict_recorded:type_name -> agentplane.v1.VerdictRecorded
-	19, // 34: agentplane.v1.TaskEvent.mcp_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
-	19, // 35: agentplane.v1.TaskEvent.a2a_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
-	20, // 36: agentplane.v1.TaskEvent.entries_dropped:type_name -> agentplane.v1.EntriesDropped
-	22, // 37: agentplane.v1.TaskEvent.cancel_requested:type_name -> agentplane.v1.CancelRequested
-	6,  // 38: agentplane.v1.TaskEvent.output:type_name -> agentplane.v1.TaskOutput
-	10, // 39: agentplane.v1.TaskSubmitted.input:type_name -> agentplane.v1.Message
-	0,  // 40: agentplane.v1.StateChanged.from_state:type_name -> agentplane.v1.TaskState
-	0,  // 41: agentplane.v1.StateChanged.to_state:type_name -> agentplane.v1.TaskState
-	1,  // 42: agentplane.v1.Message.role:type_name -> agentplane.v1.MessageRole
-	11, // 43: agentplane.v1.Message.parts:type_name -> agentplane.v1.Part
-	14, // 44: agentplane.v1.Message.usage:type_name -> agentplane.v1.TokenUsage
-	12, // 45: agentplane.v1.Part.data:type_name -> agentplane.v1.DataPart
-	13, // 46: agentplane.v1.Part.file:type_name -> agentplane.v1.FilePart
-	44, // 47: agentplane.v1.DataPart.data:type_name -> google.protobuf.Struct
-	42, // 48: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
-	31, // 49: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
-	2,  // 50: agentplane.v1.LeaseChanged.kind:type_name -> agentplane.v1.LeaseChangeKind
-	21, // 51: agentplane.v1.EntriesDropped.entries:type_name -> agentplane.v1.DroppedEntry
-	45, // 52: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
-	46, // 53: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
-	47, // 54: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
-	34, // 55: agentplane.v1.StreamKeepalive.time:type_name -> google.protobuf.Timestamp
-	34, // 56: agentplane.v1.ScheduledBy.nominal_time:type_name -> google.protobuf.Timestamp
-	57, // [57:57] is the sub-list for method output_type
-	57, // [57:57] is the sub-list for method input_type
-	57, // [57:57] is the sub-list for extension type_name
-	57, // [57:57] is the sub-list for extension extendee
-	0,  // [0:57] is the sub-list for field type_name
+	36, // 10: agentplane.v1.Task.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	37, // 11: agentplane.v1.Task.interrupt_timeout:type_name -> google.protobuf.Duration
+	38, // 12: agentplane.v1.Task.effective_mcp_servers:type_name -> agentplane.v1.McpServerInfo
+	39, // 13: agentplane.v1.Task.effective_a2a_peers:type_name -> agentplane.v1.A2aPeerInfo
+	4,  // 14: agentplane.v1.Task.trace_context:type_name -> agentplane.v1.TraceContext
+	10, // 15: agentplane.v1.Task.input:type_name -> agentplane.v1.Message
+	14, // 16: agentplane.v1.Task.usage:type_name -> agentplane.v1.TokenUsage
+	29, // 17: agentplane.v1.Task.scheduled_by:type_name -> agentplane.v1.ScheduledBy
+	40, // 18: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
+	10, // 19: agentplane.v1.TaskOutput.message:type_name -> agentplane.v1.Message
+	34, // 20: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
+	8,  // 21: agentplane.v1.TaskEvent.submitted:type_name -> agentplane.v1.TaskSubmitted
+	9,  // 22: agentplane.v1.TaskEvent.state_changed:type_name -> agentplane.v1.StateChanged
+	10, // 23: agentplane.v1.TaskEvent.message:type_name -> agentplane.v1.Message
+	15, // 24: agentplane.v1.TaskEvent.tool_call:type_name -> agentplane.v1.ToolCall
+	16, // 25: agentplane.v1.TaskEvent.tool_result:type_name -> agentplane.v1.ToolResult
+	17, // 26: agentplane.v1.TaskEvent.note:type_name -> agentplane.v1.RuntimeNote
+	18, // 27: agentplane.v1.TaskEvent.lease:type_name -> agentplane.v1.LeaseChanged
+	41, // 28: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
+	23, // 29: agentplane.v1.TaskEvent.interrupt_raised:type_name -> agentplane.v1.InterruptRaised
+	24, // 30: agentplane.v1.TaskEvent.interrupt_resolved:type_name -> agentplane.v1.InterruptResolved
+	25, // 31: agentplane.v1.TaskEvent.verdict_recorded:type_name -> agentplane.v1.VerdictRecorded
+	19, // 32: agentplane.v1.TaskEvent.mcp_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
+	19, // 33: agentplane.v1.TaskEvent.a2a_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
+	20, // 34: agentplane.v1.TaskEvent.entries_dropped:type_name -> agentplane.v1.EntriesDropped
+	22, // 35: agentplane.v1.TaskEvent.cancel_requested:type_name -> agentplane.v1.CancelRequested
+	6,  // 36: agentplane.v1.TaskEvent.output:type_name -> agentplane.v1.TaskOutput
+	10, // 37: agentplane.v1.TaskSubmitted.input:type_name -> agentplane.v1.Message
+	0,  // 38: agentplane.v1.StateChanged.from_state:type_name -> agentplane.v1.TaskState
+	0,  // 39: agentplane.v1.StateChanged.to_state:type_name -> agentplane.v1.TaskState
+	1,  // 40: agentplane.v1.Message.role:type_name -> agentplane.v1.MessageRole
+	11, // 41: agentplane.v1.Message.parts:type_name -> agentplane.v1.Part
+	14, // 42: agentplane.v1.Message.usage:type_name -> agentplane.v1.TokenUsage
+	12, // 43: agentplane.v1.Part.data:type_name -> agentplane.v1.DataPart
+	13, // 44: agentplane.v1.Part.file:type_name -> agentplane.v1.FilePart
+	42, // 45: agentplane.v1.DataPart.data:type_name -> google.protobuf.Struct
+	40, // 46: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
+	31, // 47: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
+	2,  // 48: agentplane.v1.LeaseChanged.kind:type_name -> agentplane.v1.LeaseChangeKind
+	21, // 49: agentplane.v1.EntriesDropped.entries:type_name -> agentplane.v1.DroppedEntry
+	43, // 50: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
+	44, // 51: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
+	45, // 52: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
+	34, // 53: agentplane.v1.StreamKeepalive.time:type_name -> google.protobuf.Timestamp
+	34, // 54: agentplane.v1.ScheduledBy.nominal_time:type_name -> google.protobuf.Timestamp
+	55, // [55:55] is the sub-list for method output_type
+	55, // [55:55] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_task_proto_init() }

@@ -10,7 +10,7 @@ from typing import Any
 import grpc
 
 import controlplane
-from agentplane import AgentplaneError, from_value
+from agentplane import AgentplaneError, StopReason, from_value
 from agentplane.aio import AsyncClient
 from agentplane.async_worker import AsyncTask, AsyncWorker, Failure
 from agentplane.enums import TaskState
@@ -148,7 +148,7 @@ class AsyncWorkerTest(unittest.IsolatedAsyncioTestCase):
         self.worker(handler, "py-async-lost", poll_wait=1)
         t = await self.start("py-async-lost")
         await self.wait_for("completed", lambda: self.in_state(t.task_id, TaskState.COMPLETED))
-        self.assertEqual(seen, ["cancelled: lease.lost", "attempt 2"])
+        self.assertEqual(seen, [f"cancelled: {StopReason.LEASE_LOST}", "attempt 2"])
 
     async def test_handler_exception_and_failure(self) -> None:
         attempts: list[int] = []

@@ -68,7 +68,7 @@ class ServicesTest(unittest.TestCase):
 
     def test_specs(self):
         self.assertTrue(self.c.specs.validate_spec(document=AGENT).valid)
-        bad = self.c.specs.validate_spec(spec_json={"apiVersion": "qar/v1", "kind": "AgentSpec", "name": "x"})
+        bad = self.c.specs.validate_spec(spec={"apiVersion": "qar/v1", "kind": "AgentSpec", "name": "x"})
         self.assertFalse(bad.valid)
         rules = self.c.specs.list_rules(page_size=5).rules
         self.assertTrue(rules)
@@ -89,7 +89,7 @@ class ServicesTest(unittest.TestCase):
         with self.assertRaises(AgentplaneError) as cm:
             self.c.tasks.start_task(request_id=t.request_id, document=AGENT, input={"parts": [{"text": "other"}]})
         self.assertEqual(cm.exception.code, grpc.StatusCode.ALREADY_EXISTS)
-        self.assertEqual(cm.exception.reason, "task.request_id_reused")
+        self.assertEqual(cm.exception.reason, "TASK_REQUEST_ID_REUSED")
         self.assertEqual(len(self.c.tasks.list_task_events(task_id=t.task_id).events), 1)
         self.assertEqual(len(self.c.tasks.list_verdicts(task_id=t.task_id).verdicts), 0)
         self.c.tasks.list_obligations(task_id=t.task_id)
@@ -159,11 +159,11 @@ class ErrorTest(unittest.TestCase):
 
     def test_spec_violations(self):
         with self.assertRaises(AgentplaneError) as cm:
-            self.c.tasks.start_task(spec_json={"apiVersion": "qar/v1", "kind": "AgentSpec", "name": "x"})
+            self.c.tasks.start_task(spec={"apiVersion": "qar/v1", "kind": "AgentSpec", "name": "x"})
         e = cm.exception
         self.assertEqual(e.code, grpc.StatusCode.INVALID_ARGUMENT)
-        self.assertEqual(e.reason, "spec.invalid")
-        self.assertEqual(e.domain, "agentplane")
+        self.assertEqual(e.reason, "SPEC_INVALID")
+        self.assertEqual(e.domain, "agentplane.dev")
         self.assertIn("/instructions", [v.path for v in e.spec_violations])
 
     def test_field_violations(self):
@@ -254,7 +254,7 @@ class AsyncWatchResumeTest(unittest.IsolatedAsyncioTestCase):
         with self.assertRaises(AgentplaneError) as cm:
             async for _ in c.watch("no-such-task"):
                 pass
-        self.assertEqual(cm.exception.reason, "task.not_found")
+        self.assertEqual(cm.exception.reason, "TASK_NOT_FOUND")
 
 
 class ResultsTest(unittest.TestCase):
@@ -329,8 +329,8 @@ class ConvertTest(unittest.TestCase):
     def test_struct_round_trip(self):
         from agentplane.v1 import task_service_pb2
         from agentplane._convert import fill
-        req = fill(task_service_pb2.StartTaskRequest(), {"spec_json": {"a": [1, {"b": None}, "s", True]}})
-        self.assertEqual(from_struct(req.spec_json), {"a": [1.0, {"b": None}, "s", True]})
+        req = fill(task_service_pb2.StartTaskRequest(), {"spec": {"a": [1, {"b": None}, "s", True]}})
+        self.assertEqual(from_struct(req.spec), {"a": [1.0, {"b": None}, "s", True]})
 
 
 if __name__ == "__main__":

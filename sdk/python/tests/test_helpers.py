@@ -102,7 +102,7 @@ class HelpersTest(unittest.TestCase):
         self.assertTrue(pending.args_digest)
         with self.assertRaises(AgentplaneError) as e:
             self.c.approve(pending.interrupt_id, args_digest="0000")
-        self.assertEqual(e.exception.reason, "interrupt.args_mismatch")
+        self.assertEqual(e.exception.reason, "INTERRUPT_ARGS_MISMATCH")
         # What the helper sends: the digest it read, and a request id.
         sent: list[dict[str, Any]] = []
 
@@ -125,7 +125,7 @@ class HelpersTest(unittest.TestCase):
         self.assertEqual(again.state, hitl_pb2.INTERRUPT_STATE_RESOLVED)
         with self.assertRaises(AgentplaneError) as e:
             self.c.reject(pending.interrupt_id, "no")
-        self.assertEqual(e.exception.reason, "interrupt.already_resolved")
+        self.assertEqual(e.exception.reason, "INTERRUPT_ALREADY_RESOLVED")
         with self.assertRaises(ValueError):
             self.c.reject(pending.interrupt_id, "")
         self.output(self.c.task(h.id).wait(), "not sent")
@@ -179,7 +179,7 @@ class AsyncHelpersTest(unittest.IsolatedAsyncioTestCase):
             (pending,) = await ac.task(h.id).interrupts()
             with self.assertRaises(AgentplaneError) as e:
                 await ac.approve(pending.interrupt_id, args_digest="0000")
-            self.assertEqual(e.exception.reason, "interrupt.args_mismatch")
+            self.assertEqual(e.exception.reason, "INTERRUPT_ARGS_MISMATCH")
             await ac.reject(pending.interrupt_id, "no")
             self.assertEqual(text(await h.wait()), "not sent")
 

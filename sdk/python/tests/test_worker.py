@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import controlplane
-from agentplane import Client, from_value
+from agentplane import Client, StopReason, from_value
 from agentplane.v1 import hitl_pb2, runtime_service_pb2, task_pb2
 from agentplane.worker import Failure, Handler, Task, TaskStopped, Worker
 
@@ -146,7 +146,7 @@ class WorkerTest(unittest.TestCase):
         self.run_worker(handler, "py-lost")
         t = self.c.tasks.start_task(document=AGENT, queue="py-lost").task
         wait_for("completed", lambda: self.state(t.task_id) == task_pb2.TASK_STATE_COMPLETED)
-        self.assertEqual(seen, ["write: lease.lost", "lease.lost", "second lease"])
+        self.assertEqual(seen, [f"write: {StopReason.LEASE_LOST}", StopReason.LEASE_LOST, "second lease"])
 
     def test_handler_exception_fails_the_task(self):
         def handler(task: Task) -> None:
@@ -192,7 +192,7 @@ class WorkerTest(unittest.TestCase):
             seen.append([it.kind for it in its])
 
         self.run_worker(handler, "py-outputs")
-        t = self.c.tasks.start_task(spec_json=spec, queue="py-outputs").task
+        t = self.c.tasks.start_task(spec=spec, queue="py-outputs").task
         wait_for("waiting for the output", lambda: self.state(t.task_id) == task_pb2.TASK_STATE_INPUT_REQUIRED)
         self.c.tasks.continue_task(task_id=t.task_id,
                                    tool_outputs={"outputs": [{"call_id": "c1", "result": {"value": 7}}]})

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/auth"
@@ -58,7 +59,7 @@ func TestHitlRulesThroughCtl(t *testing.T) {
 			t.Errorf("show: exit %d (%s), output lacks %q:\n%s", code, errOut, want, out)
 		}
 	}
-	if code, _, errOut := as("starter", "hitl", "approve", id); code == 0 || !strings.Contains(errOut, "interrupt.approver_not_eligible") ||
+	if code, _, errOut := as("starter", "hitl", "approve", id); code == 0 || !strings.Contains(errOut, "INTERRUPT_APPROVER_NOT_ELIGIBLE") ||
 		!strings.Contains(errOut, "separates duties") {
 		t.Errorf("the starter approving: exit %d: %s", code, errOut)
 	}
@@ -66,7 +67,7 @@ func TestHitlRulesThroughCtl(t *testing.T) {
 		!strings.Contains(out, "state           pending") || !strings.Contains(out, "approved by     alice via ctl") || !strings.Contains(out, "still needed    1 more from bob") {
 		t.Errorf("alice approving: exit %d (%s):\n%s", code, errOut, out)
 	}
-	if code, _, errOut := as("alice", "hitl", "approve", id); code == 0 || !strings.Contains(errOut, "interrupt.already_voted") {
+	if code, _, errOut := as("alice", "hitl", "approve", id); code == 0 || !strings.Contains(errOut, "INTERRUPT_ALREADY_VOTED") {
 		t.Errorf("alice approving twice: exit %d: %s", code, errOut)
 	}
 	if code, out, errOut := as("bob", "hitl", "approve", id); code != 0 || !strings.Contains(out, "approve by bob") || !strings.Contains(out, "via ctl") {
@@ -113,9 +114,9 @@ func raiseMoneyInterrupt(t *testing.T, addr, starterToken, runtimeToken string) 
 	params, _ := structpb.NewStruct(map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}},
 		"required": []any{"n"}, "additionalProperties": false})
 	started, err := user.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Name: proto.String("teller"),
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(&agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Name: proto.String("teller"),
 			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Ask before paying."}},
-			Model:        "m", Tools: []*agentplanev1.FunctionTool{{Type: "function", Function: &agentplanev1.FunctionDef{Name: "pay", Parameters: params}}}}},
+			Model:        "m", Tools: []*agentplanev1.FunctionTool{{Type: "function", Function: &agentplanev1.FunctionDef{Name: "pay", Parameters: params}}}})},
 		Input: client.UserText("pay 1"),
 		InterruptPolicy: &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Allowlist{Allowlist: &agentplanev1.ToolListPolicy{
 			Tools: []string{"pay"}, Tags: map[string]*agentplanev1.TagList{"pay": {Tags: []string{"money"}}},

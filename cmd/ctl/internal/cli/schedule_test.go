@@ -60,7 +60,7 @@ func TestScheduleCommands(t *testing.T) {
 	}
 	run("schedule", "delete", "nightly-report")
 	code, _, errOut = runCtl(t, in.GRPCAddr, "schedule", "get", "nightly-report")
-	if code == 0 || !strings.Contains(errOut, "schedule.not_found") {
+	if code == 0 || !strings.Contains(errOut, "SCHEDULE_NOT_FOUND") {
 		t.Fatalf("get after delete: exit %d %q", code, errOut)
 	}
 

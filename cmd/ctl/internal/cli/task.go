@@ -141,7 +141,7 @@ func (o *taskStartOptions) request(stdin io.Reader) (*agentplanev1.StartTaskRequ
 	req := &agentplanev1.StartTaskRequest{RequestId: o.requestID, Input: client.UserText(input), SessionId: o.sessionID, View: view, Queue: o.queue}
 	switch {
 	case o.agentID != "":
-		req.Spec = &agentplanev1.StartTaskRequest_AgentId{AgentId: o.agentID}
+		req.Source = &agentplanev1.StartTaskRequest_AgentId{AgentId: o.agentID}
 	case o.agentFile != "":
 		if err := readSpecDocument(req, "agent", o.agentFile, "AgentSpec"); err != nil {
 			return nil, err
@@ -194,8 +194,8 @@ func (o *taskStartOptions) specViolations(w io.Writer, err error) error {
 }
 
 // specViolationsOf returns the violations a refused spec carries: those of an invalid
-// spec (spec.invalid) and the DOC-TOO-LARGE finding of a document over the
-// deployment's limits (limit.exceeded). Other errors have none.
+// spec (SPEC_INVALID) and the DOC-TOO-LARGE finding of a document over the
+// deployment's limits (LIMIT_EXCEEDED). Other errors have none.
 func specViolationsOf(err error) []*agentplanev1.SpecViolation {
 	switch reasons.Of(err) {
 	case apierr.ReasonSpecInvalid, apierr.ReasonResourceExhausted:
@@ -241,7 +241,7 @@ func readSpecDocument(req *agentplanev1.StartTaskRequest, flag, path, wantKind s
 		}
 		return usageErr("--%s %s: the document is a %s, not a %s%s", flag, path, head.Kind, wantKind, hint)
 	}
-	req.Spec = &agentplanev1.StartTaskRequest_Document{Document: b}
+	req.Source = &agentplanev1.StartTaskRequest_Document{Document: b}
 	req.Format = documentFormat(path)
 	return nil
 }

@@ -72,7 +72,7 @@ func startWorker(t *testing.T, ctx context.Context, in *servertest.Instance, r *
 func startTask(t *testing.T, ctx context.Context, in *servertest.Instance, doc string, policy *agentplanev1.InterruptPolicy) string {
 	t.Helper()
 	resp, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec:   &agentplanev1.StartTaskRequest_Document{Document: []byte(doc)},
+		Source: &agentplanev1.StartTaskRequest_Document{Document: []byte(doc)},
 		Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("refund order 42"), InterruptPolicy: policy,
 	})
 	if err != nil {

@@ -18,12 +18,13 @@ agentplane._services (sdk/python/gen_services.py).
 
 __version__ = "0.1.0"
 
+from agentplane._api import Reason, StopReason
 from agentplane._convert import Variant, enum_of, from_struct, from_value, py, to_value, variant
 from agentplane.client import TLS, Client, new_request_id
 from agentplane.errors import AgentplaneError
 from agentplane.task import TaskHandle, terminal
 
 __all__ = [
-    "TLS", "AgentplaneError", "Client", "TaskHandle", "Variant", "enum_of", "from_struct", "from_value", "new_request_id",
-    "py", "terminal", "to_value", "variant",
+    "TLS", "AgentplaneError", "Client", "Reason", "StopReason", "TaskHandle", "Variant", "enum_of", "from_struct",
+    "from_value", "new_request_id", "py", "terminal", "to_value", "variant",
 ]

@@ -3,9 +3,16 @@
 An RPC is an object typed with its request and response messages: call it with the
 request message or with the request's fields as keyword arguments (plain data, see
 agentplane._convert), and timeout= (seconds). A request with an empty request_id is sent
-with a fresh one on a copy, as in the Go client: each call is a new one and the
-caller's message is left as it was. A non-OK status raises AgentplaneError.
+with a fresh one on a copy, chosen once per call and reused by its retries, as in the Go
+client: each call is a new one and the caller's message is left as it was. A unary call
+whose RPC the API marks NO_SIDE_EFFECTS or IDEMPOTENT is made again after UNAVAILABLE,
+DEADLINE_EXCEEDED or a retryable reason, with backoff, up to agentplane._api.RETRY_ATTEMPTS
+calls, within its timeout, which covers them all (agentplane._retry: the policy of every
+agentplane SDK; Unary.future makes one attempt). A non-OK status raises AgentplaneError.
 """
+
+import asyncio
+import time
 
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Generic, TypeVar
@@ -14,7 +21,7 @@ import grpc
 import grpc.aio
 from google.protobuf.message import Message
 
-from agentplane import _convert
+from agentplane import _api, _convert, _retry
 from agentplane.errors import AgentplaneError
 from agentplane._ids import new_request_id
 
@@ -29,7 +36,9 @@ class _Call(Generic[Req, Resp]):
         self.request_type = req
         self.response_type = resp
         self._metadata = metadata
-        self._has_request_id = "request_id" in req.DESCRIPTOR.fields_by_name
+        self._key = method.lstrip("/")  # "agentplane.v1.TaskService/StartTask", as in agentplane._api.RPCS
+        rpc = _api.RPCS.get(self._key)
+        self._has_request_id = rpc[1] if rpc is not None else "request_id" in req.DESCRIPTOR.fields_by_name
 
     def build(self, request: Req | None, fields: dict[str, Any]) -> Req:
         """The request to send: request (copied when it has no request_id) or one made
@@ -61,10 +70,16 @@ class Unary(_Call[Req, Resp]):
 
     def __call__(self, request: Req | None = None, *, timeout: float | None = None, **fields: Any) -> Resp:
         req = self.build(request, fields)
-        try:
-            return self._rpc(req, timeout=timeout, metadata=self._metadata)
-        except grpc.RpcError as err:
-            raise AgentplaneError.from_rpc_error(err) from err
+        attempts = _retry.Attempts(self._key, timeout)
+        while True:
+            try:
+                return self._rpc(req, timeout=attempts.timeout(), metadata=self._metadata)
+            except grpc.RpcError as err:
+                e = AgentplaneError.from_rpc_error(err)
+                pause = attempts.pause(e)
+                if pause is None:
+                    raise e from err
+            time.sleep(pause)
 
     def future(self, request: Req | None = None, *, timeout: float | None = None, **fields: Any) -> "Pending[Resp]":
         """Starts the call and returns at once: Pending.result() waits for the response,
@@ -139,10 +154,16 @@ class AsyncUnary(_Call[Req, Resp]):
 
     async def __call__(self, request: Req | None = None, *, timeout: float | None = None, **fields: Any) -> Resp:
         req = self.build(request, fields)
-        try:
-            return await self._rpc(req, timeout=timeout, metadata=self._metadata)
-        except grpc.RpcError as err:
-            raise AgentplaneError.from_rpc_error(err) from err
+        attempts = _retry.Attempts(self._key, timeout)
+        while True:
+            try:
+                return await self._rpc(req, timeout=attempts.timeout(), metadata=self._metadata)
+            except grpc.RpcError as err:
+                e = AgentplaneError.from_rpc_error(err)
+                pause = attempts.pause(e)
+                if pause is None:
+                    raise e from err
+            await asyncio.sleep(pause)
 
 
 class AsyncServerStream(_Call[Req, Resp]):

@@ -53,7 +53,9 @@ class AdminService:
     retry_webhook_dead_letter: Unary[_admin_service_pb2.RetryWebhookDeadLetterRequest, _admin_service_pb2.RetryWebhookDeadLetterResponse]
     """RetryWebhookDeadLetter puts dead letters back in the outbox, due now, with their
     attempts reset: one by id, or every one (of a tenant, if set) with all. An id that
-    is not a dead letter is NOT_FOUND (webhook.delivery_not_found).
+    is not a dead letter is NOT_FOUND (WEBHOOK_DELIVERY_NOT_FOUND).
+    Not idempotent (no idempotency_level): a repeat after a lost response finds the
+    letters gone (NOT_FOUND) or, with all, queues letters that died since.
     """
 
     def __init__(self, channel: grpc.Channel, metadata: Metadata) -> None:
@@ -115,7 +117,7 @@ class HitlService:
     """ResolveInterrupt records a decision: approve, reject (reason required) or edit (new
     args, validated against the tool's parameter schema; an invalid edit is
     INVALID_ARGUMENT with the schema violations). A second resolution is
-    FAILED_PRECONDITION with reason interrupt.already_resolved. A chat-mode pause is
+    FAILED_PRECONDITION with reason INTERRUPT_ALREADY_RESOLVED. A chat-mode pause is
     resolved only by TaskService.ContinueTask.
     """
 
@@ -149,7 +151,7 @@ class RuntimeService:
     RuntimeService is the server-to-server protocol of runtimes, the processes that call
     models and tools. A runtime leases a task, heartbeats to keep it, reports what
     happens, and ends it. Every write names its lease; a write with a stale lease is
-    FAILED_PRECONDITION with reason lease.lost, so a zombie runtime cannot corrupt a task.
+    FAILED_PRECONDITION with reason LEASE_LOST, so a zombie runtime cannot corrupt a task.
     """
 
     lease_tasks: Unary[_runtime_service_pb2.LeaseTasksRequest, _runtime_service_pb2.LeaseTasksResponse]
@@ -170,7 +172,7 @@ class RuntimeService:
     """ReportEvents appends runtime events (messages, tool calls and results, notes) to
     the task's log, in one transaction. One call carries at most
     Capabilities.limits.max_events_per_report events, each at most max_event_bytes:
-    more is INVALID_ARGUMENT (reason limit.exceeded) before anything is appended. Within
+    more is INVALID_ARGUMENT (reason LIMIT_EXCEEDED) before anything is appended. Within
     these limits a call always fits max_request_bytes; split larger batches. Retry it
     with the same request_id: a retry of a report that was appended returns its
     last_sequence and appends nothing.
@@ -188,8 +190,8 @@ class RuntimeService:
     End and errors: the stream ends OK right after the decision, or right after a
     canceled message when the task is canceled during the wait (the runtime stops and
     writes nothing more). It ends with an error when: the lease is not, or no longer,
-    the task's current one (FAILED_PRECONDITION, lease.lost; also when it expired
-    during the wait); the task ended otherwise (FAILED_PRECONDITION, task.terminal);
+    the task's current one (FAILED_PRECONDITION, LEASE_LOST; also when it expired
+    during the wait); the task ended otherwise (FAILED_PRECONDITION, TASK_TERMINAL);
     the interrupt does not exist or belongs to another task (NOT_FOUND); it is a
     chat-mode pause, which has no decision (FAILED_PRECONDITION, task.state); the
     server shuts down (UNAVAILABLE: reopen it, on this server or another). Reopening
@@ -224,8 +226,8 @@ class RuntimeService:
     read_task_history: Unary[_runtime_service_pb2.ReadTaskHistoryRequest, _runtime_service_pb2.ReadTaskHistoryResponse]
     """ReadTaskHistory reads the log of the task a lease is held on, one page at a time,
     so a resumed runtime can rebuild its state (runtimes may not call WatchTask). It is
-    fenced like a write: a lease that is not the task's current one is lease.lost, a
-    task that has ended is task.terminal.
+    fenced like a write: a lease that is not the task's current one is LEASE_LOST, a
+    task that has ended is TASK_TERMINAL.
     """
 
     publish_deltas: Unary[_runtime_service_pb2.PublishDeltasRequest, _runtime_service_pb2.PublishDeltasResponse]
@@ -233,7 +235,7 @@ class RuntimeService:
     tokens) to the task's live watchers (WatchTaskResponse.message_delta). Nothing is
     stored: a watcher that is not connected, or too slow, never sees them, and the
     complete message must still be reported with ReportEvents. Fenced like a write
-    (lease.lost, task.terminal) but it does not acknowledge or extend the lease.
+    (LEASE_LOST, TASK_TERMINAL) but it does not acknowledge or extend the lease.
     """
 
     def __init__(self, channel: grpc.Channel, metadata: Metadata) -> None:
@@ -297,9 +299,9 @@ class ScheduleService:
     StartTask validates a request) and stores the schedule. It is idempotent on
     schedule_id: the same request again returns the stored schedule with
     created=false; a different one under a taken id is ALREADY_EXISTS
-    (schedule.already_exists). Past schedules.max_per_tenant it is RESOURCE_EXHAUSTED
-    (limit.exceeded). A spec that does not parse is INVALID_ARGUMENT
-    (schedule.invalid).
+    (SCHEDULE_ALREADY_EXISTS). Past schedules.max_per_tenant it is RESOURCE_EXHAUSTED
+    (LIMIT_EXCEEDED). A spec that does not parse is INVALID_ARGUMENT
+    (SCHEDULE_INVALID).
     """
 
     get_schedule: Unary[_schedule_service_pb2.GetScheduleRequest, _schedule_service_pb2.GetScheduleResponse]
@@ -313,6 +315,7 @@ class ScheduleService:
     when given), validated as at creation. A changed spec takes effect from now: the
     next nominal time is computed afresh, and nothing missed under the old spec is
     caught up.
+    No idempotency_level: a retry recomputes the next nominal time from its own now.
     """
 
     pause_schedule: Unary[_schedule_service_pb2.PauseScheduleRequest, _schedule_service_pb2.PauseScheduleResponse]
@@ -330,7 +333,9 @@ class ScheduleService:
     """
 
     delete_schedule: Unary[_schedule_service_pb2.DeleteScheduleRequest, _schedule_service_pb2.DeleteScheduleResponse]
-    """DeleteSchedule removes a schedule. Its tasks are ordinary tasks and stay."""
+    """DeleteSchedule removes a schedule. Its tasks are ordinary tasks and stay.
+    No idempotency_level: a retry after a delete that took effect is NOT_FOUND.
+    """
 
     def __init__(self, channel: grpc.Channel, metadata: Metadata) -> None:
         self.create_schedule = Unary(
@@ -370,12 +375,12 @@ class SpecService:
     """
 
     validate_spec: Unary[_spec_service_pb2.ValidateSpecRequest, _spec_service_pb2.ValidateSpecResponse]
-    """ValidateSpec checks a typed spec or a JSON/YAML document and reports every
+    """ValidateSpec checks a spec (a JSON object or a JSON/YAML document) and reports every
     violation at once, in document order. An invalid spec is not an RPC error: the
     response says valid=false and lists the violations. Malformed input that is not a
     spec at all (for example no spec given) is INVALID_ARGUMENT. A document over the
     size limit, or holding more values than the limit allows, is RESOURCE_EXHAUSTED
-    (limit.exceeded) with its DOC-TOO-LARGE finding attached.
+    (LIMIT_EXCEEDED) with its DOC-TOO-LARGE finding attached.
     """
 
     list_rules: Unary[_spec_service_pb2.ListRulesRequest, _spec_service_pb2.ListRulesResponse]
@@ -414,10 +419,10 @@ class TaskService:
 
     start_task: Unary[_task_service_pb2.StartTaskRequest, _task_service_pb2.StartTaskResponse]
     """StartTask validates the spec exactly as SpecService.ValidateSpec does (an invalid
-    spec is INVALID_ARGUMENT with reason spec.invalid and SpecViolations details),
+    spec is INVALID_ARGUMENT with reason SPEC_INVALID and SpecViolations details),
     persists the task with its first event and queues it for runtimes. It is idempotent
     on request_id per tenant: a retry returns the same task with created=false; the same
-    request_id with a different request is ALREADY_EXISTS (reason task.request_id_reused).
+    request_id with a different request is ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
     The response carries the basic view of the task unless view asks for FULL.
     """
 
@@ -426,13 +431,13 @@ class TaskService:
     pause with a new user message, or a task waiting for the outputs of client-executed
     tool calls with exactly one output per pending call (tool_outputs). The wrong kind
     of input, or outputs that name an unknown call or miss a pending one, are
-    FAILED_PRECONDITION (task.tool_outputs_mismatch); any other state is
+    FAILED_PRECONDITION (TASK_TOOL_OUTPUTS_MISMATCH); any other state is
     FAILED_PRECONDITION too. The task goes back to SUBMITTED (queued) until a runtime
     leases it (WORKING). With a request_id it is
     safe to retry: a retry of a call that succeeded returns the task (as it is now)
     without delivering the message or outputs again, even when the task has moved on to
     its next turn; the same request_id with a different request is ALREADY_EXISTS
-    (reason task.request_id_reused).
+    (reason TASK_REQUEST_ID_REUSED).
     """
 
     get_task: Unary[_task_service_pb2.GetTaskRequest, _task_service_pb2.GetTaskResponse]
@@ -447,8 +452,8 @@ class TaskService:
     """CancelTask ends a task as CANCELED. The runtime holding its lease learns of it on
     its next heartbeat. Canceling a terminal task is FAILED_PRECONDITION. With a
     request_id it is safe to retry: a retry of a call that succeeded returns the task
-    instead of task.terminal; the same request_id with a different request is
-    ALREADY_EXISTS (reason task.request_id_reused).
+    instead of TASK_TERMINAL; the same request_id with a different request is
+    ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
     """
 
     watch_task: ServerStream[_task_service_pb2.WatchTaskRequest, _task_service_pb2.WatchTaskResponse]
@@ -548,7 +553,9 @@ class AsyncAdminService:
     retry_webhook_dead_letter: AsyncUnary[_admin_service_pb2.RetryWebhookDeadLetterRequest, _admin_service_pb2.RetryWebhookDeadLetterResponse]
     """RetryWebhookDeadLetter puts dead letters back in the outbox, due now, with their
     attempts reset: one by id, or every one (of a tenant, if set) with all. An id that
-    is not a dead letter is NOT_FOUND (webhook.delivery_not_found).
+    is not a dead letter is NOT_FOUND (WEBHOOK_DELIVERY_NOT_FOUND).
+    Not idempotent (no idempotency_level): a repeat after a lost response finds the
+    letters gone (NOT_FOUND) or, with all, queues letters that died since.
     """
 
     def __init__(self, channel: grpc.aio.Channel, metadata: Metadata) -> None:
@@ -610,7 +617,7 @@ class AsyncHitlService:
     """ResolveInterrupt records a decision: approve, reject (reason required) or edit (new
     args, validated against the tool's parameter schema; an invalid edit is
     INVALID_ARGUMENT with the schema violations). A second resolution is
-    FAILED_PRECONDITION with reason interrupt.already_resolved. A chat-mode pause is
+    FAILED_PRECONDITION with reason INTERRUPT_ALREADY_RESOLVED. A chat-mode pause is
     resolved only by TaskService.ContinueTask.
     """
 
@@ -644,7 +651,7 @@ class AsyncRuntimeService:
     RuntimeService is the server-to-server protocol of runtimes, the processes that call
     models and tools. A runtime leases a task, heartbeats to keep it, reports what
     happens, and ends it. Every write names its lease; a write with a stale lease is
-    FAILED_PRECONDITION with reason lease.lost, so a zombie runtime cannot corrupt a task.
+    FAILED_PRECONDITION with reason LEASE_LOST, so a zombie runtime cannot corrupt a task.
     """
 
     lease_tasks: AsyncUnary[_runtime_service_pb2.LeaseTasksRequest, _runtime_service_pb2.LeaseTasksResponse]
@@ -665,7 +672,7 @@ class AsyncRuntimeService:
     """ReportEvents appends runtime events (messages, tool calls and results, notes) to
     the task's log, in one transaction. One call carries at most
     Capabilities.limits.max_events_per_report events, each at most max_event_bytes:
-    more is INVALID_ARGUMENT (reason limit.exceeded) before anything is appended. Within
+    more is INVALID_ARGUMENT (reason LIMIT_EXCEEDED) before anything is appended. Within
     these limits a call always fits max_request_bytes; split larger batches. Retry it
     with the same request_id: a retry of a report that was appended returns its
     last_sequence and appends nothing.
@@ -683,8 +690,8 @@ class AsyncRuntimeService:
     End and errors: the stream ends OK right after the decision, or right after a
     canceled message when the task is canceled during the wait (the runtime stops and
     writes nothing more). It ends with an error when: the lease is not, or no longer,
-    the task's current one (FAILED_PRECONDITION, lease.lost; also when it expired
-    during the wait); the task ended otherwise (FAILED_PRECONDITION, task.terminal);
+    the task's current one (FAILED_PRECONDITION, LEASE_LOST; also when it expired
+    during the wait); the task ended otherwise (FAILED_PRECONDITION, TASK_TERMINAL);
     the interrupt does not exist or belongs to another task (NOT_FOUND); it is a
     chat-mode pause, which has no decision (FAILED_PRECONDITION, task.state); the
     server shuts down (UNAVAILABLE: reopen it, on this server or another). Reopening
@@ -719,8 +726,8 @@ class AsyncRuntimeService:
     read_task_history: AsyncUnary[_runtime_service_pb2.ReadTaskHistoryRequest, _runtime_service_pb2.ReadTaskHistoryResponse]
     """ReadTaskHistory reads the log of the task a lease is held on, one page at a time,
     so a resumed runtime can rebuild its state (runtimes may not call WatchTask). It is
-    fenced like a write: a lease that is not the task's current one is lease.lost, a
-    task that has ended is task.terminal.
+    fenced like a write: a lease that is not the task's current one is LEASE_LOST, a
+    task that has ended is TASK_TERMINAL.
     """
 
     publish_deltas: AsyncUnary[_runtime_service_pb2.PublishDeltasRequest, _runtime_service_pb2.PublishDeltasResponse]
@@ -728,7 +735,7 @@ class AsyncRuntimeService:
     tokens) to the task's live watchers (WatchTaskResponse.message_delta). Nothing is
     stored: a watcher that is not connected, or too slow, never sees them, and the
     complete message must still be reported with ReportEvents. Fenced like a write
-    (lease.lost, task.terminal) but it does not acknowledge or extend the lease.
+    (LEASE_LOST, TASK_TERMINAL) but it does not acknowledge or extend the lease.
     """
 
     def __init__(self, channel: grpc.aio.Channel, metadata: Metadata) -> None:
@@ -792,9 +799,9 @@ class AsyncScheduleService:
     StartTask validates a request) and stores the schedule. It is idempotent on
     schedule_id: the same request again returns the stored schedule with
     created=false; a different one under a taken id is ALREADY_EXISTS
-    (schedule.already_exists). Past schedules.max_per_tenant it is RESOURCE_EXHAUSTED
-    (limit.exceeded). A spec that does not parse is INVALID_ARGUMENT
-    (schedule.invalid).
+    (SCHEDULE_ALREADY_EXISTS). Past schedules.max_per_tenant it is RESOURCE_EXHAUSTED
+    (LIMIT_EXCEEDED). A spec that does not parse is INVALID_ARGUMENT
+    (SCHEDULE_INVALID).
     """
 
     get_schedule: AsyncUnary[_schedule_service_pb2.GetScheduleRequest, _schedule_service_pb2.GetScheduleResponse]
@@ -808,6 +815,7 @@ class AsyncScheduleService:
     when given), validated as at creation. A changed spec takes effect from now: the
     next nominal time is computed afresh, and nothing missed under the old spec is
     caught up.
+    No idempotency_level: a retry recomputes the next nominal time from its own now.
     """
 
     pause_schedule: AsyncUnary[_schedule_service_pb2.PauseScheduleRequest, _schedule_service_pb2.PauseScheduleResponse]
@@ -825,7 +833,9 @@ class AsyncScheduleService:
     """
 
     delete_schedule: AsyncUnary[_schedule_service_pb2.DeleteScheduleRequest, _schedule_service_pb2.DeleteScheduleResponse]
-    """DeleteSchedule removes a schedule. Its tasks are ordinary tasks and stay."""
+    """DeleteSchedule removes a schedule. Its tasks are ordinary tasks and stay.
+    No idempotency_level: a retry after a delete that took effect is NOT_FOUND.
+    """
 
     def __init__(self, channel: grpc.aio.Channel, metadata: Metadata) -> None:
         self.create_schedule = AsyncUnary(
@@ -865,12 +875,12 @@ class AsyncSpecService:
     """
 
     validate_spec: AsyncUnary[_spec_service_pb2.ValidateSpecRequest, _spec_service_pb2.ValidateSpecResponse]
-    """ValidateSpec checks a typed spec or a JSON/YAML document and reports every
+    """ValidateSpec checks a spec (a JSON object or a JSON/YAML document) and reports every
     violation at once, in document order. An invalid spec is not an RPC error: the
     response says valid=false and lists the violations. Malformed input that is not a
     spec at all (for example no spec given) is INVALID_ARGUMENT. A document over the
     size limit, or holding more values than the limit allows, is RESOURCE_EXHAUSTED
-    (limit.exceeded) with its DOC-TOO-LARGE finding attached.
+    (LIMIT_EXCEEDED) with its DOC-TOO-LARGE finding attached.
     """
 
     list_rules: AsyncUnary[_spec_service_pb2.ListRulesRequest, _spec_service_pb2.ListRulesResponse]
@@ -909,10 +919,10 @@ class AsyncTaskService:
 
     start_task: AsyncUnary[_task_service_pb2.StartTaskRequest, _task_service_pb2.StartTaskResponse]
     """StartTask validates the spec exactly as SpecService.ValidateSpec does (an invalid
-    spec is INVALID_ARGUMENT with reason spec.invalid and SpecViolations details),
+    spec is INVALID_ARGUMENT with reason SPEC_INVALID and SpecViolations details),
     persists the task with its first event and queues it for runtimes. It is idempotent
     on request_id per tenant: a retry returns the same task with created=false; the same
-    request_id with a different request is ALREADY_EXISTS (reason task.request_id_reused).
+    request_id with a different request is ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
     The response carries the basic view of the task unless view asks for FULL.
     """
 
@@ -921,13 +931,13 @@ class AsyncTaskService:
     pause with a new user message, or a task waiting for the outputs of client-executed
     tool calls with exactly one output per pending call (tool_outputs). The wrong kind
     of input, or outputs that name an unknown call or miss a pending one, are
-    FAILED_PRECONDITION (task.tool_outputs_mismatch); any other state is
+    FAILED_PRECONDITION (TASK_TOOL_OUTPUTS_MISMATCH); any other state is
     FAILED_PRECONDITION too. The task goes back to SUBMITTED (queued) until a runtime
     leases it (WORKING). With a request_id it is
     safe to retry: a retry of a call that succeeded returns the task (as it is now)
     without delivering the message or outputs again, even when the task has moved on to
     its next turn; the same request_id with a different request is ALREADY_EXISTS
-    (reason task.request_id_reused).
+    (reason TASK_REQUEST_ID_REUSED).
     """
 
     get_task: AsyncUnary[_task_service_pb2.GetTaskRequest, _task_service_pb2.GetTaskResponse]
@@ -942,8 +952,8 @@ class AsyncTaskService:
     """CancelTask ends a task as CANCELED. The runtime holding its lease learns of it on
     its next heartbeat. Canceling a terminal task is FAILED_PRECONDITION. With a
     request_id it is safe to retry: a retry of a call that succeeded returns the task
-    instead of task.terminal; the same request_id with a different request is
-    ALREADY_EXISTS (reason task.request_id_reused).
+    instead of TASK_TERMINAL; the same request_id with a different request is
+    ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
     """
 
     watch_task: AsyncServerStream[_task_service_pb2.WatchTaskRequest, _task_service_pb2.WatchTaskResponse]

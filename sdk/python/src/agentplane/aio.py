@@ -54,9 +54,9 @@ class AsyncTaskHandle:
         return (await self._c.tasks.get_task(task_id=self.id)).task
 
     def watch(self, after_sequence: int = 0, *, keepalives: bool = False,
-              reconnect_for: float = 30.0) -> AsyncGenerator[task_service_pb2.WatchTaskResponse, None]:
+              max_reconnects: int | None = None) -> AsyncGenerator[task_service_pb2.WatchTaskResponse, None]:
         """AsyncClient.watch for this task."""
-        return self._c.watch(self.id, after_sequence, keepalives=keepalives, reconnect_for=reconnect_for)
+        return self._c.watch(self.id, after_sequence, keepalives=keepalives, max_reconnects=max_reconnects)
 
     async def wait(self, until_input_required: bool = False) -> task_pb2.Task:
         """TaskHandle.wait: the task once terminal (or INPUT_REQUIRED, with the flag).
@@ -184,11 +184,11 @@ class AsyncClient(AsyncHelpers):
         await self.close()
 
     async def watch(self, task_id: str, after_sequence: int = 0, *, keepalives: bool = False,
-                    reconnect_for: float = 30.0) -> AsyncGenerator[task_service_pb2.WatchTaskResponse, None]:
+                    max_reconnects: int | None = None) -> AsyncGenerator[task_service_pb2.WatchTaskResponse, None]:
         """Yields the task's WatchTaskResponse messages after after_sequence: Client.watch
         as an async generator, resuming after a dropped connection from the last event it
         yielded (no gap, no duplicate)."""
-        resume = Resume(after_sequence, keepalives, reconnect_for)
+        resume = Resume(after_sequence, keepalives, max_reconnects)
         while True:
             try:
                 async for resp in self.tasks.watch_task(resume.request(task_id)):

@@ -19,8 +19,8 @@ repeated after a transient failure while the lease may still be renewed.
 Cancellation is asyncio's: when the task stops being this runtime's (a heartbeat says it
 was canceled, the lease is lost, or stop()'s drain time ran out) the worker cancels the
 handler's asyncio task, so the handler's current `await` raises asyncio.CancelledError
-(clean up in `finally`; task.stop_reason says why: "canceled", "lease.lost",
-"stopping"). Its writes after that raise TaskStopped. The worker then writes what the
+(clean up in `finally`; task.stop_reason says why: "canceled", "lease_lost",
+"stopping", as in every SDK). Its writes after that raise TaskStopped. The worker then writes what the
 handler contract says (a task stopped by the drain deadline is handed back: suspended
 when it was waiting for a decision, returned to the queue otherwise); an exception from
 the handler fails the task (or the reason and retry of a Failure).
@@ -44,6 +44,7 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf.message import Message
 
+from agentplane._api import StopReason as _Stop
 from agentplane._calls import AsyncUnary
 from agentplane._ids import new_request_id
 from agentplane.aio import AsyncClient
@@ -129,7 +130,7 @@ class AsyncTask:
         if self.canceled.is_set():
             return
         self.stop_reason = why
-        if why == "stopping" and self._waiting:
+        if why == _Stop.STOPPING and self._waiting:
             self._wait_stopped = True
         self.canceled.set()
         h = self._handler
@@ -138,7 +139,7 @@ class AsyncTask:
 
     async def _write(self, call: AsyncUnary[Any, _R], end: str = "", force: bool = False, **fields: Any) -> _R:
         """Worker Task._write on asyncio: one fenced call, repeated after a transient failure
-        with the same fields until the lease deadline; lease.lost and task.terminal stop the task."""
+        with the same fields until the lease deadline; LEASE_LOST and TASK_TERMINAL stop the task."""
         if self.ended:
             raise RuntimeError(f"the task was already ended by this runtime ({self.ended})")
         failures = 0
@@ -161,8 +162,8 @@ class AsyncTask:
                 if left <= 0:
                     if force:
                         raise
-                    self._stop("lease.lost")
-                    raise TaskStopped("lease.lost") from e
+                    self._stop(_Stop.LEASE_LOST)
+                    raise TaskStopped(_Stop.LEASE_LOST) from e
                 failures += 1
                 delay = min(_backoff(failures), left)
                 if force:
@@ -284,8 +285,8 @@ class AsyncTask:
                         if kind == "decision":
                             return m.decision
                         if kind == "canceled":
-                            self._stop("canceled")
-                            raise TaskStopped("canceled")
+                            self._stop(_Stop.CANCELED)
+                            raise TaskStopped(_Stop.CANCELED)
                 except AgentplaneError as e:
                     if self.canceled.is_set():
                         raise TaskStopped(self.stop_reason) from e
@@ -425,7 +426,7 @@ class AsyncWorker:
         except asyncio.CancelledError:
             self._stopping.set()
             for t in list(self._running.values()):
-                t._stop("stopping")
+                t._stop(_Stop.STOPPING)
             if self._running:
                 await asyncio.shield(asyncio.wait(set(self._running)))
             raise
@@ -465,7 +466,7 @@ class AsyncWorker:
         for t in left:
             task = self._running.get(t)
             if task is not None:
-                task._stop("stopping")
+                task._stop(_Stop.STOPPING)
         if left:
             await asyncio.wait(left)  # the hand-backs (bounded by write_timeout)
         return not left
@@ -514,7 +515,7 @@ class AsyncWorker:
         finally:
             beats.cancel()
             if not handler.done():  # run() was cancelled: stop the handler as well
-                task._stop("stopping")
+                task._stop(_Stop.STOPPING)
                 await asyncio.wait({handler})
         if not handler.cancelled():
             error = handler.exception()
@@ -531,10 +532,10 @@ class AsyncWorker:
         if task.ended:
             return
         try:
-            if task.stop_reason == "stopping" and task._wait_stopped:
+            if task.stop_reason == _Stop.STOPPING and task._wait_stopped:
                 await task._write(task.client.runtime.suspend_task, end="suspended", force=True,
                                   request_id=new_request_id())
-            elif task.stop_reason == "stopping":
+            elif task.stop_reason == _Stop.STOPPING:
                 await task.fail("runtime.stopping", "the runtime stopped before the task ended", retry=True,
                                 force=True)
             elif task.canceled.is_set() or error is None:
@@ -557,7 +558,7 @@ class AsyncWorker:
             return True  # transient: the next beat tries again
         task.deadline = resp.deadline.ToNanoseconds() / 1e9
         if resp.canceled:
-            task._stop("canceled")
+            task._stop(_Stop.CANCELED)
             return False
         return True
 
@@ -568,7 +569,7 @@ class AsyncWorker:
                 return  # the lease was given up; a heartbeat would only be refused
             await self._heartbeat(task)
             if time.time() > task.deadline and not task.ended:
-                task._stop("lease.lost")  # no heartbeat succeeded before the deadline
+                task._stop(_Stop.LEASE_LOST)  # no heartbeat succeeded before the deadline
 
 
 async def _first(*aws: Awaitable[Any]) -> None:

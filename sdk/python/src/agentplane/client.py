@@ -5,9 +5,16 @@ agentplane._services) whose attributes are the RPCs in snake_case. An RPC takes 
 request either as a message or as keyword arguments of plain data (see
 agentplane._convert), returns the response message (a Stream of them for a server
 stream), and raises AgentplaneError for a non-OK status. A request with an empty
-request_id is sent with a fresh one, as in the Go client: each call is a new one, and
-the caller's message is left as it was. To retry a call idempotently, set request_id
-yourself (new_request_id()) and send it again.
+request_id is sent with a fresh one, chosen once per call and reused by its retries, as
+in the Go client: each call is a new one, and the caller's message is left as it was. To
+repeat a call of yours idempotently, set request_id yourself (new_request_id()) and send
+it again.
+
+Retries: a unary call whose RPC the API marks NO_SIDE_EFFECTS or IDEMPOTENT is made
+again after UNAVAILABLE, DEADLINE_EXCEEDED or a retryable reason, with backoff, up to
+agentplane._api.RETRY_ATTEMPTS calls within its timeout (which covers them all), and
+watch reconnects: the policy of every agentplane SDK (agentplane._retry; docs/clients.md,
+"Retries, request ids and reconnection").
 """
 
 import ipaddress
@@ -17,6 +24,7 @@ from typing import Any
 
 import grpc
 
+from agentplane import _api, _retry
 from agentplane._calls import Metadata, Stream
 from agentplane._ids import new_request_id
 from agentplane._services import (
@@ -163,18 +171,21 @@ class Client(Helpers):
         self.close()
 
     def watch(self, task_id: str, after_sequence: int = 0, *, keepalives: bool = False,
-              reconnect_for: float = 30.0) -> Generator[task_service_pb2.WatchTaskResponse, None, None]:
+              max_reconnects: int | None = None) -> Generator[task_service_pb2.WatchTaskResponse, None, None]:
         """Yields the task's WatchTaskResponse messages after after_sequence.
 
-        When the stream breaks with UNAVAILABLE (the server restarting, the connection
-        dropped) it reconnects from the last event sequence it yielded, so the events
-        come with no gap and no duplicate; it gives up (raising AgentplaneError) after
-        reconnect_for seconds without a message. Keepalives are yielded only when
+        When the stream breaks with an error the retry policy allows for WatchTask
+        (UNAVAILABLE: the server restarting, the connection dropped; a retryable reason)
+        it reconnects from the last event sequence it yielded, so the events come with no
+        gap and no duplicate; it gives up (raising AgentplaneError) after max_reconnects
+        (default agentplane._api.WATCH_RECONNECTS, 10) reopenings in a row without a
+        message, backing off as calls do. Go's Client.Watch and TypeScript's watch do the
+        same. Keepalives are yielded only when
         keepalives is true. The generator ends when the task's stream ends (after its
         terminal event). AsyncClient.watch (agentplane.aio) is the same as an async
         generator.
         """
-        resume = Resume(after_sequence, keepalives, reconnect_for)
+        resume = Resume(after_sequence, keepalives, max_reconnects)
         while True:
             stream = self.tasks.watch_task(resume.request(task_id))
             try:
@@ -188,24 +199,26 @@ class Client(Helpers):
                 stream.cancel()  # a consumer that stops early ends the call
 
 
+WATCH_TASK = "agentplane.v1.TaskService/WatchTask"
+
+
 class Resume:
     """The state of a watch that survives dropped connections: the last event sequence
-    delivered, and the backoff of the reconnections (shared by Client.watch and
+    delivered, and the reopenings in a row without a message (shared by Client.watch and
     AsyncClient.watch)."""
 
-    def __init__(self, after_sequence: int, keepalives: bool, reconnect_for: float) -> None:
+    def __init__(self, after_sequence: int, keepalives: bool, max_reconnects: int | None = None) -> None:
         self.last = after_sequence
         self.keepalives = keepalives
-        self.reconnect_for = reconnect_for
-        self.backoff = 0.05
-        self.broken_since: float | None = None
+        self.max_reconnects = _api.WATCH_RECONNECTS if max_reconnects is None else max_reconnects
+        self.failures = 0
 
     def request(self, task_id: str) -> task_service_pb2.WatchTaskRequest:
         return task_service_pb2.WatchTaskRequest(task_id=task_id, after_sequence=self.last)
 
     def accept(self, resp: task_service_pb2.WatchTaskResponse) -> bool:
         """Whether to yield resp: not an event delivered before a reconnection, nor an unwanted keepalive."""
-        self.broken_since, self.backoff = None, 0.05
+        self.failures = 0
         kind = resp.WhichOneof("kind")
         if kind == "event":
             if resp.event.sequence <= self.last:
@@ -217,12 +230,7 @@ class Resume:
 
     def failed(self, err: AgentplaneError) -> float:
         """Returns the delay before reopening the watch after err, or raises err when it is final."""
-        if err.code != grpc.StatusCode.UNAVAILABLE:
+        if not _retry.retryable(WATCH_TASK, err) or self.failures >= self.max_reconnects:
             raise err
-        now = time.monotonic()
-        self.broken_since = self.broken_since or now
-        if now - self.broken_since > self.reconnect_for:
-            raise err
-        delay = self.backoff
-        self.backoff = min(self.backoff * 2, 1.0)
-        return delay
+        self.failures += 1
+        return _retry.delay(self.failures, err)

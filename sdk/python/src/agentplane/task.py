@@ -89,9 +89,9 @@ class TaskHandle:
         return self._c.tasks.get_task(task_id=self.id).task
 
     def watch(self, after_sequence: int = 0, *, keepalives: bool = False,
-              reconnect_for: float = 30.0) -> Generator[task_service_pb2.WatchTaskResponse, None, None]:
+              max_reconnects: int | None = None) -> Generator[task_service_pb2.WatchTaskResponse, None, None]:
         """Client.watch for this task: its events, resuming after a dropped connection."""
-        return self._c.watch(self.id, after_sequence, keepalives=keepalives, reconnect_for=reconnect_for)
+        return self._c.watch(self.id, after_sequence, keepalives=keepalives, max_reconnects=max_reconnects)
 
     def wait(self, until_input_required: bool = False) -> task_pb2.Task:
         """Returns the task once it is in a terminal state (COMPLETED, FAILED, CANCELED),
@@ -168,7 +168,7 @@ class Helpers:
         """Lets a gated call run with its arguments unchanged. Like reject and edit it reads
         the interrupt first and resolves against its argument digest (or args_digest, the
         one the reviewer saw), so a call whose arguments changed in between is refused
-        (FAILED_PRECONDITION, interrupt.args_mismatch) instead of approved; and it sends a
+        (FAILED_PRECONDITION, INTERRUPT_ARGS_MISMATCH) instead of approved; and it sends a
         request id (request_id= to choose it), so that repeating it is safe. Returns the
         resolved Interrupt."""
         return self._resolve(resolve_fields(interrupt_id, "approve", reason, None), request_id, args_digest)

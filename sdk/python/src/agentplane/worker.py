@@ -4,9 +4,11 @@ A Worker long-polls RuntimeService.LeaseTasks for up to `capacity` tasks at a ti
 and runs each leased task in its own thread, calling handler(task). It heartbeats
 once before the handler runs (acknowledging the lease) and then in the background;
 task.canceled is set when a heartbeat says the task was canceled, when the lease is
-lost (a write or heartbeat refused as lease.lost, or no heartbeat succeeded before
+lost (a write or heartbeat refused as LEASE_LOST, or no heartbeat succeeded before
 the lease deadline), or when the worker stops and its drain time ran out
-(task.stop_reason says which: "canceled", "lease.lost", "stopping"); the Task's writes
+(task.stop_reason says which: "canceled", "lease_lost" or "stopping", the names Go's
+worker.StopReason and TypeScript's TaskStopped.kind use, agentplane.StopReason's values);
+the Task's writes
 then raise TaskStopped.
 
 The handler ends its task with task.complete, task.fail, task.pause,
@@ -25,9 +27,9 @@ task (after a durable wait, a hand-back, a crash after the record) gets the reco
 result instead of running fn again.
 
 The task's writes carry request ids and are repeated after UNAVAILABLE,
-DEADLINE_EXCEEDED or an error the server marks retryable (store.unavailable while its
+DEADLINE_EXCEEDED or an error the server marks retryable (STORE_UNAVAILABLE while its
 database restarts) while the lease may still be renewed; a call still failing at the
-lease deadline stops the task ("lease.lost"): the lease expires and the task is queued
+lease deadline stops the task ("lease_lost"): the lease expires and the task is queued
 again, so an outage does not fail it.
 
 Worker.stop() drains for at most drain_timeout (default 20 s, under the 30 s systemd
@@ -50,6 +52,9 @@ from typing import Any, Literal, TypeVar, Union
 import grpc
 from google.protobuf.message import Message
 
+from agentplane import _retry
+from agentplane._api import Reason
+from agentplane._api import StopReason as _Stop
 from agentplane._calls import Pending, Stream, Unary
 from agentplane._ids import new_request_id
 from agentplane.client import Client
@@ -67,7 +72,9 @@ EDIT = DecisionType.EDIT
 
 Delivery = Literal["interactive", "durable"]
 # Why a task stopped being this runtime's: "" while it still is.
-StopReason = Literal["", "canceled", "lease.lost", "stopping"]
+# The names of why a task stopped, the same in every SDK (agentplane.StopReason, generated
+# by tools/sdkgen, has them as constants; tests/test_retry.py checks that they agree).
+StopReason = Literal["", "canceled", "lease_lost", "stopping"]
 # A runtime event to report: a RuntimeEvent, or its fields as a dict.
 EventArg = Union[runtime_service_pb2.RuntimeEvent, Mapping[str, Any]]
 _T = TypeVar("_T")
@@ -107,22 +114,23 @@ _LOST_ON_THE_WAY = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEED
 
 def _retryable(err: AgentplaneError) -> bool:
     """Whether a failed call may succeed if made again: lost on the way, or the server
-    says to retry (a RetryInfo: store.unavailable, server.unavailable, ...)."""
+    says to retry (a RetryInfo: STORE_UNAVAILABLE, SERVER_UNAVAILABLE, ...)."""
     return err.code in _LOST_ON_THE_WAY or err.retry_delay is not None
 
 
 def _backoff(failures: int) -> float:
-    """The pause before retry number failures (from 1): doubling from 0.1 s up to 5 s."""
-    return min(0.1 * 2 ** (failures - 1), 5.0)
+    """The pause before retry number failures (from 1): the retry policy of every SDK
+    (agentplane._retry.delay: 0.1 s doubling up to 2 s, jittered into [d/2, d])."""
+    return _retry.delay(failures)
 
 
 def _stop_cause(err: AgentplaneError) -> StopReason:
     """The stop reason a refused call means, or "" when the task is still ours."""
     if err.code == grpc.StatusCode.FAILED_PRECONDITION:
-        if err.reason == "lease.lost":
-            return "lease.lost"
-        if err.reason == "task.terminal":
-            return "canceled"
+        if err.reason == Reason.LEASE_LOST:
+            return _Stop.LEASE_LOST
+        if err.reason == Reason.TASK_TERMINAL:
+            return _Stop.CANCELED
     return ""
 
 
@@ -202,10 +210,10 @@ class Task:
 
     def _write(self, call: Unary[Any, _R], end: str = "", force: bool = False, **fields: Any) -> _R:
         """Makes one fenced call under the lease. A call that fails transiently (lost on the
-        way, or store.unavailable while the database restarts) is made again with the same
+        way, or STORE_UNAVAILABLE while the database restarts) is made again with the same
         fields, request id included, so the server answers a repeat from the first, while
         the lease may still be renewed (until its deadline, which heartbeats move while
-        they succeed); lease.lost and task.terminal stop the task, and so does a call still
+        they succeed); LEASE_LOST and TASK_TERMINAL stop the task, and so does a call still
         failing at the deadline (the lease expires and the task is queued again)."""
         if self.ended:
             raise RuntimeError(f"the task was already ended by this runtime ({self.ended})")
@@ -229,8 +237,8 @@ class Task:
                 if left <= 0:
                     if force:
                         raise
-                    self._stop("lease.lost")
-                    raise TaskStopped("lease.lost") from e
+                    self._stop(_Stop.LEASE_LOST)
+                    raise TaskStopped(_Stop.LEASE_LOST) from e
                 failures += 1
                 delay = min(_backoff(failures), left)
                 if force:
@@ -363,7 +371,7 @@ class Task:
         try:
             return self._await_decision(interrupt_id)
         except BaseException:
-            if self.stop_reason == "stopping":
+            if self.stop_reason == _Stop.STOPPING:
                 self._wait_stopped = True
             raise
 
@@ -380,8 +388,8 @@ class Task:
                     if kind == "decision":
                         return m.decision
                     if kind == "canceled":
-                        self._stop("canceled")
-                        raise TaskStopped("canceled")
+                        self._stop(_Stop.CANCELED)
+                        raise TaskStopped(_Stop.CANCELED)
             except AgentplaneError as e:
                 if self.canceled.is_set():
                     raise TaskStopped(self.stop_reason) from e
@@ -511,7 +519,7 @@ class Worker:
         left = [t for t in self._threads() if t is not me]
         with self._lock:
             for t in left:
-                self._running[t]._stop("stopping")
+                self._running[t]._stop(_Stop.STOPPING)
         return not left
 
     def run_until_signal(self) -> None:
@@ -641,11 +649,11 @@ class Worker:
         if task.ended:
             return
         try:
-            if task.stop_reason == "stopping" and task._wait_stopped:
+            if task.stop_reason == _Stop.STOPPING and task._wait_stopped:
                 # Suspended, not failed: it waits for its decision without a lease and
                 # without counting an attempt.
                 task._write(task.client.runtime.suspend_task, end="suspended", force=True, request_id=new_request_id())
-            elif task.stop_reason == "stopping":
+            elif task.stop_reason == _Stop.STOPPING:
                 task.fail("runtime.stopping", "the runtime stopped before the task ended", retry=True, force=True)
             elif task.canceled.is_set() or error is None:
                 return  # not ours any more; or a handler that did not end its task: the lease expires
@@ -667,7 +675,7 @@ class Worker:
             return True  # transient: the next beat tries again
         task.deadline = resp.deadline.ToNanoseconds() / 1e9
         if resp.canceled:
-            task._stop("canceled")
+            task._stop(_Stop.CANCELED)
             return False
         return True
 
@@ -680,7 +688,7 @@ class Worker:
                 return  # the lease was given up; a heartbeat would only be refused
             self._heartbeat(task)
             if time.time() > task.deadline:
-                task._stop("lease.lost")  # no heartbeat succeeded before the deadline
+                task._stop(_Stop.LEASE_LOST)  # no heartbeat succeeded before the deadline
 
 
 def check_options(runtime_id: str, capacity: int, delivery: str, poll_wait: float, drain_timeout: float,

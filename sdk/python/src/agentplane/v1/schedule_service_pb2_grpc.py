@@ -82,9 +82,9 @@ class ScheduleServiceServicer(object):
         StartTask validates a request) and stores the schedule. It is idempotent on
         schedule_id: the same request again returns the stored schedule with
         created=false; a different one under a taken id is ALREADY_EXISTS
-        (schedule.already_exists). Past schedules.max_per_tenant it is RESOURCE_EXHAUSTED
-        (limit.exceeded). A spec that does not parse is INVALID_ARGUMENT
-        (schedule.invalid).
+        (SCHEDULE_ALREADY_EXISTS). Past schedules.max_per_tenant it is RESOURCE_EXHAUSTED
+        (LIMIT_EXCEEDED). A spec that does not parse is INVALID_ARGUMENT
+        (SCHEDULE_INVALID).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -109,6 +109,7 @@ class ScheduleServiceServicer(object):
         when given), validated as at creation. A changed spec takes effect from now: the
         next nominal time is computed afresh, and nothing missed under the old spec is
         caught up.
+        No idempotency_level: a retry recomputes the next nominal time from its own now.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -140,6 +141,7 @@ class ScheduleServiceServicer(object):
 
     def DeleteSchedule(self, request, context):
         """DeleteSchedule removes a schedule. Its tasks are ordinary tasks and stay.
+        No idempotency_level: a retry after a delete that took effect is NOT_FOUND.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -1,4 +1,3 @@
-from agentplane.v1 import spec_pb2 as _spec_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -95,22 +94,18 @@ class SpecViolations(_message.Message):
     def __init__(self, violations: _Optional[_Iterable[_Union[SpecViolation, _Mapping]]] = ...) -> None: ...
 
 class ValidateSpecRequest(_message.Message):
-    __slots__ = ["agent", "document", "document_name", "format", "graph", "spec_json", "tenant_max_depth"]
-    AGENT_FIELD_NUMBER: _ClassVar[int]
+    __slots__ = ["document", "document_name", "format", "spec", "tenant_max_depth"]
     DOCUMENT_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_NAME_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
-    GRAPH_FIELD_NUMBER: _ClassVar[int]
-    SPEC_JSON_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
     TENANT_MAX_DEPTH_FIELD_NUMBER: _ClassVar[int]
-    agent: _spec_pb2.AgentSpec
     document: bytes
     document_name: str
     format: DocumentFormat
-    graph: _spec_pb2.GraphSpec
-    spec_json: _struct_pb2.Struct
+    spec: _struct_pb2.Struct
     tenant_max_depth: int
-    def __init__(self, agent: _Optional[_Union[_spec_pb2.AgentSpec, _Mapping]] = ..., graph: _Optional[_Union[_spec_pb2.GraphSpec, _Mapping]] = ..., document: _Optional[bytes] = ..., spec_json: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., format: _Optional[_Union[DocumentFormat, str]] = ..., document_name: _Optional[str] = ..., tenant_max_depth: _Optional[int] = ...) -> None: ...
+    def __init__(self, spec: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., document: _Optional[bytes] = ..., format: _Optional[_Union[DocumentFormat, str]] = ..., document_name: _Optional[str] = ..., tenant_max_depth: _Optional[int] = ...) -> None: ...
 
 class ValidateSpecResponse(_message.Message):
     __slots__ = ["errors", "kind", "valid", "warnings"]

@@ -194,7 +194,7 @@ class StreamKeepalive(_message.Message):
     def __init__(self, time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Task(_message.Message):
-    __slots__ = ["a2a_peers", "agent", "agent_id", "attempt", "cancel_requested", "create_time", "created_by", "effective_a2a_peers", "effective_mcp_servers", "end_time", "failure", "graph", "input", "interrupt_policy", "interrupt_timeout", "labels", "last_sequence", "mcp_servers", "output", "pending_interrupt_ids", "queue", "request_id", "runtime_id", "scheduled_by", "session_id", "spec_kind", "state", "task_id", "tenant", "tool_axes", "trace_context", "update_time", "usage"]
+    __slots__ = ["agent", "agent_id", "attempt", "cancel_requested", "create_time", "created_by", "effective_a2a_peers", "effective_mcp_servers", "end_time", "failure", "graph", "input", "interrupt_policy", "interrupt_timeout", "labels", "last_sequence", "output", "pending_interrupt_ids", "queue", "request_id", "runtime_id", "scheduled_by", "session_id", "spec_kind", "state", "task_id", "tenant", "tool_axes", "trace_context", "update_time", "usage"]
     class LabelsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -202,7 +202,6 @@ class Task(_message.Message):
         key: str
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
-    A2A_PEERS_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
@@ -219,7 +218,6 @@ class Task(_message.Message):
     INTERRUPT_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     LAST_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
-    MCP_SERVERS_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
     PENDING_INTERRUPT_IDS_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
@@ -235,7 +233,6 @@ class Task(_message.Message):
     TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
-    a2a_peers: _containers.RepeatedCompositeFieldContainer[_peers_pb2.A2aPeer]
     agent: _spec_pb2.AgentSpec
     agent_id: str
     attempt: int
@@ -252,7 +249,6 @@ class Task(_message.Message):
     interrupt_timeout: _duration_pb2.Duration
     labels: _containers.ScalarMap[str, str]
     last_sequence: int
-    mcp_servers: _containers.RepeatedCompositeFieldContainer[_peers_pb2.McpServer]
     output: TaskOutput
     pending_interrupt_ids: _containers.RepeatedScalarFieldContainer[str]
     queue: str
@@ -268,7 +264,7 @@ class Task(_message.Message):
     trace_context: TraceContext
     update_time: _timestamp_pb2.Timestamp
     usage: TokenUsage
-    def __init__(self, task_id: _Optional[str] = ..., tenant: _Optional[str] = ..., state: _Optional[_Union[TaskState, str]] = ..., request_id: _Optional[str] = ..., agent: _Optional[_Union[_spec_pb2.AgentSpec, _Mapping]] = ..., graph: _Optional[_Union[_spec_pb2.GraphSpec, _Mapping]] = ..., agent_id: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_sequence: _Optional[int] = ..., attempt: _Optional[int] = ..., failure: _Optional[_Union[TaskFailure, _Mapping]] = ..., output: _Optional[_Union[TaskOutput, _Mapping]] = ..., interrupt_policy: _Optional[_Union[_hitl_pb2.InterruptPolicy, _Mapping]] = ..., pending_interrupt_ids: _Optional[_Iterable[str]] = ..., mcp_servers: _Optional[_Iterable[_Union[_peers_pb2.McpServer, _Mapping]]] = ..., a2a_peers: _Optional[_Iterable[_Union[_peers_pb2.A2aPeer, _Mapping]]] = ..., cancel_requested: bool = ..., created_by: _Optional[str] = ..., runtime_id: _Optional[str] = ..., session_id: _Optional[str] = ..., tool_axes: _Optional[_Iterable[_Union[_peers_pb2.ToolAxisOverride, _Mapping]]] = ..., interrupt_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., effective_mcp_servers: _Optional[_Iterable[_Union[_peers_pb2.McpServerInfo, _Mapping]]] = ..., effective_a2a_peers: _Optional[_Iterable[_Union[_peers_pb2.A2aPeerInfo, _Mapping]]] = ..., spec_kind: _Optional[str] = ..., queue: _Optional[str] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ..., input: _Optional[_Union[Message, _Mapping]] = ..., usage: _Optional[_Union[TokenUsage, _Mapping]] = ..., scheduled_by: _Optional[_Union[ScheduledBy, _Mapping]] = ...) -> None: ...
+    def __init__(self, task_id: _Optional[str] = ..., tenant: _Optional[str] = ..., state: _Optional[_Union[TaskState, str]] = ..., request_id: _Optional[str] = ..., agent: _Optional[_Union[_spec_pb2.AgentSpec, _Mapping]] = ..., graph: _Optional[_Union[_spec_pb2.GraphSpec, _Mapping]] = ..., agent_id: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_sequence: _Optional[int] = ..., attempt: _Optional[int] = ..., failure: _Optional[_Union[TaskFailure, _Mapping]] = ..., output: _Optional[_Union[TaskOutput, _Mapping]] = ..., interrupt_policy: _Optional[_Union[_hitl_pb2.InterruptPolicy, _Mapping]] = ..., pending_interrupt_ids: _Optional[_Iterable[str]] = ..., cancel_requested: bool = ..., created_by: _Optional[str] = ..., runtime_id: _Optional[str] = ..., session_id: _Optional[str] = ..., tool_axes: _Optional[_Iterable[_Union[_peers_pb2.ToolAxisOverride, _Mapping]]] = ..., interrupt_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., effective_mcp_servers: _Optional[_Iterable[_Union[_peers_pb2.McpServerInfo, _Mapping]]] = ..., effective_a2a_peers: _Optional[_Iterable[_Union[_peers_pb2.A2aPeerInfo, _Mapping]]] = ..., spec_kind: _Optional[str] = ..., queue: _Optional[str] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ..., input: _Optional[_Union[Message, _Mapping]] = ..., usage: _Optional[_Union[TokenUsage, _Mapping]] = ..., scheduled_by: _Optional[_Union[ScheduledBy, _Mapping]] = ...) -> None: ...
 
 class TaskEvent(_message.Message):
     __slots__ = ["a2a_injection_ignored", "cancel_requested", "entries_dropped", "interrupt_raised", "interrupt_resolved", "lease", "mcp_injection_ignored", "message", "note", "output", "sequence", "state_changed", "submitted", "task_id", "time", "tool_call", "tool_gated", "tool_result", "verdict_recorded"]

@@ -1,6 +1,5 @@
 from agentplane.v1 import hitl_pb2 as _hitl_pb2
 from agentplane.v1 import peers_pb2 as _peers_pb2
-from agentplane.v1 import spec_pb2 as _spec_pb2
 from agentplane.v1 import spec_service_pb2 as _spec_service_pb2
 from agentplane.v1 import task_pb2 as _task_pb2
 from agentplane.v1 import verdict_pb2 as _verdict_pb2
@@ -153,7 +152,7 @@ class ListVerdictsResponse(_message.Message):
     def __init__(self, verdicts: _Optional[_Iterable[_Union[_verdict_pb2.Verdict, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class StartTaskRequest(_message.Message):
-    __slots__ = ["a2a_peers", "agent", "agent_id", "document", "format", "graph", "input", "interrupt_policy", "interrupt_timeout", "labels", "mcp_servers", "queue", "request_id", "session_id", "spec_json", "tool_axes", "view"]
+    __slots__ = ["a2a_peers", "agent_id", "document", "format", "input", "interrupt_policy", "interrupt_timeout", "labels", "mcp_servers", "queue", "request_id", "session_id", "spec", "tool_axes", "view"]
     class LabelsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -162,11 +161,9 @@ class StartTaskRequest(_message.Message):
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     A2A_PEERS_FIELD_NUMBER: _ClassVar[int]
-    AGENT_FIELD_NUMBER: _ClassVar[int]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
-    GRAPH_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     INTERRUPT_POLICY_FIELD_NUMBER: _ClassVar[int]
     INTERRUPT_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
@@ -175,15 +172,13 @@ class StartTaskRequest(_message.Message):
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
-    SPEC_JSON_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
     TOOL_AXES_FIELD_NUMBER: _ClassVar[int]
     VIEW_FIELD_NUMBER: _ClassVar[int]
     a2a_peers: _peers_pb2.A2aPeerList
-    agent: _spec_pb2.AgentSpec
     agent_id: str
     document: bytes
     format: _spec_service_pb2.DocumentFormat
-    graph: _spec_pb2.GraphSpec
     input: _task_pb2.Message
     interrupt_policy: _hitl_pb2.InterruptPolicy
     interrupt_timeout: _duration_pb2.Duration
@@ -192,10 +187,10 @@ class StartTaskRequest(_message.Message):
     queue: str
     request_id: str
     session_id: str
-    spec_json: _struct_pb2.Struct
+    spec: _struct_pb2.Struct
     tool_axes: _containers.RepeatedCompositeFieldContainer[_peers_pb2.ToolAxisOverride]
     view: TaskView
-    def __init__(self, request_id: _Optional[str] = ..., agent: _Optional[_Union[_spec_pb2.AgentSpec, _Mapping]] = ..., graph: _Optional[_Union[_spec_pb2.GraphSpec, _Mapping]] = ..., agent_id: _Optional[str] = ..., document: _Optional[bytes] = ..., spec_json: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., format: _Optional[_Union[_spec_service_pb2.DocumentFormat, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., interrupt_policy: _Optional[_Union[_hitl_pb2.InterruptPolicy, _Mapping]] = ..., mcp_servers: _Optional[_Union[_peers_pb2.McpServerList, _Mapping]] = ..., a2a_peers: _Optional[_Union[_peers_pb2.A2aPeerList, _Mapping]] = ..., tool_axes: _Optional[_Iterable[_Union[_peers_pb2.ToolAxisOverride, _Mapping]]] = ..., interrupt_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., session_id: _Optional[str] = ..., view: _Optional[_Union[TaskView, str]] = ..., queue: _Optional[str] = ..., input: _Optional[_Union[_task_pb2.Message, _Mapping]] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[str] = ..., spec: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., document: _Optional[bytes] = ..., agent_id: _Optional[str] = ..., format: _Optional[_Union[_spec_service_pb2.DocumentFormat, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., interrupt_policy: _Optional[_Union[_hitl_pb2.InterruptPolicy, _Mapping]] = ..., mcp_servers: _Optional[_Union[_peers_pb2.McpServerList, _Mapping]] = ..., a2a_peers: _Optional[_Union[_peers_pb2.A2aPeerList, _Mapping]] = ..., tool_axes: _Optional[_Iterable[_Union[_peers_pb2.ToolAxisOverride, _Mapping]]] = ..., interrupt_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., session_id: _Optional[str] = ..., view: _Optional[_Union[TaskView, str]] = ..., queue: _Optional[str] = ..., input: _Optional[_Union[_task_pb2.Message, _Mapping]] = ...) -> None: ...
 
 class StartTaskResponse(_message.Message):
     __slots__ = ["created", "task"]
