@@ -149,6 +149,7 @@ func (s *Server) openDomain() (err error) {
 	}); err != nil {
 		return err
 	}
+	d.webhooks.SetInterruptView(d.approvals.View)
 	d.verdicts = verdicts.NewRecorder(d.tasks)
 	sc := cfg.Schedules
 	if d.schedules, err = schedules.New(schedules.Options{

@@ -85,7 +85,8 @@ var rpcRoles = func() map[string][]auth.Role {
 		agentplanev1.TaskService_ListObligations_FullMethodName,
 		agentplanev1.TaskService_ListTaskEvents_FullMethodName,
 		agentplanev1.HitlService_ListInterrupts_FullMethodName,
-		agentplanev1.HitlService_GetInterrupt_FullMethodName)
+		agentplanev1.HitlService_GetInterrupt_FullMethodName,
+		agentplanev1.HitlService_ListAuditRecords_FullMethodName)
 	set([]auth.Role{auth.RoleApprover}, agentplanev1.HitlService_ResolveInterrupt_FullMethodName)
 	set([]auth.Role{auth.RoleUser},
 		agentplanev1.ScheduleService_CreateSchedule_FullMethodName,

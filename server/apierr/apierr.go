@@ -75,6 +75,8 @@ const (
 	ReasonScheduleInvalid         = agentplanev1.ErrorReason_ERROR_REASON_SCHEDULE_INVALID
 	ReasonScheduleRevision        = agentplanev1.ErrorReason_ERROR_REASON_SCHEDULE_REVISION_MISMATCH
 	ReasonBudgetExceeded          = agentplanev1.ErrorReason_ERROR_REASON_BUDGET_EXCEEDED
+	ReasonApproverNotEligible     = agentplanev1.ErrorReason_ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE
+	ReasonAlreadyVoted            = agentplanev1.ErrorReason_ERROR_REASON_INTERRUPT_ALREADY_VOTED
 )
 
 // Error is an error a client may see.

@@ -85,7 +85,8 @@ func methodTable() map[string]Rule {
 		agentplanev1.TaskService_ListObligations_FullMethodName,
 		agentplanev1.TaskService_ListTaskEvents_FullMethodName,
 		agentplanev1.HitlService_ListInterrupts_FullMethodName,
-		agentplanev1.HitlService_GetInterrupt_FullMethodName)
+		agentplanev1.HitlService_GetInterrupt_FullMethodName,
+		agentplanev1.HitlService_ListAuditRecords_FullMethodName)
 	add(ScopeTenant, approver,
 		agentplanev1.HitlService_ResolveInterrupt_FullMethodName)
 	// Schedules start tasks, so changing one needs what starting a task needs.

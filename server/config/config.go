@@ -261,6 +261,10 @@ type HITL struct {
 	Slack SlackApp `yaml:"slack"`
 	// Links configures signed approve and reject links.
 	Links Links `yaml:"links"`
+	// Groups are the approvers' groups of the tenants (docs/hitl.md, "Approval rules").
+	Groups []ApproverGroup `yaml:"approver_groups"`
+	// Rules are the approval rules: quorum, separation of duties, escalation.
+	Rules []ApprovalRule `yaml:"approval_rules"`
 }
 
 // Console configures the web console (docs/console.md).
@@ -624,6 +628,7 @@ func (c *Config) Validate() error {
 	c.validateSchedules(bad)
 	c.validateMCP(bad)
 	c.validateBudgets(bad)
+	c.validateApprovals(bad)
 	if len(errs) == 0 {
 		return nil
 	}

@@ -61,7 +61,8 @@ type Webhook struct {
 	// URL receives a POST per notification.
 	URL string `yaml:"url"`
 	// Events it receives: interrupt.created, interrupt.resolved, interrupt.expired,
-	// task.ended.
+	// task.ended, and under approval rules interrupt.vote, interrupt.reminder,
+	// interrupt.escalated.
 	Events []string `yaml:"events"`
 	// Secret signs the notifications (Standard Webhooks: whsec_ and base64 of 24 to 64
 	// bytes). Give it inline, or name an environment variable (SecretEnv) or a file
@@ -91,6 +92,15 @@ const (
 	EventTaskEnded         = "task.ended"
 	// EventBudgetWarning: a budget reached its warning threshold (docs/budgets.md).
 	EventBudgetWarning = "budget.warning"
+	// EventInterruptVote is a vote recorded under an approval rule (an approval, a
+	// rejection or an edit) that did not resolve the interrupt: the quorum is not met.
+	EventInterruptVote = "interrupt.vote"
+	// EventInterruptReminder is an approval rule's reminder: still pending after
+	// escalation.remind_after.
+	EventInterruptReminder = "interrupt.reminder"
+	// EventInterruptEscalated is an approval rule's escalation: still pending after
+	// escalation.escalate_after; its escalation group is asked too.
+	EventInterruptEscalated = "interrupt.escalated"
 
 	FormatStandard = "standard"
 	FormatSlack    = "slack"
@@ -102,7 +112,8 @@ const (
 )
 
 // WebhookEvents is every event type a webhook may receive.
-var WebhookEvents = []string{EventInterruptCreated, EventInterruptResolved, EventInterruptExpired, EventTaskEnded, EventBudgetWarning}
+var WebhookEvents = []string{EventInterruptCreated, EventInterruptResolved, EventInterruptExpired, EventTaskEnded,
+	EventInterruptVote, EventInterruptReminder, EventInterruptEscalated, EventBudgetWarning}
 
 // DefaultNotifications are the defaults of the notifications section.
 func DefaultNotifications() Notifications {

@@ -199,9 +199,14 @@ func safeNext(next string) bool {
 // maxFormBytes bounds a POSTed form (an edit holds a tool's arguments).
 const maxFormBytes = 1 << 20
 
+// ChannelHeader is hitl.ChannelHeader, which the console sends with every call so
+// that its decisions are audited as the console's (a test keeps them equal).
+const ChannelHeader = "x-agentplane-channel"
+
 // call returns the context for an API call as s: its bearer token, when it has one.
 func (h *Handler) call(r *http.Request, s *session) context.Context {
-	ctx := r.Context()
+	// Decisions made here are audited as the console's (a label, not a permission).
+	ctx := metadata.AppendToOutgoingContext(r.Context(), ChannelHeader, "console")
 	if s != nil && s.Token != "" {
 		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+s.Token)
 	}

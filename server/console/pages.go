@@ -188,6 +188,11 @@ type interruptData struct {
 	CanDecide bool
 	RequestID string
 	Decided   *decisionView
+	// Digest is the digest of the arguments shown, which a decision is bound to: the
+	// interrupt's, or under an approval rule the arguments under review (an edit's).
+	Digest string
+	// Edited says the arguments shown are an edit under review, not the model's.
+	Edited bool
 }
 
 // decisionView is a resolved interrupt's decision as its page shows it: who, when,
@@ -234,8 +239,14 @@ func (h *Handler) interruptView(r *http.Request, s *session) (*interruptData, er
 	if t, err := h.tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: in.GetTaskId()}); err == nil {
 		d.Task = t.GetTask()
 	}
+	text := in.GetApproval().GetArgumentsJson()
+	d.Digest = in.GetArgsDigest()
+	if rq := in.GetRequirement(); rq != nil && rq.EditedArgumentsJson != nil && d.Decided == nil {
+		text, d.Digest, d.Edited = rq.GetEditedArgumentsJson(), rq.GetReviewArgsDigest(), true
+		d.Args = viewArgs(text)
+	}
 	schema := toolSchema(d.Task, in.GetNode(), in.GetApproval().GetToolName())
-	d.Form = newEditForm(schema, in.GetApproval().GetArgumentsJson())
+	d.Form = newEditForm(schema, text)
 	return d, nil
 }
 

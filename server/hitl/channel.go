@@ -15,7 +15,26 @@ const (
 	ChannelSlack   Channel = "slack"
 	ChannelLink    Channel = "link"
 	ChannelEmail   Channel = "email"
+	// ChannelSystem is the server's own decisions (a deadline's default) and
+	// escalation steps; no caller can claim it.
+	ChannelSystem Channel = "system"
 )
+
+// ParseClientChannel is the channel a caller of the API says it is, from the
+// x-agentplane-channel request header: ctl or console; anything else is the API.
+// The header is a label for the audit, not a permission; the channels that decide
+// in process (Slack, links, email) set theirs with WithChannel, and no header can
+// claim them.
+func ParseClientChannel(v string) Channel {
+	switch Channel(v) {
+	case ChannelCtl, ChannelConsole:
+		return Channel(v)
+	}
+	return ChannelAPI
+}
+
+// ChannelHeader is the request header (gRPC metadata) ParseClientChannel reads.
+const ChannelHeader = "x-agentplane-channel"
 
 type channelKey struct{}
 

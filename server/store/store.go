@@ -137,6 +137,11 @@ type Reader interface {
 	// the outbox's per-tenant bound is checked against.
 	OutboxDepth(tenant string) (int64, error)
 
+	// ScanAudit reads a tenant's approval audit log in id order (ids of equal length
+	// sort by creation time: see AuditIDPrefix), starting after the id after ("" from
+	// the first). Audit records are kept when their task is deleted.
+	ScanAudit(tenant, after string, fn func(*storagev1.AuditRecordEntry) (bool, error)) error
+
 	// GetSchedule returns a schedule, or NotFound (SCHEDULE_NOT_FOUND) when the tenant
 	// has none of that id. A Writer's GetSchedule locks the schedule (on PostgreSQL,
 	// its row, FOR UPDATE) until the end of the transaction, waiting for another
@@ -202,7 +207,8 @@ type Writer interface {
 
 	// PutInterrupt creates or replaces an interrupt and brings its indexes up to date:
 	// the tenant's pending inbox (state PENDING and not closed, by create_time), the
-	// deadline index (pending with a deadline) and the task's list. Its task must exist.
+	// deadline index (pending with a deadline), the escalation index (pending with an
+	// escalation step to run, EscalationDue) and the task's list. Its task must exist.
 	PutInterrupt(rec *storagev1.InterruptRecord) error
 
 	// PutVerdict stores a verdict under its task and verdict.sequence. Its task must exist.
@@ -228,6 +234,11 @@ type Writer interface {
 	// PostgreSQL the rows are locked (FOR UPDATE SKIP LOCKED), so another replica skips
 	// them rather than waiting; the bbolt store has one writer at a time.
 	ClaimOutbox(now time.Time, limit int) ([]*storagev1.OutboxRecord, error)
+
+	// PutAudit appends a record to its tenant's audit log under record.audit_id (at
+	// most schema.MaxComponent bytes). The log is append-only: an id already written
+	// is AlreadyExists.
+	PutAudit(rec *storagev1.AuditRecordEntry) error
 
 	// PutSchedule creates (revision 1) or replaces (a later revision) a schedule and
 	// brings the due index (wake_time, when set) and the tenant's count up to date.
@@ -295,6 +306,10 @@ const (
 	IndexPendingInterrupts
 	// IndexInterruptDeadlines holds pending interrupts by deadline; ids are interrupt ids.
 	IndexInterruptDeadlines
+	// IndexInterruptEscalations holds pending interrupts under an approval rule by the
+	// time of their next escalation step not yet run (EscalationDue); ids are interrupt
+	// ids.
+	IndexInterruptEscalations
 )
 
 // String names the index.
@@ -310,6 +325,8 @@ func (i Index) String() string {
 		return "pending_interrupts"
 	case IndexInterruptDeadlines:
 		return "interrupt_deadlines"
+	case IndexInterruptEscalations:
+		return "interrupt_escalations"
 	}
 	return "unknown"
 }

@@ -153,6 +153,7 @@ func (w faultWriter) DeleteTask(tenant, id string) (store.Deleted, error) {
 	return w.w.DeleteTask(tenant, id)
 }
 func (w faultWriter) OnCommit(f func())                               { w.w.OnCommit(f) }
+func (w faultWriter) PutAudit(rec *storagev1.AuditRecordEntry) error  { return w.w.PutAudit(rec) }
 func (w faultWriter) PutSchedule(rec *storagev1.ScheduleRecord) error { return w.w.PutSchedule(rec) }
 func (w faultWriter) DeleteSchedule(tenant, id string) error          { return w.w.DeleteSchedule(tenant, id) }
 func (w faultWriter) TryLockSchedule(tenant, id string) (*storagev1.ScheduleRecord, error) {

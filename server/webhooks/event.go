@@ -31,6 +31,8 @@ type Data struct {
 	Tags        []string   `json:"tags,omitempty"`
 	Deadline    *time.Time `json:"deadline,omitempty"`
 	Decision    *Decision  `json:"decision,omitempty"`
+	// Requirement is the approval rule's state, for an interrupt under one.
+	Requirement *Requirement `json:"requirement,omitempty"`
 	// State is the task's terminal state for task.ended: completed, failed, canceled.
 	State   string            `json:"state,omitempty"`
 	Labels  map[string]string `json:"labels,omitempty"`
@@ -79,6 +81,24 @@ type Budget struct {
 	WarnPercent int32     `json:"warn_percent"`
 }
 
+// Requirement is what an approval rule asks of an interrupt and how far it is.
+type Requirement struct {
+	Rule            string `json:"rule"`
+	Group           string `json:"group,omitempty"`
+	Quorum          int32  `json:"quorum"`
+	ApprovalsNeeded int32  `json:"approvals_needed"`
+	// Approvals and Rejections name who voted so far (of the arguments under review).
+	Approvals  []string `json:"approvals,omitempty"`
+	Rejections []string `json:"rejections,omitempty"`
+	// Eligible are the principals who may still approve (empty: any approver).
+	Eligible        []string   `json:"eligible,omitempty"`
+	EscalationGroup string     `json:"escalation_group,omitempty"`
+	EscalateTime    *time.Time `json:"escalate_time,omitempty"`
+	Escalated       bool       `json:"escalated,omitempty"`
+	// ReviewArgsDigest is the digest of the arguments under review (an edit's, after one).
+	ReviewArgsDigest string `json:"review_args_digest"`
+}
+
 // Failure is why a task failed.
 type Failure struct {
 	Reason  string `json:"reason,omitempty"`
@@ -110,6 +130,17 @@ func interruptData(rec *storagev1.InterruptRecord, consoleURL string) Data {
 		t := dl.AsTime()
 		d.Deadline = &t
 	}
+	if rq := in.GetRequirement(); rq != nil {
+		d.Requirement = &Requirement{
+			Rule: rq.GetRule(), Group: rq.GetGroup(), Quorum: rq.GetQuorum(), ApprovalsNeeded: rq.GetApprovalsNeeded(),
+			Approvals: principals(rq.GetApprovals()), Rejections: principals(rq.GetRejections()), Eligible: rq.GetEligible(),
+			EscalationGroup: rq.GetEscalationGroup(), Escalated: rq.GetEscalated(), ReviewArgsDigest: rq.GetReviewArgsDigest(),
+		}
+		if et := rq.GetEscalateTime(); et != nil {
+			t := et.AsTime()
+			d.Requirement.EscalateTime = &t
+		}
+	}
 	if dec := in.GetDecision(); dec != nil && in.GetState() == agentplanev1.InterruptState_INTERRUPT_STATE_RESOLVED {
 		d.Decision = &Decision{
 			Type:      enumName(dec.GetType().String(), "DECISION_TYPE_"),
@@ -119,6 +150,14 @@ func interruptData(rec *storagev1.InterruptRecord, consoleURL string) Data {
 		}
 	}
 	return d
+}
+
+func principals(as []*agentplanev1.Approval) []string {
+	var out []string
+	for _, a := range as {
+		out = append(out, a.GetPrincipal())
+	}
+	return out
 }
 
 // taskData describes a task that ended.

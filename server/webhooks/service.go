@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentplane/agentplane/gates"
+	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/hitl/links"
@@ -95,6 +96,8 @@ type Service struct {
 	deliveries *prometheus.CounterVec
 	attempts   *prometheus.CounterVec
 	drops      *prometheus.CounterVec
+
+	interruptView func(*agentplanev1.Interrupt) *agentplanev1.Interrupt
 }
 
 // New resolves the endpoints (their secrets) and builds the HTTP client; it starts
@@ -262,7 +265,23 @@ func (s *Service) wants(tenant, ev string) bool {
 
 func (s *Service) wantsInterrupts(tenant string) bool {
 	return s.wants(tenant, config.EventInterruptCreated) || s.wants(tenant, config.EventInterruptResolved) ||
-		s.wants(tenant, config.EventInterruptExpired)
+		s.wants(tenant, config.EventInterruptExpired) || s.wants(tenant, config.EventInterruptVote) ||
+		s.wants(tenant, config.EventInterruptReminder) || s.wants(tenant, config.EventInterruptEscalated)
+}
+
+// SetInterruptView sets how an interrupt is shown in a notification: the approvals
+// service's view, which adds who may still decide under an approval rule. Call it
+// before the first write; without it an interrupt is shown as stored.
+func (s *Service) SetInterruptView(view func(*agentplanev1.Interrupt) *agentplanev1.Interrupt) {
+	s.interruptView = view
+}
+
+// view is rec with its interrupt as notifications show it.
+func (s *Service) view(rec *storagev1.InterruptRecord) *storagev1.InterruptRecord {
+	if s.interruptView == nil || rec.GetInterrupt().GetRequirement() == nil {
+		return rec
+	}
+	return &storagev1.InterruptRecord{Interrupt: s.interruptView(rec.GetInterrupt()), CreateTime: rec.GetCreateTime()}
 }
 
 func (s *Service) wakeSender() {

@@ -152,6 +152,8 @@ func slackText(m Message) mrkdwn {
 			}
 			text += mrkdwnf(" this %s, resets %s", word(b.Period), word(b.ResetsAt.Format(time.RFC3339)))
 		}
+	case config.EventInterruptVote, config.EventInterruptReminder, config.EventInterruptEscalated:
+		text = slackRequirementText(m.Type, d)
 	default:
 		text = mrkdwnf("Task %s %s", quote(d.TaskID, quoteName), word(d.State))
 		if d.Failure != nil && d.Failure.Message != "" {
@@ -159,6 +161,32 @@ func slackText(m Message) mrkdwn {
 		}
 	}
 	return text + mrkdwnf(" [tenant %s]", quote(d.Tenant, quoteName))
+}
+
+// slackRequirementText is the line of an approval rule's progress: a vote short of
+// the quorum, its reminder, its escalation; with who may still approve.
+func slackRequirementText(ev string, d Data) mrkdwn {
+	head := map[string]mrkdwn{
+		config.EventInterruptVote:      "Approval in progress",
+		config.EventInterruptReminder:  "Reminder, approval still needed",
+		config.EventInterruptEscalated: "Approval escalated",
+	}[ev]
+	rq := d.Requirement
+	text := mrkdwnf("%s: %s on task %s", head, quote(d.Tool, quoteName), quote(d.TaskID, quoteName))
+	if rq == nil {
+		return text
+	}
+	text += mrkdwnf(", %s more approval(s) needed", word(fmt.Sprint(rq.ApprovalsNeeded)))
+	if len(rq.Approvals) > 0 {
+		text += mrkdwnf(", approved by %s", quote(strings.Join(rq.Approvals, ", "), quoteText))
+	}
+	if ev == config.EventInterruptEscalated && rq.EscalationGroup != "" {
+		text += mrkdwnf(", group %s asked", quote(rq.EscalationGroup, quoteName))
+	}
+	if len(rq.Eligible) > 0 {
+		text += mrkdwnf(" (may approve: %s)", quote(strings.Join(rq.Eligible, ", "), quoteText))
+	}
+	return text
 }
 
 // slackBody renders a standard message as a Slack incoming-webhook body: the text

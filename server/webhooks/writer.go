@@ -66,10 +66,41 @@ func (w *writer) PutInterrupt(rec *storagev1.InterruptRecord) error {
 	if err := w.Writer.PutInterrupt(rec); err != nil {
 		return err
 	}
+	evs := requirementEvents(old, rec)
 	if ev := interruptEvent(old, rec); ev != "" {
-		return w.s.enqueue(w.Writer, ev, interruptData(rec, w.s.cfg.ConsoleURL))
+		evs = append(evs, ev)
+	}
+	if len(evs) == 0 {
+		return nil
+	}
+	data := interruptData(w.s.view(rec), w.s.cfg.ConsoleURL)
+	for _, ev := range evs {
+		if err := w.s.enqueue(w.Writer, ev, data); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// requirementEvents are the events of an approval rule's progress from old to rec,
+// both pending: a vote that did not resolve it, its reminder, its escalation.
+func requirementEvents(old, rec *storagev1.InterruptRecord) []string {
+	if !isPending(old) || !isPending(rec) {
+		return nil
+	}
+	o, n := old.GetInterrupt().GetRequirement(), rec.GetInterrupt().GetRequirement()
+	var evs []string
+	if len(n.GetApprovals())+len(n.GetRejections()) != len(o.GetApprovals())+len(o.GetRejections()) ||
+		n.GetReviewArgsDigest() != o.GetReviewArgsDigest() {
+		evs = append(evs, config.EventInterruptVote)
+	}
+	if n.GetReminded() && !o.GetReminded() {
+		evs = append(evs, config.EventInterruptReminder)
+	}
+	if n.GetEscalated() && !o.GetEscalated() {
+		evs = append(evs, config.EventInterruptEscalated)
+	}
+	return evs
 }
 
 func (w *writer) PutTask(rec *storagev1.TaskRecord) error {

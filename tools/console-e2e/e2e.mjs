@@ -19,6 +19,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const run = promisify(execFile);
 const QUEUE = 'console-e2e';
 const MAIL_QUEUE = 'console-e2e-mail';
+const WIRE_QUEUE = 'console-e2e-wire';
 
 // The arguments mail.script.yaml's call sends, exactly: its args_json block.
 const MAIL_ARGS = (() => {
@@ -44,6 +45,9 @@ const starter = principal('acme-user', 'acme', ['user']);        // starts tasks
 const approver = principal('acme-approver', 'acme', ['approver']);
 const outsider = principal('globex-lead', 'globex', ['user', 'approver']);
 const runtime = principal('fleet', '*', ['runtime']);
+// The quorum test: two of finance approve transfers, never the one who started the task.
+const lead = principal('acme-lead', 'acme', ['user', 'approver']);
+const second = principal('acme-controller', 'acme', ['approver']);
 
 let work, cp, rt, base, grpcAddr;
 
@@ -123,7 +127,13 @@ before(async () => {
   const entry = (p) => `    - {name: ${p.name}, sha256: ${p.sha256}, tenant: "${p.tenant}", roles: [${p.roles.join(', ')}]}`;
   writeFileSync(path.join(work, 'controlplane.yaml'), [
     `data_dir: ${path.join(work, 'data')}`, 'grpc_addr: 127.0.0.1:0', 'http_addr: 127.0.0.1:0', 'log: {level: warn}',
-    'auth:', '  require_principal: true', '  tokens:', ...[starter, approver, outsider, runtime].map(entry), '',
+    'auth:', '  require_principal: true', '  tokens:', ...[starter, approver, outsider, runtime, lead, second].map(entry),
+    'hitl:',
+    '  approver_groups:',
+    `    - {name: finance, tenant: acme, principals: [${lead.name}, ${approver.name}, ${second.name}]}`,
+    '  approval_rules:',
+    '    - {name: two-for-transfers, tenant: acme, tools: [wire_transfer], group: finance, quorum: 2}',
+    '',
   ].join('\n'));
   cp = start('controlplane', process.env.AGENTPLANE_BIN, ['--config', path.join(work, 'controlplane.yaml')]);
   cp.on('exit', (code) => { if (code) logs.controlplane += `\n(exited ${code})`; });
@@ -132,6 +142,8 @@ before(async () => {
   base = m[2];
   rt = start('runtime', process.env.CTL_BIN, ['runtime', 'run', '--script', path.join(here, 'refund.script.yaml'), '--queue', QUEUE,
     '--capacity', '4', '--runtime-id', 'e2e-runtime'], { AGENTPLANE_ADDR: grpcAddr, AGENTPLANE_TOKEN: runtime.token });
+  start('wire-runtime', process.env.CTL_BIN, ['runtime', 'run', '--script', path.join(here, 'wire.script.yaml'), '--queue', WIRE_QUEUE,
+    '--capacity', '2', '--runtime-id', 'e2e-wire-runtime'], { AGENTPLANE_ADDR: grpcAddr, AGENTPLANE_TOKEN: runtime.token });
   start('mail-runtime', process.env.CTL_BIN, ['runtime', 'run', '--script', path.join(here, 'mail.script.yaml'), '--queue', MAIL_QUEUE,
     '--capacity', '2', '--runtime-id', 'e2e-mail-runtime'], { AGENTPLANE_ADDR: grpcAddr, AGENTPLANE_TOKEN: runtime.token });
 });
@@ -377,4 +389,82 @@ test('an edit changes only the field the approver changed: every other argument 
   } finally {
     await ctx.close();
   }
+});
+
+test('two of finance approve a transfer: the first approval is recorded, the second runs the call, the starter is refused', async () => {
+  const out = await ctl(lead, 'task', 'start', '--agent', 'wire.agent.yaml', '--policy', 'wire.policy.yaml',
+    '--queue', WIRE_QUEUE, '--interrupt-timeout', '30m', '--input', 'pay the supplier');
+  const id = out.taskId || out.task?.taskId;
+  assert.ok(id, `no task id in ${JSON.stringify(out)}`);
+  let interrupt;
+
+  // The starter, an approver of finance too: the page says why, and the API refuses.
+  {
+    const { ctx, page } = await browser(lead);
+    try {
+      await signIn(page, lead);
+      const row = page.locator('#inbox tbody tr', { hasText: 'wire_transfer' });
+      await row.waitFor();
+      assert.match(await row.textContent(), /0 of 2 approvals/, 'the inbox shows how far the quorum is');
+      interrupt = await row.getAttribute('data-id');
+      await row.getByRole('link', { name: 'wire_transfer' }).click();
+      await page.waitForURL(new RegExp(`/ui/interrupts/${interrupt}$`));
+      assert.match(await page.locator('#req-rule').textContent(), new RegExp(`2 approvals from group finance[\\s\\S]*not by ${lead.name}, who started the task`));
+      assert.match(await page.locator('#req-approvals').textContent(), /nobody yet/);
+      assert.match(await page.locator('#req-needed').textContent(), new RegExp(`2 more from ${approver.name}, ${second.name}`));
+      const refused = page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith(`/ui/interrupts/${interrupt}`));
+      await page.getByRole('button', { name: 'Approve' }).click();
+      assert.equal((await refused).status(), 403);
+      assert.match(await page.locator('#page-error').textContent(), /INTERRUPT_APPROVER_NOT_ELIGIBLE[\s\S]*separates duties/);
+      await page.goto(`${base}/ui/interrupts/${interrupt}`);
+      assert.equal(await page.locator('#in-state').textContent(), 'pending');
+      await snap(page, '13-quorum-starter-refused');
+    } finally {
+      await ctx.close();
+    }
+  }
+
+  // The first approver: recorded, the call still waits.
+  {
+    const { ctx, page } = await browser(approver);
+    try {
+      await signIn(page, approver);
+      await page.goto(`${base}/ui/interrupts/${interrupt}`);
+      await page.getByRole('button', { name: 'Approve' }).click();
+      await page.waitForURL(/\?done=1$/);
+      assert.equal(await page.locator('#in-state').textContent(), 'pending');
+      assert.match(await page.locator('#req-approvals').textContent(), new RegExp(`${approver.name} via console`));
+      assert.match(await page.locator('#req-needed').textContent(), new RegExp(`1 more from ${second.name}`));
+      await snap(page, '14-quorum-first-approval');
+      const shown = await ctl(approver, 'hitl', 'show', interrupt);
+      assert.equal(shown.interrupt.state, 'INTERRUPT_STATE_PENDING');
+      assert.deepEqual(shown.interrupt.requirement.approvals.map((a) => a.principal), [approver.name]);
+    } finally {
+      await ctx.close();
+    }
+  }
+
+  // The second approver, another person: the call runs, the task completes.
+  {
+    const { ctx, page } = await browser(second);
+    try {
+      await signIn(page, second);
+      await page.goto(`${base}/ui/interrupts/${interrupt}`);
+      await page.getByRole('button', { name: 'Approve' }).click();
+      await page.waitForURL(/\?done=1$/);
+      assert.match(await page.locator('#in-state').textContent(), new RegExp(`resolved: approve by ${second.name}`));
+      assert.match(await page.locator('#req-approvals').textContent(), new RegExp(`${approver.name} via console[\\s\\S]*${second.name} via console`));
+      await page.getByRole('link', { name: id }).click();
+      await page.locator('#task-state', { hasText: 'COMPLETED' }).waitFor();
+      assert.match(await page.locator('#timeline').textContent(), /tool call wire_transfer/);
+      await snap(page, '15-quorum-met');
+    } finally {
+      await ctx.close();
+    }
+  }
+
+  // The audit says who decided, through which channel, on which arguments.
+  const lines = (await ctlText(approver, 'hitl', 'audit', '--interrupt', interrupt, '--export')).trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(lines.map((r) => `${r.principal} ${r.channel} ${r.action}${r.resolved ? ' resolved' : ''}`),
+    [`${approver.name} console AUDIT_ACTION_APPROVE`, `${second.name} console AUDIT_ACTION_APPROVE resolved`]);
 });

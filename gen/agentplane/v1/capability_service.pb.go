@@ -771,7 +771,7 @@ var File_agentplane_v1_capability_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_capability_service_proto_rawDesc = "" +
 	"\n" +
-	"&agentplane/v1/capability_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/task.proto\x1a\x18agentplane/v1/hitl.proto\"\x18\n" +
+	"&agentplane/v1/capability_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x18agentplane/v1/task.proto\"\x18\n" +
 	"\x16GetCapabilitiesRequest\"\x91\x01\n" +
 	"\x17GetCapabilitiesResponse\x12?\n" +
 	"\fcapabilities\x18\x01 \x01(\v2\x1b.agentplane.v1.CapabilitiesR\fcapabilities\x125\n" +
@@ -889,8 +889,8 @@ func file_agentplane_v1_capability_service_proto_init() {
 	if File_agentplane_v1_capability_service_proto != nil {
 		return
 	}
-	file_agentplane_v1_task_proto_init()
 	file_agentplane_v1_hitl_proto_init()
+	file_agentplane_v1_task_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

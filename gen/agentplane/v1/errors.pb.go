@@ -184,6 +184,15 @@ const (
 	// resets_at, which may be weeks away; a caller that can wait schedules the retry for
 	// then. Tasks already running go on.
 	ErrorReason_ERROR_REASON_BUDGET_EXCEEDED ErrorReason = 74
+	// The caller may not decide on this interrupt under its approval rule: not a member
+	// of the rule's group (nor, after escalation, of the escalation group), or the
+	// principal who started the task under separation of duties. ErrorInfo metadata
+	// `interrupt_id`, `rule`.
+	ErrorReason_ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE ErrorReason = 80
+	// The caller already decided on this interrupt (through any channel): one person
+	// counts once toward a quorum. A retry with the same request_id is not refused; it
+	// returns the interrupt. ErrorInfo metadata `interrupt_id`.
+	ErrorReason_ERROR_REASON_INTERRUPT_ALREADY_VOTED ErrorReason = 81
 )
 
 // Enum value maps for ErrorReason.
@@ -231,50 +240,54 @@ var (
 		72: "ERROR_REASON_SCHEDULE_INVALID",
 		73: "ERROR_REASON_SCHEDULE_REVISION_MISMATCH",
 		74: "ERROR_REASON_BUDGET_EXCEEDED",
+		80: "ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE",
+		81: "ERROR_REASON_INTERRUPT_ALREADY_VOTED",
 	}
 	ErrorReason_value = map[string]int32{
-		"ERROR_REASON_UNSPECIFIED":                0,
-		"ERROR_REASON_REQUEST_INVALID":            1,
-		"ERROR_REASON_SPEC_INVALID":               2,
-		"ERROR_REASON_POLICY_INVALID":             3,
-		"ERROR_REASON_PAGE_TOKEN_INVALID":         4,
-		"ERROR_REASON_INTERRUPT_EDIT_INVALID":     5,
-		"ERROR_REASON_VERDICT_INVALID":            6,
-		"ERROR_REASON_EVENT_INVALID":              7,
-		"ERROR_REASON_TASK_NOT_FOUND":             8,
-		"ERROR_REASON_INTERRUPT_NOT_FOUND":        9,
-		"ERROR_REASON_RULE_NOT_FOUND":             10,
-		"ERROR_REASON_OBLIGATION_NOT_FOUND":       11,
-		"ERROR_REASON_TASK_REQUEST_ID_REUSED":     12,
-		"ERROR_REASON_TASK_TERMINAL":              13,
-		"ERROR_REASON_TASK_WRONG_STATE":           14,
-		"ERROR_REASON_INTERRUPT_ALREADY_RESOLVED": 15,
-		"ERROR_REASON_INTERRUPT_ARGS_MISMATCH":    16,
-		"ERROR_REASON_TOOL_CALL_NOT_APPROVED":     17,
-		"ERROR_REASON_TOOL_RESULT_UNEXPECTED":     33,
-		"ERROR_REASON_TASK_TOOL_OUTPUTS_MISMATCH": 34,
-		"ERROR_REASON_LEASE_LOST":                 18,
-		"ERROR_REASON_CONFIG_LOCKED_KEY":          19,
-		"ERROR_REASON_COMPLIANCE_DENIED":          20,
-		"ERROR_REASON_STORE_SCHEMA_MISMATCH":      21,
-		"ERROR_REASON_LIMIT_EXCEEDED":             22,
-		"ERROR_REASON_LIMIT_CONCURRENCY":          23,
-		"ERROR_REASON_STORE_UNAVAILABLE":          24,
-		"ERROR_REASON_SERVER_UNAVAILABLE":         25,
-		"ERROR_REASON_AUTH_UNAUTHENTICATED":       26,
-		"ERROR_REASON_AUTH_PERMISSION_DENIED":     27,
-		"ERROR_REASON_DEADLINE_EXCEEDED":          28,
-		"ERROR_REASON_REQUEST_CANCELED":           29,
-		"ERROR_REASON_INTERNAL":                   30,
-		"ERROR_REASON_REQUEST_MALFORMED":          31,
-		"ERROR_REASON_STORE_BACKUP_UNSUPPORTED":   40,
-		"ERROR_REASON_ROUTE_NOT_FOUND":            32,
-		"ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND": 57,
-		"ERROR_REASON_SCHEDULE_NOT_FOUND":         70,
-		"ERROR_REASON_SCHEDULE_ALREADY_EXISTS":    71,
-		"ERROR_REASON_SCHEDULE_INVALID":           72,
-		"ERROR_REASON_SCHEDULE_REVISION_MISMATCH": 73,
-		"ERROR_REASON_BUDGET_EXCEEDED":            74,
+		"ERROR_REASON_UNSPECIFIED":                     0,
+		"ERROR_REASON_REQUEST_INVALID":                 1,
+		"ERROR_REASON_SPEC_INVALID":                    2,
+		"ERROR_REASON_POLICY_INVALID":                  3,
+		"ERROR_REASON_PAGE_TOKEN_INVALID":              4,
+		"ERROR_REASON_INTERRUPT_EDIT_INVALID":          5,
+		"ERROR_REASON_VERDICT_INVALID":                 6,
+		"ERROR_REASON_EVENT_INVALID":                   7,
+		"ERROR_REASON_TASK_NOT_FOUND":                  8,
+		"ERROR_REASON_INTERRUPT_NOT_FOUND":             9,
+		"ERROR_REASON_RULE_NOT_FOUND":                  10,
+		"ERROR_REASON_OBLIGATION_NOT_FOUND":            11,
+		"ERROR_REASON_TASK_REQUEST_ID_REUSED":          12,
+		"ERROR_REASON_TASK_TERMINAL":                   13,
+		"ERROR_REASON_TASK_WRONG_STATE":                14,
+		"ERROR_REASON_INTERRUPT_ALREADY_RESOLVED":      15,
+		"ERROR_REASON_INTERRUPT_ARGS_MISMATCH":         16,
+		"ERROR_REASON_TOOL_CALL_NOT_APPROVED":          17,
+		"ERROR_REASON_TOOL_RESULT_UNEXPECTED":          33,
+		"ERROR_REASON_TASK_TOOL_OUTPUTS_MISMATCH":      34,
+		"ERROR_REASON_LEASE_LOST":                      18,
+		"ERROR_REASON_CONFIG_LOCKED_KEY":               19,
+		"ERROR_REASON_COMPLIANCE_DENIED":               20,
+		"ERROR_REASON_STORE_SCHEMA_MISMATCH":           21,
+		"ERROR_REASON_LIMIT_EXCEEDED":                  22,
+		"ERROR_REASON_LIMIT_CONCURRENCY":               23,
+		"ERROR_REASON_STORE_UNAVAILABLE":               24,
+		"ERROR_REASON_SERVER_UNAVAILABLE":              25,
+		"ERROR_REASON_AUTH_UNAUTHENTICATED":            26,
+		"ERROR_REASON_AUTH_PERMISSION_DENIED":          27,
+		"ERROR_REASON_DEADLINE_EXCEEDED":               28,
+		"ERROR_REASON_REQUEST_CANCELED":                29,
+		"ERROR_REASON_INTERNAL":                        30,
+		"ERROR_REASON_REQUEST_MALFORMED":               31,
+		"ERROR_REASON_STORE_BACKUP_UNSUPPORTED":        40,
+		"ERROR_REASON_ROUTE_NOT_FOUND":                 32,
+		"ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND":      57,
+		"ERROR_REASON_SCHEDULE_NOT_FOUND":              70,
+		"ERROR_REASON_SCHEDULE_ALREADY_EXISTS":         71,
+		"ERROR_REASON_SCHEDULE_INVALID":                72,
+		"ERROR_REASON_SCHEDULE_REVISION_MISMATCH":      73,
+		"ERROR_REASON_BUDGET_EXCEEDED":                 74,
+		"ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE": 80,
+		"ERROR_REASON_INTERRUPT_ALREADY_VOTED":         81,
 	}
 )
 
@@ -401,7 +414,7 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"\x12ErrorReasonOptions\x12\x12\n" +
 	"\x04wire\x18\x01 \x01(\tR\x04wire\x12\x14\n" +
 	"\x05codes\x18\x02 \x03(\tR\x05codes\x12\x1c\n" +
-	"\tretryable\x18\x03 \x01(\bR\tretryable*\xc6\x1a\n" +
+	"\tretryable\x18\x03 \x01(\bR\tretryable*\x90\x1c\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12I\n" +
 	"\x1cERROR_REASON_REQUEST_INVALID\x10\x01\x1a'\xe2\xf9\x18#\n" +
@@ -487,7 +500,11 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"'ERROR_REASON_SCHEDULE_REVISION_MISMATCH\x10I\x1a5\xe2\xf9\x181\n" +
 	"\x1aSCHEDULE_REVISION_MISMATCH\x12\x13FAILED_PRECONDITION\x12K\n" +
 	"\x1cERROR_REASON_BUDGET_EXCEEDED\x10J\x1a)\xe2\xf9\x18%\n" +
-	"\x0fBUDGET_EXCEEDED\x12\x12RESOURCE_EXHAUSTED:i\n" +
+	"\x0fBUDGET_EXCEEDED\x12\x12RESOURCE_EXHAUSTED\x12j\n" +
+	",ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE\x10P\x1a8\xe2\xf9\x184\n" +
+	"\x1fINTERRUPT_APPROVER_NOT_ELIGIBLE\x12\x11PERMISSION_DENIED\x12\\\n" +
+	"$ERROR_REASON_INTERRUPT_ALREADY_VOTED\x10Q\x1a2\xe2\xf9\x18.\n" +
+	"\x17INTERRUPT_ALREADY_VOTED\x12\x13FAILED_PRECONDITION:i\n" +
 	"\ferror_reason\x12!.google.protobuf.EnumValueOptions\x18\x9c\x8f\x03 \x01(\v2!.agentplane.v1.ErrorReasonOptionsR\verrorReasonBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (

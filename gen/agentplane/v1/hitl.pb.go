@@ -324,6 +324,72 @@ func (DecisionSource) EnumDescriptor() ([]byte, []int) {
 	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{4}
 }
 
+// AuditAction is what an audit record records.
+type AuditAction int32
+
+const (
+	// Not set.
+	AuditAction_AUDIT_ACTION_UNSPECIFIED AuditAction = 0
+	// An approval (it resolved the interrupt when `resolved` is set, else it was one
+	// vote toward a quorum).
+	AuditAction_AUDIT_ACTION_APPROVE AuditAction = 1
+	// A rejection (with its reason).
+	AuditAction_AUDIT_ACTION_REJECT AuditAction = 2
+	// An edit: new arguments (result_args_digest), approved by their author.
+	AuditAction_AUDIT_ACTION_EDIT AuditAction = 3
+	// The reminder of an approval rule's escalation was sent.
+	AuditAction_AUDIT_ACTION_REMIND AuditAction = 4
+	// The approval rule's escalation group was notified.
+	AuditAction_AUDIT_ACTION_ESCALATE AuditAction = 5
+)
+
+// Enum value maps for AuditAction.
+var (
+	AuditAction_name = map[int32]string{
+		0: "AUDIT_ACTION_UNSPECIFIED",
+		1: "AUDIT_ACTION_APPROVE",
+		2: "AUDIT_ACTION_REJECT",
+		3: "AUDIT_ACTION_EDIT",
+		4: "AUDIT_ACTION_REMIND",
+		5: "AUDIT_ACTION_ESCALATE",
+	}
+	AuditAction_value = map[string]int32{
+		"AUDIT_ACTION_UNSPECIFIED": 0,
+		"AUDIT_ACTION_APPROVE":     1,
+		"AUDIT_ACTION_REJECT":      2,
+		"AUDIT_ACTION_EDIT":        3,
+		"AUDIT_ACTION_REMIND":      4,
+		"AUDIT_ACTION_ESCALATE":    5,
+	}
+)
+
+func (x AuditAction) Enum() *AuditAction {
+	p := new(AuditAction)
+	*p = x
+	return p
+}
+
+func (x AuditAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AuditAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_agentplane_v1_hitl_proto_enumTypes[5].Descriptor()
+}
+
+func (AuditAction) Type() protoreflect.EnumType {
+	return &file_agentplane_v1_hitl_proto_enumTypes[5]
+}
+
+func (x AuditAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AuditAction.Descriptor instead.
+func (AuditAction) EnumDescriptor() ([]byte, []int) {
+	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{5}
+}
+
 // InterruptPolicy decides which tool calls need a human. Absent means no tool is gated
 // by policy (A2A skills and destructive MCP tools are still gated).
 type InterruptPolicy struct {
@@ -733,7 +799,11 @@ type Interrupt struct {
 	// Tool call id from the runtime.
 	CallId string `protobuf:"bytes,10,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	// Graph node that raised it.
-	Node          string `protobuf:"bytes,11,opt,name=node,proto3" json:"node,omitempty"`
+	Node string `protobuf:"bytes,11,opt,name=node,proto3" json:"node,omitempty"`
+	// The deployment's approval rule for this call (docs/hitl.md, "Approval rules"):
+	// quorum, separation of duties and escalation, with the approvals recorded so far.
+	// Absent when no rule applies: then one decision by any approver resolves it.
+	Requirement   *ApprovalRequirement `protobuf:"bytes,20,opt,name=requirement,proto3" json:"requirement,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -872,6 +942,13 @@ func (x *Interrupt) GetNode() string {
 	return ""
 }
 
+func (x *Interrupt) GetRequirement() *ApprovalRequirement {
+	if x != nil {
+		return x.Requirement
+	}
+	return nil
+}
+
 type isInterrupt_Request interface {
 	isInterrupt_Request()
 }
@@ -898,6 +975,296 @@ func (*Interrupt_TurnEnd) isInterrupt_Request() {}
 
 func (*Interrupt_ToolOutput) isInterrupt_Request() {}
 
+// ApprovalRequirement is what an approval rule asks of an interrupt, and how far it is.
+// The rule is taken from the deployment's configuration when the interrupt is raised;
+// group membership is read from the configuration in force when someone decides.
+type ApprovalRequirement struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Name of the rule (hitl.approval_rules[].name).
+	Rule string `protobuf:"bytes,1,opt,name=rule,proto3" json:"rule,omitempty"`
+	// The group whose members may decide; empty: any principal with the approver role.
+	Group string `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	// Approvals of the same arguments, by distinct principals, that run the call.
+	Quorum int32 `protobuf:"varint,3,opt,name=quorum,proto3" json:"quorum,omitempty"`
+	// Rejections, by distinct principals, that reject the call.
+	RejectQuorum int32 `protobuf:"varint,4,opt,name=reject_quorum,json=rejectQuorum,proto3" json:"reject_quorum,omitempty"`
+	// The principal who started the task may not decide on its calls.
+	SeparationOfDuties bool `protobuf:"varint,5,opt,name=separation_of_duties,json=separationOfDuties,proto3" json:"separation_of_duties,omitempty"`
+	// The principal who started the task.
+	StartedBy string `protobuf:"bytes,6,opt,name=started_by,json=startedBy,proto3" json:"started_by,omitempty"`
+	// Approvals recorded so far, oldest first, all of the arguments now under review
+	// (review_args_digest): an edit restarts the count.
+	Approvals []*Approval `protobuf:"bytes,7,rep,name=approvals,proto3" json:"approvals,omitempty"`
+	// Rejections recorded so far, oldest first (an edit clears them too).
+	Rejections []*Approval `protobuf:"bytes,8,rep,name=rejections,proto3" json:"rejections,omitempty"`
+	// Set after an edit while the quorum is not met: the arguments under review, as JSON
+	// text, which the call runs with once the quorum approves them.
+	EditedArgumentsJson *string `protobuf:"bytes,9,opt,name=edited_arguments_json,json=editedArgumentsJson,proto3,oneof" json:"edited_arguments_json,omitempty"`
+	// SHA-256 (hex) of the arguments under review: the edited ones when
+	// edited_arguments_json is set, else Interrupt.args_digest. A ResolveInterruptRequest's
+	// args_digest is checked against it.
+	ReviewArgsDigest string `protobuf:"bytes,10,opt,name=review_args_digest,json=reviewArgsDigest,proto3" json:"review_args_digest,omitempty"`
+	// When a reminder is sent (webhook event interrupt.reminder) if the quorum is not met.
+	RemindTime *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=remind_time,json=remindTime,proto3" json:"remind_time,omitempty"`
+	// When escalation_group is notified (webhook event interrupt.escalated) if the
+	// quorum is not met; its members may then decide too.
+	EscalateTime *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=escalate_time,json=escalateTime,proto3" json:"escalate_time,omitempty"`
+	// The group notified at escalate_time.
+	EscalationGroup string `protobuf:"bytes,13,opt,name=escalation_group,json=escalationGroup,proto3" json:"escalation_group,omitempty"`
+	// The reminder was sent.
+	Reminded bool `protobuf:"varint,14,opt,name=reminded,proto3" json:"reminded,omitempty"`
+	// The escalation happened.
+	Escalated bool `protobuf:"varint,15,opt,name=escalated,proto3" json:"escalated,omitempty"`
+	// Filled when read, from the configuration: the principals who may still approve
+	// (the groups' members who have not decided, without the starter under separation of
+	// duties). Empty when any approver may.
+	Eligible []string `protobuf:"bytes,16,rep,name=eligible,proto3" json:"eligible,omitempty"`
+	// Filled when read: approvals still needed (quorum minus approvals so far).
+	ApprovalsNeeded int32 `protobuf:"varint,17,opt,name=approvals_needed,json=approvalsNeeded,proto3" json:"approvals_needed,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ApprovalRequirement) Reset() {
+	*x = ApprovalRequirement{}
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalRequirement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalRequirement) ProtoMessage() {}
+
+func (x *ApprovalRequirement) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalRequirement.ProtoReflect.Descriptor instead.
+func (*ApprovalRequirement) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ApprovalRequirement) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
+func (x *ApprovalRequirement) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *ApprovalRequirement) GetQuorum() int32 {
+	if x != nil {
+		return x.Quorum
+	}
+	return 0
+}
+
+func (x *ApprovalRequirement) GetRejectQuorum() int32 {
+	if x != nil {
+		return x.RejectQuorum
+	}
+	return 0
+}
+
+func (x *ApprovalRequirement) GetSeparationOfDuties() bool {
+	if x != nil {
+		return x.SeparationOfDuties
+	}
+	return false
+}
+
+func (x *ApprovalRequirement) GetStartedBy() string {
+	if x != nil {
+		return x.StartedBy
+	}
+	return ""
+}
+
+func (x *ApprovalRequirement) GetApprovals() []*Approval {
+	if x != nil {
+		return x.Approvals
+	}
+	return nil
+}
+
+func (x *ApprovalRequirement) GetRejections() []*Approval {
+	if x != nil {
+		return x.Rejections
+	}
+	return nil
+}
+
+func (x *ApprovalRequirement) GetEditedArgumentsJson() string {
+	if x != nil && x.EditedArgumentsJson != nil {
+		return *x.EditedArgumentsJson
+	}
+	return ""
+}
+
+func (x *ApprovalRequirement) GetReviewArgsDigest() string {
+	if x != nil {
+		return x.ReviewArgsDigest
+	}
+	return ""
+}
+
+func (x *ApprovalRequirement) GetRemindTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RemindTime
+	}
+	return nil
+}
+
+func (x *ApprovalRequirement) GetEscalateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EscalateTime
+	}
+	return nil
+}
+
+func (x *ApprovalRequirement) GetEscalationGroup() string {
+	if x != nil {
+		return x.EscalationGroup
+	}
+	return ""
+}
+
+func (x *ApprovalRequirement) GetReminded() bool {
+	if x != nil {
+		return x.Reminded
+	}
+	return false
+}
+
+func (x *ApprovalRequirement) GetEscalated() bool {
+	if x != nil {
+		return x.Escalated
+	}
+	return false
+}
+
+func (x *ApprovalRequirement) GetEligible() []string {
+	if x != nil {
+		return x.Eligible
+	}
+	return nil
+}
+
+func (x *ApprovalRequirement) GetApprovalsNeeded() int32 {
+	if x != nil {
+		return x.ApprovalsNeeded
+	}
+	return 0
+}
+
+// Approval is one person's vote on an interrupt under an approval rule.
+type Approval struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Who.
+	Principal string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// Where from: api, ctl, console, slack, link or email.
+	Channel string `protobuf:"bytes,2,opt,name=channel,proto3" json:"channel,omitempty"`
+	// When.
+	Time *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=time,proto3" json:"time,omitempty"`
+	// SHA-256 (hex) of the arguments they ruled on.
+	ArgsDigest string `protobuf:"bytes,4,opt,name=args_digest,json=argsDigest,proto3" json:"args_digest,omitempty"`
+	// Their note (for a rejection, their reason), as given.
+	Reason *string `protobuf:"bytes,5,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
+	// Approve, reject or edit (an edit is its author's approval of the new arguments).
+	Type          DecisionType `protobuf:"varint,6,opt,name=type,proto3,enum=agentplane.v1.DecisionType" json:"type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Approval) Reset() {
+	*x = Approval{}
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Approval) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Approval) ProtoMessage() {}
+
+func (x *Approval) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Approval.ProtoReflect.Descriptor instead.
+func (*Approval) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Approval) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *Approval) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *Approval) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *Approval) GetArgsDigest() string {
+	if x != nil {
+		return x.ArgsDigest
+	}
+	return ""
+}
+
+func (x *Approval) GetReason() string {
+	if x != nil && x.Reason != nil {
+		return *x.Reason
+	}
+	return ""
+}
+
+func (x *Approval) GetType() DecisionType {
+	if x != nil {
+		return x.Type
+	}
+	return DecisionType_DECISION_TYPE_UNSPECIFIED
+}
+
 // ApprovalRequest is the pending tool call a human rules on.
 type ApprovalRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -920,7 +1287,7 @@ type ApprovalRequest struct {
 
 func (x *ApprovalRequest) Reset() {
 	*x = ApprovalRequest{}
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[6]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -932,7 +1299,7 @@ func (x *ApprovalRequest) String() string {
 func (*ApprovalRequest) ProtoMessage() {}
 
 func (x *ApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[6]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -945,7 +1312,7 @@ func (x *ApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalRequest.ProtoReflect.Descriptor instead.
 func (*ApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{6}
+	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ApprovalRequest) GetInterruptId() string {
@@ -1006,7 +1373,7 @@ type TurnEndRequest struct {
 
 func (x *TurnEndRequest) Reset() {
 	*x = TurnEndRequest{}
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[7]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1018,7 +1385,7 @@ func (x *TurnEndRequest) String() string {
 func (*TurnEndRequest) ProtoMessage() {}
 
 func (x *TurnEndRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[7]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1031,7 +1398,7 @@ func (x *TurnEndRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnEndRequest.ProtoReflect.Descriptor instead.
 func (*TurnEndRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{7}
+	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TurnEndRequest) GetAgentName() string {
@@ -1077,7 +1444,7 @@ type ToolOutputRequest struct {
 
 func (x *ToolOutputRequest) Reset() {
 	*x = ToolOutputRequest{}
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[8]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1456,7 @@ func (x *ToolOutputRequest) String() string {
 func (*ToolOutputRequest) ProtoMessage() {}
 
 func (x *ToolOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[8]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1469,7 @@ func (x *ToolOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolOutputRequest.ProtoReflect.Descriptor instead.
 func (*ToolOutputRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{8}
+	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ToolOutputRequest) GetToolName() string {
@@ -1166,7 +1533,7 @@ type ApprovalContext struct {
 
 func (x *ApprovalContext) Reset() {
 	*x = ApprovalContext{}
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[9]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1178,7 +1545,7 @@ func (x *ApprovalContext) String() string {
 func (*ApprovalContext) ProtoMessage() {}
 
 func (x *ApprovalContext) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[9]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1191,7 +1558,7 @@ func (x *ApprovalContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalContext.ProtoReflect.Descriptor instead.
 func (*ApprovalContext) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{9}
+	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ApprovalContext) GetAgentName() string {
@@ -1257,14 +1624,17 @@ type Decision struct {
 	// (and ALLOW), the reviewer's for edit; empty for reject.
 	ArgumentsJson string `protobuf:"bytes,11,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
 	// The tool call this decision is about (empty for a chat-mode pause).
-	CallId        string `protobuf:"bytes,12,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	CallId string `protobuf:"bytes,12,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// Where the decision came from: api, ctl, console, slack, link or email for a
+	// person's, system for the server's.
+	Channel       string `protobuf:"bytes,20,opt,name=channel,proto3" json:"channel,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[10]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1276,7 +1646,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[10]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1289,7 +1659,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{10}
+	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Decision) GetType() DecisionType {
@@ -1369,6 +1739,206 @@ func (x *Decision) GetCallId() string {
 	return ""
 }
 
+func (x *Decision) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+// AuditRecord is one entry of a tenant's approval audit log: every decision on an
+// interrupt (each vote of a quorum, a person's, a deadline's default) and every
+// escalation step. Written in the transaction of what it records; kept when the task
+// is purged.
+type AuditRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Time-ordered id (aud_...).
+	AuditId string `protobuf:"bytes,1,opt,name=audit_id,json=auditId,proto3" json:"audit_id,omitempty"`
+	// Owning tenant.
+	Tenant string `protobuf:"bytes,2,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// The task.
+	TaskId string `protobuf:"bytes,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// The interrupt.
+	InterruptId string `protobuf:"bytes,4,opt,name=interrupt_id,json=interruptId,proto3" json:"interrupt_id,omitempty"`
+	// The gated tool.
+	ToolName string `protobuf:"bytes,5,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
+	// What happened.
+	Action AuditAction `protobuf:"varint,6,opt,name=action,proto3,enum=agentplane.v1.AuditAction" json:"action,omitempty"`
+	// Who ("system" for the server's decisions and escalation steps).
+	Principal string `protobuf:"bytes,7,opt,name=principal,proto3" json:"principal,omitempty"`
+	// Where from: api, ctl, console, slack, link, email, or system.
+	Channel string `protobuf:"bytes,8,opt,name=channel,proto3" json:"channel,omitempty"`
+	// When.
+	Time *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=time,proto3" json:"time,omitempty"`
+	// SHA-256 (hex) of the arguments ruled on.
+	ArgsDigest string `protobuf:"bytes,10,opt,name=args_digest,json=argsDigest,proto3" json:"args_digest,omitempty"`
+	// The reason or note, as given.
+	Reason *string `protobuf:"bytes,11,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
+	// Who or what decided (HUMAN, DEADLINE, ...); unset for escalation steps.
+	Source DecisionSource `protobuf:"varint,12,opt,name=source,proto3,enum=agentplane.v1.DecisionSource" json:"source,omitempty"`
+	// This record resolved the interrupt (its decision is the interrupt's).
+	Resolved bool `protobuf:"varint,13,opt,name=resolved,proto3" json:"resolved,omitempty"`
+	// The approval rule in force, if any.
+	Rule string `protobuf:"bytes,14,opt,name=rule,proto3" json:"rule,omitempty"`
+	// The caller's request_id, if given.
+	RequestId string `protobuf:"bytes,15,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// For an edit: SHA-256 (hex) of the new arguments.
+	ResultArgsDigest string `protobuf:"bytes,16,opt,name=result_args_digest,json=resultArgsDigest,proto3" json:"result_args_digest,omitempty"`
+	// For an escalation step: the group notified.
+	Group         string `protobuf:"bytes,17,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditRecord) Reset() {
+	*x = AuditRecord{}
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditRecord) ProtoMessage() {}
+
+func (x *AuditRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditRecord.ProtoReflect.Descriptor instead.
+func (*AuditRecord) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *AuditRecord) GetAuditId() string {
+	if x != nil {
+		return x.AuditId
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetInterruptId() string {
+	if x != nil {
+		return x.InterruptId
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetToolName() string {
+	if x != nil {
+		return x.ToolName
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetAction() AuditAction {
+	if x != nil {
+		return x.Action
+	}
+	return AuditAction_AUDIT_ACTION_UNSPECIFIED
+}
+
+func (x *AuditRecord) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *AuditRecord) GetArgsDigest() string {
+	if x != nil {
+		return x.ArgsDigest
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetReason() string {
+	if x != nil && x.Reason != nil {
+		return *x.Reason
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetSource() DecisionSource {
+	if x != nil {
+		return x.Source
+	}
+	return DecisionSource_DECISION_SOURCE_UNSPECIFIED
+}
+
+func (x *AuditRecord) GetResolved() bool {
+	if x != nil {
+		return x.Resolved
+	}
+	return false
+}
+
+func (x *AuditRecord) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetResultArgsDigest() string {
+	if x != nil {
+		return x.ResultArgsDigest
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
 var File_agentplane_v1_hitl_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_hitl_proto_rawDesc = "" +
@@ -1399,7 +1969,7 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\x04tags\x18\x05 \x03(\tR\x04tags\x12\x16\n" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x12\n" +
 	"\x04node\x18\a \x01(\tR\x04node\x12%\n" +
-	"\x0earguments_json\x18\b \x01(\tR\rargumentsJson\"\xcb\x04\n" +
+	"\x0earguments_json\x18\b \x01(\tR\rargumentsJson\"\x91\x05\n" +
 	"\tInterrupt\x12!\n" +
 	"\finterrupt_id\x18\x01 \x01(\tR\vinterruptId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x16\n" +
@@ -1416,8 +1986,42 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"argsDigest\x12\x17\n" +
 	"\acall_id\x18\n" +
 	" \x01(\tR\x06callId\x12\x12\n" +
-	"\x04node\x18\v \x01(\tR\x04nodeB\t\n" +
-	"\arequest\"\xc2\x02\n" +
+	"\x04node\x18\v \x01(\tR\x04node\x12D\n" +
+	"\vrequirement\x18\x14 \x01(\v2\".agentplane.v1.ApprovalRequirementR\vrequirementB\t\n" +
+	"\arequest\"\xe8\x05\n" +
+	"\x13ApprovalRequirement\x12\x12\n" +
+	"\x04rule\x18\x01 \x01(\tR\x04rule\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x16\n" +
+	"\x06quorum\x18\x03 \x01(\x05R\x06quorum\x12#\n" +
+	"\rreject_quorum\x18\x04 \x01(\x05R\frejectQuorum\x120\n" +
+	"\x14separation_of_duties\x18\x05 \x01(\bR\x12separationOfDuties\x12\x1d\n" +
+	"\n" +
+	"started_by\x18\x06 \x01(\tR\tstartedBy\x125\n" +
+	"\tapprovals\x18\a \x03(\v2\x17.agentplane.v1.ApprovalR\tapprovals\x127\n" +
+	"\n" +
+	"rejections\x18\b \x03(\v2\x17.agentplane.v1.ApprovalR\n" +
+	"rejections\x127\n" +
+	"\x15edited_arguments_json\x18\t \x01(\tH\x00R\x13editedArgumentsJson\x88\x01\x01\x12,\n" +
+	"\x12review_args_digest\x18\n" +
+	" \x01(\tR\x10reviewArgsDigest\x12;\n" +
+	"\vremind_time\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"remindTime\x12?\n" +
+	"\rescalate_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\fescalateTime\x12)\n" +
+	"\x10escalation_group\x18\r \x01(\tR\x0fescalationGroup\x12\x1a\n" +
+	"\breminded\x18\x0e \x01(\bR\breminded\x12\x1c\n" +
+	"\tescalated\x18\x0f \x01(\bR\tescalated\x12\x1a\n" +
+	"\beligible\x18\x10 \x03(\tR\beligible\x12)\n" +
+	"\x10approvals_needed\x18\x11 \x01(\x05R\x0fapprovalsNeededB\x18\n" +
+	"\x16_edited_arguments_json\"\xec\x01\n" +
+	"\bApproval\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x18\n" +
+	"\achannel\x18\x02 \x01(\tR\achannel\x12.\n" +
+	"\x04time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x1f\n" +
+	"\vargs_digest\x18\x04 \x01(\tR\n" +
+	"argsDigest\x12\x1b\n" +
+	"\x06reason\x18\x05 \x01(\tH\x00R\x06reason\x88\x01\x01\x12/\n" +
+	"\x04type\x18\x06 \x01(\x0e2\x1b.agentplane.v1.DecisionTypeR\x04typeB\t\n" +
+	"\a_reason\"\xc2\x02\n" +
 	"\x0fApprovalRequest\x12!\n" +
 	"\finterrupt_id\x18\x01 \x01(\tR\vinterruptId\x12\x1b\n" +
 	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12.\n" +
@@ -1454,7 +2058,7 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\x0eoriginal_input\x18\x04 \x01(\tH\x01R\roriginalInput\x88\x01\x01\x12\x12\n" +
 	"\x04tags\x18\x05 \x03(\tR\x04tagsB\r\n" +
 	"\v_session_idB\x11\n" +
-	"\x0f_original_input\"\xeb\x03\n" +
+	"\x0f_original_input\"\x85\x04\n" +
 	"\bDecision\x12/\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1b.agentplane.v1.DecisionTypeR\x04type\x12\x1b\n" +
 	"\x06reason\x18\x02 \x01(\tH\x00R\x06reason\x88\x01\x01\x12*\n" +
@@ -1470,9 +2074,32 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\finterrupt_id\x18\n" +
 	" \x01(\tR\vinterruptId\x12%\n" +
 	"\x0earguments_json\x18\v \x01(\tR\rargumentsJson\x12\x17\n" +
-	"\acall_id\x18\f \x01(\tR\x06callIdB\t\n" +
+	"\acall_id\x18\f \x01(\tR\x06callId\x12\x18\n" +
+	"\achannel\x18\x14 \x01(\tR\achannelB\t\n" +
 	"\a_reasonB\x0f\n" +
-	"\r_model_reasonJ\x04\b\x03\x10\x04R\x04args*x\n" +
+	"\r_model_reasonJ\x04\b\x03\x10\x04R\x04args\"\xc8\x04\n" +
+	"\vAuditRecord\x12\x19\n" +
+	"\baudit_id\x18\x01 \x01(\tR\aauditId\x12\x16\n" +
+	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x17\n" +
+	"\atask_id\x18\x03 \x01(\tR\x06taskId\x12!\n" +
+	"\finterrupt_id\x18\x04 \x01(\tR\vinterruptId\x12\x1b\n" +
+	"\ttool_name\x18\x05 \x01(\tR\btoolName\x122\n" +
+	"\x06action\x18\x06 \x01(\x0e2\x1a.agentplane.v1.AuditActionR\x06action\x12\x1c\n" +
+	"\tprincipal\x18\a \x01(\tR\tprincipal\x12\x18\n" +
+	"\achannel\x18\b \x01(\tR\achannel\x12.\n" +
+	"\x04time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x1f\n" +
+	"\vargs_digest\x18\n" +
+	" \x01(\tR\n" +
+	"argsDigest\x12\x1b\n" +
+	"\x06reason\x18\v \x01(\tH\x00R\x06reason\x88\x01\x01\x125\n" +
+	"\x06source\x18\f \x01(\x0e2\x1d.agentplane.v1.DecisionSourceR\x06source\x12\x1a\n" +
+	"\bresolved\x18\r \x01(\bR\bresolved\x12\x12\n" +
+	"\x04rule\x18\x0e \x01(\tR\x04rule\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x0f \x01(\tR\trequestId\x12,\n" +
+	"\x12result_args_digest\x18\x10 \x01(\tR\x10resultArgsDigest\x12\x14\n" +
+	"\x05group\x18\x11 \x01(\tR\x05groupB\t\n" +
+	"\a_reason*x\n" +
 	"\vGateOutcome\x12\x1c\n" +
 	"\x18GATE_OUTCOME_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12GATE_OUTCOME_ALLOW\x10\x01\x12\x1a\n" +
@@ -1499,7 +2126,14 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\x1dDECISION_SOURCE_HITL_DISABLED\x10\x03\x12\x1c\n" +
 	"\x18DECISION_SOURCE_CONTINUE\x10\x04\x12\x1a\n" +
 	"\x16DECISION_SOURCE_POLICY\x10\x05\x12\x1e\n" +
-	"\x1aDECISION_SOURCE_TASK_ENDED\x10\x06BAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
+	"\x1aDECISION_SOURCE_TASK_ENDED\x10\x06*\xa9\x01\n" +
+	"\vAuditAction\x12\x1c\n" +
+	"\x18AUDIT_ACTION_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14AUDIT_ACTION_APPROVE\x10\x01\x12\x17\n" +
+	"\x13AUDIT_ACTION_REJECT\x10\x02\x12\x15\n" +
+	"\x11AUDIT_ACTION_EDIT\x10\x03\x12\x17\n" +
+	"\x13AUDIT_ACTION_REMIND\x10\x04\x12\x19\n" +
+	"\x15AUDIT_ACTION_ESCALATE\x10\x05BAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (
 	file_agentplane_v1_hitl_proto_rawDescOnce sync.Once
@@ -1513,54 +2147,68 @@ func file_agentplane_v1_hitl_proto_rawDescGZIP() []byte {
 	return file_agentplane_v1_hitl_proto_rawDescData
 }
 
-var file_agentplane_v1_hitl_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_agentplane_v1_hitl_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_agentplane_v1_hitl_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_agentplane_v1_hitl_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_agentplane_v1_hitl_proto_goTypes = []any{
 	(GateOutcome)(0),              // 0: agentplane.v1.GateOutcome
 	(InterruptKind)(0),            // 1: agentplane.v1.InterruptKind
 	(InterruptState)(0),           // 2: agentplane.v1.InterruptState
 	(DecisionType)(0),             // 3: agentplane.v1.DecisionType
 	(DecisionSource)(0),           // 4: agentplane.v1.DecisionSource
-	(*InterruptPolicy)(nil),       // 5: agentplane.v1.InterruptPolicy
-	(*ToolListPolicy)(nil),        // 6: agentplane.v1.ToolListPolicy
-	(*TagList)(nil),               // 7: agentplane.v1.TagList
-	(*PredicatePolicy)(nil),       // 8: agentplane.v1.PredicatePolicy
-	(*ToolGated)(nil),             // 9: agentplane.v1.ToolGated
-	(*Interrupt)(nil),             // 10: agentplane.v1.Interrupt
-	(*ApprovalRequest)(nil),       // 11: agentplane.v1.ApprovalRequest
-	(*TurnEndRequest)(nil),        // 12: agentplane.v1.TurnEndRequest
-	(*ToolOutputRequest)(nil),     // 13: agentplane.v1.ToolOutputRequest
-	(*ApprovalContext)(nil),       // 14: agentplane.v1.ApprovalContext
-	(*Decision)(nil),              // 15: agentplane.v1.Decision
-	nil,                           // 16: agentplane.v1.ToolListPolicy.TagsEntry
-	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
+	(AuditAction)(0),              // 5: agentplane.v1.AuditAction
+	(*InterruptPolicy)(nil),       // 6: agentplane.v1.InterruptPolicy
+	(*ToolListPolicy)(nil),        // 7: agentplane.v1.ToolListPolicy
+	(*TagList)(nil),               // 8: agentplane.v1.TagList
+	(*PredicatePolicy)(nil),       // 9: agentplane.v1.PredicatePolicy
+	(*ToolGated)(nil),             // 10: agentplane.v1.ToolGated
+	(*Interrupt)(nil),             // 11: agentplane.v1.Interrupt
+	(*ApprovalRequirement)(nil),   // 12: agentplane.v1.ApprovalRequirement
+	(*Approval)(nil),              // 13: agentplane.v1.Approval
+	(*ApprovalRequest)(nil),       // 14: agentplane.v1.ApprovalRequest
+	(*TurnEndRequest)(nil),        // 15: agentplane.v1.TurnEndRequest
+	(*ToolOutputRequest)(nil),     // 16: agentplane.v1.ToolOutputRequest
+	(*ApprovalContext)(nil),       // 17: agentplane.v1.ApprovalContext
+	(*Decision)(nil),              // 18: agentplane.v1.Decision
+	(*AuditRecord)(nil),           // 19: agentplane.v1.AuditRecord
+	nil,                           // 20: agentplane.v1.ToolListPolicy.TagsEntry
+	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
 }
 var file_agentplane_v1_hitl_proto_depIdxs = []int32{
-	6,  // 0: agentplane.v1.InterruptPolicy.allowlist:type_name -> agentplane.v1.ToolListPolicy
-	6,  // 1: agentplane.v1.InterruptPolicy.denylist:type_name -> agentplane.v1.ToolListPolicy
-	8,  // 2: agentplane.v1.InterruptPolicy.predicate:type_name -> agentplane.v1.PredicatePolicy
-	16, // 3: agentplane.v1.ToolListPolicy.tags:type_name -> agentplane.v1.ToolListPolicy.TagsEntry
+	7,  // 0: agentplane.v1.InterruptPolicy.allowlist:type_name -> agentplane.v1.ToolListPolicy
+	7,  // 1: agentplane.v1.InterruptPolicy.denylist:type_name -> agentplane.v1.ToolListPolicy
+	9,  // 2: agentplane.v1.InterruptPolicy.predicate:type_name -> agentplane.v1.PredicatePolicy
+	20, // 3: agentplane.v1.ToolListPolicy.tags:type_name -> agentplane.v1.ToolListPolicy.TagsEntry
 	0,  // 4: agentplane.v1.ToolGated.outcome:type_name -> agentplane.v1.GateOutcome
 	1,  // 5: agentplane.v1.Interrupt.kind:type_name -> agentplane.v1.InterruptKind
 	2,  // 6: agentplane.v1.Interrupt.state:type_name -> agentplane.v1.InterruptState
-	11, // 7: agentplane.v1.Interrupt.approval:type_name -> agentplane.v1.ApprovalRequest
-	12, // 8: agentplane.v1.Interrupt.turn_end:type_name -> agentplane.v1.TurnEndRequest
-	13, // 9: agentplane.v1.Interrupt.tool_output:type_name -> agentplane.v1.ToolOutputRequest
-	17, // 10: agentplane.v1.Interrupt.deadline:type_name -> google.protobuf.Timestamp
-	15, // 11: agentplane.v1.Interrupt.decision:type_name -> agentplane.v1.Decision
-	14, // 12: agentplane.v1.ApprovalRequest.context:type_name -> agentplane.v1.ApprovalContext
-	17, // 13: agentplane.v1.ApprovalRequest.request_time:type_name -> google.protobuf.Timestamp
-	17, // 14: agentplane.v1.TurnEndRequest.request_time:type_name -> google.protobuf.Timestamp
-	17, // 15: agentplane.v1.ToolOutputRequest.request_time:type_name -> google.protobuf.Timestamp
-	3,  // 16: agentplane.v1.Decision.type:type_name -> agentplane.v1.DecisionType
-	17, // 17: agentplane.v1.Decision.decide_time:type_name -> google.protobuf.Timestamp
-	4,  // 18: agentplane.v1.Decision.source:type_name -> agentplane.v1.DecisionSource
-	7,  // 19: agentplane.v1.ToolListPolicy.TagsEntry.value:type_name -> agentplane.v1.TagList
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	14, // 7: agentplane.v1.Interrupt.approval:type_name -> agentplane.v1.ApprovalRequest
+	15, // 8: agentplane.v1.Interrupt.turn_end:type_name -> agentplane.v1.TurnEndRequest
+	16, // 9: agentplane.v1.Interrupt.tool_output:type_name -> agentplane.v1.ToolOutputRequest
+	21, // 10: agentplane.v1.Interrupt.deadline:type_name -> google.protobuf.Timestamp
+	18, // 11: agentplane.v1.Interrupt.decision:type_name -> agentplane.v1.Decision
+	12, // 12: agentplane.v1.Interrupt.requirement:type_name -> agentplane.v1.ApprovalRequirement
+	13, // 13: agentplane.v1.ApprovalRequirement.approvals:type_name -> agentplane.v1.Approval
+	13, // 14: agentplane.v1.ApprovalRequirement.rejections:type_name -> agentplane.v1.Approval
+	21, // 15: agentplane.v1.ApprovalRequirement.remind_time:type_name -> google.protobuf.Timestamp
+	21, // 16: agentplane.v1.ApprovalRequirement.escalate_time:type_name -> google.protobuf.Timestamp
+	21, // 17: agentplane.v1.Approval.time:type_name -> google.protobuf.Timestamp
+	3,  // 18: agentplane.v1.Approval.type:type_name -> agentplane.v1.DecisionType
+	17, // 19: agentplane.v1.ApprovalRequest.context:type_name -> agentplane.v1.ApprovalContext
+	21, // 20: agentplane.v1.ApprovalRequest.request_time:type_name -> google.protobuf.Timestamp
+	21, // 21: agentplane.v1.TurnEndRequest.request_time:type_name -> google.protobuf.Timestamp
+	21, // 22: agentplane.v1.ToolOutputRequest.request_time:type_name -> google.protobuf.Timestamp
+	3,  // 23: agentplane.v1.Decision.type:type_name -> agentplane.v1.DecisionType
+	21, // 24: agentplane.v1.Decision.decide_time:type_name -> google.protobuf.Timestamp
+	4,  // 25: agentplane.v1.Decision.source:type_name -> agentplane.v1.DecisionSource
+	5,  // 26: agentplane.v1.AuditRecord.action:type_name -> agentplane.v1.AuditAction
+	21, // 27: agentplane.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
+	4,  // 28: agentplane.v1.AuditRecord.source:type_name -> agentplane.v1.DecisionSource
+	8,  // 29: agentplane.v1.ToolListPolicy.TagsEntry.value:type_name -> agentplane.v1.TagList
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_hitl_proto_init() }
@@ -1583,13 +2231,16 @@ func file_agentplane_v1_hitl_proto_init() {
 	file_agentplane_v1_hitl_proto_msgTypes[8].OneofWrappers = []any{}
 	file_agentplane_v1_hitl_proto_msgTypes[9].OneofWrappers = []any{}
 	file_agentplane_v1_hitl_proto_msgTypes[10].OneofWrappers = []any{}
+	file_agentplane_v1_hitl_proto_msgTypes[11].OneofWrappers = []any{}
+	file_agentplane_v1_hitl_proto_msgTypes[12].OneofWrappers = []any{}
+	file_agentplane_v1_hitl_proto_msgTypes[13].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_hitl_proto_rawDesc), len(file_agentplane_v1_hitl_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   12,
+			NumEnums:      6,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

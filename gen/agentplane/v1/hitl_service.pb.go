@@ -10,6 +10,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -21,6 +22,145 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
+
+// ListAuditRecordsRequest filters and pages the audit log.
+type ListAuditRecordsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Maximum records per page; 0 means 50; capped at 500. A page may hold fewer (at
+	// most about 1 MiB of records, and at most 10000 records scanned for the filters)
+	// and still carry a token.
+	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Opaque token from a previous response (with the same filters).
+	PageToken string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Only records at or after this time.
+	Since *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
+	// Only records of this interrupt.
+	InterruptId string `protobuf:"bytes,4,opt,name=interrupt_id,json=interruptId,proto3" json:"interrupt_id,omitempty"`
+	// Only records of this task.
+	TaskId        string `protobuf:"bytes,5,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditRecordsRequest) Reset() {
+	*x = ListAuditRecordsRequest{}
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditRecordsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditRecordsRequest) ProtoMessage() {}
+
+func (x *ListAuditRecordsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditRecordsRequest.ProtoReflect.Descriptor instead.
+func (*ListAuditRecordsRequest) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ListAuditRecordsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListAuditRecordsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListAuditRecordsRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *ListAuditRecordsRequest) GetInterruptId() string {
+	if x != nil {
+		return x.InterruptId
+	}
+	return ""
+}
+
+func (x *ListAuditRecordsRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+// ListAuditRecordsResponse is one page of the audit log.
+type ListAuditRecordsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Records, oldest first.
+	Records []*AuditRecord `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	// Token for the next page; empty at the end.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditRecordsResponse) Reset() {
+	*x = ListAuditRecordsResponse{}
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditRecordsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditRecordsResponse) ProtoMessage() {}
+
+func (x *ListAuditRecordsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditRecordsResponse.ProtoReflect.Descriptor instead.
+func (*ListAuditRecordsResponse) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ListAuditRecordsResponse) GetRecords() []*AuditRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *ListAuditRecordsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
 
 // ListInterruptsRequest filters and pages the inbox.
 type ListInterruptsRequest struct {
@@ -50,7 +190,7 @@ type ListInterruptsRequest struct {
 
 func (x *ListInterruptsRequest) Reset() {
 	*x = ListInterruptsRequest{}
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[0]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -62,7 +202,7 @@ func (x *ListInterruptsRequest) String() string {
 func (*ListInterruptsRequest) ProtoMessage() {}
 
 func (x *ListInterruptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[0]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -75,7 +215,7 @@ func (x *ListInterruptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListInterruptsRequest.ProtoReflect.Descriptor instead.
 func (*ListInterruptsRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{0}
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ListInterruptsRequest) GetPageSize() int32 {
@@ -147,7 +287,7 @@ type ListInterruptsResponse struct {
 
 func (x *ListInterruptsResponse) Reset() {
 	*x = ListInterruptsResponse{}
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[1]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -159,7 +299,7 @@ func (x *ListInterruptsResponse) String() string {
 func (*ListInterruptsResponse) ProtoMessage() {}
 
 func (x *ListInterruptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[1]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -172,7 +312,7 @@ func (x *ListInterruptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListInterruptsResponse.ProtoReflect.Descriptor instead.
 func (*ListInterruptsResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{1}
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ListInterruptsResponse) GetInterrupts() []*Interrupt {
@@ -200,7 +340,7 @@ type GetInterruptRequest struct {
 
 func (x *GetInterruptRequest) Reset() {
 	*x = GetInterruptRequest{}
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[2]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -212,7 +352,7 @@ func (x *GetInterruptRequest) String() string {
 func (*GetInterruptRequest) ProtoMessage() {}
 
 func (x *GetInterruptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[2]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -225,7 +365,7 @@ func (x *GetInterruptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInterruptRequest.ProtoReflect.Descriptor instead.
 func (*GetInterruptRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{2}
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetInterruptRequest) GetInterruptId() string {
@@ -246,7 +386,7 @@ type GetInterruptResponse struct {
 
 func (x *GetInterruptResponse) Reset() {
 	*x = GetInterruptResponse{}
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[3]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -258,7 +398,7 @@ func (x *GetInterruptResponse) String() string {
 func (*GetInterruptResponse) ProtoMessage() {}
 
 func (x *GetInterruptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[3]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -271,7 +411,7 @@ func (x *GetInterruptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInterruptResponse.ProtoReflect.Descriptor instead.
 func (*GetInterruptResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{3}
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetInterruptResponse) GetInterrupt() *Interrupt {
@@ -301,7 +441,7 @@ type ResolveInterruptRequest struct {
 	// mutating calls on the interrupt's task; recommended. A retry with the same
 	// request_id and the same request returns the interrupt as resolved by the first
 	// call, instead of INTERRUPT_ALREADY_RESOLVED; the same request_id with a different
-	// request is ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
+	// request, or from another principal, is ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
 	RequestId     string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -309,7 +449,7 @@ type ResolveInterruptRequest struct {
 
 func (x *ResolveInterruptRequest) Reset() {
 	*x = ResolveInterruptRequest{}
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[4]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -321,7 +461,7 @@ func (x *ResolveInterruptRequest) String() string {
 func (*ResolveInterruptRequest) ProtoMessage() {}
 
 func (x *ResolveInterruptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[4]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -334,7 +474,7 @@ func (x *ResolveInterruptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveInterruptRequest.ProtoReflect.Descriptor instead.
 func (*ResolveInterruptRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{4}
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ResolveInterruptRequest) GetInterruptId() string {
@@ -428,7 +568,7 @@ type ApproveDecision struct {
 
 func (x *ApproveDecision) Reset() {
 	*x = ApproveDecision{}
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[5]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -440,7 +580,7 @@ func (x *ApproveDecision) String() string {
 func (*ApproveDecision) ProtoMessage() {}
 
 func (x *ApproveDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[5]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -453,7 +593,7 @@ func (x *ApproveDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveDecision.ProtoReflect.Descriptor instead.
 func (*ApproveDecision) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{5}
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ApproveDecision) GetReason() string {
@@ -474,7 +614,7 @@ type RejectDecision struct {
 
 func (x *RejectDecision) Reset() {
 	*x = RejectDecision{}
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[6]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -486,7 +626,7 @@ func (x *RejectDecision) String() string {
 func (*RejectDecision) ProtoMessage() {}
 
 func (x *RejectDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[6]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -499,7 +639,7 @@ func (x *RejectDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectDecision.ProtoReflect.Descriptor instead.
 func (*RejectDecision) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{6}
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RejectDecision) GetReason() string {
@@ -523,7 +663,7 @@ type EditDecision struct {
 
 func (x *EditDecision) Reset() {
 	*x = EditDecision{}
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[7]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -535,7 +675,7 @@ func (x *EditDecision) String() string {
 func (*EditDecision) ProtoMessage() {}
 
 func (x *EditDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[7]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -548,7 +688,7 @@ func (x *EditDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditDecision.ProtoReflect.Descriptor instead.
 func (*EditDecision) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{7}
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *EditDecision) GetReason() string {
@@ -576,7 +716,7 @@ type ResolveInterruptResponse struct {
 
 func (x *ResolveInterruptResponse) Reset() {
 	*x = ResolveInterruptResponse{}
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[8]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -588,7 +728,7 @@ func (x *ResolveInterruptResponse) String() string {
 func (*ResolveInterruptResponse) ProtoMessage() {}
 
 func (x *ResolveInterruptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[8]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -601,7 +741,7 @@ func (x *ResolveInterruptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveInterruptResponse.ProtoReflect.Descriptor instead.
 func (*ResolveInterruptResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{8}
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ResolveInterruptResponse) GetInterrupt() *Interrupt {
@@ -615,7 +755,17 @@ var File_agentplane_v1_hitl_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_hitl_service_proto_rawDesc = "" +
 	"\n" +
-	" agentplane/v1/hitl_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x1egoogle/protobuf/duration.proto\"\xd2\x02\n" +
+	" agentplane/v1/hitl_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc3\x01\n" +
+	"\x17ListAuditRecordsRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\x120\n" +
+	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x12!\n" +
+	"\finterrupt_id\x18\x04 \x01(\tR\vinterruptId\x12\x17\n" +
+	"\atask_id\x18\x05 \x01(\tR\x06taskId\"x\n" +
+	"\x18ListAuditRecordsResponse\x124\n" +
+	"\arecords\x18\x01 \x03(\v2\x1a.agentplane.v1.AuditRecordR\arecords\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xd2\x02\n" +
 	"\x15ListInterruptsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -656,11 +806,12 @@ const file_agentplane_v1_hitl_service_proto_rawDesc = "" +
 	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJsonB\t\n" +
 	"\a_reasonJ\x04\b\x01\x10\x02R\x04args\"R\n" +
 	"\x18ResolveInterruptResponse\x126\n" +
-	"\tinterrupt\x18\x01 \x01(\v2\x18.agentplane.v1.InterruptR\tinterrupt2\xb9\x02\n" +
+	"\tinterrupt\x18\x01 \x01(\v2\x18.agentplane.v1.InterruptR\tinterrupt2\xa3\x03\n" +
 	"\vHitlService\x12b\n" +
 	"\x0eListInterrupts\x12$.agentplane.v1.ListInterruptsRequest\x1a%.agentplane.v1.ListInterruptsResponse\"\x03\x90\x02\x01\x12\\\n" +
 	"\fGetInterrupt\x12\".agentplane.v1.GetInterruptRequest\x1a#.agentplane.v1.GetInterruptResponse\"\x03\x90\x02\x01\x12h\n" +
-	"\x10ResolveInterrupt\x12&.agentplane.v1.ResolveInterruptRequest\x1a'.agentplane.v1.ResolveInterruptResponse\"\x03\x90\x02\x02BAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
+	"\x10ResolveInterrupt\x12&.agentplane.v1.ResolveInterruptRequest\x1a'.agentplane.v1.ResolveInterruptResponse\"\x03\x90\x02\x02\x12h\n" +
+	"\x10ListAuditRecords\x12&.agentplane.v1.ListAuditRecordsRequest\x1a'.agentplane.v1.ListAuditRecordsResponse\"\x03\x90\x02\x01BAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (
 	file_agentplane_v1_hitl_service_proto_rawDescOnce sync.Once
@@ -674,43 +825,51 @@ func file_agentplane_v1_hitl_service_proto_rawDescGZIP() []byte {
 	return file_agentplane_v1_hitl_service_proto_rawDescData
 }
 
-var file_agentplane_v1_hitl_service_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_agentplane_v1_hitl_service_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_agentplane_v1_hitl_service_proto_goTypes = []any{
-	(*ListInterruptsRequest)(nil),    // 0: agentplane.v1.ListInterruptsRequest
-	(*ListInterruptsResponse)(nil),   // 1: agentplane.v1.ListInterruptsResponse
-	(*GetInterruptRequest)(nil),      // 2: agentplane.v1.GetInterruptRequest
-	(*GetInterruptResponse)(nil),     // 3: agentplane.v1.GetInterruptResponse
-	(*ResolveInterruptRequest)(nil),  // 4: agentplane.v1.ResolveInterruptRequest
-	(*ApproveDecision)(nil),          // 5: agentplane.v1.ApproveDecision
-	(*RejectDecision)(nil),           // 6: agentplane.v1.RejectDecision
-	(*EditDecision)(nil),             // 7: agentplane.v1.EditDecision
-	(*ResolveInterruptResponse)(nil), // 8: agentplane.v1.ResolveInterruptResponse
-	(*durationpb.Duration)(nil),      // 9: google.protobuf.Duration
-	(InterruptKind)(0),               // 10: agentplane.v1.InterruptKind
-	(InterruptState)(0),              // 11: agentplane.v1.InterruptState
-	(*Interrupt)(nil),                // 12: agentplane.v1.Interrupt
+	(*ListAuditRecordsRequest)(nil),  // 0: agentplane.v1.ListAuditRecordsRequest
+	(*ListAuditRecordsResponse)(nil), // 1: agentplane.v1.ListAuditRecordsResponse
+	(*ListInterruptsRequest)(nil),    // 2: agentplane.v1.ListInterruptsRequest
+	(*ListInterruptsResponse)(nil),   // 3: agentplane.v1.ListInterruptsResponse
+	(*GetInterruptRequest)(nil),      // 4: agentplane.v1.GetInterruptRequest
+	(*GetInterruptResponse)(nil),     // 5: agentplane.v1.GetInterruptResponse
+	(*ResolveInterruptRequest)(nil),  // 6: agentplane.v1.ResolveInterruptRequest
+	(*ApproveDecision)(nil),          // 7: agentplane.v1.ApproveDecision
+	(*RejectDecision)(nil),           // 8: agentplane.v1.RejectDecision
+	(*EditDecision)(nil),             // 9: agentplane.v1.EditDecision
+	(*ResolveInterruptResponse)(nil), // 10: agentplane.v1.ResolveInterruptResponse
+	(*timestamppb.Timestamp)(nil),    // 11: google.protobuf.Timestamp
+	(*AuditRecord)(nil),              // 12: agentplane.v1.AuditRecord
+	(*durationpb.Duration)(nil),      // 13: google.protobuf.Duration
+	(InterruptKind)(0),               // 14: agentplane.v1.InterruptKind
+	(InterruptState)(0),              // 15: agentplane.v1.InterruptState
+	(*Interrupt)(nil),                // 16: agentplane.v1.Interrupt
 }
 var file_agentplane_v1_hitl_service_proto_depIdxs = []int32{
-	9,  // 0: agentplane.v1.ListInterruptsRequest.min_age:type_name -> google.protobuf.Duration
-	10, // 1: agentplane.v1.ListInterruptsRequest.kinds:type_name -> agentplane.v1.InterruptKind
-	11, // 2: agentplane.v1.ListInterruptsRequest.states:type_name -> agentplane.v1.InterruptState
-	12, // 3: agentplane.v1.ListInterruptsResponse.interrupts:type_name -> agentplane.v1.Interrupt
-	12, // 4: agentplane.v1.GetInterruptResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	5,  // 5: agentplane.v1.ResolveInterruptRequest.approve:type_name -> agentplane.v1.ApproveDecision
-	6,  // 6: agentplane.v1.ResolveInterruptRequest.reject:type_name -> agentplane.v1.RejectDecision
-	7,  // 7: agentplane.v1.ResolveInterruptRequest.edit:type_name -> agentplane.v1.EditDecision
-	12, // 8: agentplane.v1.ResolveInterruptResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	0,  // 9: agentplane.v1.HitlService.ListInterrupts:input_type -> agentplane.v1.ListInterruptsRequest
-	2,  // 10: agentplane.v1.HitlService.GetInterrupt:input_type -> agentplane.v1.GetInterruptRequest
-	4,  // 11: agentplane.v1.HitlService.ResolveInterrupt:input_type -> agentplane.v1.ResolveInterruptRequest
-	1,  // 12: agentplane.v1.HitlService.ListInterrupts:output_type -> agentplane.v1.ListInterruptsResponse
-	3,  // 13: agentplane.v1.HitlService.GetInterrupt:output_type -> agentplane.v1.GetInterruptResponse
-	8,  // 14: agentplane.v1.HitlService.ResolveInterrupt:output_type -> agentplane.v1.ResolveInterruptResponse
-	12, // [12:15] is the sub-list for method output_type
-	9,  // [9:12] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	11, // 0: agentplane.v1.ListAuditRecordsRequest.since:type_name -> google.protobuf.Timestamp
+	12, // 1: agentplane.v1.ListAuditRecordsResponse.records:type_name -> agentplane.v1.AuditRecord
+	13, // 2: agentplane.v1.ListInterruptsRequest.min_age:type_name -> google.protobuf.Duration
+	14, // 3: agentplane.v1.ListInterruptsRequest.kinds:type_name -> agentplane.v1.InterruptKind
+	15, // 4: agentplane.v1.ListInterruptsRequest.states:type_name -> agentplane.v1.InterruptState
+	16, // 5: agentplane.v1.ListInterruptsResponse.interrupts:type_name -> agentplane.v1.Interrupt
+	16, // 6: agentplane.v1.GetInterruptResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	7,  // 7: agentplane.v1.ResolveInterruptRequest.approve:type_name -> agentplane.v1.ApproveDecision
+	8,  // 8: agentplane.v1.ResolveInterruptRequest.reject:type_name -> agentplane.v1.RejectDecision
+	9,  // 9: agentplane.v1.ResolveInterruptRequest.edit:type_name -> agentplane.v1.EditDecision
+	16, // 10: agentplane.v1.ResolveInterruptResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	2,  // 11: agentplane.v1.HitlService.ListInterrupts:input_type -> agentplane.v1.ListInterruptsRequest
+	4,  // 12: agentplane.v1.HitlService.GetInterrupt:input_type -> agentplane.v1.GetInterruptRequest
+	6,  // 13: agentplane.v1.HitlService.ResolveInterrupt:input_type -> agentplane.v1.ResolveInterruptRequest
+	0,  // 14: agentplane.v1.HitlService.ListAuditRecords:input_type -> agentplane.v1.ListAuditRecordsRequest
+	3,  // 15: agentplane.v1.HitlService.ListInterrupts:output_type -> agentplane.v1.ListInterruptsResponse
+	5,  // 16: agentplane.v1.HitlService.GetInterrupt:output_type -> agentplane.v1.GetInterruptResponse
+	10, // 17: agentplane.v1.HitlService.ResolveInterrupt:output_type -> agentplane.v1.ResolveInterruptResponse
+	1,  // 18: agentplane.v1.HitlService.ListAuditRecords:output_type -> agentplane.v1.ListAuditRecordsResponse
+	15, // [15:19] is the sub-list for method output_type
+	11, // [11:15] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_hitl_service_proto_init() }
@@ -719,20 +878,20 @@ func file_agentplane_v1_hitl_service_proto_init() {
 		return
 	}
 	file_agentplane_v1_hitl_proto_init()
-	file_agentplane_v1_hitl_service_proto_msgTypes[4].OneofWrappers = []any{
+	file_agentplane_v1_hitl_service_proto_msgTypes[6].OneofWrappers = []any{
 		(*ResolveInterruptRequest_Approve)(nil),
 		(*ResolveInterruptRequest_Reject)(nil),
 		(*ResolveInterruptRequest_Edit)(nil),
 	}
-	file_agentplane_v1_hitl_service_proto_msgTypes[5].OneofWrappers = []any{}
 	file_agentplane_v1_hitl_service_proto_msgTypes[7].OneofWrappers = []any{}
+	file_agentplane_v1_hitl_service_proto_msgTypes[9].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_hitl_service_proto_rawDesc), len(file_agentplane_v1_hitl_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

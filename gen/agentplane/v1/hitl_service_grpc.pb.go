@@ -22,6 +22,7 @@ const (
 	HitlService_ListInterrupts_FullMethodName   = "/agentplane.v1.HitlService/ListInterrupts"
 	HitlService_GetInterrupt_FullMethodName     = "/agentplane.v1.HitlService/GetInterrupt"
 	HitlService_ResolveInterrupt_FullMethodName = "/agentplane.v1.HitlService/ResolveInterrupt"
+	HitlService_ListAuditRecords_FullMethodName = "/agentplane.v1.HitlService/ListAuditRecords"
 )
 
 // HitlServiceClient is the client API for HitlService service.
@@ -42,6 +43,10 @@ type HitlServiceClient interface {
 	// FAILED_PRECONDITION with reason INTERRUPT_ALREADY_RESOLVED. A chat-mode pause is
 	// resolved only by TaskService.ContinueTask.
 	ResolveInterrupt(ctx context.Context, in *ResolveInterruptRequest, opts ...grpc.CallOption) (*ResolveInterruptResponse, error)
+	// ListAuditRecords lists the tenant's approval audit log, oldest first: every
+	// decision on an interrupt with its principal, channel, time, argument digest and
+	// reason, and every escalation step. Paged; since and interrupt_id filter it.
+	ListAuditRecords(ctx context.Context, in *ListAuditRecordsRequest, opts ...grpc.CallOption) (*ListAuditRecordsResponse, error)
 }
 
 type hitlServiceClient struct {
@@ -82,6 +87,16 @@ func (c *hitlServiceClient) ResolveInterrupt(ctx context.Context, in *ResolveInt
 	return out, nil
 }
 
+func (c *hitlServiceClient) ListAuditRecords(ctx context.Context, in *ListAuditRecordsRequest, opts ...grpc.CallOption) (*ListAuditRecordsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListAuditRecordsResponse)
+	err := c.cc.Invoke(ctx, HitlService_ListAuditRecords_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HitlServiceServer is the server API for HitlService service.
 // All implementations must embed UnimplementedHitlServiceServer
 // for forward compatibility.
@@ -100,6 +115,10 @@ type HitlServiceServer interface {
 	// FAILED_PRECONDITION with reason INTERRUPT_ALREADY_RESOLVED. A chat-mode pause is
 	// resolved only by TaskService.ContinueTask.
 	ResolveInterrupt(context.Context, *ResolveInterruptRequest) (*ResolveInterruptResponse, error)
+	// ListAuditRecords lists the tenant's approval audit log, oldest first: every
+	// decision on an interrupt with its principal, channel, time, argument digest and
+	// reason, and every escalation step. Paged; since and interrupt_id filter it.
+	ListAuditRecords(context.Context, *ListAuditRecordsRequest) (*ListAuditRecordsResponse, error)
 	mustEmbedUnimplementedHitlServiceServer()
 }
 
@@ -118,6 +137,9 @@ func (UnimplementedHitlServiceServer) GetInterrupt(context.Context, *GetInterrup
 }
 func (UnimplementedHitlServiceServer) ResolveInterrupt(context.Context, *ResolveInterruptRequest) (*ResolveInterruptResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ResolveInterrupt not implemented")
+}
+func (UnimplementedHitlServiceServer) ListAuditRecords(context.Context, *ListAuditRecordsRequest) (*ListAuditRecordsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListAuditRecords not implemented")
 }
 func (UnimplementedHitlServiceServer) mustEmbedUnimplementedHitlServiceServer() {}
 func (UnimplementedHitlServiceServer) testEmbeddedByValue()                     {}
@@ -194,6 +216,24 @@ func _HitlService_ResolveInterrupt_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _HitlService_ListAuditRecords_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListAuditRecordsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HitlServiceServer).ListAuditRecords(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HitlService_ListAuditRecords_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HitlServiceServer).ListAuditRecords(ctx, req.(*ListAuditRecordsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // HitlService_ServiceDesc is the grpc.ServiceDesc for HitlService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -212,6 +252,10 @@ var HitlService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ResolveInterrupt",
 			Handler:    _HitlService_ResolveInterrupt_Handler,
+		},
+		{
+			MethodName: "ListAuditRecords",
+			Handler:    _HitlService_ListAuditRecords_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -40,6 +40,7 @@ export const rpcs: Readonly<Record<string, RpcPolicy>> = {
   "agentplane.v1.AdminService/RetryWebhookDeadLetter": { idempotency: "IDEMPOTENCY_UNKNOWN", requestId: false, serverStreaming: false },
   "agentplane.v1.CapabilityService/GetCapabilities": { idempotency: "NO_SIDE_EFFECTS", requestId: false, serverStreaming: false },
   "agentplane.v1.HitlService/GetInterrupt": { idempotency: "NO_SIDE_EFFECTS", requestId: false, serverStreaming: false },
+  "agentplane.v1.HitlService/ListAuditRecords": { idempotency: "NO_SIDE_EFFECTS", requestId: false, serverStreaming: false },
   "agentplane.v1.HitlService/ListInterrupts": { idempotency: "NO_SIDE_EFFECTS", requestId: false, serverStreaming: false },
   "agentplane.v1.HitlService/ResolveInterrupt": { idempotency: "IDEMPOTENT", requestId: true, serverStreaming: false },
   "agentplane.v1.RuntimeService/AwaitDecision": { idempotency: "IDEMPOTENT", requestId: false, serverStreaming: true },
@@ -161,6 +162,10 @@ export const Reason = {
   SCHEDULE_REVISION_MISMATCH: "SCHEDULE_REVISION_MISMATCH",
   /** StartTask for a tenant, or a static agent, whose token or cost budget for the current period is spent (`budgets.rules`, docs/budgets.md). */
   BUDGET_EXCEEDED: "BUDGET_EXCEEDED",
+  /** The caller may not decide on this interrupt under its approval rule: not a member of the rule's group (nor, after escalation, of the escalation group), or the principal who started the task under separation of duties. */
+  INTERRUPT_APPROVER_NOT_ELIGIBLE: "INTERRUPT_APPROVER_NOT_ELIGIBLE",
+  /** The caller already decided on this interrupt (through any channel): one person counts once toward a quorum. */
+  INTERRUPT_ALREADY_VOTED: "INTERRUPT_ALREADY_VOTED",
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 

@@ -108,13 +108,13 @@ func (s *Service) CheckToolCall(ctx context.Context, req *agentplanev1.CheckTool
 			}
 			return nil
 		}
-		in, err := s.raise(op, meta, call, res)
+		in, err := s.raise(ctx, op, meta, call, res)
 		if err != nil {
 			return err
 		}
 		resp = &agentplanev1.CheckToolCallResponse{Outcome: res.Outcome, Interrupt: in, Reason: res.Reason}
-		if in.GetDeadline() != nil {
-			deadline = in.GetDeadline().AsTime()
+		if in.GetDeadline() != nil || in.GetRequirement().GetRemindTime() != nil || in.GetRequirement().GetEscalateTime() != nil {
+			deadline = op.Now() // a new timer: the loop looks again
 		}
 		return nil
 	})
@@ -170,9 +170,10 @@ func answerAgain(task *storagev1.TaskRecord, prev *agentplanev1.Interrupt, call 
 }
 
 // raise stores the interrupt of a gated call that has none yet.
-func (s *Service) raise(op *tasks.Op, meta hitl.InterruptMeta, call hitl.Call, res hitl.GateResult) (*agentplanev1.Interrupt, error) {
+func (s *Service) raise(ctx context.Context, op *tasks.Op, meta hitl.InterruptMeta, call hitl.Call, res hitl.GateResult) (*agentplanev1.Interrupt, error) {
 	task := op.Task()
 	in := hitl.NewToolInterrupt(meta, call, res)
+	in.Requirement = s.rules.requirement(ctx, in, task.GetCreatedBy(), task.GetSessionId(), op.Now())
 	// Events are buffered by the Op and checked against the limits first, so that a
 	// refusal happens before anything is written.
 	if err := op.Append(toolGated(call, res, meta.InterruptID)); err != nil {

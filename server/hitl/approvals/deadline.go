@@ -145,12 +145,20 @@ func (s *Service) loop(ctx context.Context, done chan struct{}) {
 			floor = time.Second
 		}
 		sleep := maxDeadlineSleep
+		_, step, err := s.ApplyEscalations(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("applying approval escalations", "error", err)
+			floor = time.Second
+		}
+		if !step.IsZero() {
+			sleep = min(max(step.Sub(s.clock.Now()), floor), maxDeadlineSleep)
+		}
 		if next, err := s.nextDeadline(ctx); err != nil {
 			if ctx.Err() == nil {
 				s.log.Error("reading interrupt deadlines", "error", err)
 			}
 		} else if !next.IsZero() {
-			sleep = min(max(next.Sub(s.clock.Now()), floor), maxDeadlineSleep)
+			sleep = min(sleep, max(next.Sub(s.clock.Now()), floor))
 		}
 		if !timer.Stop() {
 			select {

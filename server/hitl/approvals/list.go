@@ -71,6 +71,10 @@ func (s *Service) ListInterrupts(ctx context.Context, tenant string, req *agentp
 	if err != nil {
 		return nil, err
 	}
+	now := s.clock.Now()
+	for i, in := range out {
+		out[i] = s.decorate(in, now)
+	}
 	return &agentplanev1.ListInterruptsResponse{Interrupts: out, NextPageToken: s.tokens.Seal(scope, next)}, nil
 }
 

@@ -2,8 +2,11 @@ package approvals
 
 import (
 	"context"
+	"crypto/sha256"
+	"errors"
 	"time"
 
+	"github.com/agentplane/agentplane/api/reasons"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/hitl"
@@ -30,7 +33,8 @@ import (
 //
 // With a request_id, a retry of a call that resolved the interrupt returns the
 // interrupt as it is (resolved by that call) instead of INTERRUPT_ALREADY_RESOLVED; the
-// same request_id with another request is ALREADY_EXISTS (TASK_REQUEST_ID_REUSED).
+// same request_id with another request, or from another principal, is ALREADY_EXISTS
+// (TASK_REQUEST_ID_REUSED).
 func (s *Service) ResolveInterrupt(ctx context.Context, tenant, principal string, req *agentplanev1.ResolveInterruptRequest) (*agentplanev1.Interrupt, error) {
 	if err := hitl.CheckResolveRequest(req); err != nil {
 		return nil, err
@@ -39,7 +43,15 @@ func (s *Service) ResolveInterrupt(ctx context.Context, tenant, principal string
 	if err != nil {
 		return nil, err
 	}
+	if once.ID != "" {
+		// A request id is its principal's: another principal sending the same request
+		// under it is refused (TASK_REQUEST_ID_REUSED), not answered with the first
+		// caller's result as though it had decided, nor counted toward a quorum.
+		h := sha256.Sum256(append(append(once.Digest, 0), principal...))
+		once.Digest = h[:len(once.Digest)]
+	}
 	id := req.GetInterruptId()
+	ch := hitl.ChannelFrom(ctx)
 	taskID, err := s.taskOf(ctx, tenant, id)
 	if err != nil {
 		return nil, err
@@ -67,15 +79,24 @@ func (s *Service) ResolveInterrupt(ctx context.Context, tenant, principal string
 		}
 		in := rec.GetInterrupt()
 		schema, hasSchema := hitl.ToolSchema(spec.GetResolvedSpec(), in.GetNode(), in.GetApproval().GetToolName())
-		d, err := hitl.DecideResolve(in, req, hitl.ResolveParams{
+		params := hitl.ResolveParams{
 			Principal:    principal,
 			Now:          op.Now(),
 			Reason:       s.reasonPolicy(spec, in.GetNode()),
 			Schema:       schema,
 			HasSchema:    hasSchema,
 			ValidateArgs: s.validate,
-		})
+		}
+		if in.GetRequirement() != nil {
+			out, err = s.vote(op, rec, req, principal, ch, params)
+			return err
+		}
+		d, err := hitl.DecideResolve(in, req, params)
 		if err != nil {
+			return err
+		}
+		d.Channel = string(ch)
+		if err := s.auditDecision(op, in, d, req.GetRequestId()); err != nil {
 			return err
 		}
 		out, err = s.resolve(op, rec, d)
@@ -91,11 +112,16 @@ func (s *Service) ResolveInterrupt(ctx context.Context, tenant, principal string
 	})
 	switch {
 	case err != nil:
+		if e := (*apierr.Error)(nil); errors.As(err, &e) && (e.Reason == apierr.ReasonApproverNotEligible || e.Reason == apierr.ReasonAlreadyVoted) {
+			// Refused attempts decide nothing and are no audit record; operators see them here.
+			s.log.Warn("decision refused by the approval rule", "tenant", tenant, "interrupt_id", id, "principal", principal,
+				"channel", string(ch), "reason", reasons.Wire(e.Reason))
+		}
 		return nil, err
 	case late != nil:
 		return nil, late
 	}
-	return out, nil
+	return s.decorate(out, s.clock.Now()), nil
 }
 
 // taskOf returns the task of tenant's interrupt id. An interrupt never changes task,
@@ -130,9 +156,13 @@ func (s *Service) GetInterrupt(ctx context.Context, tenant, id string) (*agentpl
 		return nil, err
 	}
 	if rec.GetClosedReason() != "" || !hitl.DeadlinePassed(rec.GetInterrupt(), s.clock.Now()) {
-		return rec.GetInterrupt(), nil
+		return s.decorate(rec.GetInterrupt(), s.clock.Now()), nil
 	}
-	return s.expire(ctx, tenant, rec.GetInterrupt().GetTaskId(), id)
+	in, err := s.expire(ctx, tenant, rec.GetInterrupt().GetTaskId(), id)
+	if err != nil {
+		return nil, err
+	}
+	return s.decorate(in, s.clock.Now()), nil
 }
 
 // expire applies the deadline default to one interrupt, if it is still pending and

@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -33,6 +34,10 @@ type Config struct {
 	// StreamKeepalive is how often a silent AwaitDecision stream sends a keepalive; 0
 	// sends none.
 	StreamKeepalive time.Duration
+	// Groups and Rules are the approvers' groups and the approval rules (quorum,
+	// separation of duties, escalation); New compiles them.
+	Groups []config.ApproverGroup
+	Rules  []config.ApprovalRule
 }
 
 // ConfigFrom takes the approvals settings from the deployment configuration.
@@ -42,6 +47,8 @@ func ConfigFrom(c config.Config) Config {
 		DeadlineApprove:   c.HITL.DeadlineDecision == "approve",
 		MaxUntrustedBytes: c.HITL.MaxUntrustedBytes,
 		StreamKeepalive:   c.Limits.StreamKeepaliveInterval.D(),
+		Groups:            c.HITL.Groups,
+		Rules:             c.HITL.Rules,
 	}
 }
 
@@ -68,6 +75,7 @@ type Service struct {
 	tasks    *tasks.Manager
 	store    store.Store
 	gate     *hitl.Gate
+	rules    *Rules
 	validate hitl.ArgsValidator
 	cfg      Config
 	clock    tasks.Clock
@@ -101,6 +109,10 @@ func New(opts Options) (*Service, error) {
 	case opts.Config.DefaultTimeout < 0 || opts.Config.MaxUntrustedBytes < 1:
 		return nil, errors.New("approvals: Config needs a non-negative default timeout and a positive max_untrusted_bytes")
 	}
+	rules, err := NewRules(opts.Config.Groups, opts.Config.Rules)
+	if err != nil {
+		return nil, fmt.Errorf("approvals: %w", err)
+	}
 	if opts.Clock == nil {
 		opts.Clock = systemClock{}
 	}
@@ -111,6 +123,7 @@ func New(opts Options) (*Service, error) {
 		tasks:    opts.Tasks,
 		store:    opts.Store,
 		gate:     opts.Gate,
+		rules:    rules,
 		validate: opts.ValidateArgs,
 		cfg:      opts.Config,
 		clock:    opts.Clock,
@@ -222,7 +235,15 @@ func (s *Service) applyDeadline(op *tasks.Op, rec *storagev1.InterruptRecord) (*
 	if rec.GetClosedReason() != "" || !hitl.DeadlinePassed(rec.GetInterrupt(), op.Now()) {
 		return nil, false, nil
 	}
-	in, err := s.resolve(op, rec, hitl.DeadlineDecision(rec.GetInterrupt(), s.cfg.DeadlineApprove, op.Now()))
+	// Under an approval rule the default is always reject: approving by the clock would
+	// run a call without the people the rule asks for.
+	approve := s.cfg.DeadlineApprove && rec.GetInterrupt().GetRequirement() == nil
+	d := hitl.DeadlineDecision(rec.GetInterrupt(), approve, op.Now())
+	d.Channel = string(hitl.ChannelSystem)
+	if err := s.auditDecision(op, rec.GetInterrupt(), d, ""); err != nil {
+		return nil, false, err
+	}
+	in, err := s.resolve(op, rec, d)
 	return in, err == nil, err
 }
 

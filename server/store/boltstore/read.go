@@ -193,6 +193,8 @@ func indexBucket(idx store.Index) ([]byte, error) {
 		return schema.PendingInterrupts, nil
 	case store.IndexInterruptDeadlines:
 		return schema.InterruptDeadlines, nil
+	case store.IndexInterruptEscalations:
+		return schema.InterruptEscalations, nil
 	}
 	return nil, fmt.Errorf("store: unknown index %d", idx)
 }

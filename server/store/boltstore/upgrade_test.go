@@ -284,3 +284,91 @@ func TestUpgradeFromVersion4(t *testing.T) {
 		t.Fatalf("schema version %d after the upgrade", v)
 	}
 }
+
+// TestUpgradeFromVersion5 opens a store of version 5 (no audit log, no escalation
+// index) and can write and read the audit log under version 6; what the store held is
+// unchanged.
+func TestUpgradeFromVersion5(t *testing.T) {
+	for _, wal := range []bool{false, true} {
+		t.Run(fmt.Sprintf("wal=%v", wal), func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "agentplane.db")
+			s, err := Open(path, Options{WAL: wal})
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+			if err := s.Update(context.Background(), func(w store.Writer) error { return w.PutTask(storetest.Task("acme", "t1", base)) }); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			files := []string{path}
+			if wal {
+				files = append(files, filepath.Join(dir, checkpointName))
+			}
+			for _, f := range files {
+				toVersion5(t, f)
+			}
+			s, err = Open(path, Options{WAL: wal})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Update(context.Background(), func(w store.Writer) error {
+				return w.PutAudit(storetest.Audit("acme", base, "alice"))
+			}); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			if err := s.View(context.Background(), func(r store.Reader) error {
+				if _, err := r.GetTask("acme", "t1"); err != nil {
+					return err
+				}
+				return r.ScanAudit("acme", "", func(rec *storagev1.AuditRecordEntry) (bool, error) {
+					got = append(got, rec.GetRecord().GetPrincipal())
+					return true, nil
+				})
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got) != "[alice]" {
+				t.Fatalf("audit after the upgrade: %v", got)
+			}
+			if err := s.Check(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// toVersion5 rewrites a version 6 file into version 5's layout: no audit bucket and
+// no escalation index.
+func toVersion5(t *testing.T, path string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *bolt.Tx) error {
+		for _, name := range schema.AuditBuckets {
+			if err := tx.DeleteBucket(name); err != nil {
+				return err
+			}
+		}
+		info := &storagev1.SchemaInfo{}
+		if err := proto.Unmarshal(tx.Bucket(schema.Meta).Get(schema.MetaSchemaKey), info); err != nil {
+			return err
+		}
+		info.Version = 5
+		v, err := proto.Marshal(info)
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(schema.Meta).Put(schema.MetaSchemaKey, v)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -279,6 +279,14 @@ func interruptDeadlineKey(tenant string, rec *storagev1.InterruptRecord) []byte 
 	return schema.TimeKey(tenant, rec.GetInterrupt().GetDeadline().AsTime(), rec.GetInterrupt().GetInterruptId())
 }
 
+func interruptEscalationKey(tenant string, rec *storagev1.InterruptRecord) []byte {
+	due, ok := store.EscalationDue(rec)
+	if !ok {
+		return nil
+	}
+	return schema.TimeKey(tenant, due, rec.GetInterrupt().GetInterruptId())
+}
+
 func isPending(rec *storagev1.InterruptRecord) bool {
 	return rec != nil && rec.GetInterrupt().GetState() == agentplanev1.InterruptState_INTERRUPT_STATE_PENDING &&
 		rec.GetClosedReason() == ""
@@ -315,6 +323,9 @@ func (w *writer) PutInterrupt(rec *storagev1.InterruptRecord) error {
 		return err
 	}
 	if _, err := w.moveIndex(schema.InterruptDeadlines, interruptDeadlineKey(tenant, old), interruptDeadlineKey(tenant, rec)); err != nil {
+		return err
+	}
+	if _, err := w.moveIndex(schema.InterruptEscalations, interruptEscalationKey(tenant, old), interruptEscalationKey(tenant, rec)); err != nil {
 		return err
 	}
 	return w.put(schema.Interrupts, schema.InterruptKey(tenant, id), rec)
@@ -384,6 +395,9 @@ func (w *writer) DeleteTask(tenant, taskID string) (store.Deleted, error) {
 			return d, err
 		}
 		if _, err := w.moveIndex(schema.InterruptDeadlines, interruptDeadlineKey(tenant, in), nil); err != nil {
+			return d, err
+		}
+		if _, err := w.moveIndex(schema.InterruptEscalations, interruptEscalationKey(tenant, in), nil); err != nil {
 			return d, err
 		}
 		if err := w.del(schema.Interrupts, schema.InterruptKey(tenant, id)); err != nil {

@@ -397,3 +397,10 @@ func (s *Store) TaskTenants(ctx context.Context, fn func(tenant string) (bool, e
 		return r.(*reader).tenants("tasks", "create_key", "", fn)
 	})
 }
+
+// AuditTenants lists every tenant that has an audit record, in key order.
+func (s *Store) AuditTenants(ctx context.Context, fn func(tenant string) (bool, error)) error {
+	return s.View(ctx, func(r store.Reader) error {
+		return r.(*reader).tenants("audit", "id_key", "", fn)
+	})
+}

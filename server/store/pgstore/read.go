@@ -319,6 +319,8 @@ func indexColumn(idx store.Index) (table, col string, err error) {
 		return "interrupts", "pending_key", nil
 	case store.IndexInterruptDeadlines:
 		return "interrupts", "deadline_key", nil
+	case store.IndexInterruptEscalations:
+		return "interrupts", "escalation_key", nil
 	}
 	return "", "", fmt.Errorf("store: unknown index %d", idx)
 }

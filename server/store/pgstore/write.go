@@ -363,24 +363,27 @@ func (w *writer) PutInterrupt(rec *storagev1.InterruptRecord) error {
 	if old != nil && (old.GetInterrupt().GetTaskId() != taskID || !proto.Equal(old.GetCreateTime(), rec.GetCreateTime())) {
 		return fmt.Errorf("store: interrupt %s: task_id and create_time are immutable", id)
 	}
-	var pending, deadline []byte
+	var pending, deadline, escalation []byte
 	if isPending(rec) {
 		pending = schema.TimeKey(tenant, rec.GetCreateTime().AsTime(), id)
 		if in.GetDeadline() != nil {
 			deadline = schema.TimeKey(tenant, in.GetDeadline().AsTime(), id)
 		}
 	}
+	if due, ok := store.EscalationDue(rec); ok {
+		escalation = schema.TimeKey(tenant, due, id)
+	}
 	v, err := encode(rec)
 	if err != nil {
 		return err
 	}
 	if old == nil {
-		w.later(`INSERT INTO interrupts (tenant, interrupt_id, task_id, id_key, pending_key, deadline_key, rec)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			tenant, id, taskID, schema.InterruptKey(tenant, id), pending, deadline, v)
+		w.later(`INSERT INTO interrupts (tenant, interrupt_id, task_id, id_key, pending_key, deadline_key, escalation_key, rec)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			tenant, id, taskID, schema.InterruptKey(tenant, id), pending, deadline, escalation, v)
 	} else {
-		w.later("UPDATE interrupts SET pending_key = $3, deadline_key = $4, rec = $5 WHERE tenant = $1 AND interrupt_id = $2",
-			tenant, id, pending, deadline, v)
+		w.later("UPDATE interrupts SET pending_key = $3, deadline_key = $4, escalation_key = $5, rec = $6 WHERE tenant = $1 AND interrupt_id = $2",
+			tenant, id, pending, deadline, escalation, v)
 	}
 	w.t.interrupts[[2]string{tenant, id}] = &interruptState{taskID: taskID, rec: v}
 	return nil

@@ -13,9 +13,10 @@ import (
 // Version 2 keys the run queue by queue name (bucket RunQueue, QueueKey) where version
 // 1 had one queue per tenant (bucket QueueV1, TimeKey). Version 3 adds the webhook
 // outbox (buckets Outbox, OutboxDue, OutboxDead). Version 4 adds schedules (buckets
-// Schedules, SchedulesDue). Version 5 adds the budget
-// counts (bucket Budgets).
-const Version = 5
+// Schedules, SchedulesDue). Version 5 adds the budget counts (bucket Budgets). Version 6
+// adds the approval audit log (bucket Audit) and the escalation index (bucket
+// InterruptEscalations).
+const Version = 6
 
 // OldestUpgradable is the oldest version a store opens (and upgrades) from.
 const OldestUpgradable = 1
@@ -76,7 +77,22 @@ var (
 	SchedulesDue = []byte("schedules_due")
 	// Budgets maps BudgetKey(tenant, budget) to a BudgetUsageRecord.
 	Budgets = []byte("budgets")
+	// Audit maps AuditKey(tenant, audit id) to an AuditRecordEntry: the approval audit
+	// log, append-only.
+	Audit = []byte("audit")
+	// InterruptEscalations indexes pending interrupts under an approval rule by their
+	// next escalation step (store.EscalationDue): TimeKey(due), empty value.
+	InterruptEscalations = []byte("interrupt_escalations")
 )
+
+// AuditBuckets are the buckets version 6 added; the upgrade from 5 (or earlier) creates them
+// (empty: no interrupt of an older version is under an approval rule).
+var AuditBuckets = [][]byte{Audit, InterruptEscalations}
+
+// AuditKey is the key of an audit record: the tenant, then its id (which sorts by time).
+func AuditKey(tenant, id string) []byte {
+	return append(TenantPrefix(tenant), id...)
+}
 
 // OutboxBuckets are the buckets version 3 added; the upgrade from 2 creates them.
 var OutboxBuckets = [][]byte{Outbox, OutboxDue, OutboxDead}
@@ -88,7 +104,8 @@ var ScheduleBuckets = [][]byte{Schedules, SchedulesDue}
 var Buckets = [][]byte{
 	Meta, Tasks, TaskSpecs, TasksByCreate, Requests, Events, RunQueue, LeaseDeadlines, Ended,
 	Interrupts, PendingInterrupts, InterruptDeadlines, InterruptsByTask,
-	Verdicts, Obligations, Counters, Outbox, OutboxDue, OutboxDead, Schedules, SchedulesDue, Budgets,
+	Verdicts, Obligations, Counters, Outbox, OutboxDue, OutboxDead, Schedules, SchedulesDue, Budgets, Audit,
+	InterruptEscalations,
 }
 
 // BudgetBuckets are the buckets version 5 added; the upgrade from 4 (or earlier)

@@ -24,6 +24,8 @@ type Source interface {
 	store.Store
 	// TaskTenants lists every tenant that has a task, in key order.
 	TaskTenants(ctx context.Context, fn func(tenant string) (bool, error)) error
+	// AuditTenants lists every tenant that has an approval audit record, in key order.
+	AuditTenants(ctx context.Context, fn func(tenant string) (bool, error)) error
 }
 
 // Counts is what Copy copied.
@@ -35,6 +37,8 @@ type Counts struct {
 	Schedules int64
 	// Budgets counts the budget counts (one per tenant and budget).
 	Budgets int64
+	// AuditRecords counts the approval audit log's records.
+	AuditRecords int64
 }
 
 // task is every record of one task.
@@ -149,6 +153,17 @@ func Copy(ctx context.Context, src, dst Source) (Counts, error) {
 	if err != nil {
 		return n, err
 	}
+	auditTenants, err := listAuditTenants(ctx, src)
+	if err != nil {
+		return n, err
+	}
+	for _, tenant := range auditTenants {
+		copied, err := copyAudit(ctx, src, dst, tenant)
+		n.AuditRecords += copied
+		if err != nil {
+			return n, err
+		}
+	}
 	for _, state := range []storagev1.OutboxState{storagev1.OutboxState_OUTBOX_STATE_PENDING, storagev1.OutboxState_OUTBOX_STATE_DEAD} {
 		copied, err := copyOutbox(ctx, src, dst, state)
 		n.Notifications += copied
@@ -237,6 +252,55 @@ func copySchedules(ctx context.Context, src, dst Source) (int64, error) {
 		n++
 	}
 	return n, nil
+}
+
+func listAuditTenants(ctx context.Context, s Source) ([]string, error) {
+	var out []string
+	err := s.AuditTenants(ctx, func(t string) (bool, error) {
+		out = append(out, t)
+		return true, nil
+	})
+	return out, err
+}
+
+// readAudit reads up to limit (0: all) of tenant's audit records after the id after.
+func readAudit(ctx context.Context, s store.Store, tenant, after string, limit int) ([]*storagev1.AuditRecordEntry, error) {
+	var recs []*storagev1.AuditRecordEntry
+	err := s.View(ctx, func(r store.Reader) error {
+		return r.ScanAudit(tenant, after, func(rec *storagev1.AuditRecordEntry) (bool, error) {
+			recs = append(recs, rec)
+			return limit == 0 || len(recs) < limit, nil
+		})
+	})
+	return recs, err
+}
+
+// copyAudit copies tenant's approval audit log, a chunk per transaction: an auditor's
+// record outlives the move, as it outlives the tasks it records.
+func copyAudit(ctx context.Context, src, dst Source, tenant string) (int64, error) {
+	var n int64
+	after := ""
+	for {
+		recs, err := readAudit(ctx, src, tenant, after, outboxChunk)
+		if err != nil {
+			return n, fmt.Errorf("reading the audit log of %s: %w", tenant, err)
+		}
+		if len(recs) == 0 {
+			return n, nil
+		}
+		if err := dst.Update(ctx, func(w store.Writer) error {
+			for _, rec := range recs {
+				if err := w.PutAudit(rec); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return n, fmt.Errorf("writing the audit log of %s: %w", tenant, err)
+		}
+		n += int64(len(recs))
+		after = recs[len(recs)-1].GetRecord().GetAuditId()
+	}
 }
 
 // outboxChunk is how many outbox records one Update of copyOutbox writes.
@@ -373,7 +437,8 @@ func Compare(ctx context.Context, a, b Source) error {
 				}
 			}
 		}
-		for _, idx := range []store.Index{store.IndexLeaseDeadlines, store.IndexEnded, store.IndexPendingInterrupts, store.IndexInterruptDeadlines} {
+		for _, idx := range []store.Index{store.IndexLeaseDeadlines, store.IndexEnded, store.IndexPendingInterrupts, store.IndexInterruptDeadlines,
+			store.IndexInterruptEscalations} {
 			ea, err := entries(ctx, a, func(r store.Reader, fn func(store.IndexEntry) (bool, error)) error {
 				return r.ScanIndex(idx, tenant, store.IndexRange{}, fn)
 			})
@@ -428,6 +493,30 @@ func Compare(ctx context.Context, a, b Source) error {
 	}
 	if ba != bb {
 		differ("budget counts %s and %s", ba, bb)
+	}
+	aa, err := listAuditTenants(ctx, a)
+	if err != nil {
+		return err
+	}
+	ab, err := listAuditTenants(ctx, b)
+	if err != nil {
+		return err
+	}
+	if fmt.Sprint(aa) != fmt.Sprint(ab) {
+		differ("audit tenants %q and %q", aa, ab)
+	}
+	for _, tenant := range aa {
+		ra, err := readAudit(ctx, a, tenant, "", 0)
+		if err != nil {
+			return err
+		}
+		rb, err := readAudit(ctx, b, tenant, "", 0)
+		if err != nil {
+			return err
+		}
+		if !equalAll(ra, rb) {
+			differ("tenant %q audit log: %d and %d records, or they differ", tenant, len(ra), len(rb))
+		}
 	}
 	return errors.Join(diffs...)
 }

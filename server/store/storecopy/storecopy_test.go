@@ -111,7 +111,16 @@ func fill(t *testing.T, s store.Store) {
 			return err
 		}
 		rec.Revision, rec.LastTaskId = 5, "task-01"
-		return w.PutSchedule(rec)
+		if err := w.PutSchedule(rec); err != nil {
+			return err
+		}
+		// The approval audit log, of a tenant that has no task too (they were purged).
+		for i, tenant := range []string{"acme", "acme", "initech"} {
+			if err := w.PutAudit(storetest.Audit(tenant, base.Add(time.Duration(i)*time.Second), "alice")); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +147,8 @@ func TestCopyBoltToPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.Tenants != 2 || n.Tasks != 12 || n.Specs != 12 || n.Events != 21 || n.Interrupts != 12 || n.Verdicts != 6 || n.Obligations != 6 || n.Notifications != 3 || n.Schedules != 2 || n.Budgets != 2 {
+	if n.Tenants != 2 || n.Tasks != 12 || n.Specs != 12 || n.Events != 21 || n.Interrupts != 12 || n.Verdicts != 6 || n.Obligations != 6 || n.Notifications != 3 || n.Schedules != 2 || n.Budgets != 2 ||
+		n.AuditRecords != 3 {
 		t.Fatalf("copied %+v", n)
 	}
 	if err := storecopy.Compare(ctx, src, dst); err != nil {
@@ -146,6 +156,14 @@ func TestCopyBoltToPostgres(t *testing.T) {
 	}
 	if _, err := storecopy.Copy(ctx, src, dst); err == nil || !strings.Contains(err.Error(), "already has tasks") {
 		t.Fatalf("a second copy into the same store = %v, want a refusal", err)
+	}
+
+	// Compare sees an audit record missing.
+	if err := src.Update(ctx, func(w store.Writer) error { return w.PutAudit(storetest.Audit("acme", base.Add(time.Hour), "bob")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := storecopy.Compare(ctx, src, dst); err == nil || !strings.Contains(err.Error(), `tenant "acme" audit log: 3 and 2 records`) {
+		t.Fatalf("Compare with an audit record missing = %v", err)
 	}
 
 	// Compare sees a difference in one record.

@@ -56,6 +56,8 @@ func Run(t *testing.T, open Opener) {
 		{"ScheduleConcurrentAdvance", testScheduleConcurrentAdvance},
 		{"BudgetUsage", testBudgetUsage},
 		{"BudgetConcurrentAdds", testBudgetConcurrentAdds},
+		{"Audit", testAudit},
+		{"EscalationIndex", testEscalationIndex},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)

@@ -17,7 +17,7 @@ func newTaskCommand(g *globals) *cobra.Command {
 }
 
 func newHitlCommand(g *globals) *cobra.Command {
-	cmd := group("hitl", "Review pending approvals: list, show, approve, reject, edit")
+	cmd := group("hitl", "Review pending approvals: list, show, approve, reject, edit, audit")
 	addHitlCommands(cmd, g)
 	return cmd
 }

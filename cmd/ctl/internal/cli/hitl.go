@@ -24,6 +24,7 @@ func addHitlCommands(cmd *cobra.Command, g *globals) {
 		newHitlApproveCommand(g),
 		newHitlRejectCommand(g),
 		newHitlEditCommand(g),
+		newHitlAuditCommand(g),
 	)
 }
 
@@ -196,12 +197,63 @@ func interruptTable(t *printer.Tab, it *agentplanev1.Interrupt, now time.Time) {
 		t.Row("deadline", when(it.GetDeadline()))
 	}
 	t.Row("args digest", orDash(it.GetArgsDigest()))
+	requirementRows(t, it.GetRequirement())
 	if d := it.GetDecision(); d != nil {
+		via := enumName(d.GetSource(), "DECISION_SOURCE_")
+		if d.GetChannel() != "" {
+			via += ", via " + d.GetChannel()
+		}
 		t.Row("decision", fmt.Sprintf("%s by %s at %s (%s)", enumName(d.GetType(), "DECISION_TYPE_"), orDash(d.GetDecidedBy()),
-			when(d.GetDecideTime()), enumName(d.GetSource(), "DECISION_SOURCE_")))
+			when(d.GetDecideTime()), via))
 		if d.Reason != nil {
 			t.Row("reason", d.GetReason())
 		}
+	}
+}
+
+// requirementRows show an approval rule's state: the rule, who approved so far, who
+// is still needed, and when it escalates.
+func requirementRows(t *printer.Tab, rq *agentplanev1.ApprovalRequirement) {
+	if rq == nil {
+		return
+	}
+	group := "any approver"
+	if rq.GetGroup() != "" {
+		group = "group " + rq.GetGroup()
+	}
+	rule := fmt.Sprintf("%s: %d of %s", rq.GetRule(), rq.GetQuorum(), group)
+	if rq.GetRejectQuorum() > 1 {
+		rule += fmt.Sprintf(", %d rejections reject", rq.GetRejectQuorum())
+	}
+	if rq.GetSeparationOfDuties() {
+		rule += fmt.Sprintf(", not the starter (%s)", orDash(rq.GetStartedBy()))
+	}
+	t.Row("approval rule", rule)
+	votes := func(as []*agentplanev1.Approval) string {
+		var out []string
+		for _, a := range as {
+			out = append(out, fmt.Sprintf("%s via %s at %s", a.GetPrincipal(), a.GetChannel(), when(a.GetTime())))
+		}
+		return orNone(out)
+	}
+	t.Row("approved by", votes(rq.GetApprovals()))
+	if len(rq.GetRejections()) > 0 {
+		t.Row("rejected by", votes(rq.GetRejections()))
+	}
+	needed := fmt.Sprintf("%d more", rq.GetApprovalsNeeded())
+	if len(rq.GetEligible()) > 0 {
+		needed += " from " + strings.Join(rq.GetEligible(), ", ")
+	}
+	t.Row("still needed", needed)
+	if rq.EditedArgumentsJson != nil {
+		t.Row("under review", "edited args, digest "+rq.GetReviewArgsDigest())
+	}
+	if rq.GetRemindTime() != nil {
+		t.Row("reminder", when(rq.GetRemindTime())+map[bool]string{true: " (sent)"}[rq.GetReminded()])
+	}
+	if rq.GetEscalateTime() != nil {
+		t.Row("escalates", fmt.Sprintf("%s to group %s%s", when(rq.GetEscalateTime()), rq.GetEscalationGroup(),
+			map[bool]string{true: " (escalated)"}[rq.GetEscalated()]))
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/agentplane/agentplane/api/reasons"
@@ -243,9 +244,15 @@ func (g *globals) printer(cmd *cobra.Command) *printer.Printer {
 	return &printer.Printer{Format: printer.Format(g.output), Out: cmd.OutOrStdout()}
 }
 
+// channelHeader names the channel of ctl's calls to the server (hitl.ChannelHeader;
+// a test keeps them equal without ctl importing the server's domain).
+const channelHeader = "x-agentplane-channel"
+
 // call runs fn with a connected client and a per-call deadline.
 func (g *globals) call(cmd *cobra.Command, fn func(ctx context.Context, c *client.Client) error) error {
-	ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
+	// Decisions made with ctl are audited as such (a label, not a permission).
+	ctx := metadata.AppendToOutgoingContext(cmd.Context(), channelHeader, "ctl")
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	c, err := g.dial(ctx)
 	if err != nil {

@@ -36,6 +36,7 @@ RPCS: Final[dict[str, tuple[str, bool, bool]]] = {
     "agentplane.v1.AdminService/RetryWebhookDeadLetter": (IDEMPOTENCY_UNKNOWN, False, False),
     "agentplane.v1.CapabilityService/GetCapabilities": (NO_SIDE_EFFECTS, False, False),
     "agentplane.v1.HitlService/GetInterrupt": (NO_SIDE_EFFECTS, False, False),
+    "agentplane.v1.HitlService/ListAuditRecords": (NO_SIDE_EFFECTS, False, False),
     "agentplane.v1.HitlService/ListInterrupts": (NO_SIDE_EFFECTS, False, False),
     "agentplane.v1.HitlService/ResolveInterrupt": (IDEMPOTENT, True, False),
     "agentplane.v1.RuntimeService/AwaitDecision": (IDEMPOTENT, False, True),
@@ -160,6 +161,10 @@ class Reason:
     """UpdateSchedule with an expected_revision the schedule no longer has: someone (or a run) changed it since it was read."""
     BUDGET_EXCEEDED: Final = "BUDGET_EXCEEDED"
     """StartTask for a tenant, or a static agent, whose token or cost budget for the current period is spent (`budgets.rules`, docs/budgets.md)."""
+    INTERRUPT_APPROVER_NOT_ELIGIBLE: Final = "INTERRUPT_APPROVER_NOT_ELIGIBLE"
+    """The caller may not decide on this interrupt under its approval rule: not a member of the rule's group (nor, after escalation, of the escalation group), or the principal who started the task under separation of duties."""
+    INTERRUPT_ALREADY_VOTED: Final = "INTERRUPT_ALREADY_VOTED"
+    """The caller already decided on this interrupt (through any channel): one person counts once toward a quorum."""
 
 
 REASON_NAMES: Final[dict[str, str]] = {
@@ -204,6 +209,8 @@ REASON_NAMES: Final[dict[str, str]] = {
     Reason.SCHEDULE_INVALID: "SCHEDULE_INVALID",
     Reason.SCHEDULE_REVISION_MISMATCH: "SCHEDULE_REVISION_MISMATCH",
     Reason.BUDGET_EXCEEDED: "BUDGET_EXCEEDED",
+    Reason.INTERRUPT_APPROVER_NOT_ELIGIBLE: "INTERRUPT_APPROVER_NOT_ELIGIBLE",
+    Reason.INTERRUPT_ALREADY_VOTED: "INTERRUPT_ALREADY_VOTED",
 }
 """The name of each declared reason (its enum value without ERROR_REASON_)."""
 

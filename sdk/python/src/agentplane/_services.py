@@ -121,6 +121,12 @@ class HitlService:
     resolved only by TaskService.ContinueTask.
     """
 
+    list_audit_records: Unary[_hitl_service_pb2.ListAuditRecordsRequest, _hitl_service_pb2.ListAuditRecordsResponse]
+    """ListAuditRecords lists the tenant's approval audit log, oldest first: every
+    decision on an interrupt with its principal, channel, time, argument digest and
+    reason, and every escalation step. Paged; since and interrupt_id filter it.
+    """
+
     def __init__(self, channel: grpc.Channel, metadata: Metadata) -> None:
         self.list_interrupts = Unary(
             channel, "/agentplane.v1.HitlService/ListInterrupts", _hitl_service_pb2.ListInterruptsRequest, _hitl_service_pb2.ListInterruptsResponse, metadata
@@ -130,6 +136,9 @@ class HitlService:
         )
         self.resolve_interrupt = Unary(
             channel, "/agentplane.v1.HitlService/ResolveInterrupt", _hitl_service_pb2.ResolveInterruptRequest, _hitl_service_pb2.ResolveInterruptResponse, metadata
+        )
+        self.list_audit_records = Unary(
+            channel, "/agentplane.v1.HitlService/ListAuditRecords", _hitl_service_pb2.ListAuditRecordsRequest, _hitl_service_pb2.ListAuditRecordsResponse, metadata
         )
 
     def __repr__(self) -> str:
@@ -614,6 +623,12 @@ class AsyncHitlService:
     resolved only by TaskService.ContinueTask.
     """
 
+    list_audit_records: AsyncUnary[_hitl_service_pb2.ListAuditRecordsRequest, _hitl_service_pb2.ListAuditRecordsResponse]
+    """ListAuditRecords lists the tenant's approval audit log, oldest first: every
+    decision on an interrupt with its principal, channel, time, argument digest and
+    reason, and every escalation step. Paged; since and interrupt_id filter it.
+    """
+
     def __init__(self, channel: grpc.aio.Channel, metadata: Metadata) -> None:
         self.list_interrupts = AsyncUnary(
             channel, "/agentplane.v1.HitlService/ListInterrupts", _hitl_service_pb2.ListInterruptsRequest, _hitl_service_pb2.ListInterruptsResponse, metadata
@@ -623,6 +638,9 @@ class AsyncHitlService:
         )
         self.resolve_interrupt = AsyncUnary(
             channel, "/agentplane.v1.HitlService/ResolveInterrupt", _hitl_service_pb2.ResolveInterruptRequest, _hitl_service_pb2.ResolveInterruptResponse, metadata
+        )
+        self.list_audit_records = AsyncUnary(
+            channel, "/agentplane.v1.HitlService/ListAuditRecords", _hitl_service_pb2.ListAuditRecordsRequest, _hitl_service_pb2.ListAuditRecordsResponse, metadata
         )
 
     def __repr__(self) -> str:

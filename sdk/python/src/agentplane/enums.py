@@ -106,6 +106,28 @@ class DecisionSource(enum.IntEnum):
     """
 
 
+class AuditAction(enum.IntEnum):
+    """AuditAction is what an audit record records.
+
+    (agentplane.v1.AuditAction)
+    """
+
+    UNSPECIFIED = 0
+    """Not set."""
+    APPROVE = 1
+    """An approval (it resolved the interrupt when `resolved` is set, else it was one
+    vote toward a quorum).
+    """
+    REJECT = 2
+    """A rejection (with its reason)."""
+    EDIT = 3
+    """An edit: new arguments (result_args_digest), approved by their author."""
+    REMIND = 4
+    """The reminder of an approval rule's escalation was sent."""
+    ESCALATE = 5
+    """The approval rule's escalation group was notified."""
+
+
 class ScheduleOverlapPolicy(enum.IntEnum):
     """ScheduleOverlapPolicy says what a run does when the schedule's previous run is
     still going (not COMPLETED, FAILED or CANCELED).
@@ -303,6 +325,7 @@ BY_PROTO_NAME: dict[str, type[enum.IntEnum]] = {
     "agentplane.v1.InterruptState": InterruptState,
     "agentplane.v1.DecisionType": DecisionType,
     "agentplane.v1.DecisionSource": DecisionSource,
+    "agentplane.v1.AuditAction": AuditAction,
     "agentplane.v1.ScheduleOverlapPolicy": ScheduleOverlapPolicy,
     "agentplane.v1.ScheduleRunOutcome": ScheduleRunOutcome,
     "agentplane.v1.DocumentFormat": DocumentFormat,
@@ -321,6 +344,7 @@ __all__ = [
     "InterruptState",
     "DecisionType",
     "DecisionSource",
+    "AuditAction",
     "ScheduleOverlapPolicy",
     "ScheduleRunOutcome",
     "DocumentFormat",

@@ -1,5 +1,5 @@
-from agentplane.v1 import task_pb2 as _task_pb2
 from agentplane.v1 import hitl_pb2 as _hitl_pb2
+from agentplane.v1 import task_pb2 as _task_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message

@@ -1,5 +1,6 @@
 from agentplane.v1 import hitl_pb2 as _hitl_pb2
 from google.protobuf import duration_pb2 as _duration_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -32,6 +33,28 @@ class GetInterruptResponse(_message.Message):
     INTERRUPT_FIELD_NUMBER: _ClassVar[int]
     interrupt: _hitl_pb2.Interrupt
     def __init__(self, interrupt: _Optional[_Union[_hitl_pb2.Interrupt, _Mapping]] = ...) -> None: ...
+
+class ListAuditRecordsRequest(_message.Message):
+    __slots__ = ["interrupt_id", "page_size", "page_token", "since", "task_id"]
+    INTERRUPT_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    interrupt_id: str
+    page_size: int
+    page_token: str
+    since: _timestamp_pb2.Timestamp
+    task_id: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., since: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., interrupt_id: _Optional[str] = ..., task_id: _Optional[str] = ...) -> None: ...
+
+class ListAuditRecordsResponse(_message.Message):
+    __slots__ = ["next_page_token", "records"]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    next_page_token: str
+    records: _containers.RepeatedCompositeFieldContainer[_hitl_pb2.AuditRecord]
+    def __init__(self, records: _Optional[_Iterable[_Union[_hitl_pb2.AuditRecord, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class ListInterruptsRequest(_message.Message):
     __slots__ = ["kinds", "min_age", "page_size", "page_token", "states", "tag", "task_id", "tool_name"]

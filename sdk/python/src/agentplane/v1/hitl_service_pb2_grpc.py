@@ -30,6 +30,11 @@ class HitlServiceStub(object):
                 request_serializer=agentplane_dot_v1_dot_hitl__service__pb2.ResolveInterruptRequest.SerializeToString,
                 response_deserializer=agentplane_dot_v1_dot_hitl__service__pb2.ResolveInterruptResponse.FromString,
                 )
+        self.ListAuditRecords = channel.unary_unary(
+                '/agentplane.v1.HitlService/ListAuditRecords',
+                request_serializer=agentplane_dot_v1_dot_hitl__service__pb2.ListAuditRecordsRequest.SerializeToString,
+                response_deserializer=agentplane_dot_v1_dot_hitl__service__pb2.ListAuditRecordsResponse.FromString,
+                )
 
 
 class HitlServiceServicer(object):
@@ -63,6 +68,15 @@ class HitlServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListAuditRecords(self, request, context):
+        """ListAuditRecords lists the tenant's approval audit log, oldest first: every
+        decision on an interrupt with its principal, channel, time, argument digest and
+        reason, and every escalation step. Paged; since and interrupt_id filter it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_HitlServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -80,6 +94,11 @@ def add_HitlServiceServicer_to_server(servicer, server):
                     servicer.ResolveInterrupt,
                     request_deserializer=agentplane_dot_v1_dot_hitl__service__pb2.ResolveInterruptRequest.FromString,
                     response_serializer=agentplane_dot_v1_dot_hitl__service__pb2.ResolveInterruptResponse.SerializeToString,
+            ),
+            'ListAuditRecords': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAuditRecords,
+                    request_deserializer=agentplane_dot_v1_dot_hitl__service__pb2.ListAuditRecordsRequest.FromString,
+                    response_serializer=agentplane_dot_v1_dot_hitl__service__pb2.ListAuditRecordsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -140,5 +159,22 @@ class HitlService(object):
         return grpc.experimental.unary_unary(request, target, '/agentplane.v1.HitlService/ResolveInterrupt',
             agentplane_dot_v1_dot_hitl__service__pb2.ResolveInterruptRequest.SerializeToString,
             agentplane_dot_v1_dot_hitl__service__pb2.ResolveInterruptResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListAuditRecords(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentplane.v1.HitlService/ListAuditRecords',
+            agentplane_dot_v1_dot_hitl__service__pb2.ListAuditRecordsRequest.SerializeToString,
+            agentplane_dot_v1_dot_hitl__service__pb2.ListAuditRecordsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

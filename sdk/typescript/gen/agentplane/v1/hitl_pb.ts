@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentplane/v1/hitl.proto.
  */
 export const file_agentplane_v1_hitl: GenFile = /*@__PURE__*/
-  fileDesc("ChhhZ2VudHBsYW5lL3YxL2hpdGwucHJvdG8SDWFnZW50cGxhbmUudjEitwEKD0ludGVycnVwdFBvbGljeRIyCglhbGxvd2xpc3QYASABKAsyHS5hZ2VudHBsYW5lLnYxLlRvb2xMaXN0UG9saWN5SAASMQoIZGVueWxpc3QYAiABKAsyHS5hZ2VudHBsYW5lLnYxLlRvb2xMaXN0UG9saWN5SAASMwoJcHJlZGljYXRlGAMgASgLMh4uYWdlbnRwbGFuZS52MS5QcmVkaWNhdGVQb2xpY3lIAEIICgZwb2xpY3kimwEKDlRvb2xMaXN0UG9saWN5Eg0KBXRvb2xzGAEgAygJEjUKBHRhZ3MYAiADKAsyJy5hZ2VudHBsYW5lLnYxLlRvb2xMaXN0UG9saWN5LlRhZ3NFbnRyeRpDCglUYWdzRW50cnkSCwoDa2V5GAEgASgJEiUKBXZhbHVlGAIgASgLMhYuYWdlbnRwbGFuZS52MS5UYWdMaXN0OgI4ASIXCgdUYWdMaXN0EgwKBHRhZ3MYASADKAkiJQoPUHJlZGljYXRlUG9saWN5EhIKCmV4cHJlc3Npb24YASABKAkitgEKCVRvb2xHYXRlZBIPCgdjYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIrCgdvdXRjb21lGAMgASgOMhouYWdlbnRwbGFuZS52MS5HYXRlT3V0Y29tZRIUCgxpbnRlcnJ1cHRfaWQYBCABKAkSDAoEdGFncxgFIAMoCRIOCgZyZWFzb24YBiABKAkSDAoEbm9kZRgHIAEoCRIWCg5hcmd1bWVudHNfanNvbhgIIAEoCSLUAwoJSW50ZXJydXB0EhQKDGludGVycnVwdF9pZBgBIAEoCRIPCgd0YXNrX2lkGAIgASgJEg4KBnRlbmFudBgDIAEoCRIqCgRraW5kGAQgASgOMhwuYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHRLaW5kEiwKBXN0YXRlGAUgASgOMh0uYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHRTdGF0ZRIyCghhcHByb3ZhbBgGIAEoCzIeLmFnZW50cGxhbmUudjEuQXBwcm92YWxSZXF1ZXN0SAASMQoIdHVybl9lbmQYDCABKAsyHS5hZ2VudHBsYW5lLnYxLlR1cm5FbmRSZXF1ZXN0SAASNwoLdG9vbF9vdXRwdXQYDSABKAsyIC5hZ2VudHBsYW5lLnYxLlRvb2xPdXRwdXRSZXF1ZXN0SAASLAoIZGVhZGxpbmUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKCGRlY2lzaW9uGAggASgLMhcuYWdlbnRwbGFuZS52MS5EZWNpc2lvbhITCgthcmdzX2RpZ2VzdBgJIAEoCRIPCgdjYWxsX2lkGAogASgJEgwKBG5vZGUYCyABKAlCCQoHcmVxdWVzdCL1AQoPQXBwcm92YWxSZXF1ZXN0EhQKDGludGVycnVwdF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSHQoQdG9vbF9kZXNjcmlwdGlvbhgDIAEoCUgAiAEBEi8KB2NvbnRleHQYBSABKAsyHi5hZ2VudHBsYW5lLnYxLkFwcHJvdmFsQ29udGV4dBIwCgxyZXF1ZXN0X3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhYKDmFyZ3VtZW50c19qc29uGAcgASgJQhMKEV90b29sX2Rlc2NyaXB0aW9uSgQIBBAFUgRhcmdzIn4KDlR1cm5FbmRSZXF1ZXN0EhIKCmFnZW50X25hbWUYASABKAkSFwoKc2Vzc2lvbl9pZBgCIAEoCUgAiAEBEjAKDHJlcXVlc3RfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCDQoLX3Nlc3Npb25faWQiwAEKEVRvb2xPdXRwdXRSZXF1ZXN0EhEKCXRvb2xfbmFtZRgBIAEoCRIWCg5hcmd1bWVudHNfanNvbhgCIAEoCRISCgphZ2VudF9uYW1lGAMgASgJEhIKCnRyaXBfaW5kZXgYBCABKAUSFwoKc2Vzc2lvbl9pZBgFIAEoCUgAiAEBEjAKDHJlcXVlc3RfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCDQoLX3Nlc3Npb25faWQinwEKD0FwcHJvdmFsQ29udGV4dBISCgphZ2VudF9uYW1lGAEgASgJEhIKCnRyaXBfaW5kZXgYAiABKAUSFwoKc2Vzc2lvbl9pZBgDIAEoCUgAiAEBEhsKDm9yaWdpbmFsX2lucHV0GAQgASgJSAGIAQESDAoEdGFncxgFIAMoCUINCgtfc2Vzc2lvbl9pZEIRCg9fb3JpZ2luYWxfaW5wdXQi8AIKCERlY2lzaW9uEikKBHR5cGUYASABKA4yGy5hZ2VudHBsYW5lLnYxLkRlY2lzaW9uVHlwZRITCgZyZWFzb24YAiABKAlIAIgBARIZChFydWxlZF9hcmdzX2RpZ2VzdBgEIAEoCRITCgthcmdzX2RpZ2VzdBgFIAEoCRISCgpkZWNpZGVkX2J5GAYgASgJEi8KC2RlY2lkZV90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCgZzb3VyY2UYCCABKA4yHS5hZ2VudHBsYW5lLnYxLkRlY2lzaW9uU291cmNlEhkKDG1vZGVsX3JlYXNvbhgJIAEoCUgBiAEBEhQKDGludGVycnVwdF9pZBgKIAEoCRIWCg5hcmd1bWVudHNfanNvbhgLIAEoCRIPCgdjYWxsX2lkGAwgASgJQgkKB19yZWFzb25CDwoNX21vZGVsX3JlYXNvbkoECAMQBFIEYXJncyp4CgtHYXRlT3V0Y29tZRIcChhHQVRFX09VVENPTUVfVU5TUEVDSUZJRUQQABIWChJHQVRFX09VVENPTUVfQUxMT1cQARIaChZHQVRFX09VVENPTUVfSU5URVJSVVBUEAISFwoTR0FURV9PVVRDT01FX1JFSkVDVBADKpkBCg1JbnRlcnJ1cHRLaW5kEh4KGklOVEVSUlVQVF9LSU5EX1VOU1BFQ0lGSUVEEAASIAocSU5URVJSVVBUX0tJTkRfVE9PTF9BUFBST1ZBTBABEh0KGUlOVEVSUlVQVF9LSU5EX0FVVE9fUEFVU0UQAhInCiNJTlRFUlJVUFRfS0lORF9UT09MX09VVFBVVF9SRVFVSVJFRBADKmwKDkludGVycnVwdFN0YXRlEh8KG0lOVEVSUlVQVF9TVEFURV9VTlNQRUNJRklFRBAAEhsKF0lOVEVSUlVQVF9TVEFURV9QRU5ESU5HEAESHAoYSU5URVJSVVBUX1NUQVRFX1JFU09MVkVEEAIqegoMRGVjaXNpb25UeXBlEh0KGURFQ0lTSU9OX1RZUEVfVU5TUEVDSUZJRUQQABIZChVERUNJU0lPTl9UWVBFX0FQUFJPVkUQARIYChRERUNJU0lPTl9UWVBFX1JFSkVDVBACEhYKEkRFQ0lTSU9OX1RZUEVfRURJVBADKucBCg5EZWNpc2lvblNvdXJjZRIfChtERUNJU0lPTl9TT1VSQ0VfVU5TUEVDSUZJRUQQABIZChVERUNJU0lPTl9TT1VSQ0VfSFVNQU4QARIcChhERUNJU0lPTl9TT1VSQ0VfREVBRExJTkUQAhIhCh1ERUNJU0lPTl9TT1VSQ0VfSElUTF9ESVNBQkxFRBADEhwKGERFQ0lTSU9OX1NPVVJDRV9DT05USU5VRRAEEhoKFkRFQ0lTSU9OX1NPVVJDRV9QT0xJQ1kQBRIeChpERUNJU0lPTl9TT1VSQ0VfVEFTS19FTkRFRBAGQkFaP2dpdGh1Yi5jb20vYWdlbnRwbGFuZS9hZ2VudHBsYW5lL2dlbi9hZ2VudHBsYW5lL3YxO2FnZW50cGxhbmV2MWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("ChhhZ2VudHBsYW5lL3YxL2hpdGwucHJvdG8SDWFnZW50cGxhbmUudjEitwEKD0ludGVycnVwdFBvbGljeRIyCglhbGxvd2xpc3QYASABKAsyHS5hZ2VudHBsYW5lLnYxLlRvb2xMaXN0UG9saWN5SAASMQoIZGVueWxpc3QYAiABKAsyHS5hZ2VudHBsYW5lLnYxLlRvb2xMaXN0UG9saWN5SAASMwoJcHJlZGljYXRlGAMgASgLMh4uYWdlbnRwbGFuZS52MS5QcmVkaWNhdGVQb2xpY3lIAEIICgZwb2xpY3kimwEKDlRvb2xMaXN0UG9saWN5Eg0KBXRvb2xzGAEgAygJEjUKBHRhZ3MYAiADKAsyJy5hZ2VudHBsYW5lLnYxLlRvb2xMaXN0UG9saWN5LlRhZ3NFbnRyeRpDCglUYWdzRW50cnkSCwoDa2V5GAEgASgJEiUKBXZhbHVlGAIgASgLMhYuYWdlbnRwbGFuZS52MS5UYWdMaXN0OgI4ASIXCgdUYWdMaXN0EgwKBHRhZ3MYASADKAkiJQoPUHJlZGljYXRlUG9saWN5EhIKCmV4cHJlc3Npb24YASABKAkitgEKCVRvb2xHYXRlZBIPCgdjYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIrCgdvdXRjb21lGAMgASgOMhouYWdlbnRwbGFuZS52MS5HYXRlT3V0Y29tZRIUCgxpbnRlcnJ1cHRfaWQYBCABKAkSDAoEdGFncxgFIAMoCRIOCgZyZWFzb24YBiABKAkSDAoEbm9kZRgHIAEoCRIWCg5hcmd1bWVudHNfanNvbhgIIAEoCSKNBAoJSW50ZXJydXB0EhQKDGludGVycnVwdF9pZBgBIAEoCRIPCgd0YXNrX2lkGAIgASgJEg4KBnRlbmFudBgDIAEoCRIqCgRraW5kGAQgASgOMhwuYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHRLaW5kEiwKBXN0YXRlGAUgASgOMh0uYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHRTdGF0ZRIyCghhcHByb3ZhbBgGIAEoCzIeLmFnZW50cGxhbmUudjEuQXBwcm92YWxSZXF1ZXN0SAASMQoIdHVybl9lbmQYDCABKAsyHS5hZ2VudHBsYW5lLnYxLlR1cm5FbmRSZXF1ZXN0SAASNwoLdG9vbF9vdXRwdXQYDSABKAsyIC5hZ2VudHBsYW5lLnYxLlRvb2xPdXRwdXRSZXF1ZXN0SAASLAoIZGVhZGxpbmUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKCGRlY2lzaW9uGAggASgLMhcuYWdlbnRwbGFuZS52MS5EZWNpc2lvbhITCgthcmdzX2RpZ2VzdBgJIAEoCRIPCgdjYWxsX2lkGAogASgJEgwKBG5vZGUYCyABKAkSNwoLcmVxdWlyZW1lbnQYFCABKAsyIi5hZ2VudHBsYW5lLnYxLkFwcHJvdmFsUmVxdWlyZW1lbnRCCQoHcmVxdWVzdCKNBAoTQXBwcm92YWxSZXF1aXJlbWVudBIMCgRydWxlGAEgASgJEg0KBWdyb3VwGAIgASgJEg4KBnF1b3J1bRgDIAEoBRIVCg1yZWplY3RfcXVvcnVtGAQgASgFEhwKFHNlcGFyYXRpb25fb2ZfZHV0aWVzGAUgASgIEhIKCnN0YXJ0ZWRfYnkYBiABKAkSKgoJYXBwcm92YWxzGAcgAygLMhcuYWdlbnRwbGFuZS52MS5BcHByb3ZhbBIrCgpyZWplY3Rpb25zGAggAygLMhcuYWdlbnRwbGFuZS52MS5BcHByb3ZhbBIiChVlZGl0ZWRfYXJndW1lbnRzX2pzb24YCSABKAlIAIgBARIaChJyZXZpZXdfYXJnc19kaWdlc3QYCiABKAkSLwoLcmVtaW5kX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDWVzY2FsYXRlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhgKEGVzY2FsYXRpb25fZ3JvdXAYDSABKAkSEAoIcmVtaW5kZWQYDiABKAgSEQoJZXNjYWxhdGVkGA8gASgIEhAKCGVsaWdpYmxlGBAgAygJEhgKEGFwcHJvdmFsc19uZWVkZWQYESABKAVCGAoWX2VkaXRlZF9hcmd1bWVudHNfanNvbiK4AQoIQXBwcm92YWwSEQoJcHJpbmNpcGFsGAEgASgJEg8KB2NoYW5uZWwYAiABKAkSKAoEdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLYXJnc19kaWdlc3QYBCABKAkSEwoGcmVhc29uGAUgASgJSACIAQESKQoEdHlwZRgGIAEoDjIbLmFnZW50cGxhbmUudjEuRGVjaXNpb25UeXBlQgkKB19yZWFzb24i9QEKD0FwcHJvdmFsUmVxdWVzdBIUCgxpbnRlcnJ1cHRfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEh0KEHRvb2xfZGVzY3JpcHRpb24YAyABKAlIAIgBARIvCgdjb250ZXh0GAUgASgLMh4uYWdlbnRwbGFuZS52MS5BcHByb3ZhbENvbnRleHQSMAoMcmVxdWVzdF90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5hcmd1bWVudHNfanNvbhgHIAEoCUITChFfdG9vbF9kZXNjcmlwdGlvbkoECAQQBVIEYXJncyJ+Cg5UdXJuRW5kUmVxdWVzdBISCgphZ2VudF9uYW1lGAEgASgJEhcKCnNlc3Npb25faWQYAiABKAlIAIgBARIwCgxyZXF1ZXN0X3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQg0KC19zZXNzaW9uX2lkIsABChFUb29sT3V0cHV0UmVxdWVzdBIRCgl0b29sX25hbWUYASABKAkSFgoOYXJndW1lbnRzX2pzb24YAiABKAkSEgoKYWdlbnRfbmFtZRgDIAEoCRISCgp0cmlwX2luZGV4GAQgASgFEhcKCnNlc3Npb25faWQYBSABKAlIAIgBARIwCgxyZXF1ZXN0X3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQg0KC19zZXNzaW9uX2lkIp8BCg9BcHByb3ZhbENvbnRleHQSEgoKYWdlbnRfbmFtZRgBIAEoCRISCgp0cmlwX2luZGV4GAIgASgFEhcKCnNlc3Npb25faWQYAyABKAlIAIgBARIbCg5vcmlnaW5hbF9pbnB1dBgEIAEoCUgBiAEBEgwKBHRhZ3MYBSADKAlCDQoLX3Nlc3Npb25faWRCEQoPX29yaWdpbmFsX2lucHV0IoEDCghEZWNpc2lvbhIpCgR0eXBlGAEgASgOMhsuYWdlbnRwbGFuZS52MS5EZWNpc2lvblR5cGUSEwoGcmVhc29uGAIgASgJSACIAQESGQoRcnVsZWRfYXJnc19kaWdlc3QYBCABKAkSEwoLYXJnc19kaWdlc3QYBSABKAkSEgoKZGVjaWRlZF9ieRgGIAEoCRIvCgtkZWNpZGVfdGltZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoGc291cmNlGAggASgOMh0uYWdlbnRwbGFuZS52MS5EZWNpc2lvblNvdXJjZRIZCgxtb2RlbF9yZWFzb24YCSABKAlIAYgBARIUCgxpbnRlcnJ1cHRfaWQYCiABKAkSFgoOYXJndW1lbnRzX2pzb24YCyABKAkSDwoHY2FsbF9pZBgMIAEoCRIPCgdjaGFubmVsGBQgASgJQgkKB19yZWFzb25CDwoNX21vZGVsX3JlYXNvbkoECAMQBFIEYXJncyKmAwoLQXVkaXRSZWNvcmQSEAoIYXVkaXRfaWQYASABKAkSDgoGdGVuYW50GAIgASgJEg8KB3Rhc2tfaWQYAyABKAkSFAoMaW50ZXJydXB0X2lkGAQgASgJEhEKCXRvb2xfbmFtZRgFIAEoCRIqCgZhY3Rpb24YBiABKA4yGi5hZ2VudHBsYW5lLnYxLkF1ZGl0QWN0aW9uEhEKCXByaW5jaXBhbBgHIAEoCRIPCgdjaGFubmVsGAggASgJEigKBHRpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2FyZ3NfZGlnZXN0GAogASgJEhMKBnJlYXNvbhgLIAEoCUgAiAEBEi0KBnNvdXJjZRgMIAEoDjIdLmFnZW50cGxhbmUudjEuRGVjaXNpb25Tb3VyY2USEAoIcmVzb2x2ZWQYDSABKAgSDAoEcnVsZRgOIAEoCRISCgpyZXF1ZXN0X2lkGA8gASgJEhoKEnJlc3VsdF9hcmdzX2RpZ2VzdBgQIAEoCRINCgVncm91cBgRIAEoCUIJCgdfcmVhc29uKngKC0dhdGVPdXRjb21lEhwKGEdBVEVfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhYKEkdBVEVfT1VUQ09NRV9BTExPVxABEhoKFkdBVEVfT1VUQ09NRV9JTlRFUlJVUFQQAhIXChNHQVRFX09VVENPTUVfUkVKRUNUEAMqmQEKDUludGVycnVwdEtpbmQSHgoaSU5URVJSVVBUX0tJTkRfVU5TUEVDSUZJRUQQABIgChxJTlRFUlJVUFRfS0lORF9UT09MX0FQUFJPVkFMEAESHQoZSU5URVJSVVBUX0tJTkRfQVVUT19QQVVTRRACEicKI0lOVEVSUlVQVF9LSU5EX1RPT0xfT1VUUFVUX1JFUVVJUkVEEAMqbAoOSW50ZXJydXB0U3RhdGUSHwobSU5URVJSVVBUX1NUQVRFX1VOU1BFQ0lGSUVEEAASGwoXSU5URVJSVVBUX1NUQVRFX1BFTkRJTkcQARIcChhJTlRFUlJVUFRfU1RBVEVfUkVTT0xWRUQQAip6CgxEZWNpc2lvblR5cGUSHQoZREVDSVNJT05fVFlQRV9VTlNQRUNJRklFRBAAEhkKFURFQ0lTSU9OX1RZUEVfQVBQUk9WRRABEhgKFERFQ0lTSU9OX1RZUEVfUkVKRUNUEAISFgoSREVDSVNJT05fVFlQRV9FRElUEAMq5wEKDkRlY2lzaW9uU291cmNlEh8KG0RFQ0lTSU9OX1NPVVJDRV9VTlNQRUNJRklFRBAAEhkKFURFQ0lTSU9OX1NPVVJDRV9IVU1BThABEhwKGERFQ0lTSU9OX1NPVVJDRV9ERUFETElORRACEiEKHURFQ0lTSU9OX1NPVVJDRV9ISVRMX0RJU0FCTEVEEAMSHAoYREVDSVNJT05fU09VUkNFX0NPTlRJTlVFEAQSGgoWREVDSVNJT05fU09VUkNFX1BPTElDWRAFEh4KGkRFQ0lTSU9OX1NPVVJDRV9UQVNLX0VOREVEEAYqqQEKC0F1ZGl0QWN0aW9uEhwKGEFVRElUX0FDVElPTl9VTlNQRUNJRklFRBAAEhgKFEFVRElUX0FDVElPTl9BUFBST1ZFEAESFwoTQVVESVRfQUNUSU9OX1JFSkVDVBACEhUKEUFVRElUX0FDVElPTl9FRElUEAMSFwoTQVVESVRfQUNUSU9OX1JFTUlORBAEEhkKFUFVRElUX0FDVElPTl9FU0NBTEFURRAFQkFaP2dpdGh1Yi5jb20vYWdlbnRwbGFuZS9hZ2VudHBsYW5lL2dlbi9hZ2VudHBsYW5lL3YxO2FnZW50cGxhbmV2MWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * InterruptPolicy decides which tool calls need a human. Absent means no tool is gated
@@ -325,6 +325,15 @@ export type Interrupt = Message<"agentplane.v1.Interrupt"> & {
    * @generated from field: string node = 11;
    */
   node: string;
+
+  /**
+   * The deployment's approval rule for this call (docs/hitl.md, "Approval rules"):
+   * quorum, separation of duties and escalation, with the approvals recorded so far.
+   * Absent when no rule applies: then one decision by any approver resolves it.
+   *
+   * @generated from field: agentplane.v1.ApprovalRequirement requirement = 20;
+   */
+  requirement?: ApprovalRequirement | undefined;
 };
 
 /**
@@ -333,6 +342,204 @@ export type Interrupt = Message<"agentplane.v1.Interrupt"> & {
  */
 export const InterruptSchema: GenMessage<Interrupt> = /*@__PURE__*/
   messageDesc(file_agentplane_v1_hitl, 5);
+
+/**
+ * ApprovalRequirement is what an approval rule asks of an interrupt, and how far it is.
+ * The rule is taken from the deployment's configuration when the interrupt is raised;
+ * group membership is read from the configuration in force when someone decides.
+ *
+ * @generated from message agentplane.v1.ApprovalRequirement
+ */
+export type ApprovalRequirement = Message<"agentplane.v1.ApprovalRequirement"> & {
+  /**
+   * Name of the rule (hitl.approval_rules[].name).
+   *
+   * @generated from field: string rule = 1;
+   */
+  rule: string;
+
+  /**
+   * The group whose members may decide; empty: any principal with the approver role.
+   *
+   * @generated from field: string group = 2;
+   */
+  group: string;
+
+  /**
+   * Approvals of the same arguments, by distinct principals, that run the call.
+   *
+   * @generated from field: int32 quorum = 3;
+   */
+  quorum: number;
+
+  /**
+   * Rejections, by distinct principals, that reject the call.
+   *
+   * @generated from field: int32 reject_quorum = 4;
+   */
+  rejectQuorum: number;
+
+  /**
+   * The principal who started the task may not decide on its calls.
+   *
+   * @generated from field: bool separation_of_duties = 5;
+   */
+  separationOfDuties: boolean;
+
+  /**
+   * The principal who started the task.
+   *
+   * @generated from field: string started_by = 6;
+   */
+  startedBy: string;
+
+  /**
+   * Approvals recorded so far, oldest first, all of the arguments now under review
+   * (review_args_digest): an edit restarts the count.
+   *
+   * @generated from field: repeated agentplane.v1.Approval approvals = 7;
+   */
+  approvals: Approval[];
+
+  /**
+   * Rejections recorded so far, oldest first (an edit clears them too).
+   *
+   * @generated from field: repeated agentplane.v1.Approval rejections = 8;
+   */
+  rejections: Approval[];
+
+  /**
+   * Set after an edit while the quorum is not met: the arguments under review, as JSON
+   * text, which the call runs with once the quorum approves them.
+   *
+   * @generated from field: optional string edited_arguments_json = 9;
+   */
+  editedArgumentsJson?: string | undefined;
+
+  /**
+   * SHA-256 (hex) of the arguments under review: the edited ones when
+   * edited_arguments_json is set, else Interrupt.args_digest. A ResolveInterruptRequest's
+   * args_digest is checked against it.
+   *
+   * @generated from field: string review_args_digest = 10;
+   */
+  reviewArgsDigest: string;
+
+  /**
+   * When a reminder is sent (webhook event interrupt.reminder) if the quorum is not met.
+   *
+   * @generated from field: google.protobuf.Timestamp remind_time = 11;
+   */
+  remindTime?: Timestamp | undefined;
+
+  /**
+   * When escalation_group is notified (webhook event interrupt.escalated) if the
+   * quorum is not met; its members may then decide too.
+   *
+   * @generated from field: google.protobuf.Timestamp escalate_time = 12;
+   */
+  escalateTime?: Timestamp | undefined;
+
+  /**
+   * The group notified at escalate_time.
+   *
+   * @generated from field: string escalation_group = 13;
+   */
+  escalationGroup: string;
+
+  /**
+   * The reminder was sent.
+   *
+   * @generated from field: bool reminded = 14;
+   */
+  reminded: boolean;
+
+  /**
+   * The escalation happened.
+   *
+   * @generated from field: bool escalated = 15;
+   */
+  escalated: boolean;
+
+  /**
+   * Filled when read, from the configuration: the principals who may still approve
+   * (the groups' members who have not decided, without the starter under separation of
+   * duties). Empty when any approver may.
+   *
+   * @generated from field: repeated string eligible = 16;
+   */
+  eligible: string[];
+
+  /**
+   * Filled when read: approvals still needed (quorum minus approvals so far).
+   *
+   * @generated from field: int32 approvals_needed = 17;
+   */
+  approvalsNeeded: number;
+};
+
+/**
+ * Describes the message agentplane.v1.ApprovalRequirement.
+ * Use `create(ApprovalRequirementSchema)` to create a new message.
+ */
+export const ApprovalRequirementSchema: GenMessage<ApprovalRequirement> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_hitl, 6);
+
+/**
+ * Approval is one person's vote on an interrupt under an approval rule.
+ *
+ * @generated from message agentplane.v1.Approval
+ */
+export type Approval = Message<"agentplane.v1.Approval"> & {
+  /**
+   * Who.
+   *
+   * @generated from field: string principal = 1;
+   */
+  principal: string;
+
+  /**
+   * Where from: api, ctl, console, slack, link or email.
+   *
+   * @generated from field: string channel = 2;
+   */
+  channel: string;
+
+  /**
+   * When.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 3;
+   */
+  time?: Timestamp | undefined;
+
+  /**
+   * SHA-256 (hex) of the arguments they ruled on.
+   *
+   * @generated from field: string args_digest = 4;
+   */
+  argsDigest: string;
+
+  /**
+   * Their note (for a rejection, their reason), as given.
+   *
+   * @generated from field: optional string reason = 5;
+   */
+  reason?: string | undefined;
+
+  /**
+   * Approve, reject or edit (an edit is its author's approval of the new arguments).
+   *
+   * @generated from field: agentplane.v1.DecisionType type = 6;
+   */
+  type: DecisionType;
+};
+
+/**
+ * Describes the message agentplane.v1.Approval.
+ * Use `create(ApprovalSchema)` to create a new message.
+ */
+export const ApprovalSchema: GenMessage<Approval> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_hitl, 7);
 
 /**
  * ApprovalRequest is the pending tool call a human rules on.
@@ -389,7 +596,7 @@ export type ApprovalRequest = Message<"agentplane.v1.ApprovalRequest"> & {
  * Use `create(ApprovalRequestSchema)` to create a new message.
  */
 export const ApprovalRequestSchema: GenMessage<ApprovalRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl, 6);
+  messageDesc(file_agentplane_v1_hitl, 8);
 
 /**
  * TurnEndRequest is a chat-mode pause: the agent ended its turn and waits for the
@@ -425,7 +632,7 @@ export type TurnEndRequest = Message<"agentplane.v1.TurnEndRequest"> & {
  * Use `create(TurnEndRequestSchema)` to create a new message.
  */
 export const TurnEndRequestSchema: GenMessage<TurnEndRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl, 7);
+  messageDesc(file_agentplane_v1_hitl, 9);
 
 /**
  * ToolOutputRequest is a call of a function tool the client executes: the task waits
@@ -482,7 +689,7 @@ export type ToolOutputRequest = Message<"agentplane.v1.ToolOutputRequest"> & {
  * Use `create(ToolOutputRequestSchema)` to create a new message.
  */
 export const ToolOutputRequestSchema: GenMessage<ToolOutputRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl, 8);
+  messageDesc(file_agentplane_v1_hitl, 10);
 
 /**
  * ApprovalContext is the run context shown to a reviewer.
@@ -531,7 +738,7 @@ export type ApprovalContext = Message<"agentplane.v1.ApprovalContext"> & {
  * Use `create(ApprovalContextSchema)` to create a new message.
  */
 export const ApprovalContextSchema: GenMessage<ApprovalContext> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl, 9);
+  messageDesc(file_agentplane_v1_hitl, 11);
 
 /**
  * Decision is the server's record of a ruling: single-use, bound to the interrupt, to
@@ -619,6 +826,14 @@ export type Decision = Message<"agentplane.v1.Decision"> & {
    * @generated from field: string call_id = 12;
    */
   callId: string;
+
+  /**
+   * Where the decision came from: api, ctl, console, slack, link or email for a
+   * person's, system for the server's.
+   *
+   * @generated from field: string channel = 20;
+   */
+  channel: string;
 };
 
 /**
@@ -626,7 +841,143 @@ export type Decision = Message<"agentplane.v1.Decision"> & {
  * Use `create(DecisionSchema)` to create a new message.
  */
 export const DecisionSchema: GenMessage<Decision> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl, 10);
+  messageDesc(file_agentplane_v1_hitl, 12);
+
+/**
+ * AuditRecord is one entry of a tenant's approval audit log: every decision on an
+ * interrupt (each vote of a quorum, a person's, a deadline's default) and every
+ * escalation step. Written in the transaction of what it records; kept when the task
+ * is purged.
+ *
+ * @generated from message agentplane.v1.AuditRecord
+ */
+export type AuditRecord = Message<"agentplane.v1.AuditRecord"> & {
+  /**
+   * Time-ordered id (aud_...).
+   *
+   * @generated from field: string audit_id = 1;
+   */
+  auditId: string;
+
+  /**
+   * Owning tenant.
+   *
+   * @generated from field: string tenant = 2;
+   */
+  tenant: string;
+
+  /**
+   * The task.
+   *
+   * @generated from field: string task_id = 3;
+   */
+  taskId: string;
+
+  /**
+   * The interrupt.
+   *
+   * @generated from field: string interrupt_id = 4;
+   */
+  interruptId: string;
+
+  /**
+   * The gated tool.
+   *
+   * @generated from field: string tool_name = 5;
+   */
+  toolName: string;
+
+  /**
+   * What happened.
+   *
+   * @generated from field: agentplane.v1.AuditAction action = 6;
+   */
+  action: AuditAction;
+
+  /**
+   * Who ("system" for the server's decisions and escalation steps).
+   *
+   * @generated from field: string principal = 7;
+   */
+  principal: string;
+
+  /**
+   * Where from: api, ctl, console, slack, link, email, or system.
+   *
+   * @generated from field: string channel = 8;
+   */
+  channel: string;
+
+  /**
+   * When.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 9;
+   */
+  time?: Timestamp | undefined;
+
+  /**
+   * SHA-256 (hex) of the arguments ruled on.
+   *
+   * @generated from field: string args_digest = 10;
+   */
+  argsDigest: string;
+
+  /**
+   * The reason or note, as given.
+   *
+   * @generated from field: optional string reason = 11;
+   */
+  reason?: string | undefined;
+
+  /**
+   * Who or what decided (HUMAN, DEADLINE, ...); unset for escalation steps.
+   *
+   * @generated from field: agentplane.v1.DecisionSource source = 12;
+   */
+  source: DecisionSource;
+
+  /**
+   * This record resolved the interrupt (its decision is the interrupt's).
+   *
+   * @generated from field: bool resolved = 13;
+   */
+  resolved: boolean;
+
+  /**
+   * The approval rule in force, if any.
+   *
+   * @generated from field: string rule = 14;
+   */
+  rule: string;
+
+  /**
+   * The caller's request_id, if given.
+   *
+   * @generated from field: string request_id = 15;
+   */
+  requestId: string;
+
+  /**
+   * For an edit: SHA-256 (hex) of the new arguments.
+   *
+   * @generated from field: string result_args_digest = 16;
+   */
+  resultArgsDigest: string;
+
+  /**
+   * For an escalation step: the group notified.
+   *
+   * @generated from field: string group = 17;
+   */
+  group: string;
+};
+
+/**
+ * Describes the message agentplane.v1.AuditRecord.
+ * Use `create(AuditRecordSchema)` to create a new message.
+ */
+export const AuditRecordSchema: GenMessage<AuditRecord> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_hitl, 13);
 
 /**
  * GateOutcome is the answer to a runtime asking whether a tool call may run.
@@ -855,4 +1206,60 @@ export enum DecisionSource {
  */
 export const DecisionSourceSchema: GenEnum<DecisionSource> = /*@__PURE__*/
   enumDesc(file_agentplane_v1_hitl, 4);
+
+/**
+ * AuditAction is what an audit record records.
+ *
+ * @generated from enum agentplane.v1.AuditAction
+ */
+export enum AuditAction {
+  /**
+   * Not set.
+   *
+   * @generated from enum value: AUDIT_ACTION_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * An approval (it resolved the interrupt when `resolved` is set, else it was one
+   * vote toward a quorum).
+   *
+   * @generated from enum value: AUDIT_ACTION_APPROVE = 1;
+   */
+  APPROVE = 1,
+
+  /**
+   * A rejection (with its reason).
+   *
+   * @generated from enum value: AUDIT_ACTION_REJECT = 2;
+   */
+  REJECT = 2,
+
+  /**
+   * An edit: new arguments (result_args_digest), approved by their author.
+   *
+   * @generated from enum value: AUDIT_ACTION_EDIT = 3;
+   */
+  EDIT = 3,
+
+  /**
+   * The reminder of an approval rule's escalation was sent.
+   *
+   * @generated from enum value: AUDIT_ACTION_REMIND = 4;
+   */
+  REMIND = 4,
+
+  /**
+   * The approval rule's escalation group was notified.
+   *
+   * @generated from enum value: AUDIT_ACTION_ESCALATE = 5;
+   */
+  ESCALATE = 5,
+}
+
+/**
+ * Describes the enum agentplane.v1.AuditAction.
+ */
+export const AuditActionSchema: GenEnum<AuditAction> = /*@__PURE__*/
+  enumDesc(file_agentplane_v1_hitl, 5);
 

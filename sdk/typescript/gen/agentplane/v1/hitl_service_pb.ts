@@ -4,17 +4,96 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Interrupt, InterruptKind, InterruptState } from "./hitl_pb.js";
+import type { AuditRecord, Interrupt, InterruptKind, InterruptState } from "./hitl_pb.js";
 import { file_agentplane_v1_hitl } from "./hitl_pb.js";
-import type { Duration } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_duration } from "@bufbuild/protobuf/wkt";
+import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_duration, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file agentplane/v1/hitl_service.proto.
  */
 export const file_agentplane_v1_hitl_service: GenFile = /*@__PURE__*/
-  fileDesc("CiBhZ2VudHBsYW5lL3YxL2hpdGxfc2VydmljZS5wcm90bxINYWdlbnRwbGFuZS52MSKPAgoVTGlzdEludGVycnVwdHNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEg8KB3Rhc2tfaWQYAyABKAkSEQoJdG9vbF9uYW1lGAQgASgJEgsKA3RhZxgFIAEoCRIqCgdtaW5fYWdlGAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKBWtpbmRzGAggAygOMhwuYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHRLaW5kEi0KBnN0YXRlcxgJIAMoDjIdLmFnZW50cGxhbmUudjEuSW50ZXJydXB0U3RhdGVKBAgHEAhSEGluY2x1ZGVfcmVzb2x2ZWQiXwoWTGlzdEludGVycnVwdHNSZXNwb25zZRIsCgppbnRlcnJ1cHRzGAEgAygLMhguYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIisKE0dldEludGVycnVwdFJlcXVlc3QSFAoMaW50ZXJydXB0X2lkGAEgASgJIkMKFEdldEludGVycnVwdFJlc3BvbnNlEisKCWludGVycnVwdBgBIAEoCzIYLmFnZW50cGxhbmUudjEuSW50ZXJydXB0IvUBChdSZXNvbHZlSW50ZXJydXB0UmVxdWVzdBIUCgxpbnRlcnJ1cHRfaWQYASABKAkSMQoHYXBwcm92ZRgCIAEoCzIeLmFnZW50cGxhbmUudjEuQXBwcm92ZURlY2lzaW9uSAASLwoGcmVqZWN0GAMgASgLMh0uYWdlbnRwbGFuZS52MS5SZWplY3REZWNpc2lvbkgAEisKBGVkaXQYBCABKAsyGy5hZ2VudHBsYW5lLnYxLkVkaXREZWNpc2lvbkgAEhMKC2FyZ3NfZGlnZXN0GAUgASgJEhIKCnJlcXVlc3RfaWQYBiABKAlCCgoIZGVjaXNpb24iMQoPQXBwcm92ZURlY2lzaW9uEhMKBnJlYXNvbhgBIAEoCUgAiAEBQgkKB19yZWFzb24iIAoOUmVqZWN0RGVjaXNpb24SDgoGcmVhc29uGAEgASgJIlIKDEVkaXREZWNpc2lvbhITCgZyZWFzb24YAiABKAlIAIgBARIWCg5hcmd1bWVudHNfanNvbhgDIAEoCUIJCgdfcmVhc29uSgQIARACUgRhcmdzIkcKGFJlc29sdmVJbnRlcnJ1cHRSZXNwb25zZRIrCglpbnRlcnJ1cHQYASABKAsyGC5hZ2VudHBsYW5lLnYxLkludGVycnVwdDK5AgoLSGl0bFNlcnZpY2USYgoOTGlzdEludGVycnVwdHMSJC5hZ2VudHBsYW5lLnYxLkxpc3RJbnRlcnJ1cHRzUmVxdWVzdBolLmFnZW50cGxhbmUudjEuTGlzdEludGVycnVwdHNSZXNwb25zZSIDkAIBElwKDEdldEludGVycnVwdBIiLmFnZW50cGxhbmUudjEuR2V0SW50ZXJydXB0UmVxdWVzdBojLmFnZW50cGxhbmUudjEuR2V0SW50ZXJydXB0UmVzcG9uc2UiA5ACARJoChBSZXNvbHZlSW50ZXJydXB0EiYuYWdlbnRwbGFuZS52MS5SZXNvbHZlSW50ZXJydXB0UmVxdWVzdBonLmFnZW50cGxhbmUudjEuUmVzb2x2ZUludGVycnVwdFJlc3BvbnNlIgOQAgJCQVo/Z2l0aHViLmNvbS9hZ2VudHBsYW5lL2FnZW50cGxhbmUvZ2VuL2FnZW50cGxhbmUvdjE7YWdlbnRwbGFuZXYxYgZwcm90bzM", [file_agentplane_v1_hitl, file_google_protobuf_duration]);
+  fileDesc("CiBhZ2VudHBsYW5lL3YxL2hpdGxfc2VydmljZS5wcm90bxINYWdlbnRwbGFuZS52MSKSAQoXTGlzdEF1ZGl0UmVjb3Jkc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSKQoFc2luY2UYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGludGVycnVwdF9pZBgEIAEoCRIPCgd0YXNrX2lkGAUgASgJImAKGExpc3RBdWRpdFJlY29yZHNSZXNwb25zZRIrCgdyZWNvcmRzGAEgAygLMhouYWdlbnRwbGFuZS52MS5BdWRpdFJlY29yZBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkijwIKFUxpc3RJbnRlcnJ1cHRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIPCgd0YXNrX2lkGAMgASgJEhEKCXRvb2xfbmFtZRgEIAEoCRILCgN0YWcYBSABKAkSKgoHbWluX2FnZRgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIrCgVraW5kcxgIIAMoDjIcLmFnZW50cGxhbmUudjEuSW50ZXJydXB0S2luZBItCgZzdGF0ZXMYCSADKA4yHS5hZ2VudHBsYW5lLnYxLkludGVycnVwdFN0YXRlSgQIBxAIUhBpbmNsdWRlX3Jlc29sdmVkIl8KFkxpc3RJbnRlcnJ1cHRzUmVzcG9uc2USLAoKaW50ZXJydXB0cxgBIAMoCzIYLmFnZW50cGxhbmUudjEuSW50ZXJydXB0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIrChNHZXRJbnRlcnJ1cHRSZXF1ZXN0EhQKDGludGVycnVwdF9pZBgBIAEoCSJDChRHZXRJbnRlcnJ1cHRSZXNwb25zZRIrCglpbnRlcnJ1cHQYASABKAsyGC5hZ2VudHBsYW5lLnYxLkludGVycnVwdCL1AQoXUmVzb2x2ZUludGVycnVwdFJlcXVlc3QSFAoMaW50ZXJydXB0X2lkGAEgASgJEjEKB2FwcHJvdmUYAiABKAsyHi5hZ2VudHBsYW5lLnYxLkFwcHJvdmVEZWNpc2lvbkgAEi8KBnJlamVjdBgDIAEoCzIdLmFnZW50cGxhbmUudjEuUmVqZWN0RGVjaXNpb25IABIrCgRlZGl0GAQgASgLMhsuYWdlbnRwbGFuZS52MS5FZGl0RGVjaXNpb25IABITCgthcmdzX2RpZ2VzdBgFIAEoCRISCgpyZXF1ZXN0X2lkGAYgASgJQgoKCGRlY2lzaW9uIjEKD0FwcHJvdmVEZWNpc2lvbhITCgZyZWFzb24YASABKAlIAIgBAUIJCgdfcmVhc29uIiAKDlJlamVjdERlY2lzaW9uEg4KBnJlYXNvbhgBIAEoCSJSCgxFZGl0RGVjaXNpb24SEwoGcmVhc29uGAIgASgJSACIAQESFgoOYXJndW1lbnRzX2pzb24YAyABKAlCCQoHX3JlYXNvbkoECAEQAlIEYXJncyJHChhSZXNvbHZlSW50ZXJydXB0UmVzcG9uc2USKwoJaW50ZXJydXB0GAEgASgLMhguYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHQyowMKC0hpdGxTZXJ2aWNlEmIKDkxpc3RJbnRlcnJ1cHRzEiQuYWdlbnRwbGFuZS52MS5MaXN0SW50ZXJydXB0c1JlcXVlc3QaJS5hZ2VudHBsYW5lLnYxLkxpc3RJbnRlcnJ1cHRzUmVzcG9uc2UiA5ACARJcCgxHZXRJbnRlcnJ1cHQSIi5hZ2VudHBsYW5lLnYxLkdldEludGVycnVwdFJlcXVlc3QaIy5hZ2VudHBsYW5lLnYxLkdldEludGVycnVwdFJlc3BvbnNlIgOQAgESaAoQUmVzb2x2ZUludGVycnVwdBImLmFnZW50cGxhbmUudjEuUmVzb2x2ZUludGVycnVwdFJlcXVlc3QaJy5hZ2VudHBsYW5lLnYxLlJlc29sdmVJbnRlcnJ1cHRSZXNwb25zZSIDkAICEmgKEExpc3RBdWRpdFJlY29yZHMSJi5hZ2VudHBsYW5lLnYxLkxpc3RBdWRpdFJlY29yZHNSZXF1ZXN0GicuYWdlbnRwbGFuZS52MS5MaXN0QXVkaXRSZWNvcmRzUmVzcG9uc2UiA5ACAUJBWj9naXRodWIuY29tL2FnZW50cGxhbmUvYWdlbnRwbGFuZS9nZW4vYWdlbnRwbGFuZS92MTthZ2VudHBsYW5ldjFiBnByb3RvMw", [file_agentplane_v1_hitl, file_google_protobuf_duration, file_google_protobuf_timestamp]);
+
+/**
+ * ListAuditRecordsRequest filters and pages the audit log.
+ *
+ * @generated from message agentplane.v1.ListAuditRecordsRequest
+ */
+export type ListAuditRecordsRequest = Message<"agentplane.v1.ListAuditRecordsRequest"> & {
+  /**
+   * Maximum records per page; 0 means 50; capped at 500. A page may hold fewer (at
+   * most about 1 MiB of records, and at most 10000 records scanned for the filters)
+   * and still carry a token.
+   *
+   * @generated from field: int32 page_size = 1;
+   */
+  pageSize: number;
+
+  /**
+   * Opaque token from a previous response (with the same filters).
+   *
+   * @generated from field: string page_token = 2;
+   */
+  pageToken: string;
+
+  /**
+   * Only records at or after this time.
+   *
+   * @generated from field: google.protobuf.Timestamp since = 3;
+   */
+  since?: Timestamp | undefined;
+
+  /**
+   * Only records of this interrupt.
+   *
+   * @generated from field: string interrupt_id = 4;
+   */
+  interruptId: string;
+
+  /**
+   * Only records of this task.
+   *
+   * @generated from field: string task_id = 5;
+   */
+  taskId: string;
+};
+
+/**
+ * Describes the message agentplane.v1.ListAuditRecordsRequest.
+ * Use `create(ListAuditRecordsRequestSchema)` to create a new message.
+ */
+export const ListAuditRecordsRequestSchema: GenMessage<ListAuditRecordsRequest> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_hitl_service, 0);
+
+/**
+ * ListAuditRecordsResponse is one page of the audit log.
+ *
+ * @generated from message agentplane.v1.ListAuditRecordsResponse
+ */
+export type ListAuditRecordsResponse = Message<"agentplane.v1.ListAuditRecordsResponse"> & {
+  /**
+   * Records, oldest first.
+   *
+   * @generated from field: repeated agentplane.v1.AuditRecord records = 1;
+   */
+  records: AuditRecord[];
+
+  /**
+   * Token for the next page; empty at the end.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message agentplane.v1.ListAuditRecordsResponse.
+ * Use `create(ListAuditRecordsResponseSchema)` to create a new message.
+ */
+export const ListAuditRecordsResponseSchema: GenMessage<ListAuditRecordsResponse> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_hitl_service, 1);
 
 /**
  * ListInterruptsRequest filters and pages the inbox.
@@ -87,7 +166,7 @@ export type ListInterruptsRequest = Message<"agentplane.v1.ListInterruptsRequest
  * Use `create(ListInterruptsRequestSchema)` to create a new message.
  */
 export const ListInterruptsRequestSchema: GenMessage<ListInterruptsRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl_service, 0);
+  messageDesc(file_agentplane_v1_hitl_service, 2);
 
 /**
  * ListInterruptsResponse is one page of the inbox.
@@ -115,7 +194,7 @@ export type ListInterruptsResponse = Message<"agentplane.v1.ListInterruptsRespon
  * Use `create(ListInterruptsResponseSchema)` to create a new message.
  */
 export const ListInterruptsResponseSchema: GenMessage<ListInterruptsResponse> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl_service, 1);
+  messageDesc(file_agentplane_v1_hitl_service, 3);
 
 /**
  * GetInterruptRequest names an interrupt.
@@ -136,7 +215,7 @@ export type GetInterruptRequest = Message<"agentplane.v1.GetInterruptRequest"> &
  * Use `create(GetInterruptRequestSchema)` to create a new message.
  */
 export const GetInterruptRequestSchema: GenMessage<GetInterruptRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl_service, 2);
+  messageDesc(file_agentplane_v1_hitl_service, 4);
 
 /**
  * GetInterruptResponse holds the interrupt.
@@ -157,7 +236,7 @@ export type GetInterruptResponse = Message<"agentplane.v1.GetInterruptResponse">
  * Use `create(GetInterruptResponseSchema)` to create a new message.
  */
 export const GetInterruptResponseSchema: GenMessage<GetInterruptResponse> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl_service, 3);
+  messageDesc(file_agentplane_v1_hitl_service, 5);
 
 /**
  * ResolveInterruptRequest is a human's ruling.
@@ -216,7 +295,7 @@ export type ResolveInterruptRequest = Message<"agentplane.v1.ResolveInterruptReq
    * mutating calls on the interrupt's task; recommended. A retry with the same
    * request_id and the same request returns the interrupt as resolved by the first
    * call, instead of INTERRUPT_ALREADY_RESOLVED; the same request_id with a different
-   * request is ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
+   * request, or from another principal, is ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
    *
    * @generated from field: string request_id = 6;
    */
@@ -228,7 +307,7 @@ export type ResolveInterruptRequest = Message<"agentplane.v1.ResolveInterruptReq
  * Use `create(ResolveInterruptRequestSchema)` to create a new message.
  */
 export const ResolveInterruptRequestSchema: GenMessage<ResolveInterruptRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl_service, 4);
+  messageDesc(file_agentplane_v1_hitl_service, 6);
 
 /**
  * ApproveDecision approves a call.
@@ -249,7 +328,7 @@ export type ApproveDecision = Message<"agentplane.v1.ApproveDecision"> & {
  * Use `create(ApproveDecisionSchema)` to create a new message.
  */
 export const ApproveDecisionSchema: GenMessage<ApproveDecision> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl_service, 5);
+  messageDesc(file_agentplane_v1_hitl_service, 7);
 
 /**
  * RejectDecision rejects a call.
@@ -270,7 +349,7 @@ export type RejectDecision = Message<"agentplane.v1.RejectDecision"> & {
  * Use `create(RejectDecisionSchema)` to create a new message.
  */
 export const RejectDecisionSchema: GenMessage<RejectDecision> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl_service, 6);
+  messageDesc(file_agentplane_v1_hitl_service, 8);
 
 /**
  * EditDecision replaces a call's arguments.
@@ -299,7 +378,7 @@ export type EditDecision = Message<"agentplane.v1.EditDecision"> & {
  * Use `create(EditDecisionSchema)` to create a new message.
  */
 export const EditDecisionSchema: GenMessage<EditDecision> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl_service, 7);
+  messageDesc(file_agentplane_v1_hitl_service, 9);
 
 /**
  * ResolveInterruptResponse holds the resolved interrupt.
@@ -320,7 +399,7 @@ export type ResolveInterruptResponse = Message<"agentplane.v1.ResolveInterruptRe
  * Use `create(ResolveInterruptResponseSchema)` to create a new message.
  */
 export const ResolveInterruptResponseSchema: GenMessage<ResolveInterruptResponse> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl_service, 8);
+  messageDesc(file_agentplane_v1_hitl_service, 10);
 
 /**
  * HitlService is the reviewers' inbox: pending interrupts, and their resolution.
@@ -363,6 +442,18 @@ export const HitlService: GenService<{
     methodKind: "unary";
     input: typeof ResolveInterruptRequestSchema;
     output: typeof ResolveInterruptResponseSchema;
+  },
+  /**
+   * ListAuditRecords lists the tenant's approval audit log, oldest first: every
+   * decision on an interrupt with its principal, channel, time, argument digest and
+   * reason, and every escalation step. Paged; since and interrupt_id filter it.
+   *
+   * @generated from rpc agentplane.v1.HitlService.ListAuditRecords
+   */
+  listAuditRecords: {
+    methodKind: "unary";
+    input: typeof ListAuditRecordsRequestSchema;
+    output: typeof ListAuditRecordsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentplane_v1_hitl_service, 0);

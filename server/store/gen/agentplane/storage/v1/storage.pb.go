@@ -1079,7 +1079,8 @@ func (x *RequestRecord) GetTaskId() string {
 }
 
 // InterruptRecord is a stored interrupt. The store derives from it the per-tenant
-// pending inbox (by creation time), the deadline index, and the per-task index.
+// pending inbox (by creation time), the deadline index, the escalation index (the next
+// step of an approval rule's escalation not yet run) and the per-task index.
 type InterruptRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The interrupt as the API shows it; its state and decision drive the pending and
@@ -1867,6 +1868,54 @@ func (x *BudgetUsageRecord) GetUpdateTime() *timestamppb.Timestamp {
 	return nil
 }
 
+// AuditRecordEntry is one entry of a tenant's approval audit log, keyed by tenant and
+// its id (time-ordered). Append-only: written once, never changed, and not deleted
+// with its task.
+type AuditRecordEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The record as the API shows it.
+	Record        *v1.AuditRecord `protobuf:"bytes,1,opt,name=record,proto3" json:"record,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditRecordEntry) Reset() {
+	*x = AuditRecordEntry{}
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditRecordEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditRecordEntry) ProtoMessage() {}
+
+func (x *AuditRecordEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditRecordEntry.ProtoReflect.Descriptor instead.
+func (*AuditRecordEntry) Descriptor() ([]byte, []int) {
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *AuditRecordEntry) GetRecord() *v1.AuditRecord {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
 var File_agentplane_storage_v1_storage_proto protoreflect.FileDescriptor
 
 const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
@@ -2050,7 +2099,9 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"cost_picos\x18\x05 \x01(\x03R\tcostPicos\x12\x16\n" +
 	"\x06warned\x18\x06 \x01(\bR\x06warned\x12;\n" +
 	"\vupdate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime*\\\n" +
+	"updateTime\"F\n" +
+	"\x10AuditRecordEntry\x122\n" +
+	"\x06record\x18\x01 \x01(\v2\x1a.agentplane.v1.AuditRecordR\x06record*\\\n" +
 	"\vOutboxState\x12\x1c\n" +
 	"\x18OUTBOX_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OUTBOX_STATE_PENDING\x10\x01\x12\x15\n" +
@@ -2069,7 +2120,7 @@ func file_agentplane_storage_v1_storage_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_storage_v1_storage_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(OutboxState)(0),              // 0: agentplane.storage.v1.OutboxState
 	(*SchemaInfo)(nil),            // 1: agentplane.storage.v1.SchemaInfo
@@ -2087,95 +2138,98 @@ var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(*A2APushConfig)(nil),         // 13: agentplane.storage.v1.A2APushConfig
 	(*ScheduleRecord)(nil),        // 14: agentplane.storage.v1.ScheduleRecord
 	(*BudgetUsageRecord)(nil),     // 15: agentplane.storage.v1.BudgetUsageRecord
-	nil,                           // 16: agentplane.storage.v1.TaskRecord.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
-	(v1.TaskState)(0),             // 18: agentplane.v1.TaskState
-	(*v1.TaskFailure)(nil),        // 19: agentplane.v1.TaskFailure
-	(*v1.TaskOutput)(nil),         // 20: agentplane.v1.TaskOutput
-	(*v1.TraceContext)(nil),       // 21: agentplane.v1.TraceContext
-	(*v1.Message)(nil),            // 22: agentplane.v1.Message
-	(*v1.ToolResult)(nil),         // 23: agentplane.v1.ToolResult
-	(*v1.TokenUsage)(nil),         // 24: agentplane.v1.TokenUsage
-	(*v1.ScheduledBy)(nil),        // 25: agentplane.v1.ScheduledBy
-	(*v1.AgentSpec)(nil),          // 26: agentplane.v1.AgentSpec
-	(*v1.GraphSpec)(nil),          // 27: agentplane.v1.GraphSpec
-	(*v1.ResolvedSpec)(nil),       // 28: agentplane.v1.ResolvedSpec
-	(*v1.InterruptPolicy)(nil),    // 29: agentplane.v1.InterruptPolicy
-	(*durationpb.Duration)(nil),   // 30: google.protobuf.Duration
-	(*v1.ToolAxisOverride)(nil),   // 31: agentplane.v1.ToolAxisOverride
-	(*v1.McpServer)(nil),          // 32: agentplane.v1.McpServer
-	(*v1.A2APeer)(nil),            // 33: agentplane.v1.A2aPeer
-	(*v1.TaskEvent)(nil),          // 34: agentplane.v1.TaskEvent
-	(*v1.Interrupt)(nil),          // 35: agentplane.v1.Interrupt
-	(*v1.Verdict)(nil),            // 36: agentplane.v1.Verdict
-	(*v1.Obligation)(nil),         // 37: agentplane.v1.Obligation
-	(*v1.ScheduleSpec)(nil),       // 38: agentplane.v1.ScheduleSpec
-	(*v1.SchedulePolicy)(nil),     // 39: agentplane.v1.SchedulePolicy
-	(*v1.StartTaskRequest)(nil),   // 40: agentplane.v1.StartTaskRequest
-	(*v1.ScheduleRun)(nil),        // 41: agentplane.v1.ScheduleRun
-	(*v1.ScheduleCounts)(nil),     // 42: agentplane.v1.ScheduleCounts
+	(*AuditRecordEntry)(nil),      // 16: agentplane.storage.v1.AuditRecordEntry
+	nil,                           // 17: agentplane.storage.v1.TaskRecord.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
+	(v1.TaskState)(0),             // 19: agentplane.v1.TaskState
+	(*v1.TaskFailure)(nil),        // 20: agentplane.v1.TaskFailure
+	(*v1.TaskOutput)(nil),         // 21: agentplane.v1.TaskOutput
+	(*v1.TraceContext)(nil),       // 22: agentplane.v1.TraceContext
+	(*v1.Message)(nil),            // 23: agentplane.v1.Message
+	(*v1.ToolResult)(nil),         // 24: agentplane.v1.ToolResult
+	(*v1.TokenUsage)(nil),         // 25: agentplane.v1.TokenUsage
+	(*v1.ScheduledBy)(nil),        // 26: agentplane.v1.ScheduledBy
+	(*v1.AgentSpec)(nil),          // 27: agentplane.v1.AgentSpec
+	(*v1.GraphSpec)(nil),          // 28: agentplane.v1.GraphSpec
+	(*v1.ResolvedSpec)(nil),       // 29: agentplane.v1.ResolvedSpec
+	(*v1.InterruptPolicy)(nil),    // 30: agentplane.v1.InterruptPolicy
+	(*durationpb.Duration)(nil),   // 31: google.protobuf.Duration
+	(*v1.ToolAxisOverride)(nil),   // 32: agentplane.v1.ToolAxisOverride
+	(*v1.McpServer)(nil),          // 33: agentplane.v1.McpServer
+	(*v1.A2APeer)(nil),            // 34: agentplane.v1.A2aPeer
+	(*v1.TaskEvent)(nil),          // 35: agentplane.v1.TaskEvent
+	(*v1.Interrupt)(nil),          // 36: agentplane.v1.Interrupt
+	(*v1.Verdict)(nil),            // 37: agentplane.v1.Verdict
+	(*v1.Obligation)(nil),         // 38: agentplane.v1.Obligation
+	(*v1.ScheduleSpec)(nil),       // 39: agentplane.v1.ScheduleSpec
+	(*v1.SchedulePolicy)(nil),     // 40: agentplane.v1.SchedulePolicy
+	(*v1.StartTaskRequest)(nil),   // 41: agentplane.v1.StartTaskRequest
+	(*v1.ScheduleRun)(nil),        // 42: agentplane.v1.ScheduleRun
+	(*v1.ScheduleCounts)(nil),     // 43: agentplane.v1.ScheduleCounts
+	(*v1.AuditRecord)(nil),        // 44: agentplane.v1.AuditRecord
 }
 var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
-	17, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
-	18, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
-	16, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
-	17, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
-	17, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
-	17, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
-	19, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
-	20, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
+	18, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
+	19, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
+	17, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
+	18, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
+	18, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
+	18, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
+	20, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
+	21, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
 	5,  // 8: agentplane.storage.v1.TaskRecord.cancellation:type_name -> agentplane.storage.v1.Cancellation
 	6,  // 9: agentplane.storage.v1.TaskRecord.lease:type_name -> agentplane.storage.v1.LeaseRecord
-	17, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
-	21, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
-	22, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
-	23, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
-	24, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
+	18, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
+	22, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
+	23, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
+	24, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
+	25, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
 	3,  // 15: agentplane.storage.v1.TaskRecord.applied_requests:type_name -> agentplane.storage.v1.AppliedRequest
 	13, // 16: agentplane.storage.v1.TaskRecord.a2a_push_configs:type_name -> agentplane.storage.v1.A2APushConfig
-	25, // 17: agentplane.storage.v1.TaskRecord.scheduled_by:type_name -> agentplane.v1.ScheduledBy
-	26, // 18: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
-	27, // 19: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
-	28, // 20: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
-	29, // 21: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	30, // 22: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
-	31, // 23: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	32, // 24: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
-	33, // 25: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	22, // 26: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
-	17, // 27: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
-	17, // 28: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
-	17, // 29: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
-	17, // 30: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
-	34, // 31: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
-	35, // 32: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
-	17, // 33: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
-	36, // 34: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
-	37, // 35: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
-	17, // 36: agentplane.storage.v1.OutboxRecord.create_time:type_name -> google.protobuf.Timestamp
+	26, // 17: agentplane.storage.v1.TaskRecord.scheduled_by:type_name -> agentplane.v1.ScheduledBy
+	27, // 18: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
+	28, // 19: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
+	29, // 20: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
+	30, // 21: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	31, // 22: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
+	32, // 23: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	33, // 24: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
+	34, // 25: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	23, // 26: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
+	18, // 27: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
+	18, // 28: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
+	18, // 29: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
+	18, // 30: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
+	35, // 31: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
+	36, // 32: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
+	18, // 33: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
+	37, // 34: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
+	38, // 35: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
+	18, // 36: agentplane.storage.v1.OutboxRecord.create_time:type_name -> google.protobuf.Timestamp
 	0,  // 37: agentplane.storage.v1.OutboxRecord.state:type_name -> agentplane.storage.v1.OutboxState
-	17, // 38: agentplane.storage.v1.OutboxRecord.next_attempt_time:type_name -> google.protobuf.Timestamp
-	17, // 39: agentplane.storage.v1.OutboxRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
-	17, // 40: agentplane.storage.v1.OutboxRecord.dead_time:type_name -> google.protobuf.Timestamp
+	18, // 38: agentplane.storage.v1.OutboxRecord.next_attempt_time:type_name -> google.protobuf.Timestamp
+	18, // 39: agentplane.storage.v1.OutboxRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
+	18, // 40: agentplane.storage.v1.OutboxRecord.dead_time:type_name -> google.protobuf.Timestamp
 	13, // 41: agentplane.storage.v1.OutboxRecord.a2a_push:type_name -> agentplane.storage.v1.A2APushConfig
-	17, // 42: agentplane.storage.v1.A2APushConfig.create_time:type_name -> google.protobuf.Timestamp
-	38, // 43: agentplane.storage.v1.ScheduleRecord.spec:type_name -> agentplane.v1.ScheduleSpec
-	39, // 44: agentplane.storage.v1.ScheduleRecord.policy:type_name -> agentplane.v1.SchedulePolicy
-	40, // 45: agentplane.storage.v1.ScheduleRecord.task:type_name -> agentplane.v1.StartTaskRequest
-	17, // 46: agentplane.storage.v1.ScheduleRecord.create_time:type_name -> google.protobuf.Timestamp
-	17, // 47: agentplane.storage.v1.ScheduleRecord.update_time:type_name -> google.protobuf.Timestamp
-	17, // 48: agentplane.storage.v1.ScheduleRecord.next_nominal_time:type_name -> google.protobuf.Timestamp
-	17, // 49: agentplane.storage.v1.ScheduleRecord.wake_time:type_name -> google.protobuf.Timestamp
-	17, // 50: agentplane.storage.v1.ScheduleRecord.buffered_nominal_time:type_name -> google.protobuf.Timestamp
-	41, // 51: agentplane.storage.v1.ScheduleRecord.recent_runs:type_name -> agentplane.v1.ScheduleRun
-	42, // 52: agentplane.storage.v1.ScheduleRecord.counts:type_name -> agentplane.v1.ScheduleCounts
-	17, // 53: agentplane.storage.v1.BudgetUsageRecord.period_start:type_name -> google.protobuf.Timestamp
-	17, // 54: agentplane.storage.v1.BudgetUsageRecord.update_time:type_name -> google.protobuf.Timestamp
-	55, // [55:55] is the sub-list for method output_type
-	55, // [55:55] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	18, // 42: agentplane.storage.v1.A2APushConfig.create_time:type_name -> google.protobuf.Timestamp
+	39, // 43: agentplane.storage.v1.ScheduleRecord.spec:type_name -> agentplane.v1.ScheduleSpec
+	40, // 44: agentplane.storage.v1.ScheduleRecord.policy:type_name -> agentplane.v1.SchedulePolicy
+	41, // 45: agentplane.storage.v1.ScheduleRecord.task:type_name -> agentplane.v1.StartTaskRequest
+	18, // 46: agentplane.storage.v1.ScheduleRecord.create_time:type_name -> google.protobuf.Timestamp
+	18, // 47: agentplane.storage.v1.ScheduleRecord.update_time:type_name -> google.protobuf.Timestamp
+	18, // 48: agentplane.storage.v1.ScheduleRecord.next_nominal_time:type_name -> google.protobuf.Timestamp
+	18, // 49: agentplane.storage.v1.ScheduleRecord.wake_time:type_name -> google.protobuf.Timestamp
+	18, // 50: agentplane.storage.v1.ScheduleRecord.buffered_nominal_time:type_name -> google.protobuf.Timestamp
+	42, // 51: agentplane.storage.v1.ScheduleRecord.recent_runs:type_name -> agentplane.v1.ScheduleRun
+	43, // 52: agentplane.storage.v1.ScheduleRecord.counts:type_name -> agentplane.v1.ScheduleCounts
+	18, // 53: agentplane.storage.v1.BudgetUsageRecord.period_start:type_name -> google.protobuf.Timestamp
+	18, // 54: agentplane.storage.v1.BudgetUsageRecord.update_time:type_name -> google.protobuf.Timestamp
+	44, // 55: agentplane.storage.v1.AuditRecordEntry.record:type_name -> agentplane.v1.AuditRecord
+	56, // [56:56] is the sub-list for method output_type
+	56, // [56:56] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_storage_v1_storage_proto_init() }
@@ -2194,7 +2248,7 @@ func file_agentplane_storage_v1_storage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_storage_v1_storage_proto_rawDesc), len(file_agentplane_storage_v1_storage_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
