@@ -221,9 +221,11 @@ func TestConformance(t *testing.T) {
 func conformRetry(t *testing.T, bin string, d conformanceDriver, sc conformanceScenario) {
 	cp := startConformanceServer(t, bin)
 	px := startFailingProxy(t, cp.addr)
+	px.mu.Lock()
 	for _, c := range sc.Calls {
 		px.failFirst["/"+c.Method] = c.FailFirst
 	}
+	px.mu.Unlock()
 	dr := d.start(t, px.addr(), map[string]any{"name": sc.Name, "calls": sc.Calls})
 	for _, c := range sc.Calls {
 		got := dr.next(t)

@@ -741,7 +741,18 @@ func TestMCPLimits(t *testing.T) {
 	if err := second.Close(); err != nil {
 		t.Logf("close: %v", err)
 	}
-	mustMCP(t, in.HTTPAddr, "", nil) // a closed session frees its place
+	// A closed session frees its place once the server has handled the client's DELETE,
+	// which Close does not wait for: retry until it has (or the test's deadline).
+	for {
+		_, err := mcpConnect(t, in.HTTPAddr, "", nil)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("a closed session never freed its place: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 
 	rt := testRuntime{t, in.Client}
 	leased := make(chan *agentplanev1.LeaseRef, 1)

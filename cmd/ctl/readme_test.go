@@ -68,7 +68,9 @@ type tourLine struct {
 }
 
 // tourLines extracts the commands of the ```sh blocks of the README's tour section,
-// joining continued lines.
+// joining continued lines. The A2A step is a ```bash block, not run here: it restarts
+// the control plane with the example's static agents and runs a multi-line Node
+// script; server/a2a's TestA2AJSClient makes the same calls with the same client.
 func tourLines(t *testing.T, readme string) []tourLine {
 	t.Helper()
 	start := strings.Index(readme, "\n## A short tour")

@@ -35,7 +35,7 @@ func rank(pkg string) (int, bool) {
 		return 5, false
 	case strings.HasPrefix(rel, "server/"):
 		return 4, true // domain packages: spec, tasks, hitl, auth, ...
-	case strings.HasPrefix(rel, "cmd/") || strings.HasPrefix(rel, "tools/"): // binaries; tools/ measure them
+	case strings.HasPrefix(rel, "cmd/") || strings.HasPrefix(rel, "tools/") || strings.HasPrefix(rel, "sdk/"): // binaries; tools/ measure them, sdk/ drives the SDKs (the conformance driver)
 		return 7, true
 	case strings.HasPrefix(rel, "internal/") || strings.HasPrefix(rel, "tools/") || rel == "sdk":
 		return 8, true // checks and developer tools, above everything; sdk runs the other languages' suites
