@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentplane/v1/capability_service.proto.
  */
 export const file_agentplane_v1_capability_service: GenFile = /*@__PURE__*/
-  fileDesc("CiZhZ2VudHBsYW5lL3YxL2NhcGFiaWxpdHlfc2VydmljZS5wcm90bxINYWdlbnRwbGFuZS52MSIYChZHZXRDYXBhYmlsaXRpZXNSZXF1ZXN0IkwKF0dldENhcGFiaWxpdGllc1Jlc3BvbnNlEjEKDGNhcGFiaWxpdGllcxgBIAEoCzIbLmFnZW50cGxhbmUudjEuQ2FwYWJpbGl0aWVzIscDCgxDYXBhYmlsaXRpZXMSFgoOc2VydmVyX3ZlcnNpb24YASABKAkSDQoFc3RvcmUYAiABKAkSKwoJcHJpbmNpcGFsGAMgASgLMhguYWdlbnRwbGFuZS52MS5QcmluY2lwYWwSGQoRcmVxdWlyZV9wcmluY2lwYWwYBCABKAgSFQoNbWNwX2luamVjdGlvbhgFIAEoCBIVCg1hMmFfaW5qZWN0aW9uGAYgASgIEhgKEG1heF9jYWxsZXJfcGVlcnMYByABKAUSEwoLbG9ja2VkX2tleXMYCCADKAkSGgoSY29tcGxpYW5jZV9wb3N0dXJlGAkgASgJEhsKE2RlbmllZF9jYXBhYmlsaXRpZXMYCiADKAkSKwoEc3BlYxgLIAEoCzIdLmFnZW50cGxhbmUudjEuU3BlY1ZvY2FidWxhcnkSMwoOZGVjaXNpb25fdHlwZXMYDCADKA4yGy5hZ2VudHBsYW5lLnYxLkRlY2lzaW9uVHlwZRIlCgZsaW1pdHMYDSABKAsyFS5hZ2VudHBsYW5lLnYxLkxpbWl0cxIpCghmZWF0dXJlcxgOIAEoCzIXLmFnZW50cGxhbmUudjEuRmVhdHVyZXMiOwoJUHJpbmNpcGFsEg8KB3N1YmplY3QYASABKAkSDgoGdGVuYW50GAIgASgJEg0KBXJvbGVzGAMgAygJIqQBCg5TcGVjVm9jYWJ1bGFyeRIUCgxhcGlfdmVyc2lvbnMYASADKAkSDQoFa2luZHMYAiADKAkSDQoFcm9sZXMYAyADKAkSEgoKZWRnZV9raW5kcxgEIAMoCRISCgpoaXRsX21vZGVzGAUgAygJEhkKEXRlcm1pbmF0aW9uX2tpbmRzGAYgAygJEhsKE2luc3RydWN0aW9uX3ByZXNldHMYByADKAkipQMKBkxpbWl0cxIRCgltYXhfZGVwdGgYASABKAUSFgoObWF4X3NwZWNfYnl0ZXMYAiABKAMSFwoPbWF4X2V2ZW50X2J5dGVzGAMgASgDEh4KFm1heF90YXNrX2hpc3RvcnlfYnl0ZXMYBCABKAMSFwoPbWF4X3Rhc2tfZXZlbnRzGAUgASgFEhkKEW1heF9yZXF1ZXN0X2J5dGVzGAYgASgDEhcKD21heF9pbnB1dF9ieXRlcxgHIAEoAxISCgptYXhfbGFiZWxzGAggASgFEh8KF21heF9saXN0X3Jlc3BvbnNlX2J5dGVzGAkgASgDEh0KFW1heF9ldmVudHNfcGVyX3JlcG9ydBgKIAEoBRIfChdtYXhfY2FsbHNfcGVyX3ByaW5jaXBhbBgLIAEoBRIhChltYXhfd2F0Y2hlc19wZXJfcHJpbmNpcGFsGAwgASgFEiAKGG1heF9hd2FpdHNfcGVyX3ByaW5jaXBhbBgNIAEoBRIZChFkZWZhdWx0X3BhZ2Vfc2l6ZRgOIAEoBRIVCg1tYXhfcGFnZV9zaXplGA8gASgFIosCCghGZWF0dXJlcxIXCg9zcGVjX3ZhbGlkYXRpb24YASABKAgSDQoFdGFza3MYAiABKAgSFAoMd2F0Y2hfcmVzdW1lGAMgASgIEhgKEGlkZW1wb3RlbnRfc3RhcnQYBCABKAgSFgoOcnVudGltZV9sZWFzZXMYBSABKAgSGgoSZHVyYWJsZV9pbnRlcnJ1cHRzGAYgASgIEhQKDGNlbF9wb2xpY2llcxgHIAEoCBIQCgh2ZXJkaWN0cxgIIAEoCBIRCgljaGF0X21vZGUYCSABKAgSEgoKaG90X2JhY2t1cBgKIAEoCBIRCglodHRwX2pzb24YCyABKAgSEQoJc2NoZWR1bGVzGBQgASgIMnoKEUNhcGFiaWxpdHlTZXJ2aWNlEmUKD0dldENhcGFiaWxpdGllcxIlLmFnZW50cGxhbmUudjEuR2V0Q2FwYWJpbGl0aWVzUmVxdWVzdBomLmFnZW50cGxhbmUudjEuR2V0Q2FwYWJpbGl0aWVzUmVzcG9uc2UiA5ACAUJBWj9naXRodWIuY29tL2FnZW50cGxhbmUvYWdlbnRwbGFuZS9nZW4vYWdlbnRwbGFuZS92MTthZ2VudHBsYW5ldjFiBnByb3RvMw", [file_agentplane_v1_hitl]);
+  fileDesc("CiZhZ2VudHBsYW5lL3YxL2NhcGFiaWxpdHlfc2VydmljZS5wcm90bxINYWdlbnRwbGFuZS52MSIYChZHZXRDYXBhYmlsaXRpZXNSZXF1ZXN0IkwKF0dldENhcGFiaWxpdGllc1Jlc3BvbnNlEjEKDGNhcGFiaWxpdGllcxgBIAEoCzIbLmFnZW50cGxhbmUudjEuQ2FwYWJpbGl0aWVzIscDCgxDYXBhYmlsaXRpZXMSFgoOc2VydmVyX3ZlcnNpb24YASABKAkSDQoFc3RvcmUYAiABKAkSKwoJcHJpbmNpcGFsGAMgASgLMhguYWdlbnRwbGFuZS52MS5QcmluY2lwYWwSGQoRcmVxdWlyZV9wcmluY2lwYWwYBCABKAgSFQoNbWNwX2luamVjdGlvbhgFIAEoCBIVCg1hMmFfaW5qZWN0aW9uGAYgASgIEhgKEG1heF9jYWxsZXJfcGVlcnMYByABKAUSEwoLbG9ja2VkX2tleXMYCCADKAkSGgoSY29tcGxpYW5jZV9wb3N0dXJlGAkgASgJEhsKE2RlbmllZF9jYXBhYmlsaXRpZXMYCiADKAkSKwoEc3BlYxgLIAEoCzIdLmFnZW50cGxhbmUudjEuU3BlY1ZvY2FidWxhcnkSMwoOZGVjaXNpb25fdHlwZXMYDCADKA4yGy5hZ2VudHBsYW5lLnYxLkRlY2lzaW9uVHlwZRIlCgZsaW1pdHMYDSABKAsyFS5hZ2VudHBsYW5lLnYxLkxpbWl0cxIpCghmZWF0dXJlcxgOIAEoCzIXLmFnZW50cGxhbmUudjEuRmVhdHVyZXMiOwoJUHJpbmNpcGFsEg8KB3N1YmplY3QYASABKAkSDgoGdGVuYW50GAIgASgJEg0KBXJvbGVzGAMgAygJIqQBCg5TcGVjVm9jYWJ1bGFyeRIUCgxhcGlfdmVyc2lvbnMYASADKAkSDQoFa2luZHMYAiADKAkSDQoFcm9sZXMYAyADKAkSEgoKZWRnZV9raW5kcxgEIAMoCRISCgpoaXRsX21vZGVzGAUgAygJEhkKEXRlcm1pbmF0aW9uX2tpbmRzGAYgAygJEhsKE2luc3RydWN0aW9uX3ByZXNldHMYByADKAkipQMKBkxpbWl0cxIRCgltYXhfZGVwdGgYASABKAUSFgoObWF4X3NwZWNfYnl0ZXMYAiABKAMSFwoPbWF4X2V2ZW50X2J5dGVzGAMgASgDEh4KFm1heF90YXNrX2hpc3RvcnlfYnl0ZXMYBCABKAMSFwoPbWF4X3Rhc2tfZXZlbnRzGAUgASgFEhkKEW1heF9yZXF1ZXN0X2J5dGVzGAYgASgDEhcKD21heF9pbnB1dF9ieXRlcxgHIAEoAxISCgptYXhfbGFiZWxzGAggASgFEh8KF21heF9saXN0X3Jlc3BvbnNlX2J5dGVzGAkgASgDEh0KFW1heF9ldmVudHNfcGVyX3JlcG9ydBgKIAEoBRIfChdtYXhfY2FsbHNfcGVyX3ByaW5jaXBhbBgLIAEoBRIhChltYXhfd2F0Y2hlc19wZXJfcHJpbmNpcGFsGAwgASgFEiAKGG1heF9hd2FpdHNfcGVyX3ByaW5jaXBhbBgNIAEoBRIZChFkZWZhdWx0X3BhZ2Vfc2l6ZRgOIAEoBRIVCg1tYXhfcGFnZV9zaXplGA8gASgFIt8CCghGZWF0dXJlcxIXCg9zcGVjX3ZhbGlkYXRpb24YASABKAgSDQoFdGFza3MYAiABKAgSFAoMd2F0Y2hfcmVzdW1lGAMgASgIEhgKEGlkZW1wb3RlbnRfc3RhcnQYBCABKAgSFgoOcnVudGltZV9sZWFzZXMYBSABKAgSGgoSZHVyYWJsZV9pbnRlcnJ1cHRzGAYgASgIEhQKDGNlbF9wb2xpY2llcxgHIAEoCBIQCgh2ZXJkaWN0cxgIIAEoCBIRCgljaGF0X21vZGUYCSABKAgSEgoKaG90X2JhY2t1cBgKIAEoCBIRCglodHRwX2pzb24YCyABKAgSEQoJc2NoZWR1bGVzGBQgASgIEigKCG1jcF9mYWNlGBUgASgLMhYuYWdlbnRwbGFuZS52MS5NY3BGYWNlEigKCGEyYV9mYWNlGBYgASgLMhYuYWdlbnRwbGFuZS52MS5BMkFGYWNlIkIKB01jcEZhY2USDgoGc2VydmVkGAEgASgIEgwKBHBhdGgYAiABKAkSGQoRcHJvdG9jb2xfdmVyc2lvbnMYAyADKAkiagoHQTJBRmFjZRIOCgZzZXJ2ZWQYASABKAgSGQoRcHJvdG9jb2xfdmVyc2lvbnMYAiADKAkSGgoScHVzaF9ub3RpZmljYXRpb25zGAMgASgIEhgKEGRlZmF1bHRfY2FyZF91cmwYBCABKAkyegoRQ2FwYWJpbGl0eVNlcnZpY2USZQoPR2V0Q2FwYWJpbGl0aWVzEiUuYWdlbnRwbGFuZS52MS5HZXRDYXBhYmlsaXRpZXNSZXF1ZXN0GiYuYWdlbnRwbGFuZS52MS5HZXRDYXBhYmlsaXRpZXNSZXNwb25zZSIDkAIBQkFaP2dpdGh1Yi5jb20vYWdlbnRwbGFuZS9hZ2VudHBsYW5lL2dlbi9hZ2VudHBsYW5lL3YxO2FnZW50cGxhbmV2MWIGcHJvdG8z", [file_agentplane_v1_hitl]);
 
 /**
  * GetCapabilitiesRequest has no fields: the answer depends on the caller.
@@ -476,6 +476,20 @@ export type Features = Message<"agentplane.v1.Features"> & {
    * @generated from field: bool schedules = 20;
    */
   schedules: boolean;
+
+  /**
+   * The MCP server face (docs/mcp.md), as configured (mcp.disabled).
+   *
+   * @generated from field: agentplane.v1.McpFace mcp_face = 21;
+   */
+  mcpFace?: McpFace | undefined;
+
+  /**
+   * The A2A face (docs/a2a.md), as configured (a2a.*).
+   *
+   * @generated from field: agentplane.v1.A2AFace a2a_face = 22;
+   */
+  a2aFace?: A2AFace | undefined;
 };
 
 /**
@@ -484,6 +498,92 @@ export type Features = Message<"agentplane.v1.Features"> & {
  */
 export const FeaturesSchema: GenMessage<Features> = /*@__PURE__*/
   messageDesc(file_agentplane_v1_capability_service, 6);
+
+/**
+ * McpFace says whether and how the MCP server face is served on the HTTP listener.
+ *
+ * @generated from message agentplane.v1.McpFace
+ */
+export type McpFace = Message<"agentplane.v1.McpFace"> & {
+  /**
+   * Whether the face is served: a POST of an MCP initialize to path opens a session.
+   * False when mcp.disabled is set or the HTTP listener is off; path then answers 404
+   * (or nothing listens).
+   *
+   * @generated from field: bool served = 1;
+   */
+  served: boolean;
+
+  /**
+   * Path of the face on the HTTP listener (/mcp); empty when not served.
+   *
+   * @generated from field: string path = 2;
+   */
+  path: string;
+
+  /**
+   * MCP protocol revisions an initialize may ask for, newest first; empty when not
+   * served.
+   *
+   * @generated from field: repeated string protocol_versions = 3;
+   */
+  protocolVersions: string[];
+};
+
+/**
+ * Describes the message agentplane.v1.McpFace.
+ * Use `create(McpFaceSchema)` to create a new message.
+ */
+export const McpFaceSchema: GenMessage<McpFace> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_capability_service, 7);
+
+/**
+ * A2AFace says whether and how the A2A face is served on the HTTP listener.
+ *
+ * @generated from message agentplane.v1.A2AFace
+ */
+export type A2AFace = Message<"agentplane.v1.A2AFace"> & {
+  /**
+   * Whether the face is served: every static agent is an A2A agent under
+   * /a2a/AGENT_ID. False when a2a.disabled is set or the HTTP listener is off.
+   *
+   * @generated from field: bool served = 1;
+   */
+  served: boolean;
+
+  /**
+   * A2A protocol versions served (the A2A-Version values accepted), newest first;
+   * empty when not served.
+   *
+   * @generated from field: repeated string protocol_versions = 2;
+   */
+  protocolVersions: string[];
+
+  /**
+   * Whether push notifications work (setting a task's push notification config);
+   * false when not served or a2a.disable_push is set.
+   *
+   * @generated from field: bool push_notifications = 3;
+   */
+  pushNotifications: boolean;
+
+  /**
+   * Where the default agent's card is fetched (/.well-known/agent-card.json): an
+   * absolute URL under a2a.public_url when that is set, else a path on the HTTP
+   * listener. Empty when not served or when there is no default agent
+   * (a2a.default_agent, or the only static agent).
+   *
+   * @generated from field: string default_card_url = 4;
+   */
+  defaultCardUrl: string;
+};
+
+/**
+ * Describes the message agentplane.v1.A2AFace.
+ * Use `create(A2AFaceSchema)` to create a new message.
+ */
+export const A2AFaceSchema: GenMessage<A2AFace> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_capability_service, 8);
 
 /**
  * CapabilityService tells each caller what this deployment allows it. Every "yes" is a
