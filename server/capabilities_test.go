@@ -692,8 +692,9 @@ func deployments() []deployment {
 			c.Store.WAL = false
 			c.HTTPAddr = "off"
 		}},
-		{"postgres", "postgres", func(t *testing.T, c *config.Config) {
+		{"postgres, behind a proxy", "postgres", func(t *testing.T, c *config.Config) {
 			withFaceAgents(t, c, "echo")
+			c.A2A.PublicURL = "https://agents.example.com/plane/"
 			c.Store.Backend = config.BackendPostgres
 			c.Store.Postgres.DSN = pgtest.DSN(t)
 		}},
@@ -1204,8 +1205,18 @@ var featureProbes = []featureProbe{
 	}},
 	{"a2a_face.default_card_url", func(f *agentplanev1.Features) bool { return f.GetA2AFace().GetDefaultCardUrl() != "" }, func(e featureEnv) error {
 		u := e.f.GetA2AFace().GetDefaultCardUrl()
-		if u == "" {
+		public := strings.TrimSuffix(e.in.Config.A2A.PublicURL, "/")
+		switch {
+		case u == "":
 			u = "/.well-known/agent-card.json" // where a client would look
+		case public != "":
+			// Behind a proxy the card is under a2a.public_url, which the proxy maps to
+			// the listener.
+			rest, ok := strings.CutPrefix(u, public+"/")
+			if !ok {
+				return fmt.Errorf("default_card_url %q is not under a2a.public_url %q", u, public)
+			}
+			u = "/" + rest
 		}
 		b, err := e.httpDo(http.MethodGet, u, "")
 		if err != nil {
@@ -1213,12 +1224,16 @@ var featureProbes = []featureProbe{
 		}
 		var card struct {
 			Name         string `json:"name"`
+			URL          string `json:"url"`
 			Capabilities struct {
 				PushNotifications bool `json:"pushNotifications"`
 			} `json:"capabilities"`
 		}
 		if err := json.Unmarshal(b, &card); err != nil || card.Name == "" {
 			return fmt.Errorf("%s is not an agent card: %.300s", u, b)
+		}
+		if public != "" && !strings.HasPrefix(card.URL, public+"/a2a/") {
+			return fmt.Errorf("the default card names %q, not an agent under a2a.public_url %q", card.URL, public)
 		}
 		if card.Capabilities.PushNotifications != e.f.GetA2AFace().GetPushNotifications() {
 			return fmt.Errorf("the card says pushNotifications %v, capabilities %v", card.Capabilities.PushNotifications, e.f.GetA2AFace().GetPushNotifications())
