@@ -173,6 +173,8 @@ const (
 	ReasonScheduleInvalid = "SCHEDULE_INVALID"
 	// ReasonScheduleRevisionMismatch: UpdateSchedule with an expected_revision the schedule no longer has: someone (or a run) changed it since it was read.
 	ReasonScheduleRevisionMismatch = "SCHEDULE_REVISION_MISMATCH"
+	// ReasonBudgetExceeded: StartTask for a tenant, or a static agent, whose token or cost budget for the current period is spent (`budgets.rules`, docs/budgets.md).
+	ReasonBudgetExceeded = "BUDGET_EXCEEDED"
 )
 
 // reasonTable is every declared reason: its name in errors.proto (without
@@ -218,4 +220,5 @@ var reasonTable = map[string]reasonInfo{
 	ReasonScheduleAlreadyExists:    {name: "SCHEDULE_ALREADY_EXISTS", retryable: false},
 	ReasonScheduleInvalid:          {name: "SCHEDULE_INVALID", retryable: false},
 	ReasonScheduleRevisionMismatch: {name: "SCHEDULE_REVISION_MISMATCH", retryable: false},
+	ReasonBudgetExceeded:           {name: "BUDGET_EXCEEDED", retryable: false},
 }

@@ -11,6 +11,7 @@ import (
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/version"
 )
 
@@ -107,6 +108,15 @@ func (x *adminService) GetStats(ctx context.Context, _ *agentplanev1.GetStatsReq
 	for state, n := range st.TasksByState {
 		byState[state.String()] = n
 	}
+	var budgets []*agentplanev1.BudgetStatus
+	if b := x.s.domain.budgets; b != nil {
+		if err := x.s.domain.store.View(ctx, func(r store.Reader) (err error) {
+			budgets, err = b.Statuses(r, time.Now())
+			return err
+		}); err != nil {
+			return nil, err
+		}
+	}
 	return &agentplanev1.GetStatsResponse{
 		ServerVersion:     version.String(),
 		StartTime:         timestamppb.New(x.s.start),
@@ -125,5 +135,6 @@ func (x *adminService) GetStats(ctx context.Context, _ *agentplanev1.GetStatsReq
 		Updates:           st.Updates,
 		QueueDepth:        st.QueueDepth,
 		WriteAheadLog:     features.WriteAheadLog,
+		Budgets:           budgets,
 	}, nil
 }

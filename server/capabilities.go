@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/spec"
+	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/pagetoken"
 	"github.com/agentplane/agentplane/server/version"
 )
@@ -131,5 +133,14 @@ func (x *capabilityService) GetCapabilities(ctx context.Context, _ *agentplanev1
 		caps.Limits.MaxWatchesPerPrincipal = int32(s.limits.max[slotWatch])
 		caps.Limits.MaxAwaitsPerPrincipal = int32(s.limits.max[slotAwait])
 	}
-	return &agentplanev1.GetCapabilitiesResponse{Capabilities: caps}, nil
+	var budgets []*agentplanev1.BudgetStatus
+	if b := s.domain.budgets; b != nil {
+		if err := s.domain.store.View(ctx, func(r store.Reader) (err error) {
+			budgets, err = b.ForTenant(r, p.Tenant, time.Now())
+			return err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return &agentplanev1.GetCapabilitiesResponse{Capabilities: caps, Budgets: budgets}, nil
 }

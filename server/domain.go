@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentplane/agentplane/gates"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/budget"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/console"
 	"github.com/agentplane/agentplane/server/hitl"
@@ -38,6 +39,8 @@ type domain struct {
 	approvals *approvals.Service
 	verdicts  *verdicts.Recorder
 	webhooks  *webhooks.Service
+	// budgets is the compiled budgets.* config; nil without budgets.
+	budgets *budget.Budgets
 	// links signs approval links (nil when no notification carries them).
 	links     *links.Issuer
 	schedules *schedules.Manager
@@ -123,8 +126,15 @@ func (s *Server) openDomain() (err error) {
 	}); err != nil {
 		return err
 	}
+	if d.budgets, err = budget.New(cfg.Budgets); err != nil {
+		return err
+	}
+	if d.budgets != nil {
+		s.metrics.registry.MustRegister(newBudgetCollector(d.budgets, d.store))
+	}
 	if d.tasks, err = tasks.New(tasks.Options{
 		Store: d.store, Config: tasks.ConfigFrom(cfg), Logger: s.log, WrapWriter: d.webhooks.WrapWriter,
+		Budgets: d.budgets, BudgetWarned: d.webhooks.BudgetWarned,
 	}); err != nil {
 		return err
 	}

@@ -74,6 +74,7 @@ const (
 	ReasonScheduleExists          = agentplanev1.ErrorReason_ERROR_REASON_SCHEDULE_ALREADY_EXISTS
 	ReasonScheduleInvalid         = agentplanev1.ErrorReason_ERROR_REASON_SCHEDULE_INVALID
 	ReasonScheduleRevision        = agentplanev1.ErrorReason_ERROR_REASON_SCHEDULE_REVISION_MISMATCH
+	ReasonBudgetExceeded          = agentplanev1.ErrorReason_ERROR_REASON_BUDGET_EXCEEDED
 )
 
 // Error is an error a client may see.

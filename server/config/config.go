@@ -54,6 +54,9 @@ type Config struct {
 	MCP MCP `yaml:"mcp"`
 	// Tenants holds per-tenant settings; they may tighten the deployment's, never loosen.
 	Tenants map[string]Tenant `yaml:"tenants"`
+	// Budgets limits the tokens and cost of model calls per tenant and agent
+	// (docs/budgets.md); none by default.
+	Budgets Budgets `yaml:"budgets"`
 
 	baseDir string
 }
@@ -620,6 +623,7 @@ func (c *Config) Validate() error {
 	c.validateA2A(bad)
 	c.validateSchedules(bad)
 	c.validateMCP(bad)
+	c.validateBudgets(bad)
 	if len(errs) == 0 {
 		return nil
 	}

@@ -89,6 +89,8 @@ const (
 	EventInterruptResolved = "interrupt.resolved"
 	EventInterruptExpired  = "interrupt.expired"
 	EventTaskEnded         = "task.ended"
+	// EventBudgetWarning: a budget reached its warning threshold (docs/budgets.md).
+	EventBudgetWarning = "budget.warning"
 
 	FormatStandard = "standard"
 	FormatSlack    = "slack"
@@ -100,7 +102,7 @@ const (
 )
 
 // WebhookEvents is every event type a webhook may receive.
-var WebhookEvents = []string{EventInterruptCreated, EventInterruptResolved, EventInterruptExpired, EventTaskEnded}
+var WebhookEvents = []string{EventInterruptCreated, EventInterruptResolved, EventInterruptExpired, EventTaskEnded, EventBudgetWarning}
 
 // DefaultNotifications are the defaults of the notifications section.
 func DefaultNotifications() Notifications {

@@ -2,8 +2,10 @@ package console
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -523,8 +525,39 @@ func (h *Handler) continueTask(w http.ResponseWriter, r *http.Request, s *sessio
 }
 
 type capsData struct {
-	Caps *agentplanev1.Capabilities
-	JSON string
+	Caps    *agentplanev1.Capabilities
+	JSON    string
+	Budgets []budgetRow
+}
+
+// budgetRow is one budget of the caller's tenant as the capabilities page shows it;
+// html/template escapes every field.
+type budgetRow struct {
+	Name, Agent, Period, Tokens, Cost, State, Resets string
+}
+
+func budgetRows(bs []*agentplanev1.BudgetStatus) []budgetRow {
+	rows := make([]budgetRow, 0, len(bs))
+	for _, b := range bs {
+		row := budgetRow{Name: b.GetBudget(), Agent: b.GetAgentId(), Period: b.GetPeriod(),
+			Resets: b.GetResetsAt().AsTime().UTC().Format(time.RFC3339), State: "ok"}
+		row.Tokens = strconv.FormatInt(b.GetUsedTokens(), 10)
+		if b.GetLimitTokens() > 0 {
+			row.Tokens += " of " + strconv.FormatInt(b.GetLimitTokens(), 10)
+		}
+		if b.GetLimitCostMicros() > 0 {
+			row.Cost = fmt.Sprintf("%d.%06d of %d.%06d USD", b.GetUsedCostMicros()/1e6, b.GetUsedCostMicros()%1e6,
+				b.GetLimitCostMicros()/1e6, b.GetLimitCostMicros()%1e6)
+		}
+		switch {
+		case b.GetExceeded():
+			row.State = "spent: new tasks refused"
+		case b.GetWarned():
+			row.State = fmt.Sprintf("over %d%%", b.GetWarnPercent())
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 func (h *Handler) capabilities(w http.ResponseWriter, r *http.Request, s *session) {
@@ -534,5 +567,5 @@ func (h *Handler) capabilities(w http.ResponseWriter, r *http.Request, s *sessio
 		return
 	}
 	js := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Format(resp.GetCapabilities())
-	h.render(w, r, http.StatusOK, "capabilities", &page{Title: "Capabilities", Nav: "capabilities", S: s, Data: &capsData{Caps: resp.GetCapabilities(), JSON: js}})
+	h.render(w, r, http.StatusOK, "capabilities", &page{Title: "Capabilities", Nav: "capabilities", S: s, Data: &capsData{Caps: resp.GetCapabilities(), JSON: js, Budgets: budgetRows(resp.GetBudgets())}})
 }

@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"net/url"
 	"sort"
@@ -646,6 +647,9 @@ func viewEvent(ev *agentplanev1.TaskEvent, refused refusals) eventView {
 	case *agentplanev1.TaskEvent_CancelRequested:
 		v.Kind, v.Summary = "cancel", "cancel requested by "+p.CancelRequested.GetRequestedBy()
 		v.Detail, v.Untrusted = p.CancelRequested.GetReason(), true
+	case *agentplanev1.TaskEvent_BudgetWarning:
+		b := p.BudgetWarning.GetBudget()
+		v.Kind, v.Summary = "budget", fmt.Sprintf("budget %s reached %d%% this %s", b.GetBudget(), b.GetWarnPercent(), b.GetPeriod())
 	default:
 		v.Kind = "event"
 		c := proto.Clone(ev).(*agentplanev1.TaskEvent)

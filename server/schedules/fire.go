@@ -124,6 +124,13 @@ func (m *Manager) run(w store.Writer, rec *storagev1.ScheduleRecord, prep prepar
 		}
 	}
 	task, err = m.start(w, rec, prep, nominal, manual, reqID, taskID, now)
+	if apierr.HasReason(err, apierr.ReasonBudgetExceeded) {
+		// A spent budget is an outcome of the run, like a template that no longer
+		// starts: the run fails (StartIn refuses before it writes) and the schedule
+		// moves on, rather than the fire failing and being retried until the period ends.
+		run.Outcome, run.Message = agentplanev1.ScheduleRunOutcome_SCHEDULE_RUN_OUTCOME_FAILED, m.describe(rec, err)
+		return run, nil, false, nil
+	}
 	if err != nil {
 		return nil, nil, false, err
 	}

@@ -158,6 +158,15 @@ type Reader interface {
 	// ScheduleCount counts a tenant's schedules: what schedules.max_per_tenant is
 	// checked against.
 	ScheduleCount(tenant string) (int64, error)
+
+	// GetBudgetUsage returns what a budget has counted for tenant, or nil when it has
+	// counted nothing (an invalid budget name is nothing). The record may be of an
+	// earlier period than the current one: its reader decides what that means.
+	GetBudgetUsage(tenant, budget string) (*storagev1.BudgetUsageRecord, error)
+
+	// ScanBudgetUsage reads every budget count, across tenants, in an order of the
+	// store's choosing (each tenant's together).
+	ScanBudgetUsage(fn func(*storagev1.BudgetUsageRecord) (bool, error)) error
 }
 
 // ScheduleDue is one entry of the schedules' due index.
@@ -240,6 +249,15 @@ type Writer interface {
 	// DeleteTask removes a task with everything it owns: its spec, events, interrupts, verdicts,
 	// obligations and every index entry. A missing task is NotFound.
 	DeleteTask(tenant, taskID string) (Deleted, error)
+
+	// AddBudgetUsage adds d's tokens and cost to the count of budget d.budget for
+	// tenant d.tenant, sets its warned flag when d.warned, stamps it with
+	// d.update_time, and returns the count after the change (see MergeBudgetUsage for
+	// how periods roll). The count is read and written under a lock held to the end of
+	// the transaction (on PostgreSQL its row is locked; the bbolt store has one writer),
+	// so concurrent transactions, on any replica, add one after the other and none is
+	// lost. tenant and budget must be key components (1 to 255 bytes).
+	AddBudgetUsage(d *storagev1.BudgetUsageRecord) (*storagev1.BudgetUsageRecord, error)
 
 	// OnCommit registers f to run after the transaction is durable, in commit order
 	// across transactions, before Update returns. f must be quick and must not block

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/budget"
+	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/store/boltstore"
 )
 
@@ -157,5 +159,46 @@ func BenchmarkListLargeSpecs(b *testing.B) {
 			b.ReportMetric(float64(size), "resp-bytes")
 			b.ReportMetric(float64(n), "tasks/page")
 		})
+	}
+}
+
+// BenchmarkReportUsage reports assistant messages with usage, without budgets and with
+// two budgets every message counts against (what exact counting costs per report):
+//
+//	go test -run '^$' -bench ReportUsage ./server/tasks/
+func BenchmarkReportUsage(b *testing.B) {
+	withBudgets, err := budget.New(config.Budgets{
+		Prices: map[string]config.Price{"*": {InputUSDPerMillion: "1", OutputUSDPerMillion: "2"}},
+		Rules: []config.BudgetRule{
+			{Name: "daily", Period: config.PeriodDay, MaxTokens: 1 << 60},
+			{Name: "monthly", Period: config.PeriodMonth, MaxCostUSD: "1000000"},
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, budgets := range []*budget.Budgets{nil, withBudgets} {
+		for _, clients := range []int{1, 64} {
+			b.Run(fmt.Sprintf("budgets=%v/clients=%d", budgets != nil, clients), func(b *testing.B) {
+				m := benchManager(b)
+				m.budgets = budgets
+				for range clients {
+					if _, _, err := m.Start(ctx, params("default")); err != nil {
+						b.Fatal(err)
+					}
+				}
+				leases, err := m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "bench", MaxTasks: clients})
+				if err != nil || len(leases) != clients {
+					b.Fatalf("leased %d of %d: %v", len(leases), clients, err)
+				}
+				msg := &agentplanev1.Message{Role: agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, Parts: textParts("ok"), Model: "m",
+					Usage: &agentplanev1.TokenUsage{InputTokens: 300, OutputTokens: 40, TotalTokens: 340}}
+				events := []*agentplanev1.RuntimeEvent{{Payload: &agentplanev1.RuntimeEvent_Message{Message: msg}}}
+				run(b, m, clients, func(c int) error {
+					_, err := m.ReportEvents(ctx, ref(leases[c]), Request{}, events)
+					return err
+				})
+			})
+		}
 	}
 }

@@ -158,6 +158,12 @@ func (w faultWriter) DeleteSchedule(tenant, id string) error          { return w
 func (w faultWriter) TryLockSchedule(tenant, id string) (*storagev1.ScheduleRecord, error) {
 	return w.w.TryLockSchedule(tenant, id)
 }
+func (w faultWriter) AddBudgetUsage(d *storagev1.BudgetUsageRecord) (*storagev1.BudgetUsageRecord, error) {
+	if err := w.s.fail(); err != nil {
+		return nil, err
+	}
+	return w.w.AddBudgetUsage(d)
+}
 
 func newFaultHarness(t *testing.T) (*harness, *faultStore) {
 	t.Helper()

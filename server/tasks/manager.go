@@ -13,6 +13,7 @@ import (
 	"time"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/budget"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/pagetoken"
@@ -103,6 +104,13 @@ type Options struct {
 	// WrapWriter, if set, wraps the writer of every task operation, so that writes
 	// derived from a change (the webhook outbox) join the change's transaction.
 	WrapWriter func(store.Writer) store.Writer
+	// Budgets counts model usage as it is logged and refuses starts of a spent budget
+	// (docs/budgets.md); nil: no budgets.
+	Budgets *budget.Budgets
+	// BudgetWarned, if set, is called in the transaction that took a budget to its
+	// warning threshold (once per budget and period), after the task's BudgetWarning
+	// event: writes it makes (the webhook outbox) join the transaction.
+	BudgetWarned func(w store.Writer, taskID string, st *agentplanev1.BudgetStatus) error
 }
 
 // Manager is the task domain. It is safe for concurrent use.
@@ -115,6 +123,9 @@ type Manager struct {
 	hub    *hub
 	// wrap is Options.WrapWriter, or nil.
 	wrap func(store.Writer) store.Writer
+	// budgets and budgetWarned are Options.Budgets and Options.BudgetWarned.
+	budgets      *budget.Budgets
+	budgetWarned func(w store.Writer, taskID string, st *agentplanev1.BudgetStatus) error
 	// work is broadcast, per queue, after a commit that queued a task, waking the
 	// long polls of that queue.
 	work queueSignal
@@ -188,6 +199,9 @@ func New(opts Options) (*Manager, error) {
 		hub:    newHub(),
 		wrap:   opts.WrapWriter,
 		stop:   func() {},
+
+		budgets:      opts.Budgets,
+		budgetWarned: opts.BudgetWarned,
 	}, nil
 }
 

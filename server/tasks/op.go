@@ -153,7 +153,8 @@ func (o *Op) append(ev *agentplanev1.TaskEvent, lim limit) (int64, error) {
 	o.touched = true
 	o.rec.LastSequence++
 	o.rec.HistoryBytes += size
-	if msg := eventMessage(ev); msg != nil {
+	var msg *agentplanev1.Message
+	if msg = eventMessage(ev); msg != nil {
 		addUsage(&o.rec.Usage, msg.GetUsage())
 	}
 	o.rec.UpdateTime = timestamppb.New(o.now)
@@ -169,7 +170,44 @@ func (o *Op) append(ev *agentplanev1.TaskEvent, lim limit) (int64, error) {
 		Epoch:    epoch,
 		Event:    payload,
 	})
-	return o.rec.GetLastSequence(), nil
+	seq := o.rec.GetLastSequence()
+	// Budgets count what runtimes report under a lease (a fenced change has an epoch),
+	// not usage a caller wrote into a message of its own.
+	if msg.GetUsage() != nil && epoch != 0 {
+		if err := o.chargeBudgets(msg); err != nil {
+			return 0, err
+		}
+	}
+	return seq, nil
+}
+
+// chargeBudgets counts a logged message's usage against the budgets, in this
+// transaction, and records each warning it triggers: a BudgetWarning event after the
+// message, and what Options.BudgetWarned writes.
+func (o *Op) chargeBudgets(msg *agentplanev1.Message) error {
+	warned, err := o.m.budgets.Charge(o.w, o.rec.GetTenant(), o.rec.GetAgentId(), msg.GetModel(), msg.GetUsage(), o.now)
+	if err != nil {
+		return err
+	}
+	for _, st := range warned {
+		if err := o.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_BudgetWarning{
+			BudgetWarning: &agentplanev1.BudgetWarning{Budget: st},
+		}}); err != nil {
+			return err
+		}
+		if o.m.budgetWarned != nil {
+			if err := o.m.budgetWarned(o.w, o.rec.GetTaskId(), st); err != nil {
+				return err
+			}
+		}
+		log, taskID := o.m.log, o.rec.GetTaskId()
+		o.w.OnCommit(func() {
+			log.Warn("budget warning", "budget", st.GetBudget(), "tenant", st.GetTenant(), "used_tokens", st.GetUsedTokens(),
+				"limit_tokens", st.GetLimitTokens(), "used_cost_micros", st.GetUsedCostMicros(), "limit_cost_micros", st.GetLimitCostMicros(),
+				"task_id", taskID)
+		})
+	}
+	return nil
 }
 
 // transitions lists the allowed state changes.

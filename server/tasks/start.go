@@ -225,7 +225,8 @@ func (m *Manager) checkStart(p *StartParams) error {
 // and the gate events, in one transaction. With a RequestID it is idempotent per
 // tenant: a retry with the same digest returns the existing task and created=false;
 // the same RequestID with a different digest is ALREADY_EXISTS
-// (TASK_REQUEST_ID_REUSED). An input over Config.MaxInputBytes is RESOURCE_EXHAUSTED.
+// (TASK_REQUEST_ID_REUSED). An input over Config.MaxInputBytes is RESOURCE_EXHAUSTED,
+// and so is a new task whose budget is spent (BUDGET_EXCEEDED, Options.Budgets).
 func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.Task, created bool, err error) {
 	if err := m.checkStart(&p); err != nil {
 		return nil, false, err
@@ -318,6 +319,11 @@ func (m *Manager) startIn(w store.Writer, p *StartParams, ns *start, id string, 
 			return toAPITask(rec, existing, p.View), false, nil
 		}
 	}
+	// After the retry check: a retry of a task already started is answered whatever
+	// its budget says now.
+	if err := m.budgets.Check(w, p.Tenant, p.AgentID, now); err != nil {
+		return nil, false, err
+	}
 	rec := &storagev1.TaskRecord{
 		TaskId:        id,
 		Tenant:        p.Tenant,
@@ -332,6 +338,7 @@ func (m *Manager) startIn(w store.Writer, p *StartParams, ns *start, id string, 
 		Queue:         p.Queue,
 		TraceContext:  p.TraceContext,
 		ScheduledBy:   p.ScheduledBy,
+		AgentId:       p.AgentID,
 	}
 	op := m.newOp(w, now, rec)
 	if err := op.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Submitted{Submitted: &agentplanev1.TaskSubmitted{

@@ -42,6 +42,9 @@ type hub struct {
 	// them (their watchers read them from the store), so that writers outrunning the
 	// fan-out cost bounded memory and are never held.
 	maxQueued int
+
+	// itaps are the listeners of each tenant's interrupts (interruptwatch.go).
+	itaps interruptTaps
 }
 
 // published is one commit's events, or one PublishDeltas call's deltas, for one
@@ -132,6 +135,7 @@ func (h *hub) publish(tenant, taskID string, events []*storagev1.EventRecord) {
 	if len(events) == 0 {
 		return
 	}
+	h.itaps.publish(tenant, events)
 	k := watchKey{tenant, taskID}
 	h.mu.RLock()
 	defer h.mu.RUnlock()

@@ -198,6 +198,10 @@ func emailSubject(m Message) string {
 			verb = "expired"
 		}
 		return fmt.Sprintf("Approval %s: %s on task %s", verb, headerText(d.Tool, 60), headerText(d.TaskID, 60))
+	case config.EventBudgetWarning:
+		if d.Budget != nil {
+			return fmt.Sprintf("Budget %s at %d%% for this %s", headerText(d.Budget.Name, 60), d.Budget.WarnPercent, headerText(d.Budget.Period, 10))
+		}
 	}
 	return fmt.Sprintf("Task %s %s", headerText(d.TaskID, 60), headerText(d.State, 20))
 }

@@ -38,6 +38,8 @@ type Data struct {
 	URL     string            `json:"url,omitempty"`
 	// ArgsDigest is the interrupt's args_digest: a decision binds to it.
 	ArgsDigest string `json:"args_digest,omitempty"`
+	// Budget is the budget of a budget.warning, as it stood when it warned.
+	Budget *Budget `json:"budget,omitempty"`
 	// Links are the signed approve and reject links of the approvers the endpoint
 	// names (approval_links_for), added when the notification is sent.
 	Links []ApprovalLink `json:"links,omitempty"`
@@ -60,6 +62,21 @@ type Decision struct {
 	Source    string `json:"source"`
 	DecidedBy string `json:"decided_by,omitempty"`
 	Reason    string `json:"reason,omitempty"`
+}
+
+// Budget is one budget's count (agentplane.v1.BudgetStatus). Costs are decimal
+// strings of US dollars.
+type Budget struct {
+	Name        string    `json:"name"`
+	AgentID     string    `json:"agent_id,omitempty"`
+	Period      string    `json:"period"`
+	PeriodStart time.Time `json:"period_start"`
+	ResetsAt    time.Time `json:"resets_at"`
+	UsedTokens  int64     `json:"used_tokens"`
+	LimitTokens int64     `json:"limit_tokens,omitempty"`
+	UsedUSD     string    `json:"used_usd,omitempty"`
+	LimitUSD    string    `json:"limit_usd,omitempty"`
+	WarnPercent int32     `json:"warn_percent"`
 }
 
 // Failure is why a task failed.

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -138,6 +139,18 @@ func slackText(m Message) mrkdwn {
 			if dec.Reason != "" {
 				text += mrkdwnf(" (%s)", quote(dec.Reason, quoteText))
 			}
+		}
+	case config.EventBudgetWarning:
+		if b := d.Budget; b != nil {
+			n := func(v int64) mrkdwn { return mrkdwn(strconv.FormatInt(v, 10)) }
+			text = mrkdwnf("Budget %s at %s%%: %s tokens used", quote(b.Name, quoteName), n(int64(b.WarnPercent)), n(b.UsedTokens))
+			if b.LimitTokens > 0 {
+				text += mrkdwnf(" of %s", n(b.LimitTokens))
+			}
+			if b.LimitUSD != "" {
+				text += mrkdwnf(", %s of %s USD", word(b.UsedUSD), word(b.LimitUSD))
+			}
+			text += mrkdwnf(" this %s, resets %s", word(b.Period), word(b.ResetsAt.Format(time.RFC3339)))
 		}
 	default:
 		text = mrkdwnf("Task %s %s", quote(d.TaskID, quoteName), word(d.State))

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/budget"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/store"
 	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
@@ -93,6 +94,25 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 		return nil
 	}
 	return w.s.enqueue(w.Writer, config.EventTaskEnded, taskData(rec, w.s.cfg.ConsoleURL))
+}
+
+// BudgetWarned enqueues a budget.warning notification for each endpoint of the
+// budget's tenant subscribed to it, through w: tasks.Options.BudgetWarned, called in
+// the transaction that took the budget to its threshold, so the notification is
+// written once per budget and period, with the count.
+func (s *Service) BudgetWarned(w store.Writer, taskID string, st *agentplanev1.BudgetStatus) error {
+	if !s.wants(st.GetTenant(), config.EventBudgetWarning) {
+		return nil
+	}
+	b := &Budget{
+		Name: st.GetBudget(), AgentID: st.GetAgentId(), Period: st.GetPeriod(),
+		PeriodStart: st.GetPeriodStart().AsTime().UTC(), ResetsAt: st.GetResetsAt().AsTime().UTC(),
+		UsedTokens: st.GetUsedTokens(), LimitTokens: st.GetLimitTokens(), WarnPercent: st.GetWarnPercent(),
+	}
+	if st.GetLimitCostMicros() > 0 {
+		b.UsedUSD, b.LimitUSD = budget.USD(st.GetUsedCostMicros()), budget.USD(st.GetLimitCostMicros())
+	}
+	return s.enqueue(w, config.EventBudgetWarning, Data{Tenant: st.GetTenant(), TaskID: taskID, Budget: b})
 }
 
 // newID is a notification id: msg_, the time in hex (so ids sort by creation time),

@@ -647,6 +647,10 @@ type GetStatsResponse struct {
 	// log_bytes and checkpoints are its figures. Without one (PostgreSQL, or
 	// store.wal: false) they are zero and there is no such figure to show.
 	WriteAheadLog bool `protobuf:"varint,17,opt,name=write_ahead_log,json=writeAheadLog,proto3" json:"write_ahead_log,omitempty"`
+	// The budgets of the current periods that have counted something, by tenant then
+	// budget name (docs/budgets.md); a budget with nothing counted this period is not
+	// listed.
+	Budgets       []*BudgetStatus `protobuf:"bytes,30,rep,name=budgets,proto3" json:"budgets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -800,11 +804,18 @@ func (x *GetStatsResponse) GetWriteAheadLog() bool {
 	return false
 }
 
+func (x *GetStatsResponse) GetBudgets() []*BudgetStatus {
+	if x != nil {
+		return x.Budgets
+	}
+	return nil
+}
+
 var File_agentplane_v1_admin_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_admin_service_proto_rawDesc = "" +
 	"\n" +
-	"!agentplane/v1/admin_service.proto\x12\ragentplane.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa7\x02\n" +
+	"!agentplane/v1/admin_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/task.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa7\x02\n" +
 	"\x11WebhookDeadLetter\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x1a\n" +
@@ -843,7 +854,7 @@ const file_agentplane_v1_admin_service_proto_rawDesc = "" +
 	"\x12PurgeTasksResponse\x12\x14\n" +
 	"\x05tasks\x18\x01 \x01(\x03R\x05tasks\x12\x16\n" +
 	"\x06events\x18\x02 \x01(\x03R\x06events\"\x11\n" +
-	"\x0fGetStatsRequest\"\xd6\x06\n" +
+	"\x0fGetStatsRequest\"\x8d\a\n" +
 	"\x10GetStatsResponse\x12%\n" +
 	"\x0eserver_version\x18\x01 \x01(\tR\rserverVersion\x129\n" +
 	"\n" +
@@ -866,7 +877,8 @@ const file_agentplane_v1_admin_service_proto_rawDesc = "" +
 	"\aupdates\x18\x0f \x01(\x03R\aupdates\x12P\n" +
 	"\vqueue_depth\x18\x10 \x03(\v2/.agentplane.v1.GetStatsResponse.QueueDepthEntryR\n" +
 	"queueDepth\x12&\n" +
-	"\x0fwrite_ahead_log\x18\x11 \x01(\bR\rwriteAheadLog\x1a?\n" +
+	"\x0fwrite_ahead_log\x18\x11 \x01(\bR\rwriteAheadLog\x125\n" +
+	"\abudgets\x18\x1e \x03(\v2\x1b.agentplane.v1.BudgetStatusR\abudgets\x1a?\n" +
 	"\x11TasksByStateEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a=\n" +
@@ -910,6 +922,7 @@ var file_agentplane_v1_admin_service_proto_goTypes = []any{
 	nil,                                    // 12: agentplane.v1.GetStatsResponse.QueueDepthEntry
 	(*timestamppb.Timestamp)(nil),          // 13: google.protobuf.Timestamp
 	(*durationpb.Duration)(nil),            // 14: google.protobuf.Duration
+	(*BudgetStatus)(nil),                   // 15: agentplane.v1.BudgetStatus
 }
 var file_agentplane_v1_admin_service_proto_depIdxs = []int32{
 	13, // 0: agentplane.v1.WebhookDeadLetter.create_time:type_name -> google.protobuf.Timestamp
@@ -920,21 +933,22 @@ var file_agentplane_v1_admin_service_proto_depIdxs = []int32{
 	14, // 5: agentplane.v1.GetStatsResponse.uptime:type_name -> google.protobuf.Duration
 	11, // 6: agentplane.v1.GetStatsResponse.tasks_by_state:type_name -> agentplane.v1.GetStatsResponse.TasksByStateEntry
 	12, // 7: agentplane.v1.GetStatsResponse.queue_depth:type_name -> agentplane.v1.GetStatsResponse.QueueDepthEntry
-	5,  // 8: agentplane.v1.AdminService.Backup:input_type -> agentplane.v1.BackupRequest
-	7,  // 9: agentplane.v1.AdminService.PurgeTasks:input_type -> agentplane.v1.PurgeTasksRequest
-	9,  // 10: agentplane.v1.AdminService.GetStats:input_type -> agentplane.v1.GetStatsRequest
-	1,  // 11: agentplane.v1.AdminService.ListWebhookDeadLetters:input_type -> agentplane.v1.ListWebhookDeadLettersRequest
-	3,  // 12: agentplane.v1.AdminService.RetryWebhookDeadLetter:input_type -> agentplane.v1.RetryWebhookDeadLetterRequest
-	6,  // 13: agentplane.v1.AdminService.Backup:output_type -> agentplane.v1.BackupResponse
-	8,  // 14: agentplane.v1.AdminService.PurgeTasks:output_type -> agentplane.v1.PurgeTasksResponse
-	10, // 15: agentplane.v1.AdminService.GetStats:output_type -> agentplane.v1.GetStatsResponse
-	2,  // 16: agentplane.v1.AdminService.ListWebhookDeadLetters:output_type -> agentplane.v1.ListWebhookDeadLettersResponse
-	4,  // 17: agentplane.v1.AdminService.RetryWebhookDeadLetter:output_type -> agentplane.v1.RetryWebhookDeadLetterResponse
-	13, // [13:18] is the sub-list for method output_type
-	8,  // [8:13] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	15, // 8: agentplane.v1.GetStatsResponse.budgets:type_name -> agentplane.v1.BudgetStatus
+	5,  // 9: agentplane.v1.AdminService.Backup:input_type -> agentplane.v1.BackupRequest
+	7,  // 10: agentplane.v1.AdminService.PurgeTasks:input_type -> agentplane.v1.PurgeTasksRequest
+	9,  // 11: agentplane.v1.AdminService.GetStats:input_type -> agentplane.v1.GetStatsRequest
+	1,  // 12: agentplane.v1.AdminService.ListWebhookDeadLetters:input_type -> agentplane.v1.ListWebhookDeadLettersRequest
+	3,  // 13: agentplane.v1.AdminService.RetryWebhookDeadLetter:input_type -> agentplane.v1.RetryWebhookDeadLetterRequest
+	6,  // 14: agentplane.v1.AdminService.Backup:output_type -> agentplane.v1.BackupResponse
+	8,  // 15: agentplane.v1.AdminService.PurgeTasks:output_type -> agentplane.v1.PurgeTasksResponse
+	10, // 16: agentplane.v1.AdminService.GetStats:output_type -> agentplane.v1.GetStatsResponse
+	2,  // 17: agentplane.v1.AdminService.ListWebhookDeadLetters:output_type -> agentplane.v1.ListWebhookDeadLettersResponse
+	4,  // 18: agentplane.v1.AdminService.RetryWebhookDeadLetter:output_type -> agentplane.v1.RetryWebhookDeadLetterResponse
+	14, // [14:19] is the sub-list for method output_type
+	9,  // [9:14] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_admin_service_proto_init() }
@@ -942,6 +956,7 @@ func file_agentplane_v1_admin_service_proto_init() {
 	if File_agentplane_v1_admin_service_proto != nil {
 		return
 	}
+	file_agentplane_v1_task_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -62,7 +62,11 @@ func (*GetCapabilitiesRequest) Descriptor() ([]byte, []int) {
 type GetCapabilitiesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The capabilities.
-	Capabilities  *Capabilities `protobuf:"bytes,1,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
+	Capabilities *Capabilities `protobuf:"bytes,1,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
+	// The budgets the caller's tenant counts against (docs/budgets.md), with their
+	// counts for the current period: every configured budget that applies to the
+	// tenant, counted or not, in configuration order.
+	Budgets       []*BudgetStatus `protobuf:"bytes,2,rep,name=budgets,proto3" json:"budgets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -100,6 +104,13 @@ func (*GetCapabilitiesResponse) Descriptor() ([]byte, []int) {
 func (x *GetCapabilitiesResponse) GetCapabilities() *Capabilities {
 	if x != nil {
 		return x.Capabilities
+	}
+	return nil
+}
+
+func (x *GetCapabilitiesResponse) GetBudgets() []*BudgetStatus {
+	if x != nil {
+		return x.Budgets
 	}
 	return nil
 }
@@ -924,10 +935,11 @@ var File_agentplane_v1_capability_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_capability_service_proto_rawDesc = "" +
 	"\n" +
-	"&agentplane/v1/capability_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\"\x18\n" +
-	"\x16GetCapabilitiesRequest\"Z\n" +
+	"&agentplane/v1/capability_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/task.proto\x1a\x18agentplane/v1/hitl.proto\"\x18\n" +
+	"\x16GetCapabilitiesRequest\"\x91\x01\n" +
 	"\x17GetCapabilitiesResponse\x12?\n" +
-	"\fcapabilities\x18\x01 \x01(\v2\x1b.agentplane.v1.CapabilitiesR\fcapabilities\"\x80\x05\n" +
+	"\fcapabilities\x18\x01 \x01(\v2\x1b.agentplane.v1.CapabilitiesR\fcapabilities\x125\n" +
+	"\abudgets\x18\x02 \x03(\v2\x1b.agentplane.v1.BudgetStatusR\abudgets\"\x80\x05\n" +
 	"\fCapabilities\x12%\n" +
 	"\x0eserver_version\x18\x01 \x01(\tR\rserverVersion\x12\x14\n" +
 	"\x05store\x18\x02 \x01(\tR\x05store\x126\n" +
@@ -1029,24 +1041,26 @@ var file_agentplane_v1_capability_service_proto_goTypes = []any{
 	(*Features)(nil),                // 6: agentplane.v1.Features
 	(*McpFace)(nil),                 // 7: agentplane.v1.McpFace
 	(*A2AFace)(nil),                 // 8: agentplane.v1.A2AFace
-	(DecisionType)(0),               // 9: agentplane.v1.DecisionType
+	(*BudgetStatus)(nil),            // 9: agentplane.v1.BudgetStatus
+	(DecisionType)(0),               // 10: agentplane.v1.DecisionType
 }
 var file_agentplane_v1_capability_service_proto_depIdxs = []int32{
-	2, // 0: agentplane.v1.GetCapabilitiesResponse.capabilities:type_name -> agentplane.v1.Capabilities
-	3, // 1: agentplane.v1.Capabilities.principal:type_name -> agentplane.v1.Principal
-	4, // 2: agentplane.v1.Capabilities.spec:type_name -> agentplane.v1.SpecVocabulary
-	9, // 3: agentplane.v1.Capabilities.decision_types:type_name -> agentplane.v1.DecisionType
-	5, // 4: agentplane.v1.Capabilities.limits:type_name -> agentplane.v1.Limits
-	6, // 5: agentplane.v1.Capabilities.features:type_name -> agentplane.v1.Features
-	7, // 6: agentplane.v1.Features.mcp_face:type_name -> agentplane.v1.McpFace
-	8, // 7: agentplane.v1.Features.a2a_face:type_name -> agentplane.v1.A2AFace
-	0, // 8: agentplane.v1.CapabilityService.GetCapabilities:input_type -> agentplane.v1.GetCapabilitiesRequest
-	1, // 9: agentplane.v1.CapabilityService.GetCapabilities:output_type -> agentplane.v1.GetCapabilitiesResponse
-	9, // [9:10] is the sub-list for method output_type
-	8, // [8:9] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	2,  // 0: agentplane.v1.GetCapabilitiesResponse.capabilities:type_name -> agentplane.v1.Capabilities
+	9,  // 1: agentplane.v1.GetCapabilitiesResponse.budgets:type_name -> agentplane.v1.BudgetStatus
+	3,  // 2: agentplane.v1.Capabilities.principal:type_name -> agentplane.v1.Principal
+	4,  // 3: agentplane.v1.Capabilities.spec:type_name -> agentplane.v1.SpecVocabulary
+	10, // 4: agentplane.v1.Capabilities.decision_types:type_name -> agentplane.v1.DecisionType
+	5,  // 5: agentplane.v1.Capabilities.limits:type_name -> agentplane.v1.Limits
+	6,  // 6: agentplane.v1.Capabilities.features:type_name -> agentplane.v1.Features
+	7,  // 7: agentplane.v1.Features.mcp_face:type_name -> agentplane.v1.McpFace
+	8,  // 8: agentplane.v1.Features.a2a_face:type_name -> agentplane.v1.A2AFace
+	0,  // 9: agentplane.v1.CapabilityService.GetCapabilities:input_type -> agentplane.v1.GetCapabilitiesRequest
+	1,  // 10: agentplane.v1.CapabilityService.GetCapabilities:output_type -> agentplane.v1.GetCapabilitiesResponse
+	10, // [10:11] is the sub-list for method output_type
+	9,  // [9:10] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_capability_service_proto_init() }
@@ -1054,6 +1068,7 @@ func file_agentplane_v1_capability_service_proto_init() {
 	if File_agentplane_v1_capability_service_proto != nil {
 		return
 	}
+	file_agentplane_v1_task_proto_init()
 	file_agentplane_v1_hitl_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -176,6 +176,14 @@ const (
 	// UpdateSchedule with an expected_revision the schedule no longer has: someone (or
 	// a run) changed it since it was read. Read it again and reapply.
 	ErrorReason_ERROR_REASON_SCHEDULE_REVISION_MISMATCH ErrorReason = 73
+	// StartTask for a tenant, or a static agent, whose token or cost budget for the
+	// current period is spent (`budgets.rules`, docs/budgets.md). ErrorInfo metadata:
+	// `budget` (the rule's name), `period` (day or month, UTC), `unit` (tokens or usd),
+	// `used` and `limit` (in that unit; usd as a decimal string), `resets_at` (RFC 3339,
+	// UTC: when the next period starts). Not retryable: the same call is refused until
+	// resets_at, which may be weeks away; a caller that can wait schedules the retry for
+	// then. Tasks already running go on.
+	ErrorReason_ERROR_REASON_BUDGET_EXCEEDED ErrorReason = 74
 )
 
 // Enum value maps for ErrorReason.
@@ -222,6 +230,7 @@ var (
 		71: "ERROR_REASON_SCHEDULE_ALREADY_EXISTS",
 		72: "ERROR_REASON_SCHEDULE_INVALID",
 		73: "ERROR_REASON_SCHEDULE_REVISION_MISMATCH",
+		74: "ERROR_REASON_BUDGET_EXCEEDED",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                0,
@@ -265,6 +274,7 @@ var (
 		"ERROR_REASON_SCHEDULE_ALREADY_EXISTS":    71,
 		"ERROR_REASON_SCHEDULE_INVALID":           72,
 		"ERROR_REASON_SCHEDULE_REVISION_MISMATCH": 73,
+		"ERROR_REASON_BUDGET_EXCEEDED":            74,
 	}
 )
 
@@ -391,7 +401,7 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"\x12ErrorReasonOptions\x12\x12\n" +
 	"\x04wire\x18\x01 \x01(\tR\x04wire\x12\x14\n" +
 	"\x05codes\x18\x02 \x03(\tR\x05codes\x12\x1c\n" +
-	"\tretryable\x18\x03 \x01(\bR\tretryable*\xf9\x19\n" +
+	"\tretryable\x18\x03 \x01(\bR\tretryable*\xc6\x1a\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12I\n" +
 	"\x1cERROR_REASON_REQUEST_INVALID\x10\x01\x1a'\xe2\xf9\x18#\n" +
@@ -475,7 +485,9 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"\x1dERROR_REASON_SCHEDULE_INVALID\x10H\x1a(\xe2\xf9\x18$\n" +
 	"\x10SCHEDULE_INVALID\x12\x10INVALID_ARGUMENT\x12b\n" +
 	"'ERROR_REASON_SCHEDULE_REVISION_MISMATCH\x10I\x1a5\xe2\xf9\x181\n" +
-	"\x1aSCHEDULE_REVISION_MISMATCH\x12\x13FAILED_PRECONDITION:i\n" +
+	"\x1aSCHEDULE_REVISION_MISMATCH\x12\x13FAILED_PRECONDITION\x12K\n" +
+	"\x1cERROR_REASON_BUDGET_EXCEEDED\x10J\x1a)\xe2\xf9\x18%\n" +
+	"\x0fBUDGET_EXCEEDED\x12\x12RESOURCE_EXHAUSTED:i\n" +
 	"\ferror_reason\x12!.google.protobuf.EnumValueOptions\x18\x9c\x8f\x03 \x01(\v2!.agentplane.v1.ErrorReasonOptionsR\verrorReasonBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (

@@ -791,6 +791,7 @@ type TaskEvent struct {
 	//	*TaskEvent_EntriesDropped
 	//	*TaskEvent_CancelRequested
 	//	*TaskEvent_Output
+	//	*TaskEvent_BudgetWarning
 	Payload       isTaskEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -998,6 +999,15 @@ func (x *TaskEvent) GetOutput() *TaskOutput {
 	return nil
 }
 
+func (x *TaskEvent) GetBudgetWarning() *BudgetWarning {
+	if x != nil {
+		if x, ok := x.Payload.(*TaskEvent_BudgetWarning); ok {
+			return x.BudgetWarning
+		}
+	}
+	return nil
+}
+
 type isTaskEvent_Payload interface {
 	isTaskEvent_Payload()
 }
@@ -1082,6 +1092,11 @@ type TaskEvent_Output struct {
 	Output *TaskOutput `protobuf:"bytes,25,opt,name=output,proto3,oneof"`
 }
 
+type TaskEvent_BudgetWarning struct {
+	// A budget this task counts against reached its warning threshold (docs/budgets.md).
+	BudgetWarning *BudgetWarning `protobuf:"bytes,40,opt,name=budget_warning,json=budgetWarning,proto3,oneof"`
+}
+
 func (*TaskEvent_Submitted) isTaskEvent_Payload() {}
 
 func (*TaskEvent_StateChanged) isTaskEvent_Payload() {}
@@ -1113,6 +1128,8 @@ func (*TaskEvent_EntriesDropped) isTaskEvent_Payload() {}
 func (*TaskEvent_CancelRequested) isTaskEvent_Payload() {}
 
 func (*TaskEvent_Output) isTaskEvent_Payload() {}
+
+func (*TaskEvent_BudgetWarning) isTaskEvent_Payload() {}
 
 // TaskSubmitted is the first event of every task.
 type TaskSubmitted struct {
@@ -1849,6 +1866,210 @@ func (x *ToolResult) GetNode() string {
 	return ""
 }
 
+// BudgetWarning is logged in the task whose model usage took a budget to its warning
+// threshold (budgets.rules[].warn_percent): once per budget and period, however many
+// tasks count against it.
+type BudgetWarning struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The budget as it stood after that usage was counted.
+	Budget        *BudgetStatus `protobuf:"bytes,1,opt,name=budget,proto3" json:"budget,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BudgetWarning) Reset() {
+	*x = BudgetWarning{}
+	mi := &file_agentplane_v1_task_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BudgetWarning) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BudgetWarning) ProtoMessage() {}
+
+func (x *BudgetWarning) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BudgetWarning.ProtoReflect.Descriptor instead.
+func (*BudgetWarning) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *BudgetWarning) GetBudget() *BudgetStatus {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+// BudgetStatus is one budget's count for its current period (docs/budgets.md).
+type BudgetStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The rule's name (budgets.rules[].name).
+	Budget string `protobuf:"bytes,1,opt,name=budget,proto3" json:"budget,omitempty"`
+	// The tenant it counts.
+	Tenant string `protobuf:"bytes,2,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// The static agent id it is restricted to; empty for every task of the tenant.
+	AgentId string `protobuf:"bytes,3,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// day or month (UTC).
+	Period string `protobuf:"bytes,4,opt,name=period,proto3" json:"period,omitempty"`
+	// When the current period started.
+	PeriodStart *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=period_start,json=periodStart,proto3" json:"period_start,omitempty"`
+	// When the next period starts and the counts start again from zero.
+	ResetsAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=resets_at,json=resetsAt,proto3" json:"resets_at,omitempty"`
+	// Tokens (Message.usage: total_tokens, or input plus output when the runtime gave no
+	// total) counted this period.
+	UsedTokens int64 `protobuf:"varint,7,opt,name=used_tokens,json=usedTokens,proto3" json:"used_tokens,omitempty"`
+	// The token limit; 0 when the budget has none.
+	LimitTokens int64 `protobuf:"varint,8,opt,name=limit_tokens,json=limitTokens,proto3" json:"limit_tokens,omitempty"`
+	// Cost counted this period, in millionths of a US dollar (rounded down), priced by
+	// budgets.prices.
+	UsedCostMicros int64 `protobuf:"varint,9,opt,name=used_cost_micros,json=usedCostMicros,proto3" json:"used_cost_micros,omitempty"`
+	// The cost limit in millionths of a US dollar; 0 when the budget has none.
+	LimitCostMicros int64 `protobuf:"varint,10,opt,name=limit_cost_micros,json=limitCostMicros,proto3" json:"limit_cost_micros,omitempty"`
+	// The warning threshold, in percent of each limit.
+	WarnPercent int32 `protobuf:"varint,11,opt,name=warn_percent,json=warnPercent,proto3" json:"warn_percent,omitempty"`
+	// The warning of this period has been given.
+	Warned bool `protobuf:"varint,12,opt,name=warned,proto3" json:"warned,omitempty"`
+	// A limit is reached: StartTask is refused with BUDGET_EXCEEDED until resets_at.
+	Exceeded      bool `protobuf:"varint,13,opt,name=exceeded,proto3" json:"exceeded,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BudgetStatus) Reset() {
+	*x = BudgetStatus{}
+	mi := &file_agentplane_v1_task_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BudgetStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BudgetStatus) ProtoMessage() {}
+
+func (x *BudgetStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BudgetStatus.ProtoReflect.Descriptor instead.
+func (*BudgetStatus) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *BudgetStatus) GetBudget() string {
+	if x != nil {
+		return x.Budget
+	}
+	return ""
+}
+
+func (x *BudgetStatus) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *BudgetStatus) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *BudgetStatus) GetPeriod() string {
+	if x != nil {
+		return x.Period
+	}
+	return ""
+}
+
+func (x *BudgetStatus) GetPeriodStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PeriodStart
+	}
+	return nil
+}
+
+func (x *BudgetStatus) GetResetsAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ResetsAt
+	}
+	return nil
+}
+
+func (x *BudgetStatus) GetUsedTokens() int64 {
+	if x != nil {
+		return x.UsedTokens
+	}
+	return 0
+}
+
+func (x *BudgetStatus) GetLimitTokens() int64 {
+	if x != nil {
+		return x.LimitTokens
+	}
+	return 0
+}
+
+func (x *BudgetStatus) GetUsedCostMicros() int64 {
+	if x != nil {
+		return x.UsedCostMicros
+	}
+	return 0
+}
+
+func (x *BudgetStatus) GetLimitCostMicros() int64 {
+	if x != nil {
+		return x.LimitCostMicros
+	}
+	return 0
+}
+
+func (x *BudgetStatus) GetWarnPercent() int32 {
+	if x != nil {
+		return x.WarnPercent
+	}
+	return 0
+}
+
+func (x *BudgetStatus) GetWarned() bool {
+	if x != nil {
+		return x.Warned
+	}
+	return false
+}
+
+func (x *BudgetStatus) GetExceeded() bool {
+	if x != nil {
+		return x.Exceeded
+	}
+	return false
+}
+
 // RuntimeNote is free-form runtime output (progress, diagnostics).
 type RuntimeNote struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1862,7 +2083,7 @@ type RuntimeNote struct {
 
 func (x *RuntimeNote) Reset() {
 	*x = RuntimeNote{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[14]
+	mi := &file_agentplane_v1_task_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1874,7 +2095,7 @@ func (x *RuntimeNote) String() string {
 func (*RuntimeNote) ProtoMessage() {}
 
 func (x *RuntimeNote) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[14]
+	mi := &file_agentplane_v1_task_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1887,7 +2108,7 @@ func (x *RuntimeNote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeNote.ProtoReflect.Descriptor instead.
 func (*RuntimeNote) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{14}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RuntimeNote) GetText() string {
@@ -1927,7 +2148,7 @@ type LeaseChanged struct {
 
 func (x *LeaseChanged) Reset() {
 	*x = LeaseChanged{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[15]
+	mi := &file_agentplane_v1_task_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1939,7 +2160,7 @@ func (x *LeaseChanged) String() string {
 func (*LeaseChanged) ProtoMessage() {}
 
 func (x *LeaseChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[15]
+	mi := &file_agentplane_v1_task_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1952,7 +2173,7 @@ func (x *LeaseChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseChanged.ProtoReflect.Descriptor instead.
 func (*LeaseChanged) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{15}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *LeaseChanged) GetKind() LeaseChangeKind {
@@ -2010,7 +2231,7 @@ type InjectionIgnored struct {
 
 func (x *InjectionIgnored) Reset() {
 	*x = InjectionIgnored{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[16]
+	mi := &file_agentplane_v1_task_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2022,7 +2243,7 @@ func (x *InjectionIgnored) String() string {
 func (*InjectionIgnored) ProtoMessage() {}
 
 func (x *InjectionIgnored) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[16]
+	mi := &file_agentplane_v1_task_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2035,7 +2256,7 @@ func (x *InjectionIgnored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InjectionIgnored.ProtoReflect.Descriptor instead.
 func (*InjectionIgnored) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{16}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *InjectionIgnored) GetNames() []string {
@@ -2065,7 +2286,7 @@ type EntriesDropped struct {
 
 func (x *EntriesDropped) Reset() {
 	*x = EntriesDropped{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[17]
+	mi := &file_agentplane_v1_task_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2077,7 +2298,7 @@ func (x *EntriesDropped) String() string {
 func (*EntriesDropped) ProtoMessage() {}
 
 func (x *EntriesDropped) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[17]
+	mi := &file_agentplane_v1_task_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2090,7 +2311,7 @@ func (x *EntriesDropped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EntriesDropped.ProtoReflect.Descriptor instead.
 func (*EntriesDropped) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{17}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *EntriesDropped) GetProtocol() string {
@@ -2131,7 +2352,7 @@ type DroppedEntry struct {
 
 func (x *DroppedEntry) Reset() {
 	*x = DroppedEntry{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[18]
+	mi := &file_agentplane_v1_task_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2143,7 +2364,7 @@ func (x *DroppedEntry) String() string {
 func (*DroppedEntry) ProtoMessage() {}
 
 func (x *DroppedEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[18]
+	mi := &file_agentplane_v1_task_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2156,7 +2377,7 @@ func (x *DroppedEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DroppedEntry.ProtoReflect.Descriptor instead.
 func (*DroppedEntry) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{18}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DroppedEntry) GetName() string {
@@ -2186,7 +2407,7 @@ type CancelRequested struct {
 
 func (x *CancelRequested) Reset() {
 	*x = CancelRequested{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[19]
+	mi := &file_agentplane_v1_task_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2198,7 +2419,7 @@ func (x *CancelRequested) String() string {
 func (*CancelRequested) ProtoMessage() {}
 
 func (x *CancelRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[19]
+	mi := &file_agentplane_v1_task_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2211,7 +2432,7 @@ func (x *CancelRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequested.ProtoReflect.Descriptor instead.
 func (*CancelRequested) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{19}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CancelRequested) GetReason() string {
@@ -2239,7 +2460,7 @@ type InterruptRaised struct {
 
 func (x *InterruptRaised) Reset() {
 	*x = InterruptRaised{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[20]
+	mi := &file_agentplane_v1_task_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2251,7 +2472,7 @@ func (x *InterruptRaised) String() string {
 func (*InterruptRaised) ProtoMessage() {}
 
 func (x *InterruptRaised) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[20]
+	mi := &file_agentplane_v1_task_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2264,7 +2485,7 @@ func (x *InterruptRaised) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptRaised.ProtoReflect.Descriptor instead.
 func (*InterruptRaised) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{20}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *InterruptRaised) GetInterrupt() *Interrupt {
@@ -2287,7 +2508,7 @@ type InterruptResolved struct {
 
 func (x *InterruptResolved) Reset() {
 	*x = InterruptResolved{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[21]
+	mi := &file_agentplane_v1_task_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2299,7 +2520,7 @@ func (x *InterruptResolved) String() string {
 func (*InterruptResolved) ProtoMessage() {}
 
 func (x *InterruptResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[21]
+	mi := &file_agentplane_v1_task_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2312,7 +2533,7 @@ func (x *InterruptResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptResolved.ProtoReflect.Descriptor instead.
 func (*InterruptResolved) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{21}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *InterruptResolved) GetInterruptId() string {
@@ -2340,7 +2561,7 @@ type VerdictRecorded struct {
 
 func (x *VerdictRecorded) Reset() {
 	*x = VerdictRecorded{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[22]
+	mi := &file_agentplane_v1_task_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2352,7 +2573,7 @@ func (x *VerdictRecorded) String() string {
 func (*VerdictRecorded) ProtoMessage() {}
 
 func (x *VerdictRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[22]
+	mi := &file_agentplane_v1_task_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2365,7 +2586,7 @@ func (x *VerdictRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerdictRecorded.ProtoReflect.Descriptor instead.
 func (*VerdictRecorded) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{22}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *VerdictRecorded) GetVerdict() *Verdict {
@@ -2387,7 +2608,7 @@ type StreamCaughtUp struct {
 
 func (x *StreamCaughtUp) Reset() {
 	*x = StreamCaughtUp{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[23]
+	mi := &file_agentplane_v1_task_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2399,7 +2620,7 @@ func (x *StreamCaughtUp) String() string {
 func (*StreamCaughtUp) ProtoMessage() {}
 
 func (x *StreamCaughtUp) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[23]
+	mi := &file_agentplane_v1_task_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2412,7 +2633,7 @@ func (x *StreamCaughtUp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamCaughtUp.ProtoReflect.Descriptor instead.
 func (*StreamCaughtUp) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{23}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *StreamCaughtUp) GetLastSequence() int64 {
@@ -2434,7 +2655,7 @@ type StreamKeepalive struct {
 
 func (x *StreamKeepalive) Reset() {
 	*x = StreamKeepalive{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[24]
+	mi := &file_agentplane_v1_task_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2446,7 +2667,7 @@ func (x *StreamKeepalive) String() string {
 func (*StreamKeepalive) ProtoMessage() {}
 
 func (x *StreamKeepalive) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[24]
+	mi := &file_agentplane_v1_task_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2459,7 +2680,7 @@ func (x *StreamKeepalive) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamKeepalive.ProtoReflect.Descriptor instead.
 func (*StreamKeepalive) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{24}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StreamKeepalive) GetTime() *timestamppb.Timestamp {
@@ -2487,7 +2708,7 @@ type MessageDelta struct {
 
 func (x *MessageDelta) Reset() {
 	*x = MessageDelta{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[25]
+	mi := &file_agentplane_v1_task_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2499,7 +2720,7 @@ func (x *MessageDelta) String() string {
 func (*MessageDelta) ProtoMessage() {}
 
 func (x *MessageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[25]
+	mi := &file_agentplane_v1_task_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2512,7 +2733,7 @@ func (x *MessageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageDelta.ProtoReflect.Descriptor instead.
 func (*MessageDelta) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{25}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *MessageDelta) GetMessageId() string {
@@ -2558,7 +2779,7 @@ type ScheduledBy struct {
 
 func (x *ScheduledBy) Reset() {
 	*x = ScheduledBy{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[26]
+	mi := &file_agentplane_v1_task_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2570,7 +2791,7 @@ func (x *ScheduledBy) String() string {
 func (*ScheduledBy) ProtoMessage() {}
 
 func (x *ScheduledBy) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[26]
+	mi := &file_agentplane_v1_task_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2583,7 +2804,7 @@ func (x *ScheduledBy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduledBy.ProtoReflect.Descriptor instead.
 func (*ScheduledBy) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{26}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ScheduledBy) GetScheduleId() string {
@@ -2668,7 +2889,7 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"structured\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\n" +
 	"structured\x120\n" +
-	"\amessage\x18\x03 \x01(\v2\x16.agentplane.v1.MessageR\amessageJ\x04\b\x01\x10\x02R\x04text\"\xb6\t\n" +
+	"\amessage\x18\x03 \x01(\v2\x16.agentplane.v1.MessageR\amessageJ\x04\b\x01\x10\x02R\x04text\"\xfd\t\n" +
 	"\tTaskEvent\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1a\n" +
 	"\bsequence\x18\x02 \x01(\x03R\bsequence\x12.\n" +
@@ -2691,7 +2912,8 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\x15a2a_injection_ignored\x18\x16 \x01(\v2\x1f.agentplane.v1.InjectionIgnoredH\x00R\x13a2aInjectionIgnored\x12H\n" +
 	"\x0fentries_dropped\x18\x17 \x01(\v2\x1d.agentplane.v1.EntriesDroppedH\x00R\x0eentriesDropped\x12K\n" +
 	"\x10cancel_requested\x18\x18 \x01(\v2\x1e.agentplane.v1.CancelRequestedH\x00R\x0fcancelRequested\x123\n" +
-	"\x06output\x18\x19 \x01(\v2\x19.agentplane.v1.TaskOutputH\x00R\x06outputB\t\n" +
+	"\x06output\x18\x19 \x01(\v2\x19.agentplane.v1.TaskOutputH\x00R\x06output\x12E\n" +
+	"\x0ebudget_warning\x18( \x01(\v2\x1c.agentplane.v1.BudgetWarningH\x00R\rbudgetWarningB\t\n" +
 	"\apayloadJ\x04\b\f\x10\r\"v\n" +
 	"\rTaskSubmitted\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1d\n" +
@@ -2745,7 +2967,25 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12.\n" +
 	"\x06result\x18\x03 \x01(\v2\x16.google.protobuf.ValueR\x06result\x12\x19\n" +
 	"\bis_error\x18\x04 \x01(\bR\aisError\x12\x12\n" +
-	"\x04node\x18\x05 \x01(\tR\x04node\"\xac\x01\n" +
+	"\x04node\x18\x05 \x01(\tR\x04node\"D\n" +
+	"\rBudgetWarning\x123\n" +
+	"\x06budget\x18\x01 \x01(\v2\x1b.agentplane.v1.BudgetStatusR\x06budget\"\xda\x03\n" +
+	"\fBudgetStatus\x12\x16\n" +
+	"\x06budget\x18\x01 \x01(\tR\x06budget\x12\x16\n" +
+	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x19\n" +
+	"\bagent_id\x18\x03 \x01(\tR\aagentId\x12\x16\n" +
+	"\x06period\x18\x04 \x01(\tR\x06period\x12=\n" +
+	"\fperiod_start\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\vperiodStart\x127\n" +
+	"\tresets_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\bresetsAt\x12\x1f\n" +
+	"\vused_tokens\x18\a \x01(\x03R\n" +
+	"usedTokens\x12!\n" +
+	"\flimit_tokens\x18\b \x01(\x03R\vlimitTokens\x12(\n" +
+	"\x10used_cost_micros\x18\t \x01(\x03R\x0eusedCostMicros\x12*\n" +
+	"\x11limit_cost_micros\x18\n" +
+	" \x01(\x03R\x0flimitCostMicros\x12!\n" +
+	"\fwarn_percent\x18\v \x01(\x05R\vwarnPercent\x12\x16\n" +
+	"\x06warned\x18\f \x01(\bR\x06warned\x12\x1a\n" +
+	"\bexceeded\x18\r \x01(\bR\bexceeded\"\xac\x01\n" +
 	"\vRuntimeNote\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12J\n" +
 	"\n" +
@@ -2829,7 +3069,7 @@ func file_agentplane_v1_task_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_v1_task_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_agentplane_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_agentplane_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_agentplane_v1_task_proto_goTypes = []any{
 	(TaskState)(0),                // 0: agentplane.v1.TaskState
 	(MessageRole)(0),              // 1: agentplane.v1.MessageRole
@@ -2848,97 +3088,103 @@ var file_agentplane_v1_task_proto_goTypes = []any{
 	(*TokenUsage)(nil),            // 14: agentplane.v1.TokenUsage
 	(*ToolCall)(nil),              // 15: agentplane.v1.ToolCall
 	(*ToolResult)(nil),            // 16: agentplane.v1.ToolResult
-	(*RuntimeNote)(nil),           // 17: agentplane.v1.RuntimeNote
-	(*LeaseChanged)(nil),          // 18: agentplane.v1.LeaseChanged
-	(*InjectionIgnored)(nil),      // 19: agentplane.v1.InjectionIgnored
-	(*EntriesDropped)(nil),        // 20: agentplane.v1.EntriesDropped
-	(*DroppedEntry)(nil),          // 21: agentplane.v1.DroppedEntry
-	(*CancelRequested)(nil),       // 22: agentplane.v1.CancelRequested
-	(*InterruptRaised)(nil),       // 23: agentplane.v1.InterruptRaised
-	(*InterruptResolved)(nil),     // 24: agentplane.v1.InterruptResolved
-	(*VerdictRecorded)(nil),       // 25: agentplane.v1.VerdictRecorded
-	(*StreamCaughtUp)(nil),        // 26: agentplane.v1.StreamCaughtUp
-	(*StreamKeepalive)(nil),       // 27: agentplane.v1.StreamKeepalive
-	(*MessageDelta)(nil),          // 28: agentplane.v1.MessageDelta
-	(*ScheduledBy)(nil),           // 29: agentplane.v1.ScheduledBy
-	nil,                           // 30: agentplane.v1.Task.LabelsEntry
-	nil,                           // 31: agentplane.v1.RuntimeNote.AttributesEntry
-	(*AgentSpec)(nil),             // 32: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),             // 33: agentplane.v1.GraphSpec
-	(*timestamppb.Timestamp)(nil), // 34: google.protobuf.Timestamp
-	(*InterruptPolicy)(nil),       // 35: agentplane.v1.InterruptPolicy
-	(*ToolAxisOverride)(nil),      // 36: agentplane.v1.ToolAxisOverride
-	(*durationpb.Duration)(nil),   // 37: google.protobuf.Duration
-	(*McpServerInfo)(nil),         // 38: agentplane.v1.McpServerInfo
-	(*A2APeerInfo)(nil),           // 39: agentplane.v1.A2aPeerInfo
-	(*structpb.Value)(nil),        // 40: google.protobuf.Value
-	(*ToolGated)(nil),             // 41: agentplane.v1.ToolGated
-	(*structpb.Struct)(nil),       // 42: google.protobuf.Struct
-	(*Interrupt)(nil),             // 43: agentplane.v1.Interrupt
-	(*Decision)(nil),              // 44: agentplane.v1.Decision
-	(*Verdict)(nil),               // 45: agentplane.v1.Verdict
+	(*BudgetWarning)(nil),         // 17: agentplane.v1.BudgetWarning
+	(*BudgetStatus)(nil),          // 18: agentplane.v1.BudgetStatus
+	(*RuntimeNote)(nil),           // 19: agentplane.v1.RuntimeNote
+	(*LeaseChanged)(nil),          // 20: agentplane.v1.LeaseChanged
+	(*InjectionIgnored)(nil),      // 21: agentplane.v1.InjectionIgnored
+	(*EntriesDropped)(nil),        // 22: agentplane.v1.EntriesDropped
+	(*DroppedEntry)(nil),          // 23: agentplane.v1.DroppedEntry
+	(*CancelRequested)(nil),       // 24: agentplane.v1.CancelRequested
+	(*InterruptRaised)(nil),       // 25: agentplane.v1.InterruptRaised
+	(*InterruptResolved)(nil),     // 26: agentplane.v1.InterruptResolved
+	(*VerdictRecorded)(nil),       // 27: agentplane.v1.VerdictRecorded
+	(*StreamCaughtUp)(nil),        // 28: agentplane.v1.StreamCaughtUp
+	(*StreamKeepalive)(nil),       // 29: agentplane.v1.StreamKeepalive
+	(*MessageDelta)(nil),          // 30: agentplane.v1.MessageDelta
+	(*ScheduledBy)(nil),           // 31: agentplane.v1.ScheduledBy
+	nil,                           // 32: agentplane.v1.Task.LabelsEntry
+	nil,                           // 33: agentplane.v1.RuntimeNote.AttributesEntry
+	(*AgentSpec)(nil),             // 34: agentplane.v1.AgentSpec
+	(*GraphSpec)(nil),             // 35: agentplane.v1.GraphSpec
+	(*timestamppb.Timestamp)(nil), // 36: google.protobuf.Timestamp
+	(*InterruptPolicy)(nil),       // 37: agentplane.v1.InterruptPolicy
+	(*ToolAxisOverride)(nil),      // 38: agentplane.v1.ToolAxisOverride
+	(*durationpb.Duration)(nil),   // 39: google.protobuf.Duration
+	(*McpServerInfo)(nil),         // 40: agentplane.v1.McpServerInfo
+	(*A2APeerInfo)(nil),           // 41: agentplane.v1.A2aPeerInfo
+	(*structpb.Value)(nil),        // 42: google.protobuf.Value
+	(*ToolGated)(nil),             // 43: agentplane.v1.ToolGated
+	(*structpb.Struct)(nil),       // 44: google.protobuf.Struct
+	(*Interrupt)(nil),             // 45: agentplane.v1.Interrupt
+	(*Decision)(nil),              // 46: agentplane.v1.Decision
+	(*Verdict)(nil),               // 47: agentplane.v1.Verdict
 }
 var file_agentplane_v1_task_proto_depIdxs = []int32{
 	0,  // 0: agentplane.v1.Task.state:type_name -> agentplane.v1.TaskState
-	32, // 1: agentplane.v1.Task.agent:type_name -> agentplane.v1.AgentSpec
-	33, // 2: agentplane.v1.Task.graph:type_name -> agentplane.v1.GraphSpec
-	30, // 3: agentplane.v1.Task.labels:type_name -> agentplane.v1.Task.LabelsEntry
-	34, // 4: agentplane.v1.Task.create_time:type_name -> google.protobuf.Timestamp
-	34, // 5: agentplane.v1.Task.update_time:type_name -> google.protobuf.Timestamp
-	34, // 6: agentplane.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	34, // 1: agentplane.v1.Task.agent:type_name -> agentplane.v1.AgentSpec
+	35, // 2: agentplane.v1.Task.graph:type_name -> agentplane.v1.GraphSpec
+	32, // 3: agentplane.v1.Task.labels:type_name -> agentplane.v1.Task.LabelsEntry
+	36, // 4: agentplane.v1.Task.create_time:type_name -> google.protobuf.Timestamp
+	36, // 5: agentplane.v1.Task.update_time:type_name -> google.protobuf.Timestamp
+	36, // 6: agentplane.v1.Task.end_time:type_name -> google.protobuf.Timestamp
 	5,  // 7: agentplane.v1.Task.failure:type_name -> agentplane.v1.TaskFailure
 	6,  // 8: agentplane.v1.Task.output:type_name -> agentplane.v1.TaskOutput
-	35, // 9: agentplane.v1.Task.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	36, // 10: agentplane.v1.Task.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	37, // 11: agentplane.v1.Task.interrupt_timeout:type_name -> google.protobuf.Duration
-	38, // 12: agentplane.v1.Task.effective_mcp_servers:type_name -> agentplane.v1.McpServerInfo
-	39, // 13: agentplane.v1.Task.effective_a2a_peers:type_name -> agentplane.v1.A2aPeerInfo
+	37, // 9: agentplane.v1.Task.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	38, // 10: agentplane.v1.Task.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	39, // 11: agentplane.v1.Task.interrupt_timeout:type_name -> google.protobuf.Duration
+	40, // 12: agentplane.v1.Task.effective_mcp_servers:type_name -> agentplane.v1.McpServerInfo
+	41, // 13: agentplane.v1.Task.effective_a2a_peers:type_name -> agentplane.v1.A2aPeerInfo
 	4,  // 14: agentplane.v1.Task.trace_context:type_name -> agentplane.v1.TraceContext
 	10, // 15: agentplane.v1.Task.input:type_name -> agentplane.v1.Message
 	14, // 16: agentplane.v1.Task.usage:type_name -> agentplane.v1.TokenUsage
-	29, // 17: agentplane.v1.Task.scheduled_by:type_name -> agentplane.v1.ScheduledBy
-	40, // 18: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
+	31, // 17: agentplane.v1.Task.scheduled_by:type_name -> agentplane.v1.ScheduledBy
+	42, // 18: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
 	10, // 19: agentplane.v1.TaskOutput.message:type_name -> agentplane.v1.Message
-	34, // 20: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
+	36, // 20: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
 	8,  // 21: agentplane.v1.TaskEvent.submitted:type_name -> agentplane.v1.TaskSubmitted
 	9,  // 22: agentplane.v1.TaskEvent.state_changed:type_name -> agentplane.v1.StateChanged
 	10, // 23: agentplane.v1.TaskEvent.message:type_name -> agentplane.v1.Message
 	15, // 24: agentplane.v1.TaskEvent.tool_call:type_name -> agentplane.v1.ToolCall
 	16, // 25: agentplane.v1.TaskEvent.tool_result:type_name -> agentplane.v1.ToolResult
-	17, // 26: agentplane.v1.TaskEvent.note:type_name -> agentplane.v1.RuntimeNote
-	18, // 27: agentplane.v1.TaskEvent.lease:type_name -> agentplane.v1.LeaseChanged
-	41, // 28: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
-	23, // 29: agentplane.v1.TaskEvent.interrupt_raised:type_name -> agentplane.v1.InterruptRaised
-	24, // 30: agentplane.v1.TaskEvent.interrupt_resolved:type_name -> agentplane.v1.InterruptResolved
-	25, // 31: agentplane.v1.TaskEvent.verdict_recorded:type_name -> agentplane.v1.VerdictRecorded
-	19, // 32: agentplane.v1.TaskEvent.mcp_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
-	19, // 33: agentplane.v1.TaskEvent.a2a_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
-	20, // 34: agentplane.v1.TaskEvent.entries_dropped:type_name -> agentplane.v1.EntriesDropped
-	22, // 35: agentplane.v1.TaskEvent.cancel_requested:type_name -> agentplane.v1.CancelRequested
+	19, // 26: agentplane.v1.TaskEvent.note:type_name -> agentplane.v1.RuntimeNote
+	20, // 27: agentplane.v1.TaskEvent.lease:type_name -> agentplane.v1.LeaseChanged
+	43, // 28: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
+	25, // 29: agentplane.v1.TaskEvent.interrupt_raised:type_name -> agentplane.v1.InterruptRaised
+	26, // 30: agentplane.v1.TaskEvent.interrupt_resolved:type_name -> agentplane.v1.InterruptResolved
+	27, // 31: agentplane.v1.TaskEvent.verdict_recorded:type_name -> agentplane.v1.VerdictRecorded
+	21, // 32: agentplane.v1.TaskEvent.mcp_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
+	21, // 33: agentplane.v1.TaskEvent.a2a_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
+	22, // 34: agentplane.v1.TaskEvent.entries_dropped:type_name -> agentplane.v1.EntriesDropped
+	24, // 35: agentplane.v1.TaskEvent.cancel_requested:type_name -> agentplane.v1.CancelRequested
 	6,  // 36: agentplane.v1.TaskEvent.output:type_name -> agentplane.v1.TaskOutput
-	10, // 37: agentplane.v1.TaskSubmitted.input:type_name -> agentplane.v1.Message
-	0,  // 38: agentplane.v1.StateChanged.from_state:type_name -> agentplane.v1.TaskState
-	0,  // 39: agentplane.v1.StateChanged.to_state:type_name -> agentplane.v1.TaskState
-	1,  // 40: agentplane.v1.Message.role:type_name -> agentplane.v1.MessageRole
-	11, // 41: agentplane.v1.Message.parts:type_name -> agentplane.v1.Part
-	14, // 42: agentplane.v1.Message.usage:type_name -> agentplane.v1.TokenUsage
-	12, // 43: agentplane.v1.Part.data:type_name -> agentplane.v1.DataPart
-	13, // 44: agentplane.v1.Part.file:type_name -> agentplane.v1.FilePart
-	42, // 45: agentplane.v1.DataPart.data:type_name -> google.protobuf.Struct
-	40, // 46: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
-	31, // 47: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
-	2,  // 48: agentplane.v1.LeaseChanged.kind:type_name -> agentplane.v1.LeaseChangeKind
-	21, // 49: agentplane.v1.EntriesDropped.entries:type_name -> agentplane.v1.DroppedEntry
-	43, // 50: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
-	44, // 51: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
-	45, // 52: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
-	34, // 53: agentplane.v1.StreamKeepalive.time:type_name -> google.protobuf.Timestamp
-	34, // 54: agentplane.v1.ScheduledBy.nominal_time:type_name -> google.protobuf.Timestamp
-	55, // [55:55] is the sub-list for method output_type
-	55, // [55:55] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	17, // 37: agentplane.v1.TaskEvent.budget_warning:type_name -> agentplane.v1.BudgetWarning
+	10, // 38: agentplane.v1.TaskSubmitted.input:type_name -> agentplane.v1.Message
+	0,  // 39: agentplane.v1.StateChanged.from_state:type_name -> agentplane.v1.TaskState
+	0,  // 40: agentplane.v1.StateChanged.to_state:type_name -> agentplane.v1.TaskState
+	1,  // 41: agentplane.v1.Message.role:type_name -> agentplane.v1.MessageRole
+	11, // 42: agentplane.v1.Message.parts:type_name -> agentplane.v1.Part
+	14, // 43: agentplane.v1.Message.usage:type_name -> agentplane.v1.TokenUsage
+	12, // 44: agentplane.v1.Part.data:type_name -> agentplane.v1.DataPart
+	13, // 45: agentplane.v1.Part.file:type_name -> agentplane.v1.FilePart
+	44, // 46: agentplane.v1.DataPart.data:type_name -> google.protobuf.Struct
+	42, // 47: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
+	18, // 48: agentplane.v1.BudgetWarning.budget:type_name -> agentplane.v1.BudgetStatus
+	36, // 49: agentplane.v1.BudgetStatus.period_start:type_name -> google.protobuf.Timestamp
+	36, // 50: agentplane.v1.BudgetStatus.resets_at:type_name -> google.protobuf.Timestamp
+	33, // 51: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
+	2,  // 52: agentplane.v1.LeaseChanged.kind:type_name -> agentplane.v1.LeaseChangeKind
+	23, // 53: agentplane.v1.EntriesDropped.entries:type_name -> agentplane.v1.DroppedEntry
+	45, // 54: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
+	46, // 55: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
+	47, // 56: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
+	36, // 57: agentplane.v1.StreamKeepalive.time:type_name -> google.protobuf.Timestamp
+	36, // 58: agentplane.v1.ScheduledBy.nominal_time:type_name -> google.protobuf.Timestamp
+	59, // [59:59] is the sub-list for method output_type
+	59, // [59:59] is the sub-list for method input_type
+	59, // [59:59] is the sub-list for extension type_name
+	59, // [59:59] is the sub-list for extension extendee
+	0,  // [0:59] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_task_proto_init() }
@@ -2972,6 +3218,7 @@ func file_agentplane_v1_task_proto_init() {
 		(*TaskEvent_EntriesDropped)(nil),
 		(*TaskEvent_CancelRequested)(nil),
 		(*TaskEvent_Output)(nil),
+		(*TaskEvent_BudgetWarning)(nil),
 	}
 	file_agentplane_v1_task_proto_msgTypes[8].OneofWrappers = []any{
 		(*Part_Text)(nil),
@@ -2988,7 +3235,7 @@ func file_agentplane_v1_task_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_task_proto_rawDesc), len(file_agentplane_v1_task_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   29,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -42,6 +42,8 @@ type TaskServiceClient interface {
 	// persists the task with its first event and queues it for runtimes. It is idempotent
 	// on request_id per tenant: a retry returns the same task with created=false; the same
 	// request_id with a different request is ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
+	// A new task whose token or cost budget is spent for the period is RESOURCE_EXHAUSTED
+	// (reason BUDGET_EXCEEDED); a retry of a task already started is answered all the same.
 	// The response carries the basic view of the task unless view asks for FULL.
 	StartTask(ctx context.Context, in *StartTaskRequest, opts ...grpc.CallOption) (*StartTaskResponse, error)
 	// ContinueTask resumes a task waiting in INPUT_REQUIRED for the user: a chat-mode
@@ -211,6 +213,8 @@ type TaskServiceServer interface {
 	// persists the task with its first event and queues it for runtimes. It is idempotent
 	// on request_id per tenant: a retry returns the same task with created=false; the same
 	// request_id with a different request is ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
+	// A new task whose token or cost budget is spent for the period is RESOURCE_EXHAUSTED
+	// (reason BUDGET_EXCEEDED); a retry of a task already started is answered all the same.
 	// The response carries the basic view of the task unless view asks for FULL.
 	StartTask(context.Context, *StartTaskRequest) (*StartTaskResponse, error)
 	// ContinueTask resumes a task waiting in INPUT_REQUIRED for the user: a chat-mode

@@ -159,6 +159,8 @@ export const Reason = {
   SCHEDULE_INVALID: "SCHEDULE_INVALID",
   /** UpdateSchedule with an expected_revision the schedule no longer has: someone (or a run) changed it since it was read. */
   SCHEDULE_REVISION_MISMATCH: "SCHEDULE_REVISION_MISMATCH",
+  /** StartTask for a tenant, or a static agent, whose token or cost budget for the current period is spent (`budgets.rules`, docs/budgets.md). */
+  BUDGET_EXCEEDED: "BUDGET_EXCEEDED",
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 

@@ -230,3 +230,57 @@ func TestUpgradeFromVersion3(t *testing.T) {
 		t.Fatalf("stats after the upgrade: %v, %v", st.SchemaVersion, err)
 	}
 }
+
+// TestUpgradeFromVersion4: a version 4 file (no budget bucket) is upgraded to one
+// whose budget counts work.
+func TestUpgradeFromVersion4(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agentplane.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(schema.Budgets); err != nil {
+			return err
+		}
+		info := &storagev1.SchemaInfo{}
+		if err := proto.Unmarshal(tx.Bucket(schema.Meta).Get(schema.MetaSchemaKey), info); err != nil {
+			return err
+		}
+		info.Version = 4
+		v, err := proto.Marshal(info)
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(schema.Meta).Put(schema.MetaSchemaKey, v)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	period := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	if err := s.Update(context.Background(), func(w store.Writer) error {
+		_, err := w.AddBudgetUsage(storetest.BudgetDelta("acme", "daily", period, 5, 0))
+		return err
+	}); err != nil {
+		t.Fatalf("AddBudgetUsage after the upgrade: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v := version(t, path); v != schema.Version {
+		t.Fatalf("schema version %d after the upgrade", v)
+	}
+}

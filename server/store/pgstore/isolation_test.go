@@ -414,3 +414,11 @@ func TestBatchMateFailsAlone(t *testing.T) {
 	}
 	t.Logf("%d commits carried %d updates; update 7 ran %d times", st.Commits, st.Updates, runs[7])
 }
+
+// TestReplicasBudgetAdds adds to one budget count from two stores on one database at
+// once: the row lock makes the adds one after the other, none lost, and one
+// transaction alone sees the threshold crossed.
+func TestReplicasBudgetAdds(t *testing.T) {
+	a, b, _ := twoStores(t)
+	storetest.BudgetConcurrentAdds(t, []store.Store{a, b})
+}

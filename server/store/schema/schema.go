@@ -13,8 +13,9 @@ import (
 // Version 2 keys the run queue by queue name (bucket RunQueue, QueueKey) where version
 // 1 had one queue per tenant (bucket QueueV1, TimeKey). Version 3 adds the webhook
 // outbox (buckets Outbox, OutboxDue, OutboxDead). Version 4 adds schedules (buckets
-// Schedules, SchedulesDue).
-const Version = 4
+// Schedules, SchedulesDue). Version 5 adds the budget
+// counts (bucket Budgets).
+const Version = 5
 
 // OldestUpgradable is the oldest version a store opens (and upgrades) from.
 const OldestUpgradable = 1
@@ -73,6 +74,8 @@ var (
 	// SchedulesDue indexes schedules by when the scheduler looks at them next:
 	// ScheduleDueKey(wake time, tenant, id), empty value, across tenants.
 	SchedulesDue = []byte("schedules_due")
+	// Budgets maps BudgetKey(tenant, budget) to a BudgetUsageRecord.
+	Budgets = []byte("budgets")
 )
 
 // OutboxBuckets are the buckets version 3 added; the upgrade from 2 creates them.
@@ -85,7 +88,16 @@ var ScheduleBuckets = [][]byte{Schedules, SchedulesDue}
 var Buckets = [][]byte{
 	Meta, Tasks, TaskSpecs, TasksByCreate, Requests, Events, RunQueue, LeaseDeadlines, Ended,
 	Interrupts, PendingInterrupts, InterruptDeadlines, InterruptsByTask,
-	Verdicts, Obligations, Counters, Outbox, OutboxDue, OutboxDead, Schedules, SchedulesDue,
+	Verdicts, Obligations, Counters, Outbox, OutboxDue, OutboxDead, Schedules, SchedulesDue, Budgets,
+}
+
+// BudgetBuckets are the buckets version 5 added; the upgrade from 4 (or earlier)
+// creates them.
+var BudgetBuckets = [][]byte{Budgets}
+
+// BudgetKey is the key of a tenant's count for one budget.
+func BudgetKey(tenant, budget string) []byte {
+	return appendString(TenantPrefix(tenant), budget)
 }
 
 // MetaSchemaKey holds the SchemaInfo in Meta.

@@ -7,8 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
+	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -30,6 +33,8 @@ type Counts struct {
 	Notifications int64
 	// Schedules counts the schedules, with their firing state.
 	Schedules int64
+	// Budgets counts the budget counts (one per tenant and budget).
+	Budgets int64
 }
 
 // task is every record of one task.
@@ -151,7 +156,37 @@ func Copy(ctx context.Context, src, dst Source) (Counts, error) {
 			return n, err
 		}
 	}
-	return n, nil
+	budgets, err := copyBudgets(ctx, src, dst)
+	n.Budgets += budgets
+	return n, err
+}
+
+// copyBudgets copies the budget counts in one transaction (they are bounded by
+// tenants times budgets), so that a move does not hand every tenant a fresh period.
+func copyBudgets(ctx context.Context, src, dst Source) (int64, error) {
+	var recs []*storagev1.BudgetUsageRecord
+	if err := src.View(ctx, func(r store.Reader) error {
+		return r.ScanBudgetUsage(func(rec *storagev1.BudgetUsageRecord) (bool, error) {
+			recs = append(recs, rec)
+			return true, nil
+		})
+	}); err != nil {
+		return 0, fmt.Errorf("reading the budget counts: %w", err)
+	}
+	if len(recs) == 0 {
+		return 0, nil
+	}
+	if err := dst.Update(ctx, func(w store.Writer) error {
+		for _, rec := range recs {
+			if _, err := w.AddBudgetUsage(rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("writing the budget counts: %w", err)
+	}
+	return int64(len(recs)), nil
 }
 
 // allSchedules reads every schedule of s, by tenant then id.
@@ -383,7 +418,31 @@ func Compare(ctx context.Context, a, b Source) error {
 	if !equalAll(sca, scb) {
 		differ("schedules: %d and %d, or they differ", len(sca), len(scb))
 	}
+	ba, err := budgetCounts(ctx, a)
+	if err != nil {
+		return err
+	}
+	bb, err := budgetCounts(ctx, b)
+	if err != nil {
+		return err
+	}
+	if ba != bb {
+		differ("budget counts %s and %s", ba, bb)
+	}
 	return errors.Join(diffs...)
+}
+
+// budgetCounts is every budget count of s, sorted, as text.
+func budgetCounts(ctx context.Context, s Source) (string, error) {
+	var out []string
+	err := s.View(ctx, func(r store.Reader) error {
+		return r.ScanBudgetUsage(func(rec *storagev1.BudgetUsageRecord) (bool, error) {
+			out = append(out, prototext.MarshalOptions{}.Format(rec))
+			return true, nil
+		})
+	})
+	slices.Sort(out)
+	return strings.Join(out, "\n"), err
 }
 
 func (t *task) diff(o *task) string {

@@ -91,6 +91,15 @@ func fill(t *testing.T, s store.Store) {
 				return err
 			}
 		}
+		for _, d := range []*storagev1.BudgetUsageRecord{
+			storetest.BudgetDelta("acme", "daily", base.Truncate(24*time.Hour), 1200, 7),
+			storetest.BudgetDelta("beta", "daily", base.Truncate(24*time.Hour), 3, 0),
+		} {
+			d.Warned = d.GetTenant() == "acme"
+			if _, err := w.AddBudgetUsage(d); err != nil {
+				return err
+			}
+		}
 		// Schedules, one of a tenant with no task, one advanced past revision 1.
 		for _, rec := range []*storagev1.ScheduleRecord{storetest.Schedule("acme", "nightly", base.Add(time.Hour)), storetest.Schedule("initech", "paused", time.Time{})} {
 			if err := w.PutSchedule(rec); err != nil {
@@ -129,7 +138,7 @@ func TestCopyBoltToPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.Tenants != 2 || n.Tasks != 12 || n.Specs != 12 || n.Events != 21 || n.Interrupts != 12 || n.Verdicts != 6 || n.Obligations != 6 || n.Notifications != 3 || n.Schedules != 2 {
+	if n.Tenants != 2 || n.Tasks != 12 || n.Specs != 12 || n.Events != 21 || n.Interrupts != 12 || n.Verdicts != 6 || n.Obligations != 6 || n.Notifications != 3 || n.Schedules != 2 || n.Budgets != 2 {
 		t.Fatalf("copied %+v", n)
 	}
 	if err := storecopy.Compare(ctx, src, dst); err != nil {

@@ -54,6 +54,8 @@ func Run(t *testing.T, open Opener) {
 		{"OutboxConcurrentClaims", testOutboxConcurrentClaims},
 		{"Schedules", testSchedules},
 		{"ScheduleConcurrentAdvance", testScheduleConcurrentAdvance},
+		{"BudgetUsage", testBudgetUsage},
+		{"BudgetConcurrentAdds", testBudgetConcurrentAdds},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)

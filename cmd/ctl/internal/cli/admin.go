@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -162,10 +163,40 @@ func newAdminStatsCommand(g *globals) *cobra.Command {
 					for _, q := range queues {
 						t.Row("queued in "+q, resp.GetQueueDepth()[q])
 					}
+					for _, b := range resp.GetBudgets() {
+						t.Row("budget "+b.GetBudget()+" of "+b.GetTenant(), budgetLine(b)+", resets "+b.GetResetsAt().AsTime().UTC().Format(time.RFC3339))
+					}
 				})
 			})
 		},
 	}
+}
+
+// budgetLine is one budget's count for its period: what is used of each limit, and
+// whether it warned or is spent.
+func budgetLine(b *agentplanev1.BudgetStatus) string {
+	var parts []string
+	if b.GetLimitTokens() > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d tokens", b.GetUsedTokens(), b.GetLimitTokens()))
+	} else {
+		parts = append(parts, fmt.Sprintf("%d tokens", b.GetUsedTokens()))
+	}
+	if b.GetLimitCostMicros() > 0 {
+		parts = append(parts, fmt.Sprintf("%s of %s USD", usd(b.GetUsedCostMicros()), usd(b.GetLimitCostMicros())))
+	}
+	line := strings.Join(parts, ", ") + " this " + b.GetPeriod()
+	switch {
+	case b.GetExceeded():
+		line += ", SPENT: new tasks refused"
+	case b.GetWarned():
+		line += fmt.Sprintf(", over %d%%", b.GetWarnPercent())
+	}
+	return line
+}
+
+// usd formats millionths of a dollar ("2.50").
+func usd(micros int64) string {
+	return fmt.Sprintf("%d.%06d", micros/1_000_000, micros%1_000_000)
 }
 
 // storeRows are the store's own figures: the size of its data (a bbolt file, a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -167,4 +168,33 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+func newBudgetCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:     "budget",
+		Aliases: []string{"budgets"},
+		Short:   "Show the token and cost budgets of the caller's tenant, with this period's counts",
+		Example: "  ctl budget\n  ctl budget -o json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.call(cmd, func(ctx context.Context, c *client.Client) error {
+				resp, err := c.Capabilities.GetCapabilities(ctx, &agentplanev1.GetCapabilitiesRequest{})
+				if err != nil {
+					return err
+				}
+				view := &agentplanev1.GetCapabilitiesResponse{Budgets: resp.GetBudgets()}
+				return g.printer(cmd).Message(view, func(t *printer.Tab) {
+					t.Row("BUDGET", "AGENT", "USED", "RESETS")
+					for _, b := range resp.GetBudgets() {
+						agent := b.GetAgentId()
+						if agent == "" {
+							agent = "*"
+						}
+						t.Row(b.GetBudget(), agent, budgetLine(b), b.GetResetsAt().AsTime().UTC().Format(time.RFC3339))
+					}
+				})
+			})
+		},
+	}
 }

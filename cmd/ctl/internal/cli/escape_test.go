@@ -97,6 +97,7 @@ func nastyEvents() []*agentplanev1.TaskEvent {
 		{Payload: &agentplanev1.TaskEvent_InterruptRaised{InterruptRaised: &agentplanev1.InterruptRaised{Interrupt: nastyInterrupt()}}},
 		{Payload: &agentplanev1.TaskEvent_InterruptResolved{InterruptResolved: &agentplanev1.InterruptResolved{InterruptId: nasty, Decision: nastyInterrupt().GetDecision()}}},
 		{Payload: &agentplanev1.TaskEvent_CancelRequested{CancelRequested: &agentplanev1.CancelRequested{RequestedBy: nasty, Reason: nasty}}},
+		{Payload: &agentplanev1.TaskEvent_BudgetWarning{BudgetWarning: &agentplanev1.BudgetWarning{Budget: &agentplanev1.BudgetStatus{Budget: nasty, Tenant: nasty, Period: nasty}}}},
 		{Payload: &agentplanev1.TaskEvent_VerdictRecorded{VerdictRecorded: &agentplanev1.VerdictRecorded{Verdict: &agentplanev1.Verdict{Node: nasty, Result: &agentplanev1.VerdictResult{Verdict: nasty}, DroppedObligationIds: []string{nasty}}}}},
 		{Payload: &agentplanev1.TaskEvent_McpInjectionIgnored{McpInjectionIgnored: &agentplanev1.InjectionIgnored{Names: []string{nasty}, Reason: nasty}}},
 		{Payload: &agentplanev1.TaskEvent_A2AInjectionIgnored{A2AInjectionIgnored: &agentplanev1.InjectionIgnored{Names: []string{nasty}, Reason: nasty}}},

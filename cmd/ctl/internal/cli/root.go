@@ -110,6 +110,9 @@ func ctlWording(reason apierr.Reason, md map[string]string) (string, bool) {
 	switch {
 	case reason == apierr.ReasonRuleNotFound:
 		return "no such rule; ctl spec rules lists the catalogue", true
+	case reason == apierr.ReasonBudgetExceeded && md["budget"] != "":
+		return fmt.Sprintf("budget %s is spent for this %s (%s of %s %s used); new tasks are refused until %s. See them with: ctl budget",
+			md["budget"], md["period"], md["used"], md["limit"], md["unit"], md["resets_at"]), true
 	case reason == apierr.ReasonPageTokenInvalid:
 		return "that --page-token was not printed by this listing: give the one the previous page printed, with the same filters", true
 	case md[apierr.MetaResolveWith] == apierr.ResolveWithContinueTask:
@@ -200,7 +203,7 @@ func NewRootCommand(stdin io.Reader) *cobra.Command {
 	pf.StringVar(&g.tlsKey, "tls-key", "", "client key file (mTLS)")
 
 	root.AddGroup(&cobra.Group{ID: "basic", Title: "Basic commands:"}, &cobra.Group{ID: "areas", Title: "Command groups:"})
-	for _, c := range []*cobra.Command{newVersionCommand(g), newHealthCommand(g), newCapabilitiesCommand(g)} {
+	for _, c := range []*cobra.Command{newVersionCommand(g), newHealthCommand(g), newCapabilitiesCommand(g), newBudgetCommand(g)} {
 		c.GroupID = "basic"
 		root.AddCommand(c)
 	}

@@ -321,6 +321,9 @@ func describeEvent(ev *agentplanev1.TaskEvent, refused refusedCalls) (kind, summ
 		return "cancel", fmt.Sprintf("by %s: %s", orDash(p.CancelRequested.GetRequestedBy()), orDash(p.CancelRequested.GetReason()))
 	case *agentplanev1.TaskEvent_Output:
 		return "output", truncate(oneLine(messageSummary(p.Output.GetMessage())), 100)
+	case *agentplanev1.TaskEvent_BudgetWarning:
+		b := p.BudgetWarning.GetBudget()
+		return "budget", fmt.Sprintf("%s at %d%%: %s (ctl budget)", oneLine(b.GetBudget()), b.GetWarnPercent(), budgetLine(b))
 	}
 	return "unknown", "(an event this ctl does not know; use -o json)"
 }

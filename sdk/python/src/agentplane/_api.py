@@ -158,6 +158,8 @@ class Reason:
     """A schedule spec or policy that breaks a rule: a cron expression that does not parse, an unknown time zone, an interval out of range, a jitter over 24h."""
     SCHEDULE_REVISION_MISMATCH: Final = "SCHEDULE_REVISION_MISMATCH"
     """UpdateSchedule with an expected_revision the schedule no longer has: someone (or a run) changed it since it was read."""
+    BUDGET_EXCEEDED: Final = "BUDGET_EXCEEDED"
+    """StartTask for a tenant, or a static agent, whose token or cost budget for the current period is spent (`budgets.rules`, docs/budgets.md)."""
 
 
 REASON_NAMES: Final[dict[str, str]] = {
@@ -201,6 +203,7 @@ REASON_NAMES: Final[dict[str, str]] = {
     Reason.SCHEDULE_ALREADY_EXISTS: "SCHEDULE_ALREADY_EXISTS",
     Reason.SCHEDULE_INVALID: "SCHEDULE_INVALID",
     Reason.SCHEDULE_REVISION_MISMATCH: "SCHEDULE_REVISION_MISMATCH",
+    Reason.BUDGET_EXCEEDED: "BUDGET_EXCEEDED",
 }
 """The name of each declared reason (its enum value without ERROR_REASON_)."""
 

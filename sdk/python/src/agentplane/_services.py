@@ -414,6 +414,8 @@ class TaskService:
     persists the task with its first event and queues it for runtimes. It is idempotent
     on request_id per tenant: a retry returns the same task with created=false; the same
     request_id with a different request is ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
+    A new task whose token or cost budget is spent for the period is RESOURCE_EXHAUSTED
+    (reason BUDGET_EXCEEDED); a retry of a task already started is answered all the same.
     The response carries the basic view of the task unless view asks for FULL.
     """
 
@@ -905,6 +907,8 @@ class AsyncTaskService:
     persists the task with its first event and queues it for runtimes. It is idempotent
     on request_id per tenant: a retry returns the same task with created=false; the same
     request_id with a different request is ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
+    A new task whose token or cost budget is spent for the period is RESOURCE_EXHAUSTED
+    (reason BUDGET_EXCEEDED); a retry of a task already started is answered all the same.
     The response carries the basic view of the task unless view asks for FULL.
     """
 

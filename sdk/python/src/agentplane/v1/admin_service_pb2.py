@@ -11,11 +11,12 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from agentplane.v1 import task_pb2 as agentplane_dot_v1_dot_task__pb2
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!agentplane/v1/admin_service.proto\x12\ragentplane.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa7\x02\n\x11WebhookDeadLetter\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x1a\n\x08\x65ndpoint\x18\x03 \x01(\tR\x08\x65ndpoint\x12\x1d\n\nevent_type\x18\x04 \x01(\tR\teventType\x12;\n\x0b\x63reate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12\x1a\n\x08\x61ttempts\x18\x06 \x01(\x05R\x08\x61ttempts\x12\x1d\n\nlast_error\x18\x07 \x01(\tR\tlastError\x12\x37\n\tdead_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08\x64\x65\x61\x64Time\"s\n\x1dListWebhookDeadLettersRequest\x12\x16\n\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"\x8d\x01\n\x1eListWebhookDeadLettersResponse\x12\x43\n\x0c\x64\x65\x61\x64_letters\x18\x01 \x03(\x0b\x32 .agentplane.v1.WebhookDeadLetterR\x0b\x64\x65\x61\x64Letters\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"Y\n\x1dRetryWebhookDeadLetterRequest\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n\x03\x61ll\x18\x02 \x01(\x08R\x03\x61ll\x12\x16\n\x06tenant\x18\x03 \x01(\tR\x06tenant\":\n\x1eRetryWebhookDeadLetterResponse\x12\x18\n\x07retried\x18\x01 \x01(\x03R\x07retried\"\x0f\n\rBackupRequest\"G\n\x0e\x42\x61\x63kupResponse\x12\x14\n\x05\x63hunk\x18\x01 \x01(\x0cR\x05\x63hunk\x12\x1f\n\x0btotal_bytes\x18\x02 \x01(\x03R\ntotalBytes\"f\n\x11PurgeTasksRequest\x12\x38\n\nolder_than\x18\x01 \x01(\x0b\x32\x19.google.protobuf.DurationR\tolderThan\x12\x17\n\x07\x64ry_run\x18\x02 \x01(\x08R\x06\x64ryRun\"B\n\x12PurgeTasksResponse\x12\x14\n\x05tasks\x18\x01 \x01(\x03R\x05tasks\x12\x16\n\x06\x65vents\x18\x02 \x01(\x03R\x06\x65vents\"\x11\n\x0fGetStatsRequest\"\xd6\x06\n\x10GetStatsResponse\x12%\n\x0eserver_version\x18\x01 \x01(\tR\rserverVersion\x12\x39\n\nstart_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x31\n\x06uptime\x18\x03 \x01(\x0b\x32\x19.google.protobuf.DurationR\x06uptime\x12\x14\n\x05store\x18\x04 \x01(\tR\x05store\x12\x1d\n\nstore_path\x18\x05 \x01(\tR\tstorePath\x12\x1f\n\x0bstore_bytes\x18\x06 \x01(\x03R\nstoreBytes\x12W\n\x0etasks_by_state\x18\x07 \x03(\x0b\x32\x31.agentplane.v1.GetStatsResponse.TasksByStateEntryR\x0ctasksByState\x12\x16\n\x06\x65vents\x18\x08 \x01(\x03R\x06\x65vents\x12-\n\x12pending_interrupts\x18\t \x01(\x03R\x11pendingInterrupts\x12#\n\ractive_leases\x18\n \x01(\x03R\x0c\x61\x63tiveLeases\x12%\n\x0eschema_version\x18\x0b \x01(\x05R\rschemaVersion\x12\x1b\n\tlog_bytes\x18\x0c \x01(\x03R\x08logBytes\x12 \n\x0b\x63heckpoints\x18\r \x01(\x03R\x0b\x63heckpoints\x12\x18\n\x07\x63ommits\x18\x0e \x01(\x03R\x07\x63ommits\x12\x18\n\x07updates\x18\x0f \x01(\x03R\x07updates\x12P\n\x0bqueue_depth\x18\x10 \x03(\x0b\x32/.agentplane.v1.GetStatsResponse.QueueDepthEntryR\nqueueDepth\x12&\n\x0fwrite_ahead_log\x18\x11 \x01(\x08R\rwriteAheadLog\x1a?\n\x11TasksByStateEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\x03R\x05value:\x02\x38\x01\x1a=\n\x0fQueueDepthEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\x03R\x05value:\x02\x38\x01\x32\xf9\x03\n\x0c\x41\x64minService\x12L\n\x06\x42\x61\x63kup\x12\x1c.agentplane.v1.BackupRequest\x1a\x1d.agentplane.v1.BackupResponse\"\x03\x90\x02\x01\x30\x01\x12V\n\nPurgeTasks\x12 .agentplane.v1.PurgeTasksRequest\x1a!.agentplane.v1.PurgeTasksResponse\"\x03\x90\x02\x02\x12P\n\x08GetStats\x12\x1e.agentplane.v1.GetStatsRequest\x1a\x1f.agentplane.v1.GetStatsResponse\"\x03\x90\x02\x01\x12z\n\x16ListWebhookDeadLetters\x12,.agentplane.v1.ListWebhookDeadLettersRequest\x1a-.agentplane.v1.ListWebhookDeadLettersResponse\"\x03\x90\x02\x01\x12u\n\x16RetryWebhookDeadLetter\x12,.agentplane.v1.RetryWebhookDeadLetterRequest\x1a-.agentplane.v1.RetryWebhookDeadLetterResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!agentplane/v1/admin_service.proto\x12\ragentplane.v1\x1a\x18\x61gentplane/v1/task.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa7\x02\n\x11WebhookDeadLetter\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x1a\n\x08\x65ndpoint\x18\x03 \x01(\tR\x08\x65ndpoint\x12\x1d\n\nevent_type\x18\x04 \x01(\tR\teventType\x12;\n\x0b\x63reate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12\x1a\n\x08\x61ttempts\x18\x06 \x01(\x05R\x08\x61ttempts\x12\x1d\n\nlast_error\x18\x07 \x01(\tR\tlastError\x12\x37\n\tdead_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08\x64\x65\x61\x64Time\"s\n\x1dListWebhookDeadLettersRequest\x12\x16\n\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"\x8d\x01\n\x1eListWebhookDeadLettersResponse\x12\x43\n\x0c\x64\x65\x61\x64_letters\x18\x01 \x03(\x0b\x32 .agentplane.v1.WebhookDeadLetterR\x0b\x64\x65\x61\x64Letters\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"Y\n\x1dRetryWebhookDeadLetterRequest\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n\x03\x61ll\x18\x02 \x01(\x08R\x03\x61ll\x12\x16\n\x06tenant\x18\x03 \x01(\tR\x06tenant\":\n\x1eRetryWebhookDeadLetterResponse\x12\x18\n\x07retried\x18\x01 \x01(\x03R\x07retried\"\x0f\n\rBackupRequest\"G\n\x0e\x42\x61\x63kupResponse\x12\x14\n\x05\x63hunk\x18\x01 \x01(\x0cR\x05\x63hunk\x12\x1f\n\x0btotal_bytes\x18\x02 \x01(\x03R\ntotalBytes\"f\n\x11PurgeTasksRequest\x12\x38\n\nolder_than\x18\x01 \x01(\x0b\x32\x19.google.protobuf.DurationR\tolderThan\x12\x17\n\x07\x64ry_run\x18\x02 \x01(\x08R\x06\x64ryRun\"B\n\x12PurgeTasksResponse\x12\x14\n\x05tasks\x18\x01 \x01(\x03R\x05tasks\x12\x16\n\x06\x65vents\x18\x02 \x01(\x03R\x06\x65vents\"\x11\n\x0fGetStatsRequest\"\x8d\x07\n\x10GetStatsResponse\x12%\n\x0eserver_version\x18\x01 \x01(\tR\rserverVersion\x12\x39\n\nstart_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x31\n\x06uptime\x18\x03 \x01(\x0b\x32\x19.google.protobuf.DurationR\x06uptime\x12\x14\n\x05store\x18\x04 \x01(\tR\x05store\x12\x1d\n\nstore_path\x18\x05 \x01(\tR\tstorePath\x12\x1f\n\x0bstore_bytes\x18\x06 \x01(\x03R\nstoreBytes\x12W\n\x0etasks_by_state\x18\x07 \x03(\x0b\x32\x31.agentplane.v1.GetStatsResponse.TasksByStateEntryR\x0ctasksByState\x12\x16\n\x06\x65vents\x18\x08 \x01(\x03R\x06\x65vents\x12-\n\x12pending_interrupts\x18\t \x01(\x03R\x11pendingInterrupts\x12#\n\ractive_leases\x18\n \x01(\x03R\x0c\x61\x63tiveLeases\x12%\n\x0eschema_version\x18\x0b \x01(\x05R\rschemaVersion\x12\x1b\n\tlog_bytes\x18\x0c \x01(\x03R\x08logBytes\x12 \n\x0b\x63heckpoints\x18\r \x01(\x03R\x0b\x63heckpoints\x12\x18\n\x07\x63ommits\x18\x0e \x01(\x03R\x07\x63ommits\x12\x18\n\x07updates\x18\x0f \x01(\x03R\x07updates\x12P\n\x0bqueue_depth\x18\x10 \x03(\x0b\x32/.agentplane.v1.GetStatsResponse.QueueDepthEntryR\nqueueDepth\x12&\n\x0fwrite_ahead_log\x18\x11 \x01(\x08R\rwriteAheadLog\x12\x35\n\x07\x62udgets\x18\x1e \x03(\x0b\x32\x1b.agentplane.v1.BudgetStatusR\x07\x62udgets\x1a?\n\x11TasksByStateEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\x03R\x05value:\x02\x38\x01\x1a=\n\x0fQueueDepthEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\x03R\x05value:\x02\x38\x01\x32\xf9\x03\n\x0c\x41\x64minService\x12L\n\x06\x42\x61\x63kup\x12\x1c.agentplane.v1.BackupRequest\x1a\x1d.agentplane.v1.BackupResponse\"\x03\x90\x02\x01\x30\x01\x12V\n\nPurgeTasks\x12 .agentplane.v1.PurgeTasksRequest\x1a!.agentplane.v1.PurgeTasksResponse\"\x03\x90\x02\x02\x12P\n\x08GetStats\x12\x1e.agentplane.v1.GetStatsRequest\x1a\x1f.agentplane.v1.GetStatsResponse\"\x03\x90\x02\x01\x12z\n\x16ListWebhookDeadLetters\x12,.agentplane.v1.ListWebhookDeadLettersRequest\x1a-.agentplane.v1.ListWebhookDeadLettersResponse\"\x03\x90\x02\x01\x12u\n\x16RetryWebhookDeadLetter\x12,.agentplane.v1.RetryWebhookDeadLetterRequest\x1a-.agentplane.v1.RetryWebhookDeadLetterResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentplane.v1.admin_service_pb2', globals())
@@ -35,32 +36,32 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _ADMINSERVICE.methods_by_name['GetStats']._serialized_options = b'\220\002\001'
   _ADMINSERVICE.methods_by_name['ListWebhookDeadLetters']._options = None
   _ADMINSERVICE.methods_by_name['ListWebhookDeadLetters']._serialized_options = b'\220\002\001'
-  _WEBHOOKDEADLETTER._serialized_start=118
-  _WEBHOOKDEADLETTER._serialized_end=413
-  _LISTWEBHOOKDEADLETTERSREQUEST._serialized_start=415
-  _LISTWEBHOOKDEADLETTERSREQUEST._serialized_end=530
-  _LISTWEBHOOKDEADLETTERSRESPONSE._serialized_start=533
-  _LISTWEBHOOKDEADLETTERSRESPONSE._serialized_end=674
-  _RETRYWEBHOOKDEADLETTERREQUEST._serialized_start=676
-  _RETRYWEBHOOKDEADLETTERREQUEST._serialized_end=765
-  _RETRYWEBHOOKDEADLETTERRESPONSE._serialized_start=767
-  _RETRYWEBHOOKDEADLETTERRESPONSE._serialized_end=825
-  _BACKUPREQUEST._serialized_start=827
-  _BACKUPREQUEST._serialized_end=842
-  _BACKUPRESPONSE._serialized_start=844
-  _BACKUPRESPONSE._serialized_end=915
-  _PURGETASKSREQUEST._serialized_start=917
-  _PURGETASKSREQUEST._serialized_end=1019
-  _PURGETASKSRESPONSE._serialized_start=1021
-  _PURGETASKSRESPONSE._serialized_end=1087
-  _GETSTATSREQUEST._serialized_start=1089
-  _GETSTATSREQUEST._serialized_end=1106
-  _GETSTATSRESPONSE._serialized_start=1109
-  _GETSTATSRESPONSE._serialized_end=1963
-  _GETSTATSRESPONSE_TASKSBYSTATEENTRY._serialized_start=1837
-  _GETSTATSRESPONSE_TASKSBYSTATEENTRY._serialized_end=1900
-  _GETSTATSRESPONSE_QUEUEDEPTHENTRY._serialized_start=1902
-  _GETSTATSRESPONSE_QUEUEDEPTHENTRY._serialized_end=1963
-  _ADMINSERVICE._serialized_start=1966
-  _ADMINSERVICE._serialized_end=2471
+  _WEBHOOKDEADLETTER._serialized_start=144
+  _WEBHOOKDEADLETTER._serialized_end=439
+  _LISTWEBHOOKDEADLETTERSREQUEST._serialized_start=441
+  _LISTWEBHOOKDEADLETTERSREQUEST._serialized_end=556
+  _LISTWEBHOOKDEADLETTERSRESPONSE._serialized_start=559
+  _LISTWEBHOOKDEADLETTERSRESPONSE._serialized_end=700
+  _RETRYWEBHOOKDEADLETTERREQUEST._serialized_start=702
+  _RETRYWEBHOOKDEADLETTERREQUEST._serialized_end=791
+  _RETRYWEBHOOKDEADLETTERRESPONSE._serialized_start=793
+  _RETRYWEBHOOKDEADLETTERRESPONSE._serialized_end=851
+  _BACKUPREQUEST._serialized_start=853
+  _BACKUPREQUEST._serialized_end=868
+  _BACKUPRESPONSE._serialized_start=870
+  _BACKUPRESPONSE._serialized_end=941
+  _PURGETASKSREQUEST._serialized_start=943
+  _PURGETASKSREQUEST._serialized_end=1045
+  _PURGETASKSRESPONSE._serialized_start=1047
+  _PURGETASKSRESPONSE._serialized_end=1113
+  _GETSTATSREQUEST._serialized_start=1115
+  _GETSTATSREQUEST._serialized_end=1132
+  _GETSTATSRESPONSE._serialized_start=1135
+  _GETSTATSRESPONSE._serialized_end=2044
+  _GETSTATSRESPONSE_TASKSBYSTATEENTRY._serialized_start=1918
+  _GETSTATSRESPONSE_TASKSBYSTATEENTRY._serialized_end=1981
+  _GETSTATSRESPONSE_QUEUEDEPTHENTRY._serialized_start=1983
+  _GETSTATSRESPONSE_QUEUEDEPTHENTRY._serialized_end=2044
+  _ADMINSERVICE._serialized_start=2047
+  _ADMINSERVICE._serialized_end=2552
 # @@protoc_insertion_point(module_scope)

@@ -1,3 +1,4 @@
+from agentplane.v1 import task_pb2 as _task_pb2
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
@@ -24,7 +25,7 @@ class GetStatsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetStatsResponse(_message.Message):
-    __slots__ = ["active_leases", "checkpoints", "commits", "events", "log_bytes", "pending_interrupts", "queue_depth", "schema_version", "server_version", "start_time", "store", "store_bytes", "store_path", "tasks_by_state", "updates", "uptime", "write_ahead_log"]
+    __slots__ = ["active_leases", "budgets", "checkpoints", "commits", "events", "log_bytes", "pending_interrupts", "queue_depth", "schema_version", "server_version", "start_time", "store", "store_bytes", "store_path", "tasks_by_state", "updates", "uptime", "write_ahead_log"]
     class QueueDepthEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -40,6 +41,7 @@ class GetStatsResponse(_message.Message):
         value: int
         def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     ACTIVE_LEASES_FIELD_NUMBER: _ClassVar[int]
+    BUDGETS_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
     COMMITS_FIELD_NUMBER: _ClassVar[int]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
@@ -57,6 +59,7 @@ class GetStatsResponse(_message.Message):
     UPTIME_FIELD_NUMBER: _ClassVar[int]
     WRITE_AHEAD_LOG_FIELD_NUMBER: _ClassVar[int]
     active_leases: int
+    budgets: _containers.RepeatedCompositeFieldContainer[_task_pb2.BudgetStatus]
     checkpoints: int
     commits: int
     events: int
@@ -73,7 +76,7 @@ class GetStatsResponse(_message.Message):
     updates: int
     uptime: _duration_pb2.Duration
     write_ahead_log: bool
-    def __init__(self, server_version: _Optional[str] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., uptime: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., store: _Optional[str] = ..., store_path: _Optional[str] = ..., store_bytes: _Optional[int] = ..., tasks_by_state: _Optional[_Mapping[str, int]] = ..., events: _Optional[int] = ..., pending_interrupts: _Optional[int] = ..., active_leases: _Optional[int] = ..., schema_version: _Optional[int] = ..., log_bytes: _Optional[int] = ..., checkpoints: _Optional[int] = ..., commits: _Optional[int] = ..., updates: _Optional[int] = ..., queue_depth: _Optional[_Mapping[str, int]] = ..., write_ahead_log: bool = ...) -> None: ...
+    def __init__(self, server_version: _Optional[str] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., uptime: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., store: _Optional[str] = ..., store_path: _Optional[str] = ..., store_bytes: _Optional[int] = ..., tasks_by_state: _Optional[_Mapping[str, int]] = ..., events: _Optional[int] = ..., pending_interrupts: _Optional[int] = ..., active_leases: _Optional[int] = ..., schema_version: _Optional[int] = ..., log_bytes: _Optional[int] = ..., checkpoints: _Optional[int] = ..., commits: _Optional[int] = ..., updates: _Optional[int] = ..., queue_depth: _Optional[_Mapping[str, int]] = ..., write_ahead_log: bool = ..., budgets: _Optional[_Iterable[_Union[_task_pb2.BudgetStatus, _Mapping]]] = ...) -> None: ...
 
 class ListWebhookDeadLettersRequest(_message.Message):
     __slots__ = ["page_size", "page_token", "tenant"]

@@ -1,3 +1,4 @@
+from agentplane.v1 import task_pb2 as _task_pb2
 from agentplane.v1 import hitl_pb2 as _hitl_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -87,10 +88,12 @@ class GetCapabilitiesRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetCapabilitiesResponse(_message.Message):
-    __slots__ = ["capabilities"]
+    __slots__ = ["budgets", "capabilities"]
+    BUDGETS_FIELD_NUMBER: _ClassVar[int]
     CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
+    budgets: _containers.RepeatedCompositeFieldContainer[_task_pb2.BudgetStatus]
     capabilities: Capabilities
-    def __init__(self, capabilities: _Optional[_Union[Capabilities, _Mapping]] = ...) -> None: ...
+    def __init__(self, capabilities: _Optional[_Union[Capabilities, _Mapping]] = ..., budgets: _Optional[_Iterable[_Union[_task_pb2.BudgetStatus, _Mapping]]] = ...) -> None: ...
 
 class Limits(_message.Message):
     __slots__ = ["default_page_size", "max_awaits_per_principal", "max_calls_per_principal", "max_depth", "max_event_bytes", "max_events_per_report", "max_input_bytes", "max_labels", "max_list_response_bytes", "max_page_size", "max_request_bytes", "max_spec_bytes", "max_task_events", "max_task_history_bytes", "max_watches_per_principal"]

@@ -8,6 +8,7 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Optional as _Op
 DESCRIPTOR: _descriptor.FileDescriptor
 ERROR_REASON_AUTH_PERMISSION_DENIED: ErrorReason
 ERROR_REASON_AUTH_UNAUTHENTICATED: ErrorReason
+ERROR_REASON_BUDGET_EXCEEDED: ErrorReason
 ERROR_REASON_COMPLIANCE_DENIED: ErrorReason
 ERROR_REASON_CONFIG_LOCKED_KEY: ErrorReason
 ERROR_REASON_DEADLINE_EXCEEDED: ErrorReason

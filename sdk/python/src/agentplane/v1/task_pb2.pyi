@@ -28,6 +28,42 @@ TASK_STATE_SUBMITTED: TaskState
 TASK_STATE_UNSPECIFIED: TaskState
 TASK_STATE_WORKING: TaskState
 
+class BudgetStatus(_message.Message):
+    __slots__ = ["agent_id", "budget", "exceeded", "limit_cost_micros", "limit_tokens", "period", "period_start", "resets_at", "tenant", "used_cost_micros", "used_tokens", "warn_percent", "warned"]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    EXCEEDED_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_COST_MICROS_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    PERIOD_FIELD_NUMBER: _ClassVar[int]
+    PERIOD_START_FIELD_NUMBER: _ClassVar[int]
+    RESETS_AT_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    USED_COST_MICROS_FIELD_NUMBER: _ClassVar[int]
+    USED_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    WARNED_FIELD_NUMBER: _ClassVar[int]
+    WARN_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    budget: str
+    exceeded: bool
+    limit_cost_micros: int
+    limit_tokens: int
+    period: str
+    period_start: _timestamp_pb2.Timestamp
+    resets_at: _timestamp_pb2.Timestamp
+    tenant: str
+    used_cost_micros: int
+    used_tokens: int
+    warn_percent: int
+    warned: bool
+    def __init__(self, budget: _Optional[str] = ..., tenant: _Optional[str] = ..., agent_id: _Optional[str] = ..., period: _Optional[str] = ..., period_start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., resets_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., used_tokens: _Optional[int] = ..., limit_tokens: _Optional[int] = ..., used_cost_micros: _Optional[int] = ..., limit_cost_micros: _Optional[int] = ..., warn_percent: _Optional[int] = ..., warned: bool = ..., exceeded: bool = ...) -> None: ...
+
+class BudgetWarning(_message.Message):
+    __slots__ = ["budget"]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    budget: BudgetStatus
+    def __init__(self, budget: _Optional[_Union[BudgetStatus, _Mapping]] = ...) -> None: ...
+
 class CancelRequested(_message.Message):
     __slots__ = ["reason", "requested_by"]
     REASON_FIELD_NUMBER: _ClassVar[int]
@@ -267,8 +303,9 @@ class Task(_message.Message):
     def __init__(self, task_id: _Optional[str] = ..., tenant: _Optional[str] = ..., state: _Optional[_Union[TaskState, str]] = ..., request_id: _Optional[str] = ..., agent: _Optional[_Union[_spec_pb2.AgentSpec, _Mapping]] = ..., graph: _Optional[_Union[_spec_pb2.GraphSpec, _Mapping]] = ..., agent_id: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_sequence: _Optional[int] = ..., attempt: _Optional[int] = ..., failure: _Optional[_Union[TaskFailure, _Mapping]] = ..., output: _Optional[_Union[TaskOutput, _Mapping]] = ..., interrupt_policy: _Optional[_Union[_hitl_pb2.InterruptPolicy, _Mapping]] = ..., pending_interrupt_ids: _Optional[_Iterable[str]] = ..., cancel_requested: bool = ..., created_by: _Optional[str] = ..., runtime_id: _Optional[str] = ..., session_id: _Optional[str] = ..., tool_axes: _Optional[_Iterable[_Union[_peers_pb2.ToolAxisOverride, _Mapping]]] = ..., interrupt_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., effective_mcp_servers: _Optional[_Iterable[_Union[_peers_pb2.McpServerInfo, _Mapping]]] = ..., effective_a2a_peers: _Optional[_Iterable[_Union[_peers_pb2.A2aPeerInfo, _Mapping]]] = ..., spec_kind: _Optional[str] = ..., queue: _Optional[str] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ..., input: _Optional[_Union[Message, _Mapping]] = ..., usage: _Optional[_Union[TokenUsage, _Mapping]] = ..., scheduled_by: _Optional[_Union[ScheduledBy, _Mapping]] = ...) -> None: ...
 
 class TaskEvent(_message.Message):
-    __slots__ = ["a2a_injection_ignored", "cancel_requested", "entries_dropped", "interrupt_raised", "interrupt_resolved", "lease", "mcp_injection_ignored", "message", "note", "output", "sequence", "state_changed", "submitted", "task_id", "time", "tool_call", "tool_gated", "tool_result", "verdict_recorded"]
+    __slots__ = ["a2a_injection_ignored", "budget_warning", "cancel_requested", "entries_dropped", "interrupt_raised", "interrupt_resolved", "lease", "mcp_injection_ignored", "message", "note", "output", "sequence", "state_changed", "submitted", "task_id", "time", "tool_call", "tool_gated", "tool_result", "verdict_recorded"]
     A2A_INJECTION_IGNORED_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_WARNING_FIELD_NUMBER: _ClassVar[int]
     CANCEL_REQUESTED_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_DROPPED_FIELD_NUMBER: _ClassVar[int]
     INTERRUPT_RAISED_FIELD_NUMBER: _ClassVar[int]
@@ -288,6 +325,7 @@ class TaskEvent(_message.Message):
     TOOL_RESULT_FIELD_NUMBER: _ClassVar[int]
     VERDICT_RECORDED_FIELD_NUMBER: _ClassVar[int]
     a2a_injection_ignored: InjectionIgnored
+    budget_warning: BudgetWarning
     cancel_requested: CancelRequested
     entries_dropped: EntriesDropped
     interrupt_raised: InterruptRaised
@@ -306,7 +344,7 @@ class TaskEvent(_message.Message):
     tool_gated: _hitl_pb2.ToolGated
     tool_result: ToolResult
     verdict_recorded: VerdictRecorded
-    def __init__(self, task_id: _Optional[str] = ..., sequence: _Optional[int] = ..., time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., submitted: _Optional[_Union[TaskSubmitted, _Mapping]] = ..., state_changed: _Optional[_Union[StateChanged, _Mapping]] = ..., message: _Optional[_Union[Message, _Mapping]] = ..., tool_call: _Optional[_Union[ToolCall, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResult, _Mapping]] = ..., note: _Optional[_Union[RuntimeNote, _Mapping]] = ..., lease: _Optional[_Union[LeaseChanged, _Mapping]] = ..., tool_gated: _Optional[_Union[_hitl_pb2.ToolGated, _Mapping]] = ..., interrupt_raised: _Optional[_Union[InterruptRaised, _Mapping]] = ..., interrupt_resolved: _Optional[_Union[InterruptResolved, _Mapping]] = ..., verdict_recorded: _Optional[_Union[VerdictRecorded, _Mapping]] = ..., mcp_injection_ignored: _Optional[_Union[InjectionIgnored, _Mapping]] = ..., a2a_injection_ignored: _Optional[_Union[InjectionIgnored, _Mapping]] = ..., entries_dropped: _Optional[_Union[EntriesDropped, _Mapping]] = ..., cancel_requested: _Optional[_Union[CancelRequested, _Mapping]] = ..., output: _Optional[_Union[TaskOutput, _Mapping]] = ...) -> None: ...
+    def __init__(self, task_id: _Optional[str] = ..., sequence: _Optional[int] = ..., time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., submitted: _Optional[_Union[TaskSubmitted, _Mapping]] = ..., state_changed: _Optional[_Union[StateChanged, _Mapping]] = ..., message: _Optional[_Union[Message, _Mapping]] = ..., tool_call: _Optional[_Union[ToolCall, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResult, _Mapping]] = ..., note: _Optional[_Union[RuntimeNote, _Mapping]] = ..., lease: _Optional[_Union[LeaseChanged, _Mapping]] = ..., tool_gated: _Optional[_Union[_hitl_pb2.ToolGated, _Mapping]] = ..., interrupt_raised: _Optional[_Union[InterruptRaised, _Mapping]] = ..., interrupt_resolved: _Optional[_Union[InterruptResolved, _Mapping]] = ..., verdict_recorded: _Optional[_Union[VerdictRecorded, _Mapping]] = ..., mcp_injection_ignored: _Optional[_Union[InjectionIgnored, _Mapping]] = ..., a2a_injection_ignored: _Optional[_Union[InjectionIgnored, _Mapping]] = ..., entries_dropped: _Optional[_Union[EntriesDropped, _Mapping]] = ..., cancel_requested: _Optional[_Union[CancelRequested, _Mapping]] = ..., output: _Optional[_Union[TaskOutput, _Mapping]] = ..., budget_warning: _Optional[_Union[BudgetWarning, _Mapping]] = ...) -> None: ...
 
 class TaskFailure(_message.Message):
     __slots__ = ["message", "reason"]

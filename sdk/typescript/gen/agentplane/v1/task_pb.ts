@@ -20,7 +20,7 @@ import type { JsonObject, Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file agentplane/v1/task.proto.
  */
 export const file_agentplane_v1_task: GenFile = /*@__PURE__*/
-  fileDesc("ChhhZ2VudHBsYW5lL3YxL3Rhc2sucHJvdG8SDWFnZW50cGxhbmUudjEi2AkKBFRhc2sSDwoHdGFza19pZBgBIAEoCRIOCgZ0ZW5hbnQYAiABKAkSJwoFc3RhdGUYAyABKA4yGC5hZ2VudHBsYW5lLnYxLlRhc2tTdGF0ZRISCgpyZXF1ZXN0X2lkGAQgASgJEikKBWFnZW50GAUgASgLMhguYWdlbnRwbGFuZS52MS5BZ2VudFNwZWNIABIpCgVncmFwaBgGIAEoCzIYLmFnZW50cGxhbmUudjEuR3JhcGhTcGVjSAASEgoIYWdlbnRfaWQYByABKAlIABIvCgZsYWJlbHMYCSADKAsyHy5hZ2VudHBsYW5lLnYxLlRhc2suTGFiZWxzRW50cnkSLwoLY3JlYXRlX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNbGFzdF9zZXF1ZW5jZRgNIAEoAxIPCgdhdHRlbXB0GA4gASgFEisKB2ZhaWx1cmUYDyABKAsyGi5hZ2VudHBsYW5lLnYxLlRhc2tGYWlsdXJlEikKBm91dHB1dBgQIAEoCzIZLmFnZW50cGxhbmUudjEuVGFza091dHB1dBI4ChBpbnRlcnJ1cHRfcG9saWN5GBEgASgLMh4uYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHRQb2xpY3kSHQoVcGVuZGluZ19pbnRlcnJ1cHRfaWRzGBIgAygJEhgKEGNhbmNlbF9yZXF1ZXN0ZWQYFSABKAgSEgoKY3JlYXRlZF9ieRgWIAEoCRISCgpydW50aW1lX2lkGBcgASgJEhIKCnNlc3Npb25faWQYGCABKAkSMgoJdG9vbF9heGVzGBkgAygLMh8uYWdlbnRwbGFuZS52MS5Ub29sQXhpc092ZXJyaWRlEjQKEWludGVycnVwdF90aW1lb3V0GBogASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjsKFWVmZmVjdGl2ZV9tY3Bfc2VydmVycxgbIAMoCzIcLmFnZW50cGxhbmUudjEuTWNwU2VydmVySW5mbxI3ChNlZmZlY3RpdmVfYTJhX3BlZXJzGBwgAygLMhouYWdlbnRwbGFuZS52MS5BMmFQZWVySW5mbxIRCglzcGVjX2tpbmQYHSABKAkSDQoFcXVldWUYHiABKAkSMgoNdHJhY2VfY29udGV4dBgfIAEoCzIbLmFnZW50cGxhbmUudjEuVHJhY2VDb250ZXh0EiUKBWlucHV0GCAgASgLMhYuYWdlbnRwbGFuZS52MS5NZXNzYWdlEigKBXVzYWdlGCEgASgLMhkuYWdlbnRwbGFuZS52MS5Ub2tlblVzYWdlEjAKDHNjaGVkdWxlZF9ieRgoIAEoCzIaLmFnZW50cGxhbmUudjEuU2NoZWR1bGVkQnkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIGCgRzcGVjSgQICBAJSgQIExAUSgQIFBAVUgttY3Bfc2VydmVyc1IJYTJhX3BlZXJzIjcKDFRyYWNlQ29udGV4dBITCgt0cmFjZXBhcmVudBgBIAEoCRISCgp0cmFjZXN0YXRlGAIgASgJIi4KC1Rhc2tGYWlsdXJlEg4KBnJlYXNvbhgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIm0KClRhc2tPdXRwdXQSKgoKc3RydWN0dXJlZBgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRInCgdtZXNzYWdlGAMgASgLMhYuYWdlbnRwbGFuZS52MS5NZXNzYWdlSgQIARACUgR0ZXh0IsYHCglUYXNrRXZlbnQSDwoHdGFza19pZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoAxIoCgR0aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCglzdWJtaXR0ZWQYCiABKAsyHC5hZ2VudHBsYW5lLnYxLlRhc2tTdWJtaXR0ZWRIABI0Cg1zdGF0ZV9jaGFuZ2VkGAsgASgLMhsuYWdlbnRwbGFuZS52MS5TdGF0ZUNoYW5nZWRIABIpCgdtZXNzYWdlGBogASgLMhYuYWdlbnRwbGFuZS52MS5NZXNzYWdlSAASLAoJdG9vbF9jYWxsGA0gASgLMhcuYWdlbnRwbGFuZS52MS5Ub29sQ2FsbEgAEjAKC3Rvb2xfcmVzdWx0GA4gASgLMhkuYWdlbnRwbGFuZS52MS5Ub29sUmVzdWx0SAASKgoEbm90ZRgPIAEoCzIaLmFnZW50cGxhbmUudjEuUnVudGltZU5vdGVIABIsCgVsZWFzZRgQIAEoCzIbLmFnZW50cGxhbmUudjEuTGVhc2VDaGFuZ2VkSAASLgoKdG9vbF9nYXRlZBgRIAEoCzIYLmFnZW50cGxhbmUudjEuVG9vbEdhdGVkSAASOgoQaW50ZXJydXB0X3JhaXNlZBgSIAEoCzIeLmFnZW50cGxhbmUudjEuSW50ZXJydXB0UmFpc2VkSAASPgoSaW50ZXJydXB0X3Jlc29sdmVkGBMgASgLMiAuYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHRSZXNvbHZlZEgAEjoKEHZlcmRpY3RfcmVjb3JkZWQYFCABKAsyHi5hZ2VudHBsYW5lLnYxLlZlcmRpY3RSZWNvcmRlZEgAEkAKFW1jcF9pbmplY3Rpb25faWdub3JlZBgVIAEoCzIfLmFnZW50cGxhbmUudjEuSW5qZWN0aW9uSWdub3JlZEgAEkAKFWEyYV9pbmplY3Rpb25faWdub3JlZBgWIAEoCzIfLmFnZW50cGxhbmUudjEuSW5qZWN0aW9uSWdub3JlZEgAEjgKD2VudHJpZXNfZHJvcHBlZBgXIAEoCzIdLmFnZW50cGxhbmUudjEuRW50cmllc0Ryb3BwZWRIABI6ChBjYW5jZWxfcmVxdWVzdGVkGBggASgLMh4uYWdlbnRwbGFuZS52MS5DYW5jZWxSZXF1ZXN0ZWRIABIrCgZvdXRwdXQYGSABKAsyGS5hZ2VudHBsYW5lLnYxLlRhc2tPdXRwdXRIAEIJCgdwYXlsb2FkSgQIDBANIl4KDVRhc2tTdWJtaXR0ZWQSDAoEa2luZBgCIAEoCRISCgpjcmVhdGVkX2J5GAMgASgJEiUKBWlucHV0GAQgASgLMhYuYWdlbnRwbGFuZS52MS5NZXNzYWdlSgQIARACIngKDFN0YXRlQ2hhbmdlZBIsCgpmcm9tX3N0YXRlGAEgASgOMhguYWdlbnRwbGFuZS52MS5UYXNrU3RhdGUSKgoIdG9fc3RhdGUYAiABKA4yGC5hZ2VudHBsYW5lLnYxLlRhc2tTdGF0ZRIOCgZyZWFzb24YAyABKAkisgEKB01lc3NhZ2USEgoKbWVzc2FnZV9pZBgBIAEoCRIoCgRyb2xlGAIgASgOMhouYWdlbnRwbGFuZS52MS5NZXNzYWdlUm9sZRIiCgVwYXJ0cxgDIAMoCzITLmFnZW50cGxhbmUudjEuUGFydBIMCgRub2RlGAQgASgJEg0KBW1vZGVsGAUgASgJEigKBXVzYWdlGAYgASgLMhkuYWdlbnRwbGFuZS52MS5Ub2tlblVzYWdlInAKBFBhcnQSDgoEdGV4dBgBIAEoCUgAEicKBGRhdGEYAiABKAsyFy5hZ2VudHBsYW5lLnYxLkRhdGFQYXJ0SAASJwoEZmlsZRgDIAEoCzIXLmFnZW50cGxhbmUudjEuRmlsZVBhcnRIAEIGCgRraW5kIjEKCERhdGFQYXJ0EiUKBGRhdGEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IlYKCEZpbGVQYXJ0EgwKBG5hbWUYASABKAkSEgoKbWVkaWFfdHlwZRgCIAEoCRIPCgVieXRlcxgDIAEoDEgAEg0KA3VyaRgEIAEoCUgAQggKBnNvdXJjZSJPCgpUb2tlblVzYWdlEhQKDGlucHV0X3Rva2VucxgBIAEoBRIVCg1vdXRwdXRfdG9rZW5zGAIgASgFEhQKDHRvdGFsX3Rva2VucxgDIAEoBSKIAQoIVG9vbENhbGwSDwoHY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSDAoEbm9kZRgEIAEoCRISCgp0cmlwX2luZGV4GAUgASgFEhYKDmFyZ3VtZW50c19qc29uGAYgASgJEhIKCm1lc3NhZ2VfaWQYByABKAlKBAgDEARSBGFyZ3MieAoKVG9vbFJlc3VsdBIPCgdjYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRImCgZyZXN1bHQYAyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSEAoIaXNfZXJyb3IYBCABKAgSDAoEbm9kZRgFIAEoCSKOAQoLUnVudGltZU5vdGUSDAoEdGV4dBgBIAEoCRI+CgphdHRyaWJ1dGVzGAIgAygLMiouYWdlbnRwbGFuZS52MS5SdW50aW1lTm90ZS5BdHRyaWJ1dGVzRW50cnkaMQoPQXR0cmlidXRlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEimgEKDExlYXNlQ2hhbmdlZBIsCgRraW5kGAEgASgOMh4uYWdlbnRwbGFuZS52MS5MZWFzZUNoYW5nZUtpbmQSEgoKcnVudGltZV9pZBgCIAEoCRIQCghsZWFzZV9pZBgDIAEoCRINCgVlcG9jaBgEIAEoAxIPCgdhdHRlbXB0GAUgASgFEhYKDnVuYWNrbm93bGVkZ2VkGAYgASgIIjEKEEluamVjdGlvbklnbm9yZWQSDQoFbmFtZXMYASADKAkSDgoGcmVhc29uGAIgASgJIlAKDkVudHJpZXNEcm9wcGVkEhAKCHByb3RvY29sGAEgASgJEiwKB2VudHJpZXMYAiADKAsyGy5hZ2VudHBsYW5lLnYxLkRyb3BwZWRFbnRyeSIsCgxEcm9wcGVkRW50cnkSDAoEbmFtZRgBIAEoCRIOCgZyZWFzb24YAiABKAkiNwoPQ2FuY2VsUmVxdWVzdGVkEg4KBnJlYXNvbhgBIAEoCRIUCgxyZXF1ZXN0ZWRfYnkYAiABKAkiPgoPSW50ZXJydXB0UmFpc2VkEisKCWludGVycnVwdBgBIAEoCzIYLmFnZW50cGxhbmUudjEuSW50ZXJydXB0IlQKEUludGVycnVwdFJlc29sdmVkEhQKDGludGVycnVwdF9pZBgBIAEoCRIpCghkZWNpc2lvbhgCIAEoCzIXLmFnZW50cGxhbmUudjEuRGVjaXNpb24iOgoPVmVyZGljdFJlY29yZGVkEicKB3ZlcmRpY3QYASABKAsyFi5hZ2VudHBsYW5lLnYxLlZlcmRpY3QiJwoOU3RyZWFtQ2F1Z2h0VXASFQoNbGFzdF9zZXF1ZW5jZRgBIAEoAyI7Cg9TdHJlYW1LZWVwYWxpdmUSKAoEdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiXAoMTWVzc2FnZURlbHRhEhIKCm1lc3NhZ2VfaWQYASABKAkSEgoKdGV4dF9kZWx0YRgCIAEoCRIMCgRub2RlGAMgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAQgASgDImQKC1NjaGVkdWxlZEJ5EhMKC3NjaGVkdWxlX2lkGAEgASgJEjAKDG5vbWluYWxfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGbWFudWFsGAMgASgIKsIBCglUYXNrU3RhdGUSGgoWVEFTS19TVEFURV9VTlNQRUNJRklFRBAAEhgKFFRBU0tfU1RBVEVfU1VCTUlUVEVEEAESFgoSVEFTS19TVEFURV9XT1JLSU5HEAISHQoZVEFTS19TVEFURV9JTlBVVF9SRVFVSVJFRBADEhgKFFRBU0tfU1RBVEVfQ09NUExFVEVEEAQSFQoRVEFTS19TVEFURV9GQUlMRUQQBRIXChNUQVNLX1NUQVRFX0NBTkNFTEVEEAYqdwoLTWVzc2FnZVJvbGUSHAoYTUVTU0FHRV9ST0xFX1VOU1BFQ0lGSUVEEAASFQoRTUVTU0FHRV9ST0xFX1VTRVIQARIaChZNRVNTQUdFX1JPTEVfQVNTSVNUQU5UEAISFwoTTUVTU0FHRV9ST0xFX1NZU1RFTRADKpIBCg9MZWFzZUNoYW5nZUtpbmQSIQodTEVBU0VfQ0hBTkdFX0tJTkRfVU5TUEVDSUZJRUQQABIdChlMRUFTRV9DSEFOR0VfS0lORF9HUkFOVEVEEAESHQoZTEVBU0VfQ0hBTkdFX0tJTkRfRVhQSVJFRBACEh4KGkxFQVNFX0NIQU5HRV9LSU5EX1JFTEVBU0VEEANCQVo/Z2l0aHViLmNvbS9hZ2VudHBsYW5lL2FnZW50cGxhbmUvZ2VuL2FnZW50cGxhbmUvdjE7YWdlbnRwbGFuZXYxYgZwcm90bzM", [file_agentplane_v1_hitl, file_agentplane_v1_peers, file_agentplane_v1_spec, file_agentplane_v1_verdict, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChhhZ2VudHBsYW5lL3YxL3Rhc2sucHJvdG8SDWFnZW50cGxhbmUudjEi2AkKBFRhc2sSDwoHdGFza19pZBgBIAEoCRIOCgZ0ZW5hbnQYAiABKAkSJwoFc3RhdGUYAyABKA4yGC5hZ2VudHBsYW5lLnYxLlRhc2tTdGF0ZRISCgpyZXF1ZXN0X2lkGAQgASgJEikKBWFnZW50GAUgASgLMhguYWdlbnRwbGFuZS52MS5BZ2VudFNwZWNIABIpCgVncmFwaBgGIAEoCzIYLmFnZW50cGxhbmUudjEuR3JhcGhTcGVjSAASEgoIYWdlbnRfaWQYByABKAlIABIvCgZsYWJlbHMYCSADKAsyHy5hZ2VudHBsYW5lLnYxLlRhc2suTGFiZWxzRW50cnkSLwoLY3JlYXRlX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNbGFzdF9zZXF1ZW5jZRgNIAEoAxIPCgdhdHRlbXB0GA4gASgFEisKB2ZhaWx1cmUYDyABKAsyGi5hZ2VudHBsYW5lLnYxLlRhc2tGYWlsdXJlEikKBm91dHB1dBgQIAEoCzIZLmFnZW50cGxhbmUudjEuVGFza091dHB1dBI4ChBpbnRlcnJ1cHRfcG9saWN5GBEgASgLMh4uYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHRQb2xpY3kSHQoVcGVuZGluZ19pbnRlcnJ1cHRfaWRzGBIgAygJEhgKEGNhbmNlbF9yZXF1ZXN0ZWQYFSABKAgSEgoKY3JlYXRlZF9ieRgWIAEoCRISCgpydW50aW1lX2lkGBcgASgJEhIKCnNlc3Npb25faWQYGCABKAkSMgoJdG9vbF9heGVzGBkgAygLMh8uYWdlbnRwbGFuZS52MS5Ub29sQXhpc092ZXJyaWRlEjQKEWludGVycnVwdF90aW1lb3V0GBogASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjsKFWVmZmVjdGl2ZV9tY3Bfc2VydmVycxgbIAMoCzIcLmFnZW50cGxhbmUudjEuTWNwU2VydmVySW5mbxI3ChNlZmZlY3RpdmVfYTJhX3BlZXJzGBwgAygLMhouYWdlbnRwbGFuZS52MS5BMmFQZWVySW5mbxIRCglzcGVjX2tpbmQYHSABKAkSDQoFcXVldWUYHiABKAkSMgoNdHJhY2VfY29udGV4dBgfIAEoCzIbLmFnZW50cGxhbmUudjEuVHJhY2VDb250ZXh0EiUKBWlucHV0GCAgASgLMhYuYWdlbnRwbGFuZS52MS5NZXNzYWdlEigKBXVzYWdlGCEgASgLMhkuYWdlbnRwbGFuZS52MS5Ub2tlblVzYWdlEjAKDHNjaGVkdWxlZF9ieRgoIAEoCzIaLmFnZW50cGxhbmUudjEuU2NoZWR1bGVkQnkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIGCgRzcGVjSgQICBAJSgQIExAUSgQIFBAVUgttY3Bfc2VydmVyc1IJYTJhX3BlZXJzIjcKDFRyYWNlQ29udGV4dBITCgt0cmFjZXBhcmVudBgBIAEoCRISCgp0cmFjZXN0YXRlGAIgASgJIi4KC1Rhc2tGYWlsdXJlEg4KBnJlYXNvbhgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIm0KClRhc2tPdXRwdXQSKgoKc3RydWN0dXJlZBgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRInCgdtZXNzYWdlGAMgASgLMhYuYWdlbnRwbGFuZS52MS5NZXNzYWdlSgQIARACUgR0ZXh0Iv4HCglUYXNrRXZlbnQSDwoHdGFza19pZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoAxIoCgR0aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCglzdWJtaXR0ZWQYCiABKAsyHC5hZ2VudHBsYW5lLnYxLlRhc2tTdWJtaXR0ZWRIABI0Cg1zdGF0ZV9jaGFuZ2VkGAsgASgLMhsuYWdlbnRwbGFuZS52MS5TdGF0ZUNoYW5nZWRIABIpCgdtZXNzYWdlGBogASgLMhYuYWdlbnRwbGFuZS52MS5NZXNzYWdlSAASLAoJdG9vbF9jYWxsGA0gASgLMhcuYWdlbnRwbGFuZS52MS5Ub29sQ2FsbEgAEjAKC3Rvb2xfcmVzdWx0GA4gASgLMhkuYWdlbnRwbGFuZS52MS5Ub29sUmVzdWx0SAASKgoEbm90ZRgPIAEoCzIaLmFnZW50cGxhbmUudjEuUnVudGltZU5vdGVIABIsCgVsZWFzZRgQIAEoCzIbLmFnZW50cGxhbmUudjEuTGVhc2VDaGFuZ2VkSAASLgoKdG9vbF9nYXRlZBgRIAEoCzIYLmFnZW50cGxhbmUudjEuVG9vbEdhdGVkSAASOgoQaW50ZXJydXB0X3JhaXNlZBgSIAEoCzIeLmFnZW50cGxhbmUudjEuSW50ZXJydXB0UmFpc2VkSAASPgoSaW50ZXJydXB0X3Jlc29sdmVkGBMgASgLMiAuYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHRSZXNvbHZlZEgAEjoKEHZlcmRpY3RfcmVjb3JkZWQYFCABKAsyHi5hZ2VudHBsYW5lLnYxLlZlcmRpY3RSZWNvcmRlZEgAEkAKFW1jcF9pbmplY3Rpb25faWdub3JlZBgVIAEoCzIfLmFnZW50cGxhbmUudjEuSW5qZWN0aW9uSWdub3JlZEgAEkAKFWEyYV9pbmplY3Rpb25faWdub3JlZBgWIAEoCzIfLmFnZW50cGxhbmUudjEuSW5qZWN0aW9uSWdub3JlZEgAEjgKD2VudHJpZXNfZHJvcHBlZBgXIAEoCzIdLmFnZW50cGxhbmUudjEuRW50cmllc0Ryb3BwZWRIABI6ChBjYW5jZWxfcmVxdWVzdGVkGBggASgLMh4uYWdlbnRwbGFuZS52MS5DYW5jZWxSZXF1ZXN0ZWRIABIrCgZvdXRwdXQYGSABKAsyGS5hZ2VudHBsYW5lLnYxLlRhc2tPdXRwdXRIABI2Cg5idWRnZXRfd2FybmluZxgoIAEoCzIcLmFnZW50cGxhbmUudjEuQnVkZ2V0V2FybmluZ0gAQgkKB3BheWxvYWRKBAgMEA0iXgoNVGFza1N1Ym1pdHRlZBIMCgRraW5kGAIgASgJEhIKCmNyZWF0ZWRfYnkYAyABKAkSJQoFaW5wdXQYBCABKAsyFi5hZ2VudHBsYW5lLnYxLk1lc3NhZ2VKBAgBEAIieAoMU3RhdGVDaGFuZ2VkEiwKCmZyb21fc3RhdGUYASABKA4yGC5hZ2VudHBsYW5lLnYxLlRhc2tTdGF0ZRIqCgh0b19zdGF0ZRgCIAEoDjIYLmFnZW50cGxhbmUudjEuVGFza1N0YXRlEg4KBnJlYXNvbhgDIAEoCSKyAQoHTWVzc2FnZRISCgptZXNzYWdlX2lkGAEgASgJEigKBHJvbGUYAiABKA4yGi5hZ2VudHBsYW5lLnYxLk1lc3NhZ2VSb2xlEiIKBXBhcnRzGAMgAygLMhMuYWdlbnRwbGFuZS52MS5QYXJ0EgwKBG5vZGUYBCABKAkSDQoFbW9kZWwYBSABKAkSKAoFdXNhZ2UYBiABKAsyGS5hZ2VudHBsYW5lLnYxLlRva2VuVXNhZ2UicAoEUGFydBIOCgR0ZXh0GAEgASgJSAASJwoEZGF0YRgCIAEoCzIXLmFnZW50cGxhbmUudjEuRGF0YVBhcnRIABInCgRmaWxlGAMgASgLMhcuYWdlbnRwbGFuZS52MS5GaWxlUGFydEgAQgYKBGtpbmQiMQoIRGF0YVBhcnQSJQoEZGF0YRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiVgoIRmlsZVBhcnQSDAoEbmFtZRgBIAEoCRISCgptZWRpYV90eXBlGAIgASgJEg8KBWJ5dGVzGAMgASgMSAASDQoDdXJpGAQgASgJSABCCAoGc291cmNlIk8KClRva2VuVXNhZ2USFAoMaW5wdXRfdG9rZW5zGAEgASgFEhUKDW91dHB1dF90b2tlbnMYAiABKAUSFAoMdG90YWxfdG9rZW5zGAMgASgFIogBCghUb29sQ2FsbBIPCgdjYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIMCgRub2RlGAQgASgJEhIKCnRyaXBfaW5kZXgYBSABKAUSFgoOYXJndW1lbnRzX2pzb24YBiABKAkSEgoKbWVzc2FnZV9pZBgHIAEoCUoECAMQBFIEYXJncyJ4CgpUb29sUmVzdWx0Eg8KB2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEiYKBnJlc3VsdBgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIQCghpc19lcnJvchgEIAEoCBIMCgRub2RlGAUgASgJIjwKDUJ1ZGdldFdhcm5pbmcSKwoGYnVkZ2V0GAEgASgLMhsuYWdlbnRwbGFuZS52MS5CdWRnZXRTdGF0dXMiyQIKDEJ1ZGdldFN0YXR1cxIOCgZidWRnZXQYASABKAkSDgoGdGVuYW50GAIgASgJEhAKCGFnZW50X2lkGAMgASgJEg4KBnBlcmlvZBgEIAEoCRIwCgxwZXJpb2Rfc3RhcnQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCXJlc2V0c19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLdXNlZF90b2tlbnMYByABKAMSFAoMbGltaXRfdG9rZW5zGAggASgDEhgKEHVzZWRfY29zdF9taWNyb3MYCSABKAMSGQoRbGltaXRfY29zdF9taWNyb3MYCiABKAMSFAoMd2Fybl9wZXJjZW50GAsgASgFEg4KBndhcm5lZBgMIAEoCBIQCghleGNlZWRlZBgNIAEoCCKOAQoLUnVudGltZU5vdGUSDAoEdGV4dBgBIAEoCRI+CgphdHRyaWJ1dGVzGAIgAygLMiouYWdlbnRwbGFuZS52MS5SdW50aW1lTm90ZS5BdHRyaWJ1dGVzRW50cnkaMQoPQXR0cmlidXRlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEimgEKDExlYXNlQ2hhbmdlZBIsCgRraW5kGAEgASgOMh4uYWdlbnRwbGFuZS52MS5MZWFzZUNoYW5nZUtpbmQSEgoKcnVudGltZV9pZBgCIAEoCRIQCghsZWFzZV9pZBgDIAEoCRINCgVlcG9jaBgEIAEoAxIPCgdhdHRlbXB0GAUgASgFEhYKDnVuYWNrbm93bGVkZ2VkGAYgASgIIjEKEEluamVjdGlvbklnbm9yZWQSDQoFbmFtZXMYASADKAkSDgoGcmVhc29uGAIgASgJIlAKDkVudHJpZXNEcm9wcGVkEhAKCHByb3RvY29sGAEgASgJEiwKB2VudHJpZXMYAiADKAsyGy5hZ2VudHBsYW5lLnYxLkRyb3BwZWRFbnRyeSIsCgxEcm9wcGVkRW50cnkSDAoEbmFtZRgBIAEoCRIOCgZyZWFzb24YAiABKAkiNwoPQ2FuY2VsUmVxdWVzdGVkEg4KBnJlYXNvbhgBIAEoCRIUCgxyZXF1ZXN0ZWRfYnkYAiABKAkiPgoPSW50ZXJydXB0UmFpc2VkEisKCWludGVycnVwdBgBIAEoCzIYLmFnZW50cGxhbmUudjEuSW50ZXJydXB0IlQKEUludGVycnVwdFJlc29sdmVkEhQKDGludGVycnVwdF9pZBgBIAEoCRIpCghkZWNpc2lvbhgCIAEoCzIXLmFnZW50cGxhbmUudjEuRGVjaXNpb24iOgoPVmVyZGljdFJlY29yZGVkEicKB3ZlcmRpY3QYASABKAsyFi5hZ2VudHBsYW5lLnYxLlZlcmRpY3QiJwoOU3RyZWFtQ2F1Z2h0VXASFQoNbGFzdF9zZXF1ZW5jZRgBIAEoAyI7Cg9TdHJlYW1LZWVwYWxpdmUSKAoEdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiXAoMTWVzc2FnZURlbHRhEhIKCm1lc3NhZ2VfaWQYASABKAkSEgoKdGV4dF9kZWx0YRgCIAEoCRIMCgRub2RlGAMgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAQgASgDImQKC1NjaGVkdWxlZEJ5EhMKC3NjaGVkdWxlX2lkGAEgASgJEjAKDG5vbWluYWxfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGbWFudWFsGAMgASgIKsIBCglUYXNrU3RhdGUSGgoWVEFTS19TVEFURV9VTlNQRUNJRklFRBAAEhgKFFRBU0tfU1RBVEVfU1VCTUlUVEVEEAESFgoSVEFTS19TVEFURV9XT1JLSU5HEAISHQoZVEFTS19TVEFURV9JTlBVVF9SRVFVSVJFRBADEhgKFFRBU0tfU1RBVEVfQ09NUExFVEVEEAQSFQoRVEFTS19TVEFURV9GQUlMRUQQBRIXChNUQVNLX1NUQVRFX0NBTkNFTEVEEAYqdwoLTWVzc2FnZVJvbGUSHAoYTUVTU0FHRV9ST0xFX1VOU1BFQ0lGSUVEEAASFQoRTUVTU0FHRV9ST0xFX1VTRVIQARIaChZNRVNTQUdFX1JPTEVfQVNTSVNUQU5UEAISFwoTTUVTU0FHRV9ST0xFX1NZU1RFTRADKpIBCg9MZWFzZUNoYW5nZUtpbmQSIQodTEVBU0VfQ0hBTkdFX0tJTkRfVU5TUEVDSUZJRUQQABIdChlMRUFTRV9DSEFOR0VfS0lORF9HUkFOVEVEEAESHQoZTEVBU0VfQ0hBTkdFX0tJTkRfRVhQSVJFRBACEh4KGkxFQVNFX0NIQU5HRV9LSU5EX1JFTEVBU0VEEANCQVo/Z2l0aHViLmNvbS9hZ2VudHBsYW5lL2FnZW50cGxhbmUvZ2VuL2FnZW50cGxhbmUvdjE7YWdlbnRwbGFuZXYxYgZwcm90bzM", [file_agentplane_v1_hitl, file_agentplane_v1_peers, file_agentplane_v1_spec, file_agentplane_v1_verdict, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Task is an agent run held by the control plane.
@@ -528,6 +528,14 @@ export type TaskEvent = Message$1<"agentplane.v1.TaskEvent"> & {
      */
     value: TaskOutput;
     case: "output";
+  } | {
+    /**
+     * A budget this task counts against reached its warning threshold (docs/budgets.md).
+     *
+     * @generated from field: agentplane.v1.BudgetWarning budget_warning = 40;
+     */
+    value: BudgetWarning;
+    case: "budgetWarning";
   } | { case: undefined; value?: undefined };
 };
 
@@ -946,6 +954,136 @@ export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
   messageDesc(file_agentplane_v1_task, 13);
 
 /**
+ * BudgetWarning is logged in the task whose model usage took a budget to its warning
+ * threshold (budgets.rules[].warn_percent): once per budget and period, however many
+ * tasks count against it.
+ *
+ * @generated from message agentplane.v1.BudgetWarning
+ */
+export type BudgetWarning = Message$1<"agentplane.v1.BudgetWarning"> & {
+  /**
+   * The budget as it stood after that usage was counted.
+   *
+   * @generated from field: agentplane.v1.BudgetStatus budget = 1;
+   */
+  budget?: BudgetStatus | undefined;
+};
+
+/**
+ * Describes the message agentplane.v1.BudgetWarning.
+ * Use `create(BudgetWarningSchema)` to create a new message.
+ */
+export const BudgetWarningSchema: GenMessage<BudgetWarning> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_task, 14);
+
+/**
+ * BudgetStatus is one budget's count for its current period (docs/budgets.md).
+ *
+ * @generated from message agentplane.v1.BudgetStatus
+ */
+export type BudgetStatus = Message$1<"agentplane.v1.BudgetStatus"> & {
+  /**
+   * The rule's name (budgets.rules[].name).
+   *
+   * @generated from field: string budget = 1;
+   */
+  budget: string;
+
+  /**
+   * The tenant it counts.
+   *
+   * @generated from field: string tenant = 2;
+   */
+  tenant: string;
+
+  /**
+   * The static agent id it is restricted to; empty for every task of the tenant.
+   *
+   * @generated from field: string agent_id = 3;
+   */
+  agentId: string;
+
+  /**
+   * day or month (UTC).
+   *
+   * @generated from field: string period = 4;
+   */
+  period: string;
+
+  /**
+   * When the current period started.
+   *
+   * @generated from field: google.protobuf.Timestamp period_start = 5;
+   */
+  periodStart?: Timestamp | undefined;
+
+  /**
+   * When the next period starts and the counts start again from zero.
+   *
+   * @generated from field: google.protobuf.Timestamp resets_at = 6;
+   */
+  resetsAt?: Timestamp | undefined;
+
+  /**
+   * Tokens (Message.usage: total_tokens, or input plus output when the runtime gave no
+   * total) counted this period.
+   *
+   * @generated from field: int64 used_tokens = 7;
+   */
+  usedTokens: bigint;
+
+  /**
+   * The token limit; 0 when the budget has none.
+   *
+   * @generated from field: int64 limit_tokens = 8;
+   */
+  limitTokens: bigint;
+
+  /**
+   * Cost counted this period, in millionths of a US dollar (rounded down), priced by
+   * budgets.prices.
+   *
+   * @generated from field: int64 used_cost_micros = 9;
+   */
+  usedCostMicros: bigint;
+
+  /**
+   * The cost limit in millionths of a US dollar; 0 when the budget has none.
+   *
+   * @generated from field: int64 limit_cost_micros = 10;
+   */
+  limitCostMicros: bigint;
+
+  /**
+   * The warning threshold, in percent of each limit.
+   *
+   * @generated from field: int32 warn_percent = 11;
+   */
+  warnPercent: number;
+
+  /**
+   * The warning of this period has been given.
+   *
+   * @generated from field: bool warned = 12;
+   */
+  warned: boolean;
+
+  /**
+   * A limit is reached: StartTask is refused with BUDGET_EXCEEDED until resets_at.
+   *
+   * @generated from field: bool exceeded = 13;
+   */
+  exceeded: boolean;
+};
+
+/**
+ * Describes the message agentplane.v1.BudgetStatus.
+ * Use `create(BudgetStatusSchema)` to create a new message.
+ */
+export const BudgetStatusSchema: GenMessage<BudgetStatus> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_task, 15);
+
+/**
  * RuntimeNote is free-form runtime output (progress, diagnostics).
  *
  * @generated from message agentplane.v1.RuntimeNote
@@ -971,7 +1109,7 @@ export type RuntimeNote = Message$1<"agentplane.v1.RuntimeNote"> & {
  * Use `create(RuntimeNoteSchema)` to create a new message.
  */
 export const RuntimeNoteSchema: GenMessage<RuntimeNote> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 14);
+  messageDesc(file_agentplane_v1_task, 16);
 
 /**
  * LeaseChanged records lease transitions.
@@ -1029,7 +1167,7 @@ export type LeaseChanged = Message$1<"agentplane.v1.LeaseChanged"> & {
  * Use `create(LeaseChangedSchema)` to create a new message.
  */
 export const LeaseChangedSchema: GenMessage<LeaseChanged> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 15);
+  messageDesc(file_agentplane_v1_task, 17);
 
 /**
  * InjectionIgnored says caller-supplied MCP servers or A2A peers were not honoured.
@@ -1057,7 +1195,7 @@ export type InjectionIgnored = Message$1<"agentplane.v1.InjectionIgnored"> & {
  * Use `create(InjectionIgnoredSchema)` to create a new message.
  */
 export const InjectionIgnoredSchema: GenMessage<InjectionIgnored> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 16);
+  messageDesc(file_agentplane_v1_task, 18);
 
 /**
  * EntriesDropped names caller entries dropped for shape or count.
@@ -1085,7 +1223,7 @@ export type EntriesDropped = Message$1<"agentplane.v1.EntriesDropped"> & {
  * Use `create(EntriesDroppedSchema)` to create a new message.
  */
 export const EntriesDroppedSchema: GenMessage<EntriesDropped> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 17);
+  messageDesc(file_agentplane_v1_task, 19);
 
 /**
  * DroppedEntry is one dropped caller entry.
@@ -1124,7 +1262,7 @@ export type DroppedEntry = Message$1<"agentplane.v1.DroppedEntry"> & {
  * Use `create(DroppedEntrySchema)` to create a new message.
  */
 export const DroppedEntrySchema: GenMessage<DroppedEntry> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 18);
+  messageDesc(file_agentplane_v1_task, 20);
 
 /**
  * CancelRequested records a cancellation request.
@@ -1152,7 +1290,7 @@ export type CancelRequested = Message$1<"agentplane.v1.CancelRequested"> & {
  * Use `create(CancelRequestedSchema)` to create a new message.
  */
 export const CancelRequestedSchema: GenMessage<CancelRequested> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 19);
+  messageDesc(file_agentplane_v1_task, 21);
 
 /**
  * InterruptRaised records a new interrupt.
@@ -1173,7 +1311,7 @@ export type InterruptRaised = Message$1<"agentplane.v1.InterruptRaised"> & {
  * Use `create(InterruptRaisedSchema)` to create a new message.
  */
 export const InterruptRaisedSchema: GenMessage<InterruptRaised> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 20);
+  messageDesc(file_agentplane_v1_task, 22);
 
 /**
  * InterruptResolved records a decision.
@@ -1201,7 +1339,7 @@ export type InterruptResolved = Message$1<"agentplane.v1.InterruptResolved"> & {
  * Use `create(InterruptResolvedSchema)` to create a new message.
  */
 export const InterruptResolvedSchema: GenMessage<InterruptResolved> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 21);
+  messageDesc(file_agentplane_v1_task, 23);
 
 /**
  * VerdictRecorded records a reviewer verdict.
@@ -1222,7 +1360,7 @@ export type VerdictRecorded = Message$1<"agentplane.v1.VerdictRecorded"> & {
  * Use `create(VerdictRecordedSchema)` to create a new message.
  */
 export const VerdictRecordedSchema: GenMessage<VerdictRecorded> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 22);
+  messageDesc(file_agentplane_v1_task, 24);
 
 /**
  * StreamCaughtUp marks the end of a stream's replay.
@@ -1244,7 +1382,7 @@ export type StreamCaughtUp = Message$1<"agentplane.v1.StreamCaughtUp"> & {
  * Use `create(StreamCaughtUpSchema)` to create a new message.
  */
 export const StreamCaughtUpSchema: GenMessage<StreamCaughtUp> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 23);
+  messageDesc(file_agentplane_v1_task, 25);
 
 /**
  * StreamKeepalive is sent on an idle stream so that proxies and load balancers do not
@@ -1266,7 +1404,7 @@ export type StreamKeepalive = Message$1<"agentplane.v1.StreamKeepalive"> & {
  * Use `create(StreamKeepaliveSchema)` to create a new message.
  */
 export const StreamKeepaliveSchema: GenMessage<StreamKeepalive> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 24);
+  messageDesc(file_agentplane_v1_task, 26);
 
 /**
  * MessageDelta is a fragment of a message being produced (a model's streamed tokens).
@@ -1309,7 +1447,7 @@ export type MessageDelta = Message$1<"agentplane.v1.MessageDelta"> & {
  * Use `create(MessageDeltaSchema)` to create a new message.
  */
 export const MessageDeltaSchema: GenMessage<MessageDelta> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 25);
+  messageDesc(file_agentplane_v1_task, 27);
 
 /**
  * ScheduledBy says which schedule run started a task.
@@ -1344,7 +1482,7 @@ export type ScheduledBy = Message$1<"agentplane.v1.ScheduledBy"> & {
  * Use `create(ScheduledBySchema)` to create a new message.
  */
 export const ScheduledBySchema: GenMessage<ScheduledBy> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 26);
+  messageDesc(file_agentplane_v1_task, 28);
 
 /**
  * TaskState is the lifecycle state of a task. The names follow A2A's TaskState

@@ -235,7 +235,10 @@ type TaskRecord struct {
 	// change is sent to every one through the outbox.
 	A2APushConfigs []*A2APushConfig `protobuf:"bytes,60,rep,name=a2a_push_configs,json=a2aPushConfigs,proto3" json:"a2a_push_configs,omitempty"`
 	// The schedule run that started the task (the API's Task.scheduled_by). Immutable.
-	ScheduledBy   *v1.ScheduledBy `protobuf:"bytes,61,opt,name=scheduled_by,json=scheduledBy,proto3" json:"scheduled_by,omitempty"`
+	ScheduledBy *v1.ScheduledBy `protobuf:"bytes,61,opt,name=scheduled_by,json=scheduledBy,proto3" json:"scheduled_by,omitempty"`
+	// The static agent id the task was started with (StartTask agent_id); empty for an
+	// inline spec. Per-agent budgets count by it. Immutable.
+	AgentId       string `protobuf:"bytes,62,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -513,6 +516,13 @@ func (x *TaskRecord) GetScheduledBy() *v1.ScheduledBy {
 		return x.ScheduledBy
 	}
 	return nil
+}
+
+func (x *TaskRecord) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
 }
 
 // AppliedRequest is a call that changed a task under a caller's request id.
@@ -1752,6 +1762,111 @@ func (x *ScheduleRecord) GetRunAs() string {
 	return ""
 }
 
+// BudgetUsageRecord is what one budget has counted for one tenant in its current
+// period (server/budget). There is one per (tenant, budget): a count for a new period
+// replaces the old one, so the records are bounded by tenants times budgets. It is
+// changed only through Writer.AddBudgetUsage, in the transaction that records the
+// usage.
+type BudgetUsageRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tenant.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// The budget (budgets.rules[].name).
+	Budget string `protobuf:"bytes,2,opt,name=budget,proto3" json:"budget,omitempty"`
+	// Start of the period the counts are for.
+	PeriodStart *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=period_start,json=periodStart,proto3" json:"period_start,omitempty"`
+	// Tokens counted.
+	Tokens int64 `protobuf:"varint,4,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	// Cost counted, in US dollars times 10^12 (picodollars): exact for prices given to
+	// the microdollar per million tokens.
+	CostPicos int64 `protobuf:"varint,5,opt,name=cost_picos,json=costPicos,proto3" json:"cost_picos,omitempty"`
+	// The period's warning has been given.
+	Warned bool `protobuf:"varint,6,opt,name=warned,proto3" json:"warned,omitempty"`
+	// Last change.
+	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BudgetUsageRecord) Reset() {
+	*x = BudgetUsageRecord{}
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BudgetUsageRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BudgetUsageRecord) ProtoMessage() {}
+
+func (x *BudgetUsageRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BudgetUsageRecord.ProtoReflect.Descriptor instead.
+func (*BudgetUsageRecord) Descriptor() ([]byte, []int) {
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *BudgetUsageRecord) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *BudgetUsageRecord) GetBudget() string {
+	if x != nil {
+		return x.Budget
+	}
+	return ""
+}
+
+func (x *BudgetUsageRecord) GetPeriodStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PeriodStart
+	}
+	return nil
+}
+
+func (x *BudgetUsageRecord) GetTokens() int64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *BudgetUsageRecord) GetCostPicos() int64 {
+	if x != nil {
+		return x.CostPicos
+	}
+	return 0
+}
+
+func (x *BudgetUsageRecord) GetWarned() bool {
+	if x != nil {
+		return x.Warned
+	}
+	return false
+}
+
+func (x *BudgetUsageRecord) GetUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdateTime
+	}
+	return nil
+}
+
 var File_agentplane_storage_v1_storage_proto protoreflect.FileDescriptor
 
 const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
@@ -1762,7 +1877,7 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\x05R\aversion\x12;\n" +
 	"\vcreate_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12\x1b\n" +
-	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\xe9\r\n" +
+	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\x84\x0e\n" +
 	"\n" +
 	"TaskRecord\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
@@ -1806,7 +1921,8 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\ropen_call_ids\x18- \x03(\tR\vopenCallIds\x12P\n" +
 	"\x10applied_requests\x18. \x03(\v2%.agentplane.storage.v1.AppliedRequestR\x0fappliedRequests\x12N\n" +
 	"\x10a2a_push_configs\x18< \x03(\v2$.agentplane.storage.v1.A2APushConfigR\x0ea2aPushConfigs\x12=\n" +
-	"\fscheduled_by\x18= \x01(\v2\x1a.agentplane.v1.ScheduledByR\vscheduledBy\x1a9\n" +
+	"\fscheduled_by\x18= \x01(\v2\x1a.agentplane.v1.ScheduledByR\vscheduledBy\x12\x19\n" +
+	"\bagent_id\x18> \x01(\tR\aagentId\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\x17\x10\x18\"\xa5\x01\n" +
@@ -1924,7 +2040,17 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\vrecent_runs\x18\x12 \x03(\v2\x1a.agentplane.v1.ScheduleRunR\n" +
 	"recentRuns\x125\n" +
 	"\x06counts\x18\x13 \x01(\v2\x1d.agentplane.v1.ScheduleCountsR\x06counts\x12\x15\n" +
-	"\x06run_as\x18\x14 \x01(\tR\x05runAs*\\\n" +
+	"\x06run_as\x18\x14 \x01(\tR\x05runAs\"\x8e\x02\n" +
+	"\x11BudgetUsageRecord\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x16\n" +
+	"\x06budget\x18\x02 \x01(\tR\x06budget\x12=\n" +
+	"\fperiod_start\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\vperiodStart\x12\x16\n" +
+	"\x06tokens\x18\x04 \x01(\x03R\x06tokens\x12\x1d\n" +
+	"\n" +
+	"cost_picos\x18\x05 \x01(\x03R\tcostPicos\x12\x16\n" +
+	"\x06warned\x18\x06 \x01(\bR\x06warned\x12;\n" +
+	"\vupdate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"updateTime*\\\n" +
 	"\vOutboxState\x12\x1c\n" +
 	"\x18OUTBOX_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OUTBOX_STATE_PENDING\x10\x01\x12\x15\n" +
@@ -1943,7 +2069,7 @@ func file_agentplane_storage_v1_storage_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_storage_v1_storage_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(OutboxState)(0),              // 0: agentplane.storage.v1.OutboxState
 	(*SchemaInfo)(nil),            // 1: agentplane.storage.v1.SchemaInfo
@@ -1960,93 +2086,96 @@ var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(*OutboxRecord)(nil),          // 12: agentplane.storage.v1.OutboxRecord
 	(*A2APushConfig)(nil),         // 13: agentplane.storage.v1.A2APushConfig
 	(*ScheduleRecord)(nil),        // 14: agentplane.storage.v1.ScheduleRecord
-	nil,                           // 15: agentplane.storage.v1.TaskRecord.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
-	(v1.TaskState)(0),             // 17: agentplane.v1.TaskState
-	(*v1.TaskFailure)(nil),        // 18: agentplane.v1.TaskFailure
-	(*v1.TaskOutput)(nil),         // 19: agentplane.v1.TaskOutput
-	(*v1.TraceContext)(nil),       // 20: agentplane.v1.TraceContext
-	(*v1.Message)(nil),            // 21: agentplane.v1.Message
-	(*v1.ToolResult)(nil),         // 22: agentplane.v1.ToolResult
-	(*v1.TokenUsage)(nil),         // 23: agentplane.v1.TokenUsage
-	(*v1.ScheduledBy)(nil),        // 24: agentplane.v1.ScheduledBy
-	(*v1.AgentSpec)(nil),          // 25: agentplane.v1.AgentSpec
-	(*v1.GraphSpec)(nil),          // 26: agentplane.v1.GraphSpec
-	(*v1.ResolvedSpec)(nil),       // 27: agentplane.v1.ResolvedSpec
-	(*v1.InterruptPolicy)(nil),    // 28: agentplane.v1.InterruptPolicy
-	(*durationpb.Duration)(nil),   // 29: google.protobuf.Duration
-	(*v1.ToolAxisOverride)(nil),   // 30: agentplane.v1.ToolAxisOverride
-	(*v1.McpServer)(nil),          // 31: agentplane.v1.McpServer
-	(*v1.A2APeer)(nil),            // 32: agentplane.v1.A2aPeer
-	(*v1.TaskEvent)(nil),          // 33: agentplane.v1.TaskEvent
-	(*v1.Interrupt)(nil),          // 34: agentplane.v1.Interrupt
-	(*v1.Verdict)(nil),            // 35: agentplane.v1.Verdict
-	(*v1.Obligation)(nil),         // 36: agentplane.v1.Obligation
-	(*v1.ScheduleSpec)(nil),       // 37: agentplane.v1.ScheduleSpec
-	(*v1.SchedulePolicy)(nil),     // 38: agentplane.v1.SchedulePolicy
-	(*v1.StartTaskRequest)(nil),   // 39: agentplane.v1.StartTaskRequest
-	(*v1.ScheduleRun)(nil),        // 40: agentplane.v1.ScheduleRun
-	(*v1.ScheduleCounts)(nil),     // 41: agentplane.v1.ScheduleCounts
+	(*BudgetUsageRecord)(nil),     // 15: agentplane.storage.v1.BudgetUsageRecord
+	nil,                           // 16: agentplane.storage.v1.TaskRecord.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
+	(v1.TaskState)(0),             // 18: agentplane.v1.TaskState
+	(*v1.TaskFailure)(nil),        // 19: agentplane.v1.TaskFailure
+	(*v1.TaskOutput)(nil),         // 20: agentplane.v1.TaskOutput
+	(*v1.TraceContext)(nil),       // 21: agentplane.v1.TraceContext
+	(*v1.Message)(nil),            // 22: agentplane.v1.Message
+	(*v1.ToolResult)(nil),         // 23: agentplane.v1.ToolResult
+	(*v1.TokenUsage)(nil),         // 24: agentplane.v1.TokenUsage
+	(*v1.ScheduledBy)(nil),        // 25: agentplane.v1.ScheduledBy
+	(*v1.AgentSpec)(nil),          // 26: agentplane.v1.AgentSpec
+	(*v1.GraphSpec)(nil),          // 27: agentplane.v1.GraphSpec
+	(*v1.ResolvedSpec)(nil),       // 28: agentplane.v1.ResolvedSpec
+	(*v1.InterruptPolicy)(nil),    // 29: agentplane.v1.InterruptPolicy
+	(*durationpb.Duration)(nil),   // 30: google.protobuf.Duration
+	(*v1.ToolAxisOverride)(nil),   // 31: agentplane.v1.ToolAxisOverride
+	(*v1.McpServer)(nil),          // 32: agentplane.v1.McpServer
+	(*v1.A2APeer)(nil),            // 33: agentplane.v1.A2aPeer
+	(*v1.TaskEvent)(nil),          // 34: agentplane.v1.TaskEvent
+	(*v1.Interrupt)(nil),          // 35: agentplane.v1.Interrupt
+	(*v1.Verdict)(nil),            // 36: agentplane.v1.Verdict
+	(*v1.Obligation)(nil),         // 37: agentplane.v1.Obligation
+	(*v1.ScheduleSpec)(nil),       // 38: agentplane.v1.ScheduleSpec
+	(*v1.SchedulePolicy)(nil),     // 39: agentplane.v1.SchedulePolicy
+	(*v1.StartTaskRequest)(nil),   // 40: agentplane.v1.StartTaskRequest
+	(*v1.ScheduleRun)(nil),        // 41: agentplane.v1.ScheduleRun
+	(*v1.ScheduleCounts)(nil),     // 42: agentplane.v1.ScheduleCounts
 }
 var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
-	16, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
-	17, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
-	15, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
-	16, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
-	16, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
-	16, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
-	18, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
-	19, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
+	17, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
+	18, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
+	16, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
+	17, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
+	17, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
+	17, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
+	19, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
+	20, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
 	5,  // 8: agentplane.storage.v1.TaskRecord.cancellation:type_name -> agentplane.storage.v1.Cancellation
 	6,  // 9: agentplane.storage.v1.TaskRecord.lease:type_name -> agentplane.storage.v1.LeaseRecord
-	16, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
-	20, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
-	21, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
-	22, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
-	23, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
+	17, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
+	21, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
+	22, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
+	23, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
+	24, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
 	3,  // 15: agentplane.storage.v1.TaskRecord.applied_requests:type_name -> agentplane.storage.v1.AppliedRequest
 	13, // 16: agentplane.storage.v1.TaskRecord.a2a_push_configs:type_name -> agentplane.storage.v1.A2APushConfig
-	24, // 17: agentplane.storage.v1.TaskRecord.scheduled_by:type_name -> agentplane.v1.ScheduledBy
-	25, // 18: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
-	26, // 19: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
-	27, // 20: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
-	28, // 21: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	29, // 22: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
-	30, // 23: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	31, // 24: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
-	32, // 25: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	21, // 26: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
-	16, // 27: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
-	16, // 28: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
-	16, // 29: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
-	16, // 30: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
-	33, // 31: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
-	34, // 32: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
-	16, // 33: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
-	35, // 34: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
-	36, // 35: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
-	16, // 36: agentplane.storage.v1.OutboxRecord.create_time:type_name -> google.protobuf.Timestamp
+	25, // 17: agentplane.storage.v1.TaskRecord.scheduled_by:type_name -> agentplane.v1.ScheduledBy
+	26, // 18: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
+	27, // 19: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
+	28, // 20: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
+	29, // 21: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	30, // 22: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
+	31, // 23: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	32, // 24: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
+	33, // 25: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	22, // 26: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
+	17, // 27: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
+	17, // 28: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
+	17, // 29: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
+	17, // 30: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
+	34, // 31: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
+	35, // 32: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
+	17, // 33: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
+	36, // 34: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
+	37, // 35: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
+	17, // 36: agentplane.storage.v1.OutboxRecord.create_time:type_name -> google.protobuf.Timestamp
 	0,  // 37: agentplane.storage.v1.OutboxRecord.state:type_name -> agentplane.storage.v1.OutboxState
-	16, // 38: agentplane.storage.v1.OutboxRecord.next_attempt_time:type_name -> google.protobuf.Timestamp
-	16, // 39: agentplane.storage.v1.OutboxRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
-	16, // 40: agentplane.storage.v1.OutboxRecord.dead_time:type_name -> google.protobuf.Timestamp
+	17, // 38: agentplane.storage.v1.OutboxRecord.next_attempt_time:type_name -> google.protobuf.Timestamp
+	17, // 39: agentplane.storage.v1.OutboxRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
+	17, // 40: agentplane.storage.v1.OutboxRecord.dead_time:type_name -> google.protobuf.Timestamp
 	13, // 41: agentplane.storage.v1.OutboxRecord.a2a_push:type_name -> agentplane.storage.v1.A2APushConfig
-	16, // 42: agentplane.storage.v1.A2APushConfig.create_time:type_name -> google.protobuf.Timestamp
-	37, // 43: agentplane.storage.v1.ScheduleRecord.spec:type_name -> agentplane.v1.ScheduleSpec
-	38, // 44: agentplane.storage.v1.ScheduleRecord.policy:type_name -> agentplane.v1.SchedulePolicy
-	39, // 45: agentplane.storage.v1.ScheduleRecord.task:type_name -> agentplane.v1.StartTaskRequest
-	16, // 46: agentplane.storage.v1.ScheduleRecord.create_time:type_name -> google.protobuf.Timestamp
-	16, // 47: agentplane.storage.v1.ScheduleRecord.update_time:type_name -> google.protobuf.Timestamp
-	16, // 48: agentplane.storage.v1.ScheduleRecord.next_nominal_time:type_name -> google.protobuf.Timestamp
-	16, // 49: agentplane.storage.v1.ScheduleRecord.wake_time:type_name -> google.protobuf.Timestamp
-	16, // 50: agentplane.storage.v1.ScheduleRecord.buffered_nominal_time:type_name -> google.protobuf.Timestamp
-	40, // 51: agentplane.storage.v1.ScheduleRecord.recent_runs:type_name -> agentplane.v1.ScheduleRun
-	41, // 52: agentplane.storage.v1.ScheduleRecord.counts:type_name -> agentplane.v1.ScheduleCounts
-	53, // [53:53] is the sub-list for method output_type
-	53, // [53:53] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	17, // 42: agentplane.storage.v1.A2APushConfig.create_time:type_name -> google.protobuf.Timestamp
+	38, // 43: agentplane.storage.v1.ScheduleRecord.spec:type_name -> agentplane.v1.ScheduleSpec
+	39, // 44: agentplane.storage.v1.ScheduleRecord.policy:type_name -> agentplane.v1.SchedulePolicy
+	40, // 45: agentplane.storage.v1.ScheduleRecord.task:type_name -> agentplane.v1.StartTaskRequest
+	17, // 46: agentplane.storage.v1.ScheduleRecord.create_time:type_name -> google.protobuf.Timestamp
+	17, // 47: agentplane.storage.v1.ScheduleRecord.update_time:type_name -> google.protobuf.Timestamp
+	17, // 48: agentplane.storage.v1.ScheduleRecord.next_nominal_time:type_name -> google.protobuf.Timestamp
+	17, // 49: agentplane.storage.v1.ScheduleRecord.wake_time:type_name -> google.protobuf.Timestamp
+	17, // 50: agentplane.storage.v1.ScheduleRecord.buffered_nominal_time:type_name -> google.protobuf.Timestamp
+	41, // 51: agentplane.storage.v1.ScheduleRecord.recent_runs:type_name -> agentplane.v1.ScheduleRun
+	42, // 52: agentplane.storage.v1.ScheduleRecord.counts:type_name -> agentplane.v1.ScheduleCounts
+	17, // 53: agentplane.storage.v1.BudgetUsageRecord.period_start:type_name -> google.protobuf.Timestamp
+	17, // 54: agentplane.storage.v1.BudgetUsageRecord.update_time:type_name -> google.protobuf.Timestamp
+	55, // [55:55] is the sub-list for method output_type
+	55, // [55:55] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_storage_v1_storage_proto_init() }
@@ -2065,7 +2194,7 @@ func file_agentplane_storage_v1_storage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_storage_v1_storage_proto_rawDesc), len(file_agentplane_storage_v1_storage_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
