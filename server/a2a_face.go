@@ -25,7 +25,7 @@ import (
 // newA2A builds the A2A face (docs/a2a.md): one A2A agent per static agent. It calls
 // the API over the gateway's in-process connection, as the console does, so every A2A
 // call runs the API's authentication, method table, tenant checks and limits.
-func (s *Server) newA2A() (http.Handler, error) {
+func (s *Server) newA2A() (*a2a.Handler, error) {
 	ids := make([]string, 0, len(s.domain.static))
 	for id := range s.domain.static {
 		ids = append(ids, id)

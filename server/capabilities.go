@@ -4,12 +4,14 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/agentplane/agentplane/gates"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/a2a"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/spec"
@@ -58,7 +60,29 @@ func (s *Server) features() *agentplanev1.Features {
 		Schedules: serves(agentplanev1.ScheduleService_CreateSchedule_FullMethodName, agentplanev1.ScheduleService_GetSchedule_FullMethodName,
 			agentplanev1.ScheduleService_ListSchedules_FullMethodName, agentplanev1.ScheduleService_TriggerSchedule_FullMethodName,
 			agentplanev1.ScheduleService_DeleteSchedule_FullMethodName),
+		McpFace: s.mcpFeature(),
+		A2AFace: s.a2aFeature(),
 	}
+}
+
+// mcpFeature is the MCP face as mounted on the HTTP listener (server/http.go).
+func (s *Server) mcpFeature() *agentplanev1.McpFace {
+	if s.mcp == nil {
+		return &agentplanev1.McpFace{}
+	}
+	return &agentplanev1.McpFace{Served: true, Path: mcpPath, ProtocolVersions: slices.Clone(mcpProtocolVersions)}
+}
+
+// a2aFeature is the A2A face as mounted on the HTTP listener (server/http.go).
+func (s *Server) a2aFeature() *agentplanev1.A2AFace {
+	if s.a2a == nil {
+		return &agentplanev1.A2AFace{}
+	}
+	f := &agentplanev1.A2AFace{Served: true, ProtocolVersions: slices.Clone(a2a.ProtocolVersions), PushNotifications: s.a2a.PushNotifications()}
+	if s.a2a.DefaultAgent() != "" {
+		f.DefaultCardUrl = strings.TrimRight(s.cfg.A2A.PublicURL, "/") + a2a.WellKnownCard
+	}
+	return f
 }
 
 // GetCapabilities answers for the calling principal. Every field is derived from what

@@ -2,12 +2,15 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -683,16 +686,44 @@ type deployment struct {
 
 func deployments() []deployment {
 	return []deployment{
-		{"bbolt", "bbolt", func(*testing.T, *config.Config) {}},
-		{"bbolt without wal or http", "bbolt", func(_ *testing.T, c *config.Config) {
+		{"bbolt", "bbolt", func(t *testing.T, c *config.Config) { withFaceAgents(t, c, "echo") }},
+		{"bbolt without wal or http", "bbolt", func(t *testing.T, c *config.Config) {
+			withFaceAgents(t, c, "echo")
 			c.Store.WAL = false
 			c.HTTPAddr = "off"
 		}},
-		{"postgres", "postgres", func(t *testing.T, c *config.Config) {
+		{"postgres, behind a proxy", "postgres", func(t *testing.T, c *config.Config) {
+			withFaceAgents(t, c, "echo")
+			c.A2A.PublicURL = "https://agents.example.com/plane/"
 			c.Store.Backend = config.BackendPostgres
 			c.Store.Postgres.DSN = pgtest.DSN(t)
 		}},
+		{"bbolt with the mcp and a2a faces off", "bbolt", func(t *testing.T, c *config.Config) {
+			withFaceAgents(t, c, "echo")
+			c.MCP.Disabled = true
+			c.A2A.Disabled = true
+		}},
+		{"bbolt with a2a push off and no default agent", "bbolt", func(t *testing.T, c *config.Config) {
+			withFaceAgents(t, c, "echo", "chat")
+			c.A2A.DisablePush = true
+		}},
 	}
+}
+
+// withFaceAgents serves the named mcpAgentFiles as static agents (one is the A2A
+// default agent) and lets push notifications reach this test's loopback receiver.
+func withFaceAgents(t *testing.T, c *config.Config, ids ...string) {
+	t.Helper()
+	dir := t.TempDir()
+	c.Spec.StaticAgents = map[string]string{}
+	for _, id := range ids {
+		path := filepath.Join(dir, id+".yaml")
+		if err := os.WriteFile(path, []byte(mcpAgentFiles[id]), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c.Spec.StaticAgents[id] = path
+	}
+	c.Notifications.AllowPrivateDestinations = true
 }
 
 // featureEnv is what a probe calls through.
@@ -701,6 +732,106 @@ type featureEnv struct {
 	ctx context.Context
 	c   *client.Client
 	in  *servertest.Instance
+	// f is what GetCapabilities advertised.
+	f *agentplanev1.Features
+}
+
+// httpStatusError is an HTTP answer other than the one a probe wanted.
+type httpStatusError struct {
+	code int
+	body string
+}
+
+func (e *httpStatusError) Error() string { return fmt.Sprintf("HTTP %d: %.300s", e.code, e.body) }
+
+// refusedWith404 is the refusal of an HTTP route this server does not mount: nothing
+// listens, or the route answers 404.
+func refusedWith404(_ featureEnv, err error) bool {
+	var he *httpStatusError
+	return errors.Is(err, errNoHTTPListener) || errors.As(err, &he) && he.code == http.StatusNotFound
+}
+
+// httpDo sends one request to the instance's HTTP listener (path, or an absolute URL)
+// and returns the body of a 200 answer; any other answer is an *httpStatusError.
+func (e featureEnv) httpDo(method, target string, body string, header ...string) ([]byte, error) {
+	if e.in.HTTPAddr == "" {
+		return nil, errNoHTTPListener
+	}
+	if !strings.HasPrefix(target, "http://") && !strings.HasPrefix(target, "https://") {
+		target = "http://" + e.in.HTTPAddr + target
+	}
+	req, err := http.NewRequestWithContext(e.ctx, method, target, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, &httpStatusError{code: resp.StatusCode, body: string(b)}
+	}
+	return b, nil
+}
+
+// a2aRPCError is a JSON-RPC error answer of the A2A face.
+type a2aRPCError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *a2aRPCError) Error() string { return fmt.Sprintf("A2A error %d: %s", e.Code, e.Message) }
+
+// A2A JSON-RPC error codes the probes read (A2A v1.0 §5.4).
+const (
+	a2aTaskNotFound        = -32001
+	a2aPushNotSupported    = -32003
+	a2aVersionNotSupported = -32009
+)
+
+// a2aCall calls method on agent's JSON-RPC endpoint at A2A version; a JSON-RPC error
+// answer is an *a2aRPCError.
+func (e featureEnv) a2aCall(agent, version, method string, params any) (json.RawMessage, error) {
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	if err != nil {
+		return nil, err
+	}
+	b, err := e.httpDo(http.MethodPost, "/a2a/"+agent, string(body), "Content-Type", "application/json", "A2A-Version", version)
+	var he *httpStatusError
+	if errors.As(err, &he) && he.code != http.StatusNotFound {
+		b, err = []byte(he.body), nil // JSON-RPC errors come with their HTTP status
+	}
+	if err != nil {
+		return nil, err
+	}
+	var resp struct {
+		Result json.RawMessage `json:"result"`
+		Error  *a2aRPCError    `json:"error"`
+	}
+	if err := json.Unmarshal(b, &resp); err != nil {
+		return nil, fmt.Errorf("%s: not a JSON-RPC answer: %.200s", method, b)
+	}
+	if resp.Error != nil {
+		return nil, resp.Error
+	}
+	return resp.Result, nil
+}
+
+// a2aAgent is a static agent of the deployment (withFaceAgents serves echo always).
+const a2aAgent = "echo"
+
+// mcpInitialize is an MCP initialize request asking for version.
+func mcpInitialize(version string) string {
+	return `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + version +
+		`","capabilities":{},"clientInfo":{"name":"features","version":"1"}}}`
 }
 
 // start starts a task of agent with policy and returns it.
@@ -952,6 +1083,163 @@ var featureProbes = []featureProbe{
 		_, err = e.c.Schedules.DeleteSchedule(e.ctx, &agentplanev1.DeleteScheduleRequest{ScheduleId: "features"})
 		return err
 	}, notServed},
+	{"mcp_face", func(f *agentplanev1.Features) bool { return f.GetMcpFace().GetServed() }, func(e featureEnv) error {
+		mf := e.f.GetMcpFace()
+		path, versions := mf.GetPath(), mf.GetProtocolVersions()
+		if !mf.GetServed() {
+			if path != "" || len(versions) > 0 {
+				return fmt.Errorf("not served, yet path %q and versions %v", path, versions)
+			}
+			path, versions = "/mcp", []string{"2025-06-18"} // where a client would try
+		} else if path != "/mcp" || len(versions) == 0 {
+			return fmt.Errorf("served at %q with versions %v; docs/mcp.md says /mcp, with at least one version", path, versions)
+		}
+		for _, v := range versions {
+			b, err := e.httpDo(http.MethodPost, path, mcpInitialize(v), "Content-Type", "application/json", "Accept", "application/json, text/event-stream")
+			if err != nil {
+				return err
+			}
+			// The answer is JSON, or one server-sent event carrying it.
+			var got struct {
+				Result struct {
+					ProtocolVersion string `json:"protocolVersion"`
+				} `json:"result"`
+			}
+			text := string(b)
+			if i := strings.Index(text, "data: "); i >= 0 {
+				text, _, _ = strings.Cut(text[i+len("data: "):], "\n")
+			}
+			if err := json.Unmarshal([]byte(text), &got); err != nil || got.Result.ProtocolVersion != v {
+				return fmt.Errorf("initialize asking for %s answered %.300s", v, b)
+			}
+		}
+		return nil
+	}, refusedWith404},
+	{"a2a_face", func(f *agentplanev1.Features) bool { return f.GetA2AFace().GetServed() }, func(e featureEnv) error {
+		af := e.f.GetA2AFace()
+		versions := af.GetProtocolVersions()
+		if !af.GetServed() {
+			if len(versions) > 0 || af.GetPushNotifications() || af.GetDefaultCardUrl() != "" {
+				return fmt.Errorf("not served, yet %v", af)
+			}
+			versions = []string{"1.0"} // what a client would try
+		} else if len(versions) == 0 {
+			return errors.New("served with no protocol version")
+		}
+		var re *a2aRPCError
+		for _, v := range versions {
+			_, err := e.a2aCall(a2aAgent, v, "GetTask", map[string]any{"id": "features-none"})
+			if !errors.As(err, &re) || re.Code != a2aTaskNotFound {
+				return fmt.Errorf("GetTask of no task at A2A-Version %s: %w; want task not found", v, err)
+			}
+		}
+		if _, err := e.a2aCall(a2aAgent, "0.1", "GetTask", map[string]any{"id": "features-none"}); !errors.As(err, &re) || re.Code != a2aVersionNotSupported {
+			return fmt.Errorf("A2A-Version 0.1 is not served, yet GetTask answered %v", err)
+		}
+		// The agent's card names the same versions.
+		b, err := e.httpDo(http.MethodGet, "/a2a/"+a2aAgent+"/.well-known/agent-card.json", "")
+		if err != nil {
+			return err
+		}
+		var card struct {
+			SupportedInterfaces []struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			} `json:"supportedInterfaces"`
+		}
+		if err := json.Unmarshal(b, &card); err != nil {
+			return err
+		}
+		var onCard []string
+		for _, i := range card.SupportedInterfaces {
+			if !slices.Contains(onCard, i.ProtocolVersion) {
+				onCard = append(onCard, i.ProtocolVersion)
+			}
+		}
+		if slices.Sort(onCard); !slices.Equal(onCard, slices.Sorted(slices.Values(versions))) {
+			return fmt.Errorf("the card names versions %v, capabilities %v", onCard, versions)
+		}
+		return nil
+	}, refusedWith404},
+	{"a2a_face.push_notifications", func(f *agentplanev1.Features) bool { return f.GetA2AFace().GetPushNotifications() }, func(e featureEnv) error {
+		pushed := make(chan []byte, 16)
+		hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			select {
+			case pushed <- b:
+			default:
+			}
+		}))
+		defer hook.Close()
+		res, err := e.a2aCall(a2aAgent, "1.0", "SendMessage", map[string]any{
+			"message":       map[string]any{"messageId": "features-push", "role": "ROLE_USER", "parts": []any{map[string]any{"text": "hello"}}},
+			"configuration": map[string]any{"returnImmediately": true}})
+		if err != nil {
+			return err
+		}
+		var sent struct {
+			Task struct {
+				ID string `json:"id"`
+			} `json:"task"`
+		}
+		if err := json.Unmarshal(res, &sent); err != nil || sent.Task.ID == "" {
+			return fmt.Errorf("SendMessage answered %s", res)
+		}
+		if _, err := e.a2aCall(a2aAgent, "1.0", "CreateTaskPushNotificationConfig", map[string]any{"taskId": sent.Task.ID, "id": "features", "url": hook.URL}); err != nil {
+			return err
+		}
+		if _, err := e.a2aCall(a2aAgent, "1.0", "CancelTask", map[string]any{"id": sent.Task.ID}); err != nil {
+			return err
+		}
+		select {
+		case b := <-pushed:
+			if !strings.Contains(string(b), sent.Task.ID) {
+				return fmt.Errorf("the push names another task: %.300s", b)
+			}
+			return nil
+		case <-e.ctx.Done():
+			return errors.New("no push notification arrived for the canceled task")
+		}
+	}, func(e featureEnv, err error) bool {
+		var re *a2aRPCError
+		return refusedWith404(e, err) || errors.As(err, &re) && re.Code == a2aPushNotSupported
+	}},
+	{"a2a_face.default_card_url", func(f *agentplanev1.Features) bool { return f.GetA2AFace().GetDefaultCardUrl() != "" }, func(e featureEnv) error {
+		u := e.f.GetA2AFace().GetDefaultCardUrl()
+		public := strings.TrimSuffix(e.in.Config.A2A.PublicURL, "/")
+		switch {
+		case u == "":
+			u = "/.well-known/agent-card.json" // where a client would look
+		case public != "":
+			// Behind a proxy the card is under a2a.public_url, which the proxy maps to
+			// the listener.
+			rest, ok := strings.CutPrefix(u, public+"/")
+			if !ok {
+				return fmt.Errorf("default_card_url %q is not under a2a.public_url %q", u, public)
+			}
+			u = "/" + rest
+		}
+		b, err := e.httpDo(http.MethodGet, u, "")
+		if err != nil {
+			return err
+		}
+		var card struct {
+			Name         string `json:"name"`
+			URL          string `json:"url"`
+			Capabilities struct {
+				PushNotifications bool `json:"pushNotifications"`
+			} `json:"capabilities"`
+		}
+		if err := json.Unmarshal(b, &card); err != nil || card.Name == "" {
+			return fmt.Errorf("%s is not an agent card: %.300s", u, b)
+		}
+		if public != "" && !strings.HasPrefix(card.URL, public+"/a2a/") {
+			return fmt.Errorf("the default card names %q, not an agent under a2a.public_url %q", card.URL, public)
+		}
+		if card.Capabilities.PushNotifications != e.f.GetA2AFace().GetPushNotifications() {
+			return fmt.Errorf("the card says pushNotifications %v, capabilities %v", card.Capabilities.PushNotifications, e.f.GetA2AFace().GetPushNotifications())
+		}
+		return nil
+	}, refusedWith404},
 }
 
 var errNoHTTPListener = errors.New("no HTTP listener")
@@ -1000,7 +1288,7 @@ func TestFeaturesNeverLie(t *testing.T) {
 					}
 				}
 			}
-			e := featureEnv{t: t, ctx: ctx, c: in.Client, in: in}
+			e := featureEnv{t: t, ctx: ctx, c: in.Client, in: in, f: caps.GetFeatures()}
 			for _, p := range featureProbes {
 				on := p.on(caps.GetFeatures())
 				err := p.call(e)

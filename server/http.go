@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/a2a"
 	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/console"
 	"github.com/agentplane/agentplane/server/hitl/channels"
@@ -89,13 +90,12 @@ func (s *Server) buildHTTP() error {
 		return err
 	}
 	if !s.cfg.A2A.Disabled {
-		face, err := s.newA2A()
-		if err != nil {
+		if s.a2a, err = s.newA2A(); err != nil {
 			return err
 		}
-		face = limitBody(face, s.maxHTTPBody())
+		face := limitBody(s.a2a, s.maxHTTPBody())
 		root.Handle("/a2a/", face)
-		root.Handle("/.well-known/agent-card.json", face)
+		root.Handle(a2a.WellKnownCard, face)
 	}
 	if !s.cfg.MCP.Disabled {
 		if s.mcp, err = s.newMCP(); err != nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/agentplane/agentplane/gates"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/a2a"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/config"
@@ -68,6 +69,8 @@ type Server struct {
 	channels *channels.Handler
 	// mcp is the MCP face at /mcp, nil when off.
 	mcp *mcpFace
+	// a2a is the A2A face at /a2a/, nil when off.
+	a2a *a2a.Handler
 	// tls is the server TLS configuration, nil for plaintext.
 	tls      *tls.Config
 	tls2peer tlsHandoff

@@ -49,7 +49,7 @@ type Options struct {
 	Conn grpc.ClientConnInterface
 	// Annotate adds metadata for a request (the HTTPS caller's TLS handoff ticket).
 	Annotate func(context.Context, *http.Request) metadata.MD
-	// Agents served, and the one /.well-known/agent-card.json describes ("" = none).
+	// Agents served, and the one WellKnownCard describes ("" = none).
 	Agents       []Agent
 	DefaultAgent string
 	// PublicURL is the base URL the cards name (scheme://host[:port][/prefix]); empty
@@ -86,9 +86,17 @@ type Handler struct {
 	m       *metrics
 }
 
+// WellKnownCard is where the default agent's card is served (and, under
+// /a2a/AGENT_ID, every agent's).
+const WellKnownCard = "/.well-known/agent-card.json"
+
+// ProtocolVersions are the A2A versions served (the A2A-Version values accepted, see
+// version), newest first.
+var ProtocolVersions = []string{"1.0", "0.3"}
+
 // Paths.
 const (
-	wellKnownCard = "/.well-known/agent-card.json"
+	wellKnownCard = WellKnownCard
 	prefix        = "/a2a/"
 	restSegment   = "/rest"
 )
@@ -124,6 +132,12 @@ func New(o Options) (*Handler, error) {
 	h.m = m
 	return h, nil
 }
+
+// PushNotifications reports whether push notifications are served (Options.Push).
+func (h *Handler) PushNotifications() bool { return h.o.Push != nil }
+
+// DefaultAgent is the agent WellKnownCard describes, "" for none.
+func (h *Handler) DefaultAgent() string { return h.o.DefaultAgent }
 
 // ServeHTTP routes: the default card, /a2a/{agent}/.well-known/agent-card.json,
 // /a2a/{agent} (JSON-RPC) and /a2a/{agent}/rest/... (HTTP+JSON).

@@ -648,7 +648,11 @@ type Features struct {
 	// HTTP/JSON gateway.
 	HttpJson bool `protobuf:"varint,11,opt,name=http_json,json=httpJson,proto3" json:"http_json,omitempty"`
 	// ScheduleService: schedules that start tasks (docs/schedules.md).
-	Schedules     bool `protobuf:"varint,20,opt,name=schedules,proto3" json:"schedules,omitempty"`
+	Schedules bool `protobuf:"varint,20,opt,name=schedules,proto3" json:"schedules,omitempty"`
+	// The MCP server face (docs/mcp.md), as configured (mcp.disabled).
+	McpFace *McpFace `protobuf:"bytes,21,opt,name=mcp_face,json=mcpFace,proto3" json:"mcp_face,omitempty"`
+	// The A2A face (docs/a2a.md), as configured (a2a.*).
+	A2AFace       *A2AFace `protobuf:"bytes,22,opt,name=a2a_face,json=a2aFace,proto3" json:"a2a_face,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -767,6 +771,166 @@ func (x *Features) GetSchedules() bool {
 	return false
 }
 
+func (x *Features) GetMcpFace() *McpFace {
+	if x != nil {
+		return x.McpFace
+	}
+	return nil
+}
+
+func (x *Features) GetA2AFace() *A2AFace {
+	if x != nil {
+		return x.A2AFace
+	}
+	return nil
+}
+
+// McpFace says whether and how the MCP server face is served on the HTTP listener.
+type McpFace struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whether the face is served: a POST of an MCP initialize to path opens a session.
+	// False when mcp.disabled is set or the HTTP listener is off; path then answers 404
+	// (or nothing listens).
+	Served bool `protobuf:"varint,1,opt,name=served,proto3" json:"served,omitempty"`
+	// Path of the face on the HTTP listener (/mcp); empty when not served.
+	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	// MCP protocol revisions an initialize may ask for, newest first; empty when not
+	// served.
+	ProtocolVersions []string `protobuf:"bytes,3,rep,name=protocol_versions,json=protocolVersions,proto3" json:"protocol_versions,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *McpFace) Reset() {
+	*x = McpFace{}
+	mi := &file_agentplane_v1_capability_service_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpFace) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpFace) ProtoMessage() {}
+
+func (x *McpFace) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_capability_service_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpFace.ProtoReflect.Descriptor instead.
+func (*McpFace) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_capability_service_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *McpFace) GetServed() bool {
+	if x != nil {
+		return x.Served
+	}
+	return false
+}
+
+func (x *McpFace) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *McpFace) GetProtocolVersions() []string {
+	if x != nil {
+		return x.ProtocolVersions
+	}
+	return nil
+}
+
+// A2AFace says whether and how the A2A face is served on the HTTP listener.
+type A2AFace struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whether the face is served: every static agent is an A2A agent under
+	// /a2a/AGENT_ID. False when a2a.disabled is set or the HTTP listener is off.
+	Served bool `protobuf:"varint,1,opt,name=served,proto3" json:"served,omitempty"`
+	// A2A protocol versions served (the A2A-Version values accepted), newest first;
+	// empty when not served.
+	ProtocolVersions []string `protobuf:"bytes,2,rep,name=protocol_versions,json=protocolVersions,proto3" json:"protocol_versions,omitempty"`
+	// Whether push notifications work (setting a task's push notification config);
+	// false when not served or a2a.disable_push is set.
+	PushNotifications bool `protobuf:"varint,3,opt,name=push_notifications,json=pushNotifications,proto3" json:"push_notifications,omitempty"`
+	// Where the default agent's card is fetched (/.well-known/agent-card.json): an
+	// absolute URL under a2a.public_url when that is set, else a path on the HTTP
+	// listener. Empty when not served or when there is no default agent
+	// (a2a.default_agent, or the only static agent).
+	DefaultCardUrl string `protobuf:"bytes,4,opt,name=default_card_url,json=defaultCardUrl,proto3" json:"default_card_url,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *A2AFace) Reset() {
+	*x = A2AFace{}
+	mi := &file_agentplane_v1_capability_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *A2AFace) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*A2AFace) ProtoMessage() {}
+
+func (x *A2AFace) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_capability_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use A2AFace.ProtoReflect.Descriptor instead.
+func (*A2AFace) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_capability_service_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *A2AFace) GetServed() bool {
+	if x != nil {
+		return x.Served
+	}
+	return false
+}
+
+func (x *A2AFace) GetProtocolVersions() []string {
+	if x != nil {
+		return x.ProtocolVersions
+	}
+	return nil
+}
+
+func (x *A2AFace) GetPushNotifications() bool {
+	if x != nil {
+		return x.PushNotifications
+	}
+	return false
+}
+
+func (x *A2AFace) GetDefaultCardUrl() string {
+	if x != nil {
+		return x.DefaultCardUrl
+	}
+	return ""
+}
+
 var File_agentplane_v1_capability_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_capability_service_proto_rawDesc = "" +
@@ -824,7 +988,7 @@ const file_agentplane_v1_capability_service_proto_rawDesc = "" +
 	"\x19max_watches_per_principal\x18\f \x01(\x05R\x16maxWatchesPerPrincipal\x127\n" +
 	"\x18max_awaits_per_principal\x18\r \x01(\x05R\x15maxAwaitsPerPrincipal\x12*\n" +
 	"\x11default_page_size\x18\x0e \x01(\x05R\x0fdefaultPageSize\x12\"\n" +
-	"\rmax_page_size\x18\x0f \x01(\x05R\vmaxPageSize\"\xa3\x03\n" +
+	"\rmax_page_size\x18\x0f \x01(\x05R\vmaxPageSize\"\x89\x04\n" +
 	"\bFeatures\x12'\n" +
 	"\x0fspec_validation\x18\x01 \x01(\bR\x0especValidation\x12\x14\n" +
 	"\x05tasks\x18\x02 \x01(\bR\x05tasks\x12!\n" +
@@ -839,7 +1003,18 @@ const file_agentplane_v1_capability_service_proto_rawDesc = "" +
 	"hot_backup\x18\n" +
 	" \x01(\bR\thotBackup\x12\x1b\n" +
 	"\thttp_json\x18\v \x01(\bR\bhttpJson\x12\x1c\n" +
-	"\tschedules\x18\x14 \x01(\bR\tschedules2z\n" +
+	"\tschedules\x18\x14 \x01(\bR\tschedules\x121\n" +
+	"\bmcp_face\x18\x15 \x01(\v2\x16.agentplane.v1.McpFaceR\amcpFace\x121\n" +
+	"\ba2a_face\x18\x16 \x01(\v2\x16.agentplane.v1.A2AFaceR\aa2aFace\"b\n" +
+	"\aMcpFace\x12\x16\n" +
+	"\x06served\x18\x01 \x01(\bR\x06served\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12+\n" +
+	"\x11protocol_versions\x18\x03 \x03(\tR\x10protocolVersions\"\xa7\x01\n" +
+	"\aA2AFace\x12\x16\n" +
+	"\x06served\x18\x01 \x01(\bR\x06served\x12+\n" +
+	"\x11protocol_versions\x18\x02 \x03(\tR\x10protocolVersions\x12-\n" +
+	"\x12push_notifications\x18\x03 \x01(\bR\x11pushNotifications\x12(\n" +
+	"\x10default_card_url\x18\x04 \x01(\tR\x0edefaultCardUrl2z\n" +
 	"\x11CapabilityService\x12e\n" +
 	"\x0fGetCapabilities\x12%.agentplane.v1.GetCapabilitiesRequest\x1a&.agentplane.v1.GetCapabilitiesResponse\"\x03\x90\x02\x01BAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
@@ -855,7 +1030,7 @@ func file_agentplane_v1_capability_service_proto_rawDescGZIP() []byte {
 	return file_agentplane_v1_capability_service_proto_rawDescData
 }
 
-var file_agentplane_v1_capability_service_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_agentplane_v1_capability_service_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_agentplane_v1_capability_service_proto_goTypes = []any{
 	(*GetCapabilitiesRequest)(nil),  // 0: agentplane.v1.GetCapabilitiesRequest
 	(*GetCapabilitiesResponse)(nil), // 1: agentplane.v1.GetCapabilitiesResponse
@@ -864,24 +1039,28 @@ var file_agentplane_v1_capability_service_proto_goTypes = []any{
 	(*SpecVocabulary)(nil),          // 4: agentplane.v1.SpecVocabulary
 	(*Limits)(nil),                  // 5: agentplane.v1.Limits
 	(*Features)(nil),                // 6: agentplane.v1.Features
-	(*BudgetStatus)(nil),            // 7: agentplane.v1.BudgetStatus
-	(DecisionType)(0),               // 8: agentplane.v1.DecisionType
+	(*McpFace)(nil),                 // 7: agentplane.v1.McpFace
+	(*A2AFace)(nil),                 // 8: agentplane.v1.A2AFace
+	(*BudgetStatus)(nil),            // 9: agentplane.v1.BudgetStatus
+	(DecisionType)(0),               // 10: agentplane.v1.DecisionType
 }
 var file_agentplane_v1_capability_service_proto_depIdxs = []int32{
-	2, // 0: agentplane.v1.GetCapabilitiesResponse.capabilities:type_name -> agentplane.v1.Capabilities
-	7, // 1: agentplane.v1.GetCapabilitiesResponse.budgets:type_name -> agentplane.v1.BudgetStatus
-	3, // 2: agentplane.v1.Capabilities.principal:type_name -> agentplane.v1.Principal
-	4, // 3: agentplane.v1.Capabilities.spec:type_name -> agentplane.v1.SpecVocabulary
-	8, // 4: agentplane.v1.Capabilities.decision_types:type_name -> agentplane.v1.DecisionType
-	5, // 5: agentplane.v1.Capabilities.limits:type_name -> agentplane.v1.Limits
-	6, // 6: agentplane.v1.Capabilities.features:type_name -> agentplane.v1.Features
-	0, // 7: agentplane.v1.CapabilityService.GetCapabilities:input_type -> agentplane.v1.GetCapabilitiesRequest
-	1, // 8: agentplane.v1.CapabilityService.GetCapabilities:output_type -> agentplane.v1.GetCapabilitiesResponse
-	8, // [8:9] is the sub-list for method output_type
-	7, // [7:8] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	2,  // 0: agentplane.v1.GetCapabilitiesResponse.capabilities:type_name -> agentplane.v1.Capabilities
+	9,  // 1: agentplane.v1.GetCapabilitiesResponse.budgets:type_name -> agentplane.v1.BudgetStatus
+	3,  // 2: agentplane.v1.Capabilities.principal:type_name -> agentplane.v1.Principal
+	4,  // 3: agentplane.v1.Capabilities.spec:type_name -> agentplane.v1.SpecVocabulary
+	10, // 4: agentplane.v1.Capabilities.decision_types:type_name -> agentplane.v1.DecisionType
+	5,  // 5: agentplane.v1.Capabilities.limits:type_name -> agentplane.v1.Limits
+	6,  // 6: agentplane.v1.Capabilities.features:type_name -> agentplane.v1.Features
+	7,  // 7: agentplane.v1.Features.mcp_face:type_name -> agentplane.v1.McpFace
+	8,  // 8: agentplane.v1.Features.a2a_face:type_name -> agentplane.v1.A2AFace
+	0,  // 9: agentplane.v1.CapabilityService.GetCapabilities:input_type -> agentplane.v1.GetCapabilitiesRequest
+	1,  // 10: agentplane.v1.CapabilityService.GetCapabilities:output_type -> agentplane.v1.GetCapabilitiesResponse
+	10, // [10:11] is the sub-list for method output_type
+	9,  // [9:10] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_capability_service_proto_init() }
@@ -897,7 +1076,7 @@ func file_agentplane_v1_capability_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_capability_service_proto_rawDesc), len(file_agentplane_v1_capability_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -148,6 +148,19 @@ func capabilitiesTable(t *printer.Tab, c *agentplanev1.Capabilities) {
 	} {
 		t.Row("feature: "+feat.name, yes(feat.on))
 	}
+	if mf := f.GetMcpFace(); mf.GetServed() {
+		t.Row("mcp face", fmt.Sprintf("%s (versions %s)", mf.GetPath(), list(mf.GetProtocolVersions())))
+	} else {
+		t.Row("mcp face", "no")
+	}
+	af := f.GetA2AFace()
+	if af.GetServed() {
+		t.Row("a2a face", fmt.Sprintf("/a2a/AGENT_ID (versions %s)", list(af.GetProtocolVersions())))
+	} else {
+		t.Row("a2a face", "no")
+	}
+	t.Row("a2a push notifications", yes(af.GetPushNotifications()))
+	t.Row("a2a default card", orDash(af.GetDefaultCardUrl()))
 }
 
 func orDash(s string) string {

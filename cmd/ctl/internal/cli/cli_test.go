@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -28,6 +29,15 @@ func TestHealthAndCapabilities(t *testing.T) {
 	code, out, errOut = runCtl(t, in.GRPCAddr, "capabilities")
 	if code != 0 || !strings.Contains(out, "server version") || !strings.Contains(out, "feature: http/json") {
 		t.Fatalf("capabilities table: code %d out %q err %q", code, out, errOut)
+	}
+	// The faces as this deployment serves them: /mcp and /a2a/ on, push on, no static
+	// agent so no default card.
+	folded := regexp.MustCompile(` +`).ReplaceAllString(out, " ")
+	for _, want := range []string{"\nmcp face /mcp (versions 2025-11-25, ", "\na2a face /a2a/AGENT_ID (versions 1.0, 0.3)\n",
+		"\na2a push notifications yes\n", "\na2a default card -\n"} {
+		if !strings.Contains(folded, want) {
+			t.Errorf("capabilities table: want %q in %q", want, out)
+		}
 	}
 
 	code, out, _ = runCtl(t, in.GRPCAddr, "capabilities", "-o", "json")

@@ -7,6 +7,18 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class A2AFace(_message.Message):
+    __slots__ = ["default_card_url", "protocol_versions", "push_notifications", "served"]
+    DEFAULT_CARD_URL_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    PUSH_NOTIFICATIONS_FIELD_NUMBER: _ClassVar[int]
+    SERVED_FIELD_NUMBER: _ClassVar[int]
+    default_card_url: str
+    protocol_versions: _containers.RepeatedScalarFieldContainer[str]
+    push_notifications: bool
+    served: bool
+    def __init__(self, served: bool = ..., protocol_versions: _Optional[_Iterable[str]] = ..., push_notifications: bool = ..., default_card_url: _Optional[str] = ...) -> None: ...
+
 class Capabilities(_message.Message):
     __slots__ = ["a2a_injection", "compliance_posture", "decision_types", "denied_capabilities", "features", "limits", "locked_keys", "max_caller_peers", "mcp_injection", "principal", "require_principal", "server_version", "spec", "store"]
     A2A_INJECTION_FIELD_NUMBER: _ClassVar[int]
@@ -40,32 +52,36 @@ class Capabilities(_message.Message):
     def __init__(self, server_version: _Optional[str] = ..., store: _Optional[str] = ..., principal: _Optional[_Union[Principal, _Mapping]] = ..., require_principal: bool = ..., mcp_injection: bool = ..., a2a_injection: bool = ..., max_caller_peers: _Optional[int] = ..., locked_keys: _Optional[_Iterable[str]] = ..., compliance_posture: _Optional[str] = ..., denied_capabilities: _Optional[_Iterable[str]] = ..., spec: _Optional[_Union[SpecVocabulary, _Mapping]] = ..., decision_types: _Optional[_Iterable[_Union[_hitl_pb2.DecisionType, str]]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., features: _Optional[_Union[Features, _Mapping]] = ...) -> None: ...
 
 class Features(_message.Message):
-    __slots__ = ["cel_policies", "chat_mode", "durable_interrupts", "hot_backup", "http_json", "idempotent_start", "runtime_leases", "schedules", "spec_validation", "tasks", "verdicts", "watch_resume"]
+    __slots__ = ["a2a_face", "cel_policies", "chat_mode", "durable_interrupts", "hot_backup", "http_json", "idempotent_start", "mcp_face", "runtime_leases", "schedules", "spec_validation", "tasks", "verdicts", "watch_resume"]
+    A2A_FACE_FIELD_NUMBER: _ClassVar[int]
     CEL_POLICIES_FIELD_NUMBER: _ClassVar[int]
     CHAT_MODE_FIELD_NUMBER: _ClassVar[int]
     DURABLE_INTERRUPTS_FIELD_NUMBER: _ClassVar[int]
     HOT_BACKUP_FIELD_NUMBER: _ClassVar[int]
     HTTP_JSON_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENT_START_FIELD_NUMBER: _ClassVar[int]
+    MCP_FACE_FIELD_NUMBER: _ClassVar[int]
     RUNTIME_LEASES_FIELD_NUMBER: _ClassVar[int]
     SCHEDULES_FIELD_NUMBER: _ClassVar[int]
     SPEC_VALIDATION_FIELD_NUMBER: _ClassVar[int]
     TASKS_FIELD_NUMBER: _ClassVar[int]
     VERDICTS_FIELD_NUMBER: _ClassVar[int]
     WATCH_RESUME_FIELD_NUMBER: _ClassVar[int]
+    a2a_face: A2AFace
     cel_policies: bool
     chat_mode: bool
     durable_interrupts: bool
     hot_backup: bool
     http_json: bool
     idempotent_start: bool
+    mcp_face: McpFace
     runtime_leases: bool
     schedules: bool
     spec_validation: bool
     tasks: bool
     verdicts: bool
     watch_resume: bool
-    def __init__(self, spec_validation: bool = ..., tasks: bool = ..., watch_resume: bool = ..., idempotent_start: bool = ..., runtime_leases: bool = ..., durable_interrupts: bool = ..., cel_policies: bool = ..., verdicts: bool = ..., chat_mode: bool = ..., hot_backup: bool = ..., http_json: bool = ..., schedules: bool = ...) -> None: ...
+    def __init__(self, spec_validation: bool = ..., tasks: bool = ..., watch_resume: bool = ..., idempotent_start: bool = ..., runtime_leases: bool = ..., durable_interrupts: bool = ..., cel_policies: bool = ..., verdicts: bool = ..., chat_mode: bool = ..., hot_backup: bool = ..., http_json: bool = ..., schedules: bool = ..., mcp_face: _Optional[_Union[McpFace, _Mapping]] = ..., a2a_face: _Optional[_Union[A2AFace, _Mapping]] = ...) -> None: ...
 
 class GetCapabilitiesRequest(_message.Message):
     __slots__ = []
@@ -112,6 +128,16 @@ class Limits(_message.Message):
     max_task_history_bytes: int
     max_watches_per_principal: int
     def __init__(self, max_depth: _Optional[int] = ..., max_spec_bytes: _Optional[int] = ..., max_event_bytes: _Optional[int] = ..., max_task_history_bytes: _Optional[int] = ..., max_task_events: _Optional[int] = ..., max_request_bytes: _Optional[int] = ..., max_input_bytes: _Optional[int] = ..., max_labels: _Optional[int] = ..., max_list_response_bytes: _Optional[int] = ..., max_events_per_report: _Optional[int] = ..., max_calls_per_principal: _Optional[int] = ..., max_watches_per_principal: _Optional[int] = ..., max_awaits_per_principal: _Optional[int] = ..., default_page_size: _Optional[int] = ..., max_page_size: _Optional[int] = ...) -> None: ...
+
+class McpFace(_message.Message):
+    __slots__ = ["path", "protocol_versions", "served"]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    SERVED_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    protocol_versions: _containers.RepeatedScalarFieldContainer[str]
+    served: bool
+    def __init__(self, served: bool = ..., path: _Optional[str] = ..., protocol_versions: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Principal(_message.Message):
     __slots__ = ["roles", "subject", "tenant"]

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentplane/v1/capability_service.proto.
  */
 export const file_agentplane_v1_capability_service: GenFile = /*@__PURE__*/
-  fileDesc("CiZhZ2VudHBsYW5lL3YxL2NhcGFiaWxpdHlfc2VydmljZS5wcm90bxINYWdlbnRwbGFuZS52MSIYChZHZXRDYXBhYmlsaXRpZXNSZXF1ZXN0InoKF0dldENhcGFiaWxpdGllc1Jlc3BvbnNlEjEKDGNhcGFiaWxpdGllcxgBIAEoCzIbLmFnZW50cGxhbmUudjEuQ2FwYWJpbGl0aWVzEiwKB2J1ZGdldHMYAiADKAsyGy5hZ2VudHBsYW5lLnYxLkJ1ZGdldFN0YXR1cyLHAwoMQ2FwYWJpbGl0aWVzEhYKDnNlcnZlcl92ZXJzaW9uGAEgASgJEg0KBXN0b3JlGAIgASgJEisKCXByaW5jaXBhbBgDIAEoCzIYLmFnZW50cGxhbmUudjEuUHJpbmNpcGFsEhkKEXJlcXVpcmVfcHJpbmNpcGFsGAQgASgIEhUKDW1jcF9pbmplY3Rpb24YBSABKAgSFQoNYTJhX2luamVjdGlvbhgGIAEoCBIYChBtYXhfY2FsbGVyX3BlZXJzGAcgASgFEhMKC2xvY2tlZF9rZXlzGAggAygJEhoKEmNvbXBsaWFuY2VfcG9zdHVyZRgJIAEoCRIbChNkZW5pZWRfY2FwYWJpbGl0aWVzGAogAygJEisKBHNwZWMYCyABKAsyHS5hZ2VudHBsYW5lLnYxLlNwZWNWb2NhYnVsYXJ5EjMKDmRlY2lzaW9uX3R5cGVzGAwgAygOMhsuYWdlbnRwbGFuZS52MS5EZWNpc2lvblR5cGUSJQoGbGltaXRzGA0gASgLMhUuYWdlbnRwbGFuZS52MS5MaW1pdHMSKQoIZmVhdHVyZXMYDiABKAsyFy5hZ2VudHBsYW5lLnYxLkZlYXR1cmVzIjsKCVByaW5jaXBhbBIPCgdzdWJqZWN0GAEgASgJEg4KBnRlbmFudBgCIAEoCRINCgVyb2xlcxgDIAMoCSKkAQoOU3BlY1ZvY2FidWxhcnkSFAoMYXBpX3ZlcnNpb25zGAEgAygJEg0KBWtpbmRzGAIgAygJEg0KBXJvbGVzGAMgAygJEhIKCmVkZ2Vfa2luZHMYBCADKAkSEgoKaGl0bF9tb2RlcxgFIAMoCRIZChF0ZXJtaW5hdGlvbl9raW5kcxgGIAMoCRIbChNpbnN0cnVjdGlvbl9wcmVzZXRzGAcgAygJIqUDCgZMaW1pdHMSEQoJbWF4X2RlcHRoGAEgASgFEhYKDm1heF9zcGVjX2J5dGVzGAIgASgDEhcKD21heF9ldmVudF9ieXRlcxgDIAEoAxIeChZtYXhfdGFza19oaXN0b3J5X2J5dGVzGAQgASgDEhcKD21heF90YXNrX2V2ZW50cxgFIAEoBRIZChFtYXhfcmVxdWVzdF9ieXRlcxgGIAEoAxIXCg9tYXhfaW5wdXRfYnl0ZXMYByABKAMSEgoKbWF4X2xhYmVscxgIIAEoBRIfChdtYXhfbGlzdF9yZXNwb25zZV9ieXRlcxgJIAEoAxIdChVtYXhfZXZlbnRzX3Blcl9yZXBvcnQYCiABKAUSHwoXbWF4X2NhbGxzX3Blcl9wcmluY2lwYWwYCyABKAUSIQoZbWF4X3dhdGNoZXNfcGVyX3ByaW5jaXBhbBgMIAEoBRIgChhtYXhfYXdhaXRzX3Blcl9wcmluY2lwYWwYDSABKAUSGQoRZGVmYXVsdF9wYWdlX3NpemUYDiABKAUSFQoNbWF4X3BhZ2Vfc2l6ZRgPIAEoBSKLAgoIRmVhdHVyZXMSFwoPc3BlY192YWxpZGF0aW9uGAEgASgIEg0KBXRhc2tzGAIgASgIEhQKDHdhdGNoX3Jlc3VtZRgDIAEoCBIYChBpZGVtcG90ZW50X3N0YXJ0GAQgASgIEhYKDnJ1bnRpbWVfbGVhc2VzGAUgASgIEhoKEmR1cmFibGVfaW50ZXJydXB0cxgGIAEoCBIUCgxjZWxfcG9saWNpZXMYByABKAgSEAoIdmVyZGljdHMYCCABKAgSEQoJY2hhdF9tb2RlGAkgASgIEhIKCmhvdF9iYWNrdXAYCiABKAgSEQoJaHR0cF9qc29uGAsgASgIEhEKCXNjaGVkdWxlcxgUIAEoCDJ6ChFDYXBhYmlsaXR5U2VydmljZRJlCg9HZXRDYXBhYmlsaXRpZXMSJS5hZ2VudHBsYW5lLnYxLkdldENhcGFiaWxpdGllc1JlcXVlc3QaJi5hZ2VudHBsYW5lLnYxLkdldENhcGFiaWxpdGllc1Jlc3BvbnNlIgOQAgFCQVo/Z2l0aHViLmNvbS9hZ2VudHBsYW5lL2FnZW50cGxhbmUvZ2VuL2FnZW50cGxhbmUvdjE7YWdlbnRwbGFuZXYxYgZwcm90bzM", [file_agentplane_v1_hitl, file_agentplane_v1_task]);
+  fileDesc("CiZhZ2VudHBsYW5lL3YxL2NhcGFiaWxpdHlfc2VydmljZS5wcm90bxINYWdlbnRwbGFuZS52MSIYChZHZXRDYXBhYmlsaXRpZXNSZXF1ZXN0InoKF0dldENhcGFiaWxpdGllc1Jlc3BvbnNlEjEKDGNhcGFiaWxpdGllcxgBIAEoCzIbLmFnZW50cGxhbmUudjEuQ2FwYWJpbGl0aWVzEiwKB2J1ZGdldHMYAiADKAsyGy5hZ2VudHBsYW5lLnYxLkJ1ZGdldFN0YXR1cyLHAwoMQ2FwYWJpbGl0aWVzEhYKDnNlcnZlcl92ZXJzaW9uGAEgASgJEg0KBXN0b3JlGAIgASgJEisKCXByaW5jaXBhbBgDIAEoCzIYLmFnZW50cGxhbmUudjEuUHJpbmNpcGFsEhkKEXJlcXVpcmVfcHJpbmNpcGFsGAQgASgIEhUKDW1jcF9pbmplY3Rpb24YBSABKAgSFQoNYTJhX2luamVjdGlvbhgGIAEoCBIYChBtYXhfY2FsbGVyX3BlZXJzGAcgASgFEhMKC2xvY2tlZF9rZXlzGAggAygJEhoKEmNvbXBsaWFuY2VfcG9zdHVyZRgJIAEoCRIbChNkZW5pZWRfY2FwYWJpbGl0aWVzGAogAygJEisKBHNwZWMYCyABKAsyHS5hZ2VudHBsYW5lLnYxLlNwZWNWb2NhYnVsYXJ5EjMKDmRlY2lzaW9uX3R5cGVzGAwgAygOMhsuYWdlbnRwbGFuZS52MS5EZWNpc2lvblR5cGUSJQoGbGltaXRzGA0gASgLMhUuYWdlbnRwbGFuZS52MS5MaW1pdHMSKQoIZmVhdHVyZXMYDiABKAsyFy5hZ2VudHBsYW5lLnYxLkZlYXR1cmVzIjsKCVByaW5jaXBhbBIPCgdzdWJqZWN0GAEgASgJEg4KBnRlbmFudBgCIAEoCRINCgVyb2xlcxgDIAMoCSKkAQoOU3BlY1ZvY2FidWxhcnkSFAoMYXBpX3ZlcnNpb25zGAEgAygJEg0KBWtpbmRzGAIgAygJEg0KBXJvbGVzGAMgAygJEhIKCmVkZ2Vfa2luZHMYBCADKAkSEgoKaGl0bF9tb2RlcxgFIAMoCRIZChF0ZXJtaW5hdGlvbl9raW5kcxgGIAMoCRIbChNpbnN0cnVjdGlvbl9wcmVzZXRzGAcgAygJIqUDCgZMaW1pdHMSEQoJbWF4X2RlcHRoGAEgASgFEhYKDm1heF9zcGVjX2J5dGVzGAIgASgDEhcKD21heF9ldmVudF9ieXRlcxgDIAEoAxIeChZtYXhfdGFza19oaXN0b3J5X2J5dGVzGAQgASgDEhcKD21heF90YXNrX2V2ZW50cxgFIAEoBRIZChFtYXhfcmVxdWVzdF9ieXRlcxgGIAEoAxIXCg9tYXhfaW5wdXRfYnl0ZXMYByABKAMSEgoKbWF4X2xhYmVscxgIIAEoBRIfChdtYXhfbGlzdF9yZXNwb25zZV9ieXRlcxgJIAEoAxIdChVtYXhfZXZlbnRzX3Blcl9yZXBvcnQYCiABKAUSHwoXbWF4X2NhbGxzX3Blcl9wcmluY2lwYWwYCyABKAUSIQoZbWF4X3dhdGNoZXNfcGVyX3ByaW5jaXBhbBgMIAEoBRIgChhtYXhfYXdhaXRzX3Blcl9wcmluY2lwYWwYDSABKAUSGQoRZGVmYXVsdF9wYWdlX3NpemUYDiABKAUSFQoNbWF4X3BhZ2Vfc2l6ZRgPIAEoBSLfAgoIRmVhdHVyZXMSFwoPc3BlY192YWxpZGF0aW9uGAEgASgIEg0KBXRhc2tzGAIgASgIEhQKDHdhdGNoX3Jlc3VtZRgDIAEoCBIYChBpZGVtcG90ZW50X3N0YXJ0GAQgASgIEhYKDnJ1bnRpbWVfbGVhc2VzGAUgASgIEhoKEmR1cmFibGVfaW50ZXJydXB0cxgGIAEoCBIUCgxjZWxfcG9saWNpZXMYByABKAgSEAoIdmVyZGljdHMYCCABKAgSEQoJY2hhdF9tb2RlGAkgASgIEhIKCmhvdF9iYWNrdXAYCiABKAgSEQoJaHR0cF9qc29uGAsgASgIEhEKCXNjaGVkdWxlcxgUIAEoCBIoCghtY3BfZmFjZRgVIAEoCzIWLmFnZW50cGxhbmUudjEuTWNwRmFjZRIoCghhMmFfZmFjZRgWIAEoCzIWLmFnZW50cGxhbmUudjEuQTJBRmFjZSJCCgdNY3BGYWNlEg4KBnNlcnZlZBgBIAEoCBIMCgRwYXRoGAIgASgJEhkKEXByb3RvY29sX3ZlcnNpb25zGAMgAygJImoKB0EyQUZhY2USDgoGc2VydmVkGAEgASgIEhkKEXByb3RvY29sX3ZlcnNpb25zGAIgAygJEhoKEnB1c2hfbm90aWZpY2F0aW9ucxgDIAEoCBIYChBkZWZhdWx0X2NhcmRfdXJsGAQgASgJMnoKEUNhcGFiaWxpdHlTZXJ2aWNlEmUKD0dldENhcGFiaWxpdGllcxIlLmFnZW50cGxhbmUudjEuR2V0Q2FwYWJpbGl0aWVzUmVxdWVzdBomLmFnZW50cGxhbmUudjEuR2V0Q2FwYWJpbGl0aWVzUmVzcG9uc2UiA5ACAUJBWj9naXRodWIuY29tL2FnZW50cGxhbmUvYWdlbnRwbGFuZS9nZW4vYWdlbnRwbGFuZS92MTthZ2VudHBsYW5ldjFiBnByb3RvMw", [file_agentplane_v1_hitl, file_agentplane_v1_task]);
 
 /**
  * GetCapabilitiesRequest has no fields: the answer depends on the caller.
@@ -487,6 +487,20 @@ export type Features = Message<"agentplane.v1.Features"> & {
    * @generated from field: bool schedules = 20;
    */
   schedules: boolean;
+
+  /**
+   * The MCP server face (docs/mcp.md), as configured (mcp.disabled).
+   *
+   * @generated from field: agentplane.v1.McpFace mcp_face = 21;
+   */
+  mcpFace?: McpFace | undefined;
+
+  /**
+   * The A2A face (docs/a2a.md), as configured (a2a.*).
+   *
+   * @generated from field: agentplane.v1.A2AFace a2a_face = 22;
+   */
+  a2aFace?: A2AFace | undefined;
 };
 
 /**
@@ -495,6 +509,92 @@ export type Features = Message<"agentplane.v1.Features"> & {
  */
 export const FeaturesSchema: GenMessage<Features> = /*@__PURE__*/
   messageDesc(file_agentplane_v1_capability_service, 6);
+
+/**
+ * McpFace says whether and how the MCP server face is served on the HTTP listener.
+ *
+ * @generated from message agentplane.v1.McpFace
+ */
+export type McpFace = Message<"agentplane.v1.McpFace"> & {
+  /**
+   * Whether the face is served: a POST of an MCP initialize to path opens a session.
+   * False when mcp.disabled is set or the HTTP listener is off; path then answers 404
+   * (or nothing listens).
+   *
+   * @generated from field: bool served = 1;
+   */
+  served: boolean;
+
+  /**
+   * Path of the face on the HTTP listener (/mcp); empty when not served.
+   *
+   * @generated from field: string path = 2;
+   */
+  path: string;
+
+  /**
+   * MCP protocol revisions an initialize may ask for, newest first; empty when not
+   * served.
+   *
+   * @generated from field: repeated string protocol_versions = 3;
+   */
+  protocolVersions: string[];
+};
+
+/**
+ * Describes the message agentplane.v1.McpFace.
+ * Use `create(McpFaceSchema)` to create a new message.
+ */
+export const McpFaceSchema: GenMessage<McpFace> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_capability_service, 7);
+
+/**
+ * A2AFace says whether and how the A2A face is served on the HTTP listener.
+ *
+ * @generated from message agentplane.v1.A2AFace
+ */
+export type A2AFace = Message<"agentplane.v1.A2AFace"> & {
+  /**
+   * Whether the face is served: every static agent is an A2A agent under
+   * /a2a/AGENT_ID. False when a2a.disabled is set or the HTTP listener is off.
+   *
+   * @generated from field: bool served = 1;
+   */
+  served: boolean;
+
+  /**
+   * A2A protocol versions served (the A2A-Version values accepted), newest first;
+   * empty when not served.
+   *
+   * @generated from field: repeated string protocol_versions = 2;
+   */
+  protocolVersions: string[];
+
+  /**
+   * Whether push notifications work (setting a task's push notification config);
+   * false when not served or a2a.disable_push is set.
+   *
+   * @generated from field: bool push_notifications = 3;
+   */
+  pushNotifications: boolean;
+
+  /**
+   * Where the default agent's card is fetched (/.well-known/agent-card.json): an
+   * absolute URL under a2a.public_url when that is set, else a path on the HTTP
+   * listener. Empty when not served or when there is no default agent
+   * (a2a.default_agent, or the only static agent).
+   *
+   * @generated from field: string default_card_url = 4;
+   */
+  defaultCardUrl: string;
+};
+
+/**
+ * Describes the message agentplane.v1.A2AFace.
+ * Use `create(A2AFaceSchema)` to create a new message.
+ */
+export const A2AFaceSchema: GenMessage<A2AFace> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_capability_service, 8);
 
 /**
  * CapabilityService tells each caller what this deployment allows it. Every "yes" is a
