@@ -136,6 +136,13 @@ type Reader interface {
 	// OutboxDepth counts a tenant's notifications in the outbox, pending and dead: what
 	// the outbox's per-tenant bound is checked against.
 	OutboxDepth(tenant string) (int64, error)
+
+	// GetFlow returns a tenant's flow-control record (a concurrency key's slots, a
+	// token bucket) named name, or nil when there is none. A writer's read locks it
+	// (on PostgreSQL, the row; one that does not exist yet is guarded by its key, so
+	// that of two transactions creating it one runs again), so that replicas sharing
+	// a store count one set of slots and one bucket.
+	GetFlow(tenant, name string) (*storagev1.FlowRecord, error)
 }
 
 // Writer writes within a transaction. Writes are visible to later reads in the same
@@ -179,6 +186,10 @@ type Writer interface {
 	// (DEAD) and the per-tenant depth. id, tenant, endpoint and create_time may not
 	// change once written.
 	PutOutbox(rec *storagev1.OutboxRecord) error
+
+	// PutFlow creates or replaces a flow-control record (see GetFlow); name is 1 to
+	// 255 bytes. A nil rec deletes it.
+	PutFlow(tenant, name string, rec *storagev1.FlowRecord) error
 
 	// DeleteOutbox removes a notification (delivered, or dropped); a missing one is
 	// NotFound (webhook.delivery_not_found).

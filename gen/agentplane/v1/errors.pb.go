@@ -163,6 +163,11 @@ const (
 	// No webhook dead letter with that id (AdminService.RetryWebhookDeadLetter): it was
 	// retried already, delivered, or never existed.
 	ErrorReason_ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND ErrorReason = 57
+	// StartTask refused by a start rate limit of the queue (flow.rate with `on: start`,
+	// docs/api.md#flow-control): the key's token bucket is empty. ErrorInfo metadata
+	// `queue`, `key`, `rate` (tokens per second). Its RetryInfo's retry_delay is when the
+	// bucket next holds a token; retry then with the same request id.
+	ErrorReason_ERROR_REASON_FLOW_RATE_LIMITED ErrorReason = 70
 )
 
 // Enum value maps for ErrorReason.
@@ -205,6 +210,7 @@ var (
 		40: "ERROR_REASON_STORE_BACKUP_UNSUPPORTED",
 		32: "ERROR_REASON_ROUTE_NOT_FOUND",
 		57: "ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND",
+		70: "ERROR_REASON_FLOW_RATE_LIMITED",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                0,
@@ -244,6 +250,7 @@ var (
 		"ERROR_REASON_STORE_BACKUP_UNSUPPORTED":   40,
 		"ERROR_REASON_ROUTE_NOT_FOUND":            32,
 		"ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND": 57,
+		"ERROR_REASON_FLOW_RATE_LIMITED":          70,
 	}
 )
 
@@ -369,7 +376,7 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"\x12ErrorReasonOptions\x12\x12\n" +
 	"\x04wire\x18\x01 \x01(\tR\x04wire\x12\x14\n" +
 	"\x05codes\x18\x02 \x03(\tR\x05codes\x12\x1c\n" +
-	"\tretryable\x18\x03 \x01(\bR\tretryable*\xa5\x17\n" +
+	"\tretryable\x18\x03 \x01(\bR\tretryable*\xf8\x17\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12I\n" +
 	"\x1cERROR_REASON_REQUEST_INVALID\x10\x01\x1a'\xe2\xf9\x18#\n" +
@@ -445,7 +452,9 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"\x1cERROR_REASON_ROUTE_NOT_FOUND\x10 \x1a/\xe2\xf9\x18+\n" +
 	"\x0froute.not_found\x12\tNOT_FOUND\x12\rUNIMPLEMENTED\x12X\n" +
 	"'ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND\x109\x1a+\xe2\xf9\x18'\n" +
-	"\x1awebhook.delivery_not_found\x12\tNOT_FOUND:i\n" +
+	"\x1awebhook.delivery_not_found\x12\tNOT_FOUND\x12Q\n" +
+	"\x1eERROR_REASON_FLOW_RATE_LIMITED\x10F\x1a-\xe2\xf9\x18)\n" +
+	"\x11flow.rate_limited\x12\x12RESOURCE_EXHAUSTED\x18\x01:i\n" +
 	"\ferror_reason\x12!.google.protobuf.EnumValueOptions\x18\x9c\x8f\x03 \x01(\v2!.agentplane.v1.ErrorReasonOptionsR\verrorReasonBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (

@@ -12,8 +12,9 @@ import (
 //
 // Version 2 keys the run queue by queue name (bucket RunQueue, QueueKey) where version
 // 1 had one queue per tenant (bucket QueueV1, TimeKey). Version 3 adds the webhook
-// outbox (buckets Outbox, OutboxDue, OutboxDead).
-const Version = 3
+// outbox (buckets Outbox, OutboxDue, OutboxDead). Version 4 adds the flow-control
+// state (bucket Flow).
+const Version = 4
 
 // OldestUpgradable is the oldest version a store opens (and upgrades) from.
 const OldestUpgradable = 1
@@ -67,7 +68,13 @@ var (
 	OutboxDue = []byte("outbox_due")
 	// OutboxDead indexes dead letters: OutboxKey(id), empty value.
 	OutboxDead = []byte("outbox_dead")
+	// Flow maps FlowKey(tenant, name) to a FlowRecord: the slots of a concurrency key
+	// or a token bucket (docs/api.md#flow-control).
+	Flow = []byte("flow")
 )
+
+// FlowBuckets are the buckets version 4 added; the upgrade from 3 creates them.
+var FlowBuckets = [][]byte{Flow}
 
 // OutboxBuckets are the buckets version 3 added; the upgrade from 2 creates them.
 var OutboxBuckets = [][]byte{Outbox, OutboxDue, OutboxDead}
@@ -76,7 +83,7 @@ var OutboxBuckets = [][]byte{Outbox, OutboxDue, OutboxDead}
 var Buckets = [][]byte{
 	Meta, Tasks, TaskSpecs, TasksByCreate, Requests, Events, RunQueue, LeaseDeadlines, Ended,
 	Interrupts, PendingInterrupts, InterruptDeadlines, InterruptsByTask,
-	Verdicts, Obligations, Counters, Outbox, OutboxDue, OutboxDead,
+	Verdicts, Obligations, Counters, Outbox, OutboxDue, OutboxDead, Flow,
 }
 
 // MetaSchemaKey holds the SchemaInfo in Meta.
@@ -263,6 +270,29 @@ func TimeBound(tenant string, t time.Time) []byte {
 // CounterKey is the key of one of tenant's counters.
 func CounterKey(tenant, name string) []byte {
 	return append(TenantPrefix(tenant), name...)
+}
+
+// FlowKey is the key of a tenant's flow-control record name (1 to MaxComponent
+// bytes).
+func FlowKey(tenant, name string) []byte { return appendString(TenantPrefix(tenant), name) }
+
+// PriorityStep is how far one step of a task's priority moves it in its queue: a
+// task of priority p is ordered as if it had been queued p × PriorityStep earlier, so
+// that within a queue a higher priority goes first unless the lower one has waited
+// PriorityStep (about six weeks) longer.
+const PriorityStep = 1000 * time.Hour
+
+// MinPriority and MaxPriority bound a task's priority.
+const (
+	MinPriority = -5
+	MaxPriority = 5
+)
+
+// QueueOrder is the time a queued task is ordered by in its queue: its queue time
+// moved by its priority (see PriorityStep). Priority 0 keeps the queue time itself.
+func QueueOrder(queueTime time.Time, priority int32) time.Time {
+	p := max(min(priority, MaxPriority), MinPriority)
+	return queueTime.Add(-time.Duration(p) * PriorityStep)
 }
 
 // SplitTenant returns the tenant of key and what follows it.

@@ -52,6 +52,9 @@ func Run(t *testing.T, open Opener) {
 		{"Closed", testClosed},
 		{"Outbox", testOutbox},
 		{"OutboxConcurrentClaims", testOutboxConcurrentClaims},
+		{"Flow", testFlow},
+		{"FlowConcurrentReadModifyWrite", testFlowConcurrentRMW},
+		{"QueuePriority", testQueuePriority},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)

@@ -231,8 +231,21 @@ type TaskRecord struct {
 	// 16 clients' calls and 16 runtimes' lease-fenced writes: what a retry of one of them
 	// is answered from.
 	AppliedRequests []*AppliedRequest `protobuf:"bytes,46,rep,name=applied_requests,json=appliedRequests,proto3" json:"applied_requests,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Lease-time flow control (docs/api.md#flow-control). The task's priority
+	// (StartTaskRequest.priority): it orders the run queue within the tenant.
+	// Immutable.
+	Priority int32 `protobuf:"varint,60,opt,name=priority,proto3" json:"priority,omitempty"`
+	// The concurrency key its queue's flow.concurrency.key computed at start ("" when
+	// the queue caps nothing): a lease takes a slot of FlowRecord "c" + queue + key and
+	// its release frees it. Immutable.
+	ConcurrencyKey string `protobuf:"bytes,61,opt,name=concurrency_key,json=concurrencyKey,proto3" json:"concurrency_key,omitempty"`
+	// The lease-rate key its queue's flow.rate (on: lease) computed at start ("" when
+	// none): each lease takes a token of that bucket. Immutable.
+	RateKey string `protobuf:"bytes,62,opt,name=rate_key,json=rateKey,proto3" json:"rate_key,omitempty"`
+	// Whether the task's current lease holds a slot of its concurrency key.
+	HoldsSlot     bool `protobuf:"varint,63,opt,name=holds_slot,json=holdsSlot,proto3" json:"holds_slot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskRecord) Reset() {
@@ -494,6 +507,34 @@ func (x *TaskRecord) GetAppliedRequests() []*AppliedRequest {
 		return x.AppliedRequests
 	}
 	return nil
+}
+
+func (x *TaskRecord) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *TaskRecord) GetConcurrencyKey() string {
+	if x != nil {
+		return x.ConcurrencyKey
+	}
+	return ""
+}
+
+func (x *TaskRecord) GetRateKey() string {
+	if x != nil {
+		return x.RateKey
+	}
+	return ""
+}
+
+func (x *TaskRecord) GetHoldsSlot() bool {
+	if x != nil {
+		return x.HoldsSlot
+	}
+	return false
 }
 
 // AppliedRequest is a call that changed a task under a caller's request id.
@@ -1405,6 +1446,72 @@ func (x *OutboxRecord) GetClaim() string {
 	return ""
 }
 
+// FlowRecord is the shared state of one flow-control key of a tenant
+// (docs/api.md#flow-control): the slots of a concurrency key, or a token bucket.
+// Kept in the store so that every replica sharing it sees one count.
+type FlowRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Concurrency key: the tasks whose lease holds a slot, oldest grant first.
+	Holders []string `protobuf:"bytes,1,rep,name=holders,proto3" json:"holders,omitempty"`
+	// Token bucket: the tokens left at refill_time.
+	Tokens float64 `protobuf:"fixed64,2,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	// Token bucket: when tokens was last brought up to date.
+	RefillTime    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=refill_time,json=refillTime,proto3" json:"refill_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FlowRecord) Reset() {
+	*x = FlowRecord{}
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FlowRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FlowRecord) ProtoMessage() {}
+
+func (x *FlowRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FlowRecord.ProtoReflect.Descriptor instead.
+func (*FlowRecord) Descriptor() ([]byte, []int) {
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *FlowRecord) GetHolders() []string {
+	if x != nil {
+		return x.Holders
+	}
+	return nil
+}
+
+func (x *FlowRecord) GetTokens() float64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *FlowRecord) GetRefillTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RefillTime
+	}
+	return nil
+}
+
 var File_agentplane_storage_v1_storage_proto protoreflect.FileDescriptor
 
 const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
@@ -1415,7 +1522,7 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\x05R\aversion\x12;\n" +
 	"\vcreate_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12\x1b\n" +
-	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\xda\f\n" +
+	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\xd9\r\n" +
 	"\n" +
 	"TaskRecord\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
@@ -1457,7 +1564,12 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\x15continue_tool_results\x18+ \x03(\v2\x19.agentplane.v1.ToolResultR\x13continueToolResults\x12/\n" +
 	"\x05usage\x18, \x01(\v2\x19.agentplane.v1.TokenUsageR\x05usage\x12\"\n" +
 	"\ropen_call_ids\x18- \x03(\tR\vopenCallIds\x12P\n" +
-	"\x10applied_requests\x18. \x03(\v2%.agentplane.storage.v1.AppliedRequestR\x0fappliedRequests\x1a9\n" +
+	"\x10applied_requests\x18. \x03(\v2%.agentplane.storage.v1.AppliedRequestR\x0fappliedRequests\x12\x1a\n" +
+	"\bpriority\x18< \x01(\x05R\bpriority\x12'\n" +
+	"\x0fconcurrency_key\x18= \x01(\tR\x0econcurrencyKey\x12\x19\n" +
+	"\brate_key\x18> \x01(\tR\arateKey\x12\x1d\n" +
+	"\n" +
+	"holds_slot\x18? \x01(\bR\tholdsSlot\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\x17\x10\x18\"\xa5\x01\n" +
@@ -1536,7 +1648,13 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\n" +
 	"last_error\x18\v \x01(\tR\tlastError\x127\n" +
 	"\tdead_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\bdeadTime\x12\x14\n" +
-	"\x05claim\x18\r \x01(\tR\x05claim*\\\n" +
+	"\x05claim\x18\r \x01(\tR\x05claim\"{\n" +
+	"\n" +
+	"FlowRecord\x12\x18\n" +
+	"\aholders\x18\x01 \x03(\tR\aholders\x12\x16\n" +
+	"\x06tokens\x18\x02 \x01(\x01R\x06tokens\x12;\n" +
+	"\vrefill_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"refillTime*\\\n" +
 	"\vOutboxState\x12\x1c\n" +
 	"\x18OUTBOX_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OUTBOX_STATE_PENDING\x10\x01\x12\x15\n" +
@@ -1555,7 +1673,7 @@ func file_agentplane_storage_v1_storage_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_storage_v1_storage_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(OutboxState)(0),              // 0: agentplane.storage.v1.OutboxState
 	(*SchemaInfo)(nil),            // 1: agentplane.storage.v1.SchemaInfo
@@ -1570,73 +1688,75 @@ var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(*VerdictRecord)(nil),         // 10: agentplane.storage.v1.VerdictRecord
 	(*ObligationRecord)(nil),      // 11: agentplane.storage.v1.ObligationRecord
 	(*OutboxRecord)(nil),          // 12: agentplane.storage.v1.OutboxRecord
-	nil,                           // 13: agentplane.storage.v1.TaskRecord.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
-	(v1.TaskState)(0),             // 15: agentplane.v1.TaskState
-	(*v1.TaskFailure)(nil),        // 16: agentplane.v1.TaskFailure
-	(*v1.TaskOutput)(nil),         // 17: agentplane.v1.TaskOutput
-	(*v1.TraceContext)(nil),       // 18: agentplane.v1.TraceContext
-	(*v1.Message)(nil),            // 19: agentplane.v1.Message
-	(*v1.ToolResult)(nil),         // 20: agentplane.v1.ToolResult
-	(*v1.TokenUsage)(nil),         // 21: agentplane.v1.TokenUsage
-	(*v1.AgentSpec)(nil),          // 22: agentplane.v1.AgentSpec
-	(*v1.GraphSpec)(nil),          // 23: agentplane.v1.GraphSpec
-	(*v1.ResolvedSpec)(nil),       // 24: agentplane.v1.ResolvedSpec
-	(*v1.InterruptPolicy)(nil),    // 25: agentplane.v1.InterruptPolicy
-	(*durationpb.Duration)(nil),   // 26: google.protobuf.Duration
-	(*v1.ToolAxisOverride)(nil),   // 27: agentplane.v1.ToolAxisOverride
-	(*v1.McpServer)(nil),          // 28: agentplane.v1.McpServer
-	(*v1.A2APeer)(nil),            // 29: agentplane.v1.A2aPeer
-	(*v1.TaskEvent)(nil),          // 30: agentplane.v1.TaskEvent
-	(*v1.Interrupt)(nil),          // 31: agentplane.v1.Interrupt
-	(*v1.Verdict)(nil),            // 32: agentplane.v1.Verdict
-	(*v1.Obligation)(nil),         // 33: agentplane.v1.Obligation
+	(*FlowRecord)(nil),            // 13: agentplane.storage.v1.FlowRecord
+	nil,                           // 14: agentplane.storage.v1.TaskRecord.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
+	(v1.TaskState)(0),             // 16: agentplane.v1.TaskState
+	(*v1.TaskFailure)(nil),        // 17: agentplane.v1.TaskFailure
+	(*v1.TaskOutput)(nil),         // 18: agentplane.v1.TaskOutput
+	(*v1.TraceContext)(nil),       // 19: agentplane.v1.TraceContext
+	(*v1.Message)(nil),            // 20: agentplane.v1.Message
+	(*v1.ToolResult)(nil),         // 21: agentplane.v1.ToolResult
+	(*v1.TokenUsage)(nil),         // 22: agentplane.v1.TokenUsage
+	(*v1.AgentSpec)(nil),          // 23: agentplane.v1.AgentSpec
+	(*v1.GraphSpec)(nil),          // 24: agentplane.v1.GraphSpec
+	(*v1.ResolvedSpec)(nil),       // 25: agentplane.v1.ResolvedSpec
+	(*v1.InterruptPolicy)(nil),    // 26: agentplane.v1.InterruptPolicy
+	(*durationpb.Duration)(nil),   // 27: google.protobuf.Duration
+	(*v1.ToolAxisOverride)(nil),   // 28: agentplane.v1.ToolAxisOverride
+	(*v1.McpServer)(nil),          // 29: agentplane.v1.McpServer
+	(*v1.A2APeer)(nil),            // 30: agentplane.v1.A2aPeer
+	(*v1.TaskEvent)(nil),          // 31: agentplane.v1.TaskEvent
+	(*v1.Interrupt)(nil),          // 32: agentplane.v1.Interrupt
+	(*v1.Verdict)(nil),            // 33: agentplane.v1.Verdict
+	(*v1.Obligation)(nil),         // 34: agentplane.v1.Obligation
 }
 var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
-	14, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
-	15, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
-	13, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
-	14, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
-	14, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
-	14, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
-	16, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
-	17, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
+	15, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
+	16, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
+	14, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
+	15, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
+	15, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
+	15, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
+	17, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
+	18, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
 	5,  // 8: agentplane.storage.v1.TaskRecord.cancellation:type_name -> agentplane.storage.v1.Cancellation
 	6,  // 9: agentplane.storage.v1.TaskRecord.lease:type_name -> agentplane.storage.v1.LeaseRecord
-	14, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
-	18, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
-	19, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
-	20, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
-	21, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
+	15, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
+	19, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
+	20, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
+	21, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
+	22, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
 	3,  // 15: agentplane.storage.v1.TaskRecord.applied_requests:type_name -> agentplane.storage.v1.AppliedRequest
-	22, // 16: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
-	23, // 17: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
-	24, // 18: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
-	25, // 19: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	26, // 20: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
-	27, // 21: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	28, // 22: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
-	29, // 23: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	19, // 24: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
-	14, // 25: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
-	14, // 26: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
-	14, // 27: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
-	14, // 28: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
-	30, // 29: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
-	31, // 30: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
-	14, // 31: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
-	32, // 32: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
-	33, // 33: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
-	14, // 34: agentplane.storage.v1.OutboxRecord.create_time:type_name -> google.protobuf.Timestamp
+	23, // 16: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
+	24, // 17: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
+	25, // 18: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
+	26, // 19: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	27, // 20: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
+	28, // 21: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	29, // 22: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
+	30, // 23: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	20, // 24: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
+	15, // 25: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
+	15, // 26: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
+	15, // 27: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
+	15, // 28: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
+	31, // 29: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
+	32, // 30: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
+	15, // 31: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
+	33, // 32: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
+	34, // 33: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
+	15, // 34: agentplane.storage.v1.OutboxRecord.create_time:type_name -> google.protobuf.Timestamp
 	0,  // 35: agentplane.storage.v1.OutboxRecord.state:type_name -> agentplane.storage.v1.OutboxState
-	14, // 36: agentplane.storage.v1.OutboxRecord.next_attempt_time:type_name -> google.protobuf.Timestamp
-	14, // 37: agentplane.storage.v1.OutboxRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
-	14, // 38: agentplane.storage.v1.OutboxRecord.dead_time:type_name -> google.protobuf.Timestamp
-	39, // [39:39] is the sub-list for method output_type
-	39, // [39:39] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	15, // 36: agentplane.storage.v1.OutboxRecord.next_attempt_time:type_name -> google.protobuf.Timestamp
+	15, // 37: agentplane.storage.v1.OutboxRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
+	15, // 38: agentplane.storage.v1.OutboxRecord.dead_time:type_name -> google.protobuf.Timestamp
+	15, // 39: agentplane.storage.v1.FlowRecord.refill_time:type_name -> google.protobuf.Timestamp
+	40, // [40:40] is the sub-list for method output_type
+	40, // [40:40] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_storage_v1_storage_proto_init() }
@@ -1655,7 +1775,7 @@ func file_agentplane_storage_v1_storage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_storage_v1_storage_proto_rawDesc), len(file_agentplane_storage_v1_storage_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
