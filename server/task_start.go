@@ -43,6 +43,7 @@ func (x *taskService) StartTask(ctx context.Context, req *agentplanev1.StartTask
 		SessionID:     req.GetSessionId(),
 		Queue:         req.GetQueue(),
 		TraceContext:  traceContextOf(ctx),
+		Priority:      req.GetPriority(),
 	}
 	if q := req.GetQueue(); q != "" {
 		if err := tasks.CheckQueue("queue", q); err != nil {

@@ -70,6 +70,7 @@ const (
 	ReasonRouteNotFound           = agentplanev1.ErrorReason_ERROR_REASON_ROUTE_NOT_FOUND
 	ReasonStoreBackupUnsupported  = agentplanev1.ErrorReason_ERROR_REASON_STORE_BACKUP_UNSUPPORTED
 	ReasonWebhookDeliveryNotFound = agentplanev1.ErrorReason_ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND
+	ReasonFlowRateLimited         = agentplanev1.ErrorReason_ERROR_REASON_FLOW_RATE_LIMITED
 )
 
 // Error is an error a client may see.

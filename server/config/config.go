@@ -48,6 +48,9 @@ type Config struct {
 	Notifications Notifications `yaml:"notifications"`
 	// Tenants holds per-tenant settings; they may tighten the deployment's, never loosen.
 	Tenants map[string]Tenant `yaml:"tenants"`
+	// Flow configures fair sharing, concurrency keys and rate limits at lease time
+	// (docs/api.md#flow-control).
+	Flow Flow `yaml:"flow"`
 
 	baseDir string
 }
@@ -608,6 +611,7 @@ func (c *Config) Validate() error {
 	c.validateGates(bad)
 	c.validateNotifications(bad)
 	c.validateChannels(bad)
+	c.validateFlow(bad)
 	if len(errs) == 0 {
 		return nil
 	}

@@ -80,6 +80,9 @@ type StartParams struct {
 	// TraceContext is the W3C trace context of the StartTask call, kept with the task
 	// and handed to its leases; nil when the call carried none.
 	TraceContext *agentplanev1.TraceContext
+	// Priority orders the task among its tenant's tasks of the queue:
+	// schema.MinPriority to schema.MaxPriority, higher first.
+	Priority int32
 }
 
 // CheckQueue refuses a run queue name that is not 1 to 64 characters of ASCII
@@ -136,6 +139,7 @@ func (p *StartParams) asRequest() *agentplanev1.StartTaskRequest {
 		ToolAxes:        p.ToolAxes,
 		SessionId:       p.SessionID,
 		Queue:           p.Queue,
+		Priority:        p.Priority,
 	}
 	switch {
 	case p.Agent != nil:
@@ -176,6 +180,8 @@ func (m *Manager) checkStart(p *StartParams) error {
 		return invalid("%d labels; at most %d are allowed", len(p.Labels), m.cfg.MaxLabels)
 	case p.InterruptTimeout < 0:
 		return invalid("interrupt_timeout may not be negative")
+	case p.Priority < schema.MinPriority || p.Priority > schema.MaxPriority:
+		return invalid("priority %d: want %d to %d", p.Priority, schema.MinPriority, schema.MaxPriority)
 	}
 	if p.Input != nil {
 		if err := CheckUserMessage("input", p.Input, m.cfg.MaxInputBytes); err != nil {
@@ -240,6 +246,11 @@ func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.
 	default:
 		spec.Spec = &storagev1.TaskSpecRecord_AgentId{AgentId: p.AgentID}
 	}
+	keys := &storagev1.TaskRecord{}
+	startBucket, err := m.flowKeys(ctx, &p, keys)
+	if err != nil {
+		return nil, false, err
+	}
 	err = m.store.Update(ctx, func(w store.Writer) error {
 		task, created = nil, false
 		if p.RequestID != "" {
@@ -266,18 +277,28 @@ func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.
 			}
 		}
 		rec := &storagev1.TaskRecord{
-			TaskId:        id,
-			Tenant:        p.Tenant,
-			State:         agentplanev1.TaskState_TASK_STATE_SUBMITTED,
-			RequestId:     p.RequestID,
-			RequestDigest: reqDigest,
-			Labels:        p.Labels,
-			CreateTime:    timestamppb.New(now),
-			CreatedBy:     p.Principal,
-			SessionId:     p.SessionID,
-			SpecKind:      kind,
-			Queue:         p.Queue,
-			TraceContext:  p.TraceContext,
+			TaskId:         id,
+			Tenant:         p.Tenant,
+			State:          agentplanev1.TaskState_TASK_STATE_SUBMITTED,
+			RequestId:      p.RequestID,
+			RequestDigest:  reqDigest,
+			Labels:         p.Labels,
+			CreateTime:     timestamppb.New(now),
+			CreatedBy:      p.Principal,
+			SessionId:      p.SessionID,
+			SpecKind:       kind,
+			Queue:          p.Queue,
+			TraceContext:   p.TraceContext,
+			Priority:       p.Priority,
+			ConcurrencyKey: keys.GetConcurrencyKey(),
+			RateKey:        keys.GetRateKey(),
+		}
+		// After the request id: a retry of a start that was let through is answered,
+		// not refused.
+		if startBucket != "" {
+			if err := m.takeStartToken(w, p.Tenant, p.Queue, startBucket, now); err != nil {
+				return err
+			}
 		}
 		op := m.newOp(w, now, rec)
 		if err := op.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Submitted{Submitted: &agentplanev1.TaskSubmitted{
