@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -218,7 +219,7 @@ func TestFlowLeaseRate(t *testing.T) {
 // fairness mode: weighted shares 3:1, fifo by queue time, round robin in turn.
 func TestFlowFairness(t *testing.T) {
 	for _, c := range []struct {
-		mode        string
+		mode         string
 		heavy, light int // leases of the first 20
 	}{{config.FairWeighted, 15, 5}, {config.FairFIFO, 20, 0}, {config.FairRoundRobin, 10, 10}} {
 		t.Run(c.mode, func(t *testing.T) {
@@ -276,3 +277,72 @@ func TestFlowPriority(t *testing.T) {
 	})
 }
 
+// TestFlowReplicasShareLimits: two Managers on one PostgreSQL database (two
+// replicas) leasing and starting at once never exceed a concurrency cap or a start
+// bucket between them: the slots and the tokens are rows both lock.
+func TestFlowReplicasShareLimits(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	clock := &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	cfg := testConfig()
+	cfg.Flow = config.Flow{Queues: map[string]config.QueueFlow{
+		store.DefaultQueue: {Concurrency: &config.Concurrency{Key: `labels["customer"]`, Limit: 2}},
+		"starts":           {Rate: &config.Rate{On: config.RateOnStart, PerSecond: 0.001, Burst: 5}},
+	}}
+	var replicas []*Manager
+	for range 2 {
+		st, err := pgstore.Open(ctx, dsn, pgstore.Options{MaxConns: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := New(Options{Store: st, Config: cfg, Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Stop(); _ = st.Close() })
+		replicas = append(replicas, m)
+	}
+	for range 12 {
+		if _, _, err := replicas[0].Start(ctx, labeled("acme", map[string]string{"customer": "a"})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leased := make(chan int, 8)
+	started := make(chan bool, 16)
+	for i := range 8 {
+		m := replicas[i%2]
+		go func() {
+			ls, err := m.LeaseTasks(ctx, LeaseRequest{RuntimeID: fmt.Sprint("rt", i), MaxTasks: 3})
+			if err != nil {
+				t.Error(err)
+			}
+			leased <- len(ls)
+		}()
+	}
+	for i := range 16 {
+		m := replicas[i%2]
+		go func() {
+			p := params("acme")
+			p.Queue = "starts"
+			_, _, err := m.Start(ctx, p)
+			if err != nil && !apierr.HasReason(err, apierr.ReasonFlowRateLimited) {
+				t.Error(err)
+			}
+			started <- err == nil
+		}()
+	}
+	total, ok := 0, 0
+	for range 8 {
+		total += <-leased
+	}
+	for range 16 {
+		if <-started {
+			ok++
+		}
+	}
+	if total != 2 {
+		t.Fatalf("the replicas leased %d tasks of one customer; the cap is 2", total)
+	}
+	if ok != 5 {
+		t.Fatalf("the replicas accepted %d starts; the bucket holds 5", ok)
+	}
+}

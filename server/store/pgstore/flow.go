@@ -82,11 +82,17 @@ func (w *writer) PutFlow(tenant, name string, rec *storagev1.FlowRecord) error {
 		return err
 	}
 	if st.exists {
+		// The row is locked: the write cannot wait, and goes with the next statement.
 		w.later("UPDATE flow SET rec = $3 WHERE tenant = $1 AND name = $2", tenant, name, v)
 	} else {
 		// No ON CONFLICT: a concurrent creator makes this fail (unique_violation), and
-		// the transaction runs again and finds its row.
-		w.later("INSERT INTO flow (tenant, name, rec) VALUES ($1, $2, $3)", tenant, name, v)
+		// the call runs again and finds its row. Sent now, not with the COMMIT: the
+		// insert waits for a concurrent creator to end, and a COMMIT must never wait on
+		// a lock (it runs under the store's commit order, which the other transaction
+		// may be queued behind).
+		if _, err := w.exec("INSERT INTO flow (tenant, name, rec) VALUES ($1, $2, $3)", tenant, name, v); err != nil {
+			return err
+		}
 	}
 	st.rec, st.exists = v, true
 	return nil
