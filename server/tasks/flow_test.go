@@ -345,3 +345,34 @@ func TestFlowReplicasShareLimits(t *testing.T) {
 		t.Fatalf("the replicas accepted %d starts; the bucket holds 5", ok)
 	}
 }
+
+// TestFlowSlotWakesLongPoll: a runtime long-polling a queue whose only queued task
+// waits for its key's slot gets that task when the holder completes (woken by the
+// release on this replica; on another, by its recheck within a second).
+func TestFlowSlotWakesLongPoll(t *testing.T) {
+	fc := config.Flow{Queues: map[string]config.QueueFlow{
+		store.DefaultQueue: {Concurrency: &config.Concurrency{Key: `labels["customer"]`, Limit: 1}},
+	}}
+	flowBackends(t, fc, func(t *testing.T, open func() *harness) {
+		h := open()
+		h.start(t, labeled("acme", map[string]string{"customer": "a"}))
+		second := h.start(t, labeled("acme", map[string]string{"customer": "a"})).GetTaskId()
+		holder := h.lease(t, "rt1")
+		got := make(chan []*agentplanev1.Lease, 1)
+		go func() {
+			ls, err := h.m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "rt2", Wait: 10 * time.Second})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- ls
+		}()
+		for h.m.work.waiting(store.DefaultQueue) == 0 { // the poll is waiting
+			time.Sleep(time.Millisecond)
+		}
+		complete(t, h, holder)
+		ls := <-got
+		if len(ls) != 1 || ls[0].GetTask().GetTaskId() != second {
+			t.Fatalf("the long poll got %d leases; want the waiting task %s", len(ls), second)
+		}
+	})
+}
