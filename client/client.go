@@ -30,7 +30,8 @@ import (
 
 // Client holds one connection and a typed stub per service.
 type Client struct {
-	conn *grpc.ClientConn
+	conn  *grpc.ClientConn
+	retry Retry // the backoff of Watch's reconnections (the default for New)
 
 	Spec         agentplanev1.SpecServiceClient
 	Tasks        agentplanev1.TaskServiceClient
@@ -38,6 +39,7 @@ type Client struct {
 	Capabilities agentplanev1.CapabilityServiceClient
 	Runtime      agentplanev1.RuntimeServiceClient
 	Admin        agentplanev1.AdminServiceClient
+	Schedules    agentplanev1.ScheduleServiceClient
 	Health       healthpb.HealthClient
 }
 
@@ -106,9 +108,13 @@ func WithDialOptions(opts ...grpc.DialOption) Option {
 // Dial creates a client for addr (host:port). The connection is established lazily on
 // the first call; ctx is reserved for future eager checks and must not be nil.
 //
-// Every mutating call with a request_id field is sent with one (a random one when the
-// request leaves it empty), and calls that are safe to repeat are retried after
-// UNAVAILABLE or DEADLINE_EXCEEDED while their context lasts (see WithRetry).
+// Every call whose request has a request_id field is sent with one (a random one,
+// generated once per logical call, when the request leaves it empty; the caller's
+// message is not modified), and calls the API marks NO_SIDE_EFFECTS or IDEMPOTENT are
+// repeated after UNAVAILABLE, DEADLINE_EXCEEDED or a retryable reason, with backoff,
+// while their context lasts (see Retry, WithRetry and Retryable; Watch reconnects).
+// Every agentplane SDK follows this policy (docs/clients.md, "Retries, request ids and
+// reconnection").
 func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	if ctx == nil {
 		return nil, errors.New("client: nil context")
@@ -138,11 +144,15 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	return New(conn), nil
+	c := New(conn)
+	c.retry = o.retry
+	return c, nil
 }
 
 // New wraps an existing connection (for example a bufconn one in tests). It adds no
-// request ids or retries: dial conn with grpc.WithChainUnaryInterceptor(RetryInterceptor(...)) for that.
+// request ids or call retries: dial conn with
+// grpc.WithChainUnaryInterceptor(RetryInterceptor(...)) for that. Watch still reconnects,
+// with the default backoff.
 func New(conn *grpc.ClientConn) *Client {
 	return &Client{
 		conn:         conn,
@@ -152,6 +162,7 @@ func New(conn *grpc.ClientConn) *Client {
 		Capabilities: agentplanev1.NewCapabilityServiceClient(conn),
 		Runtime:      agentplanev1.NewRuntimeServiceClient(conn),
 		Admin:        agentplanev1.NewAdminServiceClient(conn),
+		Schedules:    agentplanev1.NewScheduleServiceClient(conn),
 		Health:       healthpb.NewHealthClient(conn),
 	}
 }

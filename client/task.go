@@ -40,11 +40,11 @@ func (h *TaskHandle) Get(ctx context.Context) (*agentplanev1.Task, error) {
 	return resp.GetTask(), err
 }
 
-// Watch opens the task's event stream from its first event (WatchTask). The stream ends
-// after the terminal event; it does not reconnect by itself (reopen it with
-// after_sequence through c.Tasks.WatchTask).
+// Watch follows the task's events from its first one (Client.Watch: a dropped stream
+// is reopened after the last event delivered, so no event is missed or repeated). The
+// stream ends with io.EOF after the terminal event.
 func (h *TaskHandle) Watch(ctx context.Context) (agentplanev1.TaskService_WatchTaskClient, error) {
-	return h.c.Tasks.WatchTask(ctx, &agentplanev1.WatchTaskRequest{TaskId: h.ID})
+	return h.c.Watch(ctx, h.ID, 0)
 }
 
 // WaitOption changes what Wait waits for.
@@ -60,8 +60,9 @@ func UntilInputRequired() WaitOption { return func(o *waitOptions) { o.inputRequ
 // or, with UntilInputRequired, INPUT_REQUIRED. A task that waits for input is not
 // terminal: without the option Wait keeps waiting while someone else answers it. Wait
 // reads the state with GetTask whenever the watch reports a change, so what it returns
-// is the state the task is in, never one it passed through earlier. A broken watch
-// (UNAVAILABLE, say) is returned as the error: call Wait again, it rereads the state.
+// is the state the task is in, never one it passed through earlier. A broken watch is
+// reopened as Client.Watch does (a server restart costs nothing); the error of a watch
+// that could not be reopened (WatchReconnects attempts in a row) is returned.
 func (h *TaskHandle) Wait(ctx context.Context, opts ...WaitOption) (*agentplanev1.Task, error) {
 	var o waitOptions
 	for _, opt := range opts {
@@ -167,7 +168,7 @@ func WithArgsDigest(digest string) CallOption { return func(o *callOptions) { o.
 // Approve lets a gated call run with its arguments unchanged. Like Reject and Edit it
 // reads the interrupt first and resolves against its argument digest (or the one
 // WithArgsDigest gives), so a call whose arguments changed in between is refused
-// (FAILED_PRECONDITION, interrupt.args_mismatch) instead of approved; and it sends a
+// (FAILED_PRECONDITION, INTERRUPT_ARGS_MISMATCH) instead of approved; and it sends a
 // request id (WithRequestID to choose it), so that repeating it is safe.
 func (c *Client) Approve(ctx context.Context, interruptID string, opts ...CallOption) (*agentplanev1.Interrupt, error) {
 	return c.resolve(ctx, interruptID, opts, func(o callOptions) *agentplanev1.ResolveInterruptRequest {

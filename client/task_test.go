@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/client/worker"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -82,11 +83,11 @@ func startRuntimeAt(t *testing.T) (*client.Client, string) {
 	return in.Client, in.GRPCAddr
 }
 
-func agentSpec() *agentplanev1.StartTaskRequest_Agent {
-	return &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{
+func agentSpec() *agentplanev1.StartTaskRequest_Spec {
+	return &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(&agentplanev1.AgentSpec{
 		ApiVersion: "qar/v1", Kind: "AgentSpec", Name: proto.String("sdk-test"), Model: "m",
 		Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Be brief."}},
-	}}
+	})}
 }
 
 func output(t *testing.T, task *agentplanev1.Task, want string) {
@@ -107,7 +108,7 @@ func TestApproveRejectEdit(t *testing.T) {
 		t.Run(decide, func(t *testing.T) {
 			// snippet: go-approve
 			h, err := c.Start(ctx, &agentplanev1.StartTaskRequest{
-				Spec: agentSpec(), Input: client.UserText("send it"),
+				Source: agentSpec(), Input: client.UserText("send it"),
 				// Every call of send_email waits for a person.
 				InterruptPolicy: &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Allowlist{
 					Allowlist: &agentplanev1.ToolListPolicy{Tools: []string{"send_email"}}}},
@@ -154,7 +155,7 @@ func TestResolveChecksDigestAndRetries(t *testing.T) {
 	c, addr := startRuntimeAt(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	h, err := c.Start(ctx, &agentplanev1.StartTaskRequest{Spec: agentSpec(), Input: client.UserText("send it"),
+	h, err := c.Start(ctx, &agentplanev1.StartTaskRequest{Source: agentSpec(), Input: client.UserText("send it"),
 		InterruptPolicy: &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Allowlist{
 			Allowlist: &agentplanev1.ToolListPolicy{Tools: []string{"send_email"}}}}})
 	if err != nil {
@@ -221,7 +222,7 @@ func TestContinueAndCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// snippet: go-continue
-	chat, err := c.Start(ctx, &agentplanev1.StartTaskRequest{Spec: agentSpec(), Input: client.UserText("chat")})
+	chat, err := c.Start(ctx, &agentplanev1.StartTaskRequest{Source: agentSpec(), Input: client.UserText("chat")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +246,7 @@ func TestContinueAndCancel(t *testing.T) {
 	output(t, again, "you said hello")
 
 	// snippet: go-tool-outputs
-	weather, err := c.Start(ctx, &agentplanev1.StartTaskRequest{Spec: agentSpec(), Input: client.UserText("weather")})
+	weather, err := c.Start(ctx, &agentplanev1.StartTaskRequest{Source: agentSpec(), Input: client.UserText("weather")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +267,7 @@ func TestContinueAndCancel(t *testing.T) {
 
 	// A task nobody answers: Wait without the option keeps waiting through INPUT_REQUIRED
 	// until the cancel ends it.
-	stuck, err := c.Start(ctx, &agentplanev1.StartTaskRequest{Spec: agentSpec(), Input: client.UserText("chat")})
+	stuck, err := c.Start(ctx, &agentplanev1.StartTaskRequest{Source: agentSpec(), Input: client.UserText("chat")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@
 // At boot: NewPolicy(cfg) (an error stops the boot). Per call: d := policy.For(tenant).
 // GetCapabilities: Capabilities(d), then the service's own fields. StartTask, before
 // creating the task: ResolveStartTask(d, req); map *LockedKeyError to
-// FAILED_PRECONDITION config.locked_key and *AxisError to INVALID_ARGUMENT; store
+// FAILED_PRECONDITION CONFIG_LOCKED_KEY and *AxisError to INVALID_ARGUMENT; store
 // Mcp.Effective and A2a.Effective on the task; append Events to its log and log a line
 // for each ignored lane. CheckToolCall: AlwaysGated(tool, annotations, task's tool_axes).
 //

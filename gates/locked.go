@@ -8,7 +8,7 @@ import (
 )
 
 // LockedKeyError refuses a request that occupies locked keys. The service layer maps
-// it to FAILED_PRECONDITION with reason config.locked_key (apierr.ReasonLockedKey),
+// it to FAILED_PRECONDITION with reason CONFIG_LOCKED_KEY (apierr.ReasonLockedKey),
 // the same reason whichever key it is: a client branches on "an operator locked part
 // of what I sent", and Keys says which part.
 type LockedKeyError struct {

@@ -61,7 +61,7 @@ func names[E Entry](es []E) []string {
 // and the real request path (ResolveStartTask), and proves:
 //   - the capability bit is true exactly when a non-empty caller list is honoured
 //     (its entry appears in the effective list);
-//   - a locked lane refuses a present list (empty or not) with config.locked_key
+//   - a locked lane refuses a present list (empty or not) with CONFIG_LOCKED_KEY
 //     naming the key, and never an absent one;
 //   - an unlocked, closed lane ignores a non-empty list and says so, with the reason;
 //   - the baseline is always in the effective list.

@@ -64,6 +64,14 @@ func TestSDKs(t *testing.T) {
 		}
 		testPython(t, root, bin)
 	})
+	t.Run("python-package", func(t *testing.T) {
+		t.Parallel()
+		if skip["py"] {
+			t.Skipf("!!! %s: the Python SDK's wheel and sdist were NOT built nor installed", skipEnv)
+		}
+		trackInputs(t, root, "sdk/python/README.md", "sdk/python/MANIFEST.in", "sdk/python/gen_services.py")
+		testPythonPackage(t, root, bin)
+	})
 }
 
 func skipped(t *testing.T) map[string]bool {
@@ -103,6 +111,9 @@ func testTypeScript(t *testing.T, root, bin string, pySkipped bool) {
 	run(t, sdk, nil, "npm", "run", "build")
 	// The example depends on the SDK built above (file:../../sdk/typescript); the suite runs it.
 	run(t, example, nil, "npm", "run", "build")
+	// The package as a user gets it: packed, installed offline into a clean directory, the
+	// example compiled and run against it.
+	t.Run("package", func(t *testing.T) { testTypeScriptPackage(t, root, bin) })
 
 	env := []string{"AGENTPLANE_BIN=" + bin, "AGENTPLANE_SDK_STRICT=1", "PYTHONDONTWRITEBYTECODE=1"}
 	// --ignore-scripts: the build above is the pretest script's; the test script still runs.
@@ -124,7 +135,10 @@ func testPython(t *testing.T, root, bin string) {
 			python, err, skipEnv)
 	}
 	trackInputs(t, root, "sdk/python/src", "sdk/python/tests", "sdk/python/proto", "sdk/python/ci.sh",
-		"sdk/python/pyproject.toml", "examples/python-runtime")
+		"sdk/python/pyproject.toml", "sdk/python/pyrightconfig.json", "sdk/python/package.json",
+		"sdk/python/package-lock.json", "examples/python-runtime")
+	// pyright, which `sdk/python/ci.sh test` runs first (pyright --strict).
+	requireNodeModules(t, filepath.Join(root, "sdk", "python"))
 	out := run(t, root, []string{"AGENTPLANE_BIN=" + bin, "PYTHONDONTWRITEBYTECODE=1"}, "bash", "sdk/python/ci.sh", "test")
 	m := regexp.MustCompile(`(?m)^Ran (\d+) tests? in`).FindStringSubmatch(out)
 	if m == nil || !regexp.MustCompile(`(?m)^OK`).MatchString(out) {
@@ -184,6 +198,10 @@ func trackInputs(t *testing.T, root string, paths ...string) {
 // lockfile. The README's test command, scripts/test, installs them (npm ci) before go test.
 func requireNodeModules(t *testing.T, dir string) {
 	t.Helper()
+	lang, suite := "ts", "the TypeScript suite"
+	if filepath.Base(dir) == "python" {
+		lang, suite = "py", "the Python suite (whose type check, pyright, is an npm package)"
+	}
 	lock, err := os.Stat(filepath.Join(dir, "package-lock.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +209,7 @@ func requireNodeModules(t *testing.T, dir string) {
 	installed, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json"))
 	if err != nil || installed.ModTime().Before(lock.ModTime()) {
 		t.Fatalf("!!! %s: node_modules are absent or older than package-lock.json. Run the tests with scripts/test, "+
-			"which installs them, or `npm ci` there; or set %s=ts to skip the TypeScript suite on purpose", dir, skipEnv)
+			"which installs them, or `npm ci` there; or set %s=%s to skip %s on purpose", dir, skipEnv, lang, suite)
 	}
 }
 

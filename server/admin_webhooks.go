@@ -7,20 +7,15 @@ import (
 	"github.com/agentplane/agentplane/server/apierr"
 	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/store/pagetoken"
-	"github.com/agentplane/agentplane/server/webhooks"
 )
 
-// defaultDeadLetterPage is page_size when unset.
-const defaultDeadLetterPage = 100
-
-// ListWebhookDeadLetters lists the webhook notifications given up, oldest first.
+// ListWebhookDeadLetters lists the webhook notifications given up, oldest first, paged
+// like every List RPC: pagetoken's page sizes and tokens sealed with the store's key,
+// bound to the tenant filter.
 func (x *adminService) ListWebhookDeadLetters(ctx context.Context, req *agentplanev1.ListWebhookDeadLettersRequest) (*agentplanev1.ListWebhookDeadLettersResponse, error) {
-	size := int(req.GetPageSize())
-	switch {
-	case size < 0 || size > webhooks.MaxPageSize:
-		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "page_size must be 0 to %d", webhooks.MaxPageSize)
-	case size == 0:
-		size = defaultDeadLetterPage
+	size, err := pagetoken.PageSize(req.GetPageSize())
+	if err != nil {
+		return nil, err
 	}
 	codec := pagetoken.New(x.s.domain.store.TokenKey())
 	scope := pagetoken.Scope("webhook_dead_letters", req.GetTenant())

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -42,7 +43,7 @@ func BenchmarkStartTaskGRPC(b *testing.B) {
 				for pb.Next() {
 					i := n.Add(1)
 					_, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-						RequestId: fmt.Sprintf("r%d", i), Spec: &agentplanev1.StartTaskRequest_Agent{Agent: agent}, Input: client.UserText("bench"),
+						RequestId: fmt.Sprintf("r%d", i), Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(agent)}, Input: client.UserText("bench"),
 					})
 					if err != nil {
 						b.Error(err)
@@ -58,7 +59,7 @@ func BenchmarkStartTaskGRPC(b *testing.B) {
 // that gets no further events, and returns once the server has answered every one.
 func openQuietWatches(ctx context.Context, b *testing.B, in *servertest.Instance, agent *agentplanev1.AgentSpec, n int) {
 	started, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: agent}, Input: client.UserText("watched")})
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(agent)}, Input: client.UserText("watched")})
 	if err != nil {
 		b.Fatal(err)
 	}

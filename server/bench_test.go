@@ -6,6 +6,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/agentplane/agentplane/api/specwire"
+
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/servertest"
 	"github.com/agentplane/agentplane/server/spec"
@@ -32,17 +34,11 @@ func BenchmarkValidateSpecGRPC(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		typed := &agentplanev1.ValidateSpecRequest{}
-		switch m := c.m.(type) {
-		case *agentplanev1.AgentSpec:
-			typed.Spec = &agentplanev1.ValidateSpecRequest_Agent{Agent: m}
-		case *agentplanev1.GraphSpec:
-			typed.Spec = &agentplanev1.ValidateSpecRequest_Graph{Graph: m}
-		}
+		object := &agentplanev1.ValidateSpecRequest{Source: &agentplanev1.ValidateSpecRequest_Spec{Spec: specwire.MustStruct(c.m)}}
 		for _, v := range []struct {
 			name string
 			req  *agentplanev1.ValidateSpecRequest
-		}{{"typed", typed}, {"document", &agentplanev1.ValidateSpecRequest{Spec: &agentplanev1.ValidateSpecRequest_Document{Document: doc}}}} {
+		}{{"object", object}, {"document", &agentplanev1.ValidateSpecRequest{Source: &agentplanev1.ValidateSpecRequest_Document{Document: doc}}}} {
 			b.Run(c.name+"/"+v.name, func(b *testing.B) {
 				b.SetBytes(int64(len(doc)))
 				for b.Loop() {

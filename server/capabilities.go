@@ -53,6 +53,9 @@ func (s *Server) features() *agentplanev1.Features {
 		ChatMode:  serves(agentplanev1.RuntimeService_PauseTask_FullMethodName, agentplanev1.TaskService_ContinueTask_FullMethodName),
 		HotBackup: st.HotBackup && serves(agentplanev1.AdminService_Backup_FullMethodName),
 		HttpJson:  s.http != nil,
+		Schedules: serves(agentplanev1.ScheduleService_CreateSchedule_FullMethodName, agentplanev1.ScheduleService_GetSchedule_FullMethodName,
+			agentplanev1.ScheduleService_ListSchedules_FullMethodName, agentplanev1.ScheduleService_TriggerSchedule_FullMethodName,
+			agentplanev1.ScheduleService_DeleteSchedule_FullMethodName),
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/gates"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -146,7 +147,7 @@ func peerNames(ps []peer) []string {
 
 // startRequest is a valid StartTask request with no caller entries.
 func startRequest() *agentplanev1.StartTaskRequest {
-	return &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("hello")}
+	return &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}, Input: client.UserText("hello")}
 }
 
 // taskLog reads task's log up to the sequence it had when returned.
@@ -293,7 +294,7 @@ func startCapsServer(t *testing.T, c capsCase) *client.Client {
 // the caller, then sends StartTask with each lane absent, empty and non-empty. A lane
 // advertised as honoured puts the caller's entry in the task's effective list; one
 // advertised as not honoured ignores it and says so in the task's log; a locked lane
-// refuses any present list (even empty) with config.locked_key and accepts an absent one.
+// refuses any present list (even empty) with CONFIG_LOCKED_KEY and accepts an absent one.
 func TestCapabilitiesNeverLie(t *testing.T) {
 	for _, c := range capsCases() {
 		t.Run(c.String(), func(t *testing.T) {
@@ -666,7 +667,7 @@ func TestPostureDeniedWorkflowsAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	started, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("write it"),
+		Source: &agentplanev1.StartTaskRequest_Document{Document: doc}, Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("write it"),
 	})
 	if status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("StartTask of a GraphSpec with workflows denied: want FAILED_PRECONDITION, got %v (task %v)", err, started.GetTask().GetState())
@@ -705,8 +706,8 @@ type featureEnv struct {
 // start starts a task of agent with policy and returns it.
 func (e featureEnv) start(req *agentplanev1.StartTaskRequest) *agentplanev1.Task {
 	e.t.Helper()
-	if req.Spec == nil {
-		req.Spec = &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}
+	if req.Source == nil {
+		req.Source = &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}
 	}
 	if req.Input == nil {
 		req.Input = client.UserText("hello")
@@ -749,7 +750,7 @@ func notServed(_ featureEnv, err error) bool { return status.Code(err) == codes.
 
 var featureProbes = []featureProbe{
 	{"spec_validation", (*agentplanev1.Features).GetSpecValidation, func(e featureEnv) error {
-		v, err := e.c.Spec.ValidateSpec(e.ctx, &agentplanev1.ValidateSpecRequest{Spec: &agentplanev1.ValidateSpecRequest_Agent{Agent: tenancyAgent()}})
+		v, err := e.c.Spec.ValidateSpec(e.ctx, &agentplanev1.ValidateSpecRequest{Source: &agentplanev1.ValidateSpecRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}})
 		if err != nil || !v.GetValid() {
 			return fmt.Errorf("ValidateSpec = %v, %v", v, err)
 		}
@@ -793,7 +794,7 @@ var featureProbes = []featureProbe{
 	{"idempotent_start", (*agentplanev1.Features).GetIdempotentStart, func(e featureEnv) error {
 		first := e.start(&agentplanev1.StartTaskRequest{RequestId: "features-idem"})
 		again, err := e.c.Tasks.StartTask(e.ctx, &agentplanev1.StartTaskRequest{RequestId: "features-idem",
-			Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("hello")})
+			Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}, Input: client.UserText("hello")})
 		if err != nil || again.GetCreated() || again.GetTask().GetTaskId() != first.GetTaskId() {
 			return fmt.Errorf("retried StartTask = %v, %v; want task %s, not created", again, err, first.GetTaskId())
 		}
@@ -863,7 +864,7 @@ var featureProbes = []featureProbe{
 		if err != nil {
 			return err
 		}
-		task := e.start(&agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML})
+		task := e.start(&agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Document{Document: doc}, Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML})
 		ref, _, err := e.lease(task.GetTaskId())
 		if err != nil {
 			return err
@@ -882,7 +883,7 @@ var featureProbes = []featureProbe{
 	{"chat_mode", (*agentplanev1.Features).GetChatMode, func(e featureEnv) error {
 		agent := tenancyAgent()
 		agent.AutoPauseOnTurnEnd = new(true)
-		task := e.start(&agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: agent}})
+		task := e.start(&agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(agent)}})
 		ref, _, err := e.lease(task.GetTaskId())
 		if err != nil {
 			return err
@@ -938,6 +939,19 @@ var featureProbes = []featureProbe{
 		}
 		return nil
 	}, func(_ featureEnv, err error) bool { return errors.Is(err, errNoHTTPListener) }},
+	{"schedules", (*agentplanev1.Features).GetSchedules, func(e featureEnv) error {
+		created, err := e.c.Schedules.CreateSchedule(e.ctx, &agentplanev1.CreateScheduleRequest{ScheduleId: "features", Spec: intervalSpec(time.Hour),
+			Task: &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}, Input: client.UserText("hello")}})
+		if err != nil {
+			return err
+		}
+		trig, err := e.c.Schedules.TriggerSchedule(e.ctx, &agentplanev1.TriggerScheduleRequest{ScheduleId: created.GetSchedule().GetScheduleId()})
+		if err != nil || trig.GetTask().GetScheduledBy().GetScheduleId() != "features" {
+			return fmt.Errorf("TriggerSchedule = %v, %v; want a task of the schedule", trig, err)
+		}
+		_, err = e.c.Schedules.DeleteSchedule(e.ctx, &agentplanev1.DeleteScheduleRequest{ScheduleId: "features"})
+		return err
+	}, notServed},
 }
 
 var errNoHTTPListener = errors.New("no HTTP listener")

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/auth"
@@ -122,8 +123,8 @@ func raiseInterruptLeased(t *testing.T, mt *multiTenant, tenant string) (taskID 
 	ctx := context.Background()
 	user, rt := mt.by[tenant][auth.RoleUser], mt.by[tenant][auth.RoleRuntime]
 	started, err := user.c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec:  &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()},
-		Input: client.UserText("move 1"), InterruptPolicy: gatedPolicy(),
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())},
+		Input:  client.UserText("move 1"), InterruptPolicy: gatedPolicy(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -335,7 +336,7 @@ func TestConsoleTenantIsolationAndRoles(t *testing.T) {
 		for _, d := range []string{"approve", "reject", "edit"} {
 			resp, body = u.post("/ui/interrupts/"+id, url.Values{"decision": {d}, "reason": {"no"}, "arg:n": {"2"}})
 			wantStatus(t, "user "+d, resp, http.StatusForbidden, "")
-			if !strings.Contains(body, "auth.permission_denied") {
+			if !strings.Contains(body, "AUTH_PERMISSION_DENIED") {
 				t.Errorf("user %s: the page does not show the API's refusal", d)
 			}
 		}
@@ -484,7 +485,7 @@ func TestConsoleTasksContinueAndPaging(t *testing.T) {
 	agent := tenancyAgent()
 	agent.AutoPauseOnTurnEnd = proto.Bool(true)
 	for i := range 30 {
-		_, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: agent},
+		_, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(agent)},
 			Input: client.UserText("hello"), Labels: map[string]string{"batch": map[bool]string{true: "even", false: "odd"}[i%2 == 0]}})
 		if err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -23,7 +24,7 @@ import (
 )
 
 // A control plane whose disk fills up says so: gRPC health and /healthz turn
-// NOT_SERVING (503), writes and reads answer UNAVAILABLE with store.unavailable, and
+// NOT_SERVING (503), writes and reads answer UNAVAILABLE with STORE_UNAVAILABLE, and
 // once space is freed it serves again, by itself, with every acknowledged task.
 func TestDiskFullHealthAndRecovery(t *testing.T) {
 	for _, wal := range []bool{true, false} {
@@ -36,7 +37,7 @@ func TestDiskFullHealthAndRecovery(t *testing.T) {
 			ctx := context.Background()
 			start := func() (string, error) {
 				resp, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-					Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("hello"),
+					Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}, Input: client.UserText("hello"),
 				})
 				return resp.GetTask().GetTaskId(), err
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/hitl/approvals"
 	"github.com/agentplane/agentplane/server/hitl/links"
+	"github.com/agentplane/agentplane/server/schedules"
 	"github.com/agentplane/agentplane/server/spec"
 	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/boltstore"
@@ -38,7 +39,8 @@ type domain struct {
 	verdicts  *verdicts.Recorder
 	webhooks  *webhooks.Service
 	// links signs approval links (nil when no notification carries them).
-	links *links.Issuer
+	links     *links.Issuer
+	schedules *schedules.Manager
 }
 
 // domainStore is the store with its health: the failure that makes it refuse writes
@@ -117,6 +119,7 @@ func (s *Server) openDomain() (err error) {
 	if d.webhooks, err = webhooks.New(webhooks.Options{
 		Store: d.store, Config: cfg.Notifications, BaseDir: cfg.BaseDir(), Logger: s.log, Registerer: s.metrics.registry,
 		Links: d.links, SlackButtons: cfg.HITL.Slack.Enabled(), Approvers: cfg.HITL.Approvers,
+		A2APush: a2aPushFunc(&cfg),
 	}); err != nil {
 		return err
 	}
@@ -138,6 +141,14 @@ func (s *Server) openDomain() (err error) {
 		return err
 	}
 	d.verdicts = verdicts.NewRecorder(d.tasks)
+	sc := cfg.Schedules
+	if d.schedules, err = schedules.New(schedules.Options{
+		Store: d.store, Tasks: d.tasks, Prepare: s.startParams, Logger: s.log, Registerer: s.metrics.registry,
+		Config: schedules.Config{MaxPerTenant: sc.MaxPerTenant, RecentRuns: sc.RecentRuns, PollInterval: sc.PollInterval.D(),
+			RecheckInterval: sc.RecheckInterval.D(), Concurrency: sc.Concurrency},
+	}); err != nil {
+		return err
+	}
 	if shared, ok := d.store.(store.Shared); ok {
 		// Other replicas write to the same database: their commits wake this one's
 		// watchers, long polls and AwaitDecision calls.
@@ -182,10 +193,14 @@ func (d *domain) start() {
 	d.tasks.StartMaintenance()
 	d.approvals.Start()
 	d.webhooks.Start()
+	d.schedules.Start()
 }
 
 // close stops the loops and closes the store.
 func (d *domain) close() error {
+	if d.schedules != nil {
+		d.schedules.Stop()
+	}
 	if d.webhooks != nil {
 		d.webhooks.Stop()
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/config"
@@ -20,7 +21,7 @@ import (
 )
 
 // TestFlowOverTheWire: a queue's start rate refuses StartTask over gRPC with
-// RESOURCE_EXHAUSTED, reason flow.rate_limited, its metadata and one RetryInfo whose
+// RESOURCE_EXHAUSTED, reason FLOW_RATE_LIMITED, its metadata and one RetryInfo whose
 // delay is the bucket's; priority round-trips; the refusals and queue waits show on
 // /metrics.
 func TestFlowOverTheWire(t *testing.T) {
@@ -32,8 +33,8 @@ func TestFlowOverTheWire(t *testing.T) {
 	ctx := context.Background()
 	start := func(customer string, prio int32) (*agentplanev1.StartTaskResponse, error) {
 		return in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-			Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Model: "m",
-				Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "hi"}}}},
+			Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(&agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Model: "m",
+				Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "hi"}}})},
 			Input: client.UserText("report"), Queue: "reports", Labels: map[string]string{"customer": customer}, Priority: prio,
 		})
 	}
@@ -46,7 +47,7 @@ func TestFlowOverTheWire(t *testing.T) {
 	}
 	_, err = start("a", 0)
 	if status.Code(err) != codes.ResourceExhausted || reasons.Of(err) != agentplanev1.ErrorReason_ERROR_REASON_FLOW_RATE_LIMITED {
-		t.Fatalf("second start of customer a = %v; want RESOURCE_EXHAUSTED flow.rate_limited", err)
+		t.Fatalf("second start of customer a = %v; want RESOURCE_EXHAUSTED FLOW_RATE_LIMITED", err)
 	}
 	if md := reasons.Info(err).GetMetadata(); md["queue"] != "reports" || md["key"] != "a" || md["rate"] != "0.1" {
 		t.Fatalf("ErrorInfo metadata = %v", md)

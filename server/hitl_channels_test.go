@@ -25,6 +25,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/internal/testutil"
@@ -114,7 +115,7 @@ func (r *channelsRig) raise(t *testing.T, tenant, args string) (taskID string, i
 	ctx := context.Background()
 	user, rt := r.mt.by[tenant][auth.RoleUser], r.mt.by[tenant][auth.RoleRuntime]
 	started, err := user.c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("move"), InterruptPolicy: gatedPolicy(),
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}, Input: client.UserText("move"), InterruptPolicy: gatedPolicy(),
 	})
 	if err != nil {
 		t.Fatal(err)

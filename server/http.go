@@ -58,6 +58,7 @@ func (s *Server) buildHTTP() error {
 		agentplanev1.RegisterCapabilityServiceHandler,
 		agentplanev1.RegisterRuntimeServiceHandler,
 		agentplanev1.RegisterAdminServiceHandler,
+		agentplanev1.RegisterScheduleServiceHandler,
 	} {
 		if err := register(ctx, gw, conn); err != nil {
 			return fmt.Errorf("gateway: %w", err)
@@ -87,8 +88,26 @@ func (s *Server) buildHTTP() error {
 	if err := s.registerChannels(root); err != nil {
 		return err
 	}
+	if !s.cfg.A2A.Disabled {
+		face, err := s.newA2A()
+		if err != nil {
+			return err
+		}
+		face = limitBody(face, s.maxHTTPBody())
+		root.Handle("/a2a/", face)
+		root.Handle("/.well-known/agent-card.json", face)
+	}
+	if !s.cfg.MCP.Disabled {
+		if s.mcp, err = s.newMCP(); err != nil {
+			return err
+		}
+		root.Handle(mcpPath, s.mcp)
+	}
 	root.Handle("/", limitBody(gw, s.maxHTTPBody()))
 	s.http = &http.Server{Handler: s.newHTTPGuard().wrap(root), ReadHeaderTimeout: 10 * time.Second, TLSConfig: s.tls}
+	if s.mcp != nil {
+		s.http.RegisterOnShutdown(s.mcp.closeAll)
+	}
 	return nil
 }
 
@@ -134,6 +153,12 @@ func (s *Server) registerChannels(root *http.ServeMux) error {
 	return nil
 }
 
+// taskClient calls TaskService in process, through every interceptor (the MCP face
+// uses it with its callers' credentials).
+func (s *Server) taskClient() agentplanev1.TaskServiceClient {
+	return agentplanev1.NewTaskServiceClient(s.gwConn)
+}
+
 // newConsole builds the web console (docs/console.md). It calls the API over the
 // same in-process connection as the gateway, so every page runs the API's
 // authentication, method table, tenant checks and limits.
@@ -149,7 +174,9 @@ func (s *Server) newConsole() (http.Handler, error) {
 		return nil, err
 	}
 	return console.New(console.Options{Conn: s.gwConn, MultiTenant: s.cfg.Auth.RequirePrincipal, Key: key,
-		TTL: s.cfg.Console.SessionTTL.D(), Secure: s.tls != nil, Log: s.log})
+		TTL: s.cfg.Console.SessionTTL.D(), Secure: s.tls != nil, Log: s.log,
+		Live: console.LiveOptions{Interrupts: s.domain.tasks.WatchInterrupts, PerPrincipal: s.cfg.Limits.MaxWatchesPerPrincipal,
+			Heartbeat: s.cfg.Limits.StreamKeepaliveInterval.D(), Registerer: s.metrics.registry, Stopping: s.Stopping()}})
 }
 
 // bodyMarshaler is protojson, except that a request body bound to a bytes field

@@ -75,7 +75,7 @@ func (s *Server) httpError(ctx context.Context, mux *runtime.ServeMux, m runtime
 }
 
 // tooLargeDocument reports whether st refuses a spec document for its size
-// (limit.exceeded with a DOC-TOO-LARGE finding).
+// (LIMIT_EXCEEDED with a DOC-TOO-LARGE finding).
 func tooLargeDocument(st *status.Status) bool {
 	if st.Code() != codes.ResourceExhausted {
 		return false

@@ -15,6 +15,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -40,8 +41,8 @@ func httpGet(t *testing.T, url string) *http.Response {
 func startLabelled(t *testing.T, in *servertest.Instance, labels map[string]string) string {
 	t.Helper()
 	resp, err := in.Client.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
-		Spec:  &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()},
-		Input: client.UserText("hi"), Labels: labels,
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())},
+		Input:  client.UserText("hi"), Labels: labels,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +143,7 @@ func TestHTTPLabelSelector(t *testing.T) {
 	}
 	bad := httpGet(t, "http://"+in.HTTPAddr+"/v1/tasks?labelSelector=env")
 	b, _ := io.ReadAll(bad.Body)
-	if bad.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"request.invalid"`) {
+	if bad.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"REQUEST_INVALID"`) {
 		t.Fatalf("a selector without '=': %d %s", bad.StatusCode, b)
 	}
 }

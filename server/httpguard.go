@@ -222,6 +222,9 @@ func bodyTypeAllowed(r *http.Request, console bool) bool {
 		return mt == "application/x-www-form-urlencoded"
 	case mt == "application/json":
 		return true
+	case strings.HasPrefix(r.URL.Path, "/a2a/"):
+		// A2A's HTTP+JSON binding names its own media type (docs/a2a.md).
+		return mt == "application/a2a+json"
 	case r.URL.Path == "/v1/specs/validate":
 		// The document itself is the body, and it may be YAML (docs/api.md).
 		return mt == "application/yaml" || mt == "application/x-yaml" || mt == "text/yaml"

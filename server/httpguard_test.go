@@ -8,8 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/protobuf/encoding/protojson"
-
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/internal/testutil"
@@ -71,8 +70,8 @@ func raiseOwnerInterrupt(t *testing.T, c *client.Client) *agentplanev1.Interrupt
 	t.Helper()
 	ctx := context.Background()
 	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec:  &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()},
-		Input: client.UserText("move 1"), InterruptPolicy: gatedPolicy(),
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())},
+		Input:  client.UserText("move 1"), InterruptPolicy: gatedPolicy(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -103,11 +102,11 @@ func taskCount(t *testing.T, c *client.Client) int {
 
 func startTaskJSON(t *testing.T) string {
 	t.Helper()
-	agent, err := protojson.Marshal(tenancyAgent())
+	agent, err := specwire.Encode(tenancyAgent())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return `{"agent":` + string(agent) + `,"input":{"parts":[{"text":"refund order 42"}]}}`
+	return `{"spec":` + string(agent) + `,"input":{"parts":[{"text":"refund order 42"}]}}`
 }
 
 // TestHTTPGuardSingleUser reproduces, against the real root handler of a default

@@ -68,7 +68,7 @@ func newPrincipalLimits(cfg config.Config, reg prometheus.Registerer) *principal
 	}, []string{"kind"})
 	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "agentplane", Name: "principal_limit_refusals_total",
-		Help: "Calls refused because their principal was at its limit (RESOURCE_EXHAUSTED, limit.concurrency), by kind.",
+		Help: "Calls refused because their principal was at its limit (RESOURCE_EXHAUSTED, LIMIT_CONCURRENCY), by kind.",
 	}, []string{"kind"})
 	for k, name := range slotNames {
 		l.inUse[k] = inUse.WithLabelValues(name)
@@ -83,7 +83,7 @@ func newPrincipalLimits(cfg config.Config, reg prometheus.Registerer) *principal
 func principalKey(p auth.Principal) string { return p.Via + "/" + p.Subject }
 
 // acquire takes a slot of kind k for the principal of ctx, or refuses with
-// RESOURCE_EXHAUSTED (limit.concurrency). release must be called exactly once.
+// RESOURCE_EXHAUSTED (LIMIT_CONCURRENCY). release must be called exactly once.
 func (l *principalLimits) acquire(ctx context.Context, k slotKind) (release func(), err error) {
 	if !l.enabled {
 		return func() {}, nil

@@ -61,7 +61,7 @@ func newMetrics() *metrics {
 		}, []string{"reason"}),
 		flow: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "agentplane", Name: "flow_limited_total",
-			Help: "Flow control at work, by queue and outcome: start_rate_limited (a StartTask refused with flow.rate_limited), concurrency_full (a queued task passed over by a lease because its key's slots are taken), lease_rate_limited (passed over because its lease bucket is empty).",
+			Help: "Flow control at work, by queue and outcome: start_rate_limited (a StartTask refused with FLOW_RATE_LIMITED), concurrency_full (a queued task passed over by a lease because its key's slots are taken), lease_rate_limited (passed over because its lease bucket is empty).",
 		}, []string{"queue", "outcome"}),
 		queueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "agentplane", Name: "lease_queue_wait_seconds",

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -33,7 +34,7 @@ func TestPostgresBackend(t *testing.T) {
 
 	req := &agentplanev1.StartTaskRequest{
 		RequestId: "pg-req-1",
-		Spec:      &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()},
+		Source:    &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())},
 		Input:     client.UserText("move 5"), InterruptPolicy: gatedPolicy(),
 	}
 	started, err := c.Tasks.StartTask(ctx, req)
@@ -130,6 +131,6 @@ func TestPostgresBackend(t *testing.T) {
 		_, err = backup.Recv()
 	}
 	if status.Code(err) != codes.FailedPrecondition || reasonOf(err) != apierr.ReasonStoreBackupUnsupported {
-		t.Fatalf("backup = %v, want FAILED_PRECONDITION store.backup_unsupported", err)
+		t.Fatalf("backup = %v, want FAILED_PRECONDITION STORE_BACKUP_UNSUPPORTED", err)
 	}
 }

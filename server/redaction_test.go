@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/auth"
@@ -116,7 +117,7 @@ func TestClientReadsNeverCarryOperatorSecrets(t *testing.T) {
 	// A task whose caller also brings servers of its own (ignored in multi-tenant mode,
 	// which the log says).
 	started, err := user.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		RequestId: "r1", Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("move 1"),
+		RequestId: "r1", Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}, Input: client.UserText("move 1"),
 		InterruptPolicy: gatedPolicy(),
 		McpServers:      &agentplanev1.McpServerList{Servers: []*agentplanev1.McpServer{{Name: "mine", Url: "https://mine.example.com"}}},
 	})
@@ -133,12 +134,8 @@ func TestClientReadsNeverCarryOperatorSecrets(t *testing.T) {
 		got[0].GetUrl() != "https://a2a.example.com/agent" || !slices.Equal(got[0].GetHeaderNames(), []string{"X-Api-Key"}) {
 		t.Errorf("effective_a2a_peers = %v", got)
 	}
-	//lint:ignore SA1019 the deprecated fields are read to check that they stay empty
-	if mcp, a2a := shown.GetMcpServers(), shown.GetA2APeers(); len(mcp) != 0 || len(a2a) != 0 {
-		t.Errorf("the deprecated mcp_servers/a2a_peers are set: %v %v", mcp, a2a)
-	}
 	_, err = user.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{ // the idempotent retry
-		RequestId: "r1", Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("move 1"),
+		RequestId: "r1", Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}, Input: client.UserText("move 1"),
 		InterruptPolicy: gatedPolicy(),
 		McpServers:      &agentplanev1.McpServerList{Servers: []*agentplanev1.McpServer{{Name: "mine", Url: "https://mine.example.com"}}},
 	})
@@ -216,7 +213,7 @@ func TestClientReadsNeverCarryOperatorSecrets(t *testing.T) {
 	reads()
 	// A second task, canceled, for CancelTask's response.
 	second, err := user.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("move 2")})
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}, Input: client.UserText("move 2")})
 	must("StartTask", err)
 	_, err = user.Tasks.CancelTask(ctx, &agentplanev1.CancelTaskRequest{TaskId: second.GetTask().GetTaskId(), Reason: "no"})
 	must("CancelTask", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/internal/testutil"
@@ -58,8 +59,8 @@ func TestSweepsFireOnceAcrossReplicas(t *testing.T) {
 	var ids, gated []string
 	for i := range n {
 		req := &agentplanev1.StartTaskRequest{
-			Spec:  &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()},
-			Input: client.UserText("move 5"), InterruptPolicy: gatedPolicy(),
+			Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())},
+			Input:  client.UserText("move 5"), InterruptPolicy: gatedPolicy(),
 			InterruptTimeout: durationpb.New(time.Second),
 		}
 		started, err := rs[i%3].Client.Tasks.StartTask(ctx, req)
@@ -152,7 +153,7 @@ func TestDeltasAcrossReplicas(t *testing.T) {
 	a, b := rs[0].Client, rs[1].Client
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	started, err := a.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("hi")})
+	started, err := a.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}, Input: client.UserText("hi")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestIdempotentStartAcrossReplicas(t *testing.T) {
 	defer cancel()
 	for round := range 5 {
 		req := &agentplanev1.StartTaskRequest{RequestId: fmt.Sprintf("same-%d", round),
-			Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("once")}
+			Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}, Input: client.UserText("once")}
 		type result struct {
 			resp *agentplanev1.StartTaskResponse
 			err  error
@@ -262,7 +263,7 @@ func TestLeaseWakesAfterASkippedRow(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	started, err := r.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("hi")})
+	started, err := r.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}, Input: client.UserText("hi")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func startLeased(t testing.TB, in *servertest.Instance) *agentplanev1.LeaseRef {
 	ctx := context.Background()
 	doc := []byte(`{"apiVersion":"qar/v1","kind":"AgentSpec","instructions":"Be brief.","model":"m"}`)
 	if _, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")}); err != nil {
+		Source: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")}); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := in.Client.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "rt"})
@@ -45,7 +45,7 @@ func noteOfSize(max int64) *agentplanev1.RuntimeEvent {
 // TestReportBatchLimit: Capabilities advertises the limits a client hits, and a
 // ReportEvents call of max_events_per_report events of max_event_bytes each fits the
 // transport's request cap, while one more event (however small) is refused by the
-// server with a clear limit.exceeded, not by the transport.
+// server with a clear LIMIT_EXCEEDED, not by the transport.
 func TestReportBatchLimit(t *testing.T) {
 	in := servertest.Start(t, nil)
 	ctx := context.Background()
@@ -86,7 +86,7 @@ func TestReportBatchLimit(t *testing.T) {
 	_, err = in.Client.Runtime.ReportEvents(ctx, &agentplanev1.ReportEventsRequest{Lease: ref, Events: small})
 	if status.Code(err) != codes.InvalidArgument || reasons.Of(err) != apierr.ReasonResourceExhausted ||
 		!strings.Contains(err.Error(), "max_events_per_report") {
-		t.Fatalf("%d small events: want INVALID_ARGUMENT limit.exceeded naming max_events_per_report, got %v", len(small), err)
+		t.Fatalf("%d small events: want INVALID_ARGUMENT LIMIT_EXCEEDED naming max_events_per_report, got %v", len(small), err)
 	}
 	task, err := in.Client.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: ref.GetTaskId()})
 	if err != nil {

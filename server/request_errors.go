@@ -20,7 +20,7 @@ import (
 // request that is not valid protobuf or holds invalid UTF-8 was INTERNAL, without an
 // ErrorInfo and unseen by metrics and logs. So requestCodec does not fail: it notes
 // the error against the message, and the handlers registered here (wrapped) take the
-// note and answer INVALID_ARGUMENT request.malformed through the interceptors like any
+// note and answer INVALID_ARGUMENT REQUEST_MALFORMED through the interceptors like any
 // other answer: authorization first, then the error mapping, the metrics and the log.
 type readErrors struct {
 	*grpc.Server
@@ -84,8 +84,8 @@ func (s readErrorStream) RecvMsg(m any) error {
 // written the call's status itself (the client sees its code and message, without an
 // ErrorInfo: docs/errors.md lists them), but the failure still goes through the
 // interceptors as an API error, so that it is counted and logged: over the size limit
-// is limit.exceeded, a message that does not decompress or never came is
-// request.malformed. io.EOF and a call's end are left as they are.
+// is LIMIT_EXCEEDED, a message that does not decompress or never came is
+// REQUEST_MALFORMED. io.EOF and a call's end are left as they are.
 func transportReadError(err error) error {
 	switch status.Code(err) {
 	case codes.ResourceExhausted:

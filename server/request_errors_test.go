@@ -60,8 +60,8 @@ func startLogged(t *testing.T) (grpcAddr, httpAddr string, logs *testutil.SyncBu
 }
 
 // TestUnreadableRequestsOverGRPC: bytes that are not a valid request message, sent
-// over a real connection, are INVALID_ARGUMENT request.malformed (and over the size
-// limit RESOURCE_EXHAUSTED limit.exceeded), with an ErrorInfo, counted in the request
+// over a real connection, are INVALID_ARGUMENT REQUEST_MALFORMED (and over the size
+// limit RESOURCE_EXHAUSTED LIMIT_EXCEEDED), with an ErrorInfo, counted in the request
 // metrics and logged, for unary and streaming calls.
 func TestUnreadableRequestsOverGRPC(t *testing.T) {
 	grpcAddr, httpAddr, logs := startLogged(t)
@@ -130,7 +130,7 @@ func TestUnreadableRequestsOverGRPC(t *testing.T) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
-	if n := strings.Count(logs.String(), "request.malformed"); n != 4 {
+	if n := strings.Count(logs.String(), "REQUEST_MALFORMED"); n != 4 {
 		t.Errorf("%d of 4 malformed requests logged:\n%s", n, logs)
 	}
 }
@@ -168,16 +168,16 @@ func TestUnreadableRequestsOverHTTP(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, body := do(tt.method, tt.path, tt.body)
-			if code != tt.code || !strings.Contains(body, `"reason":"`+reasons.Wire(tt.reason)+`"`) || !strings.Contains(body, `"domain":"agentplane"`) {
+			if code != tt.code || !strings.Contains(body, `"reason":"`+reasons.Wire(tt.reason)+`"`) || !strings.Contains(body, `"domain":"agentplane.dev"`) {
 				t.Fatalf("got %d %s, want %d with reason %s", code, body, tt.code, tt.reason)
 			}
 		})
 	}
 	_, metrics := do(http.MethodGet, "/metrics", "")
 	for _, want := range []string{
-		`agentplane_http_refused_total{code="InvalidArgument",reason="request.malformed"} 2`,
-		`agentplane_http_refused_total{code="ResourceExhausted",reason="limit.exceeded"} 1`,
-		`agentplane_http_refused_total{code="NotFound",reason="route.not_found"} 1`,
+		`agentplane_http_refused_total{code="InvalidArgument",reason="REQUEST_MALFORMED"} 2`,
+		`agentplane_http_refused_total{code="ResourceExhausted",reason="LIMIT_EXCEEDED"} 1`,
+		`agentplane_http_refused_total{code="NotFound",reason="ROUTE_NOT_FOUND"} 1`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)
@@ -198,14 +198,14 @@ func TestListTasksRefusesInvalidTimestamps(t *testing.T) {
 	} {
 		_, err := in.Client.Tasks.ListTasks(context.Background(), req)
 		if status.Code(err) != codes.InvalidArgument || reasons.Of(err) != apierr.ReasonInvalidArgument {
-			t.Errorf("%v: got %v, want INVALID_ARGUMENT request.invalid", req, err)
+			t.Errorf("%v: got %v, want INVALID_ARGUMENT REQUEST_INVALID", req, err)
 		}
 	}
 }
 
 // TestUnreadableRequestsAuthenticateFirst: in a multi-tenant deployment a caller
 // without credentials is UNAUTHENTICATED whatever it sends, over gRPC and HTTP; with
-// credentials the same bytes are request.malformed.
+// credentials the same bytes are REQUEST_MALFORMED.
 func TestUnreadableRequestsAuthenticateFirst(t *testing.T) {
 	token, hash, err := auth.NewToken()
 	if err != nil {

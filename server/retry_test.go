@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -35,7 +36,7 @@ func newRetryEnv(t *testing.T) *retryEnv {
 func (e *retryEnv) start() *agentplanev1.Task {
 	e.t.Helper()
 	resp, err := e.ts.StartTask(e.ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("hi"), InterruptPolicy: gatedPolicy(),
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}, Input: client.UserText("hi"), InterruptPolicy: gatedPolicy(),
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -205,7 +206,7 @@ func TestRetriedRuntimeWritesReturnTheFirstResult(t *testing.T) {
 		t.Fatalf("SuspendTask: %v", suspended.GetTask().GetState())
 	}
 
-	// CancelTask: the retry answers with the canceled task instead of task.terminal.
+	// CancelTask: the retry answers with the canceled task instead of TASK_TERMINAL.
 	canceled := twice(t, "CancelTask", func() (*agentplanev1.CancelTaskResponse, error) {
 		return e.ts.CancelTask(e.ctx, &agentplanev1.CancelTaskRequest{TaskId: task2.GetTaskId(), Reason: "enough", RequestId: "k1"})
 	})

@@ -33,7 +33,7 @@ func TestQueuesEndToEnd(t *testing.T) {
 	}
 	start := func(queue string) *agentplanev1.Task {
 		t.Helper()
-		resp, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi"), Queue: queue})
+		resp, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi"), Queue: queue})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +43,7 @@ func TestQueuesEndToEnd(t *testing.T) {
 	if plain.GetQueue() != "default" || gpu1.GetQueue() != "gpu" {
 		t.Fatalf("queues %q %q", plain.GetQueue(), gpu1.GetQueue())
 	}
-	_, err = c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi"), Queue: "gpu a100"})
+	_, err = c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi"), Queue: "gpu a100"})
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `queue "gpu a100" is not a queue name`) {
 		t.Fatalf("bad queue: %v", err)
 	}
@@ -113,7 +113,7 @@ func TestQueueDepthSeriesAreBounded(t *testing.T) {
 		queues = append(queues, fmt.Sprintf("q%02d", i))
 	}
 	for _, q := range queues {
-		if _, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi"), Queue: q}); err != nil {
+		if _, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi"), Queue: q}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 // The runtime protocol. Every write names its lease; the task domain fences it. The
 // service layer adds one check before that: the lease's tenant must be one the calling
 // runtime serves, so a runtime of one tenant cannot touch another's task even with a
-// leaked lease id (answered like any stale lease, lease.lost).
+// leaked lease id (answered like any stale lease, LEASE_LOST).
 
 // checkLease refuses a lease outside the caller's tenants.
 func checkLease(ctx context.Context, ref *agentplanev1.LeaseRef) error {

@@ -66,6 +66,8 @@ type Server struct {
 	httpLis net.Listener
 	// channels serves the Slack and link approval channels (nil when off).
 	channels *channels.Handler
+	// mcp is the MCP face at /mcp, nil when off.
+	mcp *mcpFace
 	// tls is the server TLS configuration, nil for plaintext.
 	tls      *tls.Config
 	tls2peer tlsHandoff
@@ -215,6 +217,7 @@ func (s *Server) registerServices(server *grpc.Server) {
 	agentplanev1.RegisterCapabilityServiceServer(g, &capabilityService{s: s})
 	agentplanev1.RegisterRuntimeServiceServer(g, &runtimeService{s: s})
 	agentplanev1.RegisterAdminServiceServer(g, &adminService{s: s})
+	agentplanev1.RegisterScheduleServiceServer(g, &scheduleService{s: s})
 
 	if s.health == nil {
 		s.health = health.NewServer()
@@ -268,6 +271,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	go func() { errc <- s.grpc.Serve(s.grpcLis) }()
 	if s.inproc != nil {
 		go func() { errc <- s.gwGRPC.Serve(s.inproc) }()
+	}
+	if s.mcp != nil {
+		go s.mcp.reap(ctx)
 	}
 	if s.http != nil {
 		go func() {

@@ -29,6 +29,10 @@ type (
 		agentplanev1.UnsafeAdminServiceServer
 		s *Server
 	}
+	scheduleService struct {
+		agentplanev1.UnsafeScheduleServiceServer
+		s *Server
+	}
 )
 
 var (
@@ -38,4 +42,5 @@ var (
 	_ agentplanev1.CapabilityServiceServer = (*capabilityService)(nil)
 	_ agentplanev1.RuntimeServiceServer    = (*runtimeService)(nil)
 	_ agentplanev1.AdminServiceServer      = (*adminService)(nil)
+	_ agentplanev1.ScheduleServiceServer   = (*scheduleService)(nil)
 )

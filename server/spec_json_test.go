@@ -13,10 +13,15 @@ import (
 	"testing"
 
 	"github.com/goccy/go-yaml"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/config"
@@ -93,7 +98,7 @@ func triples(vs []*agentplanev1.SpecViolation) []string {
 }
 
 // TestSpecJSONValidatesLikeTheDocument: every example (and a few invalid specs) sent
-// as the wire-shaped JSON object (the spec_json arm) validates exactly like the same
+// as the wire-shaped JSON object (the spec arm) validates exactly like the same
 // document (the same violations; the object's come in key order): over gRPC through ValidateSpec, and over HTTP as StartTask's {"spec": ...},
 // against StartTask with the document over gRPC.
 func TestSpecJSONValidatesLikeTheDocument(t *testing.T) {
@@ -102,11 +107,11 @@ func TestSpecJSONValidatesLikeTheDocument(t *testing.T) {
 	for name, doc := range specCorpus(t) {
 		t.Run(filepath.Base(name), func(t *testing.T) {
 			obj := asObject(t, doc)
-			byDoc, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Spec: &agentplanev1.ValidateSpecRequest_Document{Document: doc}})
+			byDoc, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Source: &agentplanev1.ValidateSpecRequest_Document{Document: doc}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			byObj, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Spec: &agentplanev1.ValidateSpecRequest_SpecJson{SpecJson: obj}})
+			byObj, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Source: &agentplanev1.ValidateSpecRequest_Spec{Spec: obj}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +131,7 @@ func TestSpecJSONValidatesLikeTheDocument(t *testing.T) {
 
 			// StartTask: the document over gRPC, the object over HTTP.
 			_, docErr := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-				Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")})
+				Source: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")})
 			code, body := postStartTask(t, in.HTTPAddr, obj)
 			if docErr == nil {
 				if code != http.StatusOK || body["task"] == nil {
@@ -195,4 +200,60 @@ func httpViolations(t *testing.T, body map[string]any) []string {
 	}
 	t.Fatalf("no SpecViolations detail in %v", body)
 	return nil
+}
+
+// TestRequestsTakeOnlyTheWireShape: the typed arms are gone from requests. Over HTTP a
+// body with the typed form ("agent") is refused as malformed rather than read; over
+// gRPC a request from a client built before the change (its typed AgentSpec in field
+// 2, now reserved and unknown) carries no spec and is refused, whatever it holds, and
+// so is ValidateSpec's (field 1). The wire shape of the same agent is accepted both ways.
+func TestRequestsTakeOnlyTheWireShape(t *testing.T) {
+	in := servertest.Start(t, nil)
+	ctx := context.Background()
+	agent := &agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Model: "m",
+		Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Be brief."}}}
+	typed, err := protojson.Marshal(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post("http://"+in.HTTPAddr+"/v1/tasks", "application/json",
+		strings.NewReader(`{"agent": `+string(typed)+`, "input": {"parts": [{"text": "hi"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"REQUEST_MALFORMED"`) || !strings.Contains(string(b), `unknown field \"agent\"`) {
+		t.Fatalf("POST /v1/tasks with the typed agent: %d %s; want 400 REQUEST_MALFORMED naming the field", resp.StatusCode, b)
+	}
+
+	wire, err := specwire.Struct(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := postStartTask(t, in.HTTPAddr, wire); code != http.StatusOK {
+		t.Fatalf("POST /v1/tasks with the spec object: %d %v", code, body)
+	}
+
+	oldAgent, err := proto.Marshal(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := &agentplanev1.StartTaskRequest{Input: client.UserText("hi")}
+	start.ProtoReflect().SetUnknown(protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), oldAgent))
+	_, err = in.Client.Tasks.StartTask(ctx, start)
+	if status.Code(err) != codes.InvalidArgument || reasons.Of(err) != agentplanev1.ErrorReason_ERROR_REASON_REQUEST_INVALID ||
+		!strings.Contains(status.Convert(err).Message(), "spec, document or agent_id") {
+		t.Fatalf("StartTask with an old client's typed agent (field 2): %v; want INVALID_ARGUMENT REQUEST_INVALID naming the arms", err)
+	}
+	validate := &agentplanev1.ValidateSpecRequest{}
+	validate.ProtoReflect().SetUnknown(protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), oldAgent))
+	if _, err := in.Client.Spec.ValidateSpec(ctx, validate); status.Code(err) != codes.InvalidArgument ||
+		!strings.Contains(status.Convert(err).Message(), "spec or document") {
+		t.Fatalf("ValidateSpec with an old client's typed agent (field 1): %v; want INVALID_ARGUMENT naming the arms", err)
+	}
+	if _, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: wire}, Input: client.UserText("hi")}); err != nil {
+		t.Fatalf("StartTask with the spec object: %v", err)
+	}
 }

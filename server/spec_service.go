@@ -28,7 +28,7 @@ func (x *specService) ValidateSpec(ctx context.Context, req *agentplanev1.Valida
 
 // validate is the validation of ValidateSpec and StartTask: a document is decoded
 // under the decode gate (waiting its turn while others are decoded), and a document
-// refused for its size or density is limit.exceeded, not an invalid spec.
+// refused for its size or density is LIMIT_EXCEEDED, not an invalid spec.
 func (s *Server) validate(ctx context.Context, in spec.Input) (*spec.Result, error) {
 	if w := s.domain.specs.DecodeWeight(in); w > 0 {
 		release, err := s.domain.decodes.acquire(ctx, w)

@@ -20,7 +20,7 @@ import (
 )
 
 // TestHTTPValidateSeedShape: POST /v1/specs/validate takes the spec JSON itself and
-// answers the seed's SpecValidateResult shape.
+// answers the wire's validation result (docs/vocabulary.md).
 func TestHTTPValidateSeedShape(t *testing.T) {
 	in := servertest.Start(t, nil)
 	post := func(body string) map[string]any {
@@ -67,18 +67,18 @@ func TestHTTPValidateSeedShape(t *testing.T) {
 }
 
 // TestStartTaskRunsTheSameValidation: an invalid spec is INVALID_ARGUMENT with reason
-// spec.invalid and the same violations ValidateSpec reports, and never becomes a task.
+// SPEC_INVALID and the same violations ValidateSpec reports, and never becomes a task.
 func TestStartTaskRunsTheSameValidation(t *testing.T) {
 	in := servertest.Start(t, nil)
 	ctx := context.Background()
 	doc := []byte("apiVersion: qar/v1\nkind: AgentSpec\ninstructions: ''\nmodel: m\nparent_close_policy: 1\n")
-	v, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Spec: &agentplanev1.ValidateSpecRequest_Document{Document: doc}})
+	v, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Source: &agentplanev1.ValidateSpecRequest_Document{Document: doc}})
 	if err != nil || v.GetValid() {
 		t.Fatalf("ValidateSpec: %v %v", v, err)
 	}
-	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "r1", Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")})
+	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "r1", Source: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")})
 	if status.Code(err) != codes.InvalidArgument || reasons.Of(err) != apierr.ReasonSpecInvalid {
-		t.Fatalf("StartTask: want INVALID_ARGUMENT spec.invalid, got %v", err)
+		t.Fatalf("StartTask: want INVALID_ARGUMENT SPEC_INVALID, got %v", err)
 	}
 	var got []*agentplanev1.SpecViolation
 	st, _ := status.FromError(err)
@@ -143,7 +143,7 @@ func TestListRulesPages(t *testing.T) {
 	for _, bad := range []string{"x", "-1", "100000"} {
 		_, err := in.Client.Spec.ListRules(ctx, &agentplanev1.ListRulesRequest{PageToken: bad})
 		if reasons.Of(err) != apierr.ReasonPageTokenInvalid {
-			t.Errorf("token %q: want page_token.invalid, got %v", bad, err)
+			t.Errorf("token %q: want PAGE_TOKEN_INVALID, got %v", bad, err)
 		}
 	}
 	if _, err := in.Client.Spec.GetRule(ctx, &agentplanev1.GetRuleRequest{RuleId: "D13-R3"}); err != nil {
@@ -153,7 +153,7 @@ func TestListRulesPages(t *testing.T) {
 
 // TestDenseDocumentIsLimitExceeded: a document of the size limit that is all structure
 // (a flow list of one-letter scalars) is refused before it is parsed, as
-// RESOURCE_EXHAUSTED limit.exceeded with the finding attached, by ValidateSpec and
+// RESOURCE_EXHAUSTED LIMIT_EXCEEDED with the finding attached, by ValidateSpec and
 // StartTask alike, and over HTTP.
 func TestDenseDocumentIsLimitExceeded(t *testing.T) {
 	in := servertest.Start(t, nil)
@@ -168,7 +168,7 @@ func TestDenseDocumentIsLimitExceeded(t *testing.T) {
 	check := func(what string, err error) {
 		t.Helper()
 		if status.Code(err) != codes.ResourceExhausted || reasons.Of(err) != apierr.ReasonResourceExhausted {
-			t.Fatalf("%s: got %v (%v), want RESOURCE_EXHAUSTED limit.exceeded", what, err, reasons.Info(err))
+			t.Fatalf("%s: got %v (%v), want RESOURCE_EXHAUSTED LIMIT_EXCEEDED", what, err, reasons.Info(err))
 		}
 		var found bool
 		for _, d := range status.Convert(err).Details() {
@@ -180,9 +180,9 @@ func TestDenseDocumentIsLimitExceeded(t *testing.T) {
 			t.Fatalf("%s: %v lacks the DOC-TOO-LARGE finding", what, err)
 		}
 	}
-	_, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Spec: &agentplanev1.ValidateSpecRequest_Document{Document: doc}})
+	_, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Source: &agentplanev1.ValidateSpecRequest_Document{Document: doc}})
 	check("ValidateSpec", err)
-	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "dense", Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")})
+	_, err = in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "dense", Source: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")})
 	check("StartTask", err)
 
 	resp, err := http.Post("http://"+in.HTTPAddr+"/v1/specs/validate", "application/yaml", strings.NewReader(string(doc)))
@@ -191,26 +191,26 @@ func TestDenseDocumentIsLimitExceeded(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), `"limit.exceeded"`) {
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), `"LIMIT_EXCEEDED"`) {
 		t.Fatalf("HTTP: %d %s", resp.StatusCode, body)
 	}
 }
 
 // TestStartTaskBadPolicyKeepsItsDetail: a CEL predicate that does not compile is
-// policy.invalid with its BadRequest detail, and the message says it once.
+// POLICY_INVALID with its BadRequest detail, and the message says it once.
 func TestStartTaskBadPolicyKeepsItsDetail(t *testing.T) {
 	in := servertest.Start(t, nil)
 	_, err := in.Client.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
 		RequestId: "cel", Input: client.UserText("hi"),
-		Spec: &agentplanev1.StartTaskRequest_Document{Document: []byte("apiVersion: qar/v1\nkind: AgentSpec\ninstructions: x\nmodel: m\n")},
+		Source: &agentplanev1.StartTaskRequest_Document{Document: []byte("apiVersion: qar/v1\nkind: AgentSpec\ninstructions: x\nmodel: m\n")},
 		InterruptPolicy: &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Predicate{
 			Predicate: &agentplanev1.PredicatePolicy{Expression: "tool_name ==="}}},
 	})
 	if status.Code(err) != codes.InvalidArgument || reasons.Of(err) != apierr.ReasonPolicyInvalid {
-		t.Fatalf("got %v, want INVALID_ARGUMENT policy.invalid", err)
+		t.Fatalf("got %v, want INVALID_ARGUMENT POLICY_INVALID", err)
 	}
 	st := status.Convert(err)
-	if msg := st.Message(); strings.Count(msg, "invalid interrupt_policy") != 1 || strings.Contains(msg, "policy.invalid") {
+	if msg := st.Message(); strings.Count(msg, "invalid interrupt_policy") != 1 || strings.Contains(msg, "POLICY_INVALID") {
 		t.Errorf("the message repeats itself or its code: %q", msg)
 	}
 	var fields []string

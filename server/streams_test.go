@@ -99,7 +99,7 @@ func TestWatchStreamArms(t *testing.T) {
 
 // TestAwaitDecisionArms: an AwaitDecision stream says the wait is registered
 // (pending), keeps an idle stream alive, and ends with the decision; a wait whose task
-// is canceled ends with canceled, not lease.lost.
+// is canceled ends with canceled, not LEASE_LOST.
 func TestAwaitDecisionArms(t *testing.T) {
 	in := servertest.Start(t, func(c *config.Config) { c.Limits.StreamKeepaliveInterval = config.Duration(time.Second) })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

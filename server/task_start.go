@@ -12,6 +12,7 @@ import (
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/auth"
+	"github.com/agentplane/agentplane/server/schedules"
 	"github.com/agentplane/agentplane/server/spec"
 	"github.com/agentplane/agentplane/server/tasks"
 )
@@ -31,10 +32,33 @@ func (x *taskService) StartTask(ctx context.Context, req *agentplanev1.StartTask
 	if err != nil {
 		return nil, err
 	}
+	if schedules.ReservedRequestID(req.GetRequestId()) {
+		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument,
+			"request_id %q: ids starting with \"schedule:\" are the ones schedule runs derive; choose another", req.GetRequestId())
+	}
+	params, err := s.startParams(ctx, tenant, p.Subject, req)
+	if err != nil {
+		return nil, err
+	}
+	params.View = view
+	task, created, err := s.domain.tasks.Start(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		s.log.Debug("task started", "tenant", tenant, "task", task.GetTaskId())
+	}
+	return &agentplanev1.StartTaskResponse{Task: task, Created: created}, nil
+}
+
+// startParams checks a StartTaskRequest of principal in tenant and turns it into the
+// parameters of tasks.Manager.Start: the spec validated exactly as ValidateSpec does
+// and resolved, the MCP/A2A gates applied, the interrupt policy compiled. StartTask
+// and every schedule run go through it.
+func (s *Server) startParams(ctx context.Context, tenant, principal string, req *agentplanev1.StartTaskRequest) (tasks.StartParams, error) {
 	params := tasks.StartParams{
-		View:          view,
 		Tenant:        tenant,
-		Principal:     p.Subject,
+		Principal:     principal,
 		RequestID:     req.GetRequestId(),
 		RequestDigest: tasks.RequestDigest(req),
 		Input:         req.GetInput(),
@@ -47,31 +71,32 @@ func (x *taskService) StartTask(ctx context.Context, req *agentplanev1.StartTask
 	}
 	if q := req.GetQueue(); q != "" {
 		if err := tasks.CheckQueue("queue", q); err != nil {
-			return nil, err
+			return tasks.StartParams{}, err
 		}
 	}
 	if t := req.GetInterruptTimeout(); t != nil {
 		if err := t.CheckValid(); err != nil || t.AsDuration() < 0 {
-			return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "interrupt_timeout must be a non-negative duration")
+			return tasks.StartParams{}, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "interrupt_timeout must be a non-negative duration")
 		}
 		params.InterruptTimeout = t.AsDuration()
 	}
 
 	// What runs: validated by the same code as ValidateSpec.
+	var err error
 	if params.Resolved, err = s.resolveStartSpec(ctx, req, tenant, &params); err != nil {
-		return nil, err
+		return tasks.StartParams{}, err
 	}
 
 	// The gates: the compliance posture, locked keys, caller MCP servers and A2A peers,
 	// tool axes.
 	d := s.gates.For(tenant)
 	if params.Graph != nil && !gates.WorkflowsAllowed(d) {
-		return nil, apierr.FailedPrecondition(apierr.ReasonComplianceDenied,
+		return tasks.StartParams{}, apierr.FailedPrecondition(apierr.ReasonComplianceDenied,
 			"this deployment's compliance posture %q denies workflows: multi-agent graphs (GraphSpec) cannot run here; start an AgentSpec", d.Posture)
 	}
 	g, err := gates.ResolveStartTask(d, req)
 	if err != nil {
-		return nil, gateError(err)
+		return tasks.StartParams{}, gateError(err)
 	}
 	params.McpServers, params.A2aPeers, params.GateEvents = g.Mcp.Effective, g.A2a.Effective, g.Events
 	for _, lane := range []struct {
@@ -79,7 +104,7 @@ func (x *taskService) StartTask(ctx context.Context, req *agentplanev1.StartTask
 		ignored *agentplanev1.InjectionIgnored
 	}{{"mcp_injection_ignored", g.Mcp.Ignored}, {"a2a_injection_ignored", g.A2a.Ignored}} {
 		if lane.ignored != nil {
-			s.log.Info(lane.name, "tenant", tenant, "principal", p.Subject, "request_id", req.GetRequestId(),
+			s.log.Info(lane.name, "tenant", tenant, "principal", principal, "request_id", req.GetRequestId(),
 				"reason", lane.ignored.GetReason(), "names", strings.Join(lane.ignored.GetNames(), ","))
 		}
 	}
@@ -89,31 +114,24 @@ func (x *taskService) StartTask(ctx context.Context, req *agentplanev1.StartTask
 	if pol := req.GetInterruptPolicy(); pol != nil {
 		if _, err := s.domain.compiler.Compile(pol); err != nil {
 			if apierr.HasReason(err, apierr.ReasonPolicyInvalid) {
-				return nil, err // already says what is wrong, with a BadRequest per violation
+				return tasks.StartParams{}, err // already says what is wrong, with a BadRequest per violation
 			}
-			return nil, apierr.Wrap(err, codes.InvalidArgument, apierr.ReasonPolicyInvalid, "invalid interrupt_policy")
+			return tasks.StartParams{}, apierr.Wrap(err, codes.InvalidArgument, apierr.ReasonPolicyInvalid, "invalid interrupt_policy")
 		}
 		params.InterruptPolicy = pol
 	}
 
-	task, created, err := s.domain.tasks.Start(ctx, params)
-	if err != nil {
-		return nil, err
-	}
-	if created {
-		s.log.Debug("task started", "tenant", tenant, "task", task.GetTaskId())
-	}
-	return &agentplanev1.StartTaskResponse{Task: task, Created: created}, nil
+	return params, nil
 }
 
 // resolveStartSpec validates the request's spec and returns what the runtime runs,
 // filling the submitted spec into params.
 func (s *Server) resolveStartSpec(ctx context.Context, req *agentplanev1.StartTaskRequest, tenant string, params *tasks.StartParams) (*agentplanev1.ResolvedSpec, error) {
-	if req.GetSpec() == nil {
+	if req.GetSource() == nil {
 		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument,
-			"give exactly one of agent, graph, agent_id, document or spec")
+			"give exactly one of spec, document or agent_id")
 	}
-	in := spec.Input{Agent: req.GetAgent(), Graph: req.GetGraph(), Document: req.GetDocument(), SpecJSON: req.GetSpecJson(),
+	in := spec.Input{Document: req.GetDocument(), SpecJSON: req.GetSpec(),
 		Format: req.GetFormat(), TenantMaxDepth: s.tenantMaxDepth(tenant, 0)}
 	if id := req.GetAgentId(); id != "" {
 		static, ok := s.domain.static[id]

@@ -39,6 +39,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server"
@@ -86,6 +87,16 @@ var rpcRoles = func() map[string][]auth.Role {
 		agentplanev1.HitlService_ListInterrupts_FullMethodName,
 		agentplanev1.HitlService_GetInterrupt_FullMethodName)
 	set([]auth.Role{auth.RoleApprover}, agentplanev1.HitlService_ResolveInterrupt_FullMethodName)
+	set([]auth.Role{auth.RoleUser},
+		agentplanev1.ScheduleService_CreateSchedule_FullMethodName,
+		agentplanev1.ScheduleService_UpdateSchedule_FullMethodName,
+		agentplanev1.ScheduleService_PauseSchedule_FullMethodName,
+		agentplanev1.ScheduleService_ResumeSchedule_FullMethodName,
+		agentplanev1.ScheduleService_TriggerSchedule_FullMethodName,
+		agentplanev1.ScheduleService_DeleteSchedule_FullMethodName)
+	set(reader,
+		agentplanev1.ScheduleService_GetSchedule_FullMethodName,
+		agentplanev1.ScheduleService_ListSchedules_FullMethodName)
 	set([]auth.Role{auth.RoleRuntime},
 		agentplanev1.RuntimeService_LeaseTasks_FullMethodName,
 		agentplanev1.RuntimeService_Heartbeat_FullMethodName,
@@ -313,7 +324,7 @@ func tenancySeed(t *testing.T) uint64 {
 //     metadata, message up to the id), and the message does not name the owner;
 //   - lists hold exactly the caller's tenant's resources, and a page token does not
 //     cross tenants;
-//   - a runtime leases only its tenant's tasks, and a foreign lease is lease.lost and
+//   - a runtime leases only its tenant's tasks, and a foreign lease is LEASE_LOST and
 //     changes nothing in the foreign task;
 //   - at the end, the admin's stats equal the sum of what each tenant sees.
 //
@@ -604,7 +615,7 @@ func (r *tenancyRun) startTask(a *actor) {
 	defer cancel()
 	resp, err := a.c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
 		RequestId:       reqID,
-		Spec:            &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()},
+		Source:          &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())},
 		Input:           client.UserText("input of " + reqID), // the same request for the same id
 		InterruptPolicy: gatedPolicy(),
 	})
@@ -1389,7 +1400,7 @@ func fillPath(template string) string {
 
 // TestHTTPRequiresCredentials sends every gateway route of a multi-tenant server
 // without an Authorization header, with an unknown token and with another scheme:
-// each is 401 carrying auth.unauthenticated. With a valid token a user reads its
+// each is 401 carrying AUTH_UNAUTHENTICATED. With a valid token a user reads its
 // capabilities, and another tenant's task is a 404 exactly like an absent one.
 func TestHTTPRequiresCredentials(t *testing.T) {
 	mt := startMultiTenant(t, []string{"acme", "globex"}, nil)
@@ -1452,7 +1463,7 @@ func TestHTTPRequiresCredentials(t *testing.T) {
 	// Another tenant's task over HTTP: the same 404 as an absent id.
 	ctx := context.Background()
 	started, err := mt.by["globex"][auth.RoleUser].c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("globex's secret"),
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}, Input: client.UserText("globex's secret"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -1499,7 +1510,7 @@ func TestMetricsDoNotBypassAdminScope(t *testing.T) {
 
 	mt := startMultiTenant(t, []string{"acme"}, nil)
 	if _, err := mt.by["acme"][auth.RoleUser].c.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("counted"),
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}, Input: client.UserText("counted"),
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,14 @@ type tlsHandoff struct {
 
 // annotate is the gateway's metadata annotator.
 func (h *tlsHandoff) annotate(_ context.Context, r *http.Request) metadata.MD {
-	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+	return h.ticket(r.TLS)
+}
+
+// ticket stores state under a fresh single-use ticket and returns the metadata that
+// hands it over, or nil when state holds no verified client certificate. The MCP face
+// takes one per in-process call it makes for an HTTPS caller.
+func (h *tlsHandoff) ticket(state *tls.ConnectionState) metadata.MD {
+	if state == nil || len(state.VerifiedChains) == 0 {
 		return nil
 	}
 	b := make([]byte, 16)
@@ -46,7 +53,7 @@ func (h *tlsHandoff) annotate(_ context.Context, r *http.Request) metadata.MD {
 	if h.pending == nil || len(h.pending) >= maxPendingHandoffs {
 		h.pending = map[string]*tls.ConnectionState{}
 	}
-	h.pending[ticket] = r.TLS
+	h.pending[ticket] = state
 	h.mu.Unlock()
 	return metadata.Pairs(tlsHandoffKey, ticket)
 }

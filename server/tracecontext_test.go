@@ -30,7 +30,7 @@ func TestTraceContextCapturedAtStart(t *testing.T) {
 		t.Helper()
 		ctx := metadata.AppendToOutgoingContext(context.Background(), md...)
 		resp, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-			Spec: &agentplanev1.StartTaskRequest_Document{Document: []byte(agent)}, Input: client.UserText("hi")})
+			Source: &agentplanev1.StartTaskRequest_Document{Document: []byte(agent)}, Input: client.UserText("hi")})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -30,7 +31,7 @@ func TestTaskViewsPerRPC(t *testing.T) {
 	start := func(view agentplanev1.TaskView) *agentplanev1.Task {
 		t.Helper()
 		resp, err := tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{RequestId: "r",
-			Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText("hi"), View: view})
+			Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}, Input: client.UserText("hi"), View: view})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +67,7 @@ func TestTaskViewsPerRPC(t *testing.T) {
 	bad := agentplanev1.TaskView(7)
 	_, errGet := tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: id, View: bad})
 	_, errList := tasks.ListTasks(ctx, &agentplanev1.ListTasksRequest{View: bad})
-	_, errStart := tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, View: bad})
+	_, errStart := tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}, View: bad})
 	for name, err := range map[string]error{"GetTask": errGet, "ListTasks": errList, "StartTask": errStart} {
 		if status.Code(err) != codes.InvalidArgument || reasonOf(err) != apierr.ReasonInvalidArgument {
 			t.Errorf("%s with view 7: %v, want INVALID_ARGUMENT", name, err)
@@ -107,12 +108,12 @@ func TestTaskViewsPerRPC(t *testing.T) {
 	check("GET /v1/tasks/ID?view=TASK_VIEW_BASIC", get(http.MethodGet, "/v1/tasks/"+id+"?view=TASK_VIEW_BASIC", ""), false)
 	check("GET /v1/tasks?page_size=1", get(http.MethodGet, "/v1/tasks?page_size=1", ""), false)
 	check("GET /v1/tasks?view=TASK_VIEW_FULL", get(http.MethodGet, "/v1/tasks?view=TASK_VIEW_FULL", ""), true)
-	agentJSON, err := protojson.Marshal(tenancyAgent())
+	agentJSON, err := specwire.Encode(tenancyAgent())
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("POST /v1/tasks", get(http.MethodPost, "/v1/tasks", `{"agent":`+string(agentJSON)+`}`), false)
-	check("POST /v1/tasks view FULL", get(http.MethodPost, "/v1/tasks", `{"view":"TASK_VIEW_FULL","agent":`+string(agentJSON)+`}`), true)
+	check("POST /v1/tasks", get(http.MethodPost, "/v1/tasks", `{"spec":`+string(agentJSON)+`}`), false)
+	check("POST /v1/tasks view FULL", get(http.MethodPost, "/v1/tasks", `{"view":"TASK_VIEW_FULL","spec":`+string(agentJSON)+`}`), true)
 }
 
 // TestListTasksByteCap: through the server, limits.max_list_response_bytes ends a
@@ -124,7 +125,7 @@ func TestListTasksByteCap(t *testing.T) {
 	big.Instructions = &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: strings.Repeat("be brief. ", 300)}}
 	const n = 5
 	for range n {
-		if _, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: big}, Input: client.UserText("hi")}); err != nil {
+		if _, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(big)}, Input: client.UserText("hi")}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/internal/testutil"
@@ -47,8 +48,8 @@ func TestWebhooksTwoPostgresReplicas(t *testing.T) {
 
 	// A gated call: raised under a lease taken through r1, approved through r2.
 	started, err := r1.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec:  &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()},
-		Input: client.UserText("move 5"), InterruptPolicy: gatedPolicy(),
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())},
+		Input:  client.UserText("move 5"), InterruptPolicy: gatedPolicy(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +78,7 @@ func TestWebhooksTwoPostgresReplicas(t *testing.T) {
 	for i := range more {
 		c := []*servertest.Instance{r1, r2}[i%2].Client
 		s, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-			Spec: &agentplanev1.StartTaskRequest_Agent{Agent: tenancyAgent()}, Input: client.UserText(fmt.Sprint(i)),
+			Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(tenancyAgent())}, Input: client.UserText(fmt.Sprint(i)),
 		})
 		if err != nil {
 			t.Fatal(err)

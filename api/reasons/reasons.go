@@ -25,8 +25,9 @@ import (
 // Reason is a declared error reason.
 type Reason = agentplanev1.ErrorReason
 
-// Domain is the ErrorInfo domain of every agentplane error.
-const Domain = "agentplane"
+// Domain is the ErrorInfo domain of every agentplane error (a domain name the project
+// owns, as google.rpc.ErrorInfo asks).
+const Domain = "agentplane.dev"
 
 // RetryDelay is the retry_delay of the RetryInfo detail a retryable error carries: the
 // least wait before the first retry.

@@ -3,7 +3,7 @@ package reasons
 import (
 	"errors"
 	"fmt"
-	"strings"
+	"regexp"
 	"testing"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -13,9 +13,13 @@ import (
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
+// errorInfoReason is the form google.rpc.ErrorInfo gives a reason.
+var errorInfoReason = regexp.MustCompile(`^[A-Z][A-Z0-9_]+[A-Z0-9]$`)
+
 // TestDeclarations: every value but UNSPECIFIED is declared with a wire string that
-// parses back to it and at least one code; the enum name is the wire string in upper
-// case with dots as underscores (ERROR_REASON_TASK_NOT_FOUND <-> task.not_found).
+// parses back to it and at least one code; the wire string is the enum name without
+// ERROR_REASON_ (ERROR_REASON_TASK_NOT_FOUND <-> TASK_NOT_FOUND) and has the form
+// google.rpc.ErrorInfo requires of a reason (UPPER_SNAKE_CASE, at most 63 characters).
 func TestDeclarations(t *testing.T) {
 	if len(All()) != len(agentplanev1.ErrorReason_name)-1 {
 		t.Fatalf("%d declared reasons, the enum has %d values", len(All()), len(agentplanev1.ErrorReason_name))
@@ -25,11 +29,14 @@ func TestDeclarations(t *testing.T) {
 		if w == "" || Parse(w) != r || len(Codes(r)) == 0 {
 			t.Errorf("%s: wire %q, parses to %s, codes %v", r, w, Parse(w), Codes(r))
 		}
-		if want := "ERROR_REASON_" + strings.ToUpper(strings.ReplaceAll(w, ".", "_")); r.String() != want {
+		if want := "ERROR_REASON_" + w; r.String() != want {
 			t.Errorf("%s is sent as %q: name it %s", r, w, want)
 		}
+		if !errorInfoReason.MatchString(w) || len(w) > 63 {
+			t.Errorf("%s is sent as %q, not an UPPER_SNAKE_CASE reason of at most 63 characters", r, w)
+		}
 	}
-	if Parse("no.such_reason") != agentplanev1.ErrorReason_ERROR_REASON_UNSPECIFIED || Wire(agentplanev1.ErrorReason_ERROR_REASON_UNSPECIFIED) != "" {
+	if Parse("NO_SUCH_REASON") != agentplanev1.ErrorReason_ERROR_REASON_UNSPECIFIED || Wire(agentplanev1.ErrorReason_ERROR_REASON_UNSPECIFIED) != "" {
 		t.Error("an undeclared reason must parse to UNSPECIFIED and have no wire string")
 	}
 }
@@ -49,12 +56,12 @@ func TestStatusSaysWhetherToRetry(t *testing.T) {
 		}
 	}
 	if !Retryable(agentplanev1.ErrorReason_ERROR_REASON_LIMIT_CONCURRENCY) || Retryable(agentplanev1.ErrorReason_ERROR_REASON_LIMIT_EXCEEDED) {
-		t.Error("limit.concurrency is retryable, limit.exceeded is not")
+		t.Error("LIMIT_CONCURRENCY is retryable, LIMIT_EXCEEDED is not")
 	}
 }
 
 func TestInfoIgnoresOtherDomainsAndPlainErrors(t *testing.T) {
-	st, _ := status.New(codes.NotFound, "x").WithDetails(&errdetails.ErrorInfo{Domain: "googleapis.com", Reason: "task.not_found"})
+	st, _ := status.New(codes.NotFound, "x").WithDetails(&errdetails.ErrorInfo{Domain: "googleapis.com", Reason: "TASK_NOT_FOUND"})
 	if Info(st.Err()) != nil || Of(st.Err()) != agentplanev1.ErrorReason_ERROR_REASON_UNSPECIFIED {
 		t.Error("an ErrorInfo of another domain was read as agentplane's")
 	}

@@ -4,22 +4,27 @@ import (
 	"context"
 	"math/rand/v2"
 	"time"
+
+	"github.com/agentplane/agentplane/client"
 )
 
-// Backoff is an exponential backoff with jitter for transient errors.
+// Backoff is an exponential backoff with jitter for transient errors. Its defaults are
+// the retry policy's of every agentplane SDK (client.RetryBackoffBase and
+// client.RetryBackoffMax, jittered by client.RetryJitter; docs/clients.md, "Retries,
+// request ids and reconnection"), which the TypeScript and Python workers use too.
 type Backoff struct {
-	// Initial is the first delay; default 100ms.
+	// Initial is the first delay; default client.RetryBackoffBase (100ms).
 	Initial time.Duration
-	// Max caps the delay; default 5s.
+	// Max caps the delay; default client.RetryBackoffMax (2s).
 	Max time.Duration
 }
 
 func (b Backoff) withDefaults() Backoff {
 	if b.Initial <= 0 {
-		b.Initial = 100 * time.Millisecond
+		b.Initial = client.RetryBackoffBase
 	}
 	if b.Max <= 0 {
-		b.Max = 5 * time.Second
+		b.Max = client.RetryBackoffMax
 	}
 	if b.Max < b.Initial {
 		b.Max = b.Initial
@@ -28,8 +33,8 @@ func (b Backoff) withDefaults() Backoff {
 }
 
 // Delay is the wait before retry number failures (from 1). It doubles per failure up
-// to Max and is jittered into [d/2, d], so runtimes that lost the same server do not
-// come back in lockstep.
+// to Max and is jittered into [(1-client.RetryJitter)*d, d] ([d/2, d]), so runtimes
+// that lost the same server do not come back in lockstep.
 func (b Backoff) Delay(failures int) time.Duration {
 	b = b.withDefaults()
 	d := b.Initial
@@ -37,8 +42,8 @@ func (b Backoff) Delay(failures int) time.Duration {
 		d *= 2
 	}
 	d = min(d, b.Max)
-	half := d / 2
-	return half + rand.N(d-half+1)
+	low := time.Duration(float64(d) * (1 - client.RetryJitter))
+	return low + rand.N(d-low+1)
 }
 
 // sleep waits d or until ctx is done; it reports whether the full wait elapsed.

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/internal/testutil"
@@ -26,10 +27,10 @@ import (
 func gatedTask(t *testing.T, in *servertest.Instance) string {
 	t.Helper()
 	resp, err := in.Client.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(&agentplanev1.AgentSpec{
 			ApiVersion: "qar/v1", Kind: "AgentSpec", Name: proto.String("sdk-test"), Model: "m",
 			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Be brief."}},
-		}},
+		})},
 		Input:           client.UserText("email the customer"),
 		InterruptPolicy: &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Allowlist{Allowlist: &agentplanev1.ToolListPolicy{Tools: []string{"send_email"}}}},
 	})
@@ -200,7 +201,7 @@ func TestServerStepIsNotRepeatedAfterADurableWait(t *testing.T) {
 }
 
 // A PostgreSQL restart under load is not a task's failure: the worker repeats what
-// the outage refused (store.unavailable) while its leases last, so every task in
+// the outage refused (STORE_UNAVAILABLE) while its leases last, so every task in
 // flight completes, on the lease it held (it is neither failed nor handed back).
 func TestServerPostgresRestartFailsNoTask(t *testing.T) {
 	if testing.Short() {

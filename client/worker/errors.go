@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -30,6 +31,22 @@ var (
 	ErrEnded = errors.New("worker: task already ended by this runtime")
 )
 
+// StopReason names why a task's context was canceled, with the names every agentplane
+// SDK uses (TypeScript's TaskStopped.kind, Python's task.stop_reason): StopLeaseLost
+// (its cause wraps ErrLeaseLost), StopCanceled (ErrCanceled) or StopStopping
+// (ErrStopping); "" while the task runs, or for a context canceled otherwise.
+func StopReason(ctx context.Context) string {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, ErrLeaseLost):
+		return StopLeaseLost
+	case errors.Is(cause, ErrCanceled):
+		return StopCanceled
+	case errors.Is(cause, ErrStopping):
+		return StopStopping
+	}
+	return ""
+}
+
 // Failure is an error a Handler returns to choose how its task fails.
 type Failure struct {
 	// Reason is machine-readable, for example "tool.unavailable".
@@ -45,8 +62,8 @@ func (f *Failure) Error() string {
 }
 
 // stopCause says whether err means this runtime must stop working on the task, and
-// why: ErrLeaseLost for a fenced write refused with lease.lost, ErrCanceled for a
-// task that already ended (task.terminal: it was canceled under us). Otherwise nil.
+// why: ErrLeaseLost for a fenced write refused with LEASE_LOST, ErrCanceled for a
+// task that already ended (TASK_TERMINAL: it was canceled under us). Otherwise nil.
 func stopCause(err error) error {
 	if status.Code(err) != codes.FailedPrecondition {
 		return nil
@@ -63,8 +80,8 @@ func stopCause(err error) error {
 // IsTransient reports whether a failed idempotent call (a poll, a read, a stream) is
 // worth repeating after a backoff. An agentplane error says so itself: it is transient
 // when it carries a google.rpc.RetryInfo (its reason is declared retryable), whatever
-// its code, so a permanent limit (limit.exceeded, RESOURCE_EXHAUSTED) is not retried
-// while limit.concurrency is. An error without an agentplane ErrorInfo comes from the
+// its code, so a permanent limit (LIMIT_EXCEEDED, RESOURCE_EXHAUSTED) is not retried
+// while LIMIT_CONCURRENCY is. An error without an agentplane ErrorInfo comes from the
 // transport or a proxy: it is transient when its code says the server may be
 // restarting or unreachable.
 func IsTransient(err error) bool {
@@ -83,8 +100,8 @@ func IsTransient(err error) bool {
 
 // retryable reports whether a failed Task call may succeed if it is made again: its
 // call or response may have been lost on the way (UNAVAILABLE, DEADLINE_EXCEEDED), or
-// the server says to retry (a RetryInfo: store.unavailable, server.unavailable,
-// limit.concurrency). Repeating such a call is safe only because every call a Task
+// the server says to retry (a RetryInfo: STORE_UNAVAILABLE, SERVER_UNAVAILABLE,
+// LIMIT_CONCURRENCY). Repeating such a call is safe only because every call a Task
 // makes is idempotent (request ids, or by nature).
 func retryable(err error) bool {
 	switch status.Code(err) {

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/config"
@@ -30,10 +31,10 @@ func TestIsTransientFollowsTheDeclaredRetryClass(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{"limit.exceeded", reasons.Status(codes.ResourceExhausted, agentplanev1.ErrorReason_ERROR_REASON_LIMIT_EXCEEDED, "too big", nil).Err(), false},
-		{"limit.exceeded without RetryInfo", infoOnly(codes.ResourceExhausted, "limit.exceeded"), false},
-		{"limit.concurrency", reasons.Status(codes.ResourceExhausted, agentplanev1.ErrorReason_ERROR_REASON_LIMIT_CONCURRENCY, "busy", nil).Err(), true},
-		{"store.unavailable", reasons.Status(codes.Unavailable, agentplanev1.ErrorReason_ERROR_REASON_STORE_UNAVAILABLE, "disk", nil).Err(), true},
+		{"LIMIT_EXCEEDED", reasons.Status(codes.ResourceExhausted, agentplanev1.ErrorReason_ERROR_REASON_LIMIT_EXCEEDED, "too big", nil).Err(), false},
+		{"LIMIT_EXCEEDED without RetryInfo", infoOnly(codes.ResourceExhausted, "LIMIT_EXCEEDED"), false},
+		{"LIMIT_CONCURRENCY", reasons.Status(codes.ResourceExhausted, agentplanev1.ErrorReason_ERROR_REASON_LIMIT_CONCURRENCY, "busy", nil).Err(), true},
+		{"STORE_UNAVAILABLE", reasons.Status(codes.Unavailable, agentplanev1.ErrorReason_ERROR_REASON_STORE_UNAVAILABLE, "disk", nil).Err(), true},
 		{"internal", reasons.Status(codes.Internal, agentplanev1.ErrorReason_ERROR_REASON_INTERNAL, "bug", nil).Err(), false},
 		{"a reason this build does not know, without RetryInfo", infoOnly(codes.Unavailable, "something.new"), false},
 		{"transport UNAVAILABLE", status.Error(codes.Unavailable, "connection refused"), true},
@@ -46,18 +47,18 @@ func TestIsTransientFollowsTheDeclaredRetryClass(t *testing.T) {
 }
 
 // TestPermanentLimitIsNotRetried against the real server: an input over
-// limits.max_input_bytes is RESOURCE_EXHAUSTED limit.exceeded, and not transient.
+// limits.max_input_bytes is RESOURCE_EXHAUSTED LIMIT_EXCEEDED, and not transient.
 func TestPermanentLimitIsNotRetried(t *testing.T) {
 	in := servertest.Start(t, func(c *config.Config) { c.Limits.MaxInputBytes = 16 })
 	_, err := in.Client.Tasks.StartTask(context.Background(), &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(&agentplanev1.AgentSpec{
 			ApiVersion: "qar/v1", Kind: "AgentSpec", Name: proto.String("sdk-test"), Model: "m",
 			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Be brief."}},
-		}},
+		})},
 		Input: client.UserText(strings.Repeat("x", 17)),
 	})
 	if status.Code(err) != codes.ResourceExhausted || reasons.Of(err) != agentplanev1.ErrorReason_ERROR_REASON_LIMIT_EXCEEDED {
-		t.Fatalf("StartTask = %v, want RESOURCE_EXHAUSTED limit.exceeded", err)
+		t.Fatalf("StartTask = %v, want RESOURCE_EXHAUSTED LIMIT_EXCEEDED", err)
 	}
 	if _, retry := reasons.RetryAfter(err); retry || IsTransient(err) {
 		t.Fatalf("a permanent limit says retry (RetryInfo %v, IsTransient %v)", retry, IsTransient(err))

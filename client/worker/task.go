@@ -134,11 +134,11 @@ func (t *Task) endedAs() string {
 }
 
 // write makes one fenced call. A refusal that means the task is no longer ours
-// (lease.lost, task.terminal) also stops the task, and the error wraps ErrLeaseLost
+// (LEASE_LOST, TASK_TERMINAL) also stops the task, and the error wraps ErrLeaseLost
 // or ErrCanceled. A successful call that ends the task (end != "") marks it ended.
 //
 // A call that fails transiently (retryable: UNAVAILABLE, DEADLINE_EXCEEDED, or an
-// error the server marks retryable, such as store.unavailable while the database
+// error the server marks retryable, such as STORE_UNAVAILABLE while the database
 // restarts) is made again, after the worker's backoff, while ctx lasts and the lease
 // may still be renewed: until its deadline, which the heartbeats keep moving while
 // they succeed. Every call the Task makes is safe to repeat (writes carry a request id
@@ -185,7 +185,7 @@ func (t *Task) write(ctx context.Context, what, end string, call func(context.Co
 // Report appends events to the task's log in one transaction and returns the
 // sequence of the last one. One call takes at most the deployment's
 // Capabilities.limits.max_events_per_report events (4 with the default limits), so
-// that it always fits the request size cap; more is INVALID_ARGUMENT limit.exceeded
+// that it always fits the request size cap; more is INVALID_ARGUMENT LIMIT_EXCEEDED
 // and appends nothing. Report a longer batch in several calls.
 // A report repeated after a lost response is not appended twice.
 func (t *Task) Report(ctx context.Context, events ...*agentplanev1.RuntimeEvent) (int64, error) {

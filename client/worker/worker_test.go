@@ -210,13 +210,13 @@ func TestTaskContextStops(t *testing.T) {
 	}{
 		{name: "heartbeat reports cancellation", arrange: func(s *workertest.State) { s.Canceled["t1"] = "user changed their mind" },
 			want: ErrCanceled, message: "user changed their mind"},
-		{name: "heartbeat refused with lease.lost", arrange: func(s *workertest.State) { s.Lost["L"] = true },
+		{name: "heartbeat refused with LEASE_LOST", arrange: func(s *workertest.State) { s.Lost["L"] = true },
 			want: ErrLeaseLost, message: "no longer held"},
 		{name: "no heartbeat succeeds before the deadline",
 			arrange: func(s *workertest.State) { s.BeatErr = status.Error(codes.Unavailable, "network down") },
 			want:    ErrLeaseLost, message: "no heartbeat succeeded"},
 		// The lease is lost after the first heartbeat acknowledged it.
-		{name: "write refused with lease.lost", arrange: func(s *workertest.State) { s.TTL = time.Minute },
+		{name: "write refused with LEASE_LOST", arrange: func(s *workertest.State) { s.TTL = time.Minute },
 			act: func(ctx context.Context, f *workertest.Server, task *Task) error {
 				f.Do(func(s *workertest.State) { s.Lost["L"] = true })
 				if err := task.Say(ctx, "hi"); !errors.Is(err, ErrLeaseLost) {

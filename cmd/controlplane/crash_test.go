@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/internal/testutil"
@@ -157,12 +158,12 @@ func checkGapFree(ctx context.Context, t *testing.T, c *client.Client, taskID st
 func startRequest(reqID string) *agentplanev1.StartTaskRequest {
 	return &agentplanev1.StartTaskRequest{
 		RequestId: reqID,
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(&agentplanev1.AgentSpec{
 			ApiVersion:   "qar/v1",
 			Kind:         "AgentSpec",
 			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Answer briefly."}},
 			Model:        "test-model",
-		}},
+		})},
 		Input: client.UserText("crash test " + reqID),
 	}
 }

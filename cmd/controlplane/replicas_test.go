@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/api/reasons"
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/internal/testutil"
@@ -73,7 +74,7 @@ func replicaStart(reqID, input string) *agentplanev1.StartTaskRequest {
 	}
 	return &agentplanev1.StartTaskRequest{
 		RequestId: reqID,
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(&agentplanev1.AgentSpec{
 			ApiVersion:   "qar/v1",
 			Kind:         "AgentSpec",
 			Name:         proto.String("teller"),
@@ -82,7 +83,7 @@ func replicaStart(reqID, input string) *agentplanev1.StartTaskRequest {
 			Tools: []*agentplanev1.FunctionTool{{Type: "function", Function: &agentplanev1.FunctionDef{
 				Name: replicaTool, Description: proto.String("moves money"), Parameters: params,
 			}}},
-		}},
+		})},
 		Input: client.UserText(input),
 		InterruptPolicy: &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Allowlist{
 			Allowlist: &agentplanev1.ToolListPolicy{Tools: []string{replicaTool}},
@@ -100,7 +101,7 @@ func replicaStart(reqID, input string) *agentplanev1.StartTaskRequest {
 //     it holds a lease and serves a watch: no acknowledged start or report is lost,
 //     no start is duplicated, the lease expires and a runtime on another replica
 //     finishes the task, and the watch resumes on B without a gap;
-//   - the database goes away: calls fail UNAVAILABLE (store.unavailable), health is
+//   - the database goes away: calls fail UNAVAILABLE (STORE_UNAVAILABLE), health is
 //     NOT_SERVING, and both come back by themselves when the database does.
 func TestReplicas(t *testing.T) {
 	if testing.Short() {
@@ -157,7 +158,7 @@ func oneTaskAcross(ctx context.Context, t *testing.T, a, b, c *replica) {
 	}
 	other := replicaStart("across-1", "move 6")
 	if _, err := c.c.Tasks.StartTask(ctx, other); status.Code(err) != codes.AlreadyExists || reasons.Of(err) != agentplanev1.ErrorReason_ERROR_REASON_TASK_REQUEST_ID_REUSED {
-		t.Fatalf("the same request id with another request on C = %v; want ALREADY_EXISTS task.request_id_reused", err)
+		t.Fatalf("the same request id with another request on C = %v; want ALREADY_EXISTS TASK_REQUEST_ID_REUSED", err)
 	}
 
 	watch, err := b.c.Tasks.WatchTask(ctx, &agentplanev1.WatchTaskRequest{TaskId: id})
@@ -476,7 +477,7 @@ func databaseOutage(ctx context.Context, t *testing.T, proxy *pgtest.Proxy, b, c
 	waitUntil(t, "B reporting NOT_SERVING", func() bool { return servingStatus(ctx, t, once) == healthpb.HealthCheckResponse_NOT_SERVING })
 	_, err = once.Tasks.StartTask(ctx, startRequest("during-outage"))
 	if status.Code(err) != codes.Unavailable || reasons.Of(err) != agentplanev1.ErrorReason_ERROR_REASON_STORE_UNAVAILABLE {
-		t.Fatalf("StartTask during the outage = %v; want UNAVAILABLE store.unavailable", err)
+		t.Fatalf("StartTask during the outage = %v; want UNAVAILABLE STORE_UNAVAILABLE", err)
 	}
 
 	proxy.Restore()
@@ -491,7 +492,7 @@ func databaseOutage(ctx context.Context, t *testing.T, proxy *pgtest.Proxy, b, c
 
 // TestPostgresRestart crashes PostgreSQL itself under two replicas while they serve
 // (a private cluster: pg_ctl stop -m immediate, then start): calls fail UNAVAILABLE
-// with store.unavailable and health says NOT_SERVING while it is down; both replicas
+// with STORE_UNAVAILABLE and health says NOT_SERVING while it is down; both replicas
 // come back by themselves, without a restart of their own; no acknowledged start is
 // lost or duplicated across the crash (starts are retried with their request id until
 // acknowledged); and the replicas wake each other again afterwards (their
@@ -536,7 +537,7 @@ tasks:
 	down := waitUntil(t, "B reporting NOT_SERVING", func() bool { return servingStatus(ctx, t, once) == healthpb.HealthCheckResponse_NOT_SERVING })
 	_, err = once.Tasks.StartTask(ctx, startRequest("during-the-crash"))
 	if status.Code(err) != codes.Unavailable || reasons.Of(err) != agentplanev1.ErrorReason_ERROR_REASON_STORE_UNAVAILABLE {
-		t.Fatalf("StartTask while PostgreSQL is down = %v; want UNAVAILABLE store.unavailable", err)
+		t.Fatalf("StartTask while PostgreSQL is down = %v; want UNAVAILABLE STORE_UNAVAILABLE", err)
 	}
 	t.Logf("NOT_SERVING %s after the crash: %v", down.Round(time.Millisecond), err)
 	time.Sleep(time.Second) // the load goes on failing

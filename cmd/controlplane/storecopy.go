@@ -59,8 +59,8 @@ func storeCopy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "controlplane store copy: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "copied %d tenants, %d tasks, %d specs, %d events, %d interrupts, %d verdicts, %d obligations, %d webhook notifications in %s\n",
-		n.Tenants, n.Tasks, n.Specs, n.Events, n.Interrupts, n.Verdicts, n.Obligations, n.Notifications, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "copied %d tenants, %d tasks, %d specs, %d events, %d interrupts, %d verdicts, %d obligations, %d webhook notifications, %d schedules in %s\n",
+		n.Tenants, n.Tasks, n.Specs, n.Events, n.Interrupts, n.Verdicts, n.Obligations, n.Notifications, n.Schedules, time.Since(start).Round(time.Millisecond))
 	if err := storecopy.Compare(ctx, src, dst); err != nil {
 		fmt.Fprintf(stderr, "controlplane store copy: the stores differ after the copy:\n%v\n", err)
 		return 1

@@ -30,14 +30,30 @@ const benchSteps = 10
 
 // overhead sorts the runtime's calls to the control plane by what they served: a tool
 // call (its gate and reports), a model turn (the assistant message's report and its
-// deltas), or the lease (lease, history, heartbeat, completion).
+// deltas), or the lease (lease, history, heartbeat, completion). A tool result's
+// report travels while the model is asked again: what of it stays on the step's path
+// is the runtime's wait for it before the next assistant message (settled), not the
+// report's own round trip (results).
 type overhead struct {
-	mu    sync.Mutex
-	tool  map[string]*cost // by task and call id
-	turn  []time.Duration
-	gate  []time.Duration // CheckToolCall alone
-	lease time.Duration
-	trips map[string]int // round trips by kind
+	mu      sync.Mutex
+	tool    map[string]*cost // by task and call id
+	turn    []time.Duration
+	gate    []time.Duration // CheckToolCall alone
+	results []time.Duration // the tool results' reports, off the path
+	settled []time.Duration // the waits for them, on the path
+	lease   time.Duration
+	trips   map[string]int // round trips by kind
+	last    *cost          // the tool call gated last
+}
+
+// settle files a wait for a tool result's report under the call gated last.
+func (o *overhead) settle(d time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.settled = append(o.settled, d)
+	if o.last != nil {
+		o.last.d += d
+	}
 }
 
 type cost struct {
@@ -60,6 +76,7 @@ func (o *overhead) interceptor(ctx context.Context, method string, req, reply an
 		c.d += d
 		c.trips++
 		o.trips["tool"]++
+		o.last = c
 	}
 	switch r := req.(type) {
 	case *agentplanev1.CheckToolCallRequest:
@@ -73,7 +90,8 @@ func (o *overhead) interceptor(ctx context.Context, method string, req, reply an
 				toolCall(r.GetLease().GetTaskId(), ev[0].GetToolCall().GetCallId())
 				return err
 			case ev[0].GetToolResult() != nil:
-				toolCall(r.GetLease().GetTaskId(), ev[0].GetToolResult().GetCallId())
+				o.results = append(o.results, d)
+				o.trips["tool"]++
 				return err
 			case ev[0].GetMessage() != nil:
 				o.turn = append(o.turn, d)
@@ -96,9 +114,11 @@ func (o *overhead) interceptor(ctx context.Context, method string, req, reply an
 // BenchmarkAgentTenSteps runs agent tasks of ten steps (each a model turn asking for
 // one runtime HTTP tool call, then a final answer) against a fake model and a tool that
 // answer at once, on an in-process control plane on its defaults, one task at a time.
-// It reports the control plane's overhead as the runtime sees it: per tool call, the
-// gate (CheckToolCall) plus the reports of the call and its result; per model turn,
-// the assistant message's report and its deltas; round trips of each. With tracing on,
+// It reports the control plane's overhead on the step's path as the runtime sees it:
+// per tool call, the gate (CheckToolCall, which logs the allowed call) plus the wait
+// for its result's report, which travels while the model is asked again
+// (result-p50-ms is that report's own round trip); per model turn, the assistant
+// message's report and its deltas; round trips of each. With tracing on,
 // the control plane and the runtime export every span over OTLP/HTTP to a receiver
 // that decodes and drops them.
 //
@@ -151,6 +171,9 @@ func benchAgent(b *testing.B, traced bool) {
 		Logger:    logger,
 		Telemetry: telemetry.New(telemetry.NewMetrics(), tp),
 	}
+	// Tasks run one at a time, so a wait for a result's report belongs to the call
+	// gated last.
+	r.ObserveSettle = o.settle
 	ended := make(chan error, 1)
 	h := r.Telemetry.Handler(r)
 	w, err := worker.New(c.Runtime, worker.HandlerFunc(func(ctx context.Context, t *worker.Task) error {
@@ -167,7 +190,7 @@ func benchAgent(b *testing.B, traced bool) {
 	b.ResetTimer()
 	for range b.N {
 		resp, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-			Spec:   &agentplanev1.StartTaskRequest_Document{Document: doc},
+			Source: &agentplanev1.StartTaskRequest_Document{Document: doc},
 			Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("go"), Queue: "bench",
 		})
 		if err != nil {
@@ -193,6 +216,9 @@ func benchAgent(b *testing.B, traced bool) {
 	b.ReportMetric(ms(pct(calls, 99)), "tool-p99-ms")
 	b.ReportMetric(float64(o.trips["tool"])/float64(len(calls)), "tool-rt")
 	b.ReportMetric(ms(pct(o.gate, 50)), "gate-p50-ms")
+	b.ReportMetric(ms(pct(o.results, 50)), "result-p50-ms")
+	b.ReportMetric(ms(pct(o.settled, 50)), "settle-p50-ms")
+	b.ReportMetric(ms(pct(o.settled, 99)), "settle-p99-ms")
 	b.ReportMetric(ms(pct(o.turn, 50)), "turn-p50-ms")
 	b.ReportMetric(ms(pct(o.turn, 99)), "turn-p99-ms")
 	b.ReportMetric(float64(o.trips["turn"])/float64(len(o.turn)), "turn-rt")

@@ -124,7 +124,7 @@ func TestNoModelsTableCallsOpenAIBaseURL(t *testing.T) {
 	}
 	r.Logger = agenttest.Quiet
 	taskID := agenttest.StartTask(t, ctx, in, &agentplanev1.StartTaskRequest{
-		Spec:   &agentplanev1.StartTaskRequest_Document{Document: []byte(agenttest.AgentDoc)},
+		Source: &agentplanev1.StartTaskRequest_Document{Document: []byte(agenttest.AgentDoc)},
 		Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("hi"),
 	})
 	done := agenttest.RunWorker(t, ctx, in, r, 1)

@@ -74,7 +74,7 @@ output_schema:
 	}
 	start := func(doc string) string {
 		resp, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-			Spec:   &agentplanev1.StartTaskRequest_Document{Document: []byte(doc)},
+			Source: &agentplanev1.StartTaskRequest_Document{Document: []byte(doc)},
 			Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("go"),
 		})
 		if err != nil {

@@ -71,7 +71,7 @@ models:
 	for i := range b.N * hostileTasks {
 		doc := fmt.Sprintf("apiVersion: qar/v1\nkind: AgentSpec\nname: support\ninstructions: Help.\nmodel: fake-%d\n", i)
 		resp, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-			Spec:   &agentplanev1.StartTaskRequest_Document{Document: []byte(doc)},
+			Source: &agentplanev1.StartTaskRequest_Document{Document: []byte(doc)},
 			Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("go"), McpServers: servers,
 		})
 		if err != nil {

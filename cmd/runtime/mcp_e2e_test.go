@@ -46,7 +46,7 @@ mcp:
 func startMCPTask(t *testing.T, ctx context.Context, in *servertest.Instance, srv *mcptest.Server, policy *agentplanev1.InterruptPolicy) string {
 	t.Helper()
 	resp, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec:   &agentplanev1.StartTaskRequest_Document{Document: []byte(supportDoc)},
+		Source: &agentplanev1.StartTaskRequest_Document{Document: []byte(supportDoc)},
 		Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("refund order 42"),
 		McpServers:      &agentplanev1.McpServerList{Servers: []*agentplanev1.McpServer{{Name: "crm", Url: srv.URL, Headers: map[string]string{"Authorization": "Bearer crm"}}}},
 		InterruptPolicy: policy,

@@ -25,8 +25,8 @@ const running = runtime.run();
 try {
   const { task } = await ap.tasks.startTask({
     queue,
-    spec: {
-      case: "specJson",
+    source: {
+      case: "spec",
       value: {
         apiVersion: "qar/v1",
         kind: "AgentSpec",

@@ -3,8 +3,12 @@
 #   sdk/python/ci.sh deps    install Debian's protoc, gRPC Python plugin, grpcio and protobuf when absent
 #                            (scripts/test and .ci/run call it)
 #   sdk/python/ci.sh gen     regenerate sdk/python/src's generated modules (then .ci/run checks git diff)
-#   sdk/python/ci.sh test    build the control plane (or use $AGENTPLANE_BIN) and run the unittest suite against it
-#                            (go test ./sdk runs it, as part of the README's test command, scripts/test)
+#   sdk/python/ci.sh typecheck  pyright --strict over the package, its tests and examples/python-runtime
+#                            (pyrightconfig.json; pyright from sdk/python's package-lock.json, which
+#                            scripts/test installs with npm ci); fails on any error
+#   sdk/python/ci.sh test    typecheck, then build the control plane (or use $AGENTPLANE_BIN) and run the
+#                            unittest suite against it (go test ./sdk runs it, as part of the README's test
+#                            command, scripts/test)
 # Uses /usr/bin/python3 (Debian's, where python3-grpcio is installed), not a python3 on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,17 +21,20 @@ loud() {
   exit 1
 }
 
+# The packaging test (sdk/sdk_test.go) builds the wheel and sdist offline with build and
+# setuptools (--no-isolation) and installs the wheel into a venv (ensurepip's pip).
 have_deps() {
   command -v protoc >/dev/null && command -v grpc_python_plugin >/dev/null && [ -x "$PY" ] &&
-    "$PY" -c 'import grpc, google.protobuf' 2>/dev/null
+    "$PY" -c 'import grpc, google.protobuf, build, setuptools, wheel, venv, ensurepip' 2>/dev/null
 }
 
 case "${1:-}" in
 deps)
   if ! have_deps; then
-    scripts/apt-install protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf ||
+    scripts/apt-install protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf \
+      python3-build python3-setuptools python3-wheel python3-venv ||
       loud "could not install the Debian packages (above); the SDK can be neither generated nor tested"
-    have_deps || loud "protoc, grpc_python_plugin or $PY with grpc and protobuf still missing"
+    have_deps || loud "protoc, grpc_python_plugin or $PY with grpc, protobuf, build, setuptools, wheel and venv still missing"
   fi
   protoc --version
   "$PY" -c 'import grpc, google.protobuf; print("grpcio", grpc.__version__, "protobuf", google.protobuf.__version__)'
@@ -35,7 +42,7 @@ deps)
 gen)
   # Not `clean` in the templates (src/ holds the hand-written package): delete the
   # generated files first so that a proto file removed from proto/ leaves nothing behind.
-  find sdk/python/src/agentplane/v1 -name '*_pb2*.py' -delete
+  find sdk/python/src/agentplane/v1 \( -name "*_pb2*.py" -o -name "*_pb2*.pyi" \) -delete
   go tool -modfile=tools/buf/go.mod buf generate --template buf.gen.py.yaml
   # The google.rpc copies (sdk/python/proto) go in as descriptors, not as protoc modules:
   # a protoc module registers its file in protobuf's default pool, where
@@ -43,8 +50,22 @@ gen)
   # pool of its own.
   go tool -modfile=tools/buf/go.mod buf build sdk/python/proto --exclude-source-info \
     -o sdk/python/src/agentplane/_rpc/google_rpc.binpb
+  # The typed service clients (agentplane/_services.py) and enums (agentplane/enums.py),
+  # from the API's descriptors with their comments.
+  desc=$(mktemp --suffix=.binpb)
+  trap 'rm -f "$desc"' EXIT
+  go tool -modfile=tools/buf/go.mod buf build proto -o "$desc"
+  "$PY" sdk/python/gen_services.py "$desc" sdk/python/src
+  ;;
+typecheck)
+  pyright=sdk/python/node_modules/.bin/pyright
+  [ -x "$pyright" ] || loud "pyright is not installed: run 'npm ci' in sdk/python (scripts/test does)"
+  # --pythonpath: Debian's interpreter, whose site-packages hold grpc and protobuf (their
+  # types come from the stubs pyright bundles).
+  (cd sdk/python && node_modules/.bin/pyright --pythonpath "$PY") || loud "pyright --strict found errors (above)"
   ;;
 test)
+  "$0" typecheck
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   bin="${AGENTPLANE_BIN:-}"
@@ -63,7 +84,7 @@ test)
   grep -Eq '^Ran [1-9][0-9]* tests? in' "$out" || loud "unittest ran no test"
   ;;
 *)
-  echo "usage: $0 deps|gen|test" >&2
+  echo "usage: $0 deps|gen|typecheck|test" >&2
   exit 2
   ;;
 esac

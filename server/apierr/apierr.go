@@ -1,6 +1,6 @@
 // Package apierr is how the server writes errors: every error a caller can see carries
 // a gRPC code and a reason declared in proto/agentplane/v1/errors.proto
-// (google.rpc.ErrorInfo, domain "agentplane"; see package api/reasons).
+// (google.rpc.ErrorInfo, domain "agentplane.dev"; see package api/reasons).
 //
 // Domain packages return *Error values (or wrap them); the server boundary turns any
 // error into a gRPC status with ToStatus. Errors that are not *Error become Internal
@@ -70,6 +70,10 @@ const (
 	ReasonRouteNotFound           = agentplanev1.ErrorReason_ERROR_REASON_ROUTE_NOT_FOUND
 	ReasonStoreBackupUnsupported  = agentplanev1.ErrorReason_ERROR_REASON_STORE_BACKUP_UNSUPPORTED
 	ReasonWebhookDeliveryNotFound = agentplanev1.ErrorReason_ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND
+	ReasonScheduleNotFound        = agentplanev1.ErrorReason_ERROR_REASON_SCHEDULE_NOT_FOUND
+	ReasonScheduleExists          = agentplanev1.ErrorReason_ERROR_REASON_SCHEDULE_ALREADY_EXISTS
+	ReasonScheduleInvalid         = agentplanev1.ErrorReason_ERROR_REASON_SCHEDULE_INVALID
+	ReasonScheduleRevision        = agentplanev1.ErrorReason_ERROR_REASON_SCHEDULE_REVISION_MISMATCH
 	ReasonFlowRateLimited         = agentplanev1.ErrorReason_ERROR_REASON_FLOW_RATE_LIMITED
 )
 

@@ -19,7 +19,7 @@ func TestToStatusKeepsCodeReasonAndDetails(t *testing.T) {
 		t.Fatalf("got %v %v", st, known)
 	}
 	info := reasons.Info(st.Err())
-	if info.GetDomain() != Domain || info.GetReason() != "task.not_found" || info.GetMetadata()["task_id"] != "t1" {
+	if info.GetDomain() != Domain || info.GetReason() != "TASK_NOT_FOUND" || info.GetMetadata()["task_id"] != "t1" {
 		t.Fatalf("ErrorInfo = %v", info)
 	}
 }

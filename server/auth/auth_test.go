@@ -131,6 +131,11 @@ func wantRoles(full string) []string {
 			return []string{"approver"}
 		}
 		return []string{"user", "approver"}
+	case "agentplane.v1.ScheduleService":
+		if method == "GetSchedule" || method == "ListSchedules" {
+			return []string{"user", "approver"}
+		}
+		return []string{"user"}
 	case "agentplane.v1.RuntimeService":
 		return []string{"runtime"}
 	case "grpc.health.v1.Health":
@@ -340,7 +345,7 @@ func TestNewToken(t *testing.T) {
 
 func TestTenantOf(t *testing.T) {
 	if _, err := TenantOf(context.Background()); !apierr.HasReason(err, apierr.ReasonUnauthenticated) {
-		t.Fatalf("no principal: got %v, want auth.unauthenticated", err)
+		t.Fatalf("no principal: got %v, want AUTH_UNAUTHENTICATED", err)
 	}
 	ctx := WithPrincipal(context.Background(), Principal{Subject: "a", Tenant: "acme", Roles: []Role{RoleUser}})
 	if tenant, err := TenantOf(ctx); err != nil || tenant != "acme" {

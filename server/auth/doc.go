@@ -10,8 +10,8 @@
 //     every mode. Tests derive the RPC list from the generated descriptors and the
 //     registered services, not from a hand-kept list.
 //   - Multi-tenant (auth.require_principal): no RPC but health is reachable without
-//     valid credentials (UNAUTHENTICATED, reason auth.unauthenticated); a caller
-//     without a role the method needs gets PERMISSION_DENIED (auth.permission_denied).
+//     valid credentials (UNAUTHENTICATED, reason AUTH_UNAUTHENTICATED); a caller
+//     without a role the method needs gets PERMISSION_DENIED (AUTH_PERMISSION_DENIED).
 //   - Single-user: every caller is the owner, tenant "default", holding every role.
 //   - Token lookup hashes the presented token and compares it with every configured
 //     hash in constant time; tokens themselves are never stored.

@@ -59,6 +59,7 @@ func newHarness(t *testing.T, g *Guard, serverCreds, clientCreds credentials.Tra
 	agentplanev1.RegisterCapabilityServiceServer(h.srv, agentplanev1.UnimplementedCapabilityServiceServer{})
 	agentplanev1.RegisterRuntimeServiceServer(h.srv, agentplanev1.UnimplementedRuntimeServiceServer{})
 	agentplanev1.RegisterAdminServiceServer(h.srv, agentplanev1.UnimplementedAdminServiceServer{})
+	agentplanev1.RegisterScheduleServiceServer(h.srv, agentplanev1.UnimplementedScheduleServiceServer{})
 	grpc_health_v1.RegisterHealthServer(h.srv, health.NewServer())
 	reflection.Register(h.srv)
 	h.srv.RegisterService(&unlistedDesc, nil)

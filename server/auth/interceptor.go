@@ -11,8 +11,8 @@ import (
 
 // Authorize is the one decision both interceptors make: it authenticates the caller
 // of fullMethod and checks the method table, returning ctx with the principal
-// attached, or a gRPC status error: UNAUTHENTICATED (auth.unauthenticated) when
-// credentials are missing or wrong, PERMISSION_DENIED (auth.permission_denied) when
+// attached, or a gRPC status error: UNAUTHENTICATED (AUTH_UNAUTHENTICATED) when
+// credentials are missing or wrong, PERMISSION_DENIED (AUTH_PERMISSION_DENIED) when
 // the method is not in the table or the caller holds none of its roles. Public
 // methods pass without credentials; unknown methods are denied in every mode.
 func (g *Guard) Authorize(ctx context.Context, fullMethod string) (context.Context, error) {

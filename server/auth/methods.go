@@ -88,6 +88,17 @@ func methodTable() map[string]Rule {
 		agentplanev1.HitlService_GetInterrupt_FullMethodName)
 	add(ScopeTenant, approver,
 		agentplanev1.HitlService_ResolveInterrupt_FullMethodName)
+	// Schedules start tasks, so changing one needs what starting a task needs.
+	add(ScopeTenant, user,
+		agentplanev1.ScheduleService_CreateSchedule_FullMethodName,
+		agentplanev1.ScheduleService_UpdateSchedule_FullMethodName,
+		agentplanev1.ScheduleService_PauseSchedule_FullMethodName,
+		agentplanev1.ScheduleService_ResumeSchedule_FullMethodName,
+		agentplanev1.ScheduleService_TriggerSchedule_FullMethodName,
+		agentplanev1.ScheduleService_DeleteSchedule_FullMethodName)
+	add(ScopeTenant, reader,
+		agentplanev1.ScheduleService_GetSchedule_FullMethodName,
+		agentplanev1.ScheduleService_ListSchedules_FullMethodName)
 	add(ScopeRuntime, runtimeOnly,
 		agentplanev1.RuntimeService_LeaseTasks_FullMethodName,
 		agentplanev1.RuntimeService_Heartbeat_FullMethodName,

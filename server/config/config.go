@@ -46,6 +46,12 @@ type Config struct {
 	Console Console `yaml:"console"`
 	// Notifications configures webhooks (docs/notifications.md).
 	Notifications Notifications `yaml:"notifications"`
+	// A2A configures the A2A face under /a2a/ (docs/a2a.md).
+	A2A A2A `yaml:"a2a"`
+	// Schedules configures the scheduler (docs/schedules.md).
+	Schedules Schedules `yaml:"schedules"`
+	// MCP configures the MCP server face at /mcp (docs/mcp.md).
+	MCP MCP `yaml:"mcp"`
 	// Tenants holds per-tenant settings; they may tighten the deployment's, never loosen.
 	Tenants map[string]Tenant `yaml:"tenants"`
 	// Flow configures fair sharing, concurrency keys and rate limits at lease time
@@ -405,6 +411,9 @@ func Default() Config {
 		HITL:          HITL{DeadlineDecision: "reject", MaxUntrustedBytes: 4096, Links: Links{TTL: Duration(72 * time.Hour)}},
 		Console:       Console{SessionTTL: Duration(12 * time.Hour)},
 		Notifications: DefaultNotifications(),
+		A2A:           DefaultA2A(),
+		Schedules:     DefaultSchedules(),
+		MCP:           DefaultMCP(),
 	}
 }
 
@@ -611,6 +620,9 @@ func (c *Config) Validate() error {
 	c.validateGates(bad)
 	c.validateNotifications(bad)
 	c.validateChannels(bad)
+	c.validateA2A(bad)
+	c.validateSchedules(bad)
+	c.validateMCP(bad)
 	c.validateFlow(bad)
 	if len(errs) == 0 {
 		return nil

@@ -79,7 +79,7 @@ type Rate struct {
 	// Key is a CEL expression of type string as Concurrency.Key; empty means one bucket
 	// for all of a tenant's tasks of the queue; tasks whose key is "" are not limited.
 	Key string `yaml:"key"`
-	// On is start (StartTask is refused with flow.rate_limited while the bucket is
+	// On is start (StartTask is refused with FLOW_RATE_LIMITED while the bucket is
 	// empty) or lease (the task waits in the queue).
 	On string `yaml:"on"`
 	// PerSecond is the refill rate, tokens a second (> 0).

@@ -187,6 +187,8 @@ func (c *Config) validateNotifications(bad func(format string, args ...any)) {
 			bad("%s.name: 1 to 64 bytes required", at)
 		} else if seen[w.Name] {
 			bad("%s.name %q is used twice", at, w.Name)
+		} else if w.Name == A2APushEndpoint {
+			bad("%s.name %q is reserved for A2A push notifications", at, w.Name)
 		}
 		seen[w.Name] = true
 		if w.Tenant == "" && c.Auth.RequirePrincipal {

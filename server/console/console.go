@@ -38,6 +38,8 @@ type Options struct {
 	// Secure marks cookies Secure (the listener serves TLS).
 	Secure bool
 	Log    *slog.Logger
+	// Live bounds and feeds the pages' live updates (live.go).
+	Live LiveOptions
 }
 
 // Handler serves the console under /ui/.
@@ -50,6 +52,10 @@ type Handler struct {
 	tasks agentplanev1.TaskServiceClient
 	hitl  agentplanev1.HitlServiceClient
 	caps  agentplanev1.CapabilityServiceClient
+
+	schedules agentplanev1.ScheduleServiceClient
+
+	streams *streams // the open live-update streams (live.go)
 }
 
 // New returns the console's handler, to be mounted at /ui/.
@@ -62,11 +68,13 @@ func New(opt Options) (*Handler, error) {
 		opt.Log = slog.Default()
 	}
 	h := &Handler{opt: opt, sessions: sess, pages: map[string]*template.Template{}, mux: http.NewServeMux(),
-		tasks: agentplanev1.NewTaskServiceClient(opt.Conn),
-		hitl:  agentplanev1.NewHitlServiceClient(opt.Conn),
-		caps:  agentplanev1.NewCapabilityServiceClient(opt.Conn)}
+		tasks:     agentplanev1.NewTaskServiceClient(opt.Conn),
+		hitl:      agentplanev1.NewHitlServiceClient(opt.Conn),
+		caps:      agentplanev1.NewCapabilityServiceClient(opt.Conn),
+		schedules: agentplanev1.NewScheduleServiceClient(opt.Conn), streams: newStreams(opt.Live)}
+	sess.ended = h.streams.end // a sign-out closes the session's streams
 	layout := template.Must(template.New("").Funcs(funcs).ParseFS(assets, "assets/layout.html", "assets/fragments.html"))
-	for _, p := range []string{"signin", "inbox", "interrupt", "tasks", "task", "capabilities", "error"} {
+	for _, p := range []string{"signin", "inbox", "interrupt", "tasks", "task", "schedules", "schedule", "capabilities", "error"} {
 		t := template.Must(template.Must(layout.Clone()).ParseFS(assets, "assets/"+p+".html"))
 		h.pages[p] = t
 	}
@@ -81,12 +89,16 @@ func New(opt Options) (*Handler, error) {
 	h.mux.HandleFunc("POST /ui/signout", h.with(h.signout))
 	h.mux.HandleFunc("GET /ui/inbox", h.with(h.inbox))
 	h.mux.HandleFunc("GET /ui/inbox/rows", h.with(h.inboxRows))
+	h.mux.HandleFunc("GET /ui/inbox/live", h.live("inbox", h.inboxLive))
 	h.mux.HandleFunc("GET /ui/interrupts/{id}", h.with(h.interrupt))
 	h.mux.HandleFunc("POST /ui/interrupts/{id}", h.with(h.resolve))
 	h.mux.HandleFunc("GET /ui/tasks", h.with(h.taskList))
 	h.mux.HandleFunc("GET /ui/tasks/{id}", h.with(h.task))
 	h.mux.HandleFunc("GET /ui/tasks/{id}/events", h.with(h.taskEvents))
+	h.mux.HandleFunc("GET /ui/tasks/{id}/live", h.live("task", h.taskLive))
 	h.mux.HandleFunc("POST /ui/tasks/{id}/continue", h.with(h.continueTask))
+	h.mux.HandleFunc("GET /ui/schedules", h.with(h.scheduleList))
+	h.mux.HandleFunc("GET /ui/schedules/{id}", h.with(h.schedule))
 	h.mux.HandleFunc("GET /ui/capabilities", h.with(h.capabilities))
 	h.mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusNotFound, "error", &page{Title: "Not found", Err: &apiError{Status: 404, Message: "There is no console page at " + r.URL.Path + "."}})

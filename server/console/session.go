@@ -59,6 +59,8 @@ type sessions struct {
 
 	mu      sync.Mutex
 	revoked map[string]time.Time
+	// ended, when set, closes the live streams of a session that signed out.
+	ended func(id string)
 }
 
 // maxRevoked bounds the sign-out list; past it, the entries closest to expiry go first.
@@ -207,6 +209,9 @@ func (m *sessions) revoke(w http.ResponseWriter, s *session) {
 	}
 	m.revoked[s.ID] = s.Expires
 	m.mu.Unlock()
+	if m.ended != nil {
+		m.ended(s.ID)
+	}
 	http.SetCookie(w, &http.Cookie{Name: m.name(), Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: m.secure, SameSite: http.SameSiteStrictMode})
 }

@@ -123,7 +123,7 @@ func CheckResolveRequest(req *agentplanev1.ResolveInterruptRequest) error {
 // DecideResolve turns a person's ruling into the server's Decision for in. It runs
 // CheckResolveRequest and CheckResolvable, then validates edited arguments: they must
 // be JSON text of an object and satisfy the tool's parameter schema when the spec
-// declares one (otherwise INVALID_ARGUMENT, reason interrupt.edit_invalid, with every
+// declares one (otherwise INVALID_ARGUMENT, reason INTERRUPT_EDIT_INVALID, with every
 // violation in a google.rpc.BadRequest). The decision carries the arguments_json the
 // runtime must run with (the interrupt's for approve, the new text for edit, none for
 // reject), the digest of the text ruled on and of the text to run (for reject, the

@@ -5,7 +5,7 @@
 //
 //   - CompilePolicy / Compiler: an InterruptPolicy (allowlist, denylist, or a CEL
 //     predicate over the policy context) is checked and compiled at StartTask; a bad
-//     predicate is INVALID_ARGUMENT (policy.invalid) naming line and column. The
+//     predicate is INVALID_ARGUMENT (POLICY_INVALID) naming line and column. The
 //     Compiler caches compiled policies by content digest so the gate never
 //     recompiles.
 //   - Gate.Check: policy, always-gated calls (injected: A2A skills, destructive MCP

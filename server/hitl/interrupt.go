@@ -22,7 +22,7 @@ type InterruptMeta struct {
 }
 
 // NewToolInterrupt builds the pending interrupt for a call the gate answered with
-// INTERRUPT: seed 004's ApprovalRequest plus the deadline and the args digest.
+// INTERRUPT: the ApprovalRequest of docs/hitl.md plus the deadline and the args digest.
 func NewToolInterrupt(m InterruptMeta, c Call, r GateResult) *agentplanev1.Interrupt {
 	in := newInterrupt(m, agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, c.AgentName, r.ArgsDigest)
 	in.CallId = c.CallID

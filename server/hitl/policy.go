@@ -102,7 +102,7 @@ func (p *Policy) Kind() PolicyKind {
 	return p.kind
 }
 
-// PolicyContext is what a policy sees of a tool call: seed 004's PolicyContext.
+// PolicyContext is what a policy sees of a tool call: the policy context of docs/hitl.md.
 type PolicyContext struct {
 	ToolName        string
 	ToolDescription string
@@ -271,7 +271,7 @@ var celEnv = func() *cel.Env {
 var listOfString = types.NewListType(types.StringType)
 
 // PolicyError is a policy refused at StartTask. It is an *apierr.Error
-// (INVALID_ARGUMENT, reason policy.invalid) with a google.rpc.BadRequest naming
+// (INVALID_ARGUMENT, reason POLICY_INVALID) with a google.rpc.BadRequest naming
 // every problem; for a predicate each problem names the expression's line and column.
 func policyError(violations ...*errdetails.BadRequest_FieldViolation) error {
 	msgs := make([]string, len(violations))
@@ -288,7 +288,7 @@ func violation(field, format string, args ...any) *errdetails.BadRequest_FieldVi
 
 // CompilePolicy checks and compiles an interrupt policy. A nil policy compiles to a
 // policy that gates nothing. A bad policy is an *apierr.Error (INVALID_ARGUMENT,
-// reason policy.invalid) that names every problem; a bad predicate is reported at
+// reason POLICY_INVALID) that names every problem; a bad predicate is reported at
 // its line and column ("interrupt_policy.predicate.expression:1:7: ...").
 //
 // Compiling a predicate costs tens to hundreds of microseconds; callers on the hot

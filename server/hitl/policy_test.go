@@ -38,7 +38,7 @@ func predicate(expr string) *agentplanev1.InterruptPolicy {
 	return &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Predicate{Predicate: &agentplanev1.PredicatePolicy{Expression: expr}}}
 }
 
-// violations returns the BadRequest field names of a policy.invalid error, failing
+// violations returns the BadRequest field names of a POLICY_INVALID error, failing
 // the test when err is anything else.
 func violations(t *testing.T, err error) []string {
 	t.Helper()
@@ -306,7 +306,7 @@ func BenchmarkCompilePredicate(b *testing.B) {
 }
 
 // FuzzCompilePredicate checks that any expression either compiles or is refused with
-// policy.invalid, and that a compiled one evaluates without panicking, gating when it
+// POLICY_INVALID, and that a compiled one evaluates without panicking, gating when it
 // cannot answer.
 func FuzzCompilePredicate(f *testing.F) {
 	for _, s := range []string{"true", "tool_name == 'x'", "args.a.b.c > 1", "[string(args.x)]", "tool_name ==", "1/0 == 1",

@@ -74,7 +74,7 @@ func OutcomeOf(in *agentplanev1.Interrupt) agentplanev1.GateOutcome {
 // original text for approve, ALLOW and reject, the reviewer's for edit). A rejected
 // call is reported too, so that the transcript has it; it did not run, and its
 // result must say so (CheckResult). The refusal is FAILED_PRECONDITION with reason
-// tool_call.not_approved. Whether the decision was already used is the caller's to
+// TOOL_CALL_NOT_APPROVED. Whether the decision was already used is the caller's to
 // check: it is stored beside the interrupt.
 func CheckRun(in *agentplanev1.Interrupt, call *agentplanev1.ToolCall) error {
 	id := call.GetCallId()

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentplane/agentplane/api/specwire"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
 
@@ -205,7 +206,7 @@ func DetectFormat(data []byte) agentplanev1.DocumentFormat {
 
 // graphShapedKeys are keys only a GraphSpec has; they route a document whose kind is
 // missing or unknown, so that its other mistakes are still reported usefully.
-var graphShapedKeys = []string{"agents", "entry", "edges", "termination", "limits", "hitl_default", "parent_close_policy", "auto_pause_on_turn_end_default"}
+var graphShapedKeys = specwire.GraphShapedKeys
 
 // routeKind decides what an object is: kind AgentSpec or GraphSpec decides; without a
 // known kind, a node spec with agent_id is a static reference, and otherwise the keys
@@ -311,7 +312,7 @@ func (b *binder) unknownKey(md protoreflect.MessageDescriptor, mb *member, p *Pa
 	b.report(RuleDocUnknownKey, p.Child(mb.key), mb.keyPos, "%s", msg)
 }
 
-// wireName names a message the way the seed's wire vocabulary does.
+// wireName names a message the way the wire vocabulary (docs/vocabulary.md) does.
 func wireName(md protoreflect.MessageDescriptor) string {
 	switch md.Name() {
 	case "FunctionTool":

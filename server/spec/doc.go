@@ -35,10 +35,10 @@
 // # Rule ids
 //
 // D10-* are agent rules, D11-* graph topology, D13-* limits and nesting, DOC-* the
-// document syntax; -W ids are warnings, which do not invalidate a spec. The ids named
-// by seed 000 keep their meaning (D10-R1 custom_code, D11-R3 unique node names,
-// D11-R12 verdict confidence, D13-R2 max_depth over the cap, D13-R3 subgraph
-// allocation, D13-R5 parent_close_policy). D10-UNSUPPORTED is a wire surface this
+// document syntax; -W ids are warnings, which do not invalidate a spec. The ids the wire
+// vocabulary names (docs/vocabulary.md) keep their meaning (D10-R1 custom_code,
+// D11-R3 unique node names, D11-R12 verdict confidence, D13-R2 max_depth over the
+// cap, D13-R3 subgraph allocation, D13-R5 parent_close_policy). D10-UNSUPPORTED is a wire surface this
 // deployment does not run (an apiVersion other than qar/v1, an unknown kind);
 // D10-UNSUPPORTED-SPAWN a spawnable agent it cannot spawn (an agent_id outside the
 // static table, or an inline spawnable spec asking for chat mode).

@@ -1,6 +1,6 @@
 package spec
 
-// Rule ids. The ids named by seed 000 keep their meaning; the rest follow the same
+// Rule ids. The ids the wire vocabulary names (docs/vocabulary.md) keep their meaning; the rest follow the same
 // scheme: D10 agent, D11 graph topology, D13 limits and nesting, DOC document syntax.
 // -R ids are errors, -W ids are warnings. An id never changes meaning once published;
 // a retired rule keeps its id reserved. The catalogue (rules.go) documents each one.
@@ -87,7 +87,7 @@ const (
 	// KindGraph is the kind of an inline graph document.
 	KindGraph = "GraphSpec"
 	// VerdictToolName is the reserved tool the control plane grants to evaluator nodes
-	// (seed 001). A spec may not declare it.
+	// (docs/vocabulary.md, Verdicts). A spec may not declare it.
 	VerdictToolName = "verdict"
 	// DefaultVendor is the skill vendor assumed when a skill names none.
 	DefaultVendor = "qodo"

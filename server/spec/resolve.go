@@ -19,7 +19,7 @@ import (
 //     entry node, so that node's agent gets the tool.
 //
 // The input is not modified. A result that is not valid is refused with
-// InvalidArgument (reason spec.invalid), so nothing unvalidated reaches a runtime.
+// InvalidArgument (reason SPEC_INVALID), so nothing unvalidated reaches a runtime.
 func (v *Validator) Resolve(r *Result) (*agentplanev1.ResolvedSpec, error) {
 	if r == nil || !r.Valid() || (r.Agent == nil) == (r.Graph == nil) {
 		return nil, apierr.InvalidArgument(apierr.ReasonSpecInvalid, "only a valid spec can be resolved")

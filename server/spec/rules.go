@@ -172,7 +172,7 @@ tools:
 		id:      RuleToolReserved,
 		scope:   ScopeAgent,
 		summary: "the tool name verdict is reserved",
-		description: "The control plane grants the verdict tool to evaluator nodes (seed 001) and " +
+		description: "The control plane grants the verdict tool to evaluator nodes (docs/vocabulary.md, Verdicts) and " +
 			"collects their decisions through it. A spec that declared it would send its model after " +
 			"a tool whose calls are refused, or shadow the real one. Rename the tool.",
 		example: `apiVersion: qar/v1
@@ -899,7 +899,7 @@ mcpTools: [github]
 			"examples assume 4 KiB), and hold at most one value per 64 bytes of that limit (at least " +
 			"1024), YAML aliases expanded. The value count is bounded from a scan of the document's " +
 			"structural characters before it is parsed, so a dense document costs a scan, not a tree. " +
-			"The API answers such a document as RESOURCE_EXHAUSTED limit.exceeded (with this finding " +
+			"The API answers such a document as RESOURCE_EXHAUSTED LIMIT_EXCEEDED (with this finding " +
 			"attached), not as an invalid spec.",
 		example: `a: &a [x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x]
 b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a]

@@ -32,7 +32,7 @@ func TestCatalogueOrderAndUniqueness(t *testing.T) {
 	}
 	for _, id := range []string{"D10-R1", "D10-UNSUPPORTED", "D10-UNSUPPORTED-SPAWN", "D11-R3", "D11-R12", "D13-R2", "D13-R3", "D13-R5"} {
 		if !seen[id] {
-			t.Errorf("seed rule %s missing from the catalogue", id)
+			t.Errorf("rule %s, which docs/vocabulary.md names, missing from the catalogue", id)
 		}
 	}
 }

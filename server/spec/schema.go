@@ -15,6 +15,8 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/agentplane/agentplane/api/specwire"
 )
 
 // JSON Schemas inside specs (tool parameters, output_schema, deps_schema) are
@@ -66,15 +68,15 @@ type cacheEntry struct {
 var schemas = &schemaCache{ll: list.New(), items: map[[32]byte]*list.Element{}}
 
 // keyEncoders hold the buffers the cache keys are computed in.
-var keyEncoders = sync.Pool{New: func() any { return &encoder{buf: make([]byte, 0, 2048)} }}
+var keyEncoders = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
 // compile returns the compiled form of s, from the cache when it is there.
 func (c *schemaCache) compile(s *structpb.Struct) *compiled {
-	e := keyEncoders.Get().(*encoder)
-	e.buf = e.buf[:0]
-	err := e.structValue(s)
-	key := sha256.Sum256(e.buf)
-	keyEncoders.Put(e)
+	buf := keyEncoders.Get().(*[]byte)
+	var err error
+	*buf, err = specwire.AppendStruct((*buf)[:0], s)
+	key := sha256.Sum256(*buf)
+	keyEncoders.Put(buf)
 	if err != nil {
 		return &compiled{findings: []schemaFinding{{msg: err.Error()}}}
 	}

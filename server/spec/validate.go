@@ -87,7 +87,7 @@ type Input struct {
 	Graph *agentplanev1.GraphSpec
 	// Document is a qar/v1 document, JSON or YAML, routed on its kind.
 	Document []byte
-	// SpecJSON is a qar/v1 document as a JSON object (the requests' spec_json). It is
+	// SpecJSON is a qar/v1 document as a JSON object (the requests' spec). It is
 	// validated as its canonical JSON encoding (Encode: keys sorted), like a document,
 	// so its violations come in key order, and carry no position: there is no text to
 	// point into.
@@ -103,10 +103,8 @@ type Input struct {
 // InputFromRequest maps a ValidateSpecRequest to an Input.
 func InputFromRequest(r *agentplanev1.ValidateSpecRequest) Input {
 	return Input{
-		Agent:          r.GetAgent(),
-		Graph:          r.GetGraph(),
 		Document:       r.GetDocument(),
-		SpecJSON:       r.GetSpecJson(),
+		SpecJSON:       r.GetSpec(),
 		Format:         r.GetFormat(),
 		DocumentName:   r.GetDocumentName(),
 		TenantMaxDepth: int64(r.GetTenantMaxDepth()),
@@ -136,7 +134,7 @@ func (r *Result) Valid() bool { return len(r.Errors) == 0 }
 
 // OverLimit returns the finding of a document that was refused for its size (bytes,
 // values or alias expansion: DOC-TOO-LARGE), or nil. Nothing else was checked in such
-// a document; the server answers it as limit.exceeded rather than as an invalid spec.
+// a document; the server answers it as LIMIT_EXCEEDED rather than as an invalid spec.
 func (r *Result) OverLimit() *agentplanev1.SpecViolation {
 	for _, e := range r.Errors {
 		if e.GetRuleId() == RuleDocTooLarge {
@@ -146,7 +144,7 @@ func (r *Result) OverLimit() *agentplanev1.SpecViolation {
 	return nil
 }
 
-// Response renders the result as the API response (the seed's SpecValidateResult
+// Response renders the result as the API response (the wire's validation result, docs/vocabulary.md
 // plus warnings and kind).
 func (r *Result) Response() *agentplanev1.ValidateSpecResponse {
 	return &agentplanev1.ValidateSpecResponse{
@@ -169,7 +167,7 @@ func (v *Validator) Validate(in Input) (*Result, error) {
 	}
 	if given != 1 {
 		return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument,
-			"give exactly one of agent, graph, document or spec (got %d)", given)
+			"give exactly one of spec or document (got %d)", given)
 	}
 	if in.SpecJSON != nil {
 		return v.validateSpecJSON(in)

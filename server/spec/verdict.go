@@ -14,7 +14,7 @@ import (
 )
 
 // VerdictToolSchema is the JSON Schema of the reserved verdict tool's arguments
-// (seed 001, with seed 000's verdict vocabulary): the decision, how sure the
+// (docs/vocabulary.md, Verdicts): the decision, how sure the
 // evaluator is, why, which open obligations it resolves and which it raises. It is
 // strict-mode clean, so a model's call is held to it exactly; optional values are
 // nullable rather than absent, as strict mode requires.

@@ -103,3 +103,49 @@ func OutboxBeforePut(r Reader, rec *storagev1.OutboxRecord) (*storagev1.OutboxRe
 	}
 	return old, nil
 }
+
+// CheckScheduleRecord is what every implementation's Writer.PutSchedule checks of rec:
+// the keys it is stored under are valid, and it has a revision and a create_time.
+func CheckScheduleRecord(rec *storagev1.ScheduleRecord) error {
+	if err := CheckTenant(rec.GetTenant()); err != nil {
+		return err
+	}
+	if id := rec.GetScheduleId(); !schema.ValidComponent(id) {
+		return fmt.Errorf("store: schedule id %q is empty or longer than %d bytes", id, schema.MaxComponent)
+	}
+	if rec.GetRevision() < 1 || rec.GetCreateTime() == nil {
+		return fmt.Errorf("store: schedule %s has no revision or create_time", rec.GetScheduleId())
+	}
+	return nil
+}
+
+// ScheduleBeforePut is what every implementation's Writer.PutSchedule does before it
+// writes: check rec, read the stored version (nil when rec creates it) and check the
+// change.
+func ScheduleBeforePut(r Reader, rec *storagev1.ScheduleRecord) (*storagev1.ScheduleRecord, error) {
+	if err := CheckScheduleRecord(rec); err != nil {
+		return nil, err
+	}
+	old, err := r.GetSchedule(rec.GetTenant(), rec.GetScheduleId())
+	if err != nil && !IsNotFound(err) {
+		return nil, err
+	}
+	switch {
+	case rec.GetRevision() == 1 && old != nil:
+		return nil, ErrScheduleExists(rec.GetScheduleId())
+	case rec.GetRevision() > 1 && old == nil:
+		return nil, ErrScheduleNotFound(rec.GetScheduleId())
+	case old != nil && !proto.Equal(old.GetCreateTime(), rec.GetCreateTime()):
+		return nil, fmt.Errorf("store: schedule %s: create_time is immutable", rec.GetScheduleId())
+	}
+	return old, nil
+}
+
+// ScheduleDueKey is the due-index key of a schedule record, or nil when it is not due
+// (no wake_time).
+func ScheduleDueKey(rec *storagev1.ScheduleRecord) []byte {
+	if rec == nil || rec.GetWakeTime() == nil {
+		return nil
+	}
+	return schema.ScheduleDueKey(rec.GetWakeTime().AsTime(), rec.GetTenant(), rec.GetScheduleId())
+}

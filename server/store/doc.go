@@ -24,9 +24,9 @@
 // themselves, so disk and wire can evolve apart.
 //
 // Errors: a missing record is an *apierr.Error with code NotFound and the resource's
-// reason (task.not_found, interrupt.not_found); a closed store is Unavailable; a store
+// reason (TASK_NOT_FOUND, INTERRUPT_NOT_FOUND); a closed store is Unavailable; a store
 // written by an older schema version is upgraded when opened, and one written by an
-// unknown version fails to open with reason store.schema_mismatch.
+// unknown version fails to open with reason STORE_SCHEMA_MISMATCH.
 // Anything else (I/O, corruption, a programming error such as an out-of-order event) is
 // a plain error, which the API boundary reports as Internal.
 package store

@@ -40,3 +40,13 @@ func IsNotFound(err error) bool {
 func ErrOutboxNotFound(id string) error {
 	return apierr.NotFound(apierr.ReasonWebhookDeliveryNotFound, "webhook notification %q not found", id)
 }
+
+// ErrScheduleNotFound builds the error for a schedule a tenant does not have.
+func ErrScheduleNotFound(scheduleID string) error {
+	return apierr.NotFound(apierr.ReasonScheduleNotFound, "schedule %q not found", scheduleID)
+}
+
+// ErrScheduleExists builds the error for creating a schedule under a taken id.
+func ErrScheduleExists(scheduleID string) error {
+	return apierr.New(codes.AlreadyExists, apierr.ReasonScheduleExists, "schedule %q already exists", scheduleID)
+}

@@ -43,7 +43,7 @@ type Store interface {
 	// Snapshot opens a consistent, point-in-time copy of the whole store for a hot
 	// backup. It does not block writers. The caller must Close it. A store whose
 	// Features say no HotBackup refuses with FailedPrecondition
-	// (store.backup_unsupported).
+	// (STORE_BACKUP_UNSUPPORTED).
 	Snapshot(ctx context.Context) (Snapshot, error)
 
 	// Stats reports sizes and counters, summed over tenants.
@@ -62,11 +62,11 @@ type Store interface {
 // returns false or an error (which the scan returns). fn must not write through the
 // same transaction while a scan is running; collect what to change and write after.
 type Reader interface {
-	// GetTask returns a task record, or NotFound (task.not_found) when the tenant has no
+	// GetTask returns a task record, or NotFound (TASK_NOT_FOUND) when the tenant has no
 	// such task.
 	GetTask(tenant, taskID string) (*storagev1.TaskRecord, error)
 
-	// GetTaskSpec returns what a task was started with, or NotFound (task.not_found).
+	// GetTaskSpec returns what a task was started with, or NotFound (TASK_NOT_FOUND).
 	GetTaskSpec(tenant, taskID string) (*storagev1.TaskSpecRecord, error)
 
 	// GetTaskSpecPartial is GetTaskSpec without the resolved spec and, unless
@@ -82,7 +82,7 @@ type Reader interface {
 	// ScanTasks lists a tenant's tasks newest first (by creation time, then by id),
 	// starting after r.After and restricted to r's creation-time range. The cursor given
 	// to fn resumes the scan right after that task when passed back as r.After; a cursor
-	// that does not belong to tenant is InvalidArgument (page_token.invalid).
+	// that does not belong to tenant is InvalidArgument (PAGE_TOKEN_INVALID).
 	ScanTasks(tenant string, r TaskRange, fn func(cursor []byte, rec *storagev1.TaskRecord) (bool, error)) error
 
 	// ScanEvents reads a task's log in sequence order from afterSeq+1.
@@ -102,7 +102,7 @@ type Reader interface {
 	// the entries at r.Until (zero: no bound). It is a range scan of that queue alone.
 	ScanQueue(tenant, queue string, r IndexRange, fn func(IndexEntry) (bool, error)) error
 
-	// GetInterrupt returns an interrupt record, or NotFound (interrupt.not_found).
+	// GetInterrupt returns an interrupt record, or NotFound (INTERRUPT_NOT_FOUND).
 	GetInterrupt(tenant, interruptID string) (*storagev1.InterruptRecord, error)
 
 	// ScanInterrupts reads a tenant's interrupts, pending or not, in id order (ids of
@@ -118,14 +118,14 @@ type Reader interface {
 	ScanVerdicts(tenant, taskID string, afterSeq int64, fn func(*storagev1.VerdictRecord) (bool, error)) error
 
 	// GetObligation returns one ledger entry by ordinal, or NotFound
-	// (obligation.not_found).
+	// (OBLIGATION_NOT_FOUND).
 	GetObligation(tenant, taskID string, ordinal int64) (*storagev1.ObligationRecord, error)
 
 	// ScanObligations reads a task's ledger in ordinal order, after afterOrdinal.
 	ScanObligations(tenant, taskID string, afterOrdinal int64, fn func(*storagev1.ObligationRecord) (bool, error)) error
 
 	// GetOutbox returns a notification of the outbox, or NotFound
-	// (webhook.delivery_not_found).
+	// (WEBHOOK_DELIVERY_NOT_FOUND).
 	GetOutbox(id string) (*storagev1.OutboxRecord, error)
 
 	// ScanOutbox reads the outbox's notifications in state, across tenants, in id order
@@ -143,6 +143,35 @@ type Reader interface {
 	// that of two transactions creating it one runs again), so that replicas sharing
 	// a store count one set of slots and one bucket.
 	GetFlow(tenant, name string) (*storagev1.FlowRecord, error)
+
+	// GetSchedule returns a schedule, or NotFound (SCHEDULE_NOT_FOUND) when the tenant
+	// has none of that id. A Writer's GetSchedule locks the schedule (on PostgreSQL,
+	// its row, FOR UPDATE) until the end of the transaction, waiting for another
+	// transaction that holds it.
+	GetSchedule(tenant, scheduleID string) (*storagev1.ScheduleRecord, error)
+
+	// ScanSchedules reads a tenant's schedules in id order (ids of equal length; a
+	// shorter id sorts first), starting after the id after ("" from the first).
+	ScanSchedules(tenant, after string, fn func(*storagev1.ScheduleRecord) (bool, error)) error
+
+	// ScanDueSchedules reads the schedules whose wake_time is at or before until,
+	// across tenants, earliest first (then by tenant and id).
+	ScanDueSchedules(until time.Time, fn func(ScheduleDue) (bool, error)) error
+
+	// ScheduleTenants lists the tenants that have at least one schedule, in key order,
+	// starting after the tenant named after ("" from the first).
+	ScheduleTenants(after string, fn func(tenant string) (bool, error)) error
+
+	// ScheduleCount counts a tenant's schedules: what schedules.max_per_tenant is
+	// checked against.
+	ScheduleCount(tenant string) (int64, error)
+}
+
+// ScheduleDue is one entry of the schedules' due index.
+type ScheduleDue struct {
+	Tenant, ScheduleID string
+	// Wake is the record's wake_time.
+	Wake time.Time
 }
 
 // Writer writes within a transaction. Writes are visible to later reads in the same
@@ -156,7 +185,7 @@ type Writer interface {
 	// deadline), retention (end_time) and the per-state counters. tenant, task_id,
 	// create_time, request_id and queue may not change once written. A request_id
 	// already used by another task of the tenant is AlreadyExists
-	// (task.request_id_reused); a queue that is not a queue name is InvalidArgument.
+	// (TASK_REQUEST_ID_REUSED); a queue that is not a queue name is InvalidArgument.
 	PutTask(rec *storagev1.TaskRecord) error
 
 	// PutTaskSpec stores what an existing task was started with. It is written once: a
@@ -192,7 +221,7 @@ type Writer interface {
 	PutFlow(tenant, name string, rec *storagev1.FlowRecord) error
 
 	// DeleteOutbox removes a notification (delivered, or dropped); a missing one is
-	// NotFound (webhook.delivery_not_found).
+	// NotFound (WEBHOOK_DELIVERY_NOT_FOUND).
 	DeleteOutbox(id string) error
 
 	// ClaimOutbox returns up to limit PENDING notifications due at or before now,
@@ -201,6 +230,23 @@ type Writer interface {
 	// PostgreSQL the rows are locked (FOR UPDATE SKIP LOCKED), so another replica skips
 	// them rather than waiting; the bbolt store has one writer at a time.
 	ClaimOutbox(now time.Time, limit int) ([]*storagev1.OutboxRecord, error)
+
+	// PutSchedule creates (revision 1) or replaces (a later revision) a schedule and
+	// brings the due index (wake_time, when set) and the tenant's count up to date.
+	// Creating one whose id the tenant has is AlreadyExists (SCHEDULE_ALREADY_EXISTS);
+	// replacing a missing one is NotFound (SCHEDULE_NOT_FOUND). tenant, schedule_id
+	// and create_time may not change.
+	PutSchedule(rec *storagev1.ScheduleRecord) error
+
+	// DeleteSchedule removes a schedule and its index entries; a missing one is
+	// NotFound (SCHEDULE_NOT_FOUND).
+	DeleteSchedule(tenant, scheduleID string) error
+
+	// TryLockSchedule is GetSchedule for the scheduler: when another transaction holds
+	// the schedule (PostgreSQL), it does not wait but returns (nil, nil), so that
+	// replicas firing at once take different schedules. A missing schedule is NotFound.
+	// The bbolt store has one writer at a time and never returns (nil, nil).
+	TryLockSchedule(tenant, scheduleID string) (*storagev1.ScheduleRecord, error)
 
 	// DeleteTask removes a task with everything it owns: its spec, events, interrupts, verdicts,
 	// obligations and every index entry. A missing task is NotFound.

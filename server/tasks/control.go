@@ -4,12 +4,14 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/hitl"
+	"github.com/agentplane/agentplane/server/store"
 	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 )
 
@@ -22,8 +24,8 @@ func terminalError(rec *storagev1.TaskRecord, what string) error {
 
 // Cancel ends a task as CANCELED, recording who asked and why. A task that a runtime
 // holds is canceled at once too; the lease is revoked, so the runtime's writes are
-// refused (lease.lost) and its next heartbeat reports the cancellation. A terminal
-// task is FAILED_PRECONDITION (task.terminal), except for a retry of a cancel made
+// refused (LEASE_LOST) and its next heartbeat reports the cancellation. A terminal
+// task is FAILED_PRECONDITION (TASK_TERMINAL), except for a retry of a cancel made
 // under req, which returns the task as it is now.
 func (m *Manager) Cancel(ctx context.Context, tenant, taskID, principal, reason string, req Request) (*agentplanev1.Task, error) {
 	if len(reason) > maxReasonBytes {
@@ -41,19 +43,40 @@ func (m *Manager) Cancel(ctx context.Context, tenant, taskID, principal, reason 
 		if isTerminal(rec.GetState()) {
 			return terminalError(rec, "there is nothing to cancel")
 		}
-		held := rec.GetLease() != nil && !rec.GetLease().GetRevoked()
-		rec.Cancellation = &storagev1.Cancellation{Reason: reason, RequestedBy: principal, Time: timestamppb.New(op.now), RuntimeHeld: held}
-		if err := op.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_CancelRequested{
-			CancelRequested: &agentplanev1.CancelRequested{Reason: reason, RequestedBy: principal},
-		}}); err != nil {
-			return err
-		}
-		if err := op.SetState(agentplanev1.TaskState_TASK_STATE_CANCELED, StateCanceled); err != nil {
+		if err := cancelOp(op, principal, reason); err != nil {
 			return err
 		}
 		return current(op, nil)
 	}, current)
 	return task, err
+}
+
+// cancelOp ends a task that has not ended as CANCELED.
+func cancelOp(op *Op, principal, reason string) error {
+	rec := op.Task()
+	held := rec.GetLease() != nil && !rec.GetLease().GetRevoked()
+	rec.Cancellation = &storagev1.Cancellation{Reason: reason, RequestedBy: principal, Time: timestamppb.New(op.now), RuntimeHeld: held}
+	if err := op.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_CancelRequested{
+		CancelRequested: &agentplanev1.CancelRequested{Reason: reason, RequestedBy: principal},
+	}}); err != nil {
+		return err
+	}
+	return op.SetState(agentplanev1.TaskState_TASK_STATE_CANCELED, StateCanceled)
+}
+
+// CancelIn is Cancel inside the caller's transaction w (now fixed before it), for a
+// task that the caller found not terminal; a terminal one is left as it is. reason
+// is the caller's (at most 1024 bytes).
+func (m *Manager) CancelIn(w store.Writer, now time.Time, tenant, taskID, principal, reason string) error {
+	rec, err := w.GetTask(tenant, taskID)
+	if err != nil || isTerminal(rec.GetState()) {
+		return err
+	}
+	op := m.newOp(w, now, rec)
+	if err := cancelOp(op, principal, reason); err != nil {
+		return err
+	}
+	return op.flush()
 }
 
 // Continue resumes a task waiting in INPUT_REQUIRED for its caller, with exactly
@@ -68,7 +91,7 @@ func (m *Manager) Cancel(ctx context.Context, tenant, taskID, principal, reason 
 // The pause is resolved and the task goes back to the queue in SUBMITTED. A task
 // waiting for a reviewer's decision, or in any other state, is FAILED_PRECONDITION;
 // so is the wrong kind of input, or outputs naming a call the task does not wait for
-// or missing one it does (task.tool_outputs_mismatch). A message over
+// or missing one it does (TASK_TOOL_OUTPUTS_MISMATCH). A message over
 // Config.MaxInputBytes is RESOURCE_EXHAUSTED. A retry of a continue made under req
 // returns the task as it is now and delivers nothing, whatever the task did since.
 func (m *Manager) Continue(ctx context.Context, tenant, taskID, principal string, message *agentplanev1.Message, outputs *agentplanev1.ToolOutputs, req Request) (*agentplanev1.Task, error) {

@@ -54,6 +54,7 @@ func toAPITask(rec *storagev1.TaskRecord, spec *storagev1.TaskSpecRecord, view V
 		Queue:               store.QueueOf(rec),
 		Priority:            rec.GetPriority(),
 		TraceContext:        rec.GetTraceContext(),
+		ScheduledBy:         rec.GetScheduledBy(),
 	}
 	if l := rec.GetLease(); l != nil && !l.GetRevoked() {
 		t.RuntimeId = l.GetRuntimeId()

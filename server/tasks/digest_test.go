@@ -7,6 +7,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/agentplane/agentplane/api/specwire"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
@@ -19,8 +22,8 @@ func TestRequestDigestIgnoresOnlyIDAndView(t *testing.T) {
 	egress := true
 	req := &agentplanev1.StartTaskRequest{
 		RequestId: "req-1",
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Model: "m",
-			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "hi"}}}},
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(&agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Model: "m",
+			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "hi"}}})},
 		Input:            userText("input"),
 		Labels:           map[string]string{"a": "1", "b": "2", "c": "3"},
 		McpServers:       &agentplanev1.McpServerList{},
@@ -51,7 +54,7 @@ func TestRequestDigestIgnoresOnlyIDAndView(t *testing.T) {
 	for name, change := range map[string]func(*agentplanev1.StartTaskRequest){
 		"a label":       func(r *agentplanev1.StartTaskRequest) { r.Labels["a"] = "x" },
 		"a tool axis":   func(r *agentplanev1.StartTaskRequest) { r.ToolAxes[1].Egress = &egress },
-		"the spec":      func(r *agentplanev1.StartTaskRequest) { r.GetAgent().Model = "n" },
+		"the spec":      func(r *agentplanev1.StartTaskRequest) { r.GetSpec().Fields["model"] = structpb.NewStringValue("n") },
 		"unknown field": func(r *agentplanev1.StartTaskRequest) { r.ProtoReflect().SetUnknown([]byte{0x98, 0x06, 0x02}) },
 		"unknown field 1": func(r *agentplanev1.StartTaskRequest) {
 			r.ProtoReflect().SetUnknown([]byte{0x98, 0x06, 0x01, 0x7a, 0x01, 'x'})
@@ -82,8 +85,8 @@ func clearedDigest(m proto.Message) []byte {
 func BenchmarkRequestDigest(b *testing.B) {
 	req := &agentplanev1.StartTaskRequest{
 		RequestId: "req-1",
-		Spec: &agentplanev1.StartTaskRequest_Agent{Agent: &agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Model: "m",
-			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Answer briefly."}}}},
+		Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(&agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Model: "m",
+			Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "Answer briefly."}}})},
 		Input: userText("bench"),
 	}
 	for b.Loop() {

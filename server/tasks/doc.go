@@ -25,13 +25,13 @@
 //   - Start is idempotent per tenant on the caller's request id.
 //   - Another tenant's task is NOT_FOUND, exactly like a missing one.
 //   - Runtime writes are fenced by lease id and epoch: a stale, expired or revoked
-//     lease is FAILED_PRECONDITION with reason lease.lost, and changes nothing (an
+//     lease is FAILED_PRECONDITION with reason LEASE_LOST, and changes nothing (an
 //     expired lease is returned to the queue in that same transaction).
 //   - A runtime runs only what was decided: a reported tool call (ReportEvents) needs
 //     the decision the gate recorded for its call id (an ALLOW, or a person's approve
 //     or edit), with the same tool and arguments of the same canonical-JSON digest,
 //     and spends it: a call never checked, pending, rejected, changed or reported
-//     twice is FAILED_PRECONDITION (tool_call.not_approved) and refuses the report.
+//     twice is FAILED_PRECONDITION (TOOL_CALL_NOT_APPROVED) and refuses the report.
 //     InterruptRecord.consumed_epoch is the lease epoch that spent the decision.
 //   - Delivery to runtimes is at least once: a lease that expires (runtime gone) returns
 //     the task to the queue; after Config.MaxAttempts lost or retried leases in a row

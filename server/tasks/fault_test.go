@@ -159,7 +159,12 @@ func (w faultWriter) ClaimOutbox(now time.Time, limit int) ([]*storagev1.OutboxR
 func (w faultWriter) DeleteTask(tenant, id string) (store.Deleted, error) {
 	return w.w.DeleteTask(tenant, id)
 }
-func (w faultWriter) OnCommit(f func()) { w.w.OnCommit(f) }
+func (w faultWriter) OnCommit(f func())                               { w.w.OnCommit(f) }
+func (w faultWriter) PutSchedule(rec *storagev1.ScheduleRecord) error { return w.w.PutSchedule(rec) }
+func (w faultWriter) DeleteSchedule(tenant, id string) error          { return w.w.DeleteSchedule(tenant, id) }
+func (w faultWriter) TryLockSchedule(tenant, id string) (*storagev1.ScheduleRecord, error) {
+	return w.w.TryLockSchedule(tenant, id)
+}
 
 func newFaultHarness(t *testing.T) (*harness, *faultStore) {
 	t.Helper()
@@ -289,7 +294,7 @@ func TestLeaseOperationsReturnStoreErrors(t *testing.T) {
 	}
 }
 
-// lateHeartbeat is a heartbeat past the lease's deadline: lease.lost, the expiry
+// lateHeartbeat is a heartbeat past the lease's deadline: LEASE_LOST, the expiry
 // committed, is its success.
 func lateHeartbeat(h *harness, l *agentplanev1.Lease) func() error {
 	return func() error {

@@ -111,7 +111,7 @@ func (m *Manager) flowKeys(ctx context.Context, p *StartParams, rec *storagev1.T
 }
 
 // takeStartToken takes a token of the start bucket of key, or refuses the start with
-// flow.rate_limited and the wait until the bucket holds one.
+// FLOW_RATE_LIMITED and the wait until the bucket holds one.
 func (m *Manager) takeStartToken(w store.Writer, tenant, queue, key string, now time.Time) error {
 	q := m.flow[queue]
 	name := startBucketName(queue, key)

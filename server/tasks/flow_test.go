@@ -138,7 +138,7 @@ func TestFlowConcurrencyKey(t *testing.T) {
 	})
 }
 
-// TestFlowStartRate: a start rate per key refuses with flow.rate_limited and a
+// TestFlowStartRate: a start rate per key refuses with FLOW_RATE_LIMITED and a
 // RetryInfo saying when the bucket holds a token; other keys are not affected, a
 // retry of an accepted start is answered, and the bucket survives a restart.
 func TestFlowStartRate(t *testing.T) {

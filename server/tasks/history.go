@@ -18,7 +18,7 @@ const (
 // ReadHistory reads up to pageSize events (0: 256, at most 1000) of the task ref
 // names, after afterSeq, for the runtime holding the lease; it also returns the task's
 // newest sequence. It is fenced like a write but only reads: a stale or revoked lease
-// is lease.lost, an ended task task.terminal, and an expired lease lease.lost (its
+// is LEASE_LOST, an ended task TASK_TERMINAL, and an expired lease LEASE_LOST (its
 // expiry is left to the next write or the maintenance loop).
 func (m *Manager) ReadHistory(ctx context.Context, ref *agentplanev1.LeaseRef, afterSeq int64, pageSize int) ([]*agentplanev1.TaskEvent, int64, error) {
 	switch {

@@ -127,7 +127,7 @@ func fenceError(rec *storagev1.TaskRecord, ref *agentplanev1.LeaseRef, f fenceRe
 
 // UpdateLeased runs fn on the task named by ref, in one transaction, only while ref is
 // the task's current lease: a stale or revoked lease is FAILED_PRECONDITION with reason
-// lease.lost (task.terminal once the task has completed or failed) and fn does not run; an expired one is also lease.lost, and the expiry
+// LEASE_LOST (TASK_TERMINAL once the task has completed or failed) and fn does not run; an expired one is also LEASE_LOST, and the expiry
 // (requeue or failure) is committed in the same transaction. Events fn appends with
 // AppendContent are attributed to the lease's epoch. fn may run more than once (see
 // UpdateTask).
@@ -137,7 +137,7 @@ func (m *Manager) UpdateLeased(ctx context.Context, ref *agentplanev1.LeaseRef, 
 
 // UpdateLeasedOrCanceled is UpdateLeased that also runs fn when the lease was revoked
 // because a caller canceled the task (Op.Canceled says so), so that a waiting runtime
-// learns why it must stop instead of being told lease.lost.
+// learns why it must stop instead of being told LEASE_LOST.
 func (m *Manager) UpdateLeasedOrCanceled(ctx context.Context, ref *agentplanev1.LeaseRef, fn func(*Op) error) error {
 	return m.updateLeased(ctx, ref, true, Request{}, fn, nil)
 }

@@ -63,7 +63,7 @@ func TestLeaseLifecycle(t *testing.T) {
 		"submitted", "state:WORKING", "lease:GRANTED", "message", "tool_call", "tool_result", "note",
 		"output", "lease:RELEASED", "state:COMPLETED",
 	})
-	// Writes under the lease that ended the task say so (task.terminal), not lease.lost.
+	// Writes under the lease that ended the task say so (TASK_TERMINAL), not LEASE_LOST.
 	_, err = h.m.Complete(ctx, ref(l), Request{}, nil)
 	wantErr(t, err, codes.FailedPrecondition, apierr.ReasonTaskTerminal)
 	_, err = h.m.ReportEvents(ctx, ref(l), Request{}, []*agentplanev1.RuntimeEvent{note("late")})
@@ -217,7 +217,7 @@ func TestExpiredLeaseIsAppliedLazily(t *testing.T) {
 	// The refusal names the deadline that passed (the lease is released by then).
 	deadline := l.GetDeadline().AsTime().Format(time.RFC3339Nano)
 	if msg := err.Error(); !strings.Contains(msg, "expired at "+deadline+" without a heartbeat") || !strings.Contains(msg, l.GetLeaseId()) {
-		t.Errorf("lease.lost message %q does not name the lease and its deadline %s", msg, deadline)
+		t.Errorf("LEASE_LOST message %q does not name the lease and its deadline %s", msg, deadline)
 	}
 	got := h.get(t, "acme", task.GetTaskId())
 	if got.GetRuntimeId() != "" || got.GetState() != agentplanev1.TaskState_TASK_STATE_SUBMITTED {

@@ -114,7 +114,7 @@ func (q ListQuery) matches(rec *storagev1.TaskRecord) bool {
 
 // List returns a page of tenant's tasks, newest first, and the token of the next page
 // ("" at the end). Tokens are opaque and sealed: one altered, minted for another
-// tenant, or replayed with different filters is INVALID_ARGUMENT (page_token.invalid).
+// tenant, or replayed with different filters is INVALID_ARGUMENT (PAGE_TOKEN_INVALID).
 // A page may hold fewer tasks than asked (even none) when the filters are selective,
 // and stops before its encoded tasks would pass Config.MaxListResponseBytes (one task
 // always fits); only an empty token means the end. The basic view never decodes the
@@ -324,4 +324,17 @@ func (m *Manager) ListEvents(ctx context.Context, tenant, taskID string, afterSe
 		return out, "", err
 	}
 	return out, m.tokens.Seal(scope, seqCursor(out[len(out)-1].GetSequence())), nil
+}
+
+// GetIn reads a task's basic view through r, inside a caller's transaction.
+func (m *Manager) GetIn(r store.Reader, tenant, taskID string) (*agentplanev1.Task, error) {
+	rec, err := r.GetTask(tenant, taskID)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := readSpec(r, tenant, taskID, ViewBasic)
+	if err != nil {
+		return nil, err
+	}
+	return toAPITask(rec, spec, ViewBasic), nil
 }

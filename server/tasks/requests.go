@@ -71,7 +71,7 @@ func NewRequest(msg proto.Message) (Request, error) {
 type Replay func(op *Op, a *storagev1.AppliedRequest) error
 
 // applied returns the task's record of req, nil when the task has none; the same id
-// with another digest is ALREADY_EXISTS (task.request_id_reused).
+// with another digest is ALREADY_EXISTS (TASK_REQUEST_ID_REUSED).
 func (o *Op) applied(req Request) (*storagev1.AppliedRequest, error) {
 	if req.ID == "" {
 		return nil, nil

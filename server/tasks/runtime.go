@@ -33,7 +33,7 @@ type HeartbeatResult struct {
 // Heartbeat extends a lease to now + Config.LeaseTTL. When the task was canceled while
 // the runtime held the lease, it reports Canceled (and keeps doing so) instead of
 // failing, so the runtime learns why it must stop. A stale or expired lease is
-// lease.lost.
+// LEASE_LOST.
 func (m *Manager) Heartbeat(ctx context.Context, ref *agentplanev1.LeaseRef) (HeartbeatResult, error) {
 	var res HeartbeatResult
 	err := m.updateLeased(ctx, ref, true, Request{}, func(op *Op) error {
@@ -68,7 +68,7 @@ func runtimePayload(ev *agentplanev1.RuntimeEvent) (*agentplanev1.TaskEvent, err
 // ReportEvents appends a runtime's events, in order, in one transaction, and returns
 // the sequence of the last one. Either all are appended or none: one event that is
 // malformed or over a limit (RESOURCE_EXHAUSTED) refuses the whole report. More than
-// Config.MaxEventsPerReport events is INVALID_ARGUMENT (limit.exceeded) at once: the
+// Config.MaxEventsPerReport events is INVALID_ARGUMENT (LIMIT_EXCEEDED) at once: the
 // limit keeps a report under the transport's request cap, whose refusal would not say
 // what to do. A message without an id is given one.
 //
@@ -76,9 +76,9 @@ func runtimePayload(ev *agentplanev1.RuntimeEvent) (*agentplanev1.TaskEvent, err
 // ToolCall is reported under the decision the gate recorded for its call id
 // (useDecision): a call that was never checked, still waits, names another tool, has
 // other arguments than the decision's (the ruled ones, for a rejected call), or was
-// reported before is FAILED_PRECONDITION (tool_call.not_approved). A ToolResult
+// reported before is FAILED_PRECONDITION (TOOL_CALL_NOT_APPROVED). A ToolResult
 // answers a call reported before it, once (useResult): anything else is
-// FAILED_PRECONDITION (tool_result.unexpected). Either refuses the whole report.
+// FAILED_PRECONDITION (TOOL_RESULT_UNEXPECTED). Either refuses the whole report.
 //
 // A report made under req that the task already appended is not appended again: it
 // returns the sequence the first report returned.
@@ -188,7 +188,7 @@ func (o *Op) useDecision(tc *agentplanev1.ToolCall) error {
 // before (in this report or an earlier one) that has no result yet, and fit the
 // call's decision (hitl.CheckResult: a rejected call's result is an error). A result
 // for a call nobody checked with the gate, or not reported yet, is refused
-// (tool_result.unexpected).
+// (TOOL_RESULT_UNEXPECTED).
 func (o *Op) useResult(tr *agentplanev1.ToolResult) error {
 	id := tr.GetCallId()
 	unexpected := func(format string, args ...any) error {

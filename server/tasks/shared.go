@@ -18,6 +18,7 @@ func (m *Manager) Changed(c store.Change) {
 	switch c.Kind {
 	case store.ChangeEvents:
 		m.hub.wake(watchKey{c.Tenant, c.TaskID})
+		m.hub.itaps.wake(c.Tenant)
 	case store.ChangeQueued:
 		m.work.broadcast(c.Queue)
 	case store.ChangeMessage:
@@ -29,6 +30,7 @@ func (m *Manager) Changed(c store.Change) {
 		m.hub.publishDeltas(c.Tenant, c.TaskID, msg.GetDeltas())
 	case store.ChangeAll:
 		m.hub.wakeAll()
+		m.hub.itaps.wakeAll()
 		m.work.broadcastAll()
 	}
 }

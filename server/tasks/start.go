@@ -80,6 +80,9 @@ type StartParams struct {
 	// TraceContext is the W3C trace context of the StartTask call, kept with the task
 	// and handed to its leases; nil when the call carried none.
 	TraceContext *agentplanev1.TraceContext
+	// ScheduledBy is the schedule run starting the task (package schedules); nil
+	// otherwise.
+	ScheduledBy *agentplanev1.ScheduledBy
 	// Priority orders the task among its tenant's tasks of the queue:
 	// schema.MinPriority to schema.MaxPriority, higher first.
 	Priority int32
@@ -128,7 +131,27 @@ var (
 	viewField      = (&agentplanev1.StartTaskRequest{}).ProtoReflect().Descriptor().Fields().ByName("view").Number()
 )
 
-// asRequest is the request these parameters stand for, for the fallback digest.
+// fallbackDigest identifies these parameters when the caller gave no RequestDigest:
+// the digest of the request they stand for without its spec, followed by the
+// deterministic encoding of the typed spec (a request carries the spec in its wire
+// shape, which these parameters no longer hold).
+func (p *StartParams) fallbackDigest() []byte {
+	h := sha256.New()
+	h.Write(RequestDigest(p.asRequest()))
+	var spec proto.Message = &agentplanev1.StaticAgentRef{AgentId: p.AgentID}
+	switch {
+	case p.Agent != nil:
+		spec = p.Agent
+	case p.Graph != nil:
+		spec = p.Graph
+	}
+	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(spec) // valid messages always encode
+	h.Write([]byte(string(spec.ProtoReflect().Descriptor().FullName())))
+	h.Write(b)
+	return h.Sum(nil)
+}
+
+// asRequest is the request these parameters stand for, without its spec.
 func (p *StartParams) asRequest() *agentplanev1.StartTaskRequest {
 	req := &agentplanev1.StartTaskRequest{
 		Input:           p.Input,
@@ -141,19 +164,16 @@ func (p *StartParams) asRequest() *agentplanev1.StartTaskRequest {
 		Queue:           p.Queue,
 		Priority:        p.Priority,
 	}
-	switch {
-	case p.Agent != nil:
-		req.Spec = &agentplanev1.StartTaskRequest_Agent{Agent: p.Agent}
-	case p.Graph != nil:
-		req.Spec = &agentplanev1.StartTaskRequest_Graph{Graph: p.Graph}
-	default:
-		req.Spec = &agentplanev1.StartTaskRequest_AgentId{AgentId: p.AgentID}
-	}
 	if p.InterruptTimeout > 0 {
 		req.InterruptTimeout = durationpb.New(p.InterruptTimeout)
 	}
 	return req
 }
+
+// CheckStart checks p as Start does before it writes anything, filling in the
+// defaults (the queue). A caller of StartIn runs it first: what it refuses is the
+// request's fault, while StartIn's own errors are the store's.
+func (m *Manager) CheckStart(p *StartParams) error { return m.checkStart(p) }
 
 func (m *Manager) checkStart(p *StartParams) error {
 	invalid := func(format string, args ...any) error {
@@ -211,15 +231,63 @@ func (m *Manager) checkStart(p *StartParams) error {
 // and the gate events, in one transaction. With a RequestID it is idempotent per
 // tenant: a retry with the same digest returns the existing task and created=false;
 // the same RequestID with a different digest is ALREADY_EXISTS
-// (task.request_id_reused). An input over Config.MaxInputBytes is RESOURCE_EXHAUSTED.
+// (TASK_REQUEST_ID_REUSED). An input over Config.MaxInputBytes is RESOURCE_EXHAUSTED.
 func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.Task, created bool, err error) {
 	if err := m.checkStart(&p); err != nil {
 		return nil, false, err
 	}
 	id, now := newTaskID(), m.clock.Now()
+	ns := m.newStart(ctx, &p)
+	if ns.keyErr != nil {
+		return nil, false, ns.keyErr
+	}
+	err = m.store.Update(ctx, func(w store.Writer) error {
+		task, created, err = m.startIn(w, &p, ns, id, now)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return task, created, nil
+}
+
+// NewTaskID returns a new task id, for StartIn.
+func NewTaskID() string { return newTaskID() }
+
+// StartIn is Start inside the caller's transaction w, so that the task is created
+// together with the caller's own writes (a schedule advancing past the run it
+// starts): with id and now fixed before the transaction, as Store.Update requires.
+// p must have passed CheckStart; an error is the store's, and w must not commit.
+//
+// A task started by a schedule (p.ScheduledBy) takes a concurrency or lease-rate key
+// like any other, but no start-rate token: its schedule already paces it, and a
+// refused fire would have to be retried. A key that does not evaluate is an error.
+func (m *Manager) StartIn(w store.Writer, p StartParams, id string, now time.Time) (*agentplanev1.Task, bool, error) {
+	ns := m.newStart(context.Background(), &p)
+	if ns.keyErr != nil {
+		return nil, false, ns.keyErr
+	}
+	return m.startIn(w, &p, ns, id, now)
+}
+
+// start is what Start derives from its parameters before the transaction.
+type start struct {
+	reqDigest []byte
+	input     *agentplanev1.Message
+	spec      *storagev1.TaskSpecRecord
+	kind      string
+	// keys holds the flow-control keys (concurrency_key, rate_key) the queue's policies
+	// compute; startBucket is the start-rate key ("" when none); keyErr refuses the
+	// start when a key does not evaluate.
+	keys        *storagev1.TaskRecord
+	startBucket string
+	keyErr      error
+}
+
+func (m *Manager) newStart(ctx context.Context, p *StartParams) *start {
 	reqDigest := p.RequestDigest
 	if reqDigest == nil {
-		reqDigest = RequestDigest(p.asRequest())
+		reqDigest = p.fallbackDigest()
 	}
 	// After the digest: an assigned id is not part of what a retry is compared on.
 	var input *agentplanev1.Message
@@ -246,83 +314,77 @@ func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.
 	default:
 		spec.Spec = &storagev1.TaskSpecRecord_AgentId{AgentId: p.AgentID}
 	}
-	keys := &storagev1.TaskRecord{}
-	startBucket, err := m.flowKeys(ctx, &p, keys)
-	if err != nil {
-		return nil, false, err
-	}
-	err = m.store.Update(ctx, func(w store.Writer) error {
-		task, created = nil, false
-		if p.RequestID != "" {
-			owner, err := w.TaskForRequest(p.Tenant, p.RequestID)
+	ns := &start{reqDigest: reqDigest, input: input, spec: spec, kind: kind, keys: &storagev1.TaskRecord{}}
+	ns.startBucket, ns.keyErr = m.flowKeys(ctx, p, ns.keys)
+	return ns
+}
+
+func (m *Manager) startIn(w store.Writer, p *StartParams, ns *start, id string, now time.Time) (*agentplanev1.Task, bool, error) {
+	reqDigest, input, spec, kind := ns.reqDigest, ns.input, ns.spec, ns.kind
+	if p.RequestID != "" {
+		owner, err := w.TaskForRequest(p.Tenant, p.RequestID)
+		if err != nil {
+			return nil, false, err
+		}
+		if owner != "" {
+			rec, err := w.GetTask(p.Tenant, owner)
 			if err != nil {
-				return err
+				return nil, false, err
 			}
-			if owner != "" {
-				rec, err := w.GetTask(p.Tenant, owner)
-				if err != nil {
-					return err
-				}
-				if !bytes.Equal(rec.GetRequestDigest(), reqDigest) {
-					return apierr.New(codes.AlreadyExists, apierr.ReasonRequestIDReused,
-						"request_id %q was already used for a different request (task %s); use a new request_id for a new task",
-						p.RequestID, owner)
-				}
-				existing, err := readSpec(w, p.Tenant, owner, p.View)
-				if err != nil {
-					return err
-				}
-				task = toAPITask(rec, existing, p.View)
-				return nil
+			if !bytes.Equal(rec.GetRequestDigest(), reqDigest) {
+				return nil, false, apierr.New(codes.AlreadyExists, apierr.ReasonRequestIDReused,
+					"request_id %q was already used for a different request (task %s); use a new request_id for a new task",
+					p.RequestID, owner)
 			}
-		}
-		rec := &storagev1.TaskRecord{
-			TaskId:         id,
-			Tenant:         p.Tenant,
-			State:          agentplanev1.TaskState_TASK_STATE_SUBMITTED,
-			RequestId:      p.RequestID,
-			RequestDigest:  reqDigest,
-			Labels:         p.Labels,
-			CreateTime:     timestamppb.New(now),
-			CreatedBy:      p.Principal,
-			SessionId:      p.SessionID,
-			SpecKind:       kind,
-			Queue:          p.Queue,
-			TraceContext:   p.TraceContext,
-			Priority:       p.Priority,
-			ConcurrencyKey: keys.GetConcurrencyKey(),
-			RateKey:        keys.GetRateKey(),
-		}
-		// After the request id: a retry of a start that was let through is answered,
-		// not refused.
-		if startBucket != "" {
-			if err := m.takeStartToken(w, p.Tenant, p.Queue, startBucket, now); err != nil {
-				return err
+			existing, err := readSpec(w, p.Tenant, owner, p.View)
+			if err != nil {
+				return nil, false, err
 			}
+			return toAPITask(rec, existing, p.View), false, nil
 		}
-		op := m.newOp(w, now, rec)
-		if err := op.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Submitted{Submitted: &agentplanev1.TaskSubmitted{
-			Input: input, Kind: kind, CreatedBy: p.Principal,
-		}}}); err != nil {
-			return err
+	}
+	rec := &storagev1.TaskRecord{
+		TaskId:         id,
+		Tenant:         p.Tenant,
+		State:          agentplanev1.TaskState_TASK_STATE_SUBMITTED,
+		RequestId:      p.RequestID,
+		RequestDigest:  reqDigest,
+		Labels:         p.Labels,
+		CreateTime:     timestamppb.New(now),
+		CreatedBy:      p.Principal,
+		SessionId:      p.SessionID,
+		SpecKind:       kind,
+		Queue:          p.Queue,
+		TraceContext:   p.TraceContext,
+		ScheduledBy:    p.ScheduledBy,
+		Priority:       p.Priority,
+		ConcurrencyKey: ns.keys.GetConcurrencyKey(),
+		RateKey:        ns.keys.GetRateKey(),
+	}
+	// After the request id: a retry of a start that was let through is answered,
+	// not refused.
+	if ns.startBucket != "" && p.ScheduledBy == nil {
+		if err := m.takeStartToken(w, p.Tenant, p.Queue, ns.startBucket, now); err != nil {
+			return nil, false, err
 		}
-		for _, ev := range p.GateEvents {
-			if err := op.Append(ev); err != nil {
-				return err
-			}
-		}
-		op.Enqueue()
-		if err := op.flush(); err != nil {
-			return err
-		}
-		if err := w.PutTaskSpec(p.Tenant, id, spec); err != nil {
-			return err
-		}
-		task, created = toAPITask(rec, spec, p.View), true
-		return nil
-	})
-	if err != nil {
+	}
+	op := m.newOp(w, now, rec)
+	if err := op.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Submitted{Submitted: &agentplanev1.TaskSubmitted{
+		Input: input, Kind: kind, CreatedBy: p.Principal,
+	}}}); err != nil {
 		return nil, false, err
 	}
-	return task, created, nil
+	for _, ev := range p.GateEvents {
+		if err := op.Append(ev); err != nil {
+			return nil, false, err
+		}
+	}
+	op.Enqueue()
+	if err := op.flush(); err != nil {
+		return nil, false, err
+	}
+	if err := w.PutTaskSpec(p.Tenant, id, spec); err != nil {
+		return nil, false, err
+	}
+	return toAPITask(rec, spec, p.View), true, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 )
@@ -116,9 +117,52 @@ func TestTaskShowsPeerNamesNotHeaderValues(t *testing.T) {
 	l := h.lease(t, "rt")
 	equal(t, "lease mcp_servers", &agentplanev1.Lease{McpServers: l.GetMcpServers(), A2APeers: l.GetA2APeers()},
 		&agentplanev1.Lease{McpServers: p.McpServers, A2APeers: p.A2aPeers})
-	//lint:ignore SA1019 the deprecated fields are read to check that they stay empty
-	if mcp, a2a := l.GetTask().GetMcpServers(), l.GetTask().GetA2APeers(); len(mcp) != 0 || len(a2a) != 0 {
-		t.Errorf("the lease's task sets the deprecated entries: %v %v", mcp, a2a)
+}
+
+// TestTaskHoldsNoPeerEntries: no field reachable from agentplane.v1.Task can hold an MCP
+// server's or A2A peer's full entry (McpServer, A2aPeer: their header values may be an
+// operator's credentials). Task.mcp_servers and Task.a2a_peers, which could, are removed
+// and reserved; a client sees McpServerInfo and A2aPeerInfo only.
+func TestTaskHoldsNoPeerEntries(t *testing.T) {
+	forbidden := map[protoreflect.FullName]bool{
+		(&agentplanev1.McpServer{}).ProtoReflect().Descriptor().FullName(): true,
+		(&agentplanev1.A2APeer{}).ProtoReflect().Descriptor().FullName():   true,
+	}
+	seen := map[protoreflect.FullName]bool{}
+	var walk func(md protoreflect.MessageDescriptor, path string)
+	walk = func(md protoreflect.MessageDescriptor, path string) {
+		if seen[md.FullName()] {
+			return
+		}
+		seen[md.FullName()] = true
+		fields := md.Fields()
+		for i := range fields.Len() {
+			fd := fields.Get(i)
+			sub := fd.Message()
+			if fd.IsMap() {
+				sub = fd.MapValue().Message()
+			}
+			if sub == nil {
+				continue
+			}
+			if forbidden[sub.FullName()] {
+				t.Errorf("%s.%s holds %s", path, fd.Name(), sub.FullName())
+				continue
+			}
+			walk(sub, path+"."+string(fd.Name()))
+		}
+	}
+	task := (&agentplanev1.Task{}).ProtoReflect().Descriptor()
+	walk(task, "Task")
+	for _, n := range []protoreflect.Name{"mcp_servers", "a2a_peers"} {
+		if !task.ReservedNames().Has(n) {
+			t.Errorf("Task does not reserve the name %s", n)
+		}
+	}
+	for _, n := range []protoreflect.FieldNumber{19, 20} {
+		if !task.ReservedRanges().Has(n) {
+			t.Errorf("Task does not reserve field number %d", n)
+		}
 	}
 }
 

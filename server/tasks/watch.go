@@ -42,6 +42,9 @@ type hub struct {
 	// them (their watchers read them from the store), so that writers outrunning the
 	// fan-out cost bounded memory and are never held.
 	maxQueued int
+
+	// itaps are the listeners of each tenant's interrupts (interruptwatch.go).
+	itaps interruptTaps
 }
 
 // published is one commit's events, or one PublishDeltas call's deltas, for one
@@ -132,6 +135,7 @@ func (h *hub) publish(tenant, taskID string, events []*storagev1.EventRecord) {
 	if len(events) == 0 {
 		return
 	}
+	h.itaps.publish(tenant, events)
 	k := watchKey{tenant, taskID}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
@@ -396,7 +400,7 @@ func (m *Manager) Follow(ctx context.Context, tenant, taskID string, afterSeq in
 }
 
 // PublishDeltas hands message deltas to the live watchers of the task ref holds a
-// lease on, after fencing the lease like a write (lease.lost, task.terminal); nothing
+// lease on, after fencing the lease like a write (LEASE_LOST, TASK_TERMINAL); nothing
 // is stored. Each delta's after_sequence is set to the task's newest sequence. It
 // returns how many watchers were live on this replica; on a store shared by several
 // replicas (store.Shared) the deltas are broadcast to the watchers of the others too.

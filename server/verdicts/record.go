@@ -27,7 +27,7 @@ func NewRecorder(m *tasks.Manager) *Recorder { return &Recorder{tasks: m} }
 // the verdict (keyed by the sequence of its VerdictRecorded event), the ledger entries
 // it resolved and raised, and the event. It returns the response the runtime gets:
 // the verdict as recorded, with dropped ids, and the open obligations afterwards. A
-// stale lease is lease.lost. A verdict naming the tool call that carried it (call_id)
+// stale lease is LEASE_LOST. A verdict naming the tool call that carried it (call_id)
 // must name a call of the verdict tool that the gate let run (checkCall).
 // A retry of a call made with a request_id returns the verdict that call recorded and
 // the ledger's open obligations now.

@@ -52,7 +52,7 @@ func RequestFrom(r *agentplanev1.RecordVerdictRequest) Request {
 // verdict is pass; each resolution names an id and says how, and a withdrawal says
 // why; raised obligations are non-empty text; everything is bounded. Ids that are
 // not open are not an error here: Apply drops them and names them back. A bad verdict
-// is INVALID_ARGUMENT (reason verdict.invalid) with every problem in a
+// is INVALID_ARGUMENT (reason VERDICT_INVALID) with every problem in a
 // google.rpc.BadRequest.
 func Check(r Request) error {
 	var bad []*errdetails.BadRequest_FieldViolation

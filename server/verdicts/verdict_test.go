@@ -111,7 +111,7 @@ func ids(obs []*agentplanev1.Obligation) []string {
 	return out
 }
 
-// TestLedger walks a task's ledger through the cases of seed 001.
+// TestLedger walks a task's ledger through the ledger's cases (docs/vocabulary.md, Verdicts).
 func TestLedger(t *testing.T) {
 	var open []*agentplanev1.Obligation
 	var count int64

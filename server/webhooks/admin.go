@@ -8,39 +8,54 @@ import (
 	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 )
 
-// MaxPageSize bounds a page of dead letters.
-const MaxPageSize = 1000
-
 // retryChunk is how many dead letters one transaction of RetryDeadLetters moves.
 const retryChunk = 500
 
 const dead = storagev1.OutboxState_OUTBOX_STATE_DEAD
 
-// ListDeadLetters reads up to limit dead letters (of tenant, or all), oldest first,
-// after the id after; next is the last id returned when more may follow.
+// ScanBudgetPerItem bounds the dead letters one page examines per item it may return,
+// so that a tenant filter matching few of them cannot make one call read the whole
+// dead-letter index; a short page with a next cursor then continues the scan.
+const ScanBudgetPerItem = 20
+
+// ListDeadLetters reads up to limit (at least 1) dead letters (of tenant, or all),
+// oldest first, after the id after. next is the id to continue after when more may
+// follow, and "" on the last page. A page examines at most limit*ScanBudgetPerItem
+// dead letters, so with a tenant it may be short, even empty, with a next cursor.
 func (s *Service) ListDeadLetters(ctx context.Context, tenant, after string, limit int) (out []*storagev1.OutboxRecord, next string, err error) {
+	limit = max(limit, 1)
+	budget := limit * ScanBudgetPerItem
 	err = s.st.View(ctx, func(r store.Reader) error {
-		out = out[:0]
+		out, next = out[:0], ""
+		examined := 0
 		return r.ScanOutbox(dead, after, func(rec *storagev1.OutboxRecord) (bool, error) {
 			if tenant != "" && rec.GetTenant() != tenant {
+				if examined++; examined >= budget {
+					next = rec.GetId()
+					return false, nil
+				}
 				return true, nil
 			}
+			if len(out) == limit { // a full page and one more: the next page starts after it
+				next = out[limit-1].GetId()
+				return false, nil
+			}
 			out = append(out, rec)
-			return len(out) <= limit, nil
+			if examined++; examined >= budget && len(out) < limit {
+				next = rec.GetId()
+				return false, nil
+			}
+			return true, nil
 		})
 	})
 	if err != nil {
 		return nil, "", err
 	}
-	if len(out) > limit {
-		out = out[:limit]
-		next = out[limit-1].GetId()
-	}
 	return out, next, nil
 }
 
 // RetryDeadLetter puts one dead letter back in the outbox, due now, with its attempts
-// reset. Anything else is NOT_FOUND (webhook.delivery_not_found).
+// reset. Anything else is NOT_FOUND (WEBHOOK_DELIVERY_NOT_FOUND).
 func (s *Service) RetryDeadLetter(ctx context.Context, id string) error {
 	err := s.st.Update(ctx, func(w store.Writer) error {
 		rec, err := w.GetOutbox(id)

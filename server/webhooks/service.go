@@ -46,6 +46,10 @@ type Options struct {
 	SlackButtons bool
 	// Approvers is hitl.approvers: where emails go.
 	Approvers []config.Approver
+	// A2APush builds the body of an A2A push notification of a task's new state to
+	// one of its push configs (server/a2a.PushBody), read in the transaction of the
+	// change; nil sends no A2A push notifications.
+	A2APush func(r store.Reader, rec *storagev1.TaskRecord, pc *storagev1.A2APushConfig) ([]byte, error)
 }
 
 // endpoint is one configured webhook, resolved.
@@ -80,6 +84,7 @@ type Service struct {
 	links    *links.Issuer
 	buttons  bool
 	mail     *mailer
+	a2aPush  func(r store.Reader, rec *storagev1.TaskRecord, pc *storagev1.A2APushConfig) ([]byte, error)
 
 	wake    chan struct{}
 	stop    chan struct{}
@@ -105,7 +110,7 @@ func New(o Options) (*Service, error) {
 	}
 	s := &Service{
 		st: o.Store, cfg: o.Config, log: log.With("component", "webhooks"),
-		byName: map[string]*endpoint{}, byTenant: map[string][]*endpoint{}, now: time.Now,
+		byName: map[string]*endpoint{}, byTenant: map[string][]*endpoint{}, now: time.Now, a2aPush: o.A2APush,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	var err error
@@ -456,6 +461,9 @@ type result struct {
 }
 
 func (s *Service) attempt(ctx context.Context, rec *storagev1.OutboxRecord) result {
+	if rec.GetEndpoint() == config.A2APushEndpoint {
+		return s.attemptA2A(ctx, rec)
+	}
 	ep := s.byName[rec.GetEndpoint()]
 	if ep == nil || ep.tenant != rec.GetTenant() {
 		return result{permanent: true, detail: "endpoint " + rec.GetEndpoint() + " is no longer configured for tenant " + rec.GetTenant()}
@@ -479,9 +487,14 @@ func (s *Service) attempt(ctx context.Context, rec *storagev1.OutboxRecord) resu
 	if ep.key != nil {
 		req.Header.Set(HeaderSignature, Sign(ep.key, rec.GetId(), ts, body))
 	}
+	return s.post(req, ep.Name)
+}
+
+// post sends one attempt and classifies the answer.
+func (s *Service) post(req *http.Request, endpoint string) result {
 	resp, err := s.client.Do(req)
 	if err != nil {
-		s.attempts.WithLabelValues(ep.Name, "error").Inc()
+		s.attempts.WithLabelValues(endpoint, "error").Inc()
 		var ue interface{ Unwrap() error }
 		if errors.As(err, &ue) {
 			err = ue.Unwrap() // drop the method and URL: the URL may hold a token
@@ -490,7 +503,7 @@ func (s *Service) attempt(ctx context.Context, rec *storagev1.OutboxRecord) resu
 	}
 	drain(resp)
 	class := strconv.Itoa(resp.StatusCode/100) + "xx"
-	s.attempts.WithLabelValues(ep.Name, class).Inc()
+	s.attempts.WithLabelValues(endpoint, class).Inc()
 	switch {
 	case resp.StatusCode/100 == 2:
 		return result{ok: true}

@@ -19,9 +19,11 @@ import (
 // WrapWriter returns w with the notifications of its changes written through it: a
 // PutInterrupt that raises a tool approval, resolves it or lets it expire, and a
 // PutTask that ends a task, enqueue one outbox record per subscribed endpoint of the
-// tenant in the same transaction. Without webhooks configured it returns w itself.
+// tenant in the same transaction; a PutTask that changes the state of a task with A2A
+// push configs enqueues one per config. Without webhooks configured and A2A push
+// notifications off it returns w itself.
 func (s *Service) WrapWriter(w store.Writer) store.Writer {
-	if len(s.byTenant) == 0 {
+	if len(s.byTenant) == 0 && s.a2aPush == nil {
 		return w
 	}
 	return &writer{Writer: w, s: s}
@@ -70,7 +72,9 @@ func (w *writer) PutInterrupt(rec *storagev1.InterruptRecord) error {
 }
 
 func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
-	if !tasks.IsTerminal(rec.GetState()) || !w.s.wants(rec.GetTenant(), config.EventTaskEnded) {
+	ended := tasks.IsTerminal(rec.GetState()) && w.s.wants(rec.GetTenant(), config.EventTaskEnded)
+	push := len(rec.GetA2APushConfigs()) > 0 && w.s.a2aPush != nil
+	if !ended && !push {
 		return w.Writer.PutTask(rec)
 	}
 	old, err := w.GetTask(rec.GetTenant(), rec.GetTaskId())
@@ -80,7 +84,12 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 	if err := w.Writer.PutTask(rec); err != nil {
 		return err
 	}
-	if old != nil && tasks.IsTerminal(old.GetState()) {
+	if push && (old == nil || old.GetState() != rec.GetState()) {
+		if err := w.s.enqueueA2A(w.Writer, rec); err != nil {
+			return err
+		}
+	}
+	if !ended || (old != nil && tasks.IsTerminal(old.GetState())) {
 		return nil
 	}
 	return w.s.enqueue(w.Writer, config.EventTaskEnded, taskData(rec, w.s.cfg.ConsoleURL))

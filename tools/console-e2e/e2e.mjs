@@ -187,7 +187,7 @@ test('an approver sees a gated call arrive, fixes its arguments against the sche
     assert.match(await fieldErr.textContent(), /100/);
     assert.equal(await amount.getAttribute('aria-invalid'), 'true');
     assert.equal(await page.evaluate(() => document.activeElement?.id), 'arg-amount_eur', 'focus moves to the field in error');
-    assert.match(await page.locator('#page-error').textContent(), /interrupt\.edit_invalid/);
+    assert.match(await page.locator('#page-error').textContent(), /INTERRUPT_EDIT_INVALID/);
     await snap(page, '02-edit-error');
 
     // The fixed edit runs.
@@ -275,7 +275,7 @@ test('a user without the approver role cannot approve', async () => {
       return { status: r.status, body: await r.text() };
     }, `/ui/interrupts/${id}`);
     assert.equal(refused.status, 403);
-    assert.match(refused.body, /auth\.permission_denied/);
+    assert.match(refused.body, /AUTH_PERMISSION_DENIED/);
     await page.reload();
     assert.equal(await page.locator('#in-state').textContent(), 'pending');
     await snap(page, '06-user-cannot-approve');

@@ -156,8 +156,8 @@ test('an error carries its ErrorInfo', async () => {
   const res = await call(api.TaskService.TaskService_GetTask, { taskId: 'no-such-task' });
   assert.equal(res.status, 404);
   const info = errorInfo(res.body);
-  assert.equal(info?.domain, 'agentplane', JSON.stringify(res.body));
-  assert.equal(info.reason, 'task.not_found');
+  assert.equal(info?.domain, 'agentplane.dev', JSON.stringify(res.body));
+  assert.equal(info.reason, 'TASK_NOT_FOUND');
 });
 
 test('Backup is the bbolt file', async () => {

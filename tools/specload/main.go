@@ -148,7 +148,7 @@ func scenario(bin, configFile, dir, transport string, n, rounds int, doc []byte,
 				<-start
 				var a string
 				if transport == "grpc" {
-					resp, err := client.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Spec: &agentplanev1.ValidateSpecRequest_Document{Document: doc}})
+					resp, err := client.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Source: &agentplanev1.ValidateSpecRequest_Document{Document: doc}})
 					switch {
 					case err != nil:
 						a = "grpc " + status.Code(err).String()

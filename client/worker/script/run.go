@@ -97,7 +97,7 @@ func (r *Runner) logf(t *worker.Task, format string, args ...any) {
 // resuming somewhere else. Steps between the checkpoint and where a
 // crashed runtime stopped are played again, except tool calls already in the history:
 // a decision is spent by the report of its call, so the server refuses a second report
-// (tool_call.not_approved), and the tool must not run twice anyway. ran holds those
+// (TOOL_CALL_NOT_APPROVED), and the tool must not run twice anyway. ran holds those
 // calls, by call id, with whether their result was recorded too.
 func (r *Runner) resumePoint(ctx context.Context, t *worker.Task) (at int, ran map[string]bool, err error) {
 	l := t.Lease()

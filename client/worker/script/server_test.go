@@ -97,7 +97,7 @@ func playApprovalExample(t *testing.T, c, approver, runtime *client.Client) {
 		t.Fatal(err)
 	}
 	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("refund order 42"), InterruptPolicy: policy,
+		Source: &agentplanev1.StartTaskRequest_Document{Document: doc}, Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("refund order 42"), InterruptPolicy: policy,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +197,7 @@ func playReviewExample(t *testing.T, c, runtime *client.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Document{Document: graph}, Input: client.UserText("write the upgrade guide")})
+	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Document{Document: graph}, Input: client.UserText("write the upgrade guide")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func playReviewExample(t *testing.T, c, runtime *client.Client) {
 // TestResumeDoesNotRunAToolTwice: a runtime ran a tool call and reported it, then lost
 // its lease before the next checkpoint. The next lease replays from the checkpoint but
 // must not run (or report) that call again: the server would refuse the report
-// (tool_call.not_approved), since a decision is spent by the report of its call.
+// (TOOL_CALL_NOT_APPROVED), since a decision is spent by the report of its call.
 func TestResumeDoesNotRunAToolTwice(t *testing.T) {
 	in := servertest.Start(t, nil)
 	c := in.Client
@@ -254,7 +254,7 @@ func TestResumeDoesNotRunAToolTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("weather?")})
+	started, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("weather?")})
 	if err != nil {
 		t.Fatal(err)
 	}

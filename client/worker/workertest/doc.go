@@ -6,7 +6,7 @@
 // decision), on a loopback port.
 //
 // It models the protocol's contract, not the server's implementation: a queue of
-// leases granted only to runtimes serving their run queue, fenced writes refused with lease.lost once a lease is lost or released,
+// leases granted only to runtimes serving their run queue, fenced writes refused with LEASE_LOST once a lease is lost or released,
 // heartbeats that extend the lease and report cancellation, a gate answered by a test
 // function, and decisions delivered on AwaitDecision when the test resolves an
 // interrupt. Faults are injected by the test (failing polls and heartbeats, dropped

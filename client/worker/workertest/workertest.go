@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/agentplane/agentplane/api/reasons"
@@ -53,7 +54,7 @@ type State struct {
 	MaxAsked []int32
 	// InFlight is the number of leases granted and not ended; Peak its maximum.
 	InFlight, Peak int
-	// Lost marks lease ids whose writes are refused with lease.lost.
+	// Lost marks lease ids whose writes are refused with LEASE_LOST.
 	Lost map[string]bool
 	// Canceled marks task ids (with a reason) that heartbeats report as canceled.
 	Canceled map[string]string
@@ -573,11 +574,27 @@ func (f *Server) StartTask(_ context.Context, req *agentplanev1.StartTaskRequest
 	f.s.Started = append(f.s.Started, req)
 	task := f.startedTask(len(f.s.Started) - 1)
 	l := &agentplanev1.Lease{LeaseId: task.GetTaskId() + "-lease-1", Epoch: 1, Attempt: 1, Task: task}
-	if a := req.GetAgent(); a != nil {
+	if a := fakeAgent(req.GetSpec()); a != nil {
 		l.Spec = &agentplanev1.ResolvedSpec{Spec: &agentplanev1.ResolvedSpec_Agent{Agent: a}}
 	}
 	f.s.Queue = append(f.s.Queue, l)
 	return &agentplanev1.StartTaskResponse{Task: task, Created: true}, nil
+}
+
+// fakeAgent is the typed agent of a StartTask spec object, as far as this fake reads
+// one: its apiVersion, kind, name and model (a real server validates and decodes the
+// whole spec). A spec that is not an AgentSpec, a document or an agent_id gives nil:
+// the lease then has no spec.
+func fakeAgent(s *structpb.Struct) *agentplanev1.AgentSpec {
+	f := s.GetFields()
+	if f["kind"].GetStringValue() != "AgentSpec" {
+		return nil
+	}
+	a := &agentplanev1.AgentSpec{ApiVersion: f["apiVersion"].GetStringValue(), Kind: "AgentSpec", Model: f["model"].GetStringValue()}
+	if n, ok := f["name"]; ok {
+		a.Name = proto.String(n.GetStringValue())
+	}
+	return a
 }
 
 // startedTask is the task of the i-th StartTask call; called with f.mu held.

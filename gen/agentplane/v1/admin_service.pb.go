@@ -132,14 +132,17 @@ func (x *WebhookDeadLetter) GetDeadTime() *timestamppb.Timestamp {
 	return nil
 }
 
-// ListWebhookDeadLettersRequest pages through dead letters.
+// ListWebhookDeadLettersRequest pages through dead letters, like every List RPC.
 type ListWebhookDeadLettersRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Only this tenant's; empty for every tenant.
 	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	// At most this many (default 100, at most 1000).
+	// Maximum dead letters per page; 0 means 50; capped at 500; negative is
+	// INVALID_ARGUMENT. A page examines at most 20 dead letters per item it may return,
+	// so with tenant set it may be short (even empty) with a next_page_token.
 	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
-	// From a previous response's next_page_token.
+	// Opaque token from a previous response; tenant must not change between pages (a
+	// token of another listing is INVALID_ARGUMENT, PAGE_TOKEN_INVALID).
 	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -869,13 +872,13 @@ const file_agentplane_v1_admin_service_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a=\n" +
 	"\x0fQueueDepthEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x012\xe5\x03\n" +
-	"\fAdminService\x12G\n" +
-	"\x06Backup\x12\x1c.agentplane.v1.BackupRequest\x1a\x1d.agentplane.v1.BackupResponse0\x01\x12Q\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x012\xf9\x03\n" +
+	"\fAdminService\x12L\n" +
+	"\x06Backup\x12\x1c.agentplane.v1.BackupRequest\x1a\x1d.agentplane.v1.BackupResponse\"\x03\x90\x02\x010\x01\x12V\n" +
 	"\n" +
-	"PurgeTasks\x12 .agentplane.v1.PurgeTasksRequest\x1a!.agentplane.v1.PurgeTasksResponse\x12K\n" +
-	"\bGetStats\x12\x1e.agentplane.v1.GetStatsRequest\x1a\x1f.agentplane.v1.GetStatsResponse\x12u\n" +
-	"\x16ListWebhookDeadLetters\x12,.agentplane.v1.ListWebhookDeadLettersRequest\x1a-.agentplane.v1.ListWebhookDeadLettersResponse\x12u\n" +
+	"PurgeTasks\x12 .agentplane.v1.PurgeTasksRequest\x1a!.agentplane.v1.PurgeTasksResponse\"\x03\x90\x02\x02\x12P\n" +
+	"\bGetStats\x12\x1e.agentplane.v1.GetStatsRequest\x1a\x1f.agentplane.v1.GetStatsResponse\"\x03\x90\x02\x01\x12z\n" +
+	"\x16ListWebhookDeadLetters\x12,.agentplane.v1.ListWebhookDeadLettersRequest\x1a-.agentplane.v1.ListWebhookDeadLettersResponse\"\x03\x90\x02\x01\x12u\n" +
 	"\x16RetryWebhookDeadLetter\x12,.agentplane.v1.RetryWebhookDeadLetterRequest\x1a-.agentplane.v1.RetryWebhookDeadLetterResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (

@@ -53,7 +53,9 @@ type AdminServiceClient interface {
 	ListWebhookDeadLetters(ctx context.Context, in *ListWebhookDeadLettersRequest, opts ...grpc.CallOption) (*ListWebhookDeadLettersResponse, error)
 	// RetryWebhookDeadLetter puts dead letters back in the outbox, due now, with their
 	// attempts reset: one by id, or every one (of a tenant, if set) with all. An id that
-	// is not a dead letter is NOT_FOUND (webhook.delivery_not_found).
+	// is not a dead letter is NOT_FOUND (WEBHOOK_DELIVERY_NOT_FOUND).
+	// Not idempotent (no idempotency_level): a repeat after a lost response finds the
+	// letters gone (NOT_FOUND) or, with all, queues letters that died since.
 	RetryWebhookDeadLetter(ctx context.Context, in *RetryWebhookDeadLetterRequest, opts ...grpc.CallOption) (*RetryWebhookDeadLetterResponse, error)
 }
 
@@ -151,7 +153,9 @@ type AdminServiceServer interface {
 	ListWebhookDeadLetters(context.Context, *ListWebhookDeadLettersRequest) (*ListWebhookDeadLettersResponse, error)
 	// RetryWebhookDeadLetter puts dead letters back in the outbox, due now, with their
 	// attempts reset: one by id, or every one (of a tenant, if set) with all. An id that
-	// is not a dead letter is NOT_FOUND (webhook.delivery_not_found).
+	// is not a dead letter is NOT_FOUND (WEBHOOK_DELIVERY_NOT_FOUND).
+	// Not idempotent (no idempotency_level): a repeat after a lost response finds the
+	// letters gone (NOT_FOUND) or, with all, queues letters that died since.
 	RetryWebhookDeadLetter(context.Context, *RetryWebhookDeadLetterRequest) (*RetryWebhookDeadLetterResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }

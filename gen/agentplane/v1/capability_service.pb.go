@@ -121,7 +121,7 @@ type Capabilities struct {
 	A2AInjection bool `protobuf:"varint,6,opt,name=a2a_injection,json=a2aInjection,proto3" json:"a2a_injection,omitempty"`
 	// Maximum caller entries honoured per list.
 	MaxCallerPeers int32 `protobuf:"varint,7,opt,name=max_caller_peers,json=maxCallerPeers,proto3" json:"max_caller_peers,omitempty"`
-	// Config keys a request may not occupy (reason config.locked_key).
+	// Config keys a request may not occupy (reason CONFIG_LOCKED_KEY).
 	LockedKeys []string `protobuf:"bytes,8,rep,name=locked_keys,json=lockedKeys,proto3" json:"locked_keys,omitempty"`
 	// Compliance posture in force.
 	CompliancePosture string `protobuf:"bytes,9,opt,name=compliance_posture,json=compliancePosture,proto3" json:"compliance_posture,omitempty"`
@@ -635,7 +635,9 @@ type Features struct {
 	// AdminService backup.
 	HotBackup bool `protobuf:"varint,10,opt,name=hot_backup,json=hotBackup,proto3" json:"hot_backup,omitempty"`
 	// HTTP/JSON gateway.
-	HttpJson      bool `protobuf:"varint,11,opt,name=http_json,json=httpJson,proto3" json:"http_json,omitempty"`
+	HttpJson bool `protobuf:"varint,11,opt,name=http_json,json=httpJson,proto3" json:"http_json,omitempty"`
+	// ScheduleService: schedules that start tasks (docs/schedules.md).
+	Schedules     bool `protobuf:"varint,20,opt,name=schedules,proto3" json:"schedules,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -747,6 +749,13 @@ func (x *Features) GetHttpJson() bool {
 	return false
 }
 
+func (x *Features) GetSchedules() bool {
+	if x != nil {
+		return x.Schedules
+	}
+	return false
+}
+
 var File_agentplane_v1_capability_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_capability_service_proto_rawDesc = "" +
@@ -803,7 +812,7 @@ const file_agentplane_v1_capability_service_proto_rawDesc = "" +
 	"\x19max_watches_per_principal\x18\f \x01(\x05R\x16maxWatchesPerPrincipal\x127\n" +
 	"\x18max_awaits_per_principal\x18\r \x01(\x05R\x15maxAwaitsPerPrincipal\x12*\n" +
 	"\x11default_page_size\x18\x0e \x01(\x05R\x0fdefaultPageSize\x12\"\n" +
-	"\rmax_page_size\x18\x0f \x01(\x05R\vmaxPageSize\"\x85\x03\n" +
+	"\rmax_page_size\x18\x0f \x01(\x05R\vmaxPageSize\"\xa3\x03\n" +
 	"\bFeatures\x12'\n" +
 	"\x0fspec_validation\x18\x01 \x01(\bR\x0especValidation\x12\x14\n" +
 	"\x05tasks\x18\x02 \x01(\bR\x05tasks\x12!\n" +
@@ -817,9 +826,10 @@ const file_agentplane_v1_capability_service_proto_rawDesc = "" +
 	"\n" +
 	"hot_backup\x18\n" +
 	" \x01(\bR\thotBackup\x12\x1b\n" +
-	"\thttp_json\x18\v \x01(\bR\bhttpJson2u\n" +
-	"\x11CapabilityService\x12`\n" +
-	"\x0fGetCapabilities\x12%.agentplane.v1.GetCapabilitiesRequest\x1a&.agentplane.v1.GetCapabilitiesResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
+	"\thttp_json\x18\v \x01(\bR\bhttpJson\x12\x1c\n" +
+	"\tschedules\x18\x14 \x01(\bR\tschedules2z\n" +
+	"\x11CapabilityService\x12e\n" +
+	"\x0fGetCapabilities\x12%.agentplane.v1.GetCapabilitiesRequest\x1a&.agentplane.v1.GetCapabilitiesResponse\"\x03\x90\x02\x01BAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (
 	file_agentplane_v1_capability_service_proto_rawDescOnce sync.Once

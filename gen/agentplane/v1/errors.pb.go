@@ -24,9 +24,11 @@ const (
 
 // ErrorReason is every reason an agentplane error can carry (AIP-193). An error is a
 // gRPC status (over HTTP/JSON, the status as the response body) with a
-// google.rpc.ErrorInfo detail of domain "agentplane"; ErrorInfo.reason is the value's
-// wire string, given by its error_reason option (ERROR_REASON_TASK_NOT_FOUND is
-// "task.not_found"), never the enum name. Branch on the reason, never on the message.
+// google.rpc.ErrorInfo detail of domain "agentplane.dev"; ErrorInfo.reason is the
+// value's wire string, given by its error_reason option: as google.rpc.ErrorInfo and
+// AIP-193 require, UPPER_SNAKE_CASE of at most 63 characters, the enum value's name
+// without its ERROR_REASON_ prefix (ERROR_REASON_TASK_NOT_FOUND is "TASK_NOT_FOUND").
+// Branch on the domain and reason, never on the message.
 //
 // A reason is retryable when the same call may succeed later unchanged; a retryable
 // error also carries a google.rpc.RetryInfo detail whose retry_delay is the least wait
@@ -118,7 +120,7 @@ const (
 	// over the size limit or too dense (more values than `limits.max_spec_bytes`
 	// allows) is refused this way by ValidateSpec and StartTask alike, with its
 	// DOC-TOO-LARGE finding in a SpecViolations detail. Over HTTP these, and a body over
-	// `max_spec_bytes` + 64 KiB, are status 413; other `limit.exceeded` answers are 429.
+	// `max_spec_bytes` + 64 KiB, are status 413; other `LIMIT_EXCEEDED` answers are 429.
 	// A ReportEvents call with more than `limits.max_events_per_report` events is
 	// INVALID_ARGUMENT (split the batch; nothing of the call was appended). Permanent:
 	// the same request is refused again, so it is not retryable although its code is
@@ -163,11 +165,22 @@ const (
 	// No webhook dead letter with that id (AdminService.RetryWebhookDeadLetter): it was
 	// retried already, delivered, or never existed.
 	ErrorReason_ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND ErrorReason = 57
+	// No schedule with that id in the caller's tenant.
+	ErrorReason_ERROR_REASON_SCHEDULE_NOT_FOUND ErrorReason = 70
+	// CreateSchedule under an id the tenant already has, for a different schedule.
+	ErrorReason_ERROR_REASON_SCHEDULE_ALREADY_EXISTS ErrorReason = 71
+	// A schedule spec or policy that breaks a rule: a cron expression that does not
+	// parse, an unknown time zone, an interval out of range, a jitter over 24h. The
+	// status carries a google.rpc.BadRequest naming the field.
+	ErrorReason_ERROR_REASON_SCHEDULE_INVALID ErrorReason = 72
+	// UpdateSchedule with an expected_revision the schedule no longer has: someone (or
+	// a run) changed it since it was read. Read it again and reapply.
+	ErrorReason_ERROR_REASON_SCHEDULE_REVISION_MISMATCH ErrorReason = 73
 	// StartTask refused by a start rate limit of the queue (flow.rate with `on: start`,
 	// docs/api.md#flow-control): the key's token bucket is empty. ErrorInfo metadata
 	// `queue`, `key`, `rate` (tokens per second). Its RetryInfo's retry_delay is when the
 	// bucket next holds a token; retry then with the same request id.
-	ErrorReason_ERROR_REASON_FLOW_RATE_LIMITED ErrorReason = 70
+	ErrorReason_ERROR_REASON_FLOW_RATE_LIMITED ErrorReason = 80
 )
 
 // Enum value maps for ErrorReason.
@@ -210,7 +223,11 @@ var (
 		40: "ERROR_REASON_STORE_BACKUP_UNSUPPORTED",
 		32: "ERROR_REASON_ROUTE_NOT_FOUND",
 		57: "ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND",
-		70: "ERROR_REASON_FLOW_RATE_LIMITED",
+		70: "ERROR_REASON_SCHEDULE_NOT_FOUND",
+		71: "ERROR_REASON_SCHEDULE_ALREADY_EXISTS",
+		72: "ERROR_REASON_SCHEDULE_INVALID",
+		73: "ERROR_REASON_SCHEDULE_REVISION_MISMATCH",
+		80: "ERROR_REASON_FLOW_RATE_LIMITED",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                0,
@@ -250,7 +267,11 @@ var (
 		"ERROR_REASON_STORE_BACKUP_UNSUPPORTED":   40,
 		"ERROR_REASON_ROUTE_NOT_FOUND":            32,
 		"ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND": 57,
-		"ERROR_REASON_FLOW_RATE_LIMITED":          70,
+		"ERROR_REASON_SCHEDULE_NOT_FOUND":         70,
+		"ERROR_REASON_SCHEDULE_ALREADY_EXISTS":    71,
+		"ERROR_REASON_SCHEDULE_INVALID":           72,
+		"ERROR_REASON_SCHEDULE_REVISION_MISMATCH": 73,
+		"ERROR_REASON_FLOW_RATE_LIMITED":          80,
 	}
 )
 
@@ -285,8 +306,9 @@ func (ErrorReason) EnumDescriptor() ([]byte, []int) {
 // client should treat it.
 type ErrorReasonOptions struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The string in google.rpc.ErrorInfo.reason, for example "task.not_found". Stable:
-	// clients branch on it.
+	// The string in google.rpc.ErrorInfo.reason, for example "TASK_NOT_FOUND": the enum
+	// value's name without ERROR_REASON_, matching [A-Z][A-Z0-9_]*[A-Z0-9], at most 63
+	// characters. Stable: clients branch on it.
 	Wire string `protobuf:"bytes,1,opt,name=wire,proto3" json:"wire,omitempty"`
 	// The gRPC status codes the reason comes with, as google.rpc.Code names
 	// (INVALID_ARGUMENT, ...). Most reasons have exactly one.
@@ -376,85 +398,93 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"\x12ErrorReasonOptions\x12\x12\n" +
 	"\x04wire\x18\x01 \x01(\tR\x04wire\x12\x14\n" +
 	"\x05codes\x18\x02 \x03(\tR\x05codes\x12\x1c\n" +
-	"\tretryable\x18\x03 \x01(\bR\tretryable*\xf8\x17\n" +
+	"\tretryable\x18\x03 \x01(\bR\tretryable*\xcc\x1a\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12I\n" +
 	"\x1cERROR_REASON_REQUEST_INVALID\x10\x01\x1a'\xe2\xf9\x18#\n" +
-	"\x0frequest.invalid\x12\x10INVALID_ARGUMENT\x12C\n" +
+	"\x0fREQUEST_INVALID\x12\x10INVALID_ARGUMENT\x12C\n" +
 	"\x19ERROR_REASON_SPEC_INVALID\x10\x02\x1a$\xe2\xf9\x18 \n" +
-	"\fspec.invalid\x12\x10INVALID_ARGUMENT\x12G\n" +
+	"\fSPEC_INVALID\x12\x10INVALID_ARGUMENT\x12G\n" +
 	"\x1bERROR_REASON_POLICY_INVALID\x10\x03\x1a&\xe2\xf9\x18\"\n" +
-	"\x0epolicy.invalid\x12\x10INVALID_ARGUMENT\x12O\n" +
+	"\x0ePOLICY_INVALID\x12\x10INVALID_ARGUMENT\x12O\n" +
 	"\x1fERROR_REASON_PAGE_TOKEN_INVALID\x10\x04\x1a*\xe2\xf9\x18&\n" +
-	"\x12page_token.invalid\x12\x10INVALID_ARGUMENT\x12W\n" +
+	"\x12PAGE_TOKEN_INVALID\x12\x10INVALID_ARGUMENT\x12W\n" +
 	"#ERROR_REASON_INTERRUPT_EDIT_INVALID\x10\x05\x1a.\xe2\xf9\x18*\n" +
-	"\x16interrupt.edit_invalid\x12\x10INVALID_ARGUMENT\x12^\n" +
+	"\x16INTERRUPT_EDIT_INVALID\x12\x10INVALID_ARGUMENT\x12^\n" +
 	"\x1cERROR_REASON_VERDICT_INVALID\x10\x06\x1a<\xe2\xf9\x188\n" +
-	"\x0fverdict.invalid\x12\x10INVALID_ARGUMENT\x12\x13FAILED_PRECONDITION\x12E\n" +
+	"\x0fVERDICT_INVALID\x12\x10INVALID_ARGUMENT\x12\x13FAILED_PRECONDITION\x12E\n" +
 	"\x1aERROR_REASON_EVENT_INVALID\x10\a\x1a%\xe2\xf9\x18!\n" +
-	"\revent.invalid\x12\x10INVALID_ARGUMENT\x12@\n" +
+	"\rEVENT_INVALID\x12\x10INVALID_ARGUMENT\x12@\n" +
 	"\x1bERROR_REASON_TASK_NOT_FOUND\x10\b\x1a\x1f\xe2\xf9\x18\x1b\n" +
-	"\x0etask.not_found\x12\tNOT_FOUND\x12J\n" +
+	"\x0eTASK_NOT_FOUND\x12\tNOT_FOUND\x12J\n" +
 	" ERROR_REASON_INTERRUPT_NOT_FOUND\x10\t\x1a$\xe2\xf9\x18 \n" +
-	"\x13interrupt.not_found\x12\tNOT_FOUND\x12@\n" +
+	"\x13INTERRUPT_NOT_FOUND\x12\tNOT_FOUND\x12@\n" +
 	"\x1bERROR_REASON_RULE_NOT_FOUND\x10\n" +
 	"\x1a\x1f\xe2\xf9\x18\x1b\n" +
-	"\x0erule.not_found\x12\tNOT_FOUND\x12L\n" +
+	"\x0eRULE_NOT_FOUND\x12\tNOT_FOUND\x12L\n" +
 	"!ERROR_REASON_OBLIGATION_NOT_FOUND\x10\v\x1a%\xe2\xf9\x18!\n" +
-	"\x14obligation.not_found\x12\tNOT_FOUND\x12U\n" +
+	"\x14OBLIGATION_NOT_FOUND\x12\tNOT_FOUND\x12U\n" +
 	"#ERROR_REASON_TASK_REQUEST_ID_REUSED\x10\f\x1a,\xe2\xf9\x18(\n" +
-	"\x16task.request_id_reused\x12\x0eALREADY_EXISTS\x12H\n" +
+	"\x16TASK_REQUEST_ID_REUSED\x12\x0eALREADY_EXISTS\x12H\n" +
 	"\x1aERROR_REASON_TASK_TERMINAL\x10\r\x1a(\xe2\xf9\x18$\n" +
-	"\rtask.terminal\x12\x13FAILED_PRECONDITION\x12N\n" +
+	"\rTASK_TERMINAL\x12\x13FAILED_PRECONDITION\x12N\n" +
 	"\x1dERROR_REASON_TASK_WRONG_STATE\x10\x0e\x1a+\xe2\xf9\x18'\n" +
-	"\x10task.wrong_state\x12\x13FAILED_PRECONDITION\x12b\n" +
+	"\x10TASK_WRONG_STATE\x12\x13FAILED_PRECONDITION\x12b\n" +
 	"'ERROR_REASON_INTERRUPT_ALREADY_RESOLVED\x10\x0f\x1a5\xe2\xf9\x181\n" +
-	"\x1ainterrupt.already_resolved\x12\x13FAILED_PRECONDITION\x12\\\n" +
+	"\x1aINTERRUPT_ALREADY_RESOLVED\x12\x13FAILED_PRECONDITION\x12\\\n" +
 	"$ERROR_REASON_INTERRUPT_ARGS_MISMATCH\x10\x10\x1a2\xe2\xf9\x18.\n" +
-	"\x17interrupt.args_mismatch\x12\x13FAILED_PRECONDITION\x12Z\n" +
+	"\x17INTERRUPT_ARGS_MISMATCH\x12\x13FAILED_PRECONDITION\x12Z\n" +
 	"#ERROR_REASON_TOOL_CALL_NOT_APPROVED\x10\x11\x1a1\xe2\xf9\x18-\n" +
-	"\x16tool_call.not_approved\x12\x13FAILED_PRECONDITION\x12Z\n" +
+	"\x16TOOL_CALL_NOT_APPROVED\x12\x13FAILED_PRECONDITION\x12Z\n" +
 	"#ERROR_REASON_TOOL_RESULT_UNEXPECTED\x10!\x1a1\xe2\xf9\x18-\n" +
-	"\x16tool_result.unexpected\x12\x13FAILED_PRECONDITION\x12b\n" +
+	"\x16TOOL_RESULT_UNEXPECTED\x12\x13FAILED_PRECONDITION\x12b\n" +
 	"'ERROR_REASON_TASK_TOOL_OUTPUTS_MISMATCH\x10\"\x1a5\xe2\xf9\x181\n" +
-	"\x1atask.tool_outputs_mismatch\x12\x13FAILED_PRECONDITION\x12B\n" +
+	"\x1aTASK_TOOL_OUTPUTS_MISMATCH\x12\x13FAILED_PRECONDITION\x12B\n" +
 	"\x17ERROR_REASON_LEASE_LOST\x10\x12\x1a%\xe2\xf9\x18!\n" +
 	"\n" +
-	"lease.lost\x12\x13FAILED_PRECONDITION\x12P\n" +
+	"LEASE_LOST\x12\x13FAILED_PRECONDITION\x12P\n" +
 	"\x1eERROR_REASON_CONFIG_LOCKED_KEY\x10\x13\x1a,\xe2\xf9\x18(\n" +
-	"\x11config.locked_key\x12\x13FAILED_PRECONDITION\x12P\n" +
+	"\x11CONFIG_LOCKED_KEY\x12\x13FAILED_PRECONDITION\x12P\n" +
 	"\x1eERROR_REASON_COMPLIANCE_DENIED\x10\x14\x1a,\xe2\xf9\x18(\n" +
-	"\x11compliance.denied\x12\x13FAILED_PRECONDITION\x12X\n" +
+	"\x11COMPLIANCE_DENIED\x12\x13FAILED_PRECONDITION\x12X\n" +
 	"\"ERROR_REASON_STORE_SCHEMA_MISMATCH\x10\x15\x1a0\xe2\xf9\x18,\n" +
-	"\x15store.schema_mismatch\x12\x13FAILED_PRECONDITION\x12[\n" +
+	"\x15STORE_SCHEMA_MISMATCH\x12\x13FAILED_PRECONDITION\x12[\n" +
 	"\x1bERROR_REASON_LIMIT_EXCEEDED\x10\x16\x1a:\xe2\xf9\x186\n" +
-	"\x0elimit.exceeded\x12\x12RESOURCE_EXHAUSTED\x12\x10INVALID_ARGUMENT\x12Q\n" +
+	"\x0eLIMIT_EXCEEDED\x12\x12RESOURCE_EXHAUSTED\x12\x10INVALID_ARGUMENT\x12Q\n" +
 	"\x1eERROR_REASON_LIMIT_CONCURRENCY\x10\x17\x1a-\xe2\xf9\x18)\n" +
-	"\x11limit.concurrency\x12\x12RESOURCE_EXHAUSTED\x18\x01\x12J\n" +
+	"\x11LIMIT_CONCURRENCY\x12\x12RESOURCE_EXHAUSTED\x18\x01\x12J\n" +
 	"\x1eERROR_REASON_STORE_UNAVAILABLE\x10\x18\x1a&\xe2\xf9\x18\"\n" +
-	"\x11store.unavailable\x12\vUNAVAILABLE\x18\x01\x12L\n" +
+	"\x11STORE_UNAVAILABLE\x12\vUNAVAILABLE\x18\x01\x12L\n" +
 	"\x1fERROR_REASON_SERVER_UNAVAILABLE\x10\x19\x1a'\xe2\xf9\x18#\n" +
-	"\x12server.unavailable\x12\vUNAVAILABLE\x18\x01\x12R\n" +
+	"\x12SERVER_UNAVAILABLE\x12\vUNAVAILABLE\x18\x01\x12R\n" +
 	"!ERROR_REASON_AUTH_UNAUTHENTICATED\x10\x1a\x1a+\xe2\xf9\x18'\n" +
-	"\x14auth.unauthenticated\x12\x0fUNAUTHENTICATED\x12X\n" +
+	"\x14AUTH_UNAUTHENTICATED\x12\x0fUNAUTHENTICATED\x12X\n" +
 	"#ERROR_REASON_AUTH_PERMISSION_DENIED\x10\x1b\x1a/\xe2\xf9\x18+\n" +
-	"\x16auth.permission_denied\x12\x11PERMISSION_DENIED\x12P\n" +
+	"\x16AUTH_PERMISSION_DENIED\x12\x11PERMISSION_DENIED\x12P\n" +
 	"\x1eERROR_REASON_DEADLINE_EXCEEDED\x10\x1c\x1a,\xe2\xf9\x18(\n" +
-	"\x11deadline.exceeded\x12\x11DEADLINE_EXCEEDED\x18\x01\x12D\n" +
+	"\x11DEADLINE_EXCEEDED\x12\x11DEADLINE_EXCEEDED\x18\x01\x12D\n" +
 	"\x1dERROR_REASON_REQUEST_CANCELED\x10\x1d\x1a!\xe2\xf9\x18\x1d\n" +
-	"\x10request.canceled\x12\tCANCELLED\x123\n" +
+	"\x10REQUEST_CANCELED\x12\tCANCELLED\x123\n" +
 	"\x15ERROR_REASON_INTERNAL\x10\x1e\x1a\x18\xe2\xf9\x18\x14\n" +
-	"\binternal\x12\bINTERNAL\x12M\n" +
+	"\bINTERNAL\x12\bINTERNAL\x12M\n" +
 	"\x1eERROR_REASON_REQUEST_MALFORMED\x10\x1f\x1a)\xe2\xf9\x18%\n" +
-	"\x11request.malformed\x12\x10INVALID_ARGUMENT\x12^\n" +
+	"\x11REQUEST_MALFORMED\x12\x10INVALID_ARGUMENT\x12^\n" +
 	"%ERROR_REASON_STORE_BACKUP_UNSUPPORTED\x10(\x1a3\xe2\xf9\x18/\n" +
-	"\x18store.backup_unsupported\x12\x13FAILED_PRECONDITION\x12Q\n" +
+	"\x18STORE_BACKUP_UNSUPPORTED\x12\x13FAILED_PRECONDITION\x12Q\n" +
 	"\x1cERROR_REASON_ROUTE_NOT_FOUND\x10 \x1a/\xe2\xf9\x18+\n" +
-	"\x0froute.not_found\x12\tNOT_FOUND\x12\rUNIMPLEMENTED\x12X\n" +
+	"\x0fROUTE_NOT_FOUND\x12\tNOT_FOUND\x12\rUNIMPLEMENTED\x12X\n" +
 	"'ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND\x109\x1a+\xe2\xf9\x18'\n" +
-	"\x1awebhook.delivery_not_found\x12\tNOT_FOUND\x12Q\n" +
-	"\x1eERROR_REASON_FLOW_RATE_LIMITED\x10F\x1a-\xe2\xf9\x18)\n" +
-	"\x11flow.rate_limited\x12\x12RESOURCE_EXHAUSTED\x18\x01:i\n" +
+	"\x1aWEBHOOK_DELIVERY_NOT_FOUND\x12\tNOT_FOUND\x12H\n" +
+	"\x1fERROR_REASON_SCHEDULE_NOT_FOUND\x10F\x1a#\xe2\xf9\x18\x1f\n" +
+	"\x12SCHEDULE_NOT_FOUND\x12\tNOT_FOUND\x12W\n" +
+	"$ERROR_REASON_SCHEDULE_ALREADY_EXISTS\x10G\x1a-\xe2\xf9\x18)\n" +
+	"\x17SCHEDULE_ALREADY_EXISTS\x12\x0eALREADY_EXISTS\x12K\n" +
+	"\x1dERROR_REASON_SCHEDULE_INVALID\x10H\x1a(\xe2\xf9\x18$\n" +
+	"\x10SCHEDULE_INVALID\x12\x10INVALID_ARGUMENT\x12b\n" +
+	"'ERROR_REASON_SCHEDULE_REVISION_MISMATCH\x10I\x1a5\xe2\xf9\x181\n" +
+	"\x1aSCHEDULE_REVISION_MISMATCH\x12\x13FAILED_PRECONDITION\x12Q\n" +
+	"\x1eERROR_REASON_FLOW_RATE_LIMITED\x10P\x1a-\xe2\xf9\x18)\n" +
+	"\x11FLOW_RATE_LIMITED\x12\x12RESOURCE_EXHAUSTED\x18\x01:i\n" +
 	"\ferror_reason\x12!.google.protobuf.EnumValueOptions\x18\x9c\x8f\x03 \x01(\v2!.agentplane.v1.ErrorReasonOptionsR\verrorReasonBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (

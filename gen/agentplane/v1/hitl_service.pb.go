@@ -295,13 +295,13 @@ type ResolveInterruptRequest struct {
 	//	*ResolveInterruptRequest_Edit
 	Decision isResolveInterruptRequest_Decision `protobuf_oneof:"decision"`
 	// Optional: the args digest the reviewer saw (Interrupt.args_digest). When set and
-	// different, the call is refused with FAILED_PRECONDITION (reason interrupt.args_mismatch).
+	// different, the call is refused with FAILED_PRECONDITION (reason INTERRUPT_ARGS_MISMATCH).
 	ArgsDigest string `protobuf:"bytes,5,opt,name=args_digest,json=argsDigest,proto3" json:"args_digest,omitempty"`
 	// Idempotency key chosen by the caller (at most 128 bytes), unique among the
 	// mutating calls on the interrupt's task; recommended. A retry with the same
 	// request_id and the same request returns the interrupt as resolved by the first
-	// call, instead of interrupt.already_resolved; the same request_id with a different
-	// request is ALREADY_EXISTS (reason task.request_id_reused).
+	// call, instead of INTERRUPT_ALREADY_RESOLVED; the same request_id with a different
+	// request is ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
 	RequestId     string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -656,11 +656,11 @@ const file_agentplane_v1_hitl_service_proto_rawDesc = "" +
 	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJsonB\t\n" +
 	"\a_reasonJ\x04\b\x01\x10\x02R\x04args\"R\n" +
 	"\x18ResolveInterruptResponse\x126\n" +
-	"\tinterrupt\x18\x01 \x01(\v2\x18.agentplane.v1.InterruptR\tinterrupt2\xaa\x02\n" +
-	"\vHitlService\x12]\n" +
-	"\x0eListInterrupts\x12$.agentplane.v1.ListInterruptsRequest\x1a%.agentplane.v1.ListInterruptsResponse\x12W\n" +
-	"\fGetInterrupt\x12\".agentplane.v1.GetInterruptRequest\x1a#.agentplane.v1.GetInterruptResponse\x12c\n" +
-	"\x10ResolveInterrupt\x12&.agentplane.v1.ResolveInterruptRequest\x1a'.agentplane.v1.ResolveInterruptResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
+	"\tinterrupt\x18\x01 \x01(\v2\x18.agentplane.v1.InterruptR\tinterrupt2\xb9\x02\n" +
+	"\vHitlService\x12b\n" +
+	"\x0eListInterrupts\x12$.agentplane.v1.ListInterruptsRequest\x1a%.agentplane.v1.ListInterruptsResponse\"\x03\x90\x02\x01\x12\\\n" +
+	"\fGetInterrupt\x12\".agentplane.v1.GetInterruptRequest\x1a#.agentplane.v1.GetInterruptResponse\"\x03\x90\x02\x01\x12h\n" +
+	"\x10ResolveInterrupt\x12&.agentplane.v1.ResolveInterruptRequest\x1a'.agentplane.v1.ResolveInterruptResponse\"\x03\x90\x02\x02BAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (
 	file_agentplane_v1_hitl_service_proto_rawDescOnce sync.Once

@@ -39,7 +39,7 @@ type HitlServiceClient interface {
 	// ResolveInterrupt records a decision: approve, reject (reason required) or edit (new
 	// args, validated against the tool's parameter schema; an invalid edit is
 	// INVALID_ARGUMENT with the schema violations). A second resolution is
-	// FAILED_PRECONDITION with reason interrupt.already_resolved. A chat-mode pause is
+	// FAILED_PRECONDITION with reason INTERRUPT_ALREADY_RESOLVED. A chat-mode pause is
 	// resolved only by TaskService.ContinueTask.
 	ResolveInterrupt(ctx context.Context, in *ResolveInterruptRequest, opts ...grpc.CallOption) (*ResolveInterruptResponse, error)
 }
@@ -97,7 +97,7 @@ type HitlServiceServer interface {
 	// ResolveInterrupt records a decision: approve, reject (reason required) or edit (new
 	// args, validated against the tool's parameter schema; an invalid edit is
 	// INVALID_ARGUMENT with the schema violations). A second resolution is
-	// FAILED_PRECONDITION with reason interrupt.already_resolved. A chat-mode pause is
+	// FAILED_PRECONDITION with reason INTERRUPT_ALREADY_RESOLVED. A chat-mode pause is
 	// resolved only by TaskService.ContinueTask.
 	ResolveInterrupt(context.Context, *ResolveInterruptRequest) (*ResolveInterruptResponse, error)
 	mustEmbedUnimplementedHitlServiceServer()

@@ -1626,7 +1626,7 @@ type PauseTaskRequest struct {
 	// for their outputs (one TOOL_OUTPUT_REQUIRED interrupt each, carrying the call)
 	// instead of a user message, and ContinueTask's tool_outputs supplies them. A call
 	// that is not reported and open, was rejected, or differs from its report is
-	// FAILED_PRECONDITION (tool_result.unexpected).
+	// FAILED_PRECONDITION (TOOL_RESULT_UNEXPECTED).
 	ToolOutputCalls []*ToolCall `protobuf:"bytes,5,rep,name=tool_output_calls,json=toolOutputCalls,proto3" json:"tool_output_calls,omitempty"`
 	// Idempotency key (see RuntimeService); recommended.
 	RequestId     string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
@@ -2365,21 +2365,21 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x123\n" +
 	"\x06deltas\x18\x02 \x03(\v2\x1b.agentplane.v1.MessageDeltaR\x06deltas\"3\n" +
 	"\x15PublishDeltasResponse\x12\x1a\n" +
-	"\bwatchers\x18\x01 \x01(\x05R\bwatchers2\xac\b\n" +
+	"\bwatchers\x18\x01 \x01(\x05R\bwatchers2\xe3\b\n" +
 	"\x0eRuntimeService\x12Q\n" +
 	"\n" +
-	"LeaseTasks\x12 .agentplane.v1.LeaseTasksRequest\x1a!.agentplane.v1.LeaseTasksResponse\x12N\n" +
-	"\tHeartbeat\x12\x1f.agentplane.v1.HeartbeatRequest\x1a .agentplane.v1.HeartbeatResponse\x12W\n" +
-	"\fReportEvents\x12\".agentplane.v1.ReportEventsRequest\x1a#.agentplane.v1.ReportEventsResponse\x12Z\n" +
-	"\rCheckToolCall\x12#.agentplane.v1.CheckToolCallRequest\x1a$.agentplane.v1.CheckToolCallResponse\x12\\\n" +
-	"\rAwaitDecision\x12#.agentplane.v1.AwaitDecisionRequest\x1a$.agentplane.v1.AwaitDecisionResponse0\x01\x12T\n" +
-	"\vSuspendTask\x12!.agentplane.v1.SuspendTaskRequest\x1a\".agentplane.v1.SuspendTaskResponse\x12Z\n" +
-	"\rRecordVerdict\x12#.agentplane.v1.RecordVerdictRequest\x1a$.agentplane.v1.RecordVerdictResponse\x12N\n" +
-	"\tPauseTask\x12\x1f.agentplane.v1.PauseTaskRequest\x1a .agentplane.v1.PauseTaskResponse\x12W\n" +
-	"\fCompleteTask\x12\".agentplane.v1.CompleteTaskRequest\x1a#.agentplane.v1.CompleteTaskResponse\x12K\n" +
-	"\bFailTask\x12\x1e.agentplane.v1.FailTaskRequest\x1a\x1f.agentplane.v1.FailTaskResponse\x12`\n" +
-	"\x0fReadTaskHistory\x12%.agentplane.v1.ReadTaskHistoryRequest\x1a&.agentplane.v1.ReadTaskHistoryResponse\x12Z\n" +
-	"\rPublishDeltas\x12#.agentplane.v1.PublishDeltasRequest\x1a$.agentplane.v1.PublishDeltasResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
+	"LeaseTasks\x12 .agentplane.v1.LeaseTasksRequest\x1a!.agentplane.v1.LeaseTasksResponse\x12S\n" +
+	"\tHeartbeat\x12\x1f.agentplane.v1.HeartbeatRequest\x1a .agentplane.v1.HeartbeatResponse\"\x03\x90\x02\x02\x12\\\n" +
+	"\fReportEvents\x12\".agentplane.v1.ReportEventsRequest\x1a#.agentplane.v1.ReportEventsResponse\"\x03\x90\x02\x02\x12_\n" +
+	"\rCheckToolCall\x12#.agentplane.v1.CheckToolCallRequest\x1a$.agentplane.v1.CheckToolCallResponse\"\x03\x90\x02\x02\x12a\n" +
+	"\rAwaitDecision\x12#.agentplane.v1.AwaitDecisionRequest\x1a$.agentplane.v1.AwaitDecisionResponse\"\x03\x90\x02\x020\x01\x12Y\n" +
+	"\vSuspendTask\x12!.agentplane.v1.SuspendTaskRequest\x1a\".agentplane.v1.SuspendTaskResponse\"\x03\x90\x02\x02\x12_\n" +
+	"\rRecordVerdict\x12#.agentplane.v1.RecordVerdictRequest\x1a$.agentplane.v1.RecordVerdictResponse\"\x03\x90\x02\x02\x12S\n" +
+	"\tPauseTask\x12\x1f.agentplane.v1.PauseTaskRequest\x1a .agentplane.v1.PauseTaskResponse\"\x03\x90\x02\x02\x12\\\n" +
+	"\fCompleteTask\x12\".agentplane.v1.CompleteTaskRequest\x1a#.agentplane.v1.CompleteTaskResponse\"\x03\x90\x02\x02\x12P\n" +
+	"\bFailTask\x12\x1e.agentplane.v1.FailTaskRequest\x1a\x1f.agentplane.v1.FailTaskResponse\"\x03\x90\x02\x02\x12e\n" +
+	"\x0fReadTaskHistory\x12%.agentplane.v1.ReadTaskHistoryRequest\x1a&.agentplane.v1.ReadTaskHistoryResponse\"\x03\x90\x02\x02\x12_\n" +
+	"\rPublishDeltas\x12#.agentplane.v1.PublishDeltasRequest\x1a$.agentplane.v1.PublishDeltasResponse\"\x03\x90\x02\x02BAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (
 	file_agentplane_v1_runtime_service_proto_rawDescOnce sync.Once

@@ -40,7 +40,7 @@ const (
 // RuntimeService is the server-to-server protocol of runtimes, the processes that call
 // models and tools. A runtime leases a task, heartbeats to keep it, reports what
 // happens, and ends it. Every write names its lease; a write with a stale lease is
-// FAILED_PRECONDITION with reason lease.lost, so a zombie runtime cannot corrupt a task.
+// FAILED_PRECONDITION with reason LEASE_LOST, so a zombie runtime cannot corrupt a task.
 //
 // Retries: every call is safe to repeat after a lost response. Heartbeat,
 // CheckToolCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
@@ -48,10 +48,16 @@ const (
 // among the mutating calls on the task): a retry with the same request_id and the same
 // request returns the first call's result (also after the call released the lease or
 // ended the task), the same request_id with a different request is ALREADY_EXISTS
-// (reason task.request_id_reused). A task remembers the last 16 request ids of runtime writes. LeaseTasks
+// (reason TASK_REQUEST_ID_REUSED). A task remembers the last 16 request ids of runtime writes. LeaseTasks
 // needs none: a lease is acknowledged by the runtime's first call under it, and a lease
 // that expires unacknowledged (its response was lost) returns the task to the queue
 // without counting an attempt.
+//
+// Each RPC's idempotency_level says what the SDKs may repeat by themselves
+// (docs/clients.md, "Retries, request ids and reconnection"): NO_SIDE_EFFECTS and
+// IDEMPOTENT ones (the writes with a request_id are IDEMPOTENT by it). LeaseTasks has
+// none: a repeated poll takes other leases (the lost ones are only offered), so the
+// worker's poll loop repeats it itself rather than the SDK's call retry.
 type RuntimeServiceClient interface {
 	// LeaseTasks long-polls for queued tasks, up to max_tasks, waiting at most wait.
 	// An empty response means nothing was queued in time. A lease is offered until the
@@ -66,7 +72,7 @@ type RuntimeServiceClient interface {
 	// ReportEvents appends runtime events (messages, tool calls and results, notes) to
 	// the task's log, in one transaction. One call carries at most
 	// Capabilities.limits.max_events_per_report events, each at most max_event_bytes:
-	// more is INVALID_ARGUMENT (reason limit.exceeded) before anything is appended. Within
+	// more is INVALID_ARGUMENT (reason LIMIT_EXCEEDED) before anything is appended. Within
 	// these limits a call always fits max_request_bytes; split larger batches. Retry it
 	// with the same request_id: a retry of a report that was appended returns its
 	// last_sequence and appends nothing.
@@ -80,8 +86,8 @@ type RuntimeServiceClient interface {
 	// End and errors: the stream ends OK right after the decision, or right after a
 	// canceled message when the task is canceled during the wait (the runtime stops and
 	// writes nothing more). It ends with an error when: the lease is not, or no longer,
-	// the task's current one (FAILED_PRECONDITION, lease.lost; also when it expired
-	// during the wait); the task ended otherwise (FAILED_PRECONDITION, task.terminal);
+	// the task's current one (FAILED_PRECONDITION, LEASE_LOST; also when it expired
+	// during the wait); the task ended otherwise (FAILED_PRECONDITION, TASK_TERMINAL);
 	// the interrupt does not exist or belongs to another task (NOT_FOUND); it is a
 	// chat-mode pause, which has no decision (FAILED_PRECONDITION, task.state); the
 	// server shuts down (UNAVAILABLE: reopen it, on this server or another). Reopening
@@ -106,14 +112,14 @@ type RuntimeServiceClient interface {
 	FailTask(ctx context.Context, in *FailTaskRequest, opts ...grpc.CallOption) (*FailTaskResponse, error)
 	// ReadTaskHistory reads the log of the task a lease is held on, one page at a time,
 	// so a resumed runtime can rebuild its state (runtimes may not call WatchTask). It is
-	// fenced like a write: a lease that is not the task's current one is lease.lost, a
-	// task that has ended is task.terminal.
+	// fenced like a write: a lease that is not the task's current one is LEASE_LOST, a
+	// task that has ended is TASK_TERMINAL.
 	ReadTaskHistory(ctx context.Context, in *ReadTaskHistoryRequest, opts ...grpc.CallOption) (*ReadTaskHistoryResponse, error)
 	// PublishDeltas hands fragments of messages being produced (a model's streamed
 	// tokens) to the task's live watchers (WatchTaskResponse.message_delta). Nothing is
 	// stored: a watcher that is not connected, or too slow, never sees them, and the
 	// complete message must still be reported with ReportEvents. Fenced like a write
-	// (lease.lost, task.terminal) but it does not acknowledge or extend the lease.
+	// (LEASE_LOST, TASK_TERMINAL) but it does not acknowledge or extend the lease.
 	PublishDeltas(ctx context.Context, in *PublishDeltasRequest, opts ...grpc.CallOption) (*PublishDeltasResponse, error)
 }
 
@@ -261,7 +267,7 @@ func (c *runtimeServiceClient) PublishDeltas(ctx context.Context, in *PublishDel
 // RuntimeService is the server-to-server protocol of runtimes, the processes that call
 // models and tools. A runtime leases a task, heartbeats to keep it, reports what
 // happens, and ends it. Every write names its lease; a write with a stale lease is
-// FAILED_PRECONDITION with reason lease.lost, so a zombie runtime cannot corrupt a task.
+// FAILED_PRECONDITION with reason LEASE_LOST, so a zombie runtime cannot corrupt a task.
 //
 // Retries: every call is safe to repeat after a lost response. Heartbeat,
 // CheckToolCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
@@ -269,10 +275,16 @@ func (c *runtimeServiceClient) PublishDeltas(ctx context.Context, in *PublishDel
 // among the mutating calls on the task): a retry with the same request_id and the same
 // request returns the first call's result (also after the call released the lease or
 // ended the task), the same request_id with a different request is ALREADY_EXISTS
-// (reason task.request_id_reused). A task remembers the last 16 request ids of runtime writes. LeaseTasks
+// (reason TASK_REQUEST_ID_REUSED). A task remembers the last 16 request ids of runtime writes. LeaseTasks
 // needs none: a lease is acknowledged by the runtime's first call under it, and a lease
 // that expires unacknowledged (its response was lost) returns the task to the queue
 // without counting an attempt.
+//
+// Each RPC's idempotency_level says what the SDKs may repeat by themselves
+// (docs/clients.md, "Retries, request ids and reconnection"): NO_SIDE_EFFECTS and
+// IDEMPOTENT ones (the writes with a request_id are IDEMPOTENT by it). LeaseTasks has
+// none: a repeated poll takes other leases (the lost ones are only offered), so the
+// worker's poll loop repeats it itself rather than the SDK's call retry.
 type RuntimeServiceServer interface {
 	// LeaseTasks long-polls for queued tasks, up to max_tasks, waiting at most wait.
 	// An empty response means nothing was queued in time. A lease is offered until the
@@ -287,7 +299,7 @@ type RuntimeServiceServer interface {
 	// ReportEvents appends runtime events (messages, tool calls and results, notes) to
 	// the task's log, in one transaction. One call carries at most
 	// Capabilities.limits.max_events_per_report events, each at most max_event_bytes:
-	// more is INVALID_ARGUMENT (reason limit.exceeded) before anything is appended. Within
+	// more is INVALID_ARGUMENT (reason LIMIT_EXCEEDED) before anything is appended. Within
 	// these limits a call always fits max_request_bytes; split larger batches. Retry it
 	// with the same request_id: a retry of a report that was appended returns its
 	// last_sequence and appends nothing.
@@ -301,8 +313,8 @@ type RuntimeServiceServer interface {
 	// End and errors: the stream ends OK right after the decision, or right after a
 	// canceled message when the task is canceled during the wait (the runtime stops and
 	// writes nothing more). It ends with an error when: the lease is not, or no longer,
-	// the task's current one (FAILED_PRECONDITION, lease.lost; also when it expired
-	// during the wait); the task ended otherwise (FAILED_PRECONDITION, task.terminal);
+	// the task's current one (FAILED_PRECONDITION, LEASE_LOST; also when it expired
+	// during the wait); the task ended otherwise (FAILED_PRECONDITION, TASK_TERMINAL);
 	// the interrupt does not exist or belongs to another task (NOT_FOUND); it is a
 	// chat-mode pause, which has no decision (FAILED_PRECONDITION, task.state); the
 	// server shuts down (UNAVAILABLE: reopen it, on this server or another). Reopening
@@ -327,14 +339,14 @@ type RuntimeServiceServer interface {
 	FailTask(context.Context, *FailTaskRequest) (*FailTaskResponse, error)
 	// ReadTaskHistory reads the log of the task a lease is held on, one page at a time,
 	// so a resumed runtime can rebuild its state (runtimes may not call WatchTask). It is
-	// fenced like a write: a lease that is not the task's current one is lease.lost, a
-	// task that has ended is task.terminal.
+	// fenced like a write: a lease that is not the task's current one is LEASE_LOST, a
+	// task that has ended is TASK_TERMINAL.
 	ReadTaskHistory(context.Context, *ReadTaskHistoryRequest) (*ReadTaskHistoryResponse, error)
 	// PublishDeltas hands fragments of messages being produced (a model's streamed
 	// tokens) to the task's live watchers (WatchTaskResponse.message_delta). Nothing is
 	// stored: a watcher that is not connected, or too slow, never sees them, and the
 	// complete message must still be reported with ReportEvents. Fenced like a write
-	// (lease.lost, task.terminal) but it does not acknowledge or extend the lease.
+	// (LEASE_LOST, TASK_TERMINAL) but it does not acknowledge or extend the lease.
 	PublishDeltas(context.Context, *PublishDeltasRequest) (*PublishDeltasResponse, error)
 	mustEmbedUnimplementedRuntimeServiceServer()
 }

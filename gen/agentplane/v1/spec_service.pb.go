@@ -128,19 +128,17 @@ func (RuleSeverity) EnumDescriptor() ([]byte, []int) {
 	return file_agentplane_v1_spec_service_proto_rawDescGZIP(), []int{1}
 }
 
-// ValidateSpecRequest carries exactly one spec: a typed agent, a typed graph, a document,
-// or the wire-shaped spec as a JSON object.
+// ValidateSpecRequest carries exactly one spec in the qar/v1 wire shape: as a JSON
+// object (spec) or as a document (JSON or YAML text).
 type ValidateSpecRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The spec. Exactly one arm is set; none is INVALID_ARGUMENT.
 	//
-	// Types that are valid to be assigned to Spec:
+	// Types that are valid to be assigned to Source:
 	//
-	//	*ValidateSpecRequest_Agent
-	//	*ValidateSpecRequest_Graph
+	//	*ValidateSpecRequest_Spec
 	//	*ValidateSpecRequest_Document
-	//	*ValidateSpecRequest_SpecJson
-	Spec isValidateSpecRequest_Spec `protobuf_oneof:"spec"`
+	Source isValidateSpecRequest_Source `protobuf_oneof:"source"`
 	// Syntax of document.
 	Format DocumentFormat `protobuf:"varint,4,opt,name=format,proto3,enum=agentplane.v1.DocumentFormat" json:"format,omitempty"`
 	// Name of the document (for example a file name) used in positions; optional.
@@ -181,26 +179,17 @@ func (*ValidateSpecRequest) Descriptor() ([]byte, []int) {
 	return file_agentplane_v1_spec_service_proto_rawDescGZIP(), []int{0}
 }
 
-func (x *ValidateSpecRequest) GetSpec() isValidateSpecRequest_Spec {
+func (x *ValidateSpecRequest) GetSource() isValidateSpecRequest_Source {
 	if x != nil {
-		return x.Spec
+		return x.Source
 	}
 	return nil
 }
 
-func (x *ValidateSpecRequest) GetAgent() *AgentSpec {
+func (x *ValidateSpecRequest) GetSpec() *structpb.Struct {
 	if x != nil {
-		if x, ok := x.Spec.(*ValidateSpecRequest_Agent); ok {
-			return x.Agent
-		}
-	}
-	return nil
-}
-
-func (x *ValidateSpecRequest) GetGraph() *GraphSpec {
-	if x != nil {
-		if x, ok := x.Spec.(*ValidateSpecRequest_Graph); ok {
-			return x.Graph
+		if x, ok := x.Source.(*ValidateSpecRequest_Spec); ok {
+			return x.Spec
 		}
 	}
 	return nil
@@ -208,17 +197,8 @@ func (x *ValidateSpecRequest) GetGraph() *GraphSpec {
 
 func (x *ValidateSpecRequest) GetDocument() []byte {
 	if x != nil {
-		if x, ok := x.Spec.(*ValidateSpecRequest_Document); ok {
+		if x, ok := x.Source.(*ValidateSpecRequest_Document); ok {
 			return x.Document
-		}
-	}
-	return nil
-}
-
-func (x *ValidateSpecRequest) GetSpecJson() *structpb.Struct {
-	if x != nil {
-		if x, ok := x.Spec.(*ValidateSpecRequest_SpecJson); ok {
-			return x.SpecJson
 		}
 	}
 	return nil
@@ -245,51 +225,37 @@ func (x *ValidateSpecRequest) GetTenantMaxDepth() int32 {
 	return 0
 }
 
-type isValidateSpecRequest_Spec interface {
-	isValidateSpecRequest_Spec()
+type isValidateSpecRequest_Source interface {
+	isValidateSpecRequest_Source()
 }
 
-type ValidateSpecRequest_Agent struct {
-	// A typed AgentSpec, for gRPC clients.
-	Agent *AgentSpec `protobuf:"bytes,1,opt,name=agent,proto3,oneof"`
-}
-
-type ValidateSpecRequest_Graph struct {
-	// A typed GraphSpec, for gRPC clients.
-	Graph *GraphSpec `protobuf:"bytes,2,opt,name=graph,proto3,oneof"`
+type ValidateSpecRequest_Spec struct {
+	// The spec in the qar/v1 wire shape (docs/vocabulary.md) as a JSON object, routed
+	// on its `kind`: `{"spec": {"apiVersion": "qar/v1", "kind": "AgentSpec",
+	// "instructions": "...", ...}}` in JSON. It validates exactly like the same
+	// document sent as text, except that violations carry no position and come in key
+	// order (sorted keys at every level: a JSON object keeps no order of its keys), and
+	// duplicate keys cannot occur (a JSON object holds each key once).
+	Spec *structpb.Struct `protobuf:"bytes,7,opt,name=spec,proto3,oneof"`
 }
 
 type ValidateSpecRequest_Document struct {
-	// A qar/v1 document (JSON or YAML bytes) routed on its `kind`. Over HTTP this is the
+	// A qar/v1 document (JSON or YAML text) routed on its `kind`. Over HTTP this is the
 	// raw request body of POST /v1/specs/validate.
 	Document []byte `protobuf:"bytes,3,opt,name=document,proto3,oneof"`
 }
 
-type ValidateSpecRequest_SpecJson struct {
-	// The spec in the qar/v1 wire shape (seed 000) as a JSON object, routed on its
-	// `kind`: `{"spec": {"apiVersion": "qar/v1", "kind": "AgentSpec", "instructions":
-	// "...", ...}}` in JSON. It validates exactly like the same document sent as
-	// bytes, except that violations carry no position and come in key order (sorted
-	// keys at every level: a JSON object keeps no order of its keys), and duplicate
-	// keys cannot occur (a JSON object holds each key once).
-	SpecJson *structpb.Struct `protobuf:"bytes,7,opt,name=spec_json,json=spec,proto3,oneof"`
-}
+func (*ValidateSpecRequest_Spec) isValidateSpecRequest_Source() {}
 
-func (*ValidateSpecRequest_Agent) isValidateSpecRequest_Spec() {}
+func (*ValidateSpecRequest_Document) isValidateSpecRequest_Source() {}
 
-func (*ValidateSpecRequest_Graph) isValidateSpecRequest_Spec() {}
-
-func (*ValidateSpecRequest_Document) isValidateSpecRequest_Spec() {}
-
-func (*ValidateSpecRequest_SpecJson) isValidateSpecRequest_Spec() {}
-
-// ValidateSpecResponse is the seed's SpecValidateResult: `{"valid": true}` or
+// ValidateSpecResponse is the wire's validation result (docs/vocabulary.md): `{"valid": true}` or
 // `{"valid": false, "errors": [...]}`, plus warnings that do not invalidate.
 type ValidateSpecResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Whether the spec has no errors. Always present in JSON.
 	Valid *bool `protobuf:"varint,1,opt,name=valid,proto3,oneof" json:"valid,omitempty"`
-	// Violations, in document order (by line and column; typed input: in a fixed walk order).
+	// Violations, in document order (by line and column; a spec object: in key order).
 	Errors []*SpecViolation `protobuf:"bytes,2,rep,name=errors,proto3" json:"errors,omitempty"`
 	// Findings that do not invalidate the spec (for example an unreachable node).
 	Warnings []*SpecViolation `protobuf:"bytes,3,rep,name=warnings,proto3" json:"warnings,omitempty"`
@@ -361,7 +327,7 @@ func (x *ValidateSpecResponse) GetKind() string {
 type SpecViolation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Stable rule id, for example D10-R1. See SpecService.ListRules. JSON "rule_id": the
-	// seed's validation result fixes the name.
+	// wire's validation result fixes the name (docs/vocabulary.md).
 	RuleId string `protobuf:"bytes,1,opt,name=rule_id,proto3" json:"rule_id,omitempty"`
 	// RFC 6901 JSON pointer into the spec; "" is the root.
 	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
@@ -487,7 +453,7 @@ func (x *SourcePosition) GetColumn() int32 {
 }
 
 // SpecViolations is attached as a status detail to INVALID_ARGUMENT errors caused by an
-// invalid spec (reason spec.invalid), for example from StartTask.
+// invalid spec (reason SPEC_INVALID), for example from StartTask.
 type SpecViolations struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The violations, as ValidateSpec reports them.
@@ -537,8 +503,8 @@ func (x *SpecViolations) GetViolations() []*SpecViolation {
 type Rule struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Stable id: D10-* agent, D11-* graph topology, D13-* limits and nesting, DOC-* document
-	// syntax. JSON "ruleId", like every field outside the seed's shapes (a SpecViolation
-	// keeps the seed's "rule_id").
+	// syntax. JSON "ruleId", like every field outside the wire's shapes (a SpecViolation
+	// keeps the wire's "rule_id", docs/vocabulary.md).
 	RuleId string `protobuf:"bytes,1,opt,name=rule_id,json=ruleId,proto3" json:"rule_id,omitempty"`
 	// One-line summary of what the rule checks.
 	Summary string `protobuf:"bytes,2,opt,name=summary,proto3" json:"summary,omitempty"`
@@ -915,16 +881,14 @@ var File_agentplane_v1_spec_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_spec_service_proto_rawDesc = "" +
 	"\n" +
-	" agentplane/v1/spec_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/spec.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xd9\x02\n" +
-	"\x13ValidateSpecRequest\x120\n" +
-	"\x05agent\x18\x01 \x01(\v2\x18.agentplane.v1.AgentSpecH\x00R\x05agent\x120\n" +
-	"\x05graph\x18\x02 \x01(\v2\x18.agentplane.v1.GraphSpecH\x00R\x05graph\x12\x1c\n" +
-	"\bdocument\x18\x03 \x01(\fH\x00R\bdocument\x122\n" +
-	"\tspec_json\x18\a \x01(\v2\x17.google.protobuf.StructH\x00R\x04spec\x125\n" +
+	" agentplane/v1/spec_service.proto\x12\ragentplane.v1\x1a\x1cgoogle/protobuf/struct.proto\"\x97\x02\n" +
+	"\x13ValidateSpecRequest\x12-\n" +
+	"\x04spec\x18\a \x01(\v2\x17.google.protobuf.StructH\x00R\x04spec\x12\x1c\n" +
+	"\bdocument\x18\x03 \x01(\fH\x00R\bdocument\x125\n" +
 	"\x06format\x18\x04 \x01(\x0e2\x1d.agentplane.v1.DocumentFormatR\x06format\x12#\n" +
 	"\rdocument_name\x18\x05 \x01(\tR\fdocumentName\x12(\n" +
-	"\x10tenant_max_depth\x18\x06 \x01(\x05R\x0etenantMaxDepthB\x06\n" +
-	"\x04spec\"\xbf\x01\n" +
+	"\x10tenant_max_depth\x18\x06 \x01(\x05R\x0etenantMaxDepthB\b\n" +
+	"\x06sourceJ\x04\b\x01\x10\x02J\x04\b\x02\x10\x03R\x05agentR\x05graphR\tspec_json\"\xbf\x01\n" +
 	"\x14ValidateSpecResponse\x12\x19\n" +
 	"\x05valid\x18\x01 \x01(\bH\x00R\x05valid\x88\x01\x01\x124\n" +
 	"\x06errors\x18\x02 \x03(\v2\x1c.agentplane.v1.SpecViolationR\x06errors\x128\n" +
@@ -972,12 +936,12 @@ const file_agentplane_v1_spec_service_proto_rawDesc = "" +
 	"\fRuleSeverity\x12\x1d\n" +
 	"\x19RULE_SEVERITY_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13RULE_SEVERITY_ERROR\x10\x01\x12\x19\n" +
-	"\x15RULE_SEVERITY_WARNING\x10\x022\xdc\x02\n" +
-	"\vSpecService\x12W\n" +
-	"\fValidateSpec\x12\".agentplane.v1.ValidateSpecRequest\x1a#.agentplane.v1.ValidateSpecResponse\x12N\n" +
-	"\tListRules\x12\x1f.agentplane.v1.ListRulesRequest\x1a .agentplane.v1.ListRulesResponse\x12H\n" +
-	"\aGetRule\x12\x1d.agentplane.v1.GetRuleRequest\x1a\x1e.agentplane.v1.GetRuleResponse\x12Z\n" +
-	"\rGetSpecSchema\x12#.agentplane.v1.GetSpecSchemaRequest\x1a$.agentplane.v1.GetSpecSchemaResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
+	"\x15RULE_SEVERITY_WARNING\x10\x022\xf0\x02\n" +
+	"\vSpecService\x12\\\n" +
+	"\fValidateSpec\x12\".agentplane.v1.ValidateSpecRequest\x1a#.agentplane.v1.ValidateSpecResponse\"\x03\x90\x02\x01\x12S\n" +
+	"\tListRules\x12\x1f.agentplane.v1.ListRulesRequest\x1a .agentplane.v1.ListRulesResponse\"\x03\x90\x02\x01\x12M\n" +
+	"\aGetRule\x12\x1d.agentplane.v1.GetRuleRequest\x1a\x1e.agentplane.v1.GetRuleResponse\"\x03\x90\x02\x01\x12_\n" +
+	"\rGetSpecSchema\x12#.agentplane.v1.GetSpecSchemaRequest\x1a$.agentplane.v1.GetSpecSchemaResponse\"\x03\x90\x02\x01BAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (
 	file_agentplane_v1_spec_service_proto_rawDescOnce sync.Once
@@ -1008,35 +972,31 @@ var file_agentplane_v1_spec_service_proto_goTypes = []any{
 	(*GetRuleResponse)(nil),       // 11: agentplane.v1.GetRuleResponse
 	(*GetSpecSchemaRequest)(nil),  // 12: agentplane.v1.GetSpecSchemaRequest
 	(*GetSpecSchemaResponse)(nil), // 13: agentplane.v1.GetSpecSchemaResponse
-	(*AgentSpec)(nil),             // 14: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),             // 15: agentplane.v1.GraphSpec
-	(*structpb.Struct)(nil),       // 16: google.protobuf.Struct
+	(*structpb.Struct)(nil),       // 14: google.protobuf.Struct
 }
 var file_agentplane_v1_spec_service_proto_depIdxs = []int32{
-	14, // 0: agentplane.v1.ValidateSpecRequest.agent:type_name -> agentplane.v1.AgentSpec
-	15, // 1: agentplane.v1.ValidateSpecRequest.graph:type_name -> agentplane.v1.GraphSpec
-	16, // 2: agentplane.v1.ValidateSpecRequest.spec_json:type_name -> google.protobuf.Struct
-	0,  // 3: agentplane.v1.ValidateSpecRequest.format:type_name -> agentplane.v1.DocumentFormat
-	4,  // 4: agentplane.v1.ValidateSpecResponse.errors:type_name -> agentplane.v1.SpecViolation
-	4,  // 5: agentplane.v1.ValidateSpecResponse.warnings:type_name -> agentplane.v1.SpecViolation
-	5,  // 6: agentplane.v1.SpecViolation.position:type_name -> agentplane.v1.SourcePosition
-	4,  // 7: agentplane.v1.SpecViolations.violations:type_name -> agentplane.v1.SpecViolation
-	1,  // 8: agentplane.v1.Rule.severity:type_name -> agentplane.v1.RuleSeverity
-	7,  // 9: agentplane.v1.ListRulesResponse.rules:type_name -> agentplane.v1.Rule
-	7,  // 10: agentplane.v1.GetRuleResponse.rule:type_name -> agentplane.v1.Rule
-	2,  // 11: agentplane.v1.SpecService.ValidateSpec:input_type -> agentplane.v1.ValidateSpecRequest
-	8,  // 12: agentplane.v1.SpecService.ListRules:input_type -> agentplane.v1.ListRulesRequest
-	10, // 13: agentplane.v1.SpecService.GetRule:input_type -> agentplane.v1.GetRuleRequest
-	12, // 14: agentplane.v1.SpecService.GetSpecSchema:input_type -> agentplane.v1.GetSpecSchemaRequest
-	3,  // 15: agentplane.v1.SpecService.ValidateSpec:output_type -> agentplane.v1.ValidateSpecResponse
-	9,  // 16: agentplane.v1.SpecService.ListRules:output_type -> agentplane.v1.ListRulesResponse
-	11, // 17: agentplane.v1.SpecService.GetRule:output_type -> agentplane.v1.GetRuleResponse
-	13, // 18: agentplane.v1.SpecService.GetSpecSchema:output_type -> agentplane.v1.GetSpecSchemaResponse
-	15, // [15:19] is the sub-list for method output_type
-	11, // [11:15] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	14, // 0: agentplane.v1.ValidateSpecRequest.spec:type_name -> google.protobuf.Struct
+	0,  // 1: agentplane.v1.ValidateSpecRequest.format:type_name -> agentplane.v1.DocumentFormat
+	4,  // 2: agentplane.v1.ValidateSpecResponse.errors:type_name -> agentplane.v1.SpecViolation
+	4,  // 3: agentplane.v1.ValidateSpecResponse.warnings:type_name -> agentplane.v1.SpecViolation
+	5,  // 4: agentplane.v1.SpecViolation.position:type_name -> agentplane.v1.SourcePosition
+	4,  // 5: agentplane.v1.SpecViolations.violations:type_name -> agentplane.v1.SpecViolation
+	1,  // 6: agentplane.v1.Rule.severity:type_name -> agentplane.v1.RuleSeverity
+	7,  // 7: agentplane.v1.ListRulesResponse.rules:type_name -> agentplane.v1.Rule
+	7,  // 8: agentplane.v1.GetRuleResponse.rule:type_name -> agentplane.v1.Rule
+	2,  // 9: agentplane.v1.SpecService.ValidateSpec:input_type -> agentplane.v1.ValidateSpecRequest
+	8,  // 10: agentplane.v1.SpecService.ListRules:input_type -> agentplane.v1.ListRulesRequest
+	10, // 11: agentplane.v1.SpecService.GetRule:input_type -> agentplane.v1.GetRuleRequest
+	12, // 12: agentplane.v1.SpecService.GetSpecSchema:input_type -> agentplane.v1.GetSpecSchemaRequest
+	3,  // 13: agentplane.v1.SpecService.ValidateSpec:output_type -> agentplane.v1.ValidateSpecResponse
+	9,  // 14: agentplane.v1.SpecService.ListRules:output_type -> agentplane.v1.ListRulesResponse
+	11, // 15: agentplane.v1.SpecService.GetRule:output_type -> agentplane.v1.GetRuleResponse
+	13, // 16: agentplane.v1.SpecService.GetSpecSchema:output_type -> agentplane.v1.GetSpecSchemaResponse
+	13, // [13:17] is the sub-list for method output_type
+	9,  // [9:13] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_spec_service_proto_init() }
@@ -1044,12 +1004,9 @@ func file_agentplane_v1_spec_service_proto_init() {
 	if File_agentplane_v1_spec_service_proto != nil {
 		return
 	}
-	file_agentplane_v1_spec_proto_init()
 	file_agentplane_v1_spec_service_proto_msgTypes[0].OneofWrappers = []any{
-		(*ValidateSpecRequest_Agent)(nil),
-		(*ValidateSpecRequest_Graph)(nil),
+		(*ValidateSpecRequest_Spec)(nil),
 		(*ValidateSpecRequest_Document)(nil),
-		(*ValidateSpecRequest_SpecJson)(nil),
 	}
 	file_agentplane_v1_spec_service_proto_msgTypes[1].OneofWrappers = []any{}
 	type x struct{}

@@ -42,12 +42,12 @@ func request_SpecService_ValidateSpec_0(ctx context.Context, marshaler runtime.M
 		protoReq ValidateSpecRequest
 		metadata runtime.ServerMetadata
 	)
-	if protoReq.Spec == nil {
-		protoReq.Spec = &ValidateSpecRequest_Document{}
-	} else if _, ok := protoReq.Spec.(*ValidateSpecRequest_Document); !ok {
-		return nil, metadata, status.Errorf(codes.InvalidArgument, "expect type: *ValidateSpecRequest_Document, but: %t\n", protoReq.Spec)
+	if protoReq.Source == nil {
+		protoReq.Source = &ValidateSpecRequest_Document{}
+	} else if _, ok := protoReq.Source.(*ValidateSpecRequest_Document); !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "expect type: *ValidateSpecRequest_Document, but: %t\n", protoReq.Source)
 	}
-	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq.Spec.(*ValidateSpecRequest_Document).Document); err != nil && !errors.Is(err, io.EOF) {
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq.Source.(*ValidateSpecRequest_Document).Document); err != nil && !errors.Is(err, io.EOF) {
 		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
 	}
 	if err := req.ParseForm(); err != nil {
@@ -68,12 +68,12 @@ func local_request_SpecService_ValidateSpec_0(ctx context.Context, marshaler run
 		protoReq ValidateSpecRequest
 		metadata runtime.ServerMetadata
 	)
-	if protoReq.Spec == nil {
-		protoReq.Spec = &ValidateSpecRequest_Document{}
-	} else if _, ok := protoReq.Spec.(*ValidateSpecRequest_Document); !ok {
-		return nil, metadata, status.Errorf(codes.InvalidArgument, "expect type: *ValidateSpecRequest_Document, but: %t\n", protoReq.Spec)
+	if protoReq.Source == nil {
+		protoReq.Source = &ValidateSpecRequest_Document{}
+	} else if _, ok := protoReq.Source.(*ValidateSpecRequest_Document); !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "expect type: *ValidateSpecRequest_Document, but: %t\n", protoReq.Source)
 	}
-	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq.Spec.(*ValidateSpecRequest_Document).Document); err != nil && !errors.Is(err, io.EOF) {
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq.Source.(*ValidateSpecRequest_Document).Document); err != nil && !errors.Is(err, io.EOF) {
 		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
 	}
 	if err := req.ParseForm(); err != nil {

@@ -32,12 +32,12 @@ const (
 // SpecService validates agent and graph specs and documents the rule catalogue.
 // TaskService.StartTask runs exactly the same validation.
 type SpecServiceClient interface {
-	// ValidateSpec checks a typed spec or a JSON/YAML document and reports every
+	// ValidateSpec checks a spec (a JSON object or a JSON/YAML document) and reports every
 	// violation at once, in document order. An invalid spec is not an RPC error: the
 	// response says valid=false and lists the violations. Malformed input that is not a
 	// spec at all (for example no spec given) is INVALID_ARGUMENT. A document over the
 	// size limit, or holding more values than the limit allows, is RESOURCE_EXHAUSTED
-	// (limit.exceeded) with its DOC-TOO-LARGE finding attached.
+	// (LIMIT_EXCEEDED) with its DOC-TOO-LARGE finding attached.
 	ValidateSpec(ctx context.Context, in *ValidateSpecRequest, opts ...grpc.CallOption) (*ValidateSpecResponse, error)
 	// ListRules lists the rule catalogue in id order.
 	ListRules(ctx context.Context, in *ListRulesRequest, opts ...grpc.CallOption) (*ListRulesResponse, error)
@@ -102,12 +102,12 @@ func (c *specServiceClient) GetSpecSchema(ctx context.Context, in *GetSpecSchema
 // SpecService validates agent and graph specs and documents the rule catalogue.
 // TaskService.StartTask runs exactly the same validation.
 type SpecServiceServer interface {
-	// ValidateSpec checks a typed spec or a JSON/YAML document and reports every
+	// ValidateSpec checks a spec (a JSON object or a JSON/YAML document) and reports every
 	// violation at once, in document order. An invalid spec is not an RPC error: the
 	// response says valid=false and lists the violations. Malformed input that is not a
 	// spec at all (for example no spec given) is INVALID_ARGUMENT. A document over the
 	// size limit, or holding more values than the limit allows, is RESOURCE_EXHAUSTED
-	// (limit.exceeded) with its DOC-TOO-LARGE finding attached.
+	// (LIMIT_EXCEEDED) with its DOC-TOO-LARGE finding attached.
 	ValidateSpec(context.Context, *ValidateSpecRequest) (*ValidateSpecResponse, error)
 	// ListRules lists the rule catalogue in id order.
 	ListRules(context.Context, *ListRulesRequest) (*ListRulesResponse, error)

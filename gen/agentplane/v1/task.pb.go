@@ -262,18 +262,6 @@ type Task struct {
 	InterruptPolicy *InterruptPolicy `protobuf:"bytes,17,opt,name=interrupt_policy,json=interruptPolicy,proto3" json:"interrupt_policy,omitempty"`
 	// Ids of interrupts waiting for a decision.
 	PendingInterruptIds []string `protobuf:"bytes,18,rep,name=pending_interrupt_ids,json=pendingInterruptIds,proto3" json:"pending_interrupt_ids,omitempty"`
-	// Deprecated: never set. It carried header values, which may be an operator's
-	// credentials; read effective_mcp_servers (names, URLs and header names). A runtime
-	// gets the full entries in Lease.mcp_servers.
-	//
-	// Deprecated: Marked as deprecated in agentplane/v1/task.proto.
-	McpServers []*McpServer `protobuf:"bytes,19,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
-	// Deprecated: never set. It carried header values, which may be an operator's
-	// credentials; read effective_a2a_peers (names, URLs and header names). A runtime
-	// gets the full entries in Lease.a2a_peers.
-	//
-	// Deprecated: Marked as deprecated in agentplane/v1/task.proto.
-	A2APeers []*A2APeer `protobuf:"bytes,20,rep,name=a2a_peers,json=a2aPeers,proto3" json:"a2a_peers,omitempty"`
 	// A cancellation was requested while a runtime held the task.
 	CancelRequested bool `protobuf:"varint,21,opt,name=cancel_requested,json=cancelRequested,proto3" json:"cancel_requested,omitempty"`
 	// Principal that started the task.
@@ -308,8 +296,11 @@ type Task struct {
 	// Tokens used by the task's model calls so far: the sum of the usage of every
 	// message in its log that carries one (Message.usage).
 	Usage *TokenUsage `protobuf:"bytes,33,opt,name=usage,proto3" json:"usage,omitempty"`
+	// The schedule that started this task and the run's nominal time; absent for a
+	// task started otherwise (ScheduleService).
+	ScheduledBy *ScheduledBy `protobuf:"bytes,40,opt,name=scheduled_by,json=scheduledBy,proto3" json:"scheduled_by,omitempty"`
 	// The priority it was started with (StartTaskRequest.priority).
-	Priority      int32 `protobuf:"varint,40,opt,name=priority,proto3" json:"priority,omitempty"`
+	Priority      int32 `protobuf:"varint,41,opt,name=priority,proto3" json:"priority,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -476,22 +467,6 @@ func (x *Task) GetPendingInterruptIds() []string {
 	return nil
 }
 
-// Deprecated: Marked as deprecated in agentplane/v1/task.proto.
-func (x *Task) GetMcpServers() []*McpServer {
-	if x != nil {
-		return x.McpServers
-	}
-	return nil
-}
-
-// Deprecated: Marked as deprecated in agentplane/v1/task.proto.
-func (x *Task) GetA2APeers() []*A2APeer {
-	if x != nil {
-		return x.A2APeers
-	}
-	return nil
-}
-
 func (x *Task) GetCancelRequested() bool {
 	if x != nil {
 		return x.CancelRequested
@@ -579,6 +554,13 @@ func (x *Task) GetInput() *Message {
 func (x *Task) GetUsage() *TokenUsage {
 	if x != nil {
 		return x.Usage
+	}
+	return nil
+}
+
+func (x *Task) GetScheduledBy() *ScheduledBy {
+	if x != nil {
+		return x.ScheduledBy
 	}
 	return nil
 }
@@ -2570,11 +2552,75 @@ func (x *MessageDelta) GetAfterSequence() int64 {
 	return 0
 }
 
+// ScheduledBy says which schedule run started a task.
+type ScheduledBy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The schedule's id.
+	ScheduleId string `protobuf:"bytes,1,opt,name=schedule_id,json=scheduleId,proto3" json:"schedule_id,omitempty"`
+	// The run's nominal time (for a trigger, when it was triggered).
+	NominalTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=nominal_time,json=nominalTime,proto3" json:"nominal_time,omitempty"`
+	// Started by TriggerSchedule.
+	Manual        bool `protobuf:"varint,3,opt,name=manual,proto3" json:"manual,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduledBy) Reset() {
+	*x = ScheduledBy{}
+	mi := &file_agentplane_v1_task_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduledBy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduledBy) ProtoMessage() {}
+
+func (x *ScheduledBy) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduledBy.ProtoReflect.Descriptor instead.
+func (*ScheduledBy) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ScheduledBy) GetScheduleId() string {
+	if x != nil {
+		return x.ScheduleId
+	}
+	return ""
+}
+
+func (x *ScheduledBy) GetNominalTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NominalTime
+	}
+	return nil
+}
+
+func (x *ScheduledBy) GetManual() bool {
+	if x != nil {
+		return x.Manual
+	}
+	return false
+}
+
 var File_agentplane_v1_task_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\n" +
-	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf5\f\n" +
+	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe0\f\n" +
 	"\x04Task\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12.\n" +
@@ -2596,10 +2642,7 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\afailure\x18\x0f \x01(\v2\x1a.agentplane.v1.TaskFailureR\afailure\x121\n" +
 	"\x06output\x18\x10 \x01(\v2\x19.agentplane.v1.TaskOutputR\x06output\x12I\n" +
 	"\x10interrupt_policy\x18\x11 \x01(\v2\x1e.agentplane.v1.InterruptPolicyR\x0finterruptPolicy\x122\n" +
-	"\x15pending_interrupt_ids\x18\x12 \x03(\tR\x13pendingInterruptIds\x12=\n" +
-	"\vmcp_servers\x18\x13 \x03(\v2\x18.agentplane.v1.McpServerB\x02\x18\x01R\n" +
-	"mcpServers\x127\n" +
-	"\ta2a_peers\x18\x14 \x03(\v2\x16.agentplane.v1.A2aPeerB\x02\x18\x01R\ba2aPeers\x12)\n" +
+	"\x15pending_interrupt_ids\x18\x12 \x03(\tR\x13pendingInterruptIds\x12)\n" +
 	"\x10cancel_requested\x18\x15 \x01(\bR\x0fcancelRequested\x12\x1d\n" +
 	"\n" +
 	"created_by\x18\x16 \x01(\tR\tcreatedBy\x12\x1d\n" +
@@ -2615,12 +2658,13 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\x05queue\x18\x1e \x01(\tR\x05queue\x12@\n" +
 	"\rtrace_context\x18\x1f \x01(\v2\x1b.agentplane.v1.TraceContextR\ftraceContext\x12,\n" +
 	"\x05input\x18  \x01(\v2\x16.agentplane.v1.MessageR\x05input\x12/\n" +
-	"\x05usage\x18! \x01(\v2\x19.agentplane.v1.TokenUsageR\x05usage\x12\x1a\n" +
-	"\bpriority\x18( \x01(\x05R\bpriority\x1a9\n" +
+	"\x05usage\x18! \x01(\v2\x19.agentplane.v1.TokenUsageR\x05usage\x12=\n" +
+	"\fscheduled_by\x18( \x01(\v2\x1a.agentplane.v1.ScheduledByR\vscheduledBy\x12\x1a\n" +
+	"\bpriority\x18) \x01(\x05R\bpriority\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +
-	"\x04specJ\x04\b\b\x10\t\"P\n" +
+	"\x04specJ\x04\b\b\x10\tJ\x04\b\x13\x10\x14J\x04\b\x14\x10\x15R\vmcp_serversR\ta2a_peers\"P\n" +
 	"\fTraceContext\x12 \n" +
 	"\vtraceparent\x18\x01 \x01(\tR\vtraceparent\x12\x1e\n" +
 	"\n" +
@@ -2757,7 +2801,12 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"text_delta\x18\x02 \x01(\tR\ttextDelta\x12\x12\n" +
 	"\x04node\x18\x03 \x01(\tR\x04node\x12%\n" +
-	"\x0eafter_sequence\x18\x04 \x01(\x03R\rafterSequence*\xc2\x01\n" +
+	"\x0eafter_sequence\x18\x04 \x01(\x03R\rafterSequence\"\x85\x01\n" +
+	"\vScheduledBy\x12\x1f\n" +
+	"\vschedule_id\x18\x01 \x01(\tR\n" +
+	"scheduleId\x12=\n" +
+	"\fnominal_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\vnominalTime\x12\x16\n" +
+	"\x06manual\x18\x03 \x01(\bR\x06manual*\xc2\x01\n" +
 	"\tTaskState\x12\x1a\n" +
 	"\x16TASK_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14TASK_STATE_SUBMITTED\x10\x01\x12\x16\n" +
@@ -2790,7 +2839,7 @@ func file_agentplane_v1_task_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_v1_task_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_agentplane_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_agentplane_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_agentplane_v1_task_proto_goTypes = []any{
 	(TaskState)(0),                // 0: agentplane.v1.TaskState
 	(MessageRole)(0),              // 1: agentplane.v1.MessageRole
@@ -2821,81 +2870,80 @@ var file_agentplane_v1_task_proto_goTypes = []any{
 	(*StreamCaughtUp)(nil),        // 26: agentplane.v1.StreamCaughtUp
 	(*StreamKeepalive)(nil),       // 27: agentplane.v1.StreamKeepalive
 	(*MessageDelta)(nil),          // 28: agentplane.v1.MessageDelta
-	nil,                           // 29: agentplane.v1.Task.LabelsEntry
-	nil,                           // 30: agentplane.v1.RuntimeNote.AttributesEntry
-	(*AgentSpec)(nil),             // 31: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),             // 32: agentplane.v1.GraphSpec
-	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
-	(*InterruptPolicy)(nil),       // 34: agentplane.v1.InterruptPolicy
-	(*McpServer)(nil),             // 35: agentplane.v1.McpServer
-	(*A2APeer)(nil),               // 36: agentplane.v1.A2aPeer
-	(*ToolAxisOverride)(nil),      // 37: agentplane.v1.ToolAxisOverride
-	(*durationpb.Duration)(nil),   // 38: google.protobuf.Duration
-	(*McpServerInfo)(nil),         // 39: agentplane.v1.McpServerInfo
-	(*A2APeerInfo)(nil),           // 40: agentplane.v1.A2aPeerInfo
-	(*structpb.Value)(nil),        // 41: google.protobuf.Value
-	(*ToolGated)(nil),             // 42: agentplane.v1.ToolGated
-	(*structpb.Struct)(nil),       // 43: google.protobuf.Struct
-	(*Interrupt)(nil),             // 44: agentplane.v1.Interrupt
-	(*Decision)(nil),              // 45: agentplane.v1.Decision
-	(*Verdict)(nil),               // 46: agentplane.v1.Verdict
+	(*ScheduledBy)(nil),           // 29: agentplane.v1.ScheduledBy
+	nil,                           // 30: agentplane.v1.Task.LabelsEntry
+	nil,                           // 31: agentplane.v1.RuntimeNote.AttributesEntry
+	(*AgentSpec)(nil),             // 32: agentplane.v1.AgentSpec
+	(*GraphSpec)(nil),             // 33: agentplane.v1.GraphSpec
+	(*timestamppb.Timestamp)(nil), // 34: google.protobuf.Timestamp
+	(*InterruptPolicy)(nil),       // 35: agentplane.v1.InterruptPolicy
+	(*ToolAxisOverride)(nil),      // 36: agentplane.v1.ToolAxisOverride
+	(*durationpb.Duration)(nil),   // 37: google.protobuf.Duration
+	(*McpServerInfo)(nil),         // 38: agentplane.v1.McpServerInfo
+	(*A2APeerInfo)(nil),           // 39: agentplane.v1.A2aPeerInfo
+	(*structpb.Value)(nil),        // 40: google.protobuf.Value
+	(*ToolGated)(nil),             // 41: agentplane.v1.ToolGated
+	(*structpb.Struct)(nil),       // 42: google.protobuf.Struct
+	(*Interrupt)(nil),             // 43: agentplane.v1.Interrupt
+	(*Decision)(nil),              // 44: agentplane.v1.Decision
+	(*Verdict)(nil),               // 45: agentplane.v1.Verdict
 }
 var file_agentplane_v1_task_proto_depIdxs = []int32{
 	0,  // 0: agentplane.v1.Task.state:type_name -> agentplane.v1.TaskState
-	31, // 1: agentplane.v1.Task.agent:type_name -> agentplane.v1.AgentSpec
-	32, // 2: agentplane.v1.Task.graph:type_name -> agentplane.v1.GraphSpec
-	29, // 3: agentplane.v1.Task.labels:type_name -> agentplane.v1.Task.LabelsEntry
-	33, // 4: agentplane.v1.Task.create_time:type_name -> google.protobuf.Timestamp
-	33, // 5: agentplane.v1.Task.update_time:type_name -> google.protobuf.Timestamp
-	33, // 6: agentplane.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	32, // 1: agentplane.v1.Task.agent:type_name -> agentplane.v1.AgentSpec
+	33, // 2: agentplane.v1.Task.graph:type_name -> agentplane.v1.GraphSpec
+	30, // 3: agentplane.v1.Task.labels:type_name -> agentplane.v1.Task.LabelsEntry
+	34, // 4: agentplane.v1.Task.create_time:type_name -> google.protobuf.Timestamp
+	34, // 5: agentplane.v1.Task.update_time:type_name -> google.protobuf.Timestamp
+	34, // 6: agentplane.v1.Task.end_time:type_name -> google.protobuf.Timestamp
 	5,  // 7: agentplane.v1.Task.failure:type_name -> agentplane.v1.TaskFailure
 	6,  // 8: agentplane.v1.Task.output:type_name -> agentplane.v1.TaskOutput
-	34, // 9: agentplane.v1.Task.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	35, // 10: agentplane.v1.Task.mcp_servers:type_name -> agentplane.v1.McpServer
-	36, // 11: agentplane.v1.Task.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	37, // 12: agentplane.v1.Task.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	38, // 13: agentplane.v1.Task.interrupt_timeout:type_name -> google.protobuf.Duration
-	39, // 14: agentplane.v1.Task.effective_mcp_servers:type_name -> agentplane.v1.McpServerInfo
-	40, // 15: agentplane.v1.Task.effective_a2a_peers:type_name -> agentplane.v1.A2aPeerInfo
-	4,  // 16: agentplane.v1.Task.trace_context:type_name -> agentplane.v1.TraceContext
-	10, // 17: agentplane.v1.Task.input:type_name -> agentplane.v1.Message
-	14, // 18: agentplane.v1.Task.usage:type_name -> agentplane.v1.TokenUsage
-	41, // 19: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
-	10, // 20: agentplane.v1.TaskOutput.message:type_name -> agentplane.v1.Message
-	33, // 21: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
-	8,  // 22: agentplane.v1.TaskEvent.submitted:type_name -> agentplane.v1.TaskSubmitted
-	9,  // 23: agentplane.v1.TaskEvent.state_changed:type_name -> agentplane.v1.StateChanged
-	10, // 24: agentplane.v1.TaskEvent.message:type_name -> agentplane.v1.Message
-	15, // 25: agentplane.v1.TaskEvent.tool_call:type_name -> agentplane.v1.ToolCall
-	16, // 26: agentplane.v1.TaskEvent.tool_result:type_name -> agentplane.v1.ToolResult
-	17, // 27: agentplane.v1.TaskEvent.note:type_name -> agentplane.v1.RuntimeNote
-	18, // 28: agentplane.v1.TaskEvent.lease:type_name -> agentplane.v1.LeaseChanged
-	42, // 29: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
-	23, // 30: agentplane.v1.TaskEvent.interrupt_raised:type_name -> agentplane.v1.InterruptRaised
-	24, // 31: agentplane.v1.TaskEvent.interrupt_resolved:type_name -> agentplane.v1.InterruptResolved
-	25, // 32: agentplane.v1.TaskEvent.verdict_recorded:type_name -> agentplane.v1.VerdictRecorded
-	19, // 33: agentplane.v1.TaskEvent.mcp_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
-	19, // 34: agentplane.v1.TaskEvent.a2a_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
-	20, // 35: agentplane.v1.TaskEvent.entries_dropped:type_name -> agentplane.v1.EntriesDropped
-	22, // 36: agentplane.v1.TaskEvent.cancel_requested:type_name -> agentplane.v1.CancelRequested
-	6,  // 37: agentplane.v1.TaskEvent.output:type_name -> agentplane.v1.TaskOutput
-	10, // 38: agentplane.v1.TaskSubmitted.input:type_name -> agentplane.v1.Message
-	0,  // 39: agentplane.v1.StateChanged.from_state:type_name -> agentplane.v1.TaskState
-	0,  // 40: agentplane.v1.StateChanged.to_state:type_name -> agentplane.v1.TaskState
-	1,  // 41: agentplane.v1.Message.role:type_name -> agentplane.v1.MessageRole
-	11, // 42: agentplane.v1.Message.parts:type_name -> agentplane.v1.Part
-	14, // 43: agentplane.v1.Message.usage:type_name -> agentplane.v1.TokenUsage
-	12, // 44: agentplane.v1.Part.data:type_name -> agentplane.v1.DataPart
-	13, // 45: agentplane.v1.Part.file:type_name -> agentplane.v1.FilePart
-	43, // 46: agentplane.v1.DataPart.data:type_name -> google.protobuf.Struct
-	41, // 47: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
-	30, // 48: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
-	2,  // 49: agentplane.v1.LeaseChanged.kind:type_name -> agentplane.v1.LeaseChangeKind
-	21, // 50: agentplane.v1.EntriesDropped.entries:type_name -> agentplane.v1.DroppedEntry
-	44, // 51: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
-	45, // 52: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
-	46, // 53: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
-	33, // 54: agentplane.v1.StreamKeepalive.time:type_name -> google.protobuf.Timestamp
+	35, // 9: agentplane.v1.Task.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	36, // 10: agentplane.v1.Task.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	37, // 11: agentplane.v1.Task.interrupt_timeout:type_name -> google.protobuf.Duration
+	38, // 12: agentplane.v1.Task.effective_mcp_servers:type_name -> agentplane.v1.McpServerInfo
+	39, // 13: agentplane.v1.Task.effective_a2a_peers:type_name -> agentplane.v1.A2aPeerInfo
+	4,  // 14: agentplane.v1.Task.trace_context:type_name -> agentplane.v1.TraceContext
+	10, // 15: agentplane.v1.Task.input:type_name -> agentplane.v1.Message
+	14, // 16: agentplane.v1.Task.usage:type_name -> agentplane.v1.TokenUsage
+	29, // 17: agentplane.v1.Task.scheduled_by:type_name -> agentplane.v1.ScheduledBy
+	40, // 18: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
+	10, // 19: agentplane.v1.TaskOutput.message:type_name -> agentplane.v1.Message
+	34, // 20: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
+	8,  // 21: agentplane.v1.TaskEvent.submitted:type_name -> agentplane.v1.TaskSubmitted
+	9,  // 22: agentplane.v1.TaskEvent.state_changed:type_name -> agentplane.v1.StateChanged
+	10, // 23: agentplane.v1.TaskEvent.message:type_name -> agentplane.v1.Message
+	15, // 24: agentplane.v1.TaskEvent.tool_call:type_name -> agentplane.v1.ToolCall
+	16, // 25: agentplane.v1.TaskEvent.tool_result:type_name -> agentplane.v1.ToolResult
+	17, // 26: agentplane.v1.TaskEvent.note:type_name -> agentplane.v1.RuntimeNote
+	18, // 27: agentplane.v1.TaskEvent.lease:type_name -> agentplane.v1.LeaseChanged
+	41, // 28: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
+	23, // 29: agentplane.v1.TaskEvent.interrupt_raised:type_name -> agentplane.v1.InterruptRaised
+	24, // 30: agentplane.v1.TaskEvent.interrupt_resolved:type_name -> agentplane.v1.InterruptResolved
+	25, // 31: agentplane.v1.TaskEvent.verdict_recorded:type_name -> agentplane.v1.VerdictRecorded
+	19, // 32: agentplane.v1.TaskEvent.mcp_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
+	19, // 33: agentplane.v1.TaskEvent.a2a_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
+	20, // 34: agentplane.v1.TaskEvent.entries_dropped:type_name -> agentplane.v1.EntriesDropped
+	22, // 35: agentplane.v1.TaskEvent.cancel_requested:type_name -> agentplane.v1.CancelRequested
+	6,  // 36: agentplane.v1.TaskEvent.output:type_name -> agentplane.v1.TaskOutput
+	10, // 37: agentplane.v1.TaskSubmitted.input:type_name -> agentplane.v1.Message
+	0,  // 38: agentplane.v1.StateChanged.from_state:type_name -> agentplane.v1.TaskState
+	0,  // 39: agentplane.v1.StateChanged.to_state:type_name -> agentplane.v1.TaskState
+	1,  // 40: agentplane.v1.Message.role:type_name -> agentplane.v1.MessageRole
+	11, // 41: agentplane.v1.Message.parts:type_name -> agentplane.v1.Part
+	14, // 42: agentplane.v1.Message.usage:type_name -> agentplane.v1.TokenUsage
+	12, // 43: agentplane.v1.Part.data:type_name -> agentplane.v1.DataPart
+	13, // 44: agentplane.v1.Part.file:type_name -> agentplane.v1.FilePart
+	42, // 45: agentplane.v1.DataPart.data:type_name -> google.protobuf.Struct
+	40, // 46: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
+	31, // 47: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
+	2,  // 48: agentplane.v1.LeaseChanged.kind:type_name -> agentplane.v1.LeaseChangeKind
+	21, // 49: agentplane.v1.EntriesDropped.entries:type_name -> agentplane.v1.DroppedEntry
+	43, // 50: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
+	44, // 51: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
+	45, // 52: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
+	34, // 53: agentplane.v1.StreamKeepalive.time:type_name -> google.protobuf.Timestamp
+	34, // 54: agentplane.v1.ScheduledBy.nominal_time:type_name -> google.protobuf.Timestamp
 	55, // [55:55] is the sub-list for method output_type
 	55, // [55:55] is the sub-list for method input_type
 	55, // [55:55] is the sub-list for extension type_name
@@ -2950,7 +2998,7 @@ func file_agentplane_v1_task_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_task_proto_rawDesc), len(file_agentplane_v1_task_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -80,9 +80,10 @@ func (TaskView) EnumDescriptor() ([]byte, []int) {
 	return file_agentplane_v1_task_service_proto_rawDescGZIP(), []int{0}
 }
 
-// StartTaskRequest starts a task from exactly one of: an inline agent, an inline graph,
-// a static agent id, a document (JSON/YAML, routed on its kind), or the wire-shaped spec
-// as a JSON object.
+// StartTaskRequest starts a task from exactly one of: the spec in the qar/v1 wire shape
+// as a JSON object (spec), the same spec as a document (JSON or YAML text), or a static
+// agent id. The typed AgentSpec and GraphSpec messages are what a task and a lease
+// give back; a request never carries them (docs/api.md, "Sending a spec").
 //
 // The W3C trace context of the call (the traceparent and tracestate gRPC metadata
 // keys, or HTTP headers) is captured with the task: see Task.trace_context.
@@ -93,14 +94,12 @@ type StartTaskRequest struct {
 	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// What runs. Exactly one arm is set; none is INVALID_ARGUMENT.
 	//
-	// Types that are valid to be assigned to Spec:
+	// Types that are valid to be assigned to Source:
 	//
-	//	*StartTaskRequest_Agent
-	//	*StartTaskRequest_Graph
-	//	*StartTaskRequest_AgentId
+	//	*StartTaskRequest_Spec
 	//	*StartTaskRequest_Document
-	//	*StartTaskRequest_SpecJson
-	Spec isStartTaskRequest_Spec `protobuf_oneof:"spec"`
+	//	*StartTaskRequest_AgentId
+	Source isStartTaskRequest_Source `protobuf_oneof:"source"`
 	// Syntax of document.
 	Format DocumentFormat `protobuf:"varint,6,opt,name=format,proto3,enum=agentplane.v1.DocumentFormat" json:"format,omitempty"`
 	// Labels for filtering. At most 32, keys and values bounded.
@@ -173,26 +172,26 @@ func (x *StartTaskRequest) GetRequestId() string {
 	return ""
 }
 
-func (x *StartTaskRequest) GetSpec() isStartTaskRequest_Spec {
+func (x *StartTaskRequest) GetSource() isStartTaskRequest_Source {
 	if x != nil {
-		return x.Spec
+		return x.Source
 	}
 	return nil
 }
 
-func (x *StartTaskRequest) GetAgent() *AgentSpec {
+func (x *StartTaskRequest) GetSpec() *structpb.Struct {
 	if x != nil {
-		if x, ok := x.Spec.(*StartTaskRequest_Agent); ok {
-			return x.Agent
+		if x, ok := x.Source.(*StartTaskRequest_Spec); ok {
+			return x.Spec
 		}
 	}
 	return nil
 }
 
-func (x *StartTaskRequest) GetGraph() *GraphSpec {
+func (x *StartTaskRequest) GetDocument() []byte {
 	if x != nil {
-		if x, ok := x.Spec.(*StartTaskRequest_Graph); ok {
-			return x.Graph
+		if x, ok := x.Source.(*StartTaskRequest_Document); ok {
+			return x.Document
 		}
 	}
 	return nil
@@ -200,29 +199,11 @@ func (x *StartTaskRequest) GetGraph() *GraphSpec {
 
 func (x *StartTaskRequest) GetAgentId() string {
 	if x != nil {
-		if x, ok := x.Spec.(*StartTaskRequest_AgentId); ok {
+		if x, ok := x.Source.(*StartTaskRequest_AgentId); ok {
 			return x.AgentId
 		}
 	}
 	return ""
-}
-
-func (x *StartTaskRequest) GetDocument() []byte {
-	if x != nil {
-		if x, ok := x.Spec.(*StartTaskRequest_Document); ok {
-			return x.Document
-		}
-	}
-	return nil
-}
-
-func (x *StartTaskRequest) GetSpecJson() *structpb.Struct {
-	if x != nil {
-		if x, ok := x.Spec.(*StartTaskRequest_SpecJson); ok {
-			return x.SpecJson
-		}
-	}
-	return nil
 }
 
 func (x *StartTaskRequest) GetFormat() DocumentFormat {
@@ -309,18 +290,22 @@ func (x *StartTaskRequest) GetPriority() int32 {
 	return 0
 }
 
-type isStartTaskRequest_Spec interface {
-	isStartTaskRequest_Spec()
+type isStartTaskRequest_Source interface {
+	isStartTaskRequest_Source()
 }
 
-type StartTaskRequest_Agent struct {
-	// Inline agent.
-	Agent *AgentSpec `protobuf:"bytes,2,opt,name=agent,proto3,oneof"`
+type StartTaskRequest_Spec struct {
+	// The spec in the qar/v1 wire shape (docs/vocabulary.md) as a JSON object, routed
+	// on its `kind`: over HTTP, `{"spec": {"apiVersion": "qar/v1", "kind":
+	// "AgentSpec", ...}, "input": {...}}`. Validated exactly like the same document
+	// sent as text (see ValidateSpecRequest.spec).
+	Spec *structpb.Struct `protobuf:"bytes,17,opt,name=spec,proto3,oneof"`
 }
 
-type StartTaskRequest_Graph struct {
-	// Inline graph.
-	Graph *GraphSpec `protobuf:"bytes,3,opt,name=graph,proto3,oneof"`
+type StartTaskRequest_Document struct {
+	// The same spec as a qar/v1 document: JSON or YAML text (format says which), for
+	// files and the CLI; violations carry a line and column.
+	Document []byte `protobuf:"bytes,5,opt,name=document,proto3,oneof"`
 }
 
 type StartTaskRequest_AgentId struct {
@@ -328,28 +313,11 @@ type StartTaskRequest_AgentId struct {
 	AgentId string `protobuf:"bytes,4,opt,name=agent_id,json=agentId,proto3,oneof"`
 }
 
-type StartTaskRequest_Document struct {
-	// A qar/v1 document (JSON or YAML bytes).
-	Document []byte `protobuf:"bytes,5,opt,name=document,proto3,oneof"`
-}
+func (*StartTaskRequest_Spec) isStartTaskRequest_Source() {}
 
-type StartTaskRequest_SpecJson struct {
-	// The spec in the qar/v1 wire shape (seed 000) as a JSON object, routed on its
-	// `kind`: over HTTP, `{"spec": {"apiVersion": "qar/v1", "kind": "AgentSpec", ...},
-	// "input": "..."}`. Validated exactly like the same document sent as bytes (see
-	// ValidateSpecRequest.spec_json).
-	SpecJson *structpb.Struct `protobuf:"bytes,17,opt,name=spec_json,json=spec,proto3,oneof"`
-}
+func (*StartTaskRequest_Document) isStartTaskRequest_Source() {}
 
-func (*StartTaskRequest_Agent) isStartTaskRequest_Spec() {}
-
-func (*StartTaskRequest_Graph) isStartTaskRequest_Spec() {}
-
-func (*StartTaskRequest_AgentId) isStartTaskRequest_Spec() {}
-
-func (*StartTaskRequest_Document) isStartTaskRequest_Spec() {}
-
-func (*StartTaskRequest_SpecJson) isStartTaskRequest_Spec() {}
+func (*StartTaskRequest_AgentId) isStartTaskRequest_Source() {}
 
 // StartTaskResponse holds the task.
 type StartTaskResponse struct {
@@ -1618,15 +1586,13 @@ var File_agentplane_v1_task_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\n" +
-	" agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a agentplane/v1/spec_service.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbe\a\n" +
+	" agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a agentplane/v1/spec_service.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfc\x06\n" +
 	"\x10StartTaskRequest\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x01 \x01(\tR\trequestId\x120\n" +
-	"\x05agent\x18\x02 \x01(\v2\x18.agentplane.v1.AgentSpecH\x00R\x05agent\x120\n" +
-	"\x05graph\x18\x03 \x01(\v2\x18.agentplane.v1.GraphSpecH\x00R\x05graph\x12\x1b\n" +
-	"\bagent_id\x18\x04 \x01(\tH\x00R\aagentId\x12\x1c\n" +
-	"\bdocument\x18\x05 \x01(\fH\x00R\bdocument\x122\n" +
-	"\tspec_json\x18\x11 \x01(\v2\x17.google.protobuf.StructH\x00R\x04spec\x125\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12-\n" +
+	"\x04spec\x18\x11 \x01(\v2\x17.google.protobuf.StructH\x00R\x04spec\x12\x1c\n" +
+	"\bdocument\x18\x05 \x01(\fH\x00R\bdocument\x12\x1b\n" +
+	"\bagent_id\x18\x04 \x01(\tH\x00R\aagentId\x125\n" +
 	"\x06format\x18\x06 \x01(\x0e2\x1d.agentplane.v1.DocumentFormatR\x06format\x12C\n" +
 	"\x06labels\x18\b \x03(\v2+.agentplane.v1.StartTaskRequest.LabelsEntryR\x06labels\x12I\n" +
 	"\x10interrupt_policy\x18\t \x01(\v2\x1e.agentplane.v1.InterruptPolicyR\x0finterruptPolicy\x12=\n" +
@@ -1644,8 +1610,8 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\bpriority\x18( \x01(\x05R\bpriority\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +
-	"\x04specJ\x04\b\a\x10\b\"V\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\b\n" +
+	"\x06sourceJ\x04\b\x02\x10\x03J\x04\b\x03\x10\x04J\x04\b\a\x10\bR\x05agentR\x05graphR\tspec_json\"V\n" +
 	"\x11StartTaskResponse\x12'\n" +
 	"\x04task\x18\x01 \x01(\v2\x13.agentplane.v1.TaskR\x04task\x12\x18\n" +
 	"\acreated\x18\x02 \x01(\bR\acreated\"\xd1\x01\n" +
@@ -1728,18 +1694,18 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\bTaskView\x12\x19\n" +
 	"\x15TASK_VIEW_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fTASK_VIEW_BASIC\x10\x01\x12\x12\n" +
-	"\x0eTASK_VIEW_FULL\x10\x022\x8f\x06\n" +
-	"\vTaskService\x12N\n" +
-	"\tStartTask\x12\x1f.agentplane.v1.StartTaskRequest\x1a .agentplane.v1.StartTaskResponse\x12W\n" +
-	"\fContinueTask\x12\".agentplane.v1.ContinueTaskRequest\x1a#.agentplane.v1.ContinueTaskResponse\x12H\n" +
-	"\aGetTask\x12\x1d.agentplane.v1.GetTaskRequest\x1a\x1e.agentplane.v1.GetTaskResponse\x12N\n" +
-	"\tListTasks\x12\x1f.agentplane.v1.ListTasksRequest\x1a .agentplane.v1.ListTasksResponse\x12Q\n" +
+	"\x0eTASK_VIEW_FULL\x10\x022\xbc\x06\n" +
+	"\vTaskService\x12S\n" +
+	"\tStartTask\x12\x1f.agentplane.v1.StartTaskRequest\x1a .agentplane.v1.StartTaskResponse\"\x03\x90\x02\x02\x12\\\n" +
+	"\fContinueTask\x12\".agentplane.v1.ContinueTaskRequest\x1a#.agentplane.v1.ContinueTaskResponse\"\x03\x90\x02\x02\x12M\n" +
+	"\aGetTask\x12\x1d.agentplane.v1.GetTaskRequest\x1a\x1e.agentplane.v1.GetTaskResponse\"\x03\x90\x02\x01\x12S\n" +
+	"\tListTasks\x12\x1f.agentplane.v1.ListTasksRequest\x1a .agentplane.v1.ListTasksResponse\"\x03\x90\x02\x01\x12V\n" +
 	"\n" +
-	"CancelTask\x12 .agentplane.v1.CancelTaskRequest\x1a!.agentplane.v1.CancelTaskResponse\x12P\n" +
-	"\tWatchTask\x12\x1f.agentplane.v1.WatchTaskRequest\x1a .agentplane.v1.WatchTaskResponse0\x01\x12W\n" +
-	"\fListVerdicts\x12\".agentplane.v1.ListVerdictsRequest\x1a#.agentplane.v1.ListVerdictsResponse\x12`\n" +
-	"\x0fListObligations\x12%.agentplane.v1.ListObligationsRequest\x1a&.agentplane.v1.ListObligationsResponse\x12]\n" +
-	"\x0eListTaskEvents\x12$.agentplane.v1.ListTaskEventsRequest\x1a%.agentplane.v1.ListTaskEventsResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
+	"CancelTask\x12 .agentplane.v1.CancelTaskRequest\x1a!.agentplane.v1.CancelTaskResponse\"\x03\x90\x02\x02\x12U\n" +
+	"\tWatchTask\x12\x1f.agentplane.v1.WatchTaskRequest\x1a .agentplane.v1.WatchTaskResponse\"\x03\x90\x02\x010\x01\x12\\\n" +
+	"\fListVerdicts\x12\".agentplane.v1.ListVerdictsRequest\x1a#.agentplane.v1.ListVerdictsResponse\"\x03\x90\x02\x01\x12e\n" +
+	"\x0fListObligations\x12%.agentplane.v1.ListObligationsRequest\x1a&.agentplane.v1.ListObligationsResponse\"\x03\x90\x02\x01\x12b\n" +
+	"\x0eListTaskEvents\x12$.agentplane.v1.ListTaskEventsRequest\x1a%.agentplane.v1.ListTaskEventsResponse\"\x03\x90\x02\x01BAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (
 	file_agentplane_v1_task_service_proto_rawDescOnce sync.Once
@@ -1778,86 +1744,82 @@ var file_agentplane_v1_task_service_proto_goTypes = []any{
 	(*ListObligationsRequest)(nil),  // 19: agentplane.v1.ListObligationsRequest
 	(*ListObligationsResponse)(nil), // 20: agentplane.v1.ListObligationsResponse
 	nil,                             // 21: agentplane.v1.StartTaskRequest.LabelsEntry
-	(*AgentSpec)(nil),               // 22: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),               // 23: agentplane.v1.GraphSpec
-	(*structpb.Struct)(nil),         // 24: google.protobuf.Struct
-	(DocumentFormat)(0),             // 25: agentplane.v1.DocumentFormat
-	(*InterruptPolicy)(nil),         // 26: agentplane.v1.InterruptPolicy
-	(*McpServerList)(nil),           // 27: agentplane.v1.McpServerList
-	(*A2APeerList)(nil),             // 28: agentplane.v1.A2aPeerList
-	(*ToolAxisOverride)(nil),        // 29: agentplane.v1.ToolAxisOverride
-	(*durationpb.Duration)(nil),     // 30: google.protobuf.Duration
-	(*Message)(nil),                 // 31: agentplane.v1.Message
-	(*Task)(nil),                    // 32: agentplane.v1.Task
-	(*structpb.Value)(nil),          // 33: google.protobuf.Value
-	(TaskState)(0),                  // 34: agentplane.v1.TaskState
-	(*timestamppb.Timestamp)(nil),   // 35: google.protobuf.Timestamp
-	(*TaskEvent)(nil),               // 36: agentplane.v1.TaskEvent
-	(*StreamCaughtUp)(nil),          // 37: agentplane.v1.StreamCaughtUp
-	(*StreamKeepalive)(nil),         // 38: agentplane.v1.StreamKeepalive
-	(*MessageDelta)(nil),            // 39: agentplane.v1.MessageDelta
-	(*Verdict)(nil),                 // 40: agentplane.v1.Verdict
-	(ObligationState)(0),            // 41: agentplane.v1.ObligationState
-	(*Obligation)(nil),              // 42: agentplane.v1.Obligation
+	(*structpb.Struct)(nil),         // 22: google.protobuf.Struct
+	(DocumentFormat)(0),             // 23: agentplane.v1.DocumentFormat
+	(*InterruptPolicy)(nil),         // 24: agentplane.v1.InterruptPolicy
+	(*McpServerList)(nil),           // 25: agentplane.v1.McpServerList
+	(*A2APeerList)(nil),             // 26: agentplane.v1.A2aPeerList
+	(*ToolAxisOverride)(nil),        // 27: agentplane.v1.ToolAxisOverride
+	(*durationpb.Duration)(nil),     // 28: google.protobuf.Duration
+	(*Message)(nil),                 // 29: agentplane.v1.Message
+	(*Task)(nil),                    // 30: agentplane.v1.Task
+	(*structpb.Value)(nil),          // 31: google.protobuf.Value
+	(TaskState)(0),                  // 32: agentplane.v1.TaskState
+	(*timestamppb.Timestamp)(nil),   // 33: google.protobuf.Timestamp
+	(*TaskEvent)(nil),               // 34: agentplane.v1.TaskEvent
+	(*StreamCaughtUp)(nil),          // 35: agentplane.v1.StreamCaughtUp
+	(*StreamKeepalive)(nil),         // 36: agentplane.v1.StreamKeepalive
+	(*MessageDelta)(nil),            // 37: agentplane.v1.MessageDelta
+	(*Verdict)(nil),                 // 38: agentplane.v1.Verdict
+	(ObligationState)(0),            // 39: agentplane.v1.ObligationState
+	(*Obligation)(nil),              // 40: agentplane.v1.Obligation
 }
 var file_agentplane_v1_task_service_proto_depIdxs = []int32{
-	22, // 0: agentplane.v1.StartTaskRequest.agent:type_name -> agentplane.v1.AgentSpec
-	23, // 1: agentplane.v1.StartTaskRequest.graph:type_name -> agentplane.v1.GraphSpec
-	24, // 2: agentplane.v1.StartTaskRequest.spec_json:type_name -> google.protobuf.Struct
-	25, // 3: agentplane.v1.StartTaskRequest.format:type_name -> agentplane.v1.DocumentFormat
-	21, // 4: agentplane.v1.StartTaskRequest.labels:type_name -> agentplane.v1.StartTaskRequest.LabelsEntry
-	26, // 5: agentplane.v1.StartTaskRequest.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	27, // 6: agentplane.v1.StartTaskRequest.mcp_servers:type_name -> agentplane.v1.McpServerList
-	28, // 7: agentplane.v1.StartTaskRequest.a2a_peers:type_name -> agentplane.v1.A2aPeerList
-	29, // 8: agentplane.v1.StartTaskRequest.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	30, // 9: agentplane.v1.StartTaskRequest.interrupt_timeout:type_name -> google.protobuf.Duration
-	0,  // 10: agentplane.v1.StartTaskRequest.view:type_name -> agentplane.v1.TaskView
-	31, // 11: agentplane.v1.StartTaskRequest.input:type_name -> agentplane.v1.Message
-	32, // 12: agentplane.v1.StartTaskResponse.task:type_name -> agentplane.v1.Task
-	31, // 13: agentplane.v1.ContinueTaskRequest.message:type_name -> agentplane.v1.Message
-	4,  // 14: agentplane.v1.ContinueTaskRequest.tool_outputs:type_name -> agentplane.v1.ToolOutputs
-	5,  // 15: agentplane.v1.ToolOutputs.outputs:type_name -> agentplane.v1.ToolOutput
-	33, // 16: agentplane.v1.ToolOutput.result:type_name -> google.protobuf.Value
-	32, // 17: agentplane.v1.ContinueTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 18: agentplane.v1.GetTaskRequest.view:type_name -> agentplane.v1.TaskView
-	32, // 19: agentplane.v1.GetTaskResponse.task:type_name -> agentplane.v1.Task
-	34, // 20: agentplane.v1.ListTasksRequest.states:type_name -> agentplane.v1.TaskState
-	35, // 21: agentplane.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
-	35, // 22: agentplane.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
-	0,  // 23: agentplane.v1.ListTasksRequest.view:type_name -> agentplane.v1.TaskView
-	32, // 24: agentplane.v1.ListTasksResponse.tasks:type_name -> agentplane.v1.Task
-	32, // 25: agentplane.v1.CancelTaskResponse.task:type_name -> agentplane.v1.Task
-	36, // 26: agentplane.v1.WatchTaskResponse.event:type_name -> agentplane.v1.TaskEvent
-	37, // 27: agentplane.v1.WatchTaskResponse.caught_up:type_name -> agentplane.v1.StreamCaughtUp
-	38, // 28: agentplane.v1.WatchTaskResponse.keepalive:type_name -> agentplane.v1.StreamKeepalive
-	39, // 29: agentplane.v1.WatchTaskResponse.message_delta:type_name -> agentplane.v1.MessageDelta
-	36, // 30: agentplane.v1.ListTaskEventsResponse.events:type_name -> agentplane.v1.TaskEvent
-	40, // 31: agentplane.v1.ListVerdictsResponse.verdicts:type_name -> agentplane.v1.Verdict
-	41, // 32: agentplane.v1.ListObligationsRequest.states:type_name -> agentplane.v1.ObligationState
-	42, // 33: agentplane.v1.ListObligationsResponse.obligations:type_name -> agentplane.v1.Obligation
-	1,  // 34: agentplane.v1.TaskService.StartTask:input_type -> agentplane.v1.StartTaskRequest
-	3,  // 35: agentplane.v1.TaskService.ContinueTask:input_type -> agentplane.v1.ContinueTaskRequest
-	7,  // 36: agentplane.v1.TaskService.GetTask:input_type -> agentplane.v1.GetTaskRequest
-	9,  // 37: agentplane.v1.TaskService.ListTasks:input_type -> agentplane.v1.ListTasksRequest
-	11, // 38: agentplane.v1.TaskService.CancelTask:input_type -> agentplane.v1.CancelTaskRequest
-	13, // 39: agentplane.v1.TaskService.WatchTask:input_type -> agentplane.v1.WatchTaskRequest
-	17, // 40: agentplane.v1.TaskService.ListVerdicts:input_type -> agentplane.v1.ListVerdictsRequest
-	19, // 41: agentplane.v1.TaskService.ListObligations:input_type -> agentplane.v1.ListObligationsRequest
-	15, // 42: agentplane.v1.TaskService.ListTaskEvents:input_type -> agentplane.v1.ListTaskEventsRequest
-	2,  // 43: agentplane.v1.TaskService.StartTask:output_type -> agentplane.v1.StartTaskResponse
-	6,  // 44: agentplane.v1.TaskService.ContinueTask:output_type -> agentplane.v1.ContinueTaskResponse
-	8,  // 45: agentplane.v1.TaskService.GetTask:output_type -> agentplane.v1.GetTaskResponse
-	10, // 46: agentplane.v1.TaskService.ListTasks:output_type -> agentplane.v1.ListTasksResponse
-	12, // 47: agentplane.v1.TaskService.CancelTask:output_type -> agentplane.v1.CancelTaskResponse
-	14, // 48: agentplane.v1.TaskService.WatchTask:output_type -> agentplane.v1.WatchTaskResponse
-	18, // 49: agentplane.v1.TaskService.ListVerdicts:output_type -> agentplane.v1.ListVerdictsResponse
-	20, // 50: agentplane.v1.TaskService.ListObligations:output_type -> agentplane.v1.ListObligationsResponse
-	16, // 51: agentplane.v1.TaskService.ListTaskEvents:output_type -> agentplane.v1.ListTaskEventsResponse
-	43, // [43:52] is the sub-list for method output_type
-	34, // [34:43] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	22, // 0: agentplane.v1.StartTaskRequest.spec:type_name -> google.protobuf.Struct
+	23, // 1: agentplane.v1.StartTaskRequest.format:type_name -> agentplane.v1.DocumentFormat
+	21, // 2: agentplane.v1.StartTaskRequest.labels:type_name -> agentplane.v1.StartTaskRequest.LabelsEntry
+	24, // 3: agentplane.v1.StartTaskRequest.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	25, // 4: agentplane.v1.StartTaskRequest.mcp_servers:type_name -> agentplane.v1.McpServerList
+	26, // 5: agentplane.v1.StartTaskRequest.a2a_peers:type_name -> agentplane.v1.A2aPeerList
+	27, // 6: agentplane.v1.StartTaskRequest.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	28, // 7: agentplane.v1.StartTaskRequest.interrupt_timeout:type_name -> google.protobuf.Duration
+	0,  // 8: agentplane.v1.StartTaskRequest.view:type_name -> agentplane.v1.TaskView
+	29, // 9: agentplane.v1.StartTaskRequest.input:type_name -> agentplane.v1.Message
+	30, // 10: agentplane.v1.StartTaskResponse.task:type_name -> agentplane.v1.Task
+	29, // 11: agentplane.v1.ContinueTaskRequest.message:type_name -> agentplane.v1.Message
+	4,  // 12: agentplane.v1.ContinueTaskRequest.tool_outputs:type_name -> agentplane.v1.ToolOutputs
+	5,  // 13: agentplane.v1.ToolOutputs.outputs:type_name -> agentplane.v1.ToolOutput
+	31, // 14: agentplane.v1.ToolOutput.result:type_name -> google.protobuf.Value
+	30, // 15: agentplane.v1.ContinueTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 16: agentplane.v1.GetTaskRequest.view:type_name -> agentplane.v1.TaskView
+	30, // 17: agentplane.v1.GetTaskResponse.task:type_name -> agentplane.v1.Task
+	32, // 18: agentplane.v1.ListTasksRequest.states:type_name -> agentplane.v1.TaskState
+	33, // 19: agentplane.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
+	33, // 20: agentplane.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
+	0,  // 21: agentplane.v1.ListTasksRequest.view:type_name -> agentplane.v1.TaskView
+	30, // 22: agentplane.v1.ListTasksResponse.tasks:type_name -> agentplane.v1.Task
+	30, // 23: agentplane.v1.CancelTaskResponse.task:type_name -> agentplane.v1.Task
+	34, // 24: agentplane.v1.WatchTaskResponse.event:type_name -> agentplane.v1.TaskEvent
+	35, // 25: agentplane.v1.WatchTaskResponse.caught_up:type_name -> agentplane.v1.StreamCaughtUp
+	36, // 26: agentplane.v1.WatchTaskResponse.keepalive:type_name -> agentplane.v1.StreamKeepalive
+	37, // 27: agentplane.v1.WatchTaskResponse.message_delta:type_name -> agentplane.v1.MessageDelta
+	34, // 28: agentplane.v1.ListTaskEventsResponse.events:type_name -> agentplane.v1.TaskEvent
+	38, // 29: agentplane.v1.ListVerdictsResponse.verdicts:type_name -> agentplane.v1.Verdict
+	39, // 30: agentplane.v1.ListObligationsRequest.states:type_name -> agentplane.v1.ObligationState
+	40, // 31: agentplane.v1.ListObligationsResponse.obligations:type_name -> agentplane.v1.Obligation
+	1,  // 32: agentplane.v1.TaskService.StartTask:input_type -> agentplane.v1.StartTaskRequest
+	3,  // 33: agentplane.v1.TaskService.ContinueTask:input_type -> agentplane.v1.ContinueTaskRequest
+	7,  // 34: agentplane.v1.TaskService.GetTask:input_type -> agentplane.v1.GetTaskRequest
+	9,  // 35: agentplane.v1.TaskService.ListTasks:input_type -> agentplane.v1.ListTasksRequest
+	11, // 36: agentplane.v1.TaskService.CancelTask:input_type -> agentplane.v1.CancelTaskRequest
+	13, // 37: agentplane.v1.TaskService.WatchTask:input_type -> agentplane.v1.WatchTaskRequest
+	17, // 38: agentplane.v1.TaskService.ListVerdicts:input_type -> agentplane.v1.ListVerdictsRequest
+	19, // 39: agentplane.v1.TaskService.ListObligations:input_type -> agentplane.v1.ListObligationsRequest
+	15, // 40: agentplane.v1.TaskService.ListTaskEvents:input_type -> agentplane.v1.ListTaskEventsRequest
+	2,  // 41: agentplane.v1.TaskService.StartTask:output_type -> agentplane.v1.StartTaskResponse
+	6,  // 42: agentplane.v1.TaskService.ContinueTask:output_type -> agentplane.v1.ContinueTaskResponse
+	8,  // 43: agentplane.v1.TaskService.GetTask:output_type -> agentplane.v1.GetTaskResponse
+	10, // 44: agentplane.v1.TaskService.ListTasks:output_type -> agentplane.v1.ListTasksResponse
+	12, // 45: agentplane.v1.TaskService.CancelTask:output_type -> agentplane.v1.CancelTaskResponse
+	14, // 46: agentplane.v1.TaskService.WatchTask:output_type -> agentplane.v1.WatchTaskResponse
+	18, // 47: agentplane.v1.TaskService.ListVerdicts:output_type -> agentplane.v1.ListVerdictsResponse
+	20, // 48: agentplane.v1.TaskService.ListObligations:output_type -> agentplane.v1.ListObligationsResponse
+	16, // 49: agentplane.v1.TaskService.ListTaskEvents:output_type -> agentplane.v1.ListTaskEventsResponse
+	41, // [41:50] is the sub-list for method output_type
+	32, // [32:41] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_task_service_proto_init() }
@@ -1867,16 +1829,13 @@ func file_agentplane_v1_task_service_proto_init() {
 	}
 	file_agentplane_v1_hitl_proto_init()
 	file_agentplane_v1_peers_proto_init()
-	file_agentplane_v1_spec_proto_init()
 	file_agentplane_v1_spec_service_proto_init()
 	file_agentplane_v1_task_proto_init()
 	file_agentplane_v1_verdict_proto_init()
 	file_agentplane_v1_task_service_proto_msgTypes[0].OneofWrappers = []any{
-		(*StartTaskRequest_Agent)(nil),
-		(*StartTaskRequest_Graph)(nil),
-		(*StartTaskRequest_AgentId)(nil),
+		(*StartTaskRequest_Spec)(nil),
 		(*StartTaskRequest_Document)(nil),
-		(*StartTaskRequest_SpecJson)(nil),
+		(*StartTaskRequest_AgentId)(nil),
 	}
 	file_agentplane_v1_task_service_proto_msgTypes[2].OneofWrappers = []any{
 		(*ContinueTaskRequest_Message)(nil),

@@ -38,23 +38,23 @@ const (
 // caller's tenant; another tenant's task is NOT_FOUND.
 type TaskServiceClient interface {
 	// StartTask validates the spec exactly as SpecService.ValidateSpec does (an invalid
-	// spec is INVALID_ARGUMENT with reason spec.invalid and SpecViolations details),
+	// spec is INVALID_ARGUMENT with reason SPEC_INVALID and SpecViolations details),
 	// persists the task with its first event and queues it for runtimes. It is idempotent
 	// on request_id per tenant: a retry returns the same task with created=false; the same
-	// request_id with a different request is ALREADY_EXISTS (reason task.request_id_reused).
+	// request_id with a different request is ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
 	// The response carries the basic view of the task unless view asks for FULL.
 	StartTask(ctx context.Context, in *StartTaskRequest, opts ...grpc.CallOption) (*StartTaskResponse, error)
 	// ContinueTask resumes a task waiting in INPUT_REQUIRED for the user: a chat-mode
 	// pause with a new user message, or a task waiting for the outputs of client-executed
 	// tool calls with exactly one output per pending call (tool_outputs). The wrong kind
 	// of input, or outputs that name an unknown call or miss a pending one, are
-	// FAILED_PRECONDITION (task.tool_outputs_mismatch); any other state is
+	// FAILED_PRECONDITION (TASK_TOOL_OUTPUTS_MISMATCH); any other state is
 	// FAILED_PRECONDITION too. The task goes back to SUBMITTED (queued) until a runtime
 	// leases it (WORKING). With a request_id it is
 	// safe to retry: a retry of a call that succeeded returns the task (as it is now)
 	// without delivering the message or outputs again, even when the task has moved on to
 	// its next turn; the same request_id with a different request is ALREADY_EXISTS
-	// (reason task.request_id_reused).
+	// (reason TASK_REQUEST_ID_REUSED).
 	ContinueTask(ctx context.Context, in *ContinueTaskRequest, opts ...grpc.CallOption) (*ContinueTaskResponse, error)
 	// GetTask returns one task, in full unless view asks for BASIC.
 	GetTask(ctx context.Context, in *GetTaskRequest, opts ...grpc.CallOption) (*GetTaskResponse, error)
@@ -64,8 +64,8 @@ type TaskServiceClient interface {
 	// CancelTask ends a task as CANCELED. The runtime holding its lease learns of it on
 	// its next heartbeat. Canceling a terminal task is FAILED_PRECONDITION. With a
 	// request_id it is safe to retry: a retry of a call that succeeded returns the task
-	// instead of task.terminal; the same request_id with a different request is
-	// ALREADY_EXISTS (reason task.request_id_reused).
+	// instead of TASK_TERMINAL; the same request_id with a different request is
+	// ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
 	CancelTask(ctx context.Context, in *CancelTaskRequest, opts ...grpc.CallOption) (*CancelTaskResponse, error)
 	// WatchTask streams the task's events with sequence > after_sequence: first replayed
 	// from the store, then live, with no gap and no repeat. A reconnecting client passes
@@ -207,23 +207,23 @@ func (c *taskServiceClient) ListTaskEvents(ctx context.Context, in *ListTaskEven
 // caller's tenant; another tenant's task is NOT_FOUND.
 type TaskServiceServer interface {
 	// StartTask validates the spec exactly as SpecService.ValidateSpec does (an invalid
-	// spec is INVALID_ARGUMENT with reason spec.invalid and SpecViolations details),
+	// spec is INVALID_ARGUMENT with reason SPEC_INVALID and SpecViolations details),
 	// persists the task with its first event and queues it for runtimes. It is idempotent
 	// on request_id per tenant: a retry returns the same task with created=false; the same
-	// request_id with a different request is ALREADY_EXISTS (reason task.request_id_reused).
+	// request_id with a different request is ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
 	// The response carries the basic view of the task unless view asks for FULL.
 	StartTask(context.Context, *StartTaskRequest) (*StartTaskResponse, error)
 	// ContinueTask resumes a task waiting in INPUT_REQUIRED for the user: a chat-mode
 	// pause with a new user message, or a task waiting for the outputs of client-executed
 	// tool calls with exactly one output per pending call (tool_outputs). The wrong kind
 	// of input, or outputs that name an unknown call or miss a pending one, are
-	// FAILED_PRECONDITION (task.tool_outputs_mismatch); any other state is
+	// FAILED_PRECONDITION (TASK_TOOL_OUTPUTS_MISMATCH); any other state is
 	// FAILED_PRECONDITION too. The task goes back to SUBMITTED (queued) until a runtime
 	// leases it (WORKING). With a request_id it is
 	// safe to retry: a retry of a call that succeeded returns the task (as it is now)
 	// without delivering the message or outputs again, even when the task has moved on to
 	// its next turn; the same request_id with a different request is ALREADY_EXISTS
-	// (reason task.request_id_reused).
+	// (reason TASK_REQUEST_ID_REUSED).
 	ContinueTask(context.Context, *ContinueTaskRequest) (*ContinueTaskResponse, error)
 	// GetTask returns one task, in full unless view asks for BASIC.
 	GetTask(context.Context, *GetTaskRequest) (*GetTaskResponse, error)
@@ -233,8 +233,8 @@ type TaskServiceServer interface {
 	// CancelTask ends a task as CANCELED. The runtime holding its lease learns of it on
 	// its next heartbeat. Canceling a terminal task is FAILED_PRECONDITION. With a
 	// request_id it is safe to retry: a retry of a call that succeeded returns the task
-	// instead of task.terminal; the same request_id with a different request is
-	// ALREADY_EXISTS (reason task.request_id_reused).
+	// instead of TASK_TERMINAL; the same request_id with a different request is
+	// ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
 	CancelTask(context.Context, *CancelTaskRequest) (*CancelTaskResponse, error)
 	// WatchTask streams the task's events with sequence > after_sequence: first replayed
 	// from the store, then live, with no gap and no repeat. A reconnecting client passes

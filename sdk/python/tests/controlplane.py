@@ -12,21 +12,22 @@ import subprocess
 import sys
 import tempfile
 import time
+from types import FrameType
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
-_built = None
-_running = set()  # servers started and not yet stopped
+_built: str | None = None
+_running: set["ControlPlane"] = set()  # servers started and not yet stopped
 
 
-def _stop_all(*_):
+def _stop_all(*_: object) -> None:
     for cp in list(_running):
         cp.stop()
 
 
-def _on_sigterm(signum, frame):
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     _stop_all()
     sys.exit(128 + signum)
 
@@ -37,7 +38,7 @@ atexit.register(_stop_all)
 signal.signal(signal.SIGTERM, _on_sigterm)
 
 
-def binary():
+def binary() -> str:
     """Returns the controlplane binary: $AGENTPLANE_BIN, or one built once per run."""
     global _built
     if os.environ.get("AGENTPLANE_BIN"):
@@ -49,18 +50,20 @@ def binary():
     return _built
 
 
-def new_token(tenant, *roles):
+def new_token(tenant: str, *roles: str) -> tuple[str, str]:
     """Returns (token, config entry YAML) from `controlplane token new`."""
     args = [binary(), "token", "new", "--name", "py-" + tenant, "--tenant", tenant]
     for r in roles:
         args += ["--role", r]
     out = subprocess.run(args, check=True, capture_output=True, text=True, timeout=60).stdout
-    token = re.search(r"^\s+(apt_\S+)$", out, re.M).group(1)
+    m = re.search(r"^\s+(apt_\S+)$", out, re.M)
+    assert m is not None, out
+    token = m.group(1)
     entry = out[out.index("  - name:"):]
     return token, entry
 
 
-def tls_files(directory):
+def tls_files(directory: str) -> tuple[str, str]:
     """Writes a self-signed certificate for 127.0.0.1 that is its own CA (Go's
     crypto/tls/generate_cert.go) into directory; returns (cert.pem, key.pem)."""
     goroot = subprocess.run(["go", "env", "GOROOT"], check=True, capture_output=True, text=True).stdout.strip()
@@ -69,53 +72,57 @@ def tls_files(directory):
     return os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
 
 
-def _free_port():
+def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 class ControlPlane:
-    def __init__(self, config_yaml=None):
+    def __init__(self, config_yaml: str | None = None) -> None:
         self.data_dir = tempfile.mkdtemp(prefix="agentplane-pytest-")
-        self.extra = []
+        self.extra: list[str] = []
         if config_yaml is not None:
             path = os.path.join(self.data_dir, "controlplane.yaml")
             with open(path, "w") as f:
                 f.write(config_yaml)
             self.extra = ["--config", path]
         self.address = f"127.0.0.1:{_free_port()}"
-        self.proc = None
+        self.proc: "subprocess.Popen[str] | None" = None
         _running.add(self)
         self.start()
 
-    def start(self):
-        self.proc = subprocess.Popen(
+    def start(self) -> None:
+        self.proc = proc = subprocess.Popen(
             [binary(), "--data-dir", self.data_dir, "--grpc-addr", self.address, "--http-addr", "off",
              "--log-level", "warn", *self.extra],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.monotonic() + 60
         out = ""
+        assert proc.stdout is not None
         while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
+            line = proc.stdout.readline()
             if not line:
-                raise RuntimeError(f"controlplane exited ({self.proc.wait()}):\n{out}")
+                raise RuntimeError(f"controlplane exited ({proc.wait()}):\n{out}")
             out += line
             if re.search(r"^\s+store\s", line):
                 return
         raise RuntimeError(f"controlplane did not start within 60 s:\n{out}")
 
-    def kill(self):
+    def kill(self) -> None:
         """SIGKILLs the server (no graceful shutdown)."""
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=30)
-        self.proc.stdout.close()
+        proc = self.proc
+        assert proc is not None and proc.stdout is not None
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        proc.stdout.close()
 
-    def restart(self):
+    def restart(self) -> None:
         self.kill()
         self.start()
 
-    def stop(self):
+    def stop(self) -> None:
         _running.discard(self)
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
@@ -124,6 +131,6 @@ class ControlPlane:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=15)
-        if self.proc:
+        if self.proc and self.proc.stdout:
             self.proc.stdout.close()
         shutil.rmtree(self.data_dir, ignore_errors=True)

@@ -5,15 +5,15 @@ hangs until the test SIGKILLs it, before it reports the call's result."""
 import sys
 import threading
 
-import controlplane  # noqa: F401  (puts ../src on sys.path)
+import controlplane  # noqa: F401  # pyright: ignore[reportUnusedImport]  (puts ../src on sys.path)
 from agentplane import Client
-from agentplane.worker import Worker
+from agentplane.worker import Task, Worker
 
 
-def main():
+def main() -> None:
     address, effects, queue = sys.argv[1], sys.argv[2], sys.argv[3]
 
-    def handler(task):
+    def handler(task: Task) -> None:
         gate = task.tool_call("c1", "delete_file", '{"path": "/tmp/x"}')
         if gate.allowed:
             with open(effects, "a") as f:

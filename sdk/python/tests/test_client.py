@@ -1,36 +1,40 @@
 """The Python SDK against a real control plane (tests/controlplane.py)."""
 
 import asyncio
+import datetime
 import unittest
+from typing import Any
 
 import grpc
 
 import controlplane  # noqa: F401  (puts ../src on sys.path)
-from agentplane import AgentplaneError, Client, from_struct, from_value
+from agentplane import AgentplaneError, Client, Variant, enum_of, from_struct, from_value, py, variant
+from agentplane.client import KEEPALIVE_OPTIONS, channel_args
+from agentplane.enums import DecisionType, TaskState
 from agentplane import _rpc
 from agentplane.aio import AsyncClient
-from agentplane.v1 import task_pb2, task_service_pb2
+from agentplane.v1 import runtime_service_pb2, task_pb2, task_service_pb2
 
 AGENT = b"apiVersion: qar/v1\nkind: AgentSpec\nname: py-sdk\ninstructions: Answer briefly.\nmodel: m\n"
 
-cp = None
+cp: controlplane.ControlPlane  # set by setUpModule
 
 
-def setUpModule():
+def setUpModule() -> None:
     global cp
     cp = controlplane.ControlPlane()
 
 
-def tearDownModule():
-    if cp:
+def tearDownModule() -> None:
+    if "cp" in globals():
         cp.stop()
 
 
-def start(c, **kw):
+def start(c: Client, **kw: Any) -> task_pb2.Task:
     return c.tasks.start_task(document=AGENT, input={"parts": [{"text": "hi"}]}, **kw).task
 
 
-def lease(c, task_id, runtime_id="py-rt"):
+def lease(c: Client, task_id: str, runtime_id: str = "py-rt") -> runtime_service_pb2.Lease:
     """Leases the given task (tasks of other tests may be queued too: those are failed)."""
     for _ in range(50):
         for l in c.runtime.lease_tasks(runtime_id=runtime_id, max_tasks=8, wait=0.5).leases:
@@ -40,11 +44,11 @@ def lease(c, task_id, runtime_id="py-rt"):
     raise AssertionError(f"task {task_id} was never leased")
 
 
-def ref(l):
+def ref(l: runtime_service_pb2.Lease) -> dict[str, Any]:
     return {"task_id": l.task.task_id, "lease_id": l.lease_id, "epoch": l.epoch}
 
 
-def note(text):
+def note(text: str) -> dict[str, Any]:
     return {"note": {"text": text}}
 
 
@@ -64,7 +68,7 @@ class ServicesTest(unittest.TestCase):
 
     def test_specs(self):
         self.assertTrue(self.c.specs.validate_spec(document=AGENT).valid)
-        bad = self.c.specs.validate_spec(spec_json={"apiVersion": "qar/v1", "kind": "AgentSpec", "name": "x"})
+        bad = self.c.specs.validate_spec(spec={"apiVersion": "qar/v1", "kind": "AgentSpec", "name": "x"})
         self.assertFalse(bad.valid)
         rules = self.c.specs.list_rules(page_size=5).rules
         self.assertTrue(rules)
@@ -85,7 +89,7 @@ class ServicesTest(unittest.TestCase):
         with self.assertRaises(AgentplaneError) as cm:
             self.c.tasks.start_task(request_id=t.request_id, document=AGENT, input={"parts": [{"text": "other"}]})
         self.assertEqual(cm.exception.code, grpc.StatusCode.ALREADY_EXISTS)
-        self.assertEqual(cm.exception.reason, "task.request_id_reused")
+        self.assertEqual(cm.exception.reason, "TASK_REQUEST_ID_REUSED")
         self.assertEqual(len(self.c.tasks.list_task_events(task_id=t.task_id).events), 1)
         self.assertEqual(len(self.c.tasks.list_verdicts(task_id=t.task_id).verdicts), 0)
         self.c.tasks.list_obligations(task_id=t.task_id)
@@ -155,11 +159,11 @@ class ErrorTest(unittest.TestCase):
 
     def test_spec_violations(self):
         with self.assertRaises(AgentplaneError) as cm:
-            self.c.tasks.start_task(spec_json={"apiVersion": "qar/v1", "kind": "AgentSpec", "name": "x"})
+            self.c.tasks.start_task(spec={"apiVersion": "qar/v1", "kind": "AgentSpec", "name": "x"})
         e = cm.exception
         self.assertEqual(e.code, grpc.StatusCode.INVALID_ARGUMENT)
-        self.assertEqual(e.reason, "spec.invalid")
-        self.assertEqual(e.domain, "agentplane")
+        self.assertEqual(e.reason, "SPEC_INVALID")
+        self.assertEqual(e.domain, "agentplane.dev")
         self.assertIn("/instructions", [v.path for v in e.spec_violations])
 
     def test_field_violations(self):
@@ -185,13 +189,13 @@ class ErrorTest(unittest.TestCase):
             st.details.add(type_url="type.googleapis.com/" + m.DESCRIPTOR.full_name, value=m.SerializeToString())
 
         class FakeError(grpc.RpcError):
-            def code(self):
+            def code(self) -> grpc.StatusCode:
                 return grpc.StatusCode.UNAVAILABLE
 
-            def details(self):
+            def details(self) -> str:
                 return "busy"
 
-            def trailing_metadata(self):
+            def trailing_metadata(self) -> Any:
                 return (("grpc-status-details-bin", st.SerializeToString()),)
 
         e = AgentplaneError.from_rpc_error(FakeError())
@@ -199,7 +203,7 @@ class ErrorTest(unittest.TestCase):
         self.assertEqual(len(e.details), 3)
 
 
-def assert_once_in_order(test, seen):
+def assert_once_in_order(test: unittest.TestCase, seen: list[task_service_pb2.WatchTaskResponse]) -> None:
     """Every event of the watch once, in order, the notes before and after the restart included."""
     seqs = [m.event.sequence for m in seen if m.WhichOneof("kind") == "event"]
     test.assertEqual(seqs, list(range(1, len(seqs) + 1)), "a gap or a duplicate across the restart")
@@ -215,7 +219,7 @@ class WatchResumeTest(unittest.TestCase):
         l = lease(c, t.task_id)
         c.runtime.report_events(lease=ref(l), events=[note(f"before {i}") for i in range(3)])
         it = c.watch(t.task_id)
-        seen = []
+        seen: list[task_service_pb2.WatchTaskResponse] = []
         while not any(m.WhichOneof("kind") == "event" and m.event.note.text == "before 2" for m in seen):
             seen.append(next(it))
         cp.restart()  # SIGKILL mid-stream, then the same port and data
@@ -236,7 +240,8 @@ class AsyncWatchResumeTest(unittest.IsolatedAsyncioTestCase):
         c = AsyncClient(cp.address)
         self.addAsyncCleanup(c.close)
         self.assertEqual((await c.tasks.get_task(task_id=t.task_id)).task.task_id, t.task_id)
-        seen, restarted = [], False
+        seen: list[task_service_pb2.WatchTaskResponse] = []
+        restarted = False
         async for m in c.watch(t.task_id):
             seen.append(m)
             if not restarted and m.WhichOneof("kind") == "event" and m.event.note.text == "before 2":
@@ -249,15 +254,83 @@ class AsyncWatchResumeTest(unittest.IsolatedAsyncioTestCase):
         with self.assertRaises(AgentplaneError) as cm:
             async for _ in c.watch("no-such-task"):
                 pass
-        self.assertEqual(cm.exception.reason, "task.not_found")
+        self.assertEqual(cm.exception.reason, "TASK_NOT_FOUND")
+
+
+class ResultsTest(unittest.TestCase):
+    """Results as Python: enum members, oneof variants to match, Struct and Value as plain data."""
+
+    def setUp(self) -> None:
+        self.c = Client(cp.address)
+        self.addCleanup(self.c.close)
+
+    def test_enums_variants_and_dicts(self) -> None:
+        t = start(self.c, labels={"sdk": "py-results"})
+        l = lease(self.c, t.task_id)
+        self.c.runtime.report_events(lease=ref(l), events=[note("hello")])
+        self.c.runtime.complete_task(lease=ref(l), output={"structured": {"answer": 42, "tags": ["a", None]}})
+        task = self.c.tasks.get_task(task_id=t.task_id).task
+
+        state = enum_of(task, "state")
+        self.assertIs(state, TaskState.COMPLETED)
+        self.assertIsInstance(state, TaskState)
+        self.assertEqual(state, task_pb2.TASK_STATE_COMPLETED, "a member equals the generated int")
+        self.assertEqual(py(task, "labels"), {"sdk": "py-results"})
+        self.assertEqual(py(task.output, "structured"), {"answer": 42.0, "tags": ["a", None]})
+        self.assertIsNone(py(task, "failure"), "an unset message field is None")
+        self.assertIsInstance(py(task, "create_time"), datetime.datetime)
+
+        kinds: list[str] = []
+        moved: list[TaskState] = []
+        for m in self.c.watch(t.task_id):
+            match variant(m, "kind"):
+                case Variant("event", task_pb2.TaskEvent() as ev):
+                    match variant(ev, "payload"):
+                        case Variant("state_changed", task_pb2.StateChanged(to_state=to)):
+                            moved.append(TaskState(to))
+                        case Variant("note", task_pb2.RuntimeNote(text=text)):
+                            kinds.append("note " + text)
+                        case Variant(name, _):
+                            kinds.append(name)
+                        case None:
+                            self.fail("an event without a payload")
+                case Variant(name, _):
+                    kinds.append(name)
+                case None:
+                    self.fail("a watch response without a kind")
+        self.assertIn("note hello", kinds)
+        self.assertEqual(kinds[0], "submitted")
+        self.assertEqual(moved[-1], TaskState.COMPLETED)
+        self.assertIn(TaskState.WORKING, moved)
+        self.assertIsNone(variant(task_pb2.TaskEvent(), "payload"))
+
+    def test_enum_of_an_unknown_number_and_a_non_enum(self) -> None:
+        newer = task_pb2.Task()
+        setattr(newer, "state", 99)  # a value of a newer server: the int
+        self.assertEqual(enum_of(newer, "state"), 99)
+        with self.assertRaises(TypeError):
+            enum_of(task_pb2.Task(), "task_id")
+        self.assertIs(TaskState(task_pb2.TASK_STATE_FAILED), TaskState.FAILED)
+        self.assertEqual(DecisionType.APPROVE.name, "APPROVE")
+
+
+class ChannelTest(unittest.TestCase):
+    def test_keepalive_by_default_and_the_callers_options_replace_it(self) -> None:
+        _, opts, _ = channel_args("127.0.0.1:1", None, None, None, False)
+        self.assertEqual(dict(opts), dict(KEEPALIVE_OPTIONS))
+        self.assertGreaterEqual(dict(opts)["grpc.keepalive_time_ms"], 10_000, "below the server's enforcement minimum")
+        _, opts, _ = channel_args("127.0.0.1:1", None, None, [("grpc.keepalive_time_ms", 60_000), ("x", 1)], False)
+        self.assertEqual([v for k, v in opts if k == "grpc.keepalive_time_ms"], [60_000])
+        self.assertIn(("x", 1), opts)
+        self.assertIn(("grpc.keepalive_timeout_ms", 10_000), opts)
 
 
 class ConvertTest(unittest.TestCase):
     def test_struct_round_trip(self):
         from agentplane.v1 import task_service_pb2
         from agentplane._convert import fill
-        req = fill(task_service_pb2.StartTaskRequest(), {"spec_json": {"a": [1, {"b": None}, "s", True]}})
-        self.assertEqual(from_struct(req.spec_json), {"a": [1.0, {"b": None}, "s", True]})
+        req = fill(task_service_pb2.StartTaskRequest(), {"spec": {"a": [1, {"b": None}, "s", True]}})
+        self.assertEqual(from_struct(req.spec), {"a": [1.0, {"b": None}, "s", True]})
 
 
 if __name__ == "__main__":

@@ -92,7 +92,7 @@ import grpc
 
 ErrorInfo, BadRequest, RetryInfo = cls("google.rpc.ErrorInfo"), cls("google.rpc.BadRequest"), cls("google.rpc.RetryInfo")
 st = cls("google.rpc.Status")(code=9, message="failed precondition")
-st.details.add().Pack(ErrorInfo(reason="task.terminal", domain="agentplane.dev", metadata={"task_id": "t1"}))
+st.details.add().Pack(ErrorInfo(reason="TASK_TERMINAL", domain="agentplane.dev", metadata={"task_id": "t1"}))
 st.details.add().Pack(BadRequest(field_violations=[{"field": "input", "description": "empty"}]))
 st.details.add().Pack(RetryInfo(retry_delay=duration_pb2.Duration(seconds=2, nanos=250000000)))
 
@@ -121,13 +121,13 @@ print(json.dumps({
 
 
 class GoogleapisBesideTest(unittest.TestCase):
-    def run_case(self, when):
+    def run_case(self, when: str) -> None:
         env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
         p = subprocess.run([sys.executable, "-c", SCRIPT, when], env=env, capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, f"googleapis' files registered {when} the SDK:\n{p.stderr}")
         self.assertEqual(json.loads(p.stdout), {
-            "reason": "task.terminal", "domain": "agentplane.dev", "metadata": {"task_id": "t1"},
-            "fields": [["input", "empty"]], "retry_delay": 2.25, "unpacked": "task.terminal",
+            "reason": "TASK_TERMINAL", "domain": "agentplane.dev", "metadata": {"task_id": "t1"},
+            "fields": [["input", "empty"]], "retry_delay": 2.25, "unpacked": "TASK_TERMINAL",
         })
 
     def test_googleapis_registered_before_the_sdk(self):

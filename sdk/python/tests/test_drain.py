@@ -10,24 +10,25 @@ import tempfile
 import threading
 import time
 import unittest
+from typing import Any
 
 import grpc
 
 import controlplane
 from agentplane import AgentplaneError, Client
 from agentplane.v1 import task_pb2
-from agentplane.worker import Worker
+from agentplane.worker import Handler, Task, Worker
 from test_worker import wait_for
 
 AGENT = b"apiVersion: qar/v1\nkind: AgentSpec\nname: py-drain\ninstructions: Answer briefly.\nmodel: m\n"
 GATED = {"allowlist": {"tools": ["send_email"]}}
 
 
-def email_handler(effects):
+def email_handler(effects: str) -> Handler:
     """Says "working on it" once (a step), sends an email through the gate (the side
     effect is a line appended to effects) and completes."""
 
-    def handler(task):
+    def handler(task: Task) -> None:
         task.step("ack", lambda: task.say("working on it") and None)
         gate = task.tool_call("e1", "send_email", '{"to": "d@example.com"}')
         if not gate.allowed:
@@ -41,12 +42,14 @@ def email_handler(effects):
 
 
 class DrainTest(unittest.TestCase):
+    cp: controlplane.ControlPlane
+
     @classmethod
-    def setUpClass(cls):
+    def setUpClass(cls) -> None:
         cls.cp = controlplane.ControlPlane()
 
     @classmethod
-    def tearDownClass(cls):
+    def tearDownClass(cls) -> None:
         cls.cp.stop()
 
     def setUp(self):
@@ -55,34 +58,34 @@ class DrainTest(unittest.TestCase):
         self.effects = os.path.join(tempfile.mkdtemp(prefix="agentplane-pydrain-"), "effects")
         open(self.effects, "w").close()
 
-    def start(self, queue, gated=True):
+    def start(self, queue: str, gated: bool = True) -> str:
         return self.c.tasks.start_task(document=AGENT, queue=queue, interrupt_policy=GATED if gated else None,
                                        input={"parts": [{"text": "email them"}]}).task.task_id
 
-    def task(self, task_id):
+    def task(self, task_id: str) -> task_pb2.Task:
         return self.c.tasks.get_task(task_id=task_id).task
 
-    def approve_all(self, task_id):
+    def approve_all(self, task_id: str) -> int:
         n = 0
         for it in self.c.hitl.list_interrupts(task_id=task_id).interrupts:
             self.c.hitl.resolve_interrupt(interrupt_id=it.interrupt_id, args_digest=it.args_digest, approve={})
             n += 1
         return n
 
-    def said(self, task_id, text):
+    def said(self, task_id: str, text: str) -> int:
         evs = self.c.tasks.list_task_events(task_id=task_id, page_size=500).events
         return sum(1 for e in evs if e.WhichOneof("payload") == "message" and any(p.text == text for p in e.message.parts))
 
-    def sent(self):
+    def sent(self) -> int:
         with open(self.effects) as f:
             return len(f.read().splitlines())
 
-    def run_worker(self, handler, runtime_id, queue, **kw):
+    def run_worker(self, handler: Handler, runtime_id: str, queue: str, **kw: Any) -> Worker:
         w = Worker(self.c, handler, runtime_id, queues=[queue], poll_wait=0.2, **kw)
         th = threading.Thread(target=w.run, daemon=True)
         th.start()
 
-        def stop():
+        def stop() -> None:
             w.stop()
             th.join(30)
 
@@ -124,7 +127,7 @@ class OutageTest(unittest.TestCase):
         task_id = c.tasks.start_task(document=AGENT, queue="py-outage", input={"parts": [{"text": "hi"}]}).task.task_id
         leased, down = threading.Event(), threading.Event()
 
-        def handler(task):
+        def handler(task: Task) -> None:
             task.say("before")
             leased.set()
             down.wait()
@@ -140,7 +143,7 @@ class OutageTest(unittest.TestCase):
         down.set()
         time.sleep(4)  # longer than the old budget of four attempts
         cp.start()
-        def ended():
+        def ended() -> task_pb2.Task | None:
             try:
                 t = c.tasks.get_task(task_id=task_id).task
             except AgentplaneError as e:  # this client reconnecting, too

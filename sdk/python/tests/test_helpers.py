@@ -4,33 +4,36 @@ real control plane, with a Worker as the runtime. The regions between "snippet:"
 
 import threading
 import unittest
+from typing import Any
 
 import controlplane
 from agentplane import AgentplaneError, Client, from_value, new_request_id
 from agentplane.aio import AsyncClient
 from agentplane.v1 import hitl_pb2, task_pb2
-from agentplane.worker import Worker
+from agentplane.worker import Task, Worker
 
 AGENT = b"apiVersion: qar/v1\nkind: AgentSpec\nname: py-helpers\ninstructions: Answer briefly.\nmodel: m\n"
 QUEUE = "py-helpers"
 S = task_pb2.TaskState
 
-cp = None
-worker = None
+cp: controlplane.ControlPlane  # set by setUpModule
+worker: Worker | None = None
 
 
-def runtime(task):
+def runtime(task: Task) -> None:
     """By its input: a gated call of send_email, a chat pause, or a client tool's output."""
     if task.input_text == "chat":
         if task.continue_messages:
             said = "".join(p.text for p in task.continue_messages[-1].parts)
             return task.complete(text=f"you said {said}")
-        return task.pause("what next?", "py-helpers")
+        task.pause("what next?", "py-helpers")
+        return
     if task.input_text == "weather":
         if task.continue_tool_results:
             return task.complete(text=f"weather {from_value(task.continue_tool_results[0].result)}")
         gate = task.tool_call("w1", "get_weather", '{"city":"Oslo"}', node="py-helpers")
-        return task.wait_for_tool_outputs("py-helpers", gate)
+        task.wait_for_tool_outputs("py-helpers", gate)
+        return
     gate = task.tool_call("c1", "send_email", '{"to":"ada@example.com"}', node="py-helpers")
     if not gate.allowed:
         return task.complete(text="not sent")
@@ -38,7 +41,7 @@ def runtime(task):
     task.complete(text=f"sent {gate.arguments_json}")
 
 
-def setUpModule():
+def setUpModule() -> None:
     global cp, worker
     cp = controlplane.ControlPlane()
     c = Client(cp.address)
@@ -46,14 +49,14 @@ def setUpModule():
     threading.Thread(target=worker.run, daemon=True).start()
 
 
-def tearDownModule():
+def tearDownModule() -> None:
     if worker:
         worker.stop()
-    if cp:
+    if "cp" in globals():
         cp.stop()
 
 
-def text(task):
+def text(task: task_pb2.Task) -> str:
     return "".join(p.text for p in task.output.message.parts)
 
 
@@ -62,7 +65,7 @@ class HelpersTest(unittest.TestCase):
         self.c = Client(cp.address)
         self.addCleanup(self.c.close)
 
-    def output(self, task, want):
+    def output(self, task: task_pb2.Task, want: str) -> None:
         self.assertEqual(S.Name(task.state), "TASK_STATE_COMPLETED", task.failure)
         self.assertEqual(text(task), want)
 
@@ -92,23 +95,24 @@ class HelpersTest(unittest.TestCase):
     def test_digest_and_retry(self):
         h = self.c.start(queue=QUEUE, document=AGENT, input={"parts": [{"text": "send it"}]},
                          interrupt_policy={"allowlist": {"tools": ["send_email"]}})
+        assert h.started is not None
         self.assertEqual(h.started.task.task_id, h.id)
         h.wait(until_input_required=True)
         (pending,) = self.c.task(h.id).interrupts()
         self.assertTrue(pending.args_digest)
         with self.assertRaises(AgentplaneError) as e:
             self.c.approve(pending.interrupt_id, args_digest="0000")
-        self.assertEqual(e.exception.reason, "interrupt.args_mismatch")
+        self.assertEqual(e.exception.reason, "INTERRUPT_ARGS_MISMATCH")
         # What the helper sends: the digest it read, and a request id.
-        sent = []
+        sent: list[dict[str, Any]] = []
 
-        def record(**fields):
+        def record(**fields: Any) -> None:
             sent.append(fields)
             raise RuntimeError("recorded, not sent")
 
         spy = Client(cp.address)
         self.addCleanup(spy.close)
-        spy.hitl.resolve_interrupt = record
+        setattr(spy.hitl, "resolve_interrupt", record)
         with self.assertRaises(RuntimeError):
             spy.approve(pending.interrupt_id)
         self.assertEqual(len(sent), 1)
@@ -118,10 +122,10 @@ class HelpersTest(unittest.TestCase):
         first = self.c.reject(pending.interrupt_id, "no", request_id=rid)
         again = self.c.reject(pending.interrupt_id, "no", request_id=rid)
         self.assertEqual(again.interrupt_id, first.interrupt_id)
-        self.assertEqual(again.state, hitl_pb2.InterruptState.INTERRUPT_STATE_RESOLVED)
+        self.assertEqual(again.state, hitl_pb2.INTERRUPT_STATE_RESOLVED)
         with self.assertRaises(AgentplaneError) as e:
             self.c.reject(pending.interrupt_id, "no")
-        self.assertEqual(e.exception.reason, "interrupt.already_resolved")
+        self.assertEqual(e.exception.reason, "INTERRUPT_ALREADY_RESOLVED")
         with self.assertRaises(ValueError):
             self.c.reject(pending.interrupt_id, "")
         self.output(self.c.task(h.id).wait(), "not sent")
@@ -148,7 +152,7 @@ class HelpersTest(unittest.TestCase):
 
         stuck = c.start(queue=QUEUE, document=AGENT, input={"parts": [{"text": "chat"}]})
         stuck.wait(until_input_required=True)
-        got = []
+        got: list[task_pb2.Task] = []
         waiter = threading.Thread(target=lambda: got.append(stuck.wait()))
         waiter.start()
         c.task(stuck.id).cancel("no answer")
@@ -175,7 +179,7 @@ class AsyncHelpersTest(unittest.IsolatedAsyncioTestCase):
             (pending,) = await ac.task(h.id).interrupts()
             with self.assertRaises(AgentplaneError) as e:
                 await ac.approve(pending.interrupt_id, args_digest="0000")
-            self.assertEqual(e.exception.reason, "interrupt.args_mismatch")
+            self.assertEqual(e.exception.reason, "INTERRUPT_ARGS_MISMATCH")
             await ac.reject(pending.interrupt_id, "no")
             self.assertEqual(text(await h.wait()), "not sent")
 

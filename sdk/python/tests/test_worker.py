@@ -4,33 +4,35 @@ shutdown, and a replay after a runtime process is SIGKILLed mid-call."""
 
 import os
 import subprocess
-import sys
 import tempfile
 import threading
 import unittest
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import controlplane
-from agentplane import Client, from_value
-from agentplane.v1 import hitl_pb2, task_pb2
-from agentplane.worker import Failure, TaskStopped, Worker
+from agentplane import Client, StopReason, from_value
+from agentplane.v1 import hitl_pb2, runtime_service_pb2, task_pb2
+from agentplane.worker import Failure, Handler, Task, TaskStopped, Worker
 
 AGENT = b"apiVersion: qar/v1\nkind: AgentSpec\nname: py-worker\ninstructions: Answer briefly.\nmodel: m\n"
 GATED = {"allowlist": {"tools": ["delete_file"]}}
 
-cp = None
+cp: controlplane.ControlPlane  # set by setUpModule
+_T = TypeVar("_T")
 
 
-def setUpModule():
+def setUpModule() -> None:
     global cp
     cp = controlplane.ControlPlane()
 
 
-def tearDownModule():
-    if cp:
+def tearDownModule() -> None:
+    if "cp" in globals():
         cp.stop()
 
 
-def wait_for(what, pred, timeout=30.0):
+def wait_for(what: str, pred: Callable[[], _T | None], timeout: float = 30.0) -> _T:
     done = threading.Event()
     for _ in range(int(timeout / 0.05)):
         v = pred()
@@ -45,12 +47,12 @@ class WorkerTest(unittest.TestCase):
         self.c = Client(cp.address)
         self.addCleanup(self.c.close)
 
-    def run_worker(self, handler, runtime_id, **kw):
+    def run_worker(self, handler: Handler, runtime_id: str, **kw: Any) -> Worker:
         w = Worker(self.c, handler, runtime_id, queues=[runtime_id], poll_wait=0.2, **kw)
         t = threading.Thread(target=w.run, daemon=True)
         t.start()
 
-        def stop():
+        def stop() -> None:
             w.stop()
             t.join(30)
             self.assertFalse(t.is_alive(), "the worker did not stop")
@@ -58,19 +60,19 @@ class WorkerTest(unittest.TestCase):
         self.addCleanup(stop)
         return w
 
-    def start(self, queue):
+    def start(self, queue: str) -> task_pb2.Task:
         return self.c.tasks.start_task(document=AGENT, queue=queue, interrupt_policy=GATED,
                                        input={"parts": [{"text": "clean up"}]}).task
 
-    def state(self, task_id):
+    def state(self, task_id: str) -> int:
         return self.c.tasks.get_task(task_id=task_id).task.state
 
-    def pending_interrupt(self, task_id):
+    def pending_interrupt(self, task_id: str) -> hitl_pb2.Interrupt | None:
         its = [i for i in self.c.hitl.list_interrupts().interrupts if i.task_id == task_id]
         return its[0] if its else None
 
-    def agent(self, runs):
-        def handler(task):
+    def agent(self, runs: list[str]) -> Handler:
+        def handler(task: Task) -> None:
             runs.append(task.task_id)
             task.say("working on " + task.input_text)
             gate = task.tool_call("c1", "delete_file", '{"path": "/tmp/x"}')
@@ -84,7 +86,7 @@ class WorkerTest(unittest.TestCase):
         return handler
 
     def test_interactive_approval(self):
-        runs = []
+        runs: list[str] = []
         self.run_worker(self.agent(runs), "py-interactive")
         t = self.start("py-interactive")
         it = wait_for("an interrupt", lambda: self.pending_interrupt(t.task_id))
@@ -95,7 +97,7 @@ class WorkerTest(unittest.TestCase):
         self.assertEqual(runs, [t.task_id])
 
     def test_durable_suspend_and_resume(self):
-        runs = []
+        runs: list[str] = []
         self.run_worker(self.agent(runs), "py-durable", delivery="durable")
         t = self.start("py-durable")
         it = wait_for("an interrupt", lambda: self.pending_interrupt(t.task_id))
@@ -108,10 +110,10 @@ class WorkerTest(unittest.TestCase):
         self.assertEqual(len(calls), 1, "the gated call was reported twice")
 
     def test_cancel(self):
-        stopped = []
+        stopped: list[str] = []
         running = threading.Event()
 
-        def handler(task):
+        def handler(task: Task) -> None:
             task.say("long job")
             running.set()
             task.canceled.wait(30)
@@ -125,9 +127,9 @@ class WorkerTest(unittest.TestCase):
         self.assertEqual(stopped, ["canceled"])
 
     def test_lease_lost(self):
-        seen = []
+        seen: list[str] = []
 
-        def handler(task):
+        def handler(task: Task) -> None:
             if seen:
                 seen.append("second lease")
                 task.complete(text="done")
@@ -144,10 +146,10 @@ class WorkerTest(unittest.TestCase):
         self.run_worker(handler, "py-lost")
         t = self.c.tasks.start_task(document=AGENT, queue="py-lost").task
         wait_for("completed", lambda: self.state(t.task_id) == task_pb2.TASK_STATE_COMPLETED)
-        self.assertEqual(seen, ["write: lease.lost", "lease.lost", "second lease"])
+        self.assertEqual(seen, [f"write: {StopReason.LEASE_LOST}", StopReason.LEASE_LOST, "second lease"])
 
     def test_handler_exception_fails_the_task(self):
-        def handler(task):
+        def handler(task: Task) -> None:
             raise ValueError("boom")
 
         self.run_worker(handler, "py-fail")
@@ -156,9 +158,9 @@ class WorkerTest(unittest.TestCase):
         self.assertIn("boom", self.c.tasks.get_task(task_id=t.task_id).task.failure.message)
 
     def test_failure_chooses_reason_and_retry(self):
-        attempts = []
+        attempts: list[int] = []
 
-        def handler(task):
+        def handler(task: Task) -> None:
             attempts.append(task.attempt)
             if len(attempts) == 1:
                 raise Failure("test.flaky", "try again", retry=True)
@@ -176,9 +178,9 @@ class WorkerTest(unittest.TestCase):
                     "name": "lookup", "description": "Look a key up",
                     "parameters": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"],
                                    "additionalProperties": False}}}]}
-        seen = []
+        seen: list[Any] = []
 
-        def handler(task):
+        def handler(task: Task) -> None:
             if task.continue_tool_results:
                 r = task.continue_tool_results[0]
                 seen.append((r.call_id, from_value(r.result)))
@@ -190,7 +192,7 @@ class WorkerTest(unittest.TestCase):
             seen.append([it.kind for it in its])
 
         self.run_worker(handler, "py-outputs")
-        t = self.c.tasks.start_task(spec_json=spec, queue="py-outputs").task
+        t = self.c.tasks.start_task(spec=spec, queue="py-outputs").task
         wait_for("waiting for the output", lambda: self.state(t.task_id) == task_pb2.TASK_STATE_INPUT_REQUIRED)
         self.c.tasks.continue_task(task_id=t.task_id,
                                    tool_outputs={"outputs": [{"call_id": "c1", "result": {"value": 7}}]})
@@ -200,9 +202,9 @@ class WorkerTest(unittest.TestCase):
     def test_record_verdict_and_pause(self):
         with open(os.path.join(controlplane.REPO, "examples", "graphs", "write-review.yaml"), "rb") as f:
             graph = f.read()
-        recorded = []
+        recorded: list[runtime_service_pb2.RecordVerdictResponse] = []
 
-        def handler(task):
+        def handler(task: Task) -> None:
             if task.continue_messages:
                 task.complete(text="thanks")
                 return
@@ -220,11 +222,21 @@ class WorkerTest(unittest.TestCase):
         self.c.tasks.continue_task(task_id=t.task_id, message={"parts": [{"text": "no"}]})
         wait_for("completed", lambda: self.state(t.task_id) == task_pb2.TASK_STATE_COMPLETED)
 
+    def test_stop_cuts_the_default_long_poll_short(self):
+        w = Worker(self.c, lambda task: None, "py-long-poll", queues=["py-long-poll"])
+        self.assertEqual(w.poll_wait, 20.0)
+        th = threading.Thread(target=w.run, daemon=True)
+        th.start()
+        wait_for("the long poll", lambda: w._poll is not None)  # pyright: ignore[reportPrivateUsage]
+        w.stop()
+        th.join(10)  # half the poll's wait: stop() cancelled the call instead of waiting it out
+        self.assertFalse(th.is_alive(), "run did not return: stop() waited for the long poll")
+
     def test_graceful_shutdown_hands_back(self):
-        stopped = []
+        stopped: list[str] = []
         running = threading.Event()
 
-        def handler(task):
+        def handler(task: Task) -> None:
             running.set()
             task.canceled.wait(30)
             stopped.append(task.stop_reason)
@@ -241,9 +253,9 @@ class WorkerTest(unittest.TestCase):
         self.assertEqual(self.state(t.task_id), task_pb2.TASK_STATE_SUBMITTED, "not handed back to the queue")
 
     def test_stop_ends_an_interactive_wait(self):
-        stopped = []
+        stopped: list[str] = []
 
-        def handler(task):
+        def handler(task: Task) -> None:
             try:
                 task.tool_call("c1", "delete_file", '{"path": "/tmp/x"}')  # gated: waits on AwaitDecision
                 stopped.append("decided?")
@@ -277,14 +289,15 @@ class CrashReplayTest(unittest.TestCase):
                                  effects, "py-crash"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
         t = c.tasks.start_task(document=AGENT, queue="py-crash", input={"parts": [{"text": "clean up"}]}).task
+        assert proc.stdout is not None
         self.assertEqual(proc.stdout.readline().strip(), "RAN")
         proc.kill()  # SIGKILL: no hand-back, the lease just stops being heartbeaten
         proc.wait(30)
         proc.stdout.close()
 
-        replay = []
+        replay: list[tuple[int, bool, bool, bool, list[str]]] = []
 
-        def handler(task):
+        def handler(task: Task) -> None:
             gate = task.tool_call("c1", "delete_file", '{"path": "/tmp/x"}')
             calls = [e.tool_call.call_id for e in task.history() if e.WhichOneof("payload") == "tool_call"]
             replay.append((task.attempt, gate.reported, gate.result_reported, gate.allowed, calls))

@@ -10,12 +10,15 @@ import {
 } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { AdminService } from "../gen/agentplane/v1/admin_service_pb.js";
+import { ScheduleService } from "../gen/agentplane/v1/schedule_service_pb.js";
 import { CapabilityService } from "../gen/agentplane/v1/capability_service_pb.js";
 import { HitlService } from "../gen/agentplane/v1/hitl_service_pb.js";
 import { RuntimeService } from "../gen/agentplane/v1/runtime_service_pb.js";
 import { SpecService } from "../gen/agentplane/v1/spec_service_pb.js";
 import { TaskService } from "../gen/agentplane/v1/task_service_pb.js";
 import { toAgentplaneError } from "./errors.js";
+import { retryInterceptor } from "./retry.js";
+import { rpcs } from "./api.gen.js";
 import type { StartTaskRequestSchema } from "../gen/agentplane/v1/task_service_pb.js";
 import type { Interrupt } from "../gen/agentplane/v1/hitl_pb.js";
 import type { MessageInitShape, JsonValue } from "@bufbuild/protobuf";
@@ -49,7 +52,7 @@ export interface ClientOptions {
    * refuses to send a token in plaintext anywhere but loopback.
    */
   plaintextToken?: boolean;
-  /** Extra interceptors, run inside the SDK's own (auth, request ids, errors). */
+  /** Extra interceptors, run inside the SDK's own (errors, request ids, retries, auth): once per attempt. */
   interceptors?: Interceptor[];
 }
 
@@ -61,6 +64,7 @@ export interface AgentplaneClient {
   runtime: Client<typeof RuntimeService>;
   admin: Client<typeof AdminService>;
   capabilities: Client<typeof CapabilityService>;
+  schedules: Client<typeof ScheduleService>;
   /** The transport the clients share, for createConnectClient on it. */
   transport: Transport;
   /** Follows a task's events; see watch(). */
@@ -72,7 +76,7 @@ export interface AgentplaneClient {
   /**
    * Lets a gated call run with its arguments unchanged. Like reject and edit it reads the
    * interrupt first and resolves against its argument digest (or `argsDigest`), so a call
-   * whose arguments changed in between is refused (interrupt.args_mismatch) instead of
+   * whose arguments changed in between is refused (INTERRUPT_ARGS_MISMATCH) instead of
    * approved, and sends a request id (`requestId` to choose it) so that repeating it is safe.
    */
   approve(interruptId: string, options?: ResolveOptions): Promise<Interrupt>;
@@ -91,10 +95,15 @@ function pem(value: string | Buffer | undefined, file: string | undefined): stri
 
 /**
  * createClient connects to a control plane's gRPC listener. Calls are lazy: nothing
- * connects until the first one. Every failed call throws an AgentplaneError. A mutating
- * call whose request has a `requestId` and leaves it empty is sent with a fresh UUID (on
- * a copy: the caller's message is not modified, as in Go), so each such call is a new
- * one; set your own to make a retry of the same call idempotent. Like Go's Dial it
+ * connects until the first one. Every failed call throws an AgentplaneError. A call
+ * whose request has a `requestId` and leaves it empty is sent with a fresh UUID, chosen
+ * once per call and reused by its retries (on a copy: the caller's message is not
+ * modified, as in Go), so each such call is a new one; set your own to repeat a call of
+ * yours idempotently. Calls the API marks NO_SIDE_EFFECTS or IDEMPOTENT are repeated
+ * after UNAVAILABLE, DEADLINE_EXCEEDED or a retryable reason, with backoff, up to
+ * retryPolicy.attempts calls while their signal and timeout last, and `watch`
+ * reconnects: the policy of every agentplane SDK (retry.ts; docs/clients.md, "Retries,
+ * request ids and reconnection"). Like Go's Dial it
  * throws, before connecting, when a token would go in plaintext to an address that is
  * not loopback and `plaintextToken` is not set.
  */
@@ -108,7 +117,8 @@ export function createClient(options: ClientOptions): AgentplaneClient {
       `client: refusing to send a token in plaintext to ${options.address}; use TLS, or plaintextToken if something in between encrypts`,
     );
   }
-  const interceptors: Interceptor[] = [errorInterceptor, requestIdInterceptor];
+  // Outermost first: the request id is chosen once, outside the retries that reuse it.
+  const interceptors: Interceptor[] = [errorInterceptor, requestIdInterceptor, retryInterceptor];
   if (options.token !== undefined) interceptors.push(bearer(options.token));
   interceptors.push(...(options.interceptors ?? []));
   const sessionManager = new Http2SessionManager(
@@ -135,6 +145,7 @@ export function createClient(options: ClientOptions): AgentplaneClient {
     runtime: createConnectClient(RuntimeService, transport),
     admin: createConnectClient(AdminService, transport),
     capabilities: createConnectClient(CapabilityService, transport),
+    schedules: createConnectClient(ScheduleService, transport),
     transport,
     watch: (taskId, watchOptions) => watch(tasks, taskId, watchOptions),
     async start(request) {
@@ -181,10 +192,11 @@ function isLoopback(url: string): boolean {
   return host === "[::1]" || /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(host);
 }
 
-// requestIdInterceptor sends a unary or server-streaming request whose request_id is
-// empty with a fresh one, on a shallow copy: the caller's message is left as it was.
+// requestIdInterceptor sends a request whose request_id is empty (the RPCs the API
+// lists with one) with a fresh one, on a shallow copy: the caller's message is left as
+// it was. It runs once per logical call, outside retryInterceptor.
 const requestIdInterceptor: Interceptor = (next) => (req) => {
-  if (req.stream || req.method.input.field["requestId"] === undefined) return next(req);
+  if (req.stream || !rpcs[`${req.service.typeName}/${req.method.name}`]?.requestId) return next(req);
   const msg = req.message as typeof req.message & { requestId: string };
   if (msg.requestId !== "") return next(req);
   const copy = { ...msg };

@@ -33,7 +33,7 @@ export class AgentplaneError extends ConnectError {
     return Function.prototype[Symbol.hasInstance].call(this, v);
   }
 
-  /** The ErrorInfo reason ("task.not_found"), or "" when the status carried none. */
+  /** The ErrorInfo reason ("TASK_NOT_FOUND"), or "" when the status carried none. */
   readonly reason: string;
   /** The ErrorInfo domain ("agentplane.dev"), or "". */
   readonly domain: string;

@@ -6,6 +6,8 @@ export { createClient, type AgentplaneClient, type ClientOptions, type TlsOption
 export { AgentplaneError, toAgentplaneError, type FieldViolation } from "./errors.js";
 export { TaskHandle, terminal, type CallOptions, type ResolveOptions, type ToolOutputInit, type WaitOptions } from "./task.js";
 export { watch, type WatchItem, type WatchOptions } from "./watch.js";
+export { Reason, StopReason, retryPolicy, retryableReasons, rpcs, type Idempotency, type RpcPolicy } from "./api.gen.js";
+export { retryable, backoffMs } from "./retry.js";
 export { Code, ConnectError } from "@connectrpc/connect";
 export * from "../gen/agentplane/v1/admin_service_pb.js";
 export * from "../gen/agentplane/v1/capability_service_pb.js";

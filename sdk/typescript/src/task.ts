@@ -135,7 +135,7 @@ type Decision = MessageInitShape<typeof ResolveInterruptRequestSchema>["decision
 /**
  * resolve reads the interrupt, then resolves it against its argument digest (or the one
  * given), with a request id: a call whose arguments changed in between is refused
- * (FailedPrecondition, interrupt.args_mismatch) instead of decided, and repeating the
+ * (FailedPrecondition, INTERRUPT_ARGS_MISMATCH) instead of decided, and repeating the
  * same call with the same requestId is safe.
  */
 export async function resolve(

@@ -1,7 +1,9 @@
 // watch: a task's events as an async iterator that survives dropped connections.
-import { Code, type Client } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
 import type { TaskService, WatchTaskResponse } from "../gen/agentplane/v1/task_service_pb.js";
-import { AgentplaneError, toAgentplaneError } from "./errors.js";
+import { toAgentplaneError } from "./errors.js";
+import { retryPolicy } from "./api.gen.js";
+import { backoffMs, retryable, sleep } from "./retry.js";
 
 /** One item of a watch: WatchTaskResponse's oneof, `{case, value}`. */
 export type WatchItem = Exclude<WatchTaskResponse["kind"], { case: undefined }>;
@@ -14,42 +16,30 @@ export interface WatchOptions {
   /** Also yield the server's keepalives (skipped by default). */
   keepalives?: boolean;
   /**
-   * How many reconnections in a row (without an event in between) before giving up and
-   * throwing the last error. Default 10.
+   * How many reopenings in a row (without a message in between) before giving up and
+   * throwing the last error. Default retryPolicy.watchReconnects (10), as in every SDK.
    */
   maxReconnects?: number;
-  /** Delay before the first reconnection, doubled each time up to 5 s. Default 200 ms. */
+  /**
+   * Pause before the first reopening, doubled each time up to retryPolicy.backoffMaxMs
+   * (2 s), jittered. Default retryPolicy.backoffBaseMs (100 ms).
+   */
   backoffMs?: number;
 }
 
-// Codes after which the same watch may be opened again: the connection or the server
-// went away, not the request. Node reports a connection that died under a stream as
-// Canceled ("http/2 stream closed with error code CANCEL"); the caller's own cancel
-// comes through the signal, which is checked first.
-const transient = new Set<Code>([
-  Code.Unavailable,
-  Code.Canceled,
-  Code.Unknown,
-  Code.Internal,
-  Code.DeadlineExceeded,
-  Code.Aborted,
-]);
-
-function retryable(err: AgentplaneError, signal: AbortSignal | undefined): boolean {
-  if (signal?.aborted) return false;
-  // A status the server sent with a reason is its answer, not a dropped connection.
-  if (err.reason !== "" && err.code !== Code.Unavailable) return false;
-  return transient.has(err.code);
-}
+const watchMethod = "agentplane.v1.TaskService/WatchTask";
 
 /**
  * watch follows a task: its events from afterSequence on, then live ones, with
  * `caughtUp` once the replay has reached the present and `messageDelta`s while a
- * message streams in. When the connection drops it reopens the watch after the last
- * event it yielded, so events come with no gap and no duplicate (deltas sent while it
- * was away are lost: the full message follows as an event). It ends when the task is
- * terminal and its events are all delivered; a server error with a reason
- * (task.not_found, ...) is thrown at once.
+ * message streams in. When the stream breaks with an error the retry policy allows for
+ * WatchTask (UNAVAILABLE: the connection dropped, the server restarted; a retryable
+ * reason) it reopens the watch after the last event it yielded, so events come with no
+ * gap and no duplicate (deltas sent while it was away are lost: the full message follows
+ * as an event), and gives up after maxReconnects reopenings in a row without a message.
+ * It ends when the task is terminal and its events are all delivered; any other error
+ * (TASK_NOT_FOUND, ...) is thrown at once. Go's Client.Watch and Python's Client.watch
+ * do the same (docs/clients.md, "Retries, request ids and reconnection").
  */
 export async function* watch(
   tasks: Client<typeof TaskService>,
@@ -57,19 +47,17 @@ export async function* watch(
   options: WatchOptions = {},
 ): AsyncGenerator<WatchItem, void, undefined> {
   let last = BigInt(options.afterSequence ?? 0);
-  const maxReconnects = options.maxReconnects ?? 10;
-  let delay = options.backoffMs ?? 200;
+  const maxReconnects = options.maxReconnects ?? retryPolicy.watchReconnects;
   let failures = 0;
   for (;;) {
     try {
       for await (const res of tasks.watchTask({ taskId, afterSequence: last }, { signal: options.signal })) {
+        failures = 0;
         const item = res.kind;
         switch (item.case) {
           case "event":
             if (item.value.sequence <= last) continue; // already yielded before a reconnection
             last = item.value.sequence;
-            failures = 0;
-            delay = options.backoffMs ?? 200;
             yield item;
             break;
           case "keepalive":
@@ -86,22 +74,9 @@ export async function* watch(
       return;
     } catch (e) {
       const err = toAgentplaneError(e);
-      if (!retryable(err, options.signal) || failures >= maxReconnects) throw err;
+      if (!retryable(watchMethod, err, options.signal) || failures >= maxReconnects) throw err;
       failures++;
-      await sleep(delay, options.signal);
-      delay = Math.min(delay * 2, 5_000);
+      await sleep(backoffMs(failures, err, options.backoffMs), options.signal);
     }
   }
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }

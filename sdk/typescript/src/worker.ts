@@ -18,11 +18,22 @@ import {
 import { GateOutcome, DecisionType, InterruptState, type Decision, type Interrupt } from "../gen/agentplane/v1/hitl_pb.js";
 import { MessageRole, type Message, type MessageDeltaSchema, type TaskEvent, type ToolResult } from "../gen/agentplane/v1/task_pb.js";
 import { AgentplaneError, toAgentplaneError } from "./errors.js";
+import { Reason, StopReason } from "./api.gen.js";
+// The pause before retry number n: the retry policy of every SDK (100 ms doubling up to
+// 2 s, jittered into [d/2, d], so that runtimes that lost the same server do not return
+// in lockstep), for writes, polls and awaits alike.
+import { backoffMs } from "./retry.js";
 
-/** Why a task's signal was aborted (`task.signal.reason`). */
+export { StopReason } from "./api.gen.js";
+
+/**
+ * Why a task's signal was aborted (`task.signal.reason`). `kind` is a StopReason
+ * ("lease_lost", "canceled", "stopping"): the same names as Go's worker.StopReason and
+ * Python's task.stop_reason.
+ */
 export class TaskStopped extends Error {
   constructor(
-    readonly kind: "lease_lost" | "canceled" | "stopping",
+    readonly kind: StopReason,
     message: string,
   ) {
     super(message);
@@ -112,8 +123,8 @@ export interface Gate {
 
 function stopCause(err: AgentplaneError): TaskStopped | undefined {
   if (err.code !== Code.FailedPrecondition) return undefined;
-  if (err.reason === "lease.lost") return new TaskStopped("lease_lost", err.message);
-  if (err.reason === "task.terminal") return new TaskStopped("canceled", err.message);
+  if (err.reason === Reason.LEASE_LOST) return new TaskStopped(StopReason.LEASE_LOST, err.message);
+  if (err.reason === Reason.TASK_TERMINAL) return new TaskStopped(StopReason.CANCELED, err.message);
   return undefined;
 }
 
@@ -194,9 +205,9 @@ export class Task {
     return this.waitStopped;
   }
 
-  // write makes one fenced call; lease.lost and task.terminal stop the task. A call that
+  // write makes one fenced call; LEASE_LOST and TASK_TERMINAL stop the task. A call that
   // fails transiently (UNAVAILABLE, DEADLINE_EXCEEDED, a reset stream, or an error the server marks
-  // retryable, such as store.unavailable while its database restarts) is made again while
+  // retryable, such as STORE_UNAVAILABLE while its database restarts) is made again while
   // the lease may still be renewed: until its deadline, which heartbeats keep moving while
   // they succeed. Every call here is idempotent (request ids). A call still failing at the
   // deadline stops the task as lease_lost: the lease expires and the task is queued again,
@@ -222,7 +233,7 @@ export class Task {
         if (!retryable || this.signal.aborted) throw err;
         const left = this.deadlineMs - Date.now();
         if (left <= 0) {
-          this.stop(new TaskStopped("lease_lost", `${what} kept failing until the lease deadline: ${err.message}`));
+          this.stop(new TaskStopped(StopReason.LEASE_LOST, `${what} kept failing until the lease deadline: ${err.message}`));
           throw err;
         }
         await sleep(Math.min(backoffMs(failures), left), this.signal);
@@ -370,7 +381,7 @@ export class Task {
       return await this.awaitLoop(interruptId);
     } catch (e) {
       const r = this.signal.reason;
-      if (r instanceof TaskStopped && r.kind === "stopping") this.waitStopped = true;
+      if (r instanceof TaskStopped && r.kind === StopReason.STOPPING) this.waitStopped = true;
       throw e;
     }
   }
@@ -381,7 +392,7 @@ export class Task {
         const dec = await this.write("await decision", "", async () => {
           for await (const res of this.rt.awaitDecision({ lease: this.ref, interruptId }, { signal: this.signal })) {
             if (res.kind.case === "decision") return res.kind.value;
-            if (res.kind.case === "canceled") throw new TaskStopped("canceled", res.kind.value.reason);
+            if (res.kind.case === "canceled") throw new TaskStopped(StopReason.CANCELED, res.kind.value.reason);
           }
           return undefined;
         });
@@ -394,7 +405,7 @@ export class Task {
         const err = toAgentplaneError(e);
         if (this.signal.aborted || stopCause(err) || err.reason !== "" || failures >= 10) throw err;
       }
-      await sleep(Math.min(100 * 2 ** failures, 5_000), this.signal);
+      await sleep(backoffMs(failures + 1), this.signal);
       if (this.signal.aborted) throw this.signal.reason;
     }
   }
@@ -498,13 +509,6 @@ export class Task {
   }
 }
 
-// backoffMs is the pause before retry number failures (from 1): doubling from 100 ms up to
-// 5 s, jittered into [d/2, d] so that runtimes that lost the same server do not return in
-// lockstep.
-function backoffMs(failures: number): number {
-  const d = Math.min(100 * 2 ** (failures - 1), 5_000);
-  return d / 2 + Math.random() * (d / 2);
-}
 
 function gateOf(c: Call, dec: Decision | undefined): Gate {
   const g: Gate = { call: c, allowed: false, argumentsJson: "", reason: "", reported: false, resultReported: false, decision: dec };
@@ -567,7 +571,7 @@ export class Worker {
       new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), drainMs))),
     ]);
     clearTimeout(timer);
-    if (!drained) for (const t of this.tasks) t.stop(new TaskStopped("stopping", "the runtime's drain time ran out"));
+    if (!drained) for (const t of this.tasks) t.stop(new TaskStopped(StopReason.STOPPING, "the runtime's drain time ran out"));
     return drained;
   }
 
@@ -600,7 +604,7 @@ export class Worker {
   async run(signal?: AbortSignal): Promise<void> {
     const abortAll = () => {
       this.stopping.abort();
-      for (const t of this.tasks) t.stop(new TaskStopped("stopping", "the runtime is stopping"));
+      for (const t of this.tasks) t.stop(new TaskStopped(StopReason.STOPPING, "the runtime is stopping"));
     };
     signal?.addEventListener("abort", abortAll, { once: true });
     if (signal?.aborted) abortAll();
@@ -624,13 +628,13 @@ export class Worker {
         if (stop.aborted) break;
         const err = toAgentplaneError(e);
         if (err.retryDelayMs === undefined && ![Code.Unavailable, Code.DeadlineExceeded, Code.Unknown, Code.Internal, Code.Canceled].includes(err.code)) throw err;
-        await sleep(Math.min(100 * 2 ** ++failures, 5_000), stop);
+        await sleep(backoffMs(++failures, err), stop);
         continue;
       }
       for (const l of leases) {
         const t = new Task(this.rt, l, this.o.delivery);
         this.tasks.add(t);
-        if (signal?.aborted) t.stop(new TaskStopped("stopping", "the runtime is stopping"));
+        if (signal?.aborted) t.stop(new TaskStopped(StopReason.STOPPING, "the runtime is stopping"));
         const p = this.runTask(t).finally(() => {
           this.running.delete(p);
           this.tasks.delete(t);
@@ -658,7 +662,7 @@ export class Worker {
     await beats;
     if (t.ended !== "" || error instanceof Suspended) return;
     const stopped = t.signal.reason;
-    if (stopped instanceof TaskStopped && stopped.kind === "stopping") {
+    if (stopped instanceof TaskStopped && stopped.kind === StopReason.STOPPING) {
       try {
         // A task stopped in an interactive wait is suspended, not failed: it waits for its
         // decision without a lease and without counting an attempt.
@@ -694,12 +698,12 @@ export class Worker {
     try {
       const res = await this.rt.heartbeat({ lease: t.ref }, { signal: done });
       if (res.deadline) t.setDeadline(timestampMs(res.deadline));
-      if (res.canceled) t.stop(new TaskStopped("canceled", res.cancelReason));
+      if (res.canceled) t.stop(new TaskStopped(StopReason.CANCELED, res.cancelReason));
     } catch (e) {
       if (done?.aborted) return;
       const cause = stopCause(toAgentplaneError(e));
       if (cause) return t.stop(cause);
-      if (Date.now() >= t.deadline) t.stop(new TaskStopped("lease_lost", "no heartbeat succeeded before the lease deadline"));
+      if (Date.now() >= t.deadline) t.stop(new TaskStopped(StopReason.LEASE_LOST, "no heartbeat succeeded before the lease deadline"));
     }
   }
 }

@@ -47,10 +47,10 @@ test("CapabilityService: GetCapabilities reports the locked key", async () => {
 });
 
 test("SpecService: a spec as a plain object validates; rules and schema are listed", async () => {
-  const ok = await client.specs.validateSpec({ spec: { case: "specJson", value: agentSpec } });
+  const ok = await client.specs.validateSpec({ source: { case: "spec", value: agentSpec } });
   assert.equal(ok.valid, true, JSON.stringify(ok.errors));
   const bad = await client.specs.validateSpec({
-    spec: { case: "specJson", value: { apiVersion: "qar/v1", kind: "AgentSpec" } },
+    source: { case: "spec", value: { apiVersion: "qar/v1", kind: "AgentSpec" } },
   });
   assert.equal(bad.valid, false);
   assert.ok(bad.errors.length > 0 && bad.errors[0].ruleId !== "");
@@ -64,29 +64,29 @@ test("SpecService: a spec as a plain object validates; rules and schema are list
 
 test("errors: an invalid spec carries its violations", async () => {
   const err = await rejects(
-    client.tasks.startTask({ spec: { case: "specJson", value: { apiVersion: "qar/v1", kind: "AgentSpec", name: "x" } } }),
+    client.tasks.startTask({ source: { case: "spec", value: { apiVersion: "qar/v1", kind: "AgentSpec", name: "x" } } }),
   );
   assert.equal(err.code, Code.InvalidArgument);
   assert.equal(err.codeName, "InvalidArgument");
   assert.ok(err instanceof ConnectError, "an AgentplaneError is a ConnectError");
-  assert.equal(err.reason, "spec.invalid");
+  assert.equal(err.reason, "SPEC_INVALID");
   assert.ok(err.specViolations.length > 0, err.message);
   assert.ok(err.specViolations.every((v) => v.ruleId !== ""));
 });
 
 test("errors: a locked key names the key in the ErrorInfo metadata", async () => {
   const err = await rejects(
-    client.tasks.startTask({ spec: { case: "specJson", value: agentSpec }, mcpServers: { servers: [] } }),
+    client.tasks.startTask({ source: { case: "spec", value: agentSpec }, mcpServers: { servers: [] } }),
   );
   assert.equal(err.code, Code.FailedPrecondition);
-  assert.equal(err.reason, "config.locked_key");
+  assert.equal(err.reason, "CONFIG_LOCKED_KEY");
   assert.equal(err.reasonMetadata.keys, "mcp");
   assert.equal(err.domain !== "", true);
 });
 
 test("errors: field violations of a BadRequest detail", async () => {
   const err = await rejects(
-    client.tasks.startTask({ spec: { case: "specJson", value: agentSpec }, toolAxes: [{ tool: "" }] }),
+    client.tasks.startTask({ source: { case: "spec", value: agentSpec }, toolAxes: [{ tool: "" }] }),
   );
   assert.equal(err.code, Code.InvalidArgument);
   assert.deepEqual(
@@ -98,7 +98,7 @@ test("errors: field violations of a BadRequest detail", async () => {
 test("errors: not found, and no token", async () => {
   const err = await rejects(client.tasks.getTask({ taskId: "no-such-task" }));
   assert.equal(err.code, Code.NotFound);
-  assert.equal(err.reason, "task.not_found");
+  assert.equal(err.reason, "TASK_NOT_FOUND");
 
   const anonymous = createClient({ address: srv.address });
   try {
@@ -110,7 +110,7 @@ test("errors: not found, and no token", async () => {
 });
 
 test("a request without a request id is a new call each time, and the caller's message is left alone (as in Go)", async () => {
-  const req = create(StartTaskRequestSchema, { spec: { case: "specJson", value: agentSpec }, labels: { sdk: "ts-reuse" } });
+  const req = create(StartTaskRequestSchema, { source: { case: "spec", value: agentSpec }, labels: { sdk: "ts-reuse" } });
   const before = toBinary(StartTaskRequestSchema, req);
   const a = await client.tasks.startTask(req);
   const b = await client.tasks.startTask(req);
@@ -146,17 +146,17 @@ test("a token goes in plaintext only to loopback, unless plaintextToken says som
 
 test("TaskService: start (request id generated, or given and idempotent), get, list, cancel", async () => {
   const a = await client.tasks.startTask({
-    spec: { case: "specJson", value: agentSpec },
+    source: { case: "spec", value: agentSpec },
     labels: { sdk: "ts" },
     input: { role: MessageRole.USER, parts: [{ kind: { case: "text", value: "hi" } }] },
   });
-  const b = await client.tasks.startTask({ spec: { case: "specJson", value: agentSpec }, labels: { sdk: "ts" } });
+  const b = await client.tasks.startTask({ source: { case: "spec", value: agentSpec }, labels: { sdk: "ts" } });
   assert.ok(a.created && b.created, "two calls without a request id made two tasks");
   assert.notEqual(a.task?.taskId, b.task?.taskId);
   assert.match(a.task!.requestId, /^[0-9a-f-]{36}$/, "the generated request id");
 
-  const first = await client.tasks.startTask({ requestId: "sdk-ts-idem", spec: { case: "specJson", value: agentSpec } });
-  const again = await client.tasks.startTask({ requestId: "sdk-ts-idem", spec: { case: "specJson", value: agentSpec } });
+  const first = await client.tasks.startTask({ requestId: "sdk-ts-idem", source: { case: "spec", value: agentSpec } });
+  const again = await client.tasks.startTask({ requestId: "sdk-ts-idem", source: { case: "spec", value: agentSpec } });
   assert.equal(first.created, true);
   assert.equal(again.created, false);
   assert.equal(again.task?.taskId, first.task?.taskId);
@@ -190,7 +190,7 @@ test("TaskService: start (request id generated, or given and idempotent), get, l
 });
 
 test("RuntimeService: lease, heartbeat, report, complete; ListTaskEvents sees it", async () => {
-  const started = await client.tasks.startTask({ spec: { case: "specJson", value: agentSpec }, queue: "sdk-ts-runtime" });
+  const started = await client.tasks.startTask({ source: { case: "spec", value: agentSpec }, queue: "sdk-ts-runtime" });
   const id = started.task!.taskId;
   const leased = await client.runtime.leaseTasks({
     runtimeId: "sdk-ts",
@@ -238,7 +238,7 @@ test("HitlService: a gated call is approved while the runtime awaits the decisio
     ],
   };
   const started = await client.tasks.startTask({
-    spec: { case: "specJson", value: spec },
+    source: { case: "spec", value: spec },
     queue: "sdk-ts-gate",
     interruptPolicy: { policy: { case: "allowlist", value: { tools: ["send_email"] } } },
   });
@@ -288,7 +288,7 @@ test("HitlService: a gated call is approved while the runtime awaits the decisio
 });
 
 test("RuntimeService: ReadTaskHistory and PublishDeltas reach a live watcher", async () => {
-  const started = await client.tasks.startTask({ spec: { case: "specJson", value: agentSpec }, queue: "sdk-ts-deltas" });
+  const started = await client.tasks.startTask({ source: { case: "spec", value: agentSpec }, queue: "sdk-ts-deltas" });
   const id = started.task!.taskId;
   const { leases } = await client.runtime.leaseTasks({ runtimeId: "sdk-ts", maxTasks: 1, queues: ["sdk-ts-deltas"], wait: { seconds: 5n } });
   const lease = { taskId: id, leaseId: leases[0].leaseId, epoch: leases[0].epoch };

@@ -56,7 +56,7 @@ test("a Python runtime serves a task a TypeScript client starts, watches and app
   try {
     const { task } = await client.tasks.startTask({
       queue,
-      spec: { case: "specJson", value: { apiVersion: "qar/v1", kind: "AgentSpec", name: "weather", instructions: "Answer briefly.", model: "m" } },
+      source: { case: "spec", value: { apiVersion: "qar/v1", kind: "AgentSpec", name: "weather", instructions: "Answer briefly.", model: "m" } },
       input: { parts: [{ kind: { case: "text", value: "weather in Paris, then clean up" } }] },
       interruptPolicy: { policy: { case: "allowlist", value: { tools: ["delete_file"] } } },
     });

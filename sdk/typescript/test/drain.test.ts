@@ -35,7 +35,7 @@ const gatedSpec = { ...agentSpec, name: "sdk-ts-worker" };
 
 async function startGated(queue: string) {
   const res = await client.tasks.startTask({
-    spec: { case: "specJson", value: gatedSpec },
+    source: { case: "spec", value: gatedSpec },
     queue,
     interruptPolicy: { policy: { case: "allowlist", value: { tools: ["send_email"] } } },
   });
@@ -124,7 +124,7 @@ test("step: a durable wait does not repeat the message said before it", async ()
 });
 
 test("outage: a control plane down for seconds and back on the same address costs a running task nothing", async () => {
-  const res = await client.tasks.startTask({ spec: { case: "specJson", value: agentSpec }, queue: "d-outage" });
+  const res = await client.tasks.startTask({ source: { case: "spec", value: agentSpec }, queue: "d-outage" });
   const id = res.task!.taskId;
   let down!: () => void;
   const serverDown = new Promise<void>((r) => (down = r));

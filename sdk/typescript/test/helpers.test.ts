@@ -74,7 +74,7 @@ for (const decide of ["approve", "reject", "edit"]) {
     // snippet: ts-approve
     const h = await ap.start({
       queue,
-      spec: { case: "specJson", value: spec },
+      source: { case: "spec", value: spec },
       input: { parts: [{ kind: { case: "text", value: "send it" } }] },
       // Every call of send_email waits for a person.
       interruptPolicy: { policy: { case: "allowlist", value: { tools: ["send_email"] } } },
@@ -94,7 +94,7 @@ for (const decide of ["approve", "reject", "edit"]) {
 test("a digest that is not the interrupt's is refused; a repeat with the same request id answers the first decision", async () => {
   const h = await ap.start({
     queue,
-    spec: { case: "specJson", value: spec },
+    source: { case: "spec", value: spec },
     input: { parts: [{ kind: { case: "text", value: "send it" } }] },
     interruptPolicy: { policy: { case: "allowlist", value: { tools: ["send_email"] } } },
   });
@@ -102,7 +102,7 @@ test("a digest that is not the interrupt's is refused; a repeat with the same re
   await h.wait({ untilInputRequired: true });
   const [pending] = await ap.task(h.id).interrupts();
   assert.notEqual(pending.argsDigest, "");
-  await assert.rejects(ap.approve(pending.interruptId, { argsDigest: "0000" }), (e: AgentplaneError) => e.reason === "interrupt.args_mismatch");
+  await assert.rejects(ap.approve(pending.interruptId, { argsDigest: "0000" }), (e: AgentplaneError) => e.reason === "INTERRUPT_ARGS_MISMATCH");
   // What the helper sends: the digest it read, and a request id.
   const sent: { argsDigest: string; requestId: string }[] = [];
   const spy = createClient({
@@ -129,13 +129,13 @@ test("a digest that is not the interrupt's is refused; a repeat with the same re
   const again = await ap.reject(pending.interruptId, "no", { requestId });
   assert.equal(again.interruptId, first.interruptId);
   assert.equal(again.state, InterruptState.RESOLVED);
-  await assert.rejects(ap.reject(pending.interruptId, "no"), (e: AgentplaneError) => e.reason === "interrupt.already_resolved");
+  await assert.rejects(ap.reject(pending.interruptId, "no"), (e: AgentplaneError) => e.reason === "INTERRUPT_ALREADY_RESOLVED");
   output(await ap.task(h.id).wait(), "not sent");
 });
 
 test("continue with a message and with tool outputs; wait runs through INPUT_REQUIRED until a cancel", async () => {
   // snippet: ts-continue
-  const chat = await ap.start({ queue, spec: { case: "specJson", value: spec }, input: { parts: [{ kind: { case: "text", value: "chat" } }] } });
+  const chat = await ap.start({ queue, source: { case: "spec", value: spec }, input: { parts: [{ kind: { case: "text", value: "chat" } }] } });
   await chat.wait({ untilInputRequired: true }); // the runtime paused for a turn
   await chat.continue("hello");
   const answered = await chat.wait();
@@ -145,14 +145,14 @@ test("continue with a message and with tool outputs; wait runs through INPUT_REQ
   output(await ap.task(chat.id).wait({ untilInputRequired: true }), "you said hello");
 
   // snippet: ts-tool-outputs
-  const weather = await ap.start({ queue, spec: { case: "specJson", value: spec }, input: { parts: [{ kind: { case: "text", value: "weather" } }] } });
+  const weather = await ap.start({ queue, source: { case: "spec", value: spec }, input: { parts: [{ kind: { case: "text", value: "weather" } }] } });
   await weather.wait({ untilInputRequired: true }); // waits for get_weather's output
   await weather.continueToolOutputs([{ callId: "w1", result: "21C, clear" }]);
   const reported = await weather.wait();
   // end snippet
   output(reported, "weather 21C, clear");
 
-  const stuck = await ap.start({ queue, spec: { case: "specJson", value: spec }, input: { parts: [{ kind: { case: "text", value: "chat" } }] } });
+  const stuck = await ap.start({ queue, source: { case: "spec", value: spec }, input: { parts: [{ kind: { case: "text", value: "chat" } }] } });
   await stuck.wait({ untilInputRequired: true });
   const waited = stuck.wait();
   await ap.task(stuck.id).cancel("no answer");

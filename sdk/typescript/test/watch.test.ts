@@ -23,7 +23,7 @@ function say(text: string) {
 }
 
 test("watch resumes after a server restart with no gap and no duplicate", async () => {
-  const started = await client.tasks.startTask({ spec: { case: "specJson", value: agentSpec }, queue: "sdk-ts-watch" });
+  const started = await client.tasks.startTask({ source: { case: "spec", value: agentSpec }, queue: "sdk-ts-watch" });
   const id = started.task!.taskId;
   const leased = await client.runtime.leaseTasks({ runtimeId: "sdk-ts-watch", maxTasks: 1, queues: ["sdk-ts-watch"], wait: { seconds: 5n } });
   assert.equal(leased.leases.length, 1);
@@ -65,6 +65,6 @@ test("watch of an unknown task throws at once instead of retrying", async () => 
     (async () => {
       for await (const _ of client.watch("no-such-task")) void _;
     })(),
-    (err: { reason?: string }) => err.reason === "task.not_found",
+    (err: { reason?: string }) => err.reason === "TASK_NOT_FOUND",
   );
 });

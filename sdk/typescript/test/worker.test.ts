@@ -11,7 +11,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { fromJson, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
-import { createClient, DecisionType, InterruptKind, TaskState, type AgentplaneClient } from "../src/index.js";
+import { createClient, DecisionType, InterruptKind, Reason, StopReason, TaskState, type AgentplaneClient } from "../src/index.js";
 import { Failure, TaskStopped, Worker, type Task } from "../src/worker.js";
 import { agentSpec, startServer, type TestServer } from "./server.js";
 
@@ -43,7 +43,7 @@ const gatedSpec = {
 
 async function start(queue: string, gated = false) {
   const res = await client.tasks.startTask({
-    spec: { case: "specJson", value: gated ? gatedSpec : agentSpec },
+    source: { case: "spec", value: gated ? gatedSpec : agentSpec },
     queue,
     interruptPolicy: gated ? { policy: { case: "allowlist", value: { tools: ["send_email"] } } } : undefined,
   });
@@ -140,7 +140,7 @@ test("cancel: the heartbeat aborts the task's signal", async () => {
     client.runtime,
     async (t: Task) => {
       // The handler writes nothing after the cancel: only the heartbeat can tell it.
-      // (A write would be refused with lease.lost, a stop of another kind.)
+      // (A write would be refused with LEASE_LOST, a stop of another kind.)
       await t.say("working");
       said = true;
       if (!t.signal.aborted) await new Promise((resolve) => t.signal.addEventListener("abort", resolve, { once: true }));
@@ -224,7 +224,7 @@ test("lease lost: a write under a lease the task no longer has aborts the signal
     w.stop();
     await running;
   }
-  assert.deepEqual(seen, ["write: lease.lost", "lease_lost", "second lease"]);
+  assert.deepEqual(seen, [`write: ${Reason.LEASE_LOST}`, StopReason.LEASE_LOST, "second lease"]);
 });
 
 test("replay after a crash: a runtime SIGKILLed after running a call; the next lease finds it reported and does not run it again", async () => {
@@ -237,7 +237,7 @@ test("replay after a crash: a runtime SIGKILLed after running a call; the next l
   const exited = new Promise((resolve) => proc.once("exit", resolve));
   const replay: string[] = [];
   try {
-    const res = await ap.tasks.startTask({ spec: { case: "specJson", value: gatedSpec }, queue: "w-crash" });
+    const res = await ap.tasks.startTask({ source: { case: "spec", value: gatedSpec }, queue: "w-crash" });
     const id = res.task!.taskId;
     await new Promise<void>((resolve, reject) => {
       let out = "";
@@ -281,7 +281,7 @@ test("replay after a crash: a runtime SIGKILLed after running a call; the next l
 });
 
 test("replay after a hand-back: a call an earlier lease reported comes back as reported, and is not run again", async () => {
-  const res = await client.tasks.startTask({ spec: { case: "specJson", value: gatedSpec }, queue: "w-replay" });
+  const res = await client.tasks.startTask({ source: { case: "spec", value: gatedSpec }, queue: "w-replay" });
   const id = res.task!.taskId;
   const gates: string[] = [];
   let ran = 0;
@@ -323,7 +323,7 @@ test("tool outputs: a function tool the client runs; the next lease carries its 
     name: "sdk-ts-outputs",
     tools: [{ type: "function", function: { name: "lookup", description: "Look a key up", parameters: { type: "object", properties: { key: { type: "string" } }, required: ["key"], additionalProperties: false } } }],
   };
-  const res = await client.tasks.startTask({ spec: { case: "specJson", value: spec }, queue: "w-outputs" });
+  const res = await client.tasks.startTask({ source: { case: "spec", value: spec }, queue: "w-outputs" });
   const id = res.task!.taskId;
   const seen: unknown[] = [];
   const w = new Worker(
@@ -359,7 +359,7 @@ test("tool outputs: a function tool the client runs; the next lease carries its 
 
 test("verdict and pause: an evaluator's verdict is recorded; a chat turn ends and ContinueTask resumes it", async () => {
   const graph = readFileSync(path.join(repoRoot, "examples", "graphs", "write-review.yaml"));
-  const res = await client.tasks.startTask({ spec: { case: "document", value: graph }, queue: "w-verdict" });
+  const res = await client.tasks.startTask({ source: { case: "document", value: graph }, queue: "w-verdict" });
   const id = res.task!.taskId;
   const open: string[] = [];
   const said: string[] = [];

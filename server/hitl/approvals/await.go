@@ -30,8 +30,8 @@ const awaitRecheck = 10 * time.Second
 // message first, then a keepalive after every Config.StreamKeepalive without one.
 //
 // The wait ends (returning nil) after the decision, or after a canceled message when
-// a caller canceled the task during the wait. It ends with ctx's error, with lease.lost
-// when the lease is no longer the task's, and with FAILED_PRECONDITION (task.terminal)
+// a caller canceled the task during the wait. It ends with ctx's error, with LEASE_LOST
+// when the lease is no longer the task's, and with FAILED_PRECONDITION (TASK_TERMINAL)
 // when the task ended otherwise. An interrupt of another task is NOT_FOUND; a
 // chat-mode pause has no decision to wait for (FAILED_PRECONDITION). An error of send
 // ends it too.

@@ -30,8 +30,8 @@ const MaxCallIDBytes = 256
 // first answer (for an interrupt, as it is now: pending or decided), says whether the
 // call was reported already (call_reported: a replaying runtime must not run it
 // again), and records nothing new; asking about it with another tool, other arguments, or inputs that
-// the gate now answers differently is FAILED_PRECONDITION (interrupt.args_mismatch):
-// a changed call needs a new call id. A stale lease is lease.lost.
+// the gate now answers differently is FAILED_PRECONDITION (INTERRUPT_ARGS_MISMATCH):
+// a changed call needs a new call id. A stale lease is LEASE_LOST.
 //
 // With report_allowed_call, an ALLOW also reports the call (tasks.Op.ReportCall) in
 // the same transaction, and says so (reported_with_check); asking again under the

@@ -12,7 +12,7 @@
 //     lists, resolves or awaits. A retried check finds the first answer. The task
 //     domain checks the runtime's report of the call against the stored decision.
 //   - ResolveInterrupt: single-use decisions bound to the principal and the argument
-//     digests; a second one is interrupt.already_resolved.
+//     digests; a second one is INTERRUPT_ALREADY_RESOLVED.
 //   - AwaitDecision (interactive delivery): a registry of waiters is told after the
 //     resolving commit, so a waiting runtime gets the decision without polling, and
 //     after the commit that ends the task (tasks.Manager.OnTaskEnd), so it stops.

@@ -21,16 +21,16 @@ import (
 //
 // Refusals: another tenant's interrupt is NOT_FOUND like an absent one; a request
 // without a decision, a rejection without a reason or an edit whose arguments do not
-// fit the tool's parameter schema is INVALID_ARGUMENT (interrupt.edit_invalid with the
+// fit the tool's parameter schema is INVALID_ARGUMENT (INTERRUPT_EDIT_INVALID with the
 // violations for the edit); an interrupt already resolved is FAILED_PRECONDITION
-// (interrupt.already_resolved), also when its deadline passed first (the deployment
+// (INTERRUPT_ALREADY_RESOLVED), also when its deadline passed first (the deployment
 // default is then recorded, and the error says so); a stale args_digest is
-// FAILED_PRECONDITION (interrupt.args_mismatch); a chat-mode pause or an interrupt of
+// FAILED_PRECONDITION (INTERRUPT_ARGS_MISMATCH); a chat-mode pause or an interrupt of
 // an ended task is FAILED_PRECONDITION.
 //
 // With a request_id, a retry of a call that resolved the interrupt returns the
-// interrupt as it is (resolved by that call) instead of interrupt.already_resolved; the
-// same request_id with another request is ALREADY_EXISTS (task.request_id_reused).
+// interrupt as it is (resolved by that call) instead of INTERRUPT_ALREADY_RESOLVED; the
+// same request_id with another request is ALREADY_EXISTS (TASK_REQUEST_ID_REUSED).
 func (s *Service) ResolveInterrupt(ctx context.Context, tenant, principal string, req *agentplanev1.ResolveInterruptRequest) (*agentplanev1.Interrupt, error) {
 	if err := hitl.CheckResolveRequest(req); err != nil {
 		return nil, err

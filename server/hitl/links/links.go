@@ -14,7 +14,7 @@
 //     before it offers to decide;
 //   - changed arguments (an edit): the token's digest no longer matches the
 //     interrupt's, and ResolveInterrupt refuses a stale args_digest
-//     (interrupt.args_mismatch);
+//     (INTERRUPT_ARGS_MISMATCH);
 //   - revoked: hitl.links.revoked_before revokes every link issued before a time, a
 //     new key revokes them all, and removing an approver from hitl.approvers (or the
 //     approver role from their principal) revokes theirs, since both are checked

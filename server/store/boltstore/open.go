@@ -116,7 +116,7 @@ var _ store.Store = (*Store)(nil)
 // Open opens or creates the store file at path (creating its directory), taking the
 // file lock within OpenTimeout. A new file gets the current schema; an existing one
 // must carry schema.Version, or an older one from schema.OldestUpgradable on, which
-// Open upgrades; any other fails with reason store.schema_mismatch.
+// Open upgrades; any other fails with reason STORE_SCHEMA_MISMATCH.
 func Open(path string, opts Options) (*Store, error) {
 	if opts.OpenTimeout <= 0 {
 		opts.OpenTimeout = 2 * time.Second

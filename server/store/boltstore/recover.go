@@ -18,7 +18,7 @@ import (
 // kernel may have dropped the dirty pages, or kept them marked clean, so neither the
 // page cache nor a later successful fdatasync says what the disk holds (the
 // "fsyncgate" semantics of Linux). From the first such failure on the store refuses
-// every call with UNAVAILABLE (store.unavailable), reads included (they could see a
+// every call with UNAVAILABLE (STORE_UNAVAILABLE), reads included (they could see a
 // batch that is not durable); Health reports the failure, and Options.OnHealth hears
 // of it.
 //
@@ -87,7 +87,7 @@ func unavailable(cause error) error {
 }
 
 // Health returns nil while the store accepts writes, and otherwise the UNAVAILABLE
-// (store.unavailable) error calls get: from a failed write or sync until the store
+// (STORE_UNAVAILABLE) error calls get: from a failed write or sync until the store
 // has recovered (see the failed state above).
 func (s *Store) Health() error { return s.failure.get() }
 

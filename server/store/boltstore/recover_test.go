@@ -76,7 +76,7 @@ func hasTask(t *testing.T, s *Store, id string) bool {
 }
 
 // After a failed fdatasync the store refuses every call with UNAVAILABLE
-// (store.unavailable) while the disk refuses a probe, then recovers by itself from
+// (STORE_UNAVAILABLE) while the disk refuses a probe, then recovers by itself from
 // what an fdatasync confirmed: the batch whose sync failed is gone (its caller was
 // told so), everything acknowledged is there, and writes work again, across a
 // restart too.
@@ -137,7 +137,7 @@ func TestWALFailedSyncRecoversFromWhatIsOnDisk(t *testing.T) {
 }
 
 // A store on a file system that runs out of space refuses writes (and every other
-// call) with UNAVAILABLE (store.unavailable), reports it through Health, and, once
+// call) with UNAVAILABLE (STORE_UNAVAILABLE), reports it through Health, and, once
 // space is freed, recovers by itself with every acknowledged write, in both modes.
 func TestDiskFullRefusesThenRecovers(t *testing.T) {
 	for _, tc := range []struct {

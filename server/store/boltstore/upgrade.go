@@ -19,7 +19,8 @@ import (
 // Version 1 to 2: the run queue moves from bucket "queue", keyed (tenant, time, id),
 // to "run_queue", keyed (tenant, queue, time, id), every entry in the default queue,
 // and the per-queue depth counters are counted. Version 2 to 3: the outbox buckets
-// are created (empty). Version 3 to 4: the flow bucket is created (empty).
+// are created (empty). Version 3 to 4: the schedule buckets are created (empty).
+// Version 4 to 5: the flow bucket is created (empty).
 func (s *Store) upgrade() (bool, error) {
 	upgraded := false
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -30,10 +31,10 @@ func (s *Store) upgrade() (bool, error) {
 		if info == nil || info.GetVersion() == schema.Version {
 			return nil
 		}
-		if v := info.GetVersion(); v < 1 || v > 3 {
+		if v := info.GetVersion(); v < 1 || v > 4 {
 			return fmt.Errorf("store %s: no upgrade from schema version %d", s.path, info.GetVersion())
 		}
-		for _, name := range append(slices.Clone(schema.OutboxBuckets), schema.FlowBuckets...) {
+		for _, name := range slices.Concat(schema.OutboxBuckets, schema.ScheduleBuckets, schema.FlowBuckets) {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}

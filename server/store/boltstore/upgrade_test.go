@@ -171,9 +171,69 @@ func version(t *testing.T, path string) int32 {
 	return info.GetVersion()
 }
 
-// TestUpgradeFromVersion3 opens a version 3 file (no flow bucket): the upgrade
-// creates it, and flow records can then be written and read back.
+// TestUpgradeFromVersion3 opens a store written before schedules (no schedule
+// buckets, version 3): it is upgraded to the current version, keeps its tasks, and
+// takes schedules.
 func TestUpgradeFromVersion3(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agentplane.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	if err := s.Update(context.Background(), func(w store.Writer) error { return w.PutTask(storetest.Task("acme", "t0", base)) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		for _, name := range schema.ScheduleBuckets {
+			if err := tx.DeleteBucket(name); err != nil {
+				return err
+			}
+		}
+		info := &storagev1.SchemaInfo{}
+		if err := proto.Unmarshal(tx.Bucket(schema.Meta).Get(schema.MetaSchemaKey), info); err != nil {
+			return err
+		}
+		info.Version = 3
+		v, err := proto.Marshal(info)
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(schema.Meta).Put(schema.MetaSchemaKey, v)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Update(context.Background(), func(w store.Writer) error {
+		if _, err := w.GetTask("acme", "t0"); err != nil {
+			return err
+		}
+		return w.PutSchedule(storetest.Schedule("acme", "nightly", base))
+	}); err != nil {
+		t.Fatalf("after the upgrade: %v", err)
+	}
+	st, err := s.Stats(context.Background())
+	if err != nil || st.SchemaVersion != schema.Version {
+		t.Fatalf("stats after the upgrade: %v, %v", st.SchemaVersion, err)
+	}
+}
+
+// TestUpgradeFromVersion4 opens a version 4 file (no flow bucket): the upgrade
+// creates it, and flow records can then be written and read back.
+func TestUpgradeFromVersion4(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "agentplane.db")
 	s, err := Open(path, Options{})
 	if err != nil {
@@ -194,7 +254,7 @@ func TestUpgradeFromVersion3(t *testing.T) {
 		if err := proto.Unmarshal(tx.Bucket(schema.Meta).Get(schema.MetaSchemaKey), info); err != nil {
 			return err
 		}
-		info.Version = 3
+		info.Version = 4
 		v, err := proto.Marshal(info)
 		if err != nil {
 			return err

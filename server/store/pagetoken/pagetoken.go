@@ -53,7 +53,7 @@ func (c *Codec) Seal(scope, cursor []byte) string {
 
 // Open returns the cursor sealed in token for scope. The empty token opens to a nil
 // cursor (the first page). Anything not sealed by this codec for this scope is
-// InvalidArgument with reason page_token.invalid.
+// InvalidArgument with reason PAGE_TOKEN_INVALID.
 func (c *Codec) Open(scope []byte, token string) ([]byte, error) {
 	if token == "" {
 		return nil, nil

@@ -14,6 +14,6 @@ func TestPageSize(t *testing.T) {
 		}
 	}
 	if _, err := PageSize(-1); !apierr.HasReason(err, apierr.ReasonInvalidArgument) {
-		t.Errorf("PageSize(-1) = %v, want request.invalid", err)
+		t.Errorf("PageSize(-1) = %v, want REQUEST_INVALID", err)
 	}
 }

@@ -85,7 +85,7 @@ func (s *Store) OnChange(f func(store.Change)) {
 }
 
 // Health is the store's failure while it cannot reach the database (UNAVAILABLE,
-// store.unavailable), or nil. It is the state of the listener connection, which asks
+// STORE_UNAVAILABLE), or nil. It is the state of the listener connection, which asks
 // the database at least every second while no notification arrives.
 func (s *Store) Health() error {
 	if e := s.listener.health.Load(); e != nil {

@@ -109,7 +109,7 @@ func TestChangesReachOtherReplicas(t *testing.T) {
 }
 
 // TestDatabaseOutage cuts the connection between a store and PostgreSQL: its health
-// turns to UNAVAILABLE (store.unavailable), reported through OnHealth, and calls fail
+// turns to UNAVAILABLE (STORE_UNAVAILABLE), reported through OnHealth, and calls fail
 // with the same reason; when the database is back the store recovers by itself,
 // reports healthy, tells its waiters to look again (ChangeAll) and serves calls.
 func TestDatabaseOutage(t *testing.T) {
@@ -133,12 +133,12 @@ func TestDatabaseOutage(t *testing.T) {
 	proxy.Cut()
 	err = testutil.Within(t, health, "the store reporting the outage")
 	if apierr.ReasonOf(err) != apierr.ReasonStoreUnavailable || s.Health() == nil {
-		t.Fatalf("OnHealth(%v), Health() = %v; want store.unavailable", err, s.Health())
+		t.Fatalf("OnHealth(%v), Health() = %v; want STORE_UNAVAILABLE", err, s.Health())
 	}
 	next(t, ch, store.ChangeAll)
 	err = s.View(ctx, func(r store.Reader) error { _, err := r.GetTask("acme", "t1"); return err })
 	if e := (*apierr.Error)(nil); !errors.As(err, &e) || e.Code != codes.Unavailable || e.Reason != apierr.ReasonStoreUnavailable {
-		t.Fatalf("View during the outage = %v; want UNAVAILABLE store.unavailable", err)
+		t.Fatalf("View during the outage = %v; want UNAVAILABLE STORE_UNAVAILABLE", err)
 	}
 	// A write during the outage fails too: it is not dropped and reported done.
 	err = s.Update(ctx, func(w store.Writer) error { return w.PutTask(storetest.Task("acme", "t0", time.Now())) })

@@ -113,7 +113,7 @@ const advisoryLock = 0x61676e74706c6e // "agntpln"
 
 // Open connects to the database named by dsn, brings its schema up to date under an
 // advisory lock, and refuses a database whose schema is newer than this binary knows
-// (FailedPrecondition, store.schema_mismatch).
+// (FailedPrecondition, STORE_SCHEMA_MISMATCH).
 func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -285,7 +285,7 @@ func retryable(err error) bool {
 }
 
 // unavailable turns a failure to reach the database (no connection, a connection lost,
-// the server shutting down) into UNAVAILABLE (store.unavailable); other errors are
+// the server shutting down) into UNAVAILABLE (STORE_UNAVAILABLE); other errors are
 // returned as they are.
 func unavailable(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -316,7 +316,7 @@ func (s *Store) Features() store.Features {
 
 // Snapshot implements store.Store. PostgreSQL has its own backups (pg_dump,
 // pg_basebackup, a managed service's snapshots), which this store does not duplicate:
-// it refuses with FailedPrecondition (store.backup_unsupported).
+// it refuses with FailedPrecondition (STORE_BACKUP_UNSUPPORTED).
 func (s *Store) Snapshot(context.Context) (store.Snapshot, error) {
 	if err := s.enter(); err != nil {
 		return nil, err

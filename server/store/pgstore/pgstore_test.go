@@ -74,7 +74,7 @@ func TestReplicasMigrateOnce(t *testing.T) {
 }
 
 // TestNewerSchemaRefused: a database migrated by a newer binary is refused with
-// store.schema_mismatch, and left as it is.
+// STORE_SCHEMA_MISMATCH, and left as it is.
 func TestNewerSchemaRefused(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	open(t, dsn).Close()
@@ -89,7 +89,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 	_, err = pgstore.Open(context.Background(), dsn, pgstore.Options{})
 	var e *apierr.Error
 	if !errors.As(err, &e) || e.Code != codes.FailedPrecondition || e.Reason != apierr.ReasonStoreSchemaMismatch {
-		t.Fatalf("Open of a newer schema = %v, want FAILED_PRECONDITION store.schema_mismatch", err)
+		t.Fatalf("Open of a newer schema = %v, want FAILED_PRECONDITION STORE_SCHEMA_MISMATCH", err)
 	}
 }
 

@@ -12,9 +12,10 @@ import (
 //
 // Version 2 keys the run queue by queue name (bucket RunQueue, QueueKey) where version
 // 1 had one queue per tenant (bucket QueueV1, TimeKey). Version 3 adds the webhook
-// outbox (buckets Outbox, OutboxDue, OutboxDead). Version 4 adds the flow-control
+// outbox (buckets Outbox, OutboxDue, OutboxDead). Version 4 adds schedules (buckets
+// Schedules, SchedulesDue). Version 5 adds the flow-control
 // state (bucket Flow).
-const Version = 4
+const Version = 5
 
 // OldestUpgradable is the oldest version a store opens (and upgrades) from.
 const OldestUpgradable = 1
@@ -68,22 +69,30 @@ var (
 	OutboxDue = []byte("outbox_due")
 	// OutboxDead indexes dead letters: OutboxKey(id), empty value.
 	OutboxDead = []byte("outbox_dead")
+	// Schedules maps ScheduleKey(tenant, id) to a ScheduleRecord.
+	Schedules = []byte("schedules")
+	// SchedulesDue indexes schedules by when the scheduler looks at them next:
+	// ScheduleDueKey(wake time, tenant, id), empty value, across tenants.
+	SchedulesDue = []byte("schedules_due")
 	// Flow maps FlowKey(tenant, name) to a FlowRecord: the slots of a concurrency key
 	// or a token bucket (docs/api.md#flow-control).
 	Flow = []byte("flow")
 )
 
-// FlowBuckets are the buckets version 4 added; the upgrade from 3 creates them.
+// FlowBuckets are the buckets version 5 added; the upgrade from 4 creates them.
 var FlowBuckets = [][]byte{Flow}
 
 // OutboxBuckets are the buckets version 3 added; the upgrade from 2 creates them.
 var OutboxBuckets = [][]byte{Outbox, OutboxDue, OutboxDead}
 
+// ScheduleBuckets are the buckets version 4 added; the upgrade from 3 creates them.
+var ScheduleBuckets = [][]byte{Schedules, SchedulesDue}
+
 // Buckets lists every bucket, created together with the store.
 var Buckets = [][]byte{
 	Meta, Tasks, TaskSpecs, TasksByCreate, Requests, Events, RunQueue, LeaseDeadlines, Ended,
 	Interrupts, PendingInterrupts, InterruptDeadlines, InterruptsByTask,
-	Verdicts, Obligations, Counters, Outbox, OutboxDue, OutboxDead, Flow,
+	Verdicts, Obligations, Counters, Outbox, OutboxDue, OutboxDead, Schedules, SchedulesDue, Flow,
 }
 
 // MetaSchemaKey holds the SchemaInfo in Meta.
@@ -102,7 +111,38 @@ const (
 	// waiting for delivery and its dead letters.
 	CounterOutboxPending = "outbox.pending"
 	CounterOutboxDead    = "outbox.dead"
+	// CounterSchedules counts a tenant's schedules.
+	CounterSchedules = "schedules"
 )
+
+// ScheduleKey is the key of a schedule: tenant, then id, so a tenant's schedules list
+// in id order.
+func ScheduleKey(tenant, id string) []byte {
+	return appendString(TenantPrefix(tenant), id)
+}
+
+// ScheduleDueKey orders schedules across tenants by wake time, then tenant and id.
+func ScheduleDueKey(wake time.Time, tenant, id string) []byte {
+	b := appendUint(make([]byte, 0, 8+2+len(tenant)+len(id)), Nanos(wake))
+	return appendString(appendString(b, tenant), id)
+}
+
+// DecodeScheduleDueKey splits a ScheduleDueKey.
+func DecodeScheduleDueKey(key []byte) (wake time.Time, tenant, id string, ok bool) {
+	if len(key) < 8 {
+		return time.Time{}, "", "", false
+	}
+	n := binary.BigEndian.Uint64(key)
+	tenant, rest, ok := cutString(key[8:])
+	if !ok {
+		return time.Time{}, "", "", false
+	}
+	id, rest, ok = cutString(rest)
+	if !ok || len(rest) != 0 {
+		return time.Time{}, "", "", false
+	}
+	return time.Unix(0, int64(n)).UTC(), tenant, id, true
+}
 
 // OutboxKey is the key of a notification: its id, which sorts by creation time.
 func OutboxKey(id string) []byte { return []byte(id) }

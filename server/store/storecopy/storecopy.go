@@ -28,6 +28,8 @@ type Counts struct {
 	Tenants, Tasks, Specs, Events, Interrupts, Verdicts, Obligations int64
 	// Notifications counts the webhook outbox's records, pending and dead letters.
 	Notifications int64
+	// Schedules counts the schedules, with their firing state.
+	Schedules int64
 }
 
 // task is every record of one task.
@@ -137,12 +139,67 @@ func Copy(ctx context.Context, src, dst Source) (Counts, error) {
 			n.Obligations += int64(len(t.obligations))
 		}
 	}
+	copied, err := copySchedules(ctx, src, dst)
+	n.Schedules += copied
+	if err != nil {
+		return n, err
+	}
 	for _, state := range []storagev1.OutboxState{storagev1.OutboxState_OUTBOX_STATE_PENDING, storagev1.OutboxState_OUTBOX_STATE_DEAD} {
 		copied, err := copyOutbox(ctx, src, dst, state)
 		n.Notifications += copied
 		if err != nil {
 			return n, err
 		}
+	}
+	return n, nil
+}
+
+// allSchedules reads every schedule of s, by tenant then id.
+func allSchedules(ctx context.Context, s store.Store) ([]*storagev1.ScheduleRecord, error) {
+	var out []*storagev1.ScheduleRecord
+	err := s.View(ctx, func(r store.Reader) error {
+		var names []string
+		if err := r.ScheduleTenants("", func(t string) (bool, error) { names = append(names, t); return true, nil }); err != nil {
+			return err
+		}
+		for _, t := range names {
+			if err := r.ScanSchedules(t, "", func(rec *storagev1.ScheduleRecord) (bool, error) {
+				out = append(out, rec)
+				return true, nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// copySchedules copies every schedule as it is (revision, next nominal time, recent
+// runs), so that the destination fires from where the source stopped.
+func copySchedules(ctx context.Context, src, dst Source) (int64, error) {
+	recs, err := allSchedules(ctx, src)
+	if err != nil {
+		return 0, fmt.Errorf("reading the schedules: %w", err)
+	}
+	var n int64
+	for _, rec := range recs {
+		// PutSchedule creates a record at revision 1 only; write it at 1, then as it is.
+		rev := rec.GetRevision()
+		if err := dst.Update(ctx, func(w store.Writer) error {
+			first := proto.Clone(rec).(*storagev1.ScheduleRecord)
+			first.Revision = 1
+			if err := w.PutSchedule(first); err != nil {
+				return err
+			}
+			if rev == 1 {
+				return nil
+			}
+			return w.PutSchedule(rec)
+		}); err != nil {
+			return n, fmt.Errorf("writing schedule %s/%s: %w", rec.GetTenant(), rec.GetScheduleId(), err)
+		}
+		n++
 	}
 	return n, nil
 }
@@ -314,6 +371,17 @@ func Compare(ctx context.Context, a, b Source) error {
 				differ("tenant %q queue %s: %s and %s", tenant, queue, ea, eb)
 			}
 		}
+	}
+	sca, err := allSchedules(ctx, a)
+	if err != nil {
+		return err
+	}
+	scb, err := allSchedules(ctx, b)
+	if err != nil {
+		return err
+	}
+	if !equalAll(sca, scb) {
+		differ("schedules: %d and %d, or they differ", len(sca), len(scb))
 	}
 	return errors.Join(diffs...)
 }

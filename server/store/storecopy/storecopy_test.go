@@ -91,7 +91,18 @@ func fill(t *testing.T, s store.Store) {
 				return err
 			}
 		}
-		return nil
+		// Schedules, one of a tenant with no task, one advanced past revision 1.
+		for _, rec := range []*storagev1.ScheduleRecord{storetest.Schedule("acme", "nightly", base.Add(time.Hour)), storetest.Schedule("initech", "paused", time.Time{})} {
+			if err := w.PutSchedule(rec); err != nil {
+				return err
+			}
+		}
+		rec, err := w.GetSchedule("acme", "nightly")
+		if err != nil {
+			return err
+		}
+		rec.Revision, rec.LastTaskId = 5, "task-01"
+		return w.PutSchedule(rec)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +129,7 @@ func TestCopyBoltToPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.Tenants != 2 || n.Tasks != 12 || n.Specs != 12 || n.Events != 21 || n.Interrupts != 12 || n.Verdicts != 6 || n.Obligations != 6 || n.Notifications != 3 {
+	if n.Tenants != 2 || n.Tasks != 12 || n.Specs != 12 || n.Events != 21 || n.Interrupts != 12 || n.Verdicts != 6 || n.Obligations != 6 || n.Notifications != 3 || n.Schedules != 2 {
 		t.Fatalf("copied %+v", n)
 	}
 	if err := storecopy.Compare(ctx, src, dst); err != nil {

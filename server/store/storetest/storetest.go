@@ -52,6 +52,8 @@ func Run(t *testing.T, open Opener) {
 		{"Closed", testClosed},
 		{"Outbox", testOutbox},
 		{"OutboxConcurrentClaims", testOutboxConcurrentClaims},
+		{"Schedules", testSchedules},
+		{"ScheduleConcurrentAdvance", testScheduleConcurrentAdvance},
 		{"Flow", testFlow},
 		{"FlowConcurrentReadModifyWrite", testFlowConcurrentRMW},
 		{"QueuePriority", testQueuePriority},

@@ -69,7 +69,7 @@ func newDeadLettersListCommand(g *globals) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.tenant, "tenant", "", "only this tenant's dead letters")
-	f.Int32Var(&o.limit, "limit", 0, "dead letters per page (server default 100, at most 1000)")
+	f.Int32Var(&o.limit, "limit", 0, "dead letters per page (server default 50, at most 500)")
 	f.StringVar(&o.pageToken, "page-token", "", "continue a listing from the token a previous page printed")
 	return cmd
 }

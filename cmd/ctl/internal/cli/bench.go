@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	"github.com/agentplane/agentplane/client/worker"
 	"github.com/agentplane/agentplane/cmd/ctl/internal/printer"
@@ -318,7 +319,7 @@ const benchGatedTool = "bench_gated"
 func (b *benchRun) startRequest(i int, gated bool) *agentplanev1.StartTaskRequest {
 	req := &agentplanev1.StartTaskRequest{
 		RequestId: fmt.Sprintf("bench-%s-%d", b.id, i),
-		Spec:      &agentplanev1.StartTaskRequest_Agent{Agent: benchAgent(gated)},
+		Source:    &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(benchAgent(gated))},
 		Input:     client.UserText("bench"),
 		Labels:    map[string]string{"bench": b.id},
 		Queue:     b.queue(),

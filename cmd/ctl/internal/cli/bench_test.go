@@ -43,8 +43,8 @@ func TestBenchStart(t *testing.T) {
 	ids := map[string]bool{}
 	for _, r := range started {
 		ids[r.GetRequestId()] = true
-		if r.GetAgent().GetApiVersion() != "qar/v1" || r.GetAgent().GetKind() != "AgentSpec" {
-			t.Fatalf("bench spec %v", r.GetAgent())
+		if f := r.GetSpec().GetFields(); f["apiVersion"].GetStringValue() != "qar/v1" || f["kind"].GetStringValue() != "AgentSpec" {
+			t.Fatalf("bench spec %v", r.GetSpec())
 		}
 	}
 	if len(started) != 50 || len(ids) != 50 {

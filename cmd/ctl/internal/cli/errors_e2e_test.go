@@ -30,7 +30,7 @@ func TestErrorsNameCommands(t *testing.T) {
 			}
 		}
 		// The reason in parentheses is the API's stable identifier; the words around it are for the user.
-		if m := rpcName.FindString(regexp.MustCompile(`\([a-z_.]+\)`).ReplaceAllString(errOut, "")); m != "" {
+		if m := rpcName.FindString(regexp.MustCompile(`\([A-Z_]+\)`).ReplaceAllString(errOut, "")); m != "" {
 			t.Errorf("stderr names %s, not a ctl command:\n%s", m, errOut)
 		}
 	}

@@ -158,7 +158,7 @@ func TestHumanOutputEscapesCallerText(t *testing.T) {
 
 	// Errors: the server's message (a caller's text echoed back) and ErrorInfo.
 	f.err = func() error { // a reason no server declares, as a hostile server could send
-		st, _ := status.New(codes.FailedPrecondition, "no task "+nasty).WithDetails(&errdetails.ErrorInfo{Domain: reasons.Domain, Reason: "task.not_found" + nasty})
+		st, _ := status.New(codes.FailedPrecondition, "no task "+nasty).WithDetails(&errdetails.ErrorInfo{Domain: reasons.Domain, Reason: "TASK_NOT_FOUND" + nasty})
 		return st.Err()
 	}()
 	code, out, errOut := runCtl(t, addr, "task", "get", "t-1"+nasty)

@@ -204,7 +204,7 @@ func NewRootCommand(stdin io.Reader) *cobra.Command {
 		c.GroupID = "basic"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{newSpecCommand(g), newTaskCommand(g), newHitlCommand(g), newRuntimeCommand(g), newAdminCommand(g), newBenchCommand(g)} {
+	for _, c := range []*cobra.Command{newSpecCommand(g), newTaskCommand(g), newScheduleCommand(g), newHitlCommand(g), newRuntimeCommand(g), newAdminCommand(g), newBenchCommand(g)} {
 		c.GroupID = "areas"
 		root.AddCommand(c)
 	}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/config"
@@ -126,14 +127,14 @@ func TestGatedCallApprovedFromCtl(t *testing.T) {
 		t.Fatalf("hitl show: %d %s %s", code, out, errOut)
 	}
 	code, _, errOut = runCtl(t, in.GRPCAddr, "hitl", "approve", interruptID, "--digest", strings.Repeat("0", 64))
-	if code != exitFailed || !strings.Contains(errOut, "(interrupt.args_mismatch)") {
+	if code != exitFailed || !strings.Contains(errOut, "(INTERRUPT_ARGS_MISMATCH)") {
 		t.Fatalf("approve with a stale digest: %d %s", code, errOut)
 	}
 	if code, out, errOut = runCtl(t, in.GRPCAddr, "hitl", "approve", interruptID, "--reason", "fine", "--digest", digest[1]); code != 0 {
 		t.Fatalf("hitl approve: %d %s %s", code, out, errOut)
 	}
 	code, _, errOut = runCtl(t, in.GRPCAddr, "hitl", "approve", interruptID)
-	if code != exitFailed || !strings.Contains(errOut, "(interrupt.already_resolved)") {
+	if code != exitFailed || !strings.Contains(errOut, "(INTERRUPT_ALREADY_RESOLVED)") {
 		t.Errorf("second approval: %d %s", code, errOut)
 	}
 	if code, rout, rerr := waitCtl(t, "runtime run --once", runtime); code != 0 || !strings.Contains(rout, taskID+": completed") {
@@ -151,7 +152,7 @@ func TestExampleSpecsValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Spec: &agentplanev1.ValidateSpecRequest_Document{Document: doc}, DocumentName: "approval.agent.yaml"})
+	resp, err := in.Client.Spec.ValidateSpec(ctx, &agentplanev1.ValidateSpecRequest{Source: &agentplanev1.ValidateSpecRequest_Document{Document: doc}, DocumentName: "approval.agent.yaml"})
 	if status.Code(err) == codes.Unimplemented {
 		t.Skip("the server does not validate specs yet")
 	}
@@ -189,7 +190,7 @@ func TestBenchAgainstTheServer(t *testing.T) {
 		requireServerSide(t, in)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		mine, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: benchAgent(false)}, Input: client.UserText("mine")})
+		mine, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(benchAgent(false))}, Input: client.UserText("mine")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +219,7 @@ func TestAdminAgainstTheServer(t *testing.T) {
 		t.Skip("the server does not implement AdminService yet")
 	}
 	requireServerSide(t, in)
-	started, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Spec: &agentplanev1.StartTaskRequest_Agent{Agent: benchAgent(false)}, Input: client.UserText("keep me")})
+	started, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(benchAgent(false))}, Input: client.UserText("keep me")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +246,7 @@ func TestAdminAgainstTheServer(t *testing.T) {
 
 // TestCtlOnPostgres: against a control plane on PostgreSQL, ctl capabilities names
 // the store postgres and says no hot backup, ctl admin backup is refused with
-// store.backup_unsupported (and writes no file), and ctl admin stats shows the
+// STORE_BACKUP_UNSUPPORTED (and writes no file), and ctl admin stats shows the
 // database's figures, not the bbolt file's log.
 func TestCtlOnPostgres(t *testing.T) {
 	in := servertest.Start(t, func(c *config.Config) {
@@ -259,8 +260,8 @@ func TestCtlOnPostgres(t *testing.T) {
 	}
 	backup := filepath.Join(t.TempDir(), "backup.db")
 	code, out, errOut = runCtl(t, in.GRPCAddr, "admin", "backup", backup)
-	if code == 0 || !strings.Contains(errOut, "store.backup_unsupported") {
-		t.Errorf("admin backup on postgres: exit %d, want store.backup_unsupported:\n%s%s", code, out, errOut)
+	if code == 0 || !strings.Contains(errOut, "STORE_BACKUP_UNSUPPORTED") {
+		t.Errorf("admin backup on postgres: exit %d, want STORE_BACKUP_UNSUPPORTED:\n%s%s", code, out, errOut)
 	}
 	if _, err := os.Stat(backup); !os.IsNotExist(err) {
 		t.Errorf("a refused backup left %s (%v)", backup, err)

@@ -65,7 +65,7 @@ func newSpecValidateCommand(g *globals) *cobra.Command {
 			run := func(validate func(*agentplanev1.ValidateSpecRequest) (*agentplanev1.ValidateSpecResponse, error)) error {
 				for i, path := range args {
 					resp, err := validate(&agentplanev1.ValidateSpecRequest{
-						Spec:   &agentplanev1.ValidateSpecRequest_Document{Document: docs[i]},
+						Source: &agentplanev1.ValidateSpecRequest_Document{Document: docs[i]},
 						Format: documentFormat(path), DocumentName: path, TenantMaxDepth: o.tenantMaxDepth,
 					})
 					if v := specViolationsOf(err); v != nil {

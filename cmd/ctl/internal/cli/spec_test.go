@@ -100,7 +100,7 @@ func TestSpecRulesExplainSchema(t *testing.T) {
 		t.Fatalf("spec explain: exit %d\n%s", code, out)
 	}
 	code, _, errOut := runCtl(t, in.GRPCAddr, "spec", "explain", "D99-R99")
-	if code != exitFailed || !strings.Contains(errOut, "rule.not_found") {
+	if code != exitFailed || !strings.Contains(errOut, "RULE_NOT_FOUND") {
 		t.Fatalf("unknown rule: exit %d %q", code, errOut)
 	}
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -82,20 +83,25 @@ func newTaskStartCommand(g *globals) *cobra.Command {
 			})
 		},
 	}
-	f := cmd.Flags()
+	o.bindTemplate(cmd.Flags())
+	cmd.Flags().StringVar(&o.requestID, "request-id", "", "idempotency key: a retry with the same key returns the same task")
+	viewFlag(cmd, &o.view, "basic")
+	return cmd
+}
+
+// bindTemplate adds the flags that say what a task runs and with what: ctl task
+// start's, and the task template of ctl schedule create and update.
+func (o *taskStartOptions) bindTemplate(f *pflag.FlagSet) {
 	f.StringVar(&o.agentFile, "agent", "", "AgentSpec file (YAML or JSON)")
 	f.StringVar(&o.graphFile, "graph", "", "GraphSpec file (YAML or JSON)")
 	f.StringVar(&o.agentID, "agent-id", "", "static agent id from the deployment's agent table")
 	f.StringVar(&o.input, "input", "", "the user's input (- reads standard input)")
-	f.StringVar(&o.requestID, "request-id", "", "idempotency key: a retry with the same key returns the same task")
 	f.StringArrayVar(&o.labels, "label", nil, "label key=value (repeatable)")
 	f.StringVar(&o.policyFile, "policy", "", "interrupt policy file (YAML or JSON): allowlist, denylist or predicate")
 	f.StringVar(&o.sessionID, "session", "", "session id passed to policies and approval requests")
 	f.StringVar(&o.queue, "queue", "", "run queue: only runtimes serving it lease the task (default: the default queue)")
 	f.Int32Var(&o.priority, "priority", 0, "priority among your tasks of the queue, -5 (lowest) to 5 (highest)")
 	f.DurationVar(&o.interruptTimeout, "interrupt-timeout", 0, "deadline of each interrupt of this task (default: the deployment's)")
-	viewFlag(cmd, &o.view, "basic")
-	return cmd
 }
 
 // viewFlag adds --view, naming the server's default for the command.
@@ -137,7 +143,7 @@ func (o *taskStartOptions) request(stdin io.Reader) (*agentplanev1.StartTaskRequ
 	req := &agentplanev1.StartTaskRequest{RequestId: o.requestID, Input: client.UserText(input), SessionId: o.sessionID, View: view, Queue: o.queue, Priority: o.priority}
 	switch {
 	case o.agentID != "":
-		req.Spec = &agentplanev1.StartTaskRequest_AgentId{AgentId: o.agentID}
+		req.Source = &agentplanev1.StartTaskRequest_AgentId{AgentId: o.agentID}
 	case o.agentFile != "":
 		if err := readSpecDocument(req, "agent", o.agentFile, "AgentSpec"); err != nil {
 			return nil, err
@@ -190,8 +196,8 @@ func (o *taskStartOptions) specViolations(w io.Writer, err error) error {
 }
 
 // specViolationsOf returns the violations a refused spec carries: those of an invalid
-// spec (spec.invalid) and the DOC-TOO-LARGE finding of a document over the
-// deployment's limits (limit.exceeded). Other errors have none.
+// spec (SPEC_INVALID) and the DOC-TOO-LARGE finding of a document over the
+// deployment's limits (LIMIT_EXCEEDED). Other errors have none.
 func specViolationsOf(err error) []*agentplanev1.SpecViolation {
 	switch reasons.Of(err) {
 	case apierr.ReasonSpecInvalid, apierr.ReasonResourceExhausted:
@@ -237,7 +243,7 @@ func readSpecDocument(req *agentplanev1.StartTaskRequest, flag, path, wantKind s
 		}
 		return usageErr("--%s %s: the document is a %s, not a %s%s", flag, path, head.Kind, wantKind, hint)
 	}
-	req.Spec = &agentplanev1.StartTaskRequest_Document{Document: b}
+	req.Source = &agentplanev1.StartTaskRequest_Document{Document: b}
 	req.Format = documentFormat(path)
 	return nil
 }

@@ -127,7 +127,7 @@ func TestServerErrorsArePrintedWithTheirReason(t *testing.T) {
 		{"admin", "stats"}, {"admin", "purge"},
 	} {
 		code, out, errOut := runCtl(t, addr, args...)
-		if code != exitFailed || errOut != "ctl: NotFound (task.not_found): task t-9 not found\n" || out != "" {
+		if code != exitFailed || errOut != "ctl: NotFound (TASK_NOT_FOUND): task t-9 not found\n" || out != "" {
 			t.Errorf("%v: exit %d out %q err %q", args, code, out, errOut)
 		}
 	}
@@ -343,7 +343,7 @@ func TestTaskWatchGivesUp(t *testing.T) {
 func TestTaskCommandsAgainstTheServer(t *testing.T) {
 	in := servertest.Start(t, nil)
 	code, _, errOut := runCtl(t, in.GRPCAddr, "task", "get", "t-does-not-exist")
-	if code != exitFailed || !regexp.MustCompile(`^ctl: [A-Za-z]+ \([a-z_.]+\): \S.*\n$`).MatchString(errOut) {
+	if code != exitFailed || !regexp.MustCompile(`^ctl: [A-Za-z]+ \([A-Z_]+\): \S.*\n$`).MatchString(errOut) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	for _, args := range [][]string{

@@ -85,7 +85,7 @@ func TestWebhookDeadLettersListAndRetry(t *testing.T) {
 		t.Fatalf("retried delivery %s (%v): %s", ds[2].ID, ds[2].Verified, ds[2].Body)
 	}
 	code, _, errOut = runCtl(t, in.GRPCAddr, "admin", "webhooks", "dead-letters", "retry", d.ID)
-	if code != exitFailed || !strings.Contains(errOut, "webhook.delivery_not_found") {
+	if code != exitFailed || !strings.Contains(errOut, "WEBHOOK_DELIVERY_NOT_FOUND") {
 		t.Fatalf("retrying again: exit %d: %s", code, errOut)
 	}
 	if code, _, errOut := runCtl(t, in.GRPCAddr, "admin", "webhooks", "dead-letters", "retry"); code != exitUsage {

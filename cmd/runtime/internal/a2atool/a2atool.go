@@ -1,8 +1,9 @@
 // Package a2atool mounts the skills of a task's effective A2A peers (Lease.a2a_peers)
 // for the agent runner: each peer's agent card is read, its skills are mounted as
-// "a2a__<peer>__<skill>" and called with message/send through the A2A project's Go
-// client (github.com/a2aproject/a2a-go) over JSON-RPC. The gate always holds A2A
-// calls for approval (gates.AlwaysGated).
+// "a2a__<peer>__<skill>" and called over JSON-RPC: with A2A v1.0's SendMessage when the
+// card offers a v1.0 JSON-RPC interface (its own small client, v10.go), else with 0.3's
+// message/send through the A2A project's Go client (github.com/a2aproject/a2a-go). The
+// gate always holds A2A calls for approval (gates.AlwaysGated).
 package a2atool
 
 import (
@@ -78,7 +79,7 @@ func (p *Provider) MountPeers(ctx context.Context, peers []*agentplanev1.A2APeer
 		names[i] = peer.GetName()
 	}
 	return agent.MountEach(ctx, log, note, "A2A peer", "a2a_peer", names, func(ctx context.Context, i int) ([]*agent.RemoteTool, func(), error) {
-		ts, refused, c, err := p.mountPeer(ctx, peers[i])
+		ts, refused, c, err := p.mountPeer(ctx, peers[i], log)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -87,20 +88,27 @@ func (p *Provider) MountPeers(ctx context.Context, peers []*agentplanev1.A2APeer
 	})
 }
 
-func (p *Provider) mountPeer(ctx context.Context, peer *agentplanev1.A2APeer) ([]*agent.RemoteTool, []agent.Refusal, *a2aclient.Client, error) {
+func (p *Provider) mountPeer(ctx context.Context, peer *agentplanev1.A2APeer, log *slog.Logger) ([]*agent.RemoteTool, []agent.Refusal, peerClient, error) {
 	hc := agent.HeaderClient(peer.GetHeaders())
 	card, cardURL, err := p.readCard(ctx, hc, peer.GetUrl())
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	endpoint, err := jsonrpcEndpoint(card, cardURL)
+	ep, err := pickEndpoint(card, cardURL)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	c, err := a2aclient.NewFromEndpoints(ctx, []a2a.AgentInterface{{URL: endpoint, Transport: a2a.TransportProtocolJSONRPC}},
-		a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(hc))
-	if err != nil {
-		return nil, nil, nil, err
+	log.Debug("A2A peer card read", "a2a_peer", peer.GetName(), "protocol_version", ep.version, "skills", len(card.Skills))
+	var c peerClient
+	if ep.version == version10 {
+		c = &v10Client{hc: hc, endpoint: ep.url, maxBody: agent.ResponseLimit(agent.OrDefault(p.MaxResultBytes, DefaultMaxResultBytes))}
+	} else {
+		ac, err := a2aclient.NewFromEndpoints(ctx, []a2a.AgentInterface{{URL: ep.url, Transport: a2a.TransportProtocolJSONRPC}},
+			a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(hc))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		c = v03Client{ac}
 	}
 	var (
 		tools   []*agent.RemoteTool
@@ -143,9 +151,32 @@ func (p *Provider) mountPeer(ctx context.Context, peer *agentplanev1.A2APeer) ([
 	return tools, append(refused, clashes...), c, nil
 }
 
+// agentCard is what the runtime reads of a peer's agent card, in either version: 1.0's
+// supportedInterfaces, 0.3's url, preferredTransport and additionalInterfaces.
+type agentCard struct {
+	Name                string `json:"name"`
+	SupportedInterfaces []struct {
+		URL             string `json:"url"`
+		ProtocolBinding string `json:"protocolBinding"`
+		ProtocolVersion string `json:"protocolVersion"`
+	} `json:"supportedInterfaces"`
+	ProtocolVersion      string `json:"protocolVersion"`
+	URL                  string `json:"url"`
+	PreferredTransport   string `json:"preferredTransport"`
+	AdditionalInterfaces []struct {
+		URL       string `json:"url"`
+		Transport string `json:"transport"`
+	} `json:"additionalInterfaces"`
+	Skills []struct {
+		ID          string `json:"id"`
+		Name        string `json:"name"`
+		Description string `json:"description"`
+	} `json:"skills"`
+}
+
 // readCard fetches the agent card: the peer's URL itself when it names a .json
 // document, else <url>/.well-known/agent-card.json. It returns the URL it read.
-func (p *Provider) readCard(ctx context.Context, hc *http.Client, peerURL string) (*a2a.AgentCard, *url.URL, error) {
+func (p *Provider) readCard(ctx context.Context, hc *http.Client, peerURL string) (*agentCard, *url.URL, error) {
 	u, err := url.Parse(peerURL)
 	if err != nil {
 		return nil, nil, err
@@ -177,7 +208,7 @@ func (p *Provider) readCard(ctx context.Context, hc *http.Client, peerURL string
 	if err != nil {
 		return nil, nil, p.cardError(ctx, fmt.Errorf("read agent card: %w", err))
 	}
-	var card a2a.AgentCard
+	var card agentCard
 	if err := json.Unmarshal(body, &card); err != nil {
 		return nil, nil, fmt.Errorf("agent card %s: %w", u.Redacted(), err)
 	}
@@ -191,118 +222,4 @@ func (p *Provider) cardError(ctx context.Context, err error) error {
 		return fmt.Errorf("read agent card: no answer within %s (a2a.card_timeout)", agent.OrDefault(p.CardTimeout, DefaultCardTimeout))
 	}
 	return err
-}
-
-// jsonrpcEndpoint picks the card's JSON-RPC endpoint (the preferred one first). It
-// must be on the origin the card was read from: the control plane's gates approved
-// that origin, and the peer's headers (credentials) go nowhere else.
-func jsonrpcEndpoint(card *a2a.AgentCard, cardURL *url.URL) (string, error) {
-	ifaces := append([]a2a.AgentInterface{{URL: card.URL, Transport: card.PreferredTransport}}, card.AdditionalInterfaces...)
-	var offsite string
-	for _, in := range ifaces {
-		if in.URL == "" || (in.Transport != "" && !strings.EqualFold(string(in.Transport), string(a2a.TransportProtocolJSONRPC))) {
-			continue
-		}
-		u, err := url.Parse(in.URL)
-		if err != nil {
-			continue
-		}
-		if u.Scheme != cardURL.Scheme || u.Host != cardURL.Host {
-			offsite = in.URL
-			continue
-		}
-		return in.URL, nil
-	}
-	if offsite != "" {
-		return "", fmt.Errorf("the agent card's JSON-RPC endpoint %s is not on the peer's origin %s://%s", offsite, cardURL.Scheme, cardURL.Host)
-	}
-	return "", fmt.Errorf("the agent card offers no JSON-RPC endpoint")
-}
-
-// call sends the model's message to the peer, naming the skill in the message's
-// metadata, and waits for the answer (a blocking message/send). A completed task's
-// artifacts and status message, or the peer's reply message, are the result; a task
-// that failed, was rejected or canceled, or waits for input, is a tool error.
-func (p *Provider) call(ctx context.Context, c *a2aclient.Client, peer, skill, argumentsJSON string) (string, bool) {
-	var args struct {
-		Message string `json:"message"`
-	}
-	if err := json.Unmarshal([]byte(argumentsJSON), &args); err != nil || strings.TrimSpace(args.Message) == "" {
-		return fmt.Sprintf("A2A skill %s of %s: the arguments must be an object with a non-empty \"message\" string", skill, peer), true
-	}
-	callCtx, cancel := context.WithTimeout(ctx, agent.OrDefault(p.CallTimeout, DefaultCallTimeout))
-	defer cancel()
-	limit := agent.OrDefault(p.MaxResultBytes, DefaultMaxResultBytes)
-	n := agent.ResponseLimit(limit)
-	callCtx, stop := agent.WithReadLimit(callCtx, agent.ReadLimit{Message: n, Total: n})
-	defer stop()
-	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: args.Message})
-	msg.Metadata = map[string]any{"skill": skill}
-	res, err := c.SendMessage(callCtx, &a2a.MessageSendParams{Message: msg, Metadata: map[string]any{"skill": skill}})
-	if tl := agent.TooLarge(callCtx); tl != nil {
-		telemetry.FromContext(ctx).ToolLimit("a2a", "response_bytes")
-		return fmt.Sprintf("A2A peer %s: skill %s failed: its answer is larger than %d bytes, the most this runtime reads for a result of at most %d bytes (a2a.max_result_bytes)", peer, skill, tl.Limit, limit), true
-	}
-	if err != nil {
-		if errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			telemetry.FromContext(ctx).ToolLimit("a2a", "call_timeout")
-			return fmt.Sprintf("A2A peer %s: skill %s timed out after %s (a2a.call_timeout)", peer, skill, agent.OrDefault(p.CallTimeout, DefaultCallTimeout)), true
-		}
-		if ctx.Err() != nil {
-			return fmt.Sprintf("A2A peer %s: skill %s was cancelled: %v", peer, skill, err), true
-		}
-		return agent.Truncate(fmt.Sprintf("A2A peer %s: skill %s failed: %v", peer, skill, err), limit), true
-	}
-	text, isErr := resultText(res)
-	return agent.Truncate(text, limit), isErr
-}
-
-func resultText(res a2a.SendMessageResult) (string, bool) {
-	switch r := res.(type) {
-	case *a2a.Message:
-		return partsText(r.Parts), false
-	case *a2a.Task:
-		var out []string
-		for _, a := range r.Artifacts {
-			if s := partsText(a.Parts); s != "" {
-				out = append(out, s)
-			}
-		}
-		if m := r.Status.Message; m != nil {
-			if s := partsText(m.Parts); s != "" {
-				out = append(out, s)
-			}
-		}
-		text := strings.Join(out, "\n")
-		if r.Status.State == a2a.TaskStateCompleted {
-			return text, false
-		}
-		return strings.TrimSpace(fmt.Sprintf("the remote task %s ended %s. %s", r.ID, r.Status.State, text)), true
-	default:
-		return fmt.Sprintf("unexpected A2A answer %T", res), true
-	}
-}
-
-// partsText joins the text of parts; data parts as JSON, files by name.
-func partsText(parts a2a.ContentParts) string {
-	var out []string
-	for _, p := range parts {
-		switch p := p.(type) {
-		case a2a.TextPart:
-			out = append(out, p.Text)
-		case *a2a.TextPart:
-			out = append(out, p.Text)
-		case a2a.DataPart:
-			if b, err := json.Marshal(p.Data); err == nil {
-				out = append(out, string(b))
-			}
-		case *a2a.DataPart:
-			if b, err := json.Marshal(p.Data); err == nil {
-				out = append(out, string(b))
-			}
-		default:
-			out = append(out, fmt.Sprintf("[%T part]", p))
-		}
-	}
-	return strings.Join(out, "\n")
 }

@@ -143,7 +143,7 @@ func TestAgentSkillAlwaysGated(t *testing.T) {
 		Logger:    quiet,
 	}
 	taskID := agenttest.StartTask(t, ctx, in, &agentplanev1.StartTaskRequest{
-		Spec:   &agentplanev1.StartTaskRequest_Document{Document: []byte(agenttest.AgentDoc)},
+		Source: &agentplanev1.StartTaskRequest_Document{Document: []byte(agenttest.AgentDoc)},
 		Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("where is order 42?"),
 		A2APeers: &agentplanev1.A2APeerList{Peers: []*agentplanev1.A2APeer{{Name: "shipping", Url: pe.url}}},
 		InterruptPolicy: &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Allowlist{Allowlist: &agentplanev1.ToolListPolicy{

@@ -108,3 +108,112 @@ func TestHostilePeer(t *testing.T) {
 		t.Errorf("ask answered %.200q (error %v)", res, isErr)
 	}
 }
+
+// hostileV10Peer serves, by hand, an A2A v1.0 peer (its card lists only 1.0's
+// supportedInterfaces) whose skills each misbehave in one way; it fails the test on a
+// call without A2A-Version: 1.0.
+func hostileV10Peer(t *testing.T) string {
+	var hs *httptest.Server
+	hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/.well-known/agent-card.json") {
+			var skills []map[string]any
+			for _, id := range []string{"ok", "flood", "pollflood", "garbage", "wrongid", "longid", "noresult", "error", "forever", "failed", "swap"} {
+				skills = append(skills, map[string]any{"id": id, "name": id})
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{"name": "hostile", "skills": skills,
+				"supportedInterfaces": []map[string]any{{"url": hs.URL + "/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}}})
+			return
+		}
+		if v := r.Header.Get("A2A-Version"); v != "1.0" {
+			t.Errorf("%s: A2A-Version %q, want 1.0", r.URL.Path, v)
+		}
+		var req struct {
+			ID     int64  `json:"id"`
+			Method string `json:"method"`
+			Params struct {
+				ID       string         `json:"id"`
+				Metadata map[string]any `json:"metadata"`
+			} `json:"params"`
+		}
+		_ = json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req)
+		skill, _ := req.Params.Metadata["skill"].(string)
+		if req.Method == "GetTask" {
+			skill = strings.TrimPrefix(req.Params.ID, "t-")
+		}
+		head := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,`, req.ID)
+		task := func(id, state string) string {
+			return head + fmt.Sprintf(`"result":{"task":{"id":%q,"contextId":"c","status":{"state":%q}}}}`, id, state)
+		}
+		switch {
+		case req.Method == "GetTask" && skill == "pollflood":
+			writeRepeated(w, head+`"result":{"id":"t-pollflood","status":{"state":"TASK_STATE_WORKING"},"artifacts":[{"parts":[{"text":"`, 'y', 400<<20, `"}]}]}}`)
+		case req.Method == "GetTask" && skill == "forever":
+			_, _ = io.WriteString(w, head+`"result":{"id":"t-forever","status":{"state":"TASK_STATE_WORKING"}}}`)
+		case req.Method == "GetTask":
+			_, _ = io.WriteString(w, head+`"result":{"id":"t-other","status":{"state":"TASK_STATE_COMPLETED"}}}`)
+		case skill == "ok":
+			_, _ = io.WriteString(w, head+`"result":{"task":{"id":"t-ok","status":{"state":"TASK_STATE_COMPLETED"},"artifacts":[{"artifactId":"a","parts":[{"text":"fine"},{"data":{"n": 1}}]}]}}}`)
+		case skill == "flood":
+			writeRepeated(w, head+`"result":{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"`, 'y', 400<<20, `"}]}}}`)
+		case skill == "pollflood", skill == "forever", skill == "swap":
+			_, _ = io.WriteString(w, task("t-"+skill, "TASK_STATE_WORKING"))
+		case skill == "garbage":
+			writeRepeated(w, "", 0xff, 1000, "")
+		case skill == "wrongid":
+			_, _ = io.WriteString(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"message":{"parts":[{"text":"not yours"}]}}}`, req.ID+7))
+		case skill == "longid":
+			_, _ = io.WriteString(w, task(strings.Repeat("i", 10<<10), "TASK_STATE_WORKING"))
+		case skill == "noresult":
+			_, _ = io.WriteString(w, head+`"result":null}`)
+		case skill == "error":
+			w.WriteHeader(http.StatusInternalServerError)
+			writeRepeated(w, head+`"error":{"code":-32603,"message":"`, 'e', 100<<10, `"}}`)
+		case skill == "failed":
+			_, _ = io.WriteString(w, head+`"result":{"task":{"id":"t-failed","status":{"state":"TASK_STATE_FAILED","message":{"role":"ROLE_AGENT","parts":[{"text":"no such order"}]}}}}}`)
+		}
+	}))
+	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close() })
+	return hs.URL
+}
+
+// TestHostileV10Peer: every misbehaviour of a v1.0 peer is a tool error the model
+// reads, bounded: 400 MiB answers (to SendMessage, and to a later GetTask poll) are
+// cut at the read limit, malformed and mismatched answers are refused, a huge error
+// message is cut, a task that never ends times out; a sane call still works.
+func TestHostileV10Peer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tools, release, err := (&Provider{CallTimeout: 3 * time.Second}).MountPeers(ctx, []*agentplanev1.A2APeer{{Name: "evil", Url: hostileV10Peer(t)}}, quiet, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	m := map[string]*agent.RemoteTool{}
+	for _, rt := range tools {
+		m[strings.TrimPrefix(rt.GateName, "a2a__evil__")] = rt
+	}
+	for skill, want := range map[string]string{
+		"flood":     "its answer is larger than 196608 bytes",
+		"pollflood": "its answer is larger than 196608 bytes",
+		"garbage":   "SendMessage: the peer's answer is not a JSON-RPC 2.0 response",
+		"wrongid":   "SendMessage: the peer answered another request",
+		"longid":    "the peer answered a task whose id (10240 bytes)",
+		"noresult":  "SendMessage: the peer's answer has no result",
+		"error":     "[message truncated at 1024 bytes]",
+		"forever":   "timed out after 3s (a2a.call_timeout)",
+		"failed":    "the remote task t-failed ended failed. no such order",
+		"swap":      "GetTask answered another task",
+	} {
+		if m[skill] == nil {
+			t.Fatalf("skill %s not mounted (%d tools)", skill, len(tools))
+		}
+		res, isErr := m[skill].Run(ctx, `{"message":"go"}`)
+		if !isErr || !strings.Contains(res, want) || len(res) > 4<<10 {
+			t.Errorf("%s answered %.300q (%d bytes, error %v), want a short tool error saying %q", skill, res, len(res), isErr, want)
+		}
+	}
+	if res, isErr := m["ok"].Run(ctx, `{"message":"go"}`); isErr || res != "fine\n{\"n\":1}" {
+		t.Errorf("ok answered %.200q (error %v)", res, isErr)
+	}
+}

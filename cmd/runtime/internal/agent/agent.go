@@ -69,6 +69,10 @@ type Runner struct {
 	Logger        *slog.Logger
 	// Telemetry records metrics and spans (nil: none).
 	Telemetry *telemetry.T
+	// ObserveSettle, when set, is told how long each wait for a tool result's report
+	// took (the report travels while the model is asked again; the wait is what of
+	// it stayed on the step's path). For the benchmark.
+	ObserveSettle func(time.Duration)
 }
 
 var _ worker.Handler = (*Runner)(nil)
@@ -125,6 +129,8 @@ type turn struct {
 	trips int32
 	// pending are the calls of the last assistant message without a result.
 	pending []call
+	// reporting is the last tool result's report while it travels (result, settle).
+	reporting *resultReport
 	// modelIDs are the model's ids of the session's calls, by the runtime's id.
 	modelIDs map[string]string
 	// refusedTurns counts the model turns in a row whose calls the runtime refused.
@@ -328,6 +334,11 @@ func (tu *turn) runCalls(ctx context.Context, calls []call) (end Result, err err
 			}
 		}
 	}
+	if len(clientCalls) > 0 || endsTurn {
+		if err := tu.settle(); err != nil {
+			return Result{}, err
+		}
+	}
 	if len(clientCalls) > 0 {
 		_, err := tu.t.WaitForToolOutputs(ctx, tu.node, clientCalls...)
 		return Result{Ended: true}, err
@@ -335,6 +346,7 @@ func (tu *turn) runCalls(ctx context.Context, calls []call) (end Result, err err
 	if endsTurn {
 		return Result{Message: tu.last}, nil
 	}
+	// The last result's report may still travel: the model is asked meanwhile.
 	return Result{}, nil
 }
 
@@ -448,7 +460,10 @@ func (tu *turn) streamModel(ctx context.Context) (*agentplanev1.Message, []call,
 		params.ResponseFormat = responseFormat(js)
 	}
 	msgID := "msg-" + client.NewRequestID()
-	stream := tu.oai.Chat.Completions.NewStreaming(ctx, params)
+	// The last tool result's report travels while the model is asked (result).
+	sctx, stop := tu.cancelOnReportFailure(ctx)
+	defer stop()
+	stream := tu.oai.Chat.Completions.NewStreaming(sctx, params)
 	defer stream.Close()
 	var acc openai.ChatCompletionAccumulator
 	usageKnown := false
@@ -458,11 +473,17 @@ func (tu *turn) streamModel(ctx context.Context) (*agentplanev1.Message, []call,
 		acc.AddChunk(chunk)
 		usageKnown = usageKnown || chunk.JSON.Usage.Valid()
 		if len(chunk.Choices) > 0 {
-			deltas.add(ctx, chunk.Choices[0].Delta.Content)
+			deltas.add(sctx, chunk.Choices[0].Delta.Content)
 		}
 	}
-	deltas.flush(ctx)
+	deltas.flush(sctx)
 	tu.completion, tu.usageKnown = &acc.ChatCompletion, usageKnown
+	// The answer follows the results in the log: nothing of it is reported, and it
+	// is not even judged, until the last result's report is durable. A failed report
+	// ends the session with its own error, whatever the model answered.
+	if err := tu.settle(); err != nil {
+		return nil, nil, err
+	}
 	if err := stream.Err(); err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, context.Cause(ctx)

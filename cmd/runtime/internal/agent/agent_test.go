@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentplane/agentplane/client"
+	"github.com/agentplane/agentplane/client/worker"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/agenttest"
 	"github.com/agentplane/agentplane/cmd/runtime/internal/fakemodel"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -72,7 +73,7 @@ func startWorker(t *testing.T, ctx context.Context, in *servertest.Instance, r *
 func startTask(t *testing.T, ctx context.Context, in *servertest.Instance, doc string, policy *agentplanev1.InterruptPolicy) string {
 	t.Helper()
 	resp, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec:   &agentplanev1.StartTaskRequest_Document{Document: []byte(doc)},
+		Source: &agentplanev1.StartTaskRequest_Document{Document: []byte(doc)},
 		Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("refund order 42"), InterruptPolicy: policy,
 	})
 	if err != nil {
@@ -319,5 +320,58 @@ func TestCancelStopsTheModelStream(t *testing.T) {
 	}
 	if got.GetTask().GetState() != agentplanev1.TaskState_TASK_STATE_CANCELED {
 		t.Errorf("task %v", got.GetTask().GetState())
+	}
+}
+
+// TestFailedResultReportStopsBeforeAnswer: a tool result's report travels while the
+// model is asked again; when it fails (the task was canceled while the tool ran, so
+// the report is refused), the lease stops with that error and the model's answer to
+// the unlogged result is never reported.
+func TestFailedResultReportStopsBeforeAnswer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	in := servertest.Start(t, nil)
+	model := fakemodel.Start(t,
+		fakemodel.Turn{Text: "Let me refund that.", Calls: []fakemodel.Call{{ID: "call_1", Name: "issue_refund", Arguments: `{"order_id":42}`}}},
+		fakemodel.Turn{Text: "Refunded order 42."},
+	)
+	var taskID string
+	started := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-started
+		if _, err := in.Client.Tasks.CancelTask(r.Context(), &agentplanev1.CancelTaskRequest{TaskId: taskID, Reason: "stop"}); err != nil {
+			t.Errorf("CancelTask: %v", err)
+		}
+		io.WriteString(w, `{"refunded":true}`)
+	}))
+	defer hs.Close()
+	ran := make(chan error, 1)
+	r := &Runner{
+		Routes: []Route{{Pattern: "fake-*", BaseURL: model.URL}},
+		Tools:  []*HTTPTool{{Name: "issue_refund", URL: hs.URL}},
+	}
+	taskID = startTask(t, ctx, in, supportAgent, nil)
+	close(started)
+	r.Logger = agenttest.Quiet
+	agenttest.RunWorker(t, ctx, in, worker.HandlerFunc(func(ctx context.Context, tk *worker.Task) error {
+		err := r.Run(ctx, tk)
+		ran <- err
+		return err
+	}), 1)
+	select {
+	case err := <-ran:
+		if err == nil { // the report's refusal, or the cancel that caused it
+			t.Error("the lease's run ended without an error")
+		}
+	case <-ctx.Done():
+		t.Fatal("the lease's run did not end")
+	}
+	for _, ev := range events(t, ctx, in, taskID) {
+		if ev.GetToolResult() != nil {
+			t.Errorf("a result was logged for a canceled task: %v", ev)
+		}
+		if m := ev.GetMessage(); m.GetRole() == agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT && client.MessageText(m) != "Let me refund that." {
+			t.Errorf("an answer was reported after an unlogged result: %q", client.MessageText(m))
+		}
 	}
 }

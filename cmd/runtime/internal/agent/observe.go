@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -34,6 +35,9 @@ func (tu *turn) toolKind(name string) string {
 // execute_tool span. The span stays open for the run when the call runs here, until
 // result reports it.
 func (tu *turn) gate(ctx context.Context, wc worker.Call) (*worker.Gate, error) {
+	if err := tu.settle(); err != nil {
+		return nil, err
+	}
 	tc := tu.r.Telemetry.StartToolCall(ctx, tu.toolKind(wc.Name), wc.Name, wc.ID, tu.modelIDs[wc.ID])
 	g, err := tc.Gate(func(ctx context.Context) (*worker.Gate, error) { return tu.t.ToolCall(ctx, wc) })
 	if err != nil || !g.Allowed || tu.functionTool(wc.Name) != nil {
@@ -56,21 +60,74 @@ func (tu *turn) callContext(ctx context.Context, id string) context.Context {
 	return ctx
 }
 
-// result reports a tool's result, ends the call's span and hands the result to the
-// model.
+// result hands a tool's result to the model and reports it to the task's log. The
+// report travels in the background, while the model is asked again: it has to be in
+// the log before the next assistant message, not before the model call, so only the
+// gate stays on a call's path. settle waits for it before any other write of the
+// session (the next result, gate or assistant message, the session's end); a failed
+// report ends the session with its error there, and the model's answer to a result
+// the log does not hold is never reported.
 func (tu *turn) result(ctx context.Context, wc worker.Call, text string, isErr bool) error {
+	if err := tu.settle(); err != nil {
+		return err
+	}
 	tc := tu.toolSpans[wc.ID]
 	delete(tu.toolSpans, wc.ID)
 	if tc != nil {
 		ctx = tc.Context()
 	}
-	err := tu.t.ToolResult(ctx, wc, structpb.NewStringValue(text), isErr)
-	tc.End(isErr, err)
-	if err != nil {
-		return err
-	}
+	rep := &resultReport{done: make(chan struct{})}
+	tu.reporting = rep
+	go func() {
+		defer close(rep.done)
+		rep.err = tu.t.ToolResult(ctx, wc, structpb.NewStringValue(text), isErr)
+		tc.End(isErr, rep.err)
+	}()
 	tu.conv = append(tu.conv, tu.toolMessage(text, wc.ID))
 	return nil
+}
+
+// resultReport is a tool result's report under way (result).
+type resultReport struct {
+	done chan struct{}
+	err  error // set before done is closed
+}
+
+// settle waits for the tool result report under way, if any, and returns its error.
+// The report ends with the session's context, so the wait does too.
+func (tu *turn) settle() error {
+	rep := tu.reporting
+	if rep == nil {
+		return nil
+	}
+	start := time.Now()
+	<-rep.done
+	tu.reporting = nil
+	if tu.r.ObserveSettle != nil {
+		tu.r.ObserveSettle(time.Since(start))
+	}
+	return rep.err
+}
+
+// cancelOnReportFailure derives the model call's context from ctx: it is canceled
+// with the report's error when the tool result report under way fails, so that a
+// model call whose answer can no longer be reported stops at once.
+func (tu *turn) cancelOnReportFailure(ctx context.Context) (context.Context, func()) {
+	rep := tu.reporting
+	if rep == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-rep.done:
+			if rep.err != nil {
+				cancel(rep.err)
+			}
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(nil) }
 }
 
 // endSpans ends the spans of calls a lease stopped in the middle of.

@@ -84,7 +84,7 @@ type Session struct {
 
 // Run runs the session until its agent answers, a session tool ends it, or the
 // task's turn ends. Errors are the task's: a *worker.Failure to fail it with.
-func (s *Session) Run(ctx context.Context) (Result, error) {
+func (s *Session) Run(ctx context.Context) (res Result, err error) {
 	r := s.Runner
 	log := r.Logger
 	if log == nil {
@@ -107,6 +107,13 @@ func (s *Session) Run(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	defer tu.endSpans()
+	// Whatever ends the session, the last tool result's report is done before
+	// anything else is written under the lease (a completion, a hand-back).
+	defer func() {
+		if rerr := tu.settle(); rerr != nil && err == nil {
+			res, err = Result{}, rerr
+		}
+	}()
 	release, err := tu.mount(ctx)
 	if err != nil {
 		return Result{}, err

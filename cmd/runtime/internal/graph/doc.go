@@ -1,4 +1,4 @@
-// Package graph runs GraphSpec tasks (seed 000) on the agent package's single-node
+// Package graph runs GraphSpec tasks (docs/vocabulary.md) on the agent package's single-node
 // model loop (agent.Session): the entry supervisor runs first; every edge is a tool
 // offered to the node it leaves (handoff__<to>, ask__<to>, evaluate__<to>); calling
 // it runs the target node (or nested graph) to its answer, which comes back as the

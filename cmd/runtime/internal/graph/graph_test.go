@@ -88,7 +88,7 @@ func startWorker(t *testing.T, ctx context.Context, rt agentplanev1.RuntimeServi
 func startTask(t *testing.T, ctx context.Context, in *servertest.Instance, doc, input string) string {
 	t.Helper()
 	resp, err := in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
-		Spec:   &agentplanev1.StartTaskRequest_Document{Document: []byte(doc)},
+		Source: &agentplanev1.StartTaskRequest_Document{Document: []byte(doc)},
 		Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText(input),
 	})
 	if err != nil {

@@ -39,7 +39,7 @@ func TestAgentCallsGatedMCPTools(t *testing.T) {
 		Logger:    agenttest.Quiet,
 	}
 	taskID := agenttest.StartTask(t, ctx, in, &agentplanev1.StartTaskRequest{
-		Spec:   &agentplanev1.StartTaskRequest_Document{Document: []byte(agenttest.AgentDoc)},
+		Source: &agentplanev1.StartTaskRequest_Document{Document: []byte(agenttest.AgentDoc)},
 		Format: agentplanev1.DocumentFormat_DOCUMENT_FORMAT_YAML, Input: client.UserText("refund order 42"),
 		McpServers: &agentplanev1.McpServerList{Servers: []*agentplanev1.McpServer{{Name: "crm", Url: srv.URL, Headers: map[string]string{"X-Api-Key": "k1"}}}},
 		InterruptPolicy: &agentplanev1.InterruptPolicy{Policy: &agentplanev1.InterruptPolicy_Predicate{Predicate: &agentplanev1.PredicatePolicy{

@@ -14,8 +14,10 @@ google.protobuf.Any by its type name, not with Any.Is/Unpack against them.
 """
 
 from importlib import resources
+from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import Message
 
 _pool = descriptor_pool.DescriptorPool()
 for _file in descriptor_pb2.FileDescriptorSet.FromString(
@@ -23,21 +25,20 @@ for _file in descriptor_pb2.FileDescriptorSet.FromString(
 ).file:  # buf build writes the files in dependency order
     _pool.AddSerializedFile(_file.SerializeToString())
 
-if hasattr(message_factory, "GetMessageClass"):  # protobuf 4.22 and later
 
-    def _message(name):
-        return message_factory.GetMessageClass(_pool.FindMessageTypeByName(name))
+def _message(name: str) -> Any:
+    # The class is made at run time: typed Any, which the callers read as the google.rpc message it is.
+    desc = _pool.FindMessageTypeByName(name)
+    if hasattr(message_factory, "GetMessageClass"):  # protobuf 4.22 and later
+        return message_factory.GetMessageClass(desc)
+    factory: Any = message_factory.MessageFactory(_pool)  # protobuf 4.21
+    cls: type[Message] = factory.GetPrototype(desc)
+    return cls
 
-else:
-    _factory = message_factory.MessageFactory(_pool)
 
-    def _message(name):
-        return _factory.GetPrototype(_pool.FindMessageTypeByName(name))
-
-
-Status = _message("google.rpc.Status")
-ErrorInfo = _message("google.rpc.ErrorInfo")
-RetryInfo = _message("google.rpc.RetryInfo")
-BadRequest = _message("google.rpc.BadRequest")
-PreconditionFailure = _message("google.rpc.PreconditionFailure")
-QuotaFailure = _message("google.rpc.QuotaFailure")
+Status: Any = _message("google.rpc.Status")
+ErrorInfo: Any = _message("google.rpc.ErrorInfo")
+RetryInfo: Any = _message("google.rpc.RetryInfo")
+BadRequest: Any = _message("google.rpc.BadRequest")
+PreconditionFailure: Any = _message("google.rpc.PreconditionFailure")
+QuotaFailure: Any = _message("google.rpc.QuotaFailure")

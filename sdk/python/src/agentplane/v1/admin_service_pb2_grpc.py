@@ -88,7 +88,9 @@ class AdminServiceServicer(object):
     def RetryWebhookDeadLetter(self, request, context):
         """RetryWebhookDeadLetter puts dead letters back in the outbox, due now, with their
         attempts reset: one by id, or every one (of a tenant, if set) with all. An id that
-        is not a dead letter is NOT_FOUND (webhook.delivery_not_found).
+        is not a dead letter is NOT_FOUND (WEBHOOK_DELIVERY_NOT_FOUND).
+        Not idempotent (no idempotency_level): a repeat after a lost response finds the
+        letters gone (NOT_FOUND) or, with all, queues letters that died since.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

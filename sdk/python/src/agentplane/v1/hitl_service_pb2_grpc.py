@@ -56,7 +56,7 @@ class HitlServiceServicer(object):
         """ResolveInterrupt records a decision: approve, reject (reason required) or edit (new
         args, validated against the tool's parameter schema; an invalid edit is
         INVALID_ARGUMENT with the schema violations). A second resolution is
-        FAILED_PRECONDITION with reason interrupt.already_resolved. A chat-mode pause is
+        FAILED_PRECONDITION with reason INTERRUPT_ALREADY_RESOLVED. A chat-mode pause is
         resolved only by TaskService.ContinueTask.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

@@ -9,7 +9,7 @@ class RuntimeServiceStub(object):
     """RuntimeService is the server-to-server protocol of runtimes, the processes that call
     models and tools. A runtime leases a task, heartbeats to keep it, reports what
     happens, and ends it. Every write names its lease; a write with a stale lease is
-    FAILED_PRECONDITION with reason lease.lost, so a zombie runtime cannot corrupt a task.
+    FAILED_PRECONDITION with reason LEASE_LOST, so a zombie runtime cannot corrupt a task.
 
     Retries: every call is safe to repeat after a lost response. Heartbeat,
     CheckToolCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
@@ -17,10 +17,16 @@ class RuntimeServiceStub(object):
     among the mutating calls on the task): a retry with the same request_id and the same
     request returns the first call's result (also after the call released the lease or
     ended the task), the same request_id with a different request is ALREADY_EXISTS
-    (reason task.request_id_reused). A task remembers the last 16 request ids of runtime writes. LeaseTasks
+    (reason TASK_REQUEST_ID_REUSED). A task remembers the last 16 request ids of runtime writes. LeaseTasks
     needs none: a lease is acknowledged by the runtime's first call under it, and a lease
     that expires unacknowledged (its response was lost) returns the task to the queue
     without counting an attempt.
+
+    Each RPC's idempotency_level says what the SDKs may repeat by themselves
+    (docs/clients.md, "Retries, request ids and reconnection"): NO_SIDE_EFFECTS and
+    IDEMPOTENT ones (the writes with a request_id are IDEMPOTENT by it). LeaseTasks has
+    none: a repeated poll takes other leases (the lost ones are only offered), so the
+    worker's poll loop repeats it itself rather than the SDK's call retry.
     """
 
     def __init__(self, channel):
@@ -95,7 +101,7 @@ class RuntimeServiceServicer(object):
     """RuntimeService is the server-to-server protocol of runtimes, the processes that call
     models and tools. A runtime leases a task, heartbeats to keep it, reports what
     happens, and ends it. Every write names its lease; a write with a stale lease is
-    FAILED_PRECONDITION with reason lease.lost, so a zombie runtime cannot corrupt a task.
+    FAILED_PRECONDITION with reason LEASE_LOST, so a zombie runtime cannot corrupt a task.
 
     Retries: every call is safe to repeat after a lost response. Heartbeat,
     CheckToolCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
@@ -103,10 +109,16 @@ class RuntimeServiceServicer(object):
     among the mutating calls on the task): a retry with the same request_id and the same
     request returns the first call's result (also after the call released the lease or
     ended the task), the same request_id with a different request is ALREADY_EXISTS
-    (reason task.request_id_reused). A task remembers the last 16 request ids of runtime writes. LeaseTasks
+    (reason TASK_REQUEST_ID_REUSED). A task remembers the last 16 request ids of runtime writes. LeaseTasks
     needs none: a lease is acknowledged by the runtime's first call under it, and a lease
     that expires unacknowledged (its response was lost) returns the task to the queue
     without counting an attempt.
+
+    Each RPC's idempotency_level says what the SDKs may repeat by themselves
+    (docs/clients.md, "Retries, request ids and reconnection"): NO_SIDE_EFFECTS and
+    IDEMPOTENT ones (the writes with a request_id are IDEMPOTENT by it). LeaseTasks has
+    none: a repeated poll takes other leases (the lost ones are only offered), so the
+    worker's poll loop repeats it itself rather than the SDK's call retry.
     """
 
     def LeaseTasks(self, request, context):
@@ -133,7 +145,7 @@ class RuntimeServiceServicer(object):
         """ReportEvents appends runtime events (messages, tool calls and results, notes) to
         the task's log, in one transaction. One call carries at most
         Capabilities.limits.max_events_per_report events, each at most max_event_bytes:
-        more is INVALID_ARGUMENT (reason limit.exceeded) before anything is appended. Within
+        more is INVALID_ARGUMENT (reason LIMIT_EXCEEDED) before anything is appended. Within
         these limits a call always fits max_request_bytes; split larger batches. Retry it
         with the same request_id: a retry of a report that was appended returns its
         last_sequence and appends nothing.
@@ -157,8 +169,8 @@ class RuntimeServiceServicer(object):
         End and errors: the stream ends OK right after the decision, or right after a
         canceled message when the task is canceled during the wait (the runtime stops and
         writes nothing more). It ends with an error when: the lease is not, or no longer,
-        the task's current one (FAILED_PRECONDITION, lease.lost; also when it expired
-        during the wait); the task ended otherwise (FAILED_PRECONDITION, task.terminal);
+        the task's current one (FAILED_PRECONDITION, LEASE_LOST; also when it expired
+        during the wait); the task ended otherwise (FAILED_PRECONDITION, TASK_TERMINAL);
         the interrupt does not exist or belongs to another task (NOT_FOUND); it is a
         chat-mode pause, which has no decision (FAILED_PRECONDITION, task.state); the
         server shuts down (UNAVAILABLE: reopen it, on this server or another). Reopening
@@ -213,8 +225,8 @@ class RuntimeServiceServicer(object):
     def ReadTaskHistory(self, request, context):
         """ReadTaskHistory reads the log of the task a lease is held on, one page at a time,
         so a resumed runtime can rebuild its state (runtimes may not call WatchTask). It is
-        fenced like a write: a lease that is not the task's current one is lease.lost, a
-        task that has ended is task.terminal.
+        fenced like a write: a lease that is not the task's current one is LEASE_LOST, a
+        task that has ended is TASK_TERMINAL.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -225,7 +237,7 @@ class RuntimeServiceServicer(object):
         tokens) to the task's live watchers (WatchTaskResponse.message_delta). Nothing is
         stored: a watcher that is not connected, or too slow, never sees them, and the
         complete message must still be reported with ReportEvents. Fenced like a write
-        (lease.lost, task.terminal) but it does not acknowledge or extend the lease.
+        (LEASE_LOST, TASK_TERMINAL) but it does not acknowledge or extend the lease.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -305,7 +317,7 @@ class RuntimeService(object):
     """RuntimeService is the server-to-server protocol of runtimes, the processes that call
     models and tools. A runtime leases a task, heartbeats to keep it, reports what
     happens, and ends it. Every write names its lease; a write with a stale lease is
-    FAILED_PRECONDITION with reason lease.lost, so a zombie runtime cannot corrupt a task.
+    FAILED_PRECONDITION with reason LEASE_LOST, so a zombie runtime cannot corrupt a task.
 
     Retries: every call is safe to repeat after a lost response. Heartbeat,
     CheckToolCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
@@ -313,10 +325,16 @@ class RuntimeService(object):
     among the mutating calls on the task): a retry with the same request_id and the same
     request returns the first call's result (also after the call released the lease or
     ended the task), the same request_id with a different request is ALREADY_EXISTS
-    (reason task.request_id_reused). A task remembers the last 16 request ids of runtime writes. LeaseTasks
+    (reason TASK_REQUEST_ID_REUSED). A task remembers the last 16 request ids of runtime writes. LeaseTasks
     needs none: a lease is acknowledged by the runtime's first call under it, and a lease
     that expires unacknowledged (its response was lost) returns the task to the queue
     without counting an attempt.
+
+    Each RPC's idempotency_level says what the SDKs may repeat by themselves
+    (docs/clients.md, "Retries, request ids and reconnection"): NO_SIDE_EFFECTS and
+    IDEMPOTENT ones (the writes with a request_id are IDEMPOTENT by it). LeaseTasks has
+    none: a repeated poll takes other leases (the lost ones are only offered), so the
+    worker's poll loop repeats it itself rather than the SDK's call retry.
     """
 
     @staticmethod

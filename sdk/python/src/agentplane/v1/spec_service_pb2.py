@@ -11,11 +11,10 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
-from agentplane.v1 import spec_pb2 as agentplane_dot_v1_dot_spec__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n agentplane/v1/spec_service.proto\x12\ragentplane.v1\x1a\x18\x61gentplane/v1/spec.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xd9\x02\n\x13ValidateSpecRequest\x12\x30\n\x05\x61gent\x18\x01 \x01(\x0b\x32\x18.agentplane.v1.AgentSpecH\x00R\x05\x61gent\x12\x30\n\x05graph\x18\x02 \x01(\x0b\x32\x18.agentplane.v1.GraphSpecH\x00R\x05graph\x12\x1c\n\x08\x64ocument\x18\x03 \x01(\x0cH\x00R\x08\x64ocument\x12\x32\n\tspec_json\x18\x07 \x01(\x0b\x32\x17.google.protobuf.StructH\x00R\x04spec\x12\x35\n\x06\x66ormat\x18\x04 \x01(\x0e\x32\x1d.agentplane.v1.DocumentFormatR\x06\x66ormat\x12#\n\rdocument_name\x18\x05 \x01(\tR\x0c\x64ocumentName\x12(\n\x10tenant_max_depth\x18\x06 \x01(\x05R\x0etenantMaxDepthB\x06\n\x04spec\"\xbf\x01\n\x14ValidateSpecResponse\x12\x19\n\x05valid\x18\x01 \x01(\x08H\x00R\x05valid\x88\x01\x01\x12\x34\n\x06\x65rrors\x18\x02 \x03(\x0b\x32\x1c.agentplane.v1.SpecViolationR\x06\x65rrors\x12\x38\n\x08warnings\x18\x03 \x03(\x0b\x32\x1c.agentplane.v1.SpecViolationR\x08warnings\x12\x12\n\x04kind\x18\x04 \x01(\tR\x04kindB\x08\n\x06_valid\"\x92\x01\n\rSpecViolation\x12\x18\n\x07rule_id\x18\x01 \x01(\tR\x07rule_id\x12\x12\n\x04path\x18\x02 \x01(\tR\x04path\x12\x18\n\x07message\x18\x03 \x01(\tR\x07message\x12\x39\n\x08position\x18\x04 \x01(\x0b\x32\x1d.agentplane.v1.SourcePositionR\x08position\"<\n\x0eSourcePosition\x12\x12\n\x04line\x18\x01 \x01(\x05R\x04line\x12\x16\n\x06\x63olumn\x18\x02 \x01(\x05R\x06\x63olumn\"N\n\x0eSpecViolations\x12<\n\nviolations\x18\x01 \x03(\x0b\x32\x1c.agentplane.v1.SpecViolationR\nviolations\"\xd3\x01\n\x04Rule\x12\x17\n\x07rule_id\x18\x01 \x01(\tR\x06ruleId\x12\x18\n\x07summary\x18\x02 \x01(\tR\x07summary\x12 \n\x0b\x64\x65scription\x18\x03 \x01(\tR\x0b\x64\x65scription\x12\x37\n\x08severity\x18\x04 \x01(\x0e\x32\x1b.agentplane.v1.RuleSeverityR\x08severity\x12\'\n\x0f\x66\x61iling_example\x18\x05 \x01(\tR\x0e\x66\x61ilingExample\x12\x14\n\x05scope\x18\x06 \x01(\tR\x05scope\"N\n\x10ListRulesRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\"f\n\x11ListRulesResponse\x12)\n\x05rules\x18\x01 \x03(\x0b\x32\x13.agentplane.v1.RuleR\x05rules\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\")\n\x0eGetRuleRequest\x12\x17\n\x07rule_id\x18\x01 \x01(\tR\x06ruleId\":\n\x0fGetRuleResponse\x12\'\n\x04rule\x18\x01 \x01(\x0b\x32\x13.agentplane.v1.RuleR\x04rule\"\x16\n\x14GetSpecSchemaRequest\"8\n\x15GetSpecSchemaResponse\x12\x1f\n\x0bjson_schema\x18\x01 \x01(\tR\njsonSchema*e\n\x0e\x44ocumentFormat\x12\x1f\n\x1b\x44OCUMENT_FORMAT_UNSPECIFIED\x10\x00\x12\x18\n\x14\x44OCUMENT_FORMAT_JSON\x10\x01\x12\x18\n\x14\x44OCUMENT_FORMAT_YAML\x10\x02*a\n\x0cRuleSeverity\x12\x1d\n\x19RULE_SEVERITY_UNSPECIFIED\x10\x00\x12\x17\n\x13RULE_SEVERITY_ERROR\x10\x01\x12\x19\n\x15RULE_SEVERITY_WARNING\x10\x02\x32\xdc\x02\n\x0bSpecService\x12W\n\x0cValidateSpec\x12\".agentplane.v1.ValidateSpecRequest\x1a#.agentplane.v1.ValidateSpecResponse\x12N\n\tListRules\x12\x1f.agentplane.v1.ListRulesRequest\x1a .agentplane.v1.ListRulesResponse\x12H\n\x07GetRule\x12\x1d.agentplane.v1.GetRuleRequest\x1a\x1e.agentplane.v1.GetRuleResponse\x12Z\n\rGetSpecSchema\x12#.agentplane.v1.GetSpecSchemaRequest\x1a$.agentplane.v1.GetSpecSchemaResponseBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n agentplane/v1/spec_service.proto\x12\ragentplane.v1\x1a\x1cgoogle/protobuf/struct.proto\"\x97\x02\n\x13ValidateSpecRequest\x12-\n\x04spec\x18\x07 \x01(\x0b\x32\x17.google.protobuf.StructH\x00R\x04spec\x12\x1c\n\x08\x64ocument\x18\x03 \x01(\x0cH\x00R\x08\x64ocument\x12\x35\n\x06\x66ormat\x18\x04 \x01(\x0e\x32\x1d.agentplane.v1.DocumentFormatR\x06\x66ormat\x12#\n\rdocument_name\x18\x05 \x01(\tR\x0c\x64ocumentName\x12(\n\x10tenant_max_depth\x18\x06 \x01(\x05R\x0etenantMaxDepthB\x08\n\x06sourceJ\x04\x08\x01\x10\x02J\x04\x08\x02\x10\x03R\x05\x61gentR\x05graphR\tspec_json\"\xbf\x01\n\x14ValidateSpecResponse\x12\x19\n\x05valid\x18\x01 \x01(\x08H\x00R\x05valid\x88\x01\x01\x12\x34\n\x06\x65rrors\x18\x02 \x03(\x0b\x32\x1c.agentplane.v1.SpecViolationR\x06\x65rrors\x12\x38\n\x08warnings\x18\x03 \x03(\x0b\x32\x1c.agentplane.v1.SpecViolationR\x08warnings\x12\x12\n\x04kind\x18\x04 \x01(\tR\x04kindB\x08\n\x06_valid\"\x92\x01\n\rSpecViolation\x12\x18\n\x07rule_id\x18\x01 \x01(\tR\x07rule_id\x12\x12\n\x04path\x18\x02 \x01(\tR\x04path\x12\x18\n\x07message\x18\x03 \x01(\tR\x07message\x12\x39\n\x08position\x18\x04 \x01(\x0b\x32\x1d.agentplane.v1.SourcePositionR\x08position\"<\n\x0eSourcePosition\x12\x12\n\x04line\x18\x01 \x01(\x05R\x04line\x12\x16\n\x06\x63olumn\x18\x02 \x01(\x05R\x06\x63olumn\"N\n\x0eSpecViolations\x12<\n\nviolations\x18\x01 \x03(\x0b\x32\x1c.agentplane.v1.SpecViolationR\nviolations\"\xd3\x01\n\x04Rule\x12\x17\n\x07rule_id\x18\x01 \x01(\tR\x06ruleId\x12\x18\n\x07summary\x18\x02 \x01(\tR\x07summary\x12 \n\x0b\x64\x65scription\x18\x03 \x01(\tR\x0b\x64\x65scription\x12\x37\n\x08severity\x18\x04 \x01(\x0e\x32\x1b.agentplane.v1.RuleSeverityR\x08severity\x12\'\n\x0f\x66\x61iling_example\x18\x05 \x01(\tR\x0e\x66\x61ilingExample\x12\x14\n\x05scope\x18\x06 \x01(\tR\x05scope\"N\n\x10ListRulesRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\"f\n\x11ListRulesResponse\x12)\n\x05rules\x18\x01 \x03(\x0b\x32\x13.agentplane.v1.RuleR\x05rules\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\")\n\x0eGetRuleRequest\x12\x17\n\x07rule_id\x18\x01 \x01(\tR\x06ruleId\":\n\x0fGetRuleResponse\x12\'\n\x04rule\x18\x01 \x01(\x0b\x32\x13.agentplane.v1.RuleR\x04rule\"\x16\n\x14GetSpecSchemaRequest\"8\n\x15GetSpecSchemaResponse\x12\x1f\n\x0bjson_schema\x18\x01 \x01(\tR\njsonSchema*e\n\x0e\x44ocumentFormat\x12\x1f\n\x1b\x44OCUMENT_FORMAT_UNSPECIFIED\x10\x00\x12\x18\n\x14\x44OCUMENT_FORMAT_JSON\x10\x01\x12\x18\n\x14\x44OCUMENT_FORMAT_YAML\x10\x02*a\n\x0cRuleSeverity\x12\x1d\n\x19RULE_SEVERITY_UNSPECIFIED\x10\x00\x12\x17\n\x13RULE_SEVERITY_ERROR\x10\x01\x12\x19\n\x15RULE_SEVERITY_WARNING\x10\x02\x32\xf0\x02\n\x0bSpecService\x12\\\n\x0cValidateSpec\x12\".agentplane.v1.ValidateSpecRequest\x1a#.agentplane.v1.ValidateSpecResponse\"\x03\x90\x02\x01\x12S\n\tListRules\x12\x1f.agentplane.v1.ListRulesRequest\x1a .agentplane.v1.ListRulesResponse\"\x03\x90\x02\x01\x12M\n\x07GetRule\x12\x1d.agentplane.v1.GetRuleRequest\x1a\x1e.agentplane.v1.GetRuleResponse\"\x03\x90\x02\x01\x12_\n\rGetSpecSchema\x12#.agentplane.v1.GetSpecSchemaRequest\x1a$.agentplane.v1.GetSpecSchemaResponse\"\x03\x90\x02\x01\x42\x41Z?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentplane.v1.spec_service_pb2', globals())
@@ -23,34 +22,42 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1'
-  _DOCUMENTFORMAT._serialized_start=1523
-  _DOCUMENTFORMAT._serialized_end=1624
-  _RULESEVERITY._serialized_start=1626
-  _RULESEVERITY._serialized_end=1723
-  _VALIDATESPECREQUEST._serialized_start=108
-  _VALIDATESPECREQUEST._serialized_end=453
-  _VALIDATESPECRESPONSE._serialized_start=456
-  _VALIDATESPECRESPONSE._serialized_end=647
-  _SPECVIOLATION._serialized_start=650
-  _SPECVIOLATION._serialized_end=796
-  _SOURCEPOSITION._serialized_start=798
-  _SOURCEPOSITION._serialized_end=858
-  _SPECVIOLATIONS._serialized_start=860
-  _SPECVIOLATIONS._serialized_end=938
-  _RULE._serialized_start=941
-  _RULE._serialized_end=1152
-  _LISTRULESREQUEST._serialized_start=1154
-  _LISTRULESREQUEST._serialized_end=1232
-  _LISTRULESRESPONSE._serialized_start=1234
-  _LISTRULESRESPONSE._serialized_end=1336
-  _GETRULEREQUEST._serialized_start=1338
-  _GETRULEREQUEST._serialized_end=1379
-  _GETRULERESPONSE._serialized_start=1381
-  _GETRULERESPONSE._serialized_end=1439
-  _GETSPECSCHEMAREQUEST._serialized_start=1441
-  _GETSPECSCHEMAREQUEST._serialized_end=1463
-  _GETSPECSCHEMARESPONSE._serialized_start=1465
-  _GETSPECSCHEMARESPONSE._serialized_end=1521
-  _SPECSERVICE._serialized_start=1726
-  _SPECSERVICE._serialized_end=2074
+  _SPECSERVICE.methods_by_name['ValidateSpec']._options = None
+  _SPECSERVICE.methods_by_name['ValidateSpec']._serialized_options = b'\220\002\001'
+  _SPECSERVICE.methods_by_name['ListRules']._options = None
+  _SPECSERVICE.methods_by_name['ListRules']._serialized_options = b'\220\002\001'
+  _SPECSERVICE.methods_by_name['GetRule']._options = None
+  _SPECSERVICE.methods_by_name['GetRule']._serialized_options = b'\220\002\001'
+  _SPECSERVICE.methods_by_name['GetSpecSchema']._options = None
+  _SPECSERVICE.methods_by_name['GetSpecSchema']._serialized_options = b'\220\002\001'
+  _DOCUMENTFORMAT._serialized_start=1431
+  _DOCUMENTFORMAT._serialized_end=1532
+  _RULESEVERITY._serialized_start=1534
+  _RULESEVERITY._serialized_end=1631
+  _VALIDATESPECREQUEST._serialized_start=82
+  _VALIDATESPECREQUEST._serialized_end=361
+  _VALIDATESPECRESPONSE._serialized_start=364
+  _VALIDATESPECRESPONSE._serialized_end=555
+  _SPECVIOLATION._serialized_start=558
+  _SPECVIOLATION._serialized_end=704
+  _SOURCEPOSITION._serialized_start=706
+  _SOURCEPOSITION._serialized_end=766
+  _SPECVIOLATIONS._serialized_start=768
+  _SPECVIOLATIONS._serialized_end=846
+  _RULE._serialized_start=849
+  _RULE._serialized_end=1060
+  _LISTRULESREQUEST._serialized_start=1062
+  _LISTRULESREQUEST._serialized_end=1140
+  _LISTRULESRESPONSE._serialized_start=1142
+  _LISTRULESRESPONSE._serialized_end=1244
+  _GETRULEREQUEST._serialized_start=1246
+  _GETRULEREQUEST._serialized_end=1287
+  _GETRULERESPONSE._serialized_start=1289
+  _GETRULERESPONSE._serialized_end=1347
+  _GETSPECSCHEMAREQUEST._serialized_start=1349
+  _GETSPECSCHEMAREQUEST._serialized_end=1371
+  _GETSPECSCHEMARESPONSE._serialized_start=1373
+  _GETSPECSCHEMARESPONSE._serialized_end=1429
+  _SPECSERVICE._serialized_start=1634
+  _SPECSERVICE._serialized_end=2002
 # @@protoc_insertion_point(module_scope)

@@ -44,12 +44,12 @@ class SpecServiceServicer(object):
     """
 
     def ValidateSpec(self, request, context):
-        """ValidateSpec checks a typed spec or a JSON/YAML document and reports every
+        """ValidateSpec checks a spec (a JSON object or a JSON/YAML document) and reports every
         violation at once, in document order. An invalid spec is not an RPC error: the
         response says valid=false and lists the violations. Malformed input that is not a
         spec at all (for example no spec given) is INVALID_ARGUMENT. A document over the
         size limit, or holding more values than the limit allows, is RESOURCE_EXHAUSTED
-        (limit.exceeded) with its DOC-TOO-LARGE finding attached.
+        (LIMIT_EXCEEDED) with its DOC-TOO-LARGE finding attached.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

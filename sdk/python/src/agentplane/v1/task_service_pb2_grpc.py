@@ -70,10 +70,10 @@ class TaskServiceServicer(object):
 
     def StartTask(self, request, context):
         """StartTask validates the spec exactly as SpecService.ValidateSpec does (an invalid
-        spec is INVALID_ARGUMENT with reason spec.invalid and SpecViolations details),
+        spec is INVALID_ARGUMENT with reason SPEC_INVALID and SpecViolations details),
         persists the task with its first event and queues it for runtimes. It is idempotent
         on request_id per tenant: a retry returns the same task with created=false; the same
-        request_id with a different request is ALREADY_EXISTS (reason task.request_id_reused).
+        request_id with a different request is ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
         The response carries the basic view of the task unless view asks for FULL.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -85,13 +85,13 @@ class TaskServiceServicer(object):
         pause with a new user message, or a task waiting for the outputs of client-executed
         tool calls with exactly one output per pending call (tool_outputs). The wrong kind
         of input, or outputs that name an unknown call or miss a pending one, are
-        FAILED_PRECONDITION (task.tool_outputs_mismatch); any other state is
+        FAILED_PRECONDITION (TASK_TOOL_OUTPUTS_MISMATCH); any other state is
         FAILED_PRECONDITION too. The task goes back to SUBMITTED (queued) until a runtime
         leases it (WORKING). With a request_id it is
         safe to retry: a retry of a call that succeeded returns the task (as it is now)
         without delivering the message or outputs again, even when the task has moved on to
         its next turn; the same request_id with a different request is ALREADY_EXISTS
-        (reason task.request_id_reused).
+        (reason TASK_REQUEST_ID_REUSED).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -116,8 +116,8 @@ class TaskServiceServicer(object):
         """CancelTask ends a task as CANCELED. The runtime holding its lease learns of it on
         its next heartbeat. Canceling a terminal task is FAILED_PRECONDITION. With a
         request_id it is safe to retry: a retry of a call that succeeded returns the task
-        instead of task.terminal; the same request_id with a different request is
-        ALREADY_EXISTS (reason task.request_id_reused).
+        instead of TASK_TERMINAL; the same request_id with a different request is
+        ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

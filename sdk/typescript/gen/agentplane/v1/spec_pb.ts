@@ -139,7 +139,7 @@ export const AgentSpecSchema: GenMessage<AgentSpec> = /*@__PURE__*/
  * Instructions is the wire union `string | {preset, append}`. Proto has no
  * string-or-object field, so the typed form is a oneof and renders as
  * `{"text": "..."}` or `{"preset": {"preset": ..., "append": ...}}`, not as the wire's
- * bare string or bare object. Send the wire shape through spec_json or a document.
+ * bare string or bare object. Requests carry the wire shape (spec or document).
  *
  * @generated from message agentplane.v1.Instructions
  */
@@ -677,8 +677,8 @@ export const GraphAgentSchema: GenMessage<GraphAgent> = /*@__PURE__*/
  * NodeSpec is the wire union of a node's spec: an inline agent, a nested graph, or a
  * static agent reference `{agent_id}`. On the wire the union is untagged (the kind key,
  * or agent_id, says which); the typed form is a oneof and renders with the arm's name
- * as an extra level (`{"agent": {...}}`). Send the wire shape through spec_json or a
- * document.
+ * as an extra level (`{"agent": {...}}`). Requests carry the wire shape (spec or
+ * document).
  *
  * @generated from message agentplane.v1.NodeSpec
  */
@@ -966,7 +966,7 @@ export const TerminationConditionSchema: GenMessage<TerminationCondition> = /*@_
   messageDesc(file_agentplane_v1_spec, 20);
 
 /**
- * VerdictResult is an evaluator's verdict (seed vocabulary). The wire shape has the
+ * VerdictResult is an evaluator's verdict (docs/vocabulary.md). The wire shape has the
  * additional scores as top-level keys beside verdict (`{"verdict": "pass",
  * "faithfulness": 0.9}`); proto has no open index, so the typed form nests them under
  * scores.

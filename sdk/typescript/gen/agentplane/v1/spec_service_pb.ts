@@ -4,8 +4,6 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { AgentSpec, GraphSpec } from "./spec_pb.js";
-import { file_agentplane_v1_spec } from "./spec_pb.js";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -13,11 +11,11 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentplane/v1/spec_service.proto.
  */
 export const file_agentplane_v1_spec_service: GenFile = /*@__PURE__*/
-  fileDesc("CiBhZ2VudHBsYW5lL3YxL3NwZWNfc2VydmljZS5wcm90bxINYWdlbnRwbGFuZS52MSKbAgoTVmFsaWRhdGVTcGVjUmVxdWVzdBIpCgVhZ2VudBgBIAEoCzIYLmFnZW50cGxhbmUudjEuQWdlbnRTcGVjSAASKQoFZ3JhcGgYAiABKAsyGC5hZ2VudHBsYW5lLnYxLkdyYXBoU3BlY0gAEhIKCGRvY3VtZW50GAMgASgMSAASMgoJc3BlY19qc29uGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAUgRzcGVjEi0KBmZvcm1hdBgEIAEoDjIdLmFnZW50cGxhbmUudjEuRG9jdW1lbnRGb3JtYXQSFQoNZG9jdW1lbnRfbmFtZRgFIAEoCRIYChB0ZW5hbnRfbWF4X2RlcHRoGAYgASgFQgYKBHNwZWMioAEKFFZhbGlkYXRlU3BlY1Jlc3BvbnNlEhIKBXZhbGlkGAEgASgISACIAQESLAoGZXJyb3JzGAIgAygLMhwuYWdlbnRwbGFuZS52MS5TcGVjVmlvbGF0aW9uEi4KCHdhcm5pbmdzGAMgAygLMhwuYWdlbnRwbGFuZS52MS5TcGVjVmlvbGF0aW9uEgwKBGtpbmQYBCABKAlCCAoGX3ZhbGlkInkKDVNwZWNWaW9sYXRpb24SGAoHcnVsZV9pZBgBIAEoCVIHcnVsZV9pZBIMCgRwYXRoGAIgASgJEg8KB21lc3NhZ2UYAyABKAkSLwoIcG9zaXRpb24YBCABKAsyHS5hZ2VudHBsYW5lLnYxLlNvdXJjZVBvc2l0aW9uIi4KDlNvdXJjZVBvc2l0aW9uEgwKBGxpbmUYASABKAUSDgoGY29sdW1uGAIgASgFIkIKDlNwZWNWaW9sYXRpb25zEjAKCnZpb2xhdGlvbnMYASADKAsyHC5hZ2VudHBsYW5lLnYxLlNwZWNWaW9sYXRpb24ilAEKBFJ1bGUSDwoHcnVsZV9pZBgBIAEoCRIPCgdzdW1tYXJ5GAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEi0KCHNldmVyaXR5GAQgASgOMhsuYWdlbnRwbGFuZS52MS5SdWxlU2V2ZXJpdHkSFwoPZmFpbGluZ19leGFtcGxlGAUgASgJEg0KBXNjb3BlGAYgASgJIjkKEExpc3RSdWxlc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkiUAoRTGlzdFJ1bGVzUmVzcG9uc2USIgoFcnVsZXMYASADKAsyEy5hZ2VudHBsYW5lLnYxLlJ1bGUSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiEKDkdldFJ1bGVSZXF1ZXN0Eg8KB3J1bGVfaWQYASABKAkiNAoPR2V0UnVsZVJlc3BvbnNlEiEKBHJ1bGUYASABKAsyEy5hZ2VudHBsYW5lLnYxLlJ1bGUiFgoUR2V0U3BlY1NjaGVtYVJlcXVlc3QiLAoVR2V0U3BlY1NjaGVtYVJlc3BvbnNlEhMKC2pzb25fc2NoZW1hGAEgASgJKmUKDkRvY3VtZW50Rm9ybWF0Eh8KG0RPQ1VNRU5UX0ZPUk1BVF9VTlNQRUNJRklFRBAAEhgKFERPQ1VNRU5UX0ZPUk1BVF9KU09OEAESGAoURE9DVU1FTlRfRk9STUFUX1lBTUwQAiphCgxSdWxlU2V2ZXJpdHkSHQoZUlVMRV9TRVZFUklUWV9VTlNQRUNJRklFRBAAEhcKE1JVTEVfU0VWRVJJVFlfRVJST1IQARIZChVSVUxFX1NFVkVSSVRZX1dBUk5JTkcQAjLcAgoLU3BlY1NlcnZpY2USVwoMVmFsaWRhdGVTcGVjEiIuYWdlbnRwbGFuZS52MS5WYWxpZGF0ZVNwZWNSZXF1ZXN0GiMuYWdlbnRwbGFuZS52MS5WYWxpZGF0ZVNwZWNSZXNwb25zZRJOCglMaXN0UnVsZXMSHy5hZ2VudHBsYW5lLnYxLkxpc3RSdWxlc1JlcXVlc3QaIC5hZ2VudHBsYW5lLnYxLkxpc3RSdWxlc1Jlc3BvbnNlEkgKB0dldFJ1bGUSHS5hZ2VudHBsYW5lLnYxLkdldFJ1bGVSZXF1ZXN0Gh4uYWdlbnRwbGFuZS52MS5HZXRSdWxlUmVzcG9uc2USWgoNR2V0U3BlY1NjaGVtYRIjLmFnZW50cGxhbmUudjEuR2V0U3BlY1NjaGVtYVJlcXVlc3QaJC5hZ2VudHBsYW5lLnYxLkdldFNwZWNTY2hlbWFSZXNwb25zZUJBWj9naXRodWIuY29tL2FnZW50cGxhbmUvYWdlbnRwbGFuZS9nZW4vYWdlbnRwbGFuZS92MTthZ2VudHBsYW5ldjFiBnByb3RvMw", [file_agentplane_v1_spec, file_google_protobuf_struct]);
+  fileDesc("CiBhZ2VudHBsYW5lL3YxL3NwZWNfc2VydmljZS5wcm90bxINYWdlbnRwbGFuZS52MSLhAQoTVmFsaWRhdGVTcGVjUmVxdWVzdBInCgRzcGVjGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAEhIKCGRvY3VtZW50GAMgASgMSAASLQoGZm9ybWF0GAQgASgOMh0uYWdlbnRwbGFuZS52MS5Eb2N1bWVudEZvcm1hdBIVCg1kb2N1bWVudF9uYW1lGAUgASgJEhgKEHRlbmFudF9tYXhfZGVwdGgYBiABKAVCCAoGc291cmNlSgQIARACSgQIAhADUgVhZ2VudFIFZ3JhcGhSCXNwZWNfanNvbiKgAQoUVmFsaWRhdGVTcGVjUmVzcG9uc2USEgoFdmFsaWQYASABKAhIAIgBARIsCgZlcnJvcnMYAiADKAsyHC5hZ2VudHBsYW5lLnYxLlNwZWNWaW9sYXRpb24SLgoId2FybmluZ3MYAyADKAsyHC5hZ2VudHBsYW5lLnYxLlNwZWNWaW9sYXRpb24SDAoEa2luZBgEIAEoCUIICgZfdmFsaWQieQoNU3BlY1Zpb2xhdGlvbhIYCgdydWxlX2lkGAEgASgJUgdydWxlX2lkEgwKBHBhdGgYAiABKAkSDwoHbWVzc2FnZRgDIAEoCRIvCghwb3NpdGlvbhgEIAEoCzIdLmFnZW50cGxhbmUudjEuU291cmNlUG9zaXRpb24iLgoOU291cmNlUG9zaXRpb24SDAoEbGluZRgBIAEoBRIOCgZjb2x1bW4YAiABKAUiQgoOU3BlY1Zpb2xhdGlvbnMSMAoKdmlvbGF0aW9ucxgBIAMoCzIcLmFnZW50cGxhbmUudjEuU3BlY1Zpb2xhdGlvbiKUAQoEUnVsZRIPCgdydWxlX2lkGAEgASgJEg8KB3N1bW1hcnkYAiABKAkSEwoLZGVzY3JpcHRpb24YAyABKAkSLQoIc2V2ZXJpdHkYBCABKA4yGy5hZ2VudHBsYW5lLnYxLlJ1bGVTZXZlcml0eRIXCg9mYWlsaW5nX2V4YW1wbGUYBSABKAkSDQoFc2NvcGUYBiABKAkiOQoQTGlzdFJ1bGVzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJQChFMaXN0UnVsZXNSZXNwb25zZRIiCgVydWxlcxgBIAMoCzITLmFnZW50cGxhbmUudjEuUnVsZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIQoOR2V0UnVsZVJlcXVlc3QSDwoHcnVsZV9pZBgBIAEoCSI0Cg9HZXRSdWxlUmVzcG9uc2USIQoEcnVsZRgBIAEoCzITLmFnZW50cGxhbmUudjEuUnVsZSIWChRHZXRTcGVjU2NoZW1hUmVxdWVzdCIsChVHZXRTcGVjU2NoZW1hUmVzcG9uc2USEwoLanNvbl9zY2hlbWEYASABKAkqZQoORG9jdW1lbnRGb3JtYXQSHwobRE9DVU1FTlRfRk9STUFUX1VOU1BFQ0lGSUVEEAASGAoURE9DVU1FTlRfRk9STUFUX0pTT04QARIYChRET0NVTUVOVF9GT1JNQVRfWUFNTBACKmEKDFJ1bGVTZXZlcml0eRIdChlSVUxFX1NFVkVSSVRZX1VOU1BFQ0lGSUVEEAASFwoTUlVMRV9TRVZFUklUWV9FUlJPUhABEhkKFVJVTEVfU0VWRVJJVFlfV0FSTklORxACMvACCgtTcGVjU2VydmljZRJcCgxWYWxpZGF0ZVNwZWMSIi5hZ2VudHBsYW5lLnYxLlZhbGlkYXRlU3BlY1JlcXVlc3QaIy5hZ2VudHBsYW5lLnYxLlZhbGlkYXRlU3BlY1Jlc3BvbnNlIgOQAgESUwoJTGlzdFJ1bGVzEh8uYWdlbnRwbGFuZS52MS5MaXN0UnVsZXNSZXF1ZXN0GiAuYWdlbnRwbGFuZS52MS5MaXN0UnVsZXNSZXNwb25zZSIDkAIBEk0KB0dldFJ1bGUSHS5hZ2VudHBsYW5lLnYxLkdldFJ1bGVSZXF1ZXN0Gh4uYWdlbnRwbGFuZS52MS5HZXRSdWxlUmVzcG9uc2UiA5ACARJfCg1HZXRTcGVjU2NoZW1hEiMuYWdlbnRwbGFuZS52MS5HZXRTcGVjU2NoZW1hUmVxdWVzdBokLmFnZW50cGxhbmUudjEuR2V0U3BlY1NjaGVtYVJlc3BvbnNlIgOQAgFCQVo/Z2l0aHViLmNvbS9hZ2VudHBsYW5lL2FnZW50cGxhbmUvZ2VuL2FnZW50cGxhbmUvdjE7YWdlbnRwbGFuZXYxYgZwcm90bzM", [file_google_protobuf_struct]);
 
 /**
- * ValidateSpecRequest carries exactly one spec: a typed agent, a typed graph, a document,
- * or the wire-shaped spec as a JSON object.
+ * ValidateSpecRequest carries exactly one spec in the qar/v1 wire shape: as a JSON
+ * object (spec) or as a document (JSON or YAML text).
  *
  * @generated from message agentplane.v1.ValidateSpecRequest
  */
@@ -25,46 +23,30 @@ export type ValidateSpecRequest = Message<"agentplane.v1.ValidateSpecRequest"> &
   /**
    * The spec. Exactly one arm is set; none is INVALID_ARGUMENT.
    *
-   * @generated from oneof agentplane.v1.ValidateSpecRequest.spec
+   * @generated from oneof agentplane.v1.ValidateSpecRequest.source
    */
-  spec: {
+  source: {
     /**
-     * A typed AgentSpec, for gRPC clients.
+     * The spec in the qar/v1 wire shape (docs/vocabulary.md) as a JSON object, routed
+     * on its `kind`: `{"spec": {"apiVersion": "qar/v1", "kind": "AgentSpec",
+     * "instructions": "...", ...}}` in JSON. It validates exactly like the same
+     * document sent as text, except that violations carry no position and come in key
+     * order (sorted keys at every level: a JSON object keeps no order of its keys), and
+     * duplicate keys cannot occur (a JSON object holds each key once).
      *
-     * @generated from field: agentplane.v1.AgentSpec agent = 1;
+     * @generated from field: google.protobuf.Struct spec = 7;
      */
-    value: AgentSpec;
-    case: "agent";
+    value: JsonObject;
+    case: "spec";
   } | {
     /**
-     * A typed GraphSpec, for gRPC clients.
-     *
-     * @generated from field: agentplane.v1.GraphSpec graph = 2;
-     */
-    value: GraphSpec;
-    case: "graph";
-  } | {
-    /**
-     * A qar/v1 document (JSON or YAML bytes) routed on its `kind`. Over HTTP this is the
+     * A qar/v1 document (JSON or YAML text) routed on its `kind`. Over HTTP this is the
      * raw request body of POST /v1/specs/validate.
      *
      * @generated from field: bytes document = 3;
      */
     value: Uint8Array;
     case: "document";
-  } | {
-    /**
-     * The spec in the qar/v1 wire shape (seed 000) as a JSON object, routed on its
-     * `kind`: `{"spec": {"apiVersion": "qar/v1", "kind": "AgentSpec", "instructions":
-     * "...", ...}}` in JSON. It validates exactly like the same document sent as
-     * bytes, except that violations carry no position and come in key order (sorted
-     * keys at every level: a JSON object keeps no order of its keys), and duplicate
-     * keys cannot occur (a JSON object holds each key once).
-     *
-     * @generated from field: google.protobuf.Struct spec_json = 7 [json_name = "spec"];
-     */
-    value: JsonObject;
-    case: "specJson";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -97,7 +79,7 @@ export const ValidateSpecRequestSchema: GenMessage<ValidateSpecRequest> = /*@__P
   messageDesc(file_agentplane_v1_spec_service, 0);
 
 /**
- * ValidateSpecResponse is the seed's SpecValidateResult: `{"valid": true}` or
+ * ValidateSpecResponse is the wire's validation result (docs/vocabulary.md): `{"valid": true}` or
  * `{"valid": false, "errors": [...]}`, plus warnings that do not invalidate.
  *
  * @generated from message agentplane.v1.ValidateSpecResponse
@@ -111,7 +93,7 @@ export type ValidateSpecResponse = Message<"agentplane.v1.ValidateSpecResponse">
   valid?: boolean | undefined;
 
   /**
-   * Violations, in document order (by line and column; typed input: in a fixed walk order).
+   * Violations, in document order (by line and column; a spec object: in key order).
    *
    * @generated from field: repeated agentplane.v1.SpecViolation errors = 2;
    */
@@ -147,7 +129,7 @@ export const ValidateSpecResponseSchema: GenMessage<ValidateSpecResponse> = /*@_
 export type SpecViolation = Message<"agentplane.v1.SpecViolation"> & {
   /**
    * Stable rule id, for example D10-R1. See SpecService.ListRules. JSON "rule_id": the
-   * seed's validation result fixes the name.
+   * wire's validation result fixes the name (docs/vocabulary.md).
    *
    * @generated from field: string rule_id = 1 [json_name = "rule_id"];
    */
@@ -212,7 +194,7 @@ export const SourcePositionSchema: GenMessage<SourcePosition> = /*@__PURE__*/
 
 /**
  * SpecViolations is attached as a status detail to INVALID_ARGUMENT errors caused by an
- * invalid spec (reason spec.invalid), for example from StartTask.
+ * invalid spec (reason SPEC_INVALID), for example from StartTask.
  *
  * @generated from message agentplane.v1.SpecViolations
  */
@@ -240,8 +222,8 @@ export const SpecViolationsSchema: GenMessage<SpecViolations> = /*@__PURE__*/
 export type Rule = Message<"agentplane.v1.Rule"> & {
   /**
    * Stable id: D10-* agent, D11-* graph topology, D13-* limits and nesting, DOC-* document
-   * syntax. JSON "ruleId", like every field outside the seed's shapes (a SpecViolation
-   * keeps the seed's "rule_id").
+   * syntax. JSON "ruleId", like every field outside the wire's shapes (a SpecViolation
+   * keeps the wire's "rule_id", docs/vocabulary.md).
    *
    * @generated from field: string rule_id = 1;
    */
@@ -500,12 +482,12 @@ export const RuleSeveritySchema: GenEnum<RuleSeverity> = /*@__PURE__*/
  */
 export const SpecService: GenService<{
   /**
-   * ValidateSpec checks a typed spec or a JSON/YAML document and reports every
+   * ValidateSpec checks a spec (a JSON object or a JSON/YAML document) and reports every
    * violation at once, in document order. An invalid spec is not an RPC error: the
    * response says valid=false and lists the violations. Malformed input that is not a
    * spec at all (for example no spec given) is INVALID_ARGUMENT. A document over the
    * size limit, or holding more values than the limit allows, is RESOURCE_EXHAUSTED
-   * (limit.exceeded) with its DOC-TOO-LARGE finding attached.
+   * (LIMIT_EXCEEDED) with its DOC-TOO-LARGE finding attached.
    *
    * @generated from rpc agentplane.v1.SpecService.ValidateSpec
    */

@@ -8,8 +8,6 @@ import type { InterruptPolicy } from "./hitl_pb.js";
 import { file_agentplane_v1_hitl } from "./hitl_pb.js";
 import type { A2aPeerList, McpServerList, ToolAxisOverride } from "./peers_pb.js";
 import { file_agentplane_v1_peers } from "./peers_pb.js";
-import type { AgentSpec, GraphSpec } from "./spec_pb.js";
-import { file_agentplane_v1_spec } from "./spec_pb.js";
 import type { DocumentFormat } from "./spec_service_pb.js";
 import { file_agentplane_v1_spec_service } from "./spec_service_pb.js";
 import type { Message as Message$1, MessageDelta, StreamCaughtUp, StreamKeepalive, Task, TaskEvent, TaskState } from "./task_pb.js";
@@ -24,12 +22,13 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentplane/v1/task_service.proto.
  */
 export const file_agentplane_v1_task_service: GenFile = /*@__PURE__*/
-  fileDesc("CiBhZ2VudHBsYW5lL3YxL3Rhc2tfc2VydmljZS5wcm90bxINYWdlbnRwbGFuZS52MSKKBgoQU3RhcnRUYXNrUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEikKBWFnZW50GAIgASgLMhguYWdlbnRwbGFuZS52MS5BZ2VudFNwZWNIABIpCgVncmFwaBgDIAEoCzIYLmFnZW50cGxhbmUudjEuR3JhcGhTcGVjSAASEgoIYWdlbnRfaWQYBCABKAlIABISCghkb2N1bWVudBgFIAEoDEgAEjIKCXNwZWNfanNvbhgRIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIAFIEc3BlYxItCgZmb3JtYXQYBiABKA4yHS5hZ2VudHBsYW5lLnYxLkRvY3VtZW50Rm9ybWF0EjsKBmxhYmVscxgIIAMoCzIrLmFnZW50cGxhbmUudjEuU3RhcnRUYXNrUmVxdWVzdC5MYWJlbHNFbnRyeRI4ChBpbnRlcnJ1cHRfcG9saWN5GAkgASgLMh4uYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHRQb2xpY3kSMQoLbWNwX3NlcnZlcnMYCiABKAsyHC5hZ2VudHBsYW5lLnYxLk1jcFNlcnZlckxpc3QSLQoJYTJhX3BlZXJzGAsgASgLMhouYWdlbnRwbGFuZS52MS5BMmFQZWVyTGlzdBIyCgl0b29sX2F4ZXMYDCADKAsyHy5hZ2VudHBsYW5lLnYxLlRvb2xBeGlzT3ZlcnJpZGUSNAoRaW50ZXJydXB0X3RpbWVvdXQYDSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKc2Vzc2lvbl9pZBgOIAEoCRIlCgR2aWV3GA8gASgOMhcuYWdlbnRwbGFuZS52MS5UYXNrVmlldxINCgVxdWV1ZRgQIAEoCRIlCgVpbnB1dBgSIAEoCzIWLmFnZW50cGxhbmUudjEuTWVzc2FnZRIQCghwcmlvcml0eRgoIAEoBRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgYKBHNwZWNKBAgHEAgiRwoRU3RhcnRUYXNrUmVzcG9uc2USIQoEdGFzaxgBIAEoCzITLmFnZW50cGxhbmUudjEuVGFzaxIPCgdjcmVhdGVkGAIgASgIIqgBChNDb250aW51ZVRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSKQoHbWVzc2FnZRgDIAEoCzIWLmFnZW50cGxhbmUudjEuTWVzc2FnZUgAEjIKDHRvb2xfb3V0cHV0cxgEIAEoCzIaLmFnZW50cGxhbmUudjEuVG9vbE91dHB1dHNIABISCgpyZXF1ZXN0X2lkGAUgASgJQgcKBWlucHV0SgQIAhADIjkKC1Rvb2xPdXRwdXRzEioKB291dHB1dHMYASADKAsyGS5hZ2VudHBsYW5lLnYxLlRvb2xPdXRwdXQiVwoKVG9vbE91dHB1dBIPCgdjYWxsX2lkGAEgASgJEiYKBnJlc3VsdBgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIQCghpc19lcnJvchgDIAEoCCI5ChRDb250aW51ZVRhc2tSZXNwb25zZRIhCgR0YXNrGAEgASgLMhMuYWdlbnRwbGFuZS52MS5UYXNrIkgKDkdldFRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSJQoEdmlldxgCIAEoDjIXLmFnZW50cGxhbmUudjEuVGFza1ZpZXciNAoPR2V0VGFza1Jlc3BvbnNlEiEKBHRhc2sYASABKAsyEy5hZ2VudHBsYW5lLnYxLlRhc2sipgIKEExpc3RUYXNrc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSKAoGc3RhdGVzGAMgAygOMhguYWdlbnRwbGFuZS52MS5UYXNrU3RhdGUSFgoObGFiZWxfc2VsZWN0b3IYCSADKAkSMQoNY3JlYXRlZF9hZnRlchgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoOY3JlYXRlZF9iZWZvcmUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKBHZpZXcYByABKA4yFy5hZ2VudHBsYW5lLnYxLlRhc2tWaWV3Eg0KBXF1ZXVlGAggASgJSgQIBBAFUgZsYWJlbHMiUAoRTGlzdFRhc2tzUmVzcG9uc2USIgoFdGFza3MYASADKAsyEy5hZ2VudHBsYW5lLnYxLlRhc2sSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkgKEUNhbmNlbFRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSDgoGcmVhc29uGAIgASgJEhIKCnJlcXVlc3RfaWQYAyABKAkiNwoSQ2FuY2VsVGFza1Jlc3BvbnNlEiEKBHRhc2sYASABKAsyEy5hZ2VudHBsYW5lLnYxLlRhc2siOwoQV2F0Y2hUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgDIuUBChFXYXRjaFRhc2tSZXNwb25zZRIpCgVldmVudBgBIAEoCzIYLmFnZW50cGxhbmUudjEuVGFza0V2ZW50SAASMgoJY2F1Z2h0X3VwGAIgASgLMh0uYWdlbnRwbGFuZS52MS5TdHJlYW1DYXVnaHRVcEgAEjMKCWtlZXBhbGl2ZRgDIAEoCzIeLmFnZW50cGxhbmUudjEuU3RyZWFtS2VlcGFsaXZlSAASNAoNbWVzc2FnZV9kZWx0YRgEIAEoCzIbLmFnZW50cGxhbmUudjEuTWVzc2FnZURlbHRhSABCBgoEa2luZCJnChVMaXN0VGFza0V2ZW50c1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRIWCg5hZnRlcl9zZXF1ZW5jZRgEIAEoAyJbChZMaXN0VGFza0V2ZW50c1Jlc3BvbnNlEigKBmV2ZW50cxgBIAMoCzIYLmFnZW50cGxhbmUudjEuVGFza0V2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJNChNMaXN0VmVyZGljdHNSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiWQoUTGlzdFZlcmRpY3RzUmVzcG9uc2USKAoIdmVyZGljdHMYASADKAsyFi5hZ2VudHBsYW5lLnYxLlZlcmRpY3QSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIoABChZMaXN0T2JsaWdhdGlvbnNSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSLgoGc3RhdGVzGAIgAygOMh4uYWdlbnRwbGFuZS52MS5PYmxpZ2F0aW9uU3RhdGUSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkiYgoXTGlzdE9ibGlnYXRpb25zUmVzcG9uc2USLgoLb2JsaWdhdGlvbnMYASADKAsyGS5hZ2VudHBsYW5lLnYxLk9ibGlnYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJKk4KCFRhc2tWaWV3EhkKFVRBU0tfVklFV19VTlNQRUNJRklFRBAAEhMKD1RBU0tfVklFV19CQVNJQxABEhIKDlRBU0tfVklFV19GVUxMEAIyjwYKC1Rhc2tTZXJ2aWNlEk4KCVN0YXJ0VGFzaxIfLmFnZW50cGxhbmUudjEuU3RhcnRUYXNrUmVxdWVzdBogLmFnZW50cGxhbmUudjEuU3RhcnRUYXNrUmVzcG9uc2USVwoMQ29udGludWVUYXNrEiIuYWdlbnRwbGFuZS52MS5Db250aW51ZVRhc2tSZXF1ZXN0GiMuYWdlbnRwbGFuZS52MS5Db250aW51ZVRhc2tSZXNwb25zZRJICgdHZXRUYXNrEh0uYWdlbnRwbGFuZS52MS5HZXRUYXNrUmVxdWVzdBoeLmFnZW50cGxhbmUudjEuR2V0VGFza1Jlc3BvbnNlEk4KCUxpc3RUYXNrcxIfLmFnZW50cGxhbmUudjEuTGlzdFRhc2tzUmVxdWVzdBogLmFnZW50cGxhbmUudjEuTGlzdFRhc2tzUmVzcG9uc2USUQoKQ2FuY2VsVGFzaxIgLmFnZW50cGxhbmUudjEuQ2FuY2VsVGFza1JlcXVlc3QaIS5hZ2VudHBsYW5lLnYxLkNhbmNlbFRhc2tSZXNwb25zZRJQCglXYXRjaFRhc2sSHy5hZ2VudHBsYW5lLnYxLldhdGNoVGFza1JlcXVlc3QaIC5hZ2VudHBsYW5lLnYxLldhdGNoVGFza1Jlc3BvbnNlMAESVwoMTGlzdFZlcmRpY3RzEiIuYWdlbnRwbGFuZS52MS5MaXN0VmVyZGljdHNSZXF1ZXN0GiMuYWdlbnRwbGFuZS52MS5MaXN0VmVyZGljdHNSZXNwb25zZRJgCg9MaXN0T2JsaWdhdGlvbnMSJS5hZ2VudHBsYW5lLnYxLkxpc3RPYmxpZ2F0aW9uc1JlcXVlc3QaJi5hZ2VudHBsYW5lLnYxLkxpc3RPYmxpZ2F0aW9uc1Jlc3BvbnNlEl0KDkxpc3RUYXNrRXZlbnRzEiQuYWdlbnRwbGFuZS52MS5MaXN0VGFza0V2ZW50c1JlcXVlc3QaJS5hZ2VudHBsYW5lLnYxLkxpc3RUYXNrRXZlbnRzUmVzcG9uc2VCQVo/Z2l0aHViLmNvbS9hZ2VudHBsYW5lL2FnZW50cGxhbmUvZ2VuL2FnZW50cGxhbmUvdjE7YWdlbnRwbGFuZXYxYgZwcm90bzM", [file_agentplane_v1_hitl, file_agentplane_v1_peers, file_agentplane_v1_spec, file_agentplane_v1_spec_service, file_agentplane_v1_task, file_agentplane_v1_verdict, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiBhZ2VudHBsYW5lL3YxL3Rhc2tfc2VydmljZS5wcm90bxINYWdlbnRwbGFuZS52MSLQBQoQU3RhcnRUYXNrUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEicKBHNwZWMYESABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SAASEgoIZG9jdW1lbnQYBSABKAxIABISCghhZ2VudF9pZBgEIAEoCUgAEi0KBmZvcm1hdBgGIAEoDjIdLmFnZW50cGxhbmUudjEuRG9jdW1lbnRGb3JtYXQSOwoGbGFiZWxzGAggAygLMisuYWdlbnRwbGFuZS52MS5TdGFydFRhc2tSZXF1ZXN0LkxhYmVsc0VudHJ5EjgKEGludGVycnVwdF9wb2xpY3kYCSABKAsyHi5hZ2VudHBsYW5lLnYxLkludGVycnVwdFBvbGljeRIxCgttY3Bfc2VydmVycxgKIAEoCzIcLmFnZW50cGxhbmUudjEuTWNwU2VydmVyTGlzdBItCglhMmFfcGVlcnMYCyABKAsyGi5hZ2VudHBsYW5lLnYxLkEyYVBlZXJMaXN0EjIKCXRvb2xfYXhlcxgMIAMoCzIfLmFnZW50cGxhbmUudjEuVG9vbEF4aXNPdmVycmlkZRI0ChFpbnRlcnJ1cHRfdGltZW91dBgNIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhISCgpzZXNzaW9uX2lkGA4gASgJEiUKBHZpZXcYDyABKA4yFy5hZ2VudHBsYW5lLnYxLlRhc2tWaWV3Eg0KBXF1ZXVlGBAgASgJEiUKBWlucHV0GBIgASgLMhYuYWdlbnRwbGFuZS52MS5NZXNzYWdlEhAKCHByaW9yaXR5GCggASgFGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCAoGc291cmNlSgQIAhADSgQIAxAESgQIBxAIUgVhZ2VudFIFZ3JhcGhSCXNwZWNfanNvbiJHChFTdGFydFRhc2tSZXNwb25zZRIhCgR0YXNrGAEgASgLMhMuYWdlbnRwbGFuZS52MS5UYXNrEg8KB2NyZWF0ZWQYAiABKAgiqAEKE0NvbnRpbnVlVGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIpCgdtZXNzYWdlGAMgASgLMhYuYWdlbnRwbGFuZS52MS5NZXNzYWdlSAASMgoMdG9vbF9vdXRwdXRzGAQgASgLMhouYWdlbnRwbGFuZS52MS5Ub29sT3V0cHV0c0gAEhIKCnJlcXVlc3RfaWQYBSABKAlCBwoFaW5wdXRKBAgCEAMiOQoLVG9vbE91dHB1dHMSKgoHb3V0cHV0cxgBIAMoCzIZLmFnZW50cGxhbmUudjEuVG9vbE91dHB1dCJXCgpUb29sT3V0cHV0Eg8KB2NhbGxfaWQYASABKAkSJgoGcmVzdWx0GAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhAKCGlzX2Vycm9yGAMgASgIIjkKFENvbnRpbnVlVGFza1Jlc3BvbnNlEiEKBHRhc2sYASABKAsyEy5hZ2VudHBsYW5lLnYxLlRhc2siSAoOR2V0VGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIlCgR2aWV3GAIgASgOMhcuYWdlbnRwbGFuZS52MS5UYXNrVmlldyI0Cg9HZXRUYXNrUmVzcG9uc2USIQoEdGFzaxgBIAEoCzITLmFnZW50cGxhbmUudjEuVGFzayKmAgoQTGlzdFRhc2tzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIoCgZzdGF0ZXMYAyADKA4yGC5hZ2VudHBsYW5lLnYxLlRhc2tTdGF0ZRIWCg5sYWJlbF9zZWxlY3RvchgJIAMoCRIxCg1jcmVhdGVkX2FmdGVyGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5jcmVhdGVkX2JlZm9yZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJQoEdmlldxgHIAEoDjIXLmFnZW50cGxhbmUudjEuVGFza1ZpZXcSDQoFcXVldWUYCCABKAlKBAgEEAVSBmxhYmVscyJQChFMaXN0VGFza3NSZXNwb25zZRIiCgV0YXNrcxgBIAMoCzITLmFnZW50cGxhbmUudjEuVGFzaxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiSAoRQ2FuY2VsVGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSEgoKcmVxdWVzdF9pZBgDIAEoCSI3ChJDYW5jZWxUYXNrUmVzcG9uc2USIQoEdGFzaxgBIAEoCzITLmFnZW50cGxhbmUudjEuVGFzayI7ChBXYXRjaFRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSFgoOYWZ0ZXJfc2VxdWVuY2UYAiABKAMi5QEKEVdhdGNoVGFza1Jlc3BvbnNlEikKBWV2ZW50GAEgASgLMhguYWdlbnRwbGFuZS52MS5UYXNrRXZlbnRIABIyCgljYXVnaHRfdXAYAiABKAsyHS5hZ2VudHBsYW5lLnYxLlN0cmVhbUNhdWdodFVwSAASMwoJa2VlcGFsaXZlGAMgASgLMh4uYWdlbnRwbGFuZS52MS5TdHJlYW1LZWVwYWxpdmVIABI0Cg1tZXNzYWdlX2RlbHRhGAQgASgLMhsuYWdlbnRwbGFuZS52MS5NZXNzYWdlRGVsdGFIAEIGCgRraW5kImcKFUxpc3RUYXNrRXZlbnRzUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAQgASgDIlsKFkxpc3RUYXNrRXZlbnRzUmVzcG9uc2USKAoGZXZlbnRzGAEgAygLMhguYWdlbnRwbGFuZS52MS5UYXNrRXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIk0KE0xpc3RWZXJkaWN0c1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJZChRMaXN0VmVyZGljdHNSZXNwb25zZRIoCgh2ZXJkaWN0cxgBIAMoCzIWLmFnZW50cGxhbmUudjEuVmVyZGljdBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkigAEKFkxpc3RPYmxpZ2F0aW9uc1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIuCgZzdGF0ZXMYAiADKA4yHi5hZ2VudHBsYW5lLnYxLk9ibGlnYXRpb25TdGF0ZRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSJiChdMaXN0T2JsaWdhdGlvbnNSZXNwb25zZRIuCgtvYmxpZ2F0aW9ucxgBIAMoCzIZLmFnZW50cGxhbmUudjEuT2JsaWdhdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkqTgoIVGFza1ZpZXcSGQoVVEFTS19WSUVXX1VOU1BFQ0lGSUVEEAASEwoPVEFTS19WSUVXX0JBU0lDEAESEgoOVEFTS19WSUVXX0ZVTEwQAjK8BgoLVGFza1NlcnZpY2USUwoJU3RhcnRUYXNrEh8uYWdlbnRwbGFuZS52MS5TdGFydFRhc2tSZXF1ZXN0GiAuYWdlbnRwbGFuZS52MS5TdGFydFRhc2tSZXNwb25zZSIDkAICElwKDENvbnRpbnVlVGFzaxIiLmFnZW50cGxhbmUudjEuQ29udGludWVUYXNrUmVxdWVzdBojLmFnZW50cGxhbmUudjEuQ29udGludWVUYXNrUmVzcG9uc2UiA5ACAhJNCgdHZXRUYXNrEh0uYWdlbnRwbGFuZS52MS5HZXRUYXNrUmVxdWVzdBoeLmFnZW50cGxhbmUudjEuR2V0VGFza1Jlc3BvbnNlIgOQAgESUwoJTGlzdFRhc2tzEh8uYWdlbnRwbGFuZS52MS5MaXN0VGFza3NSZXF1ZXN0GiAuYWdlbnRwbGFuZS52MS5MaXN0VGFza3NSZXNwb25zZSIDkAIBElYKCkNhbmNlbFRhc2sSIC5hZ2VudHBsYW5lLnYxLkNhbmNlbFRhc2tSZXF1ZXN0GiEuYWdlbnRwbGFuZS52MS5DYW5jZWxUYXNrUmVzcG9uc2UiA5ACAhJVCglXYXRjaFRhc2sSHy5hZ2VudHBsYW5lLnYxLldhdGNoVGFza1JlcXVlc3QaIC5hZ2VudHBsYW5lLnYxLldhdGNoVGFza1Jlc3BvbnNlIgOQAgEwARJcCgxMaXN0VmVyZGljdHMSIi5hZ2VudHBsYW5lLnYxLkxpc3RWZXJkaWN0c1JlcXVlc3QaIy5hZ2VudHBsYW5lLnYxLkxpc3RWZXJkaWN0c1Jlc3BvbnNlIgOQAgESZQoPTGlzdE9ibGlnYXRpb25zEiUuYWdlbnRwbGFuZS52MS5MaXN0T2JsaWdhdGlvbnNSZXF1ZXN0GiYuYWdlbnRwbGFuZS52MS5MaXN0T2JsaWdhdGlvbnNSZXNwb25zZSIDkAIBEmIKDkxpc3RUYXNrRXZlbnRzEiQuYWdlbnRwbGFuZS52MS5MaXN0VGFza0V2ZW50c1JlcXVlc3QaJS5hZ2VudHBsYW5lLnYxLkxpc3RUYXNrRXZlbnRzUmVzcG9uc2UiA5ACAUJBWj9naXRodWIuY29tL2FnZW50cGxhbmUvYWdlbnRwbGFuZS9nZW4vYWdlbnRwbGFuZS92MTthZ2VudHBsYW5ldjFiBnByb3RvMw", [file_agentplane_v1_hitl, file_agentplane_v1_peers, file_agentplane_v1_spec_service, file_agentplane_v1_task, file_agentplane_v1_verdict, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
- * StartTaskRequest starts a task from exactly one of: an inline agent, an inline graph,
- * a static agent id, a document (JSON/YAML, routed on its kind), or the wire-shaped spec
- * as a JSON object.
+ * StartTaskRequest starts a task from exactly one of: the spec in the qar/v1 wire shape
+ * as a JSON object (spec), the same spec as a document (JSON or YAML text), or a static
+ * agent id. The typed AgentSpec and GraphSpec messages are what a task and a lease
+ * give back; a request never carries them (docs/api.md, "Sending a spec").
  *
  * The W3C trace context of the call (the traceparent and tracestate gRPC metadata
  * keys, or HTTP headers) is captured with the task: see Task.trace_context.
@@ -48,24 +47,28 @@ export type StartTaskRequest = Message<"agentplane.v1.StartTaskRequest"> & {
   /**
    * What runs. Exactly one arm is set; none is INVALID_ARGUMENT.
    *
-   * @generated from oneof agentplane.v1.StartTaskRequest.spec
+   * @generated from oneof agentplane.v1.StartTaskRequest.source
    */
-  spec: {
+  source: {
     /**
-     * Inline agent.
+     * The spec in the qar/v1 wire shape (docs/vocabulary.md) as a JSON object, routed
+     * on its `kind`: over HTTP, `{"spec": {"apiVersion": "qar/v1", "kind":
+     * "AgentSpec", ...}, "input": {...}}`. Validated exactly like the same document
+     * sent as text (see ValidateSpecRequest.spec).
      *
-     * @generated from field: agentplane.v1.AgentSpec agent = 2;
+     * @generated from field: google.protobuf.Struct spec = 17;
      */
-    value: AgentSpec;
-    case: "agent";
+    value: JsonObject;
+    case: "spec";
   } | {
     /**
-     * Inline graph.
+     * The same spec as a qar/v1 document: JSON or YAML text (format says which), for
+     * files and the CLI; violations carry a line and column.
      *
-     * @generated from field: agentplane.v1.GraphSpec graph = 3;
+     * @generated from field: bytes document = 5;
      */
-    value: GraphSpec;
-    case: "graph";
+    value: Uint8Array;
+    case: "document";
   } | {
     /**
      * Static agent id from the deployment's agent table.
@@ -74,25 +77,6 @@ export type StartTaskRequest = Message<"agentplane.v1.StartTaskRequest"> & {
      */
     value: string;
     case: "agentId";
-  } | {
-    /**
-     * A qar/v1 document (JSON or YAML bytes).
-     *
-     * @generated from field: bytes document = 5;
-     */
-    value: Uint8Array;
-    case: "document";
-  } | {
-    /**
-     * The spec in the qar/v1 wire shape (seed 000) as a JSON object, routed on its
-     * `kind`: over HTTP, `{"spec": {"apiVersion": "qar/v1", "kind": "AgentSpec", ...},
-     * "input": "..."}`. Validated exactly like the same document sent as bytes (see
-     * ValidateSpecRequest.spec_json).
-     *
-     * @generated from field: google.protobuf.Struct spec_json = 17 [json_name = "spec"];
-     */
-    value: JsonObject;
-    case: "specJson";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -904,10 +888,10 @@ export const TaskViewSchema: GenEnum<TaskView> = /*@__PURE__*/
 export const TaskService: GenService<{
   /**
    * StartTask validates the spec exactly as SpecService.ValidateSpec does (an invalid
-   * spec is INVALID_ARGUMENT with reason spec.invalid and SpecViolations details),
+   * spec is INVALID_ARGUMENT with reason SPEC_INVALID and SpecViolations details),
    * persists the task with its first event and queues it for runtimes. It is idempotent
    * on request_id per tenant: a retry returns the same task with created=false; the same
-   * request_id with a different request is ALREADY_EXISTS (reason task.request_id_reused).
+   * request_id with a different request is ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
    * The response carries the basic view of the task unless view asks for FULL.
    *
    * @generated from rpc agentplane.v1.TaskService.StartTask
@@ -922,13 +906,13 @@ export const TaskService: GenService<{
    * pause with a new user message, or a task waiting for the outputs of client-executed
    * tool calls with exactly one output per pending call (tool_outputs). The wrong kind
    * of input, or outputs that name an unknown call or miss a pending one, are
-   * FAILED_PRECONDITION (task.tool_outputs_mismatch); any other state is
+   * FAILED_PRECONDITION (TASK_TOOL_OUTPUTS_MISMATCH); any other state is
    * FAILED_PRECONDITION too. The task goes back to SUBMITTED (queued) until a runtime
    * leases it (WORKING). With a request_id it is
    * safe to retry: a retry of a call that succeeded returns the task (as it is now)
    * without delivering the message or outputs again, even when the task has moved on to
    * its next turn; the same request_id with a different request is ALREADY_EXISTS
-   * (reason task.request_id_reused).
+   * (reason TASK_REQUEST_ID_REUSED).
    *
    * @generated from rpc agentplane.v1.TaskService.ContinueTask
    */
@@ -962,8 +946,8 @@ export const TaskService: GenService<{
    * CancelTask ends a task as CANCELED. The runtime holding its lease learns of it on
    * its next heartbeat. Canceling a terminal task is FAILED_PRECONDITION. With a
    * request_id it is safe to retry: a retry of a call that succeeded returns the task
-   * instead of task.terminal; the same request_id with a different request is
-   * ALREADY_EXISTS (reason task.request_id_reused).
+   * instead of TASK_TERMINAL; the same request_id with a different request is
+   * ALREADY_EXISTS (reason TASK_REQUEST_ID_REUSED).
    *
    * @generated from rpc agentplane.v1.TaskService.CancelTask
    */

@@ -231,19 +231,24 @@ type TaskRecord struct {
 	// 16 clients' calls and 16 runtimes' lease-fenced writes: what a retry of one of them
 	// is answered from.
 	AppliedRequests []*AppliedRequest `protobuf:"bytes,46,rep,name=applied_requests,json=appliedRequests,proto3" json:"applied_requests,omitempty"`
+	// A2A push notification configs of the task (server/a2a), at most 8; each state
+	// change is sent to every one through the outbox.
+	A2APushConfigs []*A2APushConfig `protobuf:"bytes,60,rep,name=a2a_push_configs,json=a2aPushConfigs,proto3" json:"a2a_push_configs,omitempty"`
+	// The schedule run that started the task (the API's Task.scheduled_by). Immutable.
+	ScheduledBy *v1.ScheduledBy `protobuf:"bytes,61,opt,name=scheduled_by,json=scheduledBy,proto3" json:"scheduled_by,omitempty"`
 	// Lease-time flow control (docs/api.md#flow-control). The task's priority
 	// (StartTaskRequest.priority): it orders the run queue within the tenant.
 	// Immutable.
-	Priority int32 `protobuf:"varint,60,opt,name=priority,proto3" json:"priority,omitempty"`
+	Priority int32 `protobuf:"varint,70,opt,name=priority,proto3" json:"priority,omitempty"`
 	// The concurrency key its queue's flow.concurrency.key computed at start ("" when
 	// the queue caps nothing): a lease takes a slot of FlowRecord "c" + queue + key and
 	// its release frees it. Immutable.
-	ConcurrencyKey string `protobuf:"bytes,61,opt,name=concurrency_key,json=concurrencyKey,proto3" json:"concurrency_key,omitempty"`
+	ConcurrencyKey string `protobuf:"bytes,71,opt,name=concurrency_key,json=concurrencyKey,proto3" json:"concurrency_key,omitempty"`
 	// The lease-rate key its queue's flow.rate (on: lease) computed at start ("" when
 	// none): each lease takes a token of that bucket. Immutable.
-	RateKey string `protobuf:"bytes,62,opt,name=rate_key,json=rateKey,proto3" json:"rate_key,omitempty"`
+	RateKey string `protobuf:"bytes,72,opt,name=rate_key,json=rateKey,proto3" json:"rate_key,omitempty"`
 	// Whether the task's current lease holds a slot of its concurrency key.
-	HoldsSlot     bool `protobuf:"varint,63,opt,name=holds_slot,json=holdsSlot,proto3" json:"holds_slot,omitempty"`
+	HoldsSlot     bool `protobuf:"varint,73,opt,name=holds_slot,json=holdsSlot,proto3" json:"holds_slot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -505,6 +510,20 @@ func (x *TaskRecord) GetOpenCallIds() []string {
 func (x *TaskRecord) GetAppliedRequests() []*AppliedRequest {
 	if x != nil {
 		return x.AppliedRequests
+	}
+	return nil
+}
+
+func (x *TaskRecord) GetA2APushConfigs() []*A2APushConfig {
+	if x != nil {
+		return x.A2APushConfigs
+	}
+	return nil
+}
+
+func (x *TaskRecord) GetScheduledBy() *v1.ScheduledBy {
+	if x != nil {
+		return x.ScheduledBy
 	}
 	return nil
 }
@@ -1320,7 +1339,10 @@ type OutboxRecord struct {
 	// When it became a dead letter.
 	DeadTime *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=dead_time,json=deadTime,proto3" json:"dead_time,omitempty"`
 	// Token of the running attempt; a result is recorded only by the claimer holding it.
-	Claim         string `protobuf:"bytes,13,opt,name=claim,proto3" json:"claim,omitempty"`
+	Claim string `protobuf:"bytes,13,opt,name=claim,proto3" json:"claim,omitempty"`
+	// Where an A2A push notification goes, when endpoint is A2APushEndpoint: a task's
+	// push config, not a configured endpoint. Immutable.
+	A2APush       *A2APushConfig `protobuf:"bytes,20,opt,name=a2a_push,json=a2aPush,proto3" json:"a2a_push,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1446,6 +1468,331 @@ func (x *OutboxRecord) GetClaim() string {
 	return ""
 }
 
+func (x *OutboxRecord) GetA2APush() *A2APushConfig {
+	if x != nil {
+		return x.A2APush
+	}
+	return nil
+}
+
+// A2APushConfig is an A2A TaskPushNotificationConfig: where a task's updates are
+// pushed, and with which credentials. The token and credentials are the caller's
+// secrets: stored, sent, never read back.
+type A2APushConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Config id, unique in the task.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The webhook URL (checked against the destination rules when set and dialled).
+	Url string `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	// The caller's token: sent as X-A2A-Notification-Token, and the key of the
+	// webhook-signature HMAC.
+	Token string `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
+	// AuthenticationInfo's scheme: sent as Authorization: <scheme> <credentials>.
+	AuthScheme string `protobuf:"bytes,4,opt,name=auth_scheme,json=authScheme,proto3" json:"auth_scheme,omitempty"`
+	// AuthenticationInfo's credentials.
+	AuthCredentials string `protobuf:"bytes,5,opt,name=auth_credentials,json=authCredentials,proto3" json:"auth_credentials,omitempty"`
+	// When the config was set.
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// The A2A version of the call that set it ("1.0" or "0.3"): the shape of the body.
+	ProtocolVersion string `protobuf:"bytes,7,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *A2APushConfig) Reset() {
+	*x = A2APushConfig{}
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *A2APushConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*A2APushConfig) ProtoMessage() {}
+
+func (x *A2APushConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use A2APushConfig.ProtoReflect.Descriptor instead.
+func (*A2APushConfig) Descriptor() ([]byte, []int) {
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *A2APushConfig) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *A2APushConfig) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *A2APushConfig) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *A2APushConfig) GetAuthScheme() string {
+	if x != nil {
+		return x.AuthScheme
+	}
+	return ""
+}
+
+func (x *A2APushConfig) GetAuthCredentials() string {
+	if x != nil {
+		return x.AuthCredentials
+	}
+	return ""
+}
+
+func (x *A2APushConfig) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *A2APushConfig) GetProtocolVersion() string {
+	if x != nil {
+		return x.ProtocolVersion
+	}
+	return ""
+}
+
+// ScheduleRecord is a schedule (ScheduleService) with its firing state. The store
+// derives from it the due index (wake_time, when set) and the per-tenant count.
+type ScheduleRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Owning tenant. Immutable.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Caller-chosen id, unique per tenant. Immutable.
+	ScheduleId string `protobuf:"bytes,2,opt,name=schedule_id,json=scheduleId,proto3" json:"schedule_id,omitempty"`
+	// When it fires, how, and what each run starts (validated when written).
+	Spec   *v1.ScheduleSpec     `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	Policy *v1.SchedulePolicy   `protobuf:"bytes,4,opt,name=policy,proto3" json:"policy,omitempty"`
+	Task   *v1.StartTaskRequest `protobuf:"bytes,5,opt,name=task,proto3" json:"task,omitempty"`
+	// Paused, and why.
+	Paused      bool   `protobuf:"varint,6,opt,name=paused,proto3" json:"paused,omitempty"`
+	PauseReason string `protobuf:"bytes,7,opt,name=pause_reason,json=pauseReason,proto3" json:"pause_reason,omitempty"`
+	// When it was created and last written, and by whom (runs start as created_by).
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	CreatedBy  string                 `protobuf:"bytes,10,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	// Bumped by every write.
+	Revision int64 `protobuf:"varint,11,opt,name=revision,proto3" json:"revision,omitempty"`
+	// Digest of the CreateScheduleRequest, to tell a retry from a different schedule
+	// under the same id.
+	CreateDigest []byte `protobuf:"bytes,12,opt,name=create_digest,json=createDigest,proto3" json:"create_digest,omitempty"`
+	// The next nominal time not yet acted on; absent when there is none (a one-shot
+	// that fired).
+	NextNominalTime *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=next_nominal_time,json=nextNominalTime,proto3" json:"next_nominal_time,omitempty"`
+	// When the scheduler must look at it next: the next fire time (nominal plus
+	// jitter), or sooner while a buffered run waits. Absent while paused or when there
+	// is nothing left to do. Drives the due index.
+	WakeTime *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=wake_time,json=wakeTime,proto3" json:"wake_time,omitempty"`
+	// The nominal time of a buffered run (BUFFER_ONE), waiting for last_task_id to end.
+	BufferedNominalTime *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=buffered_nominal_time,json=bufferedNominalTime,proto3" json:"buffered_nominal_time,omitempty"`
+	BufferedManual      bool                   `protobuf:"varint,16,opt,name=buffered_manual,json=bufferedManual,proto3" json:"buffered_manual,omitempty"`
+	// The task of the most recent STARTED run: what the overlap policy looks at.
+	LastTaskId string `protobuf:"bytes,17,opt,name=last_task_id,json=lastTaskId,proto3" json:"last_task_id,omitempty"`
+	// Recent runs, newest first (bounded).
+	RecentRuns []*v1.ScheduleRun  `protobuf:"bytes,18,rep,name=recent_runs,json=recentRuns,proto3" json:"recent_runs,omitempty"`
+	Counts     *v1.ScheduleCounts `protobuf:"bytes,19,opt,name=counts,proto3" json:"counts,omitempty"`
+	// The principal runs start as: whoever last set the task template.
+	RunAs         string `protobuf:"bytes,20,opt,name=run_as,json=runAs,proto3" json:"run_as,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleRecord) Reset() {
+	*x = ScheduleRecord{}
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleRecord) ProtoMessage() {}
+
+func (x *ScheduleRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleRecord.ProtoReflect.Descriptor instead.
+func (*ScheduleRecord) Descriptor() ([]byte, []int) {
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ScheduleRecord) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ScheduleRecord) GetScheduleId() string {
+	if x != nil {
+		return x.ScheduleId
+	}
+	return ""
+}
+
+func (x *ScheduleRecord) GetSpec() *v1.ScheduleSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *ScheduleRecord) GetPolicy() *v1.SchedulePolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+func (x *ScheduleRecord) GetTask() *v1.StartTaskRequest {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+func (x *ScheduleRecord) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *ScheduleRecord) GetPauseReason() string {
+	if x != nil {
+		return x.PauseReason
+	}
+	return ""
+}
+
+func (x *ScheduleRecord) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *ScheduleRecord) GetUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdateTime
+	}
+	return nil
+}
+
+func (x *ScheduleRecord) GetCreatedBy() string {
+	if x != nil {
+		return x.CreatedBy
+	}
+	return ""
+}
+
+func (x *ScheduleRecord) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *ScheduleRecord) GetCreateDigest() []byte {
+	if x != nil {
+		return x.CreateDigest
+	}
+	return nil
+}
+
+func (x *ScheduleRecord) GetNextNominalTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextNominalTime
+	}
+	return nil
+}
+
+func (x *ScheduleRecord) GetWakeTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.WakeTime
+	}
+	return nil
+}
+
+func (x *ScheduleRecord) GetBufferedNominalTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.BufferedNominalTime
+	}
+	return nil
+}
+
+func (x *ScheduleRecord) GetBufferedManual() bool {
+	if x != nil {
+		return x.BufferedManual
+	}
+	return false
+}
+
+func (x *ScheduleRecord) GetLastTaskId() string {
+	if x != nil {
+		return x.LastTaskId
+	}
+	return ""
+}
+
+func (x *ScheduleRecord) GetRecentRuns() []*v1.ScheduleRun {
+	if x != nil {
+		return x.RecentRuns
+	}
+	return nil
+}
+
+func (x *ScheduleRecord) GetCounts() *v1.ScheduleCounts {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+func (x *ScheduleRecord) GetRunAs() string {
+	if x != nil {
+		return x.RunAs
+	}
+	return ""
+}
+
 // FlowRecord is the shared state of one flow-control key of a tenant
 // (docs/api.md#flow-control): the slots of a concurrency key, or a token bucket.
 // Kept in the store so that every replica sharing it sees one count.
@@ -1463,7 +1810,7 @@ type FlowRecord struct {
 
 func (x *FlowRecord) Reset() {
 	*x = FlowRecord{}
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[12]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1475,7 +1822,7 @@ func (x *FlowRecord) String() string {
 func (*FlowRecord) ProtoMessage() {}
 
 func (x *FlowRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[12]
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1488,7 +1835,7 @@ func (x *FlowRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlowRecord.ProtoReflect.Descriptor instead.
 func (*FlowRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{12}
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FlowRecord) GetHolders() []string {
@@ -1516,13 +1863,13 @@ var File_agentplane_storage_v1_storage_proto protoreflect.FileDescriptor
 
 const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\n" +
-	"#agentplane/storage/v1/storage.proto\x12\x15agentplane.storage.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a#agentplane/v1/runtime_service.proto\x1a\x18agentplane/v1/spec.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x80\x01\n" +
+	"#agentplane/storage/v1/storage.proto\x12\x15agentplane.storage.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a#agentplane/v1/runtime_service.proto\x1a$agentplane/v1/schedule_service.proto\x1a\x18agentplane/v1/spec.proto\x1a\x18agentplane/v1/task.proto\x1a agentplane/v1/task_service.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x80\x01\n" +
 	"\n" +
 	"SchemaInfo\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x05R\aversion\x12;\n" +
 	"\vcreate_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12\x1b\n" +
-	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\xd9\r\n" +
+	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\xe8\x0e\n" +
 	"\n" +
 	"TaskRecord\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
@@ -1564,12 +1911,14 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\x15continue_tool_results\x18+ \x03(\v2\x19.agentplane.v1.ToolResultR\x13continueToolResults\x12/\n" +
 	"\x05usage\x18, \x01(\v2\x19.agentplane.v1.TokenUsageR\x05usage\x12\"\n" +
 	"\ropen_call_ids\x18- \x03(\tR\vopenCallIds\x12P\n" +
-	"\x10applied_requests\x18. \x03(\v2%.agentplane.storage.v1.AppliedRequestR\x0fappliedRequests\x12\x1a\n" +
-	"\bpriority\x18< \x01(\x05R\bpriority\x12'\n" +
-	"\x0fconcurrency_key\x18= \x01(\tR\x0econcurrencyKey\x12\x19\n" +
-	"\brate_key\x18> \x01(\tR\arateKey\x12\x1d\n" +
+	"\x10applied_requests\x18. \x03(\v2%.agentplane.storage.v1.AppliedRequestR\x0fappliedRequests\x12N\n" +
+	"\x10a2a_push_configs\x18< \x03(\v2$.agentplane.storage.v1.A2APushConfigR\x0ea2aPushConfigs\x12=\n" +
+	"\fscheduled_by\x18= \x01(\v2\x1a.agentplane.v1.ScheduledByR\vscheduledBy\x12\x1a\n" +
+	"\bpriority\x18F \x01(\x05R\bpriority\x12'\n" +
+	"\x0fconcurrency_key\x18G \x01(\tR\x0econcurrencyKey\x12\x19\n" +
+	"\brate_key\x18H \x01(\tR\arateKey\x12\x1d\n" +
 	"\n" +
-	"holds_slot\x18? \x01(\bR\tholdsSlot\x1a9\n" +
+	"holds_slot\x18I \x01(\bR\tholdsSlot\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\x17\x10\x18\"\xa5\x01\n" +
@@ -1630,7 +1979,7 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\aordinal\x18\x01 \x01(\x03R\aordinal\x129\n" +
 	"\n" +
 	"obligation\x18\x02 \x01(\v2\x19.agentplane.v1.ObligationR\n" +
-	"obligation\"\x9c\x04\n" +
+	"obligation\"\xdd\x04\n" +
 	"\fOutboxRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x1a\n" +
@@ -1648,7 +1997,46 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\n" +
 	"last_error\x18\v \x01(\tR\tlastError\x127\n" +
 	"\tdead_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\bdeadTime\x12\x14\n" +
-	"\x05claim\x18\r \x01(\tR\x05claim\"{\n" +
+	"\x05claim\x18\r \x01(\tR\x05claim\x12?\n" +
+	"\ba2a_push\x18\x14 \x01(\v2$.agentplane.storage.v1.A2APushConfigR\aa2aPush\"\xfb\x01\n" +
+	"\rA2APushConfig\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\tR\x05token\x12\x1f\n" +
+	"\vauth_scheme\x18\x04 \x01(\tR\n" +
+	"authScheme\x12)\n" +
+	"\x10auth_credentials\x18\x05 \x01(\tR\x0fauthCredentials\x12;\n" +
+	"\vcreate_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x12)\n" +
+	"\x10protocol_version\x18\a \x01(\tR\x0fprotocolVersion\"\xa2\a\n" +
+	"\x0eScheduleRecord\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1f\n" +
+	"\vschedule_id\x18\x02 \x01(\tR\n" +
+	"scheduleId\x12/\n" +
+	"\x04spec\x18\x03 \x01(\v2\x1b.agentplane.v1.ScheduleSpecR\x04spec\x125\n" +
+	"\x06policy\x18\x04 \x01(\v2\x1d.agentplane.v1.SchedulePolicyR\x06policy\x123\n" +
+	"\x04task\x18\x05 \x01(\v2\x1f.agentplane.v1.StartTaskRequestR\x04task\x12\x16\n" +
+	"\x06paused\x18\x06 \x01(\bR\x06paused\x12!\n" +
+	"\fpause_reason\x18\a \x01(\tR\vpauseReason\x12;\n" +
+	"\vcreate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x12;\n" +
+	"\vupdate_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"updateTime\x12\x1d\n" +
+	"\n" +
+	"created_by\x18\n" +
+	" \x01(\tR\tcreatedBy\x12\x1a\n" +
+	"\brevision\x18\v \x01(\x03R\brevision\x12#\n" +
+	"\rcreate_digest\x18\f \x01(\fR\fcreateDigest\x12F\n" +
+	"\x11next_nominal_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\x0fnextNominalTime\x127\n" +
+	"\twake_time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\bwakeTime\x12N\n" +
+	"\x15buffered_nominal_time\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\x13bufferedNominalTime\x12'\n" +
+	"\x0fbuffered_manual\x18\x10 \x01(\bR\x0ebufferedManual\x12 \n" +
+	"\flast_task_id\x18\x11 \x01(\tR\n" +
+	"lastTaskId\x12;\n" +
+	"\vrecent_runs\x18\x12 \x03(\v2\x1a.agentplane.v1.ScheduleRunR\n" +
+	"recentRuns\x125\n" +
+	"\x06counts\x18\x13 \x01(\v2\x1d.agentplane.v1.ScheduleCountsR\x06counts\x12\x15\n" +
+	"\x06run_as\x18\x14 \x01(\tR\x05runAs\"{\n" +
 	"\n" +
 	"FlowRecord\x12\x18\n" +
 	"\aholders\x18\x01 \x03(\tR\aholders\x12\x16\n" +
@@ -1673,7 +2061,7 @@ func file_agentplane_storage_v1_storage_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_storage_v1_storage_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(OutboxState)(0),              // 0: agentplane.storage.v1.OutboxState
 	(*SchemaInfo)(nil),            // 1: agentplane.storage.v1.SchemaInfo
@@ -1688,75 +2076,97 @@ var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(*VerdictRecord)(nil),         // 10: agentplane.storage.v1.VerdictRecord
 	(*ObligationRecord)(nil),      // 11: agentplane.storage.v1.ObligationRecord
 	(*OutboxRecord)(nil),          // 12: agentplane.storage.v1.OutboxRecord
-	(*FlowRecord)(nil),            // 13: agentplane.storage.v1.FlowRecord
-	nil,                           // 14: agentplane.storage.v1.TaskRecord.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
-	(v1.TaskState)(0),             // 16: agentplane.v1.TaskState
-	(*v1.TaskFailure)(nil),        // 17: agentplane.v1.TaskFailure
-	(*v1.TaskOutput)(nil),         // 18: agentplane.v1.TaskOutput
-	(*v1.TraceContext)(nil),       // 19: agentplane.v1.TraceContext
-	(*v1.Message)(nil),            // 20: agentplane.v1.Message
-	(*v1.ToolResult)(nil),         // 21: agentplane.v1.ToolResult
-	(*v1.TokenUsage)(nil),         // 22: agentplane.v1.TokenUsage
-	(*v1.AgentSpec)(nil),          // 23: agentplane.v1.AgentSpec
-	(*v1.GraphSpec)(nil),          // 24: agentplane.v1.GraphSpec
-	(*v1.ResolvedSpec)(nil),       // 25: agentplane.v1.ResolvedSpec
-	(*v1.InterruptPolicy)(nil),    // 26: agentplane.v1.InterruptPolicy
-	(*durationpb.Duration)(nil),   // 27: google.protobuf.Duration
-	(*v1.ToolAxisOverride)(nil),   // 28: agentplane.v1.ToolAxisOverride
-	(*v1.McpServer)(nil),          // 29: agentplane.v1.McpServer
-	(*v1.A2APeer)(nil),            // 30: agentplane.v1.A2aPeer
-	(*v1.TaskEvent)(nil),          // 31: agentplane.v1.TaskEvent
-	(*v1.Interrupt)(nil),          // 32: agentplane.v1.Interrupt
-	(*v1.Verdict)(nil),            // 33: agentplane.v1.Verdict
-	(*v1.Obligation)(nil),         // 34: agentplane.v1.Obligation
+	(*A2APushConfig)(nil),         // 13: agentplane.storage.v1.A2APushConfig
+	(*ScheduleRecord)(nil),        // 14: agentplane.storage.v1.ScheduleRecord
+	(*FlowRecord)(nil),            // 15: agentplane.storage.v1.FlowRecord
+	nil,                           // 16: agentplane.storage.v1.TaskRecord.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
+	(v1.TaskState)(0),             // 18: agentplane.v1.TaskState
+	(*v1.TaskFailure)(nil),        // 19: agentplane.v1.TaskFailure
+	(*v1.TaskOutput)(nil),         // 20: agentplane.v1.TaskOutput
+	(*v1.TraceContext)(nil),       // 21: agentplane.v1.TraceContext
+	(*v1.Message)(nil),            // 22: agentplane.v1.Message
+	(*v1.ToolResult)(nil),         // 23: agentplane.v1.ToolResult
+	(*v1.TokenUsage)(nil),         // 24: agentplane.v1.TokenUsage
+	(*v1.ScheduledBy)(nil),        // 25: agentplane.v1.ScheduledBy
+	(*v1.AgentSpec)(nil),          // 26: agentplane.v1.AgentSpec
+	(*v1.GraphSpec)(nil),          // 27: agentplane.v1.GraphSpec
+	(*v1.ResolvedSpec)(nil),       // 28: agentplane.v1.ResolvedSpec
+	(*v1.InterruptPolicy)(nil),    // 29: agentplane.v1.InterruptPolicy
+	(*durationpb.Duration)(nil),   // 30: google.protobuf.Duration
+	(*v1.ToolAxisOverride)(nil),   // 31: agentplane.v1.ToolAxisOverride
+	(*v1.McpServer)(nil),          // 32: agentplane.v1.McpServer
+	(*v1.A2APeer)(nil),            // 33: agentplane.v1.A2aPeer
+	(*v1.TaskEvent)(nil),          // 34: agentplane.v1.TaskEvent
+	(*v1.Interrupt)(nil),          // 35: agentplane.v1.Interrupt
+	(*v1.Verdict)(nil),            // 36: agentplane.v1.Verdict
+	(*v1.Obligation)(nil),         // 37: agentplane.v1.Obligation
+	(*v1.ScheduleSpec)(nil),       // 38: agentplane.v1.ScheduleSpec
+	(*v1.SchedulePolicy)(nil),     // 39: agentplane.v1.SchedulePolicy
+	(*v1.StartTaskRequest)(nil),   // 40: agentplane.v1.StartTaskRequest
+	(*v1.ScheduleRun)(nil),        // 41: agentplane.v1.ScheduleRun
+	(*v1.ScheduleCounts)(nil),     // 42: agentplane.v1.ScheduleCounts
 }
 var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
-	15, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
-	16, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
-	14, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
-	15, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
-	15, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
-	15, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
-	17, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
-	18, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
+	17, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
+	18, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
+	16, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
+	17, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
+	17, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
+	17, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
+	19, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
+	20, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
 	5,  // 8: agentplane.storage.v1.TaskRecord.cancellation:type_name -> agentplane.storage.v1.Cancellation
 	6,  // 9: agentplane.storage.v1.TaskRecord.lease:type_name -> agentplane.storage.v1.LeaseRecord
-	15, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
-	19, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
-	20, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
-	21, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
-	22, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
+	17, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
+	21, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
+	22, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
+	23, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
+	24, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
 	3,  // 15: agentplane.storage.v1.TaskRecord.applied_requests:type_name -> agentplane.storage.v1.AppliedRequest
-	23, // 16: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
-	24, // 17: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
-	25, // 18: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
-	26, // 19: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	27, // 20: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
-	28, // 21: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	29, // 22: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
-	30, // 23: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	20, // 24: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
-	15, // 25: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
-	15, // 26: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
-	15, // 27: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
-	15, // 28: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
-	31, // 29: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
-	32, // 30: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
-	15, // 31: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
-	33, // 32: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
-	34, // 33: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
-	15, // 34: agentplane.storage.v1.OutboxRecord.create_time:type_name -> google.protobuf.Timestamp
-	0,  // 35: agentplane.storage.v1.OutboxRecord.state:type_name -> agentplane.storage.v1.OutboxState
-	15, // 36: agentplane.storage.v1.OutboxRecord.next_attempt_time:type_name -> google.protobuf.Timestamp
-	15, // 37: agentplane.storage.v1.OutboxRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
-	15, // 38: agentplane.storage.v1.OutboxRecord.dead_time:type_name -> google.protobuf.Timestamp
-	15, // 39: agentplane.storage.v1.FlowRecord.refill_time:type_name -> google.protobuf.Timestamp
-	40, // [40:40] is the sub-list for method output_type
-	40, // [40:40] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	13, // 16: agentplane.storage.v1.TaskRecord.a2a_push_configs:type_name -> agentplane.storage.v1.A2APushConfig
+	25, // 17: agentplane.storage.v1.TaskRecord.scheduled_by:type_name -> agentplane.v1.ScheduledBy
+	26, // 18: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
+	27, // 19: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
+	28, // 20: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
+	29, // 21: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	30, // 22: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
+	31, // 23: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	32, // 24: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
+	33, // 25: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	22, // 26: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
+	17, // 27: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
+	17, // 28: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
+	17, // 29: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
+	17, // 30: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
+	34, // 31: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
+	35, // 32: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
+	17, // 33: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
+	36, // 34: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
+	37, // 35: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
+	17, // 36: agentplane.storage.v1.OutboxRecord.create_time:type_name -> google.protobuf.Timestamp
+	0,  // 37: agentplane.storage.v1.OutboxRecord.state:type_name -> agentplane.storage.v1.OutboxState
+	17, // 38: agentplane.storage.v1.OutboxRecord.next_attempt_time:type_name -> google.protobuf.Timestamp
+	17, // 39: agentplane.storage.v1.OutboxRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
+	17, // 40: agentplane.storage.v1.OutboxRecord.dead_time:type_name -> google.protobuf.Timestamp
+	13, // 41: agentplane.storage.v1.OutboxRecord.a2a_push:type_name -> agentplane.storage.v1.A2APushConfig
+	17, // 42: agentplane.storage.v1.A2APushConfig.create_time:type_name -> google.protobuf.Timestamp
+	38, // 43: agentplane.storage.v1.ScheduleRecord.spec:type_name -> agentplane.v1.ScheduleSpec
+	39, // 44: agentplane.storage.v1.ScheduleRecord.policy:type_name -> agentplane.v1.SchedulePolicy
+	40, // 45: agentplane.storage.v1.ScheduleRecord.task:type_name -> agentplane.v1.StartTaskRequest
+	17, // 46: agentplane.storage.v1.ScheduleRecord.create_time:type_name -> google.protobuf.Timestamp
+	17, // 47: agentplane.storage.v1.ScheduleRecord.update_time:type_name -> google.protobuf.Timestamp
+	17, // 48: agentplane.storage.v1.ScheduleRecord.next_nominal_time:type_name -> google.protobuf.Timestamp
+	17, // 49: agentplane.storage.v1.ScheduleRecord.wake_time:type_name -> google.protobuf.Timestamp
+	17, // 50: agentplane.storage.v1.ScheduleRecord.buffered_nominal_time:type_name -> google.protobuf.Timestamp
+	41, // 51: agentplane.storage.v1.ScheduleRecord.recent_runs:type_name -> agentplane.v1.ScheduleRun
+	42, // 52: agentplane.storage.v1.ScheduleRecord.counts:type_name -> agentplane.v1.ScheduleCounts
+	17, // 53: agentplane.storage.v1.FlowRecord.refill_time:type_name -> google.protobuf.Timestamp
+	54, // [54:54] is the sub-list for method output_type
+	54, // [54:54] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_storage_v1_storage_proto_init() }
@@ -1775,7 +2185,7 @@ func file_agentplane_storage_v1_storage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_storage_v1_storage_proto_rawDesc), len(file_agentplane_storage_v1_storage_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
