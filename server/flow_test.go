@@ -31,8 +31,14 @@ func TestFlowOverTheWire(t *testing.T) {
 		}
 	})
 	ctx := context.Background()
+	// No client retries: the SDK would wait out the RetryInfo and try again.
+	c, err := client.Dial(ctx, in.GRPCAddr, client.WithRetry(client.Retry{Attempts: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
 	start := func(customer string, prio int32) (*agentplanev1.StartTaskResponse, error) {
-		return in.Client.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
+		return c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
 			Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(&agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Model: "m",
 				Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "hi"}}})},
 			Input: client.UserText("report"), Queue: "reports", Labels: map[string]string{"customer": customer}, Priority: prio,
