@@ -180,6 +180,8 @@ const (
 	ReasonInterruptApproverNotEligible = "INTERRUPT_APPROVER_NOT_ELIGIBLE"
 	// ReasonInterruptAlreadyVoted: The caller already decided on this interrupt (through any channel): one person counts once toward a quorum.
 	ReasonInterruptAlreadyVoted = "INTERRUPT_ALREADY_VOTED"
+	// ReasonFlowRateLimited: StartTask refused by a start rate limit of the queue (flow.rate with `on: start`, docs/api.md#flow-control): the key's token bucket is empty.
+	ReasonFlowRateLimited = "FLOW_RATE_LIMITED"
 )
 
 // reasonTable is every declared reason: its name in errors.proto (without
@@ -228,4 +230,5 @@ var reasonTable = map[string]reasonInfo{
 	ReasonBudgetExceeded:               {name: "BUDGET_EXCEEDED", retryable: false},
 	ReasonInterruptApproverNotEligible: {name: "INTERRUPT_APPROVER_NOT_ELIGIBLE", retryable: false},
 	ReasonInterruptAlreadyVoted:        {name: "INTERRUPT_ALREADY_VOTED", retryable: false},
+	ReasonFlowRateLimited:              {name: "FLOW_RATE_LIMITED", retryable: true},
 }

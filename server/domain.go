@@ -135,6 +135,7 @@ func (s *Server) openDomain() (err error) {
 	if d.tasks, err = tasks.New(tasks.Options{
 		Store: d.store, Config: tasks.ConfigFrom(cfg), Logger: s.log, WrapWriter: d.webhooks.WrapWriter,
 		Budgets: d.budgets, BudgetWarned: d.webhooks.BudgetWarned,
+		CountFlow: s.metrics.countFlow, ObserveQueueWait: s.metrics.observeQueueWait,
 	}); err != nil {
 		return err
 	}

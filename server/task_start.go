@@ -67,6 +67,7 @@ func (s *Server) startParams(ctx context.Context, tenant, principal string, req 
 		SessionID:     req.GetSessionId(),
 		Queue:         req.GetQueue(),
 		TraceContext:  traceContextOf(ctx),
+		Priority:      req.GetPriority(),
 	}
 	if q := req.GetQueue(); q != "" {
 		if err := tasks.CheckQueue("queue", q); err != nil {

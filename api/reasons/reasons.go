@@ -102,7 +102,7 @@ func Status(c codes.Code, r Reason, msg string, metadata map[string]string, deta
 		panic(fmt.Sprintf("reasons: undeclared reason %v", r))
 	}
 	ds := []protoadapt.MessageV1{&errdetails.ErrorInfo{Domain: Domain, Reason: d.wire, Metadata: metadata}}
-	if d.retryable {
+	if d.retryable && !hasRetryInfo(details) {
 		ds = append(ds, &errdetails.RetryInfo{RetryDelay: durationpb.New(RetryDelay)})
 	}
 	for _, x := range details {
@@ -113,6 +113,18 @@ func Status(c codes.Code, r Reason, msg string, metadata map[string]string, deta
 		st = withDetails
 	}
 	return st
+}
+
+// hasRetryInfo reports whether details carry their own RetryInfo (a delay the
+// server knows better than RetryDelay, such as a rate limit's next token), which then
+// replaces the default one.
+func hasRetryInfo(details []proto.Message) bool {
+	for _, x := range details {
+		if _, ok := x.(*errdetails.RetryInfo); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // Info returns the agentplane ErrorInfo of a status error, or nil.

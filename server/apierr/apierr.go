@@ -77,6 +77,7 @@ const (
 	ReasonBudgetExceeded          = agentplanev1.ErrorReason_ERROR_REASON_BUDGET_EXCEEDED
 	ReasonApproverNotEligible     = agentplanev1.ErrorReason_ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE
 	ReasonAlreadyVoted            = agentplanev1.ErrorReason_ERROR_REASON_INTERRUPT_ALREADY_VOTED
+	ReasonFlowRateLimited         = agentplanev1.ErrorReason_ERROR_REASON_FLOW_RATE_LIMITED
 )
 
 // Error is an error a client may see.

@@ -57,6 +57,9 @@ type Config struct {
 	// Budgets limits the tokens and cost of model calls per tenant and agent
 	// (docs/budgets.md); none by default.
 	Budgets Budgets `yaml:"budgets"`
+	// Flow configures fair sharing, concurrency keys and rate limits at lease time
+	// (docs/api.md#flow-control).
+	Flow Flow `yaml:"flow"`
 
 	baseDir string
 }
@@ -629,6 +632,7 @@ func (c *Config) Validate() error {
 	c.validateMCP(bad)
 	c.validateBudgets(bad)
 	c.validateApprovals(bad)
+	c.validateFlow(bad)
 	if len(errs) == 0 {
 		return nil
 	}

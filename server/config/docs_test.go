@@ -19,6 +19,7 @@ func TestDocumentedChannelExamplesValidate(t *testing.T) {
 		{"../../docs/notifications.md", "approval_links_for: [alice]"},
 		{"../../docs/hitl.md", "signing_secret_env:"},
 		{"../../docs/hitl.md", "slack_user_id: U0123ABCD     #"},
+		{"../../docs/api.md", "weights: {acme: 3}"},
 	} {
 		doc, err := os.ReadFile(c.file)
 		if err != nil {

@@ -141,6 +141,12 @@ type Reader interface {
 	// sort by creation time: see AuditIDPrefix), starting after the id after ("" from
 	// the first). Audit records are kept when their task is deleted.
 	ScanAudit(tenant, after string, fn func(*storagev1.AuditRecordEntry) (bool, error)) error
+	// GetFlow returns a tenant's flow-control record (a concurrency key's slots, a
+	// token bucket) named name, or nil when there is none. A writer's read locks it
+	// (on PostgreSQL, the row; one that does not exist yet is guarded by its key, so
+	// that of two transactions creating it one runs again), so that replicas sharing
+	// a store count one set of slots and one bucket.
+	GetFlow(tenant, name string) (*storagev1.FlowRecord, error)
 
 	// GetSchedule returns a schedule, or NotFound (SCHEDULE_NOT_FOUND) when the tenant
 	// has none of that id. A Writer's GetSchedule locks the schedule (on PostgreSQL,
@@ -223,6 +229,10 @@ type Writer interface {
 	// (DEAD) and the per-tenant depth. id, tenant, endpoint and create_time may not
 	// change once written.
 	PutOutbox(rec *storagev1.OutboxRecord) error
+
+	// PutFlow creates or replaces a flow-control record (see GetFlow); name is 1 to
+	// 255 bytes. A nil rec deletes it.
+	PutFlow(tenant, name string, rec *storagev1.FlowRecord) error
 
 	// DeleteOutbox removes a notification (delivered, or dropped); a missing one is
 	// NotFound (WEBHOOK_DELIVERY_NOT_FOUND).

@@ -52,6 +52,7 @@ func toAPITask(rec *storagev1.TaskRecord, spec *storagev1.TaskSpecRecord, view V
 		InterruptTimeout:    spec.GetInterruptTimeout(),
 		SpecKind:            rec.GetSpecKind(),
 		Queue:               store.QueueOf(rec),
+		Priority:            rec.GetPriority(),
 		TraceContext:        rec.GetTraceContext(),
 		ScheduledBy:         rec.GetScheduledBy(),
 	}

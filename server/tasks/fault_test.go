@@ -111,6 +111,13 @@ type faultWriter struct {
 	w store.Writer
 }
 
+func (w faultWriter) PutFlow(tenant, name string, rec *storagev1.FlowRecord) error {
+	if err := w.s.fail(); err != nil {
+		return err
+	}
+	return w.w.PutFlow(tenant, name, rec)
+}
+
 func (w faultWriter) PutTask(rec *storagev1.TaskRecord) error {
 	if err := w.s.fail(); err != nil {
 		return err

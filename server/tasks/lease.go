@@ -12,6 +12,7 @@ import (
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/store"
 	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 )
@@ -319,8 +320,9 @@ type LeaseRequest struct {
 	// Wait is how long to wait for work: 0 means do not wait; capped by
 	// Config.MaxLeaseWait.
 	Wait time.Duration
-	// Tenant restricts the lease to one tenant's tasks; "" serves every tenant, round
-	// robin, FIFO within each.
+	// Tenant restricts the lease to one tenant's tasks; "" serves every tenant, shared
+	// as Config.Flow.Fairness says (round robin by default), by priority then FIFO
+	// within each.
 	Tenant string
 	// Queues are the run queues the runtime serves (at most 16); none means only
 	// store.DefaultQueue. Tasks of other queues are never leased to it.
@@ -409,15 +411,19 @@ const (
 	maxContendedRecheck = time.Second
 )
 
-type queued struct{ tenant, taskID string }
+type queued struct {
+	tenant, taskID string
+	at             time.Time // the queue order time (schema.QueueOrder)
+}
 
 // claim grants what is queued now, in one transaction. contended says that work was
 // queued but none was granted: the rows were held by other transactions (or taken by
-// them meanwhile).
+// them meanwhile), or every task looked at waits for a concurrency slot or a lease
+// token, which a commit elsewhere may free without queueing anything.
 func (m *Manager) claim(ctx context.Context, req LeaseRequest) (leases []*agentplanev1.Lease, contended bool, err error) {
 	now := m.clock.Now()
-	queued, due, err := m.hasWork(ctx, req.Tenant, req.Queues, now)
-	if err != nil || (!queued && !due) {
+	hasQueued, due, err := m.hasWork(ctx, req.Tenant, req.Queues, now)
+	if err != nil || (!hasQueued && !due) {
 		return nil, false, err
 	}
 	m.rrMu.Lock()
@@ -427,25 +433,47 @@ func (m *Manager) claim(ctx context.Context, req LeaseRequest) (leases []*agentp
 	for i := range suffixes {
 		suffixes[i] = newID()
 	}
-	var last string
+	var (
+		granted    []string // the tenant of each lease
+		backlogged []string
+		waits      []queueWait
+	)
 	err = m.store.Update(ctx, func(w store.Writer) error {
-		leases, last = nil, ""
+		leases, granted, waits = nil, nil, nil
 		if due {
 			if _, err := m.expireDue(w, now, expireBatch); err != nil {
 				return err
 			}
 		}
-		picks, err := pickQueued(w, req.Tenant, req.Queues, start, req.MaxTasks, now)
+		var picks []queued
+		var err error
+		picks, backlogged, err = m.pickQueued(w, req, start, now)
 		if err != nil {
 			return err
 		}
-		for i, p := range picks {
+		full := map[string]bool{}
+		for _, p := range picks {
+			if len(leases) == req.MaxTasks {
+				break
+			}
 			rec, err := w.GetTask(p.tenant, p.taskID)
 			if err != nil {
 				return err
 			}
 			op := m.newOp(w, now, rec)
-			if err := op.grant(req.RuntimeID, encodeLeaseID(p.tenant, suffixes[i])); err != nil {
+			if m.flow[store.QueueOf(rec)].limitsLeases() {
+				ok, err := op.admit(full)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					continue
+				}
+			}
+			if qt := rec.GetQueueTime(); qt != nil {
+				waits = append(waits, queueWait{store.QueueOf(rec), now.Sub(qt.AsTime())})
+			}
+			if err := op.grant(req.RuntimeID, encodeLeaseID(p.tenant, suffixes[len(leases)])); err != nil {
 				return err
 			}
 			l, err := op.leaseProto()
@@ -456,19 +484,42 @@ func (m *Manager) claim(ctx context.Context, req LeaseRequest) (leases []*agentp
 				return err
 			}
 			leases = append(leases, l)
-			last = p.tenant
+			granted = append(granted, p.tenant)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	if last != "" {
+	if len(granted) > 0 {
 		m.rrMu.Lock()
-		m.rrTenant = last
+		m.rrTenant = granted[len(granted)-1]
+		if m.cfg.Flow.Fairness.Mode == config.FairWeighted {
+			m.fair.granted(granted, backlogged, m.cfg.Flow.Fairness.Weight)
+		}
 		m.rrMu.Unlock()
 	}
-	return leases, queued && len(leases) == 0, nil
+	if m.onWait != nil {
+		for _, w := range waits {
+			m.onWait(m.metricQueue(w.queue), w.wait)
+		}
+	}
+	return leases, hasQueued && len(leases) == 0, nil
+}
+
+// metricQueue is the queue label of a metric: the queue when it is the default one
+// or has flow policies in the configuration, else "other", so that queue names
+// runtimes choose do not multiply the series.
+func (m *Manager) metricQueue(queue string) string {
+	if queue == store.DefaultQueue || m.flow[queue] != nil {
+		return queue
+	}
+	return "other"
+}
+
+type queueWait struct {
+	queue string
+	wait  time.Duration
 }
 
 // hasWork is a read-only look for tasks queued in queues and for overdue leases, so
@@ -480,7 +531,7 @@ func (m *Manager) hasWork(ctx context.Context, tenant string, queues []string, n
 		stopAtFirst := func(store.IndexEntry) (bool, error) { found = true; return false, nil }
 		lookIn := func(t string) (bool, error) {
 			for _, q := range queues {
-				if err := r.ScanQueue(t, q, store.IndexRange{Until: now}, stopAtFirst); err != nil || found {
+				if err := r.ScanQueue(t, q, store.IndexRange{Until: queueHorizon(now)}, stopAtFirst); err != nil || found {
 					return false, err
 				}
 			}
@@ -514,54 +565,103 @@ func leasesDue(r store.Reader, now time.Time) (bool, error) {
 	return found, err
 }
 
-// pickQueued chooses up to n tasks queued in queues: FIFO within a tenant's queue,
-// round robin across them, tenants starting after the one served last. Each queue
-// read is a range scan of that queue alone.
-func pickQueued(r store.Reader, tenant string, queues []string, start string, n int, now time.Time) ([]queued, error) {
+// flowScanWindow is how many tasks past the first MaxTasks a claim reads of a queue
+// with a concurrency cap or a lease rate, to find tasks whose key has room while
+// those ahead of them wait.
+const flowScanWindow = 256
+
+// maxFairTenants bounds the tenants one claim compares under the weighted and fifo
+// fairness modes (the scan starts after the tenant served last, so the others come
+// round).
+const maxFairTenants = 1024
+
+// pickQueued lists the tasks a claim may grant, in the order to try them, and the
+// tenants that had work. Round robin (the default): FIFO within a tenant's queue,
+// round robin across them, tenants starting after the one served last. Weighted:
+// the tenants' heads in weighted fair-share order (fairShare). FIFO: every head in
+// queue order, whoever's. Each queue read is a range scan of that queue alone; a
+// queue with flow limits is read flowScanWindow further.
+func (m *Manager) pickQueued(r store.Reader, req LeaseRequest, start string, now time.Time) ([]queued, []string, error) {
+	n := req.MaxTasks
+	mode := m.cfg.Flow.Fairness.Mode
 	var heads [][]queued
+	byTenant := map[string][]queued{}
+	var tenants []string
 	collect := func(t string) error {
-		for _, name := range queues {
+		mine := []queued(nil)
+		for _, name := range req.Queues {
+			limit := n
+			if m.flow[name].limitsLeases() {
+				limit += flowScanWindow
+			}
 			var q []queued
-			err := r.ScanQueue(t, name, store.IndexRange{Until: now}, func(e store.IndexEntry) (bool, error) {
-				q = append(q, queued{t, e.ID})
-				return len(q) < n, nil
+			err := r.ScanQueue(t, name, store.IndexRange{Until: queueHorizon(now)}, func(e store.IndexEntry) (bool, error) {
+				q = append(q, queued{t, e.ID, e.At})
+				return len(q) < limit, nil
 			})
 			if len(q) > 0 {
 				heads = append(heads, q)
+				mine = append(mine, q...)
 			}
 			if err != nil {
 				return err
 			}
 		}
+		if len(mine) > 0 {
+			tenants = append(tenants, t)
+			if mode == config.FairWeighted || mode == config.FairFIFO {
+				slices.SortStableFunc(mine, func(a, b queued) int { return a.at.Compare(b.at) })
+				byTenant[t] = mine
+			}
+		}
 		return nil
 	}
-	if tenant != "" {
-		if err := collect(tenant); err != nil {
-			return nil, err
+	if req.Tenant != "" {
+		if err := collect(req.Tenant); err != nil {
+			return nil, nil, err
 		}
 	} else {
 		seen := map[string]bool{}
+		enough := func() bool {
+			if mode == config.FairWeighted || mode == config.FairFIFO {
+				return len(tenants) >= maxFairTenants
+			}
+			return len(heads) >= n && !m.anyLimits(req.Queues)
+		}
 		visit := func(t string) (bool, error) {
 			if seen[t] {
 				return false, nil
 			}
 			seen[t] = true
-			return len(heads) < n, collect(t)
+			return !enough(), collect(t)
 		}
 		if err := r.Tenants(store.IndexQueue, start, visit); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if len(heads) < n {
+		if !enough() {
 			if err := r.Tenants(store.IndexQueue, "", visit); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
+	switch mode {
+	case config.FairWeighted:
+		m.rrMu.Lock()
+		defer m.rrMu.Unlock()
+		return m.fair.order(byTenant, m.cfg.Flow.Fairness.Weight), tenants, nil
+	case config.FairFIFO:
+		var all []queued
+		for _, t := range tenants {
+			all = append(all, byTenant[t]...)
+		}
+		slices.SortStableFunc(all, func(a, b queued) int { return a.at.Compare(b.at) })
+		return all, tenants, nil
+	}
 	var picks []queued
-	for round := 0; len(picks) < n; round++ {
+	for round := 0; ; round++ {
 		took := false
 		for _, q := range heads {
-			if round < len(q) && len(picks) < n {
+			if round < len(q) {
 				picks = append(picks, q[round])
 				took = true
 			}
@@ -570,7 +670,18 @@ func pickQueued(r store.Reader, tenant string, queues []string, start string, n 
 			break
 		}
 	}
-	return picks, nil
+	return picks, tenants, nil
+}
+
+// anyLimits says whether one of queues has a concurrency cap or a lease rate: a claim
+// then reads more tenants than it needs tasks, since some may wait.
+func (m *Manager) anyLimits(queues []string) bool {
+	for _, q := range queues {
+		if m.flow[q].limitsLeases() {
+			return true
+		}
+	}
+	return false
 }
 
 // expireDue expires up to limit overdue leases across tenants.
@@ -578,7 +689,7 @@ func (m *Manager) expireDue(w store.Writer, now time.Time, limit int) (int, erro
 	var due []queued
 	err := w.Tenants(store.IndexLeaseDeadlines, "", func(t string) (bool, error) {
 		err := w.ScanIndex(store.IndexLeaseDeadlines, t, store.IndexRange{Until: now}, func(e store.IndexEntry) (bool, error) {
-			due = append(due, queued{t, e.ID})
+			due = append(due, queued{t, e.ID, e.At})
 			return len(due) < limit, nil
 		})
 		return len(due) < limit, err

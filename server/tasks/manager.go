@@ -52,6 +52,9 @@ type Config struct {
 	MaxListResponseBytes int64
 	// StreamKeepalive is how often an idle watch sends a keepalive; 0 sends none.
 	StreamKeepalive time.Duration
+	// Flow is lease-time flow control: fairness between tenants, and per-queue
+	// concurrency keys and rate limits (docs/api.md#flow-control).
+	Flow config.Flow
 }
 
 // ConfigFrom takes the task domain's settings from the deployment configuration.
@@ -72,6 +75,7 @@ func ConfigFrom(c config.Config) Config {
 
 		MaxListResponseBytes: c.Limits.MaxListResponseBytes,
 		StreamKeepalive:      c.Limits.StreamKeepaliveInterval.D(),
+		Flow:                 c.Flow,
 	}
 }
 
@@ -111,6 +115,12 @@ type Options struct {
 	// warning threshold (once per budget and period), after the task's BudgetWarning
 	// event: writes it makes (the webhook outbox) join the transaction.
 	BudgetWarned func(w store.Writer, taskID string, st *agentplanev1.BudgetStatus) error
+	// CountFlow, if set, counts a flow-control outcome (FlowStartRefused,
+	// FlowConcurrencyWait, FlowLeaseRateWait) of a queue, for metrics.
+	CountFlow func(queue, what string)
+	// ObserveQueueWait, if set, is told how long each leased task waited in its queue
+	// (since it was last queued), for metrics.
+	ObserveQueueWait func(queue string, wait time.Duration)
 }
 
 // Manager is the task domain. It is safe for concurrent use.
@@ -134,6 +144,14 @@ type Manager struct {
 	// tenants). It is a fairness hint only.
 	rrMu     sync.Mutex
 	rrTenant string
+	// fair is the weighted fair-share state of this replica (Config.Flow.Fairness
+	// mode weighted), guarded by rrMu.
+	fair fairShare
+	// flow holds the compiled per-queue policies of Config.Flow.
+	flow map[string]*queueFlow
+	// onFlow and onWait are Options.CountFlow and ObserveQueueWait.
+	onFlow func(queue, what string)
+	onWait func(queue string, wait time.Duration)
 
 	// endHooks are called after a commit that ended a task (OnTaskEnd); written
 	// under hooksMu, read without a lock on every commit.
@@ -190,7 +208,14 @@ func New(opts Options) (*Manager, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	flows, err := compileFlow(opts.Config.Flow)
+	if err != nil {
+		return nil, err
+	}
 	return &Manager{
+		flow:   flows,
+		onFlow: opts.CountFlow,
+		onWait: opts.ObserveQueueWait,
 		store:  opts.Store,
 		cfg:    opts.Config,
 		clock:  opts.Clock,

@@ -384,6 +384,9 @@ func (o *Op) flush() error {
 	if !o.touched && len(o.events) == 0 {
 		return nil
 	}
+	if err := o.releaseSlot(); err != nil {
+		return err
+	}
 	tenant, taskID := o.rec.GetTenant(), o.rec.GetTaskId()
 	o.rec.UpdateTime = timestamppb.New(o.now)
 	if err := o.w.PutTask(o.rec); err != nil {

@@ -83,6 +83,9 @@ type StartParams struct {
 	// ScheduledBy is the schedule run starting the task (package schedules); nil
 	// otherwise.
 	ScheduledBy *agentplanev1.ScheduledBy
+	// Priority orders the task among its tenant's tasks of the queue:
+	// schema.MinPriority to schema.MaxPriority, higher first.
+	Priority int32
 }
 
 // CheckQueue refuses a run queue name that is not 1 to 64 characters of ASCII
@@ -159,6 +162,7 @@ func (p *StartParams) asRequest() *agentplanev1.StartTaskRequest {
 		ToolAxes:        p.ToolAxes,
 		SessionId:       p.SessionID,
 		Queue:           p.Queue,
+		Priority:        p.Priority,
 	}
 	if p.InterruptTimeout > 0 {
 		req.InterruptTimeout = durationpb.New(p.InterruptTimeout)
@@ -196,6 +200,8 @@ func (m *Manager) checkStart(p *StartParams) error {
 		return invalid("%d labels; at most %d are allowed", len(p.Labels), m.cfg.MaxLabels)
 	case p.InterruptTimeout < 0:
 		return invalid("interrupt_timeout may not be negative")
+	case p.Priority < schema.MinPriority || p.Priority > schema.MaxPriority:
+		return invalid("priority %d: want %d to %d", p.Priority, schema.MinPriority, schema.MaxPriority)
 	}
 	if p.Input != nil {
 		if err := CheckUserMessage("input", p.Input, m.cfg.MaxInputBytes); err != nil {
@@ -232,7 +238,10 @@ func (m *Manager) Start(ctx context.Context, p StartParams) (task *agentplanev1.
 		return nil, false, err
 	}
 	id, now := newTaskID(), m.clock.Now()
-	ns := m.newStart(&p)
+	ns := m.newStart(ctx, &p)
+	if ns.keyErr != nil {
+		return nil, false, ns.keyErr
+	}
 	err = m.store.Update(ctx, func(w store.Writer) error {
 		task, created, err = m.startIn(w, &p, ns, id, now)
 		return err
@@ -250,8 +259,16 @@ func NewTaskID() string { return newTaskID() }
 // together with the caller's own writes (a schedule advancing past the run it
 // starts): with id and now fixed before the transaction, as Store.Update requires.
 // p must have passed CheckStart; an error is the store's, and w must not commit.
+//
+// A task started by a schedule (p.ScheduledBy) takes a concurrency or lease-rate key
+// like any other, but no start-rate token: its schedule already paces it, and a
+// refused fire would have to be retried. A key that does not evaluate is an error.
 func (m *Manager) StartIn(w store.Writer, p StartParams, id string, now time.Time) (*agentplanev1.Task, bool, error) {
-	return m.startIn(w, &p, m.newStart(&p), id, now)
+	ns := m.newStart(context.Background(), &p)
+	if ns.keyErr != nil {
+		return nil, false, ns.keyErr
+	}
+	return m.startIn(w, &p, ns, id, now)
 }
 
 // start is what Start derives from its parameters before the transaction.
@@ -260,9 +277,15 @@ type start struct {
 	input     *agentplanev1.Message
 	spec      *storagev1.TaskSpecRecord
 	kind      string
+	// keys holds the flow-control keys (concurrency_key, rate_key) the queue's policies
+	// compute; startBucket is the start-rate key ("" when none); keyErr refuses the
+	// start when a key does not evaluate.
+	keys        *storagev1.TaskRecord
+	startBucket string
+	keyErr      error
 }
 
-func (m *Manager) newStart(p *StartParams) *start {
+func (m *Manager) newStart(ctx context.Context, p *StartParams) *start {
 	reqDigest := p.RequestDigest
 	if reqDigest == nil {
 		reqDigest = p.fallbackDigest()
@@ -292,7 +315,9 @@ func (m *Manager) newStart(p *StartParams) *start {
 	default:
 		spec.Spec = &storagev1.TaskSpecRecord_AgentId{AgentId: p.AgentID}
 	}
-	return &start{reqDigest: reqDigest, input: input, spec: spec, kind: kind}
+	ns := &start{reqDigest: reqDigest, input: input, spec: spec, kind: kind, keys: &storagev1.TaskRecord{}}
+	ns.startBucket, ns.keyErr = m.flowKeys(ctx, p, ns.keys)
+	return ns
 }
 
 func (m *Manager) startIn(w store.Writer, p *StartParams, ns *start, id string, now time.Time) (*agentplanev1.Task, bool, error) {
@@ -325,20 +350,30 @@ func (m *Manager) startIn(w store.Writer, p *StartParams, ns *start, id string, 
 		return nil, false, err
 	}
 	rec := &storagev1.TaskRecord{
-		TaskId:        id,
-		Tenant:        p.Tenant,
-		State:         agentplanev1.TaskState_TASK_STATE_SUBMITTED,
-		RequestId:     p.RequestID,
-		RequestDigest: reqDigest,
-		Labels:        p.Labels,
-		CreateTime:    timestamppb.New(now),
-		CreatedBy:     p.Principal,
-		SessionId:     p.SessionID,
-		SpecKind:      kind,
-		Queue:         p.Queue,
-		TraceContext:  p.TraceContext,
-		ScheduledBy:   p.ScheduledBy,
-		AgentId:       p.AgentID,
+		TaskId:         id,
+		Tenant:         p.Tenant,
+		State:          agentplanev1.TaskState_TASK_STATE_SUBMITTED,
+		RequestId:      p.RequestID,
+		RequestDigest:  reqDigest,
+		Labels:         p.Labels,
+		CreateTime:     timestamppb.New(now),
+		CreatedBy:      p.Principal,
+		SessionId:      p.SessionID,
+		SpecKind:       kind,
+		Queue:          p.Queue,
+		TraceContext:   p.TraceContext,
+		ScheduledBy:    p.ScheduledBy,
+		AgentId:        p.AgentID,
+		Priority:       p.Priority,
+		ConcurrencyKey: ns.keys.GetConcurrencyKey(),
+		RateKey:        ns.keys.GetRateKey(),
+	}
+	// After the request id: a retry of a start that was let through is answered,
+	// not refused.
+	if ns.startBucket != "" && p.ScheduledBy == nil {
+		if err := m.takeStartToken(w, p.Tenant, p.Queue, ns.startBucket, now); err != nil {
+			return nil, false, err
+		}
 	}
 	op := m.newOp(w, now, rec)
 	if err := op.Append(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_Submitted{Submitted: &agentplanev1.TaskSubmitted{

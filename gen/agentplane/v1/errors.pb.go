@@ -193,6 +193,11 @@ const (
 	// counts once toward a quorum. A retry with the same request_id is not refused; it
 	// returns the interrupt. ErrorInfo metadata `interrupt_id`.
 	ErrorReason_ERROR_REASON_INTERRUPT_ALREADY_VOTED ErrorReason = 81
+	// StartTask refused by a start rate limit of the queue (flow.rate with `on: start`,
+	// docs/api.md#flow-control): the key's token bucket is empty. ErrorInfo metadata
+	// `queue`, `key`, `rate` (tokens per second). Its RetryInfo's retry_delay is when the
+	// bucket next holds a token; retry then with the same request id.
+	ErrorReason_ERROR_REASON_FLOW_RATE_LIMITED ErrorReason = 82
 )
 
 // Enum value maps for ErrorReason.
@@ -242,6 +247,7 @@ var (
 		74: "ERROR_REASON_BUDGET_EXCEEDED",
 		80: "ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE",
 		81: "ERROR_REASON_INTERRUPT_ALREADY_VOTED",
+		82: "ERROR_REASON_FLOW_RATE_LIMITED",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                     0,
@@ -288,6 +294,7 @@ var (
 		"ERROR_REASON_BUDGET_EXCEEDED":                 74,
 		"ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE": 80,
 		"ERROR_REASON_INTERRUPT_ALREADY_VOTED":         81,
+		"ERROR_REASON_FLOW_RATE_LIMITED":               82,
 	}
 )
 
@@ -414,7 +421,7 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"\x12ErrorReasonOptions\x12\x12\n" +
 	"\x04wire\x18\x01 \x01(\tR\x04wire\x12\x14\n" +
 	"\x05codes\x18\x02 \x03(\tR\x05codes\x12\x1c\n" +
-	"\tretryable\x18\x03 \x01(\bR\tretryable*\x90\x1c\n" +
+	"\tretryable\x18\x03 \x01(\bR\tretryable*\xe3\x1c\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12I\n" +
 	"\x1cERROR_REASON_REQUEST_INVALID\x10\x01\x1a'\xe2\xf9\x18#\n" +
@@ -504,7 +511,9 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	",ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE\x10P\x1a8\xe2\xf9\x184\n" +
 	"\x1fINTERRUPT_APPROVER_NOT_ELIGIBLE\x12\x11PERMISSION_DENIED\x12\\\n" +
 	"$ERROR_REASON_INTERRUPT_ALREADY_VOTED\x10Q\x1a2\xe2\xf9\x18.\n" +
-	"\x17INTERRUPT_ALREADY_VOTED\x12\x13FAILED_PRECONDITION:i\n" +
+	"\x17INTERRUPT_ALREADY_VOTED\x12\x13FAILED_PRECONDITION\x12Q\n" +
+	"\x1eERROR_REASON_FLOW_RATE_LIMITED\x10R\x1a-\xe2\xf9\x18)\n" +
+	"\x11FLOW_RATE_LIMITED\x12\x12RESOURCE_EXHAUSTED\x18\x01:i\n" +
 	"\ferror_reason\x12!.google.protobuf.EnumValueOptions\x18\x9c\x8f\x03 \x01(\v2!.agentplane.v1.ErrorReasonOptionsR\verrorReasonBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (

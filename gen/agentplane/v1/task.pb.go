@@ -298,7 +298,9 @@ type Task struct {
 	Usage *TokenUsage `protobuf:"bytes,33,opt,name=usage,proto3" json:"usage,omitempty"`
 	// The schedule that started this task and the run's nominal time; absent for a
 	// task started otherwise (ScheduleService).
-	ScheduledBy   *ScheduledBy `protobuf:"bytes,40,opt,name=scheduled_by,json=scheduledBy,proto3" json:"scheduled_by,omitempty"`
+	ScheduledBy *ScheduledBy `protobuf:"bytes,40,opt,name=scheduled_by,json=scheduledBy,proto3" json:"scheduled_by,omitempty"`
+	// The priority it was started with (StartTaskRequest.priority).
+	Priority      int32 `protobuf:"varint,41,opt,name=priority,proto3" json:"priority,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -561,6 +563,13 @@ func (x *Task) GetScheduledBy() *ScheduledBy {
 		return x.ScheduledBy
 	}
 	return nil
+}
+
+func (x *Task) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
 }
 
 type isTask_Spec interface {
@@ -2832,7 +2841,7 @@ var File_agentplane_v1_task_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\n" +
-	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc4\f\n" +
+	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe0\f\n" +
 	"\x04Task\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12.\n" +
@@ -2871,7 +2880,8 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\rtrace_context\x18\x1f \x01(\v2\x1b.agentplane.v1.TraceContextR\ftraceContext\x12,\n" +
 	"\x05input\x18  \x01(\v2\x16.agentplane.v1.MessageR\x05input\x12/\n" +
 	"\x05usage\x18! \x01(\v2\x19.agentplane.v1.TokenUsageR\x05usage\x12=\n" +
-	"\fscheduled_by\x18( \x01(\v2\x1a.agentplane.v1.ScheduledByR\vscheduledBy\x1a9\n" +
+	"\fscheduled_by\x18( \x01(\v2\x1a.agentplane.v1.ScheduledByR\vscheduledBy\x12\x1a\n" +
+	"\bpriority\x18) \x01(\x05R\bpriority\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +

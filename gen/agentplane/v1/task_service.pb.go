@@ -126,7 +126,11 @@ type StartTaskRequest struct {
 	// The user's message that starts the run, if any: role USER (or UNSPECIFIED,
 	// taken as USER) with at least one part. Its message_id is assigned when empty. Bounded by
 	// limits.max_input_bytes (encoded size).
-	Input         *Message `protobuf:"bytes,18,opt,name=input,proto3" json:"input,omitempty"`
+	Input *Message `protobuf:"bytes,18,opt,name=input,proto3" json:"input,omitempty"`
+	// Priority within the tenant's share of the queue: -5 (lowest) to 5 (highest), 0 by
+	// default. Among the tenant's tasks queued in one queue, a higher priority is
+	// leased first; fair sharing across tenants is unchanged (docs/api.md#flow-control).
+	Priority      int32 `protobuf:"varint,40,opt,name=priority,proto3" json:"priority,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -277,6 +281,13 @@ func (x *StartTaskRequest) GetInput() *Message {
 		return x.Input
 	}
 	return nil
+}
+
+func (x *StartTaskRequest) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
 }
 
 type isStartTaskRequest_Source interface {
@@ -1575,7 +1586,7 @@ var File_agentplane_v1_task_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\n" +
-	" agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a agentplane/v1/spec_service.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe0\x06\n" +
+	" agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a agentplane/v1/spec_service.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfc\x06\n" +
 	"\x10StartTaskRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12-\n" +
@@ -1595,7 +1606,8 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"session_id\x18\x0e \x01(\tR\tsessionId\x12+\n" +
 	"\x04view\x18\x0f \x01(\x0e2\x17.agentplane.v1.TaskViewR\x04view\x12\x14\n" +
 	"\x05queue\x18\x10 \x01(\tR\x05queue\x12,\n" +
-	"\x05input\x18\x12 \x01(\v2\x16.agentplane.v1.MessageR\x05input\x1a9\n" +
+	"\x05input\x18\x12 \x01(\v2\x16.agentplane.v1.MessageR\x05input\x12\x1a\n" +
+	"\bpriority\x18( \x01(\x05R\bpriority\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\b\n" +

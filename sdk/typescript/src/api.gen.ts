@@ -166,6 +166,8 @@ export const Reason = {
   INTERRUPT_APPROVER_NOT_ELIGIBLE: "INTERRUPT_APPROVER_NOT_ELIGIBLE",
   /** The caller already decided on this interrupt (through any channel): one person counts once toward a quorum. */
   INTERRUPT_ALREADY_VOTED: "INTERRUPT_ALREADY_VOTED",
+  /** StartTask refused by a start rate limit of the queue (flow.rate with `on: start`, docs/api.md#flow-control): the key's token bucket is empty. */
+  FLOW_RATE_LIMITED: "FLOW_RATE_LIMITED",
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 
@@ -175,6 +177,7 @@ export const retryableReasons: ReadonlySet<string> = new Set<string>([
   Reason.STORE_UNAVAILABLE,
   Reason.SERVER_UNAVAILABLE,
   Reason.DEADLINE_EXCEEDED,
+  Reason.FLOW_RATE_LIMITED,
 ]);
 
 /** The names of why a runtime's task stopped (`TaskStopped.kind`), the same in every agentplane SDK. */

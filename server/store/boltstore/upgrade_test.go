@@ -372,3 +372,61 @@ func toVersion5(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 }
+
+// TestUpgradeFromVersion6 opens a version 6 file (no flow bucket): the upgrade
+// creates it, and flow records can then be written and read back.
+func TestUpgradeFromVersion6(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agentplane.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(schema.Flow); err != nil {
+			return err
+		}
+		info := &storagev1.SchemaInfo{}
+		if err := proto.Unmarshal(tx.Bucket(schema.Meta).Get(schema.MetaSchemaKey), info); err != nil {
+			return err
+		}
+		info.Version = 6
+		v, err := proto.Marshal(info)
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(schema.Meta).Put(schema.MetaSchemaKey, v)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &storagev1.FlowRecord{Holders: []string{"t1"}}
+	if err := s.Update(context.Background(), func(w store.Writer) error { return w.PutFlow("acme", "c:default:a", want) }); err != nil {
+		t.Fatal(err)
+	}
+	var got *storagev1.FlowRecord
+	if err := s.View(context.Background(), func(r store.Reader) (err error) {
+		got, err = r.GetFlow("acme", "c:default:a")
+		return err
+	}); err != nil || !proto.Equal(got, want) {
+		t.Fatalf("flow record after the upgrade = %v, %v", got, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v := version(t, path); v != schema.Version {
+		t.Fatalf("schema version %d after the upgrade", v)
+	}
+}

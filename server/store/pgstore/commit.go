@@ -341,6 +341,13 @@ type tx struct {
 	tasks      map[[2]string]*taskState
 	requests   map[[2]string]string
 	interrupts map[[2]string]*interruptState
+	flows      map[[2]string]*flowState
+}
+
+// flowState is what a transaction knows of a flow row it locked (or found missing).
+type flowState struct {
+	rec    []byte // as of this transaction; nil: none
+	exists bool   // the row exists in the database (so far as this transaction wrote)
 }
 
 // beginSQL names the isolation level so that a server whose
@@ -351,6 +358,7 @@ func newTx(ctx context.Context, conn *pgxpool.Conn) *tx {
 	return &tx{
 		ctx: ctx, conn: conn, pending: []stmt{{sql: beginSQL}},
 		tasks: map[[2]string]*taskState{}, requests: map[[2]string]string{}, interrupts: map[[2]string]*interruptState{},
+		flows: map[[2]string]*flowState{},
 	}
 }
 

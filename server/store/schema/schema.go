@@ -15,8 +15,8 @@ import (
 // outbox (buckets Outbox, OutboxDue, OutboxDead). Version 4 adds schedules (buckets
 // Schedules, SchedulesDue). Version 5 adds the budget counts (bucket Budgets). Version 6
 // adds the approval audit log (bucket Audit) and the escalation index (bucket
-// InterruptEscalations).
-const Version = 6
+// InterruptEscalations). Version 7 adds the flow-control state (bucket Flow).
+const Version = 7
 
 // OldestUpgradable is the oldest version a store opens (and upgrades) from.
 const OldestUpgradable = 1
@@ -83,6 +83,9 @@ var (
 	// InterruptEscalations indexes pending interrupts under an approval rule by their
 	// next escalation step (store.EscalationDue): TimeKey(due), empty value.
 	InterruptEscalations = []byte("interrupt_escalations")
+	// Flow maps FlowKey(tenant, name) to a FlowRecord: the slots of a concurrency key
+	// or a token bucket (docs/api.md#flow-control).
+	Flow = []byte("flow")
 )
 
 // AuditBuckets are the buckets version 6 added; the upgrade from 5 (or earlier) creates them
@@ -93,6 +96,9 @@ var AuditBuckets = [][]byte{Audit, InterruptEscalations}
 func AuditKey(tenant, id string) []byte {
 	return append(TenantPrefix(tenant), id...)
 }
+
+// FlowBuckets are the buckets version 7 added; the upgrade from 6 (or earlier) creates them.
+var FlowBuckets = [][]byte{Flow}
 
 // OutboxBuckets are the buckets version 3 added; the upgrade from 2 creates them.
 var OutboxBuckets = [][]byte{Outbox, OutboxDue, OutboxDead}
@@ -105,7 +111,7 @@ var Buckets = [][]byte{
 	Meta, Tasks, TaskSpecs, TasksByCreate, Requests, Events, RunQueue, LeaseDeadlines, Ended,
 	Interrupts, PendingInterrupts, InterruptDeadlines, InterruptsByTask,
 	Verdicts, Obligations, Counters, Outbox, OutboxDue, OutboxDead, Schedules, SchedulesDue, Budgets, Audit,
-	InterruptEscalations,
+	InterruptEscalations, Flow,
 }
 
 // BudgetBuckets are the buckets version 5 added; the upgrade from 4 (or earlier)
@@ -332,6 +338,29 @@ func TimeBound(tenant string, t time.Time) []byte {
 // CounterKey is the key of one of tenant's counters.
 func CounterKey(tenant, name string) []byte {
 	return append(TenantPrefix(tenant), name...)
+}
+
+// FlowKey is the key of a tenant's flow-control record name (1 to MaxComponent
+// bytes).
+func FlowKey(tenant, name string) []byte { return appendString(TenantPrefix(tenant), name) }
+
+// PriorityStep is how far one step of a task's priority moves it in its queue: a
+// task of priority p is ordered as if it had been queued p × PriorityStep earlier, so
+// that within a queue a higher priority goes first unless the lower one has waited
+// PriorityStep (about six weeks) longer.
+const PriorityStep = 1000 * time.Hour
+
+// MinPriority and MaxPriority bound a task's priority.
+const (
+	MinPriority = -5
+	MaxPriority = 5
+)
+
+// QueueOrder is the time a queued task is ordered by in its queue: its queue time
+// moved by its priority (see PriorityStep). Priority 0 keeps the queue time itself.
+func QueueOrder(queueTime time.Time, priority int32) time.Time {
+	p := max(min(priority, MaxPriority), MinPriority)
+	return queueTime.Add(-time.Duration(p) * PriorityStep)
 }
 
 // SplitTenant returns the tenant of key and what follows it.

@@ -58,6 +58,9 @@ func Run(t *testing.T, open Opener) {
 		{"BudgetConcurrentAdds", testBudgetConcurrentAdds},
 		{"Audit", testAudit},
 		{"EscalationIndex", testEscalationIndex},
+		{"Flow", testFlow},
+		{"FlowConcurrentReadModifyWrite", testFlowConcurrentRMW},
+		{"QueuePriority", testQueuePriority},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)

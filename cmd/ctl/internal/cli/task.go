@@ -48,6 +48,7 @@ type taskStartOptions struct {
 	policyFile                    string
 	sessionID                     string
 	queue                         string
+	priority                      int32
 	interruptTimeout              time.Duration
 	view                          string
 }
@@ -99,6 +100,7 @@ func (o *taskStartOptions) bindTemplate(f *pflag.FlagSet) {
 	f.StringVar(&o.policyFile, "policy", "", "interrupt policy file (YAML or JSON): allowlist, denylist or predicate")
 	f.StringVar(&o.sessionID, "session", "", "session id passed to policies and approval requests")
 	f.StringVar(&o.queue, "queue", "", "run queue: only runtimes serving it lease the task (default: the default queue)")
+	f.Int32Var(&o.priority, "priority", 0, "priority among your tasks of the queue, -5 (lowest) to 5 (highest)")
 	f.DurationVar(&o.interruptTimeout, "interrupt-timeout", 0, "deadline of each interrupt of this task (default: the deployment's)")
 }
 
@@ -138,7 +140,7 @@ func (o *taskStartOptions) request(stdin io.Reader) (*agentplanev1.StartTaskRequ
 		}
 		input = string(b)
 	}
-	req := &agentplanev1.StartTaskRequest{RequestId: o.requestID, Input: client.UserText(input), SessionId: o.sessionID, View: view, Queue: o.queue}
+	req := &agentplanev1.StartTaskRequest{RequestId: o.requestID, Input: client.UserText(input), SessionId: o.sessionID, View: view, Queue: o.queue, Priority: o.priority}
 	switch {
 	case o.agentID != "":
 		req.Source = &agentplanev1.StartTaskRequest_AgentId{AgentId: o.agentID}
@@ -265,6 +267,9 @@ func taskTable(t *printer.Tab, task *agentplanev1.Task) {
 	t.Row("input", truncate(messageSummary(task.GetInput()), 120))
 	t.Row("labels", labelsText(task.GetLabels()))
 	t.Row("queue", orDash(task.GetQueue()))
+	if p := task.GetPriority(); p != 0 {
+		t.Row("priority", fmt.Sprint(p))
+	}
 	t.Row("request id", orDash(task.GetRequestId()))
 	t.Row("created", when(task.GetCreateTime())+" by "+orDash(task.GetCreatedBy()))
 	t.Row("updated", when(task.GetUpdateTime()))

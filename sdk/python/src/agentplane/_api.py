@@ -165,6 +165,8 @@ class Reason:
     """The caller may not decide on this interrupt under its approval rule: not a member of the rule's group (nor, after escalation, of the escalation group), or the principal who started the task under separation of duties."""
     INTERRUPT_ALREADY_VOTED: Final = "INTERRUPT_ALREADY_VOTED"
     """The caller already decided on this interrupt (through any channel): one person counts once toward a quorum."""
+    FLOW_RATE_LIMITED: Final = "FLOW_RATE_LIMITED"
+    """StartTask refused by a start rate limit of the queue (flow.rate with `on: start`, docs/api.md#flow-control): the key's token bucket is empty."""
 
 
 REASON_NAMES: Final[dict[str, str]] = {
@@ -211,6 +213,7 @@ REASON_NAMES: Final[dict[str, str]] = {
     Reason.BUDGET_EXCEEDED: "BUDGET_EXCEEDED",
     Reason.INTERRUPT_APPROVER_NOT_ELIGIBLE: "INTERRUPT_APPROVER_NOT_ELIGIBLE",
     Reason.INTERRUPT_ALREADY_VOTED: "INTERRUPT_ALREADY_VOTED",
+    Reason.FLOW_RATE_LIMITED: "FLOW_RATE_LIMITED",
 }
 """The name of each declared reason (its enum value without ERROR_REASON_)."""
 
@@ -219,6 +222,7 @@ RETRYABLE_REASONS: Final[frozenset[str]] = frozenset({
     Reason.STORE_UNAVAILABLE,
     Reason.SERVER_UNAVAILABLE,
     Reason.DEADLINE_EXCEEDED,
+    Reason.FLOW_RATE_LIMITED,
 })
 """The reasons after which the same call may succeed later unchanged."""
 

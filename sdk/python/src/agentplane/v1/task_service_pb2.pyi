@@ -152,7 +152,7 @@ class ListVerdictsResponse(_message.Message):
     def __init__(self, verdicts: _Optional[_Iterable[_Union[_verdict_pb2.Verdict, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class StartTaskRequest(_message.Message):
-    __slots__ = ["a2a_peers", "agent_id", "document", "format", "input", "interrupt_policy", "interrupt_timeout", "labels", "mcp_servers", "queue", "request_id", "session_id", "spec", "tool_axes", "view"]
+    __slots__ = ["a2a_peers", "agent_id", "document", "format", "input", "interrupt_policy", "interrupt_timeout", "labels", "mcp_servers", "priority", "queue", "request_id", "session_id", "spec", "tool_axes", "view"]
     class LabelsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -169,6 +169,7 @@ class StartTaskRequest(_message.Message):
     INTERRUPT_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     MCP_SERVERS_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -184,13 +185,14 @@ class StartTaskRequest(_message.Message):
     interrupt_timeout: _duration_pb2.Duration
     labels: _containers.ScalarMap[str, str]
     mcp_servers: _peers_pb2.McpServerList
+    priority: int
     queue: str
     request_id: str
     session_id: str
     spec: _struct_pb2.Struct
     tool_axes: _containers.RepeatedCompositeFieldContainer[_peers_pb2.ToolAxisOverride]
     view: TaskView
-    def __init__(self, request_id: _Optional[str] = ..., spec: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., document: _Optional[bytes] = ..., agent_id: _Optional[str] = ..., format: _Optional[_Union[_spec_service_pb2.DocumentFormat, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., interrupt_policy: _Optional[_Union[_hitl_pb2.InterruptPolicy, _Mapping]] = ..., mcp_servers: _Optional[_Union[_peers_pb2.McpServerList, _Mapping]] = ..., a2a_peers: _Optional[_Union[_peers_pb2.A2aPeerList, _Mapping]] = ..., tool_axes: _Optional[_Iterable[_Union[_peers_pb2.ToolAxisOverride, _Mapping]]] = ..., interrupt_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., session_id: _Optional[str] = ..., view: _Optional[_Union[TaskView, str]] = ..., queue: _Optional[str] = ..., input: _Optional[_Union[_task_pb2.Message, _Mapping]] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[str] = ..., spec: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., document: _Optional[bytes] = ..., agent_id: _Optional[str] = ..., format: _Optional[_Union[_spec_service_pb2.DocumentFormat, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., interrupt_policy: _Optional[_Union[_hitl_pb2.InterruptPolicy, _Mapping]] = ..., mcp_servers: _Optional[_Union[_peers_pb2.McpServerList, _Mapping]] = ..., a2a_peers: _Optional[_Union[_peers_pb2.A2aPeerList, _Mapping]] = ..., tool_axes: _Optional[_Iterable[_Union[_peers_pb2.ToolAxisOverride, _Mapping]]] = ..., interrupt_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., session_id: _Optional[str] = ..., view: _Optional[_Union[TaskView, str]] = ..., queue: _Optional[str] = ..., input: _Optional[_Union[_task_pb2.Message, _Mapping]] = ..., priority: _Optional[int] = ...) -> None: ...
 
 class StartTaskResponse(_message.Message):
     __slots__ = ["created", "task"]

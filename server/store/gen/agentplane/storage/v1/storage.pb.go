@@ -238,7 +238,20 @@ type TaskRecord struct {
 	ScheduledBy *v1.ScheduledBy `protobuf:"bytes,61,opt,name=scheduled_by,json=scheduledBy,proto3" json:"scheduled_by,omitempty"`
 	// The static agent id the task was started with (StartTask agent_id); empty for an
 	// inline spec. Per-agent budgets count by it. Immutable.
-	AgentId       string `protobuf:"bytes,62,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	AgentId string `protobuf:"bytes,62,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// Lease-time flow control (docs/api.md#flow-control). The task's priority
+	// (StartTaskRequest.priority): it orders the run queue within the tenant.
+	// Immutable.
+	Priority int32 `protobuf:"varint,70,opt,name=priority,proto3" json:"priority,omitempty"`
+	// The concurrency key its queue's flow.concurrency.key computed at start ("" when
+	// the queue caps nothing): a lease takes a slot of FlowRecord "c" + queue + key and
+	// its release frees it. Immutable.
+	ConcurrencyKey string `protobuf:"bytes,71,opt,name=concurrency_key,json=concurrencyKey,proto3" json:"concurrency_key,omitempty"`
+	// The lease-rate key its queue's flow.rate (on: lease) computed at start ("" when
+	// none): each lease takes a token of that bucket. Immutable.
+	RateKey string `protobuf:"bytes,72,opt,name=rate_key,json=rateKey,proto3" json:"rate_key,omitempty"`
+	// Whether the task's current lease holds a slot of its concurrency key.
+	HoldsSlot     bool `protobuf:"varint,73,opt,name=holds_slot,json=holdsSlot,proto3" json:"holds_slot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -523,6 +536,34 @@ func (x *TaskRecord) GetAgentId() string {
 		return x.AgentId
 	}
 	return ""
+}
+
+func (x *TaskRecord) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *TaskRecord) GetConcurrencyKey() string {
+	if x != nil {
+		return x.ConcurrencyKey
+	}
+	return ""
+}
+
+func (x *TaskRecord) GetRateKey() string {
+	if x != nil {
+		return x.RateKey
+	}
+	return ""
+}
+
+func (x *TaskRecord) GetHoldsSlot() bool {
+	if x != nil {
+		return x.HoldsSlot
+	}
+	return false
 }
 
 // AppliedRequest is a call that changed a task under a caller's request id.
@@ -1916,6 +1957,72 @@ func (x *AuditRecordEntry) GetRecord() *v1.AuditRecord {
 	return nil
 }
 
+// FlowRecord is the shared state of one flow-control key of a tenant
+// (docs/api.md#flow-control): the slots of a concurrency key, or a token bucket.
+// Kept in the store so that every replica sharing it sees one count.
+type FlowRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Concurrency key: the tasks whose lease holds a slot, oldest grant first.
+	Holders []string `protobuf:"bytes,1,rep,name=holders,proto3" json:"holders,omitempty"`
+	// Token bucket: the tokens left at refill_time.
+	Tokens float64 `protobuf:"fixed64,2,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	// Token bucket: when tokens was last brought up to date.
+	RefillTime    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=refill_time,json=refillTime,proto3" json:"refill_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FlowRecord) Reset() {
+	*x = FlowRecord{}
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FlowRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FlowRecord) ProtoMessage() {}
+
+func (x *FlowRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FlowRecord.ProtoReflect.Descriptor instead.
+func (*FlowRecord) Descriptor() ([]byte, []int) {
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *FlowRecord) GetHolders() []string {
+	if x != nil {
+		return x.Holders
+	}
+	return nil
+}
+
+func (x *FlowRecord) GetTokens() float64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *FlowRecord) GetRefillTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RefillTime
+	}
+	return nil
+}
+
 var File_agentplane_storage_v1_storage_proto protoreflect.FileDescriptor
 
 const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
@@ -1926,7 +2033,7 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\x05R\aversion\x12;\n" +
 	"\vcreate_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12\x1b\n" +
-	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\x84\x0e\n" +
+	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\x83\x0f\n" +
 	"\n" +
 	"TaskRecord\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
@@ -1971,7 +2078,12 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\x10applied_requests\x18. \x03(\v2%.agentplane.storage.v1.AppliedRequestR\x0fappliedRequests\x12N\n" +
 	"\x10a2a_push_configs\x18< \x03(\v2$.agentplane.storage.v1.A2APushConfigR\x0ea2aPushConfigs\x12=\n" +
 	"\fscheduled_by\x18= \x01(\v2\x1a.agentplane.v1.ScheduledByR\vscheduledBy\x12\x19\n" +
-	"\bagent_id\x18> \x01(\tR\aagentId\x1a9\n" +
+	"\bagent_id\x18> \x01(\tR\aagentId\x12\x1a\n" +
+	"\bpriority\x18F \x01(\x05R\bpriority\x12'\n" +
+	"\x0fconcurrency_key\x18G \x01(\tR\x0econcurrencyKey\x12\x19\n" +
+	"\brate_key\x18H \x01(\tR\arateKey\x12\x1d\n" +
+	"\n" +
+	"holds_slot\x18I \x01(\bR\tholdsSlot\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\x17\x10\x18\"\xa5\x01\n" +
@@ -2101,7 +2213,13 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\vupdate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\"F\n" +
 	"\x10AuditRecordEntry\x122\n" +
-	"\x06record\x18\x01 \x01(\v2\x1a.agentplane.v1.AuditRecordR\x06record*\\\n" +
+	"\x06record\x18\x01 \x01(\v2\x1a.agentplane.v1.AuditRecordR\x06record\"{\n" +
+	"\n" +
+	"FlowRecord\x12\x18\n" +
+	"\aholders\x18\x01 \x03(\tR\aholders\x12\x16\n" +
+	"\x06tokens\x18\x02 \x01(\x01R\x06tokens\x12;\n" +
+	"\vrefill_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"refillTime*\\\n" +
 	"\vOutboxState\x12\x1c\n" +
 	"\x18OUTBOX_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OUTBOX_STATE_PENDING\x10\x01\x12\x15\n" +
@@ -2120,7 +2238,7 @@ func file_agentplane_storage_v1_storage_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_storage_v1_storage_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(OutboxState)(0),              // 0: agentplane.storage.v1.OutboxState
 	(*SchemaInfo)(nil),            // 1: agentplane.storage.v1.SchemaInfo
@@ -2139,97 +2257,99 @@ var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(*ScheduleRecord)(nil),        // 14: agentplane.storage.v1.ScheduleRecord
 	(*BudgetUsageRecord)(nil),     // 15: agentplane.storage.v1.BudgetUsageRecord
 	(*AuditRecordEntry)(nil),      // 16: agentplane.storage.v1.AuditRecordEntry
-	nil,                           // 17: agentplane.storage.v1.TaskRecord.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
-	(v1.TaskState)(0),             // 19: agentplane.v1.TaskState
-	(*v1.TaskFailure)(nil),        // 20: agentplane.v1.TaskFailure
-	(*v1.TaskOutput)(nil),         // 21: agentplane.v1.TaskOutput
-	(*v1.TraceContext)(nil),       // 22: agentplane.v1.TraceContext
-	(*v1.Message)(nil),            // 23: agentplane.v1.Message
-	(*v1.ToolResult)(nil),         // 24: agentplane.v1.ToolResult
-	(*v1.TokenUsage)(nil),         // 25: agentplane.v1.TokenUsage
-	(*v1.ScheduledBy)(nil),        // 26: agentplane.v1.ScheduledBy
-	(*v1.AgentSpec)(nil),          // 27: agentplane.v1.AgentSpec
-	(*v1.GraphSpec)(nil),          // 28: agentplane.v1.GraphSpec
-	(*v1.ResolvedSpec)(nil),       // 29: agentplane.v1.ResolvedSpec
-	(*v1.InterruptPolicy)(nil),    // 30: agentplane.v1.InterruptPolicy
-	(*durationpb.Duration)(nil),   // 31: google.protobuf.Duration
-	(*v1.ToolAxisOverride)(nil),   // 32: agentplane.v1.ToolAxisOverride
-	(*v1.McpServer)(nil),          // 33: agentplane.v1.McpServer
-	(*v1.A2APeer)(nil),            // 34: agentplane.v1.A2aPeer
-	(*v1.TaskEvent)(nil),          // 35: agentplane.v1.TaskEvent
-	(*v1.Interrupt)(nil),          // 36: agentplane.v1.Interrupt
-	(*v1.Verdict)(nil),            // 37: agentplane.v1.Verdict
-	(*v1.Obligation)(nil),         // 38: agentplane.v1.Obligation
-	(*v1.ScheduleSpec)(nil),       // 39: agentplane.v1.ScheduleSpec
-	(*v1.SchedulePolicy)(nil),     // 40: agentplane.v1.SchedulePolicy
-	(*v1.StartTaskRequest)(nil),   // 41: agentplane.v1.StartTaskRequest
-	(*v1.ScheduleRun)(nil),        // 42: agentplane.v1.ScheduleRun
-	(*v1.ScheduleCounts)(nil),     // 43: agentplane.v1.ScheduleCounts
-	(*v1.AuditRecord)(nil),        // 44: agentplane.v1.AuditRecord
+	(*FlowRecord)(nil),            // 17: agentplane.storage.v1.FlowRecord
+	nil,                           // 18: agentplane.storage.v1.TaskRecord.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
+	(v1.TaskState)(0),             // 20: agentplane.v1.TaskState
+	(*v1.TaskFailure)(nil),        // 21: agentplane.v1.TaskFailure
+	(*v1.TaskOutput)(nil),         // 22: agentplane.v1.TaskOutput
+	(*v1.TraceContext)(nil),       // 23: agentplane.v1.TraceContext
+	(*v1.Message)(nil),            // 24: agentplane.v1.Message
+	(*v1.ToolResult)(nil),         // 25: agentplane.v1.ToolResult
+	(*v1.TokenUsage)(nil),         // 26: agentplane.v1.TokenUsage
+	(*v1.ScheduledBy)(nil),        // 27: agentplane.v1.ScheduledBy
+	(*v1.AgentSpec)(nil),          // 28: agentplane.v1.AgentSpec
+	(*v1.GraphSpec)(nil),          // 29: agentplane.v1.GraphSpec
+	(*v1.ResolvedSpec)(nil),       // 30: agentplane.v1.ResolvedSpec
+	(*v1.InterruptPolicy)(nil),    // 31: agentplane.v1.InterruptPolicy
+	(*durationpb.Duration)(nil),   // 32: google.protobuf.Duration
+	(*v1.ToolAxisOverride)(nil),   // 33: agentplane.v1.ToolAxisOverride
+	(*v1.McpServer)(nil),          // 34: agentplane.v1.McpServer
+	(*v1.A2APeer)(nil),            // 35: agentplane.v1.A2aPeer
+	(*v1.TaskEvent)(nil),          // 36: agentplane.v1.TaskEvent
+	(*v1.Interrupt)(nil),          // 37: agentplane.v1.Interrupt
+	(*v1.Verdict)(nil),            // 38: agentplane.v1.Verdict
+	(*v1.Obligation)(nil),         // 39: agentplane.v1.Obligation
+	(*v1.ScheduleSpec)(nil),       // 40: agentplane.v1.ScheduleSpec
+	(*v1.SchedulePolicy)(nil),     // 41: agentplane.v1.SchedulePolicy
+	(*v1.StartTaskRequest)(nil),   // 42: agentplane.v1.StartTaskRequest
+	(*v1.ScheduleRun)(nil),        // 43: agentplane.v1.ScheduleRun
+	(*v1.ScheduleCounts)(nil),     // 44: agentplane.v1.ScheduleCounts
+	(*v1.AuditRecord)(nil),        // 45: agentplane.v1.AuditRecord
 }
 var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
-	18, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
-	19, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
-	17, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
-	18, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
-	18, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
-	18, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
-	20, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
-	21, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
+	19, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
+	20, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
+	18, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
+	19, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
+	19, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
+	19, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
+	21, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
+	22, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
 	5,  // 8: agentplane.storage.v1.TaskRecord.cancellation:type_name -> agentplane.storage.v1.Cancellation
 	6,  // 9: agentplane.storage.v1.TaskRecord.lease:type_name -> agentplane.storage.v1.LeaseRecord
-	18, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
-	22, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
-	23, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
-	24, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
-	25, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
+	19, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
+	23, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
+	24, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
+	25, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
+	26, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
 	3,  // 15: agentplane.storage.v1.TaskRecord.applied_requests:type_name -> agentplane.storage.v1.AppliedRequest
 	13, // 16: agentplane.storage.v1.TaskRecord.a2a_push_configs:type_name -> agentplane.storage.v1.A2APushConfig
-	26, // 17: agentplane.storage.v1.TaskRecord.scheduled_by:type_name -> agentplane.v1.ScheduledBy
-	27, // 18: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
-	28, // 19: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
-	29, // 20: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
-	30, // 21: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	31, // 22: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
-	32, // 23: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	33, // 24: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
-	34, // 25: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	23, // 26: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
-	18, // 27: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
-	18, // 28: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
-	18, // 29: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
-	18, // 30: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
-	35, // 31: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
-	36, // 32: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
-	18, // 33: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
-	37, // 34: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
-	38, // 35: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
-	18, // 36: agentplane.storage.v1.OutboxRecord.create_time:type_name -> google.protobuf.Timestamp
+	27, // 17: agentplane.storage.v1.TaskRecord.scheduled_by:type_name -> agentplane.v1.ScheduledBy
+	28, // 18: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
+	29, // 19: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
+	30, // 20: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
+	31, // 21: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	32, // 22: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
+	33, // 23: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	34, // 24: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
+	35, // 25: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	24, // 26: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
+	19, // 27: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
+	19, // 28: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
+	19, // 29: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
+	19, // 30: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
+	36, // 31: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
+	37, // 32: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
+	19, // 33: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
+	38, // 34: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
+	39, // 35: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
+	19, // 36: agentplane.storage.v1.OutboxRecord.create_time:type_name -> google.protobuf.Timestamp
 	0,  // 37: agentplane.storage.v1.OutboxRecord.state:type_name -> agentplane.storage.v1.OutboxState
-	18, // 38: agentplane.storage.v1.OutboxRecord.next_attempt_time:type_name -> google.protobuf.Timestamp
-	18, // 39: agentplane.storage.v1.OutboxRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
-	18, // 40: agentplane.storage.v1.OutboxRecord.dead_time:type_name -> google.protobuf.Timestamp
+	19, // 38: agentplane.storage.v1.OutboxRecord.next_attempt_time:type_name -> google.protobuf.Timestamp
+	19, // 39: agentplane.storage.v1.OutboxRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
+	19, // 40: agentplane.storage.v1.OutboxRecord.dead_time:type_name -> google.protobuf.Timestamp
 	13, // 41: agentplane.storage.v1.OutboxRecord.a2a_push:type_name -> agentplane.storage.v1.A2APushConfig
-	18, // 42: agentplane.storage.v1.A2APushConfig.create_time:type_name -> google.protobuf.Timestamp
-	39, // 43: agentplane.storage.v1.ScheduleRecord.spec:type_name -> agentplane.v1.ScheduleSpec
-	40, // 44: agentplane.storage.v1.ScheduleRecord.policy:type_name -> agentplane.v1.SchedulePolicy
-	41, // 45: agentplane.storage.v1.ScheduleRecord.task:type_name -> agentplane.v1.StartTaskRequest
-	18, // 46: agentplane.storage.v1.ScheduleRecord.create_time:type_name -> google.protobuf.Timestamp
-	18, // 47: agentplane.storage.v1.ScheduleRecord.update_time:type_name -> google.protobuf.Timestamp
-	18, // 48: agentplane.storage.v1.ScheduleRecord.next_nominal_time:type_name -> google.protobuf.Timestamp
-	18, // 49: agentplane.storage.v1.ScheduleRecord.wake_time:type_name -> google.protobuf.Timestamp
-	18, // 50: agentplane.storage.v1.ScheduleRecord.buffered_nominal_time:type_name -> google.protobuf.Timestamp
-	42, // 51: agentplane.storage.v1.ScheduleRecord.recent_runs:type_name -> agentplane.v1.ScheduleRun
-	43, // 52: agentplane.storage.v1.ScheduleRecord.counts:type_name -> agentplane.v1.ScheduleCounts
-	18, // 53: agentplane.storage.v1.BudgetUsageRecord.period_start:type_name -> google.protobuf.Timestamp
-	18, // 54: agentplane.storage.v1.BudgetUsageRecord.update_time:type_name -> google.protobuf.Timestamp
-	44, // 55: agentplane.storage.v1.AuditRecordEntry.record:type_name -> agentplane.v1.AuditRecord
-	56, // [56:56] is the sub-list for method output_type
-	56, // [56:56] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	19, // 42: agentplane.storage.v1.A2APushConfig.create_time:type_name -> google.protobuf.Timestamp
+	40, // 43: agentplane.storage.v1.ScheduleRecord.spec:type_name -> agentplane.v1.ScheduleSpec
+	41, // 44: agentplane.storage.v1.ScheduleRecord.policy:type_name -> agentplane.v1.SchedulePolicy
+	42, // 45: agentplane.storage.v1.ScheduleRecord.task:type_name -> agentplane.v1.StartTaskRequest
+	19, // 46: agentplane.storage.v1.ScheduleRecord.create_time:type_name -> google.protobuf.Timestamp
+	19, // 47: agentplane.storage.v1.ScheduleRecord.update_time:type_name -> google.protobuf.Timestamp
+	19, // 48: agentplane.storage.v1.ScheduleRecord.next_nominal_time:type_name -> google.protobuf.Timestamp
+	19, // 49: agentplane.storage.v1.ScheduleRecord.wake_time:type_name -> google.protobuf.Timestamp
+	19, // 50: agentplane.storage.v1.ScheduleRecord.buffered_nominal_time:type_name -> google.protobuf.Timestamp
+	43, // 51: agentplane.storage.v1.ScheduleRecord.recent_runs:type_name -> agentplane.v1.ScheduleRun
+	44, // 52: agentplane.storage.v1.ScheduleRecord.counts:type_name -> agentplane.v1.ScheduleCounts
+	19, // 53: agentplane.storage.v1.BudgetUsageRecord.period_start:type_name -> google.protobuf.Timestamp
+	19, // 54: agentplane.storage.v1.BudgetUsageRecord.update_time:type_name -> google.protobuf.Timestamp
+	45, // 55: agentplane.storage.v1.AuditRecordEntry.record:type_name -> agentplane.v1.AuditRecord
+	19, // 56: agentplane.storage.v1.FlowRecord.refill_time:type_name -> google.protobuf.Timestamp
+	57, // [57:57] is the sub-list for method output_type
+	57, // [57:57] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_storage_v1_storage_proto_init() }
@@ -2248,7 +2368,7 @@ func file_agentplane_storage_v1_storage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_storage_v1_storage_proto_rawDesc), len(file_agentplane_storage_v1_storage_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,304 @@
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/flow"
+	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
+	"github.com/agentplane/agentplane/server/store/schema"
+)
+
+// Lease-time flow control (docs/api.md#flow-control). The state every replica must
+// agree on, the slots of a concurrency key and the tokens of a bucket, is a store
+// record (store.FlowRecord) read and written in the transaction that starts or leases
+// the task: exact across replicas, at the price of one more locked row per start or
+// lease of a limited queue. Fair sharing between tenants is a per-replica order of
+// the tenants' queue heads: it needs no shared state to be correct, only to be fair,
+// and each replica's share is fair by itself.
+
+// Flow record names: a kind letter, the queue, the key.
+func slotName(queue, key string) string        { return "c:" + queue + ":" + key }
+func startBucketName(queue, key string) string { return "s:" + queue + ":" + key }
+func leaseBucketName(queue, key string) string { return "l:" + queue + ":" + key }
+
+// allKey is the rate key of a queue whose rate names no key: one bucket per tenant.
+const allKey = "*"
+
+// queueFlow is a queue's compiled policies.
+type queueFlow struct {
+	concKey   *flow.Key
+	concLimit int
+	rate      *config.Rate
+	rateKey   *flow.Key // nil: allKey
+	bucket    flow.Bucket
+}
+
+// limitsLeases says whether leasing from the queue must look past capped tasks.
+func (q *queueFlow) limitsLeases() bool {
+	return q != nil && (q.concKey != nil || q.rate != nil && q.rate.On == config.RateOnLease)
+}
+
+func compileFlow(c config.Flow) (map[string]*queueFlow, error) {
+	out := map[string]*queueFlow{}
+	for name, qc := range c.Queues {
+		q := &queueFlow{}
+		if cc := qc.Concurrency; cc != nil {
+			k, err := flow.CompileKey(cc.Key)
+			if err != nil {
+				return nil, fmt.Errorf("tasks: flow.queues.%s.concurrency.key: %w", name, err)
+			}
+			q.concKey, q.concLimit = k, cc.Limit
+		}
+		if r := qc.Rate; r != nil {
+			q.rate, q.bucket = r, r.BucketOf()
+			if r.Key != "" {
+				k, err := flow.CompileKey(r.Key)
+				if err != nil {
+					return nil, fmt.Errorf("tasks: flow.queues.%s.rate.key: %w", name, err)
+				}
+				q.rateKey = k
+			}
+		}
+		out[name] = q
+	}
+	return out, nil
+}
+
+// flowKeys computes a starting task's keys: its concurrency key and, for a rate on
+// leases, its lease-rate key (into rec), and for a rate on starts the bucket to take
+// a token from ("" when none).
+func (m *Manager) flowKeys(ctx context.Context, p *StartParams, rec *storagev1.TaskRecord) (startBucket string, err error) {
+	q := m.flow[p.Queue]
+	if q == nil {
+		return "", nil
+	}
+	t := flow.Task{Tenant: p.Tenant, Queue: p.Queue, Labels: p.Labels, Input: p.Input}
+	if q.concKey != nil {
+		k, err := q.concKey.Eval(ctx, t)
+		if err != nil {
+			return "", apierr.InvalidArgument(apierr.ReasonInvalidArgument, "flow.queues.%s.concurrency.key: %v", p.Queue, err)
+		}
+		rec.ConcurrencyKey = k
+	}
+	if q.rate != nil {
+		k := allKey
+		if q.rateKey != nil {
+			if k, err = q.rateKey.Eval(ctx, t); err != nil {
+				return "", apierr.InvalidArgument(apierr.ReasonInvalidArgument, "flow.queues.%s.rate.key: %v", p.Queue, err)
+			}
+		}
+		switch {
+		case k == "":
+		case q.rate.On == config.RateOnStart:
+			startBucket = k
+		default:
+			rec.RateKey = k
+		}
+	}
+	return startBucket, nil
+}
+
+// takeStartToken takes a token of the start bucket of key, or refuses the start with
+// FLOW_RATE_LIMITED and the wait until the bucket holds one.
+func (m *Manager) takeStartToken(w store.Writer, tenant, queue, key string, now time.Time) error {
+	q := m.flow[queue]
+	name := startBucketName(queue, key)
+	rec, err := w.GetFlow(tenant, name)
+	if err != nil {
+		return err
+	}
+	next, ok, wait := q.bucket.Take(rec, now)
+	if !ok {
+		m.countFlow(queue, FlowStartRefused)
+		return apierr.New(codes.ResourceExhausted, apierr.ReasonFlowRateLimited,
+			"queue %q allows %s starts a second per key (burst %s); key %q has no token left: retry in %s",
+			queue, fmtRate(q.bucket.Rate), fmtRate(q.bucket.Burst), key, wait.Round(time.Millisecond)).
+			WithMetadata("queue", queue).WithMetadata("key", key).WithMetadata("rate", fmtRate(q.bucket.Rate)).
+			WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)})
+	}
+	return w.PutFlow(tenant, name, next)
+}
+
+func fmtRate(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+// Flow outcomes counted by Options.CountFlow.
+const (
+	// FlowStartRefused: a start refused by its queue's start rate.
+	FlowStartRefused = "start_rate_limited"
+	// FlowConcurrencyWait: a queued task passed over because its key's slots are full.
+	FlowConcurrencyWait = "concurrency_full"
+	// FlowLeaseRateWait: a queued task passed over because its lease bucket is empty.
+	FlowLeaseRateWait = "lease_rate_limited"
+)
+
+func (m *Manager) countFlow(queue, what string) {
+	if m.onFlow != nil {
+		m.onFlow(queue, what)
+	}
+}
+
+// admit is the flow-control check of a lease of rec: it takes a slot of the task's
+// concurrency key and a token of its lease bucket, or says which is missing and
+// takes nothing. full remembers, within one claim, the keys found full.
+func (o *Op) admit(full map[string]bool) (ok bool, err error) {
+	rec, queue := o.rec, store.QueueOf(o.rec)
+	q := o.m.flow[queue]
+	var slot *storagev1.FlowRecord
+	var slotKey string
+	if ck := rec.GetConcurrencyKey(); ck != "" && q != nil && q.concKey != nil {
+		slotKey = slotName(queue, ck)
+		if full[slotKey] {
+			return false, nil
+		}
+		if slot, err = o.w.GetFlow(rec.GetTenant(), slotKey); err != nil {
+			return false, err
+		}
+		if slot == nil {
+			slot = &storagev1.FlowRecord{}
+		}
+		if len(slot.GetHolders()) >= q.concLimit {
+			full[slotKey] = true
+			o.m.countFlow(queue, FlowConcurrencyWait)
+			return false, nil
+		}
+	}
+	if rk := rec.GetRateKey(); rk != "" && q != nil && q.rate != nil && q.rate.On == config.RateOnLease {
+		name := leaseBucketName(queue, rk)
+		if full[name] {
+			return false, nil
+		}
+		b, err := o.w.GetFlow(rec.GetTenant(), name)
+		if err != nil {
+			return false, err
+		}
+		next, ok, _ := q.bucket.Take(b, o.now)
+		if !ok {
+			full[name] = true
+			o.m.countFlow(queue, FlowLeaseRateWait)
+			return false, nil
+		}
+		if err := o.w.PutFlow(rec.GetTenant(), name, next); err != nil {
+			return false, err
+		}
+	}
+	if slot != nil {
+		slot.Holders = append(slot.Holders, rec.GetTaskId())
+		if err := o.w.PutFlow(rec.GetTenant(), slotKey, slot); err != nil {
+			return false, err
+		}
+		o.touched = true
+		rec.HoldsSlot = true
+	}
+	return true, nil
+}
+
+// releaseSlot frees the concurrency slot of a task whose lease ended (released,
+// expired, or revoked by a cancellation or the task's end), and wakes the long polls
+// of its queue, where a task of the same key may be waiting for it.
+func (o *Op) releaseSlot() error {
+	rec := o.rec
+	if !rec.GetHoldsSlot() {
+		return nil
+	}
+	if l := rec.GetLease(); l != nil && !l.GetRevoked() {
+		return nil
+	}
+	o.touched = true
+	rec.HoldsSlot = false
+	queue := store.QueueOf(rec)
+	name := slotName(queue, rec.GetConcurrencyKey())
+	slot, err := o.w.GetFlow(rec.GetTenant(), name)
+	if err != nil || slot == nil {
+		return err
+	}
+	slot.Holders = slices.DeleteFunc(slot.Holders, func(id string) bool { return id == rec.GetTaskId() })
+	if len(slot.Holders) == 0 {
+		slot = nil
+	}
+	if err := o.w.PutFlow(rec.GetTenant(), name, slot); err != nil {
+		return err
+	}
+	m := o.m
+	o.w.OnCommit(func() { m.work.broadcast(queue) })
+	return nil
+}
+
+// fairShare orders the tenants' queue heads for a claim under weighted fair
+// sharing: start-time fair queueing over a per-replica virtual time. Each tenant has
+// a finish tag that grows by 1/weight per lease; a claim takes the heads of the
+// tenant with the smallest tag first. A tenant that was idle starts at the current
+// virtual time, so idling banks no credit.
+type fairShare struct {
+	vnow float64
+	tags map[string]float64
+}
+
+// order returns the candidates of heads (per tenant, in queue order) in the order
+// a claim should try them.
+func (f *fairShare) order(heads map[string][]queued, weight func(string) int) []queued {
+	tags := make(map[string]float64, len(heads))
+	next := make(map[string]int, len(heads))
+	total := 0
+	for t, h := range heads {
+		tags[t] = math.Max(f.tags[t], f.vnow)
+		total += len(h)
+	}
+	out := make([]queued, 0, total)
+	for len(out) < total {
+		best := ""
+		for t, h := range heads {
+			if next[t] >= len(h) {
+				continue
+			}
+			if best == "" || tags[t] < tags[best] || tags[t] == tags[best] && t < best {
+				best = t
+			}
+		}
+		out = append(out, heads[best][next[best]])
+		next[best]++
+		tags[best] += 1 / float64(weight(best))
+	}
+	return out
+}
+
+// granted advances the tags by the leases a claim granted. backlogged are the
+// tenants that had queued work; the virtual time moves to the smallest of their
+// tags, and tags at or below it are forgotten (the same as absent).
+func (f *fairShare) granted(tenants []string, backlogged []string, weight func(string) int) {
+	if f.tags == nil {
+		f.tags = map[string]float64{}
+	}
+	for _, t := range tenants {
+		f.tags[t] = math.Max(f.tags[t], f.vnow) + 1/float64(weight(t))
+	}
+	low := math.Inf(1)
+	for _, t := range backlogged {
+		low = math.Min(low, math.Max(f.tags[t], f.vnow))
+	}
+	if !math.IsInf(low, 1) && low > f.vnow {
+		f.vnow = low
+	}
+	for t, v := range f.tags {
+		if v <= f.vnow {
+			delete(f.tags, t)
+		}
+	}
+}
+
+// queueHorizon is the Until of a lease's queue scans: past every queue time moved
+// by a negative priority (schema.QueueOrder).
+func queueHorizon(now time.Time) time.Time {
+	return now.Add(-schema.MinPriority * schema.PriorityStep)
+}
