@@ -3,9 +3,6 @@ package config
 import (
 	"math"
 	"sort"
-
-	"github.com/agentplane/agentplane/server/flow"
-	"github.com/agentplane/agentplane/server/store/schema"
 )
 
 // Flow configures lease-time flow control (docs/api.md#flow-control): how leases are
@@ -120,23 +117,15 @@ func (c *Config) validateFlow(bad func(string, ...any)) {
 	for _, q := range names {
 		qf := f.Queues[q]
 		path := "flow.queues." + q
-		if !schema.ValidQueueName(q) {
-			bad("%s: %q is not a queue name (1 to %d letters, digits, '.', '_' and '-', starting with a letter or digit)", path, q, schema.MaxQueueName)
-		}
+		// The queue name and the CEL keys are checked when the task manager compiles
+		// them at boot (tasks.compileFlow: the boot fails with the key's path), so that
+		// this package, which ctl links, needs neither the store's schema nor CEL.
 		if cc := qf.Concurrency; cc != nil {
-			if _, err := flow.CompileKey(cc.Key); err != nil {
-				bad("%s.concurrency.key: %v", path, err)
-			}
 			if cc.Limit < 1 || cc.Limit > MaxConcurrencyLimit {
 				bad("%s.concurrency.limit %d: want 1 to %d", path, cc.Limit, MaxConcurrencyLimit)
 			}
 		}
 		if r := qf.Rate; r != nil {
-			if r.Key != "" {
-				if _, err := flow.CompileKey(r.Key); err != nil {
-					bad("%s.rate.key: %v", path, err)
-				}
-			}
 			if r.On != RateOnStart && r.On != RateOnLease {
 				bad("%s.rate.on %q: want start or lease", path, r.On)
 			}
@@ -151,13 +140,4 @@ func (c *Config) validateFlow(bad func(string, ...any)) {
 			bad("%s: neither concurrency nor rate is set", path)
 		}
 	}
-}
-
-// BucketOf is the token bucket of a rate.
-func (r Rate) BucketOf() flow.Bucket {
-	burst := float64(r.Burst)
-	if burst < 1 {
-		burst = math.Max(1, math.Ceil(r.PerSecond))
-	}
-	return flow.Bucket{Rate: r.PerSecond, Burst: burst}
 }

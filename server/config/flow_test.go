@@ -29,12 +29,9 @@ flow:
 		{"flow: {fairness: {mode: lottery}}", `flow.fairness.mode "lottery"`},
 		{"flow: {fairness: {weights: {acme: 2}}}", "weights apply only to weighted"},
 		{"flow: {fairness: {mode: weighted, weights: {acme: 0}}}", "flow.fairness.weights.acme 0"},
-		{"flow: {queues: {default: {concurrency: {key: 'labels[', limit: 1}}}}", "flow.queues.default.concurrency.key: 1:"},
-		{"flow: {queues: {default: {concurrency: {key: 'size(labels)', limit: 1}}}}", "must be string"},
 		{"flow: {queues: {default: {concurrency: {key: 'tenant', limit: 0}}}}", "concurrency.limit 0"},
 		{"flow: {queues: {default: {rate: {on: lease, per_second: 0}}}}", "rate.per_second 0"},
 		{"flow: {queues: {default: {rate: {on: later, per_second: 1}}}}", `rate.on "later"`},
-		{"flow: {queues: {'bad queue': {rate: {on: start, per_second: 1}}}}", "is not a queue name"},
 		{"flow: {queues: {gpu: {}}}", "neither concurrency nor rate"},
 	} {
 		cfg := Default()

@@ -53,6 +53,9 @@ func (q *queueFlow) limitsLeases() bool {
 func compileFlow(c config.Flow) (map[string]*queueFlow, error) {
 	out := map[string]*queueFlow{}
 	for name, qc := range c.Queues {
+		if !schema.ValidQueueName(name) {
+			return nil, fmt.Errorf("tasks: flow.queues.%s: %q is not a queue name (1 to %d letters, digits, '.', '_' and '-', starting with a letter or digit)", name, name, schema.MaxQueueName)
+		}
 		q := &queueFlow{}
 		if cc := qc.Concurrency; cc != nil {
 			k, err := flow.CompileKey(cc.Key)
@@ -62,7 +65,7 @@ func compileFlow(c config.Flow) (map[string]*queueFlow, error) {
 			q.concKey, q.concLimit = k, cc.Limit
 		}
 		if r := qc.Rate; r != nil {
-			q.rate, q.bucket = r, r.BucketOf()
+			q.rate, q.bucket = r, bucketOf(r)
 			if r.Key != "" {
 				k, err := flow.CompileKey(r.Key)
 				if err != nil {
@@ -301,4 +304,13 @@ func (f *fairShare) granted(tenants []string, backlogged []string, weight func(s
 // by a negative priority (schema.QueueOrder).
 func queueHorizon(now time.Time) time.Time {
 	return now.Add(-schema.MinPriority * schema.PriorityStep)
+}
+
+// bucketOf is the token bucket of a rate: burst 0 means ceil(per_second), at least 1.
+func bucketOf(r *config.Rate) flow.Bucket {
+	burst := float64(r.Burst)
+	if burst < 1 {
+		burst = math.Max(1, math.Ceil(r.PerSecond))
+	}
+	return flow.Bucket{Rate: r.PerSecond, Burst: burst}
 }
