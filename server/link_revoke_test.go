@@ -97,6 +97,17 @@ func TestApprovalLinkRevoke(t *testing.T) {
 			refused("after the revocation")
 			r.wantPending(t, "acme", id, "the revoked link's POST")
 
+			// A decision through a link names the link in the audit log.
+			_, third := r.raise(t, "acme", `{"n":3}`)
+			tl := r.webhookLinks(t, third.GetInterruptId())
+			if code, page := r.post(t, linkPath(t, tl.ApproveURL), url.Values{"confirm": {"1"}}, "Origin", r.base, "Sec-Fetch-Site", "same-origin"); code != http.StatusOK {
+				t.Fatalf("POST of a live link: %d\n%s", code, page)
+			}
+			audit, err := r.mt.by["acme"][auth.RoleApprover].c.Hitl.ListAuditRecords(ctx, &agentplanev1.ListAuditRecordsRequest{InterruptId: third.GetInterruptId()})
+			if err != nil || len(audit.GetRecords()) != 1 || audit.GetRecords()[0].GetLinkId() != tl.ID || audit.GetRecords()[0].GetChannel() != "link" {
+				t.Fatalf("audit of a link decision: %v %v, want one record with link_id %q", audit, err, tl.ID)
+			}
+
 			r.mt.in.Stop(t)
 			again := servertest.StartConfig(t, r.mt.in.Config)
 			r.base = "http://" + again.HTTPAddr

@@ -262,7 +262,7 @@ func (h *Handler) linkDecide(w http.ResponseWriter, r *http.Request) {
 		req.Decision = &agentplanev1.ResolveInterruptRequest_Approve{Approve: &agentplanev1.ApproveDecision{}}
 	}
 	attrs := []any{"tenant", c.Tenant, "interrupt", c.Interrupt, "principal", c.Approver, "action", string(c.Action), "channel", string(ch)}
-	out, err := h.o.Resolver.ResolveInterrupt(hitl.WithChannel(r.Context(), ch), c.Tenant, c.Approver, req)
+	out, err := h.o.Resolver.ResolveInterrupt(hitl.WithLinkID(hitl.WithChannel(r.Context(), ch), c.ID), c.Tenant, c.Approver, req)
 	if err != nil {
 		outcome, text := refusal(err)
 		h.count(string(ch), outcome)
