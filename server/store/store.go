@@ -151,6 +151,9 @@ type Reader interface {
 	// GetLinkRevocation returns the revocation of a tenant's approval link id, or nil
 	// when it is not revoked (or its record was dropped after the link expired).
 	GetLinkRevocation(tenant, linkID string) (*storagev1.LinkRevocationRecord, error)
+	// ScanLinkRevocations reads every link revocation, across tenants, by tenant and
+	// link id, until fn returns false or an error (a store move copies them).
+	ScanLinkRevocations(fn func(*storagev1.LinkRevocationRecord) (bool, error)) error
 
 	// GetSchedule returns a schedule, or NotFound (SCHEDULE_NOT_FOUND) when the tenant
 	// has none of that id. A Writer's GetSchedule locks the schedule (on PostgreSQL,

@@ -47,3 +47,17 @@ func (w *writer) PutLinkRevocation(rec *storagev1.LinkRevocationRecord) error {
 	}
 	return w.put(schema.LinkRevocations, schema.LinkRevocationKey(rec.GetTenant(), rec.GetLinkId()), rec)
 }
+
+func (r reader) ScanLinkRevocations(fn func(*storagev1.LinkRevocationRecord) (bool, error)) error {
+	c := r.bucket(schema.LinkRevocations).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		rec := &storagev1.LinkRevocationRecord{}
+		if err := unmarshal(v, rec, "link revocation", k); err != nil {
+			return err
+		}
+		if more, err := fn(rec); err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
