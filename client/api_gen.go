@@ -56,6 +56,7 @@ var rpcs = map[string]rpcPolicy{
 	"/agentplane.v1.HitlService/ListAuditRecords":        {idempotency: NoSideEffects, requestID: false},
 	"/agentplane.v1.HitlService/ListInterrupts":          {idempotency: NoSideEffects, requestID: false},
 	"/agentplane.v1.HitlService/ResolveInterrupt":        {idempotency: Idempotent, requestID: true},
+	"/agentplane.v1.HitlService/RevokeApprovalLink":      {idempotency: Idempotent, requestID: false},
 	"/agentplane.v1.RuntimeService/AwaitDecision":        {idempotency: Idempotent, requestID: false},
 	"/agentplane.v1.RuntimeService/CheckToolCall":        {idempotency: Idempotent, requestID: false},
 	"/agentplane.v1.RuntimeService/CompleteTask":         {idempotency: Idempotent, requestID: true},
@@ -182,6 +183,8 @@ const (
 	ReasonInterruptAlreadyVoted = "INTERRUPT_ALREADY_VOTED"
 	// ReasonFlowRateLimited: StartTask refused by a start rate limit of the queue (flow.rate with `on: start`, docs/api.md#flow-control): the key's token bucket is empty.
 	ReasonFlowRateLimited = "FLOW_RATE_LIMITED"
+	// ReasonApprovalLinkNotFound: RevokeApprovalLink: no approval link of the caller's tenant has this id (another tenant's link, a mistyped id, or the deployment sends no links).
+	ReasonApprovalLinkNotFound = "APPROVAL_LINK_NOT_FOUND"
 )
 
 // reasonTable is every declared reason: its name in errors.proto (without
@@ -231,4 +234,5 @@ var reasonTable = map[string]reasonInfo{
 	ReasonInterruptApproverNotEligible: {name: "INTERRUPT_APPROVER_NOT_ELIGIBLE", retryable: false},
 	ReasonInterruptAlreadyVoted:        {name: "INTERRUPT_ALREADY_VOTED", retryable: false},
 	ReasonFlowRateLimited:              {name: "FLOW_RATE_LIMITED", retryable: true},
+	ReasonApprovalLinkNotFound:         {name: "APPROVAL_LINK_NOT_FOUND", retryable: false},
 }

@@ -24,6 +24,8 @@ import (
 	"github.com/agentplane/agentplane/server/auth"
 	"github.com/agentplane/agentplane/server/console"
 	"github.com/agentplane/agentplane/server/hitl/channels"
+	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/webhooks"
 )
 
@@ -129,6 +131,7 @@ func (s *Server) registerChannels(root *http.ServeMux) error {
 		Client:        webhooks.NewClient(s.cfg.Notifications),
 		AllowPrivate:  s.cfg.Notifications.AllowPrivateDestinations,
 		RevokedBefore: h.Links.RevokedBeforeTime(),
+		Revoked:       s.linkRevoked,
 		ConsoleURL:    s.cfg.Notifications.ConsoleURL,
 		Secure:        s.tls != nil,
 		Logger:        s.log,
@@ -151,6 +154,17 @@ func (s *Server) registerChannels(root *http.ServeMux) error {
 	s.channels = ch
 	ch.Register(root)
 	return nil
+}
+
+// linkRevoked reports whether the tenant's approval link id was revoked
+// (RevokeApprovalLink).
+func (s *Server) linkRevoked(ctx context.Context, tenant, linkID string) (bool, error) {
+	var rec *storagev1.LinkRevocationRecord
+	err := s.domain.store.View(ctx, func(r store.Reader) (err error) {
+		rec, err = r.GetLinkRevocation(tenant, linkID)
+		return err
+	})
+	return rec != nil, err
 }
 
 // taskClient calls TaskService in process, through every interceptor (the MCP face

@@ -78,6 +78,7 @@ const (
 	ReasonApproverNotEligible     = agentplanev1.ErrorReason_ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE
 	ReasonAlreadyVoted            = agentplanev1.ErrorReason_ERROR_REASON_INTERRUPT_ALREADY_VOTED
 	ReasonFlowRateLimited         = agentplanev1.ErrorReason_ERROR_REASON_FLOW_RATE_LIMITED
+	ReasonApprovalLinkNotFound    = agentplanev1.ErrorReason_ERROR_REASON_APPROVAL_LINK_NOT_FOUND
 )
 
 // Error is an error a client may see.

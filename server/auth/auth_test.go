@@ -127,7 +127,7 @@ func wantRoles(full string) []string {
 		}
 		return []string{"user", "approver"}
 	case "agentplane.v1.HitlService":
-		if method == "ResolveInterrupt" {
+		if method == "ResolveInterrupt" || method == "RevokeApprovalLink" {
 			return []string{"approver"}
 		}
 		return []string{"user", "approver"}

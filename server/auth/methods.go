@@ -88,7 +88,8 @@ func methodTable() map[string]Rule {
 		agentplanev1.HitlService_GetInterrupt_FullMethodName,
 		agentplanev1.HitlService_ListAuditRecords_FullMethodName)
 	add(ScopeTenant, approver,
-		agentplanev1.HitlService_ResolveInterrupt_FullMethodName)
+		agentplanev1.HitlService_ResolveInterrupt_FullMethodName,
+		agentplanev1.HitlService_RevokeApprovalLink_FullMethodName)
 	// Schedules start tasks, so changing one needs what starting a task needs.
 	add(ScopeTenant, user,
 		agentplanev1.ScheduleService_CreateSchedule_FullMethodName,

@@ -38,6 +38,20 @@ const ChannelHeader = "x-agentplane-channel"
 
 type channelKey struct{}
 
+type linkIDKey struct{}
+
+// WithLinkID returns ctx carrying the id of the signed link a decision made under it
+// comes through (the audit record names it).
+func WithLinkID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, linkIDKey{}, id)
+}
+
+// LinkIDFrom returns the link id ctx carries, "" when none.
+func LinkIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(linkIDKey{}).(string)
+	return id
+}
+
 // WithChannel returns ctx carrying the channel a decision made under it comes from.
 func WithChannel(ctx context.Context, ch Channel) context.Context {
 	return context.WithValue(ctx, channelKey{}, ch)

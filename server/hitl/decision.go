@@ -37,6 +37,8 @@ type ResolveParams struct {
 	HasSchema bool
 	// ValidateArgs checks edited args against Schema. Required when HasSchema.
 	ValidateArgs ArgsValidator
+	// LinkID is the signed link the decision comes through, if any (for the audit).
+	LinkID string
 }
 
 // CheckResolvable refuses a resolution the interrupt's state does not allow: a chat

@@ -148,6 +148,13 @@ type Reader interface {
 	// a store count one set of slots and one bucket.
 	GetFlow(tenant, name string) (*storagev1.FlowRecord, error)
 
+	// GetLinkRevocation returns the revocation of a tenant's approval link id, or nil
+	// when it is not revoked (or its record was dropped after the link expired).
+	GetLinkRevocation(tenant, linkID string) (*storagev1.LinkRevocationRecord, error)
+	// ScanLinkRevocations reads every link revocation, across tenants, by tenant and
+	// link id, until fn returns false or an error (a store move copies them).
+	ScanLinkRevocations(fn func(*storagev1.LinkRevocationRecord) (bool, error)) error
+
 	// GetSchedule returns a schedule, or NotFound (SCHEDULE_NOT_FOUND) when the tenant
 	// has none of that id. A Writer's GetSchedule locks the schedule (on PostgreSQL,
 	// its row, FOR UPDATE) until the end of the transaction, waiting for another
@@ -233,6 +240,12 @@ type Writer interface {
 	// PutFlow creates or replaces a flow-control record (see GetFlow); name is 1 to
 	// 255 bytes. A nil rec deletes it.
 	PutFlow(tenant, name string, rec *storagev1.FlowRecord) error
+
+	// PutLinkRevocation records the revocation of an approval link (tenant and link_id
+	// of 1 to 255 bytes, an expire_time), replacing an earlier one, and drops up to
+	// MaxLinkRevocationPrune of the tenant's revocations whose links expired before
+	// rec's revoke_time: that keeps the records bounded by the links of one TTL.
+	PutLinkRevocation(rec *storagev1.LinkRevocationRecord) error
 
 	// DeleteOutbox removes a notification (delivered, or dropped); a missing one is
 	// NotFound (WEBHOOK_DELIVERY_NOT_FOUND).

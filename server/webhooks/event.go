@@ -50,6 +50,8 @@ type Data struct {
 // ApprovalLink is one approver's pair of signed links (docs/hitl.md). Each works once,
 // until Expires, while the interrupt is pending with the same arguments.
 type ApprovalLink struct {
+	// ID names the pair for HitlService.RevokeApprovalLink (ctl hitl revoke-link).
+	ID         string    `json:"id"`
 	Approver   string    `json:"approver"`
 	ApproveURL string    `json:"approve_url"`
 	RejectURL  string    `json:"reject_url"`

@@ -213,8 +213,8 @@ func (s *Service) linkable(m Message) bool {
 // approvalLink is principal's pair of links for the interrupt of d, sent through
 // channel.
 func (s *Service) approvalLink(d Data, principal, channel string) ApprovalLink {
-	approve, reject, exp := s.links.Pair(d.Tenant, d.InterruptID, d.ArgsDigest, principal, channel, d.Deadline, s.now())
-	return ApprovalLink{Approver: principal, ApproveURL: approve, RejectURL: reject, Expires: exp}
+	approve, reject, exp, id := s.links.Pair(d.Tenant, d.InterruptID, d.ArgsDigest, principal, channel, d.Deadline, s.now())
+	return ApprovalLink{ID: id, Approver: principal, ApproveURL: approve, RejectURL: reject, Expires: exp}
 }
 
 // NewClient is the HTTP client of deliveries, for other senders to the same rules

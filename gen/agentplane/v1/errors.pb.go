@@ -198,6 +198,9 @@ const (
 	// `queue`, `key`, `rate` (tokens per second). Its RetryInfo's retry_delay is when the
 	// bucket next holds a token; retry then with the same request id.
 	ErrorReason_ERROR_REASON_FLOW_RATE_LIMITED ErrorReason = 82
+	// RevokeApprovalLink: no approval link of the caller's tenant has this id (another
+	// tenant's link, a mistyped id, or the deployment sends no links).
+	ErrorReason_ERROR_REASON_APPROVAL_LINK_NOT_FOUND ErrorReason = 83
 )
 
 // Enum value maps for ErrorReason.
@@ -248,6 +251,7 @@ var (
 		80: "ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE",
 		81: "ERROR_REASON_INTERRUPT_ALREADY_VOTED",
 		82: "ERROR_REASON_FLOW_RATE_LIMITED",
+		83: "ERROR_REASON_APPROVAL_LINK_NOT_FOUND",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                     0,
@@ -295,6 +299,7 @@ var (
 		"ERROR_REASON_INTERRUPT_APPROVER_NOT_ELIGIBLE": 80,
 		"ERROR_REASON_INTERRUPT_ALREADY_VOTED":         81,
 		"ERROR_REASON_FLOW_RATE_LIMITED":               82,
+		"ERROR_REASON_APPROVAL_LINK_NOT_FOUND":         83,
 	}
 )
 
@@ -421,7 +426,7 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"\x12ErrorReasonOptions\x12\x12\n" +
 	"\x04wire\x18\x01 \x01(\tR\x04wire\x12\x14\n" +
 	"\x05codes\x18\x02 \x03(\tR\x05codes\x12\x1c\n" +
-	"\tretryable\x18\x03 \x01(\bR\tretryable*\xe3\x1c\n" +
+	"\tretryable\x18\x03 \x01(\bR\tretryable*\xb7\x1d\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12I\n" +
 	"\x1cERROR_REASON_REQUEST_INVALID\x10\x01\x1a'\xe2\xf9\x18#\n" +
@@ -513,7 +518,9 @@ const file_agentplane_v1_errors_proto_rawDesc = "" +
 	"$ERROR_REASON_INTERRUPT_ALREADY_VOTED\x10Q\x1a2\xe2\xf9\x18.\n" +
 	"\x17INTERRUPT_ALREADY_VOTED\x12\x13FAILED_PRECONDITION\x12Q\n" +
 	"\x1eERROR_REASON_FLOW_RATE_LIMITED\x10R\x1a-\xe2\xf9\x18)\n" +
-	"\x11FLOW_RATE_LIMITED\x12\x12RESOURCE_EXHAUSTED\x18\x01:i\n" +
+	"\x11FLOW_RATE_LIMITED\x12\x12RESOURCE_EXHAUSTED\x18\x01\x12R\n" +
+	"$ERROR_REASON_APPROVAL_LINK_NOT_FOUND\x10S\x1a(\xe2\xf9\x18$\n" +
+	"\x17APPROVAL_LINK_NOT_FOUND\x12\tNOT_FOUND:i\n" +
 	"\ferror_reason\x12!.google.protobuf.EnumValueOptions\x18\x9c\x8f\x03 \x01(\v2!.agentplane.v1.ErrorReasonOptionsR\verrorReasonBAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (

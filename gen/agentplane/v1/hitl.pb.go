@@ -1785,7 +1785,10 @@ type AuditRecord struct {
 	// For an edit: SHA-256 (hex) of the new arguments.
 	ResultArgsDigest string `protobuf:"bytes,16,opt,name=result_args_digest,json=resultArgsDigest,proto3" json:"result_args_digest,omitempty"`
 	// For an escalation step: the group notified.
-	Group         string `protobuf:"bytes,17,opt,name=group,proto3" json:"group,omitempty"`
+	Group string `protobuf:"bytes,17,opt,name=group,proto3" json:"group,omitempty"`
+	// For a decision through a signed link (channel link or email): the link's id, as
+	// on its page and in the webhook's data.links (RevokeApprovalLink takes it).
+	LinkId        string `protobuf:"bytes,18,opt,name=link_id,json=linkId,proto3" json:"link_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1939,6 +1942,13 @@ func (x *AuditRecord) GetGroup() string {
 	return ""
 }
 
+func (x *AuditRecord) GetLinkId() string {
+	if x != nil {
+		return x.LinkId
+	}
+	return ""
+}
+
 var File_agentplane_v1_hitl_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_hitl_proto_rawDesc = "" +
@@ -2077,7 +2087,7 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\acall_id\x18\f \x01(\tR\x06callId\x12\x18\n" +
 	"\achannel\x18\x14 \x01(\tR\achannelB\t\n" +
 	"\a_reasonB\x0f\n" +
-	"\r_model_reasonJ\x04\b\x03\x10\x04R\x04args\"\xc8\x04\n" +
+	"\r_model_reasonJ\x04\b\x03\x10\x04R\x04args\"\xe1\x04\n" +
 	"\vAuditRecord\x12\x19\n" +
 	"\baudit_id\x18\x01 \x01(\tR\aauditId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x17\n" +
@@ -2098,7 +2108,8 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x0f \x01(\tR\trequestId\x12,\n" +
 	"\x12result_args_digest\x18\x10 \x01(\tR\x10resultArgsDigest\x12\x14\n" +
-	"\x05group\x18\x11 \x01(\tR\x05groupB\t\n" +
+	"\x05group\x18\x11 \x01(\tR\x05group\x12\x17\n" +
+	"\alink_id\x18\x12 \x01(\tR\x06linkIdB\t\n" +
 	"\a_reason*x\n" +
 	"\vGateOutcome\x12\x1c\n" +
 	"\x18GATE_OUTCOME_UNSPECIFIED\x10\x00\x12\x16\n" +

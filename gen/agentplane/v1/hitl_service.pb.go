@@ -23,6 +23,116 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// RevokeApprovalLinkRequest names the link to revoke.
+type RevokeApprovalLinkRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The link's id (at most 128 bytes).
+	LinkId        string `protobuf:"bytes,1,opt,name=link_id,json=linkId,proto3" json:"link_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeApprovalLinkRequest) Reset() {
+	*x = RevokeApprovalLinkRequest{}
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeApprovalLinkRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeApprovalLinkRequest) ProtoMessage() {}
+
+func (x *RevokeApprovalLinkRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeApprovalLinkRequest.ProtoReflect.Descriptor instead.
+func (*RevokeApprovalLinkRequest) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *RevokeApprovalLinkRequest) GetLinkId() string {
+	if x != nil {
+		return x.LinkId
+	}
+	return ""
+}
+
+// RevokeApprovalLinkResponse confirms the revocation.
+type RevokeApprovalLinkResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The link's id.
+	LinkId string `protobuf:"bytes,1,opt,name=link_id,json=linkId,proto3" json:"link_id,omitempty"`
+	// When the link would have expired anyway; the revocation is kept until then.
+	ExpireTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	// Whether the link had already expired (nothing more was needed).
+	Expired       bool `protobuf:"varint,3,opt,name=expired,proto3" json:"expired,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeApprovalLinkResponse) Reset() {
+	*x = RevokeApprovalLinkResponse{}
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeApprovalLinkResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeApprovalLinkResponse) ProtoMessage() {}
+
+func (x *RevokeApprovalLinkResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeApprovalLinkResponse.ProtoReflect.Descriptor instead.
+func (*RevokeApprovalLinkResponse) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RevokeApprovalLinkResponse) GetLinkId() string {
+	if x != nil {
+		return x.LinkId
+	}
+	return ""
+}
+
+func (x *RevokeApprovalLinkResponse) GetExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpireTime
+	}
+	return nil
+}
+
+func (x *RevokeApprovalLinkResponse) GetExpired() bool {
+	if x != nil {
+		return x.Expired
+	}
+	return false
+}
+
 // ListAuditRecordsRequest filters and pages the audit log.
 type ListAuditRecordsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -44,7 +154,7 @@ type ListAuditRecordsRequest struct {
 
 func (x *ListAuditRecordsRequest) Reset() {
 	*x = ListAuditRecordsRequest{}
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[0]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -56,7 +166,7 @@ func (x *ListAuditRecordsRequest) String() string {
 func (*ListAuditRecordsRequest) ProtoMessage() {}
 
 func (x *ListAuditRecordsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[0]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -69,7 +179,7 @@ func (x *ListAuditRecordsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRecordsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditRecordsRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{0}
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ListAuditRecordsRequest) GetPageSize() int32 {
@@ -120,7 +230,7 @@ type ListAuditRecordsResponse struct {
 
 func (x *ListAuditRecordsResponse) Reset() {
 	*x = ListAuditRecordsResponse{}
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[1]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -132,7 +242,7 @@ func (x *ListAuditRecordsResponse) String() string {
 func (*ListAuditRecordsResponse) ProtoMessage() {}
 
 func (x *ListAuditRecordsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[1]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -145,7 +255,7 @@ func (x *ListAuditRecordsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRecordsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditRecordsResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{1}
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ListAuditRecordsResponse) GetRecords() []*AuditRecord {
@@ -190,7 +300,7 @@ type ListInterruptsRequest struct {
 
 func (x *ListInterruptsRequest) Reset() {
 	*x = ListInterruptsRequest{}
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[2]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -202,7 +312,7 @@ func (x *ListInterruptsRequest) String() string {
 func (*ListInterruptsRequest) ProtoMessage() {}
 
 func (x *ListInterruptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[2]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -215,7 +325,7 @@ func (x *ListInterruptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListInterruptsRequest.ProtoReflect.Descriptor instead.
 func (*ListInterruptsRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{2}
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ListInterruptsRequest) GetPageSize() int32 {
@@ -287,7 +397,7 @@ type ListInterruptsResponse struct {
 
 func (x *ListInterruptsResponse) Reset() {
 	*x = ListInterruptsResponse{}
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[3]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -299,7 +409,7 @@ func (x *ListInterruptsResponse) String() string {
 func (*ListInterruptsResponse) ProtoMessage() {}
 
 func (x *ListInterruptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[3]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -312,7 +422,7 @@ func (x *ListInterruptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListInterruptsResponse.ProtoReflect.Descriptor instead.
 func (*ListInterruptsResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{3}
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListInterruptsResponse) GetInterrupts() []*Interrupt {
@@ -340,7 +450,7 @@ type GetInterruptRequest struct {
 
 func (x *GetInterruptRequest) Reset() {
 	*x = GetInterruptRequest{}
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[4]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -352,7 +462,7 @@ func (x *GetInterruptRequest) String() string {
 func (*GetInterruptRequest) ProtoMessage() {}
 
 func (x *GetInterruptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[4]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -365,7 +475,7 @@ func (x *GetInterruptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInterruptRequest.ProtoReflect.Descriptor instead.
 func (*GetInterruptRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{4}
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetInterruptRequest) GetInterruptId() string {
@@ -386,7 +496,7 @@ type GetInterruptResponse struct {
 
 func (x *GetInterruptResponse) Reset() {
 	*x = GetInterruptResponse{}
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[5]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -398,7 +508,7 @@ func (x *GetInterruptResponse) String() string {
 func (*GetInterruptResponse) ProtoMessage() {}
 
 func (x *GetInterruptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[5]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -411,7 +521,7 @@ func (x *GetInterruptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInterruptResponse.ProtoReflect.Descriptor instead.
 func (*GetInterruptResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{5}
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetInterruptResponse) GetInterrupt() *Interrupt {
@@ -449,7 +559,7 @@ type ResolveInterruptRequest struct {
 
 func (x *ResolveInterruptRequest) Reset() {
 	*x = ResolveInterruptRequest{}
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[6]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -461,7 +571,7 @@ func (x *ResolveInterruptRequest) String() string {
 func (*ResolveInterruptRequest) ProtoMessage() {}
 
 func (x *ResolveInterruptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[6]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -474,7 +584,7 @@ func (x *ResolveInterruptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveInterruptRequest.ProtoReflect.Descriptor instead.
 func (*ResolveInterruptRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{6}
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ResolveInterruptRequest) GetInterruptId() string {
@@ -568,7 +678,7 @@ type ApproveDecision struct {
 
 func (x *ApproveDecision) Reset() {
 	*x = ApproveDecision{}
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[7]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -580,7 +690,7 @@ func (x *ApproveDecision) String() string {
 func (*ApproveDecision) ProtoMessage() {}
 
 func (x *ApproveDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[7]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -593,7 +703,7 @@ func (x *ApproveDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveDecision.ProtoReflect.Descriptor instead.
 func (*ApproveDecision) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{7}
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ApproveDecision) GetReason() string {
@@ -614,7 +724,7 @@ type RejectDecision struct {
 
 func (x *RejectDecision) Reset() {
 	*x = RejectDecision{}
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[8]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -626,7 +736,7 @@ func (x *RejectDecision) String() string {
 func (*RejectDecision) ProtoMessage() {}
 
 func (x *RejectDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[8]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -639,7 +749,7 @@ func (x *RejectDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectDecision.ProtoReflect.Descriptor instead.
 func (*RejectDecision) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{8}
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RejectDecision) GetReason() string {
@@ -663,7 +773,7 @@ type EditDecision struct {
 
 func (x *EditDecision) Reset() {
 	*x = EditDecision{}
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[9]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -675,7 +785,7 @@ func (x *EditDecision) String() string {
 func (*EditDecision) ProtoMessage() {}
 
 func (x *EditDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[9]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -688,7 +798,7 @@ func (x *EditDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditDecision.ProtoReflect.Descriptor instead.
 func (*EditDecision) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{9}
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *EditDecision) GetReason() string {
@@ -716,7 +826,7 @@ type ResolveInterruptResponse struct {
 
 func (x *ResolveInterruptResponse) Reset() {
 	*x = ResolveInterruptResponse{}
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[10]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -728,7 +838,7 @@ func (x *ResolveInterruptResponse) String() string {
 func (*ResolveInterruptResponse) ProtoMessage() {}
 
 func (x *ResolveInterruptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[10]
+	mi := &file_agentplane_v1_hitl_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -741,7 +851,7 @@ func (x *ResolveInterruptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveInterruptResponse.ProtoReflect.Descriptor instead.
 func (*ResolveInterruptResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{10}
+	return file_agentplane_v1_hitl_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ResolveInterruptResponse) GetInterrupt() *Interrupt {
@@ -755,7 +865,14 @@ var File_agentplane_v1_hitl_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_hitl_service_proto_rawDesc = "" +
 	"\n" +
-	" agentplane/v1/hitl_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc3\x01\n" +
+	" agentplane/v1/hitl_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"4\n" +
+	"\x19RevokeApprovalLinkRequest\x12\x17\n" +
+	"\alink_id\x18\x01 \x01(\tR\x06linkId\"\x8c\x01\n" +
+	"\x1aRevokeApprovalLinkResponse\x12\x17\n" +
+	"\alink_id\x18\x01 \x01(\tR\x06linkId\x12;\n" +
+	"\vexpire_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"expireTime\x12\x18\n" +
+	"\aexpired\x18\x03 \x01(\bR\aexpired\"\xc3\x01\n" +
 	"\x17ListAuditRecordsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -806,12 +923,13 @@ const file_agentplane_v1_hitl_service_proto_rawDesc = "" +
 	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJsonB\t\n" +
 	"\a_reasonJ\x04\b\x01\x10\x02R\x04args\"R\n" +
 	"\x18ResolveInterruptResponse\x126\n" +
-	"\tinterrupt\x18\x01 \x01(\v2\x18.agentplane.v1.InterruptR\tinterrupt2\xa3\x03\n" +
+	"\tinterrupt\x18\x01 \x01(\v2\x18.agentplane.v1.InterruptR\tinterrupt2\x93\x04\n" +
 	"\vHitlService\x12b\n" +
 	"\x0eListInterrupts\x12$.agentplane.v1.ListInterruptsRequest\x1a%.agentplane.v1.ListInterruptsResponse\"\x03\x90\x02\x01\x12\\\n" +
 	"\fGetInterrupt\x12\".agentplane.v1.GetInterruptRequest\x1a#.agentplane.v1.GetInterruptResponse\"\x03\x90\x02\x01\x12h\n" +
 	"\x10ResolveInterrupt\x12&.agentplane.v1.ResolveInterruptRequest\x1a'.agentplane.v1.ResolveInterruptResponse\"\x03\x90\x02\x02\x12h\n" +
-	"\x10ListAuditRecords\x12&.agentplane.v1.ListAuditRecordsRequest\x1a'.agentplane.v1.ListAuditRecordsResponse\"\x03\x90\x02\x01BAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
+	"\x10ListAuditRecords\x12&.agentplane.v1.ListAuditRecordsRequest\x1a'.agentplane.v1.ListAuditRecordsResponse\"\x03\x90\x02\x01\x12n\n" +
+	"\x12RevokeApprovalLink\x12(.agentplane.v1.RevokeApprovalLinkRequest\x1a).agentplane.v1.RevokeApprovalLinkResponse\"\x03\x90\x02\x02BAZ?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3"
 
 var (
 	file_agentplane_v1_hitl_service_proto_rawDescOnce sync.Once
@@ -825,51 +943,56 @@ func file_agentplane_v1_hitl_service_proto_rawDescGZIP() []byte {
 	return file_agentplane_v1_hitl_service_proto_rawDescData
 }
 
-var file_agentplane_v1_hitl_service_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_agentplane_v1_hitl_service_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_agentplane_v1_hitl_service_proto_goTypes = []any{
-	(*ListAuditRecordsRequest)(nil),  // 0: agentplane.v1.ListAuditRecordsRequest
-	(*ListAuditRecordsResponse)(nil), // 1: agentplane.v1.ListAuditRecordsResponse
-	(*ListInterruptsRequest)(nil),    // 2: agentplane.v1.ListInterruptsRequest
-	(*ListInterruptsResponse)(nil),   // 3: agentplane.v1.ListInterruptsResponse
-	(*GetInterruptRequest)(nil),      // 4: agentplane.v1.GetInterruptRequest
-	(*GetInterruptResponse)(nil),     // 5: agentplane.v1.GetInterruptResponse
-	(*ResolveInterruptRequest)(nil),  // 6: agentplane.v1.ResolveInterruptRequest
-	(*ApproveDecision)(nil),          // 7: agentplane.v1.ApproveDecision
-	(*RejectDecision)(nil),           // 8: agentplane.v1.RejectDecision
-	(*EditDecision)(nil),             // 9: agentplane.v1.EditDecision
-	(*ResolveInterruptResponse)(nil), // 10: agentplane.v1.ResolveInterruptResponse
-	(*timestamppb.Timestamp)(nil),    // 11: google.protobuf.Timestamp
-	(*AuditRecord)(nil),              // 12: agentplane.v1.AuditRecord
-	(*durationpb.Duration)(nil),      // 13: google.protobuf.Duration
-	(InterruptKind)(0),               // 14: agentplane.v1.InterruptKind
-	(InterruptState)(0),              // 15: agentplane.v1.InterruptState
-	(*Interrupt)(nil),                // 16: agentplane.v1.Interrupt
+	(*RevokeApprovalLinkRequest)(nil),  // 0: agentplane.v1.RevokeApprovalLinkRequest
+	(*RevokeApprovalLinkResponse)(nil), // 1: agentplane.v1.RevokeApprovalLinkResponse
+	(*ListAuditRecordsRequest)(nil),    // 2: agentplane.v1.ListAuditRecordsRequest
+	(*ListAuditRecordsResponse)(nil),   // 3: agentplane.v1.ListAuditRecordsResponse
+	(*ListInterruptsRequest)(nil),      // 4: agentplane.v1.ListInterruptsRequest
+	(*ListInterruptsResponse)(nil),     // 5: agentplane.v1.ListInterruptsResponse
+	(*GetInterruptRequest)(nil),        // 6: agentplane.v1.GetInterruptRequest
+	(*GetInterruptResponse)(nil),       // 7: agentplane.v1.GetInterruptResponse
+	(*ResolveInterruptRequest)(nil),    // 8: agentplane.v1.ResolveInterruptRequest
+	(*ApproveDecision)(nil),            // 9: agentplane.v1.ApproveDecision
+	(*RejectDecision)(nil),             // 10: agentplane.v1.RejectDecision
+	(*EditDecision)(nil),               // 11: agentplane.v1.EditDecision
+	(*ResolveInterruptResponse)(nil),   // 12: agentplane.v1.ResolveInterruptResponse
+	(*timestamppb.Timestamp)(nil),      // 13: google.protobuf.Timestamp
+	(*AuditRecord)(nil),                // 14: agentplane.v1.AuditRecord
+	(*durationpb.Duration)(nil),        // 15: google.protobuf.Duration
+	(InterruptKind)(0),                 // 16: agentplane.v1.InterruptKind
+	(InterruptState)(0),                // 17: agentplane.v1.InterruptState
+	(*Interrupt)(nil),                  // 18: agentplane.v1.Interrupt
 }
 var file_agentplane_v1_hitl_service_proto_depIdxs = []int32{
-	11, // 0: agentplane.v1.ListAuditRecordsRequest.since:type_name -> google.protobuf.Timestamp
-	12, // 1: agentplane.v1.ListAuditRecordsResponse.records:type_name -> agentplane.v1.AuditRecord
-	13, // 2: agentplane.v1.ListInterruptsRequest.min_age:type_name -> google.protobuf.Duration
-	14, // 3: agentplane.v1.ListInterruptsRequest.kinds:type_name -> agentplane.v1.InterruptKind
-	15, // 4: agentplane.v1.ListInterruptsRequest.states:type_name -> agentplane.v1.InterruptState
-	16, // 5: agentplane.v1.ListInterruptsResponse.interrupts:type_name -> agentplane.v1.Interrupt
-	16, // 6: agentplane.v1.GetInterruptResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	7,  // 7: agentplane.v1.ResolveInterruptRequest.approve:type_name -> agentplane.v1.ApproveDecision
-	8,  // 8: agentplane.v1.ResolveInterruptRequest.reject:type_name -> agentplane.v1.RejectDecision
-	9,  // 9: agentplane.v1.ResolveInterruptRequest.edit:type_name -> agentplane.v1.EditDecision
-	16, // 10: agentplane.v1.ResolveInterruptResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	2,  // 11: agentplane.v1.HitlService.ListInterrupts:input_type -> agentplane.v1.ListInterruptsRequest
-	4,  // 12: agentplane.v1.HitlService.GetInterrupt:input_type -> agentplane.v1.GetInterruptRequest
-	6,  // 13: agentplane.v1.HitlService.ResolveInterrupt:input_type -> agentplane.v1.ResolveInterruptRequest
-	0,  // 14: agentplane.v1.HitlService.ListAuditRecords:input_type -> agentplane.v1.ListAuditRecordsRequest
-	3,  // 15: agentplane.v1.HitlService.ListInterrupts:output_type -> agentplane.v1.ListInterruptsResponse
-	5,  // 16: agentplane.v1.HitlService.GetInterrupt:output_type -> agentplane.v1.GetInterruptResponse
-	10, // 17: agentplane.v1.HitlService.ResolveInterrupt:output_type -> agentplane.v1.ResolveInterruptResponse
-	1,  // 18: agentplane.v1.HitlService.ListAuditRecords:output_type -> agentplane.v1.ListAuditRecordsResponse
-	15, // [15:19] is the sub-list for method output_type
-	11, // [11:15] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	13, // 0: agentplane.v1.RevokeApprovalLinkResponse.expire_time:type_name -> google.protobuf.Timestamp
+	13, // 1: agentplane.v1.ListAuditRecordsRequest.since:type_name -> google.protobuf.Timestamp
+	14, // 2: agentplane.v1.ListAuditRecordsResponse.records:type_name -> agentplane.v1.AuditRecord
+	15, // 3: agentplane.v1.ListInterruptsRequest.min_age:type_name -> google.protobuf.Duration
+	16, // 4: agentplane.v1.ListInterruptsRequest.kinds:type_name -> agentplane.v1.InterruptKind
+	17, // 5: agentplane.v1.ListInterruptsRequest.states:type_name -> agentplane.v1.InterruptState
+	18, // 6: agentplane.v1.ListInterruptsResponse.interrupts:type_name -> agentplane.v1.Interrupt
+	18, // 7: agentplane.v1.GetInterruptResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	9,  // 8: agentplane.v1.ResolveInterruptRequest.approve:type_name -> agentplane.v1.ApproveDecision
+	10, // 9: agentplane.v1.ResolveInterruptRequest.reject:type_name -> agentplane.v1.RejectDecision
+	11, // 10: agentplane.v1.ResolveInterruptRequest.edit:type_name -> agentplane.v1.EditDecision
+	18, // 11: agentplane.v1.ResolveInterruptResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	4,  // 12: agentplane.v1.HitlService.ListInterrupts:input_type -> agentplane.v1.ListInterruptsRequest
+	6,  // 13: agentplane.v1.HitlService.GetInterrupt:input_type -> agentplane.v1.GetInterruptRequest
+	8,  // 14: agentplane.v1.HitlService.ResolveInterrupt:input_type -> agentplane.v1.ResolveInterruptRequest
+	2,  // 15: agentplane.v1.HitlService.ListAuditRecords:input_type -> agentplane.v1.ListAuditRecordsRequest
+	0,  // 16: agentplane.v1.HitlService.RevokeApprovalLink:input_type -> agentplane.v1.RevokeApprovalLinkRequest
+	5,  // 17: agentplane.v1.HitlService.ListInterrupts:output_type -> agentplane.v1.ListInterruptsResponse
+	7,  // 18: agentplane.v1.HitlService.GetInterrupt:output_type -> agentplane.v1.GetInterruptResponse
+	12, // 19: agentplane.v1.HitlService.ResolveInterrupt:output_type -> agentplane.v1.ResolveInterruptResponse
+	3,  // 20: agentplane.v1.HitlService.ListAuditRecords:output_type -> agentplane.v1.ListAuditRecordsResponse
+	1,  // 21: agentplane.v1.HitlService.RevokeApprovalLink:output_type -> agentplane.v1.RevokeApprovalLinkResponse
+	17, // [17:22] is the sub-list for method output_type
+	12, // [12:17] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_hitl_service_proto_init() }
@@ -878,20 +1001,20 @@ func file_agentplane_v1_hitl_service_proto_init() {
 		return
 	}
 	file_agentplane_v1_hitl_proto_init()
-	file_agentplane_v1_hitl_service_proto_msgTypes[6].OneofWrappers = []any{
+	file_agentplane_v1_hitl_service_proto_msgTypes[8].OneofWrappers = []any{
 		(*ResolveInterruptRequest_Approve)(nil),
 		(*ResolveInterruptRequest_Reject)(nil),
 		(*ResolveInterruptRequest_Edit)(nil),
 	}
-	file_agentplane_v1_hitl_service_proto_msgTypes[7].OneofWrappers = []any{}
 	file_agentplane_v1_hitl_service_proto_msgTypes[9].OneofWrappers = []any{}
+	file_agentplane_v1_hitl_service_proto_msgTypes[11].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_hitl_service_proto_rawDesc), len(file_agentplane_v1_hitl_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -189,6 +189,51 @@ func local_request_HitlService_ListAuditRecords_0(ctx context.Context, marshaler
 	return msg, metadata, err
 }
 
+func request_HitlService_RevokeApprovalLink_0(ctx context.Context, marshaler runtime.Marshaler, client HitlServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq RevokeApprovalLinkRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["link_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "link_id")
+	}
+	protoReq.LinkId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "link_id", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.RevokeApprovalLink(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_HitlService_RevokeApprovalLink_0(ctx context.Context, marshaler runtime.Marshaler, server HitlServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq RevokeApprovalLinkRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["link_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "link_id")
+	}
+	protoReq.LinkId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "link_id", err)
+	}
+	msg, err := server.RevokeApprovalLink(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 // RegisterHitlServiceHandlerServer registers the http handlers for service HitlService to "mux".
 // UnaryRPC     :call HitlServiceServer directly.
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
@@ -274,6 +319,26 @@ func RegisterHitlServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux
 			return
 		}
 		forward_HitlService_ListAuditRecords_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPost, pattern_HitlService_RevokeApprovalLink_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/agentplane.v1.HitlService/RevokeApprovalLink", runtime.WithHTTPPathPattern("/v1/approval-links/{link_id}:revoke"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_HitlService_RevokeApprovalLink_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_HitlService_RevokeApprovalLink_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
 
 	return nil
@@ -383,19 +448,38 @@ func RegisterHitlServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux
 		}
 		forward_HitlService_ListAuditRecords_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPost, pattern_HitlService_RevokeApprovalLink_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/agentplane.v1.HitlService/RevokeApprovalLink", runtime.WithHTTPPathPattern("/v1/approval-links/{link_id}:revoke"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_HitlService_RevokeApprovalLink_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_HitlService_RevokeApprovalLink_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	return nil
 }
 
 var (
-	pattern_HitlService_ListInterrupts_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "interrupts"}, ""))
-	pattern_HitlService_GetInterrupt_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "interrupts", "interrupt_id"}, ""))
-	pattern_HitlService_ResolveInterrupt_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "interrupts", "interrupt_id"}, "resolve"))
-	pattern_HitlService_ListAuditRecords_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "audit"}, ""))
+	pattern_HitlService_ListInterrupts_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "interrupts"}, ""))
+	pattern_HitlService_GetInterrupt_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "interrupts", "interrupt_id"}, ""))
+	pattern_HitlService_ResolveInterrupt_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "interrupts", "interrupt_id"}, "resolve"))
+	pattern_HitlService_ListAuditRecords_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "audit"}, ""))
+	pattern_HitlService_RevokeApprovalLink_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "approval-links", "link_id"}, "revoke"))
 )
 
 var (
-	forward_HitlService_ListInterrupts_0   = runtime.ForwardResponseMessage
-	forward_HitlService_GetInterrupt_0     = runtime.ForwardResponseMessage
-	forward_HitlService_ResolveInterrupt_0 = runtime.ForwardResponseMessage
-	forward_HitlService_ListAuditRecords_0 = runtime.ForwardResponseMessage
+	forward_HitlService_ListInterrupts_0     = runtime.ForwardResponseMessage
+	forward_HitlService_GetInterrupt_0       = runtime.ForwardResponseMessage
+	forward_HitlService_ResolveInterrupt_0   = runtime.ForwardResponseMessage
+	forward_HitlService_ListAuditRecords_0   = runtime.ForwardResponseMessage
+	forward_HitlService_RevokeApprovalLink_0 = runtime.ForwardResponseMessage
 )

@@ -19,10 +19,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	HitlService_ListInterrupts_FullMethodName   = "/agentplane.v1.HitlService/ListInterrupts"
-	HitlService_GetInterrupt_FullMethodName     = "/agentplane.v1.HitlService/GetInterrupt"
-	HitlService_ResolveInterrupt_FullMethodName = "/agentplane.v1.HitlService/ResolveInterrupt"
-	HitlService_ListAuditRecords_FullMethodName = "/agentplane.v1.HitlService/ListAuditRecords"
+	HitlService_ListInterrupts_FullMethodName     = "/agentplane.v1.HitlService/ListInterrupts"
+	HitlService_GetInterrupt_FullMethodName       = "/agentplane.v1.HitlService/GetInterrupt"
+	HitlService_ResolveInterrupt_FullMethodName   = "/agentplane.v1.HitlService/ResolveInterrupt"
+	HitlService_ListAuditRecords_FullMethodName   = "/agentplane.v1.HitlService/ListAuditRecords"
+	HitlService_RevokeApprovalLink_FullMethodName = "/agentplane.v1.HitlService/RevokeApprovalLink"
 )
 
 // HitlServiceClient is the client API for HitlService service.
@@ -47,6 +48,13 @@ type HitlServiceClient interface {
 	// decision on an interrupt with its principal, channel, time, argument digest and
 	// reason, and every escalation step. Paged; since and interrupt_id filter it.
 	ListAuditRecords(ctx context.Context, in *ListAuditRecordsRequest, opts ...grpc.CallOption) (*ListAuditRecordsResponse, error)
+	// RevokeApprovalLink revokes one signed approval link (docs/hitl.md#signed-links)
+	// by its id (shown on the link's page and in the webhook's data.links): from then
+	// on its page shows that it was revoked and its POST decides nothing, on every
+	// replica and after a restart. Both links of an approve/reject pair share the id,
+	// so both die. An id that is not one of the tenant's links (another tenant's, a
+	// mistyped one) is NOT_FOUND; revoking a revoked or expired link again succeeds.
+	RevokeApprovalLink(ctx context.Context, in *RevokeApprovalLinkRequest, opts ...grpc.CallOption) (*RevokeApprovalLinkResponse, error)
 }
 
 type hitlServiceClient struct {
@@ -97,6 +105,16 @@ func (c *hitlServiceClient) ListAuditRecords(ctx context.Context, in *ListAuditR
 	return out, nil
 }
 
+func (c *hitlServiceClient) RevokeApprovalLink(ctx context.Context, in *RevokeApprovalLinkRequest, opts ...grpc.CallOption) (*RevokeApprovalLinkResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevokeApprovalLinkResponse)
+	err := c.cc.Invoke(ctx, HitlService_RevokeApprovalLink_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HitlServiceServer is the server API for HitlService service.
 // All implementations must embed UnimplementedHitlServiceServer
 // for forward compatibility.
@@ -119,6 +137,13 @@ type HitlServiceServer interface {
 	// decision on an interrupt with its principal, channel, time, argument digest and
 	// reason, and every escalation step. Paged; since and interrupt_id filter it.
 	ListAuditRecords(context.Context, *ListAuditRecordsRequest) (*ListAuditRecordsResponse, error)
+	// RevokeApprovalLink revokes one signed approval link (docs/hitl.md#signed-links)
+	// by its id (shown on the link's page and in the webhook's data.links): from then
+	// on its page shows that it was revoked and its POST decides nothing, on every
+	// replica and after a restart. Both links of an approve/reject pair share the id,
+	// so both die. An id that is not one of the tenant's links (another tenant's, a
+	// mistyped one) is NOT_FOUND; revoking a revoked or expired link again succeeds.
+	RevokeApprovalLink(context.Context, *RevokeApprovalLinkRequest) (*RevokeApprovalLinkResponse, error)
 	mustEmbedUnimplementedHitlServiceServer()
 }
 
@@ -140,6 +165,9 @@ func (UnimplementedHitlServiceServer) ResolveInterrupt(context.Context, *Resolve
 }
 func (UnimplementedHitlServiceServer) ListAuditRecords(context.Context, *ListAuditRecordsRequest) (*ListAuditRecordsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListAuditRecords not implemented")
+}
+func (UnimplementedHitlServiceServer) RevokeApprovalLink(context.Context, *RevokeApprovalLinkRequest) (*RevokeApprovalLinkResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokeApprovalLink not implemented")
 }
 func (UnimplementedHitlServiceServer) mustEmbedUnimplementedHitlServiceServer() {}
 func (UnimplementedHitlServiceServer) testEmbeddedByValue()                     {}
@@ -234,6 +262,24 @@ func _HitlService_ListAuditRecords_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _HitlService_RevokeApprovalLink_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeApprovalLinkRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HitlServiceServer).RevokeApprovalLink(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HitlService_RevokeApprovalLink_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HitlServiceServer).RevokeApprovalLink(ctx, req.(*RevokeApprovalLinkRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // HitlService_ServiceDesc is the grpc.ServiceDesc for HitlService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -256,6 +302,10 @@ var HitlService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListAuditRecords",
 			Handler:    _HitlService_ListAuditRecords_Handler,
+		},
+		{
+			MethodName: "RevokeApprovalLink",
+			Handler:    _HitlService_RevokeApprovalLink_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -43,6 +43,7 @@ export const rpcs: Readonly<Record<string, RpcPolicy>> = {
   "agentplane.v1.HitlService/ListAuditRecords": { idempotency: "NO_SIDE_EFFECTS", requestId: false, serverStreaming: false },
   "agentplane.v1.HitlService/ListInterrupts": { idempotency: "NO_SIDE_EFFECTS", requestId: false, serverStreaming: false },
   "agentplane.v1.HitlService/ResolveInterrupt": { idempotency: "IDEMPOTENT", requestId: true, serverStreaming: false },
+  "agentplane.v1.HitlService/RevokeApprovalLink": { idempotency: "IDEMPOTENT", requestId: false, serverStreaming: false },
   "agentplane.v1.RuntimeService/AwaitDecision": { idempotency: "IDEMPOTENT", requestId: false, serverStreaming: true },
   "agentplane.v1.RuntimeService/CheckToolCall": { idempotency: "IDEMPOTENT", requestId: false, serverStreaming: false },
   "agentplane.v1.RuntimeService/CompleteTask": { idempotency: "IDEMPOTENT", requestId: true, serverStreaming: false },
@@ -168,6 +169,8 @@ export const Reason = {
   INTERRUPT_ALREADY_VOTED: "INTERRUPT_ALREADY_VOTED",
   /** StartTask refused by a start rate limit of the queue (flow.rate with `on: start`, docs/api.md#flow-control): the key's token bucket is empty. */
   FLOW_RATE_LIMITED: "FLOW_RATE_LIMITED",
+  /** RevokeApprovalLink: no approval link of the caller's tenant has this id (another tenant's link, a mistyped id, or the deployment sends no links). */
+  APPROVAL_LINK_NOT_FOUND: "APPROVAL_LINK_NOT_FOUND",
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 

@@ -86,6 +86,7 @@ func (s *Service) ResolveInterrupt(ctx context.Context, tenant, principal string
 			Schema:       schema,
 			HasSchema:    hasSchema,
 			ValidateArgs: s.validate,
+			LinkID:       hitl.LinkIDFrom(ctx),
 		}
 		if in.GetRequirement() != nil {
 			out, err = s.vote(op, rec, req, principal, ch, params)
@@ -96,7 +97,7 @@ func (s *Service) ResolveInterrupt(ctx context.Context, tenant, principal string
 			return err
 		}
 		d.Channel = string(ch)
-		if err := s.auditDecision(op, in, d, req.GetRequestId()); err != nil {
+		if err := s.auditDecision(op, in, d, req.GetRequestId(), params.LinkID); err != nil {
 			return err
 		}
 		out, err = s.resolve(op, rec, d)

@@ -240,7 +240,7 @@ func (s *Service) applyDeadline(op *tasks.Op, rec *storagev1.InterruptRecord) (*
 	approve := s.cfg.DeadlineApprove && rec.GetInterrupt().GetRequirement() == nil
 	d := hitl.DeadlineDecision(rec.GetInterrupt(), approve, op.Now())
 	d.Channel = string(hitl.ChannelSystem)
-	if err := s.auditDecision(op, rec.GetInterrupt(), d, ""); err != nil {
+	if err := s.auditDecision(op, rec.GetInterrupt(), d, "", ""); err != nil {
 		return nil, false, err
 	}
 	in, err := s.resolve(op, rec, d)

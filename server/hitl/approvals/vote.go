@@ -127,7 +127,7 @@ func (s *Service) vote(op *tasks.Op, rec *storagev1.InterruptRecord, req *agentp
 	}
 	if err := s.audit(op, in, auditEntry{
 		action: action, principal: principal, channel: ch, digest: ruled, reason: d.Reason,
-		source: d.GetSource(), resolved: resolved, requestID: req.GetRequestId(), resultDigest: resultDigest,
+		source: d.GetSource(), resolved: resolved, requestID: req.GetRequestId(), resultDigest: resultDigest, linkID: p.LinkID,
 	}); err != nil {
 		return nil, err
 	}
@@ -156,6 +156,7 @@ type auditEntry struct {
 	requestID    string
 	resultDigest string
 	group        string
+	linkID       string
 }
 
 // audit appends an audit record about in inside op.
@@ -166,12 +167,13 @@ func (s *Service) audit(op *tasks.Op, in *agentplanev1.Interrupt, e auditEntry) 
 		ToolName: in.GetApproval().GetToolName(), Action: e.action, Principal: e.principal, Channel: string(e.channel),
 		Time: timestamppb.New(now), ArgsDigest: e.digest, Reason: e.reason, Source: e.source, Resolved: e.resolved,
 		Rule: in.GetRequirement().GetRule(), RequestId: e.requestID, ResultArgsDigest: e.resultDigest, Group: e.group,
+		LinkId: e.linkID,
 	}})
 }
 
 // auditDecision appends the audit record of a decision that resolves in alone (no
 // approval rule, or the server's).
-func (s *Service) auditDecision(op *tasks.Op, in *agentplanev1.Interrupt, d *agentplanev1.Decision, requestID string) error {
+func (s *Service) auditDecision(op *tasks.Op, in *agentplanev1.Interrupt, d *agentplanev1.Decision, requestID, linkID string) error {
 	action := agentplanev1.AuditAction_AUDIT_ACTION_APPROVE
 	result := ""
 	switch d.GetType() {
@@ -183,7 +185,7 @@ func (s *Service) auditDecision(op *tasks.Op, in *agentplanev1.Interrupt, d *age
 	}
 	return s.audit(op, in, auditEntry{
 		action: action, principal: d.GetDecidedBy(), channel: hitl.Channel(d.GetChannel()), digest: d.GetRuledArgsDigest(),
-		reason: d.Reason, source: d.GetSource(), resolved: true, requestID: requestID, resultDigest: result,
+		reason: d.Reason, source: d.GetSource(), resolved: true, requestID: requestID, resultDigest: result, linkID: linkID,
 	})
 }
 

@@ -56,6 +56,9 @@ type Options struct {
 	LinkKey []byte
 	// RevokedBefore revokes links issued before it (zero: none).
 	RevokedBefore time.Time
+	// Revoked reports whether the tenant's link id was revoked (RevokeApprovalLink);
+	// nil: none is.
+	Revoked func(ctx context.Context, tenant, linkID string) (bool, error)
 	// ConsoleURL is notifications.console_url, linked from the pages.
 	ConsoleURL string
 	// Secure adds Strict-Transport-Security (the listener is TLS).

@@ -43,6 +43,8 @@ type linkView struct {
 	Expires   string
 	Error     string
 	Console   string
+	// LinkID names the link for revocation (ctl hitl revoke-link).
+	LinkID string
 }
 
 var linkPage = template.Must(template.New("link").Parse(`<!doctype html>
@@ -72,6 +74,7 @@ var linkPage = template.Must(template.New("link").Parse(`<!doctype html>
 </form>
 {{end}}
 {{with .Console}}<p><a href="{{.}}">Open in the console</a></p>{{end}}
+{{with .LinkID}}<p><small>Link id <code>{{.}}</code>: if this link reached someone it should not have, revoke it with <code>ctl hitl revoke-link {{.}}</code>.</small></p>{{end}}
 </body></html>
 `))
 
@@ -136,6 +139,21 @@ func (h *Handler) checkLink(ctx context.Context, w http.ResponseWriter, token st
 		h.render(w, http.StatusGone, linkView{Title: "This link was revoked", Message: "Nothing was decided.", Console: h.consoleLink(c.Interrupt)})
 		return c, nil, false
 	}
+	if c.ID != "" && h.o.Revoked != nil {
+		revoked, err := h.o.Revoked(ctx, c.Tenant, c.ID)
+		if err != nil {
+			h.count(ch, "error")
+			h.log.Error("approval link: reading its revocation failed", "tenant", c.Tenant, "link", c.ID, "err", err)
+			h.render(w, http.StatusServiceUnavailable, linkView{Title: "Try again in a moment", Message: "The control plane could not check this link. Nothing was decided."})
+			return c, nil, false
+		}
+		if revoked {
+			h.count(ch, "refused_revoked")
+			h.log.Info("approval link refused: it was revoked", "tenant", c.Tenant, "link", c.ID, "principal", c.Approver)
+			h.render(w, http.StatusGone, linkView{Title: "This link was revoked", Message: "Nothing was decided. Open the call in the console if it still waits.", LinkID: c.ID, Console: h.consoleLink(c.Interrupt)})
+			return c, nil, false
+		}
+	}
 	if _, ok := h.approver(c.Tenant, c.Approver); !ok || !h.o.MayApprove(c.Tenant, c.Approver) {
 		h.count(ch, "refused_no_right")
 		h.log.Warn("approval link refused: its approver is no longer an approver of the tenant", "tenant", c.Tenant, "principal", c.Approver)
@@ -176,7 +194,7 @@ func (h *Handler) confirmView(c links.Claims, in *agentplanev1.Interrupt) linkVi
 	ap := in.GetApproval()
 	v := linkView{Confirm: true, Reject: c.Action == links.Reject, Approver: c.Approver, Tenant: c.Tenant, Task: in.GetTaskId(),
 		Agent: ap.GetContext().GetAgentName(), Tool: ap.GetToolName(), Desc: ap.GetToolDescription(),
-		Expires: time.Unix(c.Expires, 0).UTC().Format("2006-01-02 15:04 MST"), Console: h.consoleLink(in.GetInterruptId())}
+		Expires: time.Unix(c.Expires, 0).UTC().Format("2006-01-02 15:04 MST"), Console: h.consoleLink(in.GetInterruptId()), LinkID: c.ID}
 	v.Title = "Approve this call?"
 	if v.Reject {
 		v.Title = "Reject this call?"
@@ -244,7 +262,7 @@ func (h *Handler) linkDecide(w http.ResponseWriter, r *http.Request) {
 		req.Decision = &agentplanev1.ResolveInterruptRequest_Approve{Approve: &agentplanev1.ApproveDecision{}}
 	}
 	attrs := []any{"tenant", c.Tenant, "interrupt", c.Interrupt, "principal", c.Approver, "action", string(c.Action), "channel", string(ch)}
-	out, err := h.o.Resolver.ResolveInterrupt(hitl.WithChannel(r.Context(), ch), c.Tenant, c.Approver, req)
+	out, err := h.o.Resolver.ResolveInterrupt(hitl.WithLinkID(hitl.WithChannel(r.Context(), ch), c.ID), c.Tenant, c.Approver, req)
 	if err != nil {
 		outcome, text := refusal(err)
 		h.count(string(ch), outcome)

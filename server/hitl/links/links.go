@@ -15,9 +15,11 @@
 //   - changed arguments (an edit): the token's digest no longer matches the
 //     interrupt's, and ResolveInterrupt refuses a stale args_digest
 //     (INTERRUPT_ARGS_MISMATCH);
-//   - revoked: hitl.links.revoked_before revokes every link issued before a time, a
+//   - revoked: one link (both of an approve/reject pair) by its ID, through
+//     HitlService.RevokeApprovalLink, which stores a small record until the link's
+//     expiry; hitl.links.revoked_before revokes every link issued before a time, a
 //     new key revokes them all, and removing an approver from hitl.approvers (or the
-//     approver role from their principal) revokes theirs, since both are checked
+//     approver role from their principal) revokes theirs, since all are checked
 //     when a link is used.
 package links
 
@@ -29,6 +31,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -61,6 +64,10 @@ type Claims struct {
 	Expires int64 `json:"exp"`
 	// Nonce tells two links for the same decision apart (hex).
 	Nonce string `json:"n"`
+	// ID names the link for revocation (NewID): shared by the approve and reject links
+	// of one pair. Links issued before IDs existed have none and can be revoked only
+	// all at once (revoked_before, a new key).
+	ID string `json:"id,omitempty"`
 }
 
 // MaxToken bounds the length of a token accepted from the wire.
@@ -75,11 +82,64 @@ var (
 // domain separates link signatures from every other use of the key.
 const domain = "agentplane-link-v1."
 
-// Issue returns the token of c, filling V, Nonce and (when zero) Issued.
+// MaxID bounds the length of a link id accepted from the wire.
+const MaxID = 128
+
+// idDomain separates link id tags from link signatures.
+const idDomain = "agentplane-link-id-v1."
+
+// NewID returns a new link id of tenant for a link expiring at expires (Unix
+// seconds): the expiry in base 36, a random part and a tag, the HMAC of the tenant
+// and the rest under the link key, so that the server can tell, without storing
+// anything when links are sent, whether an id is one of the tenant's links and when
+// that link expires (CheckID).
+func NewID(key []byte, tenant string, expires int64) string {
+	var n [8]byte
+	_, _ = rand.Read(n[:])
+	body := strconv.FormatInt(expires, 36) + "." + hex.EncodeToString(n[:])
+	return body + "." + idTag(key, tenant, body)
+}
+
+func idTag(key []byte, tenant, body string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(idDomain))
+	m.Write([]byte(tenant))
+	m.Write([]byte{0})
+	m.Write([]byte(body))
+	return hex.EncodeToString(m.Sum(nil)[:12])
+}
+
+// CheckID reports whether id is a link id NewID made for tenant under key (compared
+// in constant time), and when that link expires. Another tenant's id, an altered one
+// or one made under another key is not.
+func CheckID(key []byte, tenant, id string) (expires time.Time, ok bool) {
+	if len(id) > MaxID {
+		return time.Time{}, false
+	}
+	i := strings.LastIndexByte(id, '.')
+	if i < 0 {
+		return time.Time{}, false
+	}
+	body, tag := id[:i], id[i+1:]
+	exp36, _, found := strings.Cut(body, ".")
+	if !found || !hmac.Equal([]byte(tag), []byte(idTag(key, tenant, body))) {
+		return time.Time{}, false
+	}
+	exp, err := strconv.ParseInt(exp36, 36, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(exp, 0).UTC(), true
+}
+
+// Issue returns the token of c, filling V, Nonce, ID and (when zero) Issued.
 func Issue(key []byte, c Claims, now time.Time) string {
 	c.V = 1
 	if c.Issued == 0 {
 		c.Issued = now.Unix()
+	}
+	if c.ID == "" {
+		c.ID = NewID(key, c.Tenant, c.Expires)
 	}
 	if c.Nonce == "" {
 		var n [12]byte
@@ -150,19 +210,20 @@ const Path = "/hitl/links/"
 
 // Pair returns approver's approve and reject links for the interrupt, sent through
 // channel, working until the interrupt's deadline (nil: none) or the TTL, whichever
-// comes first, and when they stop working.
-func (is *Issuer) Pair(tenant, interrupt, digest, approver, channel string, deadline *time.Time, now time.Time) (approve, reject string, expires time.Time) {
+// comes first, when they stop working, and their id (both links share it: revoking
+// it revokes the pair).
+func (is *Issuer) Pair(tenant, interrupt, digest, approver, channel string, deadline *time.Time, now time.Time) (approve, reject string, expires time.Time, id string) {
 	exp := now.Add(is.TTL)
 	if deadline != nil && deadline.Before(exp) {
 		exp = *deadline
 	}
 	expires = time.Unix(exp.Unix(), 0).UTC()
 	c := Claims{Tenant: tenant, Interrupt: interrupt, Digest: digest, Approver: approver, Channel: channel,
-		Issued: now.Unix(), Expires: exp.Unix()}
+		Issued: now.Unix(), Expires: exp.Unix(), ID: NewID(is.Key, tenant, exp.Unix())}
 	base := strings.TrimRight(is.Base, "/") + Path
 	c.Action = Approve
 	approve = base + Issue(is.Key, c, now)
 	c.Action = Reject
 	reject = base + Issue(is.Key, c, now)
-	return approve, reject, expires
+	return approve, reject, expires, c.ID
 }

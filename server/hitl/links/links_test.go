@@ -69,15 +69,45 @@ func TestRequestID(t *testing.T) {
 func TestPairExpiry(t *testing.T) {
 	is := &Issuer{Key: key, TTL: time.Hour, Base: "https://x.example/"}
 	now := time.Unix(1000, 0)
-	ap, rj, exp := is.Pair("acme", "in-1", "d", "alice", "link", nil, now)
+	ap, rj, exp, _ := is.Pair("acme", "in-1", "d", "alice", "link", nil, now)
 	if exp.Unix() != 1000+3600 || !strings.HasPrefix(ap, "https://x.example/hitl/links/") || ap == rj {
 		t.Fatalf("%s %s %v", ap, rj, exp)
 	}
 	dl := now.Add(time.Minute)
-	_, rj, exp = is.Pair("acme", "in-1", "d", "alice", "link", &dl, now)
+	_, rj, exp, _ = is.Pair("acme", "in-1", "d", "alice", "link", &dl, now)
 	c, err := Parse(key, strings.TrimPrefix(rj, "https://x.example/hitl/links/"), now)
 	if exp.Unix() != 1060 || err != nil || c.Expires != 1060 || c.Action != Reject {
 		t.Fatalf("deadline first: %v %+v %v", exp, c, err)
+	}
+}
+
+// TestLinkID: both links of a pair carry one id, which CheckID accepts for its
+// tenant only, with the links' expiry; an altered id, or one under another key, is
+// refused.
+func TestLinkID(t *testing.T) {
+	is := &Issuer{Key: key, TTL: time.Hour, Base: "https://x.example"}
+	now := time.Unix(1000, 0)
+	ap, rj, exp, id := is.Pair("acme", "in-1", "d", "alice", "link", nil, now)
+	a, errA := Parse(key, strings.TrimPrefix(ap, "https://x.example"+Path), now)
+	r, errR := Parse(key, strings.TrimPrefix(rj, "https://x.example"+Path), now)
+	if errA != nil || errR != nil || a.ID != id || r.ID != id || id == "" || len(id) > MaxID {
+		t.Fatalf("ids %q %q %q (%v %v)", a.ID, r.ID, id, errA, errR)
+	}
+	if got, ok := CheckID(key, "acme", id); !ok || !got.Equal(exp) {
+		t.Fatalf("CheckID(acme) = %v %v, want %v", got, ok, exp)
+	}
+	_, _, _, other := is.Pair("acme", "in-1", "d", "alice", "link", nil, now)
+	if other == id {
+		t.Fatal("two pairs share an id")
+	}
+	altered := []byte(id)
+	altered[0] ^= 1
+	for _, tc := range []struct{ tenant, id string }{
+		{"beta", id}, {"acme", string(altered)}, {"acme", id + "0"}, {"acme", ""}, {"acme", "x"}, {"acme", NewID([]byte("other key"), "acme", 2000)},
+	} {
+		if _, ok := CheckID(key, tc.tenant, tc.id); ok {
+			t.Errorf("CheckID(%q, %q) accepted", tc.tenant, tc.id)
+		}
 	}
 }
 

@@ -21,7 +21,8 @@ import (
 // and the per-queue depth counters are counted. Version 2 to 3: the outbox buckets
 // are created (empty). Version 3 to 4: the schedule buckets are created (empty). Version 4 to 5:
 // the budget bucket is created (empty). Version 5 to 6: the audit bucket and the escalation
-// index are created (empty). Version 6 to 7: the flow bucket is created (empty).
+// index are created (empty). Version 6 to 7: the flow bucket is created (empty). Version 7 to 8: the
+// link revocation bucket is created (empty).
 func (s *Store) upgrade() (bool, error) {
 	upgraded := false
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -35,7 +36,7 @@ func (s *Store) upgrade() (bool, error) {
 		if v := info.GetVersion(); v < 1 || v > schema.Version-1 {
 			return fmt.Errorf("store %s: no upgrade from schema version %d", s.path, info.GetVersion())
 		}
-		for _, name := range slices.Concat(schema.OutboxBuckets, schema.ScheduleBuckets, schema.BudgetBuckets, schema.AuditBuckets, schema.FlowBuckets) {
+		for _, name := range slices.Concat(schema.OutboxBuckets, schema.ScheduleBuckets, schema.BudgetBuckets, schema.AuditBuckets, schema.FlowBuckets, schema.LinkBuckets) {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}

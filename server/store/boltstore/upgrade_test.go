@@ -430,3 +430,61 @@ func TestUpgradeFromVersion6(t *testing.T) {
 		t.Fatalf("schema version %d after the upgrade", v)
 	}
 }
+
+// TestUpgradeFromVersion7 opens a version 7 file (no link revocation bucket): the
+// upgrade creates it, and revocations can then be written and read back.
+func TestUpgradeFromVersion7(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agentplane.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(schema.LinkRevocations); err != nil {
+			return err
+		}
+		info := &storagev1.SchemaInfo{}
+		if err := proto.Unmarshal(tx.Bucket(schema.Meta).Get(schema.MetaSchemaKey), info); err != nil {
+			return err
+		}
+		info.Version = 7
+		v, err := proto.Marshal(info)
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(schema.Meta).Put(schema.MetaSchemaKey, v)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &storagev1.LinkRevocationRecord{Tenant: "acme", LinkId: "l1", ExpireTime: timestamppb.Now(), RevokeTime: timestamppb.Now()}
+	if err := s.Update(context.Background(), func(w store.Writer) error { return w.PutLinkRevocation(want) }); err != nil {
+		t.Fatal(err)
+	}
+	var got *storagev1.LinkRevocationRecord
+	if err := s.View(context.Background(), func(r store.Reader) (err error) {
+		got, err = r.GetLinkRevocation("acme", "l1")
+		return err
+	}); err != nil || !proto.Equal(got, want) {
+		t.Fatalf("link revocation after the upgrade = %v, %v", got, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v := version(t, path); v != schema.Version {
+		t.Fatalf("schema version %d after the upgrade", v)
+	}
+}

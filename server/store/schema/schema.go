@@ -16,7 +16,8 @@ import (
 // Schedules, SchedulesDue). Version 5 adds the budget counts (bucket Budgets). Version 6
 // adds the approval audit log (bucket Audit) and the escalation index (bucket
 // InterruptEscalations). Version 7 adds the flow-control state (bucket Flow).
-const Version = 7
+// Version 8 adds the revocations of single approval links (bucket LinkRevocations).
+const Version = 8
 
 // OldestUpgradable is the oldest version a store opens (and upgrades) from.
 const OldestUpgradable = 1
@@ -86,6 +87,9 @@ var (
 	// Flow maps FlowKey(tenant, name) to a FlowRecord: the slots of a concurrency key
 	// or a token bucket (docs/api.md#flow-control).
 	Flow = []byte("flow")
+	// LinkRevocations maps LinkRevocationKey(tenant, link id) to a
+	// LinkRevocationRecord (docs/hitl.md#signed-links).
+	LinkRevocations = []byte("link_revocations")
 )
 
 // AuditBuckets are the buckets version 6 added; the upgrade from 5 (or earlier) creates them
@@ -100,6 +104,13 @@ func AuditKey(tenant, id string) []byte {
 // FlowBuckets are the buckets version 7 added; the upgrade from 6 (or earlier) creates them.
 var FlowBuckets = [][]byte{Flow}
 
+// LinkBuckets are the buckets version 8 added; the upgrade from 7 (or earlier) creates them.
+var LinkBuckets = [][]byte{LinkRevocations}
+
+// LinkRevocationKey is the key of the revocation of a tenant's approval link id (1 to
+// MaxComponent bytes).
+func LinkRevocationKey(tenant, id string) []byte { return appendString(TenantPrefix(tenant), id) }
+
 // OutboxBuckets are the buckets version 3 added; the upgrade from 2 creates them.
 var OutboxBuckets = [][]byte{Outbox, OutboxDue, OutboxDead}
 
@@ -111,7 +122,7 @@ var Buckets = [][]byte{
 	Meta, Tasks, TaskSpecs, TasksByCreate, Requests, Events, RunQueue, LeaseDeadlines, Ended,
 	Interrupts, PendingInterrupts, InterruptDeadlines, InterruptsByTask,
 	Verdicts, Obligations, Counters, Outbox, OutboxDue, OutboxDead, Schedules, SchedulesDue, Budgets, Audit,
-	InterruptEscalations, Flow,
+	InterruptEscalations, Flow, LinkRevocations,
 }
 
 // BudgetBuckets are the buckets version 5 added; the upgrade from 4 (or earlier)

@@ -39,6 +39,8 @@ type Counts struct {
 	Budgets int64
 	// AuditRecords counts the approval audit log's records.
 	AuditRecords int64
+	// LinkRevocations counts the revocations of single approval links.
+	LinkRevocations int64
 }
 
 // task is every record of one task.
@@ -173,7 +175,41 @@ func Copy(ctx context.Context, src, dst Source) (Counts, error) {
 	}
 	budgets, err := copyBudgets(ctx, src, dst)
 	n.Budgets += budgets
+	if err != nil {
+		return n, err
+	}
+	revocations, err := copyLinkRevocations(ctx, src, dst)
+	n.LinkRevocations += revocations
 	return n, err
+}
+
+// copyLinkRevocations copies the link revocations in one transaction (they are
+// bounded by the links revoked within one link TTL), so that a revoked link stays
+// revoked after a move.
+func copyLinkRevocations(ctx context.Context, src, dst Source) (int64, error) {
+	var recs []*storagev1.LinkRevocationRecord
+	if err := src.View(ctx, func(r store.Reader) error {
+		return r.ScanLinkRevocations(func(rec *storagev1.LinkRevocationRecord) (bool, error) {
+			recs = append(recs, rec)
+			return true, nil
+		})
+	}); err != nil {
+		return 0, fmt.Errorf("reading the link revocations: %w", err)
+	}
+	if len(recs) == 0 {
+		return 0, nil
+	}
+	if err := dst.Update(ctx, func(w store.Writer) error {
+		for _, rec := range recs {
+			if err := w.PutLinkRevocation(rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("writing the link revocations: %w", err)
+	}
+	return int64(len(recs)), nil
 }
 
 // copyBudgets copies the budget counts in one transaction (they are bounded by

@@ -114,6 +114,13 @@ func fill(t *testing.T, s store.Store) {
 		if err := w.PutSchedule(rec); err != nil {
 			return err
 		}
+		// Revoked approval links.
+		for _, tenant := range []string{"acme", "initech"} {
+			if err := w.PutLinkRevocation(&storagev1.LinkRevocationRecord{Tenant: tenant, LinkId: "link-1",
+				ExpireTime: timestamppb.New(base.Add(time.Hour)), RevokeTime: timestamppb.New(base), RevokedBy: "alice"}); err != nil {
+				return err
+			}
+		}
 		// The approval audit log, of a tenant that has no task too (they were purged).
 		for i, tenant := range []string{"acme", "acme", "initech"} {
 			if err := w.PutAudit(storetest.Audit(tenant, base.Add(time.Duration(i)*time.Second), "alice")); err != nil {
@@ -148,8 +155,18 @@ func TestCopyBoltToPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n.Tenants != 2 || n.Tasks != 12 || n.Specs != 12 || n.Events != 21 || n.Interrupts != 12 || n.Verdicts != 6 || n.Obligations != 6 || n.Notifications != 3 || n.Schedules != 2 || n.Budgets != 2 ||
-		n.AuditRecords != 3 {
+		n.AuditRecords != 3 || n.LinkRevocations != 2 {
 		t.Fatalf("copied %+v", n)
+	}
+	if err := dst.View(ctx, func(r store.Reader) error {
+		for _, tenant := range []string{"acme", "initech"} {
+			if rec, err := r.GetLinkRevocation(tenant, "link-1"); err != nil || rec.GetRevokedBy() != "alice" {
+				t.Errorf("%s's link revocation after the copy: %v %v", tenant, rec, err)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	if err := storecopy.Compare(ctx, src, dst); err != nil {
 		t.Fatalf("after the copy: %v", err)

@@ -61,6 +61,7 @@ func Run(t *testing.T, open Opener) {
 		{"Flow", testFlow},
 		{"FlowConcurrentReadModifyWrite", testFlowConcurrentRMW},
 		{"QueuePriority", testQueuePriority},
+		{"LinkRevocations", testLinkRevocations},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)

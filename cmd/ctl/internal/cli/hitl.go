@@ -25,7 +25,33 @@ func addHitlCommands(cmd *cobra.Command, g *globals) {
 		newHitlRejectCommand(g),
 		newHitlEditCommand(g),
 		newHitlAuditCommand(g),
+		newHitlRevokeLinkCommand(g),
 	)
+}
+
+func newHitlRevokeLinkCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "revoke-link LINK_ID",
+		Short: "Revoke a signed approval link (both of its approve and reject links) by the id on its page and in the webhook",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.call(cmd, func(ctx context.Context, c *client.Client) error {
+				resp, err := c.Hitl.RevokeApprovalLink(ctx, &agentplanev1.RevokeApprovalLinkRequest{LinkId: args[0]})
+				if err != nil {
+					return err
+				}
+				return g.printer(cmd).Message(resp, func(t *printer.Tab) {
+					t.Row("LINK", resp.GetLinkId())
+					state := "revoked"
+					if resp.GetExpired() {
+						state = "expired already"
+					}
+					t.Row("state", state)
+					t.Row("expires", resp.GetExpireTime().AsTime().UTC().Format(time.RFC3339))
+				})
+			})
+		},
+	}
 }
 
 type hitlListOptions struct {

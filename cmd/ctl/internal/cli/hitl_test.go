@@ -176,3 +176,15 @@ func TestHitlResolutionUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestHitlRevokeLink(t *testing.T) {
+	f := &fakeCP{}
+	addr := startFakeCP(t, f)
+	code, out, errOut := runCtl(t, addr, "hitl", "revoke-link", "mlz.0123.abcd")
+	if code != 0 || !regexp.MustCompile(`LINK\s+mlz\.0123\.abcd\n\s*state\s+revoked\n\s*expires\s+2026-12-02T16:00:00Z`).MatchString(out) {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	if req := requests[*agentplanev1.RevokeApprovalLinkRequest](f); len(req) != 1 || req[0].GetLinkId() != "mlz.0123.abcd" {
+		t.Fatalf("requests %v", req)
+	}
+}

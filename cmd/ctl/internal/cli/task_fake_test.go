@@ -5,11 +5,13 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
@@ -197,6 +199,13 @@ func (f *fakeCP) ResolveInterrupt(_ context.Context, req *agentplanev1.ResolveIn
 		return nil, err
 	}
 	return &agentplanev1.ResolveInterruptResponse{Interrupt: f.interrupt}, nil
+}
+
+func (f *fakeCP) RevokeApprovalLink(_ context.Context, req *agentplanev1.RevokeApprovalLinkRequest) (*agentplanev1.RevokeApprovalLinkResponse, error) {
+	if err := f.record(req); err != nil {
+		return nil, err
+	}
+	return &agentplanev1.RevokeApprovalLinkResponse{LinkId: req.GetLinkId(), ExpireTime: timestamppb.New(time.Date(2026, 12, 2, 16, 0, 0, 0, time.UTC))}, nil
 }
 
 func (f *fakeCP) Backup(req *agentplanev1.BackupRequest, stream grpc.ServerStreamingServer[agentplanev1.BackupResponse]) error {

@@ -39,6 +39,7 @@ RPCS: Final[dict[str, tuple[str, bool, bool]]] = {
     "agentplane.v1.HitlService/ListAuditRecords": (NO_SIDE_EFFECTS, False, False),
     "agentplane.v1.HitlService/ListInterrupts": (NO_SIDE_EFFECTS, False, False),
     "agentplane.v1.HitlService/ResolveInterrupt": (IDEMPOTENT, True, False),
+    "agentplane.v1.HitlService/RevokeApprovalLink": (IDEMPOTENT, False, False),
     "agentplane.v1.RuntimeService/AwaitDecision": (IDEMPOTENT, False, True),
     "agentplane.v1.RuntimeService/CheckToolCall": (IDEMPOTENT, False, False),
     "agentplane.v1.RuntimeService/CompleteTask": (IDEMPOTENT, True, False),
@@ -167,6 +168,8 @@ class Reason:
     """The caller already decided on this interrupt (through any channel): one person counts once toward a quorum."""
     FLOW_RATE_LIMITED: Final = "FLOW_RATE_LIMITED"
     """StartTask refused by a start rate limit of the queue (flow.rate with `on: start`, docs/api.md#flow-control): the key's token bucket is empty."""
+    APPROVAL_LINK_NOT_FOUND: Final = "APPROVAL_LINK_NOT_FOUND"
+    """RevokeApprovalLink: no approval link of the caller's tenant has this id (another tenant's link, a mistyped id, or the deployment sends no links)."""
 
 
 REASON_NAMES: Final[dict[str, str]] = {
@@ -214,6 +217,7 @@ REASON_NAMES: Final[dict[str, str]] = {
     Reason.INTERRUPT_APPROVER_NOT_ELIGIBLE: "INTERRUPT_APPROVER_NOT_ELIGIBLE",
     Reason.INTERRUPT_ALREADY_VOTED: "INTERRUPT_ALREADY_VOTED",
     Reason.FLOW_RATE_LIMITED: "FLOW_RATE_LIMITED",
+    Reason.APPROVAL_LINK_NOT_FOUND: "APPROVAL_LINK_NOT_FOUND",
 }
 """The name of each declared reason (its enum value without ERROR_REASON_)."""
 

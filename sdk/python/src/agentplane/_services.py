@@ -127,6 +127,15 @@ class HitlService:
     reason, and every escalation step. Paged; since and interrupt_id filter it.
     """
 
+    revoke_approval_link: Unary[_hitl_service_pb2.RevokeApprovalLinkRequest, _hitl_service_pb2.RevokeApprovalLinkResponse]
+    """RevokeApprovalLink revokes one signed approval link (docs/hitl.md#signed-links)
+    by its id (shown on the link's page and in the webhook's data.links): from then
+    on its page shows that it was revoked and its POST decides nothing, on every
+    replica and after a restart. Both links of an approve/reject pair share the id,
+    so both die. An id that is not one of the tenant's links (another tenant's, a
+    mistyped one) is NOT_FOUND; revoking a revoked or expired link again succeeds.
+    """
+
     def __init__(self, channel: grpc.Channel, metadata: Metadata) -> None:
         self.list_interrupts = Unary(
             channel, "/agentplane.v1.HitlService/ListInterrupts", _hitl_service_pb2.ListInterruptsRequest, _hitl_service_pb2.ListInterruptsResponse, metadata
@@ -139,6 +148,9 @@ class HitlService:
         )
         self.list_audit_records = Unary(
             channel, "/agentplane.v1.HitlService/ListAuditRecords", _hitl_service_pb2.ListAuditRecordsRequest, _hitl_service_pb2.ListAuditRecordsResponse, metadata
+        )
+        self.revoke_approval_link = Unary(
+            channel, "/agentplane.v1.HitlService/RevokeApprovalLink", _hitl_service_pb2.RevokeApprovalLinkRequest, _hitl_service_pb2.RevokeApprovalLinkResponse, metadata
         )
 
     def __repr__(self) -> str:
@@ -629,6 +641,15 @@ class AsyncHitlService:
     reason, and every escalation step. Paged; since and interrupt_id filter it.
     """
 
+    revoke_approval_link: AsyncUnary[_hitl_service_pb2.RevokeApprovalLinkRequest, _hitl_service_pb2.RevokeApprovalLinkResponse]
+    """RevokeApprovalLink revokes one signed approval link (docs/hitl.md#signed-links)
+    by its id (shown on the link's page and in the webhook's data.links): from then
+    on its page shows that it was revoked and its POST decides nothing, on every
+    replica and after a restart. Both links of an approve/reject pair share the id,
+    so both die. An id that is not one of the tenant's links (another tenant's, a
+    mistyped one) is NOT_FOUND; revoking a revoked or expired link again succeeds.
+    """
+
     def __init__(self, channel: grpc.aio.Channel, metadata: Metadata) -> None:
         self.list_interrupts = AsyncUnary(
             channel, "/agentplane.v1.HitlService/ListInterrupts", _hitl_service_pb2.ListInterruptsRequest, _hitl_service_pb2.ListInterruptsResponse, metadata
@@ -641,6 +662,9 @@ class AsyncHitlService:
         )
         self.list_audit_records = AsyncUnary(
             channel, "/agentplane.v1.HitlService/ListAuditRecords", _hitl_service_pb2.ListAuditRecordsRequest, _hitl_service_pb2.ListAuditRecordsResponse, metadata
+        )
+        self.revoke_approval_link = AsyncUnary(
+            channel, "/agentplane.v1.HitlService/RevokeApprovalLink", _hitl_service_pb2.RevokeApprovalLinkRequest, _hitl_service_pb2.RevokeApprovalLinkResponse, metadata
         )
 
     def __repr__(self) -> str:

@@ -6,6 +6,7 @@ from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Optional as _Optional
 
 DESCRIPTOR: _descriptor.FileDescriptor
+ERROR_REASON_APPROVAL_LINK_NOT_FOUND: ErrorReason
 ERROR_REASON_AUTH_PERMISSION_DENIED: ErrorReason
 ERROR_REASON_AUTH_UNAUTHENTICATED: ErrorReason
 ERROR_REASON_BUDGET_EXCEEDED: ErrorReason

@@ -120,13 +120,14 @@ class ApprovalRequirement(_message.Message):
     def __init__(self, rule: _Optional[str] = ..., group: _Optional[str] = ..., quorum: _Optional[int] = ..., reject_quorum: _Optional[int] = ..., separation_of_duties: bool = ..., started_by: _Optional[str] = ..., approvals: _Optional[_Iterable[_Union[Approval, _Mapping]]] = ..., rejections: _Optional[_Iterable[_Union[Approval, _Mapping]]] = ..., edited_arguments_json: _Optional[str] = ..., review_args_digest: _Optional[str] = ..., remind_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., escalate_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., escalation_group: _Optional[str] = ..., reminded: bool = ..., escalated: bool = ..., eligible: _Optional[_Iterable[str]] = ..., approvals_needed: _Optional[int] = ...) -> None: ...
 
 class AuditRecord(_message.Message):
-    __slots__ = ["action", "args_digest", "audit_id", "channel", "group", "interrupt_id", "principal", "reason", "request_id", "resolved", "result_args_digest", "rule", "source", "task_id", "tenant", "time", "tool_name"]
+    __slots__ = ["action", "args_digest", "audit_id", "channel", "group", "interrupt_id", "link_id", "principal", "reason", "request_id", "resolved", "result_args_digest", "rule", "source", "task_id", "tenant", "time", "tool_name"]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     ARGS_DIGEST_FIELD_NUMBER: _ClassVar[int]
     AUDIT_ID_FIELD_NUMBER: _ClassVar[int]
     CHANNEL_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
     INTERRUPT_ID_FIELD_NUMBER: _ClassVar[int]
+    LINK_ID_FIELD_NUMBER: _ClassVar[int]
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
@@ -144,6 +145,7 @@ class AuditRecord(_message.Message):
     channel: str
     group: str
     interrupt_id: str
+    link_id: str
     principal: str
     reason: str
     request_id: str
@@ -155,7 +157,7 @@ class AuditRecord(_message.Message):
     tenant: str
     time: _timestamp_pb2.Timestamp
     tool_name: str
-    def __init__(self, audit_id: _Optional[str] = ..., tenant: _Optional[str] = ..., task_id: _Optional[str] = ..., interrupt_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., action: _Optional[_Union[AuditAction, str]] = ..., principal: _Optional[str] = ..., channel: _Optional[str] = ..., time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., args_digest: _Optional[str] = ..., reason: _Optional[str] = ..., source: _Optional[_Union[DecisionSource, str]] = ..., resolved: bool = ..., rule: _Optional[str] = ..., request_id: _Optional[str] = ..., result_args_digest: _Optional[str] = ..., group: _Optional[str] = ...) -> None: ...
+    def __init__(self, audit_id: _Optional[str] = ..., tenant: _Optional[str] = ..., task_id: _Optional[str] = ..., interrupt_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., action: _Optional[_Union[AuditAction, str]] = ..., principal: _Optional[str] = ..., channel: _Optional[str] = ..., time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., args_digest: _Optional[str] = ..., reason: _Optional[str] = ..., source: _Optional[_Union[DecisionSource, str]] = ..., resolved: bool = ..., rule: _Optional[str] = ..., request_id: _Optional[str] = ..., result_args_digest: _Optional[str] = ..., group: _Optional[str] = ..., link_id: _Optional[str] = ...) -> None: ...
 
 class Decision(_message.Message):
     __slots__ = ["args_digest", "arguments_json", "call_id", "channel", "decide_time", "decided_by", "interrupt_id", "model_reason", "reason", "ruled_args_digest", "source", "type"]

@@ -16,7 +16,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n agentplane/v1/hitl_service.proto\x12\ragentplane.v1\x1a\x18\x61gentplane/v1/hitl.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc3\x01\n\x17ListAuditRecordsRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\x12\x30\n\x05since\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x05since\x12!\n\x0cinterrupt_id\x18\x04 \x01(\tR\x0binterruptId\x12\x17\n\x07task_id\x18\x05 \x01(\tR\x06taskId\"x\n\x18ListAuditRecordsResponse\x12\x34\n\x07records\x18\x01 \x03(\x0b\x32\x1a.agentplane.v1.AuditRecordR\x07records\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xd2\x02\n\x15ListInterruptsRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\x12\x17\n\x07task_id\x18\x03 \x01(\tR\x06taskId\x12\x1b\n\ttool_name\x18\x04 \x01(\tR\x08toolName\x12\x10\n\x03tag\x18\x05 \x01(\tR\x03tag\x12\x32\n\x07min_age\x18\x06 \x01(\x0b\x32\x19.google.protobuf.DurationR\x06minAge\x12\x32\n\x05kinds\x18\x08 \x03(\x0e\x32\x1c.agentplane.v1.InterruptKindR\x05kinds\x12\x35\n\x06states\x18\t \x03(\x0e\x32\x1d.agentplane.v1.InterruptStateR\x06statesJ\x04\x08\x07\x10\x08R\x10include_resolved\"z\n\x16ListInterruptsResponse\x12\x38\n\ninterrupts\x18\x01 \x03(\x0b\x32\x18.agentplane.v1.InterruptR\ninterrupts\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"8\n\x13GetInterruptRequest\x12!\n\x0cinterrupt_id\x18\x01 \x01(\tR\x0binterruptId\"N\n\x14GetInterruptResponse\x12\x36\n\tinterrupt\x18\x01 \x01(\x0b\x32\x18.agentplane.v1.InterruptR\tinterrupt\"\xb0\x02\n\x17ResolveInterruptRequest\x12!\n\x0cinterrupt_id\x18\x01 \x01(\tR\x0binterruptId\x12:\n\x07\x61pprove\x18\x02 \x01(\x0b\x32\x1e.agentplane.v1.ApproveDecisionH\x00R\x07\x61pprove\x12\x37\n\x06reject\x18\x03 \x01(\x0b\x32\x1d.agentplane.v1.RejectDecisionH\x00R\x06reject\x12\x31\n\x04\x65\x64it\x18\x04 \x01(\x0b\x32\x1b.agentplane.v1.EditDecisionH\x00R\x04\x65\x64it\x12\x1f\n\x0b\x61rgs_digest\x18\x05 \x01(\tR\nargsDigest\x12\x1d\n\nrequest_id\x18\x06 \x01(\tR\trequestIdB\n\n\x08\x64\x65\x63ision\"9\n\x0f\x41pproveDecision\x12\x1b\n\x06reason\x18\x01 \x01(\tH\x00R\x06reason\x88\x01\x01\x42\t\n\x07_reason\"(\n\x0eRejectDecision\x12\x16\n\x06reason\x18\x01 \x01(\tR\x06reason\"i\n\x0c\x45\x64itDecision\x12\x1b\n\x06reason\x18\x02 \x01(\tH\x00R\x06reason\x88\x01\x01\x12%\n\x0e\x61rguments_json\x18\x03 \x01(\tR\rargumentsJsonB\t\n\x07_reasonJ\x04\x08\x01\x10\x02R\x04\x61rgs\"R\n\x18ResolveInterruptResponse\x12\x36\n\tinterrupt\x18\x01 \x01(\x0b\x32\x18.agentplane.v1.InterruptR\tinterrupt2\xa3\x03\n\x0bHitlService\x12\x62\n\x0eListInterrupts\x12$.agentplane.v1.ListInterruptsRequest\x1a%.agentplane.v1.ListInterruptsResponse\"\x03\x90\x02\x01\x12\\\n\x0cGetInterrupt\x12\".agentplane.v1.GetInterruptRequest\x1a#.agentplane.v1.GetInterruptResponse\"\x03\x90\x02\x01\x12h\n\x10ResolveInterrupt\x12&.agentplane.v1.ResolveInterruptRequest\x1a\'.agentplane.v1.ResolveInterruptResponse\"\x03\x90\x02\x02\x12h\n\x10ListAuditRecords\x12&.agentplane.v1.ListAuditRecordsRequest\x1a\'.agentplane.v1.ListAuditRecordsResponse\"\x03\x90\x02\x01\x42\x41Z?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n agentplane/v1/hitl_service.proto\x12\ragentplane.v1\x1a\x18\x61gentplane/v1/hitl.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"4\n\x19RevokeApprovalLinkRequest\x12\x17\n\x07link_id\x18\x01 \x01(\tR\x06linkId\"\x8c\x01\n\x1aRevokeApprovalLinkResponse\x12\x17\n\x07link_id\x18\x01 \x01(\tR\x06linkId\x12;\n\x0b\x65xpire_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nexpireTime\x12\x18\n\x07\x65xpired\x18\x03 \x01(\x08R\x07\x65xpired\"\xc3\x01\n\x17ListAuditRecordsRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\x12\x30\n\x05since\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x05since\x12!\n\x0cinterrupt_id\x18\x04 \x01(\tR\x0binterruptId\x12\x17\n\x07task_id\x18\x05 \x01(\tR\x06taskId\"x\n\x18ListAuditRecordsResponse\x12\x34\n\x07records\x18\x01 \x03(\x0b\x32\x1a.agentplane.v1.AuditRecordR\x07records\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xd2\x02\n\x15ListInterruptsRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\x12\x17\n\x07task_id\x18\x03 \x01(\tR\x06taskId\x12\x1b\n\ttool_name\x18\x04 \x01(\tR\x08toolName\x12\x10\n\x03tag\x18\x05 \x01(\tR\x03tag\x12\x32\n\x07min_age\x18\x06 \x01(\x0b\x32\x19.google.protobuf.DurationR\x06minAge\x12\x32\n\x05kinds\x18\x08 \x03(\x0e\x32\x1c.agentplane.v1.InterruptKindR\x05kinds\x12\x35\n\x06states\x18\t \x03(\x0e\x32\x1d.agentplane.v1.InterruptStateR\x06statesJ\x04\x08\x07\x10\x08R\x10include_resolved\"z\n\x16ListInterruptsResponse\x12\x38\n\ninterrupts\x18\x01 \x03(\x0b\x32\x18.agentplane.v1.InterruptR\ninterrupts\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"8\n\x13GetInterruptRequest\x12!\n\x0cinterrupt_id\x18\x01 \x01(\tR\x0binterruptId\"N\n\x14GetInterruptResponse\x12\x36\n\tinterrupt\x18\x01 \x01(\x0b\x32\x18.agentplane.v1.InterruptR\tinterrupt\"\xb0\x02\n\x17ResolveInterruptRequest\x12!\n\x0cinterrupt_id\x18\x01 \x01(\tR\x0binterruptId\x12:\n\x07\x61pprove\x18\x02 \x01(\x0b\x32\x1e.agentplane.v1.ApproveDecisionH\x00R\x07\x61pprove\x12\x37\n\x06reject\x18\x03 \x01(\x0b\x32\x1d.agentplane.v1.RejectDecisionH\x00R\x06reject\x12\x31\n\x04\x65\x64it\x18\x04 \x01(\x0b\x32\x1b.agentplane.v1.EditDecisionH\x00R\x04\x65\x64it\x12\x1f\n\x0b\x61rgs_digest\x18\x05 \x01(\tR\nargsDigest\x12\x1d\n\nrequest_id\x18\x06 \x01(\tR\trequestIdB\n\n\x08\x64\x65\x63ision\"9\n\x0f\x41pproveDecision\x12\x1b\n\x06reason\x18\x01 \x01(\tH\x00R\x06reason\x88\x01\x01\x42\t\n\x07_reason\"(\n\x0eRejectDecision\x12\x16\n\x06reason\x18\x01 \x01(\tR\x06reason\"i\n\x0c\x45\x64itDecision\x12\x1b\n\x06reason\x18\x02 \x01(\tH\x00R\x06reason\x88\x01\x01\x12%\n\x0e\x61rguments_json\x18\x03 \x01(\tR\rargumentsJsonB\t\n\x07_reasonJ\x04\x08\x01\x10\x02R\x04\x61rgs\"R\n\x18ResolveInterruptResponse\x12\x36\n\tinterrupt\x18\x01 \x01(\x0b\x32\x18.agentplane.v1.InterruptR\tinterrupt2\x93\x04\n\x0bHitlService\x12\x62\n\x0eListInterrupts\x12$.agentplane.v1.ListInterruptsRequest\x1a%.agentplane.v1.ListInterruptsResponse\"\x03\x90\x02\x01\x12\\\n\x0cGetInterrupt\x12\".agentplane.v1.GetInterruptRequest\x1a#.agentplane.v1.GetInterruptResponse\"\x03\x90\x02\x01\x12h\n\x10ResolveInterrupt\x12&.agentplane.v1.ResolveInterruptRequest\x1a\'.agentplane.v1.ResolveInterruptResponse\"\x03\x90\x02\x02\x12h\n\x10ListAuditRecords\x12&.agentplane.v1.ListAuditRecordsRequest\x1a\'.agentplane.v1.ListAuditRecordsResponse\"\x03\x90\x02\x01\x12n\n\x12RevokeApprovalLink\x12(.agentplane.v1.RevokeApprovalLinkRequest\x1a).agentplane.v1.RevokeApprovalLinkResponse\"\x03\x90\x02\x02\x42\x41Z?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentplane.v1.hitl_service_pb2', globals())
@@ -32,28 +32,34 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _HITLSERVICE.methods_by_name['ResolveInterrupt']._serialized_options = b'\220\002\002'
   _HITLSERVICE.methods_by_name['ListAuditRecords']._options = None
   _HITLSERVICE.methods_by_name['ListAuditRecords']._serialized_options = b'\220\002\001'
-  _LISTAUDITRECORDSREQUEST._serialized_start=143
-  _LISTAUDITRECORDSREQUEST._serialized_end=338
-  _LISTAUDITRECORDSRESPONSE._serialized_start=340
-  _LISTAUDITRECORDSRESPONSE._serialized_end=460
-  _LISTINTERRUPTSREQUEST._serialized_start=463
-  _LISTINTERRUPTSREQUEST._serialized_end=801
-  _LISTINTERRUPTSRESPONSE._serialized_start=803
-  _LISTINTERRUPTSRESPONSE._serialized_end=925
-  _GETINTERRUPTREQUEST._serialized_start=927
-  _GETINTERRUPTREQUEST._serialized_end=983
-  _GETINTERRUPTRESPONSE._serialized_start=985
-  _GETINTERRUPTRESPONSE._serialized_end=1063
-  _RESOLVEINTERRUPTREQUEST._serialized_start=1066
-  _RESOLVEINTERRUPTREQUEST._serialized_end=1370
-  _APPROVEDECISION._serialized_start=1372
-  _APPROVEDECISION._serialized_end=1429
-  _REJECTDECISION._serialized_start=1431
-  _REJECTDECISION._serialized_end=1471
-  _EDITDECISION._serialized_start=1473
-  _EDITDECISION._serialized_end=1578
-  _RESOLVEINTERRUPTRESPONSE._serialized_start=1580
-  _RESOLVEINTERRUPTRESPONSE._serialized_end=1662
-  _HITLSERVICE._serialized_start=1665
-  _HITLSERVICE._serialized_end=2084
+  _HITLSERVICE.methods_by_name['RevokeApprovalLink']._options = None
+  _HITLSERVICE.methods_by_name['RevokeApprovalLink']._serialized_options = b'\220\002\002'
+  _REVOKEAPPROVALLINKREQUEST._serialized_start=142
+  _REVOKEAPPROVALLINKREQUEST._serialized_end=194
+  _REVOKEAPPROVALLINKRESPONSE._serialized_start=197
+  _REVOKEAPPROVALLINKRESPONSE._serialized_end=337
+  _LISTAUDITRECORDSREQUEST._serialized_start=340
+  _LISTAUDITRECORDSREQUEST._serialized_end=535
+  _LISTAUDITRECORDSRESPONSE._serialized_start=537
+  _LISTAUDITRECORDSRESPONSE._serialized_end=657
+  _LISTINTERRUPTSREQUEST._serialized_start=660
+  _LISTINTERRUPTSREQUEST._serialized_end=998
+  _LISTINTERRUPTSRESPONSE._serialized_start=1000
+  _LISTINTERRUPTSRESPONSE._serialized_end=1122
+  _GETINTERRUPTREQUEST._serialized_start=1124
+  _GETINTERRUPTREQUEST._serialized_end=1180
+  _GETINTERRUPTRESPONSE._serialized_start=1182
+  _GETINTERRUPTRESPONSE._serialized_end=1260
+  _RESOLVEINTERRUPTREQUEST._serialized_start=1263
+  _RESOLVEINTERRUPTREQUEST._serialized_end=1567
+  _APPROVEDECISION._serialized_start=1569
+  _APPROVEDECISION._serialized_end=1626
+  _REJECTDECISION._serialized_start=1628
+  _REJECTDECISION._serialized_end=1668
+  _EDITDECISION._serialized_start=1670
+  _EDITDECISION._serialized_end=1775
+  _RESOLVEINTERRUPTRESPONSE._serialized_start=1777
+  _RESOLVEINTERRUPTRESPONSE._serialized_end=1859
+  _HITLSERVICE._serialized_start=1862
+  _HITLSERVICE._serialized_end=2393
 # @@protoc_insertion_point(module_scope)

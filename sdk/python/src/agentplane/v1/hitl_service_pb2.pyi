@@ -111,3 +111,19 @@ class ResolveInterruptResponse(_message.Message):
     INTERRUPT_FIELD_NUMBER: _ClassVar[int]
     interrupt: _hitl_pb2.Interrupt
     def __init__(self, interrupt: _Optional[_Union[_hitl_pb2.Interrupt, _Mapping]] = ...) -> None: ...
+
+class RevokeApprovalLinkRequest(_message.Message):
+    __slots__ = ["link_id"]
+    LINK_ID_FIELD_NUMBER: _ClassVar[int]
+    link_id: str
+    def __init__(self, link_id: _Optional[str] = ...) -> None: ...
+
+class RevokeApprovalLinkResponse(_message.Message):
+    __slots__ = ["expire_time", "expired", "link_id"]
+    EXPIRED_FIELD_NUMBER: _ClassVar[int]
+    EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    LINK_ID_FIELD_NUMBER: _ClassVar[int]
+    expire_time: _timestamp_pb2.Timestamp
+    expired: bool
+    link_id: str
+    def __init__(self, link_id: _Optional[str] = ..., expire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expired: bool = ...) -> None: ...

@@ -35,6 +35,11 @@ class HitlServiceStub(object):
                 request_serializer=agentplane_dot_v1_dot_hitl__service__pb2.ListAuditRecordsRequest.SerializeToString,
                 response_deserializer=agentplane_dot_v1_dot_hitl__service__pb2.ListAuditRecordsResponse.FromString,
                 )
+        self.RevokeApprovalLink = channel.unary_unary(
+                '/agentplane.v1.HitlService/RevokeApprovalLink',
+                request_serializer=agentplane_dot_v1_dot_hitl__service__pb2.RevokeApprovalLinkRequest.SerializeToString,
+                response_deserializer=agentplane_dot_v1_dot_hitl__service__pb2.RevokeApprovalLinkResponse.FromString,
+                )
 
 
 class HitlServiceServicer(object):
@@ -77,6 +82,18 @@ class HitlServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RevokeApprovalLink(self, request, context):
+        """RevokeApprovalLink revokes one signed approval link (docs/hitl.md#signed-links)
+        by its id (shown on the link's page and in the webhook's data.links): from then
+        on its page shows that it was revoked and its POST decides nothing, on every
+        replica and after a restart. Both links of an approve/reject pair share the id,
+        so both die. An id that is not one of the tenant's links (another tenant's, a
+        mistyped one) is NOT_FOUND; revoking a revoked or expired link again succeeds.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_HitlServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -99,6 +116,11 @@ def add_HitlServiceServicer_to_server(servicer, server):
                     servicer.ListAuditRecords,
                     request_deserializer=agentplane_dot_v1_dot_hitl__service__pb2.ListAuditRecordsRequest.FromString,
                     response_serializer=agentplane_dot_v1_dot_hitl__service__pb2.ListAuditRecordsResponse.SerializeToString,
+            ),
+            'RevokeApprovalLink': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeApprovalLink,
+                    request_deserializer=agentplane_dot_v1_dot_hitl__service__pb2.RevokeApprovalLinkRequest.FromString,
+                    response_serializer=agentplane_dot_v1_dot_hitl__service__pb2.RevokeApprovalLinkResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -176,5 +198,22 @@ class HitlService(object):
         return grpc.experimental.unary_unary(request, target, '/agentplane.v1.HitlService/ListAuditRecords',
             agentplane_dot_v1_dot_hitl__service__pb2.ListAuditRecordsRequest.SerializeToString,
             agentplane_dot_v1_dot_hitl__service__pb2.ListAuditRecordsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RevokeApprovalLink(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentplane.v1.HitlService/RevokeApprovalLink',
+            agentplane_dot_v1_dot_hitl__service__pb2.RevokeApprovalLinkRequest.SerializeToString,
+            agentplane_dot_v1_dot_hitl__service__pb2.RevokeApprovalLinkResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -14,7 +14,63 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentplane/v1/hitl_service.proto.
  */
 export const file_agentplane_v1_hitl_service: GenFile = /*@__PURE__*/
-  fileDesc("CiBhZ2VudHBsYW5lL3YxL2hpdGxfc2VydmljZS5wcm90bxINYWdlbnRwbGFuZS52MSKSAQoXTGlzdEF1ZGl0UmVjb3Jkc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSKQoFc2luY2UYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGludGVycnVwdF9pZBgEIAEoCRIPCgd0YXNrX2lkGAUgASgJImAKGExpc3RBdWRpdFJlY29yZHNSZXNwb25zZRIrCgdyZWNvcmRzGAEgAygLMhouYWdlbnRwbGFuZS52MS5BdWRpdFJlY29yZBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkijwIKFUxpc3RJbnRlcnJ1cHRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIPCgd0YXNrX2lkGAMgASgJEhEKCXRvb2xfbmFtZRgEIAEoCRILCgN0YWcYBSABKAkSKgoHbWluX2FnZRgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIrCgVraW5kcxgIIAMoDjIcLmFnZW50cGxhbmUudjEuSW50ZXJydXB0S2luZBItCgZzdGF0ZXMYCSADKA4yHS5hZ2VudHBsYW5lLnYxLkludGVycnVwdFN0YXRlSgQIBxAIUhBpbmNsdWRlX3Jlc29sdmVkIl8KFkxpc3RJbnRlcnJ1cHRzUmVzcG9uc2USLAoKaW50ZXJydXB0cxgBIAMoCzIYLmFnZW50cGxhbmUudjEuSW50ZXJydXB0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIrChNHZXRJbnRlcnJ1cHRSZXF1ZXN0EhQKDGludGVycnVwdF9pZBgBIAEoCSJDChRHZXRJbnRlcnJ1cHRSZXNwb25zZRIrCglpbnRlcnJ1cHQYASABKAsyGC5hZ2VudHBsYW5lLnYxLkludGVycnVwdCL1AQoXUmVzb2x2ZUludGVycnVwdFJlcXVlc3QSFAoMaW50ZXJydXB0X2lkGAEgASgJEjEKB2FwcHJvdmUYAiABKAsyHi5hZ2VudHBsYW5lLnYxLkFwcHJvdmVEZWNpc2lvbkgAEi8KBnJlamVjdBgDIAEoCzIdLmFnZW50cGxhbmUudjEuUmVqZWN0RGVjaXNpb25IABIrCgRlZGl0GAQgASgLMhsuYWdlbnRwbGFuZS52MS5FZGl0RGVjaXNpb25IABITCgthcmdzX2RpZ2VzdBgFIAEoCRISCgpyZXF1ZXN0X2lkGAYgASgJQgoKCGRlY2lzaW9uIjEKD0FwcHJvdmVEZWNpc2lvbhITCgZyZWFzb24YASABKAlIAIgBAUIJCgdfcmVhc29uIiAKDlJlamVjdERlY2lzaW9uEg4KBnJlYXNvbhgBIAEoCSJSCgxFZGl0RGVjaXNpb24SEwoGcmVhc29uGAIgASgJSACIAQESFgoOYXJndW1lbnRzX2pzb24YAyABKAlCCQoHX3JlYXNvbkoECAEQAlIEYXJncyJHChhSZXNvbHZlSW50ZXJydXB0UmVzcG9uc2USKwoJaW50ZXJydXB0GAEgASgLMhguYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHQyowMKC0hpdGxTZXJ2aWNlEmIKDkxpc3RJbnRlcnJ1cHRzEiQuYWdlbnRwbGFuZS52MS5MaXN0SW50ZXJydXB0c1JlcXVlc3QaJS5hZ2VudHBsYW5lLnYxLkxpc3RJbnRlcnJ1cHRzUmVzcG9uc2UiA5ACARJcCgxHZXRJbnRlcnJ1cHQSIi5hZ2VudHBsYW5lLnYxLkdldEludGVycnVwdFJlcXVlc3QaIy5hZ2VudHBsYW5lLnYxLkdldEludGVycnVwdFJlc3BvbnNlIgOQAgESaAoQUmVzb2x2ZUludGVycnVwdBImLmFnZW50cGxhbmUudjEuUmVzb2x2ZUludGVycnVwdFJlcXVlc3QaJy5hZ2VudHBsYW5lLnYxLlJlc29sdmVJbnRlcnJ1cHRSZXNwb25zZSIDkAICEmgKEExpc3RBdWRpdFJlY29yZHMSJi5hZ2VudHBsYW5lLnYxLkxpc3RBdWRpdFJlY29yZHNSZXF1ZXN0GicuYWdlbnRwbGFuZS52MS5MaXN0QXVkaXRSZWNvcmRzUmVzcG9uc2UiA5ACAUJBWj9naXRodWIuY29tL2FnZW50cGxhbmUvYWdlbnRwbGFuZS9nZW4vYWdlbnRwbGFuZS92MTthZ2VudHBsYW5ldjFiBnByb3RvMw", [file_agentplane_v1_hitl, file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("CiBhZ2VudHBsYW5lL3YxL2hpdGxfc2VydmljZS5wcm90bxINYWdlbnRwbGFuZS52MSIsChlSZXZva2VBcHByb3ZhbExpbmtSZXF1ZXN0Eg8KB2xpbmtfaWQYASABKAkibwoaUmV2b2tlQXBwcm92YWxMaW5rUmVzcG9uc2USDwoHbGlua19pZBgBIAEoCRIvCgtleHBpcmVfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHZXhwaXJlZBgDIAEoCCKSAQoXTGlzdEF1ZGl0UmVjb3Jkc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSKQoFc2luY2UYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGludGVycnVwdF9pZBgEIAEoCRIPCgd0YXNrX2lkGAUgASgJImAKGExpc3RBdWRpdFJlY29yZHNSZXNwb25zZRIrCgdyZWNvcmRzGAEgAygLMhouYWdlbnRwbGFuZS52MS5BdWRpdFJlY29yZBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkijwIKFUxpc3RJbnRlcnJ1cHRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIPCgd0YXNrX2lkGAMgASgJEhEKCXRvb2xfbmFtZRgEIAEoCRILCgN0YWcYBSABKAkSKgoHbWluX2FnZRgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIrCgVraW5kcxgIIAMoDjIcLmFnZW50cGxhbmUudjEuSW50ZXJydXB0S2luZBItCgZzdGF0ZXMYCSADKA4yHS5hZ2VudHBsYW5lLnYxLkludGVycnVwdFN0YXRlSgQIBxAIUhBpbmNsdWRlX3Jlc29sdmVkIl8KFkxpc3RJbnRlcnJ1cHRzUmVzcG9uc2USLAoKaW50ZXJydXB0cxgBIAMoCzIYLmFnZW50cGxhbmUudjEuSW50ZXJydXB0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIrChNHZXRJbnRlcnJ1cHRSZXF1ZXN0EhQKDGludGVycnVwdF9pZBgBIAEoCSJDChRHZXRJbnRlcnJ1cHRSZXNwb25zZRIrCglpbnRlcnJ1cHQYASABKAsyGC5hZ2VudHBsYW5lLnYxLkludGVycnVwdCL1AQoXUmVzb2x2ZUludGVycnVwdFJlcXVlc3QSFAoMaW50ZXJydXB0X2lkGAEgASgJEjEKB2FwcHJvdmUYAiABKAsyHi5hZ2VudHBsYW5lLnYxLkFwcHJvdmVEZWNpc2lvbkgAEi8KBnJlamVjdBgDIAEoCzIdLmFnZW50cGxhbmUudjEuUmVqZWN0RGVjaXNpb25IABIrCgRlZGl0GAQgASgLMhsuYWdlbnRwbGFuZS52MS5FZGl0RGVjaXNpb25IABITCgthcmdzX2RpZ2VzdBgFIAEoCRISCgpyZXF1ZXN0X2lkGAYgASgJQgoKCGRlY2lzaW9uIjEKD0FwcHJvdmVEZWNpc2lvbhITCgZyZWFzb24YASABKAlIAIgBAUIJCgdfcmVhc29uIiAKDlJlamVjdERlY2lzaW9uEg4KBnJlYXNvbhgBIAEoCSJSCgxFZGl0RGVjaXNpb24SEwoGcmVhc29uGAIgASgJSACIAQESFgoOYXJndW1lbnRzX2pzb24YAyABKAlCCQoHX3JlYXNvbkoECAEQAlIEYXJncyJHChhSZXNvbHZlSW50ZXJydXB0UmVzcG9uc2USKwoJaW50ZXJydXB0GAEgASgLMhguYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHQykwQKC0hpdGxTZXJ2aWNlEmIKDkxpc3RJbnRlcnJ1cHRzEiQuYWdlbnRwbGFuZS52MS5MaXN0SW50ZXJydXB0c1JlcXVlc3QaJS5hZ2VudHBsYW5lLnYxLkxpc3RJbnRlcnJ1cHRzUmVzcG9uc2UiA5ACARJcCgxHZXRJbnRlcnJ1cHQSIi5hZ2VudHBsYW5lLnYxLkdldEludGVycnVwdFJlcXVlc3QaIy5hZ2VudHBsYW5lLnYxLkdldEludGVycnVwdFJlc3BvbnNlIgOQAgESaAoQUmVzb2x2ZUludGVycnVwdBImLmFnZW50cGxhbmUudjEuUmVzb2x2ZUludGVycnVwdFJlcXVlc3QaJy5hZ2VudHBsYW5lLnYxLlJlc29sdmVJbnRlcnJ1cHRSZXNwb25zZSIDkAICEmgKEExpc3RBdWRpdFJlY29yZHMSJi5hZ2VudHBsYW5lLnYxLkxpc3RBdWRpdFJlY29yZHNSZXF1ZXN0GicuYWdlbnRwbGFuZS52MS5MaXN0QXVkaXRSZWNvcmRzUmVzcG9uc2UiA5ACARJuChJSZXZva2VBcHByb3ZhbExpbmsSKC5hZ2VudHBsYW5lLnYxLlJldm9rZUFwcHJvdmFsTGlua1JlcXVlc3QaKS5hZ2VudHBsYW5lLnYxLlJldm9rZUFwcHJvdmFsTGlua1Jlc3BvbnNlIgOQAgJCQVo/Z2l0aHViLmNvbS9hZ2VudHBsYW5lL2FnZW50cGxhbmUvZ2VuL2FnZW50cGxhbmUvdjE7YWdlbnRwbGFuZXYxYgZwcm90bzM", [file_agentplane_v1_hitl, file_google_protobuf_duration, file_google_protobuf_timestamp]);
+
+/**
+ * RevokeApprovalLinkRequest names the link to revoke.
+ *
+ * @generated from message agentplane.v1.RevokeApprovalLinkRequest
+ */
+export type RevokeApprovalLinkRequest = Message<"agentplane.v1.RevokeApprovalLinkRequest"> & {
+  /**
+   * The link's id (at most 128 bytes).
+   *
+   * @generated from field: string link_id = 1;
+   */
+  linkId: string;
+};
+
+/**
+ * Describes the message agentplane.v1.RevokeApprovalLinkRequest.
+ * Use `create(RevokeApprovalLinkRequestSchema)` to create a new message.
+ */
+export const RevokeApprovalLinkRequestSchema: GenMessage<RevokeApprovalLinkRequest> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_hitl_service, 0);
+
+/**
+ * RevokeApprovalLinkResponse confirms the revocation.
+ *
+ * @generated from message agentplane.v1.RevokeApprovalLinkResponse
+ */
+export type RevokeApprovalLinkResponse = Message<"agentplane.v1.RevokeApprovalLinkResponse"> & {
+  /**
+   * The link's id.
+   *
+   * @generated from field: string link_id = 1;
+   */
+  linkId: string;
+
+  /**
+   * When the link would have expired anyway; the revocation is kept until then.
+   *
+   * @generated from field: google.protobuf.Timestamp expire_time = 2;
+   */
+  expireTime?: Timestamp | undefined;
+
+  /**
+   * Whether the link had already expired (nothing more was needed).
+   *
+   * @generated from field: bool expired = 3;
+   */
+  expired: boolean;
+};
+
+/**
+ * Describes the message agentplane.v1.RevokeApprovalLinkResponse.
+ * Use `create(RevokeApprovalLinkResponseSchema)` to create a new message.
+ */
+export const RevokeApprovalLinkResponseSchema: GenMessage<RevokeApprovalLinkResponse> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_hitl_service, 1);
 
 /**
  * ListAuditRecordsRequest filters and pages the audit log.
@@ -65,7 +121,7 @@ export type ListAuditRecordsRequest = Message<"agentplane.v1.ListAuditRecordsReq
  * Use `create(ListAuditRecordsRequestSchema)` to create a new message.
  */
 export const ListAuditRecordsRequestSchema: GenMessage<ListAuditRecordsRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl_service, 0);
+  messageDesc(file_agentplane_v1_hitl_service, 2);
 
 /**
  * ListAuditRecordsResponse is one page of the audit log.
@@ -93,7 +149,7 @@ export type ListAuditRecordsResponse = Message<"agentplane.v1.ListAuditRecordsRe
  * Use `create(ListAuditRecordsResponseSchema)` to create a new message.
  */
 export const ListAuditRecordsResponseSchema: GenMessage<ListAuditRecordsResponse> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl_service, 1);
+  messageDesc(file_agentplane_v1_hitl_service, 3);
 
 /**
  * ListInterruptsRequest filters and pages the inbox.
@@ -166,7 +222,7 @@ export type ListInterruptsRequest = Message<"agentplane.v1.ListInterruptsRequest
  * Use `create(ListInterruptsRequestSchema)` to create a new message.
  */
 export const ListInterruptsRequestSchema: GenMessage<ListInterruptsRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl_service, 2);
+  messageDesc(file_agentplane_v1_hitl_service, 4);
 
 /**
  * ListInterruptsResponse is one page of the inbox.
@@ -194,7 +250,7 @@ export type ListInterruptsResponse = Message<"agentplane.v1.ListInterruptsRespon
  * Use `create(ListInterruptsResponseSchema)` to create a new message.
  */
 export const ListInterruptsResponseSchema: GenMessage<ListInterruptsResponse> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl_service, 3);
+  messageDesc(file_agentplane_v1_hitl_service, 5);
 
 /**
  * GetInterruptRequest names an interrupt.
@@ -215,7 +271,7 @@ export type GetInterruptRequest = Message<"agentplane.v1.GetInterruptRequest"> &
  * Use `create(GetInterruptRequestSchema)` to create a new message.
  */
 export const GetInterruptRequestSchema: GenMessage<GetInterruptRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl_service, 4);
+  messageDesc(file_agentplane_v1_hitl_service, 6);
 
 /**
  * GetInterruptResponse holds the interrupt.
@@ -236,7 +292,7 @@ export type GetInterruptResponse = Message<"agentplane.v1.GetInterruptResponse">
  * Use `create(GetInterruptResponseSchema)` to create a new message.
  */
 export const GetInterruptResponseSchema: GenMessage<GetInterruptResponse> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl_service, 5);
+  messageDesc(file_agentplane_v1_hitl_service, 7);
 
 /**
  * ResolveInterruptRequest is a human's ruling.
@@ -307,7 +363,7 @@ export type ResolveInterruptRequest = Message<"agentplane.v1.ResolveInterruptReq
  * Use `create(ResolveInterruptRequestSchema)` to create a new message.
  */
 export const ResolveInterruptRequestSchema: GenMessage<ResolveInterruptRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl_service, 6);
+  messageDesc(file_agentplane_v1_hitl_service, 8);
 
 /**
  * ApproveDecision approves a call.
@@ -328,7 +384,7 @@ export type ApproveDecision = Message<"agentplane.v1.ApproveDecision"> & {
  * Use `create(ApproveDecisionSchema)` to create a new message.
  */
 export const ApproveDecisionSchema: GenMessage<ApproveDecision> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl_service, 7);
+  messageDesc(file_agentplane_v1_hitl_service, 9);
 
 /**
  * RejectDecision rejects a call.
@@ -349,7 +405,7 @@ export type RejectDecision = Message<"agentplane.v1.RejectDecision"> & {
  * Use `create(RejectDecisionSchema)` to create a new message.
  */
 export const RejectDecisionSchema: GenMessage<RejectDecision> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl_service, 8);
+  messageDesc(file_agentplane_v1_hitl_service, 10);
 
 /**
  * EditDecision replaces a call's arguments.
@@ -378,7 +434,7 @@ export type EditDecision = Message<"agentplane.v1.EditDecision"> & {
  * Use `create(EditDecisionSchema)` to create a new message.
  */
 export const EditDecisionSchema: GenMessage<EditDecision> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl_service, 9);
+  messageDesc(file_agentplane_v1_hitl_service, 11);
 
 /**
  * ResolveInterruptResponse holds the resolved interrupt.
@@ -399,7 +455,7 @@ export type ResolveInterruptResponse = Message<"agentplane.v1.ResolveInterruptRe
  * Use `create(ResolveInterruptResponseSchema)` to create a new message.
  */
 export const ResolveInterruptResponseSchema: GenMessage<ResolveInterruptResponse> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl_service, 10);
+  messageDesc(file_agentplane_v1_hitl_service, 12);
 
 /**
  * HitlService is the reviewers' inbox: pending interrupts, and their resolution.
@@ -454,6 +510,21 @@ export const HitlService: GenService<{
     methodKind: "unary";
     input: typeof ListAuditRecordsRequestSchema;
     output: typeof ListAuditRecordsResponseSchema;
+  },
+  /**
+   * RevokeApprovalLink revokes one signed approval link (docs/hitl.md#signed-links)
+   * by its id (shown on the link's page and in the webhook's data.links): from then
+   * on its page shows that it was revoked and its POST decides nothing, on every
+   * replica and after a restart. Both links of an approve/reject pair share the id,
+   * so both die. An id that is not one of the tenant's links (another tenant's, a
+   * mistyped one) is NOT_FOUND; revoking a revoked or expired link again succeeds.
+   *
+   * @generated from rpc agentplane.v1.HitlService.RevokeApprovalLink
+   */
+  revokeApprovalLink: {
+    methodKind: "unary";
+    input: typeof RevokeApprovalLinkRequestSchema;
+    output: typeof RevokeApprovalLinkResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentplane_v1_hitl_service, 0);

@@ -2023,6 +2023,88 @@ func (x *FlowRecord) GetRefillTime() *timestamppb.Timestamp {
 	return nil
 }
 
+// LinkRevocationRecord is the revocation of one signed approval link
+// (docs/hitl.md#signed-links), kept until the link would have expired anyway (then
+// it is dropped, so the records are bounded by the links of one TTL).
+type LinkRevocationRecord struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// The link's id (links.Claims.ID).
+	LinkId string `protobuf:"bytes,2,opt,name=link_id,json=linkId,proto3" json:"link_id,omitempty"`
+	// When the link expires; after it the record is no longer needed.
+	ExpireTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	RevokeTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=revoke_time,json=revokeTime,proto3" json:"revoke_time,omitempty"`
+	// The principal who revoked it.
+	RevokedBy     string `protobuf:"bytes,5,opt,name=revoked_by,json=revokedBy,proto3" json:"revoked_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LinkRevocationRecord) Reset() {
+	*x = LinkRevocationRecord{}
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LinkRevocationRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LinkRevocationRecord) ProtoMessage() {}
+
+func (x *LinkRevocationRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_storage_v1_storage_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LinkRevocationRecord.ProtoReflect.Descriptor instead.
+func (*LinkRevocationRecord) Descriptor() ([]byte, []int) {
+	return file_agentplane_storage_v1_storage_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *LinkRevocationRecord) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *LinkRevocationRecord) GetLinkId() string {
+	if x != nil {
+		return x.LinkId
+	}
+	return ""
+}
+
+func (x *LinkRevocationRecord) GetExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpireTime
+	}
+	return nil
+}
+
+func (x *LinkRevocationRecord) GetRevokeTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RevokeTime
+	}
+	return nil
+}
+
+func (x *LinkRevocationRecord) GetRevokedBy() string {
+	if x != nil {
+		return x.RevokedBy
+	}
+	return ""
+}
+
 var File_agentplane_storage_v1_storage_proto protoreflect.FileDescriptor
 
 const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
@@ -2219,7 +2301,16 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\aholders\x18\x01 \x03(\tR\aholders\x12\x16\n" +
 	"\x06tokens\x18\x02 \x01(\x01R\x06tokens\x12;\n" +
 	"\vrefill_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"refillTime*\\\n" +
+	"refillTime\"\xe0\x01\n" +
+	"\x14LinkRevocationRecord\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x17\n" +
+	"\alink_id\x18\x02 \x01(\tR\x06linkId\x12;\n" +
+	"\vexpire_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"expireTime\x12;\n" +
+	"\vrevoke_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"revokeTime\x12\x1d\n" +
+	"\n" +
+	"revoked_by\x18\x05 \x01(\tR\trevokedBy*\\\n" +
 	"\vOutboxState\x12\x1c\n" +
 	"\x18OUTBOX_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OUTBOX_STATE_PENDING\x10\x01\x12\x15\n" +
@@ -2238,7 +2329,7 @@ func file_agentplane_storage_v1_storage_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_storage_v1_storage_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_agentplane_storage_v1_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(OutboxState)(0),              // 0: agentplane.storage.v1.OutboxState
 	(*SchemaInfo)(nil),            // 1: agentplane.storage.v1.SchemaInfo
@@ -2258,98 +2349,101 @@ var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(*BudgetUsageRecord)(nil),     // 15: agentplane.storage.v1.BudgetUsageRecord
 	(*AuditRecordEntry)(nil),      // 16: agentplane.storage.v1.AuditRecordEntry
 	(*FlowRecord)(nil),            // 17: agentplane.storage.v1.FlowRecord
-	nil,                           // 18: agentplane.storage.v1.TaskRecord.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
-	(v1.TaskState)(0),             // 20: agentplane.v1.TaskState
-	(*v1.TaskFailure)(nil),        // 21: agentplane.v1.TaskFailure
-	(*v1.TaskOutput)(nil),         // 22: agentplane.v1.TaskOutput
-	(*v1.TraceContext)(nil),       // 23: agentplane.v1.TraceContext
-	(*v1.Message)(nil),            // 24: agentplane.v1.Message
-	(*v1.ToolResult)(nil),         // 25: agentplane.v1.ToolResult
-	(*v1.TokenUsage)(nil),         // 26: agentplane.v1.TokenUsage
-	(*v1.ScheduledBy)(nil),        // 27: agentplane.v1.ScheduledBy
-	(*v1.AgentSpec)(nil),          // 28: agentplane.v1.AgentSpec
-	(*v1.GraphSpec)(nil),          // 29: agentplane.v1.GraphSpec
-	(*v1.ResolvedSpec)(nil),       // 30: agentplane.v1.ResolvedSpec
-	(*v1.InterruptPolicy)(nil),    // 31: agentplane.v1.InterruptPolicy
-	(*durationpb.Duration)(nil),   // 32: google.protobuf.Duration
-	(*v1.ToolAxisOverride)(nil),   // 33: agentplane.v1.ToolAxisOverride
-	(*v1.McpServer)(nil),          // 34: agentplane.v1.McpServer
-	(*v1.A2APeer)(nil),            // 35: agentplane.v1.A2aPeer
-	(*v1.TaskEvent)(nil),          // 36: agentplane.v1.TaskEvent
-	(*v1.Interrupt)(nil),          // 37: agentplane.v1.Interrupt
-	(*v1.Verdict)(nil),            // 38: agentplane.v1.Verdict
-	(*v1.Obligation)(nil),         // 39: agentplane.v1.Obligation
-	(*v1.ScheduleSpec)(nil),       // 40: agentplane.v1.ScheduleSpec
-	(*v1.SchedulePolicy)(nil),     // 41: agentplane.v1.SchedulePolicy
-	(*v1.StartTaskRequest)(nil),   // 42: agentplane.v1.StartTaskRequest
-	(*v1.ScheduleRun)(nil),        // 43: agentplane.v1.ScheduleRun
-	(*v1.ScheduleCounts)(nil),     // 44: agentplane.v1.ScheduleCounts
-	(*v1.AuditRecord)(nil),        // 45: agentplane.v1.AuditRecord
+	(*LinkRevocationRecord)(nil),  // 18: agentplane.storage.v1.LinkRevocationRecord
+	nil,                           // 19: agentplane.storage.v1.TaskRecord.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
+	(v1.TaskState)(0),             // 21: agentplane.v1.TaskState
+	(*v1.TaskFailure)(nil),        // 22: agentplane.v1.TaskFailure
+	(*v1.TaskOutput)(nil),         // 23: agentplane.v1.TaskOutput
+	(*v1.TraceContext)(nil),       // 24: agentplane.v1.TraceContext
+	(*v1.Message)(nil),            // 25: agentplane.v1.Message
+	(*v1.ToolResult)(nil),         // 26: agentplane.v1.ToolResult
+	(*v1.TokenUsage)(nil),         // 27: agentplane.v1.TokenUsage
+	(*v1.ScheduledBy)(nil),        // 28: agentplane.v1.ScheduledBy
+	(*v1.AgentSpec)(nil),          // 29: agentplane.v1.AgentSpec
+	(*v1.GraphSpec)(nil),          // 30: agentplane.v1.GraphSpec
+	(*v1.ResolvedSpec)(nil),       // 31: agentplane.v1.ResolvedSpec
+	(*v1.InterruptPolicy)(nil),    // 32: agentplane.v1.InterruptPolicy
+	(*durationpb.Duration)(nil),   // 33: google.protobuf.Duration
+	(*v1.ToolAxisOverride)(nil),   // 34: agentplane.v1.ToolAxisOverride
+	(*v1.McpServer)(nil),          // 35: agentplane.v1.McpServer
+	(*v1.A2APeer)(nil),            // 36: agentplane.v1.A2aPeer
+	(*v1.TaskEvent)(nil),          // 37: agentplane.v1.TaskEvent
+	(*v1.Interrupt)(nil),          // 38: agentplane.v1.Interrupt
+	(*v1.Verdict)(nil),            // 39: agentplane.v1.Verdict
+	(*v1.Obligation)(nil),         // 40: agentplane.v1.Obligation
+	(*v1.ScheduleSpec)(nil),       // 41: agentplane.v1.ScheduleSpec
+	(*v1.SchedulePolicy)(nil),     // 42: agentplane.v1.SchedulePolicy
+	(*v1.StartTaskRequest)(nil),   // 43: agentplane.v1.StartTaskRequest
+	(*v1.ScheduleRun)(nil),        // 44: agentplane.v1.ScheduleRun
+	(*v1.ScheduleCounts)(nil),     // 45: agentplane.v1.ScheduleCounts
+	(*v1.AuditRecord)(nil),        // 46: agentplane.v1.AuditRecord
 }
 var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
-	19, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
-	20, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
-	18, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
-	19, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
-	19, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
-	19, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
-	21, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
-	22, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
+	20, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
+	21, // 1: agentplane.storage.v1.TaskRecord.state:type_name -> agentplane.v1.TaskState
+	19, // 2: agentplane.storage.v1.TaskRecord.labels:type_name -> agentplane.storage.v1.TaskRecord.LabelsEntry
+	20, // 3: agentplane.storage.v1.TaskRecord.create_time:type_name -> google.protobuf.Timestamp
+	20, // 4: agentplane.storage.v1.TaskRecord.update_time:type_name -> google.protobuf.Timestamp
+	20, // 5: agentplane.storage.v1.TaskRecord.end_time:type_name -> google.protobuf.Timestamp
+	22, // 6: agentplane.storage.v1.TaskRecord.failure:type_name -> agentplane.v1.TaskFailure
+	23, // 7: agentplane.storage.v1.TaskRecord.output:type_name -> agentplane.v1.TaskOutput
 	5,  // 8: agentplane.storage.v1.TaskRecord.cancellation:type_name -> agentplane.storage.v1.Cancellation
 	6,  // 9: agentplane.storage.v1.TaskRecord.lease:type_name -> agentplane.storage.v1.LeaseRecord
-	19, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
-	23, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
-	24, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
-	25, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
-	26, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
+	20, // 10: agentplane.storage.v1.TaskRecord.queue_time:type_name -> google.protobuf.Timestamp
+	24, // 11: agentplane.storage.v1.TaskRecord.trace_context:type_name -> agentplane.v1.TraceContext
+	25, // 12: agentplane.storage.v1.TaskRecord.continue_messages:type_name -> agentplane.v1.Message
+	26, // 13: agentplane.storage.v1.TaskRecord.continue_tool_results:type_name -> agentplane.v1.ToolResult
+	27, // 14: agentplane.storage.v1.TaskRecord.usage:type_name -> agentplane.v1.TokenUsage
 	3,  // 15: agentplane.storage.v1.TaskRecord.applied_requests:type_name -> agentplane.storage.v1.AppliedRequest
 	13, // 16: agentplane.storage.v1.TaskRecord.a2a_push_configs:type_name -> agentplane.storage.v1.A2APushConfig
-	27, // 17: agentplane.storage.v1.TaskRecord.scheduled_by:type_name -> agentplane.v1.ScheduledBy
-	28, // 18: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
-	29, // 19: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
-	30, // 20: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
-	31, // 21: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	32, // 22: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
-	33, // 23: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	34, // 24: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
-	35, // 25: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	24, // 26: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
-	19, // 27: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
-	19, // 28: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
-	19, // 29: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
-	19, // 30: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
-	36, // 31: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
-	37, // 32: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
-	19, // 33: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
-	38, // 34: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
-	39, // 35: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
-	19, // 36: agentplane.storage.v1.OutboxRecord.create_time:type_name -> google.protobuf.Timestamp
+	28, // 17: agentplane.storage.v1.TaskRecord.scheduled_by:type_name -> agentplane.v1.ScheduledBy
+	29, // 18: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
+	30, // 19: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
+	31, // 20: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
+	32, // 21: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	33, // 22: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
+	34, // 23: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	35, // 24: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
+	36, // 25: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	25, // 26: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
+	20, // 27: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
+	20, // 28: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
+	20, // 29: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
+	20, // 30: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
+	37, // 31: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
+	38, // 32: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
+	20, // 33: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
+	39, // 34: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
+	40, // 35: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
+	20, // 36: agentplane.storage.v1.OutboxRecord.create_time:type_name -> google.protobuf.Timestamp
 	0,  // 37: agentplane.storage.v1.OutboxRecord.state:type_name -> agentplane.storage.v1.OutboxState
-	19, // 38: agentplane.storage.v1.OutboxRecord.next_attempt_time:type_name -> google.protobuf.Timestamp
-	19, // 39: agentplane.storage.v1.OutboxRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
-	19, // 40: agentplane.storage.v1.OutboxRecord.dead_time:type_name -> google.protobuf.Timestamp
+	20, // 38: agentplane.storage.v1.OutboxRecord.next_attempt_time:type_name -> google.protobuf.Timestamp
+	20, // 39: agentplane.storage.v1.OutboxRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
+	20, // 40: agentplane.storage.v1.OutboxRecord.dead_time:type_name -> google.protobuf.Timestamp
 	13, // 41: agentplane.storage.v1.OutboxRecord.a2a_push:type_name -> agentplane.storage.v1.A2APushConfig
-	19, // 42: agentplane.storage.v1.A2APushConfig.create_time:type_name -> google.protobuf.Timestamp
-	40, // 43: agentplane.storage.v1.ScheduleRecord.spec:type_name -> agentplane.v1.ScheduleSpec
-	41, // 44: agentplane.storage.v1.ScheduleRecord.policy:type_name -> agentplane.v1.SchedulePolicy
-	42, // 45: agentplane.storage.v1.ScheduleRecord.task:type_name -> agentplane.v1.StartTaskRequest
-	19, // 46: agentplane.storage.v1.ScheduleRecord.create_time:type_name -> google.protobuf.Timestamp
-	19, // 47: agentplane.storage.v1.ScheduleRecord.update_time:type_name -> google.protobuf.Timestamp
-	19, // 48: agentplane.storage.v1.ScheduleRecord.next_nominal_time:type_name -> google.protobuf.Timestamp
-	19, // 49: agentplane.storage.v1.ScheduleRecord.wake_time:type_name -> google.protobuf.Timestamp
-	19, // 50: agentplane.storage.v1.ScheduleRecord.buffered_nominal_time:type_name -> google.protobuf.Timestamp
-	43, // 51: agentplane.storage.v1.ScheduleRecord.recent_runs:type_name -> agentplane.v1.ScheduleRun
-	44, // 52: agentplane.storage.v1.ScheduleRecord.counts:type_name -> agentplane.v1.ScheduleCounts
-	19, // 53: agentplane.storage.v1.BudgetUsageRecord.period_start:type_name -> google.protobuf.Timestamp
-	19, // 54: agentplane.storage.v1.BudgetUsageRecord.update_time:type_name -> google.protobuf.Timestamp
-	45, // 55: agentplane.storage.v1.AuditRecordEntry.record:type_name -> agentplane.v1.AuditRecord
-	19, // 56: agentplane.storage.v1.FlowRecord.refill_time:type_name -> google.protobuf.Timestamp
-	57, // [57:57] is the sub-list for method output_type
-	57, // [57:57] is the sub-list for method input_type
-	57, // [57:57] is the sub-list for extension type_name
-	57, // [57:57] is the sub-list for extension extendee
-	0,  // [0:57] is the sub-list for field type_name
+	20, // 42: agentplane.storage.v1.A2APushConfig.create_time:type_name -> google.protobuf.Timestamp
+	41, // 43: agentplane.storage.v1.ScheduleRecord.spec:type_name -> agentplane.v1.ScheduleSpec
+	42, // 44: agentplane.storage.v1.ScheduleRecord.policy:type_name -> agentplane.v1.SchedulePolicy
+	43, // 45: agentplane.storage.v1.ScheduleRecord.task:type_name -> agentplane.v1.StartTaskRequest
+	20, // 46: agentplane.storage.v1.ScheduleRecord.create_time:type_name -> google.protobuf.Timestamp
+	20, // 47: agentplane.storage.v1.ScheduleRecord.update_time:type_name -> google.protobuf.Timestamp
+	20, // 48: agentplane.storage.v1.ScheduleRecord.next_nominal_time:type_name -> google.protobuf.Timestamp
+	20, // 49: agentplane.storage.v1.ScheduleRecord.wake_time:type_name -> google.protobuf.Timestamp
+	20, // 50: agentplane.storage.v1.ScheduleRecord.buffered_nominal_time:type_name -> google.protobuf.Timestamp
+	44, // 51: agentplane.storage.v1.ScheduleRecord.recent_runs:type_name -> agentplane.v1.ScheduleRun
+	45, // 52: agentplane.storage.v1.ScheduleRecord.counts:type_name -> agentplane.v1.ScheduleCounts
+	20, // 53: agentplane.storage.v1.BudgetUsageRecord.period_start:type_name -> google.protobuf.Timestamp
+	20, // 54: agentplane.storage.v1.BudgetUsageRecord.update_time:type_name -> google.protobuf.Timestamp
+	46, // 55: agentplane.storage.v1.AuditRecordEntry.record:type_name -> agentplane.v1.AuditRecord
+	20, // 56: agentplane.storage.v1.FlowRecord.refill_time:type_name -> google.protobuf.Timestamp
+	20, // 57: agentplane.storage.v1.LinkRevocationRecord.expire_time:type_name -> google.protobuf.Timestamp
+	20, // 58: agentplane.storage.v1.LinkRevocationRecord.revoke_time:type_name -> google.protobuf.Timestamp
+	59, // [59:59] is the sub-list for method output_type
+	59, // [59:59] is the sub-list for method input_type
+	59, // [59:59] is the sub-list for extension type_name
+	59, // [59:59] is the sub-list for extension extendee
+	0,  // [0:59] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_storage_v1_storage_proto_init() }
@@ -2368,7 +2462,7 @@ func file_agentplane_storage_v1_storage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_storage_v1_storage_proto_rawDesc), len(file_agentplane_storage_v1_storage_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
