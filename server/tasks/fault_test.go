@@ -162,7 +162,10 @@ func (w faultWriter) DeleteTask(tenant, id string) (store.Deleted, error) {
 func (w faultWriter) OnCommit(f func())                               { w.w.OnCommit(f) }
 func (w faultWriter) PutAudit(rec *storagev1.AuditRecordEntry) error  { return w.w.PutAudit(rec) }
 func (w faultWriter) PutSchedule(rec *storagev1.ScheduleRecord) error { return w.w.PutSchedule(rec) }
-func (w faultWriter) DeleteSchedule(tenant, id string) error          { return w.w.DeleteSchedule(tenant, id) }
+func (w faultWriter) PutLinkRevocation(rec *storagev1.LinkRevocationRecord) error {
+	return w.w.PutLinkRevocation(rec)
+}
+func (w faultWriter) DeleteSchedule(tenant, id string) error { return w.w.DeleteSchedule(tenant, id) }
 func (w faultWriter) TryLockSchedule(tenant, id string) (*storagev1.ScheduleRecord, error) {
 	return w.w.TryLockSchedule(tenant, id)
 }
