@@ -242,30 +242,7 @@ func TestUpgradeFromVersion4(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(func(tx *bolt.Tx) error {
-		if err := tx.DeleteBucket(schema.Budgets); err != nil {
-			return err
-		}
-		info := &storagev1.SchemaInfo{}
-		if err := proto.Unmarshal(tx.Bucket(schema.Meta).Get(schema.MetaSchemaKey), info); err != nil {
-			return err
-		}
-		info.Version = 4
-		v, err := proto.Marshal(info)
-		if err != nil {
-			return err
-		}
-		return tx.Bucket(schema.Meta).Put(schema.MetaSchemaKey, v)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	toVersion(t, path, 4, schema.Budgets)
 	s, err = Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -347,30 +324,7 @@ func TestUpgradeFromVersion5(t *testing.T) {
 // no escalation index.
 func toVersion5(t *testing.T, path string) {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Update(func(tx *bolt.Tx) error {
-		for _, name := range schema.AuditBuckets {
-			if err := tx.DeleteBucket(name); err != nil {
-				return err
-			}
-		}
-		info := &storagev1.SchemaInfo{}
-		if err := proto.Unmarshal(tx.Bucket(schema.Meta).Get(schema.MetaSchemaKey), info); err != nil {
-			return err
-		}
-		info.Version = 5
-		v, err := proto.Marshal(info)
-		if err != nil {
-			return err
-		}
-		return tx.Bucket(schema.Meta).Put(schema.MetaSchemaKey, v)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	toVersion(t, path, 5, schema.AuditBuckets...)
 }
 
 // TestUpgradeFromVersion6 opens a version 6 file (no flow bucket): the upgrade
@@ -384,30 +338,7 @@ func TestUpgradeFromVersion6(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(func(tx *bolt.Tx) error {
-		if err := tx.DeleteBucket(schema.Flow); err != nil {
-			return err
-		}
-		info := &storagev1.SchemaInfo{}
-		if err := proto.Unmarshal(tx.Bucket(schema.Meta).Get(schema.MetaSchemaKey), info); err != nil {
-			return err
-		}
-		info.Version = 6
-		v, err := proto.Marshal(info)
-		if err != nil {
-			return err
-		}
-		return tx.Bucket(schema.Meta).Put(schema.MetaSchemaKey, v)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	toVersion(t, path, 6, schema.Flow)
 	s, err = Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -442,30 +373,7 @@ func TestUpgradeFromVersion7(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(func(tx *bolt.Tx) error {
-		if err := tx.DeleteBucket(schema.LinkRevocations); err != nil {
-			return err
-		}
-		info := &storagev1.SchemaInfo{}
-		if err := proto.Unmarshal(tx.Bucket(schema.Meta).Get(schema.MetaSchemaKey), info); err != nil {
-			return err
-		}
-		info.Version = 7
-		v, err := proto.Marshal(info)
-		if err != nil {
-			return err
-		}
-		return tx.Bucket(schema.Meta).Put(schema.MetaSchemaKey, v)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	toVersion(t, path, 7, schema.LinkRevocations)
 	s, err = Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -486,5 +394,37 @@ func TestUpgradeFromVersion7(t *testing.T) {
 	}
 	if v := version(t, path); v != schema.Version {
 		t.Fatalf("schema version %d after the upgrade", v)
+	}
+}
+
+// toVersion rewrites the bbolt file at path into an older version's layout: the
+// buckets that version did not have are deleted and its schema info says version.
+func toVersion(t *testing.T, path string, version int32, missing ...[]byte) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		for _, name := range missing {
+			if err := tx.DeleteBucket(name); err != nil {
+				return err
+			}
+		}
+		info := &storagev1.SchemaInfo{}
+		if err := proto.Unmarshal(tx.Bucket(schema.Meta).Get(schema.MetaSchemaKey), info); err != nil {
+			return err
+		}
+		info.Version = version
+		v, err := proto.Marshal(info)
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(schema.Meta).Put(schema.MetaSchemaKey, v)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
