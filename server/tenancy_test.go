@@ -87,7 +87,8 @@ var rpcRoles = func() map[string][]auth.Role {
 		agentplanev1.HitlService_ListInterrupts_FullMethodName,
 		agentplanev1.HitlService_GetInterrupt_FullMethodName,
 		agentplanev1.HitlService_ListAuditRecords_FullMethodName)
-	set([]auth.Role{auth.RoleApprover}, agentplanev1.HitlService_ResolveInterrupt_FullMethodName)
+	set([]auth.Role{auth.RoleApprover}, agentplanev1.HitlService_ResolveInterrupt_FullMethodName,
+		agentplanev1.HitlService_RevokeApprovalLink_FullMethodName)
 	set([]auth.Role{auth.RoleUser},
 		agentplanev1.ScheduleService_CreateSchedule_FullMethodName,
 		agentplanev1.ScheduleService_UpdateSchedule_FullMethodName,
