@@ -535,6 +535,7 @@ func (f *mcpFace) limitCalls(next mcp.MethodHandler) mcp.MethodHandler {
 		f.mu.Lock()
 		sess := f.sessions[id]
 		if sess == nil { // ServeHTTP records every session before its id is known
+			f.mu.Unlock()
 			return nil, &jsonrpc.Error{Code: -32000, Message: "unknown session"}
 		}
 		if len(sess.calls) >= max {

@@ -256,12 +256,11 @@ func (x *mcpCall) notify(ctx context.Context, seq int64, text string) {
 // the input it needs (elicitation) or a result saying it waits for it, or nothing
 // (done false) while it runs or waits for a reviewer.
 func (x *mcpCall) act(ctx context.Context) (res *mcp.CallToolResult, outcome string, done bool) {
-	switch x.state {
-	case agentplanev1.TaskState_TASK_STATE_COMPLETED, agentplanev1.TaskState_TASK_STATE_FAILED, agentplanev1.TaskState_TASK_STATE_CANCELED:
+	if tasks.IsTerminal(x.state) {
 		res, outcome := x.final(ctx)
 		return res, outcome, true
-	case agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED:
-	default:
+	}
+	if x.state != agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED {
 		return nil, "", false
 	}
 	var turn *agentplanev1.Interrupt

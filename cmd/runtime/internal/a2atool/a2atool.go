@@ -160,7 +160,6 @@ type agentCard struct {
 		ProtocolBinding string `json:"protocolBinding"`
 		ProtocolVersion string `json:"protocolVersion"`
 	} `json:"supportedInterfaces"`
-	ProtocolVersion      string `json:"protocolVersion"`
 	URL                  string `json:"url"`
 	PreferredTransport   string `json:"preferredTransport"`
 	AdditionalInterfaces []struct {
