@@ -151,14 +151,6 @@ func (e Email) TenantOrDefault() string {
 	return e.Tenant
 }
 
-// Attempts is max_attempts with its default.
-func (e Email) Attempts() int {
-	if e.MaxAttempts == 0 {
-		return DefaultWebhookAttempts
-	}
-	return e.MaxAttempts
-}
-
 // ReadSecret returns a secret given inline, by environment variable (read through
 // lookup) or by file (relative to baseDir, surrounding white space trimmed); at most
 // one may be set, and "" when none is. name names the inline field in errors.

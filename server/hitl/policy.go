@@ -206,7 +206,7 @@ func listTags(l traits.Lister) ([]string, error) {
 }
 
 func appendTag(tags []string, t string) []string {
-	t = truncateUTF8(t, MaxTagBytes)
+	t = TruncateUTF8(t, MaxTagBytes)
 	if t == "" || slices.Contains(tags, t) {
 		return tags
 	}

@@ -146,17 +146,17 @@ func capBytes(s string, limit int64) string {
 	marker := fmt.Sprintf(truncMarker, len(s), len(s))
 	keep := limit - int64(len(marker))
 	if keep <= 0 {
-		return truncateUTF8(s, int(limit))
+		return TruncateUTF8(s, int(limit))
 	}
-	head := truncateUTF8(s, int(keep))
+	head := TruncateUTF8(s, int(keep))
 	return head + fmt.Sprintf(truncMarker, len(head), len(s))
 }
 
 const truncMarker = " [truncated: %d of %d bytes shown]"
 
-// truncateUTF8 returns the longest prefix of s of at most n bytes that does not split
+// TruncateUTF8 returns the longest prefix of s of at most n bytes that does not split
 // a rune.
-func truncateUTF8(s string, n int) string {
+func TruncateUTF8(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

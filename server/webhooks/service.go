@@ -65,14 +65,6 @@ type endpoint struct {
 	to    map[string]string
 }
 
-// attemptsMax is max_attempts with its default, of either kind.
-func (ep *endpoint) attemptsMax() int {
-	if ep.email != nil {
-		return ep.email.Attempts()
-	}
-	return ep.Attempts()
-}
-
 // Service enqueues notifications (WrapWriter) and sends them (Start).
 type Service struct {
 	st       store.Store
@@ -137,7 +129,7 @@ func New(o Options) (*Service, error) {
 	}
 	for i := range o.Config.Emails {
 		e := &o.Config.Emails[i]
-		ep := &endpoint{Webhook: config.Webhook{Name: e.Name}, tenant: e.TenantOrDefault(), events: map[string]bool{},
+		ep := &endpoint{Webhook: config.Webhook{Name: e.Name, MaxAttempts: e.MaxAttempts}, tenant: e.TenantOrDefault(), events: map[string]bool{},
 			email: e, to: map[string]string{}}
 		for _, ev := range e.Events {
 			ep.events[ev] = true
@@ -572,7 +564,7 @@ func (s *Service) record(ctx context.Context, claimed *storagev1.OutboxRecord, r
 		rec.Claim, rec.LastError = "", res.detail
 		max := int32(config.DefaultWebhookAttempts)
 		if ep := s.byName[rec.GetEndpoint()]; ep != nil {
-			max = int32(ep.attemptsMax())
+			max = int32(ep.Attempts())
 		}
 		if res.permanent || rec.GetAttempts() >= max {
 			outcome = "dead_letter"

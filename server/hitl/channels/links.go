@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/hitl"
@@ -208,11 +207,7 @@ func (h *Handler) confirmView(c links.Claims, in *agentplanev1.Interrupt) linkVi
 		args = pretty.String()
 	}
 	if len(args) > maxShownArgs {
-		cut := maxShownArgs
-		for cut > 0 && !utf8.RuneStart(args[cut]) {
-			cut--
-		}
-		args, v.Truncated = args[:cut], true
+		args, v.Truncated = hitl.TruncateUTF8(args, maxShownArgs), true
 	}
 	v.Args = strings.ToValidUTF8(args, "\uFFFD")
 	return v
