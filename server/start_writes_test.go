@@ -28,9 +28,9 @@ import (
 func TestStartTaskWriteSet(t *testing.T) {
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwMfKQ9r8G"
 	recv := webhookstest.New(t, secret)
+	recv.Respond(func(webhookstest.Delivery) int { return 503 }) // an attempt leaves the record in the outbox
 	cfg := servertest.Config(t)
 	cfg.Notifications.AllowPrivateDestinations = true
-	cfg.Notifications.PollInterval = config.Duration(time.Hour) // nothing is sent while the test looks
 	cfg.Notifications.Webhooks = []config.Webhook{{Name: "ops", URL: recv.URL, Secret: secret, Events: config.WebhookEvents}}
 	cfg.Budgets.Rules = []config.BudgetRule{{Name: "daily", Period: config.PeriodDay, MaxTokens: 100, WarnPercent: 50}}
 
