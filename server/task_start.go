@@ -57,17 +57,20 @@ func (x *taskService) StartTask(ctx context.Context, req *agentplanev1.StartTask
 // and every schedule run go through it.
 func (s *Server) startParams(ctx context.Context, tenant, principal string, req *agentplanev1.StartTaskRequest) (tasks.StartParams, error) {
 	params := tasks.StartParams{
-		Tenant:        tenant,
-		Principal:     principal,
-		RequestID:     req.GetRequestId(),
-		RequestDigest: tasks.RequestDigest(req),
-		Input:         req.GetInput(),
-		Labels:        req.GetLabels(),
-		ToolAxes:      req.GetToolAxes(),
-		SessionID:     req.GetSessionId(),
-		Queue:         req.GetQueue(),
-		TraceContext:  traceContextOf(ctx),
-		Priority:      req.GetPriority(),
+		Tenant:       tenant,
+		Principal:    principal,
+		RequestID:    req.GetRequestId(),
+		Input:        req.GetInput(),
+		Labels:       req.GetLabels(),
+		ToolAxes:     req.GetToolAxes(),
+		SessionID:    req.GetSessionId(),
+		Queue:        req.GetQueue(),
+		TraceContext: traceContextOf(ctx),
+		Priority:     req.GetPriority(),
+	}
+	if params.RequestID != "" {
+		// Only a retry with the same request_id compares digests.
+		params.RequestDigest = tasks.RequestDigest(req)
 	}
 	if q := req.GetQueue(); q != "" {
 		if err := tasks.CheckQueue("queue", q); err != nil {

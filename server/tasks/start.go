@@ -44,7 +44,8 @@ type StartParams struct {
 	RequestID string
 	// RequestDigest identifies the request a RequestID was first used with; compute it
 	// with RequestDigest from the caller's StartTaskRequest. When nil, Start derives one
-	// from these parameters, which then includes the gates' effective lists.
+	// from these parameters, which then includes the gates' effective lists. Without a
+	// RequestID there is no retry to compare: no digest is computed or stored.
 	RequestDigest []byte
 	// Exactly one of Agent, Graph, AgentID: what runs, as submitted.
 	Agent   *agentplanev1.AgentSpec
@@ -287,7 +288,9 @@ type start struct {
 
 func (m *Manager) newStart(ctx context.Context, p *StartParams) *start {
 	reqDigest := p.RequestDigest
-	if reqDigest == nil {
+	if p.RequestID == "" {
+		reqDigest = nil // nothing can look the task up to compare it
+	} else if reqDigest == nil {
 		reqDigest = p.fallbackDigest()
 	}
 	// After the digest: an assigned id is not part of what a retry is compared on.

@@ -9,6 +9,8 @@ import (
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/store"
+	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 )
 
 func TestStart(t *testing.T) {
@@ -95,6 +97,33 @@ func TestStartIsIdempotentPerTenant(t *testing.T) {
 	other.Tenant = "beta"
 	if h.start(t, other).GetTaskId() == first.GetTaskId() {
 		t.Fatal("another tenant's request id returned acme's task")
+	}
+}
+
+// TestStartDigestsOnlyWithRequestID: a start without a request_id stores no request
+// digest (no retry can be compared with it, so none is computed); one with a
+// request_id stores the digest its retries are compared with.
+func TestStartDigestsOnlyWithRequestID(t *testing.T) {
+	h := newHarness(t)
+	withID := params("acme")
+	withID.RequestID = "req-1"
+	for _, tc := range []struct {
+		p      StartParams
+		digest bool
+	}{{params("acme"), false}, {withID, true}} {
+		p := tc.p
+		p.RequestDigest = RequestDigest(&agentplanev1.StartTaskRequest{RequestId: p.RequestID, Input: p.Input})
+		task := h.start(t, p)
+		var rec *storagev1.TaskRecord
+		if err := h.store.View(ctx, func(r store.Reader) (err error) {
+			rec, err = r.GetTask("acme", task.GetTaskId())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(rec.GetRequestDigest()) > 0; got != tc.digest {
+			t.Fatalf("request_id %q: stored digest %x, want one: %v", p.RequestID, rec.GetRequestDigest(), tc.digest)
+		}
 	}
 }
 
