@@ -191,6 +191,10 @@ func (s *Store) attempt(calls []*call) (again []*call) {
 	if len(ran) == 0 {
 		return nil
 	}
+	// The other replicas' wake-ups, delivered at COMMIT if it commits (notify.go).
+	if ps := notices(s.listener.replica, t.changes.list); ps != nil {
+		t.later(nil, "SELECT pg_notify($1, p) FROM unnest($2::text[]) p", channel, ps)
+	}
 	s.commitMu.Lock()
 	err = t.commit()
 	if err == nil {
@@ -342,6 +346,9 @@ type tx struct {
 	requests   map[[2]string]string
 	interrupts map[[2]string]*interruptState
 	flows      map[[2]string]*flowState
+
+	// changes are what the other replicas' waiters hear of at COMMIT.
+	changes changes
 }
 
 // flowState is what a transaction knows of a flow row it locked (or found missing).

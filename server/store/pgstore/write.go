@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -192,6 +193,7 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 			return err
 		}
 	}
+	var oldQueueKey []byte
 	if st != nil {
 		old := &storagev1.TaskRecord{}
 		if err := unmarshal(st.rec, old, "task", id); err != nil {
@@ -200,6 +202,7 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 		if err := store.CheckTaskUpdate(old, rec); err != nil {
 			return err
 		}
+		oldQueueKey = queueKey(old)
 	} else if reqID := rec.GetRequestId(); reqID != "" {
 		// Likewise a request id not read yet is taken to be free: its insert checks.
 		owner, known := w.t.requests[[2]string{tenant, reqID}]
@@ -219,6 +222,10 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 	v, err := encode(rec)
 	if err != nil {
 		return err
+	}
+	// Queued, or queued again: the queue's long polls elsewhere look.
+	if qk := queueKey(rec); qk != nil && !bytes.Equal(qk, oldQueueKey) {
+		w.t.changes.add(change{kind: store.ChangeQueued, a: store.QueueOf(rec)})
 	}
 	if st == nil {
 		// A plain insert: a task of this id that exists, or that another transaction
@@ -295,7 +302,22 @@ func (w *writer) AppendEvents(tenant, taskID string, events ...*storagev1.EventR
 			tenant, taskID, seqs, vals)
 	}
 	st.lastSeq = last
+	w.t.changes.add(change{kind: store.ChangeEvents, a: tenant, b: taskID})
 	return nil
+}
+
+// interruptKeys are an interrupt's keys in the pending and deadline indexes (nil: not
+// in it).
+func interruptKeys(rec *storagev1.InterruptRecord) (pending, deadline []byte) {
+	in := rec.GetInterrupt()
+	if !isPending(rec) {
+		return nil, nil
+	}
+	pending = schema.TimeKey(in.GetTenant(), rec.GetCreateTime().AsTime(), in.GetInterruptId())
+	if in.GetDeadline() != nil {
+		deadline = schema.TimeKey(in.GetTenant(), in.GetDeadline().AsTime(), in.GetInterruptId())
+	}
+	return pending, deadline
 }
 
 func isPending(rec *storagev1.InterruptRecord) bool {
@@ -363,13 +385,18 @@ func (w *writer) PutInterrupt(rec *storagev1.InterruptRecord) error {
 	if old != nil && (old.GetInterrupt().GetTaskId() != taskID || !proto.Equal(old.GetCreateTime(), rec.GetCreateTime())) {
 		return fmt.Errorf("store: interrupt %s: task_id and create_time are immutable", id)
 	}
-	var pending, deadline, escalation []byte
-	if isPending(rec) {
-		pending = schema.TimeKey(tenant, rec.GetCreateTime().AsTime(), id)
-		if in.GetDeadline() != nil {
-			deadline = schema.TimeKey(tenant, in.GetDeadline().AsTime(), id)
-		}
+	pending, deadline := interruptKeys(rec)
+	var oldPending, oldDeadline []byte
+	if old != nil {
+		oldPending, oldDeadline = interruptKeys(old)
 	}
+	if oldPending != nil && pending == nil {
+		w.t.changes.add(change{kind: store.ChangeDecided, a: tenant, b: id})
+	}
+	if deadline != nil && !bytes.Equal(deadline, oldDeadline) {
+		w.t.changes.add(change{kind: store.ChangeDeadline})
+	}
+	var escalation []byte
 	if due, ok := store.EscalationDue(rec); ok {
 		escalation = schema.TimeKey(tenant, due, id)
 	}
