@@ -191,6 +191,9 @@ func (s *Store) attempt(calls []*call) (again []*call) {
 	if len(ran) == 0 {
 		return nil
 	}
+	if f := t.verifyRequests(ran); f != nil {
+		return s.blame(calls, f)
+	}
 	// The other replicas' wake-ups, delivered at COMMIT if it commits (notify.go).
 	if ps := notices(s.listener.replica, t.changes.list); ps != nil {
 		t.later(nil, "SELECT pg_notify($1, p) FROM unnest($2::text[]) p", channel, ps)
@@ -229,7 +232,7 @@ func (s *Store) blame(calls []*call, f *failure) []*call {
 		finish(calls, unavailable(f.err))
 		return nil
 	}
-	if retryable(f.err) {
+	if retryable(f.err) || errors.Is(f.err, errRequestTaken) {
 		o.alone, o.err = true, f.err
 	} else {
 		o.done, o.err = true, unavailable(f.err)
@@ -349,6 +352,65 @@ type tx struct {
 
 	// changes are what the other replicas' waiters hear of at COMMIT.
 	changes changes
+	// assumed are the request ids answered free without a read (writer.TaskForRequest).
+	assumed []assumption
+}
+
+// assumption is a request id that call by was told is free without a read.
+type assumption struct {
+	key [2]string
+	by  *call
+}
+
+// errRequestTaken fails a call that was told a request id is free which another
+// transaction had taken: it runs again alone, careful, and reads.
+var errRequestTaken = errors.New("store: a request id taken to be free was taken")
+
+// verifyRequests reads, in one round trip with the pending writes, the request ids that
+// calls of ran were told are free and that the transaction did not insert (an insert
+// checks its own). It returns the failure to blame on the first call told so of one
+// that is taken, or nil.
+func (t *tx) verifyRequests(ran []*call) *failure {
+	in := make(map[*call]bool, len(ran))
+	for _, c := range ran {
+		in[c] = true
+	}
+	var tenants, ids []string
+	by := map[[2]string]*call{}
+	for _, a := range t.assumed {
+		if !in[a.by] || t.requests[a.key] != "" {
+			continue
+		}
+		if _, seen := by[a.key]; !seen {
+			by[a.key] = a.by
+			tenants, ids = append(tenants, a.key[0]), append(ids, a.key[1])
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	var taken *call
+	err := t.run(nil, query{sql: `SELECT tenant, request_id FROM requests
+		WHERE (tenant, request_id) IN (SELECT unnest($1::text[]), unnest($2::text[]))`, args: []any{tenants, ids},
+		rows: func(rows pgx.Rows) error {
+			for rows.Next() && taken == nil {
+				var k [2]string
+				if err := rows.Scan(&k[0], &k[1]); err != nil {
+					return err
+				}
+				taken = by[k]
+			}
+			return nil
+		}})
+	switch {
+	case t.failed != nil:
+		return t.failed
+	case err != nil:
+		return &failure{err: err}
+	case taken != nil:
+		return &failure{owner: taken, err: errRequestTaken}
+	}
+	return nil
 }
 
 // flowState is what a transaction knows of a flow row it locked (or found missing).

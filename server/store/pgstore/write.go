@@ -141,10 +141,25 @@ func (w *writer) GetTask(tenant, taskID string) (*storagev1.TaskRecord, error) {
 	return rec, unmarshal(st.rec, rec, "task", taskID)
 }
 
+// TaskForRequest answers what the transaction knows; a request id it has not read is
+// taken to be free, unread, as PutTask takes it (the first read of a StartTask would
+// otherwise cost a round trip per call in the batch). The answer is checked before
+// COMMIT: by the request's insert, whose unique key fails it if the id is taken, or,
+// for an id the transaction does not insert, by one read of all such ids (verifyRequests).
+// Either failure runs the caller again alone, careful, and then it reads.
 func (w *writer) TaskForRequest(tenant, requestID string) (string, error) {
 	k := [2]string{tenant, requestID}
 	if id, ok := w.t.requests[k]; ok {
 		return id, nil
+	}
+	if !w.c.careful {
+		if err := store.CheckTenant(tenant); err != nil {
+			return "", err
+		}
+		if schema.ValidComponent(requestID) {
+			w.t.assumed = append(w.t.assumed, assumption{key: k, by: w.c})
+		}
+		return "", nil
 	}
 	id, err := w.reader.TaskForRequest(tenant, requestID)
 	if err == nil {
