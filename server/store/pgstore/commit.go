@@ -47,6 +47,9 @@ type call struct {
 	alone    bool
 	careful  bool
 	onCommit []func()
+	// unmerged: a merged statement with this call's rows failed; its transactions
+	// send every row on its own (merge.go).
+	unmerged bool
 }
 
 // Update implements store.Store with group commit (see above).
@@ -170,6 +173,9 @@ func (s *Store) attempt(calls []*call) (again []*call) {
 	}
 	t := newTx(ctx, conn)
 	defer t.release()
+	for _, c := range calls {
+		t.unmerged = t.unmerged || c.unmerged
+	}
 	ran := make([]*call, 0, len(calls))
 	for _, c := range calls {
 		c.onCommit = nil
@@ -214,7 +220,7 @@ func (s *Store) attempt(calls []*call) (again []*call) {
 	if err == nil {
 		return nil
 	}
-	if t.failed != nil && t.failed.owner != nil {
+	if t.failed != nil && (t.failed.owner != nil || t.failed.merged) {
 		return s.blame(calls, t.failed)
 	}
 	// The COMMIT itself failed, or its answer was lost: the outcome is unknown.
@@ -228,6 +234,13 @@ func (s *Store) attempt(calls []*call) (again []*call) {
 // the connection) fails them all.
 func (s *Store) blame(calls []*call, f *failure) []*call {
 	o := f.owner
+	if o == nil && f.merged {
+		// Whose row it was is not known: run the batch again unmerged to find out.
+		for _, c := range calls {
+			c.unmerged = true
+		}
+		return unfinished(calls)
+	}
 	if o == nil {
 		finish(calls, unavailable(f.err))
 		return nil
@@ -311,6 +324,8 @@ func runHook(f func()) {
 type failure struct {
 	owner *call // whose statement it was; nil for BEGIN, COMMIT, the connection
 	err   error
+	// merged: the statement was the merged rows of several calls (merge.go).
+	merged bool
 }
 
 // errTxFailed is what a function reads after its transaction failed for a
@@ -321,7 +336,11 @@ var errTxFailed = errors.New("store: the transaction failed; it will run again")
 type stmt struct {
 	sql   string
 	args  []any
-	owner *call
+	owner *call // nil for a merged statement of several calls' rows
+	// ins is set on a one-row insert that run may merge with others (merge.go);
+	// merged on the statement that resulted.
+	ins    *insertTable
+	merged bool
 }
 
 // query is a statement sent with the pending writes, whose answer someone waits for:
@@ -354,6 +373,8 @@ type tx struct {
 	changes changes
 	// assumed are the request ids answered free without a read (writer.TaskForRequest).
 	assumed []assumption
+	// unmerged: send one-row inserts as they are (merge.go).
+	unmerged bool
 }
 
 // assumption is a request id that call by was told is free without a read.
@@ -444,8 +465,12 @@ func (t *tx) run(owner *call, qs ...query) error {
 	if t.failed != nil {
 		return errTxFailed
 	}
-	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(t.pending)+len(qs))}
-	for _, p := range t.pending {
+	pending := t.pending
+	if !t.unmerged {
+		pending = merge(pending)
+	}
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(pending)+len(qs))}
+	for _, p := range pending {
 		b.Queue(p.sql, p.args...)
 	}
 	for _, q := range qs {
@@ -453,10 +478,13 @@ func (t *tx) run(owner *call, qs ...query) error {
 	}
 	t.sent = true
 	br := t.conn.SendBatch(t.ctx, b)
-	for _, p := range t.pending {
+	for _, p := range pending {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
 			t.pending = t.pending[:0]
+			if p.merged && p.owner == nil && t.failed == nil {
+				t.failed = &failure{err: err, merged: true}
+			}
 			return t.fail(p.owner, err)
 		}
 	}

@@ -67,6 +67,13 @@ func (w *writer) later(sql string, args ...any) {
 	w.t.later(w.c, sql, args...)
 }
 
+// insert queues a one-row insert into t, which may go to the server merged with the
+// other rows of its table (merge.go).
+func (w *writer) insert(t *insertTable, args ...any) {
+	w.wrote = true
+	w.t.pending = append(w.t.pending, stmt{sql: t.one, args: args, owner: w.c, ins: t})
+}
+
 // exec runs a write now and returns how many rows it touched.
 func (w *writer) exec(sql string, args ...any) (int64, error) {
 	w.wrote = true
@@ -231,7 +238,7 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 			return apierr.New(codes.AlreadyExists, apierr.ReasonRequestIDReused,
 				"request_id %q already created task %s", reqID, owner)
 		}
-		w.later("INSERT INTO requests (tenant, request_id, task_id) VALUES ($1, $2, $3)", tenant, reqID, id)
+		w.insert(insertRequest, tenant, reqID, id)
 		w.t.requests[[2]string{tenant, reqID}] = id
 	}
 	v, err := encode(rec)
@@ -245,9 +252,7 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 	if st == nil {
 		// A plain insert: a task of this id that exists, or that another transaction
 		// inserted meanwhile, fails it on the key.
-		w.later(`INSERT INTO tasks (tenant, task_id, state, queue, create_key, queue_key, lease_key, ended_key, rec)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			tenant, id, int32(rec.GetState()), store.QueueOf(rec),
+		w.insert(insertTask, tenant, id, int32(rec.GetState()), store.QueueOf(rec),
 			schema.TaskByCreateKey(tenant, rec.GetCreateTime().AsTime(), id),
 			queueKey(rec), leaseKey(rec), endedKey(rec), v)
 		w.t.tasks[[2]string{tenant, id}] = &taskState{rec: v, created: true}
@@ -273,7 +278,7 @@ func (w *writer) PutTaskSpec(tenant, taskID string, spec *storagev1.TaskSpecReco
 		return err
 	}
 	if st.created {
-		w.later("INSERT INTO task_specs (tenant, task_id, spec) VALUES ($1, $2, $3)", tenant, taskID, v)
+		w.insert(insertSpec, tenant, taskID, v)
 		st.spec = true
 		return nil
 	}
@@ -311,7 +316,7 @@ func (w *writer) AppendEvents(tenant, taskID string, events ...*storagev1.EventR
 		last++
 	}
 	if len(events) == 1 {
-		w.later("INSERT INTO events (tenant, task_id, seq, rec) VALUES ($1, $2, $3, $4)", tenant, taskID, seqs[0], vals[0])
+		w.insert(insertEvent, tenant, taskID, seqs[0], vals[0])
 	} else {
 		w.later("INSERT INTO events (tenant, task_id, seq, rec) SELECT $1, $2, unnest($3::bigint[]), unnest($4::bytea[])",
 			tenant, taskID, seqs, vals)
