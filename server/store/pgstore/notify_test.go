@@ -321,7 +321,8 @@ func TestLargeCommitReachesOtherReplicas(t *testing.T) {
 // notifications, so a database at version 8 is not migrated while an older control
 // plane is connected (known by its listener's application_name, or by its LISTEN):
 // Open fails with STORE_SCHEMA_MISMATCH and leaves the schema as it was. Once they are
-// gone it migrates, and the triggers of version 3 are gone.
+// gone new replicas starting together migrate it, and the triggers of version 3 are
+// gone.
 func TestUpgradeWaitsForOlderReplicas(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	ctx := context.Background()
@@ -357,11 +358,27 @@ func TestUpgradeWaitsForOlderReplicas(t *testing.T) {
 		}
 		_ = conn.Close(ctx)
 	}
-	s, err := pgstore.Open(ctx, dsn, pgstore.Options{MaxConns: 2})
-	if err != nil {
-		t.Fatalf("Open once the older replicas are gone: %v", err)
+	// Replicas of the new version starting together do not take each other for older
+	// ones, also when the DSN names the application (as the old listener's would be).
+	named := dsn + "&application_name=cp"
+	if !strings.Contains(dsn, "?") {
+		named = dsn + "?application_name=cp"
 	}
-	defer s.Close()
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() {
+			s, err := pgstore.Open(ctx, named, pgstore.Options{MaxConns: 2})
+			if err == nil {
+				t.Cleanup(func() { _ = s.Close() })
+			}
+			errs <- err
+		}()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatalf("Open once the older replicas are gone: %v", err)
+		}
+	}
 	if v, n := version(); v != pgstore.Version || n != 0 {
 		t.Fatalf("after the upgrade the schema is at version %d with %d notify triggers, want %d with none", v, n, pgstore.Version)
 	}

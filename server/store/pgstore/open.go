@@ -260,24 +260,22 @@ func (s *Store) migrate(ctx context.Context, upTo int) error {
 
 // refuseOlderReplicas fails (FailedPrecondition, STORE_SCHEMA_MISMATCH) while another
 // control plane is connected to the database: at schema version have, every one is
-// older than this binary. A replica is known by its listener connection (its
-// application_name, or its LISTEN while that is its last statement) or, when the DSN
-// names the application, by that name; this process's own connections are not counted.
+// older than this binary. A replica is known by its listener connection: its
+// application_name (agentplane-listener unless the DSN names one), or its last
+// statement, which a listener only ever sends, its LISTEN or pgx's ping, while it
+// idles. (Replicas of this version starting beside this one wait for the migration
+// lock, in another statement; this process's own connections are not counted.)
 func (s *Store) refuseOlderReplicas(ctx context.Context, conn *pgxpool.Conn, have int) error {
 	own := []int32{}
 	for _, c := range s.pool.AcquireAllIdle(ctx) {
 		own = append(own, int32(c.Conn().PgConn().PID()))
 		c.Release()
 	}
-	app := s.listener.conf.RuntimeParams["application_name"]
-	if app == "" {
-		app = listenerName
-	}
 	rows, err := conn.Query(ctx, `SELECT pid, coalesce(application_name, ''), coalesce(client_addr::text, 'local')
 		FROM pg_stat_activity
-		WHERE datname = current_database() AND pid <> pg_backend_pid() AND NOT pid = ANY($3)
-		  AND (application_name = $1 OR application_name = $2 OR query = 'LISTEN `+channel+`')
-		ORDER BY pid`, listenerName, app, own)
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND NOT pid = ANY($2)
+		  AND (application_name = $1 OR (state = 'idle' AND query IN ('LISTEN `+channel+`', '-- ping')))
+		ORDER BY pid`, listenerName, own)
 	if err != nil {
 		return fmt.Errorf("postgres: looking for older replicas: %w", err)
 	}
