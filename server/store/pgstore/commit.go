@@ -47,6 +47,9 @@ type call struct {
 	alone    bool
 	careful  bool
 	onCommit []func()
+	// unmerged: a merged statement with this call's rows failed; its transactions
+	// send every row on its own (merge.go).
+	unmerged bool
 }
 
 // Update implements store.Store with group commit (see above).
@@ -170,6 +173,9 @@ func (s *Store) attempt(calls []*call) (again []*call) {
 	}
 	t := newTx(ctx, conn)
 	defer t.release()
+	for _, c := range calls {
+		t.unmerged = t.unmerged || c.unmerged
+	}
 	ran := make([]*call, 0, len(calls))
 	for _, c := range calls {
 		c.onCommit = nil
@@ -191,6 +197,13 @@ func (s *Store) attempt(calls []*call) (again []*call) {
 	if len(ran) == 0 {
 		return nil
 	}
+	if f := t.verifyRequests(ran); f != nil {
+		return s.blame(calls, f)
+	}
+	// The other replicas' wake-ups, delivered at COMMIT if it commits (notify.go).
+	if ps := notices(s.listener.replica, t.changes.list); ps != nil {
+		t.later(nil, "SELECT pg_notify($1, p) FROM unnest($2::text[]) p", channel, ps)
+	}
 	s.commitMu.Lock()
 	err = t.commit()
 	if err == nil {
@@ -207,7 +220,7 @@ func (s *Store) attempt(calls []*call) (again []*call) {
 	if err == nil {
 		return nil
 	}
-	if t.failed != nil && t.failed.owner != nil {
+	if t.failed != nil && (t.failed.owner != nil || t.failed.merged) {
 		return s.blame(calls, t.failed)
 	}
 	// The COMMIT itself failed, or its answer was lost: the outcome is unknown.
@@ -221,11 +234,18 @@ func (s *Store) attempt(calls []*call) (again []*call) {
 // the connection) fails them all.
 func (s *Store) blame(calls []*call, f *failure) []*call {
 	o := f.owner
+	if o == nil && f.merged {
+		// Whose row it was is not known: run the batch again unmerged to find out.
+		for _, c := range calls {
+			c.unmerged = true
+		}
+		return unfinished(calls)
+	}
 	if o == nil {
 		finish(calls, unavailable(f.err))
 		return nil
 	}
-	if retryable(f.err) {
+	if retryable(f.err) || errors.Is(f.err, errRequestTaken) {
 		o.alone, o.err = true, f.err
 	} else {
 		o.done, o.err = true, unavailable(f.err)
@@ -304,6 +324,8 @@ func runHook(f func()) {
 type failure struct {
 	owner *call // whose statement it was; nil for BEGIN, COMMIT, the connection
 	err   error
+	// merged: the statement was the merged rows of several calls (merge.go).
+	merged bool
 }
 
 // errTxFailed is what a function reads after its transaction failed for a
@@ -314,7 +336,11 @@ var errTxFailed = errors.New("store: the transaction failed; it will run again")
 type stmt struct {
 	sql   string
 	args  []any
-	owner *call
+	owner *call // nil for a merged statement of several calls' rows
+	// ins is set on a one-row insert that run may merge with others (merge.go);
+	// merged on the statement that resulted.
+	ins    *insertTable
+	merged bool
 }
 
 // query is a statement sent with the pending writes, whose answer someone waits for:
@@ -342,6 +368,70 @@ type tx struct {
 	requests   map[[2]string]string
 	interrupts map[[2]string]*interruptState
 	flows      map[[2]string]*flowState
+
+	// changes are what the other replicas' waiters hear of at COMMIT.
+	changes changes
+	// assumed are the request ids answered free without a read (writer.TaskForRequest).
+	assumed []assumption
+	// unmerged: send one-row inserts as they are (merge.go).
+	unmerged bool
+}
+
+// assumption is a request id that call by was told is free without a read.
+type assumption struct {
+	key [2]string
+	by  *call
+}
+
+// errRequestTaken fails a call that was told a request id is free which another
+// transaction had taken: it runs again alone, careful, and reads.
+var errRequestTaken = errors.New("store: a request id taken to be free was taken")
+
+// verifyRequests reads, in one round trip with the pending writes, the request ids that
+// calls of ran were told are free and that the transaction did not insert (an insert
+// checks its own). It returns the failure to blame on the first call told so of one
+// that is taken, or nil.
+func (t *tx) verifyRequests(ran []*call) *failure {
+	in := make(map[*call]bool, len(ran))
+	for _, c := range ran {
+		in[c] = true
+	}
+	var tenants, ids []string
+	by := map[[2]string]*call{}
+	for _, a := range t.assumed {
+		if !in[a.by] || t.requests[a.key] != "" {
+			continue
+		}
+		if _, seen := by[a.key]; !seen {
+			by[a.key] = a.by
+			tenants, ids = append(tenants, a.key[0]), append(ids, a.key[1])
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	var taken *call
+	err := t.run(nil, query{sql: `SELECT tenant, request_id FROM requests
+		WHERE (tenant, request_id) IN (SELECT unnest($1::text[]), unnest($2::text[]))`, args: []any{tenants, ids},
+		rows: func(rows pgx.Rows) error {
+			for rows.Next() && taken == nil {
+				var k [2]string
+				if err := rows.Scan(&k[0], &k[1]); err != nil {
+					return err
+				}
+				taken = by[k]
+			}
+			return nil
+		}})
+	switch {
+	case t.failed != nil:
+		return t.failed
+	case err != nil:
+		return &failure{err: err}
+	case taken != nil:
+		return &failure{owner: taken, err: errRequestTaken}
+	}
+	return nil
 }
 
 // flowState is what a transaction knows of a flow row it locked (or found missing).
@@ -375,8 +465,12 @@ func (t *tx) run(owner *call, qs ...query) error {
 	if t.failed != nil {
 		return errTxFailed
 	}
-	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(t.pending)+len(qs))}
-	for _, p := range t.pending {
+	pending := t.pending
+	if !t.unmerged {
+		pending = merge(pending)
+	}
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(pending)+len(qs))}
+	for _, p := range pending {
 		b.Queue(p.sql, p.args...)
 	}
 	for _, q := range qs {
@@ -384,10 +478,13 @@ func (t *tx) run(owner *call, qs ...query) error {
 	}
 	t.sent = true
 	br := t.conn.SendBatch(t.ctx, b)
-	for _, p := range t.pending {
+	for _, p := range pending {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
 			t.pending = t.pending[:0]
+			if p.merged && p.owner == nil && t.failed == nil {
+				t.failed = &failure{err: err, merged: true}
+			}
 			return t.fail(p.owner, err)
 		}
 	}

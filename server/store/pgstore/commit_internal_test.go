@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentplane/agentplane/internal/testutil"
+	"github.com/agentplane/agentplane/server/apierr"
 	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/pgstore/pgtest"
 	"github.com/agentplane/agentplane/server/store/storetest"
@@ -150,5 +152,66 @@ func TestPersistentRetryableFailureIsBounded(t *testing.T) {
 	}
 	if n := s.retried.Load(); n != retries {
 		t.Fatalf("the Update ran again alone %d times, want MaxRetries = %d", n, retries)
+	}
+}
+
+// A batch's one-row inserts go to the server merged, one statement per table; when one
+// row of a merged statement is refused (here a request id another write took), the
+// batch runs again unmerged, which finds the row's owner: only that call fails, its
+// batch-mates commit.
+//
+// Mutant: a merged statement's failure blamed on no one (every call in the batch
+// failed UNAVAILABLE).
+func TestMergedInsertFailureFindsItsOwner(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, pgtest.DSN(t), Options{MaxConns: 4, Writers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(id, req string) func(store.Writer) error {
+		return func(w store.Writer) error {
+			rec := storetest.Task("acme", id, time.Now())
+			rec.RequestId = req
+			if err := w.PutTask(rec); err != nil {
+				return err
+			}
+			return w.AppendEvents("acme", id, storetest.Event(1, "submitted"))
+		}
+	}
+	if err := s.Update(ctx, start("t0", "req-taken")); err != nil {
+		t.Fatal(err)
+	}
+	release, first := make(chan struct{}), make(chan error, 1)
+	go func() { first <- s.Update(ctx, func(store.Writer) error { <-release; return nil }) }()
+	s.waitFor(t, "the first Update to hold the writer", func() bool { return s.running == 1 })
+	results := make([]chan error, 3)
+	for i, req := range []string{"req-1", "req-taken", "req-2"} {
+		results[i] = make(chan error, 1)
+		go func() { results[i] <- s.Update(ctx, start(fmt.Sprintf("t%d", i+1), req)) }()
+		s.waitQueued(t, i+1)
+	}
+	close(release)
+	if err := testutil.Within(t, first, "the first Update"); err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range results {
+		err := testutil.Within(t, ch, "a queued Update")
+		if i == 1 {
+			if apierr.ReasonOf(err) != apierr.ReasonRequestIDReused {
+				t.Fatalf("the start with a taken request id = %v, want REQUEST_ID_REUSED", err)
+			}
+		} else if err != nil {
+			t.Fatalf("start %d, batched with the refused one: %v", i+1, err)
+		}
+	}
+	st, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Events != 3 {
+		t.Fatalf("%d events stored, want 3 (t0, t1, t3)", st.Events)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

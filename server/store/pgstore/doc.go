@@ -8,8 +8,8 @@
 // keys of package schema, so scans and page cursors match the bbolt store's. The layout
 // is created and upgraded by embedded SQL migrations under an advisory lock.
 //
-// Several control planes may share one database (store.Shared, notify.go): triggers
-// NOTIFY at commit where a waiter should look (a task's events, a queue, an
-// interrupt), and a listener connection per process turns that into store.Changes and
-// is the store's health.
+// Several control planes may share one database (store.Shared, notify.go): each write
+// transaction sends one NOTIFY, delivered at its commit, naming where a waiter should
+// look (the tasks whose events grew, the queues, the interrupts), and a listener
+// connection per process turns that into store.Changes and is the store's health.
 package pgstore

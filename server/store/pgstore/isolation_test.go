@@ -144,6 +144,33 @@ func TestReplicasIdempotentCreate(t *testing.T) {
 	}
 }
 
+// TestRequestReadWithoutInsert: a write is told a request id is free without a read
+// (its insert would check), so one that only asks, and inserts nothing, is checked
+// before COMMIT: told of a request another store created, it runs again and learns the
+// owner. The write that asks also writes, so its transaction commits.
+func TestRequestReadWithoutInsert(t *testing.T) {
+	a, b, _ := twoStores(t)
+	ctx := context.Background()
+	rec := storetest.Task("acme", "t1", time.Now())
+	rec.RequestId = "req-1"
+	if err := a.Update(ctx, func(w store.Writer) error { return w.PutTask(rec) }); err != nil {
+		t.Fatal(err)
+	}
+	var owner string
+	if err := b.Update(ctx, func(w store.Writer) error {
+		var err error
+		if owner, err = w.TaskForRequest("acme", "req-1"); err != nil {
+			return err
+		}
+		return w.PutTask(storetest.Task("acme", "t2", time.Now()))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if owner != "t1" {
+		t.Fatalf("TaskForRequest of a request another store created = %q, want t1", owner)
+	}
+}
+
 // TestReplicasLeaseOnce: leasers on two stores take tasks from one queue at once; each
 // task is taken once.
 func TestReplicasLeaseOnce(t *testing.T) {

@@ -21,13 +21,8 @@ import (
 	"github.com/agentplane/agentplane/server/store"
 )
 
-// channel is the LISTEN channel the triggers of migration 0003 notify on.
+// channel is the LISTEN channel of the replicas' wake-ups.
 const channel = "agentplane"
-
-// replicaParam is the connection parameter that names the replica in notifications,
-// so that the listener can skip what its own process wrote (its OnCommit hooks have
-// already woken its waiters).
-const replicaParam = "agentplane.replica"
 
 // Defaults of the listener's timing.
 const (
@@ -94,8 +89,8 @@ func (s *Store) Health() error {
 	return nil
 }
 
-// Broadcast implements store.Shared with a NOTIFY outside any transaction:
-// ["m", replica, tenant, task_id, base64(data)].
+// Broadcast implements store.Shared with a NOTIFY outside any transaction, a notice
+// whose "m" is [tenant, task_id, base64(data)].
 func (s *Store) Broadcast(ctx context.Context, tenant, taskID string, data []byte) error {
 	if len(data) > store.MaxBroadcast {
 		return apierr.New(codes.InvalidArgument, apierr.ReasonInvalidArgument, "a broadcast carries at most %d bytes, not %d", store.MaxBroadcast, len(data))
@@ -104,7 +99,7 @@ func (s *Store) Broadcast(ctx context.Context, tenant, taskID string, data []byt
 		return err
 	}
 	defer s.mu.RUnlock()
-	payload, err := json.Marshal([]string{"m", s.listener.replica, tenant, taskID, base64.StdEncoding.EncodeToString(data)})
+	payload, err := json.Marshal(notice{Replica: s.listener.replica, Message: []string{tenant, taskID, base64.StdEncoding.EncodeToString(data)}})
 	if err != nil {
 		return err
 	}
@@ -246,43 +241,41 @@ func (l *listener) setHealth(err error) {
 	}
 }
 
-// deliver parses one notification and reports it, unless this replica wrote it.
+// deliver parses one notice and reports what it names, unless this replica sent it.
 func (l *listener) deliver(payload string) {
-	var f []*string
-	if err := json.Unmarshal([]byte(payload), &f); err != nil || len(f) < 2 || f[0] == nil {
+	var n notice
+	if err := json.Unmarshal([]byte(payload), &n); err != nil || n.Replica == "" {
 		l.log.Warn("postgres: ignoring a malformed notification", "payload", payload)
 		return
 	}
-	if f[1] != nil && *f[1] == l.replica {
+	if n.Replica == l.replica {
 		return
 	}
-	arg := func(i int) string {
-		if i < len(f) && f[i] != nil {
-			return *f[i]
-		}
-		return ""
+	if n.All {
+		l.emit(store.Change{Kind: store.ChangeAll})
+		return
 	}
-	var c store.Change
-	switch *f[0] {
-	case "e":
-		c = store.Change{Kind: store.ChangeEvents, Tenant: arg(2), TaskID: arg(3)}
-	case "q":
-		c = store.Change{Kind: store.ChangeQueued, Queue: arg(2)}
-	case "d":
-		c = store.Change{Kind: store.ChangeDecided, Tenant: arg(2), InterruptID: arg(3)}
-	case "t":
-		c = store.Change{Kind: store.ChangeDeadline}
-	case "m":
-		data, err := base64.StdEncoding.DecodeString(arg(4))
+	// The changes of one commit have no order among them.
+	for _, q := range n.Queues {
+		l.emit(store.Change{Kind: store.ChangeQueued, Queue: q})
+	}
+	for i := 0; i+1 < len(n.Events); i += 2 {
+		l.emit(store.Change{Kind: store.ChangeEvents, Tenant: n.Events[i], TaskID: n.Events[i+1]})
+	}
+	for i := 0; i+1 < len(n.Decided); i += 2 {
+		l.emit(store.Change{Kind: store.ChangeDecided, Tenant: n.Decided[i], InterruptID: n.Decided[i+1]})
+	}
+	if n.Deadline {
+		l.emit(store.Change{Kind: store.ChangeDeadline})
+	}
+	if m := n.Message; len(m) == 3 {
+		data, err := base64.StdEncoding.DecodeString(m[2])
 		if err != nil {
 			l.log.Warn("postgres: ignoring a malformed broadcast", "err", err)
 			return
 		}
-		c = store.Change{Kind: store.ChangeMessage, Tenant: arg(2), TaskID: arg(3), Data: data}
-	default:
-		return // a kind a newer replica sends
+		l.emit(store.Change{Kind: store.ChangeMessage, Tenant: m[0], TaskID: m[1], Data: data})
 	}
-	l.emit(c)
 }
 
 func (l *listener) emit(c store.Change) {
@@ -291,4 +284,109 @@ func (l *listener) emit(c store.Change) {
 			h(c)
 		}
 	}
+}
+
+// A notice is one notification's payload, a JSON object. The store sends the notices
+// of a transaction's writes in that transaction (at most maxNotices, each under
+// maxPayload bytes; see notices), so PostgreSQL delivers them at its COMMIT and only if
+// it commits: no commit goes unannounced and nothing rolled back is announced.
+// Broadcast sends one of its own. A notice only says where to look; readers read the
+// tables, so a lost or repeated one costs a delay or a read, never a record.
+type notice struct {
+	// Replica names the sending process, which skips its own notices (its OnCommit
+	// hooks have already woken its waiters).
+	Replica string `json:"r"`
+	// Events: the tasks whose logs grew, as tenant, task id, tenant, task id, ...
+	Events []string `json:"e,omitempty"`
+	// Queues: the run queues a task was queued (or queued again) in.
+	Queues []string `json:"q,omitempty"`
+	// Decided: the interrupts no longer pending, as tenant, interrupt id, ...
+	Decided []string `json:"d,omitempty"`
+	// Deadline: a pending interrupt was given a deadline.
+	Deadline bool `json:"t,omitempty"`
+	// All: something changed that the other fields could not name (the transaction
+	// changed too much for maxNotices notices): every waiter looks again.
+	All bool `json:"a,omitempty"`
+	// Message: a broadcast, as tenant, task id, base64(data).
+	Message []string `json:"m,omitempty"`
+}
+
+const (
+	// maxPayload is the most bytes a notice carries: PostgreSQL refuses a payload of
+	// 8000 bytes or more.
+	maxPayload = 7999
+	// maxNotices is the most notices one transaction sends; past that it sends one
+	// with All instead.
+	maxNotices = 8
+)
+
+// change is one thing a transaction changed that another replica's waiters may wait
+// for: the kind, and where (tenant and task, the queue, tenant and interrupt).
+type change struct {
+	kind store.ChangeKind
+	a, b string
+}
+
+// changes are a transaction's changes, each once, in the order first made.
+type changes struct {
+	seen map[change]struct{}
+	list []change
+}
+
+func (cs *changes) add(c change) {
+	if _, ok := cs.seen[c]; ok {
+		return
+	}
+	if cs.seen == nil {
+		cs.seen = map[change]struct{}{}
+	}
+	cs.seen[c] = struct{}{}
+	cs.list = append(cs.list, c)
+}
+
+// notices encodes cs as the payloads of at most maxNotices notifications, each under
+// maxPayload bytes, or else as one notice with All.
+func notices(replica string, cs []change) []string {
+	var out []string
+	var split func(cs []change) bool
+	split = func(cs []change) bool {
+		n := notice{Replica: replica}
+		for _, c := range cs {
+			switch c.kind {
+			case store.ChangeEvents:
+				n.Events = append(n.Events, c.a, c.b)
+			case store.ChangeQueued:
+				n.Queues = append(n.Queues, c.a)
+			case store.ChangeDecided:
+				n.Decided = append(n.Decided, c.a, c.b)
+			case store.ChangeDeadline:
+				n.Deadline = true
+			}
+		}
+		p := marshalNotice(n)
+		if len(p) <= maxPayload {
+			out = append(out, p)
+			return len(out) <= maxNotices
+		}
+		if len(cs) == 1 {
+			return false
+		}
+		h := len(cs) / 2
+		return split(cs[:h]) && split(cs[h:])
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	if !split(cs) {
+		return []string{marshalNotice(notice{Replica: replica, All: true})}
+	}
+	return out
+}
+
+func marshalNotice(n notice) string {
+	p, err := json.Marshal(n)
+	if err != nil {
+		panic(err) // strings and booleans only
+	}
+	return string(p)
 }

@@ -2,8 +2,11 @@ package pgstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,5 +204,182 @@ func TestListenerReconnects(t *testing.T) {
 		if i > 150 {
 			t.Fatal("B does not hear A's writes after its listener was terminated")
 		}
+	}
+}
+
+// listen is a bare connection LISTENing on the replicas' channel, with
+// application_name app ("" leaves pgx's default).
+func listen(t *testing.T, dsn, app string) *pgx.Conn {
+	t.Helper()
+	conf, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if app != "" {
+		conf.RuntimeParams["application_name"] = app
+	}
+	conn, err := pgx.ConnectConfig(context.Background(), conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	if _, err := conn.Exec(context.Background(), "LISTEN agentplane"); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// TestOneNoticePerCommit: a transaction that starts three queued tasks and appends to
+// their logs sends one notification naming all of them (the triggers of schema
+// version 3 sent one per task and per queue), and PostgreSQL delivers it at COMMIT:
+// the broadcast sent after the commit is the next notification.
+func TestOneNoticePerCommit(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	a := open(t, dsn)
+	defer a.Close()
+	raw := listen(t, dsn, "")
+	ctx := context.Background()
+	if err := a.Update(ctx, func(w store.Writer) error {
+		for _, id := range []string{"t1", "t2", "t3"} {
+			rec := storetest.Task("acme", id, time.Now())
+			rec.Queue = "gpu"
+			rec.QueueTime = timestamppb.Now()
+			if err := w.PutTask(rec); err != nil {
+				return err
+			}
+			if err := w.AppendEvents("acme", id, storetest.Event(1, "one"), storetest.Event(2, "two")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Broadcast(ctx, "acme", "t1", []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	wait := func() string {
+		wctx, cancel := context.WithTimeout(ctx, testutil.WaitLimit)
+		defer cancel()
+		n, err := raw.WaitForNotification(wctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.Payload
+	}
+	var got struct {
+		Events  []string `json:"e"`
+		Queues  []string `json:"q"`
+		Message []string `json:"m"`
+	}
+	first := wait()
+	if err := json.Unmarshal([]byte(first), &got); err != nil {
+		t.Fatalf("notice %q: %v", first, err)
+	}
+	if want := []string{"acme", "t1", "acme", "t2", "acme", "t3"}; !slices.Equal(got.Events, want) || !slices.Equal(got.Queues, []string{"gpu"}) {
+		t.Fatalf("the commit's notice is %s; want events %q and queue gpu in one", first, want)
+	}
+	second := wait()
+	got.Message = nil
+	if err := json.Unmarshal([]byte(second), &got); err != nil || len(got.Message) != 3 {
+		t.Fatalf("the notification after the commit's is %s, want the broadcast: the commit sent more than one", second)
+	}
+}
+
+// TestLargeCommitReachesOtherReplicas: a commit whose changes do not fit one
+// notification (PostgreSQL's 8000 bytes) reaches the other replica whole, over
+// several.
+func TestLargeCommitReachesOtherReplicas(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	a, b := open(t, dsn), open(t, dsn)
+	defer a.Close()
+	defer b.Close()
+	fromA := changes(b)
+	want := map[string]bool{}
+	if err := a.Update(context.Background(), func(w store.Writer) error {
+		for i := range 120 {
+			id := fmt.Sprintf("%s-%03d", strings.Repeat("t", 150), i)
+			want[id] = true
+			if err := w.PutTask(storetest.Task("acme", id, time.Now())); err != nil {
+				return err
+			}
+			if err := w.AppendEvents("acme", id, storetest.Event(1, "one")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for len(want) > 0 {
+		c := next(t, fromA, store.ChangeEvents)
+		delete(want, c.TaskID)
+	}
+}
+
+// TestUpgradeWaitsForOlderReplicas: schema version 9 changed the replicas'
+// notifications, so a database at version 8 is not migrated while an older control
+// plane is connected (known by its listener's application_name, or by its LISTEN):
+// Open fails with STORE_SCHEMA_MISMATCH and leaves the schema as it was. Once they are
+// gone new replicas starting together migrate it, and the triggers of version 3 are
+// gone.
+func TestUpgradeWaitsForOlderReplicas(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	ctx := context.Background()
+	old, err := pgstore.OpenAt(ctx, dsn, 8, pgstore.Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	version := func() (v int, triggers int) {
+		t.Helper()
+		if err := admin.QueryRow(ctx, `SELECT (SELECT max(version) FROM agentplane_schema),
+			(SELECT count(*) FROM pg_trigger WHERE tgname IN ('events_notify', 'tasks_queued_insert', 'tasks_queued_update', 'interrupts_notify'))`).
+			Scan(&v, &triggers); err != nil {
+			t.Fatal(err)
+		}
+		return v, triggers
+	}
+	for _, app := range []string{"agentplane-listener", "some-name"} {
+		conn := listen(t, dsn, app)
+		_, err := pgstore.Open(ctx, dsn, pgstore.Options{MaxConns: 2})
+		var e *apierr.Error
+		if !errors.As(err, &e) || e.Code != codes.FailedPrecondition || e.Reason != apierr.ReasonStoreSchemaMismatch ||
+			!strings.Contains(e.Error(), fmt.Sprint(conn.PgConn().PID())) {
+			t.Fatalf("Open beside an older replica's listener (%s) = %v, want FAILED_PRECONDITION STORE_SCHEMA_MISMATCH naming its pid", app, err)
+		}
+		if v, n := version(); v != 8 || n != 4 {
+			t.Fatalf("after the refusal the schema is at version %d with %d notify triggers, want 8 with 4", v, n)
+		}
+		_ = conn.Close(ctx)
+	}
+	// Replicas of the new version starting together do not take each other for older
+	// ones, also when the DSN names the application (as the old listener's would be).
+	named := dsn + "&application_name=cp"
+	if !strings.Contains(dsn, "?") {
+		named = dsn + "?application_name=cp"
+	}
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() {
+			s, err := pgstore.Open(ctx, named, pgstore.Options{MaxConns: 2})
+			if err == nil {
+				t.Cleanup(func() { _ = s.Close() })
+			}
+			errs <- err
+		}()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatalf("Open once the older replicas are gone: %v", err)
+		}
+	}
+	if v, n := version(); v != pgstore.Version || n != 0 {
+		t.Fatalf("after the upgrade the schema is at version %d with %d notify triggers, want %d with none", v, n, pgstore.Version)
 	}
 }

@@ -115,6 +115,12 @@ const advisoryLock = 0x61676e74706c6e // "agntpln"
 // advisory lock, and refuses a database whose schema is newer than this binary knows
 // (FailedPrecondition, STORE_SCHEMA_MISMATCH).
 func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
+	return open(ctx, dsn, opt, Version)
+}
+
+// open is Open, migrating the schema up to version upTo only (tests build older
+// schemas with it).
+func open(ctx context.Context, dsn string, opt Options, upTo int) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres dsn: %w", err)
@@ -127,7 +133,6 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(opt.StatementTimeout.Milliseconds(), 10)
 	}
 	replica := newReplicaID()
-	cfg.ConnConfig.RuntimeParams[replicaParam] = replica
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -149,7 +154,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	if s.maxBatch <= 0 {
 		s.maxBatch = 64
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrate(ctx, upTo); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -187,10 +192,16 @@ func Redact(dsn string) string {
 	return strings.Join(kept, " ")
 }
 
-// migrate applies the embedded migrations newer than the database's version, each in
-// its own transaction, holding a session advisory lock so that replicas starting
-// together apply each once.
-func (s *Store) migrate(ctx context.Context) error {
+// stopAllVersion is the schema version from which no older replica may run beside a
+// newer one: version 9 moved the replicas' wake-ups from triggers to the store, in a
+// new format (notify.go), which an older replica would not understand, nor send.
+const stopAllVersion = 9
+
+// migrate applies the embedded migrations newer than the database's version, up to
+// upTo, each in its own transaction, holding a session advisory lock so that replicas
+// starting together apply each once. It refuses to cross stopAllVersion while another
+// replica (an older one: the schema is older) is connected.
+func (s *Store) migrate(ctx context.Context, upTo int) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return unavailable(err)
@@ -213,7 +224,12 @@ func (s *Store) migrate(ctx context.Context) error {
 		return apierr.New(codes.FailedPrecondition, apierr.ReasonStoreSchemaMismatch,
 			"the database %s has schema version %d; this binary knows versions up to %d (upgrade agentplane)", s.where, have, len(files))
 	}
-	for v := have + 1; v <= len(files); v++ {
+	if have > 0 && have < stopAllVersion && upTo >= stopAllVersion {
+		if err := s.refuseOlderReplicas(ctx, conn, have); err != nil {
+			return err
+		}
+	}
+	for v := have + 1; v <= upTo; v++ {
 		sql, err := migrations.ReadFile(files[v-1])
 		if err != nil {
 			return err
@@ -228,7 +244,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("postgres: applying migration %s: %w", files[v-1], err)
 		}
 	}
-	s.version = len(files)
+	s.version = upTo
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		return err
@@ -240,6 +256,45 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("postgres: reading the token key: %w", err)
 	}
 	return nil
+}
+
+// refuseOlderReplicas fails (FailedPrecondition, STORE_SCHEMA_MISMATCH) while another
+// control plane is connected to the database: at schema version have, every one is
+// older than this binary. A replica is known by its listener connection: its
+// application_name (agentplane-listener unless the DSN names one), or its last
+// statement, which a listener only ever sends, its LISTEN or pgx's ping, while it
+// idles. (Replicas of this version starting beside this one wait for the migration
+// lock, in another statement; this process's own connections are not counted.)
+func (s *Store) refuseOlderReplicas(ctx context.Context, conn *pgxpool.Conn, have int) error {
+	own := []int32{}
+	for _, c := range s.pool.AcquireAllIdle(ctx) {
+		own = append(own, int32(c.Conn().PgConn().PID()))
+		c.Release()
+	}
+	rows, err := conn.Query(ctx, `SELECT pid, coalesce(application_name, ''), coalesce(client_addr::text, 'local')
+		FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND NOT pid = ANY($2)
+		  AND (application_name = $1 OR (state = 'idle' AND query IN ('LISTEN `+channel+`', '-- ping')))
+		ORDER BY pid`, listenerName, own)
+	if err != nil {
+		return fmt.Errorf("postgres: looking for older replicas: %w", err)
+	}
+	var found []string
+	var pid int32
+	var name, addr string
+	if _, err := pgx.ForEachRow(rows, []any{&pid, &name, &addr}, func() error {
+		found = append(found, fmt.Sprintf("pid %d (%s from %s)", pid, name, addr))
+		return nil
+	}); err != nil {
+		return fmt.Errorf("postgres: looking for older replicas: %w", err)
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	return apierr.New(codes.FailedPrecondition, apierr.ReasonStoreSchemaMismatch,
+		"the database %s has schema version %d and older control planes are connected to it (%s): "+
+			"upgrading it to version %d needs every control plane on it stopped first (see the upgrade notes in docs/operations.md)",
+		s.where, have, strings.Join(found, ", "), stopAllVersion)
 }
 
 // TokenKey implements store.Store.

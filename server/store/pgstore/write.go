@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -64,6 +65,13 @@ func (w *writer) OnCommit(f func()) { w.onCommit = append(w.onCommit, f) }
 func (w *writer) later(sql string, args ...any) {
 	w.wrote = true
 	w.t.later(w.c, sql, args...)
+}
+
+// insert queues a one-row insert into t, which may go to the server merged with the
+// other rows of its table (merge.go).
+func (w *writer) insert(t *insertTable, args ...any) {
+	w.wrote = true
+	w.t.pending = append(w.t.pending, stmt{sql: t.one, args: args, owner: w.c, ins: t})
 }
 
 // exec runs a write now and returns how many rows it touched.
@@ -140,10 +148,25 @@ func (w *writer) GetTask(tenant, taskID string) (*storagev1.TaskRecord, error) {
 	return rec, unmarshal(st.rec, rec, "task", taskID)
 }
 
+// TaskForRequest answers what the transaction knows; a request id it has not read is
+// taken to be free, unread, as PutTask takes it (the first read of a StartTask would
+// otherwise cost a round trip per call in the batch). The answer is checked before
+// COMMIT: by the request's insert, whose unique key fails it if the id is taken, or,
+// for an id the transaction does not insert, by one read of all such ids (verifyRequests).
+// Either failure runs the caller again alone, careful, and then it reads.
 func (w *writer) TaskForRequest(tenant, requestID string) (string, error) {
 	k := [2]string{tenant, requestID}
 	if id, ok := w.t.requests[k]; ok {
 		return id, nil
+	}
+	if !w.c.careful {
+		if err := store.CheckTenant(tenant); err != nil {
+			return "", err
+		}
+		if schema.ValidComponent(requestID) {
+			w.t.assumed = append(w.t.assumed, assumption{key: k, by: w.c})
+		}
+		return "", nil
 	}
 	id, err := w.reader.TaskForRequest(tenant, requestID)
 	if err == nil {
@@ -192,6 +215,7 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 			return err
 		}
 	}
+	var oldQueueKey []byte
 	if st != nil {
 		old := &storagev1.TaskRecord{}
 		if err := unmarshal(st.rec, old, "task", id); err != nil {
@@ -200,6 +224,7 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 		if err := store.CheckTaskUpdate(old, rec); err != nil {
 			return err
 		}
+		oldQueueKey = queueKey(old)
 	} else if reqID := rec.GetRequestId(); reqID != "" {
 		// Likewise a request id not read yet is taken to be free: its insert checks.
 		owner, known := w.t.requests[[2]string{tenant, reqID}]
@@ -213,19 +238,21 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 			return apierr.New(codes.AlreadyExists, apierr.ReasonRequestIDReused,
 				"request_id %q already created task %s", reqID, owner)
 		}
-		w.later("INSERT INTO requests (tenant, request_id, task_id) VALUES ($1, $2, $3)", tenant, reqID, id)
+		w.insert(insertRequest, tenant, reqID, id)
 		w.t.requests[[2]string{tenant, reqID}] = id
 	}
 	v, err := encode(rec)
 	if err != nil {
 		return err
 	}
+	// Queued, or queued again: the queue's long polls elsewhere look.
+	if qk := queueKey(rec); qk != nil && !bytes.Equal(qk, oldQueueKey) {
+		w.t.changes.add(change{kind: store.ChangeQueued, a: store.QueueOf(rec)})
+	}
 	if st == nil {
 		// A plain insert: a task of this id that exists, or that another transaction
 		// inserted meanwhile, fails it on the key.
-		w.later(`INSERT INTO tasks (tenant, task_id, state, queue, create_key, queue_key, lease_key, ended_key, rec)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			tenant, id, int32(rec.GetState()), store.QueueOf(rec),
+		w.insert(insertTask, tenant, id, int32(rec.GetState()), store.QueueOf(rec),
 			schema.TaskByCreateKey(tenant, rec.GetCreateTime().AsTime(), id),
 			queueKey(rec), leaseKey(rec), endedKey(rec), v)
 		w.t.tasks[[2]string{tenant, id}] = &taskState{rec: v, created: true}
@@ -251,7 +278,7 @@ func (w *writer) PutTaskSpec(tenant, taskID string, spec *storagev1.TaskSpecReco
 		return err
 	}
 	if st.created {
-		w.later("INSERT INTO task_specs (tenant, task_id, spec) VALUES ($1, $2, $3)", tenant, taskID, v)
+		w.insert(insertSpec, tenant, taskID, v)
 		st.spec = true
 		return nil
 	}
@@ -289,13 +316,28 @@ func (w *writer) AppendEvents(tenant, taskID string, events ...*storagev1.EventR
 		last++
 	}
 	if len(events) == 1 {
-		w.later("INSERT INTO events (tenant, task_id, seq, rec) VALUES ($1, $2, $3, $4)", tenant, taskID, seqs[0], vals[0])
+		w.insert(insertEvent, tenant, taskID, seqs[0], vals[0])
 	} else {
 		w.later("INSERT INTO events (tenant, task_id, seq, rec) SELECT $1, $2, unnest($3::bigint[]), unnest($4::bytea[])",
 			tenant, taskID, seqs, vals)
 	}
 	st.lastSeq = last
+	w.t.changes.add(change{kind: store.ChangeEvents, a: tenant, b: taskID})
 	return nil
+}
+
+// interruptKeys are an interrupt's keys in the pending and deadline indexes (nil: not
+// in it).
+func interruptKeys(rec *storagev1.InterruptRecord) (pending, deadline []byte) {
+	in := rec.GetInterrupt()
+	if !isPending(rec) {
+		return nil, nil
+	}
+	pending = schema.TimeKey(in.GetTenant(), rec.GetCreateTime().AsTime(), in.GetInterruptId())
+	if in.GetDeadline() != nil {
+		deadline = schema.TimeKey(in.GetTenant(), in.GetDeadline().AsTime(), in.GetInterruptId())
+	}
+	return pending, deadline
 }
 
 func isPending(rec *storagev1.InterruptRecord) bool {
@@ -363,13 +405,18 @@ func (w *writer) PutInterrupt(rec *storagev1.InterruptRecord) error {
 	if old != nil && (old.GetInterrupt().GetTaskId() != taskID || !proto.Equal(old.GetCreateTime(), rec.GetCreateTime())) {
 		return fmt.Errorf("store: interrupt %s: task_id and create_time are immutable", id)
 	}
-	var pending, deadline, escalation []byte
-	if isPending(rec) {
-		pending = schema.TimeKey(tenant, rec.GetCreateTime().AsTime(), id)
-		if in.GetDeadline() != nil {
-			deadline = schema.TimeKey(tenant, in.GetDeadline().AsTime(), id)
-		}
+	pending, deadline := interruptKeys(rec)
+	var oldPending, oldDeadline []byte
+	if old != nil {
+		oldPending, oldDeadline = interruptKeys(old)
 	}
+	if oldPending != nil && pending == nil {
+		w.t.changes.add(change{kind: store.ChangeDecided, a: tenant, b: id})
+	}
+	if deadline != nil && !bytes.Equal(deadline, oldDeadline) {
+		w.t.changes.add(change{kind: store.ChangeDeadline})
+	}
+	var escalation []byte
 	if due, ok := store.EscalationDue(rec); ok {
 		escalation = schema.TimeKey(tenant, due, id)
 	}
