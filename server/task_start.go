@@ -68,6 +68,7 @@ func (s *Server) startParams(ctx context.Context, tenant, principal string, req 
 		Queue:         req.GetQueue(),
 		TraceContext:  traceContextOf(ctx),
 		Priority:      req.GetPriority(),
+		Concurrency:   req.GetConcurrency(),
 	}
 	if q := req.GetQueue(); q != "" {
 		if err := tasks.CheckQueue("queue", q); err != nil {

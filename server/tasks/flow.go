@@ -32,6 +32,7 @@ import (
 func slotName(queue, key string) string        { return "c:" + queue + ":" + key }
 func startBucketName(queue, key string) string { return "s:" + queue + ":" + key }
 func leaseBucketName(queue, key string) string { return "l:" + queue + ":" + key }
+func policySlotName(queue, key string) string  { return "p:" + queue + ":" + key }
 
 // allKey is the rate key of a queue whose rate names no key: one bucket per tenant.
 const allKey = "*"
@@ -83,11 +84,20 @@ func compileFlow(c config.Flow) (map[string]*queueFlow, error) {
 // leases, its lease-rate key (into rec), and for a rate on starts the bucket to take
 // a token from ("" when none).
 func (m *Manager) flowKeys(ctx context.Context, p *StartParams, rec *storagev1.TaskRecord) (startBucket string, err error) {
+	t := flow.Task{Tenant: p.Tenant, Queue: p.Queue, Labels: p.Labels, Input: p.Input}
+	if c := p.Concurrency; c != nil {
+		k, err := m.taskKeys.Compile(c.GetKey())
+		if err == nil {
+			rec.PolicyConcurrencyKey, err = k.Eval(ctx, t)
+		}
+		if err != nil {
+			return "", fieldInvalid("concurrency.key", "concurrency.key: %v", err)
+		}
+	}
 	q := m.flow[p.Queue]
 	if q == nil {
 		return "", nil
 	}
-	t := flow.Task{Tenant: p.Tenant, Queue: p.Queue, Labels: p.Labels, Input: p.Input}
 	if q.concKey != nil {
 		k, err := q.concKey.Eval(ctx, t)
 		if err != nil {
@@ -152,34 +162,70 @@ func (m *Manager) countFlow(queue, what string) {
 	}
 }
 
-// admit is the flow-control check of a lease of rec: it takes a slot of the task's
-// concurrency key and a token of its lease bucket, or says which is missing and
-// takes nothing. full remembers, within one claim, the keys found full.
+// limitsLease says whether a lease of rec must pass admit: its queue has a
+// concurrency cap or a lease rate, or the task has a concurrency cap of its own.
+func (m *Manager) limitsLease(rec *storagev1.TaskRecord) bool {
+	return rec.GetPolicyConcurrencyKey() != "" || m.flow[store.QueueOf(rec)].limitsLeases()
+}
+
+// slotTake is a concurrency slot a lease is to take.
+type slotTake struct {
+	name string
+	rec  *storagev1.FlowRecord
+}
+
+// takeSlot reads the slot record name and says whether it has room under limit
+// (nil: it is full, and full remembers it for the claim).
+func (o *Op) takeSlot(full map[string]bool, name string, limit int) (*slotTake, error) {
+	queue := store.QueueOf(o.rec)
+	seen := fullKey(o.rec.GetTenant(), name) + "\x00" + strconv.Itoa(limit)
+	if full[seen] {
+		return nil, nil
+	}
+	slot, err := o.w.GetFlow(o.rec.GetTenant(), name)
+	if err != nil {
+		return nil, err
+	}
+	if slot == nil {
+		slot = &storagev1.FlowRecord{}
+	}
+	if len(slot.GetHolders()) >= limit {
+		full[seen] = true
+		o.m.countFlow(queue, FlowConcurrencyWait)
+		return nil, nil
+	}
+	return &slotTake{name, slot}, nil
+}
+
+// fullKey names a tenant's flow record in a claim's memory of those found full:
+// tenants' keys of the same name are not the same key.
+func fullKey(tenant, name string) string { return tenant + "\x00" + name }
+
+// admit is the flow-control check of a lease of rec: it takes a slot of the queue's
+// concurrency key and one of the task's own (both must have room), and a token of
+// its lease bucket, or says which is missing and takes nothing. full remembers,
+// within one claim, the keys found full.
 func (o *Op) admit(full map[string]bool) (ok bool, err error) {
 	rec, queue := o.rec, store.QueueOf(o.rec)
 	q := o.m.flow[queue]
-	var slot *storagev1.FlowRecord
-	var slotKey string
+	var slots []*slotTake
 	if ck := rec.GetConcurrencyKey(); ck != "" && q != nil && q.concKey != nil {
-		slotKey = slotName(queue, ck)
-		if full[slotKey] {
-			return false, nil
-		}
-		if slot, err = o.w.GetFlow(rec.GetTenant(), slotKey); err != nil {
+		s, err := o.takeSlot(full, slotName(queue, ck), q.concLimit)
+		if err != nil || s == nil {
 			return false, err
 		}
-		if slot == nil {
-			slot = &storagev1.FlowRecord{}
+		slots = append(slots, s)
+	}
+	if pk := rec.GetPolicyConcurrencyKey(); pk != "" {
+		s, err := o.takeSlot(full, policySlotName(queue, pk), int(rec.GetConcurrency().GetLimit()))
+		if err != nil || s == nil {
+			return false, err
 		}
-		if len(slot.GetHolders()) >= q.concLimit {
-			full[slotKey] = true
-			o.m.countFlow(queue, FlowConcurrencyWait)
-			return false, nil
-		}
+		slots = append(slots, s)
 	}
 	if rk := rec.GetRateKey(); rk != "" && q != nil && q.rate != nil && q.rate.On == config.RateOnLease {
 		name := leaseBucketName(queue, rk)
-		if full[name] {
+		if full[fullKey(rec.GetTenant(), name)] {
 			return false, nil
 		}
 		b, err := o.w.GetFlow(rec.GetTenant(), name)
@@ -188,7 +234,7 @@ func (o *Op) admit(full map[string]bool) (ok bool, err error) {
 		}
 		next, ok, _ := q.bucket.Take(b, o.now)
 		if !ok {
-			full[name] = true
+			full[fullKey(rec.GetTenant(), name)] = true
 			o.m.countFlow(queue, FlowLeaseRateWait)
 			return false, nil
 		}
@@ -196,9 +242,9 @@ func (o *Op) admit(full map[string]bool) (ok bool, err error) {
 			return false, err
 		}
 	}
-	if slot != nil {
-		slot.Holders = append(slot.Holders, rec.GetTaskId())
-		if err := o.w.PutFlow(rec.GetTenant(), slotKey, slot); err != nil {
+	for _, s := range slots {
+		s.rec.Holders = append(s.rec.Holders, rec.GetTaskId())
+		if err := o.w.PutFlow(rec.GetTenant(), s.name, s.rec); err != nil {
 			return false, err
 		}
 		o.touched = true
@@ -221,17 +267,32 @@ func (o *Op) releaseSlot() error {
 	o.touched = true
 	rec.HoldsSlot = false
 	queue := store.QueueOf(rec)
-	name := slotName(queue, rec.GetConcurrencyKey())
-	slot, err := o.w.GetFlow(rec.GetTenant(), name)
-	if err != nil || slot == nil {
-		return err
+	var names []string
+	if k := rec.GetConcurrencyKey(); k != "" {
+		names = append(names, slotName(queue, k))
 	}
-	slot.Holders = slices.DeleteFunc(slot.Holders, func(id string) bool { return id == rec.GetTaskId() })
-	if len(slot.Holders) == 0 {
-		slot = nil
+	if k := rec.GetPolicyConcurrencyKey(); k != "" {
+		names = append(names, policySlotName(queue, k))
 	}
-	if err := o.w.PutFlow(rec.GetTenant(), name, slot); err != nil {
-		return err
+	for _, name := range names {
+		slot, err := o.w.GetFlow(rec.GetTenant(), name)
+		if err != nil {
+			return err
+		}
+		n := len(slot.GetHolders())
+		if slot == nil || n == 0 {
+			continue
+		}
+		slot.Holders = slices.DeleteFunc(slot.Holders, func(id string) bool { return id == rec.GetTaskId() })
+		if len(slot.Holders) == n {
+			continue // it held none of this key (the queue's cap came after its lease)
+		}
+		if len(slot.Holders) == 0 {
+			slot = nil
+		}
+		if err := o.w.PutFlow(rec.GetTenant(), name, slot); err != nil {
+			return err
+		}
 	}
 	m := o.m
 	o.w.OnCommit(func() { m.work.broadcast(queue) })
