@@ -315,6 +315,17 @@ func QueueOf(rec *storagev1.TaskRecord) string {
 	return DefaultQueue
 }
 
+// QueueOrder is the time a queued task is ordered by in its queue index: its fair
+// time when its queue shares leases between keys, else its queue time, moved by its
+// priority (schema.QueueOrder).
+func QueueOrder(rec *storagev1.TaskRecord) time.Time {
+	t := rec.GetQueueTime()
+	if f := rec.GetFairTime(); f != nil {
+		t = f
+	}
+	return schema.QueueOrder(t.AsTime(), rec.GetPriority())
+}
+
 // Index names a time index.
 type Index int
 

@@ -159,3 +159,67 @@ func TestFlowFullKeysPerTenant(t *testing.T) {
 		equal(t, "globex's customer a, behind acme's waiting one", ids, []string{g1})
 	})
 }
+
+// TestFlowKeyFairness: flow.queues.<queue>.fairness shares a tenant's queue between
+// keys: a customer that queued 50 tasks delays another's 5 by its share only (one
+// lease each, in turn), also for tasks started after some were leased and after a
+// restart (the virtual time is read from the queue's head); a weight of 2 gives two
+// leases per turn.
+func TestFlowKeyFairness(t *testing.T) {
+	fc := config.Flow{Queues: map[string]config.QueueFlow{
+		store.DefaultQueue: {Fairness: &config.KeyFairness{Key: `labels["customer"]`, Weights: map[string]int{"heavy": 2}}},
+	}}
+	flowBackends(t, fc, func(t *testing.T, open func() *harness) {
+		h := open()
+		customer := func(c string) StartParams { return labeled("acme", map[string]string{"customer": c}) }
+		isSmall := map[string]bool{}
+		startSmall := func(n int) {
+			for range n {
+				isSmall[h.start(t, customer("small")).GetTaskId()] = true
+			}
+		}
+		// smallIn leases n tasks and counts the small customer's among them.
+		smallIn := func(n int) int {
+			got := 0
+			for range n {
+				id, _ := h.leaseOne(t)
+				if id == "" {
+					t.Fatal("nothing to lease")
+				}
+				if isSmall[id] {
+					got++
+				}
+			}
+			return got
+		}
+		for range 50 {
+			h.start(t, customer("big"))
+		}
+		startSmall(5)
+		equal(t, "small's tasks among the first 10 leases", smallIn(10), 5)
+
+		smallIn(10) // big's only
+		h = open()
+		startSmall(3)
+		equal(t, "after a restart, small's tasks among the next 6 leases", smallIn(6), 3)
+
+		// heavy has weight 2: of globex's first 15 leases, 10 are heavy's and 5 small's.
+		for range 30 {
+			h.start(t, labeled("globex", map[string]string{"customer": "heavy"}))
+		}
+		for range 10 {
+			h.start(t, labeled("globex", map[string]string{"customer": "small"}))
+		}
+		leases, err := h.m.LeaseTasks(ctx, LeaseRequest{RuntimeID: "rt", MaxTasks: 15, Tenant: "globex"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		heavy := 0
+		for _, l := range leases {
+			if l.GetTask().GetLabels()["customer"] == "heavy" {
+				heavy++
+			}
+		}
+		equal(t, "heavy's among 15 leases", heavy, 10)
+	})
+}

@@ -253,7 +253,7 @@ func (o *Op) grant(runtimeID, leaseID string) error {
 	o.touched = true
 	o.rec.Epoch++
 	o.rec.Attempt++
-	o.rec.QueueTime = nil
+	o.rec.QueueTime, o.rec.FairTime = nil, nil
 	o.rec.Lease = &storagev1.LeaseRecord{
 		LeaseId:   leaseID,
 		Epoch:     o.rec.GetEpoch(),
@@ -437,9 +437,10 @@ func (m *Manager) claim(ctx context.Context, req LeaseRequest) (leases []*agentp
 		granted    []string // the tenant of each lease
 		backlogged []string
 		waits      []queueWait
+		fairs      []fairServed
 	)
 	err = m.store.Update(ctx, func(w store.Writer) error {
-		leases, granted, waits = nil, nil, nil
+		leases, granted, waits, fairs = nil, nil, nil, nil
 		if due {
 			if _, err := m.expireDue(w, now, expireBatch); err != nil {
 				return err
@@ -459,7 +460,7 @@ func (m *Manager) claim(ctx context.Context, req LeaseRequest) (leases []*agentp
 			if !widen {
 				backlogged = tenants
 			}
-			passed, err := m.grantPicks(w, req, now, picks, tried, full, suffixes, &leases, &granted, &waits)
+			passed, err := m.grantPicks(w, req, now, picks, tried, full, suffixes, &leases, &granted, &waits, &fairs)
 			if err != nil {
 				return err
 			}
@@ -479,6 +480,7 @@ func (m *Manager) claim(ctx context.Context, req LeaseRequest) (leases []*agentp
 		}
 		m.rrMu.Unlock()
 	}
+	m.served(fairs)
 	if m.onWait != nil {
 		for _, w := range waits {
 			m.onWait(m.metricQueue(w.queue), w.wait)
@@ -490,7 +492,7 @@ func (m *Manager) claim(ctx context.Context, req LeaseRequest) (leases []*agentp
 // grantPicks grants the picks a claim has not tried yet, in order, until it holds
 // MaxTasks leases; passed says that flow control passed one over.
 func (m *Manager) grantPicks(w store.Writer, req LeaseRequest, now time.Time, picks []queued, tried map[[2]string]bool, full map[string]bool,
-	suffixes []string, leases *[]*agentplanev1.Lease, granted *[]string, waits *[]queueWait) (passed bool, err error) {
+	suffixes []string, leases *[]*agentplanev1.Lease, granted *[]string, waits *[]queueWait, fairs *[]fairServed) (passed bool, err error) {
 	for _, p := range picks {
 		if len(*leases) == req.MaxTasks {
 			break
@@ -516,6 +518,9 @@ func (m *Manager) grantPicks(w store.Writer, req LeaseRequest, now time.Time, pi
 		}
 		if qt := rec.GetQueueTime(); qt != nil {
 			*waits = append(*waits, queueWait{store.QueueOf(rec), now.Sub(qt.AsTime())})
+		}
+		if ft := rec.GetFairTime(); ft != nil {
+			*fairs = append(*fairs, fairServed{p.tenant, store.QueueOf(rec), ft.AsTime()})
 		}
 		if err := op.grant(req.RuntimeID, encodeLeaseID(p.tenant, suffixes[len(*leases)])); err != nil {
 			return passed, err

@@ -152,6 +152,10 @@ type Manager struct {
 	flow map[string]*queueFlow
 	// taskKeys compiles the concurrency keys tasks name themselves.
 	taskKeys flow.Cache
+	// fairMu guards vclocks, this replica's view of the virtual times of the queues
+	// that share leases between keys (fairTag).
+	fairMu  sync.Mutex
+	vclocks map[[2]string]vclock
 	// onFlow and onWait are Options.CountFlow and ObserveQueueWait.
 	onFlow func(queue, what string)
 	onWait func(queue string, wait time.Duration)

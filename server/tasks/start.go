@@ -391,6 +391,7 @@ func (m *Manager) startIn(w store.Writer, p *StartParams, ns *start, id string, 
 		RateKey:              ns.keys.GetRateKey(),
 		Concurrency:          p.Concurrency,
 		PolicyConcurrencyKey: ns.keys.GetPolicyConcurrencyKey(),
+		FairnessKey:          ns.keys.GetFairnessKey(),
 	}
 	// After the request id: a retry of a start that was let through is answered,
 	// not refused.
@@ -410,7 +411,9 @@ func (m *Manager) startIn(w store.Writer, p *StartParams, ns *start, id string, 
 			return nil, false, err
 		}
 	}
-	op.Enqueue()
+	if err := op.Enqueue(); err != nil {
+		return nil, false, err
+	}
 	if err := op.flush(); err != nil {
 		return nil, false, err
 	}

@@ -261,8 +261,15 @@ type TaskRecord struct {
 	// FlowRecord "p" + queue + key, while it holds fewer than concurrency.limit.
 	// Immutable.
 	PolicyConcurrencyKey string `protobuf:"bytes,75,opt,name=policy_concurrency_key,json=policyConcurrencyKey,proto3" json:"policy_concurrency_key,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// The fairness key its queue's flow.fairness.key computed at start ("" when the
+	// queue has none, or the key is ""). Immutable.
+	FairnessKey string `protobuf:"bytes,76,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
+	// The time the queue orders the task by in place of queue_time, when its queue
+	// shares leases between fairness keys: its fair-share start tag, set each time it
+	// is queued (docs/api.md#flow-control). Absent: queue_time.
+	FairTime      *timestamppb.Timestamp `protobuf:"bytes,77,opt,name=fair_time,json=fairTime,proto3" json:"fair_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskRecord) Reset() {
@@ -587,6 +594,20 @@ func (x *TaskRecord) GetPolicyConcurrencyKey() string {
 		return x.PolicyConcurrencyKey
 	}
 	return ""
+}
+
+func (x *TaskRecord) GetFairnessKey() string {
+	if x != nil {
+		return x.FairnessKey
+	}
+	return ""
+}
+
+func (x *TaskRecord) GetFairTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FairTime
+	}
+	return nil
 }
 
 // AppliedRequest is a call that changed a task under a caller's request id.
@@ -1990,7 +2011,10 @@ type FlowRecord struct {
 	// Token bucket: the tokens left at refill_time.
 	Tokens float64 `protobuf:"fixed64,2,opt,name=tokens,proto3" json:"tokens,omitempty"`
 	// Token bucket: when tokens was last brought up to date.
-	RefillTime    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=refill_time,json=refillTime,proto3" json:"refill_time,omitempty"`
+	RefillTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=refill_time,json=refillTime,proto3" json:"refill_time,omitempty"`
+	// Fair share between keys: the finish tag of the key's last queued task; its
+	// next task starts at the later of this and the queue's virtual time.
+	FairFinish    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=fair_finish,json=fairFinish,proto3" json:"fair_finish,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2042,6 +2066,13 @@ func (x *FlowRecord) GetTokens() float64 {
 func (x *FlowRecord) GetRefillTime() *timestamppb.Timestamp {
 	if x != nil {
 		return x.RefillTime
+	}
+	return nil
+}
+
+func (x *FlowRecord) GetFairFinish() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FairFinish
 	}
 	return nil
 }
@@ -2138,7 +2169,7 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\x05R\aversion\x12;\n" +
 	"\vcreate_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12\x1b\n" +
-	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\xfc\x0f\n" +
+	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\xd8\x10\n" +
 	"\n" +
 	"TaskRecord\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
@@ -2190,7 +2221,9 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\n" +
 	"holds_slot\x18I \x01(\bR\tholdsSlot\x12A\n" +
 	"\vconcurrency\x18J \x01(\v2\x1f.agentplane.v1.ConcurrencyLimitR\vconcurrency\x124\n" +
-	"\x16policy_concurrency_key\x18K \x01(\tR\x14policyConcurrencyKey\x1a9\n" +
+	"\x16policy_concurrency_key\x18K \x01(\tR\x14policyConcurrencyKey\x12!\n" +
+	"\ffairness_key\x18L \x01(\tR\vfairnessKey\x127\n" +
+	"\tfair_time\x18M \x01(\v2\x1a.google.protobuf.TimestampR\bfairTime\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\x17\x10\x18\"\xa5\x01\n" +
@@ -2320,13 +2353,15 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\vupdate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\"F\n" +
 	"\x10AuditRecordEntry\x122\n" +
-	"\x06record\x18\x01 \x01(\v2\x1a.agentplane.v1.AuditRecordR\x06record\"{\n" +
+	"\x06record\x18\x01 \x01(\v2\x1a.agentplane.v1.AuditRecordR\x06record\"\xb8\x01\n" +
 	"\n" +
 	"FlowRecord\x12\x18\n" +
 	"\aholders\x18\x01 \x03(\tR\aholders\x12\x16\n" +
 	"\x06tokens\x18\x02 \x01(\x01R\x06tokens\x12;\n" +
 	"\vrefill_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"refillTime\"\xe0\x01\n" +
+	"refillTime\x12;\n" +
+	"\vfair_finish\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"fairFinish\"\xe0\x01\n" +
 	"\x14LinkRevocationRecord\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x17\n" +
 	"\alink_id\x18\x02 \x01(\tR\x06linkId\x12;\n" +
@@ -2425,52 +2460,54 @@ var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
 	13, // 16: agentplane.storage.v1.TaskRecord.a2a_push_configs:type_name -> agentplane.storage.v1.A2APushConfig
 	28, // 17: agentplane.storage.v1.TaskRecord.scheduled_by:type_name -> agentplane.v1.ScheduledBy
 	29, // 18: agentplane.storage.v1.TaskRecord.concurrency:type_name -> agentplane.v1.ConcurrencyLimit
-	30, // 19: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
-	31, // 20: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
-	32, // 21: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
-	33, // 22: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	34, // 23: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
-	35, // 24: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	36, // 25: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
-	37, // 26: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	25, // 27: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
-	20, // 28: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
-	20, // 29: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
-	20, // 30: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
-	20, // 31: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
-	38, // 32: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
-	39, // 33: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
-	20, // 34: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
-	40, // 35: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
-	41, // 36: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
-	20, // 37: agentplane.storage.v1.OutboxRecord.create_time:type_name -> google.protobuf.Timestamp
-	0,  // 38: agentplane.storage.v1.OutboxRecord.state:type_name -> agentplane.storage.v1.OutboxState
-	20, // 39: agentplane.storage.v1.OutboxRecord.next_attempt_time:type_name -> google.protobuf.Timestamp
-	20, // 40: agentplane.storage.v1.OutboxRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
-	20, // 41: agentplane.storage.v1.OutboxRecord.dead_time:type_name -> google.protobuf.Timestamp
-	13, // 42: agentplane.storage.v1.OutboxRecord.a2a_push:type_name -> agentplane.storage.v1.A2APushConfig
-	20, // 43: agentplane.storage.v1.A2APushConfig.create_time:type_name -> google.protobuf.Timestamp
-	42, // 44: agentplane.storage.v1.ScheduleRecord.spec:type_name -> agentplane.v1.ScheduleSpec
-	43, // 45: agentplane.storage.v1.ScheduleRecord.policy:type_name -> agentplane.v1.SchedulePolicy
-	44, // 46: agentplane.storage.v1.ScheduleRecord.task:type_name -> agentplane.v1.StartTaskRequest
-	20, // 47: agentplane.storage.v1.ScheduleRecord.create_time:type_name -> google.protobuf.Timestamp
-	20, // 48: agentplane.storage.v1.ScheduleRecord.update_time:type_name -> google.protobuf.Timestamp
-	20, // 49: agentplane.storage.v1.ScheduleRecord.next_nominal_time:type_name -> google.protobuf.Timestamp
-	20, // 50: agentplane.storage.v1.ScheduleRecord.wake_time:type_name -> google.protobuf.Timestamp
-	20, // 51: agentplane.storage.v1.ScheduleRecord.buffered_nominal_time:type_name -> google.protobuf.Timestamp
-	45, // 52: agentplane.storage.v1.ScheduleRecord.recent_runs:type_name -> agentplane.v1.ScheduleRun
-	46, // 53: agentplane.storage.v1.ScheduleRecord.counts:type_name -> agentplane.v1.ScheduleCounts
-	20, // 54: agentplane.storage.v1.BudgetUsageRecord.period_start:type_name -> google.protobuf.Timestamp
-	20, // 55: agentplane.storage.v1.BudgetUsageRecord.update_time:type_name -> google.protobuf.Timestamp
-	47, // 56: agentplane.storage.v1.AuditRecordEntry.record:type_name -> agentplane.v1.AuditRecord
-	20, // 57: agentplane.storage.v1.FlowRecord.refill_time:type_name -> google.protobuf.Timestamp
-	20, // 58: agentplane.storage.v1.LinkRevocationRecord.expire_time:type_name -> google.protobuf.Timestamp
-	20, // 59: agentplane.storage.v1.LinkRevocationRecord.revoke_time:type_name -> google.protobuf.Timestamp
-	60, // [60:60] is the sub-list for method output_type
-	60, // [60:60] is the sub-list for method input_type
-	60, // [60:60] is the sub-list for extension type_name
-	60, // [60:60] is the sub-list for extension extendee
-	0,  // [0:60] is the sub-list for field type_name
+	20, // 19: agentplane.storage.v1.TaskRecord.fair_time:type_name -> google.protobuf.Timestamp
+	30, // 20: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
+	31, // 21: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
+	32, // 22: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
+	33, // 23: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	34, // 24: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
+	35, // 25: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	36, // 26: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
+	37, // 27: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	25, // 28: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
+	20, // 29: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
+	20, // 30: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
+	20, // 31: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
+	20, // 32: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
+	38, // 33: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
+	39, // 34: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
+	20, // 35: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
+	40, // 36: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
+	41, // 37: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
+	20, // 38: agentplane.storage.v1.OutboxRecord.create_time:type_name -> google.protobuf.Timestamp
+	0,  // 39: agentplane.storage.v1.OutboxRecord.state:type_name -> agentplane.storage.v1.OutboxState
+	20, // 40: agentplane.storage.v1.OutboxRecord.next_attempt_time:type_name -> google.protobuf.Timestamp
+	20, // 41: agentplane.storage.v1.OutboxRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
+	20, // 42: agentplane.storage.v1.OutboxRecord.dead_time:type_name -> google.protobuf.Timestamp
+	13, // 43: agentplane.storage.v1.OutboxRecord.a2a_push:type_name -> agentplane.storage.v1.A2APushConfig
+	20, // 44: agentplane.storage.v1.A2APushConfig.create_time:type_name -> google.protobuf.Timestamp
+	42, // 45: agentplane.storage.v1.ScheduleRecord.spec:type_name -> agentplane.v1.ScheduleSpec
+	43, // 46: agentplane.storage.v1.ScheduleRecord.policy:type_name -> agentplane.v1.SchedulePolicy
+	44, // 47: agentplane.storage.v1.ScheduleRecord.task:type_name -> agentplane.v1.StartTaskRequest
+	20, // 48: agentplane.storage.v1.ScheduleRecord.create_time:type_name -> google.protobuf.Timestamp
+	20, // 49: agentplane.storage.v1.ScheduleRecord.update_time:type_name -> google.protobuf.Timestamp
+	20, // 50: agentplane.storage.v1.ScheduleRecord.next_nominal_time:type_name -> google.protobuf.Timestamp
+	20, // 51: agentplane.storage.v1.ScheduleRecord.wake_time:type_name -> google.protobuf.Timestamp
+	20, // 52: agentplane.storage.v1.ScheduleRecord.buffered_nominal_time:type_name -> google.protobuf.Timestamp
+	45, // 53: agentplane.storage.v1.ScheduleRecord.recent_runs:type_name -> agentplane.v1.ScheduleRun
+	46, // 54: agentplane.storage.v1.ScheduleRecord.counts:type_name -> agentplane.v1.ScheduleCounts
+	20, // 55: agentplane.storage.v1.BudgetUsageRecord.period_start:type_name -> google.protobuf.Timestamp
+	20, // 56: agentplane.storage.v1.BudgetUsageRecord.update_time:type_name -> google.protobuf.Timestamp
+	47, // 57: agentplane.storage.v1.AuditRecordEntry.record:type_name -> agentplane.v1.AuditRecord
+	20, // 58: agentplane.storage.v1.FlowRecord.refill_time:type_name -> google.protobuf.Timestamp
+	20, // 59: agentplane.storage.v1.FlowRecord.fair_finish:type_name -> google.protobuf.Timestamp
+	20, // 60: agentplane.storage.v1.LinkRevocationRecord.expire_time:type_name -> google.protobuf.Timestamp
+	20, // 61: agentplane.storage.v1.LinkRevocationRecord.revoke_time:type_name -> google.protobuf.Timestamp
+	62, // [62:62] is the sub-list for method output_type
+	62, // [62:62] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_storage_v1_storage_proto_init() }
