@@ -84,3 +84,46 @@ func TestFlowOverTheWire(t *testing.T) {
 		t.Fatalf("/metrics lacks %s", want)
 	}
 }
+
+// TestTaskConcurrencyOverTheWire: StartTaskRequest.concurrency reaches the task (its
+// cap and the key it computed), and a key that does not compile is INVALID_ARGUMENT
+// with a BadRequest naming concurrency.key.
+func TestTaskConcurrencyOverTheWire(t *testing.T) {
+	in := servertest.Start(t, nil)
+	ctx := context.Background()
+	c, err := client.Dial(ctx, in.GRPCAddr, client.WithRetry(client.Retry{Attempts: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := func(key string) (*agentplanev1.StartTaskResponse, error) {
+		return c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{
+			Source: &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(&agentplanev1.AgentSpec{ApiVersion: "qar/v1", Kind: "AgentSpec", Model: "m",
+				Instructions: &agentplanev1.Instructions{Source: &agentplanev1.Instructions_Text{Text: "hi"}}})},
+			Input: client.UserText("report"), Labels: map[string]string{"customer": "globex"},
+			Concurrency: &agentplanev1.ConcurrencyLimit{Key: key, Limit: 1},
+		})
+	}
+	resp, err := start(`"c-" + labels["customer"]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task := resp.GetTask(); task.GetConcurrency().GetLimit() != 1 || task.GetConcurrencyKey() != "c-globex" {
+		t.Fatalf("task concurrency %v key %q", task.GetConcurrency(), task.GetConcurrencyKey())
+	}
+	_, err = start(`labels[`)
+	if status.Code(err) != codes.InvalidArgument || reasons.Of(err) != agentplanev1.ErrorReason_ERROR_REASON_REQUEST_INVALID {
+		t.Fatalf("a key that does not compile = %v; want INVALID_ARGUMENT REQUEST_INVALID", err)
+	}
+	var fields []string
+	for _, d := range status.Convert(err).Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, v := range br.GetFieldViolations() {
+				fields = append(fields, v.GetField())
+			}
+		}
+	}
+	if len(fields) != 1 || fields[0] != "concurrency.key" {
+		t.Fatalf("BadRequest fields %v, want [concurrency.key]", fields)
+	}
+}

@@ -67,6 +67,7 @@ func (s *Server) startParams(ctx context.Context, tenant, principal string, req 
 		Queue:        req.GetQueue(),
 		TraceContext: traceContextOf(ctx),
 		Priority:     req.GetPriority(),
+		Concurrency:  req.GetConcurrency(),
 	}
 	if params.RequestID != "" {
 		// Only a retry with the same request_id compares digests.

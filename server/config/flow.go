@@ -53,6 +53,27 @@ type QueueFlow struct {
 	Concurrency *Concurrency `yaml:"concurrency"`
 	// Rate limits starts or leases per key with a token bucket.
 	Rate *Rate `yaml:"rate"`
+	// Fairness shares a tenant's leases of the queue between keys by weighted fair
+	// share, instead of first come, first served.
+	Fairness *KeyFairness `yaml:"fairness"`
+}
+
+// KeyFairness shares the leases of one tenant's queue between the keys of its
+// tasks (its customers, say): a key that queues 10,000 tasks delays another key's
+// by its share only.
+type KeyFairness struct {
+	// Key is a CEL expression of type string as Concurrency.Key; tasks whose key is ""
+	// share one share.
+	Key string `yaml:"key"`
+	// Weights are the keys' shares (1 to 1000); a key not named has DefaultWeight.
+	Weights map[string]int `yaml:"weights"`
+	// DefaultWeight is the weight of a key Weights does not name (default 1).
+	DefaultWeight int `yaml:"default_weight"`
+}
+
+// Weight is a key's weight.
+func (f *KeyFairness) Weight(key string) int {
+	return Fairness{Weights: f.Weights, DefaultWeight: f.DefaultWeight}.Weight(key)
 }
 
 // Concurrency caps how many of a tenant's tasks with the same key hold a lease at
@@ -136,8 +157,18 @@ func (c *Config) validateFlow(bad func(string, ...any)) {
 				bad("%s.rate.burst %d: want 1 to 1e6 (0: ceil(per_second))", path, r.Burst)
 			}
 		}
-		if qf.Concurrency == nil && qf.Rate == nil {
-			bad("%s: neither concurrency nor rate is set", path)
+		if kf := qf.Fairness; kf != nil {
+			if kf.DefaultWeight < 0 || kf.DefaultWeight > 1000 {
+				bad("%s.fairness.default_weight %d: want 1 to 1000 (0: 1)", path, kf.DefaultWeight)
+			}
+			for k, w := range kf.Weights {
+				if w < 1 || w > 1000 {
+					bad("%s.fairness.weights.%s %d: want 1 to 1000", path, k, w)
+				}
+			}
+		}
+		if qf.Concurrency == nil && qf.Rate == nil && qf.Fairness == nil {
+			bad("%s: none of concurrency, rate and fairness is set", path)
 		}
 	}
 }

@@ -32,7 +32,7 @@ flow:
 		{"flow: {queues: {default: {concurrency: {key: 'tenant', limit: 0}}}}", "concurrency.limit 0"},
 		{"flow: {queues: {default: {rate: {on: lease, per_second: 0}}}}", "rate.per_second 0"},
 		{"flow: {queues: {default: {rate: {on: later, per_second: 1}}}}", `rate.on "later"`},
-		{"flow: {queues: {gpu: {}}}", "neither concurrency nor rate"},
+		{"flow: {queues: {gpu: {}}}", "none of concurrency, rate and fairness"},
 	} {
 		cfg := Default()
 		if err := Parse([]byte(c.yaml), &cfg); err != nil {

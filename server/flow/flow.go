@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"cel.dev/cel-go/cel"
@@ -80,6 +81,37 @@ func CompileKey(expr string) (*Key, error) {
 		return nil, err
 	}
 	return &Key{prg: prg, expr: expr}, nil
+}
+
+// Cache compiles the key expressions tasks name themselves
+// (StartTaskRequest.concurrency.key), each once: at most maxCached are kept, and a
+// full cache starts over. An expression that does not compile is not kept.
+type Cache struct {
+	mu   sync.Mutex
+	keys map[string]*Key
+}
+
+const maxCached = 1024
+
+// Compile is CompileKey through the cache.
+func (c *Cache) Compile(expr string) (*Key, error) {
+	c.mu.Lock()
+	k := c.keys[expr]
+	c.mu.Unlock()
+	if k != nil {
+		return k, nil
+	}
+	k, err := CompileKey(expr)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.keys == nil || len(c.keys) >= maxCached {
+		c.keys = map[string]*Key{}
+	}
+	c.keys[expr] = k
+	c.mu.Unlock()
+	return k, nil
 }
 
 // String is the expression's source.

@@ -147,6 +147,9 @@ type Reader interface {
 	// that of two transactions creating it one runs again), so that replicas sharing
 	// a store count one set of slots and one bucket.
 	GetFlow(tenant, name string) (*storagev1.FlowRecord, error)
+	// ScanFlows reads every flow-control record, across tenants, by tenant and name,
+	// until fn returns false or an error (a store move copies them).
+	ScanFlows(fn func(tenant, name string, rec *storagev1.FlowRecord) (bool, error)) error
 
 	// GetLinkRevocation returns the revocation of a tenant's approval link id, or nil
 	// when it is not revoked (or its record was dropped after the link expired).
@@ -310,6 +313,17 @@ func QueueOf(rec *storagev1.TaskRecord) string {
 		return q
 	}
 	return DefaultQueue
+}
+
+// QueueOrder is the time a queued task is ordered by in its queue index: its fair
+// time when its queue shares leases between keys, else its queue time, moved by its
+// priority (schema.QueueOrder).
+func QueueOrder(rec *storagev1.TaskRecord) time.Time {
+	t := rec.GetQueueTime()
+	if f := rec.GetFairTime(); f != nil {
+		t = f
+	}
+	return schema.QueueOrder(t.AsTime(), rec.GetPriority())
 }
 
 // Index names a time index.

@@ -53,6 +53,8 @@ func toAPITask(rec *storagev1.TaskRecord, spec *storagev1.TaskSpecRecord, view V
 		SpecKind:            rec.GetSpecKind(),
 		Queue:               store.QueueOf(rec),
 		Priority:            rec.GetPriority(),
+		Concurrency:         rec.GetConcurrency(),
+		ConcurrencyKey:      rec.GetPolicyConcurrencyKey(),
 		TraceContext:        rec.GetTraceContext(),
 		ScheduledBy:         rec.GetScheduledBy(),
 	}

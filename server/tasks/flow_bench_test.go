@@ -19,8 +19,22 @@ import (
 //
 //	go test -run '^$' -bench 'Starvation' -benchtime 1x ./server/tasks/
 //	go test -run '^$' -bench 'LeaseFairness' -benchtime 4000x -count 3 ./server/tasks/
+//
+// The KeyStarvation and LeaseFairness/keys= benchmarks are the same between the
+// customers (label customer) of one tenant, with flow.queues.default.fairness on or
+// off (-count 3 interleaves the two).
+
+// customerKey is the benchmarks' fairness key.
+const customerKey = `"customer" in labels ? labels["customer"] : ""`
 
 func fairManager(b *testing.B, mode string) *Manager {
+	b.Helper()
+	return keyFairManager(b, mode, false)
+}
+
+// keyFairManager is fairManager with fair share between the customers of a tenant's
+// default queue when keys is set.
+func keyFairManager(b *testing.B, mode string, keys bool) *Manager {
 	b.Helper()
 	st, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), boltstore.Options{WAL: true})
 	if err != nil {
@@ -29,6 +43,9 @@ func fairManager(b *testing.B, mode string) *Manager {
 	cfg := testConfig()
 	cfg.LeaseTTL = time.Hour
 	cfg.Flow.Fairness.Mode = mode
+	if keys {
+		cfg.Flow.Queues = map[string]config.QueueFlow{"default": {Fairness: &config.KeyFairness{Key: customerKey}}}
+	}
 	m, err := New(Options{Store: st, Config: cfg})
 	if err != nil {
 		b.Fatal(err)
@@ -40,12 +57,22 @@ func fairManager(b *testing.B, mode string) *Manager {
 // fill starts n tasks of tenant, from 8 clients.
 func fill(b *testing.B, m *Manager, tenant string, n int) {
 	b.Helper()
+	fillCustomer(b, m, tenant, "", n)
+}
+
+// fillCustomer is fill with the label customer set (when not "").
+func fillCustomer(b *testing.B, m *Manager, tenant, customer string, n int) {
+	b.Helper()
+	p := params(tenant)
+	if customer != "" {
+		p.Labels = map[string]string{"customer": customer}
+	}
 	var wg sync.WaitGroup
 	var next atomic.Int64
 	for range 8 {
 		wg.Go(func() {
 			for next.Add(1) <= int64(n) {
-				if _, _, err := m.Start(ctx, params(tenant)); err != nil {
+				if _, _, err := m.Start(ctx, p); err != nil {
 					b.Error(err)
 					return
 				}
@@ -88,37 +115,62 @@ func BenchmarkStarvation(b *testing.B) {
 	for _, mode := range []string{config.FairFIFO, config.FairRoundRobin, config.FairWeighted} {
 		b.Run("fairness="+mode, func(b *testing.B) {
 			for range b.N {
-				m := fairManager(b, mode)
-				fill(b, m, "flood", 10_000)
-				started := map[string]time.Time{}
-				for range 10 {
-					task, _, err := m.Start(ctx, params("light"))
-					if err != nil {
-						b.Fatal(err)
+				starvation(b, fairManager(b, mode), func(light bool) StartParams {
+					if light {
+						return params("light")
 					}
-					started[task.GetTaskId()] = time.Now()
-				}
-				var mu sync.Mutex
-				var waits []time.Duration
-				leases, lastLight := 0, 0
-				b.ResetTimer()
-				work(b, m, 4, func() bool { mu.Lock(); defer mu.Unlock(); return len(waits) == 10 }, func(l *agentplanev1.Lease) {
-					mu.Lock()
-					defer mu.Unlock()
-					leases++
-					if t, ok := started[l.GetTask().GetTaskId()]; ok {
-						waits = append(waits, time.Since(t))
-						lastLight = leases
-					}
+					return params("flood")
 				})
-				b.StopTimer()
-				slices.Sort(waits)
-				b.ReportMetric(float64(waits[len(waits)/2].Microseconds())/1000, "light-p50-ms")
-				b.ReportMetric(float64(waits[len(waits)*99/100].Microseconds())/1000, "light-p99-ms")
-				b.ReportMetric(float64(lastLight), "leases-before-last-light")
 			}
 		})
 	}
+}
+
+// BenchmarkKeyStarvation is BenchmarkStarvation between two customers of one
+// tenant, with fair share between keys off and on.
+func BenchmarkKeyStarvation(b *testing.B) {
+	for _, keys := range []bool{false, true} {
+		b.Run(fmt.Sprintf("keys=%v", keys), func(b *testing.B) {
+			for range b.N {
+				starvation(b, keyFairManager(b, config.FairRoundRobin, keys), func(light bool) StartParams {
+					return labeled("acme", map[string]string{"customer": map[bool]string{true: "light", false: "flood"}[light]})
+				})
+			}
+		})
+	}
+}
+
+// starvation queues 10,000 tasks of who(false), then 10 of who(true), and reports
+// the light ones' lease wait.
+func starvation(b *testing.B, m *Manager, who func(light bool) StartParams) {
+	flood := who(false)
+	fillCustomer(b, m, flood.Tenant, flood.Labels["customer"], 10_000)
+	started := map[string]time.Time{}
+	for range 10 {
+		task, _, err := m.Start(ctx, who(true))
+		if err != nil {
+			b.Fatal(err)
+		}
+		started[task.GetTaskId()] = time.Now()
+	}
+	var mu sync.Mutex
+	var waits []time.Duration
+	leases, lastLight := 0, 0
+	b.ResetTimer()
+	work(b, m, 4, func() bool { mu.Lock(); defer mu.Unlock(); return len(waits) == 10 }, func(l *agentplanev1.Lease) {
+		mu.Lock()
+		defer mu.Unlock()
+		leases++
+		if t, ok := started[l.GetTask().GetTaskId()]; ok {
+			waits = append(waits, time.Since(t))
+			lastLight = leases
+		}
+	})
+	b.StopTimer()
+	slices.Sort(waits)
+	b.ReportMetric(float64(waits[len(waits)/2].Microseconds())/1000, "light-p50-ms")
+	b.ReportMetric(float64(waits[len(waits)*99/100].Microseconds())/1000, "light-p99-ms")
+	b.ReportMetric(float64(lastLight), "leases-before-last-light")
 }
 
 // BenchmarkLeaseFairness: lease throughput under each fairness mode, with b.N tasks
@@ -138,6 +190,26 @@ func BenchmarkLeaseFairness(b *testing.B) {
 			work(b, m, 4, func() bool { return done.Load() >= int64(total) }, func(*agentplanev1.Lease) { done.Add(1) })
 			b.StopTimer()
 			b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "leases/s")
+		})
+	}
+	// Between the customers of one tenant: ten customers, one holding half, with fair
+	// share between keys off and on; starts/s is the fill's, which pays for the tags.
+	for _, keys := range []bool{false, true} {
+		b.Run(fmt.Sprintf("keys=%v", keys), func(b *testing.B) {
+			m := keyFairManager(b, config.FairRoundRobin, keys)
+			began := time.Now()
+			fillCustomer(b, m, "acme", "c0", b.N/2)
+			for i := 1; i < 10; i++ {
+				fillCustomer(b, m, "acme", fmt.Sprint("c", i), (b.N-b.N/2)/9)
+			}
+			total := b.N/2 + 9*((b.N-b.N/2)/9)
+			startRate := float64(total) / time.Since(began).Seconds()
+			var done atomic.Int64
+			b.ResetTimer()
+			work(b, m, 4, func() bool { return done.Load() >= int64(total) }, func(*agentplanev1.Lease) { done.Add(1) })
+			b.StopTimer()
+			b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "leases/s")
+			b.ReportMetric(startRate, "starts/s")
 		})
 	}
 }

@@ -253,7 +253,7 @@ func (o *Op) grant(runtimeID, leaseID string) error {
 	o.touched = true
 	o.rec.Epoch++
 	o.rec.Attempt++
-	o.rec.QueueTime = nil
+	o.rec.QueueTime, o.rec.FairTime = nil, nil
 	o.rec.Lease = &storagev1.LeaseRecord{
 		LeaseId:   leaseID,
 		Epoch:     o.rec.GetEpoch(),
@@ -437,56 +437,37 @@ func (m *Manager) claim(ctx context.Context, req LeaseRequest) (leases []*agentp
 		granted    []string // the tenant of each lease
 		backlogged []string
 		waits      []queueWait
+		fairs      []fairServed
 	)
 	err = m.store.Update(ctx, func(w store.Writer) error {
-		leases, granted, waits = nil, nil, nil
+		leases, granted, waits, fairs = nil, nil, nil, nil
 		if due {
 			if _, err := m.expireDue(w, now, expireBatch); err != nil {
 				return err
 			}
 		}
-		var picks []queued
-		var err error
-		picks, backlogged, err = m.pickQueued(w, req, start, now)
-		if err != nil {
-			return err
-		}
 		full := map[string]bool{}
-		for _, p := range picks {
-			if len(leases) == req.MaxTasks {
-				break
-			}
-			rec, err := w.GetTask(p.tenant, p.taskID)
+		tried := map[[2]string]bool{}
+		// A first look reads as far as the queues' policies say; when it passed over
+		// tasks that wait for a slot of their own concurrency cap (which a queue
+		// without policies does not expect), a second look reads flowScanWindow
+		// further, so that the tasks behind them are not held up.
+		for widen := false; ; widen = true {
+			picks, tenants, err := m.pickQueued(w, req, start, now, widen)
 			if err != nil {
 				return err
 			}
-			op := m.newOp(w, now, rec)
-			if m.flow[store.QueueOf(rec)].limitsLeases() {
-				ok, err := op.admit(full)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					continue
-				}
+			if !widen {
+				backlogged = tenants
 			}
-			if qt := rec.GetQueueTime(); qt != nil {
-				waits = append(waits, queueWait{store.QueueOf(rec), now.Sub(qt.AsTime())})
-			}
-			if err := op.grant(req.RuntimeID, encodeLeaseID(p.tenant, suffixes[len(leases)])); err != nil {
-				return err
-			}
-			l, err := op.leaseProto()
+			passed, err := m.grantPicks(w, req, now, picks, tried, full, suffixes, &leases, &granted, &waits, &fairs)
 			if err != nil {
 				return err
 			}
-			if err := op.flush(); err != nil {
-				return err
+			if widen || !passed || len(leases) == req.MaxTasks || m.anyLimits(req.Queues) {
+				return nil
 			}
-			leases = append(leases, l)
-			granted = append(granted, p.tenant)
 		}
-		return nil
 	})
 	if err != nil {
 		return nil, false, err
@@ -499,12 +480,62 @@ func (m *Manager) claim(ctx context.Context, req LeaseRequest) (leases []*agentp
 		}
 		m.rrMu.Unlock()
 	}
+	m.served(fairs)
 	if m.onWait != nil {
 		for _, w := range waits {
 			m.onWait(m.metricQueue(w.queue), w.wait)
 		}
 	}
 	return leases, hasQueued && len(leases) == 0, nil
+}
+
+// grantPicks grants the picks a claim has not tried yet, in order, until it holds
+// MaxTasks leases; passed says that flow control passed one over.
+func (m *Manager) grantPicks(w store.Writer, req LeaseRequest, now time.Time, picks []queued, tried map[[2]string]bool, full map[string]bool,
+	suffixes []string, leases *[]*agentplanev1.Lease, granted *[]string, waits *[]queueWait, fairs *[]fairServed) (passed bool, err error) {
+	for _, p := range picks {
+		if len(*leases) == req.MaxTasks {
+			break
+		}
+		if tried[[2]string{p.tenant, p.taskID}] {
+			continue
+		}
+		tried[[2]string{p.tenant, p.taskID}] = true
+		rec, err := w.GetTask(p.tenant, p.taskID)
+		if err != nil {
+			return passed, err
+		}
+		op := m.newOp(w, now, rec)
+		if m.limitsLease(rec) {
+			ok, err := op.admit(full)
+			if err != nil {
+				return passed, err
+			}
+			if !ok {
+				passed = true
+				continue
+			}
+		}
+		if qt := rec.GetQueueTime(); qt != nil {
+			*waits = append(*waits, queueWait{store.QueueOf(rec), now.Sub(qt.AsTime())})
+		}
+		if ft := rec.GetFairTime(); ft != nil {
+			*fairs = append(*fairs, fairServed{p.tenant, store.QueueOf(rec), ft.AsTime()})
+		}
+		if err := op.grant(req.RuntimeID, encodeLeaseID(p.tenant, suffixes[len(*leases)])); err != nil {
+			return passed, err
+		}
+		l, err := op.leaseProto()
+		if err != nil {
+			return passed, err
+		}
+		if err := op.flush(); err != nil {
+			return passed, err
+		}
+		*leases = append(*leases, l)
+		*granted = append(*granted, p.tenant)
+	}
+	return passed, nil
 }
 
 // metricQueue is the queue label of a metric: the queue when it is the default one
@@ -580,8 +611,8 @@ const maxFairTenants = 1024
 // round robin across them, tenants starting after the one served last. Weighted:
 // the tenants' heads in weighted fair-share order (fairShare). FIFO: every head in
 // queue order, whoever's. Each queue read is a range scan of that queue alone; a
-// queue with flow limits is read flowScanWindow further.
-func (m *Manager) pickQueued(r store.Reader, req LeaseRequest, start string, now time.Time) ([]queued, []string, error) {
+// queue with flow limits (or any queue, when widen) is read flowScanWindow further.
+func (m *Manager) pickQueued(r store.Reader, req LeaseRequest, start string, now time.Time, widen bool) ([]queued, []string, error) {
 	n := req.MaxTasks
 	mode := m.cfg.Flow.Fairness.Mode
 	var heads [][]queued
@@ -591,7 +622,7 @@ func (m *Manager) pickQueued(r store.Reader, req LeaseRequest, start string, now
 		mine := []queued(nil)
 		for _, name := range req.Queues {
 			limit := n
-			if m.flow[name].limitsLeases() {
+			if widen || m.flow[name].limitsLeases() {
 				limit += flowScanWindow
 			}
 			var q []queued
@@ -626,7 +657,7 @@ func (m *Manager) pickQueued(r store.Reader, req LeaseRequest, start string, now
 			if mode == config.FairWeighted || mode == config.FairFIFO {
 				return len(tenants) >= maxFairTenants
 			}
-			return len(heads) >= n && !m.anyLimits(req.Queues)
+			return len(heads) >= n && !widen && !m.anyLimits(req.Queues)
 		}
 		visit := func(t string) (bool, error) {
 			if seen[t] {

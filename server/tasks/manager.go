@@ -15,6 +15,7 @@ import (
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/budget"
 	"github.com/agentplane/agentplane/server/config"
+	"github.com/agentplane/agentplane/server/flow"
 	"github.com/agentplane/agentplane/server/store"
 	"github.com/agentplane/agentplane/server/store/pagetoken"
 )
@@ -149,6 +150,12 @@ type Manager struct {
 	fair fairShare
 	// flow holds the compiled per-queue policies of Config.Flow.
 	flow map[string]*queueFlow
+	// taskKeys compiles the concurrency keys tasks name themselves.
+	taskKeys flow.Cache
+	// fairMu guards vclocks, this replica's view of the virtual times of the queues
+	// that share leases between keys (fairTag).
+	fairMu  sync.Mutex
+	vclocks map[[2]string]vclock
 	// onFlow and onWait are Options.CountFlow and ObserveQueueWait.
 	onFlow func(queue, what string)
 	onWait func(queue string, wait time.Duration)

@@ -318,12 +318,14 @@ func (o *Op) closePendingInterrupts(how string) error {
 	return nil
 }
 
-// Enqueue puts the task in the run queue (FIFO per tenant); runtimes waiting in
-// LeaseTasks are woken after the commit.
-func (o *Op) Enqueue() {
+// Enqueue puts the task in the run queue (FIFO per tenant, or by fair share between
+// keys where the queue says so); runtimes waiting in LeaseTasks are woken after the
+// commit.
+func (o *Op) Enqueue() error {
 	o.touched = true
 	o.rec.QueueTime = timestamppb.New(o.now)
 	o.queued = true
+	return o.fairTag()
 }
 
 // ReleaseLease ends the task's lease, recording why (released by the runtime, or
@@ -356,8 +358,7 @@ func (o *Op) Resume(reason string) error {
 	if err := o.SetState(agentplanev1.TaskState_TASK_STATE_SUBMITTED, reason); err != nil {
 		return err
 	}
-	o.Enqueue()
-	return nil
+	return o.Enqueue()
 }
 
 // lostAttempt counts a lease lost or failed with retry and either returns the task to

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"time"
 	"unicode/utf8"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -15,6 +17,7 @@ import (
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/store"
 	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/store/schema"
@@ -87,6 +90,9 @@ type StartParams struct {
 	// Priority orders the task among its tenant's tasks of the queue:
 	// schema.MinPriority to schema.MaxPriority, higher first.
 	Priority int32
+	// Concurrency is the task's own concurrency cap (StartTaskRequest.concurrency);
+	// nil when it has none.
+	Concurrency *agentplanev1.ConcurrencyLimit
 }
 
 // CheckQueue refuses a run queue name that is not 1 to 64 characters of ASCII
@@ -164,6 +170,7 @@ func (p *StartParams) asRequest() *agentplanev1.StartTaskRequest {
 		SessionId:       p.SessionID,
 		Queue:           p.Queue,
 		Priority:        p.Priority,
+		Concurrency:     p.Concurrency,
 	}
 	if p.InterruptTimeout > 0 {
 		req.InterruptTimeout = durationpb.New(p.InterruptTimeout)
@@ -225,7 +232,22 @@ func (m *Manager) checkStart(p *StartParams) error {
 			return invalid("gate event %d has no payload", i)
 		}
 	}
+	if c := p.Concurrency; c != nil {
+		if c.GetLimit() < 1 || c.GetLimit() > config.MaxConcurrencyLimit {
+			return fieldInvalid("concurrency.limit", "concurrency.limit %d: want 1 to %d", c.GetLimit(), config.MaxConcurrencyLimit)
+		}
+		if _, err := m.taskKeys.Compile(c.GetKey()); err != nil {
+			return fieldInvalid("concurrency.key", "concurrency.key: %v", err)
+		}
+	}
 	return nil
+}
+
+// fieldInvalid is INVALID_ARGUMENT (REQUEST_INVALID) naming the field in a BadRequest.
+func fieldInvalid(field, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	return apierr.InvalidArgument(apierr.ReasonInvalidArgument, "%s", msg).
+		WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: msg}}})
 }
 
 // Start creates a task in SUBMITTED, queued for runtimes, with its TaskSubmitted event
@@ -353,23 +375,26 @@ func (m *Manager) startIn(w store.Writer, p *StartParams, ns *start, id string, 
 		return nil, false, err
 	}
 	rec := &storagev1.TaskRecord{
-		TaskId:         id,
-		Tenant:         p.Tenant,
-		State:          agentplanev1.TaskState_TASK_STATE_SUBMITTED,
-		RequestId:      p.RequestID,
-		RequestDigest:  reqDigest,
-		Labels:         p.Labels,
-		CreateTime:     timestamppb.New(now),
-		CreatedBy:      p.Principal,
-		SessionId:      p.SessionID,
-		SpecKind:       kind,
-		Queue:          p.Queue,
-		TraceContext:   p.TraceContext,
-		ScheduledBy:    p.ScheduledBy,
-		AgentId:        p.AgentID,
-		Priority:       p.Priority,
-		ConcurrencyKey: ns.keys.GetConcurrencyKey(),
-		RateKey:        ns.keys.GetRateKey(),
+		TaskId:               id,
+		Tenant:               p.Tenant,
+		State:                agentplanev1.TaskState_TASK_STATE_SUBMITTED,
+		RequestId:            p.RequestID,
+		RequestDigest:        reqDigest,
+		Labels:               p.Labels,
+		CreateTime:           timestamppb.New(now),
+		CreatedBy:            p.Principal,
+		SessionId:            p.SessionID,
+		SpecKind:             kind,
+		Queue:                p.Queue,
+		TraceContext:         p.TraceContext,
+		ScheduledBy:          p.ScheduledBy,
+		AgentId:              p.AgentID,
+		Priority:             p.Priority,
+		ConcurrencyKey:       ns.keys.GetConcurrencyKey(),
+		RateKey:              ns.keys.GetRateKey(),
+		Concurrency:          p.Concurrency,
+		PolicyConcurrencyKey: ns.keys.GetPolicyConcurrencyKey(),
+		FairnessKey:          ns.keys.GetFairnessKey(),
 	}
 	// After the request id: a retry of a start that was let through is answered,
 	// not refused.
@@ -389,7 +414,9 @@ func (m *Manager) startIn(w store.Writer, p *StartParams, ns *start, id string, 
 			return nil, false, err
 		}
 	}
-	op.Enqueue()
+	if err := op.Enqueue(); err != nil {
+		return nil, false, err
+	}
 	if err := op.flush(); err != nil {
 		return nil, false, err
 	}

@@ -300,9 +300,13 @@ type Task struct {
 	// task started otherwise (ScheduleService).
 	ScheduledBy *ScheduledBy `protobuf:"bytes,40,opt,name=scheduled_by,json=scheduledBy,proto3" json:"scheduled_by,omitempty"`
 	// The priority it was started with (StartTaskRequest.priority).
-	Priority      int32 `protobuf:"varint,41,opt,name=priority,proto3" json:"priority,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Priority int32 `protobuf:"varint,41,opt,name=priority,proto3" json:"priority,omitempty"`
+	// Its own concurrency cap (StartTaskRequest.concurrency), as submitted.
+	Concurrency *ConcurrencyLimit `protobuf:"bytes,42,opt,name=concurrency,proto3" json:"concurrency,omitempty"`
+	// The key concurrency.key computed at start ("" when absent: not capped).
+	ConcurrencyKey string `protobuf:"bytes,43,opt,name=concurrency_key,json=concurrencyKey,proto3" json:"concurrency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
@@ -572,6 +576,20 @@ func (x *Task) GetPriority() int32 {
 	return 0
 }
 
+func (x *Task) GetConcurrency() *ConcurrencyLimit {
+	if x != nil {
+		return x.Concurrency
+	}
+	return nil
+}
+
+func (x *Task) GetConcurrencyKey() string {
+	if x != nil {
+		return x.ConcurrencyKey
+	}
+	return ""
+}
+
 type isTask_Spec interface {
 	isTask_Spec()
 }
@@ -597,6 +615,69 @@ func (*Task_Graph) isTask_Spec() {}
 
 func (*Task_AgentId) isTask_Spec() {}
 
+// ConcurrencyLimit caps how many of a tenant's tasks of one queue that share a key
+// hold a lease at once; the others wait in queue order (docs/api.md#flow-control).
+type ConcurrencyLimit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A CEL expression of type string over `tenant`, `queue`, `labels` and `input` (the
+	// text of the input message), as flow.queues.<queue>.concurrency.key, computed once
+	// at start; a literal key is a string literal, for example '"nightly-report"'. At
+	// most 1024 bytes; the key it computes is at most 128 bytes, and "" means the task
+	// is not capped. A key that does not compile, or does not evaluate, refuses the
+	// start (INVALID_ARGUMENT, REQUEST_INVALID, with the field in a BadRequest).
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// How many tasks with the key may hold a lease at once: 1 to 10000. Tasks that
+	// share a key but name different limits each wait while the key holds as many
+	// leases as their own limit.
+	Limit         int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConcurrencyLimit) Reset() {
+	*x = ConcurrencyLimit{}
+	mi := &file_agentplane_v1_task_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConcurrencyLimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConcurrencyLimit) ProtoMessage() {}
+
+func (x *ConcurrencyLimit) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_task_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConcurrencyLimit.ProtoReflect.Descriptor instead.
+func (*ConcurrencyLimit) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ConcurrencyLimit) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *ConcurrencyLimit) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
 // TraceContext is a W3C Trace Context (https://www.w3.org/TR/trace-context/), as the
 // header values.
 type TraceContext struct {
@@ -613,7 +694,7 @@ type TraceContext struct {
 
 func (x *TraceContext) Reset() {
 	*x = TraceContext{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[1]
+	mi := &file_agentplane_v1_task_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -625,7 +706,7 @@ func (x *TraceContext) String() string {
 func (*TraceContext) ProtoMessage() {}
 
 func (x *TraceContext) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[1]
+	mi := &file_agentplane_v1_task_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -638,7 +719,7 @@ func (x *TraceContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceContext.ProtoReflect.Descriptor instead.
 func (*TraceContext) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{1}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *TraceContext) GetTraceparent() string {
@@ -673,7 +754,7 @@ type TaskFailure struct {
 
 func (x *TaskFailure) Reset() {
 	*x = TaskFailure{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[2]
+	mi := &file_agentplane_v1_task_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -685,7 +766,7 @@ func (x *TaskFailure) String() string {
 func (*TaskFailure) ProtoMessage() {}
 
 func (x *TaskFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[2]
+	mi := &file_agentplane_v1_task_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -698,7 +779,7 @@ func (x *TaskFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskFailure.ProtoReflect.Descriptor instead.
 func (*TaskFailure) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{2}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *TaskFailure) GetReason() string {
@@ -728,7 +809,7 @@ type TaskOutput struct {
 
 func (x *TaskOutput) Reset() {
 	*x = TaskOutput{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[3]
+	mi := &file_agentplane_v1_task_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -740,7 +821,7 @@ func (x *TaskOutput) String() string {
 func (*TaskOutput) ProtoMessage() {}
 
 func (x *TaskOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[3]
+	mi := &file_agentplane_v1_task_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -753,7 +834,7 @@ func (x *TaskOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskOutput.ProtoReflect.Descriptor instead.
 func (*TaskOutput) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{3}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *TaskOutput) GetStructured() *structpb.Value {
@@ -808,7 +889,7 @@ type TaskEvent struct {
 
 func (x *TaskEvent) Reset() {
 	*x = TaskEvent{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[4]
+	mi := &file_agentplane_v1_task_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -820,7 +901,7 @@ func (x *TaskEvent) String() string {
 func (*TaskEvent) ProtoMessage() {}
 
 func (x *TaskEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[4]
+	mi := &file_agentplane_v1_task_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -833,7 +914,7 @@ func (x *TaskEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEvent.ProtoReflect.Descriptor instead.
 func (*TaskEvent) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{4}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *TaskEvent) GetTaskId() string {
@@ -1155,7 +1236,7 @@ type TaskSubmitted struct {
 
 func (x *TaskSubmitted) Reset() {
 	*x = TaskSubmitted{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[5]
+	mi := &file_agentplane_v1_task_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1248,7 @@ func (x *TaskSubmitted) String() string {
 func (*TaskSubmitted) ProtoMessage() {}
 
 func (x *TaskSubmitted) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[5]
+	mi := &file_agentplane_v1_task_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1261,7 @@ func (x *TaskSubmitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskSubmitted.ProtoReflect.Descriptor instead.
 func (*TaskSubmitted) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{5}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *TaskSubmitted) GetKind() string {
@@ -1231,7 +1312,7 @@ type StateChanged struct {
 
 func (x *StateChanged) Reset() {
 	*x = StateChanged{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[6]
+	mi := &file_agentplane_v1_task_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1243,7 +1324,7 @@ func (x *StateChanged) String() string {
 func (*StateChanged) ProtoMessage() {}
 
 func (x *StateChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[6]
+	mi := &file_agentplane_v1_task_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1256,7 +1337,7 @@ func (x *StateChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateChanged.ProtoReflect.Descriptor instead.
 func (*StateChanged) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{6}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StateChanged) GetFromState() TaskState {
@@ -1309,7 +1390,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[7]
+	mi := &file_agentplane_v1_task_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1321,7 +1402,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[7]
+	mi := &file_agentplane_v1_task_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1334,7 +1415,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{7}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Message) GetMessageId() string {
@@ -1396,7 +1477,7 @@ type Part struct {
 
 func (x *Part) Reset() {
 	*x = Part{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[8]
+	mi := &file_agentplane_v1_task_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1408,7 +1489,7 @@ func (x *Part) String() string {
 func (*Part) ProtoMessage() {}
 
 func (x *Part) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[8]
+	mi := &file_agentplane_v1_task_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1421,7 +1502,7 @@ func (x *Part) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Part.ProtoReflect.Descriptor instead.
 func (*Part) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{8}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Part) GetKind() isPart_Kind {
@@ -1494,7 +1575,7 @@ type DataPart struct {
 
 func (x *DataPart) Reset() {
 	*x = DataPart{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[9]
+	mi := &file_agentplane_v1_task_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1506,7 +1587,7 @@ func (x *DataPart) String() string {
 func (*DataPart) ProtoMessage() {}
 
 func (x *DataPart) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[9]
+	mi := &file_agentplane_v1_task_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1519,7 +1600,7 @@ func (x *DataPart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataPart.ProtoReflect.Descriptor instead.
 func (*DataPart) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{9}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DataPart) GetData() *structpb.Struct {
@@ -1549,7 +1630,7 @@ type FilePart struct {
 
 func (x *FilePart) Reset() {
 	*x = FilePart{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[10]
+	mi := &file_agentplane_v1_task_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1561,7 +1642,7 @@ func (x *FilePart) String() string {
 func (*FilePart) ProtoMessage() {}
 
 func (x *FilePart) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[10]
+	mi := &file_agentplane_v1_task_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1574,7 +1655,7 @@ func (x *FilePart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilePart.ProtoReflect.Descriptor instead.
 func (*FilePart) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{10}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *FilePart) GetName() string {
@@ -1649,7 +1730,7 @@ type TokenUsage struct {
 
 func (x *TokenUsage) Reset() {
 	*x = TokenUsage{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[11]
+	mi := &file_agentplane_v1_task_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1661,7 +1742,7 @@ func (x *TokenUsage) String() string {
 func (*TokenUsage) ProtoMessage() {}
 
 func (x *TokenUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[11]
+	mi := &file_agentplane_v1_task_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1674,7 +1755,7 @@ func (x *TokenUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenUsage.ProtoReflect.Descriptor instead.
 func (*TokenUsage) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{11}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TokenUsage) GetInputTokens() int32 {
@@ -1723,7 +1804,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[12]
+	mi := &file_agentplane_v1_task_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1735,7 +1816,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[12]
+	mi := &file_agentplane_v1_task_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1748,7 +1829,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{12}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ToolCall) GetCallId() string {
@@ -1812,7 +1893,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[13]
+	mi := &file_agentplane_v1_task_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1824,7 +1905,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[13]
+	mi := &file_agentplane_v1_task_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1837,7 +1918,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{13}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ToolResult) GetCallId() string {
@@ -1888,7 +1969,7 @@ type BudgetWarning struct {
 
 func (x *BudgetWarning) Reset() {
 	*x = BudgetWarning{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[14]
+	mi := &file_agentplane_v1_task_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1900,7 +1981,7 @@ func (x *BudgetWarning) String() string {
 func (*BudgetWarning) ProtoMessage() {}
 
 func (x *BudgetWarning) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[14]
+	mi := &file_agentplane_v1_task_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1913,7 +1994,7 @@ func (x *BudgetWarning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetWarning.ProtoReflect.Descriptor instead.
 func (*BudgetWarning) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{14}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *BudgetWarning) GetBudget() *BudgetStatus {
@@ -1960,7 +2041,7 @@ type BudgetStatus struct {
 
 func (x *BudgetStatus) Reset() {
 	*x = BudgetStatus{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[15]
+	mi := &file_agentplane_v1_task_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1972,7 +2053,7 @@ func (x *BudgetStatus) String() string {
 func (*BudgetStatus) ProtoMessage() {}
 
 func (x *BudgetStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[15]
+	mi := &file_agentplane_v1_task_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1985,7 +2066,7 @@ func (x *BudgetStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetStatus.ProtoReflect.Descriptor instead.
 func (*BudgetStatus) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{15}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BudgetStatus) GetBudget() string {
@@ -2092,7 +2173,7 @@ type RuntimeNote struct {
 
 func (x *RuntimeNote) Reset() {
 	*x = RuntimeNote{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[16]
+	mi := &file_agentplane_v1_task_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2104,7 +2185,7 @@ func (x *RuntimeNote) String() string {
 func (*RuntimeNote) ProtoMessage() {}
 
 func (x *RuntimeNote) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[16]
+	mi := &file_agentplane_v1_task_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2117,7 +2198,7 @@ func (x *RuntimeNote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeNote.ProtoReflect.Descriptor instead.
 func (*RuntimeNote) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{16}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RuntimeNote) GetText() string {
@@ -2157,7 +2238,7 @@ type LeaseChanged struct {
 
 func (x *LeaseChanged) Reset() {
 	*x = LeaseChanged{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[17]
+	mi := &file_agentplane_v1_task_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2169,7 +2250,7 @@ func (x *LeaseChanged) String() string {
 func (*LeaseChanged) ProtoMessage() {}
 
 func (x *LeaseChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[17]
+	mi := &file_agentplane_v1_task_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2182,7 +2263,7 @@ func (x *LeaseChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseChanged.ProtoReflect.Descriptor instead.
 func (*LeaseChanged) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{17}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *LeaseChanged) GetKind() LeaseChangeKind {
@@ -2240,7 +2321,7 @@ type InjectionIgnored struct {
 
 func (x *InjectionIgnored) Reset() {
 	*x = InjectionIgnored{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[18]
+	mi := &file_agentplane_v1_task_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2252,7 +2333,7 @@ func (x *InjectionIgnored) String() string {
 func (*InjectionIgnored) ProtoMessage() {}
 
 func (x *InjectionIgnored) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[18]
+	mi := &file_agentplane_v1_task_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2265,7 +2346,7 @@ func (x *InjectionIgnored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InjectionIgnored.ProtoReflect.Descriptor instead.
 func (*InjectionIgnored) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{18}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *InjectionIgnored) GetNames() []string {
@@ -2295,7 +2376,7 @@ type EntriesDropped struct {
 
 func (x *EntriesDropped) Reset() {
 	*x = EntriesDropped{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[19]
+	mi := &file_agentplane_v1_task_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2307,7 +2388,7 @@ func (x *EntriesDropped) String() string {
 func (*EntriesDropped) ProtoMessage() {}
 
 func (x *EntriesDropped) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[19]
+	mi := &file_agentplane_v1_task_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2320,7 +2401,7 @@ func (x *EntriesDropped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EntriesDropped.ProtoReflect.Descriptor instead.
 func (*EntriesDropped) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{19}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *EntriesDropped) GetProtocol() string {
@@ -2361,7 +2442,7 @@ type DroppedEntry struct {
 
 func (x *DroppedEntry) Reset() {
 	*x = DroppedEntry{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[20]
+	mi := &file_agentplane_v1_task_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2373,7 +2454,7 @@ func (x *DroppedEntry) String() string {
 func (*DroppedEntry) ProtoMessage() {}
 
 func (x *DroppedEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[20]
+	mi := &file_agentplane_v1_task_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2386,7 +2467,7 @@ func (x *DroppedEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DroppedEntry.ProtoReflect.Descriptor instead.
 func (*DroppedEntry) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{20}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DroppedEntry) GetName() string {
@@ -2416,7 +2497,7 @@ type CancelRequested struct {
 
 func (x *CancelRequested) Reset() {
 	*x = CancelRequested{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[21]
+	mi := &file_agentplane_v1_task_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2428,7 +2509,7 @@ func (x *CancelRequested) String() string {
 func (*CancelRequested) ProtoMessage() {}
 
 func (x *CancelRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[21]
+	mi := &file_agentplane_v1_task_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2441,7 +2522,7 @@ func (x *CancelRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequested.ProtoReflect.Descriptor instead.
 func (*CancelRequested) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{21}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CancelRequested) GetReason() string {
@@ -2469,7 +2550,7 @@ type InterruptRaised struct {
 
 func (x *InterruptRaised) Reset() {
 	*x = InterruptRaised{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[22]
+	mi := &file_agentplane_v1_task_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2481,7 +2562,7 @@ func (x *InterruptRaised) String() string {
 func (*InterruptRaised) ProtoMessage() {}
 
 func (x *InterruptRaised) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[22]
+	mi := &file_agentplane_v1_task_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2494,7 +2575,7 @@ func (x *InterruptRaised) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptRaised.ProtoReflect.Descriptor instead.
 func (*InterruptRaised) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{22}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *InterruptRaised) GetInterrupt() *Interrupt {
@@ -2517,7 +2598,7 @@ type InterruptResolved struct {
 
 func (x *InterruptResolved) Reset() {
 	*x = InterruptResolved{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[23]
+	mi := &file_agentplane_v1_task_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2529,7 +2610,7 @@ func (x *InterruptResolved) String() string {
 func (*InterruptResolved) ProtoMessage() {}
 
 func (x *InterruptResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[23]
+	mi := &file_agentplane_v1_task_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2542,7 +2623,7 @@ func (x *InterruptResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptResolved.ProtoReflect.Descriptor instead.
 func (*InterruptResolved) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{23}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *InterruptResolved) GetInterruptId() string {
@@ -2570,7 +2651,7 @@ type VerdictRecorded struct {
 
 func (x *VerdictRecorded) Reset() {
 	*x = VerdictRecorded{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[24]
+	mi := &file_agentplane_v1_task_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2582,7 +2663,7 @@ func (x *VerdictRecorded) String() string {
 func (*VerdictRecorded) ProtoMessage() {}
 
 func (x *VerdictRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[24]
+	mi := &file_agentplane_v1_task_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2595,7 +2676,7 @@ func (x *VerdictRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerdictRecorded.ProtoReflect.Descriptor instead.
 func (*VerdictRecorded) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{24}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *VerdictRecorded) GetVerdict() *Verdict {
@@ -2617,7 +2698,7 @@ type StreamCaughtUp struct {
 
 func (x *StreamCaughtUp) Reset() {
 	*x = StreamCaughtUp{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[25]
+	mi := &file_agentplane_v1_task_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2629,7 +2710,7 @@ func (x *StreamCaughtUp) String() string {
 func (*StreamCaughtUp) ProtoMessage() {}
 
 func (x *StreamCaughtUp) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[25]
+	mi := &file_agentplane_v1_task_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2642,7 +2723,7 @@ func (x *StreamCaughtUp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamCaughtUp.ProtoReflect.Descriptor instead.
 func (*StreamCaughtUp) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{25}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StreamCaughtUp) GetLastSequence() int64 {
@@ -2664,7 +2745,7 @@ type StreamKeepalive struct {
 
 func (x *StreamKeepalive) Reset() {
 	*x = StreamKeepalive{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[26]
+	mi := &file_agentplane_v1_task_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2676,7 +2757,7 @@ func (x *StreamKeepalive) String() string {
 func (*StreamKeepalive) ProtoMessage() {}
 
 func (x *StreamKeepalive) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[26]
+	mi := &file_agentplane_v1_task_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2689,7 +2770,7 @@ func (x *StreamKeepalive) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamKeepalive.ProtoReflect.Descriptor instead.
 func (*StreamKeepalive) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{26}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StreamKeepalive) GetTime() *timestamppb.Timestamp {
@@ -2717,7 +2798,7 @@ type MessageDelta struct {
 
 func (x *MessageDelta) Reset() {
 	*x = MessageDelta{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[27]
+	mi := &file_agentplane_v1_task_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2729,7 +2810,7 @@ func (x *MessageDelta) String() string {
 func (*MessageDelta) ProtoMessage() {}
 
 func (x *MessageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[27]
+	mi := &file_agentplane_v1_task_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2742,7 +2823,7 @@ func (x *MessageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageDelta.ProtoReflect.Descriptor instead.
 func (*MessageDelta) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{27}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *MessageDelta) GetMessageId() string {
@@ -2788,7 +2869,7 @@ type ScheduledBy struct {
 
 func (x *ScheduledBy) Reset() {
 	*x = ScheduledBy{}
-	mi := &file_agentplane_v1_task_proto_msgTypes[28]
+	mi := &file_agentplane_v1_task_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2800,7 +2881,7 @@ func (x *ScheduledBy) String() string {
 func (*ScheduledBy) ProtoMessage() {}
 
 func (x *ScheduledBy) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_task_proto_msgTypes[28]
+	mi := &file_agentplane_v1_task_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2813,7 +2894,7 @@ func (x *ScheduledBy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduledBy.ProtoReflect.Descriptor instead.
 func (*ScheduledBy) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{28}
+	return file_agentplane_v1_task_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ScheduledBy) GetScheduleId() string {
@@ -2841,7 +2922,7 @@ var File_agentplane_v1_task_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\n" +
-	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe0\f\n" +
+	"\x18agentplane/v1/task.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a\x18agentplane/v1/spec.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcc\r\n" +
 	"\x04Task\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12.\n" +
@@ -2881,11 +2962,16 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\x05input\x18  \x01(\v2\x16.agentplane.v1.MessageR\x05input\x12/\n" +
 	"\x05usage\x18! \x01(\v2\x19.agentplane.v1.TokenUsageR\x05usage\x12=\n" +
 	"\fscheduled_by\x18( \x01(\v2\x1a.agentplane.v1.ScheduledByR\vscheduledBy\x12\x1a\n" +
-	"\bpriority\x18) \x01(\x05R\bpriority\x1a9\n" +
+	"\bpriority\x18) \x01(\x05R\bpriority\x12A\n" +
+	"\vconcurrency\x18* \x01(\v2\x1f.agentplane.v1.ConcurrencyLimitR\vconcurrency\x12'\n" +
+	"\x0fconcurrency_key\x18+ \x01(\tR\x0econcurrencyKey\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +
-	"\x04specJ\x04\b\b\x10\tJ\x04\b\x13\x10\x14J\x04\b\x14\x10\x15R\vmcp_serversR\ta2a_peers\"P\n" +
+	"\x04specJ\x04\b\b\x10\tJ\x04\b\x13\x10\x14J\x04\b\x14\x10\x15R\vmcp_serversR\ta2a_peers\":\n" +
+	"\x10ConcurrencyLimit\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"P\n" +
 	"\fTraceContext\x12 \n" +
 	"\vtraceparent\x18\x01 \x01(\tR\vtraceparent\x12\x1e\n" +
 	"\n" +
@@ -3079,122 +3165,124 @@ func file_agentplane_v1_task_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_v1_task_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_agentplane_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_agentplane_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_agentplane_v1_task_proto_goTypes = []any{
 	(TaskState)(0),                // 0: agentplane.v1.TaskState
 	(MessageRole)(0),              // 1: agentplane.v1.MessageRole
 	(LeaseChangeKind)(0),          // 2: agentplane.v1.LeaseChangeKind
 	(*Task)(nil),                  // 3: agentplane.v1.Task
-	(*TraceContext)(nil),          // 4: agentplane.v1.TraceContext
-	(*TaskFailure)(nil),           // 5: agentplane.v1.TaskFailure
-	(*TaskOutput)(nil),            // 6: agentplane.v1.TaskOutput
-	(*TaskEvent)(nil),             // 7: agentplane.v1.TaskEvent
-	(*TaskSubmitted)(nil),         // 8: agentplane.v1.TaskSubmitted
-	(*StateChanged)(nil),          // 9: agentplane.v1.StateChanged
-	(*Message)(nil),               // 10: agentplane.v1.Message
-	(*Part)(nil),                  // 11: agentplane.v1.Part
-	(*DataPart)(nil),              // 12: agentplane.v1.DataPart
-	(*FilePart)(nil),              // 13: agentplane.v1.FilePart
-	(*TokenUsage)(nil),            // 14: agentplane.v1.TokenUsage
-	(*ToolCall)(nil),              // 15: agentplane.v1.ToolCall
-	(*ToolResult)(nil),            // 16: agentplane.v1.ToolResult
-	(*BudgetWarning)(nil),         // 17: agentplane.v1.BudgetWarning
-	(*BudgetStatus)(nil),          // 18: agentplane.v1.BudgetStatus
-	(*RuntimeNote)(nil),           // 19: agentplane.v1.RuntimeNote
-	(*LeaseChanged)(nil),          // 20: agentplane.v1.LeaseChanged
-	(*InjectionIgnored)(nil),      // 21: agentplane.v1.InjectionIgnored
-	(*EntriesDropped)(nil),        // 22: agentplane.v1.EntriesDropped
-	(*DroppedEntry)(nil),          // 23: agentplane.v1.DroppedEntry
-	(*CancelRequested)(nil),       // 24: agentplane.v1.CancelRequested
-	(*InterruptRaised)(nil),       // 25: agentplane.v1.InterruptRaised
-	(*InterruptResolved)(nil),     // 26: agentplane.v1.InterruptResolved
-	(*VerdictRecorded)(nil),       // 27: agentplane.v1.VerdictRecorded
-	(*StreamCaughtUp)(nil),        // 28: agentplane.v1.StreamCaughtUp
-	(*StreamKeepalive)(nil),       // 29: agentplane.v1.StreamKeepalive
-	(*MessageDelta)(nil),          // 30: agentplane.v1.MessageDelta
-	(*ScheduledBy)(nil),           // 31: agentplane.v1.ScheduledBy
-	nil,                           // 32: agentplane.v1.Task.LabelsEntry
-	nil,                           // 33: agentplane.v1.RuntimeNote.AttributesEntry
-	(*AgentSpec)(nil),             // 34: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),             // 35: agentplane.v1.GraphSpec
-	(*timestamppb.Timestamp)(nil), // 36: google.protobuf.Timestamp
-	(*InterruptPolicy)(nil),       // 37: agentplane.v1.InterruptPolicy
-	(*ToolAxisOverride)(nil),      // 38: agentplane.v1.ToolAxisOverride
-	(*durationpb.Duration)(nil),   // 39: google.protobuf.Duration
-	(*McpServerInfo)(nil),         // 40: agentplane.v1.McpServerInfo
-	(*A2APeerInfo)(nil),           // 41: agentplane.v1.A2aPeerInfo
-	(*structpb.Value)(nil),        // 42: google.protobuf.Value
-	(*ToolGated)(nil),             // 43: agentplane.v1.ToolGated
-	(*structpb.Struct)(nil),       // 44: google.protobuf.Struct
-	(*Interrupt)(nil),             // 45: agentplane.v1.Interrupt
-	(*Decision)(nil),              // 46: agentplane.v1.Decision
-	(*Verdict)(nil),               // 47: agentplane.v1.Verdict
+	(*ConcurrencyLimit)(nil),      // 4: agentplane.v1.ConcurrencyLimit
+	(*TraceContext)(nil),          // 5: agentplane.v1.TraceContext
+	(*TaskFailure)(nil),           // 6: agentplane.v1.TaskFailure
+	(*TaskOutput)(nil),            // 7: agentplane.v1.TaskOutput
+	(*TaskEvent)(nil),             // 8: agentplane.v1.TaskEvent
+	(*TaskSubmitted)(nil),         // 9: agentplane.v1.TaskSubmitted
+	(*StateChanged)(nil),          // 10: agentplane.v1.StateChanged
+	(*Message)(nil),               // 11: agentplane.v1.Message
+	(*Part)(nil),                  // 12: agentplane.v1.Part
+	(*DataPart)(nil),              // 13: agentplane.v1.DataPart
+	(*FilePart)(nil),              // 14: agentplane.v1.FilePart
+	(*TokenUsage)(nil),            // 15: agentplane.v1.TokenUsage
+	(*ToolCall)(nil),              // 16: agentplane.v1.ToolCall
+	(*ToolResult)(nil),            // 17: agentplane.v1.ToolResult
+	(*BudgetWarning)(nil),         // 18: agentplane.v1.BudgetWarning
+	(*BudgetStatus)(nil),          // 19: agentplane.v1.BudgetStatus
+	(*RuntimeNote)(nil),           // 20: agentplane.v1.RuntimeNote
+	(*LeaseChanged)(nil),          // 21: agentplane.v1.LeaseChanged
+	(*InjectionIgnored)(nil),      // 22: agentplane.v1.InjectionIgnored
+	(*EntriesDropped)(nil),        // 23: agentplane.v1.EntriesDropped
+	(*DroppedEntry)(nil),          // 24: agentplane.v1.DroppedEntry
+	(*CancelRequested)(nil),       // 25: agentplane.v1.CancelRequested
+	(*InterruptRaised)(nil),       // 26: agentplane.v1.InterruptRaised
+	(*InterruptResolved)(nil),     // 27: agentplane.v1.InterruptResolved
+	(*VerdictRecorded)(nil),       // 28: agentplane.v1.VerdictRecorded
+	(*StreamCaughtUp)(nil),        // 29: agentplane.v1.StreamCaughtUp
+	(*StreamKeepalive)(nil),       // 30: agentplane.v1.StreamKeepalive
+	(*MessageDelta)(nil),          // 31: agentplane.v1.MessageDelta
+	(*ScheduledBy)(nil),           // 32: agentplane.v1.ScheduledBy
+	nil,                           // 33: agentplane.v1.Task.LabelsEntry
+	nil,                           // 34: agentplane.v1.RuntimeNote.AttributesEntry
+	(*AgentSpec)(nil),             // 35: agentplane.v1.AgentSpec
+	(*GraphSpec)(nil),             // 36: agentplane.v1.GraphSpec
+	(*timestamppb.Timestamp)(nil), // 37: google.protobuf.Timestamp
+	(*InterruptPolicy)(nil),       // 38: agentplane.v1.InterruptPolicy
+	(*ToolAxisOverride)(nil),      // 39: agentplane.v1.ToolAxisOverride
+	(*durationpb.Duration)(nil),   // 40: google.protobuf.Duration
+	(*McpServerInfo)(nil),         // 41: agentplane.v1.McpServerInfo
+	(*A2APeerInfo)(nil),           // 42: agentplane.v1.A2aPeerInfo
+	(*structpb.Value)(nil),        // 43: google.protobuf.Value
+	(*ToolGated)(nil),             // 44: agentplane.v1.ToolGated
+	(*structpb.Struct)(nil),       // 45: google.protobuf.Struct
+	(*Interrupt)(nil),             // 46: agentplane.v1.Interrupt
+	(*Decision)(nil),              // 47: agentplane.v1.Decision
+	(*Verdict)(nil),               // 48: agentplane.v1.Verdict
 }
 var file_agentplane_v1_task_proto_depIdxs = []int32{
 	0,  // 0: agentplane.v1.Task.state:type_name -> agentplane.v1.TaskState
-	34, // 1: agentplane.v1.Task.agent:type_name -> agentplane.v1.AgentSpec
-	35, // 2: agentplane.v1.Task.graph:type_name -> agentplane.v1.GraphSpec
-	32, // 3: agentplane.v1.Task.labels:type_name -> agentplane.v1.Task.LabelsEntry
-	36, // 4: agentplane.v1.Task.create_time:type_name -> google.protobuf.Timestamp
-	36, // 5: agentplane.v1.Task.update_time:type_name -> google.protobuf.Timestamp
-	36, // 6: agentplane.v1.Task.end_time:type_name -> google.protobuf.Timestamp
-	5,  // 7: agentplane.v1.Task.failure:type_name -> agentplane.v1.TaskFailure
-	6,  // 8: agentplane.v1.Task.output:type_name -> agentplane.v1.TaskOutput
-	37, // 9: agentplane.v1.Task.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	38, // 10: agentplane.v1.Task.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	39, // 11: agentplane.v1.Task.interrupt_timeout:type_name -> google.protobuf.Duration
-	40, // 12: agentplane.v1.Task.effective_mcp_servers:type_name -> agentplane.v1.McpServerInfo
-	41, // 13: agentplane.v1.Task.effective_a2a_peers:type_name -> agentplane.v1.A2aPeerInfo
-	4,  // 14: agentplane.v1.Task.trace_context:type_name -> agentplane.v1.TraceContext
-	10, // 15: agentplane.v1.Task.input:type_name -> agentplane.v1.Message
-	14, // 16: agentplane.v1.Task.usage:type_name -> agentplane.v1.TokenUsage
-	31, // 17: agentplane.v1.Task.scheduled_by:type_name -> agentplane.v1.ScheduledBy
-	42, // 18: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
-	10, // 19: agentplane.v1.TaskOutput.message:type_name -> agentplane.v1.Message
-	36, // 20: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
-	8,  // 21: agentplane.v1.TaskEvent.submitted:type_name -> agentplane.v1.TaskSubmitted
-	9,  // 22: agentplane.v1.TaskEvent.state_changed:type_name -> agentplane.v1.StateChanged
-	10, // 23: agentplane.v1.TaskEvent.message:type_name -> agentplane.v1.Message
-	15, // 24: agentplane.v1.TaskEvent.tool_call:type_name -> agentplane.v1.ToolCall
-	16, // 25: agentplane.v1.TaskEvent.tool_result:type_name -> agentplane.v1.ToolResult
-	19, // 26: agentplane.v1.TaskEvent.note:type_name -> agentplane.v1.RuntimeNote
-	20, // 27: agentplane.v1.TaskEvent.lease:type_name -> agentplane.v1.LeaseChanged
-	43, // 28: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
-	25, // 29: agentplane.v1.TaskEvent.interrupt_raised:type_name -> agentplane.v1.InterruptRaised
-	26, // 30: agentplane.v1.TaskEvent.interrupt_resolved:type_name -> agentplane.v1.InterruptResolved
-	27, // 31: agentplane.v1.TaskEvent.verdict_recorded:type_name -> agentplane.v1.VerdictRecorded
-	21, // 32: agentplane.v1.TaskEvent.mcp_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
-	21, // 33: agentplane.v1.TaskEvent.a2a_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
-	22, // 34: agentplane.v1.TaskEvent.entries_dropped:type_name -> agentplane.v1.EntriesDropped
-	24, // 35: agentplane.v1.TaskEvent.cancel_requested:type_name -> agentplane.v1.CancelRequested
-	6,  // 36: agentplane.v1.TaskEvent.output:type_name -> agentplane.v1.TaskOutput
-	17, // 37: agentplane.v1.TaskEvent.budget_warning:type_name -> agentplane.v1.BudgetWarning
-	10, // 38: agentplane.v1.TaskSubmitted.input:type_name -> agentplane.v1.Message
-	0,  // 39: agentplane.v1.StateChanged.from_state:type_name -> agentplane.v1.TaskState
-	0,  // 40: agentplane.v1.StateChanged.to_state:type_name -> agentplane.v1.TaskState
-	1,  // 41: agentplane.v1.Message.role:type_name -> agentplane.v1.MessageRole
-	11, // 42: agentplane.v1.Message.parts:type_name -> agentplane.v1.Part
-	14, // 43: agentplane.v1.Message.usage:type_name -> agentplane.v1.TokenUsage
-	12, // 44: agentplane.v1.Part.data:type_name -> agentplane.v1.DataPart
-	13, // 45: agentplane.v1.Part.file:type_name -> agentplane.v1.FilePart
-	44, // 46: agentplane.v1.DataPart.data:type_name -> google.protobuf.Struct
-	42, // 47: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
-	18, // 48: agentplane.v1.BudgetWarning.budget:type_name -> agentplane.v1.BudgetStatus
-	36, // 49: agentplane.v1.BudgetStatus.period_start:type_name -> google.protobuf.Timestamp
-	36, // 50: agentplane.v1.BudgetStatus.resets_at:type_name -> google.protobuf.Timestamp
-	33, // 51: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
-	2,  // 52: agentplane.v1.LeaseChanged.kind:type_name -> agentplane.v1.LeaseChangeKind
-	23, // 53: agentplane.v1.EntriesDropped.entries:type_name -> agentplane.v1.DroppedEntry
-	45, // 54: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
-	46, // 55: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
-	47, // 56: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
-	36, // 57: agentplane.v1.StreamKeepalive.time:type_name -> google.protobuf.Timestamp
-	36, // 58: agentplane.v1.ScheduledBy.nominal_time:type_name -> google.protobuf.Timestamp
-	59, // [59:59] is the sub-list for method output_type
-	59, // [59:59] is the sub-list for method input_type
-	59, // [59:59] is the sub-list for extension type_name
-	59, // [59:59] is the sub-list for extension extendee
-	0,  // [0:59] is the sub-list for field type_name
+	35, // 1: agentplane.v1.Task.agent:type_name -> agentplane.v1.AgentSpec
+	36, // 2: agentplane.v1.Task.graph:type_name -> agentplane.v1.GraphSpec
+	33, // 3: agentplane.v1.Task.labels:type_name -> agentplane.v1.Task.LabelsEntry
+	37, // 4: agentplane.v1.Task.create_time:type_name -> google.protobuf.Timestamp
+	37, // 5: agentplane.v1.Task.update_time:type_name -> google.protobuf.Timestamp
+	37, // 6: agentplane.v1.Task.end_time:type_name -> google.protobuf.Timestamp
+	6,  // 7: agentplane.v1.Task.failure:type_name -> agentplane.v1.TaskFailure
+	7,  // 8: agentplane.v1.Task.output:type_name -> agentplane.v1.TaskOutput
+	38, // 9: agentplane.v1.Task.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	39, // 10: agentplane.v1.Task.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	40, // 11: agentplane.v1.Task.interrupt_timeout:type_name -> google.protobuf.Duration
+	41, // 12: agentplane.v1.Task.effective_mcp_servers:type_name -> agentplane.v1.McpServerInfo
+	42, // 13: agentplane.v1.Task.effective_a2a_peers:type_name -> agentplane.v1.A2aPeerInfo
+	5,  // 14: agentplane.v1.Task.trace_context:type_name -> agentplane.v1.TraceContext
+	11, // 15: agentplane.v1.Task.input:type_name -> agentplane.v1.Message
+	15, // 16: agentplane.v1.Task.usage:type_name -> agentplane.v1.TokenUsage
+	32, // 17: agentplane.v1.Task.scheduled_by:type_name -> agentplane.v1.ScheduledBy
+	4,  // 18: agentplane.v1.Task.concurrency:type_name -> agentplane.v1.ConcurrencyLimit
+	43, // 19: agentplane.v1.TaskOutput.structured:type_name -> google.protobuf.Value
+	11, // 20: agentplane.v1.TaskOutput.message:type_name -> agentplane.v1.Message
+	37, // 21: agentplane.v1.TaskEvent.time:type_name -> google.protobuf.Timestamp
+	9,  // 22: agentplane.v1.TaskEvent.submitted:type_name -> agentplane.v1.TaskSubmitted
+	10, // 23: agentplane.v1.TaskEvent.state_changed:type_name -> agentplane.v1.StateChanged
+	11, // 24: agentplane.v1.TaskEvent.message:type_name -> agentplane.v1.Message
+	16, // 25: agentplane.v1.TaskEvent.tool_call:type_name -> agentplane.v1.ToolCall
+	17, // 26: agentplane.v1.TaskEvent.tool_result:type_name -> agentplane.v1.ToolResult
+	20, // 27: agentplane.v1.TaskEvent.note:type_name -> agentplane.v1.RuntimeNote
+	21, // 28: agentplane.v1.TaskEvent.lease:type_name -> agentplane.v1.LeaseChanged
+	44, // 29: agentplane.v1.TaskEvent.tool_gated:type_name -> agentplane.v1.ToolGated
+	26, // 30: agentplane.v1.TaskEvent.interrupt_raised:type_name -> agentplane.v1.InterruptRaised
+	27, // 31: agentplane.v1.TaskEvent.interrupt_resolved:type_name -> agentplane.v1.InterruptResolved
+	28, // 32: agentplane.v1.TaskEvent.verdict_recorded:type_name -> agentplane.v1.VerdictRecorded
+	22, // 33: agentplane.v1.TaskEvent.mcp_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
+	22, // 34: agentplane.v1.TaskEvent.a2a_injection_ignored:type_name -> agentplane.v1.InjectionIgnored
+	23, // 35: agentplane.v1.TaskEvent.entries_dropped:type_name -> agentplane.v1.EntriesDropped
+	25, // 36: agentplane.v1.TaskEvent.cancel_requested:type_name -> agentplane.v1.CancelRequested
+	7,  // 37: agentplane.v1.TaskEvent.output:type_name -> agentplane.v1.TaskOutput
+	18, // 38: agentplane.v1.TaskEvent.budget_warning:type_name -> agentplane.v1.BudgetWarning
+	11, // 39: agentplane.v1.TaskSubmitted.input:type_name -> agentplane.v1.Message
+	0,  // 40: agentplane.v1.StateChanged.from_state:type_name -> agentplane.v1.TaskState
+	0,  // 41: agentplane.v1.StateChanged.to_state:type_name -> agentplane.v1.TaskState
+	1,  // 42: agentplane.v1.Message.role:type_name -> agentplane.v1.MessageRole
+	12, // 43: agentplane.v1.Message.parts:type_name -> agentplane.v1.Part
+	15, // 44: agentplane.v1.Message.usage:type_name -> agentplane.v1.TokenUsage
+	13, // 45: agentplane.v1.Part.data:type_name -> agentplane.v1.DataPart
+	14, // 46: agentplane.v1.Part.file:type_name -> agentplane.v1.FilePart
+	45, // 47: agentplane.v1.DataPart.data:type_name -> google.protobuf.Struct
+	43, // 48: agentplane.v1.ToolResult.result:type_name -> google.protobuf.Value
+	19, // 49: agentplane.v1.BudgetWarning.budget:type_name -> agentplane.v1.BudgetStatus
+	37, // 50: agentplane.v1.BudgetStatus.period_start:type_name -> google.protobuf.Timestamp
+	37, // 51: agentplane.v1.BudgetStatus.resets_at:type_name -> google.protobuf.Timestamp
+	34, // 52: agentplane.v1.RuntimeNote.attributes:type_name -> agentplane.v1.RuntimeNote.AttributesEntry
+	2,  // 53: agentplane.v1.LeaseChanged.kind:type_name -> agentplane.v1.LeaseChangeKind
+	24, // 54: agentplane.v1.EntriesDropped.entries:type_name -> agentplane.v1.DroppedEntry
+	46, // 55: agentplane.v1.InterruptRaised.interrupt:type_name -> agentplane.v1.Interrupt
+	47, // 56: agentplane.v1.InterruptResolved.decision:type_name -> agentplane.v1.Decision
+	48, // 57: agentplane.v1.VerdictRecorded.verdict:type_name -> agentplane.v1.Verdict
+	37, // 58: agentplane.v1.StreamKeepalive.time:type_name -> google.protobuf.Timestamp
+	37, // 59: agentplane.v1.ScheduledBy.nominal_time:type_name -> google.protobuf.Timestamp
+	60, // [60:60] is the sub-list for method output_type
+	60, // [60:60] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_task_proto_init() }
@@ -3211,7 +3299,7 @@ func file_agentplane_v1_task_proto_init() {
 		(*Task_Graph)(nil),
 		(*Task_AgentId)(nil),
 	}
-	file_agentplane_v1_task_proto_msgTypes[4].OneofWrappers = []any{
+	file_agentplane_v1_task_proto_msgTypes[5].OneofWrappers = []any{
 		(*TaskEvent_Submitted)(nil),
 		(*TaskEvent_StateChanged)(nil),
 		(*TaskEvent_Message)(nil),
@@ -3230,12 +3318,12 @@ func file_agentplane_v1_task_proto_init() {
 		(*TaskEvent_Output)(nil),
 		(*TaskEvent_BudgetWarning)(nil),
 	}
-	file_agentplane_v1_task_proto_msgTypes[8].OneofWrappers = []any{
+	file_agentplane_v1_task_proto_msgTypes[9].OneofWrappers = []any{
 		(*Part_Text)(nil),
 		(*Part_Data)(nil),
 		(*Part_File)(nil),
 	}
-	file_agentplane_v1_task_proto_msgTypes[10].OneofWrappers = []any{
+	file_agentplane_v1_task_proto_msgTypes[11].OneofWrappers = []any{
 		(*FilePart_Bytes)(nil),
 		(*FilePart_Uri)(nil),
 	}
@@ -3245,7 +3333,7 @@ func file_agentplane_v1_task_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_task_proto_rawDesc), len(file_agentplane_v1_task_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   31,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -130,7 +130,12 @@ type StartTaskRequest struct {
 	// Priority within the tenant's share of the queue: -5 (lowest) to 5 (highest), 0 by
 	// default. Among the tenant's tasks queued in one queue, a higher priority is
 	// leased first; fair sharing across tenants is unchanged (docs/api.md#flow-control).
-	Priority      int32 `protobuf:"varint,40,opt,name=priority,proto3" json:"priority,omitempty"`
+	Priority int32 `protobuf:"varint,40,opt,name=priority,proto3" json:"priority,omitempty"`
+	// Caps how many of the tenant's tasks of this queue with the same key hold a lease
+	// at once, on top of the queue's own flow.queues.<queue>.concurrency: a task is
+	// leased only when both have room (docs/api.md#flow-control). Absent: no cap of
+	// its own.
+	Concurrency   *ConcurrencyLimit `protobuf:"bytes,41,opt,name=concurrency,proto3" json:"concurrency,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -288,6 +293,13 @@ func (x *StartTaskRequest) GetPriority() int32 {
 		return x.Priority
 	}
 	return 0
+}
+
+func (x *StartTaskRequest) GetConcurrency() *ConcurrencyLimit {
+	if x != nil {
+		return x.Concurrency
+	}
+	return nil
 }
 
 type isStartTaskRequest_Source interface {
@@ -1586,7 +1598,7 @@ var File_agentplane_v1_task_service_proto protoreflect.FileDescriptor
 
 const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\n" +
-	" agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a agentplane/v1/spec_service.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfc\x06\n" +
+	" agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18agentplane/v1/hitl.proto\x1a\x19agentplane/v1/peers.proto\x1a agentplane/v1/spec_service.proto\x1a\x18agentplane/v1/task.proto\x1a\x1bagentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbf\a\n" +
 	"\x10StartTaskRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12-\n" +
@@ -1607,7 +1619,8 @@ const file_agentplane_v1_task_service_proto_rawDesc = "" +
 	"\x04view\x18\x0f \x01(\x0e2\x17.agentplane.v1.TaskViewR\x04view\x12\x14\n" +
 	"\x05queue\x18\x10 \x01(\tR\x05queue\x12,\n" +
 	"\x05input\x18\x12 \x01(\v2\x16.agentplane.v1.MessageR\x05input\x12\x1a\n" +
-	"\bpriority\x18( \x01(\x05R\bpriority\x1a9\n" +
+	"\bpriority\x18( \x01(\x05R\bpriority\x12A\n" +
+	"\vconcurrency\x18) \x01(\v2\x1f.agentplane.v1.ConcurrencyLimitR\vconcurrency\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\b\n" +
@@ -1752,17 +1765,18 @@ var file_agentplane_v1_task_service_proto_goTypes = []any{
 	(*ToolAxisOverride)(nil),        // 27: agentplane.v1.ToolAxisOverride
 	(*durationpb.Duration)(nil),     // 28: google.protobuf.Duration
 	(*Message)(nil),                 // 29: agentplane.v1.Message
-	(*Task)(nil),                    // 30: agentplane.v1.Task
-	(*structpb.Value)(nil),          // 31: google.protobuf.Value
-	(TaskState)(0),                  // 32: agentplane.v1.TaskState
-	(*timestamppb.Timestamp)(nil),   // 33: google.protobuf.Timestamp
-	(*TaskEvent)(nil),               // 34: agentplane.v1.TaskEvent
-	(*StreamCaughtUp)(nil),          // 35: agentplane.v1.StreamCaughtUp
-	(*StreamKeepalive)(nil),         // 36: agentplane.v1.StreamKeepalive
-	(*MessageDelta)(nil),            // 37: agentplane.v1.MessageDelta
-	(*Verdict)(nil),                 // 38: agentplane.v1.Verdict
-	(ObligationState)(0),            // 39: agentplane.v1.ObligationState
-	(*Obligation)(nil),              // 40: agentplane.v1.Obligation
+	(*ConcurrencyLimit)(nil),        // 30: agentplane.v1.ConcurrencyLimit
+	(*Task)(nil),                    // 31: agentplane.v1.Task
+	(*structpb.Value)(nil),          // 32: google.protobuf.Value
+	(TaskState)(0),                  // 33: agentplane.v1.TaskState
+	(*timestamppb.Timestamp)(nil),   // 34: google.protobuf.Timestamp
+	(*TaskEvent)(nil),               // 35: agentplane.v1.TaskEvent
+	(*StreamCaughtUp)(nil),          // 36: agentplane.v1.StreamCaughtUp
+	(*StreamKeepalive)(nil),         // 37: agentplane.v1.StreamKeepalive
+	(*MessageDelta)(nil),            // 38: agentplane.v1.MessageDelta
+	(*Verdict)(nil),                 // 39: agentplane.v1.Verdict
+	(ObligationState)(0),            // 40: agentplane.v1.ObligationState
+	(*Obligation)(nil),              // 41: agentplane.v1.Obligation
 }
 var file_agentplane_v1_task_service_proto_depIdxs = []int32{
 	22, // 0: agentplane.v1.StartTaskRequest.spec:type_name -> google.protobuf.Struct
@@ -1775,51 +1789,52 @@ var file_agentplane_v1_task_service_proto_depIdxs = []int32{
 	28, // 7: agentplane.v1.StartTaskRequest.interrupt_timeout:type_name -> google.protobuf.Duration
 	0,  // 8: agentplane.v1.StartTaskRequest.view:type_name -> agentplane.v1.TaskView
 	29, // 9: agentplane.v1.StartTaskRequest.input:type_name -> agentplane.v1.Message
-	30, // 10: agentplane.v1.StartTaskResponse.task:type_name -> agentplane.v1.Task
-	29, // 11: agentplane.v1.ContinueTaskRequest.message:type_name -> agentplane.v1.Message
-	4,  // 12: agentplane.v1.ContinueTaskRequest.tool_outputs:type_name -> agentplane.v1.ToolOutputs
-	5,  // 13: agentplane.v1.ToolOutputs.outputs:type_name -> agentplane.v1.ToolOutput
-	31, // 14: agentplane.v1.ToolOutput.result:type_name -> google.protobuf.Value
-	30, // 15: agentplane.v1.ContinueTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 16: agentplane.v1.GetTaskRequest.view:type_name -> agentplane.v1.TaskView
-	30, // 17: agentplane.v1.GetTaskResponse.task:type_name -> agentplane.v1.Task
-	32, // 18: agentplane.v1.ListTasksRequest.states:type_name -> agentplane.v1.TaskState
-	33, // 19: agentplane.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
-	33, // 20: agentplane.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
-	0,  // 21: agentplane.v1.ListTasksRequest.view:type_name -> agentplane.v1.TaskView
-	30, // 22: agentplane.v1.ListTasksResponse.tasks:type_name -> agentplane.v1.Task
-	30, // 23: agentplane.v1.CancelTaskResponse.task:type_name -> agentplane.v1.Task
-	34, // 24: agentplane.v1.WatchTaskResponse.event:type_name -> agentplane.v1.TaskEvent
-	35, // 25: agentplane.v1.WatchTaskResponse.caught_up:type_name -> agentplane.v1.StreamCaughtUp
-	36, // 26: agentplane.v1.WatchTaskResponse.keepalive:type_name -> agentplane.v1.StreamKeepalive
-	37, // 27: agentplane.v1.WatchTaskResponse.message_delta:type_name -> agentplane.v1.MessageDelta
-	34, // 28: agentplane.v1.ListTaskEventsResponse.events:type_name -> agentplane.v1.TaskEvent
-	38, // 29: agentplane.v1.ListVerdictsResponse.verdicts:type_name -> agentplane.v1.Verdict
-	39, // 30: agentplane.v1.ListObligationsRequest.states:type_name -> agentplane.v1.ObligationState
-	40, // 31: agentplane.v1.ListObligationsResponse.obligations:type_name -> agentplane.v1.Obligation
-	1,  // 32: agentplane.v1.TaskService.StartTask:input_type -> agentplane.v1.StartTaskRequest
-	3,  // 33: agentplane.v1.TaskService.ContinueTask:input_type -> agentplane.v1.ContinueTaskRequest
-	7,  // 34: agentplane.v1.TaskService.GetTask:input_type -> agentplane.v1.GetTaskRequest
-	9,  // 35: agentplane.v1.TaskService.ListTasks:input_type -> agentplane.v1.ListTasksRequest
-	11, // 36: agentplane.v1.TaskService.CancelTask:input_type -> agentplane.v1.CancelTaskRequest
-	13, // 37: agentplane.v1.TaskService.WatchTask:input_type -> agentplane.v1.WatchTaskRequest
-	17, // 38: agentplane.v1.TaskService.ListVerdicts:input_type -> agentplane.v1.ListVerdictsRequest
-	19, // 39: agentplane.v1.TaskService.ListObligations:input_type -> agentplane.v1.ListObligationsRequest
-	15, // 40: agentplane.v1.TaskService.ListTaskEvents:input_type -> agentplane.v1.ListTaskEventsRequest
-	2,  // 41: agentplane.v1.TaskService.StartTask:output_type -> agentplane.v1.StartTaskResponse
-	6,  // 42: agentplane.v1.TaskService.ContinueTask:output_type -> agentplane.v1.ContinueTaskResponse
-	8,  // 43: agentplane.v1.TaskService.GetTask:output_type -> agentplane.v1.GetTaskResponse
-	10, // 44: agentplane.v1.TaskService.ListTasks:output_type -> agentplane.v1.ListTasksResponse
-	12, // 45: agentplane.v1.TaskService.CancelTask:output_type -> agentplane.v1.CancelTaskResponse
-	14, // 46: agentplane.v1.TaskService.WatchTask:output_type -> agentplane.v1.WatchTaskResponse
-	18, // 47: agentplane.v1.TaskService.ListVerdicts:output_type -> agentplane.v1.ListVerdictsResponse
-	20, // 48: agentplane.v1.TaskService.ListObligations:output_type -> agentplane.v1.ListObligationsResponse
-	16, // 49: agentplane.v1.TaskService.ListTaskEvents:output_type -> agentplane.v1.ListTaskEventsResponse
-	41, // [41:50] is the sub-list for method output_type
-	32, // [32:41] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	30, // 10: agentplane.v1.StartTaskRequest.concurrency:type_name -> agentplane.v1.ConcurrencyLimit
+	31, // 11: agentplane.v1.StartTaskResponse.task:type_name -> agentplane.v1.Task
+	29, // 12: agentplane.v1.ContinueTaskRequest.message:type_name -> agentplane.v1.Message
+	4,  // 13: agentplane.v1.ContinueTaskRequest.tool_outputs:type_name -> agentplane.v1.ToolOutputs
+	5,  // 14: agentplane.v1.ToolOutputs.outputs:type_name -> agentplane.v1.ToolOutput
+	32, // 15: agentplane.v1.ToolOutput.result:type_name -> google.protobuf.Value
+	31, // 16: agentplane.v1.ContinueTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 17: agentplane.v1.GetTaskRequest.view:type_name -> agentplane.v1.TaskView
+	31, // 18: agentplane.v1.GetTaskResponse.task:type_name -> agentplane.v1.Task
+	33, // 19: agentplane.v1.ListTasksRequest.states:type_name -> agentplane.v1.TaskState
+	34, // 20: agentplane.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
+	34, // 21: agentplane.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
+	0,  // 22: agentplane.v1.ListTasksRequest.view:type_name -> agentplane.v1.TaskView
+	31, // 23: agentplane.v1.ListTasksResponse.tasks:type_name -> agentplane.v1.Task
+	31, // 24: agentplane.v1.CancelTaskResponse.task:type_name -> agentplane.v1.Task
+	35, // 25: agentplane.v1.WatchTaskResponse.event:type_name -> agentplane.v1.TaskEvent
+	36, // 26: agentplane.v1.WatchTaskResponse.caught_up:type_name -> agentplane.v1.StreamCaughtUp
+	37, // 27: agentplane.v1.WatchTaskResponse.keepalive:type_name -> agentplane.v1.StreamKeepalive
+	38, // 28: agentplane.v1.WatchTaskResponse.message_delta:type_name -> agentplane.v1.MessageDelta
+	35, // 29: agentplane.v1.ListTaskEventsResponse.events:type_name -> agentplane.v1.TaskEvent
+	39, // 30: agentplane.v1.ListVerdictsResponse.verdicts:type_name -> agentplane.v1.Verdict
+	40, // 31: agentplane.v1.ListObligationsRequest.states:type_name -> agentplane.v1.ObligationState
+	41, // 32: agentplane.v1.ListObligationsResponse.obligations:type_name -> agentplane.v1.Obligation
+	1,  // 33: agentplane.v1.TaskService.StartTask:input_type -> agentplane.v1.StartTaskRequest
+	3,  // 34: agentplane.v1.TaskService.ContinueTask:input_type -> agentplane.v1.ContinueTaskRequest
+	7,  // 35: agentplane.v1.TaskService.GetTask:input_type -> agentplane.v1.GetTaskRequest
+	9,  // 36: agentplane.v1.TaskService.ListTasks:input_type -> agentplane.v1.ListTasksRequest
+	11, // 37: agentplane.v1.TaskService.CancelTask:input_type -> agentplane.v1.CancelTaskRequest
+	13, // 38: agentplane.v1.TaskService.WatchTask:input_type -> agentplane.v1.WatchTaskRequest
+	17, // 39: agentplane.v1.TaskService.ListVerdicts:input_type -> agentplane.v1.ListVerdictsRequest
+	19, // 40: agentplane.v1.TaskService.ListObligations:input_type -> agentplane.v1.ListObligationsRequest
+	15, // 41: agentplane.v1.TaskService.ListTaskEvents:input_type -> agentplane.v1.ListTaskEventsRequest
+	2,  // 42: agentplane.v1.TaskService.StartTask:output_type -> agentplane.v1.StartTaskResponse
+	6,  // 43: agentplane.v1.TaskService.ContinueTask:output_type -> agentplane.v1.ContinueTaskResponse
+	8,  // 44: agentplane.v1.TaskService.GetTask:output_type -> agentplane.v1.GetTaskResponse
+	10, // 45: agentplane.v1.TaskService.ListTasks:output_type -> agentplane.v1.ListTasksResponse
+	12, // 46: agentplane.v1.TaskService.CancelTask:output_type -> agentplane.v1.CancelTaskResponse
+	14, // 47: agentplane.v1.TaskService.WatchTask:output_type -> agentplane.v1.WatchTaskResponse
+	18, // 48: agentplane.v1.TaskService.ListVerdicts:output_type -> agentplane.v1.ListVerdictsResponse
+	20, // 49: agentplane.v1.TaskService.ListObligations:output_type -> agentplane.v1.ListObligationsResponse
+	16, // 50: agentplane.v1.TaskService.ListTaskEvents:output_type -> agentplane.v1.ListTaskEventsResponse
+	42, // [42:51] is the sub-list for method output_type
+	33, // [33:42] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_task_service_proto_init() }

@@ -21,6 +21,24 @@ func (r reader) GetFlow(tenant, name string) (*storagev1.FlowRecord, error) {
 	return rec, unmarshal(v, rec, "flow record", key)
 }
 
+func (r reader) ScanFlows(fn func(tenant, name string, rec *storagev1.FlowRecord) (bool, error)) error {
+	c := r.bucket(schema.Flow).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		tenant, name, ok := schema.DecodeFlowKey(k)
+		if !ok {
+			return fmt.Errorf("store: flow record key %x is malformed", k)
+		}
+		rec := &storagev1.FlowRecord{}
+		if err := unmarshal(v, rec, "flow record", k); err != nil {
+			return err
+		}
+		if more, err := fn(tenant, name, rec); err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
 // PutFlow needs no lock: the bbolt store has one writer at a time.
 func (w *writer) PutFlow(tenant, name string, rec *storagev1.FlowRecord) error {
 	key, err := flowKey(tenant, name)

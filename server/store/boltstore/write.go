@@ -101,7 +101,7 @@ func queueKey(rec *storagev1.TaskRecord) []byte {
 	if rec == nil || rec.GetQueueTime() == nil {
 		return nil
 	}
-	return schema.QueueKey(rec.GetTenant(), store.QueueOf(rec), schema.QueueOrder(rec.GetQueueTime().AsTime(), rec.GetPriority()), rec.GetTaskId())
+	return schema.QueueKey(rec.GetTenant(), store.QueueOf(rec), store.QueueOrder(rec), rec.GetTaskId())
 }
 
 // moveQueue keeps the run queue and its depth counter in step with a task record.

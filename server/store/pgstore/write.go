@@ -181,7 +181,7 @@ func queueKey(rec *storagev1.TaskRecord) []byte {
 	if rec.GetQueueTime() == nil {
 		return nil
 	}
-	return schema.QueueKey(rec.GetTenant(), store.QueueOf(rec), schema.QueueOrder(rec.GetQueueTime().AsTime(), rec.GetPriority()), rec.GetTaskId())
+	return schema.QueueKey(rec.GetTenant(), store.QueueOf(rec), store.QueueOrder(rec), rec.GetTaskId())
 }
 
 func leaseKey(rec *storagev1.TaskRecord) []byte {

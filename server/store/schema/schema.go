@@ -355,6 +355,16 @@ func CounterKey(tenant, name string) []byte {
 // bytes).
 func FlowKey(tenant, name string) []byte { return appendString(TenantPrefix(tenant), name) }
 
+// DecodeFlowKey splits a FlowKey.
+func DecodeFlowKey(key []byte) (tenant, name string, ok bool) {
+	tenant, rest, ok := cutString(key)
+	if !ok {
+		return "", "", false
+	}
+	name, rest, ok = cutString(rest)
+	return tenant, name, ok && len(rest) == 0
+}
+
 // PriorityStep is how far one step of a task's priority moves it in its queue: a
 // task of priority p is ordered as if it had been queued p × PriorityStep earlier, so
 // that within a queue a higher priority goes first unless the lower one has waited

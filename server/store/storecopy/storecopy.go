@@ -41,6 +41,9 @@ type Counts struct {
 	AuditRecords int64
 	// LinkRevocations counts the revocations of single approval links.
 	LinkRevocations int64
+	// Flows counts the flow-control records: the slots of concurrency keys, token
+	// buckets and fair-share tags (docs/api.md#flow-control).
+	Flows int64
 }
 
 // task is every record of one task.
@@ -180,7 +183,58 @@ func Copy(ctx context.Context, src, dst Source) (Counts, error) {
 	}
 	revocations, err := copyLinkRevocations(ctx, src, dst)
 	n.LinkRevocations += revocations
+	if err != nil {
+		return n, err
+	}
+	flows, err := copyFlows(ctx, src, dst)
+	n.Flows += flows
 	return n, err
+}
+
+// flowRecord is one flow-control record with its name.
+type flowRecord struct {
+	tenant, name string
+	rec          *storagev1.FlowRecord
+}
+
+// allFlows reads every flow-control record of s, by tenant and name.
+func allFlows(ctx context.Context, s store.Store) ([]flowRecord, error) {
+	var out []flowRecord
+	err := s.View(ctx, func(r store.Reader) error {
+		return r.ScanFlows(func(tenant, name string, rec *storagev1.FlowRecord) (bool, error) {
+			out = append(out, flowRecord{tenant, name, rec})
+			return true, nil
+		})
+	})
+	return out, err
+}
+
+// flowBatch bounds the flow records one transaction of a copy writes.
+const flowBatch = 512
+
+// copyFlows copies the flow-control records as they are, so that a move keeps the
+// slots the copied leases hold (each holder is a copied task whose record says it
+// holds them: recomputing them would give the same list), the tokens each bucket has
+// left, and each key's fair-share tag; a fresh set would let a moved deployment
+// over-lease a capped key and hand every bucket a full burst.
+func copyFlows(ctx context.Context, src, dst Source) (int64, error) {
+	recs, err := allFlows(ctx, src)
+	if err != nil {
+		return 0, fmt.Errorf("reading the flow records: %w", err)
+	}
+	for batch := range slices.Chunk(recs, flowBatch) {
+		if err := dst.Update(ctx, func(w store.Writer) error {
+			for _, f := range batch {
+				if err := w.PutFlow(f.tenant, f.name, f.rec); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return 0, fmt.Errorf("writing the flow records: %w", err)
+		}
+	}
+	return int64(len(recs)), nil
 }
 
 // copyLinkRevocations copies the link revocations in one transaction (they are
@@ -530,6 +584,17 @@ func Compare(ctx context.Context, a, b Source) error {
 	if ba != bb {
 		differ("budget counts %s and %s", ba, bb)
 	}
+	fa, err := allFlows(ctx, a)
+	if err != nil {
+		return err
+	}
+	fb, err := allFlows(ctx, b)
+	if err != nil {
+		return err
+	}
+	if d := flowsDiff(fa, fb); d != "" {
+		differ("flow records: %s", d)
+	}
 	aa, err := listAuditTenants(ctx, a)
 	if err != nil {
 		return err
@@ -555,6 +620,23 @@ func Compare(ctx context.Context, a, b Source) error {
 		}
 	}
 	return errors.Join(diffs...)
+}
+
+// flowsDiff names the first flow record that differs between a and b, "" when none.
+func flowsDiff(a, b []flowRecord) string {
+	for i := range max(len(a), len(b)) {
+		switch {
+		case i >= len(a):
+			return fmt.Sprintf("%s/%s is only in the second", b[i].tenant, b[i].name)
+		case i >= len(b):
+			return fmt.Sprintf("%s/%s is only in the first", a[i].tenant, a[i].name)
+		case a[i].tenant != b[i].tenant || a[i].name != b[i].name:
+			return fmt.Sprintf("%s/%s and %s/%s", a[i].tenant, a[i].name, b[i].tenant, b[i].name)
+		case !proto.Equal(a[i].rec, b[i].rec):
+			return fmt.Sprintf("%s/%s differs", a[i].tenant, a[i].name)
+		}
+	}
+	return ""
 }
 
 // budgetCounts is every budget count of s, sorted, as text.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
@@ -44,6 +45,9 @@ func fill(t *testing.T, s store.Store) {
 			case 1:
 				rec.State = agentplanev1.TaskState_TASK_STATE_WORKING
 				rec.Lease = &storagev1.LeaseRecord{LeaseId: "L" + id, Epoch: 2, Deadline: timestamppb.New(base.Add(time.Hour))}
+				if i == 1 {
+					rec.ConcurrencyKey, rec.HoldsSlot = "cust-a", true
+				}
 			case 2:
 				rec.State = agentplanev1.TaskState_TASK_STATE_COMPLETED
 				rec.EndTime = timestamppb.New(base.Add(time.Minute))
@@ -79,6 +83,12 @@ func fill(t *testing.T, s store.Store) {
 				if err := w.PutObligation(tenant, id, &storagev1.ObligationRecord{Ordinal: 1}); err != nil {
 					return err
 				}
+			}
+		}
+		// Flow control: the slot task-01 holds, a start bucket with half a token left.
+		for _, f := range flowRecords() {
+			if err := w.PutFlow(f.tenant, f.name, f.rec); err != nil {
+				return err
 			}
 		}
 		// The webhook outbox: two pending notifications and a dead letter.
@@ -134,6 +144,19 @@ func fill(t *testing.T, s store.Store) {
 	}
 }
 
+type flowRecord struct {
+	tenant, name string
+	rec          *storagev1.FlowRecord
+}
+
+// flowRecords are the flow records fill writes.
+func flowRecords() []flowRecord {
+	return []flowRecord{
+		{"acme", "s:default:*", &storagev1.FlowRecord{Tokens: 0.5, RefillTime: timestamppb.New(base)}},
+		{"globex", "c:default:cust-a", &storagev1.FlowRecord{Holders: []string{"task-01"}}},
+	}
+}
+
 // TestCopyBoltToPostgres copies a bbolt store into PostgreSQL and compares every record
 // and every index afterwards; then a changed record is reported by Compare.
 func TestCopyBoltToPostgres(t *testing.T) {
@@ -155,13 +178,20 @@ func TestCopyBoltToPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n.Tenants != 2 || n.Tasks != 12 || n.Specs != 12 || n.Events != 21 || n.Interrupts != 12 || n.Verdicts != 6 || n.Obligations != 6 || n.Notifications != 3 || n.Schedules != 2 || n.Budgets != 2 ||
-		n.AuditRecords != 3 || n.LinkRevocations != 2 {
+		n.AuditRecords != 3 || n.LinkRevocations != 2 || n.Flows != 2 {
 		t.Fatalf("copied %+v", n)
 	}
 	if err := dst.View(ctx, func(r store.Reader) error {
 		for _, tenant := range []string{"acme", "initech"} {
 			if rec, err := r.GetLinkRevocation(tenant, "link-1"); err != nil || rec.GetRevokedBy() != "alice" {
 				t.Errorf("%s's link revocation after the copy: %v %v", tenant, rec, err)
+			}
+		}
+		// The slot and the bucket came along: a moved deployment neither over-leases
+		// the capped key nor refills the bucket.
+		for _, f := range flowRecords() {
+			if rec, err := r.GetFlow(f.tenant, f.name); err != nil || !proto.Equal(rec, f.rec) {
+				t.Errorf("flow record %s/%s after the copy: %v %v, want %v", f.tenant, f.name, rec, err, f.rec)
 			}
 		}
 		return nil
@@ -173,6 +203,21 @@ func TestCopyBoltToPostgres(t *testing.T) {
 	}
 	if _, err := storecopy.Copy(ctx, src, dst); err == nil || !strings.Contains(err.Error(), "already has tasks") {
 		t.Fatalf("a second copy into the same store = %v, want a refusal", err)
+	}
+
+	// Compare sees a flow record changed.
+	if err := dst.Update(ctx, func(w store.Writer) error {
+		return w.PutFlow("globex", "c:default:cust-a", &storagev1.FlowRecord{Holders: []string{"task-01", "task-05"}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := storecopy.Compare(ctx, src, dst); err == nil || !strings.Contains(err.Error(), "flow records: globex/c:default:cust-a differs") {
+		t.Fatalf("Compare with a flow record changed = %v", err)
+	}
+	if err := dst.Update(ctx, func(w store.Writer) error {
+		return w.PutFlow("globex", "c:default:cust-a", flowRecords()[1].rec)
+	}); err != nil {
+		t.Fatal(err)
 	}
 
 	// Compare sees an audit record missing.

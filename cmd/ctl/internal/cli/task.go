@@ -49,6 +49,8 @@ type taskStartOptions struct {
 	sessionID                     string
 	queue                         string
 	priority                      int32
+	concurrencyKey                string
+	concurrencyLimit              int32
 	interruptTimeout              time.Duration
 	view                          string
 }
@@ -101,6 +103,8 @@ func (o *taskStartOptions) bindTemplate(f *pflag.FlagSet) {
 	f.StringVar(&o.sessionID, "session", "", "session id passed to policies and approval requests")
 	f.StringVar(&o.queue, "queue", "", "run queue: only runtimes serving it lease the task (default: the default queue)")
 	f.Int32Var(&o.priority, "priority", 0, "priority among your tasks of the queue, -5 (lowest) to 5 (highest)")
+	f.StringVar(&o.concurrencyKey, "concurrency-key", "", "CEL key of the task's own concurrency cap, for example 'labels[\"customer\"]' (with --concurrency-limit)")
+	f.Int32Var(&o.concurrencyLimit, "concurrency-limit", 0, "how many tasks of --concurrency-key may hold a lease at once (1 to 10000)")
 	f.DurationVar(&o.interruptTimeout, "interrupt-timeout", 0, "deadline of each interrupt of this task (default: the deployment's)")
 }
 
@@ -141,6 +145,12 @@ func (o *taskStartOptions) request(stdin io.Reader) (*agentplanev1.StartTaskRequ
 		input = string(b)
 	}
 	req := &agentplanev1.StartTaskRequest{RequestId: o.requestID, Input: client.UserText(input), SessionId: o.sessionID, View: view, Queue: o.queue, Priority: o.priority}
+	switch {
+	case o.concurrencyKey != "" && o.concurrencyLimit > 0:
+		req.Concurrency = &agentplanev1.ConcurrencyLimit{Key: o.concurrencyKey, Limit: o.concurrencyLimit}
+	case o.concurrencyKey != "" || o.concurrencyLimit != 0:
+		return nil, usageErr("--concurrency-key and --concurrency-limit go together (a limit of 1 to 10000)")
+	}
 	switch {
 	case o.agentID != "":
 		req.Source = &agentplanev1.StartTaskRequest_AgentId{AgentId: o.agentID}
@@ -269,6 +279,9 @@ func taskTable(t *printer.Tab, task *agentplanev1.Task) {
 	t.Row("queue", orDash(task.GetQueue()))
 	if p := task.GetPriority(); p != 0 {
 		t.Row("priority", fmt.Sprint(p))
+	}
+	if c := task.GetConcurrency(); c != nil {
+		t.Row("concurrency", fmt.Sprintf("%d per key %q (%s)", c.GetLimit(), task.GetConcurrencyKey(), c.GetKey()))
 	}
 	t.Row("request id", orDash(task.GetRequestId()))
 	t.Row("created", when(task.GetCreateTime())+" by "+orDash(task.GetCreatedBy()))

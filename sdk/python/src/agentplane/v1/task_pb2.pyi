@@ -72,6 +72,14 @@ class CancelRequested(_message.Message):
     requested_by: str
     def __init__(self, reason: _Optional[str] = ..., requested_by: _Optional[str] = ...) -> None: ...
 
+class ConcurrencyLimit(_message.Message):
+    __slots__ = ["key", "limit"]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    limit: int
+    def __init__(self, key: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+
 class DataPart(_message.Message):
     __slots__ = ["data"]
     DATA_FIELD_NUMBER: _ClassVar[int]
@@ -230,7 +238,7 @@ class StreamKeepalive(_message.Message):
     def __init__(self, time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Task(_message.Message):
-    __slots__ = ["agent", "agent_id", "attempt", "cancel_requested", "create_time", "created_by", "effective_a2a_peers", "effective_mcp_servers", "end_time", "failure", "graph", "input", "interrupt_policy", "interrupt_timeout", "labels", "last_sequence", "output", "pending_interrupt_ids", "priority", "queue", "request_id", "runtime_id", "scheduled_by", "session_id", "spec_kind", "state", "task_id", "tenant", "tool_axes", "trace_context", "update_time", "usage"]
+    __slots__ = ["agent", "agent_id", "attempt", "cancel_requested", "concurrency", "concurrency_key", "create_time", "created_by", "effective_a2a_peers", "effective_mcp_servers", "end_time", "failure", "graph", "input", "interrupt_policy", "interrupt_timeout", "labels", "last_sequence", "output", "pending_interrupt_ids", "priority", "queue", "request_id", "runtime_id", "scheduled_by", "session_id", "spec_kind", "state", "task_id", "tenant", "tool_axes", "trace_context", "update_time", "usage"]
     class LabelsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -242,6 +250,8 @@ class Task(_message.Message):
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     CANCEL_REQUESTED_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     CREATED_BY_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     EFFECTIVE_A2A_PEERS_FIELD_NUMBER: _ClassVar[int]
@@ -274,6 +284,8 @@ class Task(_message.Message):
     agent_id: str
     attempt: int
     cancel_requested: bool
+    concurrency: ConcurrencyLimit
+    concurrency_key: str
     create_time: _timestamp_pb2.Timestamp
     created_by: str
     effective_a2a_peers: _containers.RepeatedCompositeFieldContainer[_peers_pb2.A2aPeerInfo]
@@ -302,7 +314,7 @@ class Task(_message.Message):
     trace_context: TraceContext
     update_time: _timestamp_pb2.Timestamp
     usage: TokenUsage
-    def __init__(self, task_id: _Optional[str] = ..., tenant: _Optional[str] = ..., state: _Optional[_Union[TaskState, str]] = ..., request_id: _Optional[str] = ..., agent: _Optional[_Union[_spec_pb2.AgentSpec, _Mapping]] = ..., graph: _Optional[_Union[_spec_pb2.GraphSpec, _Mapping]] = ..., agent_id: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_sequence: _Optional[int] = ..., attempt: _Optional[int] = ..., failure: _Optional[_Union[TaskFailure, _Mapping]] = ..., output: _Optional[_Union[TaskOutput, _Mapping]] = ..., interrupt_policy: _Optional[_Union[_hitl_pb2.InterruptPolicy, _Mapping]] = ..., pending_interrupt_ids: _Optional[_Iterable[str]] = ..., cancel_requested: bool = ..., created_by: _Optional[str] = ..., runtime_id: _Optional[str] = ..., session_id: _Optional[str] = ..., tool_axes: _Optional[_Iterable[_Union[_peers_pb2.ToolAxisOverride, _Mapping]]] = ..., interrupt_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., effective_mcp_servers: _Optional[_Iterable[_Union[_peers_pb2.McpServerInfo, _Mapping]]] = ..., effective_a2a_peers: _Optional[_Iterable[_Union[_peers_pb2.A2aPeerInfo, _Mapping]]] = ..., spec_kind: _Optional[str] = ..., queue: _Optional[str] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ..., input: _Optional[_Union[Message, _Mapping]] = ..., usage: _Optional[_Union[TokenUsage, _Mapping]] = ..., scheduled_by: _Optional[_Union[ScheduledBy, _Mapping]] = ..., priority: _Optional[int] = ...) -> None: ...
+    def __init__(self, task_id: _Optional[str] = ..., tenant: _Optional[str] = ..., state: _Optional[_Union[TaskState, str]] = ..., request_id: _Optional[str] = ..., agent: _Optional[_Union[_spec_pb2.AgentSpec, _Mapping]] = ..., graph: _Optional[_Union[_spec_pb2.GraphSpec, _Mapping]] = ..., agent_id: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_sequence: _Optional[int] = ..., attempt: _Optional[int] = ..., failure: _Optional[_Union[TaskFailure, _Mapping]] = ..., output: _Optional[_Union[TaskOutput, _Mapping]] = ..., interrupt_policy: _Optional[_Union[_hitl_pb2.InterruptPolicy, _Mapping]] = ..., pending_interrupt_ids: _Optional[_Iterable[str]] = ..., cancel_requested: bool = ..., created_by: _Optional[str] = ..., runtime_id: _Optional[str] = ..., session_id: _Optional[str] = ..., tool_axes: _Optional[_Iterable[_Union[_peers_pb2.ToolAxisOverride, _Mapping]]] = ..., interrupt_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., effective_mcp_servers: _Optional[_Iterable[_Union[_peers_pb2.McpServerInfo, _Mapping]]] = ..., effective_a2a_peers: _Optional[_Iterable[_Union[_peers_pb2.A2aPeerInfo, _Mapping]]] = ..., spec_kind: _Optional[str] = ..., queue: _Optional[str] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ..., input: _Optional[_Union[Message, _Mapping]] = ..., usage: _Optional[_Union[TokenUsage, _Mapping]] = ..., scheduled_by: _Optional[_Union[ScheduledBy, _Mapping]] = ..., priority: _Optional[int] = ..., concurrency: _Optional[_Union[ConcurrencyLimit, _Mapping]] = ..., concurrency_key: _Optional[str] = ...) -> None: ...
 
 class TaskEvent(_message.Message):
     __slots__ = ["a2a_injection_ignored", "budget_warning", "cancel_requested", "entries_dropped", "interrupt_raised", "interrupt_resolved", "lease", "mcp_injection_ignored", "message", "note", "output", "sequence", "state_changed", "submitted", "task_id", "time", "tool_call", "tool_gated", "tool_result", "verdict_recorded"]

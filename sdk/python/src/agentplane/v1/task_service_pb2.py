@@ -21,7 +21,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18\x61gentplane/v1/hitl.proto\x1a\x19\x61gentplane/v1/peers.proto\x1a agentplane/v1/spec_service.proto\x1a\x18\x61gentplane/v1/task.proto\x1a\x1b\x61gentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfc\x06\n\x10StartTaskRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12-\n\x04spec\x18\x11 \x01(\x0b\x32\x17.google.protobuf.StructH\x00R\x04spec\x12\x1c\n\x08\x64ocument\x18\x05 \x01(\x0cH\x00R\x08\x64ocument\x12\x1b\n\x08\x61gent_id\x18\x04 \x01(\tH\x00R\x07\x61gentId\x12\x35\n\x06\x66ormat\x18\x06 \x01(\x0e\x32\x1d.agentplane.v1.DocumentFormatR\x06\x66ormat\x12\x43\n\x06labels\x18\x08 \x03(\x0b\x32+.agentplane.v1.StartTaskRequest.LabelsEntryR\x06labels\x12I\n\x10interrupt_policy\x18\t \x01(\x0b\x32\x1e.agentplane.v1.InterruptPolicyR\x0finterruptPolicy\x12=\n\x0bmcp_servers\x18\n \x01(\x0b\x32\x1c.agentplane.v1.McpServerListR\nmcpServers\x12\x37\n\ta2a_peers\x18\x0b \x01(\x0b\x32\x1a.agentplane.v1.A2aPeerListR\x08\x61\x32\x61Peers\x12<\n\ttool_axes\x18\x0c \x03(\x0b\x32\x1f.agentplane.v1.ToolAxisOverrideR\x08toolAxes\x12\x46\n\x11interrupt_timeout\x18\r \x01(\x0b\x32\x19.google.protobuf.DurationR\x10interruptTimeout\x12\x1d\n\nsession_id\x18\x0e \x01(\tR\tsessionId\x12+\n\x04view\x18\x0f \x01(\x0e\x32\x17.agentplane.v1.TaskViewR\x04view\x12\x14\n\x05queue\x18\x10 \x01(\tR\x05queue\x12,\n\x05input\x18\x12 \x01(\x0b\x32\x16.agentplane.v1.MessageR\x05input\x12\x1a\n\x08priority\x18( \x01(\x05R\x08priority\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x42\x08\n\x06sourceJ\x04\x08\x02\x10\x03J\x04\x08\x03\x10\x04J\x04\x08\x07\x10\x08R\x05\x61gentR\x05graphR\tspec_json\"V\n\x11StartTaskResponse\x12\'\n\x04task\x18\x01 \x01(\x0b\x32\x13.agentplane.v1.TaskR\x04task\x12\x18\n\x07\x63reated\x18\x02 \x01(\x08R\x07\x63reated\"\xd1\x01\n\x13\x43ontinueTaskRequest\x12\x17\n\x07task_id\x18\x01 \x01(\tR\x06taskId\x12\x32\n\x07message\x18\x03 \x01(\x0b\x32\x16.agentplane.v1.MessageH\x00R\x07message\x12?\n\x0ctool_outputs\x18\x04 \x01(\x0b\x32\x1a.agentplane.v1.ToolOutputsH\x00R\x0btoolOutputs\x12\x1d\n\nrequest_id\x18\x05 \x01(\tR\trequestIdB\x07\n\x05inputJ\x04\x08\x02\x10\x03\"B\n\x0bToolOutputs\x12\x33\n\x07outputs\x18\x01 \x03(\x0b\x32\x19.agentplane.v1.ToolOutputR\x07outputs\"p\n\nToolOutput\x12\x17\n\x07\x63\x61ll_id\x18\x01 \x01(\tR\x06\x63\x61llId\x12.\n\x06result\x18\x02 \x01(\x0b\x32\x16.google.protobuf.ValueR\x06result\x12\x19\n\x08is_error\x18\x03 \x01(\x08R\x07isError\"?\n\x14\x43ontinueTaskResponse\x12\'\n\x04task\x18\x01 \x01(\x0b\x32\x13.agentplane.v1.TaskR\x04task\"V\n\x0eGetTaskRequest\x12\x17\n\x07task_id\x18\x01 \x01(\tR\x06taskId\x12+\n\x04view\x18\x02 \x01(\x0e\x32\x17.agentplane.v1.TaskViewR\x04view\":\n\x0fGetTaskResponse\x12\'\n\x04task\x18\x01 \x01(\x0b\x32\x13.agentplane.v1.TaskR\x04task\"\xfc\x02\n\x10ListTasksRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\x12\x30\n\x06states\x18\x03 \x03(\x0e\x32\x18.agentplane.v1.TaskStateR\x06states\x12%\n\x0elabel_selector\x18\t \x03(\tR\rlabelSelector\x12?\n\rcreated_after\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0c\x63reatedAfter\x12\x41\n\x0e\x63reated_before\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\rcreatedBefore\x12+\n\x04view\x18\x07 \x01(\x0e\x32\x17.agentplane.v1.TaskViewR\x04view\x12\x14\n\x05queue\x18\x08 \x01(\tR\x05queueJ\x04\x08\x04\x10\x05R\x06labels\"f\n\x11ListTasksResponse\x12)\n\x05tasks\x18\x01 \x03(\x0b\x32\x13.agentplane.v1.TaskR\x05tasks\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"c\n\x11\x43\x61ncelTaskRequest\x12\x17\n\x07task_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1d\n\nrequest_id\x18\x03 \x01(\tR\trequestId\"=\n\x12\x43\x61ncelTaskResponse\x12\'\n\x04task\x18\x01 \x01(\x0b\x32\x13.agentplane.v1.TaskR\x04task\"R\n\x10WatchTaskRequest\x12\x17\n\x07task_id\x18\x01 \x01(\tR\x06taskId\x12%\n\x0e\x61\x66ter_sequence\x18\x02 \x01(\x03R\rafterSequence\"\x8f\x02\n\x11WatchTaskResponse\x12\x30\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x18.agentplane.v1.TaskEventH\x00R\x05\x65vent\x12<\n\tcaught_up\x18\x02 \x01(\x0b\x32\x1d.agentplane.v1.StreamCaughtUpH\x00R\x08\x63\x61ughtUp\x12>\n\tkeepalive\x18\x03 \x01(\x0b\x32\x1e.agentplane.v1.StreamKeepaliveH\x00R\tkeepalive\x12\x42\n\rmessage_delta\x18\x04 \x01(\x0b\x32\x1b.agentplane.v1.MessageDeltaH\x00R\x0cmessageDeltaB\x06\n\x04kind\"\x93\x01\n\x15ListTaskEventsRequest\x12\x17\n\x07task_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\x12%\n\x0e\x61\x66ter_sequence\x18\x04 \x01(\x03R\rafterSequence\"r\n\x16ListTaskEventsResponse\x12\x30\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x18.agentplane.v1.TaskEventR\x06\x65vents\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"j\n\x13ListVerdictsRequest\x12\x17\n\x07task_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"r\n\x14ListVerdictsResponse\x12\x32\n\x08verdicts\x18\x01 \x03(\x0b\x32\x16.agentplane.v1.VerdictR\x08verdicts\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xa5\x01\n\x16ListObligationsRequest\x12\x17\n\x07task_id\x18\x01 \x01(\tR\x06taskId\x12\x36\n\x06states\x18\x02 \x03(\x0e\x32\x1e.agentplane.v1.ObligationStateR\x06states\x12\x1b\n\tpage_size\x18\x03 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x04 \x01(\tR\tpageToken\"~\n\x17ListObligationsResponse\x12;\n\x0bobligations\x18\x01 \x03(\x0b\x32\x19.agentplane.v1.ObligationR\x0bobligations\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*N\n\x08TaskView\x12\x19\n\x15TASK_VIEW_UNSPECIFIED\x10\x00\x12\x13\n\x0fTASK_VIEW_BASIC\x10\x01\x12\x12\n\x0eTASK_VIEW_FULL\x10\x02\x32\xbc\x06\n\x0bTaskService\x12S\n\tStartTask\x12\x1f.agentplane.v1.StartTaskRequest\x1a .agentplane.v1.StartTaskResponse\"\x03\x90\x02\x02\x12\\\n\x0c\x43ontinueTask\x12\".agentplane.v1.ContinueTaskRequest\x1a#.agentplane.v1.ContinueTaskResponse\"\x03\x90\x02\x02\x12M\n\x07GetTask\x12\x1d.agentplane.v1.GetTaskRequest\x1a\x1e.agentplane.v1.GetTaskResponse\"\x03\x90\x02\x01\x12S\n\tListTasks\x12\x1f.agentplane.v1.ListTasksRequest\x1a .agentplane.v1.ListTasksResponse\"\x03\x90\x02\x01\x12V\n\nCancelTask\x12 .agentplane.v1.CancelTaskRequest\x1a!.agentplane.v1.CancelTaskResponse\"\x03\x90\x02\x02\x12U\n\tWatchTask\x12\x1f.agentplane.v1.WatchTaskRequest\x1a .agentplane.v1.WatchTaskResponse\"\x03\x90\x02\x01\x30\x01\x12\\\n\x0cListVerdicts\x12\".agentplane.v1.ListVerdictsRequest\x1a#.agentplane.v1.ListVerdictsResponse\"\x03\x90\x02\x01\x12\x65\n\x0fListObligations\x12%.agentplane.v1.ListObligationsRequest\x1a&.agentplane.v1.ListObligationsResponse\"\x03\x90\x02\x01\x12\x62\n\x0eListTaskEvents\x12$.agentplane.v1.ListTaskEventsRequest\x1a%.agentplane.v1.ListTaskEventsResponse\"\x03\x90\x02\x01\x42\x41Z?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n agentplane/v1/task_service.proto\x12\ragentplane.v1\x1a\x18\x61gentplane/v1/hitl.proto\x1a\x19\x61gentplane/v1/peers.proto\x1a agentplane/v1/spec_service.proto\x1a\x18\x61gentplane/v1/task.proto\x1a\x1b\x61gentplane/v1/verdict.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbf\x07\n\x10StartTaskRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12-\n\x04spec\x18\x11 \x01(\x0b\x32\x17.google.protobuf.StructH\x00R\x04spec\x12\x1c\n\x08\x64ocument\x18\x05 \x01(\x0cH\x00R\x08\x64ocument\x12\x1b\n\x08\x61gent_id\x18\x04 \x01(\tH\x00R\x07\x61gentId\x12\x35\n\x06\x66ormat\x18\x06 \x01(\x0e\x32\x1d.agentplane.v1.DocumentFormatR\x06\x66ormat\x12\x43\n\x06labels\x18\x08 \x03(\x0b\x32+.agentplane.v1.StartTaskRequest.LabelsEntryR\x06labels\x12I\n\x10interrupt_policy\x18\t \x01(\x0b\x32\x1e.agentplane.v1.InterruptPolicyR\x0finterruptPolicy\x12=\n\x0bmcp_servers\x18\n \x01(\x0b\x32\x1c.agentplane.v1.McpServerListR\nmcpServers\x12\x37\n\ta2a_peers\x18\x0b \x01(\x0b\x32\x1a.agentplane.v1.A2aPeerListR\x08\x61\x32\x61Peers\x12<\n\ttool_axes\x18\x0c \x03(\x0b\x32\x1f.agentplane.v1.ToolAxisOverrideR\x08toolAxes\x12\x46\n\x11interrupt_timeout\x18\r \x01(\x0b\x32\x19.google.protobuf.DurationR\x10interruptTimeout\x12\x1d\n\nsession_id\x18\x0e \x01(\tR\tsessionId\x12+\n\x04view\x18\x0f \x01(\x0e\x32\x17.agentplane.v1.TaskViewR\x04view\x12\x14\n\x05queue\x18\x10 \x01(\tR\x05queue\x12,\n\x05input\x18\x12 \x01(\x0b\x32\x16.agentplane.v1.MessageR\x05input\x12\x1a\n\x08priority\x18( \x01(\x05R\x08priority\x12\x41\n\x0b\x63oncurrency\x18) \x01(\x0b\x32\x1f.agentplane.v1.ConcurrencyLimitR\x0b\x63oncurrency\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x42\x08\n\x06sourceJ\x04\x08\x02\x10\x03J\x04\x08\x03\x10\x04J\x04\x08\x07\x10\x08R\x05\x61gentR\x05graphR\tspec_json\"V\n\x11StartTaskResponse\x12\'\n\x04task\x18\x01 \x01(\x0b\x32\x13.agentplane.v1.TaskR\x04task\x12\x18\n\x07\x63reated\x18\x02 \x01(\x08R\x07\x63reated\"\xd1\x01\n\x13\x43ontinueTaskRequest\x12\x17\n\x07task_id\x18\x01 \x01(\tR\x06taskId\x12\x32\n\x07message\x18\x03 \x01(\x0b\x32\x16.agentplane.v1.MessageH\x00R\x07message\x12?\n\x0ctool_outputs\x18\x04 \x01(\x0b\x32\x1a.agentplane.v1.ToolOutputsH\x00R\x0btoolOutputs\x12\x1d\n\nrequest_id\x18\x05 \x01(\tR\trequestIdB\x07\n\x05inputJ\x04\x08\x02\x10\x03\"B\n\x0bToolOutputs\x12\x33\n\x07outputs\x18\x01 \x03(\x0b\x32\x19.agentplane.v1.ToolOutputR\x07outputs\"p\n\nToolOutput\x12\x17\n\x07\x63\x61ll_id\x18\x01 \x01(\tR\x06\x63\x61llId\x12.\n\x06result\x18\x02 \x01(\x0b\x32\x16.google.protobuf.ValueR\x06result\x12\x19\n\x08is_error\x18\x03 \x01(\x08R\x07isError\"?\n\x14\x43ontinueTaskResponse\x12\'\n\x04task\x18\x01 \x01(\x0b\x32\x13.agentplane.v1.TaskR\x04task\"V\n\x0eGetTaskRequest\x12\x17\n\x07task_id\x18\x01 \x01(\tR\x06taskId\x12+\n\x04view\x18\x02 \x01(\x0e\x32\x17.agentplane.v1.TaskViewR\x04view\":\n\x0fGetTaskResponse\x12\'\n\x04task\x18\x01 \x01(\x0b\x32\x13.agentplane.v1.TaskR\x04task\"\xfc\x02\n\x10ListTasksRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\x12\x30\n\x06states\x18\x03 \x03(\x0e\x32\x18.agentplane.v1.TaskStateR\x06states\x12%\n\x0elabel_selector\x18\t \x03(\tR\rlabelSelector\x12?\n\rcreated_after\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0c\x63reatedAfter\x12\x41\n\x0e\x63reated_before\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\rcreatedBefore\x12+\n\x04view\x18\x07 \x01(\x0e\x32\x17.agentplane.v1.TaskViewR\x04view\x12\x14\n\x05queue\x18\x08 \x01(\tR\x05queueJ\x04\x08\x04\x10\x05R\x06labels\"f\n\x11ListTasksResponse\x12)\n\x05tasks\x18\x01 \x03(\x0b\x32\x13.agentplane.v1.TaskR\x05tasks\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"c\n\x11\x43\x61ncelTaskRequest\x12\x17\n\x07task_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1d\n\nrequest_id\x18\x03 \x01(\tR\trequestId\"=\n\x12\x43\x61ncelTaskResponse\x12\'\n\x04task\x18\x01 \x01(\x0b\x32\x13.agentplane.v1.TaskR\x04task\"R\n\x10WatchTaskRequest\x12\x17\n\x07task_id\x18\x01 \x01(\tR\x06taskId\x12%\n\x0e\x61\x66ter_sequence\x18\x02 \x01(\x03R\rafterSequence\"\x8f\x02\n\x11WatchTaskResponse\x12\x30\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x18.agentplane.v1.TaskEventH\x00R\x05\x65vent\x12<\n\tcaught_up\x18\x02 \x01(\x0b\x32\x1d.agentplane.v1.StreamCaughtUpH\x00R\x08\x63\x61ughtUp\x12>\n\tkeepalive\x18\x03 \x01(\x0b\x32\x1e.agentplane.v1.StreamKeepaliveH\x00R\tkeepalive\x12\x42\n\rmessage_delta\x18\x04 \x01(\x0b\x32\x1b.agentplane.v1.MessageDeltaH\x00R\x0cmessageDeltaB\x06\n\x04kind\"\x93\x01\n\x15ListTaskEventsRequest\x12\x17\n\x07task_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\x12%\n\x0e\x61\x66ter_sequence\x18\x04 \x01(\x03R\rafterSequence\"r\n\x16ListTaskEventsResponse\x12\x30\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x18.agentplane.v1.TaskEventR\x06\x65vents\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"j\n\x13ListVerdictsRequest\x12\x17\n\x07task_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"r\n\x14ListVerdictsResponse\x12\x32\n\x08verdicts\x18\x01 \x03(\x0b\x32\x16.agentplane.v1.VerdictR\x08verdicts\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xa5\x01\n\x16ListObligationsRequest\x12\x17\n\x07task_id\x18\x01 \x01(\tR\x06taskId\x12\x36\n\x06states\x18\x02 \x03(\x0e\x32\x1e.agentplane.v1.ObligationStateR\x06states\x12\x1b\n\tpage_size\x18\x03 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x04 \x01(\tR\tpageToken\"~\n\x17ListObligationsResponse\x12;\n\x0bobligations\x18\x01 \x03(\x0b\x32\x19.agentplane.v1.ObligationR\x0bobligations\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*N\n\x08TaskView\x12\x19\n\x15TASK_VIEW_UNSPECIFIED\x10\x00\x12\x13\n\x0fTASK_VIEW_BASIC\x10\x01\x12\x12\n\x0eTASK_VIEW_FULL\x10\x02\x32\xbc\x06\n\x0bTaskService\x12S\n\tStartTask\x12\x1f.agentplane.v1.StartTaskRequest\x1a .agentplane.v1.StartTaskResponse\"\x03\x90\x02\x02\x12\\\n\x0c\x43ontinueTask\x12\".agentplane.v1.ContinueTaskRequest\x1a#.agentplane.v1.ContinueTaskResponse\"\x03\x90\x02\x02\x12M\n\x07GetTask\x12\x1d.agentplane.v1.GetTaskRequest\x1a\x1e.agentplane.v1.GetTaskResponse\"\x03\x90\x02\x01\x12S\n\tListTasks\x12\x1f.agentplane.v1.ListTasksRequest\x1a .agentplane.v1.ListTasksResponse\"\x03\x90\x02\x01\x12V\n\nCancelTask\x12 .agentplane.v1.CancelTaskRequest\x1a!.agentplane.v1.CancelTaskResponse\"\x03\x90\x02\x02\x12U\n\tWatchTask\x12\x1f.agentplane.v1.WatchTaskRequest\x1a .agentplane.v1.WatchTaskResponse\"\x03\x90\x02\x01\x30\x01\x12\\\n\x0cListVerdicts\x12\".agentplane.v1.ListVerdictsRequest\x1a#.agentplane.v1.ListVerdictsResponse\"\x03\x90\x02\x01\x12\x65\n\x0fListObligations\x12%.agentplane.v1.ListObligationsRequest\x1a&.agentplane.v1.ListObligationsResponse\"\x03\x90\x02\x01\x12\x62\n\x0eListTaskEvents\x12$.agentplane.v1.ListTaskEventsRequest\x1a%.agentplane.v1.ListTaskEventsResponse\"\x03\x90\x02\x01\x42\x41Z?github.com/agentplane/agentplane/gen/agentplane/v1;agentplanev1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentplane.v1.task_service_pb2', globals())
@@ -49,50 +49,50 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _TASKSERVICE.methods_by_name['ListObligations']._serialized_options = b'\220\002\001'
   _TASKSERVICE.methods_by_name['ListTaskEvents']._options = None
   _TASKSERVICE.methods_by_name['ListTaskEvents']._serialized_options = b'\220\002\001'
-  _TASKVIEW._serialized_start=3673
-  _TASKVIEW._serialized_end=3751
+  _TASKVIEW._serialized_start=3740
+  _TASKVIEW._serialized_end=3818
   _STARTTASKREQUEST._serialized_start=289
-  _STARTTASKREQUEST._serialized_end=1181
-  _STARTTASKREQUEST_LABELSENTRY._serialized_start=1071
-  _STARTTASKREQUEST_LABELSENTRY._serialized_end=1128
-  _STARTTASKRESPONSE._serialized_start=1183
-  _STARTTASKRESPONSE._serialized_end=1269
-  _CONTINUETASKREQUEST._serialized_start=1272
-  _CONTINUETASKREQUEST._serialized_end=1481
-  _TOOLOUTPUTS._serialized_start=1483
-  _TOOLOUTPUTS._serialized_end=1549
-  _TOOLOUTPUT._serialized_start=1551
-  _TOOLOUTPUT._serialized_end=1663
-  _CONTINUETASKRESPONSE._serialized_start=1665
-  _CONTINUETASKRESPONSE._serialized_end=1728
-  _GETTASKREQUEST._serialized_start=1730
-  _GETTASKREQUEST._serialized_end=1816
-  _GETTASKRESPONSE._serialized_start=1818
-  _GETTASKRESPONSE._serialized_end=1876
-  _LISTTASKSREQUEST._serialized_start=1879
-  _LISTTASKSREQUEST._serialized_end=2259
-  _LISTTASKSRESPONSE._serialized_start=2261
-  _LISTTASKSRESPONSE._serialized_end=2363
-  _CANCELTASKREQUEST._serialized_start=2365
-  _CANCELTASKREQUEST._serialized_end=2464
-  _CANCELTASKRESPONSE._serialized_start=2466
-  _CANCELTASKRESPONSE._serialized_end=2527
-  _WATCHTASKREQUEST._serialized_start=2529
-  _WATCHTASKREQUEST._serialized_end=2611
-  _WATCHTASKRESPONSE._serialized_start=2614
-  _WATCHTASKRESPONSE._serialized_end=2885
-  _LISTTASKEVENTSREQUEST._serialized_start=2888
-  _LISTTASKEVENTSREQUEST._serialized_end=3035
-  _LISTTASKEVENTSRESPONSE._serialized_start=3037
-  _LISTTASKEVENTSRESPONSE._serialized_end=3151
-  _LISTVERDICTSREQUEST._serialized_start=3153
-  _LISTVERDICTSREQUEST._serialized_end=3259
-  _LISTVERDICTSRESPONSE._serialized_start=3261
-  _LISTVERDICTSRESPONSE._serialized_end=3375
-  _LISTOBLIGATIONSREQUEST._serialized_start=3378
-  _LISTOBLIGATIONSREQUEST._serialized_end=3543
-  _LISTOBLIGATIONSRESPONSE._serialized_start=3545
-  _LISTOBLIGATIONSRESPONSE._serialized_end=3671
-  _TASKSERVICE._serialized_start=3754
-  _TASKSERVICE._serialized_end=4582
+  _STARTTASKREQUEST._serialized_end=1248
+  _STARTTASKREQUEST_LABELSENTRY._serialized_start=1138
+  _STARTTASKREQUEST_LABELSENTRY._serialized_end=1195
+  _STARTTASKRESPONSE._serialized_start=1250
+  _STARTTASKRESPONSE._serialized_end=1336
+  _CONTINUETASKREQUEST._serialized_start=1339
+  _CONTINUETASKREQUEST._serialized_end=1548
+  _TOOLOUTPUTS._serialized_start=1550
+  _TOOLOUTPUTS._serialized_end=1616
+  _TOOLOUTPUT._serialized_start=1618
+  _TOOLOUTPUT._serialized_end=1730
+  _CONTINUETASKRESPONSE._serialized_start=1732
+  _CONTINUETASKRESPONSE._serialized_end=1795
+  _GETTASKREQUEST._serialized_start=1797
+  _GETTASKREQUEST._serialized_end=1883
+  _GETTASKRESPONSE._serialized_start=1885
+  _GETTASKRESPONSE._serialized_end=1943
+  _LISTTASKSREQUEST._serialized_start=1946
+  _LISTTASKSREQUEST._serialized_end=2326
+  _LISTTASKSRESPONSE._serialized_start=2328
+  _LISTTASKSRESPONSE._serialized_end=2430
+  _CANCELTASKREQUEST._serialized_start=2432
+  _CANCELTASKREQUEST._serialized_end=2531
+  _CANCELTASKRESPONSE._serialized_start=2533
+  _CANCELTASKRESPONSE._serialized_end=2594
+  _WATCHTASKREQUEST._serialized_start=2596
+  _WATCHTASKREQUEST._serialized_end=2678
+  _WATCHTASKRESPONSE._serialized_start=2681
+  _WATCHTASKRESPONSE._serialized_end=2952
+  _LISTTASKEVENTSREQUEST._serialized_start=2955
+  _LISTTASKEVENTSREQUEST._serialized_end=3102
+  _LISTTASKEVENTSRESPONSE._serialized_start=3104
+  _LISTTASKEVENTSRESPONSE._serialized_end=3218
+  _LISTVERDICTSREQUEST._serialized_start=3220
+  _LISTVERDICTSREQUEST._serialized_end=3326
+  _LISTVERDICTSRESPONSE._serialized_start=3328
+  _LISTVERDICTSRESPONSE._serialized_end=3442
+  _LISTOBLIGATIONSREQUEST._serialized_start=3445
+  _LISTOBLIGATIONSREQUEST._serialized_end=3610
+  _LISTOBLIGATIONSRESPONSE._serialized_start=3612
+  _LISTOBLIGATIONSRESPONSE._serialized_end=3738
+  _TASKSERVICE._serialized_start=3821
+  _TASKSERVICE._serialized_end=4649
 # @@protoc_insertion_point(module_scope)

@@ -152,7 +152,7 @@ class ListVerdictsResponse(_message.Message):
     def __init__(self, verdicts: _Optional[_Iterable[_Union[_verdict_pb2.Verdict, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class StartTaskRequest(_message.Message):
-    __slots__ = ["a2a_peers", "agent_id", "document", "format", "input", "interrupt_policy", "interrupt_timeout", "labels", "mcp_servers", "priority", "queue", "request_id", "session_id", "spec", "tool_axes", "view"]
+    __slots__ = ["a2a_peers", "agent_id", "concurrency", "document", "format", "input", "interrupt_policy", "interrupt_timeout", "labels", "mcp_servers", "priority", "queue", "request_id", "session_id", "spec", "tool_axes", "view"]
     class LabelsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -162,6 +162,7 @@ class StartTaskRequest(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     A2A_PEERS_FIELD_NUMBER: _ClassVar[int]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
@@ -178,6 +179,7 @@ class StartTaskRequest(_message.Message):
     VIEW_FIELD_NUMBER: _ClassVar[int]
     a2a_peers: _peers_pb2.A2aPeerList
     agent_id: str
+    concurrency: _task_pb2.ConcurrencyLimit
     document: bytes
     format: _spec_service_pb2.DocumentFormat
     input: _task_pb2.Message
@@ -192,7 +194,7 @@ class StartTaskRequest(_message.Message):
     spec: _struct_pb2.Struct
     tool_axes: _containers.RepeatedCompositeFieldContainer[_peers_pb2.ToolAxisOverride]
     view: TaskView
-    def __init__(self, request_id: _Optional[str] = ..., spec: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., document: _Optional[bytes] = ..., agent_id: _Optional[str] = ..., format: _Optional[_Union[_spec_service_pb2.DocumentFormat, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., interrupt_policy: _Optional[_Union[_hitl_pb2.InterruptPolicy, _Mapping]] = ..., mcp_servers: _Optional[_Union[_peers_pb2.McpServerList, _Mapping]] = ..., a2a_peers: _Optional[_Union[_peers_pb2.A2aPeerList, _Mapping]] = ..., tool_axes: _Optional[_Iterable[_Union[_peers_pb2.ToolAxisOverride, _Mapping]]] = ..., interrupt_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., session_id: _Optional[str] = ..., view: _Optional[_Union[TaskView, str]] = ..., queue: _Optional[str] = ..., input: _Optional[_Union[_task_pb2.Message, _Mapping]] = ..., priority: _Optional[int] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[str] = ..., spec: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., document: _Optional[bytes] = ..., agent_id: _Optional[str] = ..., format: _Optional[_Union[_spec_service_pb2.DocumentFormat, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., interrupt_policy: _Optional[_Union[_hitl_pb2.InterruptPolicy, _Mapping]] = ..., mcp_servers: _Optional[_Union[_peers_pb2.McpServerList, _Mapping]] = ..., a2a_peers: _Optional[_Union[_peers_pb2.A2aPeerList, _Mapping]] = ..., tool_axes: _Optional[_Iterable[_Union[_peers_pb2.ToolAxisOverride, _Mapping]]] = ..., interrupt_timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., session_id: _Optional[str] = ..., view: _Optional[_Union[TaskView, str]] = ..., queue: _Optional[str] = ..., input: _Optional[_Union[_task_pb2.Message, _Mapping]] = ..., priority: _Optional[int] = ..., concurrency: _Optional[_Union[_task_pb2.ConcurrencyLimit, _Mapping]] = ...) -> None: ...
 
 class StartTaskResponse(_message.Message):
     __slots__ = ["created", "task"]

@@ -20,7 +20,7 @@ import type { JsonObject, Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file agentplane/v1/task.proto.
  */
 export const file_agentplane_v1_task: GenFile = /*@__PURE__*/
-  fileDesc("ChhhZ2VudHBsYW5lL3YxL3Rhc2sucHJvdG8SDWFnZW50cGxhbmUudjEi6gkKBFRhc2sSDwoHdGFza19pZBgBIAEoCRIOCgZ0ZW5hbnQYAiABKAkSJwoFc3RhdGUYAyABKA4yGC5hZ2VudHBsYW5lLnYxLlRhc2tTdGF0ZRISCgpyZXF1ZXN0X2lkGAQgASgJEikKBWFnZW50GAUgASgLMhguYWdlbnRwbGFuZS52MS5BZ2VudFNwZWNIABIpCgVncmFwaBgGIAEoCzIYLmFnZW50cGxhbmUudjEuR3JhcGhTcGVjSAASEgoIYWdlbnRfaWQYByABKAlIABIvCgZsYWJlbHMYCSADKAsyHy5hZ2VudHBsYW5lLnYxLlRhc2suTGFiZWxzRW50cnkSLwoLY3JlYXRlX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNbGFzdF9zZXF1ZW5jZRgNIAEoAxIPCgdhdHRlbXB0GA4gASgFEisKB2ZhaWx1cmUYDyABKAsyGi5hZ2VudHBsYW5lLnYxLlRhc2tGYWlsdXJlEikKBm91dHB1dBgQIAEoCzIZLmFnZW50cGxhbmUudjEuVGFza091dHB1dBI4ChBpbnRlcnJ1cHRfcG9saWN5GBEgASgLMh4uYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHRQb2xpY3kSHQoVcGVuZGluZ19pbnRlcnJ1cHRfaWRzGBIgAygJEhgKEGNhbmNlbF9yZXF1ZXN0ZWQYFSABKAgSEgoKY3JlYXRlZF9ieRgWIAEoCRISCgpydW50aW1lX2lkGBcgASgJEhIKCnNlc3Npb25faWQYGCABKAkSMgoJdG9vbF9heGVzGBkgAygLMh8uYWdlbnRwbGFuZS52MS5Ub29sQXhpc092ZXJyaWRlEjQKEWludGVycnVwdF90aW1lb3V0GBogASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjsKFWVmZmVjdGl2ZV9tY3Bfc2VydmVycxgbIAMoCzIcLmFnZW50cGxhbmUudjEuTWNwU2VydmVySW5mbxI3ChNlZmZlY3RpdmVfYTJhX3BlZXJzGBwgAygLMhouYWdlbnRwbGFuZS52MS5BMmFQZWVySW5mbxIRCglzcGVjX2tpbmQYHSABKAkSDQoFcXVldWUYHiABKAkSMgoNdHJhY2VfY29udGV4dBgfIAEoCzIbLmFnZW50cGxhbmUudjEuVHJhY2VDb250ZXh0EiUKBWlucHV0GCAgASgLMhYuYWdlbnRwbGFuZS52MS5NZXNzYWdlEigKBXVzYWdlGCEgASgLMhkuYWdlbnRwbGFuZS52MS5Ub2tlblVzYWdlEjAKDHNjaGVkdWxlZF9ieRgoIAEoCzIaLmFnZW50cGxhbmUudjEuU2NoZWR1bGVkQnkSEAoIcHJpb3JpdHkYKSABKAUaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIGCgRzcGVjSgQICBAJSgQIExAUSgQIFBAVUgttY3Bfc2VydmVyc1IJYTJhX3BlZXJzIjcKDFRyYWNlQ29udGV4dBITCgt0cmFjZXBhcmVudBgBIAEoCRISCgp0cmFjZXN0YXRlGAIgASgJIi4KC1Rhc2tGYWlsdXJlEg4KBnJlYXNvbhgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIm0KClRhc2tPdXRwdXQSKgoKc3RydWN0dXJlZBgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRInCgdtZXNzYWdlGAMgASgLMhYuYWdlbnRwbGFuZS52MS5NZXNzYWdlSgQIARACUgR0ZXh0Iv4HCglUYXNrRXZlbnQSDwoHdGFza19pZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoAxIoCgR0aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCglzdWJtaXR0ZWQYCiABKAsyHC5hZ2VudHBsYW5lLnYxLlRhc2tTdWJtaXR0ZWRIABI0Cg1zdGF0ZV9jaGFuZ2VkGAsgASgLMhsuYWdlbnRwbGFuZS52MS5TdGF0ZUNoYW5nZWRIABIpCgdtZXNzYWdlGBogASgLMhYuYWdlbnRwbGFuZS52MS5NZXNzYWdlSAASLAoJdG9vbF9jYWxsGA0gASgLMhcuYWdlbnRwbGFuZS52MS5Ub29sQ2FsbEgAEjAKC3Rvb2xfcmVzdWx0GA4gASgLMhkuYWdlbnRwbGFuZS52MS5Ub29sUmVzdWx0SAASKgoEbm90ZRgPIAEoCzIaLmFnZW50cGxhbmUudjEuUnVudGltZU5vdGVIABIsCgVsZWFzZRgQIAEoCzIbLmFnZW50cGxhbmUudjEuTGVhc2VDaGFuZ2VkSAASLgoKdG9vbF9nYXRlZBgRIAEoCzIYLmFnZW50cGxhbmUudjEuVG9vbEdhdGVkSAASOgoQaW50ZXJydXB0X3JhaXNlZBgSIAEoCzIeLmFnZW50cGxhbmUudjEuSW50ZXJydXB0UmFpc2VkSAASPgoSaW50ZXJydXB0X3Jlc29sdmVkGBMgASgLMiAuYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHRSZXNvbHZlZEgAEjoKEHZlcmRpY3RfcmVjb3JkZWQYFCABKAsyHi5hZ2VudHBsYW5lLnYxLlZlcmRpY3RSZWNvcmRlZEgAEkAKFW1jcF9pbmplY3Rpb25faWdub3JlZBgVIAEoCzIfLmFnZW50cGxhbmUudjEuSW5qZWN0aW9uSWdub3JlZEgAEkAKFWEyYV9pbmplY3Rpb25faWdub3JlZBgWIAEoCzIfLmFnZW50cGxhbmUudjEuSW5qZWN0aW9uSWdub3JlZEgAEjgKD2VudHJpZXNfZHJvcHBlZBgXIAEoCzIdLmFnZW50cGxhbmUudjEuRW50cmllc0Ryb3BwZWRIABI6ChBjYW5jZWxfcmVxdWVzdGVkGBggASgLMh4uYWdlbnRwbGFuZS52MS5DYW5jZWxSZXF1ZXN0ZWRIABIrCgZvdXRwdXQYGSABKAsyGS5hZ2VudHBsYW5lLnYxLlRhc2tPdXRwdXRIABI2Cg5idWRnZXRfd2FybmluZxgoIAEoCzIcLmFnZW50cGxhbmUudjEuQnVkZ2V0V2FybmluZ0gAQgkKB3BheWxvYWRKBAgMEA0iXgoNVGFza1N1Ym1pdHRlZBIMCgRraW5kGAIgASgJEhIKCmNyZWF0ZWRfYnkYAyABKAkSJQoFaW5wdXQYBCABKAsyFi5hZ2VudHBsYW5lLnYxLk1lc3NhZ2VKBAgBEAIieAoMU3RhdGVDaGFuZ2VkEiwKCmZyb21fc3RhdGUYASABKA4yGC5hZ2VudHBsYW5lLnYxLlRhc2tTdGF0ZRIqCgh0b19zdGF0ZRgCIAEoDjIYLmFnZW50cGxhbmUudjEuVGFza1N0YXRlEg4KBnJlYXNvbhgDIAEoCSKyAQoHTWVzc2FnZRISCgptZXNzYWdlX2lkGAEgASgJEigKBHJvbGUYAiABKA4yGi5hZ2VudHBsYW5lLnYxLk1lc3NhZ2VSb2xlEiIKBXBhcnRzGAMgAygLMhMuYWdlbnRwbGFuZS52MS5QYXJ0EgwKBG5vZGUYBCABKAkSDQoFbW9kZWwYBSABKAkSKAoFdXNhZ2UYBiABKAsyGS5hZ2VudHBsYW5lLnYxLlRva2VuVXNhZ2UicAoEUGFydBIOCgR0ZXh0GAEgASgJSAASJwoEZGF0YRgCIAEoCzIXLmFnZW50cGxhbmUudjEuRGF0YVBhcnRIABInCgRmaWxlGAMgASgLMhcuYWdlbnRwbGFuZS52MS5GaWxlUGFydEgAQgYKBGtpbmQiMQoIRGF0YVBhcnQSJQoEZGF0YRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiVgoIRmlsZVBhcnQSDAoEbmFtZRgBIAEoCRISCgptZWRpYV90eXBlGAIgASgJEg8KBWJ5dGVzGAMgASgMSAASDQoDdXJpGAQgASgJSABCCAoGc291cmNlIk8KClRva2VuVXNhZ2USFAoMaW5wdXRfdG9rZW5zGAEgASgFEhUKDW91dHB1dF90b2tlbnMYAiABKAUSFAoMdG90YWxfdG9rZW5zGAMgASgFIogBCghUb29sQ2FsbBIPCgdjYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIMCgRub2RlGAQgASgJEhIKCnRyaXBfaW5kZXgYBSABKAUSFgoOYXJndW1lbnRzX2pzb24YBiABKAkSEgoKbWVzc2FnZV9pZBgHIAEoCUoECAMQBFIEYXJncyJ4CgpUb29sUmVzdWx0Eg8KB2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEiYKBnJlc3VsdBgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIQCghpc19lcnJvchgEIAEoCBIMCgRub2RlGAUgASgJIjwKDUJ1ZGdldFdhcm5pbmcSKwoGYnVkZ2V0GAEgASgLMhsuYWdlbnRwbGFuZS52MS5CdWRnZXRTdGF0dXMiyQIKDEJ1ZGdldFN0YXR1cxIOCgZidWRnZXQYASABKAkSDgoGdGVuYW50GAIgASgJEhAKCGFnZW50X2lkGAMgASgJEg4KBnBlcmlvZBgEIAEoCRIwCgxwZXJpb2Rfc3RhcnQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCXJlc2V0c19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLdXNlZF90b2tlbnMYByABKAMSFAoMbGltaXRfdG9rZW5zGAggASgDEhgKEHVzZWRfY29zdF9taWNyb3MYCSABKAMSGQoRbGltaXRfY29zdF9taWNyb3MYCiABKAMSFAoMd2Fybl9wZXJjZW50GAsgASgFEg4KBndhcm5lZBgMIAEoCBIQCghleGNlZWRlZBgNIAEoCCKOAQoLUnVudGltZU5vdGUSDAoEdGV4dBgBIAEoCRI+CgphdHRyaWJ1dGVzGAIgAygLMiouYWdlbnRwbGFuZS52MS5SdW50aW1lTm90ZS5BdHRyaWJ1dGVzRW50cnkaMQoPQXR0cmlidXRlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEimgEKDExlYXNlQ2hhbmdlZBIsCgRraW5kGAEgASgOMh4uYWdlbnRwbGFuZS52MS5MZWFzZUNoYW5nZUtpbmQSEgoKcnVudGltZV9pZBgCIAEoCRIQCghsZWFzZV9pZBgDIAEoCRINCgVlcG9jaBgEIAEoAxIPCgdhdHRlbXB0GAUgASgFEhYKDnVuYWNrbm93bGVkZ2VkGAYgASgIIjEKEEluamVjdGlvbklnbm9yZWQSDQoFbmFtZXMYASADKAkSDgoGcmVhc29uGAIgASgJIlAKDkVudHJpZXNEcm9wcGVkEhAKCHByb3RvY29sGAEgASgJEiwKB2VudHJpZXMYAiADKAsyGy5hZ2VudHBsYW5lLnYxLkRyb3BwZWRFbnRyeSIsCgxEcm9wcGVkRW50cnkSDAoEbmFtZRgBIAEoCRIOCgZyZWFzb24YAiABKAkiNwoPQ2FuY2VsUmVxdWVzdGVkEg4KBnJlYXNvbhgBIAEoCRIUCgxyZXF1ZXN0ZWRfYnkYAiABKAkiPgoPSW50ZXJydXB0UmFpc2VkEisKCWludGVycnVwdBgBIAEoCzIYLmFnZW50cGxhbmUudjEuSW50ZXJydXB0IlQKEUludGVycnVwdFJlc29sdmVkEhQKDGludGVycnVwdF9pZBgBIAEoCRIpCghkZWNpc2lvbhgCIAEoCzIXLmFnZW50cGxhbmUudjEuRGVjaXNpb24iOgoPVmVyZGljdFJlY29yZGVkEicKB3ZlcmRpY3QYASABKAsyFi5hZ2VudHBsYW5lLnYxLlZlcmRpY3QiJwoOU3RyZWFtQ2F1Z2h0VXASFQoNbGFzdF9zZXF1ZW5jZRgBIAEoAyI7Cg9TdHJlYW1LZWVwYWxpdmUSKAoEdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiXAoMTWVzc2FnZURlbHRhEhIKCm1lc3NhZ2VfaWQYASABKAkSEgoKdGV4dF9kZWx0YRgCIAEoCRIMCgRub2RlGAMgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAQgASgDImQKC1NjaGVkdWxlZEJ5EhMKC3NjaGVkdWxlX2lkGAEgASgJEjAKDG5vbWluYWxfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGbWFudWFsGAMgASgIKsIBCglUYXNrU3RhdGUSGgoWVEFTS19TVEFURV9VTlNQRUNJRklFRBAAEhgKFFRBU0tfU1RBVEVfU1VCTUlUVEVEEAESFgoSVEFTS19TVEFURV9XT1JLSU5HEAISHQoZVEFTS19TVEFURV9JTlBVVF9SRVFVSVJFRBADEhgKFFRBU0tfU1RBVEVfQ09NUExFVEVEEAQSFQoRVEFTS19TVEFURV9GQUlMRUQQBRIXChNUQVNLX1NUQVRFX0NBTkNFTEVEEAYqdwoLTWVzc2FnZVJvbGUSHAoYTUVTU0FHRV9ST0xFX1VOU1BFQ0lGSUVEEAASFQoRTUVTU0FHRV9ST0xFX1VTRVIQARIaChZNRVNTQUdFX1JPTEVfQVNTSVNUQU5UEAISFwoTTUVTU0FHRV9ST0xFX1NZU1RFTRADKpIBCg9MZWFzZUNoYW5nZUtpbmQSIQodTEVBU0VfQ0hBTkdFX0tJTkRfVU5TUEVDSUZJRUQQABIdChlMRUFTRV9DSEFOR0VfS0lORF9HUkFOVEVEEAESHQoZTEVBU0VfQ0hBTkdFX0tJTkRfRVhQSVJFRBACEh4KGkxFQVNFX0NIQU5HRV9LSU5EX1JFTEVBU0VEEANCQVo/Z2l0aHViLmNvbS9hZ2VudHBsYW5lL2FnZW50cGxhbmUvZ2VuL2FnZW50cGxhbmUvdjE7YWdlbnRwbGFuZXYxYgZwcm90bzM", [file_agentplane_v1_hitl, file_agentplane_v1_peers, file_agentplane_v1_spec, file_agentplane_v1_verdict, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChhhZ2VudHBsYW5lL3YxL3Rhc2sucHJvdG8SDWFnZW50cGxhbmUudjEiuQoKBFRhc2sSDwoHdGFza19pZBgBIAEoCRIOCgZ0ZW5hbnQYAiABKAkSJwoFc3RhdGUYAyABKA4yGC5hZ2VudHBsYW5lLnYxLlRhc2tTdGF0ZRISCgpyZXF1ZXN0X2lkGAQgASgJEikKBWFnZW50GAUgASgLMhguYWdlbnRwbGFuZS52MS5BZ2VudFNwZWNIABIpCgVncmFwaBgGIAEoCzIYLmFnZW50cGxhbmUudjEuR3JhcGhTcGVjSAASEgoIYWdlbnRfaWQYByABKAlIABIvCgZsYWJlbHMYCSADKAsyHy5hZ2VudHBsYW5lLnYxLlRhc2suTGFiZWxzRW50cnkSLwoLY3JlYXRlX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNbGFzdF9zZXF1ZW5jZRgNIAEoAxIPCgdhdHRlbXB0GA4gASgFEisKB2ZhaWx1cmUYDyABKAsyGi5hZ2VudHBsYW5lLnYxLlRhc2tGYWlsdXJlEikKBm91dHB1dBgQIAEoCzIZLmFnZW50cGxhbmUudjEuVGFza091dHB1dBI4ChBpbnRlcnJ1cHRfcG9saWN5GBEgASgLMh4uYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHRQb2xpY3kSHQoVcGVuZGluZ19pbnRlcnJ1cHRfaWRzGBIgAygJEhgKEGNhbmNlbF9yZXF1ZXN0ZWQYFSABKAgSEgoKY3JlYXRlZF9ieRgWIAEoCRISCgpydW50aW1lX2lkGBcgASgJEhIKCnNlc3Npb25faWQYGCABKAkSMgoJdG9vbF9heGVzGBkgAygLMh8uYWdlbnRwbGFuZS52MS5Ub29sQXhpc092ZXJyaWRlEjQKEWludGVycnVwdF90aW1lb3V0GBogASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjsKFWVmZmVjdGl2ZV9tY3Bfc2VydmVycxgbIAMoCzIcLmFnZW50cGxhbmUudjEuTWNwU2VydmVySW5mbxI3ChNlZmZlY3RpdmVfYTJhX3BlZXJzGBwgAygLMhouYWdlbnRwbGFuZS52MS5BMmFQZWVySW5mbxIRCglzcGVjX2tpbmQYHSABKAkSDQoFcXVldWUYHiABKAkSMgoNdHJhY2VfY29udGV4dBgfIAEoCzIbLmFnZW50cGxhbmUudjEuVHJhY2VDb250ZXh0EiUKBWlucHV0GCAgASgLMhYuYWdlbnRwbGFuZS52MS5NZXNzYWdlEigKBXVzYWdlGCEgASgLMhkuYWdlbnRwbGFuZS52MS5Ub2tlblVzYWdlEjAKDHNjaGVkdWxlZF9ieRgoIAEoCzIaLmFnZW50cGxhbmUudjEuU2NoZWR1bGVkQnkSEAoIcHJpb3JpdHkYKSABKAUSNAoLY29uY3VycmVuY3kYKiABKAsyHy5hZ2VudHBsYW5lLnYxLkNvbmN1cnJlbmN5TGltaXQSFwoPY29uY3VycmVuY3lfa2V5GCsgASgJGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCBgoEc3BlY0oECAgQCUoECBMQFEoECBQQFVILbWNwX3NlcnZlcnNSCWEyYV9wZWVycyIuChBDb25jdXJyZW5jeUxpbWl0EgsKA2tleRgBIAEoCRINCgVsaW1pdBgCIAEoBSI3CgxUcmFjZUNvbnRleHQSEwoLdHJhY2VwYXJlbnQYASABKAkSEgoKdHJhY2VzdGF0ZRgCIAEoCSIuCgtUYXNrRmFpbHVyZRIOCgZyZWFzb24YASABKAkSDwoHbWVzc2FnZRgCIAEoCSJtCgpUYXNrT3V0cHV0EioKCnN0cnVjdHVyZWQYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSJwoHbWVzc2FnZRgDIAEoCzIWLmFnZW50cGxhbmUudjEuTWVzc2FnZUoECAEQAlIEdGV4dCL+BwoJVGFza0V2ZW50Eg8KB3Rhc2tfaWQYASABKAkSEAoIc2VxdWVuY2UYAiABKAMSKAoEdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoJc3VibWl0dGVkGAogASgLMhwuYWdlbnRwbGFuZS52MS5UYXNrU3VibWl0dGVkSAASNAoNc3RhdGVfY2hhbmdlZBgLIAEoCzIbLmFnZW50cGxhbmUudjEuU3RhdGVDaGFuZ2VkSAASKQoHbWVzc2FnZRgaIAEoCzIWLmFnZW50cGxhbmUudjEuTWVzc2FnZUgAEiwKCXRvb2xfY2FsbBgNIAEoCzIXLmFnZW50cGxhbmUudjEuVG9vbENhbGxIABIwCgt0b29sX3Jlc3VsdBgOIAEoCzIZLmFnZW50cGxhbmUudjEuVG9vbFJlc3VsdEgAEioKBG5vdGUYDyABKAsyGi5hZ2VudHBsYW5lLnYxLlJ1bnRpbWVOb3RlSAASLAoFbGVhc2UYECABKAsyGy5hZ2VudHBsYW5lLnYxLkxlYXNlQ2hhbmdlZEgAEi4KCnRvb2xfZ2F0ZWQYESABKAsyGC5hZ2VudHBsYW5lLnYxLlRvb2xHYXRlZEgAEjoKEGludGVycnVwdF9yYWlzZWQYEiABKAsyHi5hZ2VudHBsYW5lLnYxLkludGVycnVwdFJhaXNlZEgAEj4KEmludGVycnVwdF9yZXNvbHZlZBgTIAEoCzIgLmFnZW50cGxhbmUudjEuSW50ZXJydXB0UmVzb2x2ZWRIABI6ChB2ZXJkaWN0X3JlY29yZGVkGBQgASgLMh4uYWdlbnRwbGFuZS52MS5WZXJkaWN0UmVjb3JkZWRIABJAChVtY3BfaW5qZWN0aW9uX2lnbm9yZWQYFSABKAsyHy5hZ2VudHBsYW5lLnYxLkluamVjdGlvbklnbm9yZWRIABJAChVhMmFfaW5qZWN0aW9uX2lnbm9yZWQYFiABKAsyHy5hZ2VudHBsYW5lLnYxLkluamVjdGlvbklnbm9yZWRIABI4Cg9lbnRyaWVzX2Ryb3BwZWQYFyABKAsyHS5hZ2VudHBsYW5lLnYxLkVudHJpZXNEcm9wcGVkSAASOgoQY2FuY2VsX3JlcXVlc3RlZBgYIAEoCzIeLmFnZW50cGxhbmUudjEuQ2FuY2VsUmVxdWVzdGVkSAASKwoGb3V0cHV0GBkgASgLMhkuYWdlbnRwbGFuZS52MS5UYXNrT3V0cHV0SAASNgoOYnVkZ2V0X3dhcm5pbmcYKCABKAsyHC5hZ2VudHBsYW5lLnYxLkJ1ZGdldFdhcm5pbmdIAEIJCgdwYXlsb2FkSgQIDBANIl4KDVRhc2tTdWJtaXR0ZWQSDAoEa2luZBgCIAEoCRISCgpjcmVhdGVkX2J5GAMgASgJEiUKBWlucHV0GAQgASgLMhYuYWdlbnRwbGFuZS52MS5NZXNzYWdlSgQIARACIngKDFN0YXRlQ2hhbmdlZBIsCgpmcm9tX3N0YXRlGAEgASgOMhguYWdlbnRwbGFuZS52MS5UYXNrU3RhdGUSKgoIdG9fc3RhdGUYAiABKA4yGC5hZ2VudHBsYW5lLnYxLlRhc2tTdGF0ZRIOCgZyZWFzb24YAyABKAkisgEKB01lc3NhZ2USEgoKbWVzc2FnZV9pZBgBIAEoCRIoCgRyb2xlGAIgASgOMhouYWdlbnRwbGFuZS52MS5NZXNzYWdlUm9sZRIiCgVwYXJ0cxgDIAMoCzITLmFnZW50cGxhbmUudjEuUGFydBIMCgRub2RlGAQgASgJEg0KBW1vZGVsGAUgASgJEigKBXVzYWdlGAYgASgLMhkuYWdlbnRwbGFuZS52MS5Ub2tlblVzYWdlInAKBFBhcnQSDgoEdGV4dBgBIAEoCUgAEicKBGRhdGEYAiABKAsyFy5hZ2VudHBsYW5lLnYxLkRhdGFQYXJ0SAASJwoEZmlsZRgDIAEoCzIXLmFnZW50cGxhbmUudjEuRmlsZVBhcnRIAEIGCgRraW5kIjEKCERhdGFQYXJ0EiUKBGRhdGEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IlYKCEZpbGVQYXJ0EgwKBG5hbWUYASABKAkSEgoKbWVkaWFfdHlwZRgCIAEoCRIPCgVieXRlcxgDIAEoDEgAEg0KA3VyaRgEIAEoCUgAQggKBnNvdXJjZSJPCgpUb2tlblVzYWdlEhQKDGlucHV0X3Rva2VucxgBIAEoBRIVCg1vdXRwdXRfdG9rZW5zGAIgASgFEhQKDHRvdGFsX3Rva2VucxgDIAEoBSKIAQoIVG9vbENhbGwSDwoHY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSDAoEbm9kZRgEIAEoCRISCgp0cmlwX2luZGV4GAUgASgFEhYKDmFyZ3VtZW50c19qc29uGAYgASgJEhIKCm1lc3NhZ2VfaWQYByABKAlKBAgDEARSBGFyZ3MieAoKVG9vbFJlc3VsdBIPCgdjYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRImCgZyZXN1bHQYAyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSEAoIaXNfZXJyb3IYBCABKAgSDAoEbm9kZRgFIAEoCSI8Cg1CdWRnZXRXYXJuaW5nEisKBmJ1ZGdldBgBIAEoCzIbLmFnZW50cGxhbmUudjEuQnVkZ2V0U3RhdHVzIskCCgxCdWRnZXRTdGF0dXMSDgoGYnVkZ2V0GAEgASgJEg4KBnRlbmFudBgCIAEoCRIQCghhZ2VudF9pZBgDIAEoCRIOCgZwZXJpb2QYBCABKAkSMAoMcGVyaW9kX3N0YXJ0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCglyZXNldHNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC3VzZWRfdG9rZW5zGAcgASgDEhQKDGxpbWl0X3Rva2VucxgIIAEoAxIYChB1c2VkX2Nvc3RfbWljcm9zGAkgASgDEhkKEWxpbWl0X2Nvc3RfbWljcm9zGAogASgDEhQKDHdhcm5fcGVyY2VudBgLIAEoBRIOCgZ3YXJuZWQYDCABKAgSEAoIZXhjZWVkZWQYDSABKAgijgEKC1J1bnRpbWVOb3RlEgwKBHRleHQYASABKAkSPgoKYXR0cmlidXRlcxgCIAMoCzIqLmFnZW50cGxhbmUudjEuUnVudGltZU5vdGUuQXR0cmlidXRlc0VudHJ5GjEKD0F0dHJpYnV0ZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIpoBCgxMZWFzZUNoYW5nZWQSLAoEa2luZBgBIAEoDjIeLmFnZW50cGxhbmUudjEuTGVhc2VDaGFuZ2VLaW5kEhIKCnJ1bnRpbWVfaWQYAiABKAkSEAoIbGVhc2VfaWQYAyABKAkSDQoFZXBvY2gYBCABKAMSDwoHYXR0ZW1wdBgFIAEoBRIWCg51bmFja25vd2xlZGdlZBgGIAEoCCIxChBJbmplY3Rpb25JZ25vcmVkEg0KBW5hbWVzGAEgAygJEg4KBnJlYXNvbhgCIAEoCSJQCg5FbnRyaWVzRHJvcHBlZBIQCghwcm90b2NvbBgBIAEoCRIsCgdlbnRyaWVzGAIgAygLMhsuYWdlbnRwbGFuZS52MS5Ecm9wcGVkRW50cnkiLAoMRHJvcHBlZEVudHJ5EgwKBG5hbWUYASABKAkSDgoGcmVhc29uGAIgASgJIjcKD0NhbmNlbFJlcXVlc3RlZBIOCgZyZWFzb24YASABKAkSFAoMcmVxdWVzdGVkX2J5GAIgASgJIj4KD0ludGVycnVwdFJhaXNlZBIrCglpbnRlcnJ1cHQYASABKAsyGC5hZ2VudHBsYW5lLnYxLkludGVycnVwdCJUChFJbnRlcnJ1cHRSZXNvbHZlZBIUCgxpbnRlcnJ1cHRfaWQYASABKAkSKQoIZGVjaXNpb24YAiABKAsyFy5hZ2VudHBsYW5lLnYxLkRlY2lzaW9uIjoKD1ZlcmRpY3RSZWNvcmRlZBInCgd2ZXJkaWN0GAEgASgLMhYuYWdlbnRwbGFuZS52MS5WZXJkaWN0IicKDlN0cmVhbUNhdWdodFVwEhUKDWxhc3Rfc2VxdWVuY2UYASABKAMiOwoPU3RyZWFtS2VlcGFsaXZlEigKBHRpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlwKDE1lc3NhZ2VEZWx0YRISCgptZXNzYWdlX2lkGAEgASgJEhIKCnRleHRfZGVsdGEYAiABKAkSDAoEbm9kZRgDIAEoCRIWCg5hZnRlcl9zZXF1ZW5jZRgEIAEoAyJkCgtTY2hlZHVsZWRCeRITCgtzY2hlZHVsZV9pZBgBIAEoCRIwCgxub21pbmFsX3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBm1hbnVhbBgDIAEoCCrCAQoJVGFza1N0YXRlEhoKFlRBU0tfU1RBVEVfVU5TUEVDSUZJRUQQABIYChRUQVNLX1NUQVRFX1NVQk1JVFRFRBABEhYKElRBU0tfU1RBVEVfV09SS0lORxACEh0KGVRBU0tfU1RBVEVfSU5QVVRfUkVRVUlSRUQQAxIYChRUQVNLX1NUQVRFX0NPTVBMRVRFRBAEEhUKEVRBU0tfU1RBVEVfRkFJTEVEEAUSFwoTVEFTS19TVEFURV9DQU5DRUxFRBAGKncKC01lc3NhZ2VSb2xlEhwKGE1FU1NBR0VfUk9MRV9VTlNQRUNJRklFRBAAEhUKEU1FU1NBR0VfUk9MRV9VU0VSEAESGgoWTUVTU0FHRV9ST0xFX0FTU0lTVEFOVBACEhcKE01FU1NBR0VfUk9MRV9TWVNURU0QAyqSAQoPTGVhc2VDaGFuZ2VLaW5kEiEKHUxFQVNFX0NIQU5HRV9LSU5EX1VOU1BFQ0lGSUVEEAASHQoZTEVBU0VfQ0hBTkdFX0tJTkRfR1JBTlRFRBABEh0KGUxFQVNFX0NIQU5HRV9LSU5EX0VYUElSRUQQAhIeChpMRUFTRV9DSEFOR0VfS0lORF9SRUxFQVNFRBADQkFaP2dpdGh1Yi5jb20vYWdlbnRwbGFuZS9hZ2VudHBsYW5lL2dlbi9hZ2VudHBsYW5lL3YxO2FnZW50cGxhbmV2MWIGcHJvdG8z", [file_agentplane_v1_hitl, file_agentplane_v1_peers, file_agentplane_v1_spec, file_agentplane_v1_verdict, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Task is an agent run held by the control plane.
@@ -273,6 +273,20 @@ export type Task = Message$1<"agentplane.v1.Task"> & {
    * @generated from field: int32 priority = 41;
    */
   priority: number;
+
+  /**
+   * Its own concurrency cap (StartTaskRequest.concurrency), as submitted.
+   *
+   * @generated from field: agentplane.v1.ConcurrencyLimit concurrency = 42;
+   */
+  concurrency?: ConcurrencyLimit | undefined;
+
+  /**
+   * The key concurrency.key computed at start ("" when absent: not capped).
+   *
+   * @generated from field: string concurrency_key = 43;
+   */
+  concurrencyKey: string;
 };
 
 /**
@@ -281,6 +295,42 @@ export type Task = Message$1<"agentplane.v1.Task"> & {
  */
 export const TaskSchema: GenMessage<Task> = /*@__PURE__*/
   messageDesc(file_agentplane_v1_task, 0);
+
+/**
+ * ConcurrencyLimit caps how many of a tenant's tasks of one queue that share a key
+ * hold a lease at once; the others wait in queue order (docs/api.md#flow-control).
+ *
+ * @generated from message agentplane.v1.ConcurrencyLimit
+ */
+export type ConcurrencyLimit = Message$1<"agentplane.v1.ConcurrencyLimit"> & {
+  /**
+   * A CEL expression of type string over `tenant`, `queue`, `labels` and `input` (the
+   * text of the input message), as flow.queues.<queue>.concurrency.key, computed once
+   * at start; a literal key is a string literal, for example '"nightly-report"'. At
+   * most 1024 bytes; the key it computes is at most 128 bytes, and "" means the task
+   * is not capped. A key that does not compile, or does not evaluate, refuses the
+   * start (INVALID_ARGUMENT, REQUEST_INVALID, with the field in a BadRequest).
+   *
+   * @generated from field: string key = 1;
+   */
+  key: string;
+
+  /**
+   * How many tasks with the key may hold a lease at once: 1 to 10000. Tasks that
+   * share a key but name different limits each wait while the key holds as many
+   * leases as their own limit.
+   *
+   * @generated from field: int32 limit = 2;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message agentplane.v1.ConcurrencyLimit.
+ * Use `create(ConcurrencyLimitSchema)` to create a new message.
+ */
+export const ConcurrencyLimitSchema: GenMessage<ConcurrencyLimit> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_task, 1);
 
 /**
  * TraceContext is a W3C Trace Context (https://www.w3.org/TR/trace-context/), as the
@@ -311,7 +361,7 @@ export type TraceContext = Message$1<"agentplane.v1.TraceContext"> & {
  * Use `create(TraceContextSchema)` to create a new message.
  */
 export const TraceContextSchema: GenMessage<TraceContext> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 1);
+  messageDesc(file_agentplane_v1_task, 2);
 
 /**
  * TaskFailure explains a FAILED task.
@@ -344,7 +394,7 @@ export type TaskFailure = Message$1<"agentplane.v1.TaskFailure"> & {
  * Use `create(TaskFailureSchema)` to create a new message.
  */
 export const TaskFailureSchema: GenMessage<TaskFailure> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 2);
+  messageDesc(file_agentplane_v1_task, 3);
 
 /**
  * TaskOutput is the result of a COMPLETED task.
@@ -372,7 +422,7 @@ export type TaskOutput = Message$1<"agentplane.v1.TaskOutput"> & {
  * Use `create(TaskOutputSchema)` to create a new message.
  */
 export const TaskOutputSchema: GenMessage<TaskOutput> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 3);
+  messageDesc(file_agentplane_v1_task, 4);
 
 /**
  * TaskEvent is one entry of a task's append-only log. Sequence numbers start at 1 and
@@ -551,7 +601,7 @@ export type TaskEvent = Message$1<"agentplane.v1.TaskEvent"> & {
  * Use `create(TaskEventSchema)` to create a new message.
  */
 export const TaskEventSchema: GenMessage<TaskEvent> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 4);
+  messageDesc(file_agentplane_v1_task, 5);
 
 /**
  * TaskSubmitted is the first event of every task.
@@ -586,7 +636,7 @@ export type TaskSubmitted = Message$1<"agentplane.v1.TaskSubmitted"> & {
  * Use `create(TaskSubmittedSchema)` to create a new message.
  */
 export const TaskSubmittedSchema: GenMessage<TaskSubmitted> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 5);
+  messageDesc(file_agentplane_v1_task, 6);
 
 /**
  * StateChanged records a transition.
@@ -633,7 +683,7 @@ export type StateChanged = Message$1<"agentplane.v1.StateChanged"> & {
  * Use `create(StateChangedSchema)` to create a new message.
  */
 export const StateChangedSchema: GenMessage<StateChanged> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 6);
+  messageDesc(file_agentplane_v1_task, 7);
 
 /**
  * Message is one message of the conversation: who said it and what, as typed parts.
@@ -697,7 +747,7 @@ export type Message = Message$1<"agentplane.v1.Message"> & {
  * Use `create(MessageSchema)` to create a new message.
  */
 export const MessageSchema: GenMessage<Message> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 7);
+  messageDesc(file_agentplane_v1_task, 8);
 
 /**
  * Part is one piece of a message's content.
@@ -742,7 +792,7 @@ export type Part = Message$1<"agentplane.v1.Part"> & {
  * Use `create(PartSchema)` to create a new message.
  */
 export const PartSchema: GenMessage<Part> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 8);
+  messageDesc(file_agentplane_v1_task, 9);
 
 /**
  * DataPart is structured content.
@@ -763,7 +813,7 @@ export type DataPart = Message$1<"agentplane.v1.DataPart"> & {
  * Use `create(DataPartSchema)` to create a new message.
  */
 export const DataPartSchema: GenMessage<DataPart> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 9);
+  messageDesc(file_agentplane_v1_task, 10);
 
 /**
  * FilePart is a file in a message.
@@ -814,7 +864,7 @@ export type FilePart = Message$1<"agentplane.v1.FilePart"> & {
  * Use `create(FilePartSchema)` to create a new message.
  */
 export const FilePartSchema: GenMessage<FilePart> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 10);
+  messageDesc(file_agentplane_v1_task, 11);
 
 /**
  * TokenUsage counts the tokens of model calls.
@@ -849,7 +899,7 @@ export type TokenUsage = Message$1<"agentplane.v1.TokenUsage"> & {
  * Use `create(TokenUsageSchema)` to create a new message.
  */
 export const TokenUsageSchema: GenMessage<TokenUsage> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 11);
+  messageDesc(file_agentplane_v1_task, 12);
 
 /**
  * ToolCall is a call the model made.
@@ -909,7 +959,7 @@ export type ToolCall = Message$1<"agentplane.v1.ToolCall"> & {
  * Use `create(ToolCallSchema)` to create a new message.
  */
 export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 12);
+  messageDesc(file_agentplane_v1_task, 13);
 
 /**
  * ToolResult is what a tool returned.
@@ -958,7 +1008,7 @@ export type ToolResult = Message$1<"agentplane.v1.ToolResult"> & {
  * Use `create(ToolResultSchema)` to create a new message.
  */
 export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 13);
+  messageDesc(file_agentplane_v1_task, 14);
 
 /**
  * BudgetWarning is logged in the task whose model usage took a budget to its warning
@@ -981,7 +1031,7 @@ export type BudgetWarning = Message$1<"agentplane.v1.BudgetWarning"> & {
  * Use `create(BudgetWarningSchema)` to create a new message.
  */
 export const BudgetWarningSchema: GenMessage<BudgetWarning> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 14);
+  messageDesc(file_agentplane_v1_task, 15);
 
 /**
  * BudgetStatus is one budget's count for its current period (docs/budgets.md).
@@ -1088,7 +1138,7 @@ export type BudgetStatus = Message$1<"agentplane.v1.BudgetStatus"> & {
  * Use `create(BudgetStatusSchema)` to create a new message.
  */
 export const BudgetStatusSchema: GenMessage<BudgetStatus> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 15);
+  messageDesc(file_agentplane_v1_task, 16);
 
 /**
  * RuntimeNote is free-form runtime output (progress, diagnostics).
@@ -1116,7 +1166,7 @@ export type RuntimeNote = Message$1<"agentplane.v1.RuntimeNote"> & {
  * Use `create(RuntimeNoteSchema)` to create a new message.
  */
 export const RuntimeNoteSchema: GenMessage<RuntimeNote> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 16);
+  messageDesc(file_agentplane_v1_task, 17);
 
 /**
  * LeaseChanged records lease transitions.
@@ -1174,7 +1224,7 @@ export type LeaseChanged = Message$1<"agentplane.v1.LeaseChanged"> & {
  * Use `create(LeaseChangedSchema)` to create a new message.
  */
 export const LeaseChangedSchema: GenMessage<LeaseChanged> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 17);
+  messageDesc(file_agentplane_v1_task, 18);
 
 /**
  * InjectionIgnored says caller-supplied MCP servers or A2A peers were not honoured.
@@ -1202,7 +1252,7 @@ export type InjectionIgnored = Message$1<"agentplane.v1.InjectionIgnored"> & {
  * Use `create(InjectionIgnoredSchema)` to create a new message.
  */
 export const InjectionIgnoredSchema: GenMessage<InjectionIgnored> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 18);
+  messageDesc(file_agentplane_v1_task, 19);
 
 /**
  * EntriesDropped names caller entries dropped for shape or count.
@@ -1230,7 +1280,7 @@ export type EntriesDropped = Message$1<"agentplane.v1.EntriesDropped"> & {
  * Use `create(EntriesDroppedSchema)` to create a new message.
  */
 export const EntriesDroppedSchema: GenMessage<EntriesDropped> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 19);
+  messageDesc(file_agentplane_v1_task, 20);
 
 /**
  * DroppedEntry is one dropped caller entry.
@@ -1269,7 +1319,7 @@ export type DroppedEntry = Message$1<"agentplane.v1.DroppedEntry"> & {
  * Use `create(DroppedEntrySchema)` to create a new message.
  */
 export const DroppedEntrySchema: GenMessage<DroppedEntry> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 20);
+  messageDesc(file_agentplane_v1_task, 21);
 
 /**
  * CancelRequested records a cancellation request.
@@ -1297,7 +1347,7 @@ export type CancelRequested = Message$1<"agentplane.v1.CancelRequested"> & {
  * Use `create(CancelRequestedSchema)` to create a new message.
  */
 export const CancelRequestedSchema: GenMessage<CancelRequested> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 21);
+  messageDesc(file_agentplane_v1_task, 22);
 
 /**
  * InterruptRaised records a new interrupt.
@@ -1318,7 +1368,7 @@ export type InterruptRaised = Message$1<"agentplane.v1.InterruptRaised"> & {
  * Use `create(InterruptRaisedSchema)` to create a new message.
  */
 export const InterruptRaisedSchema: GenMessage<InterruptRaised> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 22);
+  messageDesc(file_agentplane_v1_task, 23);
 
 /**
  * InterruptResolved records a decision.
@@ -1346,7 +1396,7 @@ export type InterruptResolved = Message$1<"agentplane.v1.InterruptResolved"> & {
  * Use `create(InterruptResolvedSchema)` to create a new message.
  */
 export const InterruptResolvedSchema: GenMessage<InterruptResolved> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 23);
+  messageDesc(file_agentplane_v1_task, 24);
 
 /**
  * VerdictRecorded records a reviewer verdict.
@@ -1367,7 +1417,7 @@ export type VerdictRecorded = Message$1<"agentplane.v1.VerdictRecorded"> & {
  * Use `create(VerdictRecordedSchema)` to create a new message.
  */
 export const VerdictRecordedSchema: GenMessage<VerdictRecorded> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 24);
+  messageDesc(file_agentplane_v1_task, 25);
 
 /**
  * StreamCaughtUp marks the end of a stream's replay.
@@ -1389,7 +1439,7 @@ export type StreamCaughtUp = Message$1<"agentplane.v1.StreamCaughtUp"> & {
  * Use `create(StreamCaughtUpSchema)` to create a new message.
  */
 export const StreamCaughtUpSchema: GenMessage<StreamCaughtUp> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 25);
+  messageDesc(file_agentplane_v1_task, 26);
 
 /**
  * StreamKeepalive is sent on an idle stream so that proxies and load balancers do not
@@ -1411,7 +1461,7 @@ export type StreamKeepalive = Message$1<"agentplane.v1.StreamKeepalive"> & {
  * Use `create(StreamKeepaliveSchema)` to create a new message.
  */
 export const StreamKeepaliveSchema: GenMessage<StreamKeepalive> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 26);
+  messageDesc(file_agentplane_v1_task, 27);
 
 /**
  * MessageDelta is a fragment of a message being produced (a model's streamed tokens).
@@ -1454,7 +1504,7 @@ export type MessageDelta = Message$1<"agentplane.v1.MessageDelta"> & {
  * Use `create(MessageDeltaSchema)` to create a new message.
  */
 export const MessageDeltaSchema: GenMessage<MessageDelta> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 27);
+  messageDesc(file_agentplane_v1_task, 28);
 
 /**
  * ScheduledBy says which schedule run started a task.
@@ -1489,7 +1539,7 @@ export type ScheduledBy = Message$1<"agentplane.v1.ScheduledBy"> & {
  * Use `create(ScheduledBySchema)` to create a new message.
  */
 export const ScheduledBySchema: GenMessage<ScheduledBy> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_task, 28);
+  messageDesc(file_agentplane_v1_task, 29);
 
 /**
  * TaskState is the lifecycle state of a task. The names follow A2A's TaskState

@@ -250,8 +250,24 @@ type TaskRecord struct {
 	// The lease-rate key its queue's flow.rate (on: lease) computed at start ("" when
 	// none): each lease takes a token of that bucket. Immutable.
 	RateKey string `protobuf:"bytes,72,opt,name=rate_key,json=rateKey,proto3" json:"rate_key,omitempty"`
-	// Whether the task's current lease holds a slot of its concurrency key.
-	HoldsSlot     bool `protobuf:"varint,73,opt,name=holds_slot,json=holdsSlot,proto3" json:"holds_slot,omitempty"`
+	// Whether the task's current lease holds the slots of its concurrency keys (the
+	// queue's, concurrency_key, and its own, policy_concurrency_key: taken and freed
+	// together).
+	HoldsSlot bool `protobuf:"varint,73,opt,name=holds_slot,json=holdsSlot,proto3" json:"holds_slot,omitempty"`
+	// The task's own concurrency cap (StartTaskRequest.concurrency), as submitted.
+	// Immutable.
+	Concurrency *v1.ConcurrencyLimit `protobuf:"bytes,74,opt,name=concurrency,proto3" json:"concurrency,omitempty"`
+	// The key concurrency.key computed at start ("" when none): a lease takes a slot of
+	// FlowRecord "p" + queue + key, while it holds fewer than concurrency.limit.
+	// Immutable.
+	PolicyConcurrencyKey string `protobuf:"bytes,75,opt,name=policy_concurrency_key,json=policyConcurrencyKey,proto3" json:"policy_concurrency_key,omitempty"`
+	// The fairness key its queue's flow.fairness.key computed at start ("" when the
+	// queue has none, or the key is ""). Immutable.
+	FairnessKey string `protobuf:"bytes,76,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
+	// The time the queue orders the task by in place of queue_time, when its queue
+	// shares leases between fairness keys: its fair-share start tag, set each time it
+	// is queued (docs/api.md#flow-control). Absent: queue_time.
+	FairTime      *timestamppb.Timestamp `protobuf:"bytes,77,opt,name=fair_time,json=fairTime,proto3" json:"fair_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -564,6 +580,34 @@ func (x *TaskRecord) GetHoldsSlot() bool {
 		return x.HoldsSlot
 	}
 	return false
+}
+
+func (x *TaskRecord) GetConcurrency() *v1.ConcurrencyLimit {
+	if x != nil {
+		return x.Concurrency
+	}
+	return nil
+}
+
+func (x *TaskRecord) GetPolicyConcurrencyKey() string {
+	if x != nil {
+		return x.PolicyConcurrencyKey
+	}
+	return ""
+}
+
+func (x *TaskRecord) GetFairnessKey() string {
+	if x != nil {
+		return x.FairnessKey
+	}
+	return ""
+}
+
+func (x *TaskRecord) GetFairTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FairTime
+	}
+	return nil
 }
 
 // AppliedRequest is a call that changed a task under a caller's request id.
@@ -1967,7 +2011,10 @@ type FlowRecord struct {
 	// Token bucket: the tokens left at refill_time.
 	Tokens float64 `protobuf:"fixed64,2,opt,name=tokens,proto3" json:"tokens,omitempty"`
 	// Token bucket: when tokens was last brought up to date.
-	RefillTime    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=refill_time,json=refillTime,proto3" json:"refill_time,omitempty"`
+	RefillTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=refill_time,json=refillTime,proto3" json:"refill_time,omitempty"`
+	// Fair share between keys: the finish tag of the key's last queued task; its
+	// next task starts at the later of this and the queue's virtual time.
+	FairFinish    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=fair_finish,json=fairFinish,proto3" json:"fair_finish,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2019,6 +2066,13 @@ func (x *FlowRecord) GetTokens() float64 {
 func (x *FlowRecord) GetRefillTime() *timestamppb.Timestamp {
 	if x != nil {
 		return x.RefillTime
+	}
+	return nil
+}
+
+func (x *FlowRecord) GetFairFinish() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FairFinish
 	}
 	return nil
 }
@@ -2115,7 +2169,7 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\x05R\aversion\x12;\n" +
 	"\vcreate_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12\x1b\n" +
-	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\x83\x0f\n" +
+	"\ttoken_key\x18\x03 \x01(\fR\btokenKey\"\xd8\x10\n" +
 	"\n" +
 	"TaskRecord\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
@@ -2165,7 +2219,11 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\x0fconcurrency_key\x18G \x01(\tR\x0econcurrencyKey\x12\x19\n" +
 	"\brate_key\x18H \x01(\tR\arateKey\x12\x1d\n" +
 	"\n" +
-	"holds_slot\x18I \x01(\bR\tholdsSlot\x1a9\n" +
+	"holds_slot\x18I \x01(\bR\tholdsSlot\x12A\n" +
+	"\vconcurrency\x18J \x01(\v2\x1f.agentplane.v1.ConcurrencyLimitR\vconcurrency\x124\n" +
+	"\x16policy_concurrency_key\x18K \x01(\tR\x14policyConcurrencyKey\x12!\n" +
+	"\ffairness_key\x18L \x01(\tR\vfairnessKey\x127\n" +
+	"\tfair_time\x18M \x01(\v2\x1a.google.protobuf.TimestampR\bfairTime\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\x17\x10\x18\"\xa5\x01\n" +
@@ -2295,13 +2353,15 @@ const file_agentplane_storage_v1_storage_proto_rawDesc = "" +
 	"\vupdate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\"F\n" +
 	"\x10AuditRecordEntry\x122\n" +
-	"\x06record\x18\x01 \x01(\v2\x1a.agentplane.v1.AuditRecordR\x06record\"{\n" +
+	"\x06record\x18\x01 \x01(\v2\x1a.agentplane.v1.AuditRecordR\x06record\"\xb8\x01\n" +
 	"\n" +
 	"FlowRecord\x12\x18\n" +
 	"\aholders\x18\x01 \x03(\tR\aholders\x12\x16\n" +
 	"\x06tokens\x18\x02 \x01(\x01R\x06tokens\x12;\n" +
 	"\vrefill_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"refillTime\"\xe0\x01\n" +
+	"refillTime\x12;\n" +
+	"\vfair_finish\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"fairFinish\"\xe0\x01\n" +
 	"\x14LinkRevocationRecord\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x17\n" +
 	"\alink_id\x18\x02 \x01(\tR\x06linkId\x12;\n" +
@@ -2360,24 +2420,25 @@ var file_agentplane_storage_v1_storage_proto_goTypes = []any{
 	(*v1.ToolResult)(nil),         // 26: agentplane.v1.ToolResult
 	(*v1.TokenUsage)(nil),         // 27: agentplane.v1.TokenUsage
 	(*v1.ScheduledBy)(nil),        // 28: agentplane.v1.ScheduledBy
-	(*v1.AgentSpec)(nil),          // 29: agentplane.v1.AgentSpec
-	(*v1.GraphSpec)(nil),          // 30: agentplane.v1.GraphSpec
-	(*v1.ResolvedSpec)(nil),       // 31: agentplane.v1.ResolvedSpec
-	(*v1.InterruptPolicy)(nil),    // 32: agentplane.v1.InterruptPolicy
-	(*durationpb.Duration)(nil),   // 33: google.protobuf.Duration
-	(*v1.ToolAxisOverride)(nil),   // 34: agentplane.v1.ToolAxisOverride
-	(*v1.McpServer)(nil),          // 35: agentplane.v1.McpServer
-	(*v1.A2APeer)(nil),            // 36: agentplane.v1.A2aPeer
-	(*v1.TaskEvent)(nil),          // 37: agentplane.v1.TaskEvent
-	(*v1.Interrupt)(nil),          // 38: agentplane.v1.Interrupt
-	(*v1.Verdict)(nil),            // 39: agentplane.v1.Verdict
-	(*v1.Obligation)(nil),         // 40: agentplane.v1.Obligation
-	(*v1.ScheduleSpec)(nil),       // 41: agentplane.v1.ScheduleSpec
-	(*v1.SchedulePolicy)(nil),     // 42: agentplane.v1.SchedulePolicy
-	(*v1.StartTaskRequest)(nil),   // 43: agentplane.v1.StartTaskRequest
-	(*v1.ScheduleRun)(nil),        // 44: agentplane.v1.ScheduleRun
-	(*v1.ScheduleCounts)(nil),     // 45: agentplane.v1.ScheduleCounts
-	(*v1.AuditRecord)(nil),        // 46: agentplane.v1.AuditRecord
+	(*v1.ConcurrencyLimit)(nil),   // 29: agentplane.v1.ConcurrencyLimit
+	(*v1.AgentSpec)(nil),          // 30: agentplane.v1.AgentSpec
+	(*v1.GraphSpec)(nil),          // 31: agentplane.v1.GraphSpec
+	(*v1.ResolvedSpec)(nil),       // 32: agentplane.v1.ResolvedSpec
+	(*v1.InterruptPolicy)(nil),    // 33: agentplane.v1.InterruptPolicy
+	(*durationpb.Duration)(nil),   // 34: google.protobuf.Duration
+	(*v1.ToolAxisOverride)(nil),   // 35: agentplane.v1.ToolAxisOverride
+	(*v1.McpServer)(nil),          // 36: agentplane.v1.McpServer
+	(*v1.A2APeer)(nil),            // 37: agentplane.v1.A2aPeer
+	(*v1.TaskEvent)(nil),          // 38: agentplane.v1.TaskEvent
+	(*v1.Interrupt)(nil),          // 39: agentplane.v1.Interrupt
+	(*v1.Verdict)(nil),            // 40: agentplane.v1.Verdict
+	(*v1.Obligation)(nil),         // 41: agentplane.v1.Obligation
+	(*v1.ScheduleSpec)(nil),       // 42: agentplane.v1.ScheduleSpec
+	(*v1.SchedulePolicy)(nil),     // 43: agentplane.v1.SchedulePolicy
+	(*v1.StartTaskRequest)(nil),   // 44: agentplane.v1.StartTaskRequest
+	(*v1.ScheduleRun)(nil),        // 45: agentplane.v1.ScheduleRun
+	(*v1.ScheduleCounts)(nil),     // 46: agentplane.v1.ScheduleCounts
+	(*v1.AuditRecord)(nil),        // 47: agentplane.v1.AuditRecord
 }
 var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
 	20, // 0: agentplane.storage.v1.SchemaInfo.create_time:type_name -> google.protobuf.Timestamp
@@ -2398,52 +2459,55 @@ var file_agentplane_storage_v1_storage_proto_depIdxs = []int32{
 	3,  // 15: agentplane.storage.v1.TaskRecord.applied_requests:type_name -> agentplane.storage.v1.AppliedRequest
 	13, // 16: agentplane.storage.v1.TaskRecord.a2a_push_configs:type_name -> agentplane.storage.v1.A2APushConfig
 	28, // 17: agentplane.storage.v1.TaskRecord.scheduled_by:type_name -> agentplane.v1.ScheduledBy
-	29, // 18: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
-	30, // 19: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
-	31, // 20: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
-	32, // 21: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
-	33, // 22: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
-	34, // 23: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
-	35, // 24: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
-	36, // 25: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	25, // 26: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
-	20, // 27: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
-	20, // 28: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
-	20, // 29: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
-	20, // 30: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
-	37, // 31: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
-	38, // 32: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
-	20, // 33: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
-	39, // 34: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
-	40, // 35: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
-	20, // 36: agentplane.storage.v1.OutboxRecord.create_time:type_name -> google.protobuf.Timestamp
-	0,  // 37: agentplane.storage.v1.OutboxRecord.state:type_name -> agentplane.storage.v1.OutboxState
-	20, // 38: agentplane.storage.v1.OutboxRecord.next_attempt_time:type_name -> google.protobuf.Timestamp
-	20, // 39: agentplane.storage.v1.OutboxRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
-	20, // 40: agentplane.storage.v1.OutboxRecord.dead_time:type_name -> google.protobuf.Timestamp
-	13, // 41: agentplane.storage.v1.OutboxRecord.a2a_push:type_name -> agentplane.storage.v1.A2APushConfig
-	20, // 42: agentplane.storage.v1.A2APushConfig.create_time:type_name -> google.protobuf.Timestamp
-	41, // 43: agentplane.storage.v1.ScheduleRecord.spec:type_name -> agentplane.v1.ScheduleSpec
-	42, // 44: agentplane.storage.v1.ScheduleRecord.policy:type_name -> agentplane.v1.SchedulePolicy
-	43, // 45: agentplane.storage.v1.ScheduleRecord.task:type_name -> agentplane.v1.StartTaskRequest
-	20, // 46: agentplane.storage.v1.ScheduleRecord.create_time:type_name -> google.protobuf.Timestamp
-	20, // 47: agentplane.storage.v1.ScheduleRecord.update_time:type_name -> google.protobuf.Timestamp
-	20, // 48: agentplane.storage.v1.ScheduleRecord.next_nominal_time:type_name -> google.protobuf.Timestamp
-	20, // 49: agentplane.storage.v1.ScheduleRecord.wake_time:type_name -> google.protobuf.Timestamp
-	20, // 50: agentplane.storage.v1.ScheduleRecord.buffered_nominal_time:type_name -> google.protobuf.Timestamp
-	44, // 51: agentplane.storage.v1.ScheduleRecord.recent_runs:type_name -> agentplane.v1.ScheduleRun
-	45, // 52: agentplane.storage.v1.ScheduleRecord.counts:type_name -> agentplane.v1.ScheduleCounts
-	20, // 53: agentplane.storage.v1.BudgetUsageRecord.period_start:type_name -> google.protobuf.Timestamp
-	20, // 54: agentplane.storage.v1.BudgetUsageRecord.update_time:type_name -> google.protobuf.Timestamp
-	46, // 55: agentplane.storage.v1.AuditRecordEntry.record:type_name -> agentplane.v1.AuditRecord
-	20, // 56: agentplane.storage.v1.FlowRecord.refill_time:type_name -> google.protobuf.Timestamp
-	20, // 57: agentplane.storage.v1.LinkRevocationRecord.expire_time:type_name -> google.protobuf.Timestamp
-	20, // 58: agentplane.storage.v1.LinkRevocationRecord.revoke_time:type_name -> google.protobuf.Timestamp
-	59, // [59:59] is the sub-list for method output_type
-	59, // [59:59] is the sub-list for method input_type
-	59, // [59:59] is the sub-list for extension type_name
-	59, // [59:59] is the sub-list for extension extendee
-	0,  // [0:59] is the sub-list for field type_name
+	29, // 18: agentplane.storage.v1.TaskRecord.concurrency:type_name -> agentplane.v1.ConcurrencyLimit
+	20, // 19: agentplane.storage.v1.TaskRecord.fair_time:type_name -> google.protobuf.Timestamp
+	30, // 20: agentplane.storage.v1.TaskSpecRecord.agent:type_name -> agentplane.v1.AgentSpec
+	31, // 21: agentplane.storage.v1.TaskSpecRecord.graph:type_name -> agentplane.v1.GraphSpec
+	32, // 22: agentplane.storage.v1.TaskSpecRecord.resolved_spec:type_name -> agentplane.v1.ResolvedSpec
+	33, // 23: agentplane.storage.v1.TaskSpecRecord.interrupt_policy:type_name -> agentplane.v1.InterruptPolicy
+	34, // 24: agentplane.storage.v1.TaskSpecRecord.interrupt_timeout:type_name -> google.protobuf.Duration
+	35, // 25: agentplane.storage.v1.TaskSpecRecord.tool_axes:type_name -> agentplane.v1.ToolAxisOverride
+	36, // 26: agentplane.storage.v1.TaskSpecRecord.mcp_servers:type_name -> agentplane.v1.McpServer
+	37, // 27: agentplane.storage.v1.TaskSpecRecord.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	25, // 28: agentplane.storage.v1.TaskSpecRecord.input:type_name -> agentplane.v1.Message
+	20, // 29: agentplane.storage.v1.Cancellation.time:type_name -> google.protobuf.Timestamp
+	20, // 30: agentplane.storage.v1.LeaseRecord.grant_time:type_name -> google.protobuf.Timestamp
+	20, // 31: agentplane.storage.v1.LeaseRecord.deadline:type_name -> google.protobuf.Timestamp
+	20, // 32: agentplane.storage.v1.EventRecord.time:type_name -> google.protobuf.Timestamp
+	38, // 33: agentplane.storage.v1.EventRecord.event:type_name -> agentplane.v1.TaskEvent
+	39, // 34: agentplane.storage.v1.InterruptRecord.interrupt:type_name -> agentplane.v1.Interrupt
+	20, // 35: agentplane.storage.v1.InterruptRecord.create_time:type_name -> google.protobuf.Timestamp
+	40, // 36: agentplane.storage.v1.VerdictRecord.verdict:type_name -> agentplane.v1.Verdict
+	41, // 37: agentplane.storage.v1.ObligationRecord.obligation:type_name -> agentplane.v1.Obligation
+	20, // 38: agentplane.storage.v1.OutboxRecord.create_time:type_name -> google.protobuf.Timestamp
+	0,  // 39: agentplane.storage.v1.OutboxRecord.state:type_name -> agentplane.storage.v1.OutboxState
+	20, // 40: agentplane.storage.v1.OutboxRecord.next_attempt_time:type_name -> google.protobuf.Timestamp
+	20, // 41: agentplane.storage.v1.OutboxRecord.last_attempt_time:type_name -> google.protobuf.Timestamp
+	20, // 42: agentplane.storage.v1.OutboxRecord.dead_time:type_name -> google.protobuf.Timestamp
+	13, // 43: agentplane.storage.v1.OutboxRecord.a2a_push:type_name -> agentplane.storage.v1.A2APushConfig
+	20, // 44: agentplane.storage.v1.A2APushConfig.create_time:type_name -> google.protobuf.Timestamp
+	42, // 45: agentplane.storage.v1.ScheduleRecord.spec:type_name -> agentplane.v1.ScheduleSpec
+	43, // 46: agentplane.storage.v1.ScheduleRecord.policy:type_name -> agentplane.v1.SchedulePolicy
+	44, // 47: agentplane.storage.v1.ScheduleRecord.task:type_name -> agentplane.v1.StartTaskRequest
+	20, // 48: agentplane.storage.v1.ScheduleRecord.create_time:type_name -> google.protobuf.Timestamp
+	20, // 49: agentplane.storage.v1.ScheduleRecord.update_time:type_name -> google.protobuf.Timestamp
+	20, // 50: agentplane.storage.v1.ScheduleRecord.next_nominal_time:type_name -> google.protobuf.Timestamp
+	20, // 51: agentplane.storage.v1.ScheduleRecord.wake_time:type_name -> google.protobuf.Timestamp
+	20, // 52: agentplane.storage.v1.ScheduleRecord.buffered_nominal_time:type_name -> google.protobuf.Timestamp
+	45, // 53: agentplane.storage.v1.ScheduleRecord.recent_runs:type_name -> agentplane.v1.ScheduleRun
+	46, // 54: agentplane.storage.v1.ScheduleRecord.counts:type_name -> agentplane.v1.ScheduleCounts
+	20, // 55: agentplane.storage.v1.BudgetUsageRecord.period_start:type_name -> google.protobuf.Timestamp
+	20, // 56: agentplane.storage.v1.BudgetUsageRecord.update_time:type_name -> google.protobuf.Timestamp
+	47, // 57: agentplane.storage.v1.AuditRecordEntry.record:type_name -> agentplane.v1.AuditRecord
+	20, // 58: agentplane.storage.v1.FlowRecord.refill_time:type_name -> google.protobuf.Timestamp
+	20, // 59: agentplane.storage.v1.FlowRecord.fair_finish:type_name -> google.protobuf.Timestamp
+	20, // 60: agentplane.storage.v1.LinkRevocationRecord.expire_time:type_name -> google.protobuf.Timestamp
+	20, // 61: agentplane.storage.v1.LinkRevocationRecord.revoke_time:type_name -> google.protobuf.Timestamp
+	62, // [62:62] is the sub-list for method output_type
+	62, // [62:62] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_storage_v1_storage_proto_init() }
