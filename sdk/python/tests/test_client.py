@@ -5,7 +5,7 @@ import datetime
 import threading
 import time
 import unittest
-from typing import Any
+from typing import Any, Iterator
 
 import grpc
 
@@ -213,24 +213,32 @@ def assert_once_in_order(test: unittest.TestCase, seen: list[task_service_pb2.Wa
     test.assertEqual(texts, [f"before {i}" for i in range(3)] + [f"after {i}" for i in range(3)])
 
 
+def watch_to_before_2(c: Client) -> tuple[task_pb2.Task, runtime_service_pb2.Lease,
+                                         Iterator[task_service_pb2.WatchTaskResponse],
+                                         list[task_service_pb2.WatchTaskResponse]]:
+    """Starts and leases a task, reports the notes "before 0" to "before 2" and watches it up to
+    the last of them; returns the task, its lease, the watch and what it delivered."""
+    t = start(c)
+    l = lease(c, t.task_id)
+    c.runtime.report_events(lease=ref(l), events=[note(f"before {i}") for i in range(3)])
+    it = c.watch(t.task_id)
+    seen: list[task_service_pb2.WatchTaskResponse] = []
+    while not any(m.WhichOneof("kind") == "event" and m.event.note.text == "before 2" for m in seen):
+        seen.append(next(it))
+    return t, l, it, seen
+
+
 class WatchResumeTest(unittest.TestCase):
     def test_resume_across_server_restart(self):
         c = Client(cp.address)
         self.addCleanup(c.close)
-        t = start(c)
-        l = lease(c, t.task_id)
-        c.runtime.report_events(lease=ref(l), events=[note(f"before {i}") for i in range(3)])
-        it = c.watch(t.task_id)
-        seen: list[task_service_pb2.WatchTaskResponse] = []
-        while not any(m.WhichOneof("kind") == "event" and m.event.note.text == "before 2" for m in seen):
-            seen.append(next(it))
+        t, l, it, seen = watch_to_before_2(c)
         cp.restart()  # SIGKILL mid-stream, then the same port and data
         c.runtime.report_events(lease=ref(l), events=[note(f"after {i}") for i in range(3)])
         c.runtime.complete_task(lease=ref(l), output={"structured": "done"})
         seen.extend(it)
         assert_once_in_order(self, seen)
         self.assertEqual(c.tasks.get_task(task_id=t.task_id).task.state, task_pb2.TASK_STATE_COMPLETED)
-
 
     def test_resume_across_an_outage(self):
         """A server away for 6 s, then back on the same port and data, costs the watch nothing,
@@ -242,13 +250,7 @@ class WatchResumeTest(unittest.TestCase):
         self.addCleanup(cp2.stop)
         c = Client(cp2.address)  # gRPC's default reconnect backoff
         self.addCleanup(c.close)
-        t = start(c)
-        l = lease(c, t.task_id)
-        c.runtime.report_events(lease=ref(l), events=[note(f"before {i}") for i in range(3)])
-        it = c.watch(t.task_id)
-        seen: list[task_service_pb2.WatchTaskResponse] = []
-        while not any(m.WhichOneof("kind") == "event" and m.event.note.text == "before 2" for m in seen):
-            seen.append(next(it))
+        _, l, it, seen = watch_to_before_2(c)
         cp2.kill()
         errors: list[BaseException] = []
 
