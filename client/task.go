@@ -62,7 +62,7 @@ func UntilInputRequired() WaitOption { return func(o *waitOptions) { o.inputRequ
 // reads the state with GetTask whenever the watch reports a change, so what it returns
 // is the state the task is in, never one it passed through earlier. A broken watch is
 // reopened as Client.Watch does (a server restart costs nothing); the error of a watch
-// that could not be reopened (WatchReconnects attempts in a row) is returned.
+// that could not be reopened (as Watch gives up) is returned.
 func (h *TaskHandle) Wait(ctx context.Context, opts ...WaitOption) (*agentplanev1.Task, error) {
 	var o waitOptions
 	for _, opt := range opts {

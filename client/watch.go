@@ -23,7 +23,12 @@ const watchMethod = "/agentplane.v1.TaskService/WatchTask"
 // after the last event it delivered, so the events come with no gap and no duplicate
 // (message deltas sent meanwhile are lost; the full message follows as an event). It
 // gives up, returning the last error, after WatchReconnects reopenings in a row without
-// a message in between, with the backoff of the client's Retry. Recv returns io.EOF
+// a message in between, with the backoff of the client's Retry, once they have taken
+// at least WatchReconnects times the Retry's longest pause (20 s by default): gRPC
+// backs off reconnecting a lost server by itself (1 s, then 1.6 times longer each
+// time), and the reopenings it fails at once meanwhile must not use the budget up
+// before the channel tries again (a server away for a few seconds, then back, costs
+// the watch nothing). Recv returns io.EOF
 // after the task's terminal event; any other error (TASK_NOT_FOUND, ...) at once. The
 // same policy as the TypeScript and Python SDKs' watch (docs/clients.md, "Retries,
 // request ids and reconnection"). Cancel ctx to stop it.
@@ -40,8 +45,9 @@ type taskWatch struct {
 	c        *Client
 	ctx      context.Context
 	taskID   string
-	last     int64 // the sequence of the last event delivered
-	failures int   // reopenings in a row without a message
+	last     int64     // the sequence of the last event delivered
+	failures int       // reopenings in a row without a message
+	failing  time.Time // when the first of them failed
 
 	mu      sync.Mutex
 	stream  agentplanev1.TaskService_WatchTaskClient // nil while broken
@@ -99,11 +105,15 @@ func (w *taskWatch) Recv() (*agentplanev1.WatchTaskResponse, error) {
 			err = w.openErr
 			w.mu.Unlock()
 		}
-		if w.failures >= WatchReconnects {
+		r := w.retry()
+		if w.failures == 0 {
+			w.failing = time.Now()
+		}
+		if w.failures >= WatchReconnects && time.Since(w.failing) >= WatchReconnects*r.Max {
 			return nil, err
 		}
 		w.failures++
-		t := time.NewTimer(w.retry().delay(w.failures, err))
+		t := time.NewTimer(r.delay(w.failures, err))
 		select {
 		case <-w.ctx.Done():
 			t.Stop()

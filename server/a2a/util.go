@@ -1,12 +1,11 @@
 package a2a
 
 import (
-	"encoding/json"
-
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
+	"github.com/agentplane/agentplane/server/config"
 )
 
 // structValue decodes any JSON value as a google.protobuf.Value.
@@ -21,12 +20,8 @@ func (s *structValue) UnmarshalJSON(b []byte) error {
 // ("agentplane.interruptPolicy", the API's InterruptPolicy as JSON), as StartTask
 // takes one.
 func policyFrom(raw any) (*agentplanev1.InterruptPolicy, *rpcError) {
-	b, err := json.Marshal(raw)
+	pol, err := config.DecodeInterruptPolicy(raw)
 	if err != nil {
-		return nil, invalidParams("metadata.agentplane.interruptPolicy: " + err.Error())
-	}
-	pol := &agentplanev1.InterruptPolicy{}
-	if err := protojson.Unmarshal(b, pol); err != nil {
 		return nil, invalidParams("metadata.agentplane.interruptPolicy: " + err.Error())
 	}
 	return pol, nil

@@ -56,7 +56,15 @@ func (a A2AAgent) Policy() (*agentplanev1.InterruptPolicy, error) {
 	if a.InterruptPolicy == nil {
 		return nil, nil
 	}
-	b, err := json.Marshal(a.InterruptPolicy)
+	return DecodeInterruptPolicy(a.InterruptPolicy)
+}
+
+// DecodeInterruptPolicy reads an interrupt policy in the API's JSON shape from a
+// decoded JSON or YAML value ({allowlist: {tools: [send_email]}}): the one decoder of
+// a2a.agents.<id>.interrupt_policy and of an A2A message's
+// metadata.agentplane.interruptPolicy.
+func DecodeInterruptPolicy(raw any) (*agentplanev1.InterruptPolicy, error) {
+	b, err := json.Marshal(raw)
 	if err != nil {
 		return nil, err
 	}

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/agentplane/agentplane/gates"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/store"
@@ -27,31 +25,18 @@ const EventA2ATaskUpdate = "a2a.task_update"
 // the receiver's check to the config's authentication, which is sent too).
 const HeaderA2AToken = "X-A2A-Notification-Token"
 
-// enqueueA2A writes one notification per push config of rec, unless the tenant's
-// outbox is full.
+// enqueueA2A writes one notification per push config of rec (through enqueueTo: the
+// body is built only when the tenant's outbox has room).
 func (s *Service) enqueueA2A(w store.Writer, rec *storagev1.TaskRecord) error {
 	now := s.now()
 	for _, pc := range rec.GetA2APushConfigs() {
-		body, err := s.a2aPush(w, rec, pc)
-		if err != nil {
-			return err
-		}
-		depth, err := w.OutboxDepth(rec.GetTenant())
-		if err != nil {
-			return err
-		}
-		if depth >= s.cfg.MaxOutboxPerTenant {
-			w.OnCommit(func() { s.dropped(rec.GetTenant(), config.A2APushEndpoint, EventA2ATaskUpdate, depth) })
-			continue
-		}
-		if err := w.PutOutbox(&storagev1.OutboxRecord{
-			Id: newID(now), Tenant: rec.GetTenant(), Endpoint: config.A2APushEndpoint, EventType: EventA2ATaskUpdate, Payload: body,
-			CreateTime: timestamppb.New(now), State: storagev1.OutboxState_OUTBOX_STATE_PENDING,
-			NextAttemptTime: timestamppb.New(now), A2APush: pc,
+		to := &storagev1.OutboxRecord{Tenant: rec.GetTenant(), Endpoint: config.A2APushEndpoint, EventType: EventA2ATaskUpdate, A2APush: pc}
+		if err := s.enqueueTo(w, now, to, func() ([][]byte, error) {
+			body, err := s.a2aPush(w, rec, pc)
+			return [][]byte{body}, err
 		}); err != nil {
 			return err
 		}
-		w.OnCommit(s.wakeSender)
 	}
 	return nil
 }

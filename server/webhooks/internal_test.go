@@ -390,3 +390,44 @@ func TestTaskEndAndItsNotificationFailTogether(t *testing.T) {
 		t.Fatalf("outbox depth %d, %v; want nothing enqueued", depth, err)
 	}
 }
+
+// An A2A push notification to a tenant whose outbox is full is dropped before its
+// body is built (building it reads the task's history); with room, the body is built
+// once per push config and enqueued.
+//
+// Mutant: enqueueA2A building the body before enqueueTo's depth check.
+func TestA2APushToAFullOutboxBuildsNoBody(t *testing.T) {
+	svc, ws, now := sweepFixture(t, 0)
+	svc.cfg = config.DefaultNotifications()
+	built := 0
+	svc.a2aPush = func(store.Reader, *storagev1.TaskRecord, *storagev1.A2APushConfig) ([]byte, error) {
+		built++
+		return []byte(`{}`), nil
+	}
+	task := storetest.Task("default", "t1", now)
+	task.A2APushConfigs = []*storagev1.A2APushConfig{{Id: "p1", Url: "https://example.com/push"}}
+	depth := func() (n int64) {
+		t.Helper()
+		if err := ws.View(context.Background(), func(r store.Reader) (err error) { n, err = r.OutboxDepth("default"); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, c := range []struct {
+		max                int64
+		state              agentplanev1.TaskState // a change of state notifies
+		wantBuilt, wantDep int64
+	}{
+		{max: 0, state: agentplanev1.TaskState_TASK_STATE_SUBMITTED},
+		{max: 1, state: agentplanev1.TaskState_TASK_STATE_WORKING, wantBuilt: 1, wantDep: 1},
+	} {
+		svc.cfg.MaxOutboxPerTenant = c.max
+		task.State = c.state
+		if err := ws.Update(context.Background(), func(w store.Writer) error { return svc.WrapWriter(w).PutTask(task) }); err != nil {
+			t.Fatal(err)
+		}
+		if int64(built) != c.wantBuilt || depth() != c.wantDep {
+			t.Fatalf("outbox bound %d: built %d bodies, depth %d; want %d, %d", c.max, built, depth(), c.wantBuilt, c.wantDep)
+		}
+	}
+}

@@ -154,9 +154,8 @@ func newID(now time.Time) string {
 	return fmt.Sprintf("msg_%016x%s", now.UnixNano(), hex.EncodeToString(r[:]))
 }
 
-// enqueue writes one outbox record per endpoint of the tenant subscribed to ev,
-// unless the tenant's outbox is full: then the notification is dropped, and counted
-// and logged once the transaction commits.
+// enqueue writes one outbox record per endpoint of the tenant subscribed to ev
+// (through enqueueTo).
 func (s *Service) enqueue(w store.Writer, ev string, data Data) error {
 	now := s.now()
 	body, err := json.Marshal(Message{Type: ev, Timestamp: now.UTC(), Data: data})
@@ -167,36 +166,54 @@ func (s *Service) enqueue(w store.Writer, ev string, data Data) error {
 		if !ep.events[ev] {
 			continue
 		}
-		depth, err := w.OutboxDepth(data.Tenant)
-		if err != nil {
-			return err
-		}
-		if depth >= s.cfg.MaxOutboxPerTenant {
-			w.OnCommit(func() { s.dropped(data.Tenant, ep.Name, ev, depth) })
-			continue
-		}
-		payloads := [][]byte{body}
-		if ep.email != nil {
+		err := s.enqueueTo(w, now, &storagev1.OutboxRecord{Tenant: data.Tenant, Endpoint: ep.Name, EventType: ev}, func() ([][]byte, error) {
+			if ep.email == nil {
+				return [][]byte{body}, nil
+			}
 			// One message per recipient: each carries links that act as its reader.
-			payloads = payloads[:0]
+			var payloads [][]byte
 			for _, p := range ep.email.To {
 				b, err := json.Marshal(emailPayload{To: p, Message: json.RawMessage(body)})
 				if err != nil {
-					return fmt.Errorf("webhooks: encoding %s: %w", ev, err)
+					return nil, fmt.Errorf("webhooks: encoding %s: %w", ev, err)
 				}
 				payloads = append(payloads, b)
 			}
+			return payloads, nil
+		})
+		if err != nil {
+			return err
 		}
-		for _, payload := range payloads {
-			if err := w.PutOutbox(&storagev1.OutboxRecord{
-				Id: newID(now), Tenant: data.Tenant, Endpoint: ep.Name, EventType: ev, Payload: payload,
-				CreateTime: timestamppb.New(now), State: storagev1.OutboxState_OUTBOX_STATE_PENDING,
-				NextAttemptTime: timestamppb.New(now),
-			}); err != nil {
-				return err
-			}
-		}
-		w.OnCommit(s.wakeSender)
 	}
+	return nil
+}
+
+// enqueueTo writes one pending outbox record per payload to one destination (to's
+// tenant, endpoint, event type and A2A push config), unless the tenant's outbox is
+// full: then the payloads are not built, and the notification is dropped, counted
+// and logged once the transaction commits.
+func (s *Service) enqueueTo(w store.Writer, now time.Time, to *storagev1.OutboxRecord, payloads func() ([][]byte, error)) error {
+	depth, err := w.OutboxDepth(to.GetTenant())
+	if err != nil {
+		return err
+	}
+	if depth >= s.cfg.MaxOutboxPerTenant {
+		w.OnCommit(func() { s.dropped(to.GetTenant(), to.GetEndpoint(), to.GetEventType(), depth) })
+		return nil
+	}
+	bodies, err := payloads()
+	if err != nil {
+		return err
+	}
+	for _, payload := range bodies {
+		if err := w.PutOutbox(&storagev1.OutboxRecord{
+			Id: newID(now), Tenant: to.GetTenant(), Endpoint: to.GetEndpoint(), EventType: to.GetEventType(), Payload: payload,
+			CreateTime: timestamppb.New(now), State: storagev1.OutboxState_OUTBOX_STATE_PENDING,
+			NextAttemptTime: timestamppb.New(now), A2APush: to.GetA2APush(),
+		}); err != nil {
+			return err
+		}
+	}
+	w.OnCommit(s.wakeSender)
 	return nil
 }

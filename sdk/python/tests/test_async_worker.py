@@ -41,9 +41,11 @@ def server() -> controlplane.ControlPlane:
 class AsyncWorkerTest(unittest.IsolatedAsyncioTestCase):
     async def asyncSetUp(self) -> None:
         self.c = AsyncClient(server().address)
-
-    async def asyncTearDown(self) -> None:
-        await self.c.close()
+        # A cleanup, not asyncTearDown (which runs before every cleanup): cleanups run last
+        # in first out, so a worker's stop (registered later) comes before the close of the
+        # channel it calls on; closed first, its calls in flight are cancelled and its next
+        # ones fail (UsageError) in whatever it was doing.
+        self.addAsyncCleanup(self.c.close)
 
     async def wait_for(self, what: str, pred: Any, timeout: float = 30.0) -> Any:
         for _ in range(int(timeout / 0.05)):
@@ -94,7 +96,8 @@ class AsyncWorkerTest(unittest.IsolatedAsyncioTestCase):
         w = AsyncWorker(self.c, agent, "py-async-approve", queues=["py-async-approve"])
         self.assertEqual(w.poll_wait, 20.0)
         runner = asyncio.create_task(w.run())
-        await asyncio.sleep(0.3)  # the worker is in its long poll when the task is started
+        # The worker is in its long poll when the task is started.
+        await self.wait_for("the long poll", self.async_true(lambda: w._poll is not None))  # pyright: ignore[reportPrivateUsage]
         t = await self.start("py-async-approve", gated=True)
         it = await self.wait_for("an interrupt", lambda: self.pending_interrupt(t.task_id))
         await self.c.approve(it.interrupt_id)
@@ -212,9 +215,19 @@ class AsyncWorkerTest(unittest.IsolatedAsyncioTestCase):
         async def handler(task: AsyncTask) -> None:
             await task.tool_call("c1", "delete_file", '{"path": "/tmp/x"}')  # waits on AwaitDecision
 
+        # The interrupt is listed once CheckToolCall has created it, which may be before the
+        # handler has its answer: stop only once the handler waits on AwaitDecision.
+        waiting = asyncio.Event()
+        await_decision = self.c.runtime.await_decision
+
+        def spy(**fields: Any) -> Any:
+            waiting.set()
+            return await_decision(**fields)
+
+        setattr(self.c.runtime, "await_decision", spy)
         w = self.worker(handler, "py-async-wait", poll_wait=1)
         t = await self.start("py-async-wait", gated=True)
-        await self.wait_for("an interrupt", lambda: self.pending_interrupt(t.task_id))
+        await asyncio.wait_for(waiting.wait(), 30)
         self.assertFalse(await w.stop(timeout=0.2))
         # Suspended (waiting for its decision without a lease), not returned to the queue.
         self.assertEqual(await self.state(t.task_id), TaskState.INPUT_REQUIRED)

@@ -2,8 +2,10 @@
 
 import asyncio
 import datetime
+import threading
+import time
 import unittest
-from typing import Any
+from typing import Any, Iterator
 
 import grpc
 
@@ -211,23 +213,67 @@ def assert_once_in_order(test: unittest.TestCase, seen: list[task_service_pb2.Wa
     test.assertEqual(texts, [f"before {i}" for i in range(3)] + [f"after {i}" for i in range(3)])
 
 
+def watch_to_before_2(c: Client) -> tuple[task_pb2.Task, runtime_service_pb2.Lease,
+                                         Iterator[task_service_pb2.WatchTaskResponse],
+                                         list[task_service_pb2.WatchTaskResponse]]:
+    """Starts and leases a task, reports the notes "before 0" to "before 2" and watches it up to
+    the last of them; returns the task, its lease, the watch and what it delivered."""
+    t = start(c)
+    l = lease(c, t.task_id)
+    c.runtime.report_events(lease=ref(l), events=[note(f"before {i}") for i in range(3)])
+    it = c.watch(t.task_id)
+    seen: list[task_service_pb2.WatchTaskResponse] = []
+    while not any(m.WhichOneof("kind") == "event" and m.event.note.text == "before 2" for m in seen):
+        seen.append(next(it))
+    return t, l, it, seen
+
+
 class WatchResumeTest(unittest.TestCase):
     def test_resume_across_server_restart(self):
         c = Client(cp.address)
         self.addCleanup(c.close)
-        t = start(c)
-        l = lease(c, t.task_id)
-        c.runtime.report_events(lease=ref(l), events=[note(f"before {i}") for i in range(3)])
-        it = c.watch(t.task_id)
-        seen: list[task_service_pb2.WatchTaskResponse] = []
-        while not any(m.WhichOneof("kind") == "event" and m.event.note.text == "before 2" for m in seen):
-            seen.append(next(it))
+        t, l, it, seen = watch_to_before_2(c)
         cp.restart()  # SIGKILL mid-stream, then the same port and data
         c.runtime.report_events(lease=ref(l), events=[note(f"after {i}") for i in range(3)])
         c.runtime.complete_task(lease=ref(l), output={"structured": "done"})
         seen.extend(it)
         assert_once_in_order(self, seen)
         self.assertEqual(c.tasks.get_task(task_id=t.task_id).task.state, task_pb2.TASK_STATE_COMPLETED)
+
+    def test_resume_across_an_outage(self):
+        """A server away for 6 s, then back on the same port and data, costs the watch nothing,
+        though the channel backs off reconnecting meanwhile (1 s, growing 1.6 times, jittered)
+        and fails every reopening at once until it tries again, seconds after the server is
+        back: counted alone, the 10 reopenings (their pauses 6.5 to 13.1 s in all) could be used
+        up before it; the 20 s budget lasts."""
+        cp2 = controlplane.ControlPlane()
+        self.addCleanup(cp2.stop)
+        c = Client(cp2.address)  # gRPC's default reconnect backoff
+        self.addCleanup(c.close)
+        _, l, it, seen = watch_to_before_2(c)
+        cp2.kill()
+        errors: list[BaseException] = []
+
+        def outage() -> None:
+            try:
+                time.sleep(6)  # the outage, while the watch below reopens
+                cp2.start()
+                # A subchannel of its own: gRPC shares them between a process's channels, and c's backs off.
+                with Client(cp2.address, options=[("grpc.use_local_subchannel_pool", 1)]) as rt:
+                    rt.runtime.report_events(lease=ref(l), events=[note(f"after {i}") for i in range(3)])
+                    rt.runtime.complete_task(lease=ref(l), output={"structured": "done"})
+            except BaseException as e:
+                errors.append(e)
+                raise
+
+        th = threading.Thread(target=outage)
+        th.start()
+        try:
+            seen.extend(it)
+        finally:
+            th.join(60)
+        self.assertEqual(errors, [])
+        assert_once_in_order(self, seen)
 
 
 class AsyncWatchResumeTest(unittest.IsolatedAsyncioTestCase):

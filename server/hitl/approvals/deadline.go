@@ -51,12 +51,23 @@ func (s *Service) applyDue(ctx context.Context, tenant string) (int, error) {
 	}
 }
 
-// findDue collects overdue interrupts from the deadline index.
-func (s *Service) findDue(ctx context.Context, tenant string, now time.Time) ([]dueInterrupt, error) {
+// scanDue is the one scan of the interrupt time indexes (store.IndexInterruptDeadlines,
+// store.IndexInterruptEscalations): it collects, of tenant (every tenant when ""), the
+// interrupts whose entry in idx is due at now, at most deadlineBatch, and the earliest
+// entry not yet due (zero: none seen). A zero now collects nothing and finds the
+// earliest entry of all.
+func (s *Service) scanDue(ctx context.Context, idx store.Index, tenant string, now time.Time) ([]dueInterrupt, time.Time, error) {
 	var due []dueInterrupt
+	var next time.Time
 	err := s.store.View(ctx, func(r store.Reader) error {
 		scan := func(t string) (bool, error) {
-			err := r.ScanIndex(store.IndexInterruptDeadlines, t, store.IndexRange{Until: now}, func(e store.IndexEntry) (bool, error) {
+			err := r.ScanIndex(idx, t, store.IndexRange{}, func(e store.IndexEntry) (bool, error) {
+				if now.IsZero() || e.At.After(now) {
+					if next.IsZero() || e.At.Before(next) {
+						next = e.At
+					}
+					return false, nil
+				}
 				rec, err := r.GetInterrupt(t, e.ID)
 				if err != nil {
 					return false, err
@@ -70,25 +81,20 @@ func (s *Service) findDue(ctx context.Context, tenant string, now time.Time) ([]
 			_, err := scan(tenant)
 			return err
 		}
-		return r.Tenants(store.IndexInterruptDeadlines, "", scan)
+		return r.Tenants(idx, "", scan)
 	})
+	return due, next, err
+}
+
+// findDue collects overdue interrupts from the deadline index.
+func (s *Service) findDue(ctx context.Context, tenant string, now time.Time) ([]dueInterrupt, error) {
+	due, _, err := s.scanDue(ctx, store.IndexInterruptDeadlines, tenant, now)
 	return due, err
 }
 
 // nextDeadline is the earliest pending deadline of any tenant (zero: none).
 func (s *Service) nextDeadline(ctx context.Context) (time.Time, error) {
-	var next time.Time
-	err := s.store.View(ctx, func(r store.Reader) error {
-		return r.Tenants(store.IndexInterruptDeadlines, "", func(t string) (bool, error) {
-			err := r.ScanIndex(store.IndexInterruptDeadlines, t, store.IndexRange{}, func(e store.IndexEntry) (bool, error) {
-				if next.IsZero() || e.At.Before(next) {
-					next = e.At
-				}
-				return false, nil
-			})
-			return true, err
-		})
-	})
+	_, next, err := s.scanDue(ctx, store.IndexInterruptDeadlines, "", time.Time{})
 	return next, err
 }
 

@@ -29,28 +29,7 @@ func nextStep(rq *agentplanev1.ApprovalRequirement, now time.Time) (remind, esca
 // from the escalation index, and the time of the earliest step not yet due (zero:
 // none).
 func (s *Service) findEscalations(ctx context.Context, now time.Time) ([]dueInterrupt, time.Time, error) {
-	var due []dueInterrupt
-	var next time.Time
-	err := s.store.View(ctx, func(r store.Reader) error {
-		return r.Tenants(store.IndexInterruptEscalations, "", func(t string) (bool, error) {
-			err := r.ScanIndex(store.IndexInterruptEscalations, t, store.IndexRange{}, func(e store.IndexEntry) (bool, error) {
-				if e.At.After(now) {
-					if next.IsZero() || e.At.Before(next) {
-						next = e.At
-					}
-					return false, nil
-				}
-				rec, err := r.GetInterrupt(t, e.ID)
-				if err != nil {
-					return false, err
-				}
-				due = append(due, dueInterrupt{tenant: t, taskID: rec.GetInterrupt().GetTaskId(), id: e.ID})
-				return len(due) < deadlineBatch, nil
-			})
-			return len(due) < deadlineBatch, err
-		})
-	})
-	return due, next, err
+	return s.scanDue(ctx, store.IndexInterruptEscalations, "", now)
 }
 
 // ApplyEscalations runs every escalation step that is due: the reminder, then the

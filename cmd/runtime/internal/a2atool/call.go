@@ -116,6 +116,25 @@ type peerResult struct {
 	text  string
 }
 
+// taskResult is a task answer of either version, whose differences are its
+// arguments: the task's id, its state spelled as 0.3 does, its artifacts (A) and their
+// parts (P, read by text), the parts of its status message (none: nil). Its text is
+// the artifacts' text, then the status message's, a line each, the empty ones left
+// out.
+func taskResult[A, P any](id, state string, artifacts []A, parts func(A) P, status P, text func(P) string) peerResult {
+	var out []string
+	add := func(p P) {
+		if s := text(p); s != "" {
+			out = append(out, s)
+		}
+	}
+	for _, a := range artifacts {
+		add(parts(a))
+	}
+	add(status)
+	return peerResult{task: true, id: id, state: state, text: strings.Join(out, "\n")}
+}
+
 // peerClient calls one peer.
 type peerClient interface {
 	// send sends text to the peer's skill (a blocking SendMessage).
@@ -243,18 +262,11 @@ func (v v03Client) get(ctx context.Context, id string) (peerResult, error) {
 func (v v03Client) Destroy() error { return v.c.Destroy() }
 
 func taskResult03(t *a2a.Task) peerResult {
-	var out []string
-	for _, a := range t.Artifacts {
-		if s := partsText(a.Parts); s != "" {
-			out = append(out, s)
-		}
-	}
+	var status a2a.ContentParts
 	if m := t.Status.Message; m != nil {
-		if s := partsText(m.Parts); s != "" {
-			out = append(out, s)
-		}
+		status = m.Parts
 	}
-	return peerResult{task: true, id: string(t.ID), state: string(t.Status.State), text: strings.Join(out, "\n")}
+	return taskResult(string(t.ID), string(t.Status.State), t.Artifacts, func(a *a2a.Artifact) a2a.ContentParts { return a.Parts }, status, partsText)
 }
 
 // partsText joins the text of parts; data parts as JSON, files by name.

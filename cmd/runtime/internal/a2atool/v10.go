@@ -49,9 +49,10 @@ type (
 			State   string      `json:"state"`
 			Message *v10Message `json:"message"`
 		} `json:"status"`
-		Artifacts []struct {
-			Parts []v10Part `json:"parts"`
-		} `json:"artifacts"`
+		Artifacts []v10Artifact `json:"artifacts"`
+	}
+	v10Artifact struct {
+		Parts []v10Part `json:"parts"`
 	}
 )
 
@@ -162,18 +163,11 @@ func (c *v10Client) rpc(ctx context.Context, method string, params, out any) err
 }
 
 func (t *v10Task) result() peerResult {
-	var out []string
-	for _, a := range t.Artifacts {
-		if s := partsText10(a.Parts); s != "" {
-			out = append(out, s)
-		}
-	}
+	var status []v10Part
 	if m := t.Status.Message; m != nil {
-		if s := partsText10(m.Parts); s != "" {
-			out = append(out, s)
-		}
+		status = m.Parts
 	}
-	return peerResult{task: true, id: t.ID, state: state10(t.Status.State), text: strings.Join(out, "\n")}
+	return taskResult(t.ID, state10(t.Status.State), t.Artifacts, func(a v10Artifact) []v10Part { return a.Parts }, status, partsText10)
 }
 
 // state10 spells a v1.0 task state (TASK_STATE_INPUT_REQUIRED) as 0.3 does

@@ -179,8 +179,11 @@ class Client(Helpers):
         it reconnects from the last event sequence it yielded, so the events come with no
         gap and no duplicate; it gives up (raising AgentplaneError) after max_reconnects
         (default agentplane._api.WATCH_RECONNECTS, 10) reopenings in a row without a
-        message, backing off as calls do. Go's Client.Watch and TypeScript's watch do the
-        same. Keepalives are yielded only when
+        message, backing off as calls do, once they have taken at least max_reconnects
+        times the longest pause (BACKOFF_MAX: 20 s by default): gRPC backs off
+        reconnecting a lost server by itself, and the reopenings it fails at once
+        meanwhile must not use the budget up before the channel tries again. Go's
+        Client.Watch does the same, TypeScript's watch counts the reopenings alone. Keepalives are yielded only when
         keepalives is true. The generator ends when the task's stream ends (after its
         terminal event). AsyncClient.watch (agentplane.aio) is the same as an async
         generator.
@@ -204,14 +207,15 @@ WATCH_TASK = "agentplane.v1.TaskService/WatchTask"
 
 class Resume:
     """The state of a watch that survives dropped connections: the last event sequence
-    delivered, and the reopenings in a row without a message (shared by Client.watch and
-    AsyncClient.watch)."""
+    delivered, and the reopenings in a row without a message and since when they fail
+    (shared by Client.watch and AsyncClient.watch)."""
 
     def __init__(self, after_sequence: int, keepalives: bool, max_reconnects: int | None = None) -> None:
         self.last = after_sequence
         self.keepalives = keepalives
         self.max_reconnects = _api.WATCH_RECONNECTS if max_reconnects is None else max_reconnects
         self.failures = 0
+        self.failing = 0.0  # time.monotonic() when the first of the failures came
 
     def request(self, task_id: str) -> task_service_pb2.WatchTaskRequest:
         return task_service_pb2.WatchTaskRequest(task_id=task_id, after_sequence=self.last)
@@ -229,8 +233,13 @@ class Resume:
         return True
 
     def failed(self, err: AgentplaneError) -> float:
-        """Returns the delay before reopening the watch after err, or raises err when it is final."""
-        if not _retry.retryable(WATCH_TASK, err) or self.failures >= self.max_reconnects:
+        """Returns the delay before reopening the watch after err, or raises err when it is
+        final: not retryable, or max_reconnects reopenings that have taken
+        max_reconnects * BACKOFF_MAX seconds at least."""
+        if self.failures == 0:
+            self.failing = time.monotonic()
+        spent = time.monotonic() - self.failing >= self.max_reconnects * _api.BACKOFF_MAX
+        if not _retry.retryable(WATCH_TASK, err) or (self.failures >= self.max_reconnects and spent):
             raise err
         self.failures += 1
         return _retry.delay(self.failures, err)
