@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +33,7 @@ func runLoad(args []string) error {
 	lists := fs.Int("lists", 200, "ListTasks calls per filter")
 	writes := fs.Int("writes", 2000, "StartTask calls before the SIGKILL (the log's tail to recover)")
 	crashes := fs.Int("crashes", 3, "SIGKILL and restart this many times")
+	profile := fs.String("profile", "", "a directory: serve HTTP with pprof, print the Go runtime's memory figures under load and save the heap profile there")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -39,7 +46,21 @@ func runLoad(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv, open, err := startServer(ctx, *bin, *dataDir, port)
+	var extra []string
+	httpAddr := ""
+	if *profile != "" {
+		hp, err := freePort()
+		if err != nil {
+			return err
+		}
+		httpAddr = fmt.Sprintf("127.0.0.1:%d", hp)
+		cfg := filepath.Join(*profile, "controlplane.yaml")
+		if err := os.WriteFile(cfg, []byte("debug:\n  pprof: true\n"), 0o644); err != nil {
+			return err
+		}
+		extra = []string{"--config", cfg, "--http-addr", httpAddr}
+	}
+	srv, open, err := startServer(ctx, *bin, *dataDir, port, extra...)
 	if err != nil {
 		return err
 	}
@@ -157,6 +178,11 @@ func runLoad(args []string) error {
 		time.Sleep(time.Second)
 	}
 	fmt.Printf("with %d watches and %d long polls (max of 5 samples, 1 s apart): %s\n", *watches, *polls, peak)
+	if httpAddr != "" {
+		if err := goMemory(httpAddr, *profile); err != nil {
+			return err
+		}
+	}
 
 	// ListTasks' first page under that load.
 	for _, f := range []struct {
@@ -172,6 +198,7 @@ func runLoad(args []string) error {
 	} {
 		d := make([]time.Duration, 0, *lists)
 		got := 0
+		cpu0, _ := cpuTime(pid)
 		for range *lists {
 			start := time.Now()
 			resp, err := tasksc.ListTasks(ctx, f.req)
@@ -181,8 +208,10 @@ func runLoad(args []string) error {
 			d = append(d, time.Since(start))
 			got = len(resp.GetTasks())
 		}
+		cpu1, _ := cpuTime(pid)
 		p50, p99 := percentiles(d)
-		fmt.Printf("ListTasks first page, %s: p50=%s ms p99=%s ms (%d calls, %d tasks on the page)\n", f.name, ms(p50), ms(p99), *lists, got)
+		fmt.Printf("ListTasks first page, %s: p50=%s ms p99=%s ms server-cpu=%s ms/call (%d calls, %d tasks on the page)\n",
+			f.name, ms(p50), ms(p99), ms((cpu1-cpu0)/time.Duration(*lists)), *lists, got)
 	}
 	wcancel()
 	wg.Wait()
@@ -195,7 +224,7 @@ func runLoad(args []string) error {
 		}
 		srv.kill()
 		var took time.Duration
-		if srv, took, err = startServer(ctx, *bin, *dataDir, port); err != nil {
+		if srv, took, err = startServer(ctx, *bin, *dataDir, port, extra...); err != nil {
 			return err
 		}
 		m, _ := readMemory(srv.cmd.Process.Pid)
@@ -232,4 +261,61 @@ func startTasks(ctx context.Context, addr string, n int) error {
 		}
 	}
 	return err
+}
+
+// cpuTime is a process's CPU time, user and system (/proc/PID/stat, in clock ticks
+// of 10 ms).
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command's closing parenthesis; utime and stime are the
+	// 14th and 15th of the line.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond, nil
+}
+
+// goMemory prints the server's Go runtime memory figures (from /metrics) and saves
+// its heap profile in dir.
+func goMemory(httpAddr, dir string) error {
+	get := func(path string) ([]byte, error) {
+		resp, err := http.Get("http://" + httpAddr + path)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("GET %s: %s", path, resp.Status)
+		}
+		return io.ReadAll(resp.Body)
+	}
+	m, err := get("/metrics")
+	if err != nil {
+		return err
+	}
+	var out []string
+	for line := range strings.SplitSeq(string(m), "\n") {
+		for _, name := range []string{"go_goroutines ", "go_memstats_heap_inuse_bytes ", "go_memstats_stack_inuse_bytes ", "go_memstats_sys_bytes "} {
+			if v, ok := strings.CutPrefix(line, name); ok {
+				n, _ := strconv.ParseFloat(v, 64)
+				if name == "go_goroutines " {
+					out = append(out, fmt.Sprintf("goroutines=%.0f", n))
+				} else {
+					out = append(out, fmt.Sprintf("%s=%.1f MiB", strings.TrimSpace(strings.TrimPrefix(name, "go_memstats_")), n/(1<<20)))
+				}
+			}
+		}
+	}
+	fmt.Println("go runtime:", strings.Join(out, " "))
+	heap, err := get("/debug/pprof/heap")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "heap.pb.gz"), heap, 0o644)
 }
