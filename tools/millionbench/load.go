@@ -31,7 +31,7 @@ func runLoad(args []string) error {
 	polls := fs.Int("polls", 1000, "LeaseTasks long polls to hold, each on an idle queue of its own")
 	conns := fs.Int("conns", 16, "client connections the watches and the polls share")
 	lists := fs.Int("lists", 200, "ListTasks calls per filter")
-	writes := fs.Int("writes", 2000, "StartTask calls before the SIGKILL (the log's tail to recover)")
+	writes := fs.Int("writes", 2000, "ReportEvents calls before each SIGKILL (the log's tail to recover), on 32 tasks of their own")
 	crashes := fs.Int("crashes", 3, "SIGKILL and restart this many times")
 	profile := fs.String("profile", "", "a directory: serve HTTP with pprof, print the Go runtime's memory figures under load and save the heap profile there")
 	if err := fs.Parse(args); err != nil {
@@ -219,7 +219,7 @@ func runLoad(args []string) error {
 
 	// Open plus crash recovery.
 	for r := range *crashes {
-		if err := startTasks(ctx, srv.addr, *writes); err != nil {
+		if err := reportEvents(ctx, srv.addr, *writes); err != nil {
 			return err
 		}
 		srv.kill()
@@ -228,26 +228,43 @@ func runLoad(args []string) error {
 			return err
 		}
 		m, _ := readMemory(srv.cmd.Process.Pid)
-		fmt.Printf("crash %d (SIGKILL after %d StartTask): serving again in %s ms; %s\n", r+1, *writes, ms(took), m)
+		fmt.Printf("crash %d (SIGKILL after %d ReportEvents): serving again in %s ms; %s\n", r+1, *writes, ms(took), m)
 	}
 	return srv.stop()
 }
 
-// startTasks starts n tasks over 32 callers, on a queue of their own.
-func startTasks(ctx context.Context, addr string, n int) error {
+// reportEvents writes n events over 32 callers, each reporting on a task of its own
+// (started and leased on a queue of their own), so that the listing gains 32 tasks, not n.
+func reportEvents(ctx context.Context, addr string, n int) error {
 	c, err := client.Dial(ctx, addr)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	const callers = 32
+	queue := fmt.Sprintf("bench-crash-%d", time.Now().UnixNano())
 	doc := []byte(`{"apiVersion":"qar/v1","kind":"AgentSpec","instructions":"Be brief.","model":"m"}`)
+	var refs []*agentplanev1.LeaseRef
+	for range callers {
+		if _, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Queue: queue,
+			Source: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")}); err != nil {
+			return err
+		}
+		resp, err := c.Runtime.LeaseTasks(ctx, &agentplanev1.LeaseTasksRequest{RuntimeId: "bench-crash", Queues: []string{queue}})
+		if err != nil || len(resp.GetLeases()) != 1 {
+			return fmt.Errorf("leasing: %v, %v", resp, err)
+		}
+		l := resp.GetLeases()[0]
+		refs = append(refs, &agentplanev1.LeaseRef{TaskId: l.GetTask().GetTaskId(), LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()})
+	}
 	var next atomic.Int64
-	errs := make(chan error, 32)
-	for range 32 {
+	errs := make(chan error, callers)
+	for _, ref := range refs {
 		go func() {
 			for next.Add(1) <= int64(n) {
-				if _, err := c.Tasks.StartTask(ctx, &agentplanev1.StartTaskRequest{Queue: "bench-crash",
-					Source: &agentplanev1.StartTaskRequest_Document{Document: doc}, Input: client.UserText("hi")}); err != nil {
+				m := client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "crash bench event")
+				if _, err := c.Runtime.ReportEvents(ctx, &agentplanev1.ReportEventsRequest{Lease: ref, Events: []*agentplanev1.RuntimeEvent{{
+					Payload: &agentplanev1.RuntimeEvent_Message{Message: m}}}}); err != nil {
 					errs <- err
 					return
 				}
@@ -255,7 +272,7 @@ func startTasks(ctx context.Context, addr string, n int) error {
 			errs <- nil
 		}()
 	}
-	for range 32 {
+	for range callers {
 		if e := <-errs; e != nil && err == nil {
 			err = e
 		}
