@@ -161,6 +161,21 @@ func probeAgentplane(ctx context.Context, addr string, watchers, conns, writes i
 	}
 	l := resp.GetLeases()[0]
 	ref := &agentplanev1.LeaseRef{TaskId: l.GetTask().GetTaskId(), LeaseId: l.GetLeaseId(), Epoch: l.GetEpoch()}
+	// Heartbeats keep the lease while the probe runs (it may outlast the lease's TTL).
+	hctx, stopBeats := context.WithCancel(ctx)
+	defer stopBeats()
+	go func() {
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-hctx.Done():
+				return
+			case <-t.C:
+				_, _ = c.Runtime.Heartbeat(hctx, &agentplanev1.HeartbeatRequest{Lease: ref})
+			}
+		}
+	}()
 	got, err := c.Tasks.GetTask(ctx, &agentplanev1.GetTaskRequest{TaskId: ref.GetTaskId()})
 	if err != nil {
 		return nil, err
