@@ -10,7 +10,7 @@
 // and --polls LeaseTasks long polls on queues nobody feeds, reads the server's
 // resident memory from /proc (RssAnon: the heap and stacks; RssFile: the store's
 // memory map, which the kernel may drop and read again), times the first page of
-// ListTasks with a state filter and with label filters, then writes a little (so the
+// ListTasks with a state filter and with label filters, then reports --writes events on 32 tasks (so the
 // write-ahead log has a tail to replay), SIGKILLs the server and times its start
 // again: open plus crash recovery, until it answers the health check SERVING.
 //
