@@ -80,8 +80,11 @@ type Server struct {
 	codec requestCodec
 
 	// stopping is closed when shutdown begins; long-lived streams end on it.
-	stopping chan struct{}
-	stopOnce sync.Once
+	// stoppingCtx is canceled at the same moment, for context.AfterFunc.
+	stopping    chan struct{}
+	stoppingCtx context.Context
+	stopCtx     context.CancelFunc
+	stopOnce    sync.Once
 }
 
 // Option configures New.
@@ -97,6 +100,7 @@ func New(cfg config.Config, opts ...Option) (_ *Server, err error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, metrics: newMetrics(), start: time.Now(), stopping: make(chan struct{}), codec: newRequestCodec()}
+	s.stoppingCtx, s.stopCtx = context.WithCancel(context.Background())
 	for _, o := range opts {
 		o(s)
 	}
@@ -308,7 +312,7 @@ func (s *Server) Serve(ctx context.Context) error {
 func (s *Server) shutdown() {
 	s.log.Info("shutting down")
 	s.health.Shutdown()
-	s.stopOnce.Do(func() { close(s.stopping) })
+	s.stopOnce.Do(func() { close(s.stopping); s.stopCtx() })
 	ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 	defer cancel()
 	if s.http != nil {
@@ -379,17 +383,12 @@ func (s *Server) dialInProcess() (*grpc.ClientConn, error) {
 func (s *Server) ServiceInfo() map[string]grpc.ServiceInfo { return s.grpc.GetServiceInfo() }
 
 // untilShutdown derives a context that also ends when shutdown begins, for long-lived
-// streams that would otherwise hold the graceful stop until its timeout.
+// streams that would otherwise hold the graceful stop until its timeout. It costs no
+// goroutine (an idle watch would otherwise hold two).
 func (s *Server) untilShutdown(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
-	go func() {
-		select {
-		case <-s.stopping:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
+	unhook := context.AfterFunc(s.stoppingCtx, cancel)
+	return ctx, func() { unhook(); cancel() }
 }
 
 // shutdownError turns the end of a stream caused by shutdown into UNAVAILABLE, which

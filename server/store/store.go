@@ -80,7 +80,8 @@ type Reader interface {
 	TaskForRequest(tenant, requestID string) (string, error)
 
 	// ScanTasks lists a tenant's tasks newest first (by creation time, then by id),
-	// starting after r.After and restricted to r's creation-time range. The cursor given
+	// starting after r.After and restricted to r's creation-time range; rec is nil for a
+	// task r's filters exclude that the store stepped over undecoded. The cursor given
 	// to fn resumes the scan right after that task when passed back as r.After; a cursor
 	// that does not belong to tenant is InvalidArgument (PAGE_TOKEN_INVALID).
 	ScanTasks(tenant string, r TaskRange, fn func(cursor []byte, rec *storagev1.TaskRecord) (bool, error)) error
@@ -376,6 +377,14 @@ type TaskRange struct {
 	CreatedAfter time.Time
 	// CreatedBefore keeps tasks created before it (zero: no bound).
 	CreatedBefore time.Time
+	// States, Labels and Queue are a listing's filters (a task in one of States,
+	// carrying every label of Labels, of run queue Queue; empty: no filter), as a hint:
+	// a store may step over a task they exclude without decoding it, calling fn with a
+	// nil record (its cursor still resumes after it), or may ignore them and pass every
+	// task. fn must filter what it gets itself. See TaskMayMatch.
+	States []agentplanev1.TaskState
+	Labels map[string]string
+	Queue  string
 }
 
 // IndexRange bounds ScanIndex.

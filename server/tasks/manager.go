@@ -246,6 +246,10 @@ var idEncoding = base32.HexEncoding.WithPadding(base32.NoPadding)
 // per commit, and listings read neighbouring pages.
 func newID() string { return newIDAt(time.Now()) }
 
+// NewIDAt is the id of a thing (a task, an event's task) created at t, as the control
+// plane makes them: for tools that write a store directly (tools/millionstore).
+func NewIDAt(t time.Time) string { return newIDAt(t) }
+
 func newIDAt(t time.Time) string {
 	b := idBytes(t)
 	return encodeID(b[:])

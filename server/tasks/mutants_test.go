@@ -122,7 +122,7 @@ func TestLaggedWatcherFillsTheGapBeforeANewerEvent(t *testing.T) {
 		h.m.hub.mu.Lock()
 		defer h.m.hub.mu.Unlock()
 		for s := range h.m.hub.subs[watchKey{"acme", task.GetTaskId()}] {
-			return len(s.ch) == 0
+			return s.queued() == 0
 		}
 		return false
 	})

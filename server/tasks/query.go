@@ -143,10 +143,12 @@ func (m *Manager) List(ctx context.Context, tenant string, q ListQuery) ([]*agen
 	pageBytes := int64(0)
 	err = m.store.View(ctx, func(r store.Reader) error {
 		scanned := 0
-		return r.ScanTasks(tenant, store.TaskRange{After: cursor, CreatedAfter: q.CreatedAfter, CreatedBefore: q.CreatedBefore},
+		tr := store.TaskRange{After: cursor, CreatedAfter: q.CreatedAfter, CreatedBefore: q.CreatedBefore,
+			States: q.States, Labels: q.Labels, Queue: q.Queue}
+		return r.ScanTasks(tenant, tr,
 			func(c []byte, rec *storagev1.TaskRecord) (bool, error) {
 				scanned++
-				if q.matches(rec) {
+				if rec != nil && q.matches(rec) { // nil: the store stepped over a task the filters exclude
 					if len(tasks) == size {
 						more = true // the token resumes after what this page examined
 						return false, nil

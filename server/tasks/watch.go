@@ -24,8 +24,8 @@ type watchKey struct{ tenant, taskID string }
 // OnCommit hook, which must not block, and hooks run in commit order, so a wait there
 // would delay every writer's answer. publish queues the events, in commit order, for
 // one goroutine at a time to send (drain). The queue is bounded: events that find it
-// full are dropped and their task's watchers marked lagged, and a watcher's channel
-// is bounded: a watcher whose channel is full is marked lagged. A lagged watcher
+// full are dropped and their task's watchers marked lagged, and a watcher's queue
+// is bounded: a watcher whose queue is full is marked lagged. A lagged watcher
 // catches up from the store, from the last event it sent (a delta that does not fit
 // is dropped).
 type hub struct {
@@ -56,10 +56,54 @@ type published struct {
 	deltas []*agentplanev1.MessageDelta
 }
 
+// subscription is one watcher's mailbox. Its queue grows as live messages arrive, up
+// to max, and is emptied by each take: an idle watcher holds no buffer (a channel of
+// max slots would cost each of thousands of idle watches max messages' room).
 type subscription struct {
-	ch chan Event
+	mu    sync.Mutex
+	queue []Event
+	max   int
+	// ready has a token when queue may hold messages.
+	ready chan struct{}
 	// lagged has a token when events were dropped for this watcher.
 	lagged chan struct{}
+}
+
+// offer queues ev for the watcher unless max messages wait already; it never blocks.
+func (s *subscription) offer(ev Event) bool {
+	s.mu.Lock()
+	if len(s.queue) >= s.max {
+		s.mu.Unlock()
+		return false
+	}
+	s.queue = append(s.queue, ev)
+	s.mu.Unlock()
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// take returns the queued messages, oldest first, and empties the queue, which
+// reuses spare's room (a batch taken earlier, now handled) unless that is large.
+func (s *subscription) take(spare []Event) []Event {
+	clear(spare)
+	if cap(spare) > 64 {
+		spare = nil
+	}
+	s.mu.Lock()
+	q := s.queue
+	s.queue = spare[:0]
+	s.mu.Unlock()
+	return q
+}
+
+// queued is how many messages wait.
+func (s *subscription) queued() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue)
 }
 
 // Event is one message of a watch as Follow sends it: an event of the log
@@ -104,7 +148,7 @@ func newHub() *hub {
 }
 
 func (h *hub) subscribe(k watchKey, buffer int) *subscription {
-	s := &subscription{ch: make(chan Event, buffer), lagged: make(chan struct{}, 1)}
+	s := &subscription{max: max(buffer, 1), ready: make(chan struct{}, 1), lagged: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.subs[k] == nil {
@@ -157,7 +201,7 @@ func (h *hub) publish(tenant, taskID string, events []*storagev1.EventRecord) {
 
 // publishDeltas queues deltas for the live watchers of a task and returns how many
 // there are; it never blocks. A watcher misses them when the queue is full, or when
-// its channel is full as they are fanned out.
+// its queue is full as they are fanned out.
 func (h *hub) publishDeltas(tenant, taskID string, deltas []*agentplanev1.MessageDelta) int {
 	k := watchKey{tenant, taskID}
 	h.mu.RLock()
@@ -227,13 +271,8 @@ func (h *hub) fanOut(k watchKey, events []*storagev1.EventRecord) {
 		}
 	send:
 		for _, ev := range api {
-			select {
-			case s.ch <- ev:
-			default:
-				select {
-				case s.lagged <- struct{}{}:
-				default:
-				}
+			if !s.offer(ev) {
+				s.poke()
 				break send
 			}
 		}
@@ -256,10 +295,7 @@ func (h *hub) fanOutDeltas(k watchKey, deltas []*agentplanev1.MessageDelta) {
 	}
 	for s := range subs {
 		for _, msg := range msgs {
-			select {
-			case s.ch <- msg:
-			default:
-			}
+			s.offer(msg)
 		}
 	}
 }
@@ -347,35 +383,41 @@ func (m *Manager) Follow(ctx context.Context, tenant, taskID string, afterSeq in
 		keepalive = t.C
 	}
 	idle := true // nothing sent since the last tick
-	for {
-		select {
-		case ev := <-sub.ch:
-			if d := ev.Other.GetMessageDelta(); d != nil {
-				// Only a delta that follows what this watcher has seen: one published
-				// before events it has since read from the store is stale.
-				if d.GetAfterSequence() == last {
-					if err := send(ev); err != nil {
-						return err
-					}
-					idle = false
-				}
-				continue
-			}
-			switch seq := ev.GetSequence(); {
-			case seq <= last:
-				continue // already sent from the store
-			case seq == last+1:
+	// live handles one message taken from the subscription.
+	live := func(ev Event) (done bool, err error) {
+		if d := ev.Other.GetMessageDelta(); d != nil {
+			// Only a delta that follows what this watcher has seen: one published
+			// before events it has since read from the store is stale.
+			if d.GetAfterSequence() == last {
 				if err := send(ev); err != nil {
-					return err
+					return false, err
 				}
 				idle = false
-				last = seq
-				if isTerminalEvent(ev.TaskEvent) {
-					return nil
-				}
-			default:
-				// A gap: events were dropped for us. The store has them.
-				if done, err := catchUp(); done || err != nil {
+			}
+			return false, nil
+		}
+		switch seq := ev.GetSequence(); {
+		case seq <= last:
+			return false, nil // already sent from the store
+		case seq == last+1:
+			if err := send(ev); err != nil {
+				return false, err
+			}
+			idle = false
+			last = seq
+			return isTerminalEvent(ev.TaskEvent), nil
+		default:
+			// A gap: events were dropped for us. The store has them.
+			return catchUp()
+		}
+	}
+	var batch []Event
+	for {
+		select {
+		case <-sub.ready:
+			batch = sub.take(batch)
+			for _, ev := range batch {
+				if done, err := live(ev); done || err != nil {
 					return err
 				}
 			}

@@ -349,3 +349,62 @@ func TestWriterLookupMemoryStaysTrue(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A filtered ScanTasks steps over the tasks its filters exclude without decoding them
+// (a nil record, its cursor still given), and decodes those that match: a listing
+// with a selective filter reads a few fields of each record, not the whole of it.
+func TestScanTasksStepsOverExcludedTasks(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	states := []agentplanev1.TaskState{agentplanev1.TaskState_TASK_STATE_SUBMITTED, agentplanev1.TaskState_TASK_STATE_FAILED}
+	if err := s.Update(ctx, func(w store.Writer) error {
+		for i := range 6 {
+			rec := storetest.Task("acme", fmt.Sprintf("t%d", i), base.Add(time.Duration(i)*time.Second))
+			rec.State = states[i%2]
+			rec.Labels = map[string]string{"env": []string{"prod", "dev", "prod"}[i%3]}
+			if err := w.PutTask(rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	scan := func(tr store.TaskRange) (decoded []string, skipped int) {
+		t.Helper()
+		if err := s.View(ctx, func(r store.Reader) error {
+			return r.ScanTasks("acme", tr, func(c []byte, rec *storagev1.TaskRecord) (bool, error) {
+				if c == nil {
+					t.Error("no cursor")
+				}
+				if rec == nil {
+					skipped++
+				} else {
+					decoded = append(decoded, rec.GetTaskId())
+				}
+				return true, nil
+			})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return decoded, skipped
+	}
+	for _, c := range []struct {
+		name string
+		tr   store.TaskRange
+		want string
+	}{
+		{"state", store.TaskRange{States: []agentplanev1.TaskState{agentplanev1.TaskState_TASK_STATE_FAILED}}, "t5 t3 t1"},
+		{"label", store.TaskRange{Labels: map[string]string{"env": "dev"}}, "t4 t1"},
+		{"both", store.TaskRange{States: states[1:], Labels: map[string]string{"env": "prod"}}, "t5 t3"},
+		{"queue", store.TaskRange{Queue: "elsewhere"}, ""},
+		{"default queue", store.TaskRange{Queue: store.DefaultQueue}, "t5 t4 t3 t2 t1 t0"},
+	} {
+		decoded, skipped := scan(c.tr)
+		want := strings.Fields(c.want)
+		if got := strings.Join(decoded, " "); got != c.want || skipped != 6-len(want) {
+			t.Errorf("%s: decoded %q and stepped over %d, want %q and the other %d", c.name, got, skipped, c.want, 6-len(want))
+		}
+	}
+}

@@ -137,9 +137,12 @@ func (r reader) ScanTasks(tenant string, tr store.TaskRange, fn func([]byte, *st
 		if v == nil {
 			return fmt.Errorf("store: listing index names task %s/%s, which does not exist", tenant, taskID)
 		}
-		rec := &storagev1.TaskRecord{}
-		if err := unmarshal(v, rec, "task", key); err != nil {
-			return err
+		var rec *storagev1.TaskRecord
+		if store.TaskMayMatch(v, tr) {
+			rec = &storagev1.TaskRecord{}
+			if err := unmarshal(v, rec, "task", key); err != nil {
+				return err
+			}
 		}
 		if more, err := fn(bytes.Clone(k), rec); err != nil || !more {
 			return err

@@ -387,6 +387,34 @@ func testScanTasks(t *testing.T, s store.Store) {
 		}
 		equalStrings(t, "pages", got, all)
 	})
+	t.Run("filter hint", func(t *testing.T) {
+		// A filtered scan still passes every task with its cursor; a record the store
+		// stepped over (nil) is one the filters exclude, and the one that matches comes
+		// decoded. Which excluded tasks come nil is the store's choice.
+		match := recs[3].GetTaskId()
+		tr := store.TaskRange{States: []agentplanev1.TaskState{agentplanev1.TaskState_TASK_STATE_WORKING}, Labels: map[string]string{"pick": "yes"}}
+		update(t, s, func(w store.Writer) error {
+			rec := proto.Clone(recs[3]).(*storagev1.TaskRecord)
+			rec.State, rec.Labels = agentplanev1.TaskState_TASK_STATE_WORKING, map[string]string{"pick": "yes", "other": "x"}
+			return w.PutTask(rec)
+		})
+		var ids []string
+		view(t, s, func(r store.Reader) error {
+			i := 0
+			return r.ScanTasks("acme", tr, func(_ []byte, rec *storagev1.TaskRecord) (bool, error) {
+				switch {
+				case rec == nil && all[i] == match:
+					t.Errorf("the matching task %s came undecoded", match)
+				case rec != nil && rec.GetTaskId() != all[i]:
+					t.Errorf("task %d is %s, want %s", i, rec.GetTaskId(), all[i])
+				}
+				ids = append(ids, all[i])
+				i++
+				return true, nil
+			})
+		})
+		equalStrings(t, "filtered scan", ids, all)
+	})
 	t.Run("cursor of another tenant", func(t *testing.T) {
 		var foreign []byte
 		view(t, s, func(r store.Reader) error {
