@@ -55,6 +55,11 @@ class RuntimeServiceStub(object):
                 request_serializer=agentplane_dot_v1_dot_runtime__service__pb2.CheckToolCallRequest.SerializeToString,
                 response_deserializer=agentplane_dot_v1_dot_runtime__service__pb2.CheckToolCallResponse.FromString,
                 )
+        self.CheckModelCall = channel.unary_unary(
+                '/agentplane.v1.RuntimeService/CheckModelCall',
+                request_serializer=agentplane_dot_v1_dot_runtime__service__pb2.CheckModelCallRequest.SerializeToString,
+                response_deserializer=agentplane_dot_v1_dot_runtime__service__pb2.CheckModelCallResponse.FromString,
+                )
         self.AwaitDecision = channel.unary_stream(
                 '/agentplane.v1.RuntimeService/AwaitDecision',
                 request_serializer=agentplane_dot_v1_dot_runtime__service__pb2.AwaitDecisionRequest.SerializeToString,
@@ -157,6 +162,25 @@ class RuntimeServiceServicer(object):
     def CheckToolCall(self, request, context):
         """CheckToolCall asks whether a tool call may run: allow, interrupt (wait for a
         decision) or reject (with a synthesized decision). Call and answer are logged.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CheckModelCall(self, request, context):
+        """CheckModelCall asks whether a model call may run, for a task whose lease says
+        check_model_calls (it counts against a budget rule with on_limit: approve). While
+        no such budget is spent it answers ALLOW and writes nothing. Once one is spent, the
+        call needs a person: the answer is INTERRUPT with a durable interrupt of kind
+        MODEL_CALL_APPROVAL (the task moves to INPUT_REQUIRED and keeps its lease), which
+        the runtime waits on with AwaitDecision or gives up its lease for with SuspendTask,
+        exactly as for a gated tool call. Approve: that one model call may run. Reject: the
+        control plane ends the task as FAILED (reason budget.model_call_rejected) in the
+        transaction of the decision; the runtime stops. Idempotent per call_id: asking
+        again about a call id that raised an interrupt answers with that interrupt as it
+        is now (pending, or resolved with its decision: ALLOW for an approval), also under
+        a later lease, so a runtime replaying its turn must ask with the same call id.
+        Fenced like a write: a stale lease is LEASE_LOST, an ended task TASK_TERMINAL.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -265,6 +289,11 @@ def add_RuntimeServiceServicer_to_server(servicer, server):
                     servicer.CheckToolCall,
                     request_deserializer=agentplane_dot_v1_dot_runtime__service__pb2.CheckToolCallRequest.FromString,
                     response_serializer=agentplane_dot_v1_dot_runtime__service__pb2.CheckToolCallResponse.SerializeToString,
+            ),
+            'CheckModelCall': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckModelCall,
+                    request_deserializer=agentplane_dot_v1_dot_runtime__service__pb2.CheckModelCallRequest.FromString,
+                    response_serializer=agentplane_dot_v1_dot_runtime__service__pb2.CheckModelCallResponse.SerializeToString,
             ),
             'AwaitDecision': grpc.unary_stream_rpc_method_handler(
                     servicer.AwaitDecision,
@@ -402,6 +431,23 @@ class RuntimeService(object):
         return grpc.experimental.unary_unary(request, target, '/agentplane.v1.RuntimeService/CheckToolCall',
             agentplane_dot_v1_dot_runtime__service__pb2.CheckToolCallRequest.SerializeToString,
             agentplane_dot_v1_dot_runtime__service__pb2.CheckToolCallResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CheckModelCall(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentplane.v1.RuntimeService/CheckModelCall',
+            agentplane_dot_v1_dot_runtime__service__pb2.CheckModelCallRequest.SerializeToString,
+            agentplane_dot_v1_dot_runtime__service__pb2.CheckModelCallResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
