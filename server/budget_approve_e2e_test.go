@@ -190,6 +190,15 @@ func TestBudgetApproveModelCalls(t *testing.T) {
 			!strings.Contains(ended.GetFailure().GetMessage(), "budget gated is spent") || !strings.Contains(ended.GetFailure().GetMessage(), "enough for today") {
 			t.Fatalf("after the rejection the task is %s, %v; want FAILED budget.model_call_rejected naming gated", ended.GetState(), ended.GetFailure())
 		}
+		// A runtime that opens its wait only now is handed the rejection, not told of a
+		// cancellation.
+		late, err := in.Client.Runtime.AwaitDecision(ctx, &agentplanev1.AwaitDecisionRequest{Lease: ref, InterruptId: it3.GetInterruptId()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, err := late.Recv(); err != nil || m.GetDecision().GetType() != agentplanev1.DecisionType_DECISION_TYPE_REJECT {
+			t.Fatalf("AwaitDecision after the rejection = %v, %v; want the rejection", m, err)
+		}
 		if _, err := in.Client.Runtime.CheckModelCall(ctx, &agentplanev1.CheckModelCallRequest{Lease: ref, CallId: "c4", AgentName: "agent"}); reasons.Of(err) != agentplanev1.ErrorReason_ERROR_REASON_LEASE_LOST && reasons.Of(err) != agentplanev1.ErrorReason_ERROR_REASON_TASK_TERMINAL {
 			t.Fatalf("CheckModelCall after the rejection = %v; want the lease refused", err)
 		}
