@@ -106,7 +106,8 @@ class HitlService:
 
     list_interrupts: Unary[_hitl_service_pb2.ListInterruptsRequest, _hitl_service_pb2.ListInterruptsResponse]
     """ListInterrupts lists interrupts of the caller's tenant, oldest first, filtered and
-    paged. By default it is the reviewers' inbox: pending tool approvals. kinds and
+    paged. By default it is the reviewers' inbox: pending tool approvals and model-call
+    approvals (a spent budget's). kinds and
     states widen or narrow it; resolved interrupts are listed per task (task_id).
     """
 
@@ -639,7 +640,8 @@ class AsyncHitlService:
 
     list_interrupts: AsyncUnary[_hitl_service_pb2.ListInterruptsRequest, _hitl_service_pb2.ListInterruptsResponse]
     """ListInterrupts lists interrupts of the caller's tenant, oldest first, filtered and
-    paged. By default it is the reviewers' inbox: pending tool approvals. kinds and
+    paged. By default it is the reviewers' inbox: pending tool approvals and model-call
+    approvals (a spent budget's). kinds and
     states widen or narrow it; resolved interrupts are listed per task (task_id).
     """
 
