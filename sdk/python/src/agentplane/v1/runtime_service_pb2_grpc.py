@@ -12,7 +12,7 @@ class RuntimeServiceStub(object):
     FAILED_PRECONDITION with reason LEASE_LOST, so a zombie runtime cannot corrupt a task.
 
     Retries: every call is safe to repeat after a lost response. Heartbeat,
-    CheckToolCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
+    CheckToolCall and CheckModelCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
     idempotent by nature; the other writes take a request_id (at most 128 bytes, unique
     among the mutating calls on the task): a retry with the same request_id and the same
     request returns the first call's result (also after the call released the lease or
@@ -109,7 +109,7 @@ class RuntimeServiceServicer(object):
     FAILED_PRECONDITION with reason LEASE_LOST, so a zombie runtime cannot corrupt a task.
 
     Retries: every call is safe to repeat after a lost response. Heartbeat,
-    CheckToolCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
+    CheckToolCall and CheckModelCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
     idempotent by nature; the other writes take a request_id (at most 128 bytes, unique
     among the mutating calls on the task): a retry with the same request_id and the same
     request returns the first call's result (also after the call released the lease or
@@ -349,7 +349,7 @@ class RuntimeService(object):
     FAILED_PRECONDITION with reason LEASE_LOST, so a zombie runtime cannot corrupt a task.
 
     Retries: every call is safe to repeat after a lost response. Heartbeat,
-    CheckToolCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
+    CheckToolCall and CheckModelCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
     idempotent by nature; the other writes take a request_id (at most 128 bytes, unique
     among the mutating calls on the task): a retry with the same request_id and the same
     request returns the first call's result (also after the call released the lease or
