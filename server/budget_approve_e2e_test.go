@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -224,4 +225,45 @@ func TestBudgetApproveModelCalls(t *testing.T) {
 			t.Fatalf("the next lease asking about its approved call = %v; want ALLOW with the approval", r)
 		}
 	})
+}
+
+// TestBudgetApproveDeadlineRejects: a held model call whose interrupt deadline passes
+// gets the deployment default, reject, which fails the task like a person's rejection.
+func TestBudgetApproveDeadlineRejects(t *testing.T) {
+	in := servertest.Start(t, func(c *config.Config) {
+		approveBudgetConfig(t, c)
+		c.HITL.DefaultTimeout = config.Duration(50 * time.Millisecond)
+	})
+	ctx := context.Background()
+	a := startInline(t, in, "")
+	_, ref := leaseOne(t, in, a)
+	msg := client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "ok")
+	msg.Model, msg.Usage = "m", &agentplanev1.TokenUsage{TotalTokens: 120}
+	if _, err := in.Client.Runtime.ReportEvents(ctx, &agentplanev1.ReportEventsRequest{Lease: ref,
+		Events: []*agentplanev1.RuntimeEvent{{Payload: &agentplanev1.RuntimeEvent_Message{Message: msg}}}}); err != nil {
+		t.Fatal(err)
+	}
+	it := checkModel(t, in, ref, "c1").GetInterrupt()
+	if it.GetDeadline() == nil {
+		t.Fatalf("the held call's interrupt has no deadline: %v", it)
+	}
+	stream, err := in.Client.Runtime.AwaitDecision(ctx, &agentplanev1.AwaitDecisionRequest{Lease: ref, InterruptId: it.GetInterruptId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dec *agentplanev1.Decision
+	for dec == nil {
+		m, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec = m.GetDecision()
+	}
+	if dec.GetType() != agentplanev1.DecisionType_DECISION_TYPE_REJECT || dec.GetSource() != agentplanev1.DecisionSource_DECISION_SOURCE_DEADLINE {
+		t.Fatalf("decision = %v; want the deadline's rejection", dec)
+	}
+	if task := taskState(t, in, a); task.GetState() != agentplanev1.TaskState_TASK_STATE_FAILED || task.GetFailure().GetReason() != "budget.model_call_rejected" ||
+		!strings.Contains(task.GetFailure().GetMessage(), "by its deadline") {
+		t.Fatalf("task after the deadline = %s, %v", task.GetState(), task.GetFailure())
+	}
 }
