@@ -58,6 +58,7 @@ var rpcs = map[string]rpcPolicy{
 	"/agentplane.v1.HitlService/ResolveInterrupt":        {idempotency: Idempotent, requestID: true},
 	"/agentplane.v1.HitlService/RevokeApprovalLink":      {idempotency: Idempotent, requestID: false},
 	"/agentplane.v1.RuntimeService/AwaitDecision":        {idempotency: Idempotent, requestID: false},
+	"/agentplane.v1.RuntimeService/CheckModelCall":       {idempotency: Idempotent, requestID: false},
 	"/agentplane.v1.RuntimeService/CheckToolCall":        {idempotency: Idempotent, requestID: false},
 	"/agentplane.v1.RuntimeService/CompleteTask":         {idempotency: Idempotent, requestID: true},
 	"/agentplane.v1.RuntimeService/FailTask":             {idempotency: Idempotent, requestID: true},

@@ -145,6 +145,7 @@ func (s *Server) openDomain() (err error) {
 		Store:        d.store,
 		Gate:         hitl.NewGate(d.compiler, gates.AlwaysGated),
 		ValidateArgs: spec.ValidateArgs,
+		Budgets:      d.budgets,
 		Config:       approvals.ConfigFrom(cfg),
 		Logger:       s.log,
 	}); err != nil {

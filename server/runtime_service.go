@@ -93,6 +93,14 @@ func (x *runtimeService) CheckToolCall(ctx context.Context, req *agentplanev1.Ch
 	return x.s.domain.approvals.CheckToolCall(ctx, req)
 }
 
+// CheckModelCall asks whether a model call may run under the task's budgets.
+func (x *runtimeService) CheckModelCall(ctx context.Context, req *agentplanev1.CheckModelCallRequest) (*agentplanev1.CheckModelCallResponse, error) {
+	if err := checkLease(ctx, req.GetLease()); err != nil {
+		return nil, err
+	}
+	return x.s.domain.approvals.CheckModelCall(ctx, req)
+}
+
 // AwaitDecision waits for the decision on an interrupt (interactive delivery).
 func (x *runtimeService) AwaitDecision(req *agentplanev1.AwaitDecisionRequest, stream grpc.ServerStreamingServer[agentplanev1.AwaitDecisionResponse]) error {
 	ctx := stream.Context()

@@ -104,6 +104,7 @@ var rpcRoles = func() map[string][]auth.Role {
 		agentplanev1.RuntimeService_Heartbeat_FullMethodName,
 		agentplanev1.RuntimeService_ReportEvents_FullMethodName,
 		agentplanev1.RuntimeService_CheckToolCall_FullMethodName,
+		agentplanev1.RuntimeService_CheckModelCall_FullMethodName,
 		agentplanev1.RuntimeService_AwaitDecision_FullMethodName,
 		agentplanev1.RuntimeService_SuspendTask_FullMethodName,
 		agentplanev1.RuntimeService_RecordVerdict_FullMethodName,

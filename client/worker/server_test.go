@@ -255,3 +255,64 @@ func TestServerWaitsForClientToolOutputs(t *testing.T) {
 		t.Fatalf("task %v failure %v", task.GetState(), task.GetFailure())
 	}
 }
+
+// A task under a budget with on_limit approve asks before each model call: allowed
+// while the budget has room, then each call waits for a person (approved: it runs),
+// and a rejection ends the task, failed by the control plane.
+func TestServerModelCallApproval(t *testing.T) {
+	in := servertest.Start(t, func(c *config.Config) {
+		c.Budgets.Rules = []config.BudgetRule{{Name: "gated", Period: config.PeriodDay, MaxTokens: 10, OnLimit: config.OnLimitApprove}}
+	})
+	id := startAgentTask(t, in, "spend")
+	var second, third error
+	w := serverWorker(t, in, func(ctx context.Context, task *Task) error {
+		if !task.Lease().GetCheckModelCalls() {
+			return errors.New("the lease does not say check_model_calls")
+		}
+		if err := task.ModelCall(ctx, ModelCall{ID: "m1", Node: "sdk-test", Model: "m"}); err != nil {
+			return err
+		}
+		msg := client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "thinking")
+		msg.Model, msg.Usage = "m", &agentplanev1.TokenUsage{TotalTokens: 20}
+		if _, err := task.Report(ctx, &agentplanev1.RuntimeEvent{Payload: &agentplanev1.RuntimeEvent_Message{Message: msg}}); err != nil {
+			return err
+		}
+		second = task.ModelCall(ctx, ModelCall{ID: "m2", Node: "sdk-test", Model: "m"})
+		third = task.ModelCall(ctx, ModelCall{ID: "m3", Node: "sdk-test", Model: "m"})
+		return third
+	})
+	done := make(chan error, 1)
+	go func() { done <- w.Run(context.Background()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	decide := func(callID string, d *agentplanev1.ResolveInterruptRequest) {
+		for ctx.Err() == nil {
+			resp, err := in.Client.Hitl.ListInterrupts(ctx, &agentplanev1.ListInterruptsRequest{TaskId: id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range resp.GetInterrupts() {
+				if it.GetCallId() == callID && it.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_MODEL_CALL_APPROVAL {
+					d.InterruptId = it.GetInterruptId()
+					if _, err := in.Client.Hitl.ResolveInterrupt(ctx, d); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("no model-call approval for %s", callID)
+	}
+	decide("m2", &agentplanev1.ResolveInterruptRequest{Decision: &agentplanev1.ResolveInterruptRequest_Approve{Approve: &agentplanev1.ApproveDecision{}}})
+	decide("m3", &agentplanev1.ResolveInterruptRequest{Decision: &agentplanev1.ResolveInterruptRequest_Reject{Reject: &agentplanev1.RejectDecision{Reason: "no more"}}})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if second != nil || !errors.Is(third, ErrModelCallRejected) {
+		t.Fatalf("ModelCall after approval = %v, after rejection = %v; want nil and ErrModelCallRejected", second, third)
+	}
+	if got := getTask(t, in, id); got.GetState() != agentplanev1.TaskState_TASK_STATE_FAILED || got.GetFailure().GetReason() != "budget.model_call_rejected" {
+		t.Fatalf("task %v failure %v", got.GetState(), got.GetFailure())
+	}
+}

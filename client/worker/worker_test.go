@@ -652,3 +652,23 @@ func TestBackoffDelay(t *testing.T) {
 		}
 	}
 }
+
+// TestModelCallSkippedWithoutTheFlag: a lease that does not say check_model_calls
+// makes ModelCall answer at once, without asking (the fake server does not implement
+// CheckModelCall: a call would fail).
+func TestModelCallSkippedWithoutTheFlag(t *testing.T) {
+	f := workertest.New(t)
+	f.Enqueue("t1", nil)
+	r := startWorker(t, f.Runtime(), func(ctx context.Context, task *Task) error {
+		if err := task.ModelCall(ctx, ModelCall{ID: "m1", Node: "agent"}); err != nil {
+			return err
+		}
+		return task.Complete(ctx, nil)
+	}, once)
+	if err := r.wait(t); err != nil {
+		t.Fatal(err)
+	}
+	if s := snapshot(f); s.Ends["t1"] != "completed" {
+		t.Fatalf("want completed, got %q (failure %v)", s.Ends["t1"], s.Failures["t1"])
+	}
+}

@@ -198,7 +198,7 @@ func classify(ints []*agentplanev1.Interrupt) pending {
 	p := pending{interrupts: ints}
 	for _, in := range ints {
 		switch in.GetKind() {
-		case agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL:
+		case agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, agentplanev1.InterruptKind_INTERRUPT_KIND_MODEL_CALL_APPROVAL:
 			if p.kind == waitNone {
 				p.kind = waitApproval
 			}
@@ -280,7 +280,7 @@ func waitStatus(id, ctx string, p pending) (string, *message) {
 		var names []string
 		var ids []any
 		for _, in := range p.interrupts {
-			if in.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL {
+			if in.GetApproval() != nil {
 				names = append(names, in.GetApproval().GetToolName())
 				ids = append(ids, in.GetInterruptId())
 			}

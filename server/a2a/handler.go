@@ -296,7 +296,8 @@ func (h *Handler) pendingOf(ctx context.Context, t *agentplanev1.Task) pending {
 	}
 	resp, err := h.hitl.ListInterrupts(ctx, &agentplanev1.ListInterruptsRequest{TaskId: t.GetTaskId(), PageSize: 100,
 		Kinds: []agentplanev1.InterruptKind{agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL,
-			agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE, agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED}})
+			agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE, agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED,
+			agentplanev1.InterruptKind_INTERRUPT_KIND_MODEL_CALL_APPROVAL}})
 	if err != nil {
 		h.o.Log.Warn("a2a: reading a paused task's interrupts failed", "task_id", t.GetTaskId(), "err", err)
 		return pending{}

@@ -106,6 +106,7 @@ func methodTable() map[string]Rule {
 		agentplanev1.RuntimeService_Heartbeat_FullMethodName,
 		agentplanev1.RuntimeService_ReportEvents_FullMethodName,
 		agentplanev1.RuntimeService_CheckToolCall_FullMethodName,
+		agentplanev1.RuntimeService_CheckModelCall_FullMethodName,
 		agentplanev1.RuntimeService_AwaitDecision_FullMethodName,
 		agentplanev1.RuntimeService_SuspendTask_FullMethodName,
 		agentplanev1.RuntimeService_RecordVerdict_FullMethodName,

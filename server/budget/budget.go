@@ -30,9 +30,11 @@ type Budgets struct {
 
 type rule struct {
 	name, agentID, period string
-	tenants               map[string]bool // nil: every tenant
-	maxTokens, maxPicos   int64
-	warnPercent           int
+	// approve: at the limit, model calls need approval instead of starts being refused.
+	approve             bool
+	tenants             map[string]bool // nil: every tenant
+	maxTokens, maxPicos int64
+	warnPercent         int
 }
 
 // price is in picodollars per token (which is microdollars per million tokens).
@@ -56,7 +58,8 @@ func New(c config.Budgets) (*Budgets, error) {
 		b.prices[model] = price{input: in, output: out}
 	}
 	for _, r := range c.Rules {
-		cr := rule{name: r.Name, agentID: r.AgentID, period: r.Period, maxTokens: r.MaxTokens, warnPercent: r.WarnAt()}
+		cr := rule{name: r.Name, agentID: r.AgentID, period: r.Period, maxTokens: r.MaxTokens, warnPercent: r.WarnAt(),
+			approve: r.Limited() == config.OnLimitApprove}
 		if r.MaxCostUSD != "" {
 			micros, err := config.ParseUSDMicros(r.MaxCostUSD)
 			if err != nil {
@@ -195,40 +198,97 @@ func (r *rule) status(rec *storagev1.BudgetUsageRecord, now time.Time) *agentpla
 		UsedTokens: rec.GetTokens(), LimitTokens: r.maxTokens,
 		UsedCostMicros: rec.GetCostPicos() / picosPerMicro, LimitCostMicros: r.maxPicos / picosPerMicro,
 		WarnPercent: int32(r.warnPercent), Warned: rec.GetWarned(), Exceeded: r.reached(rec, 100),
+		OnLimit: r.onLimit(),
 	}
+}
+
+func (r *rule) onLimit() string {
+	if r.approve {
+		return config.OnLimitApprove
+	}
+	return config.OnLimitRefuse
 }
 
 // Check refuses a new task of tenant (started with the static agent agentID, or ""),
 // when a budget it would count against is spent for the current period:
 // RESOURCE_EXHAUSTED with reason BUDGET_EXCEEDED and ErrorInfo metadata budget,
 // period, unit, used, limit and resets_at. The first spent budget in configuration
-// order is named.
+// order is named. Budgets with on_limit approve never refuse a start: their model
+// calls are held instead (Hold).
 func (b *Budgets) Check(r store.Reader, tenant, agentID string, now time.Time) error {
+	st, ru, err := b.spent(r, tenant, agentID, false, now)
+	if err != nil || st == nil {
+		return err
+	}
+	return ru.exceeded(st)
+}
+
+// spent is the first budget of tenant and agentID, among those whose on_limit is
+// approve (or not), that is spent for the current period, with its status; nil when
+// none is.
+func (b *Budgets) spent(r store.Reader, tenant, agentID string, approve bool, now time.Time) (*agentplanev1.BudgetStatus, *rule, error) {
 	if b == nil {
-		return nil
+		return nil, nil, nil
 	}
 	for i := range b.rules {
 		ru := &b.rules[i]
-		if !ru.appliesTo(tenant, agentID) {
+		if ru.approve != approve || !ru.appliesTo(tenant, agentID) {
 			continue
 		}
 		rec, err := r.GetBudgetUsage(tenant, ru.name)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if rec = ru.current(rec, now); rec == nil || !ru.reached(rec, 100) {
 			continue
 		}
-		return ru.exceeded(ru.status(rec, now))
+		return ru.status(rec, now), ru, nil
 	}
-	return nil
+	return nil, nil, nil
+}
+
+// GatesModelCalls reports whether a task of tenant started with agentID (or "")
+// counts against a budget whose on_limit is approve, so that its runtime must ask
+// before each model call (Lease.check_model_calls). It reads nothing.
+func (b *Budgets) GatesModelCalls(tenant, agentID string) bool {
+	if b == nil {
+		return false
+	}
+	for i := range b.rules {
+		if b.rules[i].approve && b.rules[i].appliesTo(tenant, agentID) {
+			return true
+		}
+	}
+	return false
+}
+
+// Hold is the spent budget, among those with on_limit approve that a task of tenant
+// started with agentID counts against, that holds its next model call for a
+// person's approval, as a reviewer sees it (the first in configuration order); nil
+// when none is spent. It only reads.
+func (b *Budgets) Hold(r store.Reader, tenant, agentID string, now time.Time) (*agentplanev1.ModelCallApproval, error) {
+	st, ru, err := b.spent(r, tenant, agentID, true, now)
+	if err != nil || st == nil {
+		return nil, err
+	}
+	unit, used, limit := ru.terms(st)
+	return &agentplanev1.ModelCallApproval{
+		Budget: ru.name, Period: ru.period, Unit: unit, Used: used, Limit: limit,
+		ResetsAt: st.GetResetsAt(), AgentId: ru.agentID,
+	}, nil
+}
+
+// terms are the unit of the limit st reached (tokens, or usd), and its use and limit in
+// that unit.
+func (r *rule) terms(st *agentplanev1.BudgetStatus) (unit, used, limit string) {
+	if r.maxTokens == 0 || st.GetUsedTokens() < r.maxTokens {
+		return "usd", USD(st.GetUsedCostMicros()), USD(st.GetLimitCostMicros())
+	}
+	return "tokens", strconv.FormatInt(st.GetUsedTokens(), 10), strconv.FormatInt(st.GetLimitTokens(), 10)
 }
 
 func (r *rule) exceeded(st *agentplanev1.BudgetStatus) error {
-	unit, used, limit := "tokens", strconv.FormatInt(st.GetUsedTokens(), 10), strconv.FormatInt(st.GetLimitTokens(), 10)
-	if r.maxTokens == 0 || st.GetUsedTokens() < r.maxTokens {
-		unit, used, limit = "usd", USD(st.GetUsedCostMicros()), USD(st.GetLimitCostMicros())
-	}
+	unit, used, limit := r.terms(st)
 	resets := st.GetResetsAt().AsTime().Format(time.RFC3339)
 	scope := "tenant " + strconv.Quote(st.GetTenant())
 	if r.agentID != "" {

@@ -47,6 +47,24 @@ type BudgetRule struct {
 	// WarnPercent is the share of a limit at which the period's warning is given
 	// (1 to 100); 0 means 80.
 	WarnPercent int `yaml:"warn_percent"`
+	// OnLimit is what happens once a limit is reached: refuse (the default: new tasks
+	// are refused with BUDGET_EXCEEDED) or approve (tasks still start, and each further
+	// model call of a task counting against the budget waits for a person's approval).
+	OnLimit string `yaml:"on_limit"`
+}
+
+// BudgetRule.OnLimit values.
+const (
+	OnLimitRefuse  = "refuse"
+	OnLimitApprove = "approve"
+)
+
+// Limited is r's OnLimit, refuse when unset.
+func (r BudgetRule) Limited() string {
+	if r.OnLimit == "" {
+		return OnLimitRefuse
+	}
+	return r.OnLimit
 }
 
 // Budget periods.
@@ -145,6 +163,11 @@ func (c *Config) validateBudgets(bad func(string, ...any)) {
 		}
 		if r.MaxTokens == 0 && r.MaxCostUSD == "" {
 			bad("%s: set max_tokens, max_cost_usd or both", at)
+		}
+		switch r.OnLimit {
+		case "", OnLimitRefuse, OnLimitApprove:
+		default:
+			bad("%s.on_limit %q: want refuse (new tasks are refused, the default) or approve (each further model call needs a person's approval)", at, r.OnLimit)
 		}
 		if r.WarnPercent < 0 || r.WarnPercent > 100 {
 			bad("%s.warn_percent %d: want 1 to 100 (0 means %d)", at, r.WarnPercent, DefaultWarnPercent)

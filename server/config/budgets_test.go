@@ -18,6 +18,8 @@ func TestBudgetsValidate(t *testing.T) {
 			Rules: []BudgetRule{
 				{Name: "tenant-daily", Period: PeriodDay, MaxTokens: 1_000_000},
 				{Name: "support.monthly", Tenants: []string{"acme"}, AgentID: "support", Period: PeriodMonth, MaxCostUSD: "25", WarnPercent: 90},
+				{Name: "acme-gated", Tenants: []string{"acme"}, Period: PeriodDay, MaxTokens: 10, OnLimit: OnLimitApprove},
+				{Name: "refusing", Period: PeriodDay, MaxTokens: 10, OnLimit: OnLimitRefuse},
 			},
 		}
 		return c
@@ -42,6 +44,7 @@ func TestBudgetsValidate(t *testing.T) {
 		{"warn percent", "budgets.rules[1].warn_percent 101", func(b *Budgets) { b.Rules[1].WarnPercent = 101 }},
 		{"bad price", "budgets.prices[\"gpt-4o\"].input_usd_per_million: \"-1\"", func(b *Budgets) { b.Prices["gpt-4o"] = Price{InputUSDPerMillion: "-1", OutputUSDPerMillion: "1"} }},
 		{"missing price", "budgets.prices[\"gpt-4o\"].output_usd_per_million: \"\"", func(b *Budgets) { b.Prices["gpt-4o"] = Price{InputUSDPerMillion: "1"} }},
+		{"bad on_limit", "budgets.rules[2].on_limit \"ask\": want refuse", func(b *Budgets) { b.Rules[2].OnLimit = "ask" }},
 		{"empty tenant", "budgets.rules[1].tenants: a tenant id is 1 to 255 bytes", func(b *Budgets) { b.Rules[1].Tenants = []string{""} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -429,7 +429,7 @@ func (h *Handler) taskView(r *http.Request, s *session) (*taskData, error) {
 	}
 	if in, err := h.hitl.ListInterrupts(ctx, &agentplanev1.ListInterruptsRequest{TaskId: id,
 		Kinds: []agentplanev1.InterruptKind{agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE,
-			agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED}}); err == nil {
+			agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED, agentplanev1.InterruptKind_INTERRUPT_KIND_MODEL_CALL_APPROVAL}}); err == nil {
 		d.Pending = in.GetInterrupts()
 	}
 	return d, nil
@@ -561,6 +561,8 @@ func budgetRows(bs []*agentplanev1.BudgetStatus) []budgetRow {
 				b.GetLimitCostMicros()/1e6, b.GetLimitCostMicros()%1e6)
 		}
 		switch {
+		case b.GetExceeded() && b.GetOnLimit() == "approve":
+			row.State = "spent: model calls need approval"
 		case b.GetExceeded():
 			row.State = "spent: new tasks refused"
 		case b.GetWarned():

@@ -157,6 +157,9 @@ func DecideResolve(in *agentplanev1.Interrupt, req *agentplanev1.ResolveInterrup
 		d.ArgsDigest = in.GetArgsDigest()
 		reason = &r.Reject.Reason
 	case *agentplanev1.ResolveInterruptRequest_Edit:
+		if IsModelCall(in) {
+			return nil, noModelCallEdit(in)
+		}
 		if err := checkEdit(in, r.Edit.GetArgumentsJson(), p); err != nil {
 			return nil, err
 		}

@@ -30,23 +30,12 @@ func (m *Manager) ReadHistory(ctx context.Context, ref *agentplanev1.LeaseRef, a
 		pageSize = defaultHistoryPage
 	}
 	pageSize = min(pageSize, maxHistoryPage)
-	tenant, ok := LeaseTenant(ref.GetLeaseId())
-	if !ok {
-		return nil, 0, leaseLost("lease id %q was not issued by this control plane", ref.GetLeaseId())
-	}
-	now := m.clock.Now()
 	var events []*agentplanev1.TaskEvent
 	var last int64
-	acked := false
-	err := m.store.View(ctx, func(r store.Reader) error {
+	err := m.ViewLeased(ctx, ref, func(r store.Reader, rec *storagev1.TaskRecord) error {
 		events = events[:0]
-		rec, err := readFenced(r, tenant, ref, now)
-		if err != nil {
-			return err
-		}
-		acked = rec.GetLease().GetAcknowledged()
 		last = rec.GetLastSequence()
-		return r.ScanEvents(tenant, ref.GetTaskId(), afterSeq, func(ev *storagev1.EventRecord) (bool, error) {
+		return r.ScanEvents(rec.GetTenant(), ref.GetTaskId(), afterSeq, func(ev *storagev1.EventRecord) (bool, error) {
 			events = append(events, toAPIEvent(ref.GetTaskId(), ev))
 			return len(events) < pageSize, nil
 		})
@@ -54,11 +43,33 @@ func (m *Manager) ReadHistory(ctx context.Context, ref *agentplanev1.LeaseRef, a
 	if err != nil {
 		return nil, 0, err
 	}
-	if !acked {
-		// A read under a lease acknowledges it (see expire); the first read pays a write.
-		if err := m.acknowledge(ctx, ref); err != nil {
-			return nil, 0, err
-		}
-	}
 	return events, last, nil
+}
+
+// ViewLeased runs fn in a read-only transaction on the task ref names, for a read made
+// under that lease: fenced like a write (a stale or revoked lease is LEASE_LOST, an
+// ended task TASK_TERMINAL, an expired lease LEASE_LOST, its expiry left to the next
+// write or the maintenance loop). A lease not yet acknowledged is acknowledged after
+// fn succeeds: only the first read under a lease pays a write. fn may run more than
+// once.
+func (m *Manager) ViewLeased(ctx context.Context, ref *agentplanev1.LeaseRef, fn func(store.Reader, *storagev1.TaskRecord) error) error {
+	tenant, ok := LeaseTenant(ref.GetLeaseId())
+	if !ok {
+		return leaseLost("lease id %q was not issued by this control plane", ref.GetLeaseId())
+	}
+	now := m.clock.Now()
+	acked := false
+	err := m.store.View(ctx, func(r store.Reader) error {
+		rec, err := readFenced(r, tenant, ref, now)
+		if err != nil {
+			return err
+		}
+		acked = rec.GetLease().GetAcknowledged()
+		return fn(r, rec)
+	})
+	if err != nil || acked {
+		return err
+	}
+	// A read under a lease acknowledges it (see expire).
+	return m.acknowledge(ctx, ref)
 }

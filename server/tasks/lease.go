@@ -25,6 +25,9 @@ const (
 	FailureAttemptsExhausted = "lease.attempts_exhausted"
 	// FailureRuntime is the default reason of FailTask.
 	FailureRuntime = "runtime.error"
+	// FailureModelCallRejected: a person rejected a model call that a spent budget
+	// (on_limit approve) held for approval, or its deadline rejected it.
+	FailureModelCallRejected = "budget.model_call_rejected"
 )
 
 // FailureReasons are the TaskFailure reasons the control plane itself writes.
@@ -295,6 +298,7 @@ func (o *Op) leaseProto() (*agentplanev1.Lease, error) {
 		McpServers:          spec.GetMcpServers(),
 		A2APeers:            spec.GetA2APeers(),
 		TraceContext:        o.rec.GetTraceContext(),
+		CheckModelCalls:     o.m.budgets.GatesModelCalls(o.rec.GetTenant(), o.rec.GetAgentId()),
 	}
 	for _, ids := range []struct {
 		ids []string

@@ -56,7 +56,9 @@ func interruptEvent(old, rec *storagev1.InterruptRecord) string {
 
 func (w *writer) PutInterrupt(rec *storagev1.InterruptRecord) error {
 	in := rec.GetInterrupt()
-	if in.GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL || !w.s.wantsInterrupts(in.GetTenant()) {
+	// What a person approves: a gated tool call, or a model call a spent budget holds.
+	approval := in.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL || in.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_MODEL_CALL_APPROVAL
+	if !approval || !w.s.wantsInterrupts(in.GetTenant()) {
 		return w.Writer.PutInterrupt(rec)
 	}
 	old, err := w.GetInterrupt(in.GetTenant(), in.GetInterruptId())

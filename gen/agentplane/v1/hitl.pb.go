@@ -96,6 +96,14 @@ const (
 	// PauseTask's tool_output_calls. Not shown in the reviewers' inbox unless
 	// ListInterruptsRequest.kinds asks for it.
 	InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED InterruptKind = 3
+	// A model call of a task whose budget is spent, under a budget rule with
+	// on_limit: approve (docs/budgets.md), waits for a person: approve lets that one
+	// model call run, reject ends the task (FAILED, reason budget.model_call_rejected);
+	// edit is refused. Raised by RuntimeService.CheckModelCall. Its request is an
+	// ApprovalRequest (arm approval) whose tool_name is `__model_call__`, whose
+	// arguments_json describes the budget as JSON text, and whose model_call carries it
+	// typed. Shown in the reviewers' inbox with the tool approvals.
+	InterruptKind_INTERRUPT_KIND_MODEL_CALL_APPROVAL InterruptKind = 4
 )
 
 // Enum value maps for InterruptKind.
@@ -105,12 +113,14 @@ var (
 		1: "INTERRUPT_KIND_TOOL_APPROVAL",
 		2: "INTERRUPT_KIND_AUTO_PAUSE",
 		3: "INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED",
+		4: "INTERRUPT_KIND_MODEL_CALL_APPROVAL",
 	}
 	InterruptKind_value = map[string]int32{
 		"INTERRUPT_KIND_UNSPECIFIED":          0,
 		"INTERRUPT_KIND_TOOL_APPROVAL":        1,
 		"INTERRUPT_KIND_AUTO_PAUSE":           2,
 		"INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED": 3,
+		"INTERRUPT_KIND_MODEL_CALL_APPROVAL":  4,
 	}
 )
 
@@ -954,7 +964,8 @@ type isInterrupt_Request interface {
 }
 
 type Interrupt_Approval struct {
-	// kind TOOL_APPROVAL: the gated call a reviewer rules on.
+	// kind TOOL_APPROVAL: the gated call a reviewer rules on; kind
+	// MODEL_CALL_APPROVAL: the model call a spent budget holds (model_call is set).
 	Approval *ApprovalRequest `protobuf:"bytes,6,opt,name=approval,proto3,oneof"`
 }
 
@@ -1279,8 +1290,13 @@ type ApprovalRequest struct {
 	// When the request was raised.
 	RequestTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=request_time,json=requestTime,proto3" json:"request_time,omitempty"`
 	// The exact arguments the model produced, as JSON text (possibly malformed: a
-	// reviewer can still reject it, or edit it into valid arguments).
+	// reviewer can still reject it, or edit it into valid arguments). For a model-call
+	// approval, the budget and the model as a JSON object (budget, period, unit, used,
+	// limit, resets_at, model), so that a reviewer's tool sees what is asked.
 	ArgumentsJson string `protobuf:"bytes,7,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	// Set for an interrupt of kind MODEL_CALL_APPROVAL: the spent budget that holds the
+	// model call, and the call.
+	ModelCall     *ModelCallApproval `protobuf:"bytes,8,opt,name=model_call,json=modelCall,proto3" json:"model_call,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1357,6 +1373,124 @@ func (x *ApprovalRequest) GetArgumentsJson() string {
 	return ""
 }
 
+func (x *ApprovalRequest) GetModelCall() *ModelCallApproval {
+	if x != nil {
+		return x.ModelCall
+	}
+	return nil
+}
+
+// ModelCallApproval is what a reviewer of a model-call approval rules on: a model call
+// of a task whose budget (a rule with on_limit: approve) is spent.
+type ModelCallApproval struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The budget's name (budgets.rules[].name).
+	Budget string `protobuf:"bytes,1,opt,name=budget,proto3" json:"budget,omitempty"`
+	// day or month (UTC).
+	Period string `protobuf:"bytes,2,opt,name=period,proto3" json:"period,omitempty"`
+	// The limit that is reached: tokens, or usd for the cost limit.
+	Unit string `protobuf:"bytes,3,opt,name=unit,proto3" json:"unit,omitempty"`
+	// Used this period, in unit (usd as a decimal string of dollars: "0.05").
+	Used string `protobuf:"bytes,4,opt,name=used,proto3" json:"used,omitempty"`
+	// The limit, in unit.
+	Limit string `protobuf:"bytes,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	// When the period ends and the count starts again from zero.
+	ResetsAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=resets_at,json=resetsAt,proto3" json:"resets_at,omitempty"`
+	// The static agent id the budget is restricted to; empty for every task of the
+	// tenant.
+	AgentId string `protobuf:"bytes,7,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// The model the runtime is about to call, as it named it; may be empty.
+	Model         string `protobuf:"bytes,8,opt,name=model,proto3" json:"model,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModelCallApproval) Reset() {
+	*x = ModelCallApproval{}
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelCallApproval) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelCallApproval) ProtoMessage() {}
+
+func (x *ModelCallApproval) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelCallApproval.ProtoReflect.Descriptor instead.
+func (*ModelCallApproval) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ModelCallApproval) GetBudget() string {
+	if x != nil {
+		return x.Budget
+	}
+	return ""
+}
+
+func (x *ModelCallApproval) GetPeriod() string {
+	if x != nil {
+		return x.Period
+	}
+	return ""
+}
+
+func (x *ModelCallApproval) GetUnit() string {
+	if x != nil {
+		return x.Unit
+	}
+	return ""
+}
+
+func (x *ModelCallApproval) GetUsed() string {
+	if x != nil {
+		return x.Used
+	}
+	return ""
+}
+
+func (x *ModelCallApproval) GetLimit() string {
+	if x != nil {
+		return x.Limit
+	}
+	return ""
+}
+
+func (x *ModelCallApproval) GetResetsAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ResetsAt
+	}
+	return nil
+}
+
+func (x *ModelCallApproval) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *ModelCallApproval) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
 // TurnEndRequest is a chat-mode pause: the agent ended its turn and waits for the
 // user's next message (TaskService.ContinueTask). There is nothing to approve.
 type TurnEndRequest struct {
@@ -1373,7 +1507,7 @@ type TurnEndRequest struct {
 
 func (x *TurnEndRequest) Reset() {
 	*x = TurnEndRequest{}
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[9]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1385,7 +1519,7 @@ func (x *TurnEndRequest) String() string {
 func (*TurnEndRequest) ProtoMessage() {}
 
 func (x *TurnEndRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[9]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1398,7 +1532,7 @@ func (x *TurnEndRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnEndRequest.ProtoReflect.Descriptor instead.
 func (*TurnEndRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{9}
+	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TurnEndRequest) GetAgentName() string {
@@ -1444,7 +1578,7 @@ type ToolOutputRequest struct {
 
 func (x *ToolOutputRequest) Reset() {
 	*x = ToolOutputRequest{}
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[10]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1456,7 +1590,7 @@ func (x *ToolOutputRequest) String() string {
 func (*ToolOutputRequest) ProtoMessage() {}
 
 func (x *ToolOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[10]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1469,7 +1603,7 @@ func (x *ToolOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolOutputRequest.ProtoReflect.Descriptor instead.
 func (*ToolOutputRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{10}
+	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ToolOutputRequest) GetToolName() string {
@@ -1533,7 +1667,7 @@ type ApprovalContext struct {
 
 func (x *ApprovalContext) Reset() {
 	*x = ApprovalContext{}
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[11]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1545,7 +1679,7 @@ func (x *ApprovalContext) String() string {
 func (*ApprovalContext) ProtoMessage() {}
 
 func (x *ApprovalContext) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[11]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1558,7 +1692,7 @@ func (x *ApprovalContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalContext.ProtoReflect.Descriptor instead.
 func (*ApprovalContext) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{11}
+	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ApprovalContext) GetAgentName() string {
@@ -1634,7 +1768,7 @@ type Decision struct {
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[12]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1646,7 +1780,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[12]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1659,7 +1793,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{12}
+	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Decision) GetType() DecisionType {
@@ -1795,7 +1929,7 @@ type AuditRecord struct {
 
 func (x *AuditRecord) Reset() {
 	*x = AuditRecord{}
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[13]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1807,7 +1941,7 @@ func (x *AuditRecord) String() string {
 func (*AuditRecord) ProtoMessage() {}
 
 func (x *AuditRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_hitl_proto_msgTypes[13]
+	mi := &file_agentplane_v1_hitl_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1820,7 +1954,7 @@ func (x *AuditRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRecord.ProtoReflect.Descriptor instead.
 func (*AuditRecord) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{13}
+	return file_agentplane_v1_hitl_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AuditRecord) GetAuditId() string {
@@ -2031,15 +2165,26 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"argsDigest\x12\x1b\n" +
 	"\x06reason\x18\x05 \x01(\tH\x00R\x06reason\x88\x01\x01\x12/\n" +
 	"\x04type\x18\x06 \x01(\x0e2\x1b.agentplane.v1.DecisionTypeR\x04typeB\t\n" +
-	"\a_reason\"\xc2\x02\n" +
+	"\a_reason\"\x83\x03\n" +
 	"\x0fApprovalRequest\x12!\n" +
 	"\finterrupt_id\x18\x01 \x01(\tR\vinterruptId\x12\x1b\n" +
 	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12.\n" +
 	"\x10tool_description\x18\x03 \x01(\tH\x00R\x0ftoolDescription\x88\x01\x01\x128\n" +
 	"\acontext\x18\x05 \x01(\v2\x1e.agentplane.v1.ApprovalContextR\acontext\x12=\n" +
 	"\frequest_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestTime\x12%\n" +
-	"\x0earguments_json\x18\a \x01(\tR\rargumentsJsonB\x13\n" +
-	"\x11_tool_descriptionJ\x04\b\x04\x10\x05R\x04args\"\xa1\x01\n" +
+	"\x0earguments_json\x18\a \x01(\tR\rargumentsJson\x12?\n" +
+	"\n" +
+	"model_call\x18\b \x01(\v2 .agentplane.v1.ModelCallApprovalR\tmodelCallB\x13\n" +
+	"\x11_tool_descriptionJ\x04\b\x04\x10\x05R\x04args\"\xeb\x01\n" +
+	"\x11ModelCallApproval\x12\x16\n" +
+	"\x06budget\x18\x01 \x01(\tR\x06budget\x12\x16\n" +
+	"\x06period\x18\x02 \x01(\tR\x06period\x12\x12\n" +
+	"\x04unit\x18\x03 \x01(\tR\x04unit\x12\x12\n" +
+	"\x04used\x18\x04 \x01(\tR\x04used\x12\x14\n" +
+	"\x05limit\x18\x05 \x01(\tR\x05limit\x127\n" +
+	"\tresets_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\bresetsAt\x12\x19\n" +
+	"\bagent_id\x18\a \x01(\tR\aagentId\x12\x14\n" +
+	"\x05model\x18\b \x01(\tR\x05model\"\xa1\x01\n" +
 	"\x0eTurnEndRequest\x12\x1d\n" +
 	"\n" +
 	"agent_name\x18\x01 \x01(\tR\tagentName\x12\"\n" +
@@ -2115,12 +2260,13 @@ const file_agentplane_v1_hitl_proto_rawDesc = "" +
 	"\x18GATE_OUTCOME_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12GATE_OUTCOME_ALLOW\x10\x01\x12\x1a\n" +
 	"\x16GATE_OUTCOME_INTERRUPT\x10\x02\x12\x17\n" +
-	"\x13GATE_OUTCOME_REJECT\x10\x03*\x99\x01\n" +
+	"\x13GATE_OUTCOME_REJECT\x10\x03*\xc1\x01\n" +
 	"\rInterruptKind\x12\x1e\n" +
 	"\x1aINTERRUPT_KIND_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cINTERRUPT_KIND_TOOL_APPROVAL\x10\x01\x12\x1d\n" +
 	"\x19INTERRUPT_KIND_AUTO_PAUSE\x10\x02\x12'\n" +
-	"#INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED\x10\x03*l\n" +
+	"#INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED\x10\x03\x12&\n" +
+	"\"INTERRUPT_KIND_MODEL_CALL_APPROVAL\x10\x04*l\n" +
 	"\x0eInterruptState\x12\x1f\n" +
 	"\x1bINTERRUPT_STATE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17INTERRUPT_STATE_PENDING\x10\x01\x12\x1c\n" +
@@ -2159,7 +2305,7 @@ func file_agentplane_v1_hitl_proto_rawDescGZIP() []byte {
 }
 
 var file_agentplane_v1_hitl_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_agentplane_v1_hitl_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_agentplane_v1_hitl_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_agentplane_v1_hitl_proto_goTypes = []any{
 	(GateOutcome)(0),              // 0: agentplane.v1.GateOutcome
 	(InterruptKind)(0),            // 1: agentplane.v1.InterruptKind
@@ -2176,50 +2322,53 @@ var file_agentplane_v1_hitl_proto_goTypes = []any{
 	(*ApprovalRequirement)(nil),   // 12: agentplane.v1.ApprovalRequirement
 	(*Approval)(nil),              // 13: agentplane.v1.Approval
 	(*ApprovalRequest)(nil),       // 14: agentplane.v1.ApprovalRequest
-	(*TurnEndRequest)(nil),        // 15: agentplane.v1.TurnEndRequest
-	(*ToolOutputRequest)(nil),     // 16: agentplane.v1.ToolOutputRequest
-	(*ApprovalContext)(nil),       // 17: agentplane.v1.ApprovalContext
-	(*Decision)(nil),              // 18: agentplane.v1.Decision
-	(*AuditRecord)(nil),           // 19: agentplane.v1.AuditRecord
-	nil,                           // 20: agentplane.v1.ToolListPolicy.TagsEntry
-	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
+	(*ModelCallApproval)(nil),     // 15: agentplane.v1.ModelCallApproval
+	(*TurnEndRequest)(nil),        // 16: agentplane.v1.TurnEndRequest
+	(*ToolOutputRequest)(nil),     // 17: agentplane.v1.ToolOutputRequest
+	(*ApprovalContext)(nil),       // 18: agentplane.v1.ApprovalContext
+	(*Decision)(nil),              // 19: agentplane.v1.Decision
+	(*AuditRecord)(nil),           // 20: agentplane.v1.AuditRecord
+	nil,                           // 21: agentplane.v1.ToolListPolicy.TagsEntry
+	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
 }
 var file_agentplane_v1_hitl_proto_depIdxs = []int32{
 	7,  // 0: agentplane.v1.InterruptPolicy.allowlist:type_name -> agentplane.v1.ToolListPolicy
 	7,  // 1: agentplane.v1.InterruptPolicy.denylist:type_name -> agentplane.v1.ToolListPolicy
 	9,  // 2: agentplane.v1.InterruptPolicy.predicate:type_name -> agentplane.v1.PredicatePolicy
-	20, // 3: agentplane.v1.ToolListPolicy.tags:type_name -> agentplane.v1.ToolListPolicy.TagsEntry
+	21, // 3: agentplane.v1.ToolListPolicy.tags:type_name -> agentplane.v1.ToolListPolicy.TagsEntry
 	0,  // 4: agentplane.v1.ToolGated.outcome:type_name -> agentplane.v1.GateOutcome
 	1,  // 5: agentplane.v1.Interrupt.kind:type_name -> agentplane.v1.InterruptKind
 	2,  // 6: agentplane.v1.Interrupt.state:type_name -> agentplane.v1.InterruptState
 	14, // 7: agentplane.v1.Interrupt.approval:type_name -> agentplane.v1.ApprovalRequest
-	15, // 8: agentplane.v1.Interrupt.turn_end:type_name -> agentplane.v1.TurnEndRequest
-	16, // 9: agentplane.v1.Interrupt.tool_output:type_name -> agentplane.v1.ToolOutputRequest
-	21, // 10: agentplane.v1.Interrupt.deadline:type_name -> google.protobuf.Timestamp
-	18, // 11: agentplane.v1.Interrupt.decision:type_name -> agentplane.v1.Decision
+	16, // 8: agentplane.v1.Interrupt.turn_end:type_name -> agentplane.v1.TurnEndRequest
+	17, // 9: agentplane.v1.Interrupt.tool_output:type_name -> agentplane.v1.ToolOutputRequest
+	22, // 10: agentplane.v1.Interrupt.deadline:type_name -> google.protobuf.Timestamp
+	19, // 11: agentplane.v1.Interrupt.decision:type_name -> agentplane.v1.Decision
 	12, // 12: agentplane.v1.Interrupt.requirement:type_name -> agentplane.v1.ApprovalRequirement
 	13, // 13: agentplane.v1.ApprovalRequirement.approvals:type_name -> agentplane.v1.Approval
 	13, // 14: agentplane.v1.ApprovalRequirement.rejections:type_name -> agentplane.v1.Approval
-	21, // 15: agentplane.v1.ApprovalRequirement.remind_time:type_name -> google.protobuf.Timestamp
-	21, // 16: agentplane.v1.ApprovalRequirement.escalate_time:type_name -> google.protobuf.Timestamp
-	21, // 17: agentplane.v1.Approval.time:type_name -> google.protobuf.Timestamp
+	22, // 15: agentplane.v1.ApprovalRequirement.remind_time:type_name -> google.protobuf.Timestamp
+	22, // 16: agentplane.v1.ApprovalRequirement.escalate_time:type_name -> google.protobuf.Timestamp
+	22, // 17: agentplane.v1.Approval.time:type_name -> google.protobuf.Timestamp
 	3,  // 18: agentplane.v1.Approval.type:type_name -> agentplane.v1.DecisionType
-	17, // 19: agentplane.v1.ApprovalRequest.context:type_name -> agentplane.v1.ApprovalContext
-	21, // 20: agentplane.v1.ApprovalRequest.request_time:type_name -> google.protobuf.Timestamp
-	21, // 21: agentplane.v1.TurnEndRequest.request_time:type_name -> google.protobuf.Timestamp
-	21, // 22: agentplane.v1.ToolOutputRequest.request_time:type_name -> google.protobuf.Timestamp
-	3,  // 23: agentplane.v1.Decision.type:type_name -> agentplane.v1.DecisionType
-	21, // 24: agentplane.v1.Decision.decide_time:type_name -> google.protobuf.Timestamp
-	4,  // 25: agentplane.v1.Decision.source:type_name -> agentplane.v1.DecisionSource
-	5,  // 26: agentplane.v1.AuditRecord.action:type_name -> agentplane.v1.AuditAction
-	21, // 27: agentplane.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
-	4,  // 28: agentplane.v1.AuditRecord.source:type_name -> agentplane.v1.DecisionSource
-	8,  // 29: agentplane.v1.ToolListPolicy.TagsEntry.value:type_name -> agentplane.v1.TagList
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	18, // 19: agentplane.v1.ApprovalRequest.context:type_name -> agentplane.v1.ApprovalContext
+	22, // 20: agentplane.v1.ApprovalRequest.request_time:type_name -> google.protobuf.Timestamp
+	15, // 21: agentplane.v1.ApprovalRequest.model_call:type_name -> agentplane.v1.ModelCallApproval
+	22, // 22: agentplane.v1.ModelCallApproval.resets_at:type_name -> google.protobuf.Timestamp
+	22, // 23: agentplane.v1.TurnEndRequest.request_time:type_name -> google.protobuf.Timestamp
+	22, // 24: agentplane.v1.ToolOutputRequest.request_time:type_name -> google.protobuf.Timestamp
+	3,  // 25: agentplane.v1.Decision.type:type_name -> agentplane.v1.DecisionType
+	22, // 26: agentplane.v1.Decision.decide_time:type_name -> google.protobuf.Timestamp
+	4,  // 27: agentplane.v1.Decision.source:type_name -> agentplane.v1.DecisionSource
+	5,  // 28: agentplane.v1.AuditRecord.action:type_name -> agentplane.v1.AuditAction
+	22, // 29: agentplane.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
+	4,  // 30: agentplane.v1.AuditRecord.source:type_name -> agentplane.v1.DecisionSource
+	8,  // 31: agentplane.v1.ToolListPolicy.TagsEntry.value:type_name -> agentplane.v1.TagList
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_hitl_proto_init() }
@@ -2240,18 +2389,18 @@ func file_agentplane_v1_hitl_proto_init() {
 	file_agentplane_v1_hitl_proto_msgTypes[6].OneofWrappers = []any{}
 	file_agentplane_v1_hitl_proto_msgTypes[7].OneofWrappers = []any{}
 	file_agentplane_v1_hitl_proto_msgTypes[8].OneofWrappers = []any{}
-	file_agentplane_v1_hitl_proto_msgTypes[9].OneofWrappers = []any{}
 	file_agentplane_v1_hitl_proto_msgTypes[10].OneofWrappers = []any{}
 	file_agentplane_v1_hitl_proto_msgTypes[11].OneofWrappers = []any{}
 	file_agentplane_v1_hitl_proto_msgTypes[12].OneofWrappers = []any{}
 	file_agentplane_v1_hitl_proto_msgTypes[13].OneofWrappers = []any{}
+	file_agentplane_v1_hitl_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_hitl_proto_rawDesc), len(file_agentplane_v1_hitl_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

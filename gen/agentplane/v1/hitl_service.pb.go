@@ -287,8 +287,8 @@ type ListInterruptsRequest struct {
 	Tag string `protobuf:"bytes,5,opt,name=tag,proto3" json:"tag,omitempty"`
 	// Only interrupts at least this old.
 	MinAge *durationpb.Duration `protobuf:"bytes,6,opt,name=min_age,json=minAge,proto3" json:"min_age,omitempty"`
-	// Only interrupts of these kinds; empty means TOOL_APPROVAL only (the interrupts a
-	// reviewer can resolve). Add AUTO_PAUSE to see chat-mode pauses too, and
+	// Only interrupts of these kinds; empty means TOOL_APPROVAL and MODEL_CALL_APPROVAL
+	// (the interrupts a reviewer can resolve). Add AUTO_PAUSE to see chat-mode pauses too, and
 	// TOOL_OUTPUT_REQUIRED to see waits for client tool outputs.
 	Kinds []InterruptKind `protobuf:"varint,8,rep,packed,name=kinds,proto3,enum=agentplane.v1.InterruptKind" json:"kinds,omitempty"`
 	// Only interrupts in these states; empty means PENDING only. RESOLVED needs task_id:

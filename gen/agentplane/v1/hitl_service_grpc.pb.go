@@ -33,7 +33,8 @@ const (
 // HitlService is the reviewers' inbox: pending interrupts, and their resolution.
 type HitlServiceClient interface {
 	// ListInterrupts lists interrupts of the caller's tenant, oldest first, filtered and
-	// paged. By default it is the reviewers' inbox: pending tool approvals. kinds and
+	// paged. By default it is the reviewers' inbox: pending tool approvals and model-call
+	// approvals (a spent budget's). kinds and
 	// states widen or narrow it; resolved interrupts are listed per task (task_id).
 	ListInterrupts(ctx context.Context, in *ListInterruptsRequest, opts ...grpc.CallOption) (*ListInterruptsResponse, error)
 	// GetInterrupt returns one interrupt.
@@ -122,7 +123,8 @@ func (c *hitlServiceClient) RevokeApprovalLink(ctx context.Context, in *RevokeAp
 // HitlService is the reviewers' inbox: pending interrupts, and their resolution.
 type HitlServiceServer interface {
 	// ListInterrupts lists interrupts of the caller's tenant, oldest first, filtered and
-	// paged. By default it is the reviewers' inbox: pending tool approvals. kinds and
+	// paged. By default it is the reviewers' inbox: pending tool approvals and model-call
+	// approvals (a spent budget's). kinds and
 	// states widen or narrow it; resolved interrupts are listed per task (task_id).
 	ListInterrupts(context.Context, *ListInterruptsRequest) (*ListInterruptsResponse, error)
 	// GetInterrupt returns one interrupt.

@@ -137,9 +137,14 @@ type Lease struct {
 	A2APeers []*A2APeer `protobuf:"bytes,12,rep,name=a2a_peers,json=a2aPeers,proto3" json:"a2a_peers,omitempty"`
 	// The W3C trace context captured at StartTask (the same as task.trace_context), for
 	// the runtime to continue the caller's trace. Absent when StartTask carried none.
-	TraceContext  *TraceContext `protobuf:"bytes,13,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	TraceContext *TraceContext `protobuf:"bytes,13,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
+	// The task counts against a budget rule with on_limit: approve: ask CheckModelCall
+	// before each model call (once that budget is spent, each model call needs a
+	// person's approval). Unset: no model call needs asking about, and runtimes skip the
+	// check. Taken from the configuration at lease time.
+	CheckModelCalls bool `protobuf:"varint,16,opt,name=check_model_calls,json=checkModelCalls,proto3" json:"check_model_calls,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Lease) Reset() {
@@ -268,6 +273,13 @@ func (x *Lease) GetTraceContext() *TraceContext {
 		return x.TraceContext
 	}
 	return nil
+}
+
+func (x *Lease) GetCheckModelCalls() bool {
+	if x != nil {
+		return x.CheckModelCalls
+	}
+	return false
 }
 
 // ResolvedSpec is the spec a runtime runs.
@@ -1069,6 +1081,156 @@ func (x *CheckToolCallResponse) GetReportedWithCheck() bool {
 	return false
 }
 
+// CheckModelCallRequest asks whether one model call may run.
+type CheckModelCallRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The lease.
+	Lease *LeaseRef `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	// Runtime-chosen id of the model call, 1 to 256 bytes, unique in the task and
+	// stable when the runtime replays its turn under a later lease (derive it from the
+	// history, for example the agent and the number of model calls it made so far). An
+	// approval lets exactly the call with this id run.
+	CallId string `protobuf:"bytes,2,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// Agent name (graph node) making the call.
+	AgentName string `protobuf:"bytes,3,opt,name=agent_name,json=agentName,proto3" json:"agent_name,omitempty"`
+	// Zero-based model round-trip index of this call.
+	TripIndex int32 `protobuf:"varint,4,opt,name=trip_index,json=tripIndex,proto3" json:"trip_index,omitempty"`
+	// The model about to be called, for the reviewer.
+	Model         string `protobuf:"bytes,5,opt,name=model,proto3" json:"model,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckModelCallRequest) Reset() {
+	*x = CheckModelCallRequest{}
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckModelCallRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckModelCallRequest) ProtoMessage() {}
+
+func (x *CheckModelCallRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckModelCallRequest.ProtoReflect.Descriptor instead.
+func (*CheckModelCallRequest) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *CheckModelCallRequest) GetLease() *LeaseRef {
+	if x != nil {
+		return x.Lease
+	}
+	return nil
+}
+
+func (x *CheckModelCallRequest) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *CheckModelCallRequest) GetAgentName() string {
+	if x != nil {
+		return x.AgentName
+	}
+	return ""
+}
+
+func (x *CheckModelCallRequest) GetTripIndex() int32 {
+	if x != nil {
+		return x.TripIndex
+	}
+	return 0
+}
+
+func (x *CheckModelCallRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+// CheckModelCallResponse is the answer.
+type CheckModelCallResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ALLOW: run the model call. INTERRUPT: wait for the decision on interrupt (or
+	// suspend). REJECT: the call was rejected (the task has ended): stop.
+	Outcome GateOutcome `protobuf:"varint,1,opt,name=outcome,proto3,enum=agentplane.v1.GateOutcome" json:"outcome,omitempty"`
+	// The interrupt, for INTERRUPT, and for an answer about a call that waited for one.
+	Interrupt *Interrupt `protobuf:"bytes,2,opt,name=interrupt,proto3" json:"interrupt,omitempty"`
+	// The decision, when a person (or a deadline) decided.
+	Decision      *Decision `protobuf:"bytes,3,opt,name=decision,proto3" json:"decision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckModelCallResponse) Reset() {
+	*x = CheckModelCallResponse{}
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckModelCallResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckModelCallResponse) ProtoMessage() {}
+
+func (x *CheckModelCallResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckModelCallResponse.ProtoReflect.Descriptor instead.
+func (*CheckModelCallResponse) Descriptor() ([]byte, []int) {
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *CheckModelCallResponse) GetOutcome() GateOutcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return GateOutcome_GATE_OUTCOME_UNSPECIFIED
+}
+
+func (x *CheckModelCallResponse) GetInterrupt() *Interrupt {
+	if x != nil {
+		return x.Interrupt
+	}
+	return nil
+}
+
+func (x *CheckModelCallResponse) GetDecision() *Decision {
+	if x != nil {
+		return x.Decision
+	}
+	return nil
+}
+
 // AwaitDecisionRequest waits for a decision.
 type AwaitDecisionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1082,7 +1244,7 @@ type AwaitDecisionRequest struct {
 
 func (x *AwaitDecisionRequest) Reset() {
 	*x = AwaitDecisionRequest{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[12]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1094,7 +1256,7 @@ func (x *AwaitDecisionRequest) String() string {
 func (*AwaitDecisionRequest) ProtoMessage() {}
 
 func (x *AwaitDecisionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[12]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1107,7 +1269,7 @@ func (x *AwaitDecisionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AwaitDecisionRequest.ProtoReflect.Descriptor instead.
 func (*AwaitDecisionRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{12}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AwaitDecisionRequest) GetLease() *LeaseRef {
@@ -1143,7 +1305,7 @@ type AwaitDecisionResponse struct {
 
 func (x *AwaitDecisionResponse) Reset() {
 	*x = AwaitDecisionResponse{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[13]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1155,7 +1317,7 @@ func (x *AwaitDecisionResponse) String() string {
 func (*AwaitDecisionResponse) ProtoMessage() {}
 
 func (x *AwaitDecisionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[13]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1168,7 +1330,7 @@ func (x *AwaitDecisionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AwaitDecisionResponse.ProtoReflect.Descriptor instead.
 func (*AwaitDecisionResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{13}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AwaitDecisionResponse) GetKind() isAwaitDecisionResponse_Kind {
@@ -1263,7 +1425,7 @@ type AwaitPending struct {
 
 func (x *AwaitPending) Reset() {
 	*x = AwaitPending{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[14]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1275,7 +1437,7 @@ func (x *AwaitPending) String() string {
 func (*AwaitPending) ProtoMessage() {}
 
 func (x *AwaitPending) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[14]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1288,7 +1450,7 @@ func (x *AwaitPending) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AwaitPending.ProtoReflect.Descriptor instead.
 func (*AwaitPending) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{14}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AwaitPending) GetDeadline() *timestamppb.Timestamp {
@@ -1309,7 +1471,7 @@ type AwaitCanceled struct {
 
 func (x *AwaitCanceled) Reset() {
 	*x = AwaitCanceled{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[15]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1321,7 +1483,7 @@ func (x *AwaitCanceled) String() string {
 func (*AwaitCanceled) ProtoMessage() {}
 
 func (x *AwaitCanceled) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[15]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1334,7 +1496,7 @@ func (x *AwaitCanceled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AwaitCanceled.ProtoReflect.Descriptor instead.
 func (*AwaitCanceled) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{15}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AwaitCanceled) GetReason() string {
@@ -1357,7 +1519,7 @@ type SuspendTaskRequest struct {
 
 func (x *SuspendTaskRequest) Reset() {
 	*x = SuspendTaskRequest{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[16]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1369,7 +1531,7 @@ func (x *SuspendTaskRequest) String() string {
 func (*SuspendTaskRequest) ProtoMessage() {}
 
 func (x *SuspendTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[16]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1382,7 +1544,7 @@ func (x *SuspendTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendTaskRequest.ProtoReflect.Descriptor instead.
 func (*SuspendTaskRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{16}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SuspendTaskRequest) GetLease() *LeaseRef {
@@ -1410,7 +1572,7 @@ type SuspendTaskResponse struct {
 
 func (x *SuspendTaskResponse) Reset() {
 	*x = SuspendTaskResponse{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[17]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1422,7 +1584,7 @@ func (x *SuspendTaskResponse) String() string {
 func (*SuspendTaskResponse) ProtoMessage() {}
 
 func (x *SuspendTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[17]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1435,7 +1597,7 @@ func (x *SuspendTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendTaskResponse.ProtoReflect.Descriptor instead.
 func (*SuspendTaskResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{17}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SuspendTaskResponse) GetTask() *Task {
@@ -1473,7 +1635,7 @@ type RecordVerdictRequest struct {
 
 func (x *RecordVerdictRequest) Reset() {
 	*x = RecordVerdictRequest{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[18]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1485,7 +1647,7 @@ func (x *RecordVerdictRequest) String() string {
 func (*RecordVerdictRequest) ProtoMessage() {}
 
 func (x *RecordVerdictRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[18]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1498,7 +1660,7 @@ func (x *RecordVerdictRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordVerdictRequest.ProtoReflect.Descriptor instead.
 func (*RecordVerdictRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{18}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RecordVerdictRequest) GetLease() *LeaseRef {
@@ -1570,7 +1732,7 @@ type RecordVerdictResponse struct {
 
 func (x *RecordVerdictResponse) Reset() {
 	*x = RecordVerdictResponse{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[19]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1582,7 +1744,7 @@ func (x *RecordVerdictResponse) String() string {
 func (*RecordVerdictResponse) ProtoMessage() {}
 
 func (x *RecordVerdictResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[19]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1595,7 +1757,7 @@ func (x *RecordVerdictResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordVerdictResponse.ProtoReflect.Descriptor instead.
 func (*RecordVerdictResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{19}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RecordVerdictResponse) GetVerdict() *Verdict {
@@ -1636,7 +1798,7 @@ type PauseTaskRequest struct {
 
 func (x *PauseTaskRequest) Reset() {
 	*x = PauseTaskRequest{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[20]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1648,7 +1810,7 @@ func (x *PauseTaskRequest) String() string {
 func (*PauseTaskRequest) ProtoMessage() {}
 
 func (x *PauseTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[20]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,7 +1823,7 @@ func (x *PauseTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTaskRequest.ProtoReflect.Descriptor instead.
 func (*PauseTaskRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{20}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PauseTaskRequest) GetLease() *LeaseRef {
@@ -1712,7 +1874,7 @@ type PauseTaskResponse struct {
 
 func (x *PauseTaskResponse) Reset() {
 	*x = PauseTaskResponse{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[21]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1724,7 +1886,7 @@ func (x *PauseTaskResponse) String() string {
 func (*PauseTaskResponse) ProtoMessage() {}
 
 func (x *PauseTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[21]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1737,7 +1899,7 @@ func (x *PauseTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTaskResponse.ProtoReflect.Descriptor instead.
 func (*PauseTaskResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{21}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PauseTaskResponse) GetInterrupt() *Interrupt {
@@ -1769,7 +1931,7 @@ type CompleteTaskRequest struct {
 
 func (x *CompleteTaskRequest) Reset() {
 	*x = CompleteTaskRequest{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[22]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1781,7 +1943,7 @@ func (x *CompleteTaskRequest) String() string {
 func (*CompleteTaskRequest) ProtoMessage() {}
 
 func (x *CompleteTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[22]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1794,7 +1956,7 @@ func (x *CompleteTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteTaskRequest.ProtoReflect.Descriptor instead.
 func (*CompleteTaskRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{22}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CompleteTaskRequest) GetLease() *LeaseRef {
@@ -1829,7 +1991,7 @@ type CompleteTaskResponse struct {
 
 func (x *CompleteTaskResponse) Reset() {
 	*x = CompleteTaskResponse{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[23]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1841,7 +2003,7 @@ func (x *CompleteTaskResponse) String() string {
 func (*CompleteTaskResponse) ProtoMessage() {}
 
 func (x *CompleteTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[23]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1854,7 +2016,7 @@ func (x *CompleteTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteTaskResponse.ProtoReflect.Descriptor instead.
 func (*CompleteTaskResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{23}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CompleteTaskResponse) GetTask() *Task {
@@ -1883,7 +2045,7 @@ type FailTaskRequest struct {
 
 func (x *FailTaskRequest) Reset() {
 	*x = FailTaskRequest{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[24]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1895,7 +2057,7 @@ func (x *FailTaskRequest) String() string {
 func (*FailTaskRequest) ProtoMessage() {}
 
 func (x *FailTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[24]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1908,7 +2070,7 @@ func (x *FailTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailTaskRequest.ProtoReflect.Descriptor instead.
 func (*FailTaskRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{24}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *FailTaskRequest) GetLease() *LeaseRef {
@@ -1957,7 +2119,7 @@ type FailTaskResponse struct {
 
 func (x *FailTaskResponse) Reset() {
 	*x = FailTaskResponse{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[25]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1969,7 +2131,7 @@ func (x *FailTaskResponse) String() string {
 func (*FailTaskResponse) ProtoMessage() {}
 
 func (x *FailTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[25]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1982,7 +2144,7 @@ func (x *FailTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailTaskResponse.ProtoReflect.Descriptor instead.
 func (*FailTaskResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{25}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *FailTaskResponse) GetTask() *Task {
@@ -2007,7 +2169,7 @@ type ReadTaskHistoryRequest struct {
 
 func (x *ReadTaskHistoryRequest) Reset() {
 	*x = ReadTaskHistoryRequest{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[26]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2019,7 +2181,7 @@ func (x *ReadTaskHistoryRequest) String() string {
 func (*ReadTaskHistoryRequest) ProtoMessage() {}
 
 func (x *ReadTaskHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[26]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2032,7 +2194,7 @@ func (x *ReadTaskHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadTaskHistoryRequest.ProtoReflect.Descriptor instead.
 func (*ReadTaskHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{26}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ReadTaskHistoryRequest) GetLease() *LeaseRef {
@@ -2070,7 +2232,7 @@ type ReadTaskHistoryResponse struct {
 
 func (x *ReadTaskHistoryResponse) Reset() {
 	*x = ReadTaskHistoryResponse{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[27]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2082,7 +2244,7 @@ func (x *ReadTaskHistoryResponse) String() string {
 func (*ReadTaskHistoryResponse) ProtoMessage() {}
 
 func (x *ReadTaskHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[27]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2095,7 +2257,7 @@ func (x *ReadTaskHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadTaskHistoryResponse.ProtoReflect.Descriptor instead.
 func (*ReadTaskHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{27}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReadTaskHistoryResponse) GetEvents() []*TaskEvent {
@@ -2125,7 +2287,7 @@ type PublishDeltasRequest struct {
 
 func (x *PublishDeltasRequest) Reset() {
 	*x = PublishDeltasRequest{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[28]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2137,7 +2299,7 @@ func (x *PublishDeltasRequest) String() string {
 func (*PublishDeltasRequest) ProtoMessage() {}
 
 func (x *PublishDeltasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[28]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2150,7 +2312,7 @@ func (x *PublishDeltasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishDeltasRequest.ProtoReflect.Descriptor instead.
 func (*PublishDeltasRequest) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{28}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PublishDeltasRequest) GetLease() *LeaseRef {
@@ -2179,7 +2341,7 @@ type PublishDeltasResponse struct {
 
 func (x *PublishDeltasResponse) Reset() {
 	*x = PublishDeltasResponse{}
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[29]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2191,7 +2353,7 @@ func (x *PublishDeltasResponse) String() string {
 func (*PublishDeltasResponse) ProtoMessage() {}
 
 func (x *PublishDeltasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[29]
+	mi := &file_agentplane_v1_runtime_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2204,7 +2366,7 @@ func (x *PublishDeltasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishDeltasResponse.ProtoReflect.Descriptor instead.
 func (*PublishDeltasResponse) Descriptor() ([]byte, []int) {
-	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{29}
+	return file_agentplane_v1_runtime_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PublishDeltasResponse) GetWatchers() int32 {
@@ -2222,7 +2384,7 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\bLeaseRef\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x19\n" +
 	"\blease_id\x18\x02 \x01(\tR\aleaseId\x12\x14\n" +
-	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\"\xeb\x05\n" +
+	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\"\x97\x06\n" +
 	"\x05Lease\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x126\n" +
@@ -2238,7 +2400,8 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\vmcp_servers\x18\v \x03(\v2\x18.agentplane.v1.McpServerR\n" +
 	"mcpServers\x123\n" +
 	"\ta2a_peers\x18\f \x03(\v2\x16.agentplane.v1.A2aPeerR\ba2aPeers\x12@\n" +
-	"\rtrace_context\x18\r \x01(\v2\x1b.agentplane.v1.TraceContextR\ftraceContextJ\x04\b\n" +
+	"\rtrace_context\x18\r \x01(\v2\x1b.agentplane.v1.TraceContextR\ftraceContext\x12*\n" +
+	"\x11check_model_calls\x18\x10 \x01(\bR\x0fcheckModelCallsJ\x04\b\n" +
 	"\x10\v\"z\n" +
 	"\fResolvedSpec\x120\n" +
 	"\x05agent\x18\x01 \x01(\v2\x18.agentplane.v1.AgentSpecH\x00R\x05agent\x120\n" +
@@ -2295,7 +2458,19 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12#\n" +
 	"\rcall_reported\x18\x05 \x01(\bR\fcallReported\x12'\n" +
 	"\x0fresult_reported\x18\x06 \x01(\bR\x0eresultReported\x12.\n" +
-	"\x13reported_with_check\x18\a \x01(\bR\x11reportedWithCheck\"h\n" +
+	"\x13reported_with_check\x18\a \x01(\bR\x11reportedWithCheck\"\xb3\x01\n" +
+	"\x15CheckModelCallRequest\x12-\n" +
+	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x12\x17\n" +
+	"\acall_id\x18\x02 \x01(\tR\x06callId\x12\x1d\n" +
+	"\n" +
+	"agent_name\x18\x03 \x01(\tR\tagentName\x12\x1d\n" +
+	"\n" +
+	"trip_index\x18\x04 \x01(\x05R\ttripIndex\x12\x14\n" +
+	"\x05model\x18\x05 \x01(\tR\x05model\"\xbb\x01\n" +
+	"\x16CheckModelCallResponse\x124\n" +
+	"\aoutcome\x18\x01 \x01(\x0e2\x1a.agentplane.v1.GateOutcomeR\aoutcome\x126\n" +
+	"\tinterrupt\x18\x02 \x01(\v2\x18.agentplane.v1.InterruptR\tinterrupt\x123\n" +
+	"\bdecision\x18\x03 \x01(\v2\x17.agentplane.v1.DecisionR\bdecision\"h\n" +
 	"\x14AwaitDecisionRequest\x12-\n" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x12!\n" +
 	"\finterrupt_id\x18\x02 \x01(\tR\vinterruptId\"\x8b\x02\n" +
@@ -2365,13 +2540,14 @@ const file_agentplane_v1_runtime_service_proto_rawDesc = "" +
 	"\x05lease\x18\x01 \x01(\v2\x17.agentplane.v1.LeaseRefR\x05lease\x123\n" +
 	"\x06deltas\x18\x02 \x03(\v2\x1b.agentplane.v1.MessageDeltaR\x06deltas\"3\n" +
 	"\x15PublishDeltasResponse\x12\x1a\n" +
-	"\bwatchers\x18\x01 \x01(\x05R\bwatchers2\xe3\b\n" +
+	"\bwatchers\x18\x01 \x01(\x05R\bwatchers2\xc7\t\n" +
 	"\x0eRuntimeService\x12Q\n" +
 	"\n" +
 	"LeaseTasks\x12 .agentplane.v1.LeaseTasksRequest\x1a!.agentplane.v1.LeaseTasksResponse\x12S\n" +
 	"\tHeartbeat\x12\x1f.agentplane.v1.HeartbeatRequest\x1a .agentplane.v1.HeartbeatResponse\"\x03\x90\x02\x02\x12\\\n" +
 	"\fReportEvents\x12\".agentplane.v1.ReportEventsRequest\x1a#.agentplane.v1.ReportEventsResponse\"\x03\x90\x02\x02\x12_\n" +
-	"\rCheckToolCall\x12#.agentplane.v1.CheckToolCallRequest\x1a$.agentplane.v1.CheckToolCallResponse\"\x03\x90\x02\x02\x12a\n" +
+	"\rCheckToolCall\x12#.agentplane.v1.CheckToolCallRequest\x1a$.agentplane.v1.CheckToolCallResponse\"\x03\x90\x02\x02\x12b\n" +
+	"\x0eCheckModelCall\x12$.agentplane.v1.CheckModelCallRequest\x1a%.agentplane.v1.CheckModelCallResponse\"\x03\x90\x02\x02\x12a\n" +
 	"\rAwaitDecision\x12#.agentplane.v1.AwaitDecisionRequest\x1a$.agentplane.v1.AwaitDecisionResponse\"\x03\x90\x02\x020\x01\x12Y\n" +
 	"\vSuspendTask\x12!.agentplane.v1.SuspendTaskRequest\x1a\".agentplane.v1.SuspendTaskResponse\"\x03\x90\x02\x02\x12_\n" +
 	"\rRecordVerdict\x12#.agentplane.v1.RecordVerdictRequest\x1a$.agentplane.v1.RecordVerdictResponse\"\x03\x90\x02\x02\x12S\n" +
@@ -2393,7 +2569,7 @@ func file_agentplane_v1_runtime_service_proto_rawDescGZIP() []byte {
 	return file_agentplane_v1_runtime_service_proto_rawDescData
 }
 
-var file_agentplane_v1_runtime_service_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_agentplane_v1_runtime_service_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_agentplane_v1_runtime_service_proto_goTypes = []any{
 	(*LeaseRef)(nil),                // 0: agentplane.v1.LeaseRef
 	(*Lease)(nil),                   // 1: agentplane.v1.Lease
@@ -2407,133 +2583,141 @@ var file_agentplane_v1_runtime_service_proto_goTypes = []any{
 	(*ReportEventsResponse)(nil),    // 9: agentplane.v1.ReportEventsResponse
 	(*CheckToolCallRequest)(nil),    // 10: agentplane.v1.CheckToolCallRequest
 	(*CheckToolCallResponse)(nil),   // 11: agentplane.v1.CheckToolCallResponse
-	(*AwaitDecisionRequest)(nil),    // 12: agentplane.v1.AwaitDecisionRequest
-	(*AwaitDecisionResponse)(nil),   // 13: agentplane.v1.AwaitDecisionResponse
-	(*AwaitPending)(nil),            // 14: agentplane.v1.AwaitPending
-	(*AwaitCanceled)(nil),           // 15: agentplane.v1.AwaitCanceled
-	(*SuspendTaskRequest)(nil),      // 16: agentplane.v1.SuspendTaskRequest
-	(*SuspendTaskResponse)(nil),     // 17: agentplane.v1.SuspendTaskResponse
-	(*RecordVerdictRequest)(nil),    // 18: agentplane.v1.RecordVerdictRequest
-	(*RecordVerdictResponse)(nil),   // 19: agentplane.v1.RecordVerdictResponse
-	(*PauseTaskRequest)(nil),        // 20: agentplane.v1.PauseTaskRequest
-	(*PauseTaskResponse)(nil),       // 21: agentplane.v1.PauseTaskResponse
-	(*CompleteTaskRequest)(nil),     // 22: agentplane.v1.CompleteTaskRequest
-	(*CompleteTaskResponse)(nil),    // 23: agentplane.v1.CompleteTaskResponse
-	(*FailTaskRequest)(nil),         // 24: agentplane.v1.FailTaskRequest
-	(*FailTaskResponse)(nil),        // 25: agentplane.v1.FailTaskResponse
-	(*ReadTaskHistoryRequest)(nil),  // 26: agentplane.v1.ReadTaskHistoryRequest
-	(*ReadTaskHistoryResponse)(nil), // 27: agentplane.v1.ReadTaskHistoryResponse
-	(*PublishDeltasRequest)(nil),    // 28: agentplane.v1.PublishDeltasRequest
-	(*PublishDeltasResponse)(nil),   // 29: agentplane.v1.PublishDeltasResponse
-	(*timestamppb.Timestamp)(nil),   // 30: google.protobuf.Timestamp
-	(*Task)(nil),                    // 31: agentplane.v1.Task
-	(*Interrupt)(nil),               // 32: agentplane.v1.Interrupt
-	(*Message)(nil),                 // 33: agentplane.v1.Message
-	(*ToolResult)(nil),              // 34: agentplane.v1.ToolResult
-	(*McpServer)(nil),               // 35: agentplane.v1.McpServer
-	(*A2APeer)(nil),                 // 36: agentplane.v1.A2aPeer
-	(*TraceContext)(nil),            // 37: agentplane.v1.TraceContext
-	(*AgentSpec)(nil),               // 38: agentplane.v1.AgentSpec
-	(*GraphSpec)(nil),               // 39: agentplane.v1.GraphSpec
-	(*durationpb.Duration)(nil),     // 40: google.protobuf.Duration
-	(*ToolCall)(nil),                // 41: agentplane.v1.ToolCall
-	(*RuntimeNote)(nil),             // 42: agentplane.v1.RuntimeNote
-	(*McpToolAnnotations)(nil),      // 43: agentplane.v1.McpToolAnnotations
-	(GateOutcome)(0),                // 44: agentplane.v1.GateOutcome
-	(*Decision)(nil),                // 45: agentplane.v1.Decision
-	(*StreamKeepalive)(nil),         // 46: agentplane.v1.StreamKeepalive
-	(*VerdictResult)(nil),           // 47: agentplane.v1.VerdictResult
-	(*ObligationResolution)(nil),    // 48: agentplane.v1.ObligationResolution
-	(*Verdict)(nil),                 // 49: agentplane.v1.Verdict
-	(*Obligation)(nil),              // 50: agentplane.v1.Obligation
-	(*TaskOutput)(nil),              // 51: agentplane.v1.TaskOutput
-	(*TaskEvent)(nil),               // 52: agentplane.v1.TaskEvent
-	(*MessageDelta)(nil),            // 53: agentplane.v1.MessageDelta
+	(*CheckModelCallRequest)(nil),   // 12: agentplane.v1.CheckModelCallRequest
+	(*CheckModelCallResponse)(nil),  // 13: agentplane.v1.CheckModelCallResponse
+	(*AwaitDecisionRequest)(nil),    // 14: agentplane.v1.AwaitDecisionRequest
+	(*AwaitDecisionResponse)(nil),   // 15: agentplane.v1.AwaitDecisionResponse
+	(*AwaitPending)(nil),            // 16: agentplane.v1.AwaitPending
+	(*AwaitCanceled)(nil),           // 17: agentplane.v1.AwaitCanceled
+	(*SuspendTaskRequest)(nil),      // 18: agentplane.v1.SuspendTaskRequest
+	(*SuspendTaskResponse)(nil),     // 19: agentplane.v1.SuspendTaskResponse
+	(*RecordVerdictRequest)(nil),    // 20: agentplane.v1.RecordVerdictRequest
+	(*RecordVerdictResponse)(nil),   // 21: agentplane.v1.RecordVerdictResponse
+	(*PauseTaskRequest)(nil),        // 22: agentplane.v1.PauseTaskRequest
+	(*PauseTaskResponse)(nil),       // 23: agentplane.v1.PauseTaskResponse
+	(*CompleteTaskRequest)(nil),     // 24: agentplane.v1.CompleteTaskRequest
+	(*CompleteTaskResponse)(nil),    // 25: agentplane.v1.CompleteTaskResponse
+	(*FailTaskRequest)(nil),         // 26: agentplane.v1.FailTaskRequest
+	(*FailTaskResponse)(nil),        // 27: agentplane.v1.FailTaskResponse
+	(*ReadTaskHistoryRequest)(nil),  // 28: agentplane.v1.ReadTaskHistoryRequest
+	(*ReadTaskHistoryResponse)(nil), // 29: agentplane.v1.ReadTaskHistoryResponse
+	(*PublishDeltasRequest)(nil),    // 30: agentplane.v1.PublishDeltasRequest
+	(*PublishDeltasResponse)(nil),   // 31: agentplane.v1.PublishDeltasResponse
+	(*timestamppb.Timestamp)(nil),   // 32: google.protobuf.Timestamp
+	(*Task)(nil),                    // 33: agentplane.v1.Task
+	(*Interrupt)(nil),               // 34: agentplane.v1.Interrupt
+	(*Message)(nil),                 // 35: agentplane.v1.Message
+	(*ToolResult)(nil),              // 36: agentplane.v1.ToolResult
+	(*McpServer)(nil),               // 37: agentplane.v1.McpServer
+	(*A2APeer)(nil),                 // 38: agentplane.v1.A2aPeer
+	(*TraceContext)(nil),            // 39: agentplane.v1.TraceContext
+	(*AgentSpec)(nil),               // 40: agentplane.v1.AgentSpec
+	(*GraphSpec)(nil),               // 41: agentplane.v1.GraphSpec
+	(*durationpb.Duration)(nil),     // 42: google.protobuf.Duration
+	(*ToolCall)(nil),                // 43: agentplane.v1.ToolCall
+	(*RuntimeNote)(nil),             // 44: agentplane.v1.RuntimeNote
+	(*McpToolAnnotations)(nil),      // 45: agentplane.v1.McpToolAnnotations
+	(GateOutcome)(0),                // 46: agentplane.v1.GateOutcome
+	(*Decision)(nil),                // 47: agentplane.v1.Decision
+	(*StreamKeepalive)(nil),         // 48: agentplane.v1.StreamKeepalive
+	(*VerdictResult)(nil),           // 49: agentplane.v1.VerdictResult
+	(*ObligationResolution)(nil),    // 50: agentplane.v1.ObligationResolution
+	(*Verdict)(nil),                 // 51: agentplane.v1.Verdict
+	(*Obligation)(nil),              // 52: agentplane.v1.Obligation
+	(*TaskOutput)(nil),              // 53: agentplane.v1.TaskOutput
+	(*TaskEvent)(nil),               // 54: agentplane.v1.TaskEvent
+	(*MessageDelta)(nil),            // 55: agentplane.v1.MessageDelta
 }
 var file_agentplane_v1_runtime_service_proto_depIdxs = []int32{
-	30, // 0: agentplane.v1.Lease.deadline:type_name -> google.protobuf.Timestamp
-	31, // 1: agentplane.v1.Lease.task:type_name -> agentplane.v1.Task
+	32, // 0: agentplane.v1.Lease.deadline:type_name -> google.protobuf.Timestamp
+	33, // 1: agentplane.v1.Lease.task:type_name -> agentplane.v1.Task
 	2,  // 2: agentplane.v1.Lease.spec:type_name -> agentplane.v1.ResolvedSpec
-	32, // 3: agentplane.v1.Lease.resolved_interrupts:type_name -> agentplane.v1.Interrupt
-	32, // 4: agentplane.v1.Lease.pending_interrupts:type_name -> agentplane.v1.Interrupt
-	33, // 5: agentplane.v1.Lease.continue_messages:type_name -> agentplane.v1.Message
-	34, // 6: agentplane.v1.Lease.continue_tool_results:type_name -> agentplane.v1.ToolResult
-	35, // 7: agentplane.v1.Lease.mcp_servers:type_name -> agentplane.v1.McpServer
-	36, // 8: agentplane.v1.Lease.a2a_peers:type_name -> agentplane.v1.A2aPeer
-	37, // 9: agentplane.v1.Lease.trace_context:type_name -> agentplane.v1.TraceContext
-	38, // 10: agentplane.v1.ResolvedSpec.agent:type_name -> agentplane.v1.AgentSpec
-	39, // 11: agentplane.v1.ResolvedSpec.graph:type_name -> agentplane.v1.GraphSpec
-	40, // 12: agentplane.v1.LeaseTasksRequest.wait:type_name -> google.protobuf.Duration
+	34, // 3: agentplane.v1.Lease.resolved_interrupts:type_name -> agentplane.v1.Interrupt
+	34, // 4: agentplane.v1.Lease.pending_interrupts:type_name -> agentplane.v1.Interrupt
+	35, // 5: agentplane.v1.Lease.continue_messages:type_name -> agentplane.v1.Message
+	36, // 6: agentplane.v1.Lease.continue_tool_results:type_name -> agentplane.v1.ToolResult
+	37, // 7: agentplane.v1.Lease.mcp_servers:type_name -> agentplane.v1.McpServer
+	38, // 8: agentplane.v1.Lease.a2a_peers:type_name -> agentplane.v1.A2aPeer
+	39, // 9: agentplane.v1.Lease.trace_context:type_name -> agentplane.v1.TraceContext
+	40, // 10: agentplane.v1.ResolvedSpec.agent:type_name -> agentplane.v1.AgentSpec
+	41, // 11: agentplane.v1.ResolvedSpec.graph:type_name -> agentplane.v1.GraphSpec
+	42, // 12: agentplane.v1.LeaseTasksRequest.wait:type_name -> google.protobuf.Duration
 	1,  // 13: agentplane.v1.LeaseTasksResponse.leases:type_name -> agentplane.v1.Lease
 	0,  // 14: agentplane.v1.HeartbeatRequest.lease:type_name -> agentplane.v1.LeaseRef
-	30, // 15: agentplane.v1.HeartbeatResponse.deadline:type_name -> google.protobuf.Timestamp
-	33, // 16: agentplane.v1.RuntimeEvent.message:type_name -> agentplane.v1.Message
-	41, // 17: agentplane.v1.RuntimeEvent.tool_call:type_name -> agentplane.v1.ToolCall
-	34, // 18: agentplane.v1.RuntimeEvent.tool_result:type_name -> agentplane.v1.ToolResult
-	42, // 19: agentplane.v1.RuntimeEvent.note:type_name -> agentplane.v1.RuntimeNote
+	32, // 15: agentplane.v1.HeartbeatResponse.deadline:type_name -> google.protobuf.Timestamp
+	35, // 16: agentplane.v1.RuntimeEvent.message:type_name -> agentplane.v1.Message
+	43, // 17: agentplane.v1.RuntimeEvent.tool_call:type_name -> agentplane.v1.ToolCall
+	36, // 18: agentplane.v1.RuntimeEvent.tool_result:type_name -> agentplane.v1.ToolResult
+	44, // 19: agentplane.v1.RuntimeEvent.note:type_name -> agentplane.v1.RuntimeNote
 	0,  // 20: agentplane.v1.ReportEventsRequest.lease:type_name -> agentplane.v1.LeaseRef
 	7,  // 21: agentplane.v1.ReportEventsRequest.events:type_name -> agentplane.v1.RuntimeEvent
 	0,  // 22: agentplane.v1.CheckToolCallRequest.lease:type_name -> agentplane.v1.LeaseRef
-	43, // 23: agentplane.v1.CheckToolCallRequest.annotations:type_name -> agentplane.v1.McpToolAnnotations
-	44, // 24: agentplane.v1.CheckToolCallResponse.outcome:type_name -> agentplane.v1.GateOutcome
-	32, // 25: agentplane.v1.CheckToolCallResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	45, // 26: agentplane.v1.CheckToolCallResponse.decision:type_name -> agentplane.v1.Decision
-	0,  // 27: agentplane.v1.AwaitDecisionRequest.lease:type_name -> agentplane.v1.LeaseRef
-	45, // 28: agentplane.v1.AwaitDecisionResponse.decision:type_name -> agentplane.v1.Decision
-	14, // 29: agentplane.v1.AwaitDecisionResponse.pending:type_name -> agentplane.v1.AwaitPending
-	46, // 30: agentplane.v1.AwaitDecisionResponse.keepalive:type_name -> agentplane.v1.StreamKeepalive
-	15, // 31: agentplane.v1.AwaitDecisionResponse.canceled:type_name -> agentplane.v1.AwaitCanceled
-	30, // 32: agentplane.v1.AwaitPending.deadline:type_name -> google.protobuf.Timestamp
-	0,  // 33: agentplane.v1.SuspendTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	31, // 34: agentplane.v1.SuspendTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 35: agentplane.v1.RecordVerdictRequest.lease:type_name -> agentplane.v1.LeaseRef
-	47, // 36: agentplane.v1.RecordVerdictRequest.result:type_name -> agentplane.v1.VerdictResult
-	48, // 37: agentplane.v1.RecordVerdictRequest.resolved:type_name -> agentplane.v1.ObligationResolution
-	49, // 38: agentplane.v1.RecordVerdictResponse.verdict:type_name -> agentplane.v1.Verdict
-	50, // 39: agentplane.v1.RecordVerdictResponse.open_obligations:type_name -> agentplane.v1.Obligation
-	0,  // 40: agentplane.v1.PauseTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	33, // 41: agentplane.v1.PauseTaskRequest.message:type_name -> agentplane.v1.Message
-	41, // 42: agentplane.v1.PauseTaskRequest.tool_output_calls:type_name -> agentplane.v1.ToolCall
-	32, // 43: agentplane.v1.PauseTaskResponse.interrupt:type_name -> agentplane.v1.Interrupt
-	32, // 44: agentplane.v1.PauseTaskResponse.tool_output_interrupts:type_name -> agentplane.v1.Interrupt
-	0,  // 45: agentplane.v1.CompleteTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	51, // 46: agentplane.v1.CompleteTaskRequest.output:type_name -> agentplane.v1.TaskOutput
-	31, // 47: agentplane.v1.CompleteTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 48: agentplane.v1.FailTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
-	31, // 49: agentplane.v1.FailTaskResponse.task:type_name -> agentplane.v1.Task
-	0,  // 50: agentplane.v1.ReadTaskHistoryRequest.lease:type_name -> agentplane.v1.LeaseRef
-	52, // 51: agentplane.v1.ReadTaskHistoryResponse.events:type_name -> agentplane.v1.TaskEvent
-	0,  // 52: agentplane.v1.PublishDeltasRequest.lease:type_name -> agentplane.v1.LeaseRef
-	53, // 53: agentplane.v1.PublishDeltasRequest.deltas:type_name -> agentplane.v1.MessageDelta
-	3,  // 54: agentplane.v1.RuntimeService.LeaseTasks:input_type -> agentplane.v1.LeaseTasksRequest
-	5,  // 55: agentplane.v1.RuntimeService.Heartbeat:input_type -> agentplane.v1.HeartbeatRequest
-	8,  // 56: agentplane.v1.RuntimeService.ReportEvents:input_type -> agentplane.v1.ReportEventsRequest
-	10, // 57: agentplane.v1.RuntimeService.CheckToolCall:input_type -> agentplane.v1.CheckToolCallRequest
-	12, // 58: agentplane.v1.RuntimeService.AwaitDecision:input_type -> agentplane.v1.AwaitDecisionRequest
-	16, // 59: agentplane.v1.RuntimeService.SuspendTask:input_type -> agentplane.v1.SuspendTaskRequest
-	18, // 60: agentplane.v1.RuntimeService.RecordVerdict:input_type -> agentplane.v1.RecordVerdictRequest
-	20, // 61: agentplane.v1.RuntimeService.PauseTask:input_type -> agentplane.v1.PauseTaskRequest
-	22, // 62: agentplane.v1.RuntimeService.CompleteTask:input_type -> agentplane.v1.CompleteTaskRequest
-	24, // 63: agentplane.v1.RuntimeService.FailTask:input_type -> agentplane.v1.FailTaskRequest
-	26, // 64: agentplane.v1.RuntimeService.ReadTaskHistory:input_type -> agentplane.v1.ReadTaskHistoryRequest
-	28, // 65: agentplane.v1.RuntimeService.PublishDeltas:input_type -> agentplane.v1.PublishDeltasRequest
-	4,  // 66: agentplane.v1.RuntimeService.LeaseTasks:output_type -> agentplane.v1.LeaseTasksResponse
-	6,  // 67: agentplane.v1.RuntimeService.Heartbeat:output_type -> agentplane.v1.HeartbeatResponse
-	9,  // 68: agentplane.v1.RuntimeService.ReportEvents:output_type -> agentplane.v1.ReportEventsResponse
-	11, // 69: agentplane.v1.RuntimeService.CheckToolCall:output_type -> agentplane.v1.CheckToolCallResponse
-	13, // 70: agentplane.v1.RuntimeService.AwaitDecision:output_type -> agentplane.v1.AwaitDecisionResponse
-	17, // 71: agentplane.v1.RuntimeService.SuspendTask:output_type -> agentplane.v1.SuspendTaskResponse
-	19, // 72: agentplane.v1.RuntimeService.RecordVerdict:output_type -> agentplane.v1.RecordVerdictResponse
-	21, // 73: agentplane.v1.RuntimeService.PauseTask:output_type -> agentplane.v1.PauseTaskResponse
-	23, // 74: agentplane.v1.RuntimeService.CompleteTask:output_type -> agentplane.v1.CompleteTaskResponse
-	25, // 75: agentplane.v1.RuntimeService.FailTask:output_type -> agentplane.v1.FailTaskResponse
-	27, // 76: agentplane.v1.RuntimeService.ReadTaskHistory:output_type -> agentplane.v1.ReadTaskHistoryResponse
-	29, // 77: agentplane.v1.RuntimeService.PublishDeltas:output_type -> agentplane.v1.PublishDeltasResponse
-	66, // [66:78] is the sub-list for method output_type
-	54, // [54:66] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	45, // 23: agentplane.v1.CheckToolCallRequest.annotations:type_name -> agentplane.v1.McpToolAnnotations
+	46, // 24: agentplane.v1.CheckToolCallResponse.outcome:type_name -> agentplane.v1.GateOutcome
+	34, // 25: agentplane.v1.CheckToolCallResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	47, // 26: agentplane.v1.CheckToolCallResponse.decision:type_name -> agentplane.v1.Decision
+	0,  // 27: agentplane.v1.CheckModelCallRequest.lease:type_name -> agentplane.v1.LeaseRef
+	46, // 28: agentplane.v1.CheckModelCallResponse.outcome:type_name -> agentplane.v1.GateOutcome
+	34, // 29: agentplane.v1.CheckModelCallResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	47, // 30: agentplane.v1.CheckModelCallResponse.decision:type_name -> agentplane.v1.Decision
+	0,  // 31: agentplane.v1.AwaitDecisionRequest.lease:type_name -> agentplane.v1.LeaseRef
+	47, // 32: agentplane.v1.AwaitDecisionResponse.decision:type_name -> agentplane.v1.Decision
+	16, // 33: agentplane.v1.AwaitDecisionResponse.pending:type_name -> agentplane.v1.AwaitPending
+	48, // 34: agentplane.v1.AwaitDecisionResponse.keepalive:type_name -> agentplane.v1.StreamKeepalive
+	17, // 35: agentplane.v1.AwaitDecisionResponse.canceled:type_name -> agentplane.v1.AwaitCanceled
+	32, // 36: agentplane.v1.AwaitPending.deadline:type_name -> google.protobuf.Timestamp
+	0,  // 37: agentplane.v1.SuspendTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	33, // 38: agentplane.v1.SuspendTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 39: agentplane.v1.RecordVerdictRequest.lease:type_name -> agentplane.v1.LeaseRef
+	49, // 40: agentplane.v1.RecordVerdictRequest.result:type_name -> agentplane.v1.VerdictResult
+	50, // 41: agentplane.v1.RecordVerdictRequest.resolved:type_name -> agentplane.v1.ObligationResolution
+	51, // 42: agentplane.v1.RecordVerdictResponse.verdict:type_name -> agentplane.v1.Verdict
+	52, // 43: agentplane.v1.RecordVerdictResponse.open_obligations:type_name -> agentplane.v1.Obligation
+	0,  // 44: agentplane.v1.PauseTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	35, // 45: agentplane.v1.PauseTaskRequest.message:type_name -> agentplane.v1.Message
+	43, // 46: agentplane.v1.PauseTaskRequest.tool_output_calls:type_name -> agentplane.v1.ToolCall
+	34, // 47: agentplane.v1.PauseTaskResponse.interrupt:type_name -> agentplane.v1.Interrupt
+	34, // 48: agentplane.v1.PauseTaskResponse.tool_output_interrupts:type_name -> agentplane.v1.Interrupt
+	0,  // 49: agentplane.v1.CompleteTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	53, // 50: agentplane.v1.CompleteTaskRequest.output:type_name -> agentplane.v1.TaskOutput
+	33, // 51: agentplane.v1.CompleteTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 52: agentplane.v1.FailTaskRequest.lease:type_name -> agentplane.v1.LeaseRef
+	33, // 53: agentplane.v1.FailTaskResponse.task:type_name -> agentplane.v1.Task
+	0,  // 54: agentplane.v1.ReadTaskHistoryRequest.lease:type_name -> agentplane.v1.LeaseRef
+	54, // 55: agentplane.v1.ReadTaskHistoryResponse.events:type_name -> agentplane.v1.TaskEvent
+	0,  // 56: agentplane.v1.PublishDeltasRequest.lease:type_name -> agentplane.v1.LeaseRef
+	55, // 57: agentplane.v1.PublishDeltasRequest.deltas:type_name -> agentplane.v1.MessageDelta
+	3,  // 58: agentplane.v1.RuntimeService.LeaseTasks:input_type -> agentplane.v1.LeaseTasksRequest
+	5,  // 59: agentplane.v1.RuntimeService.Heartbeat:input_type -> agentplane.v1.HeartbeatRequest
+	8,  // 60: agentplane.v1.RuntimeService.ReportEvents:input_type -> agentplane.v1.ReportEventsRequest
+	10, // 61: agentplane.v1.RuntimeService.CheckToolCall:input_type -> agentplane.v1.CheckToolCallRequest
+	12, // 62: agentplane.v1.RuntimeService.CheckModelCall:input_type -> agentplane.v1.CheckModelCallRequest
+	14, // 63: agentplane.v1.RuntimeService.AwaitDecision:input_type -> agentplane.v1.AwaitDecisionRequest
+	18, // 64: agentplane.v1.RuntimeService.SuspendTask:input_type -> agentplane.v1.SuspendTaskRequest
+	20, // 65: agentplane.v1.RuntimeService.RecordVerdict:input_type -> agentplane.v1.RecordVerdictRequest
+	22, // 66: agentplane.v1.RuntimeService.PauseTask:input_type -> agentplane.v1.PauseTaskRequest
+	24, // 67: agentplane.v1.RuntimeService.CompleteTask:input_type -> agentplane.v1.CompleteTaskRequest
+	26, // 68: agentplane.v1.RuntimeService.FailTask:input_type -> agentplane.v1.FailTaskRequest
+	28, // 69: agentplane.v1.RuntimeService.ReadTaskHistory:input_type -> agentplane.v1.ReadTaskHistoryRequest
+	30, // 70: agentplane.v1.RuntimeService.PublishDeltas:input_type -> agentplane.v1.PublishDeltasRequest
+	4,  // 71: agentplane.v1.RuntimeService.LeaseTasks:output_type -> agentplane.v1.LeaseTasksResponse
+	6,  // 72: agentplane.v1.RuntimeService.Heartbeat:output_type -> agentplane.v1.HeartbeatResponse
+	9,  // 73: agentplane.v1.RuntimeService.ReportEvents:output_type -> agentplane.v1.ReportEventsResponse
+	11, // 74: agentplane.v1.RuntimeService.CheckToolCall:output_type -> agentplane.v1.CheckToolCallResponse
+	13, // 75: agentplane.v1.RuntimeService.CheckModelCall:output_type -> agentplane.v1.CheckModelCallResponse
+	15, // 76: agentplane.v1.RuntimeService.AwaitDecision:output_type -> agentplane.v1.AwaitDecisionResponse
+	19, // 77: agentplane.v1.RuntimeService.SuspendTask:output_type -> agentplane.v1.SuspendTaskResponse
+	21, // 78: agentplane.v1.RuntimeService.RecordVerdict:output_type -> agentplane.v1.RecordVerdictResponse
+	23, // 79: agentplane.v1.RuntimeService.PauseTask:output_type -> agentplane.v1.PauseTaskResponse
+	25, // 80: agentplane.v1.RuntimeService.CompleteTask:output_type -> agentplane.v1.CompleteTaskResponse
+	27, // 81: agentplane.v1.RuntimeService.FailTask:output_type -> agentplane.v1.FailTaskResponse
+	29, // 82: agentplane.v1.RuntimeService.ReadTaskHistory:output_type -> agentplane.v1.ReadTaskHistoryResponse
+	31, // 83: agentplane.v1.RuntimeService.PublishDeltas:output_type -> agentplane.v1.PublishDeltasResponse
+	71, // [71:84] is the sub-list for method output_type
+	58, // [58:71] is the sub-list for method input_type
+	58, // [58:58] is the sub-list for extension type_name
+	58, // [58:58] is the sub-list for extension extendee
+	0,  // [0:58] is the sub-list for field type_name
 }
 
 func init() { file_agentplane_v1_runtime_service_proto_init() }
@@ -2557,7 +2741,7 @@ func file_agentplane_v1_runtime_service_proto_init() {
 		(*RuntimeEvent_Note)(nil),
 	}
 	file_agentplane_v1_runtime_service_proto_msgTypes[10].OneofWrappers = []any{}
-	file_agentplane_v1_runtime_service_proto_msgTypes[13].OneofWrappers = []any{
+	file_agentplane_v1_runtime_service_proto_msgTypes[15].OneofWrappers = []any{
 		(*AwaitDecisionResponse_Decision)(nil),
 		(*AwaitDecisionResponse_Pending)(nil),
 		(*AwaitDecisionResponse_Keepalive)(nil),
@@ -2569,7 +2753,7 @@ func file_agentplane_v1_runtime_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentplane_v1_runtime_service_proto_rawDesc), len(file_agentplane_v1_runtime_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   30,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -197,6 +197,51 @@ func local_request_RuntimeService_CheckToolCall_0(ctx context.Context, marshaler
 	return msg, metadata, err
 }
 
+func request_RuntimeService_CheckModelCall_0(ctx context.Context, marshaler runtime.Marshaler, client RuntimeServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq CheckModelCallRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["lease.task_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "lease.task_id")
+	}
+	err = runtime.PopulateFieldFromPath(&protoReq, "lease.task_id", val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "lease.task_id", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.CheckModelCall(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_RuntimeService_CheckModelCall_0(ctx context.Context, marshaler runtime.Marshaler, server RuntimeServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq CheckModelCallRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["lease.task_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "lease.task_id")
+	}
+	err = runtime.PopulateFieldFromPath(&protoReq, "lease.task_id", val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "lease.task_id", err)
+	}
+	msg, err := server.CheckModelCall(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 func request_RuntimeService_AwaitDecision_0(ctx context.Context, marshaler runtime.Marshaler, client RuntimeServiceClient, req *http.Request, pathParams map[string]string) (RuntimeService_AwaitDecisionClient, runtime.ServerMetadata, error) {
 	var (
 		protoReq AwaitDecisionRequest
@@ -630,6 +675,26 @@ func RegisterRuntimeServiceHandlerServer(ctx context.Context, mux *runtime.Serve
 		}
 		forward_RuntimeService_CheckToolCall_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPost, pattern_RuntimeService_CheckModelCall_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/agentplane.v1.RuntimeService/CheckModelCall", runtime.WithHTTPPathPattern("/v1/runtime/tasks/{lease.task_id}:checkModelCall"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_RuntimeService_CheckModelCall_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_RuntimeService_CheckModelCall_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 
 	mux.Handle(http.MethodPost, pattern_RuntimeService_AwaitDecision_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		err := status.Error(codes.Unimplemented, "streaming calls are not yet supported in the in-process transport")
@@ -885,6 +950,23 @@ func RegisterRuntimeServiceHandlerClient(ctx context.Context, mux *runtime.Serve
 		}
 		forward_RuntimeService_CheckToolCall_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPost, pattern_RuntimeService_CheckModelCall_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/agentplane.v1.RuntimeService/CheckModelCall", runtime.WithHTTPPathPattern("/v1/runtime/tasks/{lease.task_id}:checkModelCall"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_RuntimeService_CheckModelCall_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_RuntimeService_CheckModelCall_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodPost, pattern_RuntimeService_AwaitDecision_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -1029,6 +1111,7 @@ var (
 	pattern_RuntimeService_Heartbeat_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "runtime", "tasks", "lease.task_id"}, "heartbeat"))
 	pattern_RuntimeService_ReportEvents_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "runtime", "tasks", "lease.task_id", "events"}, ""))
 	pattern_RuntimeService_CheckToolCall_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "runtime", "tasks", "lease.task_id"}, "checkToolCall"))
+	pattern_RuntimeService_CheckModelCall_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "runtime", "tasks", "lease.task_id"}, "checkModelCall"))
 	pattern_RuntimeService_AwaitDecision_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "runtime", "tasks", "lease.task_id"}, "awaitDecision"))
 	pattern_RuntimeService_SuspendTask_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "runtime", "tasks", "lease.task_id"}, "suspend"))
 	pattern_RuntimeService_RecordVerdict_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "runtime", "tasks", "lease.task_id", "verdicts"}, ""))
@@ -1044,6 +1127,7 @@ var (
 	forward_RuntimeService_Heartbeat_0       = runtime.ForwardResponseMessage
 	forward_RuntimeService_ReportEvents_0    = runtime.ForwardResponseMessage
 	forward_RuntimeService_CheckToolCall_0   = runtime.ForwardResponseMessage
+	forward_RuntimeService_CheckModelCall_0  = runtime.ForwardResponseMessage
 	forward_RuntimeService_AwaitDecision_0   = runtime.ForwardResponseStream
 	forward_RuntimeService_SuspendTask_0     = runtime.ForwardResponseMessage
 	forward_RuntimeService_RecordVerdict_0   = runtime.ForwardResponseMessage

@@ -23,6 +23,7 @@ const (
 	RuntimeService_Heartbeat_FullMethodName       = "/agentplane.v1.RuntimeService/Heartbeat"
 	RuntimeService_ReportEvents_FullMethodName    = "/agentplane.v1.RuntimeService/ReportEvents"
 	RuntimeService_CheckToolCall_FullMethodName   = "/agentplane.v1.RuntimeService/CheckToolCall"
+	RuntimeService_CheckModelCall_FullMethodName  = "/agentplane.v1.RuntimeService/CheckModelCall"
 	RuntimeService_AwaitDecision_FullMethodName   = "/agentplane.v1.RuntimeService/AwaitDecision"
 	RuntimeService_SuspendTask_FullMethodName     = "/agentplane.v1.RuntimeService/SuspendTask"
 	RuntimeService_RecordVerdict_FullMethodName   = "/agentplane.v1.RuntimeService/RecordVerdict"
@@ -43,7 +44,7 @@ const (
 // FAILED_PRECONDITION with reason LEASE_LOST, so a zombie runtime cannot corrupt a task.
 //
 // Retries: every call is safe to repeat after a lost response. Heartbeat,
-// CheckToolCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
+// CheckToolCall and CheckModelCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
 // idempotent by nature; the other writes take a request_id (at most 128 bytes, unique
 // among the mutating calls on the task): a retry with the same request_id and the same
 // request returns the first call's result (also after the call released the lease or
@@ -80,6 +81,20 @@ type RuntimeServiceClient interface {
 	// CheckToolCall asks whether a tool call may run: allow, interrupt (wait for a
 	// decision) or reject (with a synthesized decision). Call and answer are logged.
 	CheckToolCall(ctx context.Context, in *CheckToolCallRequest, opts ...grpc.CallOption) (*CheckToolCallResponse, error)
+	// CheckModelCall asks whether a model call may run, for a task whose lease says
+	// check_model_calls (it counts against a budget rule with on_limit: approve). While
+	// no such budget is spent it answers ALLOW and writes nothing. Once one is spent, the
+	// call needs a person: the answer is INTERRUPT with a durable interrupt of kind
+	// MODEL_CALL_APPROVAL (the task moves to INPUT_REQUIRED and keeps its lease), which
+	// the runtime waits on with AwaitDecision or gives up its lease for with SuspendTask,
+	// exactly as for a gated tool call. Approve: that one model call may run. Reject: the
+	// control plane ends the task as FAILED (reason budget.model_call_rejected) in the
+	// transaction of the decision; the runtime stops. Idempotent per call_id: asking
+	// again about a call id that raised an interrupt answers with that interrupt as it
+	// is now (pending, or resolved with its decision: ALLOW for an approval), also under
+	// a later lease, so a runtime replaying its turn must ask with the same call id.
+	// Fenced like a write: a stale lease is LEASE_LOST, an ended task TASK_TERMINAL.
+	CheckModelCall(ctx context.Context, in *CheckModelCallRequest, opts ...grpc.CallOption) (*CheckModelCallResponse, error)
 	// AwaitDecision waits on a stream for the decision on an interrupt (interactive
 	// delivery). See AwaitDecisionResponse for what the stream carries.
 	//
@@ -165,6 +180,16 @@ func (c *runtimeServiceClient) CheckToolCall(ctx context.Context, in *CheckToolC
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CheckToolCallResponse)
 	err := c.cc.Invoke(ctx, RuntimeService_CheckToolCall_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *runtimeServiceClient) CheckModelCall(ctx context.Context, in *CheckModelCallRequest, opts ...grpc.CallOption) (*CheckModelCallResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckModelCallResponse)
+	err := c.cc.Invoke(ctx, RuntimeService_CheckModelCall_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +295,7 @@ func (c *runtimeServiceClient) PublishDeltas(ctx context.Context, in *PublishDel
 // FAILED_PRECONDITION with reason LEASE_LOST, so a zombie runtime cannot corrupt a task.
 //
 // Retries: every call is safe to repeat after a lost response. Heartbeat,
-// CheckToolCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
+// CheckToolCall and CheckModelCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
 // idempotent by nature; the other writes take a request_id (at most 128 bytes, unique
 // among the mutating calls on the task): a retry with the same request_id and the same
 // request returns the first call's result (also after the call released the lease or
@@ -307,6 +332,20 @@ type RuntimeServiceServer interface {
 	// CheckToolCall asks whether a tool call may run: allow, interrupt (wait for a
 	// decision) or reject (with a synthesized decision). Call and answer are logged.
 	CheckToolCall(context.Context, *CheckToolCallRequest) (*CheckToolCallResponse, error)
+	// CheckModelCall asks whether a model call may run, for a task whose lease says
+	// check_model_calls (it counts against a budget rule with on_limit: approve). While
+	// no such budget is spent it answers ALLOW and writes nothing. Once one is spent, the
+	// call needs a person: the answer is INTERRUPT with a durable interrupt of kind
+	// MODEL_CALL_APPROVAL (the task moves to INPUT_REQUIRED and keeps its lease), which
+	// the runtime waits on with AwaitDecision or gives up its lease for with SuspendTask,
+	// exactly as for a gated tool call. Approve: that one model call may run. Reject: the
+	// control plane ends the task as FAILED (reason budget.model_call_rejected) in the
+	// transaction of the decision; the runtime stops. Idempotent per call_id: asking
+	// again about a call id that raised an interrupt answers with that interrupt as it
+	// is now (pending, or resolved with its decision: ALLOW for an approval), also under
+	// a later lease, so a runtime replaying its turn must ask with the same call id.
+	// Fenced like a write: a stale lease is LEASE_LOST, an ended task TASK_TERMINAL.
+	CheckModelCall(context.Context, *CheckModelCallRequest) (*CheckModelCallResponse, error)
 	// AwaitDecision waits on a stream for the decision on an interrupt (interactive
 	// delivery). See AwaitDecisionResponse for what the stream carries.
 	//
@@ -369,6 +408,9 @@ func (UnimplementedRuntimeServiceServer) ReportEvents(context.Context, *ReportEv
 }
 func (UnimplementedRuntimeServiceServer) CheckToolCall(context.Context, *CheckToolCallRequest) (*CheckToolCallResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckToolCall not implemented")
+}
+func (UnimplementedRuntimeServiceServer) CheckModelCall(context.Context, *CheckModelCallRequest) (*CheckModelCallResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CheckModelCall not implemented")
 }
 func (UnimplementedRuntimeServiceServer) AwaitDecision(*AwaitDecisionRequest, grpc.ServerStreamingServer[AwaitDecisionResponse]) error {
 	return status.Error(codes.Unimplemented, "method AwaitDecision not implemented")
@@ -483,6 +525,24 @@ func _RuntimeService_CheckToolCall_Handler(srv interface{}, ctx context.Context,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(RuntimeServiceServer).CheckToolCall(ctx, req.(*CheckToolCallRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _RuntimeService_CheckModelCall_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckModelCallRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RuntimeServiceServer).CheckModelCall(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RuntimeService_CheckModelCall_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RuntimeServiceServer).CheckModelCall(ctx, req.(*CheckModelCallRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -646,6 +706,10 @@ var RuntimeService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CheckToolCall",
 			Handler:    _RuntimeService_CheckToolCall_Handler,
+		},
+		{
+			MethodName: "CheckModelCall",
+			Handler:    _RuntimeService_CheckModelCall_Handler,
 		},
 		{
 			MethodName: "SuspendTask",

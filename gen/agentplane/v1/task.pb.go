@@ -741,8 +741,9 @@ type TaskFailure struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Stable machine-readable reason. The control plane writes
 	// `lease.attempts_exhausted` (the task's leases were lost or handed back with retry
-	// limits.max_attempts times in a row) and `runtime.error` (FailTask without a
-	// reason). Any other value is the runtime's own FailTaskRequest.reason: an open,
+	// limits.max_attempts times in a row), `runtime.error` (FailTask without a
+	// reason) and `budget.model_call_rejected` (a model call held by a spent budget was
+	// rejected, by a person or its deadline). Any other value is the runtime's own FailTaskRequest.reason: an open,
 	// runtime-defined vocabulary (dotted lower-case by convention, at most 128 bytes;
 	// the Go SDK writes e.g. `runtime.stopping`).
 	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
@@ -2033,8 +2034,12 @@ type BudgetStatus struct {
 	WarnPercent int32 `protobuf:"varint,11,opt,name=warn_percent,json=warnPercent,proto3" json:"warn_percent,omitempty"`
 	// The warning of this period has been given.
 	Warned bool `protobuf:"varint,12,opt,name=warned,proto3" json:"warned,omitempty"`
-	// A limit is reached: StartTask is refused with BUDGET_EXCEEDED until resets_at.
-	Exceeded      bool `protobuf:"varint,13,opt,name=exceeded,proto3" json:"exceeded,omitempty"`
+	// A limit is reached: until resets_at, StartTask is refused with BUDGET_EXCEEDED
+	// (on_limit refuse), or each model call needs a person's approval (on_limit approve).
+	Exceeded bool `protobuf:"varint,13,opt,name=exceeded,proto3" json:"exceeded,omitempty"`
+	// What happens at the limit: refuse (new tasks are refused) or approve (each further
+	// model call is an approval request).
+	OnLimit       string `protobuf:"bytes,14,opt,name=on_limit,json=onLimit,proto3" json:"on_limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2158,6 +2163,13 @@ func (x *BudgetStatus) GetExceeded() bool {
 		return x.Exceeded
 	}
 	return false
+}
+
+func (x *BudgetStatus) GetOnLimit() string {
+	if x != nil {
+		return x.OnLimit
+	}
+	return ""
 }
 
 // RuntimeNote is free-form runtime output (progress, diagnostics).
@@ -3065,7 +3077,7 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	"\bis_error\x18\x04 \x01(\bR\aisError\x12\x12\n" +
 	"\x04node\x18\x05 \x01(\tR\x04node\"D\n" +
 	"\rBudgetWarning\x123\n" +
-	"\x06budget\x18\x01 \x01(\v2\x1b.agentplane.v1.BudgetStatusR\x06budget\"\xda\x03\n" +
+	"\x06budget\x18\x01 \x01(\v2\x1b.agentplane.v1.BudgetStatusR\x06budget\"\xf5\x03\n" +
 	"\fBudgetStatus\x12\x16\n" +
 	"\x06budget\x18\x01 \x01(\tR\x06budget\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x19\n" +
@@ -3081,7 +3093,8 @@ const file_agentplane_v1_task_proto_rawDesc = "" +
 	" \x01(\x03R\x0flimitCostMicros\x12!\n" +
 	"\fwarn_percent\x18\v \x01(\x05R\vwarnPercent\x12\x16\n" +
 	"\x06warned\x18\f \x01(\bR\x06warned\x12\x1a\n" +
-	"\bexceeded\x18\r \x01(\bR\bexceeded\"\xac\x01\n" +
+	"\bexceeded\x18\r \x01(\bR\bexceeded\x12\x19\n" +
+	"\bon_limit\x18\x0e \x01(\tR\aonLimit\"\xac\x01\n" +
 	"\vRuntimeNote\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12J\n" +
 	"\n" +

@@ -45,6 +45,7 @@ export const rpcs: Readonly<Record<string, RpcPolicy>> = {
   "agentplane.v1.HitlService/ResolveInterrupt": { idempotency: "IDEMPOTENT", requestId: true, serverStreaming: false },
   "agentplane.v1.HitlService/RevokeApprovalLink": { idempotency: "IDEMPOTENT", requestId: false, serverStreaming: false },
   "agentplane.v1.RuntimeService/AwaitDecision": { idempotency: "IDEMPOTENT", requestId: false, serverStreaming: true },
+  "agentplane.v1.RuntimeService/CheckModelCall": { idempotency: "IDEMPOTENT", requestId: false, serverStreaming: false },
   "agentplane.v1.RuntimeService/CheckToolCall": { idempotency: "IDEMPOTENT", requestId: false, serverStreaming: false },
   "agentplane.v1.RuntimeService/CompleteTask": { idempotency: "IDEMPOTENT", requestId: true, serverStreaming: false },
   "agentplane.v1.RuntimeService/FailTask": { idempotency: "IDEMPOTENT", requestId: true, serverStreaming: false },

@@ -49,6 +49,18 @@ export class Suspended extends Error {
   }
 }
 
+/**
+ * Thrown by Task.modelCall when the model call was rejected (by a person or its
+ * deadline): the control plane has failed the task (reason budget.model_call_rejected).
+ * Return from the handler; nothing more is written.
+ */
+export class ModelCallRejected extends Error {
+  constructor(readonly callId: string, readonly reason: string) {
+    super(`model call ${callId} was rejected; the control plane failed the task: ${reason}`);
+    this.name = "ModelCallRejected";
+  }
+}
+
 /** A handler throws a Failure to choose how its task fails. */
 export class Failure extends Error {
   constructor(readonly reason: string, message: string, readonly retry = false) {
@@ -101,6 +113,24 @@ export interface Call {
   trip?: number;
   delivery?: Delivery;
   /** Called when the call waits for a decision, before waiting or suspending. */
+  onInterrupt?: (it: Interrupt) => void;
+}
+
+/** A model call a handler is about to make, for Task.modelCall. */
+export interface ModelCall {
+  /**
+   * Unique in the task and the same when a later lease replays the turn (derive it from
+   * the history, e.g. the node and the number of model calls it made): a resumed task
+   * finds its approval by it.
+   */
+  id: string;
+  /** The agent (graph node) making the call. */
+  node: string;
+  trip?: number;
+  /** The model about to be called, for the reviewer. */
+  model?: string;
+  delivery?: Delivery;
+  /** Called when the call waits for approval, before waiting or suspending. */
   onInterrupt?: (it: Interrupt) => void;
 }
 
@@ -324,6 +354,40 @@ export class Task {
       );
     }
     return gate;
+  }
+
+  /**
+   * Asks, before a model call, whether it may run: a task counting against a budget whose
+   * on_limit is approve (docs/budgets.md) needs a person's approval for each model call
+   * once that budget is spent. Resolves when the call may run; without a round trip when
+   * the lease does not say checkModelCalls. A held call waits for its decision
+   * (interactive) or gives the lease up and throws Suspended (durable), as toolCall does;
+   * a rejection throws ModelCallRejected (the task has failed).
+   */
+  async modelCall(c: ModelCall): Promise<void> {
+    if (!this.lease.checkModelCalls) return;
+    if (!c.id || !c.node) throw new Error("modelCall needs ModelCall.id and ModelCall.node");
+    const res = await this.write("check model call", "", () =>
+      this.rt.checkModelCall({ lease: this.ref, callId: c.id, agentName: c.node, tripIndex: c.trip ?? 0, model: c.model ?? "" }),
+    );
+    const call: Call = { id: c.id, name: "", argumentsJson: "", node: c.node, trip: c.trip, delivery: c.delivery, onInterrupt: c.onInterrupt };
+    let gate: Gate;
+    switch (res.outcome) {
+      case GateOutcome.ALLOW:
+        return;
+      case GateOutcome.REJECT:
+        gate = gateOf(call, res.decision);
+        break;
+      case GateOutcome.INTERRUPT:
+        if (!res.interrupt?.interruptId) throw new Error("CheckModelCall answered INTERRUPT without an interrupt id");
+        gate = await this.waitOrUse(call, res.interrupt);
+        break;
+      default:
+        throw new Error(`CheckModelCall answered an unknown outcome ${res.outcome}`);
+    }
+    if (gate.allowed) return;
+    this.endedAs = "failed by the control plane: model call rejected";
+    throw new ModelCallRejected(c.id, gate.reason);
   }
 
   private async check(c: Call): Promise<Gate> {

@@ -126,7 +126,9 @@ func (s *Service) decisionFor(ctx context.Context, ref *agentplanev1.LeaseRef, t
 	var st awaitState
 	err := s.tasks.UpdateLeasedOrCanceled(ctx, ref, func(op *tasks.Op) error {
 		st = awaitState{}
-		if op.Canceled() {
+		// A rejected model call failed the task (failModelCall), revoking the lease: the
+		// waiting runtime is handed the rejection, not told of a cancellation.
+		if op.Canceled() && op.Task().GetFailure().GetReason() != tasks.FailureModelCallRejected {
 			st.canceled, st.cancelReason = true, op.Task().GetCancellation().GetReason()
 			return nil
 		}

@@ -179,21 +179,25 @@ func (s *Service) raise(ctx context.Context, op *tasks.Op, meta hitl.InterruptMe
 	if err := op.Append(toolGated(call, res, meta.InterruptID)); err != nil {
 		return nil, err
 	}
+	return in, s.raiseInterrupt(op, in)
+}
+
+// raiseInterrupt stores the pending interrupt in of the task in op, with its
+// InterruptRaised event, and moves the task to INPUT_REQUIRED (it keeps its lease).
+func (s *Service) raiseInterrupt(op *tasks.Op, in *agentplanev1.Interrupt) error {
+	task := op.Task()
 	// The raised interrupt carries the model's arguments, so it counts against the
 	// task's history limits like the runtime's other content.
 	if _, err := op.AppendContent(&agentplanev1.TaskEvent{Payload: &agentplanev1.TaskEvent_InterruptRaised{
 		InterruptRaised: &agentplanev1.InterruptRaised{Interrupt: in},
 	}}); err != nil {
-		return nil, err
+		return err
 	}
 	if err := op.Writer().PutInterrupt(&storagev1.InterruptRecord{
 		Interrupt: in, CreateTime: ts(op.Now()), RaisedEpoch: op.Epoch(),
 	}); err != nil {
-		return nil, err
+		return err
 	}
-	task.PendingInterruptIds = append(task.PendingInterruptIds, meta.InterruptID)
-	if err := op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, tasks.StateInterruptRaised); err != nil {
-		return nil, err
-	}
-	return in, nil
+	task.PendingInterruptIds = append(task.PendingInterruptIds, in.GetInterruptId())
+	return op.SetState(agentplanev1.TaskState_TASK_STATE_INPUT_REQUIRED, tasks.StateInterruptRaised)
 }

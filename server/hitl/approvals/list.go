@@ -78,16 +78,17 @@ func (s *Service) ListInterrupts(ctx context.Context, tenant string, req *agentp
 	return &agentplanev1.ListInterruptsResponse{Interrupts: out, NextPageToken: s.tokens.Seal(scope, next)}, nil
 }
 
-// kindsFilter is the set of kinds a request lists: tool approvals when it names none.
+// kindsFilter is the set of kinds a request lists: what a person approves (tool
+// approvals and model-call approvals) when it names none.
 func kindsFilter(kinds []agentplanev1.InterruptKind) ([]agentplanev1.InterruptKind, error) {
 	if len(kinds) == 0 {
-		return []agentplanev1.InterruptKind{agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL}, nil
+		return []agentplanev1.InterruptKind{agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, agentplanev1.InterruptKind_INTERRUPT_KIND_MODEL_CALL_APPROVAL}, nil
 	}
 	out := make([]agentplanev1.InterruptKind, 0, len(kinds))
 	for _, k := range kinds {
 		switch k {
 		case agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE,
-			agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED:
+			agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED, agentplanev1.InterruptKind_INTERRUPT_KIND_MODEL_CALL_APPROVAL:
 		default:
 			return nil, apierr.InvalidArgument(apierr.ReasonInvalidArgument, "kinds: %v is not an interrupt kind", k)
 		}

@@ -12,6 +12,7 @@ import (
 
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/apierr"
+	"github.com/agentplane/agentplane/server/budget"
 	"github.com/agentplane/agentplane/server/config"
 	"github.com/agentplane/agentplane/server/hitl"
 	"github.com/agentplane/agentplane/server/store"
@@ -63,7 +64,10 @@ type Options struct {
 	Gate *hitl.Gate
 	// ValidateArgs checks edited arguments (spec.ValidateArgs). Required.
 	ValidateArgs hitl.ArgsValidator
-	Config       Config
+	// Budgets are the ones Tasks counts (tasks.Options.Budgets): CheckModelCall holds
+	// the model calls of a spent budget whose on_limit is approve. nil: none.
+	Budgets *budget.Budgets
+	Config  Config
 	// Clock must be the one Tasks uses. Defaults to the system clock.
 	Clock tasks.Clock
 	// Logger defaults to slog.Default.
@@ -77,6 +81,7 @@ type Service struct {
 	gate     *hitl.Gate
 	rules    *Rules
 	validate hitl.ArgsValidator
+	budgets  *budget.Budgets
 	cfg      Config
 	clock    tasks.Clock
 	log      *slog.Logger
@@ -125,6 +130,7 @@ func New(opts Options) (*Service, error) {
 		gate:     opts.Gate,
 		rules:    rules,
 		validate: opts.ValidateArgs,
+		budgets:  opts.Budgets,
 		cfg:      opts.Config,
 		clock:    opts.Clock,
 		log:      opts.Logger,
@@ -213,6 +219,11 @@ func (s *Service) resolve(op *tasks.Op, rec *storagev1.InterruptRecord, d *agent
 	if in.GetKind() == agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL && !slices.Contains(task.GetResumeInterruptIds(), id) {
 		task.ResumeInterruptIds = append(task.ResumeInterruptIds, id)
 	}
+	key := waitKey(task.GetTenant(), id)
+	op.Writer().OnCommit(func() { s.waiters.notify(key, notice{decision: d, epoch: epoch}) })
+	if hitl.IsModelCall(in) && hitl.Rejected(d) {
+		return in, failModelCall(op, in, d)
+	}
 	if len(task.GetPendingInterruptIds()) == 0 {
 		var err error
 		if held {
@@ -224,8 +235,6 @@ func (s *Service) resolve(op *tasks.Op, rec *storagev1.InterruptRecord, d *agent
 			return nil, err
 		}
 	}
-	key := waitKey(task.GetTenant(), id)
-	op.Writer().OnCommit(func() { s.waiters.notify(key, notice{decision: d, epoch: epoch}) })
 	return in, nil
 }
 

@@ -186,6 +186,8 @@ func budgetLine(b *agentplanev1.BudgetStatus) string {
 	}
 	line := strings.Join(parts, ", ") + " this " + b.GetPeriod()
 	switch {
+	case b.GetExceeded() && b.GetOnLimit() == "approve":
+		line += ", SPENT: model calls need approval (ctl hitl list)"
 	case b.GetExceeded():
 		line += ", SPENT: new tasks refused"
 	case b.GetWarned():

@@ -78,7 +78,7 @@ func newHitlListCommand(g *globals) *cobra.Command {
 				PageSize: o.limit, PageToken: o.pageToken, TaskId: o.task, ToolName: o.tool, Tag: o.tag,
 			}
 			if o.turnEnds || o.toolOutputs {
-				req.Kinds = []agentplanev1.InterruptKind{agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL}
+				req.Kinds = []agentplanev1.InterruptKind{agentplanev1.InterruptKind_INTERRUPT_KIND_TOOL_APPROVAL, agentplanev1.InterruptKind_INTERRUPT_KIND_MODEL_CALL_APPROVAL}
 			}
 			if o.turnEnds {
 				req.Kinds = append(req.Kinds, agentplanev1.InterruptKind_INTERRUPT_KIND_AUTO_PAUSE)

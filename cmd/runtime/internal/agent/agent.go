@@ -219,6 +219,9 @@ func (tu *turn) loop(ctx context.Context) (Result, error) {
 				return Result{}, err
 			}
 		}
+		if err := tu.askModelCall(ctx); err != nil {
+			return Result{}, err
+		}
 		msg, calls, err := tu.callModel(ctx)
 		if err != nil {
 			return Result{}, err

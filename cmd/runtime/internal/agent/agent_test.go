@@ -375,3 +375,46 @@ func TestFailedResultReportStopsBeforeAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestModelCallHeldBySpentBudget: a task under a budget with on_limit approve; the
+// first model call spends it, so the runtime asks before the second, which waits for a
+// person: the model is not called until the approval, then the task completes.
+func TestModelCallHeldBySpentBudget(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	in := servertest.Start(t, func(c *config.Config) {
+		c.Budgets.Rules = []config.BudgetRule{{Name: "gated", Period: config.PeriodDay, MaxTokens: 10, OnLimit: config.OnLimitApprove}}
+	})
+	model := fakemodel.Start(t,
+		fakemodel.Turn{Text: "Looking.", Calls: []fakemodel.Call{{ID: "call_1", Name: "issue_refund", Arguments: `{"order_id":42}`}}, PromptTokens: 10, CompletionTokens: 7},
+		fakemodel.Turn{Text: "Refunded order 42.", PromptTokens: 30, CompletionTokens: 5},
+	)
+	tool := startTool(t, `{"refunded":true}`)
+	r := &Runner{
+		Routes: []Route{{Pattern: "fake-*", BaseURL: model.URL, APIKey: "k-test"}},
+		Tools:  []*HTTPTool{{Name: "issue_refund", Description: "Refund an order", URL: tool.url, Parameters: map[string]any{"type": "object"}}},
+	}
+	taskID := startTask(t, ctx, in, supportAgent, nil)
+	done := startWorker(t, ctx, in, r, 1)
+	approved := 0
+	agenttest.Watch(t, ctx, in, taskID, func(resp *agentplanev1.WatchTaskResponse) {
+		it := resp.GetEvent().GetInterruptRaised().GetInterrupt()
+		if it.GetKind() != agentplanev1.InterruptKind_INTERRUPT_KIND_MODEL_CALL_APPROVAL {
+			return
+		}
+		if n := len(model.Requests()); n != 1 {
+			t.Errorf("the model got %d requests before the held call was approved; want 1", n)
+		}
+		if mc := it.GetApproval().GetModelCall(); mc.GetBudget() != "gated" || mc.GetUsed() != "17" || mc.GetModel() != "fake-1" || it.GetCallId() != "model.support..1" {
+			t.Errorf("model-call approval %v", it)
+		}
+		agenttest.Approve(t, ctx, in, it)
+		approved++
+	})
+	if err := <-done; err != nil {
+		t.Fatalf("worker: %v", err)
+	}
+	if task := agenttest.Task(t, ctx, in, taskID); task.GetState() != agentplanev1.TaskState_TASK_STATE_COMPLETED || approved != 1 || len(model.Requests()) != 2 {
+		t.Fatalf("task %v %v; %d approvals, %d model requests; want COMPLETED after 1 approval and 2 requests", task.GetState(), task.GetFailure(), approved, len(model.Requests()))
+	}
+}

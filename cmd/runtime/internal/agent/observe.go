@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -136,6 +137,24 @@ func (tu *turn) endSpans() {
 		tc.End(false, errors.New("the lease ended before the call's result was reported"))
 		delete(tu.toolSpans, id)
 	}
+}
+
+// askModelCall asks the control plane before a model call whether it may run
+// (worker.Task.ModelCall: a spent budget with on_limit approve holds it for a
+// person), when the lease says the task's model calls are checked. The last tool
+// result's report is settled first, so that a suspension hands back a complete turn.
+// The call's id is derived from the session's history (its node, key and the number
+// of model calls it made), so a later lease replaying the turn asks about the same
+// call and finds its decision.
+func (tu *turn) askModelCall(ctx context.Context) error {
+	if !tu.t.Lease().GetCheckModelCalls() {
+		return nil
+	}
+	if err := tu.settle(); err != nil {
+		return err
+	}
+	id := fmt.Sprintf("model.%s.%s.%d", tu.node, tu.s.Key, tu.trips)
+	return tu.t.ModelCall(ctx, worker.ModelCall{ID: id, Node: tu.node, Trip: tu.trips, Model: tu.model})
 }
 
 // callModel makes one model call (streamModel) under a chat span, and records its

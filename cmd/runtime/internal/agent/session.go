@@ -80,6 +80,11 @@ type Session struct {
 	BeforeModel func(ctx context.Context) error
 	// AfterModel is called with every reported assistant message.
 	AfterModel func(*agentplanev1.Message)
+	// Key tells this session's model calls apart from those of the task's other
+	// sessions of the same node (a graph node invoked more than once: the edge call
+	// that started it), in the ids CheckModelCall is asked with; empty for the one
+	// session of a plain agent.
+	Key string
 }
 
 // Run runs the session until its agent answers, a session tool ends it, or the

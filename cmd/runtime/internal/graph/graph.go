@@ -291,7 +291,7 @@ func (x *run) runNode(ctx context.Context, f *frame, in *invocation, input *agen
 		return agent.Result{}, &worker.Failure{Reason: ReasonBadNode, Message: fmt.Sprintf("node %q has no agent to run (a static agent the control plane did not resolve?)", in.node)}
 	}
 	s := &agent.Session{
-		Runner: x.r.Agent, Task: x.t, Spec: a, Node: in.node, Input: input, Events: in.events,
+		Runner: x.r.Agent, Task: x.t, Spec: a, Node: in.node, Input: input, Events: in.events, Key: in.via,
 		BeforeModel: func(context.Context) error { return x.check(f) },
 		AfterModel:  func(m *agentplanev1.Message) { x.used(f, m) },
 	}

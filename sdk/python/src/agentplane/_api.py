@@ -41,6 +41,7 @@ RPCS: Final[dict[str, tuple[str, bool, bool]]] = {
     "agentplane.v1.HitlService/ResolveInterrupt": (IDEMPOTENT, True, False),
     "agentplane.v1.HitlService/RevokeApprovalLink": (IDEMPOTENT, False, False),
     "agentplane.v1.RuntimeService/AwaitDecision": (IDEMPOTENT, False, True),
+    "agentplane.v1.RuntimeService/CheckModelCall": (IDEMPOTENT, False, False),
     "agentplane.v1.RuntimeService/CheckToolCall": (IDEMPOTENT, False, False),
     "agentplane.v1.RuntimeService/CompleteTask": (IDEMPOTENT, True, False),
     "agentplane.v1.RuntimeService/FailTask": (IDEMPOTENT, True, False),

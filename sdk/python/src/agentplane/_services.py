@@ -106,7 +106,8 @@ class HitlService:
 
     list_interrupts: Unary[_hitl_service_pb2.ListInterruptsRequest, _hitl_service_pb2.ListInterruptsResponse]
     """ListInterrupts lists interrupts of the caller's tenant, oldest first, filtered and
-    paged. By default it is the reviewers' inbox: pending tool approvals. kinds and
+    paged. By default it is the reviewers' inbox: pending tool approvals and model-call
+    approvals (a spent budget's). kinds and
     states widen or narrow it; resolved interrupts are listed per task (task_id).
     """
 
@@ -195,6 +196,22 @@ class RuntimeService:
     decision) or reject (with a synthesized decision). Call and answer are logged.
     """
 
+    check_model_call: Unary[_runtime_service_pb2.CheckModelCallRequest, _runtime_service_pb2.CheckModelCallResponse]
+    """CheckModelCall asks whether a model call may run, for a task whose lease says
+    check_model_calls (it counts against a budget rule with on_limit: approve). While
+    no such budget is spent it answers ALLOW and writes nothing. Once one is spent, the
+    call needs a person: the answer is INTERRUPT with a durable interrupt of kind
+    MODEL_CALL_APPROVAL (the task moves to INPUT_REQUIRED and keeps its lease), which
+    the runtime waits on with AwaitDecision or gives up its lease for with SuspendTask,
+    exactly as for a gated tool call. Approve: that one model call may run. Reject: the
+    control plane ends the task as FAILED (reason budget.model_call_rejected) in the
+    transaction of the decision; the runtime stops. Idempotent per call_id: asking
+    again about a call id that raised an interrupt answers with that interrupt as it
+    is now (pending, or resolved with its decision: ALLOW for an approval), also under
+    a later lease, so a runtime replaying its turn must ask with the same call id.
+    Fenced like a write: a stale lease is LEASE_LOST, an ended task TASK_TERMINAL.
+    """
+
     await_decision: ServerStream[_runtime_service_pb2.AwaitDecisionRequest, _runtime_service_pb2.AwaitDecisionResponse]
     """AwaitDecision waits on a stream for the decision on an interrupt (interactive
     delivery). See AwaitDecisionResponse for what the stream carries.
@@ -262,6 +279,9 @@ class RuntimeService:
         )
         self.check_tool_call = Unary(
             channel, "/agentplane.v1.RuntimeService/CheckToolCall", _runtime_service_pb2.CheckToolCallRequest, _runtime_service_pb2.CheckToolCallResponse, metadata
+        )
+        self.check_model_call = Unary(
+            channel, "/agentplane.v1.RuntimeService/CheckModelCall", _runtime_service_pb2.CheckModelCallRequest, _runtime_service_pb2.CheckModelCallResponse, metadata
         )
         self.await_decision = ServerStream(
             channel, "/agentplane.v1.RuntimeService/AwaitDecision", _runtime_service_pb2.AwaitDecisionRequest, _runtime_service_pb2.AwaitDecisionResponse, metadata
@@ -620,7 +640,8 @@ class AsyncHitlService:
 
     list_interrupts: AsyncUnary[_hitl_service_pb2.ListInterruptsRequest, _hitl_service_pb2.ListInterruptsResponse]
     """ListInterrupts lists interrupts of the caller's tenant, oldest first, filtered and
-    paged. By default it is the reviewers' inbox: pending tool approvals. kinds and
+    paged. By default it is the reviewers' inbox: pending tool approvals and model-call
+    approvals (a spent budget's). kinds and
     states widen or narrow it; resolved interrupts are listed per task (task_id).
     """
 
@@ -709,6 +730,22 @@ class AsyncRuntimeService:
     decision) or reject (with a synthesized decision). Call and answer are logged.
     """
 
+    check_model_call: AsyncUnary[_runtime_service_pb2.CheckModelCallRequest, _runtime_service_pb2.CheckModelCallResponse]
+    """CheckModelCall asks whether a model call may run, for a task whose lease says
+    check_model_calls (it counts against a budget rule with on_limit: approve). While
+    no such budget is spent it answers ALLOW and writes nothing. Once one is spent, the
+    call needs a person: the answer is INTERRUPT with a durable interrupt of kind
+    MODEL_CALL_APPROVAL (the task moves to INPUT_REQUIRED and keeps its lease), which
+    the runtime waits on with AwaitDecision or gives up its lease for with SuspendTask,
+    exactly as for a gated tool call. Approve: that one model call may run. Reject: the
+    control plane ends the task as FAILED (reason budget.model_call_rejected) in the
+    transaction of the decision; the runtime stops. Idempotent per call_id: asking
+    again about a call id that raised an interrupt answers with that interrupt as it
+    is now (pending, or resolved with its decision: ALLOW for an approval), also under
+    a later lease, so a runtime replaying its turn must ask with the same call id.
+    Fenced like a write: a stale lease is LEASE_LOST, an ended task TASK_TERMINAL.
+    """
+
     await_decision: AsyncServerStream[_runtime_service_pb2.AwaitDecisionRequest, _runtime_service_pb2.AwaitDecisionResponse]
     """AwaitDecision waits on a stream for the decision on an interrupt (interactive
     delivery). See AwaitDecisionResponse for what the stream carries.
@@ -776,6 +813,9 @@ class AsyncRuntimeService:
         )
         self.check_tool_call = AsyncUnary(
             channel, "/agentplane.v1.RuntimeService/CheckToolCall", _runtime_service_pb2.CheckToolCallRequest, _runtime_service_pb2.CheckToolCallResponse, metadata
+        )
+        self.check_model_call = AsyncUnary(
+            channel, "/agentplane.v1.RuntimeService/CheckModelCall", _runtime_service_pb2.CheckModelCallRequest, _runtime_service_pb2.CheckModelCallResponse, metadata
         )
         self.await_decision = AsyncServerStream(
             channel, "/agentplane.v1.RuntimeService/AwaitDecision", _runtime_service_pb2.AwaitDecisionRequest, _runtime_service_pb2.AwaitDecisionResponse, metadata

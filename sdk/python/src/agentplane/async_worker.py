@@ -63,6 +63,7 @@ from agentplane.worker import (
     EventArg,
     Failure,
     Gate,
+    ModelCallRejected,
     StopReason,
     Suspended,
     Task,
@@ -74,7 +75,7 @@ from agentplane.worker import (
     check_options,
 )
 
-__all__ = ["AsyncHandler", "AsyncTask", "AsyncWorker", "Failure", "Gate", "Suspended", "TaskStopped"]
+__all__ = ["AsyncHandler", "AsyncTask", "AsyncWorker", "Failure", "Gate", "ModelCallRejected", "Suspended", "TaskStopped"]
 
 _T = TypeVar("_T")
 _R = TypeVar("_R", bound=Message)
@@ -238,6 +239,26 @@ class AsyncTask:
             await self.report({"tool_call": dict(call, arguments_json=arguments_json)},
                               {"tool_result": dict(call, result=gate.reason, is_error=True)})
         return gate
+
+    async def model_call(self, call_id: str, node: str = "", model: str = "", trip: int = 0) -> None:
+        """Task.model_call: asks CheckModelCall before a model call (only when the lease says
+        check_model_calls); waits for an approval (interactive) or suspends and raises
+        Suspended (durable); a rejection raises ModelCallRejected (the task has failed)."""
+        if not self.lease.check_model_calls:
+            return
+        node = node or self.agent_name
+        resp = await self._write(self.client.runtime.check_model_call, call_id=call_id, agent_name=node,
+                                 trip_index=trip, model=model)
+        if resp.outcome == GateOutcome.ALLOW:
+            return
+        if resp.outcome == GateOutcome.REJECT:
+            gate = Task._gate_of(resp.decision, "")
+        else:
+            gate = await self._wait_or_use(call_id, resp.interrupt, "")
+        if gate.allowed:
+            return
+        self.ended = "failed by the control plane: model call rejected"
+        raise ModelCallRejected(f"model call {call_id} was rejected: {gate.reason}")
 
     async def _decide(self, call_id: str, name: str, arguments_json: str, node: str) -> Gate:
         it = self._resolved.pop(call_id, None) or self._pending.get(call_id)

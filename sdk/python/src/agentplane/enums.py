@@ -46,6 +46,15 @@ class InterruptKind(enum.IntEnum):
     PauseTask's tool_output_calls. Not shown in the reviewers' inbox unless
     ListInterruptsRequest.kinds asks for it.
     """
+    MODEL_CALL_APPROVAL = 4
+    """A model call of a task whose budget is spent, under a budget rule with
+    on_limit: approve (docs/budgets.md), waits for a person: approve lets that one
+    model call run, reject ends the task (FAILED, reason budget.model_call_rejected);
+    edit is refused. Raised by RuntimeService.CheckModelCall. Its request is an
+    ApprovalRequest (arm approval) whose tool_name is `__model_call__`, whose
+    arguments_json describes the budget as JSON text, and whose model_call carries it
+    typed. Shown in the reviewers' inbox with the tool approvals.
+    """
 
 
 class InterruptState(enum.IntEnum):

@@ -64,7 +64,7 @@ from agentplane.v1 import hitl_pb2, runtime_service_pb2, task_pb2
 
 __all__ = [
     "DEFAULT_DRAIN_TIMEOUT", "DEFAULT_POLL_WAIT", "DEFAULT_WRITE_TIMEOUT", "Delivery", "Failure", "Gate", "Handler",
-    "STEP_ATTR", "STEP_RESULT_ATTR", "StopReason", "Suspended", "Task", "TaskStopped", "Worker",
+    "STEP_ATTR", "STEP_RESULT_ATTR", "ModelCallRejected", "StopReason", "Suspended", "Task", "TaskStopped", "Worker",
 ]
 
 APPROVE = DecisionType.APPROVE
@@ -136,6 +136,11 @@ def _stop_cause(err: AgentplaneError) -> StopReason:
 
 class Suspended(Exception):
     """The task gave its lease up to wait durably for a decision."""
+
+
+class ModelCallRejected(Exception):
+    """Task.model_call: a person (or the deadline) rejected the model call, and the control
+    plane failed the task (reason budget.model_call_rejected). Return from the handler."""
 
 
 class Gate:
@@ -320,6 +325,30 @@ class Task:
             self.report({"tool_call": dict(call, arguments_json=arguments_json)},
                         {"tool_result": dict(call, result=gate.reason, is_error=True)})
         return gate
+
+    def model_call(self, call_id: str, node: str = "", model: str = "", trip: int = 0) -> None:
+        """Asks, before a model call, whether it may run: a task counting against a budget
+        whose on_limit is approve (docs/budgets.md) needs a person's approval for each model
+        call once that budget is spent. Returns when the call may run, without a round trip
+        when the lease does not say check_model_calls. A held call waits for its decision
+        (interactive) or gives the lease up and raises Suspended (durable), as tool_call
+        does; a rejection raises ModelCallRejected (the task has failed). call_id must be
+        unique in the task and the same when a later lease replays the turn."""
+        if not self.lease.check_model_calls:
+            return
+        node = node or self.agent_name
+        resp = self._write(self.client.runtime.check_model_call, call_id=call_id, agent_name=node,
+                           trip_index=trip, model=model)
+        if resp.outcome == GateOutcome.ALLOW:
+            return
+        if resp.outcome == GateOutcome.REJECT:
+            gate = self._gate_of(resp.decision, "")
+        else:
+            gate = self._wait_or_use(call_id, resp.interrupt, "")
+        if gate.allowed:
+            return
+        self.ended = "failed by the control plane: model call rejected"
+        raise ModelCallRejected(f"model call {call_id} was rejected: {gate.reason}")
 
     def _decide(self, call_id: str, name: str, arguments_json: str, node: str) -> Gate:
         it = self._resolved.pop(call_id, None) or self._pending.get(call_id)

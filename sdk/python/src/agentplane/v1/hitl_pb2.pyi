@@ -28,6 +28,7 @@ GATE_OUTCOME_INTERRUPT: GateOutcome
 GATE_OUTCOME_REJECT: GateOutcome
 GATE_OUTCOME_UNSPECIFIED: GateOutcome
 INTERRUPT_KIND_AUTO_PAUSE: InterruptKind
+INTERRUPT_KIND_MODEL_CALL_APPROVAL: InterruptKind
 INTERRUPT_KIND_TOOL_APPROVAL: InterruptKind
 INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED: InterruptKind
 INTERRUPT_KIND_UNSPECIFIED: InterruptKind
@@ -66,20 +67,22 @@ class ApprovalContext(_message.Message):
     def __init__(self, agent_name: _Optional[str] = ..., trip_index: _Optional[int] = ..., session_id: _Optional[str] = ..., original_input: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ApprovalRequest(_message.Message):
-    __slots__ = ["arguments_json", "context", "interrupt_id", "request_time", "tool_description", "tool_name"]
+    __slots__ = ["arguments_json", "context", "interrupt_id", "model_call", "request_time", "tool_description", "tool_name"]
     ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_FIELD_NUMBER: _ClassVar[int]
     INTERRUPT_ID_FIELD_NUMBER: _ClassVar[int]
+    MODEL_CALL_FIELD_NUMBER: _ClassVar[int]
     REQUEST_TIME_FIELD_NUMBER: _ClassVar[int]
     TOOL_DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
     arguments_json: str
     context: ApprovalContext
     interrupt_id: str
+    model_call: ModelCallApproval
     request_time: _timestamp_pb2.Timestamp
     tool_description: str
     tool_name: str
-    def __init__(self, interrupt_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., tool_description: _Optional[str] = ..., context: _Optional[_Union[ApprovalContext, _Mapping]] = ..., request_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., arguments_json: _Optional[str] = ...) -> None: ...
+    def __init__(self, interrupt_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., tool_description: _Optional[str] = ..., context: _Optional[_Union[ApprovalContext, _Mapping]] = ..., request_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., arguments_json: _Optional[str] = ..., model_call: _Optional[_Union[ModelCallApproval, _Mapping]] = ...) -> None: ...
 
 class ApprovalRequirement(_message.Message):
     __slots__ = ["approvals", "approvals_needed", "edited_arguments_json", "eligible", "escalate_time", "escalated", "escalation_group", "group", "quorum", "reject_quorum", "rejections", "remind_time", "reminded", "review_args_digest", "rule", "separation_of_duties", "started_by"]
@@ -228,6 +231,26 @@ class InterruptPolicy(_message.Message):
     denylist: ToolListPolicy
     predicate: PredicatePolicy
     def __init__(self, allowlist: _Optional[_Union[ToolListPolicy, _Mapping]] = ..., denylist: _Optional[_Union[ToolListPolicy, _Mapping]] = ..., predicate: _Optional[_Union[PredicatePolicy, _Mapping]] = ...) -> None: ...
+
+class ModelCallApproval(_message.Message):
+    __slots__ = ["agent_id", "budget", "limit", "model", "period", "resets_at", "unit", "used"]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    PERIOD_FIELD_NUMBER: _ClassVar[int]
+    RESETS_AT_FIELD_NUMBER: _ClassVar[int]
+    UNIT_FIELD_NUMBER: _ClassVar[int]
+    USED_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    budget: str
+    limit: str
+    model: str
+    period: str
+    resets_at: _timestamp_pb2.Timestamp
+    unit: str
+    used: str
+    def __init__(self, budget: _Optional[str] = ..., period: _Optional[str] = ..., unit: _Optional[str] = ..., used: _Optional[str] = ..., limit: _Optional[str] = ..., resets_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., agent_id: _Optional[str] = ..., model: _Optional[str] = ...) -> None: ...
 
 class PredicatePolicy(_message.Message):
     __slots__ = ["expression"]

@@ -48,7 +48,8 @@ class HitlServiceServicer(object):
 
     def ListInterrupts(self, request, context):
         """ListInterrupts lists interrupts of the caller's tenant, oldest first, filtered and
-        paged. By default it is the reviewers' inbox: pending tool approvals. kinds and
+        paged. By default it is the reviewers' inbox: pending tool approvals and model-call
+        approvals (a spent budget's). kinds and
         states widen or narrow it; resolved interrupts are listed per task (task_id).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

@@ -44,6 +44,30 @@ class AwaitPending(_message.Message):
     deadline: _timestamp_pb2.Timestamp
     def __init__(self, deadline: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
+class CheckModelCallRequest(_message.Message):
+    __slots__ = ["agent_name", "call_id", "lease", "model", "trip_index"]
+    AGENT_NAME_FIELD_NUMBER: _ClassVar[int]
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    LEASE_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    TRIP_INDEX_FIELD_NUMBER: _ClassVar[int]
+    agent_name: str
+    call_id: str
+    lease: LeaseRef
+    model: str
+    trip_index: int
+    def __init__(self, lease: _Optional[_Union[LeaseRef, _Mapping]] = ..., call_id: _Optional[str] = ..., agent_name: _Optional[str] = ..., trip_index: _Optional[int] = ..., model: _Optional[str] = ...) -> None: ...
+
+class CheckModelCallResponse(_message.Message):
+    __slots__ = ["decision", "interrupt", "outcome"]
+    DECISION_FIELD_NUMBER: _ClassVar[int]
+    INTERRUPT_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    decision: _hitl_pb2.Decision
+    interrupt: _hitl_pb2.Interrupt
+    outcome: _hitl_pb2.GateOutcome
+    def __init__(self, outcome: _Optional[_Union[_hitl_pb2.GateOutcome, str]] = ..., interrupt: _Optional[_Union[_hitl_pb2.Interrupt, _Mapping]] = ..., decision: _Optional[_Union[_hitl_pb2.Decision, _Mapping]] = ...) -> None: ...
+
 class CheckToolCallRequest(_message.Message):
     __slots__ = ["agent_name", "annotations", "arguments_json", "call_id", "lease", "message_id", "report_allowed_call", "tool_description", "tool_name", "trip_index"]
     AGENT_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -139,9 +163,10 @@ class HeartbeatResponse(_message.Message):
     def __init__(self, deadline: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., canceled: bool = ..., cancel_reason: _Optional[str] = ...) -> None: ...
 
 class Lease(_message.Message):
-    __slots__ = ["a2a_peers", "attempt", "continue_messages", "continue_tool_results", "deadline", "epoch", "history_cursor", "lease_id", "mcp_servers", "pending_interrupts", "resolved_interrupts", "spec", "task", "trace_context"]
+    __slots__ = ["a2a_peers", "attempt", "check_model_calls", "continue_messages", "continue_tool_results", "deadline", "epoch", "history_cursor", "lease_id", "mcp_servers", "pending_interrupts", "resolved_interrupts", "spec", "task", "trace_context"]
     A2A_PEERS_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    CHECK_MODEL_CALLS_FIELD_NUMBER: _ClassVar[int]
     CONTINUE_MESSAGES_FIELD_NUMBER: _ClassVar[int]
     CONTINUE_TOOL_RESULTS_FIELD_NUMBER: _ClassVar[int]
     DEADLINE_FIELD_NUMBER: _ClassVar[int]
@@ -156,6 +181,7 @@ class Lease(_message.Message):
     TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     a2a_peers: _containers.RepeatedCompositeFieldContainer[_peers_pb2.A2aPeer]
     attempt: int
+    check_model_calls: bool
     continue_messages: _containers.RepeatedCompositeFieldContainer[_task_pb2.Message]
     continue_tool_results: _containers.RepeatedCompositeFieldContainer[_task_pb2.ToolResult]
     deadline: _timestamp_pb2.Timestamp
@@ -168,7 +194,7 @@ class Lease(_message.Message):
     spec: ResolvedSpec
     task: _task_pb2.Task
     trace_context: _task_pb2.TraceContext
-    def __init__(self, lease_id: _Optional[str] = ..., epoch: _Optional[int] = ..., deadline: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., task: _Optional[_Union[_task_pb2.Task, _Mapping]] = ..., spec: _Optional[_Union[ResolvedSpec, _Mapping]] = ..., history_cursor: _Optional[int] = ..., attempt: _Optional[int] = ..., resolved_interrupts: _Optional[_Iterable[_Union[_hitl_pb2.Interrupt, _Mapping]]] = ..., pending_interrupts: _Optional[_Iterable[_Union[_hitl_pb2.Interrupt, _Mapping]]] = ..., continue_messages: _Optional[_Iterable[_Union[_task_pb2.Message, _Mapping]]] = ..., continue_tool_results: _Optional[_Iterable[_Union[_task_pb2.ToolResult, _Mapping]]] = ..., mcp_servers: _Optional[_Iterable[_Union[_peers_pb2.McpServer, _Mapping]]] = ..., a2a_peers: _Optional[_Iterable[_Union[_peers_pb2.A2aPeer, _Mapping]]] = ..., trace_context: _Optional[_Union[_task_pb2.TraceContext, _Mapping]] = ...) -> None: ...
+    def __init__(self, lease_id: _Optional[str] = ..., epoch: _Optional[int] = ..., deadline: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., task: _Optional[_Union[_task_pb2.Task, _Mapping]] = ..., spec: _Optional[_Union[ResolvedSpec, _Mapping]] = ..., history_cursor: _Optional[int] = ..., attempt: _Optional[int] = ..., resolved_interrupts: _Optional[_Iterable[_Union[_hitl_pb2.Interrupt, _Mapping]]] = ..., pending_interrupts: _Optional[_Iterable[_Union[_hitl_pb2.Interrupt, _Mapping]]] = ..., continue_messages: _Optional[_Iterable[_Union[_task_pb2.Message, _Mapping]]] = ..., continue_tool_results: _Optional[_Iterable[_Union[_task_pb2.ToolResult, _Mapping]]] = ..., mcp_servers: _Optional[_Iterable[_Union[_peers_pb2.McpServer, _Mapping]]] = ..., a2a_peers: _Optional[_Iterable[_Union[_peers_pb2.A2aPeer, _Mapping]]] = ..., trace_context: _Optional[_Union[_task_pb2.TraceContext, _Mapping]] = ..., check_model_calls: bool = ...) -> None: ...
 
 class LeaseRef(_message.Message):
     __slots__ = ["epoch", "lease_id", "task_id"]

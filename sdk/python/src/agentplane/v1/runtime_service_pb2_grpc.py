@@ -12,7 +12,7 @@ class RuntimeServiceStub(object):
     FAILED_PRECONDITION with reason LEASE_LOST, so a zombie runtime cannot corrupt a task.
 
     Retries: every call is safe to repeat after a lost response. Heartbeat,
-    CheckToolCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
+    CheckToolCall and CheckModelCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
     idempotent by nature; the other writes take a request_id (at most 128 bytes, unique
     among the mutating calls on the task): a retry with the same request_id and the same
     request returns the first call's result (also after the call released the lease or
@@ -54,6 +54,11 @@ class RuntimeServiceStub(object):
                 '/agentplane.v1.RuntimeService/CheckToolCall',
                 request_serializer=agentplane_dot_v1_dot_runtime__service__pb2.CheckToolCallRequest.SerializeToString,
                 response_deserializer=agentplane_dot_v1_dot_runtime__service__pb2.CheckToolCallResponse.FromString,
+                )
+        self.CheckModelCall = channel.unary_unary(
+                '/agentplane.v1.RuntimeService/CheckModelCall',
+                request_serializer=agentplane_dot_v1_dot_runtime__service__pb2.CheckModelCallRequest.SerializeToString,
+                response_deserializer=agentplane_dot_v1_dot_runtime__service__pb2.CheckModelCallResponse.FromString,
                 )
         self.AwaitDecision = channel.unary_stream(
                 '/agentplane.v1.RuntimeService/AwaitDecision',
@@ -104,7 +109,7 @@ class RuntimeServiceServicer(object):
     FAILED_PRECONDITION with reason LEASE_LOST, so a zombie runtime cannot corrupt a task.
 
     Retries: every call is safe to repeat after a lost response. Heartbeat,
-    CheckToolCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
+    CheckToolCall and CheckModelCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
     idempotent by nature; the other writes take a request_id (at most 128 bytes, unique
     among the mutating calls on the task): a retry with the same request_id and the same
     request returns the first call's result (also after the call released the lease or
@@ -157,6 +162,25 @@ class RuntimeServiceServicer(object):
     def CheckToolCall(self, request, context):
         """CheckToolCall asks whether a tool call may run: allow, interrupt (wait for a
         decision) or reject (with a synthesized decision). Call and answer are logged.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CheckModelCall(self, request, context):
+        """CheckModelCall asks whether a model call may run, for a task whose lease says
+        check_model_calls (it counts against a budget rule with on_limit: approve). While
+        no such budget is spent it answers ALLOW and writes nothing. Once one is spent, the
+        call needs a person: the answer is INTERRUPT with a durable interrupt of kind
+        MODEL_CALL_APPROVAL (the task moves to INPUT_REQUIRED and keeps its lease), which
+        the runtime waits on with AwaitDecision or gives up its lease for with SuspendTask,
+        exactly as for a gated tool call. Approve: that one model call may run. Reject: the
+        control plane ends the task as FAILED (reason budget.model_call_rejected) in the
+        transaction of the decision; the runtime stops. Idempotent per call_id: asking
+        again about a call id that raised an interrupt answers with that interrupt as it
+        is now (pending, or resolved with its decision: ALLOW for an approval), also under
+        a later lease, so a runtime replaying its turn must ask with the same call id.
+        Fenced like a write: a stale lease is LEASE_LOST, an ended task TASK_TERMINAL.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -266,6 +290,11 @@ def add_RuntimeServiceServicer_to_server(servicer, server):
                     request_deserializer=agentplane_dot_v1_dot_runtime__service__pb2.CheckToolCallRequest.FromString,
                     response_serializer=agentplane_dot_v1_dot_runtime__service__pb2.CheckToolCallResponse.SerializeToString,
             ),
+            'CheckModelCall': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckModelCall,
+                    request_deserializer=agentplane_dot_v1_dot_runtime__service__pb2.CheckModelCallRequest.FromString,
+                    response_serializer=agentplane_dot_v1_dot_runtime__service__pb2.CheckModelCallResponse.SerializeToString,
+            ),
             'AwaitDecision': grpc.unary_stream_rpc_method_handler(
                     servicer.AwaitDecision,
                     request_deserializer=agentplane_dot_v1_dot_runtime__service__pb2.AwaitDecisionRequest.FromString,
@@ -320,7 +349,7 @@ class RuntimeService(object):
     FAILED_PRECONDITION with reason LEASE_LOST, so a zombie runtime cannot corrupt a task.
 
     Retries: every call is safe to repeat after a lost response. Heartbeat,
-    CheckToolCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
+    CheckToolCall and CheckModelCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
     idempotent by nature; the other writes take a request_id (at most 128 bytes, unique
     among the mutating calls on the task): a retry with the same request_id and the same
     request returns the first call's result (also after the call released the lease or
@@ -402,6 +431,23 @@ class RuntimeService(object):
         return grpc.experimental.unary_unary(request, target, '/agentplane.v1.RuntimeService/CheckToolCall',
             agentplane_dot_v1_dot_runtime__service__pb2.CheckToolCallRequest.SerializeToString,
             agentplane_dot_v1_dot_runtime__service__pb2.CheckToolCallResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CheckModelCall(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentplane.v1.RuntimeService/CheckModelCall',
+            agentplane_dot_v1_dot_runtime__service__pb2.CheckModelCallRequest.SerializeToString,
+            agentplane_dot_v1_dot_runtime__service__pb2.CheckModelCallResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

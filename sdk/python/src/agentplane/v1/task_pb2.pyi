@@ -29,12 +29,13 @@ TASK_STATE_UNSPECIFIED: TaskState
 TASK_STATE_WORKING: TaskState
 
 class BudgetStatus(_message.Message):
-    __slots__ = ["agent_id", "budget", "exceeded", "limit_cost_micros", "limit_tokens", "period", "period_start", "resets_at", "tenant", "used_cost_micros", "used_tokens", "warn_percent", "warned"]
+    __slots__ = ["agent_id", "budget", "exceeded", "limit_cost_micros", "limit_tokens", "on_limit", "period", "period_start", "resets_at", "tenant", "used_cost_micros", "used_tokens", "warn_percent", "warned"]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     BUDGET_FIELD_NUMBER: _ClassVar[int]
     EXCEEDED_FIELD_NUMBER: _ClassVar[int]
     LIMIT_COST_MICROS_FIELD_NUMBER: _ClassVar[int]
     LIMIT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    ON_LIMIT_FIELD_NUMBER: _ClassVar[int]
     PERIOD_FIELD_NUMBER: _ClassVar[int]
     PERIOD_START_FIELD_NUMBER: _ClassVar[int]
     RESETS_AT_FIELD_NUMBER: _ClassVar[int]
@@ -48,6 +49,7 @@ class BudgetStatus(_message.Message):
     exceeded: bool
     limit_cost_micros: int
     limit_tokens: int
+    on_limit: str
     period: str
     period_start: _timestamp_pb2.Timestamp
     resets_at: _timestamp_pb2.Timestamp
@@ -56,7 +58,7 @@ class BudgetStatus(_message.Message):
     used_tokens: int
     warn_percent: int
     warned: bool
-    def __init__(self, budget: _Optional[str] = ..., tenant: _Optional[str] = ..., agent_id: _Optional[str] = ..., period: _Optional[str] = ..., period_start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., resets_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., used_tokens: _Optional[int] = ..., limit_tokens: _Optional[int] = ..., used_cost_micros: _Optional[int] = ..., limit_cost_micros: _Optional[int] = ..., warn_percent: _Optional[int] = ..., warned: bool = ..., exceeded: bool = ...) -> None: ...
+    def __init__(self, budget: _Optional[str] = ..., tenant: _Optional[str] = ..., agent_id: _Optional[str] = ..., period: _Optional[str] = ..., period_start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., resets_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., used_tokens: _Optional[int] = ..., limit_tokens: _Optional[int] = ..., used_cost_micros: _Optional[int] = ..., limit_cost_micros: _Optional[int] = ..., warn_percent: _Optional[int] = ..., warned: bool = ..., exceeded: bool = ..., on_limit: _Optional[str] = ...) -> None: ...
 
 class BudgetWarning(_message.Message):
     __slots__ = ["budget"]

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentplane/v1/hitl.proto.
  */
 export const file_agentplane_v1_hitl: GenFile = /*@__PURE__*/
-  fileDesc("ChhhZ2VudHBsYW5lL3YxL2hpdGwucHJvdG8SDWFnZW50cGxhbmUudjEitwEKD0ludGVycnVwdFBvbGljeRIyCglhbGxvd2xpc3QYASABKAsyHS5hZ2VudHBsYW5lLnYxLlRvb2xMaXN0UG9saWN5SAASMQoIZGVueWxpc3QYAiABKAsyHS5hZ2VudHBsYW5lLnYxLlRvb2xMaXN0UG9saWN5SAASMwoJcHJlZGljYXRlGAMgASgLMh4uYWdlbnRwbGFuZS52MS5QcmVkaWNhdGVQb2xpY3lIAEIICgZwb2xpY3kimwEKDlRvb2xMaXN0UG9saWN5Eg0KBXRvb2xzGAEgAygJEjUKBHRhZ3MYAiADKAsyJy5hZ2VudHBsYW5lLnYxLlRvb2xMaXN0UG9saWN5LlRhZ3NFbnRyeRpDCglUYWdzRW50cnkSCwoDa2V5GAEgASgJEiUKBXZhbHVlGAIgASgLMhYuYWdlbnRwbGFuZS52MS5UYWdMaXN0OgI4ASIXCgdUYWdMaXN0EgwKBHRhZ3MYASADKAkiJQoPUHJlZGljYXRlUG9saWN5EhIKCmV4cHJlc3Npb24YASABKAkitgEKCVRvb2xHYXRlZBIPCgdjYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIrCgdvdXRjb21lGAMgASgOMhouYWdlbnRwbGFuZS52MS5HYXRlT3V0Y29tZRIUCgxpbnRlcnJ1cHRfaWQYBCABKAkSDAoEdGFncxgFIAMoCRIOCgZyZWFzb24YBiABKAkSDAoEbm9kZRgHIAEoCRIWCg5hcmd1bWVudHNfanNvbhgIIAEoCSKNBAoJSW50ZXJydXB0EhQKDGludGVycnVwdF9pZBgBIAEoCRIPCgd0YXNrX2lkGAIgASgJEg4KBnRlbmFudBgDIAEoCRIqCgRraW5kGAQgASgOMhwuYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHRLaW5kEiwKBXN0YXRlGAUgASgOMh0uYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHRTdGF0ZRIyCghhcHByb3ZhbBgGIAEoCzIeLmFnZW50cGxhbmUudjEuQXBwcm92YWxSZXF1ZXN0SAASMQoIdHVybl9lbmQYDCABKAsyHS5hZ2VudHBsYW5lLnYxLlR1cm5FbmRSZXF1ZXN0SAASNwoLdG9vbF9vdXRwdXQYDSABKAsyIC5hZ2VudHBsYW5lLnYxLlRvb2xPdXRwdXRSZXF1ZXN0SAASLAoIZGVhZGxpbmUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKCGRlY2lzaW9uGAggASgLMhcuYWdlbnRwbGFuZS52MS5EZWNpc2lvbhITCgthcmdzX2RpZ2VzdBgJIAEoCRIPCgdjYWxsX2lkGAogASgJEgwKBG5vZGUYCyABKAkSNwoLcmVxdWlyZW1lbnQYFCABKAsyIi5hZ2VudHBsYW5lLnYxLkFwcHJvdmFsUmVxdWlyZW1lbnRCCQoHcmVxdWVzdCKNBAoTQXBwcm92YWxSZXF1aXJlbWVudBIMCgRydWxlGAEgASgJEg0KBWdyb3VwGAIgASgJEg4KBnF1b3J1bRgDIAEoBRIVCg1yZWplY3RfcXVvcnVtGAQgASgFEhwKFHNlcGFyYXRpb25fb2ZfZHV0aWVzGAUgASgIEhIKCnN0YXJ0ZWRfYnkYBiABKAkSKgoJYXBwcm92YWxzGAcgAygLMhcuYWdlbnRwbGFuZS52MS5BcHByb3ZhbBIrCgpyZWplY3Rpb25zGAggAygLMhcuYWdlbnRwbGFuZS52MS5BcHByb3ZhbBIiChVlZGl0ZWRfYXJndW1lbnRzX2pzb24YCSABKAlIAIgBARIaChJyZXZpZXdfYXJnc19kaWdlc3QYCiABKAkSLwoLcmVtaW5kX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDWVzY2FsYXRlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhgKEGVzY2FsYXRpb25fZ3JvdXAYDSABKAkSEAoIcmVtaW5kZWQYDiABKAgSEQoJZXNjYWxhdGVkGA8gASgIEhAKCGVsaWdpYmxlGBAgAygJEhgKEGFwcHJvdmFsc19uZWVkZWQYESABKAVCGAoWX2VkaXRlZF9hcmd1bWVudHNfanNvbiK4AQoIQXBwcm92YWwSEQoJcHJpbmNpcGFsGAEgASgJEg8KB2NoYW5uZWwYAiABKAkSKAoEdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLYXJnc19kaWdlc3QYBCABKAkSEwoGcmVhc29uGAUgASgJSACIAQESKQoEdHlwZRgGIAEoDjIbLmFnZW50cGxhbmUudjEuRGVjaXNpb25UeXBlQgkKB19yZWFzb24i9QEKD0FwcHJvdmFsUmVxdWVzdBIUCgxpbnRlcnJ1cHRfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEh0KEHRvb2xfZGVzY3JpcHRpb24YAyABKAlIAIgBARIvCgdjb250ZXh0GAUgASgLMh4uYWdlbnRwbGFuZS52MS5BcHByb3ZhbENvbnRleHQSMAoMcmVxdWVzdF90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5hcmd1bWVudHNfanNvbhgHIAEoCUITChFfdG9vbF9kZXNjcmlwdGlvbkoECAQQBVIEYXJncyJ+Cg5UdXJuRW5kUmVxdWVzdBISCgphZ2VudF9uYW1lGAEgASgJEhcKCnNlc3Npb25faWQYAiABKAlIAIgBARIwCgxyZXF1ZXN0X3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQg0KC19zZXNzaW9uX2lkIsABChFUb29sT3V0cHV0UmVxdWVzdBIRCgl0b29sX25hbWUYASABKAkSFgoOYXJndW1lbnRzX2pzb24YAiABKAkSEgoKYWdlbnRfbmFtZRgDIAEoCRISCgp0cmlwX2luZGV4GAQgASgFEhcKCnNlc3Npb25faWQYBSABKAlIAIgBARIwCgxyZXF1ZXN0X3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQg0KC19zZXNzaW9uX2lkIp8BCg9BcHByb3ZhbENvbnRleHQSEgoKYWdlbnRfbmFtZRgBIAEoCRISCgp0cmlwX2luZGV4GAIgASgFEhcKCnNlc3Npb25faWQYAyABKAlIAIgBARIbCg5vcmlnaW5hbF9pbnB1dBgEIAEoCUgBiAEBEgwKBHRhZ3MYBSADKAlCDQoLX3Nlc3Npb25faWRCEQoPX29yaWdpbmFsX2lucHV0IoEDCghEZWNpc2lvbhIpCgR0eXBlGAEgASgOMhsuYWdlbnRwbGFuZS52MS5EZWNpc2lvblR5cGUSEwoGcmVhc29uGAIgASgJSACIAQESGQoRcnVsZWRfYXJnc19kaWdlc3QYBCABKAkSEwoLYXJnc19kaWdlc3QYBSABKAkSEgoKZGVjaWRlZF9ieRgGIAEoCRIvCgtkZWNpZGVfdGltZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoGc291cmNlGAggASgOMh0uYWdlbnRwbGFuZS52MS5EZWNpc2lvblNvdXJjZRIZCgxtb2RlbF9yZWFzb24YCSABKAlIAYgBARIUCgxpbnRlcnJ1cHRfaWQYCiABKAkSFgoOYXJndW1lbnRzX2pzb24YCyABKAkSDwoHY2FsbF9pZBgMIAEoCRIPCgdjaGFubmVsGBQgASgJQgkKB19yZWFzb25CDwoNX21vZGVsX3JlYXNvbkoECAMQBFIEYXJncyK3AwoLQXVkaXRSZWNvcmQSEAoIYXVkaXRfaWQYASABKAkSDgoGdGVuYW50GAIgASgJEg8KB3Rhc2tfaWQYAyABKAkSFAoMaW50ZXJydXB0X2lkGAQgASgJEhEKCXRvb2xfbmFtZRgFIAEoCRIqCgZhY3Rpb24YBiABKA4yGi5hZ2VudHBsYW5lLnYxLkF1ZGl0QWN0aW9uEhEKCXByaW5jaXBhbBgHIAEoCRIPCgdjaGFubmVsGAggASgJEigKBHRpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2FyZ3NfZGlnZXN0GAogASgJEhMKBnJlYXNvbhgLIAEoCUgAiAEBEi0KBnNvdXJjZRgMIAEoDjIdLmFnZW50cGxhbmUudjEuRGVjaXNpb25Tb3VyY2USEAoIcmVzb2x2ZWQYDSABKAgSDAoEcnVsZRgOIAEoCRISCgpyZXF1ZXN0X2lkGA8gASgJEhoKEnJlc3VsdF9hcmdzX2RpZ2VzdBgQIAEoCRINCgVncm91cBgRIAEoCRIPCgdsaW5rX2lkGBIgASgJQgkKB19yZWFzb24qeAoLR2F0ZU91dGNvbWUSHAoYR0FURV9PVVRDT01FX1VOU1BFQ0lGSUVEEAASFgoSR0FURV9PVVRDT01FX0FMTE9XEAESGgoWR0FURV9PVVRDT01FX0lOVEVSUlVQVBACEhcKE0dBVEVfT1VUQ09NRV9SRUpFQ1QQAyqZAQoNSW50ZXJydXB0S2luZBIeChpJTlRFUlJVUFRfS0lORF9VTlNQRUNJRklFRBAAEiAKHElOVEVSUlVQVF9LSU5EX1RPT0xfQVBQUk9WQUwQARIdChlJTlRFUlJVUFRfS0lORF9BVVRPX1BBVVNFEAISJwojSU5URVJSVVBUX0tJTkRfVE9PTF9PVVRQVVRfUkVRVUlSRUQQAypsCg5JbnRlcnJ1cHRTdGF0ZRIfChtJTlRFUlJVUFRfU1RBVEVfVU5TUEVDSUZJRUQQABIbChdJTlRFUlJVUFRfU1RBVEVfUEVORElORxABEhwKGElOVEVSUlVQVF9TVEFURV9SRVNPTFZFRBACKnoKDERlY2lzaW9uVHlwZRIdChlERUNJU0lPTl9UWVBFX1VOU1BFQ0lGSUVEEAASGQoVREVDSVNJT05fVFlQRV9BUFBST1ZFEAESGAoUREVDSVNJT05fVFlQRV9SRUpFQ1QQAhIWChJERUNJU0lPTl9UWVBFX0VESVQQAyrnAQoORGVjaXNpb25Tb3VyY2USHwobREVDSVNJT05fU09VUkNFX1VOU1BFQ0lGSUVEEAASGQoVREVDSVNJT05fU09VUkNFX0hVTUFOEAESHAoYREVDSVNJT05fU09VUkNFX0RFQURMSU5FEAISIQodREVDSVNJT05fU09VUkNFX0hJVExfRElTQUJMRUQQAxIcChhERUNJU0lPTl9TT1VSQ0VfQ09OVElOVUUQBBIaChZERUNJU0lPTl9TT1VSQ0VfUE9MSUNZEAUSHgoaREVDSVNJT05fU09VUkNFX1RBU0tfRU5ERUQQBiqpAQoLQXVkaXRBY3Rpb24SHAoYQVVESVRfQUNUSU9OX1VOU1BFQ0lGSUVEEAASGAoUQVVESVRfQUNUSU9OX0FQUFJPVkUQARIXChNBVURJVF9BQ1RJT05fUkVKRUNUEAISFQoRQVVESVRfQUNUSU9OX0VESVQQAxIXChNBVURJVF9BQ1RJT05fUkVNSU5EEAQSGQoVQVVESVRfQUNUSU9OX0VTQ0FMQVRFEAVCQVo/Z2l0aHViLmNvbS9hZ2VudHBsYW5lL2FnZW50cGxhbmUvZ2VuL2FnZW50cGxhbmUvdjE7YWdlbnRwbGFuZXYxYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("ChhhZ2VudHBsYW5lL3YxL2hpdGwucHJvdG8SDWFnZW50cGxhbmUudjEitwEKD0ludGVycnVwdFBvbGljeRIyCglhbGxvd2xpc3QYASABKAsyHS5hZ2VudHBsYW5lLnYxLlRvb2xMaXN0UG9saWN5SAASMQoIZGVueWxpc3QYAiABKAsyHS5hZ2VudHBsYW5lLnYxLlRvb2xMaXN0UG9saWN5SAASMwoJcHJlZGljYXRlGAMgASgLMh4uYWdlbnRwbGFuZS52MS5QcmVkaWNhdGVQb2xpY3lIAEIICgZwb2xpY3kimwEKDlRvb2xMaXN0UG9saWN5Eg0KBXRvb2xzGAEgAygJEjUKBHRhZ3MYAiADKAsyJy5hZ2VudHBsYW5lLnYxLlRvb2xMaXN0UG9saWN5LlRhZ3NFbnRyeRpDCglUYWdzRW50cnkSCwoDa2V5GAEgASgJEiUKBXZhbHVlGAIgASgLMhYuYWdlbnRwbGFuZS52MS5UYWdMaXN0OgI4ASIXCgdUYWdMaXN0EgwKBHRhZ3MYASADKAkiJQoPUHJlZGljYXRlUG9saWN5EhIKCmV4cHJlc3Npb24YASABKAkitgEKCVRvb2xHYXRlZBIPCgdjYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIrCgdvdXRjb21lGAMgASgOMhouYWdlbnRwbGFuZS52MS5HYXRlT3V0Y29tZRIUCgxpbnRlcnJ1cHRfaWQYBCABKAkSDAoEdGFncxgFIAMoCRIOCgZyZWFzb24YBiABKAkSDAoEbm9kZRgHIAEoCRIWCg5hcmd1bWVudHNfanNvbhgIIAEoCSKNBAoJSW50ZXJydXB0EhQKDGludGVycnVwdF9pZBgBIAEoCRIPCgd0YXNrX2lkGAIgASgJEg4KBnRlbmFudBgDIAEoCRIqCgRraW5kGAQgASgOMhwuYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHRLaW5kEiwKBXN0YXRlGAUgASgOMh0uYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHRTdGF0ZRIyCghhcHByb3ZhbBgGIAEoCzIeLmFnZW50cGxhbmUudjEuQXBwcm92YWxSZXF1ZXN0SAASMQoIdHVybl9lbmQYDCABKAsyHS5hZ2VudHBsYW5lLnYxLlR1cm5FbmRSZXF1ZXN0SAASNwoLdG9vbF9vdXRwdXQYDSABKAsyIC5hZ2VudHBsYW5lLnYxLlRvb2xPdXRwdXRSZXF1ZXN0SAASLAoIZGVhZGxpbmUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKCGRlY2lzaW9uGAggASgLMhcuYWdlbnRwbGFuZS52MS5EZWNpc2lvbhITCgthcmdzX2RpZ2VzdBgJIAEoCRIPCgdjYWxsX2lkGAogASgJEgwKBG5vZGUYCyABKAkSNwoLcmVxdWlyZW1lbnQYFCABKAsyIi5hZ2VudHBsYW5lLnYxLkFwcHJvdmFsUmVxdWlyZW1lbnRCCQoHcmVxdWVzdCKNBAoTQXBwcm92YWxSZXF1aXJlbWVudBIMCgRydWxlGAEgASgJEg0KBWdyb3VwGAIgASgJEg4KBnF1b3J1bRgDIAEoBRIVCg1yZWplY3RfcXVvcnVtGAQgASgFEhwKFHNlcGFyYXRpb25fb2ZfZHV0aWVzGAUgASgIEhIKCnN0YXJ0ZWRfYnkYBiABKAkSKgoJYXBwcm92YWxzGAcgAygLMhcuYWdlbnRwbGFuZS52MS5BcHByb3ZhbBIrCgpyZWplY3Rpb25zGAggAygLMhcuYWdlbnRwbGFuZS52MS5BcHByb3ZhbBIiChVlZGl0ZWRfYXJndW1lbnRzX2pzb24YCSABKAlIAIgBARIaChJyZXZpZXdfYXJnc19kaWdlc3QYCiABKAkSLwoLcmVtaW5kX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDWVzY2FsYXRlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhgKEGVzY2FsYXRpb25fZ3JvdXAYDSABKAkSEAoIcmVtaW5kZWQYDiABKAgSEQoJZXNjYWxhdGVkGA8gASgIEhAKCGVsaWdpYmxlGBAgAygJEhgKEGFwcHJvdmFsc19uZWVkZWQYESABKAVCGAoWX2VkaXRlZF9hcmd1bWVudHNfanNvbiK4AQoIQXBwcm92YWwSEQoJcHJpbmNpcGFsGAEgASgJEg8KB2NoYW5uZWwYAiABKAkSKAoEdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLYXJnc19kaWdlc3QYBCABKAkSEwoGcmVhc29uGAUgASgJSACIAQESKQoEdHlwZRgGIAEoDjIbLmFnZW50cGxhbmUudjEuRGVjaXNpb25UeXBlQgkKB19yZWFzb24iqwIKD0FwcHJvdmFsUmVxdWVzdBIUCgxpbnRlcnJ1cHRfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEh0KEHRvb2xfZGVzY3JpcHRpb24YAyABKAlIAIgBARIvCgdjb250ZXh0GAUgASgLMh4uYWdlbnRwbGFuZS52MS5BcHByb3ZhbENvbnRleHQSMAoMcmVxdWVzdF90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5hcmd1bWVudHNfanNvbhgHIAEoCRI0Cgptb2RlbF9jYWxsGAggASgLMiAuYWdlbnRwbGFuZS52MS5Nb2RlbENhbGxBcHByb3ZhbEITChFfdG9vbF9kZXNjcmlwdGlvbkoECAQQBVIEYXJncyKuAQoRTW9kZWxDYWxsQXBwcm92YWwSDgoGYnVkZ2V0GAEgASgJEg4KBnBlcmlvZBgCIAEoCRIMCgR1bml0GAMgASgJEgwKBHVzZWQYBCABKAkSDQoFbGltaXQYBSABKAkSLQoJcmVzZXRzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghhZ2VudF9pZBgHIAEoCRINCgVtb2RlbBgIIAEoCSJ+Cg5UdXJuRW5kUmVxdWVzdBISCgphZ2VudF9uYW1lGAEgASgJEhcKCnNlc3Npb25faWQYAiABKAlIAIgBARIwCgxyZXF1ZXN0X3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQg0KC19zZXNzaW9uX2lkIsABChFUb29sT3V0cHV0UmVxdWVzdBIRCgl0b29sX25hbWUYASABKAkSFgoOYXJndW1lbnRzX2pzb24YAiABKAkSEgoKYWdlbnRfbmFtZRgDIAEoCRISCgp0cmlwX2luZGV4GAQgASgFEhcKCnNlc3Npb25faWQYBSABKAlIAIgBARIwCgxyZXF1ZXN0X3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQg0KC19zZXNzaW9uX2lkIp8BCg9BcHByb3ZhbENvbnRleHQSEgoKYWdlbnRfbmFtZRgBIAEoCRISCgp0cmlwX2luZGV4GAIgASgFEhcKCnNlc3Npb25faWQYAyABKAlIAIgBARIbCg5vcmlnaW5hbF9pbnB1dBgEIAEoCUgBiAEBEgwKBHRhZ3MYBSADKAlCDQoLX3Nlc3Npb25faWRCEQoPX29yaWdpbmFsX2lucHV0IoEDCghEZWNpc2lvbhIpCgR0eXBlGAEgASgOMhsuYWdlbnRwbGFuZS52MS5EZWNpc2lvblR5cGUSEwoGcmVhc29uGAIgASgJSACIAQESGQoRcnVsZWRfYXJnc19kaWdlc3QYBCABKAkSEwoLYXJnc19kaWdlc3QYBSABKAkSEgoKZGVjaWRlZF9ieRgGIAEoCRIvCgtkZWNpZGVfdGltZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoGc291cmNlGAggASgOMh0uYWdlbnRwbGFuZS52MS5EZWNpc2lvblNvdXJjZRIZCgxtb2RlbF9yZWFzb24YCSABKAlIAYgBARIUCgxpbnRlcnJ1cHRfaWQYCiABKAkSFgoOYXJndW1lbnRzX2pzb24YCyABKAkSDwoHY2FsbF9pZBgMIAEoCRIPCgdjaGFubmVsGBQgASgJQgkKB19yZWFzb25CDwoNX21vZGVsX3JlYXNvbkoECAMQBFIEYXJncyK3AwoLQXVkaXRSZWNvcmQSEAoIYXVkaXRfaWQYASABKAkSDgoGdGVuYW50GAIgASgJEg8KB3Rhc2tfaWQYAyABKAkSFAoMaW50ZXJydXB0X2lkGAQgASgJEhEKCXRvb2xfbmFtZRgFIAEoCRIqCgZhY3Rpb24YBiABKA4yGi5hZ2VudHBsYW5lLnYxLkF1ZGl0QWN0aW9uEhEKCXByaW5jaXBhbBgHIAEoCRIPCgdjaGFubmVsGAggASgJEigKBHRpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2FyZ3NfZGlnZXN0GAogASgJEhMKBnJlYXNvbhgLIAEoCUgAiAEBEi0KBnNvdXJjZRgMIAEoDjIdLmFnZW50cGxhbmUudjEuRGVjaXNpb25Tb3VyY2USEAoIcmVzb2x2ZWQYDSABKAgSDAoEcnVsZRgOIAEoCRISCgpyZXF1ZXN0X2lkGA8gASgJEhoKEnJlc3VsdF9hcmdzX2RpZ2VzdBgQIAEoCRINCgVncm91cBgRIAEoCRIPCgdsaW5rX2lkGBIgASgJQgkKB19yZWFzb24qeAoLR2F0ZU91dGNvbWUSHAoYR0FURV9PVVRDT01FX1VOU1BFQ0lGSUVEEAASFgoSR0FURV9PVVRDT01FX0FMTE9XEAESGgoWR0FURV9PVVRDT01FX0lOVEVSUlVQVBACEhcKE0dBVEVfT1VUQ09NRV9SRUpFQ1QQAyrBAQoNSW50ZXJydXB0S2luZBIeChpJTlRFUlJVUFRfS0lORF9VTlNQRUNJRklFRBAAEiAKHElOVEVSUlVQVF9LSU5EX1RPT0xfQVBQUk9WQUwQARIdChlJTlRFUlJVUFRfS0lORF9BVVRPX1BBVVNFEAISJwojSU5URVJSVVBUX0tJTkRfVE9PTF9PVVRQVVRfUkVRVUlSRUQQAxImCiJJTlRFUlJVUFRfS0lORF9NT0RFTF9DQUxMX0FQUFJPVkFMEAQqbAoOSW50ZXJydXB0U3RhdGUSHwobSU5URVJSVVBUX1NUQVRFX1VOU1BFQ0lGSUVEEAASGwoXSU5URVJSVVBUX1NUQVRFX1BFTkRJTkcQARIcChhJTlRFUlJVUFRfU1RBVEVfUkVTT0xWRUQQAip6CgxEZWNpc2lvblR5cGUSHQoZREVDSVNJT05fVFlQRV9VTlNQRUNJRklFRBAAEhkKFURFQ0lTSU9OX1RZUEVfQVBQUk9WRRABEhgKFERFQ0lTSU9OX1RZUEVfUkVKRUNUEAISFgoSREVDSVNJT05fVFlQRV9FRElUEAMq5wEKDkRlY2lzaW9uU291cmNlEh8KG0RFQ0lTSU9OX1NPVVJDRV9VTlNQRUNJRklFRBAAEhkKFURFQ0lTSU9OX1NPVVJDRV9IVU1BThABEhwKGERFQ0lTSU9OX1NPVVJDRV9ERUFETElORRACEiEKHURFQ0lTSU9OX1NPVVJDRV9ISVRMX0RJU0FCTEVEEAMSHAoYREVDSVNJT05fU09VUkNFX0NPTlRJTlVFEAQSGgoWREVDSVNJT05fU09VUkNFX1BPTElDWRAFEh4KGkRFQ0lTSU9OX1NPVVJDRV9UQVNLX0VOREVEEAYqqQEKC0F1ZGl0QWN0aW9uEhwKGEFVRElUX0FDVElPTl9VTlNQRUNJRklFRBAAEhgKFEFVRElUX0FDVElPTl9BUFBST1ZFEAESFwoTQVVESVRfQUNUSU9OX1JFSkVDVBACEhUKEUFVRElUX0FDVElPTl9FRElUEAMSFwoTQVVESVRfQUNUSU9OX1JFTUlORBAEEhkKFUFVRElUX0FDVElPTl9FU0NBTEFURRAFQkFaP2dpdGh1Yi5jb20vYWdlbnRwbGFuZS9hZ2VudHBsYW5lL2dlbi9hZ2VudHBsYW5lL3YxO2FnZW50cGxhbmV2MWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * InterruptPolicy decides which tool calls need a human. Absent means no tool is gated
@@ -265,7 +265,8 @@ export type Interrupt = Message<"agentplane.v1.Interrupt"> & {
    */
   request: {
     /**
-     * kind TOOL_APPROVAL: the gated call a reviewer rules on.
+     * kind TOOL_APPROVAL: the gated call a reviewer rules on; kind
+     * MODEL_CALL_APPROVAL: the model call a spent budget holds (model_call is set).
      *
      * @generated from field: agentplane.v1.ApprovalRequest approval = 6;
      */
@@ -584,11 +585,21 @@ export type ApprovalRequest = Message<"agentplane.v1.ApprovalRequest"> & {
 
   /**
    * The exact arguments the model produced, as JSON text (possibly malformed: a
-   * reviewer can still reject it, or edit it into valid arguments).
+   * reviewer can still reject it, or edit it into valid arguments). For a model-call
+   * approval, the budget and the model as a JSON object (budget, period, unit, used,
+   * limit, resets_at, model), so that a reviewer's tool sees what is asked.
    *
    * @generated from field: string arguments_json = 7;
    */
   argumentsJson: string;
+
+  /**
+   * Set for an interrupt of kind MODEL_CALL_APPROVAL: the spent budget that holds the
+   * model call, and the call.
+   *
+   * @generated from field: agentplane.v1.ModelCallApproval model_call = 8;
+   */
+  modelCall?: ModelCallApproval | undefined;
 };
 
 /**
@@ -597,6 +608,78 @@ export type ApprovalRequest = Message<"agentplane.v1.ApprovalRequest"> & {
  */
 export const ApprovalRequestSchema: GenMessage<ApprovalRequest> = /*@__PURE__*/
   messageDesc(file_agentplane_v1_hitl, 8);
+
+/**
+ * ModelCallApproval is what a reviewer of a model-call approval rules on: a model call
+ * of a task whose budget (a rule with on_limit: approve) is spent.
+ *
+ * @generated from message agentplane.v1.ModelCallApproval
+ */
+export type ModelCallApproval = Message<"agentplane.v1.ModelCallApproval"> & {
+  /**
+   * The budget's name (budgets.rules[].name).
+   *
+   * @generated from field: string budget = 1;
+   */
+  budget: string;
+
+  /**
+   * day or month (UTC).
+   *
+   * @generated from field: string period = 2;
+   */
+  period: string;
+
+  /**
+   * The limit that is reached: tokens, or usd for the cost limit.
+   *
+   * @generated from field: string unit = 3;
+   */
+  unit: string;
+
+  /**
+   * Used this period, in unit (usd as a decimal string of dollars: "0.05").
+   *
+   * @generated from field: string used = 4;
+   */
+  used: string;
+
+  /**
+   * The limit, in unit.
+   *
+   * @generated from field: string limit = 5;
+   */
+  limit: string;
+
+  /**
+   * When the period ends and the count starts again from zero.
+   *
+   * @generated from field: google.protobuf.Timestamp resets_at = 6;
+   */
+  resetsAt?: Timestamp | undefined;
+
+  /**
+   * The static agent id the budget is restricted to; empty for every task of the
+   * tenant.
+   *
+   * @generated from field: string agent_id = 7;
+   */
+  agentId: string;
+
+  /**
+   * The model the runtime is about to call, as it named it; may be empty.
+   *
+   * @generated from field: string model = 8;
+   */
+  model: string;
+};
+
+/**
+ * Describes the message agentplane.v1.ModelCallApproval.
+ * Use `create(ModelCallApprovalSchema)` to create a new message.
+ */
+export const ModelCallApprovalSchema: GenMessage<ModelCallApproval> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_hitl, 9);
 
 /**
  * TurnEndRequest is a chat-mode pause: the agent ended its turn and waits for the
@@ -632,7 +715,7 @@ export type TurnEndRequest = Message<"agentplane.v1.TurnEndRequest"> & {
  * Use `create(TurnEndRequestSchema)` to create a new message.
  */
 export const TurnEndRequestSchema: GenMessage<TurnEndRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl, 9);
+  messageDesc(file_agentplane_v1_hitl, 10);
 
 /**
  * ToolOutputRequest is a call of a function tool the client executes: the task waits
@@ -689,7 +772,7 @@ export type ToolOutputRequest = Message<"agentplane.v1.ToolOutputRequest"> & {
  * Use `create(ToolOutputRequestSchema)` to create a new message.
  */
 export const ToolOutputRequestSchema: GenMessage<ToolOutputRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl, 10);
+  messageDesc(file_agentplane_v1_hitl, 11);
 
 /**
  * ApprovalContext is the run context shown to a reviewer.
@@ -738,7 +821,7 @@ export type ApprovalContext = Message<"agentplane.v1.ApprovalContext"> & {
  * Use `create(ApprovalContextSchema)` to create a new message.
  */
 export const ApprovalContextSchema: GenMessage<ApprovalContext> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl, 11);
+  messageDesc(file_agentplane_v1_hitl, 12);
 
 /**
  * Decision is the server's record of a ruling: single-use, bound to the interrupt, to
@@ -841,7 +924,7 @@ export type Decision = Message<"agentplane.v1.Decision"> & {
  * Use `create(DecisionSchema)` to create a new message.
  */
 export const DecisionSchema: GenMessage<Decision> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl, 12);
+  messageDesc(file_agentplane_v1_hitl, 13);
 
 /**
  * AuditRecord is one entry of a tenant's approval audit log: every decision on an
@@ -985,7 +1068,7 @@ export type AuditRecord = Message<"agentplane.v1.AuditRecord"> & {
  * Use `create(AuditRecordSchema)` to create a new message.
  */
 export const AuditRecordSchema: GenMessage<AuditRecord> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_hitl, 13);
+  messageDesc(file_agentplane_v1_hitl, 14);
 
 /**
  * GateOutcome is the answer to a runtime asking whether a tool call may run.
@@ -1066,6 +1149,19 @@ export enum InterruptKind {
    * @generated from enum value: INTERRUPT_KIND_TOOL_OUTPUT_REQUIRED = 3;
    */
   TOOL_OUTPUT_REQUIRED = 3,
+
+  /**
+   * A model call of a task whose budget is spent, under a budget rule with
+   * on_limit: approve (docs/budgets.md), waits for a person: approve lets that one
+   * model call run, reject ends the task (FAILED, reason budget.model_call_rejected);
+   * edit is refused. Raised by RuntimeService.CheckModelCall. Its request is an
+   * ApprovalRequest (arm approval) whose tool_name is `__model_call__`, whose
+   * arguments_json describes the budget as JSON text, and whose model_call carries it
+   * typed. Shown in the reviewers' inbox with the tool approvals.
+   *
+   * @generated from enum value: INTERRUPT_KIND_MODEL_CALL_APPROVAL = 4;
+   */
+  MODEL_CALL_APPROVAL = 4,
 }
 
 /**

@@ -200,8 +200,8 @@ export type ListInterruptsRequest = Message<"agentplane.v1.ListInterruptsRequest
   minAge?: Duration | undefined;
 
   /**
-   * Only interrupts of these kinds; empty means TOOL_APPROVAL only (the interrupts a
-   * reviewer can resolve). Add AUTO_PAUSE to see chat-mode pauses too, and
+   * Only interrupts of these kinds; empty means TOOL_APPROVAL and MODEL_CALL_APPROVAL
+   * (the interrupts a reviewer can resolve). Add AUTO_PAUSE to see chat-mode pauses too, and
    * TOOL_OUTPUT_REQUIRED to see waits for client tool outputs.
    *
    * @generated from field: repeated agentplane.v1.InterruptKind kinds = 8;
@@ -465,7 +465,8 @@ export const ResolveInterruptResponseSchema: GenMessage<ResolveInterruptResponse
 export const HitlService: GenService<{
   /**
    * ListInterrupts lists interrupts of the caller's tenant, oldest first, filtered and
-   * paged. By default it is the reviewers' inbox: pending tool approvals. kinds and
+   * paged. By default it is the reviewers' inbox: pending tool approvals and model-call
+   * approvals (a spent budget's). kinds and
    * states widen or narrow it; resolved interrupts are listed per task (task_id).
    *
    * @generated from rpc agentplane.v1.HitlService.ListInterrupts

@@ -22,7 +22,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentplane/v1/runtime_service.proto.
  */
 export const file_agentplane_v1_runtime_service: GenFile = /*@__PURE__*/
-  fileDesc("CiNhZ2VudHBsYW5lL3YxL3J1bnRpbWVfc2VydmljZS5wcm90bxINYWdlbnRwbGFuZS52MSI8CghMZWFzZVJlZhIPCgd0YXNrX2lkGAEgASgJEhAKCGxlYXNlX2lkGAIgASgJEg0KBWVwb2NoGAMgASgDIrsECgVMZWFzZRIQCghsZWFzZV9pZBgBIAEoCRINCgVlcG9jaBgCIAEoAxIsCghkZWFkbGluZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIQoEdGFzaxgEIAEoCzITLmFnZW50cGxhbmUudjEuVGFzaxIpCgRzcGVjGAUgASgLMhsuYWdlbnRwbGFuZS52MS5SZXNvbHZlZFNwZWMSFgoOaGlzdG9yeV9jdXJzb3IYBiABKAMSDwoHYXR0ZW1wdBgHIAEoBRI1ChNyZXNvbHZlZF9pbnRlcnJ1cHRzGAggAygLMhguYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHQSNAoScGVuZGluZ19pbnRlcnJ1cHRzGAkgAygLMhguYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHQSMQoRY29udGludWVfbWVzc2FnZXMYDiADKAsyFi5hZ2VudHBsYW5lLnYxLk1lc3NhZ2USOAoVY29udGludWVfdG9vbF9yZXN1bHRzGA8gAygLMhkuYWdlbnRwbGFuZS52MS5Ub29sUmVzdWx0Ei0KC21jcF9zZXJ2ZXJzGAsgAygLMhguYWdlbnRwbGFuZS52MS5NY3BTZXJ2ZXISKQoJYTJhX3BlZXJzGAwgAygLMhYuYWdlbnRwbGFuZS52MS5BMmFQZWVyEjIKDXRyYWNlX2NvbnRleHQYDSABKAsyGy5hZ2VudHBsYW5lLnYxLlRyYWNlQ29udGV4dEoECAoQCyJsCgxSZXNvbHZlZFNwZWMSKQoFYWdlbnQYASABKAsyGC5hZ2VudHBsYW5lLnYxLkFnZW50U3BlY0gAEikKBWdyYXBoGAIgASgLMhguYWdlbnRwbGFuZS52MS5HcmFwaFNwZWNIAEIGCgRzcGVjInMKEUxlYXNlVGFza3NSZXF1ZXN0EhIKCnJ1bnRpbWVfaWQYASABKAkSEQoJbWF4X3Rhc2tzGAIgASgFEicKBHdhaXQYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDgoGcXVldWVzGAQgAygJIjoKEkxlYXNlVGFza3NSZXNwb25zZRIkCgZsZWFzZXMYASADKAsyFC5hZ2VudHBsYW5lLnYxLkxlYXNlIjoKEEhlYXJ0YmVhdFJlcXVlc3QSJgoFbGVhc2UYASABKAsyFy5hZ2VudHBsYW5lLnYxLkxlYXNlUmVmImoKEUhlYXJ0YmVhdFJlc3BvbnNlEiwKCGRlYWRsaW5lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghjYW5jZWxlZBgCIAEoCBIVCg1jYW5jZWxfcmVhc29uGAMgASgJItYBCgxSdW50aW1lRXZlbnQSKQoHbWVzc2FnZRgFIAEoCzIWLmFnZW50cGxhbmUudjEuTWVzc2FnZUgAEiwKCXRvb2xfY2FsbBgCIAEoCzIXLmFnZW50cGxhbmUudjEuVG9vbENhbGxIABIwCgt0b29sX3Jlc3VsdBgDIAEoCzIZLmFnZW50cGxhbmUudjEuVG9vbFJlc3VsdEgAEioKBG5vdGUYBCABKAsyGi5hZ2VudHBsYW5lLnYxLlJ1bnRpbWVOb3RlSABCCQoHcGF5bG9hZEoECAEQAiJ+ChNSZXBvcnRFdmVudHNSZXF1ZXN0EiYKBWxlYXNlGAEgASgLMhcuYWdlbnRwbGFuZS52MS5MZWFzZVJlZhIrCgZldmVudHMYAiADKAsyGy5hZ2VudHBsYW5lLnYxLlJ1bnRpbWVFdmVudBISCgpyZXF1ZXN0X2lkGAMgASgJIi0KFFJlcG9ydEV2ZW50c1Jlc3BvbnNlEhUKDWxhc3Rfc2VxdWVuY2UYASABKAMiywIKFENoZWNrVG9vbENhbGxSZXF1ZXN0EiYKBWxlYXNlGAEgASgLMhcuYWdlbnRwbGFuZS52MS5MZWFzZVJlZhIPCgdjYWxsX2lkGAIgASgJEhEKCXRvb2xfbmFtZRgDIAEoCRIdChB0b29sX2Rlc2NyaXB0aW9uGAQgASgJSACIAQESEgoKYWdlbnRfbmFtZRgGIAEoCRISCgp0cmlwX2luZGV4GAcgASgFEjYKC2Fubm90YXRpb25zGAggASgLMiEuYWdlbnRwbGFuZS52MS5NY3BUb29sQW5ub3RhdGlvbnMSFgoOYXJndW1lbnRzX2pzb24YCSABKAkSGwoTcmVwb3J0X2FsbG93ZWRfY2FsbBgKIAEoCBISCgptZXNzYWdlX2lkGAsgASgJQhMKEV90b29sX2Rlc2NyaXB0aW9uSgQIBRAGUgRhcmdzIvkBChVDaGVja1Rvb2xDYWxsUmVzcG9uc2USKwoHb3V0Y29tZRgBIAEoDjIaLmFnZW50cGxhbmUudjEuR2F0ZU91dGNvbWUSKwoJaW50ZXJydXB0GAIgASgLMhguYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHQSKQoIZGVjaXNpb24YAyABKAsyFy5hZ2VudHBsYW5lLnYxLkRlY2lzaW9uEg4KBnJlYXNvbhgEIAEoCRIVCg1jYWxsX3JlcG9ydGVkGAUgASgIEhcKD3Jlc3VsdF9yZXBvcnRlZBgGIAEoCBIbChNyZXBvcnRlZF93aXRoX2NoZWNrGAcgASgIIlQKFEF3YWl0RGVjaXNpb25SZXF1ZXN0EiYKBWxlYXNlGAEgASgLMhcuYWdlbnRwbGFuZS52MS5MZWFzZVJlZhIUCgxpbnRlcnJ1cHRfaWQYAiABKAki4wEKFUF3YWl0RGVjaXNpb25SZXNwb25zZRIrCghkZWNpc2lvbhgBIAEoCzIXLmFnZW50cGxhbmUudjEuRGVjaXNpb25IABIuCgdwZW5kaW5nGAIgASgLMhsuYWdlbnRwbGFuZS52MS5Bd2FpdFBlbmRpbmdIABIzCglrZWVwYWxpdmUYAyABKAsyHi5hZ2VudHBsYW5lLnYxLlN0cmVhbUtlZXBhbGl2ZUgAEjAKCGNhbmNlbGVkGAQgASgLMhwuYWdlbnRwbGFuZS52MS5Bd2FpdENhbmNlbGVkSABCBgoEa2luZCI8CgxBd2FpdFBlbmRpbmcSLAoIZGVhZGxpbmUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIh8KDUF3YWl0Q2FuY2VsZWQSDgoGcmVhc29uGAEgASgJIlAKElN1c3BlbmRUYXNrUmVxdWVzdBImCgVsZWFzZRgBIAEoCzIXLmFnZW50cGxhbmUudjEuTGVhc2VSZWYSEgoKcmVxdWVzdF9pZBgCIAEoCSI4ChNTdXNwZW5kVGFza1Jlc3BvbnNlEiEKBHRhc2sYASABKAsyEy5hZ2VudHBsYW5lLnYxLlRhc2si+QEKFFJlY29yZFZlcmRpY3RSZXF1ZXN0EiYKBWxlYXNlGAEgASgLMhcuYWdlbnRwbGFuZS52MS5MZWFzZVJlZhIMCgRub2RlGAIgASgJEiwKBnJlc3VsdBgDIAEoCzIcLmFnZW50cGxhbmUudjEuVmVyZGljdFJlc3VsdBI1CghyZXNvbHZlZBgEIAMoCzIjLmFnZW50cGxhbmUudjEuT2JsaWdhdGlvblJlc29sdXRpb24SDgoGcmFpc2VkGAUgAygJEhEKCWVuZHNfdHVybhgGIAEoCBIPCgdjYWxsX2lkGAcgASgJEhIKCnJlcXVlc3RfaWQYCCABKAkidQoVUmVjb3JkVmVyZGljdFJlc3BvbnNlEicKB3ZlcmRpY3QYASABKAsyFi5hZ2VudHBsYW5lLnYxLlZlcmRpY3QSMwoQb3Blbl9vYmxpZ2F0aW9ucxgCIAMoCzIZLmFnZW50cGxhbmUudjEuT2JsaWdhdGlvbiK/AQoQUGF1c2VUYXNrUmVxdWVzdBImCgVsZWFzZRgBIAEoCzIXLmFnZW50cGxhbmUudjEuTGVhc2VSZWYSDAoEbm9kZRgDIAEoCRInCgdtZXNzYWdlGAQgASgLMhYuYWdlbnRwbGFuZS52MS5NZXNzYWdlEjIKEXRvb2xfb3V0cHV0X2NhbGxzGAUgAygLMhcuYWdlbnRwbGFuZS52MS5Ub29sQ2FsbBISCgpyZXF1ZXN0X2lkGAYgASgJSgQIAhADInoKEVBhdXNlVGFza1Jlc3BvbnNlEisKCWludGVycnVwdBgBIAEoCzIYLmFnZW50cGxhbmUudjEuSW50ZXJydXB0EjgKFnRvb2xfb3V0cHV0X2ludGVycnVwdHMYAiADKAsyGC5hZ2VudHBsYW5lLnYxLkludGVycnVwdCJ8ChNDb21wbGV0ZVRhc2tSZXF1ZXN0EiYKBWxlYXNlGAEgASgLMhcuYWdlbnRwbGFuZS52MS5MZWFzZVJlZhIpCgZvdXRwdXQYAiABKAsyGS5hZ2VudHBsYW5lLnYxLlRhc2tPdXRwdXQSEgoKcmVxdWVzdF9pZBgDIAEoCSI5ChRDb21wbGV0ZVRhc2tSZXNwb25zZRIhCgR0YXNrGAEgASgLMhMuYWdlbnRwbGFuZS52MS5UYXNrIn0KD0ZhaWxUYXNrUmVxdWVzdBImCgVsZWFzZRgBIAEoCzIXLmFnZW50cGxhbmUudjEuTGVhc2VSZWYSDgoGcmVhc29uGAIgASgJEg8KB21lc3NhZ2UYAyABKAkSDQoFcmV0cnkYBCABKAgSEgoKcmVxdWVzdF9pZBgFIAEoCSI1ChBGYWlsVGFza1Jlc3BvbnNlEiEKBHRhc2sYASABKAsyEy5hZ2VudHBsYW5lLnYxLlRhc2siawoWUmVhZFRhc2tIaXN0b3J5UmVxdWVzdBImCgVsZWFzZRgBIAEoCzIXLmFnZW50cGxhbmUudjEuTGVhc2VSZWYSFgoOYWZ0ZXJfc2VxdWVuY2UYAiABKAMSEQoJcGFnZV9zaXplGAMgASgFIloKF1JlYWRUYXNrSGlzdG9yeVJlc3BvbnNlEigKBmV2ZW50cxgBIAMoCzIYLmFnZW50cGxhbmUudjEuVGFza0V2ZW50EhUKDWxhc3Rfc2VxdWVuY2UYAiABKAMiawoUUHVibGlzaERlbHRhc1JlcXVlc3QSJgoFbGVhc2UYASABKAsyFy5hZ2VudHBsYW5lLnYxLkxlYXNlUmVmEisKBmRlbHRhcxgCIAMoCzIbLmFnZW50cGxhbmUudjEuTWVzc2FnZURlbHRhIikKFVB1Ymxpc2hEZWx0YXNSZXNwb25zZRIQCgh3YXRjaGVycxgBIAEoBTLjCAoOUnVudGltZVNlcnZpY2USUQoKTGVhc2VUYXNrcxIgLmFnZW50cGxhbmUudjEuTGVhc2VUYXNrc1JlcXVlc3QaIS5hZ2VudHBsYW5lLnYxLkxlYXNlVGFza3NSZXNwb25zZRJTCglIZWFydGJlYXQSHy5hZ2VudHBsYW5lLnYxLkhlYXJ0YmVhdFJlcXVlc3QaIC5hZ2VudHBsYW5lLnYxLkhlYXJ0YmVhdFJlc3BvbnNlIgOQAgISXAoMUmVwb3J0RXZlbnRzEiIuYWdlbnRwbGFuZS52MS5SZXBvcnRFdmVudHNSZXF1ZXN0GiMuYWdlbnRwbGFuZS52MS5SZXBvcnRFdmVudHNSZXNwb25zZSIDkAICEl8KDUNoZWNrVG9vbENhbGwSIy5hZ2VudHBsYW5lLnYxLkNoZWNrVG9vbENhbGxSZXF1ZXN0GiQuYWdlbnRwbGFuZS52MS5DaGVja1Rvb2xDYWxsUmVzcG9uc2UiA5ACAhJhCg1Bd2FpdERlY2lzaW9uEiMuYWdlbnRwbGFuZS52MS5Bd2FpdERlY2lzaW9uUmVxdWVzdBokLmFnZW50cGxhbmUudjEuQXdhaXREZWNpc2lvblJlc3BvbnNlIgOQAgIwARJZCgtTdXNwZW5kVGFzaxIhLmFnZW50cGxhbmUudjEuU3VzcGVuZFRhc2tSZXF1ZXN0GiIuYWdlbnRwbGFuZS52MS5TdXNwZW5kVGFza1Jlc3BvbnNlIgOQAgISXwoNUmVjb3JkVmVyZGljdBIjLmFnZW50cGxhbmUudjEuUmVjb3JkVmVyZGljdFJlcXVlc3QaJC5hZ2VudHBsYW5lLnYxLlJlY29yZFZlcmRpY3RSZXNwb25zZSIDkAICElMKCVBhdXNlVGFzaxIfLmFnZW50cGxhbmUudjEuUGF1c2VUYXNrUmVxdWVzdBogLmFnZW50cGxhbmUudjEuUGF1c2VUYXNrUmVzcG9uc2UiA5ACAhJcCgxDb21wbGV0ZVRhc2sSIi5hZ2VudHBsYW5lLnYxLkNvbXBsZXRlVGFza1JlcXVlc3QaIy5hZ2VudHBsYW5lLnYxLkNvbXBsZXRlVGFza1Jlc3BvbnNlIgOQAgISUAoIRmFpbFRhc2sSHi5hZ2VudHBsYW5lLnYxLkZhaWxUYXNrUmVxdWVzdBofLmFnZW50cGxhbmUudjEuRmFpbFRhc2tSZXNwb25zZSIDkAICEmUKD1JlYWRUYXNrSGlzdG9yeRIlLmFnZW50cGxhbmUudjEuUmVhZFRhc2tIaXN0b3J5UmVxdWVzdBomLmFnZW50cGxhbmUudjEuUmVhZFRhc2tIaXN0b3J5UmVzcG9uc2UiA5ACAhJfCg1QdWJsaXNoRGVsdGFzEiMuYWdlbnRwbGFuZS52MS5QdWJsaXNoRGVsdGFzUmVxdWVzdBokLmFnZW50cGxhbmUudjEuUHVibGlzaERlbHRhc1Jlc3BvbnNlIgOQAgJCQVo/Z2l0aHViLmNvbS9hZ2VudHBsYW5lL2FnZW50cGxhbmUvZ2VuL2FnZW50cGxhbmUvdjE7YWdlbnRwbGFuZXYxYgZwcm90bzM", [file_agentplane_v1_hitl, file_agentplane_v1_peers, file_agentplane_v1_spec, file_agentplane_v1_task, file_agentplane_v1_verdict, file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("CiNhZ2VudHBsYW5lL3YxL3J1bnRpbWVfc2VydmljZS5wcm90bxINYWdlbnRwbGFuZS52MSI8CghMZWFzZVJlZhIPCgd0YXNrX2lkGAEgASgJEhAKCGxlYXNlX2lkGAIgASgJEg0KBWVwb2NoGAMgASgDItYECgVMZWFzZRIQCghsZWFzZV9pZBgBIAEoCRINCgVlcG9jaBgCIAEoAxIsCghkZWFkbGluZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIQoEdGFzaxgEIAEoCzITLmFnZW50cGxhbmUudjEuVGFzaxIpCgRzcGVjGAUgASgLMhsuYWdlbnRwbGFuZS52MS5SZXNvbHZlZFNwZWMSFgoOaGlzdG9yeV9jdXJzb3IYBiABKAMSDwoHYXR0ZW1wdBgHIAEoBRI1ChNyZXNvbHZlZF9pbnRlcnJ1cHRzGAggAygLMhguYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHQSNAoScGVuZGluZ19pbnRlcnJ1cHRzGAkgAygLMhguYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHQSMQoRY29udGludWVfbWVzc2FnZXMYDiADKAsyFi5hZ2VudHBsYW5lLnYxLk1lc3NhZ2USOAoVY29udGludWVfdG9vbF9yZXN1bHRzGA8gAygLMhkuYWdlbnRwbGFuZS52MS5Ub29sUmVzdWx0Ei0KC21jcF9zZXJ2ZXJzGAsgAygLMhguYWdlbnRwbGFuZS52MS5NY3BTZXJ2ZXISKQoJYTJhX3BlZXJzGAwgAygLMhYuYWdlbnRwbGFuZS52MS5BMmFQZWVyEjIKDXRyYWNlX2NvbnRleHQYDSABKAsyGy5hZ2VudHBsYW5lLnYxLlRyYWNlQ29udGV4dBIZChFjaGVja19tb2RlbF9jYWxscxgQIAEoCEoECAoQCyJsCgxSZXNvbHZlZFNwZWMSKQoFYWdlbnQYASABKAsyGC5hZ2VudHBsYW5lLnYxLkFnZW50U3BlY0gAEikKBWdyYXBoGAIgASgLMhguYWdlbnRwbGFuZS52MS5HcmFwaFNwZWNIAEIGCgRzcGVjInMKEUxlYXNlVGFza3NSZXF1ZXN0EhIKCnJ1bnRpbWVfaWQYASABKAkSEQoJbWF4X3Rhc2tzGAIgASgFEicKBHdhaXQYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDgoGcXVldWVzGAQgAygJIjoKEkxlYXNlVGFza3NSZXNwb25zZRIkCgZsZWFzZXMYASADKAsyFC5hZ2VudHBsYW5lLnYxLkxlYXNlIjoKEEhlYXJ0YmVhdFJlcXVlc3QSJgoFbGVhc2UYASABKAsyFy5hZ2VudHBsYW5lLnYxLkxlYXNlUmVmImoKEUhlYXJ0YmVhdFJlc3BvbnNlEiwKCGRlYWRsaW5lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghjYW5jZWxlZBgCIAEoCBIVCg1jYW5jZWxfcmVhc29uGAMgASgJItYBCgxSdW50aW1lRXZlbnQSKQoHbWVzc2FnZRgFIAEoCzIWLmFnZW50cGxhbmUudjEuTWVzc2FnZUgAEiwKCXRvb2xfY2FsbBgCIAEoCzIXLmFnZW50cGxhbmUudjEuVG9vbENhbGxIABIwCgt0b29sX3Jlc3VsdBgDIAEoCzIZLmFnZW50cGxhbmUudjEuVG9vbFJlc3VsdEgAEioKBG5vdGUYBCABKAsyGi5hZ2VudHBsYW5lLnYxLlJ1bnRpbWVOb3RlSABCCQoHcGF5bG9hZEoECAEQAiJ+ChNSZXBvcnRFdmVudHNSZXF1ZXN0EiYKBWxlYXNlGAEgASgLMhcuYWdlbnRwbGFuZS52MS5MZWFzZVJlZhIrCgZldmVudHMYAiADKAsyGy5hZ2VudHBsYW5lLnYxLlJ1bnRpbWVFdmVudBISCgpyZXF1ZXN0X2lkGAMgASgJIi0KFFJlcG9ydEV2ZW50c1Jlc3BvbnNlEhUKDWxhc3Rfc2VxdWVuY2UYASABKAMiywIKFENoZWNrVG9vbENhbGxSZXF1ZXN0EiYKBWxlYXNlGAEgASgLMhcuYWdlbnRwbGFuZS52MS5MZWFzZVJlZhIPCgdjYWxsX2lkGAIgASgJEhEKCXRvb2xfbmFtZRgDIAEoCRIdChB0b29sX2Rlc2NyaXB0aW9uGAQgASgJSACIAQESEgoKYWdlbnRfbmFtZRgGIAEoCRISCgp0cmlwX2luZGV4GAcgASgFEjYKC2Fubm90YXRpb25zGAggASgLMiEuYWdlbnRwbGFuZS52MS5NY3BUb29sQW5ub3RhdGlvbnMSFgoOYXJndW1lbnRzX2pzb24YCSABKAkSGwoTcmVwb3J0X2FsbG93ZWRfY2FsbBgKIAEoCBISCgptZXNzYWdlX2lkGAsgASgJQhMKEV90b29sX2Rlc2NyaXB0aW9uSgQIBRAGUgRhcmdzIvkBChVDaGVja1Rvb2xDYWxsUmVzcG9uc2USKwoHb3V0Y29tZRgBIAEoDjIaLmFnZW50cGxhbmUudjEuR2F0ZU91dGNvbWUSKwoJaW50ZXJydXB0GAIgASgLMhguYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHQSKQoIZGVjaXNpb24YAyABKAsyFy5hZ2VudHBsYW5lLnYxLkRlY2lzaW9uEg4KBnJlYXNvbhgEIAEoCRIVCg1jYWxsX3JlcG9ydGVkGAUgASgIEhcKD3Jlc3VsdF9yZXBvcnRlZBgGIAEoCBIbChNyZXBvcnRlZF93aXRoX2NoZWNrGAcgASgIIocBChVDaGVja01vZGVsQ2FsbFJlcXVlc3QSJgoFbGVhc2UYASABKAsyFy5hZ2VudHBsYW5lLnYxLkxlYXNlUmVmEg8KB2NhbGxfaWQYAiABKAkSEgoKYWdlbnRfbmFtZRgDIAEoCRISCgp0cmlwX2luZGV4GAQgASgFEg0KBW1vZGVsGAUgASgJIp0BChZDaGVja01vZGVsQ2FsbFJlc3BvbnNlEisKB291dGNvbWUYASABKA4yGi5hZ2VudHBsYW5lLnYxLkdhdGVPdXRjb21lEisKCWludGVycnVwdBgCIAEoCzIYLmFnZW50cGxhbmUudjEuSW50ZXJydXB0EikKCGRlY2lzaW9uGAMgASgLMhcuYWdlbnRwbGFuZS52MS5EZWNpc2lvbiJUChRBd2FpdERlY2lzaW9uUmVxdWVzdBImCgVsZWFzZRgBIAEoCzIXLmFnZW50cGxhbmUudjEuTGVhc2VSZWYSFAoMaW50ZXJydXB0X2lkGAIgASgJIuMBChVBd2FpdERlY2lzaW9uUmVzcG9uc2USKwoIZGVjaXNpb24YASABKAsyFy5hZ2VudHBsYW5lLnYxLkRlY2lzaW9uSAASLgoHcGVuZGluZxgCIAEoCzIbLmFnZW50cGxhbmUudjEuQXdhaXRQZW5kaW5nSAASMwoJa2VlcGFsaXZlGAMgASgLMh4uYWdlbnRwbGFuZS52MS5TdHJlYW1LZWVwYWxpdmVIABIwCghjYW5jZWxlZBgEIAEoCzIcLmFnZW50cGxhbmUudjEuQXdhaXRDYW5jZWxlZEgAQgYKBGtpbmQiPAoMQXdhaXRQZW5kaW5nEiwKCGRlYWRsaW5lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIfCg1Bd2FpdENhbmNlbGVkEg4KBnJlYXNvbhgBIAEoCSJQChJTdXNwZW5kVGFza1JlcXVlc3QSJgoFbGVhc2UYASABKAsyFy5hZ2VudHBsYW5lLnYxLkxlYXNlUmVmEhIKCnJlcXVlc3RfaWQYAiABKAkiOAoTU3VzcGVuZFRhc2tSZXNwb25zZRIhCgR0YXNrGAEgASgLMhMuYWdlbnRwbGFuZS52MS5UYXNrIvkBChRSZWNvcmRWZXJkaWN0UmVxdWVzdBImCgVsZWFzZRgBIAEoCzIXLmFnZW50cGxhbmUudjEuTGVhc2VSZWYSDAoEbm9kZRgCIAEoCRIsCgZyZXN1bHQYAyABKAsyHC5hZ2VudHBsYW5lLnYxLlZlcmRpY3RSZXN1bHQSNQoIcmVzb2x2ZWQYBCADKAsyIy5hZ2VudHBsYW5lLnYxLk9ibGlnYXRpb25SZXNvbHV0aW9uEg4KBnJhaXNlZBgFIAMoCRIRCgllbmRzX3R1cm4YBiABKAgSDwoHY2FsbF9pZBgHIAEoCRISCgpyZXF1ZXN0X2lkGAggASgJInUKFVJlY29yZFZlcmRpY3RSZXNwb25zZRInCgd2ZXJkaWN0GAEgASgLMhYuYWdlbnRwbGFuZS52MS5WZXJkaWN0EjMKEG9wZW5fb2JsaWdhdGlvbnMYAiADKAsyGS5hZ2VudHBsYW5lLnYxLk9ibGlnYXRpb24ivwEKEFBhdXNlVGFza1JlcXVlc3QSJgoFbGVhc2UYASABKAsyFy5hZ2VudHBsYW5lLnYxLkxlYXNlUmVmEgwKBG5vZGUYAyABKAkSJwoHbWVzc2FnZRgEIAEoCzIWLmFnZW50cGxhbmUudjEuTWVzc2FnZRIyChF0b29sX291dHB1dF9jYWxscxgFIAMoCzIXLmFnZW50cGxhbmUudjEuVG9vbENhbGwSEgoKcmVxdWVzdF9pZBgGIAEoCUoECAIQAyJ6ChFQYXVzZVRhc2tSZXNwb25zZRIrCglpbnRlcnJ1cHQYASABKAsyGC5hZ2VudHBsYW5lLnYxLkludGVycnVwdBI4ChZ0b29sX291dHB1dF9pbnRlcnJ1cHRzGAIgAygLMhguYWdlbnRwbGFuZS52MS5JbnRlcnJ1cHQifAoTQ29tcGxldGVUYXNrUmVxdWVzdBImCgVsZWFzZRgBIAEoCzIXLmFnZW50cGxhbmUudjEuTGVhc2VSZWYSKQoGb3V0cHV0GAIgASgLMhkuYWdlbnRwbGFuZS52MS5UYXNrT3V0cHV0EhIKCnJlcXVlc3RfaWQYAyABKAkiOQoUQ29tcGxldGVUYXNrUmVzcG9uc2USIQoEdGFzaxgBIAEoCzITLmFnZW50cGxhbmUudjEuVGFzayJ9Cg9GYWlsVGFza1JlcXVlc3QSJgoFbGVhc2UYASABKAsyFy5hZ2VudHBsYW5lLnYxLkxlYXNlUmVmEg4KBnJlYXNvbhgCIAEoCRIPCgdtZXNzYWdlGAMgASgJEg0KBXJldHJ5GAQgASgIEhIKCnJlcXVlc3RfaWQYBSABKAkiNQoQRmFpbFRhc2tSZXNwb25zZRIhCgR0YXNrGAEgASgLMhMuYWdlbnRwbGFuZS52MS5UYXNrImsKFlJlYWRUYXNrSGlzdG9yeVJlcXVlc3QSJgoFbGVhc2UYASABKAsyFy5hZ2VudHBsYW5lLnYxLkxlYXNlUmVmEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgDEhEKCXBhZ2Vfc2l6ZRgDIAEoBSJaChdSZWFkVGFza0hpc3RvcnlSZXNwb25zZRIoCgZldmVudHMYASADKAsyGC5hZ2VudHBsYW5lLnYxLlRhc2tFdmVudBIVCg1sYXN0X3NlcXVlbmNlGAIgASgDImsKFFB1Ymxpc2hEZWx0YXNSZXF1ZXN0EiYKBWxlYXNlGAEgASgLMhcuYWdlbnRwbGFuZS52MS5MZWFzZVJlZhIrCgZkZWx0YXMYAiADKAsyGy5hZ2VudHBsYW5lLnYxLk1lc3NhZ2VEZWx0YSIpChVQdWJsaXNoRGVsdGFzUmVzcG9uc2USEAoId2F0Y2hlcnMYASABKAUyxwkKDlJ1bnRpbWVTZXJ2aWNlElEKCkxlYXNlVGFza3MSIC5hZ2VudHBsYW5lLnYxLkxlYXNlVGFza3NSZXF1ZXN0GiEuYWdlbnRwbGFuZS52MS5MZWFzZVRhc2tzUmVzcG9uc2USUwoJSGVhcnRiZWF0Eh8uYWdlbnRwbGFuZS52MS5IZWFydGJlYXRSZXF1ZXN0GiAuYWdlbnRwbGFuZS52MS5IZWFydGJlYXRSZXNwb25zZSIDkAICElwKDFJlcG9ydEV2ZW50cxIiLmFnZW50cGxhbmUudjEuUmVwb3J0RXZlbnRzUmVxdWVzdBojLmFnZW50cGxhbmUudjEuUmVwb3J0RXZlbnRzUmVzcG9uc2UiA5ACAhJfCg1DaGVja1Rvb2xDYWxsEiMuYWdlbnRwbGFuZS52MS5DaGVja1Rvb2xDYWxsUmVxdWVzdBokLmFnZW50cGxhbmUudjEuQ2hlY2tUb29sQ2FsbFJlc3BvbnNlIgOQAgISYgoOQ2hlY2tNb2RlbENhbGwSJC5hZ2VudHBsYW5lLnYxLkNoZWNrTW9kZWxDYWxsUmVxdWVzdBolLmFnZW50cGxhbmUudjEuQ2hlY2tNb2RlbENhbGxSZXNwb25zZSIDkAICEmEKDUF3YWl0RGVjaXNpb24SIy5hZ2VudHBsYW5lLnYxLkF3YWl0RGVjaXNpb25SZXF1ZXN0GiQuYWdlbnRwbGFuZS52MS5Bd2FpdERlY2lzaW9uUmVzcG9uc2UiA5ACAjABElkKC1N1c3BlbmRUYXNrEiEuYWdlbnRwbGFuZS52MS5TdXNwZW5kVGFza1JlcXVlc3QaIi5hZ2VudHBsYW5lLnYxLlN1c3BlbmRUYXNrUmVzcG9uc2UiA5ACAhJfCg1SZWNvcmRWZXJkaWN0EiMuYWdlbnRwbGFuZS52MS5SZWNvcmRWZXJkaWN0UmVxdWVzdBokLmFnZW50cGxhbmUudjEuUmVjb3JkVmVyZGljdFJlc3BvbnNlIgOQAgISUwoJUGF1c2VUYXNrEh8uYWdlbnRwbGFuZS52MS5QYXVzZVRhc2tSZXF1ZXN0GiAuYWdlbnRwbGFuZS52MS5QYXVzZVRhc2tSZXNwb25zZSIDkAICElwKDENvbXBsZXRlVGFzaxIiLmFnZW50cGxhbmUudjEuQ29tcGxldGVUYXNrUmVxdWVzdBojLmFnZW50cGxhbmUudjEuQ29tcGxldGVUYXNrUmVzcG9uc2UiA5ACAhJQCghGYWlsVGFzaxIeLmFnZW50cGxhbmUudjEuRmFpbFRhc2tSZXF1ZXN0Gh8uYWdlbnRwbGFuZS52MS5GYWlsVGFza1Jlc3BvbnNlIgOQAgISZQoPUmVhZFRhc2tIaXN0b3J5EiUuYWdlbnRwbGFuZS52MS5SZWFkVGFza0hpc3RvcnlSZXF1ZXN0GiYuYWdlbnRwbGFuZS52MS5SZWFkVGFza0hpc3RvcnlSZXNwb25zZSIDkAICEl8KDVB1Ymxpc2hEZWx0YXMSIy5hZ2VudHBsYW5lLnYxLlB1Ymxpc2hEZWx0YXNSZXF1ZXN0GiQuYWdlbnRwbGFuZS52MS5QdWJsaXNoRGVsdGFzUmVzcG9uc2UiA5ACAkJBWj9naXRodWIuY29tL2FnZW50cGxhbmUvYWdlbnRwbGFuZS9nZW4vYWdlbnRwbGFuZS92MTthZ2VudHBsYW5ldjFiBnByb3RvMw", [file_agentplane_v1_hitl, file_agentplane_v1_peers, file_agentplane_v1_spec, file_agentplane_v1_task, file_agentplane_v1_verdict, file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * LeaseRef names the lease a write is made under.
@@ -182,6 +182,16 @@ export type Lease = Message<"agentplane.v1.Lease"> & {
    * @generated from field: agentplane.v1.TraceContext trace_context = 13;
    */
   traceContext?: TraceContext | undefined;
+
+  /**
+   * The task counts against a budget rule with on_limit: approve: ask CheckModelCall
+   * before each model call (once that budget is spent, each model call needs a
+   * person's approval). Unset: no model call needs asking about, and runtimes skip the
+   * check. Taken from the configuration at lease time.
+   *
+   * @generated from field: bool check_model_calls = 16;
+   */
+  checkModelCalls: boolean;
 };
 
 /**
@@ -629,6 +639,94 @@ export const CheckToolCallResponseSchema: GenMessage<CheckToolCallResponse> = /*
   messageDesc(file_agentplane_v1_runtime_service, 11);
 
 /**
+ * CheckModelCallRequest asks whether one model call may run.
+ *
+ * @generated from message agentplane.v1.CheckModelCallRequest
+ */
+export type CheckModelCallRequest = Message<"agentplane.v1.CheckModelCallRequest"> & {
+  /**
+   * The lease.
+   *
+   * @generated from field: agentplane.v1.LeaseRef lease = 1;
+   */
+  lease?: LeaseRef | undefined;
+
+  /**
+   * Runtime-chosen id of the model call, 1 to 256 bytes, unique in the task and
+   * stable when the runtime replays its turn under a later lease (derive it from the
+   * history, for example the agent and the number of model calls it made so far). An
+   * approval lets exactly the call with this id run.
+   *
+   * @generated from field: string call_id = 2;
+   */
+  callId: string;
+
+  /**
+   * Agent name (graph node) making the call.
+   *
+   * @generated from field: string agent_name = 3;
+   */
+  agentName: string;
+
+  /**
+   * Zero-based model round-trip index of this call.
+   *
+   * @generated from field: int32 trip_index = 4;
+   */
+  tripIndex: number;
+
+  /**
+   * The model about to be called, for the reviewer.
+   *
+   * @generated from field: string model = 5;
+   */
+  model: string;
+};
+
+/**
+ * Describes the message agentplane.v1.CheckModelCallRequest.
+ * Use `create(CheckModelCallRequestSchema)` to create a new message.
+ */
+export const CheckModelCallRequestSchema: GenMessage<CheckModelCallRequest> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_runtime_service, 12);
+
+/**
+ * CheckModelCallResponse is the answer.
+ *
+ * @generated from message agentplane.v1.CheckModelCallResponse
+ */
+export type CheckModelCallResponse = Message<"agentplane.v1.CheckModelCallResponse"> & {
+  /**
+   * ALLOW: run the model call. INTERRUPT: wait for the decision on interrupt (or
+   * suspend). REJECT: the call was rejected (the task has ended): stop.
+   *
+   * @generated from field: agentplane.v1.GateOutcome outcome = 1;
+   */
+  outcome: GateOutcome;
+
+  /**
+   * The interrupt, for INTERRUPT, and for an answer about a call that waited for one.
+   *
+   * @generated from field: agentplane.v1.Interrupt interrupt = 2;
+   */
+  interrupt?: Interrupt | undefined;
+
+  /**
+   * The decision, when a person (or a deadline) decided.
+   *
+   * @generated from field: agentplane.v1.Decision decision = 3;
+   */
+  decision?: Decision | undefined;
+};
+
+/**
+ * Describes the message agentplane.v1.CheckModelCallResponse.
+ * Use `create(CheckModelCallResponseSchema)` to create a new message.
+ */
+export const CheckModelCallResponseSchema: GenMessage<CheckModelCallResponse> = /*@__PURE__*/
+  messageDesc(file_agentplane_v1_runtime_service, 13);
+
+/**
  * AwaitDecisionRequest waits for a decision.
  *
  * @generated from message agentplane.v1.AwaitDecisionRequest
@@ -654,7 +752,7 @@ export type AwaitDecisionRequest = Message<"agentplane.v1.AwaitDecisionRequest">
  * Use `create(AwaitDecisionRequestSchema)` to create a new message.
  */
 export const AwaitDecisionRequestSchema: GenMessage<AwaitDecisionRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_runtime_service, 12);
+  messageDesc(file_agentplane_v1_runtime_service, 14);
 
 /**
  * AwaitDecisionResponse is one message of an AwaitDecision stream: exactly one arm is
@@ -713,7 +811,7 @@ export type AwaitDecisionResponse = Message<"agentplane.v1.AwaitDecisionResponse
  * Use `create(AwaitDecisionResponseSchema)` to create a new message.
  */
 export const AwaitDecisionResponseSchema: GenMessage<AwaitDecisionResponse> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_runtime_service, 13);
+  messageDesc(file_agentplane_v1_runtime_service, 15);
 
 /**
  * AwaitPending says a wait is registered.
@@ -735,7 +833,7 @@ export type AwaitPending = Message<"agentplane.v1.AwaitPending"> & {
  * Use `create(AwaitPendingSchema)` to create a new message.
  */
 export const AwaitPendingSchema: GenMessage<AwaitPending> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_runtime_service, 14);
+  messageDesc(file_agentplane_v1_runtime_service, 16);
 
 /**
  * AwaitCanceled ends a wait whose task was canceled.
@@ -756,7 +854,7 @@ export type AwaitCanceled = Message<"agentplane.v1.AwaitCanceled"> & {
  * Use `create(AwaitCanceledSchema)` to create a new message.
  */
 export const AwaitCanceledSchema: GenMessage<AwaitCanceled> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_runtime_service, 15);
+  messageDesc(file_agentplane_v1_runtime_service, 17);
 
 /**
  * SuspendTaskRequest gives up a lease while interrupts are pending.
@@ -784,7 +882,7 @@ export type SuspendTaskRequest = Message<"agentplane.v1.SuspendTaskRequest"> & {
  * Use `create(SuspendTaskRequestSchema)` to create a new message.
  */
 export const SuspendTaskRequestSchema: GenMessage<SuspendTaskRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_runtime_service, 16);
+  messageDesc(file_agentplane_v1_runtime_service, 18);
 
 /**
  * SuspendTaskResponse confirms the suspension.
@@ -805,7 +903,7 @@ export type SuspendTaskResponse = Message<"agentplane.v1.SuspendTaskResponse"> &
  * Use `create(SuspendTaskResponseSchema)` to create a new message.
  */
 export const SuspendTaskResponseSchema: GenMessage<SuspendTaskResponse> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_runtime_service, 17);
+  messageDesc(file_agentplane_v1_runtime_service, 19);
 
 /**
  * RecordVerdictRequest records an evaluator's verdict.
@@ -878,7 +976,7 @@ export type RecordVerdictRequest = Message<"agentplane.v1.RecordVerdictRequest">
  * Use `create(RecordVerdictRequestSchema)` to create a new message.
  */
 export const RecordVerdictRequestSchema: GenMessage<RecordVerdictRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_runtime_service, 18);
+  messageDesc(file_agentplane_v1_runtime_service, 20);
 
 /**
  * RecordVerdictResponse reports what was recorded.
@@ -906,7 +1004,7 @@ export type RecordVerdictResponse = Message<"agentplane.v1.RecordVerdictResponse
  * Use `create(RecordVerdictResponseSchema)` to create a new message.
  */
 export const RecordVerdictResponseSchema: GenMessage<RecordVerdictResponse> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_runtime_service, 19);
+  messageDesc(file_agentplane_v1_runtime_service, 21);
 
 /**
  * PauseTaskRequest ends a turn.
@@ -960,7 +1058,7 @@ export type PauseTaskRequest = Message<"agentplane.v1.PauseTaskRequest"> & {
  * Use `create(PauseTaskRequestSchema)` to create a new message.
  */
 export const PauseTaskRequestSchema: GenMessage<PauseTaskRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_runtime_service, 20);
+  messageDesc(file_agentplane_v1_runtime_service, 22);
 
 /**
  * PauseTaskResponse returns the pause interrupt.
@@ -988,7 +1086,7 @@ export type PauseTaskResponse = Message<"agentplane.v1.PauseTaskResponse"> & {
  * Use `create(PauseTaskResponseSchema)` to create a new message.
  */
 export const PauseTaskResponseSchema: GenMessage<PauseTaskResponse> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_runtime_service, 21);
+  messageDesc(file_agentplane_v1_runtime_service, 23);
 
 /**
  * CompleteTaskRequest ends a task with its output.
@@ -1023,7 +1121,7 @@ export type CompleteTaskRequest = Message<"agentplane.v1.CompleteTaskRequest"> &
  * Use `create(CompleteTaskRequestSchema)` to create a new message.
  */
 export const CompleteTaskRequestSchema: GenMessage<CompleteTaskRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_runtime_service, 22);
+  messageDesc(file_agentplane_v1_runtime_service, 24);
 
 /**
  * CompleteTaskResponse holds the completed task.
@@ -1044,7 +1142,7 @@ export type CompleteTaskResponse = Message<"agentplane.v1.CompleteTaskResponse">
  * Use `create(CompleteTaskResponseSchema)` to create a new message.
  */
 export const CompleteTaskResponseSchema: GenMessage<CompleteTaskResponse> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_runtime_service, 23);
+  messageDesc(file_agentplane_v1_runtime_service, 25);
 
 /**
  * FailTaskRequest ends or retries a task.
@@ -1093,7 +1191,7 @@ export type FailTaskRequest = Message<"agentplane.v1.FailTaskRequest"> & {
  * Use `create(FailTaskRequestSchema)` to create a new message.
  */
 export const FailTaskRequestSchema: GenMessage<FailTaskRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_runtime_service, 24);
+  messageDesc(file_agentplane_v1_runtime_service, 26);
 
 /**
  * FailTaskResponse holds the task.
@@ -1114,7 +1212,7 @@ export type FailTaskResponse = Message<"agentplane.v1.FailTaskResponse"> & {
  * Use `create(FailTaskResponseSchema)` to create a new message.
  */
 export const FailTaskResponseSchema: GenMessage<FailTaskResponse> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_runtime_service, 25);
+  messageDesc(file_agentplane_v1_runtime_service, 27);
 
 /**
  * ReadTaskHistoryRequest reads a page of a leased task's log.
@@ -1149,7 +1247,7 @@ export type ReadTaskHistoryRequest = Message<"agentplane.v1.ReadTaskHistoryReque
  * Use `create(ReadTaskHistoryRequestSchema)` to create a new message.
  */
 export const ReadTaskHistoryRequestSchema: GenMessage<ReadTaskHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_runtime_service, 26);
+  messageDesc(file_agentplane_v1_runtime_service, 28);
 
 /**
  * ReadTaskHistoryResponse is one page of the log, in sequence order.
@@ -1178,7 +1276,7 @@ export type ReadTaskHistoryResponse = Message<"agentplane.v1.ReadTaskHistoryResp
  * Use `create(ReadTaskHistoryResponseSchema)` to create a new message.
  */
 export const ReadTaskHistoryResponseSchema: GenMessage<ReadTaskHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_runtime_service, 27);
+  messageDesc(file_agentplane_v1_runtime_service, 29);
 
 /**
  * PublishDeltasRequest hands message fragments to live watchers.
@@ -1206,7 +1304,7 @@ export type PublishDeltasRequest = Message<"agentplane.v1.PublishDeltasRequest">
  * Use `create(PublishDeltasRequestSchema)` to create a new message.
  */
 export const PublishDeltasRequestSchema: GenMessage<PublishDeltasRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_runtime_service, 28);
+  messageDesc(file_agentplane_v1_runtime_service, 30);
 
 /**
  * PublishDeltasResponse says how many watchers were live.
@@ -1228,7 +1326,7 @@ export type PublishDeltasResponse = Message<"agentplane.v1.PublishDeltasResponse
  * Use `create(PublishDeltasResponseSchema)` to create a new message.
  */
 export const PublishDeltasResponseSchema: GenMessage<PublishDeltasResponse> = /*@__PURE__*/
-  messageDesc(file_agentplane_v1_runtime_service, 29);
+  messageDesc(file_agentplane_v1_runtime_service, 31);
 
 /**
  * RuntimeService is the server-to-server protocol of runtimes, the processes that call
@@ -1237,7 +1335,7 @@ export const PublishDeltasResponseSchema: GenMessage<PublishDeltasResponse> = /*
  * FAILED_PRECONDITION with reason LEASE_LOST, so a zombie runtime cannot corrupt a task.
  *
  * Retries: every call is safe to repeat after a lost response. Heartbeat,
- * CheckToolCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
+ * CheckToolCall and CheckModelCall (per call id), AwaitDecision, ReadTaskHistory and PublishDeltas are
  * idempotent by nature; the other writes take a request_id (at most 128 bytes, unique
  * among the mutating calls on the task): a retry with the same request_id and the same
  * request returns the first call's result (also after the call released the lease or
@@ -1308,6 +1406,28 @@ export const RuntimeService: GenService<{
     methodKind: "unary";
     input: typeof CheckToolCallRequestSchema;
     output: typeof CheckToolCallResponseSchema;
+  },
+  /**
+   * CheckModelCall asks whether a model call may run, for a task whose lease says
+   * check_model_calls (it counts against a budget rule with on_limit: approve). While
+   * no such budget is spent it answers ALLOW and writes nothing. Once one is spent, the
+   * call needs a person: the answer is INTERRUPT with a durable interrupt of kind
+   * MODEL_CALL_APPROVAL (the task moves to INPUT_REQUIRED and keeps its lease), which
+   * the runtime waits on with AwaitDecision or gives up its lease for with SuspendTask,
+   * exactly as for a gated tool call. Approve: that one model call may run. Reject: the
+   * control plane ends the task as FAILED (reason budget.model_call_rejected) in the
+   * transaction of the decision; the runtime stops. Idempotent per call_id: asking
+   * again about a call id that raised an interrupt answers with that interrupt as it
+   * is now (pending, or resolved with its decision: ALLOW for an approval), also under
+   * a later lease, so a runtime replaying its turn must ask with the same call id.
+   * Fenced like a write: a stale lease is LEASE_LOST, an ended task TASK_TERMINAL.
+   *
+   * @generated from rpc agentplane.v1.RuntimeService.CheckModelCall
+   */
+  checkModelCall: {
+    methodKind: "unary";
+    input: typeof CheckModelCallRequestSchema;
+    output: typeof CheckModelCallResponseSchema;
   },
   /**
    * AwaitDecision waits on a stream for the decision on an interrupt (interactive
