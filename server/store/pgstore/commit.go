@@ -185,7 +185,14 @@ func (s *Store) attempt(calls []*call) (again []*call) {
 			return s.blame(calls, t.failed)
 		}
 		if err != nil {
-			c.done, c.err = true, err
+			if w.assumed {
+				// The error may rest on a request id taken to be free (a retry of an
+				// accepted start refused by a rate limit or a budget, where its task
+				// would have answered it): run again alone, careful, reading the id.
+				c.alone, c.err = true, err
+			} else {
+				c.done, c.err = true, err
+			}
 			if w.wrote {
 				return unfinished(calls)
 			}

@@ -42,6 +42,9 @@ type writer struct {
 	c        *call
 	wrote    bool
 	onCommit []func()
+	// assumed: TaskForRequest answered a request id free without a read, so an error
+	// the call returns may rest on that answer (see attempt).
+	assumed bool
 }
 
 // taskState is what a transaction knows of a task whose row it holds.
@@ -165,6 +168,7 @@ func (w *writer) TaskForRequest(tenant, requestID string) (string, error) {
 		}
 		if schema.ValidComponent(requestID) {
 			w.t.assumed = append(w.t.assumed, assumption{key: k, by: w.c})
+			w.assumed = true
 		}
 		return "", nil
 	}
