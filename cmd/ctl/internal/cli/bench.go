@@ -134,6 +134,12 @@ type benchRun struct {
 	id    string
 	conns []*client.Client
 
+	// specs are the bench agent's spec as the request's Struct, plain and gated
+	// (benchAgent), built once per run: every StartTask of the run sends the same one
+	// (the calls only read it), so the bench measures the server, not the client
+	// building a Struct per call.
+	specs [2]*structpb.Struct
+
 	mu      sync.Mutex
 	started []started // tasks started by bench start, canceled at its end
 }
@@ -167,7 +173,8 @@ func (b *benchRun) cancelStarted(ctx context.Context, clients int) error {
 // newBenchRun dials conns connections, spread over addrs in turn (none: --addr).
 func newBenchRun(g *globals, cmd *cobra.Command, conns int, addrs []string) (*benchRun, context.Context, func(), error) {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	b := &benchRun{g: g, cmd: cmd, id: randomID()}
+	b := &benchRun{g: g, cmd: cmd, id: randomID(),
+		specs: [2]*structpb.Struct{specwire.MustStruct(benchAgent(false)), specwire.MustStruct(benchAgent(true))}}
 	if len(addrs) == 0 {
 		addrs = []string{g.addr}
 	}
@@ -316,10 +323,18 @@ func benchAgent(gated bool) *agentplanev1.AgentSpec {
 
 const benchGatedTool = "bench_gated"
 
+// spec is the run's Struct of benchAgent(gated).
+func (b *benchRun) spec(gated bool) *structpb.Struct {
+	if gated {
+		return b.specs[1]
+	}
+	return b.specs[0]
+}
+
 func (b *benchRun) startRequest(i int, gated bool) *agentplanev1.StartTaskRequest {
 	req := &agentplanev1.StartTaskRequest{
 		RequestId: fmt.Sprintf("bench-%s-%d", b.id, i),
-		Source:    &agentplanev1.StartTaskRequest_Spec{Spec: specwire.MustStruct(benchAgent(gated))},
+		Source:    &agentplanev1.StartTaskRequest_Spec{Spec: b.spec(gated)},
 		Input:     client.UserText("bench"),
 		Labels:    map[string]string{"bench": b.id},
 		Queue:     b.queue(),

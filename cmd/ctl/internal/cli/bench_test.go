@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/agentplane/agentplane/api/specwire"
 	"github.com/agentplane/agentplane/client/worker/workertest"
 	agentplanev1 "github.com/agentplane/agentplane/gen/agentplane/v1"
 	"github.com/agentplane/agentplane/server/servertest"
@@ -201,5 +205,23 @@ func TestBenchHealth(t *testing.T) {
 	}
 	if !regexp.MustCompile(`^health ` + summaryLine + `\n$`).MatchString(out) {
 		t.Fatalf("summary %q", out)
+	}
+}
+
+// TestBenchStartBuildsItsSpecOnce: every StartTask of a run sends the one Struct the run
+// built (the request id still differs), so the client's cost per call is not a Struct.
+func TestBenchStartBuildsItsSpecOnce(t *testing.T) {
+	b := &benchRun{id: "x", specs: [2]*structpb.Struct{specwire.MustStruct(benchAgent(false)), specwire.MustStruct(benchAgent(true))}}
+	for _, gated := range []bool{false, true} {
+		r1, r2 := b.startRequest(1, gated), b.startRequest(2, gated)
+		if r1.GetSpec() != r2.GetSpec() || r1.GetSpec() != b.spec(gated) || r1.GetRequestId() == r2.GetRequestId() {
+			t.Fatalf("gated=%v: specs %p and %p, request ids %q and %q", gated, r1.GetSpec(), r2.GetSpec(), r1.GetRequestId(), r2.GetRequestId())
+		}
+		if !proto.Equal(r1.GetSpec(), specwire.MustStruct(benchAgent(gated))) {
+			t.Fatalf("gated=%v: the run's spec is not benchAgent's", gated)
+		}
+	}
+	if b.spec(false) == b.spec(true) {
+		t.Fatal("the gated and plain runs share a spec")
 	}
 }
