@@ -302,7 +302,7 @@ type notice struct {
 	Queues []string `json:"q,omitempty"`
 	// Decided: the interrupts no longer pending, as tenant, interrupt id, ...
 	Decided []string `json:"d,omitempty"`
-	// Deadline: a pending interrupt was given a deadline.
+	// Deadline: a pending interrupt was given a deadline or an escalation step.
 	Deadline bool `json:"t,omitempty"`
 	// All: something changed that the other fields could not name (the transaction
 	// changed too much for maxNotices notices): every waiter looks again.

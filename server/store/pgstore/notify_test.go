@@ -111,6 +111,38 @@ func TestChangesReachOtherReplicas(t *testing.T) {
 	}
 }
 
+// TestEscalationStepReachesOtherReplicas: an interrupt under an approval rule with no
+// deadline of its own, given an escalation step (or its next step) by one store, wakes
+// the other store's timer loop (ChangeDeadline), as the triggers of version 6 did.
+func TestEscalationStepReachesOtherReplicas(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	a, b := open(t, dsn), open(t, dsn)
+	defer a.Close()
+	defer b.Close()
+	fromB := changes(b)
+	ctx := context.Background()
+
+	in := storetest.Interrupt("acme", "t1", "i1", time.Now())
+	in.Interrupt.Requirement = &agentplanev1.ApprovalRequirement{Rule: "two", Group: "finance", Quorum: 2,
+		RemindTime: timestamppb.New(time.Now().Add(time.Hour)), EscalateTime: timestamppb.New(time.Now().Add(2 * time.Hour))}
+	if err := a.Update(ctx, func(w store.Writer) error {
+		if err := w.PutTask(storetest.Task("acme", "t1", time.Now())); err != nil {
+			return err
+		}
+		return w.PutInterrupt(in)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	next(t, fromB, store.ChangeDeadline)
+
+	// The reminder sent: the next step is the escalation.
+	in.Interrupt.Requirement.Reminded = true
+	if err := a.Update(ctx, func(w store.Writer) error { return w.PutInterrupt(in) }); err != nil {
+		t.Fatal(err)
+	}
+	next(t, fromB, store.ChangeDeadline)
+}
+
 // TestDatabaseOutage cuts the connection between a store and PostgreSQL: its health
 // turns to UNAVAILABLE (STORE_UNAVAILABLE), reported through OnHealth, and calls fail
 // with the same reason; when the database is back the store recovers by itself,

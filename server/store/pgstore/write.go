@@ -417,12 +417,17 @@ func (w *writer) PutInterrupt(rec *storagev1.InterruptRecord) error {
 	if oldPending != nil && pending == nil {
 		w.t.changes.add(change{kind: store.ChangeDecided, a: tenant, b: id})
 	}
-	if deadline != nil && !bytes.Equal(deadline, oldDeadline) {
-		w.t.changes.add(change{kind: store.ChangeDeadline})
-	}
-	var escalation []byte
+	var escalation, oldEscalation []byte
 	if due, ok := store.EscalationDue(rec); ok {
 		escalation = schema.TimeKey(tenant, due, id)
+	}
+	if due, ok := store.EscalationDue(old); ok {
+		oldEscalation = schema.TimeKey(tenant, due, id)
+	}
+	// A new or moved deadline or escalation step wakes the other replicas' timer
+	// loops (as the triggers of versions 3 and 6 did).
+	if (deadline != nil && !bytes.Equal(deadline, oldDeadline)) || (escalation != nil && !bytes.Equal(escalation, oldEscalation)) {
+		w.t.changes.add(change{kind: store.ChangeDeadline})
 	}
 	v, err := encode(rec)
 	if err != nil {
