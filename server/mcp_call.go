@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -52,8 +53,9 @@ func (f *mcpFace) callTool(t *mcpTool) mcp.ToolHandler {
 		f.s.log.Info("mcp tool call", "tenant", c.p.Tenant, "principal", c.p.Subject, "tool", t.tool.Name,
 			"task", call.taskID, "outcome", outcome)
 		if res == nil {
-			// The client canceled, or its session closed: no one reads a response.
-			return nil, context.Cause(ctx)
+			// The client canceled, or its session closed (or is closing, as the
+			// server shuts down): no one reads a response.
+			return nil, cmp.Or(context.Cause(ctx), errMCPSessionClosed)
 		}
 		return res, nil
 	}
@@ -93,8 +95,8 @@ type mcpCall struct {
 	progress int64
 }
 
-// run returns the result and the outcome label; a nil result means the client
-// canceled the call (and the task was canceled).
+// run returns the result and the outcome label; a nil result means no one reads one:
+// the client canceled the call (and the task was canceled), or its session closed.
 func (x *mcpCall) run(ctx context.Context) (*mcp.CallToolResult, string) {
 	f := x.f
 	input, errRes := x.input()
@@ -191,8 +193,11 @@ func (x *mcpCall) follow(ctx context.Context) (*mcp.CallToolResult, string) {
 		x.cancelTask()
 		return nil, "client_canceled"
 	}
-	if errors.Is(context.Cause(ctx), errMCPSessionClosed) {
-		return nil, "session_closed" // no one reads the response; the task goes on
+	if errors.Is(context.Cause(ctx), errMCPSessionClosed) || x.stopping() {
+		// No one reads the response; the task goes on. A shutdown ends the watch
+		// (UNAVAILABLE) before closeAll closes the session, so the call would
+		// otherwise race it and answer with a tool error.
+		return nil, "session_closed"
 	}
 	if errors.Is(err, io.EOF) {
 		// The stream ends OK after the event that makes the task terminal (also when
@@ -453,15 +458,17 @@ func (x *mcpCall) withTask(res *mcp.CallToolResult) *mcp.CallToolResult {
 // them cancels the task:
 // MCP says a disconnection is not a cancellation, and the task is durable.
 func (x *mcpCall) clientCanceled(ctx context.Context) bool {
-	if ctx.Err() == nil || context.Cause(ctx) != context.Canceled {
-		return false
-	}
+	return ctx.Err() != nil && context.Cause(ctx) == context.Canceled && !x.stopping()
+}
+
+// stopping reports whether the server has begun to shut down.
+func (x *mcpCall) stopping() bool {
 	select {
 	case <-x.f.s.stopping:
-		return false
+		return true
 	default:
+		return false
 	}
-	return true
 }
 
 // cancelTask cancels the task for a client that canceled its call.
