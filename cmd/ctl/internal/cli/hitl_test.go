@@ -2,6 +2,7 @@ package cli
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +48,8 @@ func TestHitlList(t *testing.T) {
 	}
 	req := requests[*agentplanev1.ListInterruptsRequest](f)[0]
 	if req.GetTaskId() != "t-1" || req.GetToolName() != "send_email" || req.GetTag() != "pii" || req.GetMinAge().AsDuration() != 2*time.Minute ||
-		len(req.GetStates()) != 2 || len(req.GetKinds()) != 3 {
+		len(req.GetStates()) != 2 || len(req.GetKinds()) != 4 ||
+		!slices.Contains(req.GetKinds(), agentplanev1.InterruptKind_INTERRUPT_KIND_MODEL_CALL_APPROVAL) {
 		t.Errorf("request %v", req)
 	}
 }
