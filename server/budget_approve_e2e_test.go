@@ -124,7 +124,8 @@ func TestBudgetApproveModelCalls(t *testing.T) {
 		}
 		// A refusing budget still refuses starts; the approve budget does not.
 		bot := startInline(t, in, "bot")
-		if _, ref := leaseOne(t, in, bot); true {
+		{
+			_, ref := leaseOne(t, in, bot)
 			botMsg := client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, "ok")
 			botMsg.Model, botMsg.Usage = "m", &agentplanev1.TokenUsage{TotalTokens: 10}
 			if _, err := in.Client.Runtime.CompleteTask(ctx, &agentplanev1.CompleteTaskRequest{Lease: ref, Output: &agentplanev1.TaskOutput{Message: botMsg}}); err != nil {

@@ -59,7 +59,7 @@ func New(c config.Budgets) (*Budgets, error) {
 	}
 	for _, r := range c.Rules {
 		cr := rule{name: r.Name, agentID: r.AgentID, period: r.Period, maxTokens: r.MaxTokens, warnPercent: r.WarnAt(),
-			approve: r.Limited() == config.OnLimitApprove}
+			approve: r.OnLimit == config.OnLimitApprove}
 		if r.MaxCostUSD != "" {
 			micros, err := config.ParseUSDMicros(r.MaxCostUSD)
 			if err != nil {

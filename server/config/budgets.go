@@ -59,14 +59,6 @@ const (
 	OnLimitApprove = "approve"
 )
 
-// Limited is r's OnLimit, refuse when unset.
-func (r BudgetRule) Limited() string {
-	if r.OnLimit == "" {
-		return OnLimitRefuse
-	}
-	return r.OnLimit
-}
-
 // Budget periods.
 const (
 	PeriodDay   = "day"

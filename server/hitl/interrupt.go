@@ -30,22 +30,27 @@ func NewToolInterrupt(m InterruptMeta, c Call, r GateResult) *agentplanev1.Inter
 		InterruptId:   m.InterruptID,
 		ToolName:      c.ToolName,
 		ArgumentsJson: c.ArgumentsJSON,
-		Context: &agentplanev1.ApprovalContext{
-			AgentName: c.AgentName, TripIndex: c.TripIndex, Tags: r.Tags,
-		},
-		RequestTime: timestamppb.New(m.Now),
+		Context:       m.approvalContext(c.AgentName, c.TripIndex, r.Tags),
+		RequestTime:   timestamppb.New(m.Now),
 	}
 	if c.ToolDescription != "" {
 		req.ToolDescription = &c.ToolDescription
 	}
-	if m.SessionID != "" {
-		req.Context.SessionId = &m.SessionID
-	}
-	if m.OriginalInput != "" {
-		req.Context.OriginalInput = &m.OriginalInput
-	}
 	in.Request = &agentplanev1.Interrupt_Approval{Approval: req}
 	return in
+}
+
+// approvalContext is the run context of an ApprovalRequest a reviewer sees: the
+// agent and trip asking, with m's session and original input.
+func (m InterruptMeta) approvalContext(agent string, trip int32, tags []string) *agentplanev1.ApprovalContext {
+	ac := &agentplanev1.ApprovalContext{AgentName: agent, TripIndex: trip, Tags: tags}
+	if m.SessionID != "" {
+		ac.SessionId = &m.SessionID
+	}
+	if m.OriginalInput != "" {
+		ac.OriginalInput = &m.OriginalInput
+	}
+	return ac
 }
 
 // NewAutoPauseInterrupt builds the synthetic __auto_pause__ interrupt of a chat-mode

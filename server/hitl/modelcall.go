@@ -46,18 +46,12 @@ func NewModelCallInterrupt(m InterruptMeta, c ModelCall, hold *agentplanev1.Mode
 		InterruptId:   m.InterruptID,
 		ToolName:      ModelCallTool,
 		ArgumentsJson: text,
-		Context:       &agentplanev1.ApprovalContext{AgentName: c.AgentName, TripIndex: c.TripIndex},
+		Context:       m.approvalContext(c.AgentName, c.TripIndex, nil),
 		RequestTime:   timestamppb.New(m.Now),
 		ModelCall:     mc,
 	}
 	desc := "a model call of a task whose budget " + mc.GetBudget() + " is spent: approve to let this one call run, reject to end the task"
 	req.ToolDescription = &desc
-	if m.SessionID != "" {
-		req.Context.SessionId = &m.SessionID
-	}
-	if m.OriginalInput != "" {
-		req.Context.OriginalInput = &m.OriginalInput
-	}
 	in.Request = &agentplanev1.Interrupt_Approval{Approval: req}
 	return in
 }

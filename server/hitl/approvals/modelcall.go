@@ -41,54 +41,21 @@ func (s *Service) CheckModelCall(ctx context.Context, req *agentplanev1.CheckMod
 	}
 	id := hitl.ModelCallInterruptID(req.GetLease().GetTaskId(), call.CallID)
 	var resp *agentplanev1.CheckModelCallResponse
-	held := false
+	var hold *agentplanev1.ModelCallApproval
 	err := s.tasks.ViewLeased(ctx, req.GetLease(), func(r store.Reader, task *storagev1.TaskRecord) error {
-		resp, held = nil, false
-		if err := checkRunning(task); err != nil {
-			return err
-		}
-		prev, err := r.GetInterrupt(task.GetTenant(), id)
-		switch {
-		case err == nil:
-			resp = modelCallAnswer(prev.GetInterrupt())
-			return nil
-		case !store.IsNotFound(err):
-			return err
-		}
-		hold, err := s.budgets.Hold(r, task.GetTenant(), task.GetAgentId(), s.clock.Now())
-		if err != nil {
-			return err
-		}
-		if hold == nil {
-			resp = &agentplanev1.CheckModelCallResponse{Outcome: agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW}
-		}
-		held = hold != nil
-		return nil
+		var err error
+		resp, hold, err = s.modelCallState(r, task, id, s.clock.Now())
+		return err
 	})
-	if err != nil || !held {
+	if err != nil || hold == nil {
 		return resp, err
 	}
 	timer := false
 	err = s.tasks.UpdateLeased(ctx, req.GetLease(), func(op *tasks.Op) error {
-		resp, timer = nil, false
-		task := op.Task()
-		if err := checkRunning(task); err != nil {
-			return err
-		}
-		switch prev, err := op.Writer().GetInterrupt(task.GetTenant(), id); {
-		case err == nil:
-			resp = modelCallAnswer(prev.GetInterrupt())
-			return nil
-		case !store.IsNotFound(err):
-			return err
-		}
-		hold, err := s.budgets.Hold(op.Writer(), task.GetTenant(), task.GetAgentId(), op.Now())
-		if err != nil {
-			return err
-		}
-		if hold == nil { // the period ended meanwhile
-			resp = &agentplanev1.CheckModelCallResponse{Outcome: agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW}
-			return nil
+		timer = false
+		var err error
+		if resp, hold, err = s.modelCallState(op.Writer(), op.Task(), id, op.Now()); err != nil || hold == nil {
+			return err // answered without a raise: asked meanwhile, or the period ended
 		}
 		spec, err := op.Spec()
 		if err != nil {
@@ -109,6 +76,26 @@ func (s *Service) CheckModelCall(ctx context.Context, req *agentplanev1.CheckMod
 		s.kickDeadlines()
 	}
 	return resp, nil
+}
+
+// modelCallState is what CheckModelCall answers about call id of task without a write:
+// the call's interrupt as it is now when one was raised, otherwise ALLOW while no
+// budget with on_limit approve that the task counts against is spent. When one is,
+// resp is nil and hold is that budget: the call's interrupt must be raised.
+func (s *Service) modelCallState(r store.Reader, task *storagev1.TaskRecord, id string, now time.Time) (resp *agentplanev1.CheckModelCallResponse, hold *agentplanev1.ModelCallApproval, err error) {
+	if err := checkRunning(task); err != nil {
+		return nil, nil, err
+	}
+	switch prev, err := r.GetInterrupt(task.GetTenant(), id); {
+	case err == nil:
+		return modelCallAnswer(prev.GetInterrupt()), nil, nil
+	case !store.IsNotFound(err):
+		return nil, nil, err
+	}
+	if hold, err = s.budgets.Hold(r, task.GetTenant(), task.GetAgentId(), now); err != nil || hold != nil {
+		return nil, hold, err
+	}
+	return &agentplanev1.CheckModelCallResponse{Outcome: agentplanev1.GateOutcome_GATE_OUTCOME_ALLOW}, nil, nil
 }
 
 // checkRunning refuses a check of a task that is not running.
