@@ -330,18 +330,22 @@ func (w *writer) AppendEvents(tenant, taskID string, events ...*storagev1.EventR
 	return nil
 }
 
-// interruptKeys are an interrupt's keys in the pending and deadline indexes (nil: not
-// in it).
-func interruptKeys(rec *storagev1.InterruptRecord) (pending, deadline []byte) {
+// interruptKeys are an interrupt's keys in the pending, deadline and escalation
+// indexes (nil: not in it; rec nil: in none).
+func interruptKeys(rec *storagev1.InterruptRecord) (pending, deadline, escalation []byte) {
 	in := rec.GetInterrupt()
 	if !isPending(rec) {
-		return nil, nil
+		return nil, nil, nil
 	}
-	pending = schema.TimeKey(in.GetTenant(), rec.GetCreateTime().AsTime(), in.GetInterruptId())
+	tenant, id := in.GetTenant(), in.GetInterruptId()
+	pending = schema.TimeKey(tenant, rec.GetCreateTime().AsTime(), id)
 	if in.GetDeadline() != nil {
-		deadline = schema.TimeKey(in.GetTenant(), in.GetDeadline().AsTime(), in.GetInterruptId())
+		deadline = schema.TimeKey(tenant, in.GetDeadline().AsTime(), id)
 	}
-	return pending, deadline
+	if due, ok := store.EscalationDue(rec); ok {
+		escalation = schema.TimeKey(tenant, due, id)
+	}
+	return pending, deadline, escalation
 }
 
 func isPending(rec *storagev1.InterruptRecord) bool {
@@ -409,20 +413,10 @@ func (w *writer) PutInterrupt(rec *storagev1.InterruptRecord) error {
 	if old != nil && (old.GetInterrupt().GetTaskId() != taskID || !proto.Equal(old.GetCreateTime(), rec.GetCreateTime())) {
 		return fmt.Errorf("store: interrupt %s: task_id and create_time are immutable", id)
 	}
-	pending, deadline := interruptKeys(rec)
-	var oldPending, oldDeadline []byte
-	if old != nil {
-		oldPending, oldDeadline = interruptKeys(old)
-	}
+	pending, deadline, escalation := interruptKeys(rec)
+	oldPending, oldDeadline, oldEscalation := interruptKeys(old)
 	if oldPending != nil && pending == nil {
 		w.t.changes.add(change{kind: store.ChangeDecided, a: tenant, b: id})
-	}
-	var escalation, oldEscalation []byte
-	if due, ok := store.EscalationDue(rec); ok {
-		escalation = schema.TimeKey(tenant, due, id)
-	}
-	if due, ok := store.EscalationDue(old); ok {
-		oldEscalation = schema.TimeKey(tenant, due, id)
 	}
 	// A new or moved deadline or escalation step wakes the other replicas' timer
 	// loops (as the triggers of versions 3 and 6 did).
