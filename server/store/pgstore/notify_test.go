@@ -55,10 +55,7 @@ func next(t *testing.T, ch <-chan store.Change, kind store.ChangeKind) store.Cha
 // on the same database (events by task, a queued task by queue, an interrupt decided,
 // a new deadline), and not to the store that wrote it.
 func TestChangesReachOtherReplicas(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	a, b := open(t, dsn), open(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	a, b, _ := twoStores(t)
 	fromA, fromB := changes(a), changes(b)
 	ctx := context.Background()
 
@@ -115,10 +112,7 @@ func TestChangesReachOtherReplicas(t *testing.T) {
 // deadline of its own, given an escalation step (or its next step) by one store, wakes
 // the other store's timer loop (ChangeDeadline), as the triggers of version 6 did.
 func TestEscalationStepReachesOtherReplicas(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	a, b := open(t, dsn), open(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	a, b, _ := twoStores(t)
 	fromB := changes(b)
 	ctx := context.Background()
 
@@ -198,10 +192,7 @@ func TestDatabaseOutage(t *testing.T) {
 // tells its waiters to look again (ChangeAll), and hears the other replicas' writes
 // as before.
 func TestListenerReconnects(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	a, b := open(t, dsn), open(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	a, b, dsn := twoStores(t)
 	fromB := changes(b)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
@@ -322,10 +313,7 @@ func TestOneNoticePerCommit(t *testing.T) {
 // notification (PostgreSQL's 8000 bytes) reaches the other replica whole, over
 // several.
 func TestLargeCommitReachesOtherReplicas(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	a, b := open(t, dsn), open(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	a, b, _ := twoStores(t)
 	fromA := changes(b)
 	want := map[string]bool{}
 	if err := a.Update(context.Background(), func(w store.Writer) error {
