@@ -252,18 +252,24 @@ func listen(t *testing.T, dsn, app string) *pgx.Conn {
 	return conn
 }
 
-// TestOneNoticePerCommit: a transaction that starts three queued tasks and appends to
-// their logs sends one notification naming all of them (the triggers of schema
-// version 3 sent one per task and per queue), and PostgreSQL delivers it at COMMIT:
-// the broadcast sent after the commit is the next notification.
+// TestOneNoticePerCommit: a transaction that starts 64 queued tasks (ids as long as the
+// control plane's, 26 characters) and appends to their logs sends one notification
+// naming all of them (the triggers of schema version 3 sent one per task and one per
+// queue), and PostgreSQL delivers it at COMMIT: the broadcast sent after the commit is
+// the next notification.
 func TestOneNoticePerCommit(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	a := open(t, dsn)
 	defer a.Close()
 	raw := listen(t, dsn, "")
 	ctx := context.Background()
+	var want []string
+	for i := range 64 {
+		want = append(want, "acme", fmt.Sprintf("t%025d", i))
+	}
 	if err := a.Update(ctx, func(w store.Writer) error {
-		for _, id := range []string{"t1", "t2", "t3"} {
+		for i := 1; i < len(want); i += 2 {
+			id := want[i]
 			rec := storetest.Task("acme", id, time.Now())
 			rec.Queue = "gpu"
 			rec.QueueTime = timestamppb.Now()
@@ -299,7 +305,7 @@ func TestOneNoticePerCommit(t *testing.T) {
 	if err := json.Unmarshal([]byte(first), &got); err != nil {
 		t.Fatalf("notice %q: %v", first, err)
 	}
-	if want := []string{"acme", "t1", "acme", "t2", "acme", "t3"}; !slices.Equal(got.Events, want) || !slices.Equal(got.Queues, []string{"gpu"}) {
+	if !slices.Equal(got.Events, want) || !slices.Equal(got.Queues, []string{"gpu"}) {
 		t.Fatalf("the commit's notice is %s; want events %q and queue gpu in one", first, want)
 	}
 	second := wait()
