@@ -413,6 +413,10 @@ func (w *writer) PutInterrupt(rec *storagev1.InterruptRecord) error {
 	if old != nil && (old.GetInterrupt().GetTaskId() != taskID || !proto.Equal(old.GetCreateTime(), rec.GetCreateTime())) {
 		return fmt.Errorf("store: interrupt %s: task_id and create_time are immutable", id)
 	}
+	v, err := encode(rec)
+	if err != nil {
+		return err
+	}
 	pending, deadline, escalation := interruptKeys(rec)
 	oldPending, oldDeadline, oldEscalation := interruptKeys(old)
 	if oldPending != nil && pending == nil {
@@ -422,10 +426,6 @@ func (w *writer) PutInterrupt(rec *storagev1.InterruptRecord) error {
 	// loops (as the triggers of versions 3 and 6 did).
 	if (deadline != nil && !bytes.Equal(deadline, oldDeadline)) || (escalation != nil && !bytes.Equal(escalation, oldEscalation)) {
 		w.t.changes.add(change{kind: store.ChangeDeadline})
-	}
-	v, err := encode(rec)
-	if err != nil {
-		return err
 	}
 	if old == nil {
 		w.later(`INSERT INTO interrupts (tenant, interrupt_id, task_id, id_key, pending_key, deadline_key, escalation_key, rec)
