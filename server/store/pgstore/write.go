@@ -250,20 +250,21 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 		return err
 	}
 	// Queued, or queued again: the queue's long polls elsewhere look.
-	if qk := queueKey(rec); qk != nil && !bytes.Equal(qk, oldQueueKey) {
-		w.t.changes.add(change{kind: store.ChangeQueued, a: store.QueueOf(rec)})
+	queue, qk := store.QueueOf(rec), queueKey(rec)
+	if qk != nil && !bytes.Equal(qk, oldQueueKey) {
+		w.t.changes.add(change{kind: store.ChangeQueued, a: queue})
 	}
 	if st == nil {
 		// A plain insert: a task of this id that exists, or that another transaction
 		// inserted meanwhile, fails it on the key.
-		w.insert(insertTask, tenant, id, int32(rec.GetState()), store.QueueOf(rec),
+		w.insert(insertTask, tenant, id, int32(rec.GetState()), queue,
 			schema.TaskByCreateKey(tenant, rec.GetCreateTime().AsTime(), id),
-			queueKey(rec), leaseKey(rec), endedKey(rec), v)
+			qk, leaseKey(rec), endedKey(rec), v)
 		w.t.tasks[[2]string{tenant, id}] = &taskState{rec: v, created: true}
 		return nil
 	}
 	w.later("UPDATE tasks SET state = $3, queue_key = $4, lease_key = $5, ended_key = $6, rec = $7 WHERE tenant = $1 AND task_id = $2",
-		tenant, id, int32(rec.GetState()), queueKey(rec), leaseKey(rec), endedKey(rec), v)
+		tenant, id, int32(rec.GetState()), qk, leaseKey(rec), endedKey(rec), v)
 	st.rec = v
 	return nil
 }
