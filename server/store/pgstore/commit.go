@@ -399,6 +399,9 @@ var errRequestTaken = errors.New("store: a request id taken to be free was taken
 // checks its own). It returns the failure to blame on the first call told so of one
 // that is taken, or nil.
 func (t *tx) verifyRequests(ran []*call) *failure {
+	if len(t.assumed) == 0 {
+		return nil
+	}
 	in := make(map[*call]bool, len(ran))
 	for _, c := range ran {
 		in[c] = true

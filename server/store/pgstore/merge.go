@@ -89,29 +89,13 @@ func merged(rows []stmt) stmt {
 	for i, typ := range t.types {
 		switch typ {
 		case "text":
-			col := make([]string, len(rows))
-			for j, r := range rows {
-				col[j] = r.args[i].(string)
-			}
-			cols[i] = col
+			cols[i] = column[string](rows, i)
 		case "int":
-			col := make([]int32, len(rows))
-			for j, r := range rows {
-				col[j] = r.args[i].(int32)
-			}
-			cols[i] = col
+			cols[i] = column[int32](rows, i)
 		case "bigint":
-			col := make([]int64, len(rows))
-			for j, r := range rows {
-				col[j] = r.args[i].(int64)
-			}
-			cols[i] = col
+			cols[i] = column[int64](rows, i)
 		case "bytea":
-			col := make([][]byte, len(rows))
-			for j, r := range rows {
-				col[j] = r.args[i].([]byte)
-			}
-			cols[i] = col
+			cols[i] = column[[]byte](rows, i)
 		default:
 			panic("pgstore: no merge for column type " + typ)
 		}
@@ -123,4 +107,13 @@ func merged(rows []stmt) stmt {
 		}
 	}
 	return s
+}
+
+// column is argument i of each of rows, as the array merged sends for its column.
+func column[T any](rows []stmt, i int) []T {
+	col := make([]T, len(rows))
+	for j, r := range rows {
+		col[j] = r.args[i].(T)
+	}
+	return col
 }

@@ -55,10 +55,7 @@ func next(t *testing.T, ch <-chan store.Change, kind store.ChangeKind) store.Cha
 // on the same database (events by task, a queued task by queue, an interrupt decided,
 // a new deadline), and not to the store that wrote it.
 func TestChangesReachOtherReplicas(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	a, b := open(t, dsn), open(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	a, b, _ := twoStores(t)
 	fromA, fromB := changes(a), changes(b)
 	ctx := context.Background()
 
@@ -115,10 +112,7 @@ func TestChangesReachOtherReplicas(t *testing.T) {
 // deadline of its own, given an escalation step (or its next step) by one store, wakes
 // the other store's timer loop (ChangeDeadline), as the triggers of version 6 did.
 func TestEscalationStepReachesOtherReplicas(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	a, b := open(t, dsn), open(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	a, b, _ := twoStores(t)
 	fromB := changes(b)
 	ctx := context.Background()
 
@@ -198,10 +192,7 @@ func TestDatabaseOutage(t *testing.T) {
 // tells its waiters to look again (ChangeAll), and hears the other replicas' writes
 // as before.
 func TestListenerReconnects(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	a, b := open(t, dsn), open(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	a, b, dsn := twoStores(t)
 	fromB := changes(b)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
@@ -261,18 +252,24 @@ func listen(t *testing.T, dsn, app string) *pgx.Conn {
 	return conn
 }
 
-// TestOneNoticePerCommit: a transaction that starts three queued tasks and appends to
-// their logs sends one notification naming all of them (the triggers of schema
-// version 3 sent one per task and per queue), and PostgreSQL delivers it at COMMIT:
-// the broadcast sent after the commit is the next notification.
+// TestOneNoticePerCommit: a transaction that starts 64 queued tasks (ids as long as the
+// control plane's, 26 characters) and appends to their logs sends one notification
+// naming all of them (the triggers of schema version 3 sent one per task and one per
+// queue), and PostgreSQL delivers it at COMMIT: the broadcast sent after the commit is
+// the next notification.
 func TestOneNoticePerCommit(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	a := open(t, dsn)
 	defer a.Close()
 	raw := listen(t, dsn, "")
 	ctx := context.Background()
+	var want []string
+	for i := range 64 {
+		want = append(want, "acme", fmt.Sprintf("t%025d", i))
+	}
 	if err := a.Update(ctx, func(w store.Writer) error {
-		for _, id := range []string{"t1", "t2", "t3"} {
+		for i := 1; i < len(want); i += 2 {
+			id := want[i]
 			rec := storetest.Task("acme", id, time.Now())
 			rec.Queue = "gpu"
 			rec.QueueTime = timestamppb.Now()
@@ -308,7 +305,7 @@ func TestOneNoticePerCommit(t *testing.T) {
 	if err := json.Unmarshal([]byte(first), &got); err != nil {
 		t.Fatalf("notice %q: %v", first, err)
 	}
-	if want := []string{"acme", "t1", "acme", "t2", "acme", "t3"}; !slices.Equal(got.Events, want) || !slices.Equal(got.Queues, []string{"gpu"}) {
+	if !slices.Equal(got.Events, want) || !slices.Equal(got.Queues, []string{"gpu"}) {
 		t.Fatalf("the commit's notice is %s; want events %q and queue gpu in one", first, want)
 	}
 	second := wait()
@@ -322,10 +319,7 @@ func TestOneNoticePerCommit(t *testing.T) {
 // notification (PostgreSQL's 8000 bytes) reaches the other replica whole, over
 // several.
 func TestLargeCommitReachesOtherReplicas(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	a, b := open(t, dsn), open(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	a, b, _ := twoStores(t)
 	fromA := changes(b)
 	want := map[string]bool{}
 	if err := a.Update(context.Background(), func(w store.Writer) error {

@@ -250,20 +250,21 @@ func (w *writer) PutTask(rec *storagev1.TaskRecord) error {
 		return err
 	}
 	// Queued, or queued again: the queue's long polls elsewhere look.
-	if qk := queueKey(rec); qk != nil && !bytes.Equal(qk, oldQueueKey) {
-		w.t.changes.add(change{kind: store.ChangeQueued, a: store.QueueOf(rec)})
+	queue, qk := store.QueueOf(rec), queueKey(rec)
+	if qk != nil && !bytes.Equal(qk, oldQueueKey) {
+		w.t.changes.add(change{kind: store.ChangeQueued, a: queue})
 	}
 	if st == nil {
 		// A plain insert: a task of this id that exists, or that another transaction
 		// inserted meanwhile, fails it on the key.
-		w.insert(insertTask, tenant, id, int32(rec.GetState()), store.QueueOf(rec),
+		w.insert(insertTask, tenant, id, int32(rec.GetState()), queue,
 			schema.TaskByCreateKey(tenant, rec.GetCreateTime().AsTime(), id),
-			queueKey(rec), leaseKey(rec), endedKey(rec), v)
+			qk, leaseKey(rec), endedKey(rec), v)
 		w.t.tasks[[2]string{tenant, id}] = &taskState{rec: v, created: true}
 		return nil
 	}
 	w.later("UPDATE tasks SET state = $3, queue_key = $4, lease_key = $5, ended_key = $6, rec = $7 WHERE tenant = $1 AND task_id = $2",
-		tenant, id, int32(rec.GetState()), queueKey(rec), leaseKey(rec), endedKey(rec), v)
+		tenant, id, int32(rec.GetState()), qk, leaseKey(rec), endedKey(rec), v)
 	st.rec = v
 	return nil
 }
@@ -330,18 +331,22 @@ func (w *writer) AppendEvents(tenant, taskID string, events ...*storagev1.EventR
 	return nil
 }
 
-// interruptKeys are an interrupt's keys in the pending and deadline indexes (nil: not
-// in it).
-func interruptKeys(rec *storagev1.InterruptRecord) (pending, deadline []byte) {
+// interruptKeys are an interrupt's keys in the pending, deadline and escalation
+// indexes (nil: not in it; rec nil: in none).
+func interruptKeys(rec *storagev1.InterruptRecord) (pending, deadline, escalation []byte) {
 	in := rec.GetInterrupt()
 	if !isPending(rec) {
-		return nil, nil
+		return nil, nil, nil
 	}
-	pending = schema.TimeKey(in.GetTenant(), rec.GetCreateTime().AsTime(), in.GetInterruptId())
+	tenant, id := in.GetTenant(), in.GetInterruptId()
+	pending = schema.TimeKey(tenant, rec.GetCreateTime().AsTime(), id)
 	if in.GetDeadline() != nil {
-		deadline = schema.TimeKey(in.GetTenant(), in.GetDeadline().AsTime(), in.GetInterruptId())
+		deadline = schema.TimeKey(tenant, in.GetDeadline().AsTime(), id)
 	}
-	return pending, deadline
+	if due, ok := store.EscalationDue(rec); ok {
+		escalation = schema.TimeKey(tenant, due, id)
+	}
+	return pending, deadline, escalation
 }
 
 func isPending(rec *storagev1.InterruptRecord) bool {
@@ -409,29 +414,19 @@ func (w *writer) PutInterrupt(rec *storagev1.InterruptRecord) error {
 	if old != nil && (old.GetInterrupt().GetTaskId() != taskID || !proto.Equal(old.GetCreateTime(), rec.GetCreateTime())) {
 		return fmt.Errorf("store: interrupt %s: task_id and create_time are immutable", id)
 	}
-	pending, deadline := interruptKeys(rec)
-	var oldPending, oldDeadline []byte
-	if old != nil {
-		oldPending, oldDeadline = interruptKeys(old)
+	v, err := encode(rec)
+	if err != nil {
+		return err
 	}
+	pending, deadline, escalation := interruptKeys(rec)
+	oldPending, oldDeadline, oldEscalation := interruptKeys(old)
 	if oldPending != nil && pending == nil {
 		w.t.changes.add(change{kind: store.ChangeDecided, a: tenant, b: id})
-	}
-	var escalation, oldEscalation []byte
-	if due, ok := store.EscalationDue(rec); ok {
-		escalation = schema.TimeKey(tenant, due, id)
-	}
-	if due, ok := store.EscalationDue(old); ok {
-		oldEscalation = schema.TimeKey(tenant, due, id)
 	}
 	// A new or moved deadline or escalation step wakes the other replicas' timer
 	// loops (as the triggers of versions 3 and 6 did).
 	if (deadline != nil && !bytes.Equal(deadline, oldDeadline)) || (escalation != nil && !bytes.Equal(escalation, oldEscalation)) {
 		w.t.changes.add(change{kind: store.ChangeDeadline})
-	}
-	v, err := encode(rec)
-	if err != nil {
-		return err
 	}
 	if old == nil {
 		w.later(`INSERT INTO interrupts (tenant, interrupt_id, task_id, id_key, pending_key, deadline_key, escalation_key, rec)
