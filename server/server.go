@@ -79,7 +79,7 @@ type Server struct {
 	codec requestCodec
 
 	// stopping is canceled when shutdown begins; long-lived streams end on it
-	// (untilShutdown, Stopping).
+	// (untilShutdown, and the A2A and console faces' streams).
 	stopping context.Context
 	stop     context.CancelFunc
 }
@@ -363,9 +363,6 @@ func (s *Server) closeAll() {
 		s.tracing = nil
 	}
 }
-
-// Stopping is closed when shutdown begins; stream handlers select on it.
-func (s *Server) Stopping() <-chan struct{} { return s.stopping.Done() }
 
 // dialInProcess connects to the in-memory listener.
 func (s *Server) dialInProcess() (*grpc.ClientConn, error) {
