@@ -28,10 +28,10 @@ const watchMethod = "/agentplane.v1.TaskService/WatchTask"
 // backs off reconnecting a lost server by itself (1 s, then 1.6 times longer each
 // time), and the reopenings it fails at once meanwhile must not use the budget up
 // before the channel tries again (a server away for a few seconds, then back, costs
-// the watch nothing). Recv returns io.EOF
-// after the task's terminal event; any other error (TASK_NOT_FOUND, ...) at once. The
-// same policy as the TypeScript and Python SDKs' watch (docs/clients.md, "Retries,
-// request ids and reconnection"). Cancel ctx to stop it.
+// the watch nothing). Recv returns io.EOF after the task's terminal event; any other
+// error (TASK_NOT_FOUND, ...) at once. The same policy as the Python SDK's watch
+// (TypeScript's counts the reopenings alone; docs/clients.md, "Retries, request ids
+// and reconnection"). Cancel ctx to stop it.
 func (c *Client) Watch(ctx context.Context, taskID string, afterSequence int64) (agentplanev1.TaskService_WatchTaskClient, error) {
 	w := &taskWatch{c: c, ctx: ctx, taskID: taskID, last: afterSequence}
 	if err := w.open(); err != nil && !Retryable(watchMethod, err) {

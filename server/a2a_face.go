@@ -54,7 +54,7 @@ func (s *Server) newA2A() (*a2a.Handler, error) {
 		MultiTenant: s.cfg.Auth.RequirePrincipal, Bearer: len(s.cfg.Auth.Tokens) > 0, MTLS: len(s.cfg.Auth.ClientCerts) > 0 && s.tls != nil,
 		MaxBodyBytes: s.maxHTTPBody(), MaxStreams: s.cfg.A2A.MaxStreams, BlockingTimeout: s.cfg.A2A.BlockingTimeout.D(),
 		Push:    s.a2aPushStore(),
-		Version: version.String(), Log: s.log.With("face", "a2a"), Registerer: s.metrics.registry, Stopping: s.Stopping(),
+		Version: version.String(), Log: s.log.With("face", "a2a"), Registerer: s.metrics.registry, Stopping: s.stopping,
 	})
 }
 

@@ -190,7 +190,7 @@ func (s *Server) newConsole() (http.Handler, error) {
 	return console.New(console.Options{Conn: s.gwConn, MultiTenant: s.cfg.Auth.RequirePrincipal, Key: key,
 		TTL: s.cfg.Console.SessionTTL.D(), Secure: s.tls != nil, Log: s.log,
 		Live: console.LiveOptions{Interrupts: s.domain.tasks.WatchInterrupts, PerPrincipal: s.cfg.Limits.MaxWatchesPerPrincipal,
-			Heartbeat: s.cfg.Limits.StreamKeepaliveInterval.D(), Registerer: s.metrics.registry, Stopping: s.Stopping()}})
+			Heartbeat: s.cfg.Limits.StreamKeepaliveInterval.D(), Registerer: s.metrics.registry, Stopping: s.stopping}})
 }
 
 // bodyMarshaler is protojson, except that a request body bound to a bytes field

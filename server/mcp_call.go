@@ -462,14 +462,7 @@ func (x *mcpCall) clientCanceled(ctx context.Context) bool {
 }
 
 // stopping reports whether the server has begun to shut down.
-func (x *mcpCall) stopping() bool {
-	select {
-	case <-x.f.s.stopping:
-		return true
-	default:
-		return false
-	}
-}
+func (x *mcpCall) stopping() bool { return x.f.s.stopping.Err() != nil }
 
 // cancelTask cancels the task for a client that canceled its call.
 func (x *mcpCall) cancelTask() {

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -79,12 +78,10 @@ type Server struct {
 	// encodes responses (sending pre-encoded ones as they are).
 	codec requestCodec
 
-	// stopping is closed when shutdown begins; long-lived streams end on it.
-	// stoppingCtx is canceled at the same moment, for context.AfterFunc.
-	stopping    chan struct{}
-	stoppingCtx context.Context
-	stopCtx     context.CancelFunc
-	stopOnce    sync.Once
+	// stopping is canceled when shutdown begins; long-lived streams end on it
+	// (untilShutdown, and the A2A and console faces' streams).
+	stopping context.Context
+	stop     context.CancelFunc
 }
 
 // Option configures New.
@@ -99,8 +96,8 @@ func New(cfg config.Config, opts ...Option) (_ *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, metrics: newMetrics(), start: time.Now(), stopping: make(chan struct{}), codec: newRequestCodec()}
-	s.stoppingCtx, s.stopCtx = context.WithCancel(context.Background())
+	s := &Server{cfg: cfg, metrics: newMetrics(), start: time.Now(), codec: newRequestCodec()}
+	s.stopping, s.stop = context.WithCancel(context.Background())
 	for _, o := range opts {
 		o(s)
 	}
@@ -312,7 +309,7 @@ func (s *Server) Serve(ctx context.Context) error {
 func (s *Server) shutdown() {
 	s.log.Info("shutting down")
 	s.health.Shutdown()
-	s.stopOnce.Do(func() { close(s.stopping); s.stopCtx() })
+	s.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 	defer cancel()
 	if s.http != nil {
@@ -367,9 +364,6 @@ func (s *Server) closeAll() {
 	}
 }
 
-// Stopping is closed when shutdown begins; stream handlers select on it.
-func (s *Server) Stopping() <-chan struct{} { return s.stopping }
-
 // dialInProcess connects to the in-memory listener.
 func (s *Server) dialInProcess() (*grpc.ClientConn, error) {
 	return grpc.NewClient("passthrough:///agentplane-inprocess",
@@ -387,19 +381,15 @@ func (s *Server) ServiceInfo() map[string]grpc.ServiceInfo { return s.grpc.GetSe
 // goroutine (an idle watch would otherwise hold two).
 func (s *Server) untilShutdown(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
-	unhook := context.AfterFunc(s.stoppingCtx, cancel)
+	unhook := context.AfterFunc(s.stopping, cancel)
 	return ctx, func() { unhook(); cancel() }
 }
 
 // shutdownError turns the end of a stream caused by shutdown into UNAVAILABLE, which
 // clients treat as "reconnect".
 func (s *Server) shutdownError(ctx context.Context, err error) error {
-	select {
-	case <-s.stopping:
-		if err != nil && ctx.Err() != nil {
-			return apierr.New(codes.Unavailable, apierr.ReasonUnavailable, "the server is shutting down; reconnect and resume from your last sequence")
-		}
-	default:
+	if s.stopping.Err() != nil && err != nil && ctx.Err() != nil {
+		return apierr.New(codes.Unavailable, apierr.ReasonUnavailable, "the server is shutting down; reconnect and resume from your last sequence")
 	}
 	return err
 }

@@ -71,8 +71,8 @@ type Options struct {
 	Version    string
 	Log        *slog.Logger
 	Registerer prometheus.Registerer
-	// Stopping ends open streams when the server shuts down.
-	Stopping <-chan struct{}
+	// Stopping ends open streams when it is done (the server shutting down).
+	Stopping context.Context
 }
 
 // Handler serves the A2A face.

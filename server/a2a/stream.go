@@ -130,13 +130,7 @@ func (h *Handler) follow(ctx context.Context, t *agentplanev1.Task, after int64,
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if h.o.Stopping != nil {
-		go func() {
-			select {
-			case <-h.o.Stopping:
-				cancel()
-			case <-wctx.Done():
-			}
-		}()
+		defer context.AfterFunc(h.o.Stopping, cancel)()
 	}
 	stream, err := h.tasks.WatchTask(wctx, &agentplanev1.WatchTaskRequest{TaskId: t.GetTaskId(), AfterSequence: after})
 	if err != nil {
@@ -260,13 +254,7 @@ func (h *Handler) await(ctx context.Context, t *agentplanev1.Task) *agentplanev1
 	wctx, cancel := context.WithTimeout(ctx, h.o.BlockingTimeout)
 	defer cancel()
 	if h.o.Stopping != nil {
-		go func() {
-			select {
-			case <-h.o.Stopping:
-				cancel()
-			case <-wctx.Done():
-			}
-		}()
+		defer context.AfterFunc(h.o.Stopping, cancel)()
 	}
 	stream, err := h.tasks.WatchTask(wctx, &agentplanev1.WatchTaskRequest{TaskId: t.GetTaskId(), AfterSequence: t.GetLastSequence()})
 	if err == nil {

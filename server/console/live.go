@@ -40,8 +40,8 @@ type LiveOptions struct {
 	Heartbeat time.Duration
 	// Registerer receives agentplane_console_open_streams.
 	Registerer prometheus.Registerer
-	// Stopping closes every stream when it is closed (the server shutting down).
-	Stopping <-chan struct{}
+	// Stopping closes every stream when it is done (the server shutting down).
+	Stopping context.Context
 }
 
 // Defaults of LiveOptions.
@@ -199,13 +199,7 @@ func (h *Handler) live(page string, fn func(ctx context.Context, w http.Response
 		ctx, cancel := context.WithDeadline(ctx, s.Expires)
 		defer cancel()
 		if h.opt.Live.Stopping != nil {
-			go func() {
-				select {
-				case <-h.opt.Live.Stopping:
-					cancel()
-				case <-ctx.Done():
-				}
-			}()
+			defer context.AfterFunc(h.opt.Live.Stopping, cancel)()
 		}
 		r = r.WithContext(ctx)
 		t := time.NewTicker(h.streams.opt.Heartbeat)

@@ -271,3 +271,10 @@ func TestExpiryIsBatched(t *testing.T) {
 		t.Fatalf("%d leases expired in %d write transactions, want 2 (at most %d each)", expireBatch+1, n, expireBatch)
 	}
 }
+
+// queued is how many messages wait in s.
+func (s *subscription) queued() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue)
+}

@@ -99,13 +99,6 @@ func (s *subscription) take(spare []Event) []Event {
 	return q
 }
 
-// queued is how many messages wait.
-func (s *subscription) queued() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.queue)
-}
-
 // Event is one message of a watch as Follow sends it: an event of the log
 // (TaskEvent set), or another arm of WatchTaskResponse (Other set: caught_up,
 // keepalive, message_delta). A live event or delta is one value shared by every

@@ -123,26 +123,9 @@ func fanoutEtcd(ctx context.Context, bin, dataDir string, watchers, conns, write
 			if err == nil {
 				err = stream.SendMsg(etcdWatchCreate(key))
 			}
-			for err == nil { // live once created
-				var b []byte
-				if err = stream.RecvMsg(&b); err == nil && hasField(b, etcdFieldCreated) {
-					break
-				}
-			}
-			if err != nil {
-				return nil, err
-			}
-			return func(got func()) error {
-				for {
-					var b []byte
-					if err := stream.RecvMsg(&b); err != nil {
-						return err
-					}
-					if hasField(b, etcdFieldEvents) {
-						got()
-					}
-				}
-			}, nil
+			return follow(stream, err,
+				func(b []byte) bool { return hasField(b, etcdFieldCreated) }, // live once created
+				func(b []byte) bool { return hasField(b, etcdFieldEvents) })
 		},
 		write: put,
 	}.run(ctx)

@@ -196,26 +196,9 @@ func probeAgentplane(ctx context.Context, addr string, watchers, conns, writes i
 			if err == nil {
 				err = stream.CloseSend()
 			}
-			for err == nil { // live once caught up
-				var b []byte
-				if err = stream.RecvMsg(&b); err == nil && topField(b) == 2 {
-					break
-				}
-			}
-			if err != nil {
-				return nil, err
-			}
-			return func(got func()) error {
-				for {
-					var b []byte
-					if err := stream.RecvMsg(&b); err != nil {
-						return err
-					}
-					if topField(b) == 1 { // an event, not a keepalive
-						got()
-					}
-				}
-			}, nil
+			return follow(stream, err,
+				func(b []byte) bool { return topField(b) == 2 }, // live once caught up
+				func(b []byte) bool { return topField(b) == 1 }) // an event, not a keepalive
 		},
 		write: func(ctx context.Context, i int) error {
 			m := client.TextMessage(agentplanev1.MessageRole_MESSAGE_ROLE_ASSISTANT, fmt.Sprintf("fanout event %d", i))
@@ -224,6 +207,31 @@ func probeAgentplane(ctx context.Context, addr string, watchers, conns, writes i
 			return err
 		},
 	}.run(ctx)
+}
+
+// follow reads stream (opened, unless err) until a message live says makes it live,
+// then returns its receive loop for the probe: got for each message event says is one.
+func follow(stream grpc.ClientStream, err error, live, event func([]byte) bool) (func(got func()) error, error) {
+	for err == nil {
+		var b []byte
+		if err = stream.RecvMsg(&b); err == nil && live(b) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return func(got func()) error {
+		for {
+			var b []byte
+			if err := stream.RecvMsg(&b); err != nil {
+				return err
+			}
+			if event(b) {
+				got()
+			}
+		}
+	}, nil
 }
 
 // topField is the number of the first field of an encoded message (0 if none): which

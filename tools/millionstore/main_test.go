@@ -52,7 +52,11 @@ func TestGeneratedStoreServes(t *testing.T) {
 	if int64(len(working)) != sum.defaultWorking {
 		t.Errorf("%d working tasks listed, the generator wrote %d", len(working), sum.defaultWorking)
 	}
-	for _, task := range list(&agentplanev1.ListTasksRequest{LabelSelector: []string{"env=prod"}}) {
+	prod := list(&agentplanev1.ListTasksRequest{LabelSelector: []string{"env=prod"}})
+	if len(prod) == 0 {
+		t.Error("label filter env=prod listed no task (the generator labels 60% of them so)")
+	}
+	for _, task := range prod {
 		if task.GetLabels()["env"] != "prod" {
 			t.Errorf("label filter env=prod listed %s with labels %v", task.GetTaskId(), task.GetLabels())
 		}
