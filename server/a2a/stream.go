@@ -156,7 +156,9 @@ func (h *Handler) follow(ctx context.Context, t *agentplanev1.Task, after int64,
 			return
 		}
 		if err != nil {
-			if wctx.Err() == nil {
+			// A stream ended by the shutdown is silent, whichever side's cancel (this
+			// one's, or the server's own of WatchTask) reached it first.
+			if wctx.Err() == nil && !h.stopping() {
 				s.error(fromAPI(err))
 			}
 			return
@@ -310,4 +312,9 @@ func waitingFor(reason string, open map[string]*agentplanev1.Interrupt) pending 
 		p.kind = waitApproval
 	}
 	return p
+}
+
+// stopping reports whether the server is shutting down.
+func (h *Handler) stopping() bool {
+	return h.o.Stopping != nil && h.o.Stopping.Err() != nil
 }
