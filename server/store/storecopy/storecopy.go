@@ -4,6 +4,7 @@
 package storecopy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -197,7 +198,8 @@ type flowRecord struct {
 	rec          *storagev1.FlowRecord
 }
 
-// allFlows reads every flow-control record of s, by tenant and name.
+// allFlows reads every flow-control record of s, sorted by tenant and name (each
+// store scans them in its own key order).
 func allFlows(ctx context.Context, s store.Store) ([]flowRecord, error) {
 	var out []flowRecord
 	err := s.View(ctx, func(r store.Reader) error {
@@ -205,6 +207,9 @@ func allFlows(ctx context.Context, s store.Store) ([]flowRecord, error) {
 			out = append(out, flowRecord{tenant, name, rec})
 			return true, nil
 		})
+	})
+	slices.SortFunc(out, func(a, b flowRecord) int {
+		return cmp.Or(strings.Compare(a.tenant, b.tenant), strings.Compare(a.name, b.name))
 	})
 	return out, err
 }
