@@ -148,8 +148,9 @@ type Reader interface {
 	// that of two transactions creating it one runs again), so that replicas sharing
 	// a store count one set of slots and one bucket.
 	GetFlow(tenant, name string) (*storagev1.FlowRecord, error)
-	// ScanFlows reads every flow-control record, across tenants, by tenant and name,
-	// until fn returns false or an error (a store move copies them).
+	// ScanFlows reads every flow-control record, across tenants, in the store's key
+	// order (not the same in every store), until fn returns false or an error (a store
+	// move copies them).
 	ScanFlows(fn func(tenant, name string, rec *storagev1.FlowRecord) (bool, error)) error
 
 	// GetLinkRevocation returns the revocation of a tenant's approval link id, or nil

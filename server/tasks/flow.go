@@ -296,7 +296,7 @@ func (o *Op) releaseSlot() error {
 			return err
 		}
 		n := len(slot.GetHolders())
-		if slot == nil || n == 0 {
+		if n == 0 {
 			continue
 		}
 		slot.Holders = slices.DeleteFunc(slot.Holders, func(id string) bool { return id == rec.GetTaskId() })

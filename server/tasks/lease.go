@@ -451,7 +451,7 @@ func (m *Manager) claim(ctx context.Context, req LeaseRequest) (leases []*agentp
 			}
 		}
 		full := map[string]bool{}
-		tried := map[[2]string]bool{}
+		var tried map[[2]string]bool // the first look's picks, for the second look only
 		// A first look reads as far as the queues' policies say; when it passed over
 		// tasks that wait for a slot of their own concurrency cap (which a queue
 		// without policies does not expect), a second look reads flowScanWindow
@@ -470,6 +470,11 @@ func (m *Manager) claim(ctx context.Context, req LeaseRequest) (leases []*agentp
 			}
 			if widen || !passed || len(leases) == req.MaxTasks || m.anyLimits(req.Queues) {
 				return nil
+			}
+			// The first look granted fewer than MaxTasks: it tried every pick.
+			tried = make(map[[2]string]bool, len(picks))
+			for _, p := range picks {
+				tried[[2]string{p.tenant, p.taskID}] = true
 			}
 		}
 	})
@@ -493,8 +498,8 @@ func (m *Manager) claim(ctx context.Context, req LeaseRequest) (leases []*agentp
 	return leases, hasQueued && len(leases) == 0, nil
 }
 
-// grantPicks grants the picks a claim has not tried yet, in order, until it holds
-// MaxTasks leases; passed says that flow control passed one over.
+// grantPicks grants the picks not in tried, in order, until the claim holds MaxTasks
+// leases; passed says that flow control passed one over.
 func (m *Manager) grantPicks(w store.Writer, req LeaseRequest, now time.Time, picks []queued, tried map[[2]string]bool, full map[string]bool,
 	suffixes []string, leases *[]*agentplanev1.Lease, granted *[]string, waits *[]queueWait, fairs *[]fairServed) (passed bool, err error) {
 	for _, p := range picks {
@@ -504,7 +509,6 @@ func (m *Manager) grantPicks(w store.Writer, req LeaseRequest, now time.Time, pi
 		if tried[[2]string{p.tenant, p.taskID}] {
 			continue
 		}
-		tried[[2]string{p.tenant, p.taskID}] = true
 		rec, err := w.GetTask(p.tenant, p.taskID)
 		if err != nil {
 			return passed, err

@@ -1,8 +1,6 @@
 package pgstore
 
 import (
-	"github.com/jackc/pgx/v5"
-
 	"github.com/agentplane/agentplane/server/store"
 	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 	"github.com/agentplane/agentplane/server/store/schema"
@@ -25,34 +23,16 @@ func (r *reader) GetBudgetUsage(tenant, budget string) (*storagev1.BudgetUsageRe
 }
 
 func (r *reader) ScanBudgetUsage(fn func(*storagev1.BudgetUsageRecord) (bool, error)) error {
-	afterTenant, afterBudget := "", ""
-	for {
-		type row struct {
-			Tenant, Budget string
-			Rec            []byte
+	return r.scanByTenant("budget_usage", "budget", func(tenant, budget string, v []byte) (bool, error) {
+		if len(v) == 0 {
+			return true, nil // a row AddBudgetUsage inserted and has not filled yet
 		}
-		page, err := collect(r, `SELECT tenant, budget, rec FROM budget_usage WHERE (tenant, budget) > ($1, $2)
-			ORDER BY tenant, budget LIMIT $3`, []any{afterTenant, afterBudget, pageSize}, pgx.RowToStructByPos[row])
-		if err != nil {
-			return err
+		rec := &storagev1.BudgetUsageRecord{}
+		if err := unmarshal(v, rec, "budget usage", tenant+"/"+budget); err != nil {
+			return false, err
 		}
-		for _, p := range page {
-			if len(p.Rec) == 0 {
-				continue
-			}
-			rec := &storagev1.BudgetUsageRecord{}
-			if err := unmarshal(p.Rec, rec, "budget usage", p.Tenant+"/"+p.Budget); err != nil {
-				return err
-			}
-			if more, err := fn(rec); err != nil || !more {
-				return err
-			}
-		}
-		if len(page) < pageSize {
-			return nil
-		}
-		afterTenant, afterBudget = page[len(page)-1].Tenant, page[len(page)-1].Budget
-	}
+		return fn(rec)
+	})
 }
 
 // AddBudgetUsage implements store.Writer. The row is made to exist first (an empty

@@ -40,34 +40,13 @@ func (r *reader) GetFlow(tenant, name string) (*storagev1.FlowRecord, error) {
 }
 
 func (r *reader) ScanFlows(fn func(tenant, name string, rec *storagev1.FlowRecord) (bool, error)) error {
-	afterTenant, afterName := "", ""
-	for {
-		type row struct {
-			Tenant, Name string
-			Rec          []byte
+	return r.scanByTenant("flow", "name", func(tenant, name string, v []byte) (bool, error) {
+		rec, err := decodeFlow(v, tenant+"/"+name)
+		if err != nil || rec == nil {
+			return err == nil, err
 		}
-		page, err := collect(r, `SELECT tenant, name, rec FROM flow WHERE (tenant, name) > ($1, $2)
-			ORDER BY tenant, name LIMIT $3`, []any{afterTenant, afterName, pageSize}, pgx.RowToStructByPos[row])
-		if err != nil {
-			return err
-		}
-		for _, p := range page {
-			rec, err := decodeFlow(p.Rec, p.Tenant+"/"+p.Name)
-			if err != nil {
-				return err
-			}
-			if rec == nil {
-				continue
-			}
-			if more, err := fn(p.Tenant, p.Name, rec); err != nil || !more {
-				return err
-			}
-		}
-		if len(page) < pageSize {
-			return nil
-		}
-		afterTenant, afterName = page[len(page)-1].Tenant, page[len(page)-1].Name
-	}
+		return fn(tenant, name, rec)
+	})
 }
 
 // GetFlow locks the row, reading its latest committed version; what the transaction

@@ -1,8 +1,6 @@
 package pgstore
 
 import (
-	"github.com/jackc/pgx/v5"
-
 	"github.com/agentplane/agentplane/server/store"
 	storagev1 "github.com/agentplane/agentplane/server/store/gen/agentplane/storage/v1"
 )
@@ -39,29 +37,11 @@ func (w *writer) PutLinkRevocation(rec *storagev1.LinkRevocationRecord) error {
 }
 
 func (r *reader) ScanLinkRevocations(fn func(*storagev1.LinkRevocationRecord) (bool, error)) error {
-	afterTenant, afterID := "", ""
-	for {
-		type row struct {
-			Tenant, LinkID string
-			Rec            []byte
+	return r.scanByTenant("link_revocations", "link_id", func(tenant, id string, v []byte) (bool, error) {
+		rec := &storagev1.LinkRevocationRecord{}
+		if err := unmarshal(v, rec, "link revocation", tenant+"/"+id); err != nil {
+			return false, err
 		}
-		page, err := collect(r, `SELECT tenant, link_id, rec FROM link_revocations WHERE (tenant, link_id) > ($1, $2)
-			ORDER BY tenant, link_id LIMIT $3`, []any{afterTenant, afterID, pageSize}, pgx.RowToStructByPos[row])
-		if err != nil {
-			return err
-		}
-		for _, p := range page {
-			rec := &storagev1.LinkRevocationRecord{}
-			if err := unmarshal(p.Rec, rec, "link revocation", p.Tenant+"/"+p.LinkID); err != nil {
-				return err
-			}
-			if more, err := fn(rec); err != nil || !more {
-				return err
-			}
-		}
-		if len(page) < pageSize {
-			return nil
-		}
-		afterTenant, afterID = page[len(page)-1].Tenant, page[len(page)-1].LinkID
-	}
+		return fn(rec)
+	})
 }

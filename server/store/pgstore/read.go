@@ -65,6 +65,33 @@ func collect[T any](r *reader, sql string, args []any, row pgx.RowToFunc[T]) ([]
 // pageSize is how many rows a scan reads at once.
 const pageSize = 256
 
+// scanByTenant reads every row (tenant, col, rec) of table, across tenants, a page at
+// a time in key order, until fn returns false or an error.
+func (r *reader) scanByTenant(table, col string, fn func(tenant, name string, rec []byte) (bool, error)) error {
+	q := fmt.Sprintf(`SELECT tenant, %[2]s, rec FROM %[1]s WHERE (tenant, %[2]s) > ($1, $2)
+		ORDER BY tenant, %[2]s LIMIT $3`, table, col)
+	afterTenant, afterName := "", ""
+	for {
+		type row struct {
+			Tenant, Name string
+			Rec          []byte
+		}
+		page, err := collect(r, q, []any{afterTenant, afterName, pageSize}, pgx.RowToStructByPos[row])
+		if err != nil {
+			return err
+		}
+		for _, p := range page {
+			if more, err := fn(p.Tenant, p.Name, p.Rec); err != nil || !more {
+				return err
+			}
+		}
+		if len(page) < pageSize {
+			return nil
+		}
+		afterTenant, afterName = page[len(page)-1].Tenant, page[len(page)-1].Name
+	}
+}
+
 func unmarshal(v []byte, m proto.Message, what, id string) error {
 	if err := proto.Unmarshal(v, m); err != nil {
 		return fmt.Errorf("store: decoding %s %s: %w", what, id, err)

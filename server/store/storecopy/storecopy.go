@@ -4,6 +4,7 @@
 package storecopy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -197,14 +198,18 @@ type flowRecord struct {
 	rec          *storagev1.FlowRecord
 }
 
-// allFlows reads every flow-control record of s, by tenant and name.
-func allFlows(ctx context.Context, s store.Store) ([]flowRecord, error) {
+// allFlows reads every flow-control record of s, sorted by tenant and name (each
+// store scans them in its own key order).
+func allFlows(ctx context.Context, s Source) ([]flowRecord, error) {
 	var out []flowRecord
 	err := s.View(ctx, func(r store.Reader) error {
 		return r.ScanFlows(func(tenant, name string, rec *storagev1.FlowRecord) (bool, error) {
 			out = append(out, flowRecord{tenant, name, rec})
 			return true, nil
 		})
+	})
+	slices.SortFunc(out, func(a, b flowRecord) int {
+		return cmp.Or(strings.Compare(a.tenant, b.tenant), strings.Compare(a.name, b.name))
 	})
 	return out, err
 }
@@ -295,7 +300,7 @@ func copyBudgets(ctx context.Context, src, dst Source) (int64, error) {
 }
 
 // allSchedules reads every schedule of s, by tenant then id.
-func allSchedules(ctx context.Context, s store.Store) ([]*storagev1.ScheduleRecord, error) {
+func allSchedules(ctx context.Context, s Source) ([]*storagev1.ScheduleRecord, error) {
 	var out []*storagev1.ScheduleRecord
 	err := s.View(ctx, func(r store.Reader) error {
 		var names []string
@@ -468,11 +473,7 @@ func writeTask(w store.Writer, tenant string, t *task) error {
 func Compare(ctx context.Context, a, b Source) error {
 	var diffs []error
 	differ := func(format string, args ...any) { diffs = append(diffs, fmt.Errorf(format, args...)) }
-	ta, err := tenants(ctx, a)
-	if err != nil {
-		return err
-	}
-	tb, err := tenants(ctx, b)
+	ta, tb, err := both(ctx, a, b, tenants)
 	if err != nil {
 		return err
 	}
@@ -562,44 +563,28 @@ func Compare(ctx context.Context, a, b Source) error {
 			}
 		}
 	}
-	sca, err := allSchedules(ctx, a)
-	if err != nil {
-		return err
-	}
-	scb, err := allSchedules(ctx, b)
+	sca, scb, err := both(ctx, a, b, allSchedules)
 	if err != nil {
 		return err
 	}
 	if !equalAll(sca, scb) {
 		differ("schedules: %d and %d, or they differ", len(sca), len(scb))
 	}
-	ba, err := budgetCounts(ctx, a)
-	if err != nil {
-		return err
-	}
-	bb, err := budgetCounts(ctx, b)
+	ba, bb, err := both(ctx, a, b, budgetCounts)
 	if err != nil {
 		return err
 	}
 	if ba != bb {
 		differ("budget counts %s and %s", ba, bb)
 	}
-	fa, err := allFlows(ctx, a)
-	if err != nil {
-		return err
-	}
-	fb, err := allFlows(ctx, b)
+	fa, fb, err := both(ctx, a, b, allFlows)
 	if err != nil {
 		return err
 	}
 	if d := flowsDiff(fa, fb); d != "" {
 		differ("flow records: %s", d)
 	}
-	aa, err := listAuditTenants(ctx, a)
-	if err != nil {
-		return err
-	}
-	ab, err := listAuditTenants(ctx, b)
+	aa, ab, err := both(ctx, a, b, listAuditTenants)
 	if err != nil {
 		return err
 	}
@@ -620,6 +605,15 @@ func Compare(ctx context.Context, a, b Source) error {
 		}
 	}
 	return errors.Join(diffs...)
+}
+
+// both reads the same of a and of b.
+func both[T any](ctx context.Context, a, b Source, read func(context.Context, Source) (T, error)) (x, y T, err error) {
+	if x, err = read(ctx, a); err != nil {
+		return x, y, err
+	}
+	y, err = read(ctx, b)
+	return x, y, err
 }
 
 // flowsDiff names the first flow record that differs between a and b, "" when none.

@@ -243,3 +243,35 @@ func TestCopyBoltToPostgres(t *testing.T) {
 		t.Fatalf("Compare after a change = %v, want task globex/task-05 named", err)
 	}
 }
+
+// TestCompareFlowsInAnyOrder: Compare matches flow records by tenant and name, not by
+// the order each store scans them in (bbolt's keys put a shorter name first).
+func TestCompareFlowsInAnyOrder(t *testing.T) {
+	ctx := context.Background()
+	src, err := boltstore.Open(filepath.Join(t.TempDir(), "agentplane.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if err := src.Update(ctx, func(w store.Writer) error {
+		for _, name := range []string{"f:default:b", "f:default:aa"} {
+			if err := w.PutFlow("acme", name, &storagev1.FlowRecord{FairFinish: timestamppb.New(base)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	dst, err := pgstore.Open(ctx, pgtest.DSN(t), pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	if n, err := storecopy.Copy(ctx, src, dst); err != nil || n.Flows != 2 {
+		t.Fatalf("copied %+v, %v", n, err)
+	}
+	if err := storecopy.Compare(ctx, src, dst); err != nil {
+		t.Fatalf("Compare after the copy: %v", err)
+	}
+}
